@@ -1,0 +1,156 @@
+/*
+ * rng.c — seeded random-number streams for the engine.
+ *
+ * Each EngRng is a xoshiro256** generator (Blackman and Vigna, "Scrambled
+ * linear pseudorandom number generators", ACM TOMS 2021).  Its 256-bit state
+ * is filled from two SplitMix64 sequences, one started from the scenario
+ * seed and one from a hash of the stream number, so (seed, stream) pairs
+ * that differ in either component start from unrelated states.  All
+ * derived distributions draw from eng_rng_u64() only and keep no state
+ * outside the struct, so a stream's draws depend on nothing but its
+ * (seed, stream) pair and the number of draws made so far.
+ */
+#include <math.h>
+
+#include "engine/engine.h"
+
+static inline guint64
+rotl (guint64 x, int k)
+{
+  return (x << k) | (x >> (64 - k));
+}
+
+/* SplitMix64 (Steele, Lea and Flood 2014): advances *x and returns a mixed
+ * output. */
+static guint64
+splitmix64_next (guint64 *x)
+{
+  guint64 z = (*x += G_GUINT64_CONSTANT (0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+/* MurmurHash3's 64-bit finaliser, a bijection distinct from SplitMix64's,
+ * used to start the stream's sequence. */
+static guint64
+fmix64 (guint64 k)
+{
+  k ^= k >> 33;
+  k *= G_GUINT64_CONSTANT (0xFF51AFD7ED558CCD);
+  k ^= k >> 33;
+  k *= G_GUINT64_CONSTANT (0xC4CEB9FE1A85EC53);
+  k ^= k >> 33;
+  return k;
+}
+
+/* Seeds `rng` from (seed, stream): the same pair always gives the same
+ * sequence. */
+void
+eng_rng_init (EngRng *rng, guint64 seed, guint64 stream)
+{
+  guint64 a = seed;
+  guint64 b = fmix64 (stream ^ G_GUINT64_CONSTANT (0xD1B54A32D192ED03));
+  int i;
+
+  g_return_if_fail (rng != NULL);
+  for (i = 0; i < 4; i++)
+    rng->s[i] = splitmix64_next (&a) ^ rotl (splitmix64_next (&b), 17);
+  /* The all-zero state is xoshiro's only fixed point. */
+  if ((rng->s[0] | rng->s[1] | rng->s[2] | rng->s[3]) == 0)
+    rng->s[0] = 1;
+}
+
+/* Next 64 random bits (xoshiro256**). */
+guint64
+eng_rng_u64 (EngRng *rng)
+{
+  guint64 *s = rng->s;
+  guint64 result = rotl (s[1] * 5, 7) * 9;
+  guint64 t = s[1] << 17;
+
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl (s[3], 45);
+  return result;
+}
+
+/* Uniform double in [0, 1): the top 53 bits of a draw times 2^-53. */
+double
+eng_rng_uniform (EngRng *rng)
+{
+  return (double) (eng_rng_u64 (rng) >> 11) * 0x1.0p-53;
+}
+
+/* Uniform integer in [0, n), n > 0, without modulo bias (Lemire, "Fast
+ * random integer generation in an interval", ACM TOMACS 2019). */
+guint64
+eng_rng_below (EngRng *rng, guint64 n)
+{
+  g_return_val_if_fail (n > 0, 0);
+#ifdef __SIZEOF_INT128__
+  {
+    unsigned __int128 m = (unsigned __int128) eng_rng_u64 (rng) * n;
+    guint64 low = (guint64) m;
+    if (low < n)
+      {
+        guint64 threshold = -n % n; /* 2^64 mod n */
+        while (low < threshold)
+          {
+            m = (unsigned __int128) eng_rng_u64 (rng) * n;
+            low = (guint64) m;
+          }
+      }
+    return (guint64) (m >> 64);
+  }
+#else
+  {
+    /* Reject the top 2^64 mod n values, then reduce. */
+    guint64 threshold = -n % n, x;
+    do
+      x = eng_rng_u64 (rng);
+    while (x < threshold);
+    return x % n;
+  }
+#endif
+}
+
+/* Exponential with the given mean (> 0, same unit as the result):
+ * -mean * ln(1 - u) with u in [0, 1), so the logarithm's argument is in
+ * (0, 1] and the result is finite and >= 0. */
+double
+eng_rng_exponential (EngRng *rng, double mean)
+{
+  g_return_val_if_fail (mean > 0.0, 0.0);
+  return -mean * log1p (-eng_rng_uniform (rng));
+}
+
+/* Standard normal N(0, 1) by Box–Muller, using one of the pair and keeping
+ * no spare, so every call makes exactly two uniform draws. */
+double
+eng_rng_normal (EngRng *rng)
+{
+  double u1 = 1.0 - eng_rng_uniform (rng); /* (0, 1] */
+  double u2 = eng_rng_uniform (rng);
+  return sqrt (-2.0 * log (u1)) * cos (2.0 * G_PI * u2);
+}
+
+/* Shuffles v[0..n) in place (Fisher–Yates); every permutation is equally
+ * likely. */
+void
+eng_rng_shuffle (EngRng *rng, int *v, gsize n)
+{
+  gsize i;
+
+  g_return_if_fail (v != NULL || n == 0);
+  for (i = n; i > 1; i--)
+    {
+      gsize j = (gsize) eng_rng_below (rng, i);
+      int t = v[i - 1];
+      v[i - 1] = v[j];
+      v[j] = t;
+    }
+}

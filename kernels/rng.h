@@ -1,0 +1,113 @@
+/*
+ * rng.h — the kernels' private pseudo-random generator (not public API).
+ *
+ * Kernels may not depend on the engine, yet the data generator and the model
+ * initialisers need seeded random numbers.  This header gives them a small,
+ * self-contained xoshiro256** generator whose state is seeded by SplitMix64
+ * from a 64-bit seed and a stream tag, plus uniform integers (unbiased, by
+ * rejection) and standard normals (Box–Muller).  All state lives in the
+ * caller's KernRng; the same (seed, stream) always yields the same sequence
+ * on every platform, because only integer arithmetic and IEEE double
+ * log/sqrt/cos/sin are involved.
+ */
+#ifndef DTSIM_KERNELS_RNG_H
+#define DTSIM_KERNELS_RNG_H
+
+#include <glib.h>
+#include <math.h>
+
+typedef struct {
+  guint64 s[4];      /* xoshiro256** state, never all zero */
+  double spare;      /* second Box–Muller normal, valid if has_spare */
+  gboolean has_spare;
+} KernRng;
+
+/* Stream tags, so that the same user seed gives unrelated sequences to the
+ * data generator and to each model initialiser. */
+#define KERN_RNG_STREAM_BLOBS   G_GUINT64_CONSTANT (0x626c6f6273)       /* "blobs" */
+#define KERN_RNG_STREAM_SOFTMAX G_GUINT64_CONSTANT (0x736f66746d6178)   /* "softmax" */
+
+static inline guint64
+kern_rng_splitmix64 (guint64 *x)
+{
+  guint64 z = (*x += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* Seeds `rng` from (seed, stream).  SplitMix64 output is never all zero over
+ * four consecutive draws, so the xoshiro state is valid. */
+static inline void
+kern_rng_init (KernRng *rng, guint64 seed, guint64 stream)
+{
+  guint64 x = seed ^ kern_rng_splitmix64 (&stream);
+  for (int i = 0; i < 4; i++)
+    rng->s[i] = kern_rng_splitmix64 (&x);
+  rng->spare = 0.0;
+  rng->has_spare = FALSE;
+}
+
+static inline guint64
+kern_rng_rotl (guint64 x, int r)
+{
+  return (x << r) | (x >> (64 - r));
+}
+
+/* Next 64 uniformly distributed bits (xoshiro256**). */
+static inline guint64
+kern_rng_next (KernRng *rng)
+{
+  guint64 *s = rng->s;
+  guint64 result = kern_rng_rotl (s[1] * 5, 7) * 9;
+  guint64 t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = kern_rng_rotl (s[3], 45);
+  return result;
+}
+
+/* Uniform double in (0, 1]: never 0, so its logarithm is finite. */
+static inline double
+kern_rng_uniform_pos (KernRng *rng)
+{
+  return (double) ((kern_rng_next (rng) >> 11) + 1) * 0x1.0p-53;
+}
+
+/* Uniform integer in [0, bound), bound > 0, without modulo bias. */
+static inline guint64
+kern_rng_below (KernRng *rng, guint64 bound)
+{
+  /* (2^64 - bound) mod bound: draws below it would favour small results. */
+  guint64 threshold = (-bound) % bound;
+  for (;;)
+    {
+      guint64 r = kern_rng_next (rng);
+      if (r >= threshold)
+        return r % bound;
+    }
+}
+
+/* Standard normal N(0, 1) by Box–Muller; each pair of uniforms gives two
+ * normals, the second kept in rng->spare for the next call. */
+static inline double
+kern_rng_normal (KernRng *rng)
+{
+  if (rng->has_spare)
+    {
+      rng->has_spare = FALSE;
+      return rng->spare;
+    }
+  double u1 = kern_rng_uniform_pos (rng);
+  double u2 = kern_rng_uniform_pos (rng);
+  double r = sqrt (-2.0 * log (u1));
+  double theta = 2.0 * G_PI * u2;
+  rng->spare = r * sin (theta);
+  rng->has_spare = TRUE;
+  return r * cos (theta);
+}
+
+#endif /* DTSIM_KERNELS_RNG_H */

@@ -1,0 +1,138 @@
+/*
+ * star.c — the "star" topology and the registry of topologies.
+ *
+ * A star is the simplest switched cluster: every host has one full-duplex
+ * cable to a single non-blocking switch, modelled as two one-way links (the
+ * host's uplink, host -> switch, and its downlink, switch -> host), each with
+ * the full bandwidth and latency.  The route from a to b is [uplink(a),
+ * downlink(b)], so its latency is twice the link latency, and the only
+ * contention is between flows leaving the same host (they share its uplink)
+ * or arriving at the same host (they share its downlink, as in an incast).
+ *
+ * The registry is a static NULL-terminated table; adding a topology is adding
+ * a file with its NetTopology and one line here.
+ */
+#include "netmodel/netmodel.h"
+
+#include <math.h>
+
+/* Checks the parameters of a star before anything is added to `net`. */
+static gboolean
+star_check (const NetNetwork *net, const NetTopologyParams *p, GError **error)
+{
+  g_autoptr (GHashTable) seen = NULL;
+
+  if (p->n_hosts < 1)
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "star topology: expected at least 1 host, found %d",
+                   p->n_hosts);
+      return FALSE;
+    }
+  if (!(isfinite (p->bandwidth) && p->bandwidth > 0))
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "star topology: expected a link bandwidth > 0 bytes/s, "
+                   "found %g", p->bandwidth);
+      return FALSE;
+    }
+  if (!(isfinite (p->latency) && p->latency >= 0))
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "star topology: expected a link latency >= 0 s, found %g",
+                   p->latency);
+      return FALSE;
+    }
+  if (p->names == NULL)
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "star topology: expected %d host names, found none",
+                   p->n_hosts);
+      return FALSE;
+    }
+  seen = g_hash_table_new (g_str_hash, g_str_equal);
+  for (int h = 0; h < p->n_hosts; h++)
+    {
+      const char *name = p->names[h];
+
+      if (name == NULL || *name == '\0')
+        {
+          g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                       "star topology: host %d has no name", h);
+          return FALSE;
+        }
+      if (!g_hash_table_add (seen, (gpointer) name)
+          || net_network_host_id (net, name) >= 0)
+        {
+          g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                       "star topology: host name '%s' is used twice", name);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+static gboolean
+star_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
+{
+  g_autofree int *host = NULL;  /* (n_hosts) host ids */
+  g_autofree int *up = NULL;    /* (n_hosts) link ids, host -> switch */
+  g_autofree int *down = NULL;  /* (n_hosts) link ids, switch -> host */
+
+  g_return_val_if_fail (net != NULL, FALSE);
+  g_return_val_if_fail (p != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!star_check (net, p, error))
+    return FALSE;
+
+  host = g_new (int, p->n_hosts);
+  up = g_new (int, p->n_hosts);
+  down = g_new (int, p->n_hosts);
+  for (int h = 0; h < p->n_hosts; h++)
+    {
+      host[h] = net_network_add_host (net, p->names[h]);
+      up[h] = net_network_add_link (net, p->bandwidth, p->latency);
+      down[h] = net_network_add_link (net, p->bandwidth, p->latency);
+    }
+  for (int a = 0; a < p->n_hosts; a++)
+    for (int b = 0; b < p->n_hosts; b++)
+      if (a != b)
+        {
+          int route[2] = { up[a], down[b] };
+          net_network_set_route (net, host[a], host[b], route, 2);
+        }
+  return TRUE;
+}
+
+const NetTopology net_topology_star = {
+  .name = "star",
+  .description = "Every host has one full-duplex link to a single "
+                 "non-blocking switch; host to host crosses the sender's "
+                 "uplink and the receiver's downlink.",
+  .build = star_build,
+};
+
+/* Every registered topology, NULL-terminated. */
+static const NetTopology *const net_topologies[] = {
+  &net_topology_star,
+  NULL
+};
+
+/* The registered topology called `name`, or NULL. */
+const NetTopology *
+net_topology_lookup (const char *name)
+{
+  g_return_val_if_fail (name != NULL, NULL);
+  for (int i = 0; net_topologies[i] != NULL; i++)
+    if (g_strcmp0 (net_topologies[i]->name, name) == 0)
+      return net_topologies[i];
+  return NULL;
+}
+
+/* The NULL-terminated table of all registered topologies, static. */
+const NetTopology *const *
+net_topology_all (void)
+{
+  return net_topologies;
+}

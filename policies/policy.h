@@ -1,0 +1,117 @@
+/*
+ * policy.h — training schedules: how workers and servers exchange parameters
+ * and gradients over the simulated network while the real math runs.
+ *
+ * A policy is a table of callbacks registered by name (PolPolicyOps).  It
+ * combines the engine, the network and the kernels; it knows nothing of
+ * scenario files or SQLite.  What it observes (iterations, spans, metrics,
+ * progress) goes to a PolRecorder that the caller supplies, and simulated
+ * compute time comes from a callback the caller supplies too (the device model
+ * and stragglers live in sim/).
+ */
+#ifndef DTSIM_POLICY_H
+#define DTSIM_POLICY_H
+
+#include <glib.h>
+
+#include "engine/engine.h"
+#include "kernels/kernels.h"
+#include "netmodel/netmodel.h"
+
+G_BEGIN_DECLS
+
+typedef enum { POL_BSP, POL_SSP, POL_ASYNC } PolConsistency;
+
+/* Where a policy reports what happened.  Any callback may be NULL. */
+typedef struct {
+  gpointer ctx;
+  gboolean want_iterations; /* call `iteration` */
+  gboolean want_spans;      /* call `span` */
+  /* One finished worker iteration; times in simulated seconds, and
+   * end - start == compute + comm + wait. */
+  void (*iteration) (gpointer ctx, int worker, gint64 iteration, double start,
+                     double end, double compute, double comm, double wait,
+                     gint64 staleness);
+  /* One interval of an actor's activity: kind is compute, send, recv, wait,
+   * update or idle; bytes 0 where none moved. */
+  void (*span) (gpointer ctx, const char *actor, const char *kind,
+                double start, double end, gint64 iteration, double bytes);
+  /* An evaluation of the global model at simulated time t after `step`
+   * applied gradients. */
+  void (*metric) (gpointer ctx, double t, gint64 step, double loss,
+                  double accuracy);
+  /* Called after every applied gradient: `done` of `total`. */
+  void (*progress) (gpointer ctx, double t, gint64 done, gint64 total);
+} PolRecorder;
+
+/* Simulated seconds a worker's step of `flops` FLOPs takes (device model,
+ * straggler factor); called once per step, in simulated-time order. */
+typedef double (*PolComputeTime) (gpointer ctx, int worker, double flops);
+
+/* Everything a policy needs to run.  Pointers are borrowed. */
+typedef struct {
+  EngSim *sim;
+  NetNetwork *net;            /* built with the policy's host names */
+  KernModel *model;           /* NULL: timing only, no math */
+  const KernDataset *train;   /* NULL when model is NULL */
+  const KernDataset *test;
+  gsize n_params;             /* float32 parameters of the model */
+  double flops_step;          /* FLOPs of one worker step (forward+backward) */
+  int workers;
+  int servers;                /* parameter-server shards */
+  int batch;                  /* samples per worker step */
+  double lr;
+  gint64 iterations;          /* run ends after iterations*workers gradients */
+  gint64 eval_every;          /* applied gradients between evaluations */
+  double target_loss;         /* stop when reached; 0 = never */
+  double server_flops;        /* FLOP/s a server achieves applying updates */
+  guint64 seed;
+  PolConsistency consistency;
+  gint64 staleness;           /* SSP bound */
+  PolComputeTime compute_time;
+  gpointer compute_ctx;
+  PolRecorder rec;
+} PolEnv;
+
+/* What a finished (or stopped) run reports. */
+typedef struct {
+  gint64 updates;             /* gradients applied in all */
+  gint64 rounds;              /* updates / workers, rounded down */
+  double end_time;            /* simulated seconds at the last update */
+  double final_loss;          /* NAN when no math ran */
+  double final_accuracy;
+  gboolean reached_target;
+  double compute, comm, wait; /* summed over completed worker iterations, s */
+} PolResult;
+
+typedef struct PolPolicy PolPolicy;
+
+typedef struct {
+  const char *name;
+  const char *description;
+  /* Names of the tags it gives its transfers (for the messages table). */
+  const char *const *tag_names;
+  int n_tags;
+  /* Host names this policy needs, in host-id order (caller frees). */
+  GPtrArray *(*host_names) (int workers, int servers);
+  PolPolicy *(*create) (const PolEnv *env, GError **error);
+  /* Schedules the first events; the caller then runs the engine. */
+  void (*start) (PolPolicy *p);
+  /* Fills in the result (final evaluation of the global model). */
+  void (*finish) (PolPolicy *p, PolResult *out);
+  void (*free) (PolPolicy *p);
+} PolPolicyOps;
+
+/* The registered policy of that name, or NULL. */
+const PolPolicyOps *pol_lookup (const char *name);
+
+/* Parameter server with BSP, SSP and async consistency (docs/policies.md). */
+extern const PolPolicyOps pol_ps_ops;
+
+/* Bounds [lo, hi) of shard s when n parameters are split into S contiguous
+ * shards whose sizes differ by at most one (the first n % S get one more). */
+void pol_shard_bounds (gsize n, int S, int s, gsize *lo, gsize *hi);
+
+G_END_DECLS
+
+#endif /* DTSIM_POLICY_H */

@@ -1,0 +1,579 @@
+/*
+ * ps.c — the parameter-server policy: BSP, SSP(s) and async.
+ *
+ * One protocol covers all three consistency models; they differ only in the
+ * bound a server checks before it answers a worker (docs/policies.md is the
+ * normative description, this is its implementation):
+ *
+ *   - At time 0 every worker sends a pull request (no payload) to every server.
+ *   - A server answers a pull for a worker's iteration i once every worker v
+ *     has had `applied[v] >= i - s` gradients applied to that shard (s = 0 for
+ *     BSP, the staleness bound for SSP, no condition for async).  The answer
+ *     carries a snapshot of the shard as it is when the answer is sent.
+ *   - When a worker has every shard, it computes a real gradient at its own
+ *     copy of the parameters on its next batch, for a simulated time given by
+ *     the device model, then pushes each gradient shard to its server.
+ *   - A server queues received gradients in a FIFO; applying one costs
+ *     kern_sgd_flops(shard) / server_flops seconds and performs
+ *     shard -= lr * gradient.  After a worker's gradient for iteration i is
+ *     applied, the server holds that worker's pull for iteration i + 1 until
+ *     the bound above holds, then answers it.
+ *   - The run ends when iterations × workers gradients have been applied to
+ *     every shard.
+ *
+ * A worker's iteration i runs from the moment its previous push arrived (0 for
+ * i = 0) to the moment its push of iteration i has fully arrived.  The time it
+ * spends held by the bound is `wait`; computing is `compute`; everything else
+ * (transfers, the server's queue and update) is `comm`.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/policy.h"
+
+typedef struct PsPolicy PsPolicy;
+
+typedef struct {
+  int id;
+  char *name;
+  int host;
+  EngRng rng;            /* batch sampling */
+  float *params;         /* (n_params) its copy as last pulled */
+  float *grad;           /* (n_params) */
+  float *x;              /* (batch, d) */
+  int *y;                /* (batch) */
+  int *shard;            /* indices of its training samples */
+  int shard_len, cursor;
+  gint64 iter;           /* iteration in progress */
+  double iter_start;     /* s, when `iter` began */
+  double compute_start;  /* s, when `iter`'s compute began */
+  double compute;        /* s of compute in `iter` */
+  double hold_start, hold_end; /* s, longest server hold of `iter`'s pull */
+  gint64 staleness;      /* of `iter`: iter - min read clock over shards */
+  int pushes_missing;    /* gradient shards of `iter` still in flight */
+  /* the pull for the next compute; its answers may arrive while the pushes
+   * of the current iteration are still in flight */
+  int replies_got;
+  double acc_hold_start, acc_hold_end;
+  gint64 acc_staleness;
+} PsWorker;
+
+typedef struct {
+  int worker;
+  gint64 iter;           /* the iteration the pull is for */
+  gint64 need;           /* required min applied count, or G_MININT64 */
+  double since;          /* s, when the hold began */
+} PsPendingPull;
+
+typedef struct {
+  int id;
+  char *name;
+  int host;
+  gsize lo, hi;          /* shard [lo, hi) of the parameter vector */
+  EngResource *fifo;
+  gint64 *applied;       /* (workers) gradients applied per worker */
+  GArray *pending;       /* PsPendingPull, in registration order */
+} PsServer;
+
+typedef enum { MSG_PULL, MSG_REPLY, MSG_GRAD } PsMsgKind;
+
+typedef struct {
+  PsMsgKind kind;
+  int worker, server;
+  gint64 iter;
+  gint64 clock;          /* REPLY: min applied count when the snapshot was taken */
+  double hold_start, hold_end; /* REPLY: the hold at the server */
+  float *payload;        /* REPLY: shard snapshot; GRAD: gradient shard */
+} PsMsg;
+
+struct PsPolicy {
+  PolEnv env;
+  PsWorker *workers;
+  PsServer *servers;
+  float *global;         /* (n_params) the servers' parameters, by shard */
+  gint64 *grad_shards;   /* per (worker): shards of its latest gradient applied */
+  gint64 updates;        /* gradients applied to every shard */
+  gint64 total;          /* iterations * workers */
+  gint64 next_eval;
+  double end_time;
+  gboolean finished;
+  gboolean reached_target;
+  double sum_compute, sum_comm, sum_wait;
+  GHashTable *live;      /* PsMsg* in flight or queued, freed at the end */
+};
+
+void
+pol_shard_bounds (gsize n, int S, int s, gsize *lo, gsize *hi)
+{
+  gsize base = n / (gsize) S, extra = n % (gsize) S;
+  gsize ss = (gsize) s;
+  *lo = ss * base + MIN (ss, extra);
+  *hi = *lo + base + (ss < extra ? 1 : 0);
+}
+
+static GPtrArray *
+ps_host_names (int workers, int servers)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  for (int w = 0; w < workers; w++)
+    g_ptr_array_add (names, g_strdup_printf ("worker%d", w));
+  for (int s = 0; s < servers; s++)
+    g_ptr_array_add (names, g_strdup_printf ("server%d", s));
+  return names;
+}
+
+static void send_pull (PsPolicy *ps, PsWorker *w);
+
+static PsMsg *
+msg_new (PsPolicy *ps, PsMsgKind kind, int worker, int server, gint64 iter)
+{
+  PsMsg *m = g_new0 (PsMsg, 1);
+  m->kind = kind;
+  m->worker = worker;
+  m->server = server;
+  m->iter = iter;
+  g_hash_table_add (ps->live, m);
+  return m;
+}
+
+static void
+msg_free (gpointer p)
+{
+  PsMsg *m = p;
+  g_free (m->payload);
+  g_free (m);
+}
+
+static void
+msg_done (PsPolicy *ps, PsMsg *m)
+{
+  g_hash_table_remove (ps->live, m);
+}
+static void on_message (EngSim *sim, gpointer ctx, gpointer data,
+                        const NetTransfer *t);
+
+static void
+span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
+      gint64 iter, double bytes)
+{
+  if (ps->env.rec.want_spans && ps->env.rec.span && b > a)
+    ps->env.rec.span (ps->env.rec.ctx, actor, kind, a, b, iter, bytes);
+}
+
+static void
+evaluate (PsPolicy *ps, double *loss, double *acc)
+{
+  if (!ps->env.model)
+    {
+      *loss = NAN;
+      *acc = NAN;
+      return;
+    }
+  double l, a, unused;
+  ps->env.model->ops->evaluate (ps->env.model, ps->global, ps->env.train, &l, &unused);
+  ps->env.model->ops->evaluate (ps->env.model, ps->global, ps->env.test, &unused, &a);
+  *loss = l;
+  *acc = a;
+}
+
+static void
+record_metric (PsPolicy *ps)
+{
+  double loss, acc;
+  if (!ps->env.model)
+    return;
+  evaluate (ps, &loss, &acc);
+  if (ps->env.rec.metric)
+    ps->env.rec.metric (ps->env.rec.ctx, eng_sim_now (ps->env.sim), ps->updates,
+                        loss, acc);
+  if (ps->env.target_loss > 0 && loss <= ps->env.target_loss)
+    {
+      ps->reached_target = TRUE;
+      ps->finished = TRUE;
+      ps->end_time = eng_sim_now (ps->env.sim);
+      eng_stop (ps->env.sim);
+    }
+}
+
+/* Next batch of worker w into w->x, w->y (cyclic over its shuffled shard). */
+static void
+next_batch (PsPolicy *ps, PsWorker *w)
+{
+  g_autofree int *idx = g_new (int, ps->env.batch);
+  for (int j = 0; j < ps->env.batch; j++)
+    {
+      if (w->cursor == w->shard_len)
+        {
+          eng_rng_shuffle (&w->rng, w->shard, w->shard_len);
+          w->cursor = 0;
+        }
+      idx[j] = w->shard[w->cursor++];
+    }
+  kern_dataset_gather (ps->env.train, idx, ps->env.batch, w->x, w->y);
+}
+
+static void
+send_msg (PsPolicy *ps, PsMsg *m, int src, int dst, double bytes)
+{
+  net_send (ps->env.net, src, dst, bytes, (int) m->kind, on_message, ps, m);
+}
+
+static void
+on_compute_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  PsWorker *w = data;
+  if (ps->finished)
+    return;
+  w->pushes_missing = ps->env.servers;
+  for (int s = 0; s < ps->env.servers; s++)
+    {
+      PsServer *srv = &ps->servers[s];
+      gsize len = srv->hi - srv->lo;
+      PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, w->iter);
+      if (ps->env.model)
+        m->payload = g_memdup2 (w->grad + srv->lo, len * sizeof (float));
+      send_msg (ps, m, w->host, srv->host, (double) len * sizeof (float));
+    }
+}
+
+/* Every shard of the pull for w->iter has arrived and its previous pushes
+ * are out: record the blocked interval and compute. */
+static void
+start_compute (PsPolicy *ps, PsWorker *w)
+{
+  EngSim *sim = ps->env.sim;
+  double now = eng_sim_now (sim);
+  w->compute_start = now;
+  w->staleness = w->acc_staleness;
+  w->hold_start = CLAMP (w->acc_hold_start, w->iter_start, now);
+  w->hold_end = CLAMP (w->acc_hold_end, w->hold_start, now);
+  span (ps, w->name, "recv", w->iter_start, w->hold_start, w->iter, 0);
+  span (ps, w->name, "wait", w->hold_start, w->hold_end, w->iter, 0);
+  span (ps, w->name, "recv", w->hold_end, now, w->iter, 0);
+  w->replies_got = 0;
+  w->acc_staleness = 0;
+  w->acc_hold_start = w->acc_hold_end = 0;
+  if (ps->env.model)
+    {
+      next_batch (ps, w);
+      ps->env.model->ops->loss_grad (ps->env.model, w->params, w->x, w->y,
+                                     ps->env.batch, w->grad);
+    }
+  double t = ps->env.compute_time (ps->env.compute_ctx, w->id, ps->env.flops_step);
+  w->compute = t;
+  span (ps, w->name, "compute", now, now + t, w->iter, 0);
+  eng_schedule (sim, t, on_compute_done, ps, w);
+}
+
+/* The worker's push of w->iter has fully arrived: close the iteration. */
+static void
+end_iteration (PsPolicy *ps, PsWorker *w)
+{
+  double now = eng_sim_now (ps->env.sim);
+  double wait = w->hold_end - w->hold_start;
+  double comm = (now - w->iter_start) - w->compute - wait;
+  if (comm < 0) /* rounding only */
+    comm = 0;
+  ps->sum_compute += w->compute;
+  ps->sum_comm += comm;
+  ps->sum_wait += wait;
+  if (ps->env.rec.want_iterations && ps->env.rec.iteration)
+    ps->env.rec.iteration (ps->env.rec.ctx, w->id, w->iter, w->iter_start, now,
+                           w->compute, comm, wait, w->staleness);
+  span (ps, w->name, "send", w->compute_start + w->compute, now, w->iter, 0);
+  w->iter++;
+  w->iter_start = now;
+  if (w->replies_got == ps->env.servers)
+    start_compute (ps, w);
+}
+
+static gint64
+pull_need (PsPolicy *ps, gint64 iter)
+{
+  switch (ps->env.consistency)
+    {
+    case POL_BSP: return iter;
+    case POL_SSP: return iter - ps->env.staleness;
+    case POL_ASYNC: default: return G_MININT64;
+    }
+}
+
+static gint64
+min_applied (PsPolicy *ps, PsServer *srv)
+{
+  gint64 m = G_MAXINT64;
+  for (int v = 0; v < ps->env.workers; v++)
+    m = MIN (m, srv->applied[v]);
+  return m;
+}
+
+/* Sends server srv's shard to worker w as the answer to its pull. */
+static void
+answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
+{
+  PsWorker *w = &ps->workers[p->worker];
+  gsize len = srv->hi - srv->lo;
+  double now = eng_sim_now (ps->env.sim);
+  PsMsg *m = msg_new (ps, MSG_REPLY, p->worker, srv->id, p->iter);
+  m->clock = min_applied (ps, srv);
+  m->hold_start = p->since;
+  m->hold_end = now;
+  if (ps->env.model)
+    m->payload = g_memdup2 (ps->global + srv->lo, len * sizeof (float));
+  send_msg (ps, m, srv->host, w->host, (double) len * sizeof (float));
+}
+
+/* Answers, in registration order, every held pull whose bound now holds. */
+static void
+release_pulls (PsPolicy *ps, PsServer *srv)
+{
+  gint64 m = min_applied (ps, srv);
+  guint keep = 0;
+  for (guint i = 0; i < srv->pending->len; i++)
+    {
+      PsPendingPull p = g_array_index (srv->pending, PsPendingPull, i);
+      if (m >= p.need)
+        answer_pull (ps, srv, &p);
+      else
+        g_array_index (srv->pending, PsPendingPull, keep++) = p;
+    }
+  g_array_set_size (srv->pending, keep);
+}
+
+static void
+hold_pull (PsPolicy *ps, PsServer *srv, int worker, gint64 iter)
+{
+  PsPendingPull p = { worker, iter, pull_need (ps, iter), eng_sim_now (ps->env.sim) };
+  g_array_append_val (srv->pending, p);
+  release_pulls (ps, srv);
+}
+
+static void
+on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
+                double end)
+{
+  PsPolicy *ps = ctx;
+  PsMsg *m = data;
+  PsServer *srv = &ps->servers[m->server];
+  if (ps->finished)
+    return;
+  gsize len = srv->hi - srv->lo;
+  if (ps->env.model)
+    kern_sgd_step (ps->global + srv->lo, m->payload, len, (float) ps->env.lr);
+  srv->applied[m->worker]++;
+  span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
+
+  /* a gradient counts once every shard has applied it */
+  if (++ps->grad_shards[m->worker] % ps->env.servers == 0)
+    {
+      ps->updates++;
+      if (ps->env.rec.progress)
+        ps->env.rec.progress (ps->env.rec.ctx, end, ps->updates, ps->total);
+      if (ps->updates >= ps->next_eval)
+        {
+          ps->next_eval += ps->env.eval_every;
+          record_metric (ps);
+        }
+      if (ps->updates >= ps->total && !ps->finished)
+        {
+          ps->finished = TRUE;
+          ps->end_time = end;
+          if (ps->updates % ps->env.eval_every != 0)
+            record_metric (ps);
+          eng_stop (sim);
+        }
+    }
+  if (!ps->finished)
+    hold_pull (ps, srv, m->worker, m->iter + 1);
+  msg_done (ps, m);
+}
+
+static void
+on_message (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+{
+  PsPolicy *ps = ctx;
+  PsMsg *m = data;
+  if (ps->finished)
+    return;
+  PsWorker *w = &ps->workers[m->worker];
+  PsServer *srv = &ps->servers[m->server];
+  switch (m->kind)
+    {
+    case MSG_PULL:
+      hold_pull (ps, srv, m->worker, m->iter);
+      msg_done (ps, m);
+      return;
+    case MSG_REPLY:
+      /* the worker no longer needs its copy: its gradient is computed */
+      if (ps->env.model)
+        memcpy (w->params + srv->lo, m->payload, (srv->hi - srv->lo) * sizeof (float));
+      w->acc_staleness = MAX (w->acc_staleness, m->iter - m->clock);
+      if (w->replies_got == 0
+          || m->hold_end - m->hold_start > w->acc_hold_end - w->acc_hold_start)
+        {
+          w->acc_hold_start = m->hold_start;
+          w->acc_hold_end = m->hold_end;
+        }
+      msg_done (ps, m);
+      if (++w->replies_got == ps->env.servers && w->pushes_missing == 0)
+        start_compute (ps, w);
+      return;
+    case MSG_GRAD:
+      {
+        double cost = kern_sgd_flops (srv->hi - srv->lo) / ps->env.server_flops;
+        eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
+        if (--w->pushes_missing == 0)
+          end_iteration (ps, w);
+        return;
+      }
+    }
+  (void) t;
+}
+
+static void
+send_pull (PsPolicy *ps, PsWorker *w)
+{
+  for (int s = 0; s < ps->env.servers; s++)
+    {
+      PsMsg *m = msg_new (ps, MSG_PULL, w->id, s, w->iter);
+      send_msg (ps, m, w->host, ps->servers[s].host, 0);
+    }
+}
+
+static PolPolicy *
+ps_create (const PolEnv *env, GError **error)
+{
+  PsPolicy *ps = g_new0 (PsPolicy, 1);
+  ps->env = *env;
+  if (ps->env.eval_every <= 0)
+    ps->env.eval_every = env->workers;
+  int W = env->workers, S = env->servers;
+  gsize P = env->n_params;
+  ps->total = env->iterations * W;
+  ps->next_eval = 0;
+  ps->global = g_new0 (float, P);
+  if (env->model)
+    env->model->ops->init (env->model, ps->global, env->seed);
+  ps->grad_shards = g_new0 (gint64, W);
+  ps->live = g_hash_table_new_full (g_direct_hash, g_direct_equal, msg_free, NULL);
+
+  /* shuffle the training set once, then give each worker a contiguous part */
+  int n = env->train ? env->train->n : 0;
+  g_autofree int *perm = g_new (int, MAX (n, 1));
+  for (int i = 0; i < n; i++)
+    perm[i] = i;
+  EngRng rng;
+  eng_rng_init (&rng, env->seed, 0x5eed0001u);
+  eng_rng_shuffle (&rng, perm, n);
+
+  ps->workers = g_new0 (PsWorker, W);
+  for (int w = 0; w < W; w++)
+    {
+      PsWorker *wk = &ps->workers[w];
+      wk->id = w;
+      wk->name = g_strdup_printf ("worker%d", w);
+      wk->host = w;
+      eng_rng_init (&wk->rng, env->seed, 0x10000u + (guint64) w);
+      if (env->model)
+        {
+          int lo = (int) ((gint64) n * w / W), hi = (int) ((gint64) n * (w + 1) / W);
+          wk->shard_len = hi - lo;
+          wk->shard = g_memdup2 (perm + lo, sizeof (int) * wk->shard_len);
+          wk->cursor = wk->shard_len; /* shuffle before the first batch */
+          wk->params = g_new0 (float, P);
+          wk->grad = g_new0 (float, P);
+          wk->x = g_new (float, (gsize) env->batch * env->model->d);
+          wk->y = g_new (int, env->batch);
+        }
+    }
+  ps->servers = g_new0 (PsServer, S);
+  for (int s = 0; s < S; s++)
+    {
+      PsServer *srv = &ps->servers[s];
+      srv->id = s;
+      srv->name = g_strdup_printf ("server%d", s);
+      srv->host = W + s;
+      pol_shard_bounds (P, S, s, &srv->lo, &srv->hi);
+      srv->fifo = eng_resource_new (env->sim);
+      srv->applied = g_new0 (gint64, W);
+      srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
+    }
+  (void) error;
+  return (PolPolicy *) ps;
+}
+
+static void
+ps_start (PolPolicy *p)
+{
+  PsPolicy *ps = (PsPolicy *) p;
+  record_metric (ps); /* the initial model, at time 0 */
+  ps->next_eval = ps->env.eval_every;
+  for (int w = 0; w < ps->env.workers; w++)
+    send_pull (ps, &ps->workers[w]);
+}
+
+static void
+ps_finish (PolPolicy *p, PolResult *out)
+{
+  PsPolicy *ps = (PsPolicy *) p;
+  memset (out, 0, sizeof *out);
+  out->updates = ps->updates;
+  out->rounds = ps->updates / ps->env.workers;
+  out->end_time = ps->finished ? ps->end_time : eng_sim_now (ps->env.sim);
+  evaluate (ps, &out->final_loss, &out->final_accuracy);
+  out->reached_target = ps->reached_target;
+  out->compute = ps->sum_compute;
+  out->comm = ps->sum_comm;
+  out->wait = ps->sum_wait;
+}
+
+static void
+ps_free (PolPolicy *p)
+{
+  PsPolicy *ps = (PsPolicy *) p;
+  if (!ps)
+    return;
+  for (int w = 0; w < ps->env.workers; w++)
+    {
+      PsWorker *wk = &ps->workers[w];
+      g_free (wk->name);
+      g_free (wk->params);
+      g_free (wk->grad);
+      g_free (wk->x);
+      g_free (wk->y);
+      g_free (wk->shard);
+    }
+  for (int s = 0; s < ps->env.servers; s++)
+    {
+      PsServer *srv = &ps->servers[s];
+      g_free (srv->name);
+      eng_resource_free (srv->fifo);
+      g_free (srv->applied);
+      g_array_unref (srv->pending);
+    }
+  g_free (ps->workers);
+  g_free (ps->servers);
+  g_free (ps->global);
+  g_free (ps->grad_shards);
+  g_hash_table_unref (ps->live);
+  g_free (ps);
+}
+
+static const char *const ps_tags[] = { [MSG_PULL] = "pull", [MSG_REPLY] = "params",
+                                       [MSG_GRAD] = "grad" };
+
+const PolPolicyOps pol_ps_ops = {
+  .name = "ps",
+  .tag_names = ps_tags,
+  .n_tags = G_N_ELEMENTS (ps_tags),
+  .description = "parameter server: workers pull shards, compute a real gradient, push it; "
+                 "servers apply updates one at a time (BSP, SSP or async)",
+  .host_names = ps_host_names,
+  .create = ps_create,
+  .start = ps_start,
+  .finish = ps_finish,
+  .free = ps_free,
+};

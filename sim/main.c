@@ -1,0 +1,171 @@
+/*
+ * main.c — the `dtsim` command: run, check, plot.
+ *
+ *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
+ *   dtsim plot DB [-o DIR] [--format png|svg]
+ *   dtsim check FILE.ini [--set section.key=value]...
+ *
+ * Exit codes: 0 success, 1 failure while running, 2 bad input (one line on
+ * stderr names the file, the [section] key, what is wrong and the fix).
+ */
+#include "config.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/cuda.h"
+#include "netmodel/netmodel.h"
+#include "policies/policy.h"
+#include "sim/plot.h"
+#include "sim/run.h"
+#include "sim/scenario.h"
+
+static const char usage[] =
+  "usage:\n"
+  "  dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]\n"
+  "  dtsim check FILE.ini [--set section.key=value]...\n"
+  "  dtsim plot DB [-o DIR] [--format png|svg]\n"
+  "  dtsim --version\n"
+  "Scenario keys: docs/scenarios.md.  Trace schema: docs/trace.md.\n";
+
+static int
+die (GError *error, int code)
+{
+  fprintf (stderr, "dtsim: %s\n", error->message);
+  g_error_free (error);
+  return code;
+}
+
+static int
+bad_usage (const char *what)
+{
+  fprintf (stderr, "dtsim: %s\n%s", what, usage);
+  return 2;
+}
+
+/* Parses the options of a subcommand; leaves positional arguments in argv. */
+static gboolean
+parse (int *argc, char ***argv, GOptionEntry *entries, const char *what)
+{
+  g_autoptr (GOptionContext) ctx = g_option_context_new (what);
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_set_help_enabled (ctx, TRUE);
+  g_autoptr (GError) error = NULL;
+  if (!g_option_context_parse (ctx, argc, argv, &error))
+    {
+      fprintf (stderr, "dtsim: %s\n%s", error->message, usage);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static int
+cmd_run (int argc, char **argv)
+{
+  g_autofree char *db = NULL;
+  g_auto (GStrv) sets = NULL;
+  gboolean json = FALSE, quiet = FALSE;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &db, "Trace database to write", "DB" },
+    { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
+      "section.key=value" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
+    { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress and no table", NULL },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "run FILE.ini"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("run needs exactly one scenario file");
+  SimRunOptions opt = { .db = db, .json = json, .quiet = quiet };
+  GError *error = NULL;
+  int code = sim_run_scenario (argv[1], (const char *const *) sets, &opt, &error);
+  if (code != 0)
+    return die (error, code);
+  return 0;
+}
+
+static int
+cmd_check (int argc, char **argv)
+{
+  g_auto (GStrv) sets = NULL;
+  GOptionEntry entries[] = {
+    { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
+      "section.key=value" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "check FILE.ini"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("check needs exactly one scenario file");
+  GError *error = NULL;
+  g_autoptr (GPtrArray) configs = sim_scenario_load (argv[1], (const char *const *) sets, &error);
+  if (!configs)
+    return die (error, 2);
+  const SimConfig *c = g_ptr_array_index (configs, 0);
+  printf ("%s: valid, %u run%s, trace to %s\n", argv[1], configs->len,
+          configs->len == 1 ? "" : "s", c->db);
+  for (guint i = 0; i < configs->len; i++)
+    printf ("  run %u: %s\n", i + 1, ((SimConfig *) g_ptr_array_index (configs, i))->name);
+  const NetTopology *t = net_topology_lookup (c->topology);
+  const PolPolicyOps *p = pol_lookup (c->policy);
+  gint64 hosts = c->workers + c->servers;
+  printf ("network: %s (%s): %" G_GINT64_FORMAT " hosts, %" G_GINT64_FORMAT
+          " one-way links of %.4g Gbit/s and %.4g us each; a transfer crosses two links,"
+          " so its latency is %.4g us; bisection bandwidth %.4g Gbit/s.\n",
+          t->name, t->description, hosts, 2 * hosts, c->bandwidth * 8 / 1e9, c->latency * 1e6,
+          2 * c->latency * 1e6, (double) (hosts / 2) * c->bandwidth * 8 / 1e9);
+  printf ("policy: %s: %s\n", p->name, p->description);
+  return 0;
+}
+
+static int
+cmd_plot (int argc, char **argv)
+{
+  g_autofree char *dir = NULL, *format = NULL;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &dir, "Folder for the figures", "DIR" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "png (default) or svg", "FORMAT" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "plot DB"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("plot needs exactly one trace database");
+  GError *error = NULL;
+  int code = sim_plot (argv[1], dir, format ? format : "png", &error);
+  if (code != 0)
+    return die (error, code);
+  return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  setlocale (LC_ALL, "");
+  setlocale (LC_NUMERIC, "C");
+  if (argc < 2)
+    return bad_usage ("no command given");
+  const char *cmd = argv[1];
+  if (strcmp (cmd, "--version") == 0 || strcmp (cmd, "version") == 0)
+    {
+      printf ("dtsim %s (trace schema 1, CUDA devices: %d)\n", PACKAGE_VERSION,
+              kern_cuda_device_count ());
+      return 0;
+    }
+  if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "help") == 0 || strcmp (cmd, "-h") == 0)
+    {
+      fputs (usage, stdout);
+      return 0;
+    }
+  argv[1] = argv[0];
+  if (strcmp (cmd, "run") == 0)
+    return cmd_run (argc - 1, argv + 1);
+  if (strcmp (cmd, "check") == 0)
+    return cmd_check (argc - 1, argv + 1);
+  if (strcmp (cmd, "plot") == 0)
+    return cmd_plot (argc - 1, argv + 1);
+  g_autofree char *msg = g_strdup_printf ("unknown command '%s'", cmd);
+  return bad_usage (msg);
+}

@@ -1,0 +1,389 @@
+/*
+ * run.c — assembly of a simulation from its configuration, and `dtsim run`.
+ *
+ * One run is: an engine; the network the [network] keys describe, with the
+ * hosts the policy asks for; the synthetic data and the model; the device
+ * model (compute time = FLOPs / (peak x efficiency), or the fixed step_time,
+ * times the straggler factor); the policy.  The engine then runs until the
+ * policy stops it (iterations done or target loss reached) or the time limit.
+ * Every callback of the policy is forwarded to the trace.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "engine/engine.h"
+#include "kernels/kernels.h"
+#include "netmodel/netmodel.h"
+#include "sim/run.h"
+#include "sim/stragglers.h"
+
+typedef struct {
+  const SimConfig *c;
+  SimTrace *trace;
+  gint64 run;
+  const PolRecorder *extra;
+  SimStragglers *strag;
+  NetNetwork *net;
+  const PolPolicyOps *ops;
+  /* progress on a terminal */
+  gboolean progress;
+  const char *label;
+  gint64 last_progress_us;
+  gint64 calls;
+} RunCtx;
+
+static double
+compute_time (gpointer ctx, int worker, double flops)
+{
+  RunCtx *r = ctx;
+  double f = sim_stragglers_next (r->strag, worker);
+  if (r->c->step_time >= 0)
+    return r->c->step_time * f;
+  return flops / (r->c->flops * r->c->efficiency) * f;
+}
+
+static void
+rec_iteration (gpointer ctx, int worker, gint64 iteration, double start,
+               double end, double compute, double comm, double wait,
+               gint64 staleness)
+{
+  RunCtx *r = ctx;
+  if (r->trace)
+    sim_trace_iteration (r->trace, r->run, worker, iteration, start, end, compute,
+                         comm, wait, staleness);
+  if (r->extra && r->extra->iteration)
+    r->extra->iteration (r->extra->ctx, worker, iteration, start, end, compute,
+                         comm, wait, staleness);
+}
+
+static void
+rec_span (gpointer ctx, const char *actor, const char *kind, double start,
+          double end, gint64 iteration, double bytes)
+{
+  RunCtx *r = ctx;
+  if (r->trace)
+    sim_trace_span (r->trace, r->run, actor, kind, start, end, iteration, bytes);
+  if (r->extra && r->extra->span)
+    r->extra->span (r->extra->ctx, actor, kind, start, end, iteration, bytes);
+}
+
+static void
+rec_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
+{
+  RunCtx *r = ctx;
+  if (r->trace)
+    sim_trace_metric (r->trace, r->run, t, step, loss, accuracy);
+  if (r->extra && r->extra->metric)
+    r->extra->metric (r->extra->ctx, t, step, loss, accuracy);
+}
+
+static void
+rec_progress (gpointer ctx, double t, gint64 done, gint64 total)
+{
+  RunCtx *r = ctx;
+  if (r->extra && r->extra->progress)
+    r->extra->progress (r->extra->ctx, t, done, total);
+  if (!r->progress || (++r->calls & 63) != 0)
+    return;
+  gint64 now = g_get_monotonic_time ();
+  if (now - r->last_progress_us < 200000)
+    return;
+  r->last_progress_us = now;
+  int width = 30, fill = (int) (width * (double) done / (double) MAX (total, 1));
+  char bar[64];
+  memset (bar, '#', fill);
+  memset (bar + fill, '.', width - fill);
+  bar[width] = '\0';
+  fprintf (stderr, "\r%s [%s] %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " updates, sim %.4g s ",
+           r->label, bar, done, total, t);
+  fflush (stderr);
+}
+
+static void
+on_transfer (gpointer ctx, const NetTransfer *t)
+{
+  RunCtx *r = ctx;
+  const char *tag = (t->tag >= 0 && t->tag < r->ops->n_tags) ? r->ops->tag_names[t->tag] : NULL;
+  sim_trace_message (r->trace, r->run, net_network_host_name (r->net, t->src),
+                     net_network_host_name (r->net, t->dst), t->bytes, t->start,
+                     t->end, tag);
+}
+
+gboolean
+sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
+                const PolRecorder *extra, const char *label, gboolean progress,
+                SimRunSummary *out, GError **error)
+{
+  gint64 t0 = g_get_monotonic_time ();
+  RunCtx r = { .c = c, .trace = trace, .run = run, .extra = extra,
+               .progress = progress, .label = label ? label : "" };
+  r.ops = pol_lookup (c->policy);
+  g_assert (r.ops); /* validated by the scenario loader */
+
+  EngSim *sim = eng_sim_new ();
+  r.net = net_network_new (sim, c->contention == 0 ? NET_CONTENTION_MAXMIN
+                                                   : NET_CONTENTION_NONE);
+  g_autoptr (GPtrArray) names = r.ops->host_names ((int) c->workers, (int) c->servers);
+  NetTopologyParams tp = {
+    .n_hosts = (int) names->len,
+    .names = (const char *const *) names->pdata,
+    .bandwidth = c->bandwidth,
+    .latency = c->latency,
+  };
+  const NetTopology *topo = net_topology_lookup (c->topology);
+  g_autoptr (GError) terr = NULL;
+  if (!topo->build (r.net, &tp, &terr))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "[network] topology: %s", terr->message);
+      net_network_free (r.net);
+      eng_sim_free (sim);
+      return FALSE;
+    }
+  if (trace && c->detail >= SIM_DETAIL_MESSAGES)
+    net_network_set_observer (r.net, on_transfer, &r);
+
+  KernDataset *train = NULL, *test = NULL;
+  kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
+                      (int) c->classes, c->separation, (guint64) c->seed, &train, &test);
+  KernModel *model = kern_softmax_new ((int) c->features, (int) c->classes);
+  r.strag = sim_stragglers_new (c);
+
+  PolEnv env = {
+    .sim = sim,
+    .net = r.net,
+    .model = c->math ? model : NULL,
+    .train = train,
+    .test = test,
+    .n_params = model->ops->n_params (model),
+    .flops_step = model->ops->flops_forward (model, (int) c->batch)
+                  + model->ops->flops_backward (model, (int) c->batch),
+    .workers = (int) c->workers,
+    .servers = (int) c->servers,
+    .batch = (int) c->batch,
+    .lr = c->lr,
+    .iterations = c->iterations,
+    .eval_every = c->eval_every,
+    .target_loss = c->target_loss,
+    .server_flops = c->flops * c->efficiency,
+    .seed = (guint64) c->seed,
+    .consistency = (PolConsistency) c->consistency,
+    .staleness = c->staleness,
+    .compute_time = compute_time,
+    .compute_ctx = &r,
+    .rec = {
+      .ctx = &r,
+      .want_iterations = (trace && c->detail >= SIM_DETAIL_ITERATIONS)
+                         || (extra && extra->want_iterations),
+      .want_spans = (trace && c->detail >= SIM_DETAIL_SPANS) || (extra && extra->want_spans),
+      .iteration = rec_iteration,
+      .span = rec_span,
+      .metric = rec_metric,
+      .progress = rec_progress,
+    },
+  };
+  gboolean ok = TRUE;
+  PolPolicy *pol = r.ops->create (&env, error);
+  if (!pol)
+    ok = FALSE;
+  else
+    {
+      r.ops->start (pol);
+      eng_run (sim, c->time_limit > 0 ? c->time_limit : INFINITY);
+      PolResult res;
+      r.ops->finish (pol, &res);
+      memset (out, 0, sizeof *out);
+      out->sim_time = res.end_time;
+      out->events = eng_sim_events (sim);
+      out->iterations = res.rounds;
+      out->updates = res.updates;
+      out->final_loss = res.final_loss;
+      out->final_accuracy = res.final_accuracy;
+      out->compute = res.compute;
+      out->comm = res.comm;
+      out->wait = res.wait;
+      out->stop = res.reached_target ? "target_loss"
+                  : res.updates >= c->iterations * c->workers ? "iterations"
+                  : "time_limit";
+      r.ops->free (pol);
+    }
+  if (progress)
+    fprintf (stderr, "\r\033[K");
+  sim_stragglers_free (r.strag);
+  kern_model_free (model);
+  kern_dataset_free (train);
+  kern_dataset_free (test);
+  net_network_free (r.net);
+  eng_sim_free (sim);
+  out->wall_time = (double) (g_get_monotonic_time () - t0) / 1e6;
+  return ok;
+}
+
+static void
+json_number (GString *s, const char *key, double v)
+{
+  if (isnan (v) || isinf (v))
+    g_string_append_printf (s, "\"%s\": null", key);
+  else
+    g_string_append_printf (s, "\"%s\": %.17g", key, v);
+}
+
+static char *
+json_escape (const char *in)
+{
+  GString *s = g_string_new (NULL);
+  for (const char *p = in; *p; p++)
+    {
+      if (*p == '"' || *p == '\\')
+        g_string_append_printf (s, "\\%c", *p);
+      else if ((unsigned char) *p < 0x20)
+        g_string_append_printf (s, "\\u%04x", *p);
+      else
+        g_string_append_c (s, *p);
+    }
+  return g_string_free (s, FALSE);
+}
+
+static void
+json_run (GString *s, const SimConfig *c, const SimRunSummary *r)
+{
+  g_autofree char *name = json_escape (c->name);
+  g_string_append_printf (s, "\"name\": \"%s\", ", name);
+  json_number (s, "sim_time", r->sim_time);
+  g_string_append_printf (s, ", \"iterations\": %" G_GINT64_FORMAT ", \"updates\": %"
+                          G_GINT64_FORMAT ", ", r->iterations, r->updates);
+  json_number (s, "final_loss", r->final_loss);
+  g_string_append (s, ", ");
+  json_number (s, "final_accuracy", r->final_accuracy);
+  g_string_append_printf (s, ", \"events\": %" G_GUINT64_FORMAT ", ", r->events);
+  json_number (s, "wall_time", r->wall_time);
+  double tot = r->compute + r->comm + r->wait;
+  g_string_append (s, ", ");
+  json_number (s, "compute_share", tot > 0 ? r->compute / tot : NAN);
+  g_string_append (s, ", ");
+  json_number (s, "comm_share", tot > 0 ? r->comm / tot : NAN);
+  g_string_append (s, ", ");
+  json_number (s, "wait_share", tot > 0 ? r->wait / tot : NAN);
+  g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
+}
+
+static void
+print_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
+{
+  gsize w = 4;
+  for (guint i = 0; i < configs->len; i++)
+    w = MAX (w, strlen (((SimConfig *) g_ptr_array_index (configs, i))->name));
+  printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s\n", (int) w, "run", "sim time (s)",
+          "iters", "loss", "accuracy", "compute", "comm", "wait");
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *c = g_ptr_array_index (configs, i);
+      const SimRunSummary *r = &sums[i];
+      double tot = r->compute + r->comm + r->wait;
+      char loss[32], acc[32];
+      if (isnan (r->final_loss))
+        {
+          g_strlcpy (loss, "-", sizeof loss);
+          g_strlcpy (acc, "-", sizeof acc);
+        }
+      else
+        {
+          g_snprintf (loss, sizeof loss, "%.4f", r->final_loss);
+          g_snprintf (acc, sizeof acc, "%.2f%%", 100 * r->final_accuracy);
+        }
+      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %7.1f%%  %7.1f%%  %7.1f%%\n",
+              (int) w, c->name, r->sim_time, r->iterations, loss, acc,
+              tot > 0 ? 100 * r->compute / tot : 0, tot > 0 ? 100 * r->comm / tot : 0,
+              tot > 0 ? 100 * r->wait / tot : 0);
+    }
+  printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations)\n", db);
+}
+
+int
+sim_run_scenario (const char *path, const char *const *sets,
+                  const SimRunOptions *opt, GError **error)
+{
+  g_autoptr (GPtrArray) configs = sim_scenario_load (path, sets, error);
+  if (!configs)
+    return 2;
+  const SimConfig *first = g_ptr_array_index (configs, 0);
+  const char *db = opt->db ? opt->db : first->db;
+  g_autofree char *dir = g_path_get_dirname (db);
+  if (!opt->db && !first->db[0])
+    return 2;
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    {
+      /* the default results/ folder is created; other folders must exist */
+      if (!opt->db && g_str_has_prefix (first->db, "results/")
+          && g_mkdir_with_parents (dir, 0755) == 0)
+        ;
+      else
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: directory '%s' does not exist; create it or choose another path",
+                       opt->db ? "-o" : path, dir);
+          return 2;
+        }
+    }
+  SimTrace *trace = sim_trace_open (db, error);
+  if (!trace)
+    return 1;
+  g_autofree SimRunSummary *sums = g_new0 (SimRunSummary, configs->len);
+  gboolean tty = !opt->quiet && !opt->json && isatty (STDERR_FILENO);
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *c = g_ptr_array_index (configs, i);
+      gint64 run = sim_trace_begin_run (trace, c, path, error);
+      if (run < 0)
+        {
+          sim_trace_abandon (trace);
+          return 1;
+        }
+      g_autofree char *label = g_strdup_printf ("run %u/%u", i + 1, configs->len);
+      if (!opt->quiet && !opt->json && !tty)
+        fprintf (stderr, "%s: %s\n", label, c->name);
+      if (!sim_run_config (c, trace, run, NULL, label, tty, &sums[i], error)
+          || !sim_trace_end_run (trace, run, &sums[i], error))
+        {
+          sim_trace_fail_run (trace, run, (*error)->message);
+          sim_trace_close (trace, NULL);
+          return (*error)->code == SIM_ERROR_INPUT ? 2 : 1;
+        }
+    }
+  if (!sim_trace_close (trace, error))
+    return 1;
+
+  if (opt->json)
+    {
+      GString *s = g_string_new ("{");
+      g_autofree char *edb = json_escape (db);
+      guint64 events = 0;
+      double wall = 0;
+      for (guint i = 0; i < configs->len; i++)
+        {
+          events += sums[i].events;
+          wall += sums[i].wall_time;
+        }
+      g_string_append_printf (s, "\"db\": \"%s\", ", edb);
+      json_run (s, first, &sums[0]);
+      g_string_append_printf (s, ", \"total_events\": %" G_GUINT64_FORMAT ", ", events);
+      json_number (s, "total_wall_time", wall);
+      g_string_append (s, ", \"runs\": [");
+      for (guint i = 0; i < configs->len; i++)
+        {
+          g_string_append (s, i ? ", {" : "{");
+          json_run (s, g_ptr_array_index (configs, i), &sums[i]);
+          g_string_append (s, "}");
+        }
+      g_string_append (s, "]}\n");
+      fputs (s->str, stdout);
+      g_string_free (s, TRUE);
+    }
+  else if (!opt->quiet)
+    print_table (configs, sums, db);
+  return 0;
+}

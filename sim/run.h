@@ -1,0 +1,41 @@
+/*
+ * run.h — assembling and running simulations, and reporting them.
+ *
+ * sim_run_config() assembles one run (engine, network, data, model, policy)
+ * from a resolved configuration and runs it to its end; sim_run_scenario()
+ * does so for every point of a scenario file, writes the trace and prints the
+ * summary.  This is what `dtsim run` does.
+ */
+#ifndef DTSIM_SIM_RUN_H
+#define DTSIM_SIM_RUN_H
+
+#include <glib.h>
+
+#include "policies/policy.h"
+#include "sim/scenario.h"
+#include "sim/trace.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  const char *db;        /* -o: output database, overrides [trace] db */
+  gboolean json;         /* print one JSON object instead of the table */
+  gboolean quiet;        /* no progress, no table */
+} SimRunOptions;
+
+/* Runs one configuration.  Rows go to `trace` under run id `run` when trace
+ * is not NULL; `extra` (may be NULL) receives the same callbacks (for tests).
+ * `label` prefixes the progress line.  Fills *out. */
+gboolean sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
+                         const PolRecorder *extra, const char *label,
+                         gboolean progress, SimRunSummary *out, GError **error);
+
+/* `dtsim run`: loads, validates, runs every point, writes the database and
+ * prints the report.  Returns the process exit code (0, 1 runtime, 2 input);
+ * on failure *error holds the one-line message. */
+int sim_run_scenario (const char *path, const char *const *sets,
+                      const SimRunOptions *opt, GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,586 @@
+/*
+ * scenario.c — the table of scenario keys and the loader built on it.
+ *
+ * Each key is declared once below with its type, unit, default, bounds and a
+ * one-line description.  Loading a file is: read the key file, apply `--set`
+ * overrides, reject unknown sections and keys, expand the [sweep] section into
+ * points, and resolve every point against the table (defaults filled in,
+ * units converted, bounds checked, cross-key rules checked).  Nothing is run
+ * and nothing is written until every point has resolved, so a bad scenario
+ * never leaves a half-written database behind.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "netmodel/netmodel.h"
+#include "sim/scenario.h"
+#include "sim/units.h"
+
+G_DEFINE_QUARK (sim-error-quark, sim_error)
+
+typedef enum { KT_STRING, KT_INT, KT_QUANTITY, KT_ENUM, KT_INTLIST } KeyType;
+
+typedef struct {
+  const char *section;
+  const char *key;
+  KeyType type;
+  SimUnitKind unit;            /* KT_QUANTITY */
+  const char *def;             /* default as text; NULL = derived (see doc) */
+  double min, max;             /* inclusive bounds (KT_INT, KT_QUANTITY) */
+  gboolean min_open;           /* bound min is exclusive */
+  const char *const *choices;  /* KT_ENUM: NULL-terminated names */
+  gsize offset;                /* field in SimConfig */
+  const char *doc;
+} KeyDef;
+
+static const char *const consistency_names[] = { "bsp", "ssp", "async", NULL };
+static const char *const straggler_names[] = { "none", "fixed", "bernoulli", NULL };
+static const char *const contention_names[] = { "max-min", "none", NULL };
+static const char *const detail_names[] = { "summary", "iterations", "spans", "messages", NULL };
+static const char *const backend_names[] = { "cpu", "none", NULL };
+static const char *const model_names[] = { "softmax", NULL };
+static const char *const dataset_names[] = { "synthetic", NULL };
+static const char *const policy_names[] = { "ps", NULL };
+
+#define OFF(f) offsetof (SimConfig, f)
+#define BIG 1e300
+
+static const KeyDef keys[] = {
+  { "scenario", "name", KT_STRING, 0, NULL, 0, 0, 0, NULL, OFF (scenario_name),
+    "Name of the study (default: the file name without .ini); labels runs and names the default database." },
+  { "scenario", "seed", KT_INT, 0, "1", 0, 9.2e18, 0, NULL, OFF (seed),
+    "Seed of every random stream (data, stragglers); same seed, same trace." },
+  { "scenario", "iterations", KT_INT, 0, "100", 1, 1e12, 0, NULL, OFF (iterations),
+    "Rounds to run: the run ends when the servers have applied iterations x workers gradients." },
+  { "scenario", "time_limit", KT_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (time_limit),
+    "Stop at this simulated time (0 = no limit)." },
+  { "scenario", "target_loss", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (target_loss),
+    "Stop when an evaluation finds the training loss at or below this (0 = never)." },
+  { "cluster", "workers", KT_INT, 0, "4", 1, 65536, 0, NULL, OFF (workers),
+    "Number of workers." },
+  { "cluster", "servers", KT_INT, 0, "1", 1, 4096, 0, NULL, OFF (servers),
+    "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards." },
+  { "device", "flops", KT_QUANTITY, SIM_UNIT_COMPUTE, "100GFLOPS", 0, BIG, 1, NULL, OFF (flops),
+    "Peak FLOP/s of every worker and server device." },
+  { "device", "efficiency", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (efficiency),
+    "Share of peak FLOP/s achieved, in (0, 1]." },
+  { "device", "step_time", KT_QUANTITY, SIM_UNIT_TIME, "-1", -1, BIG, 0, NULL, OFF (step_time),
+    "Fixed compute time of one worker step (forward + backward), zero allowed; overrides the FLOP model. Default: unset (-1), use FLOPs / (flops x efficiency)." },
+  { "network", "topology", KT_STRING, 0, "star", 0, 0, 0, NULL, OFF (topology),
+    "Network topology, by registered name (see docs/network.md)." },
+  { "network", "bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
+    "Bandwidth of every link, in each direction." },
+  { "network", "latency", KT_QUANTITY, SIM_UNIT_TIME, "5us", 0, BIG, 0, NULL, OFF (latency),
+    "Latency of every link; on a star a transfer crosses two links." },
+  { "network", "contention", KT_ENUM, 0, "max-min", 0, 0, 0, contention_names, OFF (contention),
+    "max-min: flows share links max-min fairly; none: every flow gets its route's slowest bandwidth." },
+  { "model", "kind", KT_ENUM, 0, "softmax", 0, 0, 0, model_names, OFF (model_kind),
+    "Model trained by every worker." },
+  { "model", "dataset", KT_ENUM, 0, "synthetic", 0, 0, 0, dataset_names, OFF (dataset),
+    "Data set: synthetic = seeded Gaussian blobs." },
+  { "model", "batch", KT_INT, 0, "32", 1, 1e9, 0, NULL, OFF (batch),
+    "Samples per worker step." },
+  { "model", "lr", KT_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
+    "Learning rate applied to every gradient the servers receive." },
+  { "model", "eval_every", KT_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
+    "Evaluate loss and accuracy every this many applied gradients (0 = once per round, i.e. every `workers` gradients)." },
+  { "model", "samples", KT_INT, 0, "8192", 1, 1e9, 0, NULL, OFF (samples),
+    "Training samples of the synthetic set, shared out among workers." },
+  { "model", "test_samples", KT_INT, 0, "2048", 1, 1e9, 0, NULL, OFF (test_samples),
+    "Held-out samples of the synthetic set, for accuracy." },
+  { "model", "features", KT_INT, 0, "32", 1, 1e6, 0, NULL, OFF (features),
+    "Features per sample of the synthetic set." },
+  { "model", "classes", KT_INT, 0, "10", 2, 1e5, 0, NULL, OFF (classes),
+    "Classes of the synthetic set." },
+  { "model", "separation", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (separation),
+    "Standard deviation of the class centres of the synthetic set (noise has deviation 1): larger is easier." },
+  { "policy", "kind", KT_ENUM, 0, "ps", 0, 0, 0, policy_names, OFF (policy),
+    "Training schedule." },
+  { "policy", "consistency", KT_ENUM, 0, "bsp", 0, 0, 0, consistency_names, OFF (consistency),
+    "Parameter-server consistency: bsp, ssp (bounded staleness) or async." },
+  { "policy", "staleness", KT_INT, 0, "3", 0, 1e9, 0, NULL, OFF (staleness),
+    "SSP bound s: a worker may start iteration i once every worker's iteration i-s-1 gradient has been applied." },
+  { "stragglers", "model", KT_ENUM, 0, "none", 0, 0, 0, straggler_names, OFF (straggler),
+    "none; fixed: listed workers are always `factor` times slower; bernoulli: each step is `factor` times slower with probability p." },
+  { "stragglers", "factor", KT_QUANTITY, SIM_UNIT_NONE, "4", 1, BIG, 0, NULL, OFF (factor),
+    "Slowdown of a slow step (>= 1)." },
+  { "stragglers", "p", KT_QUANTITY, SIM_UNIT_NONE, "0.1", 0, 1, 0, NULL, OFF (p),
+    "Probability that a step is slow (bernoulli)." },
+  { "stragglers", "slow", KT_INTLIST, 0, "", 0, 65535, 0, NULL, OFF (slow),
+    "Comma-separated worker indices that are slow (fixed)." },
+  { "kernels", "backend", KT_ENUM, 0, "cpu", 0, 0, 0, backend_names, OFF (math),
+    "cpu: real math on CBLAS; none: timing only, no math (no loss)." },
+  { "trace", "detail", KT_ENUM, 0, "iterations", 0, 0, 0, detail_names, OFF (detail),
+    "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before." },
+  { "trace", "db", KT_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
+    "Output database (default: results/NAME.db; -o on the command line wins)." },
+};
+
+static const KeyDef *
+find_key (const char *section, const char *key)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    if (strcmp (keys[i].section, section) == 0 && strcmp (keys[i].key, key) == 0)
+      return &keys[i];
+  return NULL;
+}
+
+static gboolean
+known_section (const char *section)
+{
+  if (strcmp (section, "sweep") == 0)
+    return TRUE;
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    if (strcmp (keys[i].section, section) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static char *
+list_keys_of (const char *section)
+{
+  GString *s = g_string_new (NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    if (strcmp (keys[i].section, section) == 0)
+      g_string_append_printf (s, "%s%s", s->len ? ", " : "", keys[i].key);
+  return g_string_free (s, FALSE);
+}
+
+static char *
+list_sections (void)
+{
+  GString *s = g_string_new (NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    if (i == 0 || strcmp (keys[i].section, keys[i - 1].section) != 0)
+      g_string_append_printf (s, "[%s] ", keys[i].section);
+  g_string_append (s, "[sweep]");
+  return g_string_free (s, FALSE);
+}
+
+static gboolean G_GNUC_PRINTF (4, 5)
+fail (GError **error, const char *file, const KeyDef *k, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  if (k)
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: %s", file,
+                 k->section, k->key, msg);
+  else
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, msg);
+  return FALSE;
+}
+
+/* Splits "section.key" at its first dot. */
+static gboolean
+split_dotted (const char *dotted, char **section, char **key)
+{
+  const char *dot = strchr (dotted, '.');
+  if (!dot || dot == dotted || dot[1] == '\0')
+    return FALSE;
+  *section = g_strndup (dotted, dot - dotted);
+  *key = g_strdup (dot + 1);
+  return TRUE;
+}
+
+static char *
+enum_list (const char *const *choices)
+{
+  return g_strjoinv (", ", (char **) choices);
+}
+
+/* Resolves one key's text into its field of c. */
+static gboolean
+resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+             GError **error)
+{
+  char *field = (char *) c + k->offset;
+  switch (k->type)
+    {
+    case KT_STRING:
+      if (text[0] == '\0')
+        return fail (error, file, k, "empty value; give a value or remove the key");
+      *(char **) field = g_strdup (text);
+      return TRUE;
+    case KT_INT:
+      {
+        char *end = NULL;
+        errno = 0;
+        gint64 v = g_ascii_strtoll (text, &end, 10);
+        while (end && g_ascii_isspace (*end))
+          end++;
+        if (end == text || *end != '\0' || errno != 0)
+          return fail (error, file, k, "'%s' is not an integer", text);
+        if ((double) v < k->min || (double) v > k->max)
+          return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f",
+                       text, k->min, k->max);
+        *(gint64 *) field = v;
+        return TRUE;
+      }
+    case KT_QUANTITY:
+      {
+        double v;
+        const char *why = NULL;
+        if (!sim_parse_quantity (text, k->unit, &v, &why))
+          return fail (error, file, k, "'%s' is not valid; expected %s", text, why);
+        gboolean low = k->min_open ? v <= k->min : v < k->min;
+        if (low || v > k->max)
+          {
+            if (k->max >= BIG)
+              return fail (error, file, k, "%s must be %s %g%s%s", text,
+                           k->min_open ? "greater than" : "at least", k->min,
+                           k->unit ? " " : "", sim_unit_base_name (k->unit));
+            return fail (error, file, k, "%s must be in %s%g, %g]", text,
+                         k->min_open ? "(" : "[", k->min, k->max);
+          }
+        *(double *) field = v;
+        return TRUE;
+      }
+    case KT_ENUM:
+      {
+        for (int i = 0; k->choices[i]; i++)
+          if (g_ascii_strcasecmp (text, k->choices[i]) == 0
+              || (k->choices == contention_names && i == 0
+                  && g_ascii_strcasecmp (text, "maxmin") == 0))
+            {
+              if (k->choices == model_names || k->choices == dataset_names
+                  || k->choices == policy_names)
+                *(char **) field = g_strdup (k->choices[i]);
+              else if (k->choices == backend_names)
+                *(gboolean *) field = (i == 0);
+              else
+                *(int *) field = i;
+              return TRUE;
+            }
+        g_autofree char *l = enum_list (k->choices);
+        return fail (error, file, k, "unknown value '%s'; use one of: %s", text, l);
+      }
+    case KT_INTLIST:
+      {
+        GArray *a = g_array_new (FALSE, FALSE, sizeof (int));
+        *(GArray **) field = a;
+        g_auto (GStrv) parts = g_strsplit (text, ",", -1);
+        for (int i = 0; parts[i]; i++)
+          {
+            char *t = g_strstrip (parts[i]);
+            if (*t == '\0')
+              continue;
+            char *end = NULL;
+            gint64 v = g_ascii_strtoll (t, &end, 10);
+            if (end == t || *end != '\0' || v < k->min || v > k->max)
+              return fail (error, file, k, "'%s' is not a worker index", t);
+            int iv = (int) v;
+            g_array_append_val (a, iv);
+          }
+        return TRUE;
+      }
+    }
+  g_assert_not_reached ();
+}
+
+/* Rules that involve more than one key. */
+static gboolean
+check_cross (SimConfig *c, const char *file, GError **error)
+{
+  if (!net_topology_lookup (c->topology))
+    {
+      GString *names = g_string_new (NULL);
+      for (const NetTopology *const *t = net_topology_all (); *t; t++)
+        g_string_append_printf (names, "%s%s", names->len ? ", " : "", (*t)->name);
+      fail (error, file, find_key ("network", "topology"),
+            "unknown topology '%s'; use one of: %s", c->topology, names->str);
+      g_string_free (names, TRUE);
+      return FALSE;
+    }
+  for (guint i = 0; i < c->slow->len; i++)
+    if (g_array_index (c->slow, int, i) >= c->workers)
+      return fail (error, file, find_key ("stragglers", "slow"),
+                   "worker %d does not exist ([cluster] workers = %" G_GINT64_FORMAT
+                   "); list indices from 0 to %" G_GINT64_FORMAT,
+                   g_array_index (c->slow, int, i), c->workers, c->workers - 1);
+  if (c->straggler == SIM_STRAG_FIXED && c->slow->len == 0)
+    return fail (error, file, find_key ("stragglers", "slow"),
+                 "model = fixed needs the slow workers; list them, e.g. slow = 0,3");
+  if (c->servers > 1 && c->servers > c->features * c->classes + c->classes)
+    return fail (error, file, find_key ("cluster", "servers"),
+                 "%" G_GINT64_FORMAT " shards for a model of %" G_GINT64_FORMAT
+                 " parameters; use at most one server per parameter",
+                 c->servers, c->features * c->classes + c->classes);
+  if (c->samples < c->workers)
+    return fail (error, file, find_key ("model", "samples"),
+                 "%" G_GINT64_FORMAT " samples cannot be shared among %" G_GINT64_FORMAT
+                 " workers; give at least one sample per worker", c->samples, c->workers);
+  if (c->db)
+    {
+      g_autofree char *dir = g_path_get_dirname (c->db);
+      if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+        return fail (error, file, find_key ("trace", "db"),
+                     "directory '%s' does not exist; create it or choose another path", dir);
+    }
+  if (c->target_loss > 0 && !c->math)
+    return fail (error, file, find_key ("scenario", "target_loss"),
+                 "needs the loss, but [kernels] backend = none runs no math; remove one of them");
+  return TRUE;
+}
+
+void
+sim_config_free (SimConfig *c)
+{
+  if (!c)
+    return;
+  g_free (c->name);
+  g_free (c->scenario_name);
+  g_free (c->topology);
+  g_free (c->model_kind);
+  g_free (c->dataset);
+  g_free (c->policy);
+  g_free (c->db);
+  if (c->slow)
+    g_array_unref (c->slow);
+  if (c->param_keys)
+    g_ptr_array_unref (c->param_keys);
+  if (c->param_values)
+    g_ptr_array_unref (c->param_values);
+  if (c->swept)
+    g_ptr_array_unref (c->swept);
+  g_free (c);
+}
+
+/* Resolves the key file kf (sweep already applied) into a config. */
+static SimConfig *
+resolve (GKeyFile *kf, const char *file, GPtrArray *swept, GError **error)
+{
+  g_autoptr (SimConfig) c = g_new0 (SimConfig, 1);
+  c->param_keys = g_ptr_array_new_with_free_func (g_free);
+  c->param_values = g_ptr_array_new_with_free_func (g_free);
+  c->swept = g_ptr_array_ref (swept);
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      const KeyDef *k = &keys[i];
+      g_autofree char *given = g_key_file_get_value (kf, k->section, k->key, NULL);
+      g_autofree char *text = NULL;
+      if (given)
+        text = g_strstrip (g_strdup (given));
+      else if (k->def)
+        text = g_strdup (k->def);
+      else if (strcmp (k->key, "name") == 0)
+        {
+          g_autofree char *base = g_path_get_basename (file);
+          char *dot = strrchr (base, '.');
+          if (dot && dot != base)
+            *dot = '\0';
+          text = g_strdup (base);
+        }
+      else
+        continue; /* derived later ([trace] db) */
+      if (!resolve_key (c, k, text, file, error))
+        return NULL;
+      g_ptr_array_add (c->param_keys, g_strdup_printf ("%s.%s", k->section, k->key));
+      g_ptr_array_add (c->param_values, g_strdup (text));
+    }
+  if (!check_cross (c, file, error))
+    return NULL;
+  if (!c->db)
+    c->db = g_strdup_printf ("results/%s.db", c->scenario_name);
+  GString *name = g_string_new (c->scenario_name);
+  for (guint i = 0; i < swept->len; i++)
+    g_string_append_printf (name, " %s", (char *) g_ptr_array_index (swept, i));
+  c->name = g_string_free (name, FALSE);
+  return g_steal_pointer (&c);
+}
+
+/* Applies one "section.key=value" override to kf (and its sweep). */
+static gboolean
+apply_set (GKeyFile *kf, const char *file, const char *set, GError **error)
+{
+  const char *eq = strchr (set, '=');
+  g_autofree char *lhs = eq ? g_strndup (set, eq - set) : NULL;
+  g_autofree char *section = NULL, *key = NULL;
+  if (!eq || !split_dotted (g_strstrip (lhs), &section, &key))
+    return fail (error, "--set", NULL,
+                 "'%s' is not section.key=value; write e.g. --set network.bandwidth=25Gbps", set);
+  if (strcmp (section, "sweep") == 0)
+    {
+      g_autofree char *s2 = NULL, *k2 = NULL;
+      if (!split_dotted (key, &s2, &k2) || !find_key (s2, k2))
+        return fail (error, "--set", NULL,
+                     "'%s' does not name a scenario key to sweep; write --set sweep.section.key=a,b", set);
+      g_key_file_set_value (kf, "sweep", key, eq + 1);
+      return TRUE;
+    }
+  if (!find_key (section, key))
+    return fail (error, "--set", NULL,
+                 "unknown key [%s] %s; see docs/scenarios.md for the keys", section, key);
+  g_key_file_set_value (kf, section, key, eq + 1);
+  /* a fixed value wins over a sweep of the same key */
+  g_autofree char *dotted = g_strdup_printf ("%s.%s", section, key);
+  g_key_file_remove_key (kf, "sweep", dotted, NULL);
+  (void) file;
+  return TRUE;
+}
+
+GPtrArray *
+sim_scenario_load (const char *path, const char *const *sets, GError **error)
+{
+  g_autoptr (GKeyFile) kf = g_key_file_new ();
+  g_autoptr (GError) local = NULL;
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      fail (error, path, NULL, "no such scenario file; check the path");
+      return NULL;
+    }
+  if (!g_key_file_load_from_file (kf, path, G_KEY_FILE_NONE, &local))
+    {
+      fail (error, path, NULL, "cannot read scenario: %s", local->message);
+      return NULL;
+    }
+  for (int i = 0; sets && sets[i]; i++)
+    if (!apply_set (kf, path, sets[i], error))
+      return NULL;
+
+  /* unknown sections and keys */
+  g_auto (GStrv) groups = g_key_file_get_groups (kf, NULL);
+  for (int g = 0; groups[g]; g++)
+    {
+      if (!known_section (groups[g]))
+        {
+          g_autofree char *l = list_sections ();
+          fail (error, path, NULL, "unknown section [%s]; sections are %s", groups[g], l);
+          return NULL;
+        }
+      g_auto (GStrv) ks = g_key_file_get_keys (kf, groups[g], NULL, NULL);
+      for (int j = 0; ks[j]; j++)
+        {
+          if (strcmp (groups[g], "sweep") == 0)
+            {
+              g_autofree char *s = NULL, *k = NULL;
+              if (!split_dotted (ks[j], &s, &k) || !find_key (s, k))
+                {
+                  fail (error, path, NULL,
+                        "[sweep] %s: not a scenario key; sweep keys are written section.key, e.g. policy.consistency",
+                        ks[j]);
+                  return NULL;
+                }
+              continue;
+            }
+          if (!find_key (groups[g], ks[j]))
+            {
+              g_autofree char *l = list_keys_of (groups[g]);
+              fail (error, path, NULL, "[%s] %s: unknown key; keys of [%s] are: %s",
+                    groups[g], ks[j], groups[g], l);
+              return NULL;
+            }
+        }
+    }
+
+  /* sweep: cartesian product, last key fastest */
+  g_auto (GStrv) sweep_keys = g_key_file_get_keys (kf, "sweep", NULL, NULL);
+  guint n_sweep = sweep_keys ? g_strv_length (sweep_keys) : 0;
+  GPtrArray *values = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+  gsize points = 1;
+  for (guint i = 0; i < n_sweep; i++)
+    {
+      g_autofree char *v = g_key_file_get_value (kf, "sweep", sweep_keys[i], NULL);
+      GStrv parts = g_strsplit (v, ",", -1);
+      guint n = 0;
+      for (guint j = 0; parts[j]; j++)
+        {
+          g_strstrip (parts[j]);
+          if (parts[j][0] != '\0')
+            {
+              char *t = parts[j];
+              parts[j] = parts[n];
+              parts[n++] = t;
+            }
+        }
+      for (guint j = n; parts[j]; j++)
+        {
+          g_free (parts[j]);
+          parts[j] = NULL;
+        }
+      if (n == 0)
+        {
+          fail (error, path, NULL, "[sweep] %s: no values; give comma-separated values", sweep_keys[i]);
+          g_strfreev (parts);
+          g_ptr_array_unref (values);
+          return NULL;
+        }
+      g_ptr_array_add (values, parts);
+      points *= n;
+    }
+  GPtrArray *configs = g_ptr_array_new_with_free_func ((GDestroyNotify) sim_config_free);
+  for (gsize p = 0; p < points; p++)
+    {
+      g_autoptr (GKeyFile) pk = g_key_file_new ();
+      g_autofree char *data = g_key_file_to_data (kf, NULL, NULL);
+      g_key_file_load_from_data (pk, data, (gsize) -1, G_KEY_FILE_NONE, NULL);
+      g_key_file_remove_group (pk, "sweep", NULL);
+      g_autoptr (GPtrArray) swept = g_ptr_array_new_with_free_func (g_free);
+      gsize rem = p;
+      /* index of key i: digits of p in mixed radix, last key least significant */
+      g_autofree gsize *idx = g_new0 (gsize, n_sweep + 1);
+      for (guint i = n_sweep; i-- > 0;)
+        {
+          GStrv parts = g_ptr_array_index (values, i);
+          guint n = g_strv_length (parts);
+          idx[i] = rem % n;
+          rem /= n;
+        }
+      for (guint i = 0; i < n_sweep; i++)
+        {
+          GStrv parts = g_ptr_array_index (values, i);
+          g_autofree char *s = NULL, *k = NULL;
+          split_dotted (sweep_keys[i], &s, &k);
+          g_key_file_set_value (pk, s, k, parts[idx[i]]);
+          g_ptr_array_add (swept, g_strdup_printf ("%s=%s", sweep_keys[i], parts[idx[i]]));
+        }
+      SimConfig *c = resolve (pk, path, swept, error);
+      if (!c)
+        {
+          g_ptr_array_unref (configs);
+          g_ptr_array_unref (values);
+          return NULL;
+        }
+      g_ptr_array_add (configs, c);
+    }
+  g_ptr_array_unref (values);
+  return configs;
+}
+
+void
+sim_scenario_write_reference (GString *out)
+{
+  const char *section = NULL;
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      const KeyDef *k = &keys[i];
+      if (!section || strcmp (section, k->section) != 0)
+        {
+          section = k->section;
+          g_string_append_printf (out, "\n### [%s]\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n",
+                                  section);
+        }
+      const char *type = "text";
+      g_autofree char *choices = NULL;
+      switch (k->type)
+        {
+        case KT_INT: type = "integer"; break;
+        case KT_QUANTITY:
+          type = k->unit == SIM_UNIT_NONE ? "number" : sim_unit_base_name (k->unit);
+          break;
+        case KT_ENUM:
+          choices = g_strjoinv (" \\| ", (char **) k->choices);
+          type = choices;
+          break;
+        case KT_INTLIST: type = "list of integers"; break;
+        default: break;
+        }
+      g_string_append_printf (out, "| `%s` | %s | %s | %s |\n", k->key, type,
+                              k->def ? (k->def[0] ? k->def : "(empty)") : "(derived)", k->doc);
+    }
+}

@@ -1,0 +1,98 @@
+/*
+ * scenario.h — scenario files: loading, units, validation, overrides, sweeps.
+ *
+ * A scenario is a GLib key file.  Every key dtsim knows is declared once in a
+ * table (scenario.c) with its type, unit, default, bounds and documentation;
+ * that table drives parsing, validation, the `params` trace rows and
+ * docs/scenarios.md.  Unknown sections and keys are errors.  `--set
+ * section.key=value` overrides a key (and removes it from the sweep when it is
+ * swept); `--set sweep.section.key=a,b` sets a sweep.  The `[sweep]` section
+ * maps `section.key` to comma-separated values; the runs are the cartesian
+ * product, in the order the keys appear, the last key varying fastest.
+ */
+#ifndef DTSIM_SIM_SCENARIO_H
+#define DTSIM_SIM_SCENARIO_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define SIM_ERROR sim_error_quark ()
+GQuark sim_error_quark (void);
+typedef enum {
+  SIM_ERROR_INPUT,   /* bad scenario, key, value or file: exit code 2 */
+  SIM_ERROR_RUNTIME  /* failure while running (I/O, SQLite): exit code 1 */
+} SimErrorCode;
+
+typedef enum { SIM_CONS_BSP, SIM_CONS_SSP, SIM_CONS_ASYNC } SimConsistency;
+typedef enum { SIM_STRAG_NONE, SIM_STRAG_FIXED, SIM_STRAG_BERNOULLI } SimStragglerModel;
+typedef enum {
+  SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
+} SimDetail;
+
+/* One fully resolved run: every key has its value (given or default). */
+typedef struct {
+  /* [scenario] */
+  char *name;            /* run name: scenario name plus swept values */
+  char *scenario_name;   /* [scenario] name */
+  gint64 seed;
+  gint64 iterations;     /* rounds: a run applies iterations*workers gradients */
+  double time_limit;     /* seconds, 0 = none */
+  double target_loss;    /* stop when the evaluated loss reaches it, 0 = none */
+  /* [cluster] */
+  gint64 workers;
+  gint64 servers;        /* parameter-server shards, one host each */
+  /* [device] */
+  double flops;          /* peak FLOP/s */
+  double efficiency;     /* share of peak achieved, (0, 1] */
+  double step_time;      /* seconds of compute per step; < 0 = use FLOPs */
+  /* [network] */
+  char *topology;
+  double bandwidth;      /* bytes/s per link and direction */
+  double latency;        /* seconds per link */
+  int contention;        /* NetContention */
+  /* [model] */
+  char *model_kind;      /* softmax */
+  char *dataset;         /* synthetic */
+  gint64 batch;          /* samples per worker step */
+  double lr;
+  gint64 eval_every;     /* evaluate every this many applied gradients */
+  gint64 samples, test_samples, features, classes;
+  double separation;
+  /* [policy] */
+  char *policy;          /* ps */
+  SimConsistency consistency;
+  gint64 staleness;      /* SSP bound s */
+  /* [stragglers] */
+  SimStragglerModel straggler;
+  double factor;         /* slowdown of a slow step, >= 1 */
+  double p;              /* bernoulli probability of a slow step */
+  GArray *slow;          /* int worker ids, fixed model */
+  /* [kernels] */
+  gboolean math;         /* backend cpu: TRUE; none: timing only */
+  /* [trace] */
+  SimDetail detail;
+  char *db;              /* output database path */
+  /* every resolved key as "section.key" -> text, in table order */
+  GPtrArray *param_keys;   /* char* */
+  GPtrArray *param_values; /* char* */
+  GPtrArray *swept;        /* char* "section.key=value" labels of this point */
+} SimConfig;
+
+void sim_config_free (SimConfig *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SimConfig, sim_config_free)
+
+/* Loads `path`, applies the `sets` overrides ("section.key=value", NULL-
+ * terminated, may be NULL), validates every key and expands the sweep.
+ * Returns a GPtrArray of SimConfig* (one per sweep point, at least one) or
+ * NULL with a SIM_ERROR_INPUT error whose message is one line naming the
+ * file, the [section] key, what is wrong and how to fix it. */
+GPtrArray *sim_scenario_load (const char *path, const char *const *sets,
+                              GError **error);
+
+/* Writes the reference of every key (markdown table rows) to `out`. */
+void sim_scenario_write_reference (GString *out);
+
+G_END_DECLS
+
+#endif

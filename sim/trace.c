@@ -1,0 +1,337 @@
+/*
+ * trace.c — writing the SQLite trace.
+ *
+ * The writer keeps one prepared INSERT per table and one open transaction,
+ * committed every SIM_TRACE_BATCH rows and at the end of each run.  Row
+ * insertions cannot fail loudly in the middle of a simulation, so the first
+ * SQLite error is kept and reported when the run ends (which marks it failed).
+ * Every column is written from simulated quantities except runs.wall_time, so
+ * two runs of the same scenario produce identical rows elsewhere.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <string.h>
+
+#include "sim/trace.h"
+
+enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, N_ST };
+
+struct SimTrace {
+  sqlite3 *db;
+  char *path;
+  sqlite3_stmt *st[N_ST];
+  int rows;              /* rows in the open transaction */
+  gboolean in_txn;
+  char *first_error;     /* first failed insertion, reported at run end */
+};
+
+static const char *const schema =
+  "CREATE TABLE runs ("
+  "  id INTEGER PRIMARY KEY, scenario TEXT NOT NULL, name TEXT NOT NULL,"
+  "  seed INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('running','done','failed')),"
+  "  error TEXT, stop TEXT, sim_time REAL, wall_time REAL, events INTEGER,"
+  "  iterations INTEGER, updates INTEGER, final_loss REAL, final_accuracy REAL,"
+  "  compute REAL, comm REAL, wait REAL, version TEXT NOT NULL);"
+  "CREATE TABLE params (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  key TEXT NOT NULL, value TEXT NOT NULL);"
+  "CREATE TABLE metrics (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  sim_time REAL NOT NULL, step INTEGER NOT NULL, loss REAL, accuracy REAL);"
+  "CREATE TABLE iterations (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  worker INTEGER NOT NULL, iteration INTEGER NOT NULL, start REAL NOT NULL,"
+  "  end REAL NOT NULL, compute REAL NOT NULL, comm REAL NOT NULL,"
+  "  wait REAL NOT NULL, staleness INTEGER NOT NULL);"
+  "CREATE TABLE spans (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  actor TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN"
+  "  ('compute','send','recv','wait','update','idle')), start REAL NOT NULL,"
+  "  end REAL NOT NULL, iteration INTEGER, bytes REAL NOT NULL);"
+  "CREATE TABLE messages (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  src TEXT NOT NULL, dst TEXT NOT NULL, bytes REAL NOT NULL,"
+  "  start REAL NOT NULL, end REAL NOT NULL, tag TEXT);"
+  "PRAGMA user_version = 1;";
+
+static const char *const inserts[N_ST] = {
+  [ST_METRIC] = "INSERT INTO metrics VALUES (?,?,?,?,?)",
+  [ST_ITER] = "INSERT INTO iterations VALUES (?,?,?,?,?,?,?,?,?)",
+  [ST_SPAN] = "INSERT INTO spans VALUES (?,?,?,?,?,?,?)",
+  [ST_MSG] = "INSERT INTO messages VALUES (?,?,?,?,?,?,?)",
+  [ST_PARAM] = "INSERT INTO params VALUES (?,?,?)",
+};
+
+static gboolean
+sql_fail (SimTrace *t, const char *what, GError **error)
+{
+  g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error while %s: %s",
+               t->path, what, sqlite3_errmsg (t->db));
+  return FALSE;
+}
+
+static gboolean
+exec (SimTrace *t, const char *sql, GError **error)
+{
+  char *msg = NULL;
+  if (sqlite3_exec (t->db, sql, NULL, NULL, &msg) != SQLITE_OK)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error: %s", t->path,
+                   msg ? msg : "unknown");
+      sqlite3_free (msg);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+commit (SimTrace *t, GError **error)
+{
+  if (!t->in_txn)
+    return TRUE;
+  t->in_txn = FALSE;
+  t->rows = 0;
+  return exec (t, "COMMIT", error);
+}
+
+static void
+step (SimTrace *t, sqlite3_stmt *st)
+{
+  if (!t->in_txn)
+    {
+      if (sqlite3_exec (t->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
+        t->in_txn = TRUE;
+    }
+  if (sqlite3_step (st) != SQLITE_DONE && !t->first_error)
+    t->first_error = g_strdup (sqlite3_errmsg (t->db));
+  sqlite3_reset (st);
+  if (++t->rows >= SIM_TRACE_BATCH)
+    {
+      g_autoptr (GError) e = NULL;
+      if (!commit (t, &e) && !t->first_error)
+        t->first_error = g_strdup (e->message);
+    }
+}
+
+SimTrace *
+sim_trace_open (const char *path, GError **error)
+{
+  SimTrace *t = g_new0 (SimTrace, 1);
+  t->path = g_strdup (path);
+  if (g_unlink (path) != 0 && errno != ENOENT)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot replace: %s", path,
+                   g_strerror (errno));
+      g_free (t->path);
+      g_free (t);
+      return NULL;
+    }
+  if (sqlite3_open_v2 (path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
+      != SQLITE_OK
+      || !exec (t, "PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF;", error)
+      || !exec (t, schema, error))
+    {
+      if (error && !*error)
+        sql_fail (t, "creating the database", error);
+      sim_trace_abandon (t);
+      return NULL;
+    }
+  for (int i = 0; i < N_ST; i++)
+    if (sqlite3_prepare_v2 (t->db, inserts[i], -1, &t->st[i], NULL) != SQLITE_OK)
+      {
+        sql_fail (t, "preparing statements", error);
+        sim_trace_abandon (t);
+        return NULL;
+      }
+  return t;
+}
+
+static void
+close_db (SimTrace *t)
+{
+  for (int i = 0; i < N_ST; i++)
+    sqlite3_finalize (t->st[i]);
+  sqlite3_close (t->db);
+  g_free (t->first_error);
+  g_free (t->path);
+  g_free (t);
+}
+
+gboolean
+sim_trace_close (SimTrace *t, GError **error)
+{
+  gboolean ok = commit (t, error);
+  close_db (t);
+  return ok;
+}
+
+void
+sim_trace_abandon (SimTrace *t)
+{
+  if (!t)
+    return;
+  g_autofree char *path = g_strdup (t->path);
+  if (t->in_txn)
+    sqlite3_exec (t->db, "ROLLBACK", NULL, NULL, NULL);
+  close_db (t);
+  g_unlink (path);
+  g_autofree char *journal = g_strconcat (path, "-journal", NULL);
+  g_unlink (journal);
+}
+
+static void
+bind_real_or_null (sqlite3_stmt *st, int i, double v)
+{
+  if (isnan (v))
+    sqlite3_bind_null (st, i);
+  else
+    sqlite3_bind_double (st, i, v);
+}
+
+gint64
+sim_trace_begin_run (SimTrace *t, const SimConfig *c, const char *scenario_path,
+                     GError **error)
+{
+  sqlite3_stmt *st = NULL;
+  if (!commit (t, error))
+    return -1;
+  if (sqlite3_prepare_v2 (t->db,
+                          "INSERT INTO runs (scenario, name, seed, status, version)"
+                          " VALUES (?, ?, ?, 'running', ?)", -1, &st, NULL) != SQLITE_OK)
+    return sql_fail (t, "adding a run", error), -1;
+  sqlite3_bind_text (st, 1, scenario_path, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text (st, 2, c->name, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64 (st, 3, c->seed);
+  sqlite3_bind_text (st, 4, PACKAGE_VERSION, -1, SQLITE_STATIC);
+  int rc = sqlite3_step (st);
+  sqlite3_finalize (st);
+  if (rc != SQLITE_DONE)
+    return sql_fail (t, "adding a run", error), -1;
+  gint64 run = sqlite3_last_insert_rowid (t->db);
+  sqlite3_stmt *p = t->st[ST_PARAM];
+  for (guint i = 0; i < c->param_keys->len; i++)
+    {
+      sqlite3_bind_int64 (p, 1, run);
+      sqlite3_bind_text (p, 2, g_ptr_array_index (c->param_keys, i), -1, SQLITE_STATIC);
+      sqlite3_bind_text (p, 3, g_ptr_array_index (c->param_values, i), -1, SQLITE_STATIC);
+      step (t, p);
+    }
+  if (!commit (t, error))
+    return -1;
+  return run;
+}
+
+gboolean
+sim_trace_end_run (SimTrace *t, gint64 run, const SimRunSummary *s, GError **error)
+{
+  if (!commit (t, error))
+    return FALSE;
+  if (t->first_error)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error while writing rows: %s",
+                   t->path, t->first_error);
+      sim_trace_fail_run (t, run, t->first_error);
+      return FALSE;
+    }
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2 (t->db,
+                          "UPDATE runs SET status = 'done', stop = ?, sim_time = ?,"
+                          " wall_time = ?, events = ?, iterations = ?, updates = ?,"
+                          " final_loss = ?, final_accuracy = ?, compute = ?, comm = ?,"
+                          " wait = ? WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+    return sql_fail (t, "finishing a run", error);
+  sqlite3_bind_text (st, 1, s->stop, -1, SQLITE_STATIC);
+  sqlite3_bind_double (st, 2, s->sim_time);
+  sqlite3_bind_double (st, 3, s->wall_time);
+  sqlite3_bind_int64 (st, 4, (sqlite3_int64) s->events);
+  sqlite3_bind_int64 (st, 5, s->iterations);
+  sqlite3_bind_int64 (st, 6, s->updates);
+  bind_real_or_null (st, 7, s->final_loss);
+  bind_real_or_null (st, 8, s->final_accuracy);
+  sqlite3_bind_double (st, 9, s->compute);
+  sqlite3_bind_double (st, 10, s->comm);
+  sqlite3_bind_double (st, 11, s->wait);
+  sqlite3_bind_int64 (st, 12, run);
+  int rc = sqlite3_step (st);
+  sqlite3_finalize (st);
+  if (rc != SQLITE_DONE)
+    return sql_fail (t, "finishing a run", error);
+  return TRUE;
+}
+
+void
+sim_trace_fail_run (SimTrace *t, gint64 run, const char *message)
+{
+  sqlite3_stmt *st = NULL;
+  commit (t, NULL);
+  if (sqlite3_prepare_v2 (t->db, "UPDATE runs SET status = 'failed', error = ? WHERE id = ?",
+                          -1, &st, NULL) != SQLITE_OK)
+    return;
+  sqlite3_bind_text (st, 1, message, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64 (st, 2, run);
+  sqlite3_step (st);
+  sqlite3_finalize (st);
+}
+
+void
+sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step_no,
+                  double loss, double accuracy)
+{
+  sqlite3_stmt *st = t->st[ST_METRIC];
+  sqlite3_bind_int64 (st, 1, run);
+  sqlite3_bind_double (st, 2, sim_time);
+  sqlite3_bind_int64 (st, 3, step_no);
+  bind_real_or_null (st, 4, loss);
+  bind_real_or_null (st, 5, accuracy);
+  step (t, st);
+}
+
+void
+sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
+                     double start, double end, double compute, double comm,
+                     double wait, gint64 staleness)
+{
+  sqlite3_stmt *st = t->st[ST_ITER];
+  sqlite3_bind_int64 (st, 1, run);
+  sqlite3_bind_int (st, 2, worker);
+  sqlite3_bind_int64 (st, 3, iteration);
+  sqlite3_bind_double (st, 4, start);
+  sqlite3_bind_double (st, 5, end);
+  sqlite3_bind_double (st, 6, compute);
+  sqlite3_bind_double (st, 7, comm);
+  sqlite3_bind_double (st, 8, wait);
+  sqlite3_bind_int64 (st, 9, staleness);
+  step (t, st);
+}
+
+void
+sim_trace_span (SimTrace *t, gint64 run, const char *actor, const char *kind,
+                double start, double end, gint64 iteration, double bytes)
+{
+  sqlite3_stmt *st = t->st[ST_SPAN];
+  sqlite3_bind_int64 (st, 1, run);
+  sqlite3_bind_text (st, 2, actor, -1, SQLITE_STATIC);
+  sqlite3_bind_text (st, 3, kind, -1, SQLITE_STATIC);
+  sqlite3_bind_double (st, 4, start);
+  sqlite3_bind_double (st, 5, end);
+  if (iteration < 0)
+    sqlite3_bind_null (st, 6);
+  else
+    sqlite3_bind_int64 (st, 6, iteration);
+  sqlite3_bind_double (st, 7, bytes);
+  step (t, st);
+}
+
+void
+sim_trace_message (SimTrace *t, gint64 run, const char *src, const char *dst,
+                   double bytes, double start, double end, const char *tag)
+{
+  sqlite3_stmt *st = t->st[ST_MSG];
+  sqlite3_bind_int64 (st, 1, run);
+  sqlite3_bind_text (st, 2, src, -1, SQLITE_STATIC);
+  sqlite3_bind_text (st, 3, dst, -1, SQLITE_STATIC);
+  sqlite3_bind_double (st, 4, bytes);
+  sqlite3_bind_double (st, 5, start);
+  sqlite3_bind_double (st, 6, end);
+  sqlite3_bind_text (st, 7, tag, -1, SQLITE_STATIC);
+  step (t, st);
+}

@@ -1,0 +1,63 @@
+/*
+ * trace.h — the SQLite trace of a `dtsim run` (schema v1, docs/trace.md).
+ *
+ * One database per invocation; a sweep puts all its runs in it.  Rows are
+ * written with prepared statements inside transactions of up to
+ * SIM_TRACE_BATCH rows.  A run's row is committed with status 'running' before
+ * it starts and moves to 'done', or to 'failed' with the error, at its end.
+ */
+#ifndef DTSIM_SIM_TRACE_H
+#define DTSIM_SIM_TRACE_H
+
+#include <glib.h>
+
+#include "sim/scenario.h"
+
+G_BEGIN_DECLS
+
+#define SIM_TRACE_SCHEMA_VERSION 1
+#define SIM_TRACE_BATCH 8192
+
+typedef struct SimTrace SimTrace;
+
+/* What a finished run reports into its `runs` row. */
+typedef struct {
+  double sim_time;       /* s */
+  double wall_time;      /* s of host time */
+  guint64 events;
+  gint64 iterations;     /* completed rounds */
+  gint64 updates;        /* gradients applied */
+  double final_loss, final_accuracy; /* NAN: no math */
+  double compute, comm, wait;        /* worker seconds, summed */
+  const char *stop;      /* why it ended: iterations, time_limit, target_loss */
+} SimRunSummary;
+
+/* Creates the database at `path`, replacing any file there. */
+SimTrace *sim_trace_open (const char *path, GError **error);
+/* Commits pending rows and closes.  Returns FALSE on a write error. */
+gboolean sim_trace_close (SimTrace *t, GError **error);
+/* Closes and deletes the file (nothing half-written stays behind). */
+void sim_trace_abandon (SimTrace *t);
+
+/* Inserts the run (status 'running') and its params; returns its id or -1. */
+gint64 sim_trace_begin_run (SimTrace *t, const SimConfig *c,
+                            const char *scenario_path, GError **error);
+gboolean sim_trace_end_run (SimTrace *t, gint64 run, const SimRunSummary *s,
+                            GError **error);
+void sim_trace_fail_run (SimTrace *t, gint64 run, const char *message);
+
+void sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step,
+                       double loss, double accuracy);
+void sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
+                          double start, double end, double compute,
+                          double comm, double wait, gint64 staleness);
+void sim_trace_span (SimTrace *t, gint64 run, const char *actor,
+                     const char *kind, double start, double end,
+                     gint64 iteration, double bytes);
+void sim_trace_message (SimTrace *t, gint64 run, const char *src,
+                        const char *dst, double bytes, double start,
+                        double end, const char *tag);
+
+G_END_DECLS
+
+#endif

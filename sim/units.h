@@ -1,0 +1,34 @@
+/*
+ * units.h — parsing of quantities with units in scenario files.
+ *
+ * Time `5us`, `2.5 ms`, `1s`; size `64KiB`, `4MB`; bandwidth `10Gbps` (bits/s)
+ * or `1.25GBps` (bytes/s); compute `19.5TFLOPS`.  A bare number is taken in
+ * the SI base unit of its kind (seconds, bytes, bytes/s, FLOP/s).  Decimal
+ * prefixes are powers of 1000, binary prefixes (Ki, Mi, Gi, Ti) powers of 1024.
+ */
+#ifndef DTSIM_SIM_UNITS_H
+#define DTSIM_SIM_UNITS_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SIM_UNIT_NONE,      /* a plain number: no unit allowed */
+  SIM_UNIT_TIME,      /* seconds */
+  SIM_UNIT_SIZE,      /* bytes */
+  SIM_UNIT_BANDWIDTH, /* bytes/s */
+  SIM_UNIT_COMPUTE    /* FLOP/s */
+} SimUnitKind;
+
+/* Parses `text` as a quantity of `kind` into *out (SI base unit).  On
+ * failure returns FALSE and sets *why to a static explanation. */
+gboolean sim_parse_quantity (const char *text, SimUnitKind kind, double *out,
+                             const char **why);
+
+/* The unit a bare number is read in, e.g. "s" or "bytes/s". */
+const char *sim_unit_base_name (SimUnitKind kind);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,647 @@
+/*
+ * test-netmodel.c — unit tests of the flow-level network (netmodel/).
+ *
+ * Every expected time is a closed form written as a formula: L is the route
+ * latency (two links on a star), B a link bandwidth, b a transfer size.  The
+ * max-min schedules of the staggered and unequal-share cases are worked out
+ * by hand in the comments of their tests.  Times are compared to 1e-9
+ * relative.
+ */
+#include <math.h>
+
+#include "engine/engine.h"
+#include "netmodel/netmodel.h"
+
+#define LINK_BW   1.25e9  /* bytes/s (10 Gb/s) */
+#define LINK_LAT  5e-6    /* s per link */
+#define MSG       1e6     /* bytes */
+
+/* Asserts that time `got` equals `want` to 1e-9 relative (exactly at 0). */
+#define assert_time(got, want) \
+  g_assert_cmpfloat_with_epsilon ((got), (want), \
+                                  1e-9 * fabs ((double) (want)) + 1e-300)
+
+/* A star network on its own engine, with hosts h0, h1, ... */
+typedef struct {
+  EngSim *sim;
+  NetNetwork *net;
+  GArray *done;       /* NetTransfer, in NetDone order */
+  GArray *observed;   /* NetTransfer, in observer order */
+  int awaiting;       /* tag of a NetDone not yet followed by the observer,
+                         or -1 */
+} Fixture;
+
+static void
+record_done (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+{
+  Fixture *fx = ctx;
+
+  g_assert_true (sim == fx->sim);
+  g_assert_cmpfloat (t->end, ==, eng_sim_now (sim));
+  g_assert_cmpint (fx->awaiting, ==, -1);
+  fx->awaiting = t->tag;
+  g_array_append_val (fx->done, *t);
+}
+
+static void
+record_observed (gpointer ctx, const NetTransfer *t)
+{
+  Fixture *fx = ctx;
+
+  /* The observer comes right after the transfer's own NetDone, if any. */
+  if (fx->awaiting != -1)
+    g_assert_cmpint (t->tag, ==, fx->awaiting);
+  fx->awaiting = -1;
+  g_array_append_val (fx->observed, *t);
+}
+
+static void
+fixture_init (Fixture *fx, int n_hosts, NetContention contention)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  NetTopologyParams p;
+
+  for (int h = 0; h < n_hosts; h++)
+    g_ptr_array_add (names, g_strdup_printf ("h%d", h));
+  p.n_hosts = n_hosts;
+  p.names = (const char *const *) names->pdata;
+  p.bandwidth = LINK_BW;
+  p.latency = LINK_LAT;
+
+  fx->sim = eng_sim_new ();
+  fx->net = net_network_new (fx->sim, contention);
+  fx->done = g_array_new (FALSE, FALSE, sizeof (NetTransfer));
+  fx->observed = g_array_new (FALSE, FALSE, sizeof (NetTransfer));
+  fx->awaiting = -1;
+  g_assert_true (net_topology_star.build (fx->net, &p, &error));
+  g_assert_no_error (error);
+  net_network_set_observer (fx->net, record_observed, fx);
+}
+
+static void
+fixture_clear (Fixture *fx)
+{
+  g_assert_cmpint (fx->awaiting, ==, -1);
+  net_network_free (fx->net);
+  eng_sim_free (fx->sim);
+  g_array_free (fx->done, TRUE);
+  g_array_free (fx->observed, TRUE);
+}
+
+static void
+start (Fixture *fx, int src, int dst, double bytes, int tag)
+{
+  net_send (fx->net, src, dst, bytes, tag, record_done, fx, NULL);
+}
+
+/* The recorded transfer with tag `tag`. */
+static const NetTransfer *
+by_tag (const Fixture *fx, int tag)
+{
+  for (guint i = 0; i < fx->done->len; i++)
+    if (g_array_index (fx->done, NetTransfer, i).tag == tag)
+      return &g_array_index (fx->done, NetTransfer, i);
+  g_assert_not_reached ();
+}
+
+/* A sender scheduled by the engine, to start a transfer at a later time. */
+typedef struct {
+  Fixture *fx;
+  int src, dst, tag;
+  double bytes;
+} DelayedSend;
+
+static void
+on_delayed_send (EngSim *sim, gpointer ctx, gpointer data)
+{
+  DelayedSend *d = data;
+  start (d->fx, d->src, d->dst, d->bytes, d->tag);
+}
+
+/* --- Tests ------------------------------------------------------------- */
+
+static void
+test_single_flow (void)
+{
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+
+  fixture_init (&fx, 2, NET_CONTENTION_MAXMIN);
+  start (&fx, 0, 1, MSG, 7);
+  g_assert_cmpuint (net_network_active (fx.net), ==, 1);
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, 1);
+  assert_time (by_tag (&fx, 7)->end, L + MSG / LINK_BW);
+  g_assert_cmpuint (net_network_active (fx.net), ==, 0);
+  g_assert_cmpuint (eng_sim_pending (fx.sim), ==, 0);
+  fixture_clear (&fx);
+}
+
+/* N hosts send b bytes each to host 0 at t = 0: the flows share h0's
+ * downlink equally (B / N each) and all finish at L + N b / B, reported in
+ * the order they were started. */
+static void
+test_incast (void)
+{
+  const int N = 8;
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+
+  fixture_init (&fx, N + 1, NET_CONTENTION_MAXMIN);
+  for (int i = 1; i <= N; i++)
+    start (&fx, i, 0, MSG, i);
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, N);
+  for (int i = 0; i < N; i++)
+    {
+      const NetTransfer *t = &g_array_index (fx.done, NetTransfer, i);
+      g_assert_cmpint (t->tag, ==, i + 1);
+      assert_time (t->end, L + N * MSG / LINK_BW);
+    }
+  fixture_clear (&fx);
+}
+
+/* Incast with sizes s_1 < s_2 < ... < s_N: the downlink stays saturated and
+ * is shared equally among the flows left, so the k-th smallest finishes at
+ * L + (s_1 + ... + s_{k-1} + (N - k + 1) s_k) / B. */
+static void
+test_incast_unequal (void)
+{
+  const int N = 5;
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+  double before = 0;   /* bytes of the flows already finished */
+
+  fixture_init (&fx, N + 1, NET_CONTENTION_MAXMIN);
+  /* Started largest first, so completion order differs from start order. */
+  for (int k = N; k >= 1; k--)
+    start (&fx, k, 0, k * MSG, k);
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, N);
+  for (int k = 1; k <= N; k++)
+    {
+      double s_k = k * MSG;
+      g_assert_cmpint (g_array_index (fx.done, NetTransfer, k - 1).tag, ==, k);
+      assert_time (by_tag (&fx, k)->end, L + (before + (N - k + 1) * s_k) / LINK_BW);
+      before += s_k;
+    }
+  fixture_clear (&fx);
+}
+
+/* A: h1 -> h0, b bytes at 0.  B: h2 -> h0, b bytes at t1 < b / B.
+ * [L, t1 + L): A alone at B, sends B t1.
+ * [t1 + L, ...): A and B share h0's downlink at B / 2; A has b - B t1 left,
+ *   so A ends at t1 + L + 2 (b - B t1) / B = L + 2 b / B - t1, when B has
+ *   sent b - B t1 too.
+ * B then alone at B with B t1 left: ends at L + 2 b / B. */
+static void
+test_staggered (void)
+{
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+  double t1 = 0.25 * MSG / LINK_BW;
+  DelayedSend later;
+
+  fixture_init (&fx, 3, NET_CONTENTION_MAXMIN);
+  later = (DelayedSend) { &fx, 2, 0, 'B', MSG };
+  start (&fx, 1, 0, MSG, 'A');
+  eng_schedule (fx.sim, t1, on_delayed_send, NULL, &later);
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, 2);
+  assert_time (by_tag (&fx, 'A')->start, 0);
+  assert_time (by_tag (&fx, 'A')->end, L + 2 * MSG / LINK_BW - t1);
+  assert_time (by_tag (&fx, 'B')->start, t1);
+  assert_time (by_tag (&fx, 'B')->end, L + 2 * MSG / LINK_BW);
+  fixture_clear (&fx);
+}
+
+/* Two bottlenecks and unequal shares, on a hand-built network with links
+ * up0, up1 (host -> switch), down2, down3 (switch -> host), all of bandwidth
+ * B except up1 at B / 2, and latency l each (L = 2 l on every route).
+ *   A: h0 -> h2 over up0, down2, b bytes
+ *   B: h1 -> h2 over up1, down2, b / 2 bytes
+ *   C: h1 -> h3 over up1, down3, b bytes
+ * Progressive filling: shares up0 B / 1, up1 (B/2) / 2 = B / 4, down2 B / 2,
+ * down3 B / 1; up1 is the bottleneck: B = C = B / 4.  Then down2 has 3B / 4
+ * left for A alone, up0 B: A = 3B / 4.
+ * A ends at L + b / (3B/4) = L + 4b / (3B); B and C have sent b / 3 and keep
+ * B / 4 (up1 still limits them).  B ends at L + (b/2) / (B/4) = L + 2b / B;
+ * C has sent b / 2, now alone on up1 at B / 2: ends at L + 2b/B + b/B
+ * = L + 3b / B. */
+static void
+test_unequal_shares (void)
+{
+  EngSim *sim = eng_sim_new ();
+  NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+  Fixture fx = { sim, net,
+                 g_array_new (FALSE, FALSE, sizeof (NetTransfer)),
+                 g_array_new (FALSE, FALSE, sizeof (NetTransfer)), -1 };
+  double B = LINK_BW, l = LINK_LAT, L = 2 * LINK_LAT, b = MSG;
+  int h[4], up0, up1, down2, down3;
+
+  for (int i = 0; i < 4; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("h%d", i);
+      h[i] = net_network_add_host (net, name);
+    }
+  up0 = net_network_add_link (net, B, l);
+  up1 = net_network_add_link (net, B / 2, l);
+  down2 = net_network_add_link (net, B, l);
+  down3 = net_network_add_link (net, B, l);
+  net_network_set_route (net, h[0], h[2], (int[]) { up0, down2 }, 2);
+  net_network_set_route (net, h[1], h[2], (int[]) { up1, down2 }, 2);
+  net_network_set_route (net, h[1], h[3], (int[]) { up1, down3 }, 2);
+  g_assert_cmpfloat (net_network_route_bandwidth (net, h[1], h[3]), ==, B / 2);
+  net_network_set_observer (net, record_observed, &fx);
+
+  start (&fx, h[0], h[2], b, 'A');
+  start (&fx, h[1], h[2], b / 2, 'B');
+  start (&fx, h[1], h[3], b, 'C');
+  eng_run (sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, 3);
+  assert_time (by_tag (&fx, 'A')->end, L + 4 * b / (3 * B));
+  assert_time (by_tag (&fx, 'B')->end, L + 2 * b / B);
+  assert_time (by_tag (&fx, 'C')->end, L + 3 * b / B);
+  fixture_clear (&fx);
+}
+
+/* With contention = none, every flow takes L + b / B whatever the load,
+ * here an incast of N flows plus a flow out of the receiver. */
+static void
+test_contention_none (void)
+{
+  const int N = 6;
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+
+  fixture_init (&fx, N + 1, NET_CONTENTION_NONE);
+  for (int i = 1; i <= N; i++)
+    start (&fx, i, 0, MSG, i);
+  start (&fx, 0, 1, 3 * MSG, 0);
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, N + 1);
+  for (int i = 1; i <= N; i++)
+    assert_time (by_tag (&fx, i)->end, L + MSG / LINK_BW);
+  assert_time (by_tag (&fx, 0)->end, L + 3 * MSG / LINK_BW);
+  fixture_clear (&fx);
+}
+
+/* A zero-byte transfer takes exactly L, even while the same links are busy. */
+static void
+test_zero_bytes (void)
+{
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+
+  fixture_init (&fx, 3, NET_CONTENTION_MAXMIN);
+  start (&fx, 1, 0, 4 * MSG, 1);
+  start (&fx, 2, 0, 0, 2);
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpfloat (by_tag (&fx, 2)->end, ==, L);
+  g_assert_cmpfloat (by_tag (&fx, 2)->bytes, ==, 0);
+  assert_time (by_tag (&fx, 1)->end, L + 4 * MSG / LINK_BW);
+  fixture_clear (&fx);
+}
+
+/* A host sending to itself finishes at once, in an event at the send time. */
+static void
+test_self_send (void)
+{
+  Fixture fx;
+  double t0 = 1.5;   /* s */
+  DelayedSend later;
+
+  fixture_init (&fx, 2, NET_CONTENTION_MAXMIN);
+  later = (DelayedSend) { &fx, 1, 1, 9, MSG };
+  start (&fx, 0, 0, MSG, 8);
+  g_assert_cmpuint (fx.done->len, ==, 0);   /* not inside net_send */
+  eng_schedule (fx.sim, t0, on_delayed_send, NULL, &later);
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, 2);
+  g_assert_cmpfloat (by_tag (&fx, 8)->end, ==, 0);
+  g_assert_cmpfloat (by_tag (&fx, 9)->start, ==, t0);
+  g_assert_cmpfloat (by_tag (&fx, 9)->end, ==, t0);
+  fixture_clear (&fx);
+}
+
+/* The observer sees every transfer, after its NetDone, with its fields. */
+static void
+test_observer (void)
+{
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+  double t0 = 0.5;   /* s */
+  DelayedSend later;
+
+  fixture_init (&fx, 3, NET_CONTENTION_MAXMIN);
+  later = (DelayedSend) { &fx, 2, 1, 42, 3 * MSG };
+  eng_schedule (fx.sim, t0, on_delayed_send, NULL, &later);
+  net_send (fx.net, 0, 2, MSG, 41, NULL, NULL, NULL);  /* no NetDone */
+  eng_run (fx.sim, INFINITY);
+
+  /* The observer saw both transfers, in completion order; NetDone only the
+   * one that had one. */
+  g_assert_cmpuint (fx.done->len, ==, 1);
+  g_assert_cmpuint (fx.observed->len, ==, 2);
+  {
+    const NetTransfer *t = &g_array_index (fx.observed, NetTransfer, 0);
+    g_assert_cmpint (t->src, ==, 0);
+    g_assert_cmpint (t->dst, ==, 2);
+    g_assert_cmpint (t->tag, ==, 41);
+    g_assert_cmpfloat (t->bytes, ==, MSG);
+    g_assert_cmpfloat (t->start, ==, 0);
+    assert_time (t->end, L + MSG / LINK_BW);
+  }
+  {
+    const NetTransfer *t = &g_array_index (fx.observed, NetTransfer, 1);
+    g_assert_cmpint (t->src, ==, 2);
+    g_assert_cmpint (t->dst, ==, 1);
+    g_assert_cmpint (t->tag, ==, 42);
+    g_assert_cmpfloat (t->bytes, ==, 3 * MSG);
+    g_assert_cmpfloat (t->start, ==, t0);
+    assert_time (t->end, t0 + L + 3 * MSG / LINK_BW);
+  }
+  fixture_clear (&fx);
+}
+
+typedef struct {
+  Fixture *fx;
+  int rounds_left;
+} PingPong;
+
+static void
+on_pong (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+{
+  PingPong *pp = data;
+
+  g_array_append_val (pp->fx->done, *t);
+  if (--pp->rounds_left > 0)
+    net_send (pp->fx->net, t->dst, t->src, t->bytes, t->tag + 1, on_pong,
+              NULL, pp);
+}
+
+/* Sends from inside NetDone: k messages bounced back and forth end at
+ * k (L + b / B). */
+static void
+test_ping_pong (void)
+{
+  const int K = 5;
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+  PingPong pp;
+
+  fixture_init (&fx, 2, NET_CONTENTION_MAXMIN);
+  net_network_set_observer (fx.net, NULL, NULL);
+  pp = (PingPong) { &fx, K };
+  net_send (fx.net, 0, 1, MSG, 0, on_pong, NULL, &pp);
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, K);
+  for (int k = 0; k < K; k++)
+    {
+      const NetTransfer *t = &g_array_index (fx.done, NetTransfer, k);
+      g_assert_cmpint (t->src, ==, k % 2);
+      assert_time (t->end, (k + 1) * (L + MSG / LINK_BW));
+    }
+  fixture_clear (&fx);
+}
+
+/* Flows in opposite directions of one cable do not share (full duplex), and
+ * two flows out of one host share its uplink. */
+static void
+test_duplex_and_uplink (void)
+{
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+
+  fixture_init (&fx, 3, NET_CONTENTION_MAXMIN);
+  start (&fx, 0, 1, MSG, 1);
+  start (&fx, 1, 0, MSG, 2);
+  eng_run (fx.sim, INFINITY);
+  assert_time (by_tag (&fx, 1)->end, L + MSG / LINK_BW);
+  assert_time (by_tag (&fx, 2)->end, L + MSG / LINK_BW);
+
+  g_array_set_size (fx.done, 0);
+  g_array_set_size (fx.observed, 0);
+  {
+    double t0 = eng_sim_now (fx.sim);
+    start (&fx, 0, 1, MSG, 3);
+    start (&fx, 0, 2, MSG, 4);
+    eng_run (fx.sim, INFINITY);
+    assert_time (by_tag (&fx, 3)->end, t0 + L + 2 * MSG / LINK_BW);
+    assert_time (by_tag (&fx, 4)->end, t0 + L + 2 * MSG / LINK_BW);
+  }
+  fixture_clear (&fx);
+}
+
+static void
+test_route_queries (void)
+{
+  const int N = 4;
+  Fixture fx;
+
+  fixture_init (&fx, N, NET_CONTENTION_MAXMIN);
+  g_assert_cmpint (net_network_n_hosts (fx.net), ==, N);
+  g_assert_cmpint (net_network_n_links (fx.net), ==, 2 * N);
+  g_assert_cmpstr (net_network_host_name (fx.net, 2), ==, "h2");
+  g_assert_cmpint (net_network_host_id (fx.net, "h3"), ==, 3);
+  g_assert_cmpint (net_network_host_id (fx.net, "nope"), ==, -1);
+  for (int l = 0; l < 2 * N; l++)
+    {
+      g_assert_cmpfloat (net_network_link_bandwidth (fx.net, l), ==, LINK_BW);
+      g_assert_cmpfloat (net_network_link_latency (fx.net, l), ==, LINK_LAT);
+    }
+  for (int a = 0; a < N; a++)
+    for (int b = 0; b < N; b++)
+      if (a == b)
+        {
+          g_assert_cmpfloat (net_network_route_latency (fx.net, a, b), ==, 0);
+          g_assert_cmpfloat (net_network_route_bandwidth (fx.net, a, b), ==,
+                             INFINITY);
+        }
+      else
+        {
+          assert_time (net_network_route_latency (fx.net, a, b), 2 * LINK_LAT);
+          g_assert_cmpfloat (net_network_route_bandwidth (fx.net, a, b), ==,
+                             LINK_BW);
+        }
+  fixture_clear (&fx);
+}
+
+/* Routes set before later hosts are added survive the growth of the table;
+ * route latency is the sum of unequal link latencies. */
+static void
+test_route_growth (void)
+{
+  EngSim *sim = eng_sim_new ();
+  NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+  int a = net_network_add_host (net, "a");
+  int b = net_network_add_host (net, "b");
+  int l1 = net_network_add_link (net, 1e9, 1e-6);
+  int l2 = net_network_add_link (net, 2e9, 3e-6);
+  int l3 = net_network_add_link (net, 5e8, 2e-6);
+  int c;
+
+  net_network_set_route (net, a, b, (int[]) { l1, l2 }, 2);
+  c = net_network_add_host (net, "c");
+  net_network_set_route (net, b, c, (int[]) { l2, l3, l1 }, 3);
+  assert_time (net_network_route_latency (net, a, b), 1e-6 + 3e-6);
+  g_assert_cmpfloat (net_network_route_bandwidth (net, a, b), ==, 1e9);
+  assert_time (net_network_route_latency (net, b, c), 3e-6 + 2e-6 + 1e-6);
+  g_assert_cmpfloat (net_network_route_bandwidth (net, b, c), ==, 5e8);
+  net_network_free (net);
+  eng_sim_free (sim);
+}
+
+static void
+test_topology_lookup (void)
+{
+  const NetTopology *const *all = net_topology_all ();
+  gboolean found = FALSE;
+
+  g_assert_true (net_topology_lookup ("star") == &net_topology_star);
+  g_assert_null (net_topology_lookup ("no-such-topology"));
+  for (int i = 0; all[i] != NULL; i++)
+    {
+      g_assert_nonnull (all[i]->description);
+      g_assert_true (net_topology_lookup (all[i]->name) == all[i]);
+      found |= all[i] == &net_topology_star;
+    }
+  g_assert_true (found);
+}
+
+static void
+test_star_invalid (void)
+{
+  const char *names[] = { "x", "x" };
+  const NetTopologyParams bad[] = {
+    { 0, names, LINK_BW, LINK_LAT },
+    { 1, names, 0, LINK_LAT },
+    { 1, names, LINK_BW, -1 },
+    { 1, NULL, LINK_BW, LINK_LAT },
+    { 2, names, LINK_BW, LINK_LAT },   /* duplicate name */
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      EngSim *sim = eng_sim_new ();
+      NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+
+      g_assert_false (net_topology_star.build (net, &bad[i], &error));
+      g_assert_error (error, NET_ERROR, NET_ERROR_INVALID);
+      g_assert_cmpint (net_network_n_hosts (net), ==, 0);
+      net_network_free (net);
+      eng_sim_free (sim);
+    }
+}
+
+/* Freeing a network with transfers in flight cancels their events. */
+static void
+test_free_in_flight (void)
+{
+  Fixture fx;
+
+  fixture_init (&fx, 3, NET_CONTENTION_MAXMIN);
+  start (&fx, 1, 0, MSG, 1);
+  start (&fx, 2, 0, MSG, 2);
+  eng_run (fx.sim, 2 * LINK_LAT + 0.5 * MSG / LINK_BW);
+  g_assert_cmpuint (net_network_active (fx.net), ==, 2);
+  net_network_free (fx.net);
+  fx.net = NULL;
+  g_assert_cmpuint (eng_sim_pending (fx.sim), ==, 0);
+  g_assert_cmpuint (fx.done->len, ==, 0);
+  fixture_clear (&fx);
+}
+
+/* Many random transfers at random times: all finish, none beats its lower
+ * bound L + b / B, and no host receives faster than its downlink allows:
+ * the last arrival at d is no earlier than the first start towards d plus
+ * L plus (all bytes sent to d) / B. */
+static void
+test_random_load (void)
+{
+  const int N = 12, M = 400;
+  Fixture fx;
+  double L = 2 * LINK_LAT;
+  EngRng rng;
+  DelayedSend *sends = g_new (DelayedSend, M);
+  double first_start[12], last_end[12], bytes_in[12];
+
+  fixture_init (&fx, N, NET_CONTENTION_MAXMIN);
+  eng_rng_init (&rng, 1, 0);
+  for (int i = 0; i < M; i++)
+    {
+      int src = (int) eng_rng_below (&rng, N);
+      int dst = (int) eng_rng_below (&rng, N - 1);
+      double bytes = eng_rng_below (&rng, 4) == 0 ? 0 : eng_rng_uniform (&rng) * MSG;
+      double when = eng_rng_uniform (&rng) * 20 * MSG / LINK_BW;
+
+      dst += dst >= src;   /* never a self-send */
+      sends[i] = (DelayedSend) { &fx, src, dst, i, bytes };
+      eng_schedule (fx.sim, when, on_delayed_send, NULL, &sends[i]);
+    }
+  eng_run (fx.sim, INFINITY);
+
+  g_assert_cmpuint (fx.done->len, ==, M);
+  g_assert_cmpuint (fx.observed->len, ==, M);
+  g_assert_cmpuint (net_network_active (fx.net), ==, 0);
+  g_assert_cmpuint (eng_sim_pending (fx.sim), ==, 0);
+  for (int d = 0; d < N; d++)
+    {
+      first_start[d] = INFINITY;
+      last_end[d] = 0;
+      bytes_in[d] = 0;
+    }
+  for (int i = 0; i < M; i++)
+    {
+      const NetTransfer *t = &g_array_index (fx.done, NetTransfer, i);
+      double bound = t->start + L + t->bytes / LINK_BW;
+
+      g_assert_cmpfloat (t->end, >=, bound - 1e-9 * bound);
+      first_start[t->dst] = MIN (first_start[t->dst], t->start);
+      last_end[t->dst] = MAX (last_end[t->dst], t->end);
+      bytes_in[t->dst] += t->bytes;
+    }
+  for (int d = 0; d < N; d++)
+    if (bytes_in[d] > 0)
+      {
+        double bound = first_start[d] + L + bytes_in[d] / LINK_BW;
+        g_assert_cmpfloat (last_end[d], >=, bound - 1e-9 * bound);
+      }
+  g_free (sends);
+  fixture_clear (&fx);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/netmodel/star/single-flow", test_single_flow);
+  g_test_add_func ("/netmodel/star/incast", test_incast);
+  g_test_add_func ("/netmodel/star/incast-unequal", test_incast_unequal);
+  g_test_add_func ("/netmodel/star/staggered", test_staggered);
+  g_test_add_func ("/netmodel/maxmin/unequal-shares", test_unequal_shares);
+  g_test_add_func ("/netmodel/star/contention-none", test_contention_none);
+  g_test_add_func ("/netmodel/star/zero-bytes", test_zero_bytes);
+  g_test_add_func ("/netmodel/star/self-send", test_self_send);
+  g_test_add_func ("/netmodel/star/observer", test_observer);
+  g_test_add_func ("/netmodel/star/ping-pong", test_ping_pong);
+  g_test_add_func ("/netmodel/star/duplex-and-uplink", test_duplex_and_uplink);
+  g_test_add_func ("/netmodel/star/route-queries", test_route_queries);
+  g_test_add_func ("/netmodel/network/route-growth", test_route_growth);
+  g_test_add_func ("/netmodel/topology/lookup", test_topology_lookup);
+  g_test_add_func ("/netmodel/star/invalid", test_star_invalid);
+  g_test_add_func ("/netmodel/network/free-in-flight", test_free_in_flight);
+  g_test_add_func ("/netmodel/star/random-load", test_random_load);
+  return g_test_run ();
+}
