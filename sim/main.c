@@ -14,6 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+#include <cblas.h>
+#endif
+
 #include "kernels/cuda.h"
 #include "netmodel/netmodel.h"
 #include "policies/policy.h"
@@ -26,6 +30,7 @@ static const char usage[] =
   "  dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]\n"
   "  dtsim check FILE.ini [--set section.key=value]...\n"
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
+  "  dtsim keys                # the reference of every scenario key (markdown)\n"
   "  dtsim --version\n"
   "Scenario keys: docs/scenarios.md.  Trace schema: docs/trace.md.\n";
 
@@ -145,6 +150,12 @@ main (int argc, char **argv)
 {
   setlocale (LC_ALL, "");
   setlocale (LC_NUMERIC, "C");
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+  /* Each simulated worker's products are small, and one thread gives the
+   * same float results on every host; OPENBLAS_NUM_THREADS still wins. */
+  if (!g_getenv ("OPENBLAS_NUM_THREADS"))
+    openblas_set_num_threads (1);
+#endif
   if (argc < 2)
     return bad_usage ("no command given");
   const char *cmd = argv[1];
@@ -157,6 +168,13 @@ main (int argc, char **argv)
   if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "help") == 0 || strcmp (cmd, "-h") == 0)
     {
       fputs (usage, stdout);
+      return 0;
+    }
+  if (strcmp (cmd, "keys") == 0)
+    {
+      g_autoptr (GString) ref = g_string_new (NULL);
+      sim_scenario_write_reference (ref);
+      fputs (ref->str, stdout);
       return 0;
     }
   argv[1] = argv[0];

@@ -1,2 +1,381 @@
-#include <glib.h>
-int main (int argc, char **argv) { g_test_init (&argc, &argv, NULL); return g_test_run (); }
+/*
+ * test-cli.c — end-to-end tests of the dtsim command: determinism of the
+ * trace, the trace's contents, the JSON report, bad input (exit 2, one line
+ * naming the file and key, no database left behind), and plotting.
+ *
+ * The binary and the test scenarios come from DTSIM_BIN and DTSIM_TEST_DATA,
+ * which `make check` sets.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <sqlite3.h>
+#include <string.h>
+
+static char *tmpdir;
+
+static const char *
+bin (void)
+{
+  const char *b = g_getenv ("DTSIM_BIN");
+  g_assert_nonnull (b);
+  return b;
+}
+
+static char *
+data (const char *name)
+{
+  const char *d = g_getenv ("DTSIM_TEST_DATA");
+  g_assert_nonnull (d);
+  return g_build_filename (d, name, NULL);
+}
+
+static char *
+tmp (const char *name)
+{
+  return g_build_filename (tmpdir, name, NULL);
+}
+
+/* Runs dtsim with argv (NULL-terminated, without the program); returns the
+ * exit status and the captured output. */
+static int
+dtsim (char **out, char **err, const char *first, ...)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (char *) bin ());
+  va_list ap;
+  va_start (ap, first);
+  for (const char *a = first; a; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_sync (tmpdir, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               out, err, &status, &error));
+  g_assert_no_error (error);
+  g_ptr_array_unref (argv);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+/* Every row of every table, as text, wall_time excluded. */
+static char *
+dump (const char *path)
+{
+  sqlite3 *db = NULL;
+  g_assert_cmpint (sqlite3_open_v2 (path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  GString *s = g_string_new (NULL);
+  const char *queries[] = {
+    "SELECT id, scenario, name, seed, status, error, stop, sim_time, events, iterations,"
+    " updates, final_loss, final_accuracy, compute, comm, wait, version FROM runs ORDER BY id",
+    "SELECT * FROM params ORDER BY rowid",
+    "SELECT * FROM metrics ORDER BY rowid",
+    "SELECT * FROM iterations ORDER BY rowid",
+    "SELECT * FROM spans ORDER BY rowid",
+    "SELECT * FROM messages ORDER BY rowid",
+  };
+  for (gsize q = 0; q < G_N_ELEMENTS (queries); q++)
+    {
+      sqlite3_stmt *st = NULL;
+      g_assert_cmpint (sqlite3_prepare_v2 (db, queries[q], -1, &st, NULL), ==, SQLITE_OK);
+      while (sqlite3_step (st) == SQLITE_ROW)
+        {
+          for (int c = 0; c < sqlite3_column_count (st); c++)
+            {
+              /* %.17g keeps every bit of a double */
+              if (sqlite3_column_type (st, c) == SQLITE_FLOAT)
+                g_string_append_printf (s, "%.17g|", sqlite3_column_double (st, c));
+              else
+                g_string_append_printf (s, "%s|", (const char *) sqlite3_column_text (st, c));
+            }
+          g_string_append_c (s, '\n');
+        }
+      sqlite3_finalize (st);
+      g_string_append (s, "--\n");
+    }
+  sqlite3_close (db);
+  return g_string_free (s, FALSE);
+}
+
+static gint64
+count (const char *path, const char *sql)
+{
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  g_assert_cmpint (sqlite3_open_v2 (path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (db, sql, -1, &st, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_step (st), ==, SQLITE_ROW);
+  gint64 n = sqlite3_column_int64 (st, 0);
+  sqlite3_finalize (st);
+  sqlite3_close (db);
+  return n;
+}
+
+static void
+test_deterministic (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *a = tmp ("a.db"), *b = tmp ("b.db");
+  g_autofree char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
+  g_assert_cmpint (dtsim (&o1, &e1, "run", ini, "-o", a, "--quiet", NULL), ==, 0);
+  g_assert_cmpint (dtsim (&o2, &e2, "run", ini, "-o", b, "--quiet", NULL), ==, 0);
+  g_autofree char *da = dump (a), *db = dump (b);
+  g_assert_cmpstr (da, ==, db);
+  /* the dump is not trivially equal: every table has rows */
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs"), ==, 2);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM metrics"), >, 0);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM iterations"), >, 0);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM spans"), >, 0);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM messages"), >, 0);
+  /* a different seed gives a different trace */
+  g_autofree char *c = tmp ("c.db");
+  g_autofree char *o3 = NULL, *e3 = NULL;
+  g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", c, "--quiet", "--set", "scenario.seed=8",
+                          NULL), ==, 0);
+  g_autofree char *dc = dump (c);
+  g_assert_cmpstr (da, !=, dc);
+}
+
+static void
+test_trace_contents (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *a = tmp ("t.db");
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", a, NULL), ==, 0);
+  /* the summary table names each run */
+  g_assert_nonnull (strstr (o, "small policy.consistency=bsp"));
+  g_assert_nonnull (strstr (o, "small policy.consistency=async"));
+  g_assert_cmpint (count (a, "PRAGMA user_version"), ==, 1);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), ==, 2);
+  /* 20 rounds of 4 workers */
+  g_assert_cmpint (count (a, "SELECT MIN(updates) FROM runs"), ==, 20 * 4);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM params WHERE run_id = 1 AND key ="
+                          " 'policy.consistency' AND value = 'bsp'"), ==, 1);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM params WHERE run_id = 1"), >=, 30);
+  /* BSP: every worker has every iteration, and iterations add up */
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM iterations WHERE run_id = 1"), ==, 20 * 4);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM iterations WHERE abs((end - start)"
+                          " - (compute + comm + wait)) > 1e-12"), ==, 0);
+  /* messages use the topology's host names; each gradient crosses once */
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM messages WHERE run_id = 1 AND tag = 'grad'"
+                          " AND src LIKE 'worker%' AND dst = 'server0'"), >=, 20 * 4);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM messages WHERE end < start"), ==, 0);
+  /* the loss goes down */
+  g_assert_cmpint (count (a, "SELECT (SELECT loss FROM metrics WHERE run_id = 1 ORDER BY step"
+                          " DESC LIMIT 1) < (SELECT loss FROM metrics WHERE run_id = 1 AND"
+                          " step = 0)"), ==, 1);
+}
+
+static void
+test_json (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *a = tmp ("j.db");
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", a, "--json", "--set",
+                          "policy.consistency=ssp", NULL), ==, 0);
+  g_autoptr (GError) error = NULL;
+  const char *keys[] = { "\"sim_time\": ", "\"iterations\": 20", "\"final_loss\": ",
+                         "\"final_accuracy\": ", "\"events\": ", "\"wall_time\": ",
+                         "\"db\": " };
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    g_assert_nonnull (strstr (o, keys[i]));
+  /* --set of a swept key fixes it: one run */
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs"), ==, 1);
+  g_assert_cmpint (o[0], ==, '{');
+  g_assert_cmpint (strchr (o, '\n') - o, ==, (long) strlen (o) - 1);
+}
+
+/* Bad input: exit 2, one line naming the file and the key, no database. */
+static void
+check_bad (const char *file, const char *const *expect, const char *set)
+{
+  g_autofree char *ini = data (file);
+  g_autofree char *db = tmp ("bad.db");
+  g_autofree char *o = NULL, *e = NULL;
+  int code = set ? dtsim (&o, &e, "run", ini, "-o", db, "--set", set, NULL)
+                 : dtsim (&o, &e, "run", ini, "-o", db, NULL);
+  g_assert_cmpint (code, ==, 2);
+  g_assert_cmpstr (o, ==, "");
+  g_assert_true (g_str_has_suffix (e, "\n"));
+  g_assert_true (strchr (e, '\n') == e + strlen (e) - 1); /* one line */
+  for (int i = 0; expect[i]; i++)
+    if (!strstr (e, expect[i]))
+      g_error ("'%s' not in the message: %s", expect[i], e);
+  g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
+  /* check says the same */
+  g_autofree char *o2 = NULL, *e2 = NULL;
+  code = set ? dtsim (&o2, &e2, "check", ini, "--set", set, NULL)
+             : dtsim (&o2, &e2, "check", ini, NULL);
+  g_assert_cmpint (code, ==, 2);
+  g_assert_cmpstr (e2, ==, e);
+}
+
+static void
+test_bad_unknown_key (void)
+{
+  const char *expect[] = { "unknown-key.ini", "[network] bandwith", "bandwidth", NULL };
+  check_bad ("unknown-key.ini", expect, NULL);
+}
+
+static void
+test_bad_negative_bandwidth (void)
+{
+  const char *expect[] = { "negative-bandwidth.ini", "[network] bandwidth", "-10Gbps", NULL };
+  check_bad ("negative-bandwidth.ini", expect, NULL);
+}
+
+static void
+test_bad_unit (void)
+{
+  const char *expect[] = { "bad-unit.ini", "[network] latency", "5GB", NULL };
+  check_bad ("bad-unit.ini", expect, NULL);
+}
+
+static void
+test_bad_missing_folder (void)
+{
+  /* the scenario's own [trace] db points into a missing folder */
+  g_autofree char *ini = data ("missing-file.ini");
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, NULL), ==, 2);
+  g_assert_nonnull (strstr (e, "missing-file.ini"));
+  g_assert_nonnull (strstr (e, "[trace] db"));
+  g_assert_nonnull (strstr (e, "no-such-folder"));
+  g_autofree char *ghost = tmp ("no-such-folder");
+  g_assert_false (g_file_test (ghost, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_bad_missing_scenario (void)
+{
+  const char *expect[] = { "no-such-scenario.ini", "no such scenario file", NULL };
+  check_bad ("no-such-scenario.ini", expect, NULL);
+}
+
+static void
+test_bad_set (void)
+{
+  const char *expect[] = { "--set", "[cluster] wrokers", NULL };
+  check_bad ("small.ini", expect, "cluster.wrokers=3");
+  const char *expect2[] = { "small.ini", "[cluster] workers", "0", NULL };
+  check_bad ("small.ini", expect2, "cluster.workers=0");
+}
+
+/* A run that fails validation keeps an earlier database intact. */
+static void
+test_bad_keeps_old_db (void)
+{
+  g_autofree char *ini = data ("small.ini"), *bad = data ("unknown-key.ini");
+  g_autofree char *db = tmp ("keep.db");
+  g_autofree char *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
+  g_autofree char *before = dump (db);
+  g_assert_cmpint (dtsim (&o2, &e2, "run", bad, "-o", db, NULL), ==, 2);
+  g_autofree char *after = dump (db);
+  g_assert_cmpstr (before, ==, after);
+}
+
+static void
+test_check_main_scenario (void)
+{
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  g_assert_nonnull (src);
+  g_autofree char *ini = g_build_filename (src, "scenarios", "consistency.ini", NULL);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "check", ini, NULL), ==, 0);
+  g_assert_nonnull (strstr (o, "3 runs"));
+  g_assert_nonnull (strstr (o, "star"));
+  g_assert_nonnull (strstr (o, "9 hosts"));
+}
+
+/* docs/scenarios.md holds the reference the program prints, verbatim. */
+static void
+test_keys_documented (void)
+{
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  g_autofree char *doc = g_build_filename (src, "docs", "scenarios.md", NULL);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (doc, &text, NULL, NULL));
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "keys", NULL), ==, 0);
+  g_assert_nonnull (strstr (o, "| `bandwidth` |"));
+  if (!strstr (text, o))
+    g_error ("docs/scenarios.md is out of date: regenerate its key tables with `dtsim keys`");
+}
+
+static void
+test_plot (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *db = tmp ("p.db");
+  g_autofree char *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
+  g_assert_cmpint (dtsim (&o2, &e2, "plot", db, NULL), ==, 0);
+  const char *files[] = { "p-loss-time.png", "p-timeline-run1.png", "p-timeline-run2.png" };
+  for (gsize i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      g_autofree char *f = tmp (files[i]);
+      g_autofree char *contents = NULL;
+      gsize len = 0;
+      g_assert_true (g_file_get_contents (f, &contents, &len, NULL));
+      g_assert_cmpuint (len, >, 1000);
+      g_assert_cmpint (memcmp (contents, "\x89PNG", 4), ==, 0);
+      g_assert_nonnull (strstr (o2, files[i]));
+    }
+  g_autofree char *o3 = NULL, *e3 = NULL;
+  g_assert_cmpint (dtsim (&o3, &e3, "plot", db, "--format", "svg", NULL), ==, 0);
+  g_autofree char *svg = tmp ("p-loss-time.svg");
+  g_autofree char *contents = NULL;
+  g_assert_true (g_file_get_contents (svg, &contents, NULL, NULL));
+  g_assert_nonnull (strstr (contents, "<svg"));
+  g_assert_nonnull (strstr (contents, "simulated time (s)"));
+  /* a missing database is bad input */
+  g_autofree char *o4 = NULL, *e4 = NULL;
+  g_assert_cmpint (dtsim (&o4, &e4, "plot", "nothing.db", NULL), ==, 2);
+  g_assert_nonnull (strstr (e4, "nothing.db"));
+}
+
+static void
+remove_tree (const char *dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name (d)))
+    {
+      g_autofree char *p = g_build_filename (dir, n, NULL);
+      if (g_file_test (p, G_FILE_TEST_IS_DIR))
+        remove_tree (p);
+      else
+        g_unlink (p);
+    }
+  if (d)
+    g_dir_close (d);
+  g_rmdir (dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  tmpdir = g_dir_make_tmp ("dtsim-cli-XXXXXX", NULL);
+  g_test_add_func ("/cli/run/deterministic", test_deterministic);
+  g_test_add_func ("/cli/run/trace-contents", test_trace_contents);
+  g_test_add_func ("/cli/run/json", test_json);
+  g_test_add_func ("/cli/bad/unknown-key", test_bad_unknown_key);
+  g_test_add_func ("/cli/bad/negative-bandwidth", test_bad_negative_bandwidth);
+  g_test_add_func ("/cli/bad/unit", test_bad_unit);
+  g_test_add_func ("/cli/bad/missing-folder", test_bad_missing_folder);
+  g_test_add_func ("/cli/bad/missing-scenario", test_bad_missing_scenario);
+  g_test_add_func ("/cli/bad/set", test_bad_set);
+  g_test_add_func ("/cli/bad/keeps-old-db", test_bad_keeps_old_db);
+  g_test_add_func ("/cli/check/main-scenario", test_check_main_scenario);
+  g_test_add_func ("/cli/plot/figures", test_plot);
+  g_test_add_func ("/cli/docs/keys", test_keys_documented);
+  int rc = g_test_run ();
+  remove_tree (tmpdir);
+  g_free (tmpdir);
+  return rc;
+}

@@ -1,2 +1,762 @@
-#include <glib.h>
-int main (int argc, char **argv) { g_test_init (&argc, &argv, NULL); return g_test_run (); }
+/*
+ * test-scenario.c — quantities with units (sim/units.c) and scenario files
+ * (sim/scenario.c): defaults from the key table, unit conversion, the one-line
+ * errors for every kind of bad input, sweeps (cartesian product, last key
+ * fastest), `--set` overrides, the `params` rows and the key reference.
+ *
+ * Every scenario is written into a fresh temporary folder (removed by the
+ * fixture's teardown).  Expected quantities are written as formulas in SI base
+ * units: bits/s are divided by 8, binary prefixes are powers of 1024.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "netmodel/netmodel.h"
+#include "sim/scenario.h"
+#include "sim/units.h"
+
+/* Asserts that `got` equals `want` to 1e-12 relative (exactly at 0). */
+#define assert_rel(got, want) \
+  g_assert_cmpfloat_with_epsilon ((got), (want), \
+                                  1e-12 * fabs ((double) (want)) + 1e-300)
+
+/* Asserts that string `hay` contains `needle`, printing both if not. */
+#define assert_contains(hay, needle) \
+  assert_contains_at (__FILE__, __LINE__, G_STRFUNC, #hay, (hay), (needle))
+
+static void
+assert_contains_at (const char *file, int line, const char *func,
+                    const char *expr, const char *hay, const char *needle)
+{
+  if (hay && strstr (hay, needle))
+    return;
+  g_autofree char *msg = g_strdup_printf ("%s = \"%s\" does not contain \"%s\"",
+                                          expr, hay ? hay : "(null)", needle);
+  g_assertion_message (G_LOG_DOMAIN, file, line, func, msg);
+}
+
+/* ---------------------------------------------------------------- units -- */
+
+/* Parses `text` as `kind`, asserting success; returns the value. */
+static double
+parse_ok (const char *text, SimUnitKind kind)
+{
+  double v = NAN;
+  const char *why = NULL;
+  if (!sim_parse_quantity (text, kind, &v, &why))
+    g_error ("'%s' rejected: %s", text, why ? why : "(no reason)");
+  return v;
+}
+
+/* Asserts that `text` is rejected as `kind`; returns the explanation. */
+static const char *
+parse_fails (const char *text, SimUnitKind kind)
+{
+  double v = -12345.0;
+  const char *why = NULL;
+  gboolean ok = sim_parse_quantity (text, kind, &v, &why);
+  if (ok)
+    g_error ("'%s' accepted as %g, expected a rejection", text, v);
+  g_assert_nonnull (why);
+  g_assert_cmpuint (strlen (why), >, 0);
+  return why;
+}
+
+static void
+test_units_time (void)
+{
+  assert_rel (parse_ok ("5us", SIM_UNIT_TIME), 5 * 1e-6);
+  assert_rel (parse_ok ("2.5 ms", SIM_UNIT_TIME), 2.5 * 1e-3);
+  assert_rel (parse_ok ("1s", SIM_UNIT_TIME), 1.0);
+  assert_rel (parse_ok ("3", SIM_UNIT_TIME), 3.0);         /* bare = seconds */
+  assert_rel (parse_ok ("  7ns  ", SIM_UNIT_TIME), 7 * 1e-9);
+  assert_rel (parse_ok ("1e3us", SIM_UNIT_TIME), 1e3 * 1e-6);
+  assert_rel (parse_ok ("0", SIM_UNIT_TIME), 0.0);
+  g_assert_cmpstr (sim_unit_base_name (SIM_UNIT_TIME), ==, "s");
+}
+
+static void
+test_units_size (void)
+{
+  assert_rel (parse_ok ("64KiB", SIM_UNIT_SIZE), 64 * 1024.0);
+  assert_rel (parse_ok ("1MiB", SIM_UNIT_SIZE), 1024.0 * 1024.0);
+  assert_rel (parse_ok ("2GiB", SIM_UNIT_SIZE), 2 * 1024.0 * 1024.0 * 1024.0);
+  assert_rel (parse_ok ("4MB", SIM_UNIT_SIZE), 4 * 1e6);
+  assert_rel (parse_ok ("3kB", SIM_UNIT_SIZE), 3 * 1e3);
+  assert_rel (parse_ok ("512", SIM_UNIT_SIZE), 512.0);     /* bare = bytes */
+  assert_rel (parse_ok ("16 B", SIM_UNIT_SIZE), 16.0);
+  assert_rel (parse_ok ("8Mb", SIM_UNIT_SIZE), 8 * 1e6 / 8); /* bits */
+  g_assert_cmpstr (sim_unit_base_name (SIM_UNIT_SIZE), ==, "bytes");
+}
+
+static void
+test_units_bandwidth (void)
+{
+  assert_rel (parse_ok ("10Gbps", SIM_UNIT_BANDWIDTH), 10e9 / 8);
+  assert_rel (parse_ok ("1.25GBps", SIM_UNIT_BANDWIDTH), 1.25e9);
+  assert_rel (parse_ok ("100 Mb/s", SIM_UNIT_BANDWIDTH), 100e6 / 8);
+  assert_rel (parse_ok ("2GB/s", SIM_UNIT_BANDWIDTH), 2e9);
+  assert_rel (parse_ok ("1000", SIM_UNIT_BANDWIDTH), 1000.0); /* bytes/s */
+  g_assert_cmpstr (sim_unit_base_name (SIM_UNIT_BANDWIDTH), ==, "bytes/s");
+}
+
+static void
+test_units_compute (void)
+{
+  assert_rel (parse_ok ("19.5TFLOPS", SIM_UNIT_COMPUTE), 19.5e12);
+  assert_rel (parse_ok ("100GFLOPS", SIM_UNIT_COMPUTE), 100e9);
+  assert_rel (parse_ok ("2 PFLOP/s", SIM_UNIT_COMPUTE), 2e15);
+  assert_rel (parse_ok ("5e9", SIM_UNIT_COMPUTE), 5e9);     /* FLOP/s */
+  g_assert_cmpstr (sim_unit_base_name (SIM_UNIT_COMPUTE), ==, "FLOP/s");
+}
+
+static void
+test_units_plain (void)
+{
+  assert_rel (parse_ok ("0.25", SIM_UNIT_NONE), 0.25);
+  assert_rel (parse_ok (" -3 ", SIM_UNIT_NONE), -3.0);
+  /* a unit on a plain number */
+  assert_contains (parse_fails ("3s", SIM_UNIT_NONE), "plain number");
+  assert_contains (parse_fails ("0.5 B", SIM_UNIT_NONE), "plain number");
+}
+
+static void
+test_units_wrong_kind (void)
+{
+  /* each kind names itself in the explanation */
+  assert_contains (parse_fails ("5GB", SIM_UNIT_TIME), "time");
+  assert_contains (parse_fails ("10Gbps", SIM_UNIT_TIME), "time");
+  assert_contains (parse_fails ("5ms", SIM_UNIT_BANDWIDTH), "bandwidth");
+  assert_contains (parse_fails ("4MB", SIM_UNIT_BANDWIDTH), "bandwidth");
+  assert_contains (parse_fails ("10Gbps", SIM_UNIT_SIZE), "size");
+  assert_contains (parse_fails ("1s", SIM_UNIT_SIZE), "size");
+  assert_contains (parse_fails ("1s", SIM_UNIT_COMPUTE), "compute");
+  assert_contains (parse_fails ("19.5TB", SIM_UNIT_COMPUTE), "compute");
+}
+
+static void
+test_units_garbage (void)
+{
+  const char *bad[] = { "", "   ", "abc", "us", "5 parsecs", "5 u s", "5sx",
+                        "nan", "inf", "1e400" };
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_test_message ("text '%s'", bad[i]);
+      assert_contains (parse_fails (bad[i], SIM_UNIT_TIME), "time");
+    }
+  assert_contains (parse_fails ("", SIM_UNIT_SIZE), "size");
+  assert_contains (parse_fails ("x", SIM_UNIT_NONE), "plain number");
+}
+
+/* ------------------------------------------------------------- scenario -- */
+
+typedef struct {
+  char *dir;      /* temporary folder, removed with its contents */
+} Fixture;
+
+static void
+fixture_setup (Fixture *fx, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  (void) data;
+  fx->dir = g_dir_make_tmp ("dtsim-test-scenario-XXXXXX", &error);
+  g_assert_no_error (error);
+}
+
+/* Removes `path` and, if it is a folder, everything in it. */
+static void
+remove_tree (const char *path)
+{
+  if (g_file_test (path, G_FILE_TEST_IS_DIR))
+    {
+      g_autoptr (GDir) d = g_dir_open (path, 0, NULL);
+      const char *n;
+      while (d && (n = g_dir_read_name (d)))
+        {
+          g_autofree char *child = g_build_filename (path, n, NULL);
+          remove_tree (child);
+        }
+      g_assert_cmpint (g_rmdir (path), ==, 0);
+    }
+  else
+    g_assert_cmpint (g_unlink (path), ==, 0);
+}
+
+static void
+fixture_teardown (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  remove_tree (fx->dir);
+  g_free (fx->dir);
+}
+
+/* Writes `contents` to `name` in the fixture's folder; returns its path. */
+static char *
+write_file (Fixture *fx, const char *name, const char *contents)
+{
+  g_autoptr (GError) error = NULL;
+  char *path = g_build_filename (fx->dir, name, NULL);
+  g_file_set_contents (path, contents, -1, &error);
+  g_assert_no_error (error);
+  return path;
+}
+
+/* Writes and loads scenario `name`, asserting success with `n` configs. */
+static GPtrArray *
+load_ok (Fixture *fx, const char *name, const char *contents,
+         const char *const *sets, guint n)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = write_file (fx, name, contents);
+  GPtrArray *configs = sim_scenario_load (path, sets, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (configs);
+  g_assert_cmpuint (configs->len, ==, n);
+  return configs;
+}
+
+/* Asserts that loading failed with one line of SIM_ERROR_INPUT; returns
+ * the message. */
+static char *
+input_error (GPtrArray *configs, GError *error)
+{
+  g_assert_null (configs);
+  g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+  g_test_message ("error: %s", error->message);
+  g_assert_null (strchr (error->message, '\n'));
+  return g_strdup (error->message);
+}
+
+/* Writes and loads scenario `name`, asserting it fails with a one-line
+ * SIM_ERROR_INPUT that names the file; returns the message. */
+static char *
+load_fails (Fixture *fx, const char *name, const char *contents,
+            const char *const *sets)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = write_file (fx, name, contents);
+  GPtrArray *configs = sim_scenario_load (path, sets, &error);
+  char *msg = input_error (configs, error);
+  assert_contains (msg, path);
+  return msg;
+}
+
+#define CONFIG(configs, i) ((SimConfig *) g_ptr_array_index ((configs), (i)))
+
+/* The text of param `key` of c, or NULL; asserts the key appears once. */
+static const char *
+param (const SimConfig *c, const char *key)
+{
+  const char *found = NULL;
+  g_assert_cmpuint (c->param_keys->len, ==, c->param_values->len);
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), key) == 0)
+      {
+        g_assert_null (found);
+        found = g_ptr_array_index (c->param_values, i);
+      }
+  return found;
+}
+
+static void
+test_scenario_defaults (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autoptr (GPtrArray) configs = load_ok (fx, "plain.ini", "# nothing set\n", NULL, 1);
+  SimConfig *c = CONFIG (configs, 0);
+
+  /* defaults of the key table */
+  g_assert_cmpstr (c->scenario_name, ==, "plain");   /* file name less .ini */
+  g_assert_cmpstr (c->name, ==, "plain");            /* nothing swept */
+  g_assert_cmpuint (c->swept->len, ==, 0);
+  g_assert_cmpstr (c->db, ==, "results/plain.db");
+  g_assert_cmpint (c->seed, ==, 1);
+  g_assert_cmpint (c->iterations, ==, 100);
+  assert_rel (c->time_limit, 0.0);
+  g_assert_cmpint (c->workers, ==, 4);
+  g_assert_cmpint (c->servers, ==, 1);
+  assert_rel (c->flops, 100e9);
+  assert_rel (c->efficiency, 1.0);
+  assert_rel (c->step_time, -1.0);
+  g_assert_cmpstr (c->topology, ==, "star");
+  assert_rel (c->bandwidth, 10e9 / 8);
+  assert_rel (c->latency, 5e-6);
+  g_assert_cmpint (c->contention, ==, NET_CONTENTION_MAXMIN);
+  g_assert_cmpstr (c->model_kind, ==, "softmax");
+  g_assert_cmpstr (c->dataset, ==, "synthetic");
+  g_assert_cmpint (c->batch, ==, 32);
+  assert_rel (c->lr, 0.1);
+  g_assert_cmpstr (c->policy, ==, "ps");
+  g_assert_cmpint (c->consistency, ==, SIM_CONS_BSP);
+  g_assert_cmpint (c->staleness, ==, 3);
+  g_assert_cmpint (c->straggler, ==, SIM_STRAG_NONE);
+  assert_rel (c->factor, 4.0);
+  g_assert_cmpuint (c->slow->len, ==, 0);
+  g_assert_true (c->math);
+  g_assert_cmpint (c->detail, ==, SIM_DETAIL_ITERATIONS);
+}
+
+static void
+test_scenario_units (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autoptr (GPtrArray) configs = load_ok (fx, "u.ini",
+      "[scenario]\nname = study\ntime_limit = 2.5 ms\n"
+      "[device]\nflops = 19.5TFLOPS\nstep_time = 0\nefficiency = 0.5\n"
+      "[network]\nbandwidth = 1.25GBps\nlatency = 2us\ncontention = none\n"
+      "[policy]\nconsistency = SSP\nstaleness = 0\n"
+      "[stragglers]\nmodel = fixed\nslow = 0, 3\nfactor = 2\n"
+      "[kernels]\nbackend = none\n"
+      "[trace]\ndetail = messages\n", NULL, 1);
+  SimConfig *c = CONFIG (configs, 0);
+
+  g_assert_cmpstr (c->scenario_name, ==, "study");
+  g_assert_cmpstr (c->db, ==, "results/study.db");
+  assert_rel (c->time_limit, 2.5 * 1e-3);
+  assert_rel (c->flops, 19.5e12);
+  assert_rel (c->step_time, 0.0);
+  assert_rel (c->efficiency, 0.5);
+  assert_rel (c->bandwidth, 1.25e9);
+  assert_rel (c->latency, 2 * 1e-6);
+  g_assert_cmpint (c->contention, ==, NET_CONTENTION_NONE);
+  g_assert_cmpint (c->consistency, ==, SIM_CONS_SSP);   /* case-insensitive */
+  g_assert_cmpint (c->staleness, ==, 0);
+  g_assert_cmpint (c->straggler, ==, SIM_STRAG_FIXED);
+  g_assert_cmpuint (c->slow->len, ==, 2);
+  g_assert_cmpint (g_array_index (c->slow, int, 0), ==, 0);
+  g_assert_cmpint (g_array_index (c->slow, int, 1), ==, 3);
+  assert_rel (c->factor, 2.0);
+  g_assert_false (c->math);
+  g_assert_cmpint (c->detail, ==, SIM_DETAIL_MESSAGES);
+}
+
+static void
+test_scenario_unknown_key (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *msg = load_fails (fx, "typo.ini",
+      "[network]\nbandwith = 10Gbps\n", NULL);
+  assert_contains (msg, "[network] bandwith");
+  assert_contains (msg, "bandwidth");   /* lists the keys of [network] */
+}
+
+static void
+test_scenario_unknown_section (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *msg = load_fails (fx, "sec.ini", "[netwrok]\nlatency = 1us\n", NULL);
+  assert_contains (msg, "[netwrok]");
+  assert_contains (msg, "[network]");   /* lists the sections */
+}
+
+static void
+test_scenario_negative_bandwidth (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *msg = load_fails (fx, "neg.ini", "[network]\nbandwidth = -10Gbps\n", NULL);
+  assert_contains (msg, "[network] bandwidth");
+  assert_contains (msg, "-10Gbps");
+}
+
+static void
+test_scenario_bad_unit (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *msg = load_fails (fx, "unit.ini", "[network]\nlatency = 5GB\n", NULL);
+  assert_contains (msg, "[network] latency");
+  assert_contains (msg, "5GB");
+  assert_contains (msg, "time");
+}
+
+static void
+test_scenario_bad_enum (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *msg = load_fails (fx, "enum.ini", "[policy]\nconsistency = eventual\n", NULL);
+  assert_contains (msg, "[policy] consistency");
+  assert_contains (msg, "eventual");
+  assert_contains (msg, "bsp, ssp, async");
+}
+
+static void
+test_scenario_bad_int (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *zero = load_fails (fx, "w0.ini", "[cluster]\nworkers = 0\n", NULL);
+  assert_contains (zero, "[cluster] workers");
+  assert_contains (zero, "out of range");
+  g_autofree char *frac = load_fails (fx, "wf.ini", "[cluster]\nworkers = 4.5\n", NULL);
+  assert_contains (frac, "[cluster] workers");
+  assert_contains (frac, "not an integer");
+}
+
+static void
+test_scenario_empty_string (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *msg = load_fails (fx, "e.ini", "[scenario]\nname =\n", NULL);
+  assert_contains (msg, "[scenario] name");
+}
+
+static void
+test_scenario_fixed_needs_slow (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *msg = load_fails (fx, "fixed.ini", "[stragglers]\nmodel = fixed\n", NULL);
+  assert_contains (msg, "[stragglers] slow");
+}
+
+static void
+test_scenario_slow_out_of_range (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  /* workers 0 .. 3 exist; index 4 = workers does not */
+  g_autofree char *msg = load_fails (fx, "slow.ini",
+      "[cluster]\nworkers = 4\n[stragglers]\nmodel = fixed\nslow = 1, 4\n", NULL);
+  assert_contains (msg, "[stragglers] slow");
+  assert_contains (msg, "worker 4");
+  g_autofree char *neg = load_fails (fx, "slowneg.ini",
+      "[stragglers]\nmodel = fixed\nslow = -1\n", NULL);
+  assert_contains (neg, "[stragglers] slow");
+}
+
+static void
+test_scenario_db (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  /* a db in a missing folder */
+  g_autofree char *missing = g_build_filename (fx->dir, "nope", "out.db", NULL);
+  g_autofree char *text = g_strdup_printf ("[trace]\ndb = %s\n", missing);
+  g_autofree char *msg = load_fails (fx, "db.ini", text, NULL);
+  assert_contains (msg, "[trace] db");
+
+  /* a db in an existing folder is taken as given, and is a param */
+  g_autofree char *here = g_build_filename (fx->dir, "out.db", NULL);
+  g_autofree char *text2 = g_strdup_printf ("[trace]\ndb = %s\n", here);
+  g_autoptr (GPtrArray) configs = load_ok (fx, "db2.ini", text2, NULL, 1);
+  g_assert_cmpstr (CONFIG (configs, 0)->db, ==, here);
+  g_assert_cmpstr (param (CONFIG (configs, 0), "trace.db"), ==, here);
+}
+
+static void
+test_scenario_cross_rules (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *loss = load_fails (fx, "loss.ini",
+      "[scenario]\ntarget_loss = 0.5\n[kernels]\nbackend = none\n", NULL);
+  assert_contains (loss, "[scenario] target_loss");
+  g_autofree char *topo = load_fails (fx, "topo.ini", "[network]\ntopology = ring9\n", NULL);
+  assert_contains (topo, "[network] topology");
+  assert_contains (topo, "star");
+  g_autofree char *samples = load_fails (fx, "samples.ini",
+      "[cluster]\nworkers = 8\n[model]\nsamples = 7\n", NULL);
+  assert_contains (samples, "[model] samples");
+}
+
+static void
+test_scenario_missing_file (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = g_build_filename (fx->dir, "absent.ini", NULL);
+  GPtrArray *configs = sim_scenario_load (path, NULL, &error);
+  g_autofree char *msg = input_error (configs, error);
+  assert_contains (msg, path);
+}
+
+static void
+test_scenario_unreadable (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  /* not a key file: GLib's parse error, still on one line with the path */
+  g_autofree char *msg = load_fails (fx, "junk.ini", "[network]\nthis is not a key\n", NULL);
+  assert_contains (msg, "cannot read scenario");
+  /* a folder given as the scenario */
+  g_autoptr (GError) error = NULL;
+  GPtrArray *configs = sim_scenario_load (fx->dir, NULL, &error);
+  g_autofree char *dir_msg = input_error (configs, error);
+  assert_contains (dir_msg, fx->dir);
+}
+
+/* ---------------------------------------------------------------- sweep -- */
+
+static const char sweep2[] =
+  "[scenario]\nname = sw\n"
+  "[sweep]\npolicy.consistency = bsp, async\ncluster.workers = 2, 4\n";
+
+static void
+test_sweep_product (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autoptr (GPtrArray) configs = load_ok (fx, "sw.ini", sweep2, NULL, 2 * 2);
+  const SimConsistency cons[] = { SIM_CONS_BSP, SIM_CONS_ASYNC };
+  const char *cons_text[] = { "bsp", "async" };
+  const gint64 workers[] = { 2, 4 };
+  const char *workers_text[] = { "2", "4" };
+
+  for (guint i = 0; i < 2; i++)
+    for (guint j = 0; j < 2; j++)
+      {
+        SimConfig *c = CONFIG (configs, i * 2 + j);   /* last key fastest */
+        g_autofree char *l0 = g_strdup_printf ("policy.consistency=%s", cons_text[i]);
+        g_autofree char *l1 = g_strdup_printf ("cluster.workers=%s", workers_text[j]);
+        g_assert_cmpint (c->consistency, ==, cons[i]);
+        g_assert_cmpint (c->workers, ==, workers[j]);
+        g_assert_cmpstr (c->scenario_name, ==, "sw");
+        assert_contains (c->name, "sw");
+        assert_contains (c->name, l0);
+        assert_contains (c->name, l1);
+        g_assert_cmpuint (c->swept->len, ==, 2);
+        g_assert_cmpstr (g_ptr_array_index (c->swept, 0), ==, l0);
+        g_assert_cmpstr (g_ptr_array_index (c->swept, 1), ==, l1);
+        g_assert_cmpstr (param (c, "policy.consistency"), ==, cons_text[i]);
+        g_assert_cmpstr (param (c, "cluster.workers"), ==, workers_text[j]);
+      }
+}
+
+static void
+test_sweep_mixed_radix (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  /* 2 x 3 x 2 points; point (i, j, k) is at (i * 3 + j) * 2 + k */
+  g_autoptr (GPtrArray) configs = load_ok (fx, "mr.ini",
+      "[sweep]\ncluster.workers = 1, 2\n"
+      "policy.consistency = bsp, ssp, async\nmodel.batch = 8, 16\n", NULL, 2 * 3 * 2);
+  for (guint i = 0; i < 2; i++)
+    for (guint j = 0; j < 3; j++)
+      for (guint k = 0; k < 2; k++)
+        {
+          SimConfig *c = CONFIG (configs, (i * 3 + j) * 2 + k);
+          g_assert_cmpint (c->workers, ==, 1 + i);
+          g_assert_cmpint (c->consistency, ==, j);   /* bsp, ssp, async */
+          g_assert_cmpint (c->batch, ==, 8 << k);
+        }
+}
+
+static void
+test_sweep_empty (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *none = load_fails (fx, "e1.ini", "[sweep]\ncluster.workers =\n", NULL);
+  assert_contains (none, "[sweep] cluster.workers");
+  g_autofree char *commas = load_fails (fx, "e2.ini", "[sweep]\ncluster.workers = , ,\n", NULL);
+  assert_contains (commas, "[sweep] cluster.workers");
+}
+
+static void
+test_sweep_unknown_key (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *bad = load_fails (fx, "u1.ini", "[sweep]\ncluster.nodes = 1, 2\n", NULL);
+  assert_contains (bad, "cluster.nodes");
+  g_autofree char *nodot = load_fails (fx, "u2.ini", "[sweep]\nworkers = 1, 2\n", NULL);
+  assert_contains (nodot, "[sweep] workers");
+}
+
+static void
+test_sweep_bad_value (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  /* the second point is invalid: nothing is returned */
+  g_autofree char *msg = load_fails (fx, "bv.ini", "[sweep]\ncluster.workers = 2, 0\n", NULL);
+  assert_contains (msg, "[cluster] workers");
+}
+
+/* ----------------------------------------------------------------- sets -- */
+
+static void
+test_set_override (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  const char *const sets[] = { "network.bandwidth=25Gbps", "stragglers.model=bernoulli",
+                               NULL };
+  g_autoptr (GPtrArray) configs = load_ok (fx, "o.ini",
+      "[network]\nbandwidth = 10Gbps\n", sets, 1);
+  SimConfig *c = CONFIG (configs, 0);
+  assert_rel (c->bandwidth, 25e9 / 8);
+  g_assert_cmpstr (param (c, "network.bandwidth"), ==, "25Gbps");
+  g_assert_cmpint (c->straggler, ==, SIM_STRAG_BERNOULLI);  /* section not in file */
+}
+
+static void
+test_set_fixes_sweep (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  const char *const sets[] = { "cluster.workers=3", NULL };
+  g_autoptr (GPtrArray) configs = load_ok (fx, "sw.ini", sweep2, sets, 2);
+  const SimConsistency cons[] = { SIM_CONS_BSP, SIM_CONS_ASYNC };
+  for (guint i = 0; i < 2; i++)
+    {
+      SimConfig *c = CONFIG (configs, i);
+      g_assert_cmpint (c->workers, ==, 3);
+      g_assert_cmpint (c->consistency, ==, cons[i]);
+      g_assert_cmpuint (c->swept->len, ==, 1);
+      g_assert_null (strstr (c->name, "cluster.workers"));
+    }
+}
+
+static void
+test_set_adds_sweep (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  const char *const sets[] = { "sweep.cluster.workers=2,3", NULL };
+  g_autoptr (GPtrArray) configs = load_ok (fx, "as.ini", "[scenario]\nname = as\n", sets, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      SimConfig *c = CONFIG (configs, i);
+      g_autofree char *label = g_strdup_printf ("cluster.workers=%u", 2 + i);
+      g_assert_cmpint (c->workers, ==, 2 + i);
+      assert_contains (c->name, label);
+    }
+}
+
+static void
+test_set_malformed (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  const char *bad[] = { "nodot=1", "network.bandwidth", "=5", ".bandwidth=1",
+                        "network.=1" };
+  g_autofree char *path = write_file (fx, "m.ini", "\n");
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      const char *const sets[] = { bad[i], NULL };
+      GPtrArray *configs = sim_scenario_load (path, sets, &error);
+      g_autofree char *msg = input_error (configs, error);
+      assert_contains (msg, bad[i]);
+      assert_contains (msg, "section.key=value");
+    }
+}
+
+static void
+test_set_unknown_key (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *path = write_file (fx, "k.ini", "\n");
+  const char *const typo[] = { "network.bandwith=1Gbps", NULL };
+  g_autoptr (GError) e1 = NULL;
+  GPtrArray *c1 = sim_scenario_load (path, typo, &e1);
+  g_autofree char *m1 = input_error (c1, e1);
+  assert_contains (m1, "[network] bandwith");
+
+  const char *const sweep[] = { "sweep.cluster.nodes=1,2", NULL };
+  g_autoptr (GError) e2 = NULL;
+  GPtrArray *c2 = sim_scenario_load (path, sweep, &e2);
+  g_autofree char *m2 = input_error (c2, e2);
+  assert_contains (m2, "sweep.cluster.nodes");
+
+  const char *const bad_value[] = { "network.bandwidth=-1Gbps", NULL };
+  g_autoptr (GError) e3 = NULL;
+  GPtrArray *c3 = sim_scenario_load (path, bad_value, &e3);
+  g_autofree char *m3 = input_error (c3, e3);
+  assert_contains (m3, "[network] bandwidth");
+}
+
+/* --------------------------------------------------------------- params -- */
+
+/* Number of key rows in the reference, i.e. keys in the table. */
+static guint
+count_reference_keys (void)
+{
+  g_autoptr (GString) ref = g_string_new (NULL);
+  sim_scenario_write_reference (ref);
+  guint n = 0;
+  g_auto (GStrv) lines = g_strsplit (ref->str, "\n", -1);
+  for (int i = 0; lines[i]; i++)
+    if (g_str_has_prefix (lines[i], "| `"))
+      n++;
+  return n;
+}
+
+static void
+test_params (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autoptr (GPtrArray) configs = load_ok (fx, "p.ini",
+      "[network]\nbandwidth = 25Gbps\n[sweep]\npolicy.consistency = bsp, ssp\n", NULL, 2);
+  guint n_keys = count_reference_keys ();
+  for (guint i = 0; i < configs->len; i++)
+    {
+      SimConfig *c = CONFIG (configs, i);
+      /* every key has a value except [trace] db, which is derived */
+      g_assert_cmpuint (c->param_keys->len, ==, n_keys - 1);
+      g_assert_cmpuint (c->param_values->len, ==, n_keys - 1);
+      g_assert_cmpstr (param (c, "network.bandwidth"), ==, "25Gbps");
+      g_assert_cmpstr (param (c, "cluster.workers"), ==, "4");      /* default */
+      g_assert_cmpstr (param (c, "network.latency"), ==, "5us");    /* default */
+      g_assert_cmpstr (param (c, "scenario.name"), ==, "p");        /* derived */
+      g_assert_cmpstr (param (c, "policy.consistency"), ==, i == 0 ? "bsp" : "ssp");
+      g_assert_null (param (c, "trace.db"));
+      g_assert_null (param (c, "sweep.policy.consistency"));
+      for (guint j = 0; j < c->param_keys->len; j++)
+        g_assert_nonnull (strchr (g_ptr_array_index (c->param_keys, j), '.'));
+    }
+}
+
+static void
+test_reference (void)
+{
+  g_autoptr (GString) ref = g_string_new (NULL);
+  sim_scenario_write_reference (ref);
+  const char *sections[] = { "scenario", "cluster", "device", "network", "model",
+                             "policy", "stragglers", "kernels", "trace" };
+  for (gsize i = 0; i < G_N_ELEMENTS (sections); i++)
+    {
+      g_autofree char *heading = g_strdup_printf ("### [%s]", sections[i]);
+      assert_contains (ref->str, heading);
+    }
+  assert_contains (ref->str, "| `bandwidth` | bytes/s | 10Gbps |");
+  assert_contains (ref->str, "| `workers` | integer | 4 |");
+  assert_contains (ref->str, "bsp \\| ssp \\| async");
+  g_assert_cmpuint (count_reference_keys (), >=, 30);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/sim/units/time", test_units_time);
+  g_test_add_func ("/sim/units/size", test_units_size);
+  g_test_add_func ("/sim/units/bandwidth", test_units_bandwidth);
+  g_test_add_func ("/sim/units/compute", test_units_compute);
+  g_test_add_func ("/sim/units/plain", test_units_plain);
+  g_test_add_func ("/sim/units/wrong-kind", test_units_wrong_kind);
+  g_test_add_func ("/sim/units/garbage", test_units_garbage);
+
+#define ADD(path, fn) \
+  g_test_add (path, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+  ADD ("/sim/scenario/defaults", test_scenario_defaults);
+  ADD ("/sim/scenario/units", test_scenario_units);
+  ADD ("/sim/scenario/unknown-key", test_scenario_unknown_key);
+  ADD ("/sim/scenario/unknown-section", test_scenario_unknown_section);
+  ADD ("/sim/scenario/negative-bandwidth", test_scenario_negative_bandwidth);
+  ADD ("/sim/scenario/bad-unit", test_scenario_bad_unit);
+  ADD ("/sim/scenario/bad-enum", test_scenario_bad_enum);
+  ADD ("/sim/scenario/bad-int", test_scenario_bad_int);
+  ADD ("/sim/scenario/empty-string", test_scenario_empty_string);
+  ADD ("/sim/scenario/fixed-needs-slow", test_scenario_fixed_needs_slow);
+  ADD ("/sim/scenario/slow-out-of-range", test_scenario_slow_out_of_range);
+  ADD ("/sim/scenario/db", test_scenario_db);
+  ADD ("/sim/scenario/cross-rules", test_scenario_cross_rules);
+  ADD ("/sim/scenario/missing-file", test_scenario_missing_file);
+  ADD ("/sim/scenario/unreadable", test_scenario_unreadable);
+  ADD ("/sim/scenario/sweep/product", test_sweep_product);
+  ADD ("/sim/scenario/sweep/mixed-radix", test_sweep_mixed_radix);
+  ADD ("/sim/scenario/sweep/empty", test_sweep_empty);
+  ADD ("/sim/scenario/sweep/unknown-key", test_sweep_unknown_key);
+  ADD ("/sim/scenario/sweep/bad-value", test_sweep_bad_value);
+  ADD ("/sim/scenario/set/override", test_set_override);
+  ADD ("/sim/scenario/set/fixes-sweep", test_set_fixes_sweep);
+  ADD ("/sim/scenario/set/adds-sweep", test_set_adds_sweep);
+  ADD ("/sim/scenario/set/malformed", test_set_malformed);
+  ADD ("/sim/scenario/set/unknown-key", test_set_unknown_key);
+  ADD ("/sim/scenario/params", test_params);
+#undef ADD
+  g_test_add_func ("/sim/scenario/reference", test_reference);
+
+  return g_test_run ();
+}
