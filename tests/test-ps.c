@@ -302,6 +302,64 @@ test_flop_model (void)
   result_free (r);
 }
 
+/* Timing never depends on the math: without it the times are the same. */
+static void
+test_timing_without_math (void)
+{
+  const char *cpu[] = { "policy.consistency=ssp", NULL };
+  const char *none[] = { "policy.consistency=ssp", "kernels.backend=none", NULL };
+  Result *a = run_text (straggling, cpu);
+  Result *b = run_text (straggling, none);
+  g_assert_cmpuint (a->rows->len, ==, b->rows->len);
+  for (guint i = 0; i < a->rows->len; i++)
+    {
+      const Row *x = &g_array_index (a->rows, Row, i), *y = &g_array_index (b->rows, Row, i);
+      g_assert_cmpfloat (x->end, ==, y->end);
+      g_assert_cmpint (x->staleness, ==, y->staleness);
+    }
+  g_assert_cmpfloat (a->sum.sim_time, ==, b->sum.sim_time);
+  g_assert_true (isnan (b->sum.final_loss));
+  g_assert_false (isnan (a->sum.final_loss));
+  result_free (a);
+  result_free (b);
+}
+
+static void
+test_time_limit (void)
+{
+  const char *full[] = { NULL };
+  const char *cut[] = { "scenario.time_limit=5ms", NULL };
+  Result *a = run_text (fixed_cluster, full);
+  Result *b = run_text (fixed_cluster, cut);
+  g_assert_cmpfloat (a->sum.sim_time, >, 5e-3); /* the limit does cut the run */
+  g_assert_cmpfloat (b->sum.sim_time, <=, 5e-3);
+  g_assert_cmpstr (b->sum.stop, ==, "time_limit");
+  g_assert_cmpint (b->sum.updates, <, a->sum.updates);
+  /* identical up to the cut */
+  for (guint i = 0; i < b->rows->len; i++)
+    g_assert_cmpfloat (g_array_index (b->rows, Row, i).end, ==,
+                       g_array_index (a->rows, Row, i).end);
+  result_free (a);
+  result_free (b);
+}
+
+static void
+test_target_loss (void)
+{
+  const char *sets[] = { "scenario.iterations=400", NULL };
+  Result *a = run_text (fixed_cluster, sets);
+  /* a target between the start and the end of the full run */
+  double target = (log (4.0) + a->sum.final_loss) / 2;
+  g_autofree char *t = g_strdup_printf ("scenario.target_loss=%.17g", target);
+  const char *sets2[] = { "scenario.iterations=400", t, NULL };
+  Result *b = run_text (fixed_cluster, sets2);
+  g_assert_cmpstr (b->sum.stop, ==, "target_loss");
+  g_assert_cmpfloat (b->sum.final_loss, <=, target);
+  g_assert_cmpint (b->sum.updates, <, a->sum.updates);
+  result_free (a);
+  result_free (b);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -316,5 +374,8 @@ main (int argc, char **argv)
   g_test_add_func ("/ps/stragglers/bsp-ssp-async-order", test_stragglers_order);
   g_test_add_func ("/ps/stragglers/fixed", test_fixed_straggler);
   g_test_add_func ("/ps/compute/flop-model", test_flop_model);
+  g_test_add_func ("/ps/compute/timing-without-math", test_timing_without_math);
+  g_test_add_func ("/ps/stop/time-limit", test_time_limit);
+  g_test_add_func ("/ps/stop/target-loss", test_target_loss);
   return g_test_run ();
 }
