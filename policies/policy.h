@@ -55,6 +55,7 @@ typedef struct {
   KernModel *model;           /* NULL: timing only, no math */
   const KernDataset *train;   /* NULL when model is NULL */
   const KernDataset *test;
+  const KernDataset *eval;    /* training samples the loss is evaluated on */
   gsize n_params;             /* float32 parameters of the model */
   double flops_step;          /* FLOPs of one worker step (forward+backward) */
   int workers;

@@ -172,7 +172,7 @@ evaluate (PsPolicy *ps, double *loss, double *acc)
       return;
     }
   double l, a, unused;
-  ps->env.model->ops->evaluate (ps->env.model, ps->global, ps->env.train, &l, &unused);
+  ps->env.model->ops->evaluate (ps->env.model, ps->global, ps->env.eval, &l, &unused);
   ps->env.model->ops->evaluate (ps->env.model, ps->global, ps->env.test, &unused, &a);
   *loss = l;
   *acc = a;

@@ -150,6 +150,10 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   KernDataset *train = NULL, *test = NULL;
   kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
                       (int) c->classes, c->separation, (guint64) c->seed, &train, &test);
+  /* the loss is measured on a fixed prefix of the training set */
+  KernDataset eval = *train;
+  if (c->eval_samples > 0 && c->eval_samples < eval.n)
+    eval.n = (int) c->eval_samples;
   KernModel *model = kern_softmax_new ((int) c->features, (int) c->classes);
   r.strag = sim_stragglers_new (c);
 
@@ -159,6 +163,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     .model = c->math ? model : NULL,
     .train = train,
     .test = test,
+    .eval = &eval,
     .n_params = model->ops->n_params (model),
     .flops_step = model->ops->flops_forward (model, (int) c->batch)
                   + model->ops->flops_backward (model, (int) c->batch),

@@ -88,6 +88,8 @@ static const KeyDef keys[] = {
     "Learning rate applied to every gradient the servers receive." },
   { "model", "eval_every", KT_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
     "Evaluate loss and accuracy every this many applied gradients (0 = once per round, i.e. every `workers` gradients)." },
+  { "model", "eval_samples", KT_INT, 0, "2048", 0, 1e9, 0, NULL, OFF (eval_samples),
+    "Training samples the evaluated loss is measured on: the first this many of the (shuffled) training set, the same at every evaluation (0 = all)." },
   { "model", "samples", KT_INT, 0, "8192", 1, 1e9, 0, NULL, OFF (samples),
     "Training samples of the synthetic set, shared out among workers." },
   { "model", "test_samples", KT_INT, 0, "2048", 1, 1e9, 0, NULL, OFF (test_samples),

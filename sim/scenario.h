@@ -57,6 +57,7 @@ typedef struct {
   gint64 batch;          /* samples per worker step */
   double lr;
   gint64 eval_every;     /* evaluate every this many applied gradients */
+  gint64 eval_samples;   /* training samples the loss is measured on, 0 = all */
   gint64 samples, test_samples, features, classes;
   double separation;
   /* [policy] */
