@@ -44,6 +44,7 @@ typedef struct {
   float *grad;           /* (n_params) */
   float *x;              /* (batch, d) */
   int *y;                /* (batch) */
+  int *idx;              /* (batch) sample indices of the batch */
   int *shard;            /* indices of its training samples */
   int shard_len, cursor;
   gint64 iter;           /* iteration in progress */
@@ -201,7 +202,7 @@ record_metric (PsPolicy *ps)
 static void
 next_batch (PsPolicy *ps, PsWorker *w)
 {
-  g_autofree int *idx = g_new (int, ps->env.batch);
+  int *idx = w->idx;
   for (int j = 0; j < ps->env.batch; j++)
     {
       if (w->cursor == w->shard_len)
@@ -487,6 +488,7 @@ ps_create (const PolEnv *env, GError **error)
           wk->grad = g_new0 (float, P);
           wk->x = g_new (float, (gsize) env->batch * env->model->d);
           wk->y = g_new (int, env->batch);
+          wk->idx = g_new (int, env->batch);
         }
     }
   ps->servers = g_new0 (PsServer, S);
@@ -544,6 +546,7 @@ ps_free (PolPolicy *p)
       g_free (wk->grad);
       g_free (wk->x);
       g_free (wk->y);
+      g_free (wk->idx);
       g_free (wk->shard);
     }
   for (int s = 0; s < ps->env.servers; s++)

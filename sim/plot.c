@@ -83,13 +83,11 @@ run_gnuplot (const char *template, const char *vars, GError **error)
 
 /* The label of a run: its swept keys when it has any, else its name. */
 static char *
-run_label (sqlite3 *db, gint64 run, const char *name, const char *scenario_name)
+run_label (const char *name, const char *scenario_name)
 {
   if (scenario_name && g_str_has_prefix (name, scenario_name)
       && name[strlen (scenario_name)] == ' ')
     return g_strdup (name + strlen (scenario_name) + 1);
-  (void) db;
-  (void) run;
   return g_strdup (name);
 }
 
@@ -112,7 +110,7 @@ plot_loss (sqlite3 *db, const char *tmp, const char *out, const char *term,
   while (sqlite3_step (runs) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0);
-      g_autofree char *label = run_label (db, id, (const char *) sqlite3_column_text (runs, 1),
+      g_autofree char *label = run_label ((const char *) sqlite3_column_text (runs, 1),
                                           (const char *) sqlite3_column_text (runs, 2));
       g_autofree char *lit = gp_string (label);
       g_string_append_printf (titles, "%s%s", n ? "," : "", lit);

@@ -398,7 +398,7 @@ resolve (GKeyFile *kf, const char *file, GPtrArray *swept, GError **error)
 
 /* Applies one "section.key=value" override to kf (and its sweep). */
 static gboolean
-apply_set (GKeyFile *kf, const char *file, const char *set, GError **error)
+apply_set (GKeyFile *kf, const char *set, GError **error)
 {
   const char *eq = strchr (set, '=');
   g_autofree char *lhs = eq ? g_strndup (set, eq - set) : NULL;
@@ -422,7 +422,6 @@ apply_set (GKeyFile *kf, const char *file, const char *set, GError **error)
   /* a fixed value wins over a sweep of the same key */
   g_autofree char *dotted = g_strdup_printf ("%s.%s", section, key);
   g_key_file_remove_key (kf, "sweep", dotted, NULL);
-  (void) file;
   return TRUE;
 }
 
@@ -442,7 +441,7 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
       return NULL;
     }
   for (int i = 0; sets && sets[i]; i++)
-    if (!apply_set (kf, path, sets[i], error))
+    if (!apply_set (kf, sets[i], error))
       return NULL;
 
   /* unknown sections and keys */
