@@ -116,11 +116,14 @@ cmd_check (int argc, char **argv)
   const NetTopology *t = net_topology_lookup (c->topology);
   const PolPolicyOps *p = pol_lookup (c->policy);
   gint64 hosts = c->workers + c->servers;
-  printf ("network: %s (%s): %" G_GINT64_FORMAT " hosts, %" G_GINT64_FORMAT
-          " one-way links of %.4g Gbit/s and %.4g us each; a transfer crosses two links,"
-          " so its latency is %.4g us; bisection bandwidth %.4g Gbit/s.\n",
-          t->name, t->description, hosts, 2 * hosts, c->bandwidth * 8 / 1e9, c->latency * 1e6,
-          2 * c->latency * 1e6, (double) (hosts / 2) * c->bandwidth * 8 / 1e9);
+  printf ("network: %s, %" G_GINT64_FORMAT " hosts (%" G_GINT64_FORMAT " workers, %"
+          G_GINT64_FORMAT " server%s), %" G_GINT64_FORMAT " one-way links of %.4g Gbit/s and"
+          " %.4g us each. %s A transfer crosses two links, so its latency is %.4g us;"
+          " bisection bandwidth %.4g Gbit/s; contention %s.\n",
+          t->name, hosts, c->workers, c->servers, c->servers == 1 ? "" : "s", 2 * hosts, c->bandwidth * 8 / 1e9,
+          c->latency * 1e6, t->description, 2 * c->latency * 1e6,
+          (double) (hosts / 2) * c->bandwidth * 8 / 1e9,
+          c->contention == 0 ? "max-min" : "none");
   printf ("policy: %s: %s\n", p->name, p->description);
   return 0;
 }
