@@ -103,6 +103,22 @@ typedef struct {
   void (*free) (PolPolicy *p);
 } PolPolicyOps;
 
+/* The batches of data-parallel workers (policies/sampler.c): the training
+ * set shuffled once and cut into contiguous parts, each worker cycling
+ * through its part in an order reshuffled at every pass. */
+typedef struct {
+  EngRng rng;   /* reshuffles this worker's part */
+  int *idx;     /* (len) sample indices of this worker's part */
+  int len;
+  int cursor;   /* next position in idx */
+} PolSampler;
+
+/* One sampler per worker for a training set of n samples. */
+PolSampler *pol_samplers_new (int n, int workers, guint64 seed);
+void pol_samplers_free (PolSampler *s, int workers);
+/* Writes the indices of the next `batch` samples of this worker into idx. */
+void pol_sampler_next (PolSampler *s, int batch, int *idx);
+
 /* The registered policy of that name, or NULL. */
 const PolPolicyOps *pol_lookup (const char *name);
 

@@ -39,14 +39,11 @@ typedef struct {
   int id;
   char *name;
   int host;
-  EngRng rng;            /* batch sampling */
   float *params;         /* (n_params) its copy as last pulled */
   float *grad;           /* (n_params) */
   float *x;              /* (batch, d) */
   int *y;                /* (batch) */
   int *idx;              /* (batch) sample indices of the batch */
-  int *shard;            /* indices of its training samples */
-  int shard_len, cursor;
   gint64 iter;           /* iteration in progress */
   double iter_start;     /* s, when `iter` began */
   double compute_start;  /* s, when `iter`'s compute began */
@@ -95,6 +92,7 @@ struct PsPolicy {
   PsServer *servers;
   float *global;         /* (n_params) the servers' parameters, by shard */
   gint64 *grad_shards;   /* per (worker): shards of its latest gradient applied */
+  PolSampler *samplers;  /* (workers) */
   gint64 updates;        /* gradients applied to every shard */
   gint64 total;          /* iterations * workers */
   gint64 next_eval;
@@ -198,21 +196,12 @@ record_metric (PsPolicy *ps)
     }
 }
 
-/* Next batch of worker w into w->x, w->y (cyclic over its shuffled shard). */
+/* Next batch of worker w into w->x, w->y. */
 static void
 next_batch (PsPolicy *ps, PsWorker *w)
 {
-  int *idx = w->idx;
-  for (int j = 0; j < ps->env.batch; j++)
-    {
-      if (w->cursor == w->shard_len)
-        {
-          eng_rng_shuffle (&w->rng, w->shard, w->shard_len);
-          w->cursor = 0;
-        }
-      idx[j] = w->shard[w->cursor++];
-    }
-  kern_dataset_gather (ps->env.train, idx, ps->env.batch, w->x, w->y);
+  pol_sampler_next (&ps->samplers[w->id], ps->env.batch, w->idx);
+  kern_dataset_gather (ps->env.train, w->idx, ps->env.batch, w->x, w->y);
 }
 
 static void
@@ -461,14 +450,8 @@ ps_create (const PolEnv *env, GError **error)
   ps->grad_shards = g_new0 (gint64, W);
   ps->live = g_hash_table_new_full (g_direct_hash, g_direct_equal, msg_free, NULL);
 
-  /* shuffle the training set once, then give each worker a contiguous part */
-  int n = env->train ? env->train->n : 0;
-  g_autofree int *perm = g_new (int, MAX (n, 1));
-  for (int i = 0; i < n; i++)
-    perm[i] = i;
-  EngRng rng;
-  eng_rng_init (&rng, env->seed, 0x5eed0001u);
-  eng_rng_shuffle (&rng, perm, n);
+  if (env->model)
+    ps->samplers = pol_samplers_new (env->train->n, W, env->seed);
 
   ps->workers = g_new0 (PsWorker, W);
   for (int w = 0; w < W; w++)
@@ -477,13 +460,8 @@ ps_create (const PolEnv *env, GError **error)
       wk->id = w;
       wk->name = g_strdup_printf ("worker%d", w);
       wk->host = w;
-      eng_rng_init (&wk->rng, env->seed, 0x10000u + (guint64) w);
       if (env->model)
         {
-          int lo = (int) ((gint64) n * w / W), hi = (int) ((gint64) n * (w + 1) / W);
-          wk->shard_len = hi - lo;
-          wk->shard = g_memdup2 (perm + lo, sizeof (int) * wk->shard_len);
-          wk->cursor = wk->shard_len; /* shuffle before the first batch */
           wk->params = g_new0 (float, P);
           wk->grad = g_new0 (float, P);
           wk->x = g_new (float, (gsize) env->batch * env->model->d);
@@ -547,7 +525,6 @@ ps_free (PolPolicy *p)
       g_free (wk->x);
       g_free (wk->y);
       g_free (wk->idx);
-      g_free (wk->shard);
     }
   for (int s = 0; s < ps->env.servers; s++)
     {
@@ -561,6 +538,7 @@ ps_free (PolPolicy *p)
   g_free (ps->servers);
   g_free (ps->global);
   g_free (ps->grad_shards);
+  pol_samplers_free (ps->samplers, ps->env.workers);
   g_hash_table_unref (ps->live);
   g_free (ps);
 }
