@@ -12,7 +12,9 @@
  * bandwidth whatever else is running (the alpha-beta model).
  *
  * Topologies are builders registered by name (see net_topology_*): each adds
- * hosts, links and routes to an empty network.
+ * hosts, links and routes to an empty network.  Every link has a unique name
+ * ("worker3.up", "rack0.down", ...) so that one can be found and degraded
+ * with net_network_set_link() once the network is built.
  *
  * The network knows the engine and nothing of machine learning.
  */
@@ -61,8 +63,12 @@ void net_network_free (NetNetwork *net);
 /* Adds a host; returns its id (0, 1, 2, ... in order of addition). */
 int net_network_add_host (NetNetwork *net, const char *name);
 /* Adds a one-directional link; returns its id.  bandwidth in bytes/s (> 0),
- * latency in seconds (>= 0). */
+ * latency in seconds (>= 0).  The link is named "link<id>". */
 int net_network_add_link (NetNetwork *net, double bandwidth, double latency);
+/* The same, naming the link `name` (non-empty, not used by another link), so
+ * that a user can find it with net_network_link_id() and degrade it. */
+int net_network_add_named_link (NetNetwork *net, const char *name,
+                                double bandwidth, double latency);
 /* Sets the route from src to dst (src != dst) as a list of link ids, in the
  * order a byte crosses them.  The list is copied. */
 void net_network_set_route (NetNetwork *net, int src, int dst,
@@ -75,6 +81,21 @@ const char *net_network_host_name (const NetNetwork *net, int host);
 int net_network_host_id (const NetNetwork *net, const char *name);
 double net_network_link_bandwidth (const NetNetwork *net, int link);
 double net_network_link_latency (const NetNetwork *net, int link);
+/* Link id by name, or -1. */
+int net_network_link_id (const NetNetwork *net, const char *name);
+/* The name of link `link`, owned by the network. */
+const char *net_network_link_name (const NetNetwork *net, int link);
+/* Overrides the bandwidth (bytes/s, finite > 0) and latency (s, finite >= 0)
+ * of link `link`, e.g. to degrade one cable.  Meant for after the topology is
+ * built and before any transfer is sent: it must not be called while
+ * transfers are in flight.  Returns FALSE, changing nothing, on a bad
+ * bandwidth or latency. */
+gboolean net_network_set_link (NetNetwork *net, int link, double bandwidth,
+                               double latency);
+/* The route from src to dst (src != dst) as link ids in crossing order, owned
+ * by the network; its length in *n_links.  NULL and 0 when none was set. */
+const int *net_network_route_links (const NetNetwork *net, int src, int dst,
+                                    int *n_links);
 /* Route latency (seconds) and slowest bandwidth (bytes/s) from src to dst;
  * for src == dst, 0 and INFINITY. */
 double net_network_route_latency (const NetNetwork *net, int src, int dst);
@@ -93,20 +114,45 @@ gsize net_network_active (const NetNetwork *net);
 
 /* --- Topologies ---------------------------------------------------------- */
 
-/* The description of a topology a scenario asks for. */
+/* The description of a topology a scenario asks for.  The first four fields
+ * are used by every topology; each other field is read only by the topologies
+ * named in its comment, and 0 (or FALSE) there means the default given. */
 typedef struct {
   int n_hosts;              /* hosts to create */
   const char *const *names; /* n_hosts host names */
   double bandwidth;         /* bytes/s of every host link, each direction */
   double latency;           /* seconds of every host link */
+  int rack_size;            /* racks: hosts per top-of-rack switch (>= 1);
+                               0 = 8; the last rack may hold fewer */
+  double oversubscription;  /* racks: ratio >= 1; each rack's uplink and
+                               downlink carry rack_size * bandwidth /
+                               oversubscription bytes/s; 0 = 1 */
+  int fat_tree_k;           /* fat-tree: arity k, even >= 2, holding up to
+                               k^3/4 hosts; 0 = the smallest that fits */
+  double switch_latency;    /* racks, fat-tree: seconds of every
+                               switch-to-switch link; 0 = 0 */
+  int gpus_per_node;        /* nodes: GPUs (hosts) per node, in host order
+                               (>= 1); 0 = 8; the last node may hold fewer */
+  double intra_bandwidth;   /* nodes: bytes/s of each GPU's link to its
+                               node's internal switch (NVLink), each
+                               direction; 0 = 10 * bandwidth */
+  double intra_latency;     /* nodes: seconds of each GPU's NVLink link;
+                               0 = 0 */
+  gboolean nic_per_gpu;     /* nodes: TRUE = one NIC per GPU, FALSE = one NIC
+                               per node shared by its GPUs */
 } NetTopologyParams;
 
 typedef struct {
   const char *name;         /* as written in [network] topology */
   const char *description;  /* one sentence, for docs and `dtsim check` */
-  /* Adds hosts, links and routes to an empty network. */
+  /* Adds hosts, links and routes to an empty network.  On an error it adds
+   * nothing. */
   gboolean (*build) (NetNetwork *net, const NetTopologyParams *p,
                      GError **error);
+  /* Optional: a newly allocated paragraph on the network `p` describes
+   * (hosts, switches, links, bisection bandwidth in Gbit/s, what is shared),
+   * for `dtsim check`; NULL when `p` is invalid. */
+  char *(*summary) (const NetTopologyParams *p);
 } NetTopology;
 
 /* The registered topology with that name, or NULL. */
@@ -114,9 +160,23 @@ const NetTopology *net_topology_lookup (const char *name);
 /* NULL-terminated list of all registered topologies. */
 const NetTopology *const *net_topology_all (void);
 
+/* For builders: checks the fields every topology uses (n_hosts >= 1, names
+ * given, non-empty, distinct and not yet in `net` (may be NULL), bandwidth
+ * finite > 0, latency finite >= 0).  Messages begin "<topology> topology: ". */
+gboolean net_topology_check_hosts (const char *topology, const NetNetwork *net,
+                                   const NetTopologyParams *p, GError **error);
+
 /* star: every host has one full-duplex link (two one-way links) to a single
  * switch; the route from a to b is a's uplink then b's downlink. */
 extern const NetTopology net_topology_star;
+/* racks: hosts under top-of-rack switches joined by one non-blocking core. */
+extern const NetTopology net_topology_racks;
+/* fat-tree: the k-ary fat-tree of Al-Fares et al. (2008). */
+extern const NetTopology net_topology_fat_tree;
+/* ring: each host cabled to its two neighbours, no switch. */
+extern const NetTopology net_topology_ring;
+/* nodes: multi-GPU nodes, NVLink inside, NICs to a switch between them. */
+extern const NetTopology net_topology_nodes;
 
 G_END_DECLS
 

@@ -3,26 +3,36 @@
  *
  * A transfer handed to net_send() lives as a flow.  It first waits out its
  * route's latency (one engine event), then joins the "sharing" set: the flows
- * in their bandwidth phase.  Every time a flow joins or leaves that set, the
- * bytes each sharing flow sent since the last change are subtracted at its old
- * rate, new rates are computed by progressive filling (max-min fairness over
- * every link), and the completion event of each flow whose rate changed is
- * cancelled and scheduled again at now + remaining / rate.  When a completion
- * event fires, every sharing flow that is done at that instant leaves at once,
- * the survivors are re-shared, and only then are the callbacks called, in
- * creation order, so simultaneous completions are reported deterministically.
+ * in their bandwidth phase.  Every time a flow joins or leaves that set, only
+ * the flows it can affect are re-shared: its connected component in the
+ * bipartite graph of sharing flows and the links they cross.  Their bytes
+ * sent since their last update are subtracted at their old rates, their new
+ * rates are computed by progressive filling (max-min fairness over the
+ * component's links), and the completion event of each flow whose rate
+ * changed is cancelled and scheduled again at now + remaining / rate.  Flows
+ * in other components are not touched at all.  When a completion event fires,
+ * every sharing flow that is done at that instant leaves at once (found
+ * through a heap of completion times), the components they leave are
+ * re-shared, and only then are the callbacks called, in creation order, so
+ * simultaneous completions are reported deterministically.
  *
- * Data layout, chosen so that the re-sharing can later be made incremental:
- * each link keeps the list of sharing flows that cross it, each flow keeps its
- * position in those lists (O(1) removal), and the network keeps the list of
- * links crossed by at least one sharing flow, so idle links cost nothing.
+ * Data layout: each link keeps the list of sharing flows that cross it, each
+ * flow keeps its position in those lists (O(1) removal), and the network
+ * keeps the list of links crossed by at least one sharing flow, so idle
+ * links cost nothing.  Components are found by a walk with per-walk stamps
+ * on links and flows (nothing to clear) into reused scratch arrays, and
+ * finished flows go to per-route-length free lists, so the steady state
+ * allocates nothing per transfer.
  * Routes are a dense (n_hosts, n_hosts) table of (offset, length) pairs into
  * one shared pool of link ids: 8 bytes per ordered pair plus the link ids.
  */
 #include "netmodel/netmodel.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
+
+#include "netmodel/netmodel-private.h"
 
 G_DEFINE_QUARK (net-error, net_error)
 
@@ -30,6 +40,9 @@ G_DEFINE_QUARK (net-error, net_error)
  * flow completes is done too: absorbs the rounding of rate * time so that
  * flows finishing together complete in one event. */
 #define NET_DONE_FRACTION 1e-9
+
+/* Finished flows with fewer hops than this are kept for reuse. */
+#define NET_POOL_HOPS 8
 
 typedef struct NetFlow NetFlow;
 
@@ -44,9 +57,13 @@ struct NetFlow {
   int src, dst;      /* host ids */
   int tag;           /* caller's tag */
   double bytes;      /* payload, bytes */
-  double remaining;  /* bytes not yet sent (bandwidth phase) */
+  double remaining;  /* bytes not yet sent as of `updated` */
+  double updated;    /* s, when `remaining` was last brought up to date */
   double rate;       /* bytes/s while sharing, else 0 */
   double new_rate;   /* bytes/s, scratch for progressive filling */
+  double t_end;      /* s, time of the pending completion event */
+  double window;     /* s, NET_DONE_FRACTION * bytes / rate */
+  guint64 mark;      /* == net->epoch when in the component being walked */
   gboolean frozen;   /* scratch for progressive filling */
   double start;      /* s, when handed to the network */
   NetDone done;      /* caller's callback and its pointers */
@@ -55,6 +72,7 @@ struct NetFlow {
   EngEventId event;  /* pending latency or completion event, 0 if none */
   guint live_pos;    /* index in net->live */
   gint share_pos;    /* index in net->sharing, -1 when not sharing */
+  gint due_pos;      /* index in net->due, -1 when no completion event */
   int n_hops;        /* links on the route */
   NetHop hops[];     /* (n_hops) in crossing order */
 };
@@ -66,6 +84,7 @@ typedef struct {
   gint active_pos;   /* index in net->active_links, -1 when no flow */
   double cap_left;   /* bytes/s, scratch for progressive filling */
   guint n_unfrozen;  /* scratch for progressive filling */
+  guint64 mark;      /* == net->epoch when in the component being walked */
 } NetLink;
 
 typedef struct {
@@ -79,13 +98,25 @@ struct NetNetwork {
   GPtrArray *host_names;   /* char*, owned; index = host id */
   GHashTable *host_ids;    /* name (owned by host_names) -> id + 1 */
   GArray *links;           /* NetLink; index = link id */
+  GPtrArray *link_names;   /* char*, owned; index = link id */
+  GHashTable *link_ids;    /* name (owned by link_names) -> id + 1 */
   NetRoute *routes;        /* (routes_dim, routes_dim) row-major by src */
   int routes_dim;          /* hosts covered by `routes` */
   GArray *route_links;     /* int link ids, pool for every route */
   GPtrArray *live;         /* NetFlow*, every unfinished transfer */
   GPtrArray *sharing;      /* NetFlow*, flows in their bandwidth phase */
   GArray *active_links;    /* int link ids crossed by a sharing flow */
-  double last_update;      /* s, when `remaining` of sharing flows was set */
+  GPtrArray *due;          /* NetFlow*, min-heap of sharing flows by t_end */
+  double window_bound;     /* s, >= the window of every flow in `due` */
+  guint window_age;        /* completions since window_bound was exact */
+  guint64 epoch;           /* stamp of the current component walk */
+  GArray *comp_links;      /* int link ids of the component, scratch */
+  GPtrArray *comp_flows;   /* NetFlow* of the component, scratch */
+  GPtrArray *finished;     /* NetFlow* completing now, scratch */
+  gboolean completing;     /* inside on_flow_complete's callback loop */
+  gboolean full_recompute; /* debug: re-share every flow at every change */
+  guint64 reschedules;     /* completion events scheduled (statistics) */
+  NetFlow *pool[NET_POOL_HOPS]; /* free flows by n_hops, linked via `net` */
   guint64 next_seq;        /* seq of the next flow */
   NetObserver observer;    /* called after every NetDone, or NULL */
   gpointer observer_ctx;
@@ -140,11 +171,16 @@ net_network_new (EngSim *sim, NetContention contention)
   net->host_names = g_ptr_array_new_with_free_func (g_free);
   net->host_ids = g_hash_table_new (g_str_hash, g_str_equal);
   net->links = g_array_new (FALSE, TRUE, sizeof (NetLink));
+  net->link_names = g_ptr_array_new_with_free_func (g_free);
+  net->link_ids = g_hash_table_new (g_str_hash, g_str_equal);
   net->route_links = g_array_new (FALSE, FALSE, sizeof (int));
   net->live = g_ptr_array_new ();
   net->sharing = g_ptr_array_new ();
   net->active_links = g_array_new (FALSE, FALSE, sizeof (int));
-  net->last_update = eng_sim_now (sim);
+  net->due = g_ptr_array_new ();
+  net->comp_links = g_array_new (FALSE, FALSE, sizeof (int));
+  net->comp_flows = g_ptr_array_new ();
+  net->finished = g_ptr_array_new ();
   return net;
 }
 
@@ -163,6 +199,17 @@ net_network_free (NetNetwork *net)
         eng_cancel (net->sim, f->event);
       g_free (f);
     }
+  for (int h = 0; h < NET_POOL_HOPS; h++)
+    while (net->pool[h] != NULL)
+      {
+        NetFlow *f = net->pool[h];
+        net->pool[h] = (NetFlow *) f->net;
+        g_free (f);
+      }
+  g_ptr_array_free (net->due, TRUE);
+  g_array_free (net->comp_links, TRUE);
+  g_ptr_array_free (net->comp_flows, TRUE);
+  g_ptr_array_free (net->finished, TRUE);
   for (guint i = 0; i < net->links->len; i++)
     if (link_at (net, i)->flows != NULL)
       g_ptr_array_free (link_at (net, i)->flows, TRUE);
@@ -172,6 +219,8 @@ net_network_free (NetNetwork *net)
   g_array_free (net->route_links, TRUE);
   g_free (net->routes);
   g_array_free (net->links, TRUE);
+  g_hash_table_destroy (net->link_ids);
+  g_ptr_array_free (net->link_names, TRUE);
   g_hash_table_destroy (net->host_ids);
   g_ptr_array_free (net->host_names, TRUE);
   g_free (net);
@@ -196,14 +245,19 @@ net_network_add_host (NetNetwork *net, const char *name)
   return id;
 }
 
-/* Adds a one-directional link of `bandwidth` bytes/s (finite, > 0) and
- * `latency` seconds (finite, >= 0); returns its id (0, 1, 2, ...) or -1. */
+/* Adds a one-directional link named `name` (non-empty, not used by another
+ * link) of `bandwidth` bytes/s (finite, > 0) and `latency` seconds (finite,
+ * >= 0); returns its id (0, 1, 2, ...) or -1. */
 int
-net_network_add_link (NetNetwork *net, double bandwidth, double latency)
+net_network_add_named_link (NetNetwork *net, const char *name,
+                            double bandwidth, double latency)
 {
   NetLink l = { 0 };
+  char *copy;
 
   g_return_val_if_fail (net != NULL, -1);
+  g_return_val_if_fail (name != NULL && *name != '\0', -1);
+  g_return_val_if_fail (!g_hash_table_contains (net->link_ids, name), -1);
   g_return_val_if_fail (isfinite (bandwidth) && bandwidth > 0, -1);
   g_return_val_if_fail (isfinite (latency) && latency >= 0, -1);
 
@@ -211,7 +265,21 @@ net_network_add_link (NetNetwork *net, double bandwidth, double latency)
   l.latency = latency;
   l.active_pos = -1;
   g_array_append_val (net->links, l);
+  copy = g_strdup (name);
+  g_ptr_array_add (net->link_names, copy);
+  g_hash_table_insert (net->link_ids, copy, GINT_TO_POINTER (net->links->len));
   return (int) net->links->len - 1;
+}
+
+/* Adds a link as net_network_add_named_link() does, named "link<id>". */
+int
+net_network_add_link (NetNetwork *net, double bandwidth, double latency)
+{
+  g_autofree char *name = NULL;
+
+  g_return_val_if_fail (net != NULL, -1);
+  name = g_strdup_printf ("link%u", net->links->len);
+  return net_network_add_named_link (net, name, bandwidth, latency);
 }
 
 /* Grows the route table to cover every host, keeping the routes set. */
@@ -319,6 +387,63 @@ net_network_link_latency (const NetNetwork *net, int link)
   return link_at (net, link)->latency;
 }
 
+/* The id of the link named `name`, or -1 when there is none. */
+int
+net_network_link_id (const NetNetwork *net, const char *name)
+{
+  g_return_val_if_fail (net != NULL, -1);
+  g_return_val_if_fail (name != NULL, -1);
+  return GPOINTER_TO_INT (g_hash_table_lookup (net->link_ids, name)) - 1;
+}
+
+/* The name of link `link`, owned by the network. */
+const char *
+net_network_link_name (const NetNetwork *net, int link)
+{
+  g_return_val_if_fail (net != NULL, NULL);
+  g_return_val_if_fail (link >= 0 && (guint) link < net->links->len, NULL);
+  return g_ptr_array_index (net->link_names, link);
+}
+
+/* Gives link `link` a new bandwidth (bytes/s, finite > 0) and latency (s,
+ * finite >= 0); FALSE, changing nothing, when either is out of range.  Only
+ * between building and the first transfer: no transfer may be in flight,
+ * since their latencies and rates were computed with the old values. */
+gboolean
+net_network_set_link (NetNetwork *net, int link, double bandwidth,
+                      double latency)
+{
+  g_return_val_if_fail (net != NULL, FALSE);
+  g_return_val_if_fail (link >= 0 && (guint) link < net->links->len, FALSE);
+  g_return_val_if_fail (net->live->len == 0, FALSE);
+
+  if (!(isfinite (bandwidth) && bandwidth > 0)
+      || !(isfinite (latency) && latency >= 0))
+    return FALSE;
+  link_at (net, link)->bandwidth = bandwidth;
+  link_at (net, link)->latency = latency;
+  return TRUE;
+}
+
+/* The link ids of the route from src to dst, owned by the network, and their
+ * number in *n_links; NULL and 0 when src == dst or no route was set. */
+const int *
+net_network_route_links (const NetNetwork *net, int src, int dst,
+                         int *n_links)
+{
+  const NetRoute *r;
+
+  g_return_val_if_fail (n_links != NULL, NULL);
+  *n_links = 0;
+  g_return_val_if_fail (net != NULL, NULL);
+  g_return_val_if_fail (host_valid (net, src) && host_valid (net, dst), NULL);
+  r = src == dst ? NULL : route_get (net, src, dst);
+  if (r == NULL)
+    return NULL;
+  *n_links = (int) r->n_links;
+  return route_links (net, r);
+}
+
 static double
 route_latency (const NetNetwork *net, const NetRoute *r)
 {
@@ -391,31 +516,134 @@ net_network_active (const NetNetwork *net)
   return net->live->len;
 }
 
-/* --- Sharing: max-min fairness by progressive filling ------------------- */
+/* --- Sharing: incremental max-min fairness by progressive filling ------- */
 
-/* Subtracts from every sharing flow the bytes it sent since the last change
- * of rates, and moves the reference time to now. */
-static void
-sharing_advance (NetNetwork *net)
+/* Max-min rates depend only on the flows and links connected to a flow
+ * through shared links, so when a flow joins or leaves the sharing set only
+ * its connected component (in the bipartite graph of sharing flows and the
+ * links they cross) is re-shared: the component is collected into
+ * net->comp_links / net->comp_flows by a breadth-first walk from the changed
+ * flows' links, the flows in it are brought up to date, and progressive
+ * filling runs over it alone.  Flows elsewhere keep their rates, their
+ * `remaining` (kept per flow, as of f->updated) and their completion events.
+ * With net->full_recompute set, the component is every sharing flow and
+ * every active link, which is the reference the tests compare against. */
+
+/* Brings f->remaining up to time `now` at the flow's current rate. */
+static inline void
+flow_advance (NetFlow *f, double now)
 {
-  double now = eng_sim_now (net->sim);
-  double dt = now - net->last_update;
+  if (now > f->updated)
+    {
+      f->remaining = MAX (0.0, f->remaining - f->rate * (now - f->updated));
+      f->updated = now;
+    }
+}
 
-  if (dt > 0)
-    for (guint i = 0; i < net->sharing->len; i++)
-      {
-        NetFlow *f = g_ptr_array_index (net->sharing, i);
-        f->remaining = MAX (0.0, f->remaining - f->rate * dt);
-      }
-  net->last_update = now;
+/* --- the due heap: sharing flows with a completion event, by its time --- */
+
+static inline void
+due_set (NetNetwork *net, guint i, NetFlow *f)
+{
+  net->due->pdata[i] = f;
+  f->due_pos = (gint) i;
+}
+
+static void
+due_sift_up (NetNetwork *net, guint i)
+{
+  NetFlow *f = net->due->pdata[i];
+
+  while (i > 0)
+    {
+      guint p = (i - 1) / 2;
+      NetFlow *q = net->due->pdata[p];
+      if (q->t_end <= f->t_end)
+        break;
+      due_set (net, i, q);
+      i = p;
+    }
+  due_set (net, i, f);
+}
+
+static void
+due_sift_down (NetNetwork *net, guint i)
+{
+  guint n = net->due->len;
+  NetFlow *f = net->due->pdata[i];
+
+  for (;;)
+    {
+      guint c = 2 * i + 1;
+      NetFlow *m;
+
+      if (c >= n)
+        break;
+      if (c + 1 < n && ((NetFlow *) net->due->pdata[c + 1])->t_end
+                       < ((NetFlow *) net->due->pdata[c])->t_end)
+        c++;
+      m = net->due->pdata[c];
+      if (m->t_end >= f->t_end)
+        break;
+      due_set (net, i, m);
+      i = c;
+    }
+  due_set (net, i, f);
+}
+
+/* Puts `f` in the due heap or moves it to its new f->t_end. */
+static void
+due_update (NetNetwork *net, NetFlow *f)
+{
+  if (f->due_pos < 0)
+    {
+      g_ptr_array_add (net->due, f);
+      f->due_pos = (gint) net->due->len - 1;
+    }
+  due_sift_up (net, (guint) f->due_pos);
+  due_sift_down (net, (guint) f->due_pos);
+}
+
+static void
+due_remove (NetNetwork *net, NetFlow *f)
+{
+  guint i = (guint) f->due_pos;
+  NetFlow *last = g_ptr_array_steal_index (net->due, net->due->len - 1);
+
+  f->due_pos = -1;
+  if (last == f)
+    return;
+  due_set (net, i, last);
+  due_sift_up (net, i);
+  due_sift_down (net, (guint) last->due_pos);
+}
+
+/* Appends to net->finished every flow in the due subtree at `i` whose event
+ * lies at or before `limit` (s), `except` excluded. */
+static void
+due_collect (NetNetwork *net, guint i, double limit, NetFlow *except)
+{
+  NetFlow *f;
+
+  if (i >= net->due->len)
+    return;
+  f = net->due->pdata[i];
+  if (f->t_end > limit)
+    return;
+  if (f != except)
+    g_ptr_array_add (net->finished, f);
+  due_collect (net, 2 * i + 1, limit, except);
+  due_collect (net, 2 * i + 2, limit, except);
 }
 
 /* Puts `f` in the sharing set and in the flow list of every link it crosses.
- * Its rate stays 0 until the next sharing_recompute(). */
+ * Its rate stays 0 until the next sharing_update(). */
 static void
 sharing_join (NetNetwork *net, NetFlow *f)
 {
   f->share_pos = (gint) net->sharing->len;
+  f->rate = 0;
+  f->updated = eng_sim_now (net->sim);
   g_ptr_array_add (net->sharing, f);
   for (int i = 0; i < f->n_hops; i++)
     {
@@ -433,8 +661,9 @@ sharing_join (NetNetwork *net, NetFlow *f)
     }
 }
 
-/* Removes `f` from the sharing set and from its links' flow lists, in O(route
- * length): the last element of each list takes its place. */
+/* Removes `f` from the sharing set, the due heap and its links' flow lists,
+ * in O(route length + log sharing): the last element of each list takes its
+ * place. */
 static void
 sharing_leave (NetNetwork *net, NetFlow *f)
 {
@@ -446,6 +675,8 @@ sharing_leave (NetNetwork *net, NetFlow *f)
       = f->share_pos;
   f->share_pos = -1;
   f->rate = 0;
+  if (f->due_pos >= 0)
+    due_remove (net, f);
 
   for (int i = 0; i < f->n_hops; i++)
     {
@@ -477,49 +708,124 @@ sharing_leave (NetNetwork *net, NetFlow *f)
     }
 }
 
-static void on_flow_complete (EngSim *sim, gpointer ctx, gpointer data);
-
-/* Gives every sharing flow its max-min fair rate by progressive filling, then
- * reschedules the completion of each flow whose rate changed.  The remaining
- * bytes must be current (sharing_advance() at this instant).
- *
- * Progressive filling: while some flow is unfrozen, find the link with the
- * smallest fair share (capacity left / unfrozen flows crossing it), give that
- * share to each of its unfrozen flows, freeze them and subtract the share
- * from every link they cross.  Cost: O(active links) per round, at most one
- * round per active link, plus O(route length) per flow. */
+/* Starts collecting a component: empties the scratch lists and takes a new
+ * stamp, so that marks left by earlier walks no longer count. */
 static void
-sharing_recompute (NetNetwork *net)
+component_begin (NetNetwork *net)
 {
-  double now = eng_sim_now (net->sim);
-  guint n_unfrozen = net->sharing->len;
+  net->epoch++;
+  g_array_set_size (net->comp_links, 0);
+  g_ptr_array_set_size (net->comp_flows, 0);
+}
 
-  for (guint i = 0; i < net->active_links->len; i++)
+/* Seeds the component with the links `f` crosses that still carry flows
+ * (f itself may have left them). */
+static void
+component_seed (NetNetwork *net, const NetFlow *f)
+{
+  for (int i = 0; i < f->n_hops; i++)
     {
-      NetLink *l = link_at (net, g_array_index (net->active_links, int, i));
+      NetLink *l = link_at (net, f->hops[i].link);
+
+      if (l->mark != net->epoch && l->flows != NULL && l->flows->len > 0)
+        {
+          l->mark = net->epoch;
+          g_array_append_val (net->comp_links, f->hops[i].link);
+        }
+    }
+}
+
+/* Completes the component from its seed links: every flow on a collected
+ * link and every link of a collected flow, until closed.  In full-recompute
+ * mode, takes every active link and sharing flow instead. */
+static void
+component_close (NetNetwork *net)
+{
+  if (net->full_recompute)
+    {
+      g_array_set_size (net->comp_links, 0);
+      g_array_append_vals (net->comp_links, net->active_links->data,
+                           net->active_links->len);
+      g_ptr_array_set_size (net->comp_flows, 0);
+      for (guint i = 0; i < net->sharing->len; i++)
+        g_ptr_array_add (net->comp_flows, net->sharing->pdata[i]);
+      return;
+    }
+  for (guint k = 0; k < net->comp_links->len; k++)
+    {
+      NetLink *l = link_at (net, g_array_index (net->comp_links, int, k));
+
+      for (guint j = 0; j < l->flows->len; j++)
+        {
+          NetFlow *f = g_ptr_array_index (l->flows, j);
+
+          if (f->mark == net->epoch)
+            continue;
+          f->mark = net->epoch;
+          g_ptr_array_add (net->comp_flows, f);
+          for (int i = 0; i < f->n_hops; i++)
+            {
+              NetLink *m = link_at (net, f->hops[i].link);
+
+              if (m->mark != net->epoch)
+                {
+                  m->mark = net->epoch;
+                  g_array_append_val (net->comp_links, f->hops[i].link);
+                }
+            }
+        }
+    }
+}
+
+/* Progressive filling over a closed set of flows (`flows`) and the links
+ * they cross (`links`, reordered: used as scratch): sets each flow's
+ * new_rate to its max-min fair share, touching nothing else.
+ *
+ * While some flow is unfrozen, find the link with the smallest fair share
+ * (capacity left / unfrozen flows crossing it), give that share to each of
+ * its unfrozen flows, freeze them and subtract the share from every link
+ * they cross.  Links left with no unfrozen flow are dropped from the scan.
+ * Cost: O(links) per round, at most one round per link, plus O(route length)
+ * per flow. */
+static void
+progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
+{
+  guint n_unfrozen = flows->len;
+  int *ids = (int *) links->data;
+  guint n_links = links->len;
+
+  for (guint i = 0; i < n_links; i++)
+    {
+      NetLink *l = link_at (net, ids[i]);
       l->cap_left = l->bandwidth;
       l->n_unfrozen = l->flows->len;
     }
-  for (guint i = 0; i < net->sharing->len; i++)
-    ((NetFlow *) g_ptr_array_index (net->sharing, i))->frozen = FALSE;
+  for (guint i = 0; i < flows->len; i++)
+    ((NetFlow *) g_ptr_array_index (flows, i))->frozen = FALSE;
 
   while (n_unfrozen > 0)
     {
       NetLink *bottleneck = NULL;
       double share = INFINITY;   /* bytes/s */
+      guint kept = 0;
 
-      for (guint i = 0; i < net->active_links->len; i++)
+      for (guint i = 0; i < n_links; i++)
         {
-          NetLink *l = link_at (net, g_array_index (net->active_links, int, i));
-          if (l->n_unfrozen > 0 && l->cap_left / l->n_unfrozen < share)
+          NetLink *l = link_at (net, ids[i]);
+
+          if (l->n_unfrozen == 0)
+            continue;
+          ids[kept++] = ids[i];
+          if (l->cap_left / l->n_unfrozen < share)
             {
               share = l->cap_left / l->n_unfrozen;
               bottleneck = l;
             }
         }
-      /* Every unfrozen flow crosses an active link with unfrozen flows, and
-       * each link keeps at least (its unfrozen flows) * (the smallest share)
-       * of capacity, so the share is positive up to rounding. */
+      n_links = kept;
+      /* Every unfrozen flow crosses a link with unfrozen flows, and each
+       * link keeps at least (its unfrozen flows) * (the smallest share) of
+       * capacity, so the share is positive up to rounding. */
       g_assert (bottleneck != NULL);
       g_assert (share > 0);
 
@@ -540,22 +846,78 @@ sharing_recompute (NetNetwork *net)
             }
         }
     }
+}
 
-  for (guint i = 0; i < net->sharing->len; i++)
+static void on_flow_complete (EngSim *sim, gpointer ctx, gpointer data);
+
+/* Re-shares the collected component (component_close() done): brings its
+ * flows' remaining bytes up to now, gives them their max-min rates, and
+ * moves the completion event of each flow whose rate changed (or that has
+ * none yet) to now + remaining / rate.  The engine has no move, so a moved
+ * event is cancelled and scheduled again; flows whose rate is unchanged keep
+ * their event. */
+static void
+sharing_update (NetNetwork *net)
+{
+  double now = eng_sim_now (net->sim);
+  GPtrArray *flows = net->comp_flows;
+
+  if (flows->len == 0)
+    return;
+  for (guint i = 0; i < flows->len; i++)
+    flow_advance (g_ptr_array_index (flows, i), now);
+  progressive_fill (net, net->comp_links, flows);
+
+  for (guint i = 0; i < flows->len; i++)
     {
-      NetFlow *f = g_ptr_array_index (net->sharing, i);
+      NetFlow *f = g_ptr_array_index (flows, i);
 
       if (f->new_rate == f->rate && f->event != 0)
         continue;
       f->rate = f->new_rate;
+      f->window = NET_DONE_FRACTION * f->bytes / f->rate;
+      net->window_bound = MAX (net->window_bound, f->window);
+      f->t_end = now + f->remaining / f->rate;
       if (f->event != 0)
         eng_cancel (net->sim, f->event);
-      f->event = eng_schedule_at (net->sim, now + f->remaining / f->rate,
-                                  on_flow_complete, net, f);
+      f->event = eng_schedule_at (net->sim, f->t_end, on_flow_complete,
+                                  net, f);
+      net->reschedules++;
+      due_update (net, f);
     }
 }
 
 /* --- Flow life cycle ----------------------------------------------------- */
+
+/* A zeroed flow with room for n_hops hops, from the free list when one of
+ * that size is there. */
+static NetFlow *
+flow_alloc (NetNetwork *net, int n_hops)
+{
+  gsize size = sizeof (NetFlow) + sizeof (NetHop) * n_hops;
+  NetFlow *f;
+
+  if (n_hops >= NET_POOL_HOPS || net->pool[n_hops] == NULL)
+    return g_malloc0 (size);
+  f = net->pool[n_hops];
+  net->pool[n_hops] = (NetFlow *) f->net;
+  memset (f, 0, size);
+  return f;
+}
+
+/* Gives a finished flow back: kept on its size's free list, linked through
+ * its `net` field, or freed when its route is long. */
+static void
+flow_release (NetNetwork *net, NetFlow *f)
+{
+  if (f->n_hops >= NET_POOL_HOPS)
+    {
+      g_free (f);
+      return;
+    }
+  f->net = (NetNetwork *) net->pool[f->n_hops];
+  net->pool[f->n_hops] = f;
+}
 
 /* Reports a finished flow (already out of the sharing set, no event pending):
  * frees it, then calls its NetDone and the observer. */
@@ -579,7 +941,7 @@ flow_finish (NetNetwork *net, NetFlow *f)
   if (f->live_pos < net->live->len)
     ((NetFlow *) g_ptr_array_index (net->live, f->live_pos))->live_pos
       = f->live_pos;
-  g_free (f);
+  flow_release (net, f);
 
   if (done != NULL)
     done (net->sim, ctx, data, &t);
@@ -598,7 +960,8 @@ on_flow_finish_unshared (EngSim *sim, gpointer ctx, gpointer data)
   flow_finish (ctx, f);
 }
 
-/* Event: a flow's latency is over; it enters its bandwidth phase. */
+/* Event: a flow's latency is over; it enters its bandwidth phase and its
+ * component is re-shared. */
 static void
 on_latency_over (EngSim *sim, gpointer ctx, gpointer data)
 {
@@ -611,9 +974,11 @@ on_latency_over (EngSim *sim, gpointer ctx, gpointer data)
       flow_finish (net, f);
       return;
     }
-  sharing_advance (net);
   sharing_join (net, f);
-  sharing_recompute (net);
+  component_begin (net);
+  component_seed (net, f);
+  component_close (net);
+  sharing_update (net);
 }
 
 static gint
@@ -626,26 +991,58 @@ flow_seq_cmp (gconstpointer a, gconstpointer b)
 }
 
 /* Event: a sharing flow has sent its last byte.  Every sharing flow done at
- * this instant leaves with it, the others are re-shared, then the finished
- * ones are reported in creation order. */
+ * this instant (at most NET_DONE_FRACTION of its bytes left) leaves with it,
+ * wherever it is in the network; the components they leave are re-shared,
+ * then the finished flows are reported in creation order.
+ *
+ * The candidates are found in the due heap: a flow with r bytes left at rate
+ * x has its event r / x after now, so every flow done now has its event
+ * within its window (NET_DONE_FRACTION * bytes / rate) of now, and
+ * net->window_bound bounds every window: the walk visits only the flows
+ * whose events lie within that bound (plus a margin for rounding), then
+ * checks each exactly.  The bound only grows as rates are set, and is made
+ * exact again once per (number of sharing flows) completions, so keeping it
+ * costs O(1) amortized. */
 static void
 on_flow_complete (EngSim *sim, gpointer ctx, gpointer data)
 {
   NetNetwork *net = ctx;
   NetFlow *f = data;
-  g_autoptr (GPtrArray) finished = g_ptr_array_new ();
+  GPtrArray *finished = net->finished;
+  double now = eng_sim_now (sim);
+  guint kept;
 
+  g_assert (!net->completing);
   f->event = 0;
-  sharing_advance (net);
-  f->remaining = 0;
 
-  for (guint i = 0; i < net->sharing->len; i++)
+  if (++net->window_age >= net->sharing->len)
     {
-      NetFlow *g = g_ptr_array_index (net->sharing, i);
-      if (g->remaining <= NET_DONE_FRACTION * g->bytes)
-        g_ptr_array_add (finished, g);
+      net->window_bound = 0;
+      for (guint i = 0; i < net->sharing->len; i++)
+        {
+          NetFlow *g = g_ptr_array_index (net->sharing, i);
+          if (g->due_pos >= 0)
+            net->window_bound = MAX (net->window_bound, g->window);
+        }
+      net->window_age = 0;
     }
+
+  g_ptr_array_set_size (finished, 0);
+  g_ptr_array_add (finished, f);
+  due_collect (net, 0, now + net->window_bound * (1 + 1e-6)
+                       + 8 * DBL_EPSILON * fabs (now), f);
+  kept = 1;
+  for (guint i = 1; i < finished->len; i++)
+    {
+      NetFlow *g = g_ptr_array_index (finished, i);
+
+      flow_advance (g, now);
+      if (g->remaining <= NET_DONE_FRACTION * g->bytes)
+        finished->pdata[kept++] = g;
+    }
+  g_ptr_array_set_size (finished, kept);
   g_ptr_array_sort (finished, flow_seq_cmp);
+
   for (guint i = 0; i < finished->len; i++)
     {
       NetFlow *g = g_ptr_array_index (finished, i);
@@ -656,12 +1053,21 @@ on_flow_complete (EngSim *sim, gpointer ctx, gpointer data)
           g->event = 0;
         }
       g->remaining = 0;
+      g->updated = now;
       sharing_leave (net, g);
     }
-  sharing_recompute (net);
+  component_begin (net);
+  for (guint i = 0; i < finished->len; i++)
+    component_seed (net, g_ptr_array_index (finished, i));
+  component_close (net);
+  sharing_update (net);
 
+  /* The callbacks may start transfers but never fire events, so the list is
+   * not touched before the loop ends. */
+  net->completing = TRUE;
   for (guint i = 0; i < finished->len; i++)
     flow_finish (net, g_ptr_array_index (finished, i));
+  net->completing = FALSE;
 }
 
 /* Hands `bytes` (finite, >= 0) from host src to host dst to the network now;
@@ -686,7 +1092,7 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
       n_hops = (int) r->n_links;
     }
 
-  f = g_malloc0 (sizeof (NetFlow) + sizeof (NetHop) * n_hops);
+  f = flow_alloc (net, n_hops);
   f->net = net;
   f->seq = net->next_seq++;
   f->src = src;
@@ -699,6 +1105,7 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
   f->ctx = ctx;
   f->data = data;
   f->share_pos = -1;
+  f->due_pos = -1;
   f->n_hops = n_hops;
   for (int i = 0; i < n_hops; i++)
     f->hops[i].link = route_links (net, r)[i];
@@ -715,4 +1122,62 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
   else
     f->event = eng_schedule (net->sim, route_latency (net, r),
                              on_latency_over, net, f);
+}
+
+/* --- Test hooks (netmodel-private.h) ------------------------------------ */
+
+/* Switches between re-sharing the changed component (FALSE, the default) and
+ * re-sharing every sharing flow at every change (TRUE). */
+void
+net_network_set_full_recompute (NetNetwork *net, gboolean full)
+{
+  g_return_if_fail (net != NULL);
+  net->full_recompute = full;
+}
+
+/* Largest |full-filling rate - current rate| / current rate over the sharing
+ * flows; only scratch fields are written. */
+double
+net_network_rate_error (NetNetwork *net)
+{
+  double err = 0;
+
+  g_return_val_if_fail (net != NULL, NAN);
+  if (net->sharing->len == 0)
+    return 0;
+  g_array_set_size (net->comp_links, 0);
+  g_array_append_vals (net->comp_links, net->active_links->data,
+                       net->active_links->len);
+  g_ptr_array_set_size (net->comp_flows, 0);
+  for (guint i = 0; i < net->sharing->len; i++)
+    g_ptr_array_add (net->comp_flows, net->sharing->pdata[i]);
+  progressive_fill (net, net->comp_links, net->comp_flows);
+  for (guint i = 0; i < net->sharing->len; i++)
+    {
+      NetFlow *f = g_ptr_array_index (net->sharing, i);
+      err = MAX (err, fabs (f->new_rate - f->rate) / f->rate);
+    }
+  return err;
+}
+
+/* The pending event of the first live transfer tagged `tag`, or 0. */
+EngEventId
+net_network_flow_event (const NetNetwork *net, int tag)
+{
+  g_return_val_if_fail (net != NULL, 0);
+  for (guint i = 0; i < net->live->len; i++)
+    {
+      const NetFlow *f = g_ptr_array_index (net->live, i);
+      if (f->tag == tag)
+        return f->event;
+    }
+  return 0;
+}
+
+/* Number of completion events scheduled (each first schedule and move). */
+guint64
+net_network_reschedules (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, 0);
+  return net->reschedules;
 }

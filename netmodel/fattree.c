@@ -1,0 +1,269 @@
+/*
+ * fattree.c — the "fat-tree" topology: the k-ary fat-tree of M. Al-Fares,
+ * A. Loukissas and A. Vahdat, "A Scalable, Commodity Data Center Network
+ * Architecture", SIGCOMM 2008.
+ *
+ * k pods, each with k/2 edge and k/2 aggregation switches; (k/2)^2 core
+ * switches; k/2 hosts per edge switch, so k^3/4 hosts at most.  Hosts fill
+ * edges in host order (host h is on edge h / (k/2), in pod h / (k/2)^2), and
+ * only the edges and pods needed are built (every built pod has all k/2
+ * aggregation switches).  Cables, each two one-way links of `bandwidth`:
+ *   host  <-> its edge       "<host>.up", "<host>.down"      latency
+ *   edge e <-> agg a, pod p  "pod<p>.edge<e>.agg<a>.up/down" switch_latency
+ *   agg a, pod p <-> core c  "pod<p>.agg<a>.core<c>.up/down" switch_latency
+ * where core c = a * (k/2) + m, m = 0 .. k/2-1, is cabled to aggregation
+ * switch a of every pod ("up" always points towards the core).
+ *
+ * Routes, with h = fattree_hash (src, dst), agg a = h mod (k/2) and core
+ * port m = (h / (k/2)) mod (k/2):
+ *   same edge:   [src.up, dst.down]                                  2 links
+ *   same pod:    [src.up, edge->agg a, agg a->edge', dst.down]       4 links
+ *   other pods:  [src.up, edge->agg a, agg a->core c, core c->agg a',
+ *                 agg a'->edge', dst.down]                           6 links
+ * The hash is static and deterministic, so runs repeat exactly, while the
+ * equal-cost paths of different pairs spread over aggregation and core
+ * switches (ECMP-like, without its randomness).
+ */
+#include "netmodel/netmodel.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define FATTREE_MAX_K 1024 /* k^3/4 = 2^28 hosts: beyond any route table */
+
+/* The shape of a (partly built) fat-tree. */
+typedef struct {
+  int k;           /* arity, even >= 2 */
+  int half;        /* k / 2: hosts per edge, edges and aggs per pod */
+  int n_edges;     /* edge switches built: ceil (n_hosts / half) */
+  int n_pods;      /* pods built: ceil (n_edges / half) */
+  int n_cores;     /* core switches built: half^2 with >= 2 pods, else 0 */
+  double sw_lat;   /* s of every switch-to-switch link */
+} FatTreeShape;
+
+/* The static hash of a route: MurmurHash3's 32-bit finaliser of
+ * src * 0x9E3779B1 + dst (unsigned 32-bit arithmetic, host ids). */
+static guint32
+fattree_hash (int src, int dst)
+{
+  guint32 x = (guint32) src * 0x9E3779B1u + (guint32) dst;
+
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  x *= 0xC2B2AE35u;
+  x ^= x >> 16;
+  return x;
+}
+
+/* Hosts a k-ary fat-tree holds: k^3 / 4. */
+static gint64
+fattree_capacity (int k)
+{
+  return (gint64) k * k * k / 4;
+}
+
+/* TRUE when `name` is exactly what printf `format` (three %d) makes of some
+ * three integers: such a host name would collide with switch links. */
+static gboolean
+name_is_switch_link (const char *name, const char *format)
+{
+  int x, y, z;
+  g_autofree char *again = NULL;
+
+  if (sscanf (name, format, &x, &y, &z) != 3)
+    return FALSE;
+  again = g_strdup_printf (format, x, y, z);
+  return g_strcmp0 (again, name) == 0;
+}
+
+/* Checks `p` (with `net`, may be NULL) and works out the shape. */
+static gboolean
+fattree_resolve (const NetNetwork *net, const NetTopologyParams *p,
+                 FatTreeShape *s, GError **error)
+{
+  if (!net_topology_check_hosts ("fat-tree", net, p, error))
+    return FALSE;
+  if (p->fat_tree_k < 0 || p->fat_tree_k % 2 != 0
+      || p->fat_tree_k > FATTREE_MAX_K)
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "fat-tree topology: expected fat_tree_k even, from 2 to "
+                   "%d (or 0 to choose the smallest that fits), found %d",
+                   FATTREE_MAX_K, p->fat_tree_k);
+      return FALSE;
+    }
+  if (!(isfinite (p->switch_latency) && p->switch_latency >= 0))
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "fat-tree topology: expected switch_latency >= 0 s, "
+                   "found %g", p->switch_latency);
+      return FALSE;
+    }
+  s->k = p->fat_tree_k;
+  if (s->k == 0)
+    for (s->k = 2; fattree_capacity (s->k) < p->n_hosts; s->k += 2)
+      ;
+  if (fattree_capacity (s->k) < p->n_hosts)
+    {
+      int need = 2;
+
+      while (fattree_capacity (need) < p->n_hosts)
+        need += 2;
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "fat-tree topology: k = %d holds at most k^3/4 = %"
+                   G_GINT64_FORMAT " hosts, found %d; set fat_tree_k to %d "
+                   "or more (or 0 to choose it)", s->k,
+                   fattree_capacity (s->k), p->n_hosts, need);
+      return FALSE;
+    }
+  s->half = s->k / 2;
+  s->n_edges = (p->n_hosts + s->half - 1) / s->half;
+  s->n_pods = (s->n_edges + s->half - 1) / s->half;
+  s->n_cores = s->n_pods >= 2 ? s->half * s->half : 0;
+  s->sw_lat = p->switch_latency;
+  for (int h = 0; h < p->n_hosts; h++)
+    if (name_is_switch_link (p->names[h], "pod%d.edge%d.agg%d")
+        || name_is_switch_link (p->names[h], "pod%d.agg%d.core%d"))
+      {
+        g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                     "fat-tree topology: host name '%s' has the form of a "
+                     "switch link name (pod<p>.edge<e>.agg<a>, "
+                     "pod<p>.agg<a>.core<c>); rename the host",
+                     p->names[h]);
+        return FALSE;
+      }
+  return TRUE;
+}
+
+/* Adds the pair of one-way links "<prefix>.up" and "<prefix>.down". */
+static void
+add_cable (NetNetwork *net, const char *prefix, double bandwidth,
+           double latency, int *up, int *down)
+{
+  g_autofree char *up_name = g_strdup_printf ("%s.up", prefix);
+  g_autofree char *down_name = g_strdup_printf ("%s.down", prefix);
+
+  *up = net_network_add_named_link (net, up_name, bandwidth, latency);
+  *down = net_network_add_named_link (net, down_name, bandwidth, latency);
+}
+
+static gboolean
+fattree_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
+{
+  FatTreeShape s;
+  g_autofree int *host = NULL;    /* (n_hosts) host ids */
+  g_autofree int *up = NULL;      /* (n_hosts) host -> edge */
+  g_autofree int *down = NULL;    /* (n_hosts) edge -> host */
+  g_autofree int *ea_up = NULL;   /* (n_edges, half) edge -> agg a */
+  g_autofree int *ea_down = NULL; /* (n_edges, half) agg a -> edge */
+  g_autofree int *ac_up = NULL;   /* (n_pods, half, half) agg a -> core */
+  g_autofree int *ac_down = NULL; /* (n_pods, half, half) core -> agg a */
+
+  g_return_val_if_fail (net != NULL, FALSE);
+  g_return_val_if_fail (p != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!fattree_resolve (net, p, &s, error))
+    return FALSE;
+
+  host = g_new (int, p->n_hosts);
+  up = g_new (int, p->n_hosts);
+  down = g_new (int, p->n_hosts);
+  for (int h = 0; h < p->n_hosts; h++)
+    {
+      host[h] = net_network_add_host (net, p->names[h]);
+      add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
+    }
+  ea_up = g_new (int, (gsize) s.n_edges * s.half);
+  ea_down = g_new (int, (gsize) s.n_edges * s.half);
+  for (int e = 0; e < s.n_edges; e++)
+    for (int a = 0; a < s.half; a++)
+      {
+        g_autofree char *prefix = g_strdup_printf ("pod%d.edge%d.agg%d",
+                                                   e / s.half, e % s.half, a);
+        add_cable (net, prefix, p->bandwidth, s.sw_lat,
+                   &ea_up[e * s.half + a], &ea_down[e * s.half + a]);
+      }
+  if (s.n_cores > 0)
+    {
+      ac_up = g_new (int, (gsize) s.n_pods * s.half * s.half);
+      ac_down = g_new (int, (gsize) s.n_pods * s.half * s.half);
+      for (int pod = 0; pod < s.n_pods; pod++)
+        for (int a = 0; a < s.half; a++)
+          for (int m = 0; m < s.half; m++)
+            {
+              int i = (pod * s.half + a) * s.half + m;
+              g_autofree char *prefix
+                = g_strdup_printf ("pod%d.agg%d.core%d", pod, a,
+                                   a * s.half + m);
+              add_cable (net, prefix, p->bandwidth, s.sw_lat,
+                         &ac_up[i], &ac_down[i]);
+            }
+    }
+
+  for (int src = 0; src < p->n_hosts; src++)
+    for (int dst = 0; dst < p->n_hosts; dst++)
+      {
+        int es = src / s.half, ed = dst / s.half;  /* global edge index */
+        int ps = es / s.half, pd = ed / s.half;    /* pod */
+        guint32 h = fattree_hash (src, dst);
+        int a = h % s.half, m = (h / s.half) % s.half;
+        int route[6], n = 0;
+
+        if (src == dst)
+          continue;
+        route[n++] = up[src];
+        if (es != ed)
+          {
+            route[n++] = ea_up[es * s.half + a];
+            if (ps != pd)
+              {
+                route[n++] = ac_up[(ps * s.half + a) * s.half + m];
+                route[n++] = ac_down[(pd * s.half + a) * s.half + m];
+              }
+            route[n++] = ea_down[ed * s.half + a];
+          }
+        route[n++] = down[dst];
+        net_network_set_route (net, host[src], host[dst], route, n);
+      }
+  return TRUE;
+}
+
+/* One paragraph on the fat-tree `p` describes; NULL when invalid.  Every
+ * switch has as many links up as down, so the tree is rearrangeably
+ * non-blocking: bisection bandwidth floor(n/2) * bandwidth. */
+static char *
+fattree_summary (const NetTopologyParams *p)
+{
+  FatTreeShape s;
+  int n_links;
+
+  if (!fattree_resolve (NULL, p, &s, NULL))
+    return NULL;
+  n_links = 2 * p->n_hosts + 2 * s.n_edges * s.half
+            + (s.n_cores > 0 ? 2 * s.n_pods * s.half * s.half : 0);
+  return g_strdup_printf (
+    "fat-tree: k = %d (up to %" G_GINT64_FORMAT " hosts), %d hosts on %d "
+    "edge switches in %d pod%s, %d switches (%d edge, %d aggregation, %d "
+    "core), %d one-way links of %.4g Gbit/s (host links %.4g us, switch "
+    "links %.4g us); a transfer crosses 2 links under one edge switch, 4 "
+    "within a pod, 6 across pods, on an aggregation and core switch chosen by "
+    "a static hash of (src, dst); bisection bandwidth %.4g Gbit/s. Shared: "
+    "flows leaving a host share its uplink, flows into a host its downlink; "
+    "flows hashed onto the same switch link share it.",
+    s.k, fattree_capacity (s.k), p->n_hosts, s.n_edges, s.n_pods,
+    s.n_pods == 1 ? "" : "s", s.n_edges + s.n_pods * s.half + s.n_cores,
+    s.n_edges, s.n_pods * s.half, s.n_cores, n_links,
+    p->bandwidth * 8 / 1e9, p->latency * 1e6, s.sw_lat * 1e6,
+    (p->n_hosts / 2) * p->bandwidth * 8 / 1e9);
+}
+
+const NetTopology net_topology_fat_tree = {
+  .name = "fat-tree",
+  .description = "A k-ary fat-tree (Al-Fares et al., SIGCOMM 2008) of edge, "
+                 "aggregation and core switches, all links of one bandwidth, "
+                 "equal-cost paths chosen by a static hash of (src, dst).",
+  .build = fattree_build,
+  .summary = fattree_summary,
+};

@@ -1,0 +1,36 @@
+/*
+ * netmodel-private.h — netmodel hooks for dtsim's own tests and benchmarks,
+ * not for simulation code.
+ *
+ * The network re-shares only the component of a changed flow (see
+ * network.c).  These hooks let a test switch back to re-sharing every flow
+ * at every change, compare the incremental rates with a full progressive
+ * filling, and watch a flow's completion event.
+ */
+#ifndef DTSIM_NETMODEL_PRIVATE_H
+#define DTSIM_NETMODEL_PRIVATE_H
+
+#include "netmodel/netmodel.h"
+
+G_BEGIN_DECLS
+
+/* With `full` set, every change of the sharing set re-shares every sharing
+ * flow over every active link (the reference algorithm) instead of the
+ * changed flows' component.  Rates are the same up to rounding. */
+void net_network_set_full_recompute (NetNetwork *net, gboolean full);
+
+/* Runs a full progressive filling over all sharing flows, changing nothing,
+ * and returns the largest relative difference between its rates and the
+ * rates the flows have now (0 when no flow is sharing). */
+double net_network_rate_error (NetNetwork *net);
+
+/* The pending event (latency or completion) of the first unfinished transfer
+ * with tag `tag`, or 0 when there is no such transfer or event. */
+EngEventId net_network_flow_event (const NetNetwork *net, int tag);
+
+/* Completion events scheduled so far (first schedules and moves). */
+guint64 net_network_reschedules (const NetNetwork *net);
+
+G_END_DECLS
+
+#endif /* DTSIM_NETMODEL_PRIVATE_H */

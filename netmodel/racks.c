@@ -1,0 +1,194 @@
+/*
+ * racks.c — the "racks" topology: hosts in racks under top-of-rack switches,
+ * the racks joined by one non-blocking core switch.
+ *
+ * Hosts fill racks of `rack_size` in host order (the last rack may hold
+ * fewer).  Every host has a full-duplex cable to its rack's top-of-rack (ToR)
+ * switch: "<host>.up" (host -> ToR) and "<host>.down" (ToR -> host), each of
+ * `bandwidth` and `latency`.  Every ToR has a full-duplex cable to the core:
+ * "rack<r>.up" (ToR -> core) and "rack<r>.down" (core -> ToR), each of
+ * U = rack_size * bandwidth / oversubscription bytes/s and `switch_latency`.
+ * With oversubscription 1 a full rack can send at line rate out of the rack;
+ * with 4, only a quarter of it can.  Switches add nothing beyond their links.
+ *
+ * Routes: same rack, [a.up, b.down] (the rack's cable to the core is never
+ * touched); across racks, [a.up, rack(a).up, rack(b).down, b.down].  Shared:
+ * what a star shares, plus every flow leaving a rack shares its uplink and
+ * every flow entering a rack its downlink.
+ */
+#include "netmodel/netmodel.h"
+
+#include <math.h>
+
+#define RACKS_DEFAULT_SIZE 8 /* hosts per rack when rack_size is 0 */
+
+/* The parameters of a racks network, defaults resolved. */
+typedef struct {
+  int size;        /* hosts per rack */
+  int n_racks;     /* ceil (n_hosts / size) */
+  double over;     /* oversubscription ratio, >= 1 */
+  double uplink;   /* bytes/s of each rack link, each direction */
+  double sw_lat;   /* s of each rack link */
+} RacksShape;
+
+/* Checks `p` (with `net`, may be NULL) and resolves its defaults. */
+static gboolean
+racks_resolve (const NetNetwork *net, const NetTopologyParams *p,
+               RacksShape *shape, GError **error)
+{
+  if (!net_topology_check_hosts ("racks", net, p, error))
+    return FALSE;
+  if (p->rack_size < 0)
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "racks topology: expected rack_size >= 1 hosts per rack "
+                   "(or 0 for %d), found %d", RACKS_DEFAULT_SIZE,
+                   p->rack_size);
+      return FALSE;
+    }
+  if (!(isfinite (p->oversubscription)
+        && (p->oversubscription == 0 || p->oversubscription >= 1)))
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "racks topology: expected oversubscription >= 1 "
+                   "(1 = non-blocking, or 0 for 1), found %g",
+                   p->oversubscription);
+      return FALSE;
+    }
+  if (!(isfinite (p->switch_latency) && p->switch_latency >= 0))
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "racks topology: expected switch_latency >= 0 s, found %g",
+                   p->switch_latency);
+      return FALSE;
+    }
+  shape->size = p->rack_size > 0 ? p->rack_size : RACKS_DEFAULT_SIZE;
+  shape->n_racks = (p->n_hosts + shape->size - 1) / shape->size;
+  shape->over = p->oversubscription > 0 ? p->oversubscription : 1;
+  shape->uplink = shape->size * p->bandwidth / shape->over;
+  shape->sw_lat = p->switch_latency;
+  /* A host named rack<r> would give its links the names of rack r's. */
+  for (int r = 0; r < shape->n_racks; r++)
+    for (int h = 0; h < p->n_hosts; h++)
+      if (g_str_has_prefix (p->names[h], "rack"))
+        {
+          g_autofree char *rack = g_strdup_printf ("rack%d", r);
+
+          if (g_strcmp0 (p->names[h], rack) == 0)
+            {
+              g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                           "racks topology: host name '%s' is taken by the "
+                           "links of rack %d (%s.up, %s.down); rename the "
+                           "host", rack, r, rack, rack);
+              return FALSE;
+            }
+        }
+  return TRUE;
+}
+
+static gboolean
+racks_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
+{
+  RacksShape s;
+  g_autofree int *host = NULL;       /* (n_hosts) host ids */
+  g_autofree int *up = NULL;         /* (n_hosts) host -> ToR link ids */
+  g_autofree int *down = NULL;       /* (n_hosts) ToR -> host link ids */
+  g_autofree int *rack_up = NULL;    /* (n_racks) ToR -> core link ids */
+  g_autofree int *rack_down = NULL;  /* (n_racks) core -> ToR link ids */
+
+  g_return_val_if_fail (net != NULL, FALSE);
+  g_return_val_if_fail (p != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!racks_resolve (net, p, &s, error))
+    return FALSE;
+
+  host = g_new (int, p->n_hosts);
+  up = g_new (int, p->n_hosts);
+  down = g_new (int, p->n_hosts);
+  for (int h = 0; h < p->n_hosts; h++)
+    {
+      g_autofree char *up_name = g_strdup_printf ("%s.up", p->names[h]);
+      g_autofree char *down_name = g_strdup_printf ("%s.down", p->names[h]);
+
+      host[h] = net_network_add_host (net, p->names[h]);
+      up[h] = net_network_add_named_link (net, up_name, p->bandwidth,
+                                          p->latency);
+      down[h] = net_network_add_named_link (net, down_name, p->bandwidth,
+                                            p->latency);
+    }
+  rack_up = g_new (int, s.n_racks);
+  rack_down = g_new (int, s.n_racks);
+  for (int r = 0; r < s.n_racks; r++)
+    {
+      g_autofree char *up_name = g_strdup_printf ("rack%d.up", r);
+      g_autofree char *down_name = g_strdup_printf ("rack%d.down", r);
+
+      rack_up[r] = net_network_add_named_link (net, up_name, s.uplink,
+                                               s.sw_lat);
+      rack_down[r] = net_network_add_named_link (net, down_name, s.uplink,
+                                                 s.sw_lat);
+    }
+
+  for (int a = 0; a < p->n_hosts; a++)
+    for (int b = 0; b < p->n_hosts; b++)
+      {
+        int ra = a / s.size, rb = b / s.size;
+
+        if (a == b)
+          continue;
+        if (ra == rb)
+          {
+            int route[2] = { up[a], down[b] };
+            net_network_set_route (net, host[a], host[b], route, 2);
+          }
+        else
+          {
+            int route[4] = { up[a], rack_up[ra], rack_down[rb], down[b] };
+            net_network_set_route (net, host[a], host[b], route, 4);
+          }
+      }
+  return TRUE;
+}
+
+/* One paragraph on the racks network `p` describes; NULL when invalid.
+ * Bisection bandwidth: with two racks or more, what the first half of the
+ * racks can send to the other half, floor(R/2) * U (U <= rack_size *
+ * bandwidth, so the rack links are the cut); in one rack, a star's. */
+static char *
+racks_summary (const NetTopologyParams *p)
+{
+  RacksShape s;
+  double bisection;   /* bytes/s */
+  int last;           /* hosts in the last rack */
+
+  if (!racks_resolve (NULL, p, &s, NULL))
+    return NULL;
+  last = p->n_hosts - (s.n_racks - 1) * s.size;
+  bisection = s.n_racks >= 2 ? (s.n_racks / 2) * s.uplink
+                             : (p->n_hosts / 2) * p->bandwidth;
+  return g_strdup_printf (
+    "racks: %d hosts in %d rack%s of %d (the last holds %d), %d switches "
+    "(%d top-of-rack + 1 non-blocking core), %d one-way links: host links "
+    "(<host>.up, <host>.down) of %.4g Gbit/s and %.4g us, rack links "
+    "(rack<r>.up, rack<r>.down) of %.4g Gbit/s and %.4g us (oversubscription "
+    "%g:1); same-rack transfers cross 2 links, cross-rack ones 4; bisection "
+    "bandwidth %.4g Gbit/s. Shared: flows leaving a host share its uplink, "
+    "flows into a host its downlink, flows leaving a rack the rack's uplink "
+    "and flows entering a rack its downlink; same-rack flows never touch the "
+    "rack links.",
+    p->n_hosts, s.n_racks, s.n_racks == 1 ? "" : "s", s.size, last,
+    s.n_racks + 1, s.n_racks, 2 * p->n_hosts + 2 * s.n_racks,
+    p->bandwidth * 8 / 1e9, p->latency * 1e6, s.uplink * 8 / 1e9,
+    s.sw_lat * 1e6, s.over, bisection * 8 / 1e9);
+}
+
+const NetTopology net_topology_racks = {
+  .name = "racks",
+  .description = "Hosts in racks of rack_size under top-of-rack switches, "
+                 "each rack cabled to one non-blocking core by an uplink "
+                 "and a downlink of rack_size * bandwidth / "
+                 "oversubscription.",
+  .build = racks_build,
+  .summary = racks_summary,
+};

@@ -1,0 +1,740 @@
+/*
+ * test-topology.c — tests of the topologies (netmodel/racks.c, fattree.c,
+ * ring.c, nodes.c, star.c) and of named links.
+ *
+ * Expected times are closed forms written as formulas: B is a host link's
+ * bandwidth, l its latency, sl a switch-to-switch link's latency, b a
+ * transfer's size, L a route's latency.  Times are compared to 1e-9
+ * relative.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "netmodel/netmodel.h"
+
+#define B     1.25e9  /* bytes/s (10 Gb/s), host links */
+#define LAT   5e-6    /* s, host links */
+#define SLAT  1e-6    /* s, switch-to-switch links */
+#define MSG   1e6     /* bytes */
+#define MAX_TAGS 64
+
+/* Asserts that time `got` equals `want` to 1e-9 relative (exactly at 0). */
+#define assert_time(got, want) \
+  g_assert_cmpfloat_with_epsilon ((got), (want), \
+                                  1e-9 * fabs ((double) (want)) + 1e-300)
+
+/* A network built by one topology on its own engine, hosts h0, h1, ... */
+typedef struct {
+  EngSim *sim;
+  NetNetwork *net;
+  GPtrArray *names;     /* char*, owned */
+  double end[MAX_TAGS]; /* s, end time by tag; -1 until done */
+  int n_done;
+} Fixture;
+
+static GPtrArray *
+host_names (int n)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+
+  for (int h = 0; h < n; h++)
+    g_ptr_array_add (names, g_strdup_printf ("h%d", h));
+  return names;
+}
+
+/* Params with hosts h0 .. h<n-1>, bandwidth B, latency LAT, rest default. */
+static NetTopologyParams
+params (GPtrArray *names)
+{
+  NetTopologyParams p = { 0 };
+
+  p.n_hosts = (int) names->len;
+  p.names = (const char *const *) names->pdata;
+  p.bandwidth = B;
+  p.latency = LAT;
+  return p;
+}
+
+/* Builds `topology` with `p` (whose names are taken from fx->names). */
+static void
+fixture_init (Fixture *fx, const char *topology, NetTopologyParams p)
+{
+  g_autoptr (GError) error = NULL;
+  const NetTopology *t = net_topology_lookup (topology);
+
+  g_assert_nonnull (t);
+  fx->sim = eng_sim_new ();
+  fx->net = net_network_new (fx->sim, NET_CONTENTION_MAXMIN);
+  for (int i = 0; i < MAX_TAGS; i++)
+    fx->end[i] = -1;
+  fx->n_done = 0;
+  g_assert_true (t->build (fx->net, &p, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (net_network_n_hosts (fx->net), ==, p.n_hosts);
+}
+
+static void
+fixture_clear (Fixture *fx)
+{
+  net_network_free (fx->net);
+  eng_sim_free (fx->sim);
+  g_ptr_array_unref (fx->names);
+}
+
+static void
+record_done (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+{
+  Fixture *fx = ctx;
+
+  g_assert_cmpint (t->tag, >=, 0);
+  g_assert_cmpint (t->tag, <, MAX_TAGS);
+  g_assert_cmpfloat (fx->end[t->tag], ==, -1);
+  fx->end[t->tag] = t->end;
+  fx->n_done++;
+}
+
+static void
+send (Fixture *fx, int src, int dst, double bytes, int tag)
+{
+  net_send (fx->net, src, dst, bytes, tag, record_done, fx, NULL);
+}
+
+static int
+link_id (const NetNetwork *net, const char *name)
+{
+  int id = net_network_link_id (net, name);
+
+  if (id < 0)
+    g_error ("no link named %s", name);
+  return id;
+}
+
+/* Asserts that the route src -> dst is exactly the links named in `names`
+ * (NULL-terminated). */
+static void
+assert_route (const NetNetwork *net, int src, int dst,
+              const char *const *names)
+{
+  int n;
+  const int *links = net_network_route_links (net, src, dst, &n);
+
+  g_assert_nonnull (links);
+  g_assert_cmpint (n, ==, (int) g_strv_length ((char **) names));
+  for (int i = 0; i < n; i++)
+    g_assert_cmpstr (net_network_link_name (net, links[i]), ==, names[i]);
+}
+
+/* --- racks --------------------------------------------------------------- */
+
+/* Two racks of 8 with oversubscription 8, so a rack's uplink U = 8 B / 8 = B.
+ * N flows from hosts 0..N-1 (rack 0) to hosts 8..8+N-1 (rack 1) share
+ * rack0.up and rack1.down, each getting U / N < B: they end at
+ * 2 l + 2 sl + b / (U / N).  Same-rack flows 7 -> 6 and 15 -> 14 run at B
+ * alongside: 2 l + b / B. */
+static void
+test_racks_uplink_shared (void)
+{
+  for (int n = 1; n <= 4; n++)
+    {
+      Fixture fx;
+      NetTopologyParams p;
+      double uplink = 8 * B / 8.0;  /* bytes/s */
+
+      fx.names = host_names (16);
+      p = params (fx.names);
+      p.rack_size = 8;
+      p.oversubscription = 8;
+      p.switch_latency = SLAT;
+      fixture_init (&fx, "racks", p);
+      assert_time (net_network_link_bandwidth (fx.net,
+                                               link_id (fx.net, "rack0.up")),
+                   uplink);
+      for (int i = 0; i < n; i++)
+        send (&fx, i, 8 + i, MSG, i);
+      send (&fx, 7, 6, MSG, 10);
+      send (&fx, 15, 14, MSG, 11);
+      eng_run (fx.sim, INFINITY);
+      g_assert_cmpint (fx.n_done, ==, n + 2);
+      for (int i = 0; i < n; i++)
+        assert_time (fx.end[i], 2 * LAT + 2 * SLAT + MSG / (uplink / n));
+      assert_time (fx.end[10], 2 * LAT + MSG / B);
+      assert_time (fx.end[11], 2 * LAT + MSG / B);
+      fixture_clear (&fx);
+    }
+}
+
+/* Same-rack routes are [a.up, b.down]; cross-rack ones add the rack links. */
+static void
+test_racks_routes (void)
+{
+  Fixture fx;
+  NetTopologyParams p;
+  const char *same[] = { "h1.up", "h2.down", NULL };
+  const char *cross[] = { "h1.up", "rack0.up", "rack2.down", "h9.down", NULL };
+  const char *last[] = { "h9.up", "rack2.up", "rack0.down", "h0.down", NULL };
+
+  fx.names = host_names (10);   /* racks of 4: 4, 4, 2 */
+  p = params (fx.names);
+  p.rack_size = 4;
+  p.oversubscription = 2;
+  p.switch_latency = SLAT;
+  fixture_init (&fx, "racks", p);
+  assert_route (fx.net, 1, 2, same);
+  assert_route (fx.net, 1, 9, cross);
+  assert_route (fx.net, 9, 0, last);
+  assert_time (net_network_route_latency (fx.net, 1, 2), 2 * LAT);
+  assert_time (net_network_route_latency (fx.net, 1, 9), 2 * LAT + 2 * SLAT);
+  assert_time (net_network_route_bandwidth (fx.net, 1, 9), B);
+  assert_time (net_network_link_bandwidth (fx.net,
+                                           link_id (fx.net, "rack2.down")),
+               4 * B / 2);
+  g_assert_cmpint (net_network_n_links (fx.net), ==, 2 * 10 + 2 * 3);
+  fixture_clear (&fx);
+}
+
+/* Incast: N = 1..8 senders in rack 0 to host 8 in rack 1 (non-blocking
+ * racks) share its downlink: all end at L + N b / B, L = 2 l + 2 sl. */
+static void
+test_racks_incast (void)
+{
+  for (int n = 1; n <= 8; n++)
+    {
+      Fixture fx;
+      NetTopologyParams p;
+
+      fx.names = host_names (16);
+      p = params (fx.names);
+      p.rack_size = 8;
+      p.switch_latency = SLAT;
+      fixture_init (&fx, "racks", p);
+      for (int i = 0; i < n; i++)
+        send (&fx, i, 8, MSG, i);
+      eng_run (fx.sim, INFINITY);
+      g_assert_cmpint (fx.n_done, ==, n);
+      for (int i = 0; i < n; i++)
+        assert_time (fx.end[i], 2 * LAT + 2 * SLAT + n * MSG / B);
+      fixture_clear (&fx);
+    }
+}
+
+/* --- fat-tree ------------------------------------------------------------ */
+
+/* k = 4, 16 hosts: 2 hosts per edge, 4 per pod.  Routes are 2 links under
+ * one edge, 4 within a pod, 6 across pods; latency 2 l + (links - 2) sl. */
+static void
+test_fat_tree_route_lengths (void)
+{
+  int sizes[] = { 16, 5, 2 };
+
+  for (gsize t = 0; t < G_N_ELEMENTS (sizes); t++)
+    {
+      Fixture fx;
+      NetTopologyParams p;
+      int n = sizes[t];
+
+      fx.names = host_names (n);
+      p = params (fx.names);
+      p.fat_tree_k = n == 2 ? 0 : 4;   /* 0: k = 2 holds 2 hosts */
+      p.switch_latency = SLAT;
+      fixture_init (&fx, "fat-tree", p);
+      for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+          {
+            int len, want;
+            int half = n == 2 ? 1 : 2;
+
+            if (a == b)
+              continue;
+            net_network_route_links (fx.net, a, b, &len);
+            want = a / half == b / half ? 2
+                   : a / (half * half) == b / (half * half) ? 4 : 6;
+            g_assert_cmpint (len, ==, want);
+            assert_time (net_network_route_latency (fx.net, a, b),
+                         2 * LAT + (want - 2) * SLAT);
+            assert_time (net_network_route_bandwidth (fx.net, a, b), B);
+          }
+      fixture_clear (&fx);
+    }
+}
+
+/* The core switch of the route src -> dst across pods (from the name of its
+ * third link, "pod<p>.agg<a>.core<c>.up"). */
+static int
+route_core (const NetNetwork *net, int src, int dst)
+{
+  int n, pod, agg, core;
+  const int *links = net_network_route_links (net, src, dst, &n);
+
+  g_assert_cmpint (n, ==, 6);
+  g_assert_cmpint (sscanf (net_network_link_name (net, links[2]),
+                           "pod%d.agg%d.core%d.up", &pod, &agg, &core), ==, 3);
+  return core;
+}
+
+/* The static hash spreads cross-pod routes over every core switch (k = 4: 4
+ * cores; k = 8: 16), none with more than twice its even share, and builds
+ * the same routes every time. */
+static void
+test_fat_tree_hash_spread (void)
+{
+  int ks[] = { 4, 8 };
+
+  for (gsize t = 0; t < G_N_ELEMENTS (ks); t++)
+    {
+      int k = ks[t], n = k * k * k / 4, n_cores = k * k / 4;
+      int per_pod = k * k / 4;
+      int count[16] = { 0 }, total = 0;
+      Fixture fx, again;
+      NetTopologyParams p;
+
+      fx.names = host_names (n);
+      again.names = host_names (n);
+      p = params (fx.names);
+      p.fat_tree_k = k;
+      fixture_init (&fx, "fat-tree", p);
+      fixture_init (&again, "fat-tree", p);
+      for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+          {
+            int n1, n2;
+            const int *r1, *r2;
+
+            if (a == b)
+              continue;
+            r1 = net_network_route_links (fx.net, a, b, &n1);
+            r2 = net_network_route_links (again.net, a, b, &n2);
+            g_assert_cmpint (n1, ==, n2);
+            g_assert_cmpmem (r1, n1 * sizeof (int), r2, n2 * sizeof (int));
+            if (a / per_pod != b / per_pod)
+              {
+                count[route_core (fx.net, a, b)]++;
+                total++;
+              }
+          }
+      for (int c = 0; c < n_cores; c++)
+        {
+          g_assert_cmpint (count[c], >, 0);
+          g_assert_cmpint (count[c], <=, 2 * total / n_cores);
+        }
+      fixture_clear (&fx);
+      fixture_clear (&again);
+    }
+}
+
+/* Incast into host 0 from N = 1..8 hosts of pods 1 and 2: every link but
+ * h0.down carries its flows at B / N at most, so all end at
+ * L + N b / B, L = 2 l + 4 sl. */
+static void
+test_fat_tree_incast (void)
+{
+  for (int n = 1; n <= 8; n++)
+    {
+      Fixture fx;
+      NetTopologyParams p;
+
+      fx.names = host_names (16);
+      p = params (fx.names);
+      p.fat_tree_k = 4;
+      p.switch_latency = SLAT;
+      fixture_init (&fx, "fat-tree", p);
+      for (int i = 0; i < n; i++)
+        send (&fx, 4 + i, 0, MSG, i);
+      eng_run (fx.sim, INFINITY);
+      for (int i = 0; i < n; i++)
+        assert_time (fx.end[i], 2 * LAT + 4 * SLAT + n * MSG / B);
+      fixture_clear (&fx);
+    }
+}
+
+/* --- ring ---------------------------------------------------------------- */
+
+/* Routes go the shorter way (clockwise on a tie) over every link between
+ * the hosts: hops = min (cw, n - cw), latency hops * l. */
+static void
+test_ring_routes (void)
+{
+  int sizes[] = { 2, 3, 5, 6 };
+
+  for (gsize t = 0; t < G_N_ELEMENTS (sizes); t++)
+    {
+      Fixture fx;
+      int n = sizes[t];
+
+      fx.names = host_names (n);
+      fixture_init (&fx, "ring", params (fx.names));
+      g_assert_cmpint (net_network_n_links (fx.net), ==, n == 2 ? 2 : 2 * n);
+      for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+          {
+            int cw = (b - a + n) % n, len;
+            gboolean clockwise = cw <= n - cw;
+            int hops = clockwise ? cw : n - cw;
+            const int *links;
+
+            if (a == b)
+              continue;
+            links = net_network_route_links (fx.net, a, b, &len);
+            g_assert_cmpint (len, ==, hops);
+            for (int i = 0; i < hops; i++)
+              {
+                int from = clockwise ? (a + i) % n : (a - i + n) % n;
+                int to = clockwise ? (from + 1) % n : (from - 1 + n) % n;
+                g_autofree char *name = g_strdup_printf ("h%d->h%d", from, to);
+
+                g_assert_cmpstr (net_network_link_name (fx.net, links[i]), ==,
+                                 name);
+              }
+            assert_time (net_network_route_latency (fx.net, a, b), hops * LAT);
+          }
+      fixture_clear (&fx);
+    }
+}
+
+/* Ring of 4: A = h0 -> h2 (via h1) and C = h1 -> h2 share h1->h2.  C enters
+ * at l and runs alone at B until A enters at 2 l (having sent B l); then each
+ * gets B / 2: C ends at 2 l + 2 (b - B l) / B = 2 b / B, when A has b - B l
+ * sent; A sends its last B l at B and ends at 2 b / B + l. */
+static void
+test_ring_pass_through (void)
+{
+  Fixture fx;
+
+  fx.names = host_names (4);
+  fixture_init (&fx, "ring", params (fx.names));
+  send (&fx, 0, 2, MSG, 0);
+  send (&fx, 1, 2, MSG, 1);
+  send (&fx, 3, 2, MSG, 2);   /* counter-clockwise, h3->h2: alone */
+  eng_run (fx.sim, INFINITY);
+  assert_time (fx.end[1], 2 * MSG / B);
+  assert_time (fx.end[0], 2 * MSG / B + LAT);
+  assert_time (fx.end[2], LAT + MSG / B);
+  fixture_clear (&fx);
+}
+
+/* --- nodes --------------------------------------------------------------- */
+
+#define NVL_BW  (8 * B)  /* bytes/s */
+#define NVL_LAT 1e-7     /* s */
+
+/* 2 nodes of 4 GPUs, one NIC per node.  Same node: 2 il + b / NVL_BW over
+ * NVLink.  GPUs 0 and 1 both sending to node 1 share node0.nic.up: each at
+ * B / 2, ending at 2 il + 2 l + 2 b / B.  A GPU alone: 2 il + 2 l + b / B. */
+static void
+test_nodes_shared_nic (void)
+{
+  Fixture fx;
+  NetTopologyParams p;
+  const char *cross[] = { "node0.gpu1.nvlink.up", "node0.nic.up",
+                          "node1.nic.down", "node1.gpu2.nvlink.down", NULL };
+
+  fx.names = host_names (8);
+  p = params (fx.names);
+  p.gpus_per_node = 4;
+  p.intra_bandwidth = NVL_BW;
+  p.intra_latency = NVL_LAT;
+  fixture_init (&fx, "nodes", p);
+  assert_route (fx.net, 1, 6, cross);
+  send (&fx, 2, 3, MSG, 0);   /* intra-node */
+  send (&fx, 0, 4, MSG, 1);   /* two off-node from node 0 */
+  send (&fx, 1, 5, MSG, 2);
+  eng_run (fx.sim, INFINITY);
+  assert_time (fx.end[0], 2 * NVL_LAT + MSG / NVL_BW);
+  assert_time (fx.end[1], 2 * NVL_LAT + 2 * LAT + 2 * MSG / B);
+  assert_time (fx.end[2], 2 * NVL_LAT + 2 * LAT + 2 * MSG / B);
+  fixture_clear (&fx);
+
+  fx.names = host_names (8);
+  p.names = (const char *const *) fx.names->pdata;
+  fixture_init (&fx, "nodes", p);
+  send (&fx, 7, 0, MSG, 0);
+  eng_run (fx.sim, INFINITY);
+  assert_time (fx.end[0], 2 * NVL_LAT + 2 * LAT + MSG / B);
+  fixture_clear (&fx);
+}
+
+/* With one NIC per GPU, the same two off-node transfers each get B:
+ * 2 l + b / B; intra-node still over NVLink. */
+static void
+test_nodes_nic_per_gpu (void)
+{
+  Fixture fx;
+  NetTopologyParams p;
+  const char *cross[] = { "node0.gpu1.nic.up", "node1.gpu2.nic.down", NULL };
+  const char *same[] = { "node1.gpu0.nvlink.up", "node1.gpu1.nvlink.down",
+                         NULL };
+
+  fx.names = host_names (8);
+  p = params (fx.names);
+  p.gpus_per_node = 4;
+  p.intra_bandwidth = NVL_BW;
+  p.intra_latency = NVL_LAT;
+  p.nic_per_gpu = TRUE;
+  fixture_init (&fx, "nodes", p);
+  assert_route (fx.net, 1, 6, cross);
+  assert_route (fx.net, 4, 5, same);
+  send (&fx, 0, 4, MSG, 0);
+  send (&fx, 1, 5, MSG, 1);
+  send (&fx, 2, 3, MSG, 2);
+  eng_run (fx.sim, INFINITY);
+  assert_time (fx.end[0], 2 * LAT + MSG / B);
+  assert_time (fx.end[1], 2 * LAT + MSG / B);
+  assert_time (fx.end[2], 2 * NVL_LAT + MSG / NVL_BW);
+  fixture_clear (&fx);
+}
+
+/* Defaults: 8 GPUs per node, intra_bandwidth 10 B, intra_latency 0. */
+static void
+test_nodes_defaults (void)
+{
+  Fixture fx;
+
+  fx.names = host_names (10);
+  fixture_init (&fx, "nodes", params (fx.names));
+  assert_time (net_network_route_bandwidth (fx.net, 0, 7), 10 * B);
+  g_assert_cmpfloat (net_network_route_latency (fx.net, 0, 7), ==, 0);
+  assert_time (net_network_route_bandwidth (fx.net, 7, 8), B);
+  assert_time (net_network_route_latency (fx.net, 7, 8), 2 * LAT);
+  g_assert_cmpint (net_network_link_id (fx.net, "node1.gpu1.nvlink.up"), >=,
+                   0);
+  g_assert_cmpint (net_network_link_id (fx.net, "node1.gpu2.nvlink.up"), ==,
+                   -1);
+  fixture_clear (&fx);
+}
+
+/* --- named links --------------------------------------------------------- */
+
+/* Racks of 4, non-blocking (U = 4 B).  rack0.up degraded to B / 2 with
+ * latency 3 sl: h0 -> h4 crosses it and ends at 2 l + 4 sl + b / (B / 2);
+ * h1 -> h2 (same rack) and h5 -> h3 (into rack 0, over rack0.down) are
+ * untouched: 2 l + b / B and 2 l + 2 sl + b / B. */
+static void
+test_degraded_link (void)
+{
+  Fixture fx;
+  NetTopologyParams p;
+  int id;
+
+  fx.names = host_names (8);
+  p = params (fx.names);
+  p.rack_size = 4;
+  p.switch_latency = SLAT;
+  fixture_init (&fx, "racks", p);
+  id = link_id (fx.net, "rack0.up");
+  g_assert_cmpstr (net_network_link_name (fx.net, id), ==, "rack0.up");
+  g_assert_false (net_network_set_link (fx.net, id, 0, SLAT));
+  g_assert_false (net_network_set_link (fx.net, id, B, -1));
+  g_assert_false (net_network_set_link (fx.net, id, INFINITY, SLAT));
+  assert_time (net_network_link_bandwidth (fx.net, id), 4 * B);
+  g_assert_true (net_network_set_link (fx.net, id, B / 2, 3 * SLAT));
+  assert_time (net_network_link_bandwidth (fx.net, id), B / 2);
+  assert_time (net_network_link_latency (fx.net, id), 3 * SLAT);
+  send (&fx, 0, 4, MSG, 0);
+  send (&fx, 1, 2, MSG, 1);
+  send (&fx, 5, 3, MSG, 2);
+  eng_run (fx.sim, INFINITY);
+  assert_time (fx.end[0], 2 * LAT + 4 * SLAT + MSG / (B / 2));
+  assert_time (fx.end[1], 2 * LAT + MSG / B);
+  assert_time (fx.end[2], 2 * LAT + 2 * SLAT + MSG / B);
+  fixture_clear (&fx);
+}
+
+/* Star links are "<host>.up" / "<host>.down"; net_network_add_link names
+ * its link "link<id>"; unknown names give -1. */
+static void
+test_link_names (void)
+{
+  Fixture fx;
+  const char *route[] = { "h0.up", "h2.down", NULL };
+  int id;
+
+  fx.names = host_names (3);
+  fixture_init (&fx, "star", params (fx.names));
+  assert_route (fx.net, 0, 2, route);
+  g_assert_cmpint (net_network_link_id (fx.net, "nope"), ==, -1);
+  id = net_network_add_link (fx.net, B, LAT);
+  g_assert_cmpint (id, ==, 6);
+  g_assert_cmpstr (net_network_link_name (fx.net, id), ==, "link6");
+  g_assert_cmpint (net_network_link_id (fx.net, "link6"), ==, id);
+  id = net_network_add_named_link (fx.net, "spare", B, LAT);
+  g_assert_cmpint (net_network_link_id (fx.net, "spare"), ==, id);
+  fixture_clear (&fx);
+}
+
+/* --- every topology ------------------------------------------------------ */
+
+/* Every topology, for several sizes: a route for every ordered pair, link
+ * names unique, a summary, and one transfer per ordered pair, all at once,
+ * all completing. */
+static void
+test_all_pairs (void)
+{
+  int sizes[] = { 1, 2, 3, 5, 8, 17 };
+
+  for (const NetTopology *const *t = net_topology_all (); *t; t++)
+    for (gsize i = 0; i < G_N_ELEMENTS (sizes); i++)
+      {
+        Fixture fx;
+        NetTopologyParams p;
+        int n = sizes[i], n_transfers = 0;
+        g_autofree char *summary = NULL;
+
+        fx.names = host_names (n);
+        p = params (fx.names);
+        p.rack_size = 4;
+        p.gpus_per_node = 4;
+        g_test_message ("%s, %d hosts", (*t)->name, n);
+        fixture_init (&fx, (*t)->name, p);
+        for (int h = 0; h < n; h++)
+          g_assert_cmpint (net_network_host_id (fx.net, fx.names->pdata[h]),
+                           ==, h);
+        for (int l = 0; l < net_network_n_links (fx.net); l++)
+          g_assert_cmpint (net_network_link_id (
+                             fx.net, net_network_link_name (fx.net, l)), ==, l);
+        for (int a = 0; a < n; a++)
+          for (int b = 0; b < n; b++)
+            if (a != b)
+              {
+                int len;
+
+                g_assert_nonnull (net_network_route_links (fx.net, a, b,
+                                                           &len));
+                g_assert_cmpint (len, >=, 1);
+                g_assert_true (isfinite (net_network_route_latency (fx.net,
+                                                                    a, b)));
+                g_assert_cmpfloat (net_network_route_bandwidth (fx.net, a, b),
+                                   >, 0);
+                net_send (fx.net, a, b, MSG, -1, NULL, NULL, NULL);
+                n_transfers++;
+              }
+        g_assert_cmpuint (net_network_active (fx.net), ==, n_transfers);
+        eng_run (fx.sim, INFINITY);
+        g_assert_cmpuint (net_network_active (fx.net), ==, 0);
+        g_assert_nonnull ((*t)->summary);
+        summary = (*t)->summary (&p);
+        g_assert_nonnull (summary);
+        g_assert_nonnull (strstr (summary, "Gbit/s"));
+        g_test_message ("%s", summary);
+        fixture_clear (&fx);
+      }
+}
+
+/* Each registered topology is found by name and has a description. */
+static void
+test_registry (void)
+{
+  const char *names[] = { "star", "racks", "fat-tree", "ring", "nodes" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      const NetTopology *t = net_topology_lookup (names[i]);
+
+      g_assert_nonnull (t);
+      g_assert_cmpstr (t->name, ==, names[i]);
+      g_assert_nonnull (t->description);
+    }
+}
+
+/* Invalid parameters: the build fails with NET_ERROR_INVALID naming the
+ * parameter, adds nothing, and the summary is NULL. */
+typedef struct {
+  const char *topology;
+  int n_hosts;
+  const char *host0;   /* name of host 0, or NULL for "h0" */
+  int rack_size;
+  double oversubscription, switch_latency;
+  int fat_tree_k, gpus_per_node;
+  double intra_bandwidth, intra_latency;
+  double bandwidth;    /* 0 for B */
+  const char *message; /* expected substring of the error */
+} BadCase;
+
+static void
+test_invalid (void)
+{
+  const BadCase cases[] = {
+    { "racks", 4, NULL, -1, 0, 0, 0, 0, 0, 0, 0, "rack_size" },
+    { "racks", 4, NULL, 0, 0.5, 0, 0, 0, 0, 0, 0, "oversubscription >= 1" },
+    { "racks", 4, NULL, 0, NAN, 0, 0, 0, 0, 0, 0, "oversubscription" },
+    { "racks", 4, NULL, 0, 0, -1, 0, 0, 0, 0, 0, "switch_latency" },
+    { "racks", 4, "rack0", 2, 0, 0, 0, 0, 0, 0, 0, "rename the host" },
+    { "racks", 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, "at least 1 host" },
+    { "fat-tree", 4, NULL, 0, 0, 0, 3, 0, 0, 0, 0, "fat_tree_k even" },
+    { "fat-tree", 4, NULL, 0, 0, 0, -2, 0, 0, 0, 0, "fat_tree_k even" },
+    { "fat-tree", 17, NULL, 0, 0, 0, 4, 0, 0, 0, 0,
+      "set fat_tree_k to 6 or more" },
+    { "fat-tree", 4, NULL, 0, 0, -1, 0, 0, 0, 0, 0, "switch_latency" },
+    { "fat-tree", 4, "pod0.edge0.agg1", 0, 0, 0, 0, 0, 0, 0, 0,
+      "rename the host" },
+    { "fat-tree", 4, NULL, 0, 0, 0, 0, 0, 0, 0, -1, "bandwidth" },
+    { "ring", 4, "a->b", 0, 0, 0, 0, 0, 0, 0, 0, "rename the host" },
+    { "ring", 4, NULL, 0, 0, 0, 0, 0, 0, 0, INFINITY, "bandwidth" },
+    { "nodes", 4, NULL, 0, 0, 0, 0, -1, 0, 0, 0, "gpus_per_node" },
+    { "nodes", 4, NULL, 0, 0, 0, 0, 0, -1, 0, 0, "intra_bandwidth" },
+    { "nodes", 4, NULL, 0, 0, 0, 0, 0, 0, NAN, 0, "intra_latency" },
+    { "nodes", 4, "h1", 0, 0, 0, 0, 0, 0, 0, 0, "used twice" },
+    { "star", 4, "h1", 0, 0, 0, 0, 0, 0, 0, 0, "used twice" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const BadCase *c = &cases[i];
+      const NetTopology *t = net_topology_lookup (c->topology);
+      g_autoptr (GPtrArray) names = host_names (MAX (c->n_hosts, 1));
+      g_autoptr (GError) error = NULL;
+      NetTopologyParams p = params (names);
+      EngSim *sim = eng_sim_new ();
+      NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+
+      if (c->host0 != NULL)
+        {
+          g_free (names->pdata[0]);
+          names->pdata[0] = g_strdup (c->host0);
+        }
+      p.n_hosts = c->n_hosts;
+      p.rack_size = c->rack_size;
+      p.oversubscription = c->oversubscription;
+      p.switch_latency = c->switch_latency;
+      p.fat_tree_k = c->fat_tree_k;
+      p.gpus_per_node = c->gpus_per_node;
+      p.intra_bandwidth = c->intra_bandwidth;
+      p.intra_latency = c->intra_latency;
+      if (c->bandwidth != 0)
+        p.bandwidth = c->bandwidth;
+      g_assert_false (t->build (net, &p, &error));
+      g_assert_error (error, NET_ERROR, NET_ERROR_INVALID);
+      g_test_message ("%s", error->message);
+      g_assert_nonnull (strstr (error->message, c->message));
+      g_assert_true (g_str_has_prefix (error->message, c->topology));
+      g_assert_cmpint (net_network_n_hosts (net), ==, 0);
+      g_assert_cmpint (net_network_n_links (net), ==, 0);
+      g_assert_null (t->summary (&p));
+      net_network_free (net);
+      eng_sim_free (sim);
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/topology/registry", test_registry);
+  g_test_add_func ("/topology/all-pairs", test_all_pairs);
+  g_test_add_func ("/topology/invalid", test_invalid);
+  g_test_add_func ("/topology/links/names", test_link_names);
+  g_test_add_func ("/topology/links/degraded", test_degraded_link);
+  g_test_add_func ("/topology/racks/routes", test_racks_routes);
+  g_test_add_func ("/topology/racks/uplink-shared", test_racks_uplink_shared);
+  g_test_add_func ("/topology/racks/incast", test_racks_incast);
+  g_test_add_func ("/topology/fat-tree/route-lengths",
+                   test_fat_tree_route_lengths);
+  g_test_add_func ("/topology/fat-tree/hash-spread", test_fat_tree_hash_spread);
+  g_test_add_func ("/topology/fat-tree/incast", test_fat_tree_incast);
+  g_test_add_func ("/topology/ring/routes", test_ring_routes);
+  g_test_add_func ("/topology/ring/pass-through", test_ring_pass_through);
+  g_test_add_func ("/topology/nodes/shared-nic", test_nodes_shared_nic);
+  g_test_add_func ("/topology/nodes/nic-per-gpu", test_nodes_nic_per_gpu);
+  g_test_add_func ("/topology/nodes/defaults", test_nodes_defaults);
+  return g_test_run ();
+}
