@@ -1,0 +1,86 @@
+/*
+ * collectives.h — collective operations over the simulated network, moving
+ * real buffers.
+ *
+ * A collective runs among p ranks, each on a host of the network, as events:
+ * every transfer an algorithm makes goes through net_send() (so the network
+ * charges it, with contention), and its payload is a snapshot of the real
+ * floats taken when the transfer starts; the receiver combines them into its
+ * buffer when the last byte arrives, in the order the algorithm defines.  An
+ * optional reduction cost (seconds per byte reduced) delays each reduction.
+ *
+ * Algorithms are registered by name (PolCollAlgorithm): ring, tree,
+ * halving-doubling, naive.  docs/collectives.md gives each one's steps and
+ * cost formula with its source.
+ */
+#ifndef DTSIM_COLLECTIVES_H
+#define DTSIM_COLLECTIVES_H
+
+#include <glib.h>
+
+#include "engine/engine.h"
+#include "netmodel/netmodel.h"
+
+G_BEGIN_DECLS
+
+/* Errors of the collectives: an algorithm asked for a kind it does not do. */
+#define POL_COLL_ERROR pol_coll_error_quark ()
+GQuark pol_coll_error_quark (void);
+
+typedef enum {
+  POL_COLL_ERROR_UNSUPPORTED /* the algorithm does not do this kind */
+} PolCollError;
+
+typedef enum {
+  POL_COLL_ALLREDUCE,      /* every rank ends with the element-wise sum */
+  POL_COLL_REDUCE_SCATTER, /* rank r ends with the sum of its block r */
+  POL_COLL_ALLGATHER,      /* rank r contributes block r; all end with all */
+  POL_COLL_BROADCAST       /* every rank ends with root's buffer */
+} PolCollKind;
+
+/* Called once, when every rank has finished its part (simulated time now). */
+typedef void (*PolCollDone) (EngSim *sim, gpointer ctx, gpointer data);
+
+typedef struct {
+  EngSim *sim;
+  NetNetwork *net;
+  int p;                     /* ranks, >= 1 */
+  const int *hosts;          /* (p) host id of each rank */
+  float *const *bufs;        /* (p) buffers of n floats, updated in place;
+                                NULL = timing only, no data moved */
+  gsize n;                   /* floats per buffer */
+  double elem_bytes;         /* bytes per element on the wire (4 for float32) */
+  double reduce_per_byte;    /* s per byte combined at a receiver (0 = free) */
+  int root;                  /* broadcast root (and tree/naive driver) */
+  int tag;                   /* tag given to every net_send */
+} PolCollArgs;
+
+/* Blocks: for reduce-scatter and all-gather, and for the algorithms that cut
+ * the buffer, block b of p is [lo, hi) with the sizes of pol_shard_bounds()
+ * (policy.h): the first n % p blocks have one element more. */
+
+typedef struct {
+  const char *name;          /* as in [policy] algorithm */
+  const char *description;
+  const char *source;        /* where its cost formula comes from */
+  /* Starts the collective; arguments are copied, buffers are borrowed until
+   * `done`.  Returns FALSE (and sets error) for a kind it does not do. */
+  gboolean (*start) (const PolCollArgs *a, PolCollKind kind, PolCollDone done,
+                     gpointer ctx, gpointer data, GError **error);
+} PolCollAlgorithm;
+
+const PolCollAlgorithm *pol_coll_lookup (const char *name);
+/* NULL-terminated list of the registered algorithms. */
+const PolCollAlgorithm *const *pol_coll_all (void);
+
+/* Simulated time of the collective with contention = none on a network whose
+ * every route has latency alpha (s) and bandwidth 1/beta (beta in s/byte),
+ * from the algorithm's cost formula (docs/collectives.md); reduction cost
+ * included.  For tests and for `dtsim check`. */
+double pol_coll_cost (const PolCollAlgorithm *alg, PolCollKind kind, int p,
+                      gsize n, double elem_bytes, double alpha, double beta,
+                      double reduce_per_byte);
+
+G_END_DECLS
+
+#endif /* DTSIM_COLLECTIVES_H */
