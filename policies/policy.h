@@ -40,6 +40,10 @@ typedef struct {
    * applied gradients. */
   void (*metric) (gpointer ctx, double t, gint64 step, double loss,
                   double accuracy);
+  /* One gradient bucket's all-reduce: `ready` when every worker had produced
+   * it, `start` and `end` of its collective (all-reduce policy). */
+  void (*bucket) (gpointer ctx, gint64 iteration, int bucket, double bytes,
+                  double ready, double start, double end);
   /* Called after every applied gradient: `done` of `total`. */
   void (*progress) (gpointer ctx, double t, gint64 done, gint64 total);
 } PolRecorder;
@@ -58,6 +62,7 @@ typedef struct {
   const KernDataset *eval;    /* training samples the loss is evaluated on */
   gsize n_params;             /* float32 parameters of the model */
   double flops_step;          /* FLOPs of one worker step (forward+backward) */
+  double flops_forward_step;  /* of which forward */
   int workers;
   int servers;                /* parameter-server shards */
   int batch;                  /* samples per worker step */
@@ -69,6 +74,9 @@ typedef struct {
   guint64 seed;
   PolConsistency consistency;
   gint64 staleness;           /* SSP bound */
+  const char *algorithm;      /* all-reduce algorithm (collectives.h) */
+  double bucket_bytes;        /* gradient bucket size, bytes; 0 = one bucket */
+  double reduce_per_byte;     /* s per byte combined in a collective */
   PolComputeTime compute_time;
   gpointer compute_ctx;
   PolRecorder rec;
@@ -124,6 +132,8 @@ const PolPolicyOps *pol_lookup (const char *name);
 
 /* Parameter server with BSP, SSP and async consistency (docs/policies.md). */
 extern const PolPolicyOps pol_ps_ops;
+/* All-reduce data parallelism with gradient buckets (docs/policies.md). */
+extern const PolPolicyOps pol_allreduce_ops;
 
 /* Bounds [lo, hi) of shard s when n parameters are split into S contiguous
  * shards whose sizes differ by at most one (the first n % S get one more). */

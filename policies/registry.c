@@ -11,6 +11,7 @@
 
 static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
+  &pol_allreduce_ops,
   NULL,
 };
 

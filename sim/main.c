@@ -21,6 +21,7 @@
 #include "kernels/cuda.h"
 #include "netmodel/netmodel.h"
 #include "policies/policy.h"
+#include "sim/cluster.h"
 #include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
@@ -115,15 +116,12 @@ cmd_check (int argc, char **argv)
     printf ("  run %u: %s\n", i + 1, ((SimConfig *) g_ptr_array_index (configs, i))->name);
   const NetTopology *t = net_topology_lookup (c->topology);
   const PolPolicyOps *p = pol_lookup (c->policy);
-  gint64 hosts = c->workers + c->servers;
-  printf ("network: %s, %" G_GINT64_FORMAT " hosts (%" G_GINT64_FORMAT " workers, %"
-          G_GINT64_FORMAT " server%s), %" G_GINT64_FORMAT " one-way links of %.4g Gbit/s and"
-          " %.4g us each. %s A transfer crosses two links, so its latency is %.4g us;"
-          " bisection bandwidth %.4g Gbit/s; contention %s.\n",
-          t->name, hosts, c->workers, c->servers, c->servers == 1 ? "" : "s", 2 * hosts, c->bandwidth * 8 / 1e9,
-          c->latency * 1e6, t->description, 2 * c->latency * 1e6,
-          (double) (hosts / 2) * c->bandwidth * 8 / 1e9,
-          c->contention == 0 ? "max-min" : "none");
+  g_autoptr (GPtrArray) names = p->host_names ((int) c->workers, (int) c->servers);
+  NetTopologyParams tp = sim_topology_params (c, names);
+  g_autofree char *summary = t->summary ? t->summary (&tp) : NULL;
+  printf ("network: %s Contention: %s.%s%s\n", summary ? summary : t->description,
+          c->contention == 0 ? "max-min" : "none", c->links ? " Link overrides: " : "",
+          c->links ? c->links : "");
   printf ("policy: %s: %s\n", p->name, p->description);
   return 0;
 }

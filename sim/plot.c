@@ -17,6 +17,7 @@
 
 #include "sim/plot.h"
 #include "sim/scenario.h"
+#include "sim/trace.h"
 
 #define TIMELINE_ROUNDS 12
 
@@ -81,14 +82,33 @@ run_gnuplot (const char *template, const char *vars, GError **error)
   return TRUE;
 }
 
-/* The label of a run: its swept keys when it has any, else its name. */
+/* The label of a run: its swept values when it has any, else its name.
+ * "policy.consistency=bsp" shows as "consistency=bsp", and a joint sweep
+ * "policy.kind/cluster.servers=ps/1" as its values "ps/1". */
 static char *
 run_label (const char *name, const char *scenario_name)
 {
-  if (scenario_name && g_str_has_prefix (name, scenario_name)
-      && name[strlen (scenario_name)] == ' ')
-    return g_strdup (name + strlen (scenario_name) + 1);
-  return g_strdup (name);
+  if (!scenario_name || !g_str_has_prefix (name, scenario_name)
+      || name[strlen (scenario_name)] != ' ')
+    return g_strdup (name);
+  g_auto (GStrv) words = g_strsplit (name + strlen (scenario_name) + 1, " ", -1);
+  GString *out = g_string_new (NULL);
+  for (int i = 0; words[i]; i++)
+    {
+      const char *eq = strchr (words[i], '=');
+      if (out->len)
+        g_string_append_c (out, ' ');
+      if (!eq)
+        g_string_append (out, words[i]);
+      else if (memchr (words[i], '/', eq - words[i]))
+        g_string_append (out, eq + 1);
+      else
+        {
+          const char *dot = memchr (words[i], '.', eq - words[i]);
+          g_string_append (out, dot ? dot + 1 : words[i]);
+        }
+    }
+  return g_string_free (out, FALSE);
 }
 
 static gboolean
@@ -140,6 +160,93 @@ plot_loss (sqlite3 *db, const char *tmp, const char *out, const char *term,
     return FALSE;
   printf ("%s\n", out);
   return TRUE;
+}
+
+/* The run's name without its "cluster.workers=N" label, and without the
+ * scenario name: the line it belongs to in the iteration-time figure. */
+static char *
+line_label (const char *name, const char *scenario_name)
+{
+  g_autofree char *label = run_label (name, scenario_name);
+  g_auto (GStrv) words = g_strsplit (label, " ", -1);
+  GString *out = g_string_new (NULL);
+  for (int i = 0; words[i]; i++)
+    if (!g_str_has_prefix (words[i], "workers="))
+      g_string_append_printf (out, "%s%s", out->len ? " " : "", words[i]);
+  if (out->len == 0 || g_strcmp0 (out->str, name) == 0)
+    g_string_assign (out, scenario_name ? scenario_name : "runs");
+  return g_string_free (out, FALSE);
+}
+
+typedef struct {
+  double x, y;
+} Point;
+
+/* Time per iteration against workers, when the runs sweep cluster.workers. */
+static gboolean
+plot_iteration_time (sqlite3 *db, const char *tmp, const char *out, const char *term,
+                     GError **error)
+{
+  sqlite3_stmt *st = NULL;
+  sqlite3_prepare_v2 (db,
+                      "SELECT r.name, (SELECT value FROM params p WHERE p.run_id = r.id AND"
+                      " p.key = 'scenario.name'), CAST((SELECT value FROM params p WHERE"
+                      " p.run_id = r.id AND p.key = 'cluster.workers') AS INTEGER),"
+                      " r.sim_time / r.iterations FROM runs r WHERE r.status = 'done' AND"
+                      " r.iterations > 0 ORDER BY r.id", -1, &st, NULL);
+  /* lines in order of first appearance; points sorted by workers */
+  GPtrArray *labels = g_ptr_array_new_with_free_func (g_free);
+  GPtrArray *points = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
+  GHashTable *workers_seen = g_hash_table_new (g_direct_hash, g_direct_equal);
+  while (sqlite3_step (st) == SQLITE_ROW)
+    {
+      g_autofree char *label = line_label ((const char *) sqlite3_column_text (st, 0),
+                                           (const char *) sqlite3_column_text (st, 1));
+      guint i;
+      for (i = 0; i < labels->len; i++)
+        if (strcmp (g_ptr_array_index (labels, i), label) == 0)
+          break;
+      if (i == labels->len)
+        {
+          g_ptr_array_add (labels, g_steal_pointer (&label));
+          g_ptr_array_add (points, g_array_new (FALSE, FALSE, sizeof (Point)));
+        }
+      Point pt = { (double) sqlite3_column_int64 (st, 2), sqlite3_column_double (st, 3) };
+      g_array_append_val (g_ptr_array_index (points, i), pt);
+      g_hash_table_add (workers_seen, GINT_TO_POINTER ((int) pt.x));
+    }
+  sqlite3_finalize (st);
+  gboolean ok = TRUE;
+  if (g_hash_table_size (workers_seen) >= 2)
+    {
+      g_autofree char *data = g_build_filename (tmp, "iteration-time.tsv", NULL);
+      FILE *f = fopen (data, "w");
+      GString *titles = g_string_new (NULL);
+      for (guint i = 0; i < labels->len; i++)
+        {
+          GArray *a = g_ptr_array_index (points, i);
+          if (i)
+            fputs ("\n\n", f);
+          for (guint j = 0; j < a->len; j++)
+            fprintf (f, "%.17g\t%.17g\n", g_array_index (a, Point, j).x,
+                     g_array_index (a, Point, j).y);
+          g_autofree char *lit = gp_string (g_ptr_array_index (labels, i));
+          g_string_append_printf (titles, "%s%s", i ? "," : "", lit);
+        }
+      fclose (f);
+      g_autofree char *q_out = gp_string (out), *q_data = gp_string (data);
+      g_autofree char *vars = g_strdup_printf ("term='%s'; outfile=%s; datafile=%s; nlines=%u;"
+                                               " array titles[%u] = [%s]", term, q_out, q_data,
+                                               labels->len, labels->len, titles->str);
+      g_string_free (titles, TRUE);
+      ok = run_gnuplot ("iteration-time.gp", vars, error);
+      if (ok)
+        printf ("%s\n", out);
+    }
+  g_hash_table_unref (workers_seen);
+  g_ptr_array_unref (points);
+  g_ptr_array_unref (labels);
+  return ok;
 }
 
 static gboolean
@@ -283,10 +390,11 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
         version = sqlite3_column_int (st, 0);
       sqlite3_finalize (st);
     }
-  if (version != 1)
+  if (version < 1 || version > SIM_TRACE_SCHEMA_VERSION)
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: not a dtsim trace (schema version %d, expected 1)", dbpath, version);
+                   "%s: not a dtsim trace (schema version %d, expected 1 to %d)", dbpath,
+                   version, SIM_TRACE_SCHEMA_VERSION);
       sqlite3_close (db);
       return 2;
     }
@@ -299,6 +407,10 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
   g_autofree char *name = g_strdup_printf ("%s-loss-time.%s", base, format);
   g_autofree char *out = g_build_filename (outdir, name, NULL);
   ok = plot_loss (db, tmp, out, term, error);
+  g_autofree char *iname = g_strdup_printf ("%s-iteration-time.%s", base, format);
+  g_autofree char *iout = g_build_filename (outdir, iname, NULL);
+  if (ok)
+    ok = plot_iteration_time (db, tmp, iout, term, error);
 
   sqlite3_stmt *st = NULL;
   sqlite3_prepare_v2 (db, "SELECT id, name FROM runs r WHERE EXISTS (SELECT 1 FROM spans s"

@@ -20,6 +20,7 @@
 #include "kernels/kernels.h"
 #include "netmodel/netmodel.h"
 #include "sim/run.h"
+#include "sim/cluster.h"
 #include "sim/stragglers.h"
 
 typedef struct {
@@ -83,6 +84,17 @@ rec_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
 }
 
 static void
+rec_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double ready,
+            double start, double end)
+{
+  RunCtx *r = ctx;
+  if (r->trace && r->c->detail >= SIM_DETAIL_ITERATIONS)
+    sim_trace_bucket (r->trace, r->run, iteration, bucket, bytes, ready, start, end);
+  if (r->extra && r->extra->bucket)
+    r->extra->bucket (r->extra->ctx, iteration, bucket, bytes, ready, start, end);
+}
+
+static void
 rec_progress (gpointer ctx, double t, gint64 done, gint64 total)
 {
   RunCtx *r = ctx;
@@ -126,34 +138,27 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   g_assert (r.ops); /* validated by the scenario loader */
 
   EngSim *sim = eng_sim_new ();
-  r.net = net_network_new (sim, c->contention == 0 ? NET_CONTENTION_MAXMIN
-                                                   : NET_CONTENTION_NONE);
-  g_autoptr (GPtrArray) names = r.ops->host_names ((int) c->workers, (int) c->servers);
-  NetTopologyParams tp = {
-    .n_hosts = (int) names->len,
-    .names = (const char *const *) names->pdata,
-    .bandwidth = c->bandwidth,
-    .latency = c->latency,
-  };
-  const NetTopology *topo = net_topology_lookup (c->topology);
-  g_autoptr (GError) terr = NULL;
-  if (!topo->build (r.net, &tp, &terr))
+  r.net = sim_network_build (c, sim, "scenario", error);
+  if (!r.net)
     {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "[network] topology: %s", terr->message);
-      net_network_free (r.net);
       eng_sim_free (sim);
       return FALSE;
     }
   if (trace && c->detail >= SIM_DETAIL_MESSAGES)
     net_network_set_observer (r.net, on_transfer, &r);
 
+  /* data only where the math runs: timing-only models may be any size */
   KernDataset *train = NULL, *test = NULL;
-  kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
-                      (int) c->classes, c->separation, (guint64) c->seed, &train, &test);
-  /* the loss is measured on a fixed prefix of the training set */
-  KernDataset eval = *train;
-  if (c->eval_samples > 0 && c->eval_samples < eval.n)
-    eval.n = (int) c->eval_samples;
+  KernDataset eval = { 0 };
+  if (c->math)
+    {
+      kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
+                          (int) c->classes, c->separation, (guint64) c->seed, &train, &test);
+      /* the loss is measured on a fixed prefix of the training set */
+      eval = *train;
+      if (c->eval_samples > 0 && c->eval_samples < eval.n)
+        eval.n = (int) c->eval_samples;
+    }
   KernModel *model = kern_softmax_new ((int) c->features, (int) c->classes);
   r.strag = sim_stragglers_new (c);
 
@@ -163,10 +168,11 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     .model = c->math ? model : NULL,
     .train = train,
     .test = test,
-    .eval = &eval,
+    .eval = c->math ? &eval : NULL,
     .n_params = model->ops->n_params (model),
     .flops_step = model->ops->flops_forward (model, (int) c->batch)
                   + model->ops->flops_backward (model, (int) c->batch),
+    .flops_forward_step = model->ops->flops_forward (model, (int) c->batch),
     .workers = (int) c->workers,
     .servers = (int) c->servers,
     .batch = (int) c->batch,
@@ -178,6 +184,9 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     .seed = (guint64) c->seed,
     .consistency = (PolConsistency) c->consistency,
     .staleness = c->staleness,
+    .algorithm = c->algorithm,
+    .bucket_bytes = c->bucket_size,
+    .reduce_per_byte = c->reduce_memory ? 3.0 / c->memory_bandwidth : 0.0,
     .compute_time = compute_time,
     .compute_ctx = &r,
     .rec = {
@@ -188,6 +197,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
       .iteration = rec_iteration,
       .span = rec_span,
       .metric = rec_metric,
+      .bucket = rec_bucket,
       .progress = rec_progress,
     },
   };

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "netmodel/netmodel.h"
+#include "policies/collectives.h"
+#include "sim/cluster.h"
 #include "sim/scenario.h"
 #include "sim/units.h"
 
@@ -44,7 +46,9 @@ static const char *const detail_names[] = { "summary", "iterations", "spans", "m
 static const char *const backend_names[] = { "cpu", "none", NULL };
 static const char *const model_names[] = { "softmax", NULL };
 static const char *const dataset_names[] = { "synthetic", NULL };
-static const char *const policy_names[] = { "ps", NULL };
+static const char *const policy_names[] = { "ps", "allreduce", NULL };
+static const char *const reduce_names[] = { "free", "memory", NULL };
+static const char *const nic_names[] = { "node", "gpu", NULL };
 
 #define OFF(f) offsetof (SimConfig, f)
 #define BIG 1e300
@@ -62,14 +66,16 @@ static const KeyDef keys[] = {
     "Stop when an evaluation finds the training loss at or below this (0 = never)." },
   { "cluster", "workers", KT_INT, 0, "4", 1, 65536, 0, NULL, OFF (workers),
     "Number of workers." },
-  { "cluster", "servers", KT_INT, 0, "1", 1, 4096, 0, NULL, OFF (servers),
-    "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards." },
+  { "cluster", "servers", KT_INT, 0, "1", 0, 65536, 0, NULL, OFF (servers),
+    "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker)." },
   { "device", "flops", KT_QUANTITY, SIM_UNIT_COMPUTE, "100GFLOPS", 0, BIG, 1, NULL, OFF (flops),
     "Peak FLOP/s of every worker and server device." },
   { "device", "efficiency", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (efficiency),
     "Share of peak FLOP/s achieved, in (0, 1]." },
   { "device", "step_time", KT_QUANTITY, SIM_UNIT_TIME, "-1", -1, BIG, 0, NULL, OFF (step_time),
     "Fixed compute time of one worker step (forward + backward), zero allowed; overrides the FLOP model. Default: unset (-1), use FLOPs / (flops x efficiency)." },
+  { "device", "memory_bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (memory_bandwidth),
+    "Memory bandwidth of every device (0 = not modelled); prices reductions when [policy] reduce = memory." },
   { "network", "topology", KT_STRING, 0, "star", 0, 0, 0, NULL, OFF (topology),
     "Network topology, by registered name (see docs/network.md)." },
   { "network", "bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
@@ -78,6 +84,24 @@ static const KeyDef keys[] = {
     "Latency of every link; on a star a transfer crosses two links." },
   { "network", "contention", KT_ENUM, 0, "max-min", 0, 0, 0, contention_names, OFF (contention),
     "max-min: flows share links max-min fairly; none: every flow gets its route's slowest bandwidth." },
+  { "network", "rack_size", KT_INT, 0, "0", 0, 1e6, 0, NULL, OFF (rack_size),
+    "racks: hosts per top-of-rack switch (0 = 8)." },
+  { "network", "oversubscription", KT_QUANTITY, SIM_UNIT_NONE, "1", 1, BIG, 0, NULL, OFF (oversubscription),
+    "racks: a rack's uplink carries rack_size x bandwidth / oversubscription." },
+  { "network", "fat_tree_k", KT_INT, 0, "0", 0, 1024, 0, NULL, OFF (fat_tree_k),
+    "fat-tree: arity k, even (0 = the smallest that holds every host)." },
+  { "network", "switch_latency", KT_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (switch_latency),
+    "racks, fat-tree: latency of every switch-to-switch link." },
+  { "network", "gpus_per_node", KT_INT, 0, "0", 0, 1e6, 0, NULL, OFF (gpus_per_node),
+    "nodes: GPUs (hosts) per node, in host order (0 = 8)." },
+  { "network", "intra_bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (intra_bandwidth),
+    "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth)." },
+  { "network", "intra_latency", KT_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (intra_latency),
+    "nodes: latency of each GPU's link inside its node." },
+  { "network", "nic", KT_ENUM, 0, "node", 0, 0, 0, nic_names, OFF (nic_per_gpu),
+    "nodes: one NIC per node, shared by its GPUs, or one per gpu." },
+  { "network", "links", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (links),
+    "Per-link overrides after the topology is built: 'NAME BANDWIDTH [LATENCY]' entries separated by ';', e.g. rack0.up 1Gbps; worker3.down 100Mbps 200us (link names: docs/network.md)." },
   { "model", "kind", KT_ENUM, 0, "softmax", 0, 0, 0, model_names, OFF (model_kind),
     "Model trained by every worker." },
   { "model", "dataset", KT_ENUM, 0, "synthetic", 0, 0, 0, dataset_names, OFF (dataset),
@@ -106,6 +130,12 @@ static const KeyDef keys[] = {
     "Parameter-server consistency: bsp, ssp (bounded staleness) or async." },
   { "policy", "staleness", KT_INT, 0, "3", 0, 1e9, 0, NULL, OFF (staleness),
     "SSP bound s: a worker may start iteration i once every worker's iteration i-s-1 gradient has been applied." },
+  { "policy", "algorithm", KT_STRING, 0, "ring", 0, 0, 0, NULL, OFF (algorithm),
+    "All-reduce algorithm (kind = allreduce): ring, tree, halving-doubling or naive (docs/collectives.md)." },
+  { "policy", "bucket_size", KT_QUANTITY, SIM_UNIT_SIZE, "25MB", 0, BIG, 0, NULL, OFF (bucket_size),
+    "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap." },
+  { "policy", "reduce", KT_ENUM, 0, "free", 0, 0, 0, reduce_names, OFF (reduce_memory),
+    "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth." },
   { "stragglers", "model", KT_ENUM, 0, "none", 0, 0, 0, straggler_names, OFF (straggler),
     "none; fixed: listed workers are always `factor` times slower; bernoulli: each step is `factor` times slower with probability p." },
   { "stragglers", "factor", KT_QUANTITY, SIM_UNIT_NONE, "4", 1, BIG, 0, NULL, OFF (factor),
@@ -190,6 +220,23 @@ split_dotted (const char *dotted, char **section, char **key)
   return TRUE;
 }
 
+/* A sweep key names one scenario key, or several joined by '/' that take
+ * their values together ("policy.kind/cluster.servers = ps/1, allreduce/1"). */
+static gboolean
+valid_sweep_key (const char *name)
+{
+  g_auto (GStrv) parts = g_strsplit (name, "/", -1);
+  if (!parts[0])
+    return FALSE;
+  for (int i = 0; parts[i]; i++)
+    {
+      g_autofree char *s = NULL, *k = NULL;
+      if (!split_dotted (g_strstrip (parts[i]), &s, &k) || !find_key (s, k))
+        return FALSE;
+    }
+  return TRUE;
+}
+
 static char *
 enum_list (const char *const *choices)
 {
@@ -205,6 +252,8 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
   switch (k->type)
     {
     case KT_STRING:
+      if (text[0] == '\0' && k->def && k->def[0] == '\0')
+        return TRUE; /* an optional text left empty */
       if (text[0] == '\0')
         return fail (error, file, k, "empty value; give a value or remove the key");
       *(char **) field = g_strdup (text);
@@ -255,6 +304,8 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
                 *(char **) field = g_strdup (k->choices[i]);
               else if (k->choices == backend_names)
                 *(gboolean *) field = (i == 0);
+              else if (k->choices == reduce_names || k->choices == nic_names)
+                *(gboolean *) field = (i == 1);
               else
                 *(int *) field = i;
               return TRUE;
@@ -289,6 +340,8 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
 static gboolean
 check_cross (SimConfig *c, const char *file, GError **error)
 {
+  if (c->servers == 0)
+    c->servers = c->workers;
   if (!net_topology_lookup (c->topology))
     {
       GString *names = g_string_new (NULL);
@@ -299,6 +352,19 @@ check_cross (SimConfig *c, const char *file, GError **error)
       g_string_free (names, TRUE);
       return FALSE;
     }
+  if (!pol_coll_lookup (c->algorithm))
+    {
+      GString *names = g_string_new (NULL);
+      for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
+        g_string_append_printf (names, "%s%s", names->len ? ", " : "", (*a)->name);
+      fail (error, file, find_key ("policy", "algorithm"),
+            "unknown algorithm '%s'; use one of: %s", c->algorithm, names->str);
+      g_string_free (names, TRUE);
+      return FALSE;
+    }
+  if (c->reduce_memory && c->memory_bandwidth <= 0)
+    return fail (error, file, find_key ("policy", "reduce"),
+                 "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
   for (guint i = 0; i < c->slow->len; i++)
     if (g_array_index (c->slow, int, i) >= c->workers)
       return fail (error, file, find_key ("stragglers", "slow"),
@@ -324,6 +390,16 @@ check_cross (SimConfig *c, const char *file, GError **error)
         return fail (error, file, find_key ("trace", "db"),
                      "directory '%s' does not exist; create it or choose another path", dir);
     }
+  /* build the network once: topology parameters and link names */
+  {
+    EngSim *sim = eng_sim_new ();
+    NetNetwork *net = sim_network_build (c, sim, file, error);
+    if (net)
+      net_network_free (net);
+    eng_sim_free (sim);
+    if (!net)
+      return FALSE;
+  }
   if (c->target_loss > 0 && !c->math)
     return fail (error, file, find_key ("scenario", "target_loss"),
                  "needs the loss, but [kernels] backend = none runs no math; remove one of them");
@@ -341,6 +417,8 @@ sim_config_free (SimConfig *c)
   g_free (c->model_kind);
   g_free (c->dataset);
   g_free (c->policy);
+  g_free (c->algorithm);
+  g_free (c->links);
   g_free (c->db);
   if (c->slow)
     g_array_unref (c->slow);
@@ -408,8 +486,7 @@ apply_set (GKeyFile *kf, const char *set, GError **error)
                  "'%s' is not section.key=value; write e.g. --set network.bandwidth=25Gbps", set);
   if (strcmp (section, "sweep") == 0)
     {
-      g_autofree char *s2 = NULL, *k2 = NULL;
-      if (!split_dotted (key, &s2, &k2) || !find_key (s2, k2))
+      if (!valid_sweep_key (key))
         return fail (error, "--set", NULL,
                      "'%s' does not name a scenario key to sweep; write --set sweep.section.key=a,b", set);
       g_key_file_set_value (kf, "sweep", key, eq + 1);
@@ -459,11 +536,10 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
         {
           if (strcmp (groups[g], "sweep") == 0)
             {
-              g_autofree char *s = NULL, *k = NULL;
-              if (!split_dotted (ks[j], &s, &k) || !find_key (s, k))
+              if (!valid_sweep_key (ks[j]))
                 {
                   fail (error, path, NULL,
-                        "[sweep] %s: not a scenario key; sweep keys are written section.key, e.g. policy.consistency",
+                        "[sweep] %s: not a scenario key; sweep keys are written section.key (several joined by /), e.g. policy.consistency",
                         ks[j]);
                   return NULL;
                 }
@@ -535,9 +611,23 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
       for (guint i = 0; i < n_sweep; i++)
         {
           GStrv parts = g_ptr_array_index (values, i);
-          g_autofree char *s = NULL, *k = NULL;
-          split_dotted (sweep_keys[i], &s, &k);
-          g_key_file_set_value (pk, s, k, parts[idx[i]]);
+          g_auto (GStrv) names = g_strsplit (sweep_keys[i], "/", -1);
+          g_auto (GStrv) vals = g_strsplit (parts[idx[i]], "/", -1);
+          if (g_strv_length (names) != g_strv_length (vals))
+            {
+              fail (error, path, NULL,
+                    "[sweep] %s: value '%s' has %u parts for %u keys; give one value per key, joined by /",
+                    sweep_keys[i], parts[idx[i]], g_strv_length (vals), g_strv_length (names));
+              g_ptr_array_unref (configs);
+              g_ptr_array_unref (values);
+              return NULL;
+            }
+          for (int q = 0; names[q]; q++)
+            {
+              g_autofree char *s = NULL, *k = NULL;
+              split_dotted (g_strstrip (names[q]), &s, &k);
+              g_key_file_set_value (pk, s, k, g_strstrip (vals[q]));
+            }
           g_ptr_array_add (swept, g_strdup_printf ("%s=%s", sweep_keys[i], parts[idx[i]]));
         }
       SimConfig *c = resolve (pk, path, swept, error);

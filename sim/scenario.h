@@ -45,12 +45,22 @@ typedef struct {
   /* [device] */
   double flops;          /* peak FLOP/s */
   double efficiency;     /* share of peak achieved, (0, 1] */
-  double step_time;      /* seconds of compute per step; < 0 = use FLOPs */
+  double step_time;      /* seconds per step; < 0 = use FLOPs */
+  double memory_bandwidth; /* bytes/s, 0 = not modelled */
   /* [network] */
   char *topology;
   double bandwidth;      /* bytes/s per link and direction */
   double latency;        /* seconds per link */
   int contention;        /* NetContention */
+  gint64 rack_size;      /* racks: hosts per rack, 0 = default */
+  double oversubscription; /* racks: ratio, 0 = 1 */
+  gint64 fat_tree_k;     /* fat-tree: arity, 0 = smallest that fits */
+  double switch_latency; /* s per switch-to-switch link */
+  gint64 gpus_per_node;  /* nodes: 0 = default */
+  double intra_bandwidth; /* nodes: bytes/s, 0 = 10 x bandwidth */
+  double intra_latency;  /* nodes: s */
+  gboolean nic_per_gpu;  /* nodes: one NIC per GPU instead of per node */
+  char *links;           /* per-link overrides, NULL = none */
   /* [model] */
   char *model_kind;      /* softmax */
   char *dataset;         /* synthetic */
@@ -64,6 +74,9 @@ typedef struct {
   char *policy;          /* ps */
   SimConsistency consistency;
   gint64 staleness;      /* SSP bound s */
+  char *algorithm;       /* all-reduce algorithm */
+  double bucket_size;    /* bytes, 0 = one bucket */
+  gboolean reduce_memory; /* reductions cost memory traffic */
   /* [stragglers] */
   SimStragglerModel straggler;
   double factor;         /* slowdown of a slow step, >= 1 */

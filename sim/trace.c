@@ -18,7 +18,7 @@
 
 #include "sim/trace.h"
 
-enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, N_ST };
+enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, ST_BUCKET, N_ST };
 
 struct SimTrace {
   sqlite3 *db;
@@ -51,7 +51,10 @@ static const char *const schema =
   "CREATE TABLE messages (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  src TEXT NOT NULL, dst TEXT NOT NULL, bytes REAL NOT NULL,"
   "  start REAL NOT NULL, end REAL NOT NULL, tag TEXT);"
-  "PRAGMA user_version = 1;";
+  "CREATE TABLE buckets (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  iteration INTEGER NOT NULL, bucket INTEGER NOT NULL, bytes REAL NOT NULL,"
+  "  ready REAL NOT NULL, start REAL NOT NULL, end REAL NOT NULL);"
+  "PRAGMA user_version = 2;";
 
 static const char *const inserts[N_ST] = {
   [ST_METRIC] = "INSERT INTO metrics VALUES (?,?,?,?,?)",
@@ -59,6 +62,7 @@ static const char *const inserts[N_ST] = {
   [ST_SPAN] = "INSERT INTO spans VALUES (?,?,?,?,?,?,?)",
   [ST_MSG] = "INSERT INTO messages VALUES (?,?,?,?,?,?,?)",
   [ST_PARAM] = "INSERT INTO params VALUES (?,?,?)",
+  [ST_BUCKET] = "INSERT INTO buckets VALUES (?,?,?,?,?,?,?)",
 };
 
 static gboolean
@@ -318,6 +322,21 @@ sim_trace_span (SimTrace *t, gint64 run, const char *actor, const char *kind,
   else
     sqlite3_bind_int64 (st, 6, iteration);
   sqlite3_bind_double (st, 7, bytes);
+  step (t, st);
+}
+
+void
+sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket, double bytes,
+                  double ready, double start, double end)
+{
+  sqlite3_stmt *st = t->st[ST_BUCKET];
+  sqlite3_bind_int64 (st, 1, run);
+  sqlite3_bind_int64 (st, 2, iteration);
+  sqlite3_bind_int (st, 3, bucket);
+  sqlite3_bind_double (st, 4, bytes);
+  sqlite3_bind_double (st, 5, ready);
+  sqlite3_bind_double (st, 6, start);
+  sqlite3_bind_double (st, 7, end);
   step (t, st);
 }
 

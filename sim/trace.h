@@ -15,7 +15,7 @@
 
 G_BEGIN_DECLS
 
-#define SIM_TRACE_SCHEMA_VERSION 1
+#define SIM_TRACE_SCHEMA_VERSION 2
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -54,6 +54,8 @@ void sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
 void sim_trace_span (SimTrace *t, gint64 run, const char *actor,
                      const char *kind, double start, double end,
                      gint64 iteration, double bytes);
+void sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket,
+                       double bytes, double ready, double start, double end);
 void sim_trace_message (SimTrace *t, gint64 run, const char *src,
                         const char *dst, double bytes, double start,
                         double end, const char *tag);

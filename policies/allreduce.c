@@ -1,0 +1,367 @@
+/*
+ * allreduce.c — data parallelism with all-reduce and gradient buckets.
+ *
+ * Every worker computes a real gradient on its own batch at the shared
+ * parameters; the gradients are summed across workers by a collective
+ * algorithm (collectives.h) that moves the real buffers over the simulated
+ * network; every worker then applies the same update, params -= lr × sum / W.
+ * Since every worker applies the same update to the same parameters, dtsim
+ * keeps one copy of them.  docs/policies.md is the normative description:
+ *
+ *   - An iteration starts for all workers at once (time E_prev).  Worker w's
+ *     step takes T_w = compute_time(w, flops_fwd + flops_bwd): the forward
+ *     pass for the share flops_fwd / (flops_fwd + flops_bwd) of it, then
+ *     the backward pass, which produces the gradient in reverse parameter
+ *     order at a uniform rate per parameter.
+ *   - The gradient is cut into buckets of bucket_size bytes from its end (the
+ *     first produced); bucket j is ready once every worker has produced it.
+ *     Buckets are all-reduced one at a time, in order: bucket j starts at
+ *     max(ready_j, end of bucket j - 1).  With one bucket nothing overlaps.
+ *   - When the last bucket's all-reduce ends, every worker applies the update,
+ *     taking kern_sgd_flops(P) / (flops × efficiency) seconds; the iteration
+ *     ends (time E) and the next starts.
+ *
+ * Worker w's iteration: compute = T_w + update; wait = max_v T_v - T_w (time
+ * its gradients waited for the slowest worker's); comm = the rest, from the
+ * slowest worker's end of backward to the last all-reduce's end.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/collectives.h"
+#include "policies/policy.h"
+
+typedef struct {
+  gsize lo, hi;            /* parameters [lo, hi) */
+  double ready;            /* s, when every worker has produced it */
+  double start;            /* s, when its all-reduce started */
+  float **bufs;            /* (workers) grad_w + lo; NULL without math */
+} ArBucket;
+
+typedef struct {
+  PolEnv env;
+  const PolCollAlgorithm *alg;
+  int *hosts;              /* (workers) */
+  float *params;           /* (n_params) the one shared copy */
+  float **grad;            /* (workers) gradient buffers, (n_params) each */
+  float *x;                /* (batch, d) scratch */
+  int *y, *idx;            /* (batch) scratch */
+  PolSampler *samplers;
+  ArBucket *buckets;
+  int n_buckets;
+  double fwd_share;        /* flops_fwd / (flops_fwd + flops_bwd) */
+  double update_time;      /* s */
+  double *step_time;       /* (workers) T_w of the current iteration */
+  double max_step;         /* max_w T_w */
+  gint64 iter;             /* iteration in progress */
+  double iter_start;       /* s */
+  gint64 updates, next_eval;
+  double end_time;
+  gboolean finished, reached_target;
+  double sum_compute, sum_comm, sum_wait;
+} ArPolicy;
+
+static GPtrArray *
+ar_host_names (int workers, int servers)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  for (int w = 0; w < workers; w++)
+    g_ptr_array_add (names, g_strdup_printf ("worker%d", w));
+  return names;
+}
+
+static void start_iteration (EngSim *sim, gpointer ctx, gpointer data);
+
+static void
+span (ArPolicy *ar, int w, const char *kind, double a, double b)
+{
+  if (!ar->env.rec.want_spans || !ar->env.rec.span || !(b > a))
+    return;
+  char name[32];
+  g_snprintf (name, sizeof name, "worker%d", w);
+  ar->env.rec.span (ar->env.rec.ctx, name, kind, a, b, ar->iter, 0);
+}
+
+static void
+record_metric (ArPolicy *ar)
+{
+  if (!ar->env.model)
+    return;
+  double loss, acc, unused;
+  ar->env.model->ops->evaluate (ar->env.model, ar->params, ar->env.eval, &loss, &unused);
+  ar->env.model->ops->evaluate (ar->env.model, ar->params, ar->env.test, &unused, &acc);
+  if (ar->env.rec.metric)
+    ar->env.rec.metric (ar->env.rec.ctx, eng_sim_now (ar->env.sim), ar->updates, loss, acc);
+  if (ar->env.target_loss > 0 && loss <= ar->env.target_loss)
+    {
+      ar->reached_target = TRUE;
+      ar->finished = TRUE;
+      ar->end_time = eng_sim_now (ar->env.sim);
+      eng_stop (ar->env.sim);
+    }
+}
+
+/* The update has been applied: close the iteration of every worker. */
+static void
+on_update_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  ArPolicy *ar = ctx;
+  double now = eng_sim_now (sim);
+  int W = ar->env.workers;
+  if (ar->env.model)
+    kern_sgd_step (ar->params, ar->grad[0], ar->env.n_params,
+                   (float) (ar->env.lr / W));
+  for (int w = 0; w < W; w++)
+    {
+      double compute = ar->step_time[w] + ar->update_time;
+      double wait = ar->max_step - ar->step_time[w];
+      double comm = (now - ar->iter_start) - compute - wait;
+      if (comm < 0) /* rounding only */
+        comm = 0;
+      ar->sum_compute += compute;
+      ar->sum_comm += comm;
+      ar->sum_wait += wait;
+      if (ar->env.rec.want_iterations && ar->env.rec.iteration)
+        ar->env.rec.iteration (ar->env.rec.ctx, w, ar->iter, ar->iter_start, now, compute,
+                               comm, wait, 0);
+      span (ar, w, "compute", now - ar->update_time, now);
+    }
+  ar->updates += W;
+  if (ar->env.rec.progress)
+    ar->env.rec.progress (ar->env.rec.ctx, now, ar->updates, ar->env.iterations * W);
+  gboolean last = ar->iter + 1 >= ar->env.iterations;
+  if (ar->updates >= ar->next_eval || last)
+    {
+      while (ar->next_eval <= ar->updates)
+        ar->next_eval += ar->env.eval_every;
+      record_metric (ar);
+    }
+  if (ar->finished)
+    return;
+  if (last)
+    {
+      ar->finished = TRUE;
+      ar->end_time = now;
+      eng_stop (sim);
+      return;
+    }
+  ar->iter++;
+  start_iteration (sim, ar, NULL);
+}
+
+static void start_bucket (EngSim *sim, gpointer ctx, gpointer data);
+
+static void
+on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  ArPolicy *ar = ctx;
+  int j = GPOINTER_TO_INT (data);
+  ArBucket *b = &ar->buckets[j];
+  double now = eng_sim_now (sim);
+  if (ar->env.rec.bucket)
+    ar->env.rec.bucket (ar->env.rec.ctx, ar->iter, j, (double) (b->hi - b->lo) * 4, b->ready,
+                        b->start, now);
+  if (j + 1 < ar->n_buckets)
+    {
+      double at = MAX (now, ar->buckets[j + 1].ready);
+      eng_schedule_at (sim, at, start_bucket, ar, GINT_TO_POINTER (j + 1));
+      return;
+    }
+  for (int w = 0; w < ar->env.workers; w++)
+    {
+      span (ar, w, "wait", ar->iter_start + ar->step_time[w], ar->iter_start + ar->max_step);
+      span (ar, w, "send", ar->iter_start + ar->max_step, now);
+    }
+  eng_schedule (sim, ar->update_time, on_update_done, ar, NULL);
+}
+
+static void
+start_bucket (EngSim *sim, gpointer ctx, gpointer data)
+{
+  ArPolicy *ar = ctx;
+  int j = GPOINTER_TO_INT (data);
+  ArBucket *b = &ar->buckets[j];
+  b->start = eng_sim_now (sim);
+  PolCollArgs a = {
+    .sim = sim,
+    .net = ar->env.net,
+    .p = ar->env.workers,
+    .hosts = ar->hosts,
+    .bufs = b->bufs,
+    .n = b->hi - b->lo,
+    .elem_bytes = sizeof (float),
+    .reduce_per_byte = ar->env.reduce_per_byte,
+    .root = 0,
+    .tag = 0,
+  };
+  g_autoptr (GError) error = NULL;
+  if (!ar->alg->start (&a, POL_COLL_ALLREDUCE, on_bucket_done, ar, data, &error))
+    g_error ("all-reduce with %s: %s", ar->alg->name, error->message); /* validated before */
+}
+
+static void
+start_iteration (EngSim *sim, gpointer ctx, gpointer data)
+{
+  ArPolicy *ar = ctx;
+  const PolEnv *env = &ar->env;
+  double now = eng_sim_now (sim);
+  int W = env->workers;
+  ar->iter_start = now;
+  ar->max_step = 0;
+  for (int w = 0; w < W; w++)
+    {
+      if (env->model)
+        {
+          pol_sampler_next (&ar->samplers[w], env->batch, ar->idx);
+          kern_dataset_gather (env->train, ar->idx, env->batch, ar->x, ar->y);
+          env->model->ops->loss_grad (env->model, ar->params, ar->x, ar->y, env->batch,
+                                      ar->grad[w]);
+        }
+      ar->step_time[w] = env->compute_time (env->compute_ctx, w, env->flops_step);
+      ar->max_step = MAX (ar->max_step, ar->step_time[w]);
+      span (ar, w, "compute", now, now + ar->step_time[w]);
+    }
+  /* bucket j is produced by worker w at fwd + bwd × (share of parameters
+   * produced so far, counted from the end of the vector) */
+  double P = (double) env->n_params, produced = 0;
+  for (int j = 0; j < ar->n_buckets; j++)
+    {
+      ArBucket *b = &ar->buckets[j];
+      produced += (double) (b->hi - b->lo);
+      double frac = ar->fwd_share + (1 - ar->fwd_share) * (produced / P);
+      b->ready = now + ar->max_step * frac;
+      if (j == ar->n_buckets - 1)
+        b->ready = now + ar->max_step; /* exactly, whatever the rounding */
+    }
+  eng_schedule_at (sim, ar->buckets[0].ready, start_bucket, ar, GINT_TO_POINTER (0));
+}
+
+static PolPolicy *
+ar_create (const PolEnv *env, GError **error)
+{
+  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
+  if (!alg)
+    {
+      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+                   "unknown all-reduce algorithm '%s'", env->algorithm);
+      return NULL;
+    }
+  ArPolicy *ar = g_new0 (ArPolicy, 1);
+  ar->env = *env;
+  ar->alg = alg;
+  int W = env->workers;
+  gsize P = env->n_params;
+  if (ar->env.eval_every <= 0)
+    ar->env.eval_every = W;
+  ar->hosts = g_new (int, W);
+  for (int w = 0; w < W; w++)
+    ar->hosts[w] = w;
+  ar->params = g_new0 (float, P);
+  ar->step_time = g_new0 (double, W);
+  if (env->model)
+    {
+      env->model->ops->init (env->model, ar->params, env->seed);
+      ar->grad = g_new (float *, W);
+      for (int w = 0; w < W; w++)
+        ar->grad[w] = g_new0 (float, P);
+      ar->x = g_new (float, (gsize) env->batch * env->model->d);
+      ar->y = g_new (int, env->batch);
+      ar->idx = g_new (int, env->batch);
+      ar->samplers = pol_samplers_new (env->train->n, W, env->seed);
+    }
+  double fwd = env->flops_forward_step;
+  ar->fwd_share = env->flops_step > 0 ? fwd / env->flops_step : 0.5;
+  ar->update_time = kern_sgd_flops (P) / env->server_flops;
+
+  /* buckets of bucket_bytes from the end of the parameter vector */
+  gsize per = env->bucket_bytes > 0 ? (gsize) MAX (1.0, floor (env->bucket_bytes / 4)) : P;
+  per = MIN (per, P);
+  ar->n_buckets = (int) ((P + per - 1) / per);
+  ar->buckets = g_new0 (ArBucket, ar->n_buckets);
+  for (int j = 0; j < ar->n_buckets; j++)
+    {
+      ArBucket *b = &ar->buckets[j];
+      b->hi = P - (gsize) j * per;
+      b->lo = b->hi > per ? b->hi - per : 0;
+      if (env->model)
+        {
+          b->bufs = g_new (float *, W);
+          for (int w = 0; w < W; w++)
+            b->bufs[w] = ar->grad[w] + b->lo;
+        }
+    }
+  return (PolPolicy *) ar;
+}
+
+static void
+ar_start (PolPolicy *p)
+{
+  ArPolicy *ar = (ArPolicy *) p;
+  record_metric (ar);
+  ar->next_eval = ar->env.eval_every;
+  eng_schedule (ar->env.sim, 0, start_iteration, ar, NULL);
+}
+
+static void
+ar_finish (PolPolicy *p, PolResult *out)
+{
+  ArPolicy *ar = (ArPolicy *) p;
+  memset (out, 0, sizeof *out);
+  out->updates = ar->updates;
+  out->rounds = ar->updates / ar->env.workers;
+  out->end_time = ar->finished ? ar->end_time : eng_sim_now (ar->env.sim);
+  out->final_loss = out->final_accuracy = NAN;
+  if (ar->env.model)
+    {
+      double unused;
+      ar->env.model->ops->evaluate (ar->env.model, ar->params, ar->env.eval, &out->final_loss,
+                                    &unused);
+      ar->env.model->ops->evaluate (ar->env.model, ar->params, ar->env.test, &unused,
+                                    &out->final_accuracy);
+    }
+  out->reached_target = ar->reached_target;
+  out->compute = ar->sum_compute;
+  out->comm = ar->sum_comm;
+  out->wait = ar->sum_wait;
+}
+
+static void
+ar_free (PolPolicy *p)
+{
+  ArPolicy *ar = (ArPolicy *) p;
+  if (!ar)
+    return;
+  int W = ar->env.workers;
+  for (int j = 0; j < ar->n_buckets; j++)
+    g_free (ar->buckets[j].bufs);
+  g_free (ar->buckets);
+  if (ar->grad)
+    for (int w = 0; w < W; w++)
+      g_free (ar->grad[w]);
+  g_free (ar->grad);
+  g_free (ar->hosts);
+  g_free (ar->params);
+  g_free (ar->step_time);
+  g_free (ar->x);
+  g_free (ar->y);
+  g_free (ar->idx);
+  pol_samplers_free (ar->samplers, W);
+  g_free (ar);
+}
+
+static const char *const ar_tags[] = { "allreduce" };
+
+const PolPolicyOps pol_allreduce_ops = {
+  .name = "allreduce",
+  .description = "data parallel: every worker computes a real gradient, buckets are all-reduced "
+                 "as backward produces them, every worker applies the averaged update",
+  .tag_names = ar_tags,
+  .n_tags = G_N_ELEMENTS (ar_tags),
+  .host_names = ar_host_names,
+  .create = ar_create,
+  .start = ar_start,
+  .finish = ar_finish,
+  .free = ar_free,
+};

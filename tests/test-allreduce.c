@@ -1,0 +1,264 @@
+/*
+ * test-allreduce.c — the all-reduce data-parallel policy (docs/policies.md):
+ * its closed-form iteration time, bucket scheduling, and the equivalence of
+ * all-reduce SGD over N workers of batch b with single-worker SGD of batch N·b.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "policies/collectives.h"
+#include "policies/policy.h"
+#include "sim/run.h"
+#include "sim/scenario.h"
+
+/* worker, iteration, end - start, wait, compute + comm + wait */
+typedef struct {
+  double v[5];
+} Row;
+
+typedef struct {
+  gint64 iteration;
+  int bucket;
+  double bytes, ready, start, end;
+} Bucket;
+
+typedef struct {
+  GArray *iters;     /* Row */
+  GArray *buckets;   /* Bucket */
+  SimRunSummary sum;
+} Result;
+
+static void
+on_iteration (gpointer ctx, int worker, gint64 iteration, double start, double end,
+              double compute, double comm, double wait, gint64 staleness)
+{
+  Result *r = ctx;
+  Row row = { { worker, (double) iteration, end - start, wait, compute + comm + wait } };
+  g_array_append_val (r->iters, row);
+  g_assert_cmpint (staleness, ==, 0);
+}
+
+static void
+on_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double ready,
+           double start, double end)
+{
+  Result *r = ctx;
+  Bucket b = { iteration, bucket, bytes, ready, start, end };
+  g_array_append_val (r->buckets, b);
+}
+
+static GPtrArray *
+load_text (const char *text, const char *const *sets)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-ar-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "t.ini", NULL);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  g_autoptr (GError) error = NULL;
+  GPtrArray *configs = sim_scenario_load (path, sets, &error);
+  g_assert_no_error (error);
+  g_unlink (path);
+  g_rmdir (dir);
+  return configs;
+}
+
+static Result *
+run_text (const char *text, const char *const *sets, SimConfig **config_out)
+{
+  GPtrArray *configs = load_text (text, sets);
+  g_assert_cmpuint (configs->len, ==, 1);
+  Result *r = g_new0 (Result, 1);
+  r->iters = g_array_new (FALSE, FALSE, sizeof (Row));
+  r->buckets = g_array_new (FALSE, FALSE, sizeof (Bucket));
+  PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
+                      .bucket = on_bucket };
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, &rec, NULL, FALSE,
+                                 &r->sum, &error));
+  g_assert_no_error (error);
+  if (config_out)
+    *config_out = g_ptr_array_steal_index (configs, 0);
+  g_ptr_array_unref (configs);
+  return r;
+}
+
+static void
+result_free (Result *r)
+{
+  g_array_unref (r->iters);
+  g_array_unref (r->buckets);
+  g_free (r);
+}
+
+static void
+assert_close (double a, double b, double rel)
+{
+  if (fabs (a - b) > rel * MAX (fabs (a), fabs (b)))
+    g_error ("%.17g != %.17g (relative tolerance %g)", a, b, rel);
+}
+
+static const char cluster[] =
+  "[scenario]\nname = t\nseed = 5\niterations = 5\n"
+  "[cluster]\nworkers = 4\n"
+  "[device]\nflops = 1GFLOPS\nefficiency = 0.5\nstep_time = 1ms\n"
+  "[network]\nbandwidth = 1Gbps\nlatency = 20us\ncontention = none\n"
+  "[model]\nfeatures = 15\nclasses = 4\nsamples = 512\ntest_samples = 64\nbatch = 8\n"
+  "[policy]\nkind = allreduce\nbucket_size = 0\n";
+
+/* One bucket, contention none: T + C(4P bytes) + 2P / (flops × efficiency). */
+static void
+test_closed_form (void)
+{
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  for (gsize a = 0; a < G_N_ELEMENTS (algs); a++)
+    for (int workers = 2; workers <= 8; workers++)
+      {
+        g_autofree char *s1 = g_strdup_printf ("policy.algorithm=%s", algs[a]);
+        g_autofree char *s2 = g_strdup_printf ("cluster.workers=%d", workers);
+        const char *sets[] = { s1, s2, NULL };
+        Result *r = run_text (cluster, sets, NULL);
+        const double T = 1e-3, l = 20e-6, B = 1e9 / 8, F = 1e9 * 0.5;
+        const double P = 15 * 4 + 4;
+        const double alpha = 2 * l, beta = 1 / B;
+        double C = pol_coll_cost (pol_coll_lookup (algs[a]), POL_COLL_ALLREDUCE, workers,
+                                  (gsize) P, 4, alpha, beta, 0);
+        if (strcmp (algs[a], "ring") == 0 && (int) P % workers == 0)
+          assert_close (C, 2 * (workers - 1) * alpha
+                             + 2.0 * (workers - 1) / workers * 4 * P * beta, 1e-12);
+        const double iter = T + C + kern_sgd_flops ((gsize) P) / F;
+        g_assert_cmpuint (r->iters->len, ==, 5 * (guint) workers);
+        for (guint i = 0; i < r->iters->len; i++)
+          {
+            const double *row = g_array_index (r->iters, Row, i).v;
+            assert_close (row[2], iter, 1e-9);
+            assert_close (row[4], row[2], 1e-9);
+            g_assert_cmpfloat (row[3], ==, 0.0);
+          }
+        assert_close (r->sum.sim_time, 5 * iter, 1e-9);
+        g_assert_cmpint (r->sum.updates, ==, 5 * workers);
+        result_free (r);
+      }
+}
+
+/* Buckets: ordered, each after it is ready and after the previous one, and
+ * overlapping backward makes the iteration shorter than with one bucket. */
+static void
+test_buckets (void)
+{
+  const char *one[] = { "network.contention=max-min", NULL };
+  const char *many[] = { "network.contention=max-min", "policy.bucket_size=32B",
+                         "device.step_time=-1", NULL };
+  const char *one_flops[] = { "network.contention=max-min", "device.step_time=-1", NULL };
+  Result *a = run_text (cluster, one, NULL);
+  g_assert_cmpuint (a->buckets->len, ==, 5); /* one bucket per iteration */
+  Result *b = run_text (cluster, many, NULL);
+  Result *c = run_text (cluster, one_flops, NULL);
+  const int per_iter = (64 * 4 + 31) / 32; /* ceil(4P / bucket_size) */
+  g_assert_cmpuint (b->buckets->len, ==, 5 * per_iter);
+  double total = 0;
+  for (guint i = 0; i < b->buckets->len; i++)
+    {
+      const Bucket *x = &g_array_index (b->buckets, Bucket, i);
+      g_assert_cmpint (x->bucket, ==, (int) (i % per_iter));
+      g_assert_cmpfloat (x->start, >=, x->ready);
+      g_assert_cmpfloat (x->end, >, x->start);
+      if (x->bucket > 0)
+        {
+          const Bucket *prev = x - 1;
+          g_assert_cmpfloat (x->ready, >=, prev->ready);
+          g_assert_cmpfloat (x->start, >=, prev->end);
+        }
+      if (x->iteration == 0)
+        total += x->bytes;
+    }
+  g_assert_cmpfloat (total, ==, 64 * 4); /* the buckets cover the gradient */
+  /* overlap: at least one bucket started before the last one was ready */
+  const Bucket *first = &g_array_index (b->buckets, Bucket, 0);
+  const Bucket *last = &g_array_index (b->buckets, Bucket, per_iter - 1);
+  g_assert_cmpfloat (first->start, <, last->ready);
+  /* the same math whatever the bucketing */
+  assert_close (b->sum.final_loss, c->sum.final_loss, 1e-5);
+  result_free (a);
+  result_free (b);
+  result_free (c);
+}
+
+/* All-reduce SGD over N workers of batch b is single-worker SGD of batch N·b
+ * on the concatenated batches. */
+static void
+test_matches_large_batch (void)
+{
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  for (gsize a = 0; a < G_N_ELEMENTS (algs); a++)
+    {
+      g_autofree char *s1 = g_strdup_printf ("policy.algorithm=%s", algs[a]);
+      const char *sets[] = { s1, "scenario.iterations=30", "cluster.workers=3", NULL };
+      SimConfig *c = NULL;
+      Result *r = run_text (cluster, sets, &c);
+
+      /* the reference: the same data, samplers and initial parameters */
+      const int N = (int) c->workers, b = (int) c->batch;
+      KernDataset *train = NULL, *test = NULL;
+      kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
+                          (int) c->classes, c->separation, (guint64) c->seed, &train, &test);
+      KernModel *m = kern_softmax_new ((int) c->features, (int) c->classes);
+      gsize P = m->ops->n_params (m);
+      g_autofree float *params = g_new0 (float, P);
+      g_autofree float *grad = g_new0 (float, P);
+      m->ops->init (m, params, (guint64) c->seed);
+      PolSampler *s = pol_samplers_new (train->n, N, (guint64) c->seed);
+      g_autofree int *idx = g_new (int, N * b);
+      g_autofree float *x = g_new (float, (gsize) N * b * train->d);
+      g_autofree int *y = g_new (int, N * b);
+      for (int it = 0; it < 30; it++)
+        {
+          for (int w = 0; w < N; w++)
+            pol_sampler_next (&s[w], b, idx + w * b);
+          kern_dataset_gather (train, idx, N * b, x, y);
+          m->ops->loss_grad (m, params, x, y, N * b, grad);
+          kern_sgd_step (params, grad, P, (float) c->lr);
+        }
+      KernDataset eval = *train;
+      eval.n = MIN (eval.n, (int) c->eval_samples);
+      double loss, acc;
+      m->ops->evaluate (m, params, &eval, &loss, &acc);
+      assert_close (r->sum.final_loss, loss, 1e-5);
+      g_assert_cmpfloat (loss, <, log ((double) c->classes)); /* it did learn */
+
+      pol_samplers_free (s, N);
+      kern_model_free (m);
+      kern_dataset_free (train);
+      kern_dataset_free (test);
+      sim_config_free (c);
+      result_free (r);
+    }
+}
+
+/* A fixed straggler makes the others wait for it, every iteration. */
+static void
+test_straggler_wait (void)
+{
+  const char *sets[] = { "stragglers.model=fixed", "stragglers.slow=1", "stragglers.factor=3",
+                         NULL };
+  Result *r = run_text (cluster, sets, NULL);
+  for (guint i = 0; i < r->iters->len; i++)
+    {
+      const double *row = g_array_index (r->iters, Row, i).v;
+      assert_close (row[3], (int) row[0] == 1 ? 0.0 : (3 - 1) * 1e-3, 1e-9);
+    }
+  result_free (r);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/allreduce/closed-form", test_closed_form);
+  g_test_add_func ("/allreduce/buckets", test_buckets);
+  g_test_add_func ("/allreduce/matches-large-batch", test_matches_large_batch);
+  g_test_add_func ("/allreduce/straggler-wait", test_straggler_wait);
+  return g_test_run ();
+}
