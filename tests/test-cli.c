@@ -270,6 +270,17 @@ test_bad_set (void)
   check_bad ("small.ini", expect2, "cluster.workers=0");
 }
 
+static void
+test_bad_link (void)
+{
+  const char *expect[] = { "small.ini", "[network] links", "nolink", NULL };
+  check_bad ("small.ini", expect, "network.links=nolink 1Gbps");
+  const char *expect2[] = { "small.ini", "[network] links", "worker1.up", "fast", NULL };
+  check_bad ("small.ini", expect2, "network.links=worker1.up fast");
+  const char *expect3[] = { "small.ini", "[network] oversubscription", "0.5", NULL };
+  check_bad ("small.ini", expect3, "network.oversubscription=0.5");
+}
+
 /* A run that fails validation keeps an earlier database intact. */
 static void
 test_bad_keeps_old_db (void)
@@ -409,6 +420,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/bad/missing-scenario", test_bad_missing_scenario);
   g_test_add_func ("/cli/bad/set", test_bad_set);
   g_test_add_func ("/cli/bad/keeps-old-db", test_bad_keeps_old_db);
+  g_test_add_func ("/cli/bad/link", test_bad_link);
   g_test_add_func ("/cli/check/main-scenario", test_check_main_scenario);
   g_test_add_func ("/cli/plot/figures", test_plot);
   g_test_add_func ("/cli/docs/keys", test_keys_documented);

@@ -12,4 +12,6 @@ set format y "%.0e"
 set grid
 set key outside right top
 set datafile separator "\t"
-plot for [i=1:nlines] datafile index (i-1) using 1:2 with linespoints lw 2 pt 7 lc (i-1)%8+1 dt (i-1)/8+1 title titles[i]
+# lines 9 to 16 repeat the colours of 1 to 8, dashed
+do for [t=9:16] { set linetype t linecolor (t-8) dashtype 2 }
+plot for [i=1:nlines] datafile index (i-1) using 1:2 with linespoints linetype i lw 2 pt 7 title titles[i]
