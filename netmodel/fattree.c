@@ -136,18 +136,6 @@ fattree_resolve (const NetNetwork *net, const NetTopologyParams *p,
   return TRUE;
 }
 
-/* Adds the pair of one-way links "<prefix>.up" and "<prefix>.down". */
-static void
-add_cable (NetNetwork *net, const char *prefix, double bandwidth,
-           double latency, int *up, int *down)
-{
-  g_autofree char *up_name = g_strdup_printf ("%s.up", prefix);
-  g_autofree char *down_name = g_strdup_printf ("%s.down", prefix);
-
-  *up = net_network_add_named_link (net, up_name, bandwidth, latency);
-  *down = net_network_add_named_link (net, down_name, bandwidth, latency);
-}
-
 static gboolean
 fattree_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
@@ -173,7 +161,7 @@ fattree_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   for (int h = 0; h < p->n_hosts; h++)
     {
       host[h] = net_network_add_host (net, p->names[h]);
-      add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
+      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
     }
   ea_up = g_new (int, (gsize) s.n_edges * s.half);
   ea_down = g_new (int, (gsize) s.n_edges * s.half);
@@ -182,7 +170,7 @@ fattree_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
       {
         g_autofree char *prefix = g_strdup_printf ("pod%d.edge%d.agg%d",
                                                    e / s.half, e % s.half, a);
-        add_cable (net, prefix, p->bandwidth, s.sw_lat,
+        net_network_add_cable (net, prefix, p->bandwidth, s.sw_lat,
                    &ea_up[e * s.half + a], &ea_down[e * s.half + a]);
       }
   if (s.n_cores > 0)
@@ -197,7 +185,7 @@ fattree_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
               g_autofree char *prefix
                 = g_strdup_printf ("pod%d.agg%d.core%d", pod, a,
                                    a * s.half + m);
-              add_cable (net, prefix, p->bandwidth, s.sw_lat,
+              net_network_add_cable (net, prefix, p->bandwidth, s.sw_lat,
                          &ac_up[i], &ac_down[i]);
             }
     }

@@ -82,6 +82,11 @@ int net_network_host_id (const NetNetwork *net, const char *name);
 double net_network_link_bandwidth (const NetNetwork *net, int link);
 double net_network_link_latency (const NetNetwork *net, int link);
 /* Link id by name, or -1. */
+/* Adds a full-duplex cable: the one-way links "<prefix>.up" and
+ * "<prefix>.down", each of `bandwidth` bytes/s and `latency` seconds; their
+ * ids go to *up and *down. */
+void net_network_add_cable (NetNetwork *net, const char *prefix, double bandwidth,
+                            double latency, int *up, int *down);
 int net_network_link_id (const NetNetwork *net, const char *name);
 /* The name of link `link`, owned by the network. */
 const char *net_network_link_name (const NetNetwork *net, int link);

@@ -1181,3 +1181,13 @@ net_network_reschedules (const NetNetwork *net)
   g_return_val_if_fail (net != NULL, 0);
   return net->reschedules;
 }
+
+void
+net_network_add_cable (NetNetwork *net, const char *prefix, double bandwidth,
+                       double latency, int *up, int *down)
+{
+  g_autofree char *up_name = g_strdup_printf ("%s.up", prefix);
+  g_autofree char *down_name = g_strdup_printf ("%s.down", prefix);
+  *up = net_network_add_named_link (net, up_name, bandwidth, latency);
+  *down = net_network_add_named_link (net, down_name, bandwidth, latency);
+}

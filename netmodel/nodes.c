@@ -79,18 +79,6 @@ nodes_resolve (const NetNetwork *net, const NetTopologyParams *p,
   return TRUE;
 }
 
-/* Adds the pair of one-way links "<prefix>.up" and "<prefix>.down". */
-static void
-add_cable (NetNetwork *net, const char *prefix, double bandwidth,
-           double latency, int *up, int *down)
-{
-  g_autofree char *up_name = g_strdup_printf ("%s.up", prefix);
-  g_autofree char *down_name = g_strdup_printf ("%s.down", prefix);
-
-  *up = net_network_add_named_link (net, up_name, bandwidth, latency);
-  *down = net_network_add_named_link (net, down_name, bandwidth, latency);
-}
-
 static gboolean
 nodes_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
@@ -117,7 +105,7 @@ nodes_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
                                                  h / s.gpus, h % s.gpus);
 
       host[h] = net_network_add_host (net, p->names[h]);
-      add_cable (net, prefix, s.intra_bw, s.intra_lat, &nv_up[h],
+      net_network_add_cable (net, prefix, s.intra_bw, s.intra_lat, &nv_up[h],
                  &nv_down[h]);
     }
   if (s.per_gpu)
@@ -128,7 +116,7 @@ nodes_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
         {
           g_autofree char *prefix = g_strdup_printf ("node%d.gpu%d.nic",
                                                      h / s.gpus, h % s.gpus);
-          add_cable (net, prefix, p->bandwidth, p->latency, &nic_up[h],
+          net_network_add_cable (net, prefix, p->bandwidth, p->latency, &nic_up[h],
                      &nic_down[h]);
         }
     }
@@ -139,7 +127,7 @@ nodes_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
       for (int i = 0; i < s.n_nodes; i++)
         {
           g_autofree char *prefix = g_strdup_printf ("node%d.nic", i);
-          add_cable (net, prefix, p->bandwidth, p->latency, &nic_up[i],
+          net_network_add_cable (net, prefix, p->bandwidth, p->latency, &nic_up[i],
                      &nic_down[i]);
         }
     }

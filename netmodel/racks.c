@@ -108,14 +108,8 @@ racks_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   down = g_new (int, p->n_hosts);
   for (int h = 0; h < p->n_hosts; h++)
     {
-      g_autofree char *up_name = g_strdup_printf ("%s.up", p->names[h]);
-      g_autofree char *down_name = g_strdup_printf ("%s.down", p->names[h]);
-
       host[h] = net_network_add_host (net, p->names[h]);
-      up[h] = net_network_add_named_link (net, up_name, p->bandwidth,
-                                          p->latency);
-      down[h] = net_network_add_named_link (net, down_name, p->bandwidth,
-                                            p->latency);
+      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
     }
   rack_up = g_new (int, s.n_racks);
   rack_down = g_new (int, s.n_racks);

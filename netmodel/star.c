@@ -100,14 +100,8 @@ star_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   down = g_new (int, p->n_hosts);
   for (int h = 0; h < p->n_hosts; h++)
     {
-      g_autofree char *up_name = g_strdup_printf ("%s.up", p->names[h]);
-      g_autofree char *down_name = g_strdup_printf ("%s.down", p->names[h]);
-
       host[h] = net_network_add_host (net, p->names[h]);
-      up[h] = net_network_add_named_link (net, up_name, p->bandwidth,
-                                          p->latency);
-      down[h] = net_network_add_named_link (net, down_name, p->bandwidth,
-                                            p->latency);
+      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
     }
   for (int a = 0; a < p->n_hosts; a++)
     for (int b = 0; b < p->n_hosts; b++)

@@ -14,6 +14,7 @@
 #include "policies/policy.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
+#include "tests/util.h"
 
 /* worker, iteration, end - start, wait, compute + comm + wait */
 typedef struct {
@@ -51,24 +52,10 @@ on_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double read
   g_array_append_val (r->buckets, b);
 }
 
-static GPtrArray *
-load_text (const char *text, const char *const *sets)
-{
-  g_autofree char *dir = g_dir_make_tmp ("dtsim-ar-XXXXXX", NULL);
-  g_autofree char *path = g_build_filename (dir, "t.ini", NULL);
-  g_assert_true (g_file_set_contents (path, text, -1, NULL));
-  g_autoptr (GError) error = NULL;
-  GPtrArray *configs = sim_scenario_load (path, sets, &error);
-  g_assert_no_error (error);
-  g_unlink (path);
-  g_rmdir (dir);
-  return configs;
-}
-
 static Result *
 run_text (const char *text, const char *const *sets, SimConfig **config_out)
 {
-  GPtrArray *configs = load_text (text, sets);
+  GPtrArray *configs = test_load_scenario_text (text, sets);
   g_assert_cmpuint (configs->len, ==, 1);
   Result *r = g_new0 (Result, 1);
   r->iters = g_array_new (FALSE, FALSE, sizeof (Row));
@@ -91,13 +78,6 @@ result_free (Result *r)
   g_array_unref (r->iters);
   g_array_unref (r->buckets);
   g_free (r);
-}
-
-static void
-assert_close (double a, double b, double rel)
-{
-  if (fabs (a - b) > rel * MAX (fabs (a), fabs (b)))
-    g_error ("%.17g != %.17g (relative tolerance %g)", a, b, rel);
 }
 
 static const char cluster[] =
@@ -126,18 +106,18 @@ test_closed_form (void)
         double C = pol_coll_cost (pol_coll_lookup (algs[a]), POL_COLL_ALLREDUCE, workers,
                                   (gsize) P, 4, alpha, beta, 0);
         if (strcmp (algs[a], "ring") == 0 && (int) P % workers == 0)
-          assert_close (C, 2 * (workers - 1) * alpha
+          test_assert_close (C, 2 * (workers - 1) * alpha
                              + 2.0 * (workers - 1) / workers * 4 * P * beta, 1e-12);
         const double iter = T + C + kern_sgd_flops ((gsize) P) / F;
         g_assert_cmpuint (r->iters->len, ==, 5 * (guint) workers);
         for (guint i = 0; i < r->iters->len; i++)
           {
             const double *row = g_array_index (r->iters, Row, i).v;
-            assert_close (row[2], iter, 1e-9);
-            assert_close (row[4], row[2], 1e-9);
+            test_assert_close (row[2], iter, 1e-9);
+            test_assert_close (row[4], row[2], 1e-9);
             g_assert_cmpfloat (row[3], ==, 0.0);
           }
-        assert_close (r->sum.sim_time, 5 * iter, 1e-9);
+        test_assert_close (r->sum.sim_time, 5 * iter, 1e-9);
         g_assert_cmpint (r->sum.updates, ==, 5 * workers);
         result_free (r);
       }
@@ -180,7 +160,7 @@ test_buckets (void)
   const Bucket *last = &g_array_index (b->buckets, Bucket, per_iter - 1);
   g_assert_cmpfloat (first->start, <, last->ready);
   /* the same math whatever the bucketing */
-  assert_close (b->sum.final_loss, c->sum.final_loss, 1e-5);
+  test_assert_close (b->sum.final_loss, c->sum.final_loss, 1e-5);
   result_free (a);
   result_free (b);
   result_free (c);
@@ -225,7 +205,7 @@ test_matches_large_batch (void)
       eval.n = MIN (eval.n, (int) c->eval_samples);
       double loss, acc;
       m->ops->evaluate (m, params, &eval, &loss, &acc);
-      assert_close (r->sum.final_loss, loss, 1e-5);
+      test_assert_close (r->sum.final_loss, loss, 1e-5);
       g_assert_cmpfloat (loss, <, log ((double) c->classes)); /* it did learn */
 
       pol_samplers_free (s, N);
@@ -247,7 +227,7 @@ test_straggler_wait (void)
   for (guint i = 0; i < r->iters->len; i++)
     {
       const double *row = g_array_index (r->iters, Row, i).v;
-      assert_close (row[3], (int) row[0] == 1 ? 0.0 : (3 - 1) * 1e-3, 1e-9);
+      test_assert_close (row[3], (int) row[0] == 1 ? 0.0 : (3 - 1) * 1e-3, 1e-9);
     }
   result_free (r);
 }

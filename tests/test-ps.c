@@ -13,6 +13,7 @@
 #include "kernels/kernels.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
+#include "tests/util.h"
 
 typedef struct {
   int worker;
@@ -36,21 +37,6 @@ on_iteration (gpointer ctx, int worker, gint64 iteration, double start,
   g_array_append_val (r->rows, row);
 }
 
-/* Loads a scenario given as text (plus overrides) into its configs. */
-static GPtrArray *
-load_text (const char *text, const char *const *sets)
-{
-  g_autofree char *dir = g_dir_make_tmp ("dtsim-ps-XXXXXX", NULL);
-  g_autofree char *path = g_build_filename (dir, "t.ini", NULL);
-  g_assert_true (g_file_set_contents (path, text, -1, NULL));
-  g_autoptr (GError) error = NULL;
-  GPtrArray *configs = sim_scenario_load (path, sets, &error);
-  g_assert_no_error (error);
-  g_unlink (path);
-  g_rmdir (dir);
-  return configs;
-}
-
 static Result *
 run_config (const SimConfig *c)
 {
@@ -66,7 +52,7 @@ run_config (const SimConfig *c)
 static Result *
 run_text (const char *text, const char *const *sets)
 {
-  g_autoptr (GPtrArray) configs = load_text (text, sets);
+  g_autoptr (GPtrArray) configs = test_load_scenario_text (text, sets);
   g_assert_cmpuint (configs->len, ==, 1);
   return run_config (g_ptr_array_index (configs, 0));
 }
@@ -88,13 +74,6 @@ find_row (const Result *r, int worker, gint64 iteration)
         return row;
     }
   return NULL;
-}
-
-static void
-assert_close (double a, double b, double rel)
-{
-  if (fabs (a - b) > rel * MAX (fabs (a), fabs (b)))
-    g_error ("%.17g != %.17g (relative tolerance %g)", a, b, rel);
 }
 
 /* A cluster with fixed compute time and no stragglers. */
@@ -133,13 +112,13 @@ check_bsp_closed_form (int servers)
       {
         const Row *row = find_row (r, w, i);
         g_assert_nonnull (row);
-        assert_close (row->end - row->start, i == 0 ? first : steady, 1e-9);
-        assert_close (row->compute, T, 1e-12);
-        assert_close (row->compute + row->comm + row->wait, row->end - row->start, 1e-9);
+        test_assert_close (row->end - row->start, i == 0 ? first : steady, 1e-9);
+        test_assert_close (row->compute, T, 1e-12);
+        test_assert_close (row->compute + row->comm + row->wait, row->end - row->start, 1e-9);
         g_assert_cmpint (row->staleness, ==, 0);
       }
   /* the run ends when the last update of the last round is applied */
-  assert_close (r->sum.sim_time, first + 5 * steady + W * U, 1e-9);
+  test_assert_close (r->sum.sim_time, first + 5 * steady + W * U, 1e-9);
   g_assert_cmpint (r->sum.updates, ==, 6 * 4);
   g_assert_cmpint (r->sum.iterations, ==, 6);
   result_free (r);
@@ -283,7 +262,7 @@ test_fixed_straggler (void)
   for (guint i = 0; i < r->rows->len; i++)
     {
       const Row *row = &g_array_index (r->rows, Row, i);
-      assert_close (row->compute, row->worker == 2 ? 3 * 2e-3 : 2e-3, 1e-12);
+      test_assert_close (row->compute, row->worker == 2 ? 3 * 2e-3 : 2e-3, 1e-12);
     }
   result_free (r);
 }
@@ -298,7 +277,7 @@ test_flop_model (void)
   double flops = m->ops->flops_forward (m, 8) + m->ops->flops_backward (m, 8);
   kern_model_free (m);
   const Row *row = find_row (r, 0, 0);
-  assert_close (row->compute, flops / (1e9 * 0.5), 1e-12);
+  test_assert_close (row->compute, flops / (1e9 * 0.5), 1e-12);
   result_free (r);
 }
 
