@@ -158,11 +158,7 @@ fattree_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   host = g_new (int, p->n_hosts);
   up = g_new (int, p->n_hosts);
   down = g_new (int, p->n_hosts);
-  for (int h = 0; h < p->n_hosts; h++)
-    {
-      host[h] = net_network_add_host (net, p->names[h]);
-      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
-    }
+  net_topology_add_hosts (net, p, host, up, down);
   ea_up = g_new (int, (gsize) s.n_edges * s.half);
   ea_down = g_new (int, (gsize) s.n_edges * s.half);
   for (int e = 0; e < s.n_edges; e++)

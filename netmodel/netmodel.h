@@ -171,6 +171,12 @@ const NetTopology *const *net_topology_all (void);
 gboolean net_topology_check_hosts (const char *topology, const NetNetwork *net,
                                    const NetTopologyParams *p, GError **error);
 
+/* For builders: adds p's hosts in order, each with a cable "<name>.up" /
+ * "<name>.down" of p->bandwidth and p->latency; writes (n_hosts) host ids,
+ * uplink ids and downlink ids. */
+void net_topology_add_hosts (NetNetwork *net, const NetTopologyParams *p,
+                             int *host, int *up, int *down);
+
 /* star: every host has one full-duplex link (two one-way links) to a single
  * switch; the route from a to b is a's uplink then b's downlink. */
 extern const NetTopology net_topology_star;

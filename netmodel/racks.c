@@ -106,11 +106,7 @@ racks_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   host = g_new (int, p->n_hosts);
   up = g_new (int, p->n_hosts);
   down = g_new (int, p->n_hosts);
-  for (int h = 0; h < p->n_hosts; h++)
-    {
-      host[h] = net_network_add_host (net, p->names[h]);
-      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
-    }
+  net_topology_add_hosts (net, p, host, up, down);
   rack_up = g_new (int, s.n_racks);
   rack_down = g_new (int, s.n_racks);
   for (int r = 0; r < s.n_racks; r++)

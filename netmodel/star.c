@@ -21,6 +21,17 @@
 
 /* Checks the fields every topology uses, before anything is added to `net`
  * (which may be NULL); messages begin with "<topology> topology: ". */
+void
+net_topology_add_hosts (NetNetwork *net, const NetTopologyParams *p, int *host,
+                        int *up, int *down)
+{
+  for (int h = 0; h < p->n_hosts; h++)
+    {
+      host[h] = net_network_add_host (net, p->names[h]);
+      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
+    }
+}
+
 gboolean
 net_topology_check_hosts (const char *topology, const NetNetwork *net,
                           const NetTopologyParams *p, GError **error)
@@ -98,11 +109,7 @@ star_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   host = g_new (int, p->n_hosts);
   up = g_new (int, p->n_hosts);
   down = g_new (int, p->n_hosts);
-  for (int h = 0; h < p->n_hosts; h++)
-    {
-      host[h] = net_network_add_host (net, p->names[h]);
-      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
-    }
+  net_topology_add_hosts (net, p, host, up, down);
   for (int a = 0; a < p->n_hosts; a++)
     for (int b = 0; b < p->n_hosts; b++)
       if (a != b)

@@ -89,9 +89,8 @@ record_metric (ArPolicy *ar)
 {
   if (!ar->env.model)
     return;
-  double loss, acc, unused;
-  ar->env.model->ops->evaluate (ar->env.model, ar->params, ar->env.eval, &loss, &unused);
-  ar->env.model->ops->evaluate (ar->env.model, ar->params, ar->env.test, &unused, &acc);
+  double loss, acc;
+  pol_evaluate (&ar->env, ar->params, &loss, &acc);
   if (ar->env.rec.metric)
     ar->env.rec.metric (ar->env.rec.ctx, eng_sim_now (ar->env.sim), ar->updates, loss, acc);
   if (ar->env.target_loss > 0 && loss <= ar->env.target_loss)
@@ -312,15 +311,7 @@ ar_finish (PolPolicy *p, PolResult *out)
   out->updates = ar->updates;
   out->rounds = ar->updates / ar->env.workers;
   out->end_time = ar->finished ? ar->end_time : eng_sim_now (ar->env.sim);
-  out->final_loss = out->final_accuracy = NAN;
-  if (ar->env.model)
-    {
-      double unused;
-      ar->env.model->ops->evaluate (ar->env.model, ar->params, ar->env.eval, &out->final_loss,
-                                    &unused);
-      ar->env.model->ops->evaluate (ar->env.model, ar->params, ar->env.test, &unused,
-                                    &out->final_accuracy);
-    }
+  pol_evaluate (&ar->env, ar->params, &out->final_loss, &out->final_accuracy);
   out->reached_target = ar->reached_target;
   out->compute = ar->sum_compute;
   out->comm = ar->sum_comm;

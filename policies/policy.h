@@ -127,6 +127,11 @@ void pol_samplers_free (PolSampler *s, int workers);
 /* Writes the indices of the next `batch` samples of this worker into idx. */
 void pol_sampler_next (PolSampler *s, int batch, int *idx);
 
+/* Evaluates `params` (n_params) as every policy reports it: mean loss over
+ * env->eval and accuracy over env->test; NAN for both without math. */
+void pol_evaluate (const PolEnv *env, const float *params, double *loss,
+                   double *accuracy);
+
 /* The registered policy of that name, or NULL. */
 const PolPolicyOps *pol_lookup (const char *name);
 

@@ -162,28 +162,12 @@ span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
 }
 
 static void
-evaluate (PsPolicy *ps, double *loss, double *acc)
-{
-  if (!ps->env.model)
-    {
-      *loss = NAN;
-      *acc = NAN;
-      return;
-    }
-  double l, a, unused;
-  ps->env.model->ops->evaluate (ps->env.model, ps->global, ps->env.eval, &l, &unused);
-  ps->env.model->ops->evaluate (ps->env.model, ps->global, ps->env.test, &unused, &a);
-  *loss = l;
-  *acc = a;
-}
-
-static void
 record_metric (PsPolicy *ps)
 {
   double loss, acc;
   if (!ps->env.model)
     return;
-  evaluate (ps, &loss, &acc);
+  pol_evaluate (&ps->env, ps->global, &loss, &acc);
   if (ps->env.rec.metric)
     ps->env.rec.metric (ps->env.rec.ctx, eng_sim_now (ps->env.sim), ps->updates,
                         loss, acc);
@@ -503,7 +487,7 @@ ps_finish (PolPolicy *p, PolResult *out)
   out->updates = ps->updates;
   out->rounds = ps->updates / ps->env.workers;
   out->end_time = ps->finished ? ps->end_time : eng_sim_now (ps->env.sim);
-  evaluate (ps, &out->final_loss, &out->final_accuracy);
+  pol_evaluate (&ps->env, ps->global, &out->final_loss, &out->final_accuracy);
   out->reached_target = ps->reached_target;
   out->compute = ps->sum_compute;
   out->comm = ps->sum_comm;

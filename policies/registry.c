@@ -1,10 +1,12 @@
 /*
  * registry.c — the table of training policies, looked up by name.
  *
- * Adding a policy is adding its file and one line here.
+ * Adding a policy is adding its file and one line here.  Also the evaluation
+ * every policy reports its metrics with.
  */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "policies/policy.h"
@@ -22,4 +24,17 @@ pol_lookup (const char *name)
     if (strcmp (policies[i]->name, name) == 0)
       return policies[i];
   return NULL;
+}
+
+void
+pol_evaluate (const PolEnv *env, const float *params, double *loss, double *accuracy)
+{
+  double unused;
+  if (!env->model)
+    {
+      *loss = *accuracy = NAN;
+      return;
+    }
+  env->model->ops->evaluate (env->model, params, env->eval, loss, &unused);
+  env->model->ops->evaluate (env->model, params, env->test, &unused, accuracy);
 }
