@@ -40,7 +40,40 @@ void kern_dataset_free (KernDataset *ds);
 void kern_dataset_gather (const KernDataset *ds, const int *idx, int m,
                           float *x, int *y);
 
+/* Fashion-MNIST as Debian's dataset-fashion-mnist package installs it: the
+ * four gzip IDX files under `dir` (NULL = /usr/share/datasets/fashion-mnist),
+ * decompressed with GIO's zlib converter.  60,000 training and 10,000 test
+ * images of 28 x 28 = 784 features, 10 classes; each pixel p becomes
+ * (p / 255 - mean) / std with the mean and standard deviation of all
+ * training pixels (docs/kernels.md).  A missing directory or file gives an
+ * error that names the package to install. */
+gboolean kern_dataset_fashion_mnist (const char *dir, KernDataset **train,
+                                     KernDataset **test, GError **error);
+/* One IDX pair: images (idx3, unsigned bytes, n x rows x cols) and labels
+ * (idx1, n), each gzip-compressed or plain; pixels scaled to [0, 1], k = 1 +
+ * the largest label. */
+KernDataset *kern_dataset_idx_load (const char *images_path,
+                                    const char *labels_path, GError **error);
+
 /* --- Models --------------------------------------------------------------- */
+
+/* One layer of a model, in parameter order (the first layer's parameters
+ * come first in the flat vector) and in forward order.  Costs of a batch of
+ * n samples are fixed + per_sample x n.  `fwd_bytes` and `bwd_bytes` count
+ * the memory traffic of the layer's kernels (docs/kernels.md gives the rule:
+ * every float read or written by a kernel counts 4 bytes, weights read once
+ * per batch); the roofline time model (sim/) prices a layer at
+ * max(flops / achieved FLOP/s, bytes / memory bandwidth). */
+typedef struct {
+  char name[32];
+  gsize param_offset;      /* first parameter of the layer */
+  gsize params;            /* its float32 parameters (0 for ReLU, loss) */
+  double fwd_flops;        /* per sample */
+  double bwd_flops;        /* per sample */
+  double fwd_bytes_fixed, fwd_bytes;   /* per batch, per sample */
+  double bwd_bytes_fixed, bwd_bytes;
+  double activations;      /* floats per sample kept from forward for backward */
+} KernLayer;
 
 typedef struct KernModel KernModel;
 
@@ -51,13 +84,24 @@ typedef struct {
   /* Writes the initial parameters (seeded). */
   void (*init) (const KernModel *m, float *params, guint64 seed);
   /* Mean loss over the batch x (n, d), y (n); if grad is not NULL, writes the
-   * gradient of that mean loss into grad (n_params). */
+   * gradient of that mean loss into grad (n_params).  NULL for timing-only
+   * models. */
   double (*loss_grad) (KernModel *m, const float *params, const float *x,
                        const int *y, int n, float *grad);
+  /* `groups` batches of n samples each, stacked in x (groups x n, d) and y,
+   * all at the same parameters: writes group g's mean loss into losses[g]
+   * and the gradient of that mean loss into grads[g] (n_params each).  The
+   * forward pass and the input-gradient products run as single GEMMs over
+   * all groups.  The same numbers as `groups` calls of loss_grad up to float
+   * rounding.  NULL for timing-only models. */
+  void (*loss_grad_groups) (KernModel *m, const float *params, const float *x,
+                            const int *y, int n, int groups, float *const *grads,
+                            double *losses);
   /* Mean loss and accuracy (share of correct argmax) over a data set. */
   void (*evaluate) (KernModel *m, const float *params, const KernDataset *ds,
                     double *loss, double *accuracy);
-  /* Exact FLOPs of forward and of backward for a batch of n (see docs). */
+  /* Exact FLOPs of forward and of backward for a batch of n: the sums of the
+   * layers' fixed + per-sample counts. */
   double (*flops_forward) (const KernModel *m, int n);
   double (*flops_backward) (const KernModel *m, int n);
   void (*free) (KernModel *m);
@@ -67,16 +111,79 @@ struct KernModel {
   const KernModelOps *ops;
   int d;         /* input features */
   int k;         /* outputs (classes) */
+  int n_layers;
+  KernLayer *layers;   /* (n_layers), owned by the model */
   gpointer priv; /* model-specific state and scratch */
 };
 
-/* Softmax regression: params = W (d, k) row-major, then b (k).
- * logits = x W + b; loss = mean cross-entropy of softmax(logits). */
+typedef enum { KERN_LOSS_XENT, KERN_LOSS_MSE } KernLoss;
+
+struct KernBackend;
+
+/* Dense network d -> hidden[0] -> ... -> hidden[n_hidden-1] -> k with ReLU
+ * after every hidden layer, then the loss: softmax cross-entropy (XENT) or
+ * half squared error against one-hot targets (MSE).  Parameters are, layer
+ * by layer, W (in, out) row-major then b (out).  Math runs on `be` (borrowed;
+ * NULL = a private CPU backend). */
+KernModel *kern_mlp_new (int d, const int *hidden, int n_hidden, int k,
+                         KernLoss loss, struct KernBackend *be);
+/* Softmax regression: kern_mlp_new (d, NULL, 0, k, KERN_LOSS_XENT, NULL). */
 KernModel *kern_softmax_new (int d, int k);
+/* Linear regression onto one-hot targets (MSE, no hidden layer). */
+KernModel *kern_linear_new (int d, int k);
 
 void kern_model_free (KernModel *m);
 
-/* --- Optimizer ------------------------------------------------------------ */
+/* Bytes a worker's device holds to train m with batch n: parameters,
+ * gradients and `opt_state_floats` optimizer floats (4 bytes each), plus
+ * the activations of every layer for n samples (4 bytes each). */
+double kern_model_memory_bytes (const KernModel *m, int n, gsize opt_state_floats);
+
+/* --- Timing-only workloads ------------------------------------------------ */
+
+/* A published network as a layer table (no math): see docs/workloads.md and
+ * scenarios/workloads/.  Text format, one layer per line, '#' comments:
+ *   NAME PARAMS FWD_FLOPS ACTIVATIONS
+ * per sample, FLOPs counting a multiply-add as 2; backward = 2 x forward;
+ * fwd_bytes = 4 x (inputs + outputs) per sample, with weights read once
+ * per batch (4 x PARAMS fixed); backward moves twice that. */
+KernModel *kern_timing_parse (const char *name, const char *text, GError **error);
+/* A single-layer timing model of `params` parameters and `flops` per sample
+ * (forward + backward, split 1:2). */
+KernModel *kern_timing_new (gsize params, double flops_per_sample);
+
+/* --- Optimizers ----------------------------------------------------------- */
+
+typedef enum { KERN_OPT_SGD, KERN_OPT_MOMENTUM, KERN_OPT_ADAM } KernOptKind;
+
+/* Learning rate at step t (1-based): lr x min(1, t / warmup) when warmup > 0.
+ * SGD: p -= lr g.  Momentum (heavy ball): v = mu v + g; p -= lr v.
+ * Adam: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ *       p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps). */
+typedef struct {
+  KernOptKind kind;
+  double lr;
+  double momentum;     /* mu */
+  double beta1, beta2, eps;
+  gint64 warmup;       /* steps of linear warm-up, 0 = none */
+} KernOptConfig;
+
+typedef struct KernOptimizer KernOptimizer;
+
+/* Parses "sgd", "momentum" or "adam". */
+gboolean kern_opt_kind_parse (const char *name, KernOptKind *out);
+/* Optimizer state for n parameters (zeros), step counter 0. */
+KernOptimizer *kern_optimizer_new (const KernOptConfig *cfg, gsize n);
+void kern_optimizer_free (KernOptimizer *o);
+/* One step on params (n) with grad (n): increments the step counter, then
+ * applies the formula above on the CPU. */
+void kern_optimizer_step (KernOptimizer *o, float *params, const float *grad);
+gint64 kern_optimizer_steps (const KernOptimizer *o);
+/* Floats of state per parameter: 0 (SGD), 1 (momentum), 2 (Adam). */
+int kern_opt_state_per_param (KernOptKind kind);
+/* FLOPs and memory bytes of one step on n parameters (docs/kernels.md). */
+double kern_opt_flops (KernOptKind kind, gsize n);
+double kern_opt_bytes (KernOptKind kind, gsize n);
 
 /* Plain SGD on n floats: params -= lr * grad. */
 void kern_sgd_step (float *params, const float *grad, gsize n, float lr);

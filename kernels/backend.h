@@ -1,0 +1,92 @@
+/*
+ * backend.h — the primitive operations every model is written against.
+ *
+ * Two implementations share this table: the CPU backend (cpu.c, CBLAS and
+ * plain loops: the reference) and the CUDA backend (cuda_backend.cu, cuBLAS
+ * plus small kernels).  Buffers are the backend's own memory: host memory
+ * for the CPU, device memory for CUDA; `upload` and `download` move data
+ * between the host and a buffer.  Matrices are row-major, (rows, cols).
+ *
+ * Every operation has the same meaning on both backends, written here as
+ * the formula; tests/test-cuda.c compares them element by element.  The
+ * operations on one backend run in issue order (CUDA: one stream); a
+ * `download` waits for everything issued before it.
+ */
+#ifndef DTSIM_KERNELS_BACKEND_H
+#define DTSIM_KERNELS_BACKEND_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct KernBackend KernBackend;
+
+typedef struct {
+  const char *name; /* "cpu" or "cuda" */
+
+  /* Buffers of n floats / n ints (n = 0 gives a valid, unusable pointer or
+   * NULL); contents undefined until written. */
+  float *(*alloc) (KernBackend *be, gsize n);
+  int *(*alloc_int) (KernBackend *be, gsize n);
+  void (*free) (KernBackend *be, void *buf);
+  void (*upload) (KernBackend *be, float *dst, const float *host, gsize n);
+  void (*upload_int) (KernBackend *be, int *dst, const int *host, gsize n);
+  void (*download) (KernBackend *be, float *host, const float *src, gsize n);
+  void (*download_int) (KernBackend *be, int *host, const int *src, gsize n);
+
+  /* C (m, n) = alpha op(A) op(B) + beta C, op(X) = X or X^T; A is (m, k)
+   * after op, B is (k, n) after op; lda, ldb, ldc are row strides. */
+  void (*gemm) (KernBackend *be, gboolean trans_a, gboolean trans_b, int m,
+                int n, int k, float alpha, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc);
+  /* Z[i][j] = bias[j] for i < n, j < k (the GEMM then adds onto it). */
+  void (*fill_rows) (KernBackend *be, float *Z, const float *bias, int n, int k);
+  /* out[j] = sum_i dZ[i][j] for j < k (bias gradient). */
+  void (*col_sum) (KernBackend *be, const float *dZ, int n, int k, float *out);
+  /* A[i] = max(A[i], 0) for i < len. */
+  void (*relu) (KernBackend *be, float *A, gsize len);
+  /* dA[i] = A[i] > 0 ? dA[i] : 0, where A is the ReLU output. */
+  void (*relu_backward) (KernBackend *be, float *dA, const float *A, gsize len);
+  /* Softmax cross-entropy on logits Z (n, k) with labels y (n):
+   * loss[i] = log sum_j exp(Z_ij - max_i) - (Z_iy - max_i) (double
+   * accumulation in the row), pred[i] = first argmax of row i; if `scale`
+   * is not 0, Z is replaced by scale (softmax(Z_i) - onehot(y_i)), the
+   * gradient of scale x sum of losses; otherwise Z is left as is. */
+  void (*softmax_xent) (KernBackend *be, float *Z, const int *y, int n, int k,
+                        float scale, float *loss, int *pred);
+  /* Squared error against one-hot targets: loss[i] = 1/2 sum_j (Z_ij -
+   * onehot(y_i)_j)^2, pred[i] = first argmax; if scale is not 0, Z is
+   * replaced by scale (Z_i - onehot(y_i)). */
+  void (*mse) (KernBackend *be, float *Z, const int *y, int n, int k,
+               float scale, float *loss, int *pred);
+  /* Optimizer steps on len parameters (kernels.h, KernOptConfig, gives the
+   * formulas): p -= lr g; momentum: v = mu v + g, p -= lr v; Adam with
+   * bias correction at step t >= 1 (c1 = 1 - beta1^t, c2 = 1 - beta2^t):
+   * m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
+   * p -= lr (m / c1) / (sqrt(v / c2) + eps). */
+  void (*sgd) (KernBackend *be, float *p, const float *g, gsize len, float lr);
+  void (*momentum) (KernBackend *be, float *p, float *v, const float *g,
+                    gsize len, float lr, float mu);
+  void (*adam) (KernBackend *be, float *p, float *m, float *v, const float *g,
+                gsize len, float lr, float beta1, float beta2, float eps,
+                gint64 t);
+  void (*destroy) (KernBackend *be);
+} KernBackendOps;
+
+struct KernBackend {
+  const KernBackendOps *ops;
+  gpointer priv;
+};
+
+/* The CPU backend (never fails). */
+KernBackend *kern_backend_cpu_new (void);
+/* The CUDA backend on device 0, or NULL with a message in `error` when the
+ * build has no CUDA or no device is usable. */
+KernBackend *kern_backend_cuda_new (GError **error);
+/* "cpu" or "cuda"; NULL with an error otherwise or when unavailable. */
+KernBackend *kern_backend_new (const char *name, GError **error);
+void kern_backend_free (KernBackend *be);
+
+G_END_DECLS
+
+#endif /* DTSIM_KERNELS_BACKEND_H */
