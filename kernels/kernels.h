@@ -68,8 +68,8 @@ typedef struct {
   char name[32];
   gsize param_offset;      /* first parameter of the layer */
   gsize params;            /* its float32 parameters (0 for ReLU, loss) */
-  double fwd_flops;        /* per sample */
-  double bwd_flops;        /* per sample */
+  double fwd_flops_fixed, fwd_flops;   /* per batch, per sample */
+  double bwd_flops_fixed, bwd_flops;
   double fwd_bytes_fixed, fwd_bytes;   /* per batch, per sample */
   double bwd_bytes_fixed, bwd_bytes;
   double activations;      /* floats per sample kept from forward for backward */
