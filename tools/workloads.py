@@ -1,0 +1,476 @@
+#!/usr/bin/env python3
+"""workloads.py -- generate dtsim's timing-only layer tables.
+
+Each network is built here from its architecture definition (kernel sizes,
+channels, strides, input size; widths, depths and vocabularies for the
+transformers) and written as scenarios/workloads/NAME.txt, the text format
+kern_timing_parse() reads (kernels/kernels.h, docs/workloads.md):
+
+    # comments, one of them "# input N" (floats per sample the first layer reads)
+    NAME PARAMS FWD_FLOPS ACTIVATIONS
+
+all per sample: PARAMS float32 parameters of the layer, FWD_FLOPS forward
+FLOPs counting a multiply-add as 2, ACTIVATIONS floats of the layer's output.
+
+Counting rule, the same for every network, so that the totals can be set
+beside published multiply-add counts:
+
+  * FWD_FLOPS is 2 x the multiply-adds of convolutions, fully connected
+    layers and the two attention matmuls (Q K^T and scores x V).  Bias adds,
+    normalisation, activation functions, softmax, residual adds, pooling and
+    embedding lookups count 0; together they are under 1% of any total here.
+  * Batch norm (gamma, beta) and layer norm parameters are folded into the
+    conv or linear line next to them; running statistics are buffers, not
+    parameters, and are not counted.
+  * Pooling layers get a line of their own (0 parameters, 0 FLOPs) because
+    they change the size of the activations the next layer reads.
+    Activation functions, dropout, flatten and concatenation have no line.
+
+Usage: python3 tools/workloads.py [OUTDIR]   (default: scenarios/workloads
+next to this script's parent).  Prints a summary table on stdout.
+"""
+
+import os
+import sys
+
+
+class Table:
+    """Layers of one network in forward order, plus header text."""
+
+    def __init__(self, name, input_floats):
+        self.name = name
+        self.input_floats = input_floats
+        self.rows = []          # (name, params, fwd_flops, activations)
+        self.notes = []         # header lines describing the network
+
+    def add(self, name, params, flops, acts):
+        assert len(name) <= 31, name
+        assert all(r[0] != name for r in self.rows), name
+        self.rows.append((name, int(params), int(flops), int(acts)))
+
+    def params(self, prefix=""):
+        return sum(r[1] for r in self.rows if r[0].startswith(prefix))
+
+    def flops(self, prefix=""):
+        return sum(r[2] for r in self.rows if r[0].startswith(prefix))
+
+    def activations(self):
+        return sum(r[3] for r in self.rows)
+
+
+# --- convolutional networks -------------------------------------------------
+
+class ConvNet(Table):
+    """Tracks the current (channels, height, width) of a CNN."""
+
+    def __init__(self, name, c, h, w):
+        super().__init__(name, c * h * w)
+        self.shape = (c, h, w)
+
+    def conv(self, name, cout, k, stride=1, pad=0, bn=True, bias=False,
+             shape=None):
+        """k is an int or (kh, kw); pad likewise.  `shape` overrides the
+        input shape (for the branches of an Inception module).  Returns and
+        records the output shape."""
+        cin, h, w = shape if shape is not None else self.shape
+        kh, kw = (k, k) if isinstance(k, int) else k
+        ph, pw = (pad, pad) if isinstance(pad, int) else pad
+        ho = (h + 2 * ph - kh) // stride + 1
+        wo = (w + 2 * pw - kw) // stride + 1
+        params = cin * kh * kw * cout + (cout if bias else 0) + (2 * cout if bn else 0)
+        macs = cout * ho * wo * cin * kh * kw
+        self.add(name, params, 2 * macs, cout * ho * wo)
+        self.shape = (cout, ho, wo)
+        return self.shape
+
+    def pool(self, name, k, stride, pad=0, shape=None):
+        c, h, w = shape if shape is not None else self.shape
+        ho = (h + 2 * pad - k) // stride + 1
+        wo = (w + 2 * pad - k) // stride + 1
+        self.add(name, 0, 0, c * ho * wo)
+        self.shape = (c, ho, wo)
+        return self.shape
+
+    def global_pool(self, name):
+        c, _, _ = self.shape
+        self.add(name, 0, 0, c)
+        self.shape = (c, 1, 1)
+        return self.shape
+
+    def fc(self, name, out, shape=None):
+        c, h, w = shape if shape is not None else self.shape
+        fin = c * h * w
+        self.add(name, fin * out + out, 2 * fin * out, out)
+        self.shape = (out, 1, 1)
+        return self.shape
+
+
+def resnet(name, blocks, stride_in_3x3=True):
+    """Bottleneck ResNet (He et al. 2016, Table 1) as torchvision builds it.
+    stride_in_3x3=True is "v1.5" (torchvision, NVIDIA, MLPerf); False puts the
+    stride in the first 1x1 conv as in the original Caffe model."""
+    n = ConvNet(name, 3, 224, 224)
+    n.conv("conv1", 64, 7, stride=2, pad=3)
+    n.pool("pool1", 3, 2, pad=1)
+    cin = 64
+    for stage, (width, count) in enumerate(zip((64, 128, 256, 512), blocks)):
+        for b in range(count):
+            stride = 2 if (b == 0 and stage > 0) else 1
+            x = n.shape
+            p = "layer%d.%d." % (stage + 1, b)
+            n.conv(p + "conv1", width, 1, stride=1 if stride_in_3x3 else stride)
+            n.conv(p + "conv2", width, 3, stride=stride if stride_in_3x3 else 1, pad=1)
+            out = n.conv(p + "conv3", 4 * width, 1)
+            if b == 0:
+                n.conv(p + "downsample", 4 * width, 1, stride=stride, shape=x)
+            assert n.shape == out
+            cin = 4 * width
+    assert cin == 2048
+    n.global_pool("pool5")
+    n.fc("fc", 1000)
+    return n
+
+
+def vgg16():
+    """VGG configuration D (Simonyan & Zisserman 2015, Table 1): 3x3 convs
+    with bias, no batch norm, three fully connected layers."""
+    n = ConvNet("vgg-16", 3, 224, 224)
+    cfg = [[64, 64], [128, 128], [256, 256, 256], [512, 512, 512], [512, 512, 512]]
+    for s, chans in enumerate(cfg):
+        for i, c in enumerate(chans):
+            n.conv("conv%d_%d" % (s + 1, i + 1), c, 3, pad=1, bn=False, bias=True)
+        n.pool("pool%d" % (s + 1), 2, 2)
+    assert n.shape == (512, 7, 7)
+    n.fc("fc6", 4096)
+    n.fc("fc7", 4096)
+    n.fc("fc8", 1000)
+    return n
+
+
+def inception_v3():
+    """Inception-v3 (Szegedy et al. 2016, Table 1 and Figures 5-7) as
+    torchvision builds it: every conv is conv (no bias) + BN + ReLU; the
+    auxiliary classifier on the 17x17 grid is included, because it runs
+    and trains in every training step (it has the "aux." prefix)."""
+    n = ConvNet("inception-v3", 3, 299, 299)
+    n.conv("Conv2d_1a_3x3", 32, 3, stride=2)
+    n.conv("Conv2d_2a_3x3", 32, 3)
+    n.conv("Conv2d_2b_3x3", 64, 3, pad=1)
+    n.pool("maxpool1", 3, 2)
+    n.conv("Conv2d_3b_1x1", 80, 1)
+    n.conv("Conv2d_4a_3x3", 192, 3)
+    n.pool("maxpool2", 3, 2)
+
+    def block_a(p, pool_features):
+        x = n.shape
+        n.conv(p + "branch1x1", 64, 1, shape=x)
+        n.conv(p + "branch5x5_1", 48, 1, shape=x)
+        n.conv(p + "branch5x5_2", 64, 5, pad=2)
+        n.conv(p + "branch3x3dbl_1", 64, 1, shape=x)
+        n.conv(p + "branch3x3dbl_2", 96, 3, pad=1)
+        n.conv(p + "branch3x3dbl_3", 96, 3, pad=1)
+        n.pool(p + "avgpool", 3, 1, pad=1, shape=x)
+        n.conv(p + "branch_pool", pool_features, 1)
+        n.shape = (64 + 64 + 96 + pool_features, x[1], x[2])
+
+    def block_b(p):
+        x = n.shape
+        _, h, w = n.conv(p + "branch3x3", 384, 3, stride=2, shape=x)
+        n.conv(p + "branch3x3dbl_1", 64, 1, shape=x)
+        n.conv(p + "branch3x3dbl_2", 96, 3, pad=1)
+        n.conv(p + "branch3x3dbl_3", 96, 3, stride=2)
+        n.pool(p + "maxpool", 3, 2, shape=x)
+        n.shape = (384 + 96 + x[0], h, w)
+
+    def block_c(p, c7):
+        x = n.shape
+        n.conv(p + "branch1x1", 192, 1, shape=x)
+        n.conv(p + "branch7x7_1", c7, 1, shape=x)
+        n.conv(p + "branch7x7_2", c7, (1, 7), pad=(0, 3))
+        n.conv(p + "branch7x7_3", 192, (7, 1), pad=(3, 0))
+        n.conv(p + "branch7x7dbl_1", c7, 1, shape=x)
+        n.conv(p + "branch7x7dbl_2", c7, (7, 1), pad=(3, 0))
+        n.conv(p + "branch7x7dbl_3", c7, (1, 7), pad=(0, 3))
+        n.conv(p + "branch7x7dbl_4", c7, (7, 1), pad=(3, 0))
+        n.conv(p + "branch7x7dbl_5", 192, (1, 7), pad=(0, 3))
+        n.pool(p + "avgpool", 3, 1, pad=1, shape=x)
+        n.conv(p + "branch_pool", 192, 1)
+        n.shape = (768, x[1], x[2])
+
+    def block_d(p):
+        x = n.shape
+        n.conv(p + "branch3x3_1", 192, 1, shape=x)
+        _, h, w = n.conv(p + "branch3x3_2", 320, 3, stride=2)
+        n.conv(p + "branch7x7x3_1", 192, 1, shape=x)
+        n.conv(p + "branch7x7x3_2", 192, (1, 7), pad=(0, 3))
+        n.conv(p + "branch7x7x3_3", 192, (7, 1), pad=(3, 0))
+        n.conv(p + "branch7x7x3_4", 192, 3, stride=2)
+        n.pool(p + "maxpool", 3, 2, shape=x)
+        n.shape = (320 + 192 + x[0], h, w)
+
+    def block_e(p):
+        x = n.shape
+        n.conv(p + "branch1x1", 320, 1, shape=x)
+        y = n.conv(p + "branch3x3_1", 384, 1, shape=x)
+        n.conv(p + "branch3x3_2a", 384, (1, 3), pad=(0, 1), shape=y)
+        n.conv(p + "branch3x3_2b", 384, (3, 1), pad=(1, 0), shape=y)
+        n.conv(p + "branch3x3dbl_1", 448, 1, shape=x)
+        y = n.conv(p + "branch3x3dbl_2", 384, 3, pad=1)
+        n.conv(p + "branch3x3dbl_3a", 384, (1, 3), pad=(0, 1), shape=y)
+        n.conv(p + "branch3x3dbl_3b", 384, (3, 1), pad=(1, 0), shape=y)
+        n.pool(p + "avgpool", 3, 1, pad=1, shape=x)
+        n.conv(p + "branch_pool", 192, 1)
+        n.shape = (320 + 768 + 768 + 192, x[1], x[2])
+
+    assert n.shape == (192, 35, 35)
+    block_a("Mixed_5b.", 32)
+    block_a("Mixed_5c.", 64)
+    block_a("Mixed_5d.", 64)
+    assert n.shape == (288, 35, 35)
+    block_b("Mixed_6a.")
+    assert n.shape == (768, 17, 17)
+    block_c("Mixed_6b.", 128)
+    block_c("Mixed_6c.", 160)
+    block_c("Mixed_6d.", 160)
+    block_c("Mixed_6e.", 192)
+    x = n.shape
+    n.pool("aux.avgpool", 5, 3, shape=x)
+    n.conv("aux.conv0", 128, 1)
+    n.conv("aux.conv1", 768, 5)
+    assert n.shape == (768, 1, 1)
+    n.fc("aux.fc", 1000)
+    n.shape = x
+    block_d("Mixed_7a.")
+    assert n.shape == (1280, 8, 8)
+    block_e("Mixed_7b.")
+    block_e("Mixed_7c.")
+    assert n.shape == (2048, 8, 8)
+    n.global_pool("avgpool")
+    n.fc("fc", 1000)
+    return n
+
+
+# --- transformers -------------------------------------------------------------
+
+def attention_block(t, p, s, d, heads, pre_ln):
+    """One transformer block of width d on s tokens: fused Q,K,V projection,
+    scores Q K^T (heads x s x s), context scores x V, output projection,
+    then the MLP d -> 4d -> d.  Layer norm parameters (2d each) go on the line
+    they precede (pre-LN, GPT-2) or follow (post-LN, BERT).  The attention
+    matmuls are counted over the full s x s matrix, as dense kernels compute
+    it, also where a causal mask discards half of it."""
+    ln = 2 * d
+    t.add(p + "attn.qkv", 3 * d * d + 3 * d + (ln if pre_ln else 0),
+          2 * s * d * 3 * d, 3 * s * d)
+    t.add(p + "attn.score", 0, 2 * s * s * d, heads * s * s)
+    t.add(p + "attn.context", 0, 2 * s * s * d, s * d)
+    t.add(p + "attn.proj", d * d + d + (0 if pre_ln else ln),
+          2 * s * d * d, s * d)
+    t.add(p + "mlp.fc", d * 4 * d + 4 * d + (ln if pre_ln else 0),
+          2 * s * d * 4 * d, 4 * s * d)
+    t.add(p + "mlp.proj", 4 * d * d + d + (0 if pre_ln else ln),
+          2 * s * 4 * d * d, s * d)
+
+
+def bert_large(s=128, masked=20):
+    """BERT-large (Devlin et al. 2019, Section 3): L=24, H=1024, A=16, FFN
+    4096, WordPiece vocabulary 30522, 512 positions, 2 segment types; with
+    the pre-training heads: pooler, masked-LM head (dense + LN, decoder tied
+    to the word embeddings with its own bias) on the `masked` predicted
+    positions, next-sentence classifier."""
+    L, d, heads, vocab, npos = 24, 1024, 16, 30522, 512
+    t = Table("bert-large", 2 * s)
+    t.add("embed", vocab * d + npos * d + 2 * d + 2 * d, 0, s * d)
+    for i in range(L):
+        attention_block(t, "enc.%d." % i, s, d, heads, pre_ln=False)
+    t.add("pooler", d * d + d, 2 * d * d, d)
+    t.add("mlm.transform", d * d + d + 2 * d, 2 * masked * d * d, masked * d)
+    t.add("mlm.decoder", vocab, 2 * masked * d * vocab, masked * vocab)
+    t.add("nsp", 2 * d + 2, 2 * d * 2, 2)
+    t.seq, t.L, t.d, t.vocab, t.masked = s, L, d, vocab, masked
+    return t
+
+
+def gpt2(name, L, d, heads, s=1024):
+    """GPT-2 (Radford et al. 2019; sizes from the released checkpoints):
+    pre-LN blocks, BPE vocabulary 50257, 1024 positions, final layer norm,
+    LM head tied to the token embedding."""
+    vocab, npos = 50257, 1024
+    t = Table(name, s)
+    t.add("embed", vocab * d + npos * d, 0, s * d)
+    for i in range(L):
+        attention_block(t, "h.%d." % i, s, d, heads, pre_ln=True)
+    t.add("lm_head", 2 * d, 2 * s * d * vocab, s * vocab)
+    t.seq, t.L, t.d, t.vocab = s, L, d, vocab
+    return t
+
+
+# --- output -------------------------------------------------------------------
+
+def g(x):
+    return "%.4g" % x
+
+
+def write(t, outdir, describe):
+    path = os.path.join(outdir, t.name + ".txt")
+    with open(path, "w") as f:
+        f.write("# %s: timing-only layer table for dtsim (docs/workloads.md).\n" % t.name)
+        f.write("# Generated by tools/workloads.py from the architecture; do not edit.\n#\n")
+        for line in describe:
+            f.write(("# " + line).rstrip() + "\n")
+        f.write("#\n# Columns, per sample: NAME PARAMS FWD_FLOPS ACTIVATIONS\n"
+                "#   PARAMS float32 parameters, FWD_FLOPS forward FLOPs (a multiply-add\n"
+                "#   counts 2), ACTIVATIONS floats of the layer's output.\n"
+                "# Counted: multiply-adds of conv, linear and attention matmuls only;\n"
+                "# bias, normalisation, activation, softmax, residual adds and pooling\n"
+                "# count 0 FLOPs.  Norm parameters are folded into the adjacent line.\n#\n")
+        f.write("# Totals: %d layers, %d parameters,\n"
+                "#   %d forward FLOPs per sample (%s multiply-adds),\n"
+                "#   %d activation floats per sample.\n#\n"
+                % (len(t.rows), t.params(), t.flops(), g(t.flops() / 2), t.activations()))
+        f.write("# Floats per sample the first layer reads:\n# input %d\n\n" % t.input_floats)
+        width = max(len(r[0]) for r in t.rows)
+        for r in t.rows:
+            f.write("%-*s %d %d %d\n" % (width, r[0], r[1], r[2], r[3]))
+    return path
+
+
+def pct(mine, ref):
+    return "%+.2f%%" % (100.0 * (mine - ref) / ref)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "scenarios", "workloads")
+    os.makedirs(outdir, exist_ok=True)
+    summary = []
+
+    for name, title, blocks, paper_macs, tv_params, tv_macs in (
+            ("resnet-50", "ResNet-50", (3, 4, 6, 3), 3.8e9, 25557032, 4.089e9),
+            ("resnet-101", "ResNet-101", (3, 4, 23, 3), 7.6e9, 44549160, 7.801e9)):
+        t = resnet(name, blocks)
+        v1 = resnet(name, blocks, stride_in_3x3=False)
+        write(t, outdir, [
+            "%s v1.5, as torchvision and NVIDIA/MLPerf train it: bottleneck" % title,
+            "blocks %s, stride 2 in the 3x3 conv of the first block of stages 3-5."
+            % "-".join(map(str, blocks)),
+            "Input 3 x 224 x 224; 1000 classes.  BN gamma/beta (2 x channels) folded",
+            "into each conv line; the projection shortcut is the 'downsample' line",
+            "after conv3 of each stage's first block.  ReLU and residual adds omitted;",
+            "max pool after conv1 and global average pool before fc have lines.",
+            "",
+            "Published: He et al. 2016, Table 1: %s FLOPs (multiply-adds) for the" % g(paper_macs),
+            "original v1 (stride in the first 1x1 conv), which this generator gives as",
+            "%s multiply-adds (%s); v1.5 adds the cost of running the first 1x1 of"
+            % (g(v1.flops() / 2), pct(v1.flops() / 2, paper_macs)),
+            "three blocks at full resolution.  torchvision v1.5: %d params, %s"
+            % (tv_params, g(tv_macs)),
+            "multiply-adds.  Here: %s params, %s multiply-adds (%s)."
+            % (pct(t.params(), tv_params), g(t.flops() / 2), pct(t.flops() / 2, tv_macs)),
+        ])
+        summary.append((name, t.params(), tv_params, t.flops() / 2, tv_macs,
+                        "v1 %s vs paper %s" % (g(v1.flops() / 2), g(paper_macs))))
+
+    t = vgg16()
+    write(t, outdir, [
+        "VGG-16, configuration D of Simonyan & Zisserman 2015 (Table 1): thirteen",
+        "3x3 convs (pad 1, with bias, no batch norm), five 2x2 max pools, fully",
+        "connected 25088-4096-4096-1000.  Input 3 x 224 x 224.  ReLU and dropout",
+        "omitted; the pools have lines.",
+        "",
+        "Published: Simonyan & Zisserman 2015, Table 2: 138M parameters (D).",
+        "torchvision vgg16: 138357544 params, 15.47e9 multiply-adds.  Here: %s"
+        % pct(t.params(), 138357544),
+        "params, %s multiply-adds (%s)." % (g(t.flops() / 2), pct(t.flops() / 2, 15.47e9)),
+    ])
+    summary.append(("vgg-16", t.params(), 138357544, t.flops() / 2, 15.47e9, "paper: 138M params"))
+
+    t = inception_v3()
+    aux_p, aux_f = t.params("aux."), t.flops("aux.")
+    write(t, outdir, [
+        "Inception-v3 (Szegedy et al. 2016) as torchvision builds it: every conv",
+        "is conv without bias + BN (gamma/beta folded in) + ReLU.  Input",
+        "3 x 299 x 299; 1000 classes.  The auxiliary classifier on the 17x17",
+        "grid (lines 'aux.*', after Mixed_6e as torchvision runs it) is included:",
+        "it runs and is trained in every training step.  Branch convs of an",
+        "Inception module are listed branch after branch; each module's",
+        "avg/max pool branch has a line.",
+        "",
+        "Without aux: %d params, %s multiply-adds; aux adds %d params,"
+        % (t.params() - aux_p, g((t.flops() - aux_f) / 2), aux_p),
+        "%s multiply-adds." % g(aux_f / 2),
+        "Published: Szegedy et al. 2016, abstract: '5 billion multiply-adds per",
+        "inference' and 'less than 25 million parameters' (no aux).  torchvision:",
+        "27161264 params with aux, 5.713e9 multiply-adds (inference, no aux).",
+        "Here with aux: %s params vs torchvision; without aux %s"
+        % (pct(t.params(), 27161264), g((t.flops() - aux_f) / 2)),
+        "multiply-adds (%s vs torchvision)." % pct((t.flops() - aux_f) / 2, 5.713e9),
+    ])
+    summary.append(("inception-v3", t.params(), 27161264, (t.flops() - aux_f) / 2, 5.713e9,
+                    "no aux: %d params" % (t.params() - aux_p)))
+
+    t = bert_large()
+    s, L, d, V = t.seq, t.L, t.d, t.vocab
+    narayanan = 24 * L * s * d * d * (1 + s / (6.0 * d))
+    encoder = t.params() - t.params("mlm.") - t.params("nsp")
+    write(t, outdir, [
+        "BERT-large (Devlin et al. 2019): L=24, H=1024, A=16, FFN 4096, vocabulary",
+        "30522, 512 positions, 2 segment types, post-LN.  Sequence length %d" % s,
+        "(pre-training phase 1), masked-LM head on %d predicted positions per" % t.masked,
+        "sequence (max_predictions_per_seq of the reference pre-training at 128).",
+        "Per block: fused Q,K,V projection, scores (16 x s x s), context, output",
+        "projection (+ LN), FFN in, FFN out (+ LN).  'embed' holds word, position",
+        "and segment embeddings and their LN; lookups count 0 FLOPs.  The MLM",
+        "decoder is tied to the word embedding: its line holds only its bias.",
+        "Input: token ids and segment ids, 2 x %d values per sample." % s,
+        "",
+        "Published: Devlin et al. 2019, Section 3: 340M parameters.  Here: %d" % t.params(),
+        "(%s); encoder + pooler alone %d.  Forward FLOPs of the 24 blocks"
+        % (pct(t.params(), 340e6), encoder),
+        "match Narayanan et al. 2021 (24 B s l h^2 (1 + s/6h) per pass) exactly:",
+        "%s; the pooler and pre-training heads add %s." % (g(narayanan), g(t.flops() - narayanan)),
+    ])
+    summary.append(("bert-large", t.params(), 340e6, t.flops() / 2, narayanan / 2,
+                    "s=128; ref FLOPs = Narayanan blocks"))
+
+    for name, title, L, d, heads, paper, release in (
+            ("gpt-2", "GPT-2 small", 12, 768, 12, 117e6, 124e6),
+            ("gpt-2-xl", "GPT-2 XL", 48, 1600, 25, 1542e6, 1558e6)):
+        t = gpt2(name, L, d, heads)
+        s, V = t.seq, t.vocab
+        narayanan = 24 * L * s * d * d * (1 + s / (6.0 * d) + V / (12.0 * L * d))
+        nonembed = t.params() - t.params("embed")
+        write(t, outdir, [
+            "%s (Radford et al. 2019): %d pre-LN blocks of width %d, %d heads," % (title, L, d, heads),
+            "BPE vocabulary 50257, context 1024; sequence length %d." % s,
+            "LN parameters go on the line they precede (ln_1 on attn.qkv, ln_2 on",
+            "mlp.fc, ln_f on lm_head).  'embed' holds token and position embeddings",
+            "(lookups count 0 FLOPs); lm_head is tied to the token embedding, so",
+            "it has FLOPs (2 s d V) but no parameters of its own.  Attention",
+            "matmuls counted over the full s x s matrix (no causal halving).",
+            "Input: %d token ids per sample." % s,
+            "",
+            "Published: Radford et al. 2019, Table 2 gives %dM; the openai/gpt-2" % (paper / 1e6),
+            "README says the paper's counts were wrong, and the released checkpoint",
+            "is named %dM.  Here: %d (%s vs %dM, %s vs the paper);"
+            % (release / 1e6, t.params(), pct(t.params(), release), release / 1e6,
+               pct(t.params(), paper)),
+            "non-embedding %d." % nonembed,
+            "Forward FLOPs equal Narayanan et al. 2021's count (24 B s l h^2 (1 +",
+            "s/6h + V/(12 l h)) per pass, its F/3 without recomputation): %s." % g(narayanan),
+            "Kaplan et al. 2020, Table 1 (C_forward = 2N + 2 n_layer n_ctx d per",
+            "token, N non-embedding, no LM head): %s per sample."
+            % g(s * (2 * nonembed + 2 * L * s * d)),
+        ])
+        summary.append((name, t.params(), release, t.flops() / 2, narayanan / 2,
+                        "ref FLOPs = Narayanan"))
+
+    print("%-13s %14s %14s %8s %12s %12s %8s  %s"
+          % ("network", "params", "published", "diff", "fwd MACs", "reference", "diff", "note"))
+    for name, p, pp, f, fp, note in summary:
+        print("%-13s %14d %14d %8s %12s %12s %8s  %s"
+              % (name, p, pp, pct(p, pp), g(f), g(fp), pct(f, fp), note))
+
+
+if __name__ == "__main__":
+    main()
