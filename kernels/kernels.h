@@ -141,12 +141,27 @@ double kern_model_memory_bytes (const KernModel *m, int n, gsize opt_state_float
 
 /* --- Timing-only workloads ------------------------------------------------ */
 
+/* Errors of kern_timing_parse(): the message names the table, the line and
+ * what is wrong there. */
+#define KERN_TIMING_ERROR kern_timing_error_quark ()
+GQuark kern_timing_error_quark (void);
+typedef enum {
+  KERN_TIMING_ERROR_PARSE,   /* a malformed or out-of-range line */
+  KERN_TIMING_ERROR_EMPTY,   /* no layer, or no "# input N" line */
+} KernTimingError;
+
 /* A published network as a layer table (no math): see docs/workloads.md and
  * scenarios/workloads/.  Text format, one layer per line, '#' comments:
  *   NAME PARAMS FWD_FLOPS ACTIVATIONS
  * per sample, FLOPs counting a multiply-add as 2; backward = 2 x forward;
  * fwd_bytes = 4 x (inputs + outputs) per sample, with weights read once
- * per batch (4 x PARAMS fixed); backward moves twice that. */
+ * per batch (4 x PARAMS fixed); backward moves twice that.  A layer's
+ * inputs are the previous layer's ACTIVATIONS; the first layer's come from
+ * the one required comment line "# input N" (floats per sample).  NAME is
+ * unique and at most 31 bytes; PARAMS a non-negative integer; FWD_FLOPS
+ * and ACTIVATIONS non-negative finite numbers.  `name` labels error
+ * messages.  Returns NULL and sets `error` (KERN_TIMING_ERROR) on a bad
+ * table.  The model has d = k = 0, no loss_grad and no evaluate. */
 KernModel *kern_timing_parse (const char *name, const char *text, GError **error);
 /* A single-layer timing model of `params` parameters and `flops` per sample
  * (forward + backward, split 1:2). */

@@ -1,0 +1,369 @@
+/*
+ * timing.c — timing-only models: published networks as layer tables.
+ *
+ * A timing model has layers and costs but no math, so a simulation can
+ * price ResNet-50 or GPT-2 on thousands of workers without computing
+ * anything.  kern_timing_parse() reads a table of
+ *
+ *   NAME PARAMS FWD_FLOPS ACTIVATIONS        (per sample)
+ *
+ * lines (scenarios/workloads/, written by tools/workloads.py) and turns
+ * each into a KernLayer by the rules of docs/workloads.md:
+ *
+ *   fwd_flops = FWD_FLOPS                bwd_flops = 2 x FWD_FLOPS
+ *   fwd_bytes_fixed = 4 PARAMS           bwd_bytes_fixed = 2 x 4 PARAMS
+ *   fwd_bytes = 4 (inputs + ACTIVATIONS) bwd_bytes = 2 x fwd_bytes
+ *   activations = ACTIVATIONS
+ *
+ * where a layer's inputs are the previous layer's ACTIVATIONS, and the
+ * first layer's are given by the table's "# input N" comment line; every
+ * fixed FLOP term is 0.  The weights are read once per batch (fixed bytes);
+ * backward reads them again and writes their gradient, and reads and writes
+ * about twice the per-sample data of forward (the output gradient, the
+ * saved input, the input gradient).  Backward = 2 x forward is the usual
+ * rule: one product for the input gradient and one for the weight gradient
+ * per forward product (Kaplan et al. 2020, Narayanan et al. 2021).
+ *
+ * The models have no parameters to train: loss_grad, loss_grad_groups and
+ * evaluate are NULL, and init only zeroes the vector, so that code that
+ * allocates and initialises parameters for any model still works.
+ */
+#include "kernels/kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+G_DEFINE_QUARK (kern-timing-error-quark, kern_timing_error)
+
+/* Bytes of one float32 value. */
+#define TIMING_FLOAT_BYTES 4.0
+
+/* Fields of a layer line. */
+#define TIMING_FIELDS 4
+
+/* One parsed layer line. */
+typedef struct {
+  char name[sizeof ((KernLayer *) NULL)->name];
+  guint64 params;
+  double fwd_flops;     /* per sample */
+  double activations;   /* floats per sample */
+} TimingRow;
+
+static gsize
+timing_n_params (const KernModel *m)
+{
+  if (m->n_layers == 0)
+    return 0;
+  const KernLayer *last = &m->layers[m->n_layers - 1];
+  return last->param_offset + last->params;
+}
+
+/* The parameters of a timing model mean nothing; they are zeroed so that
+ * the vector is defined.  `seed` is unused. */
+static void
+timing_init (const KernModel *m, float *params, guint64 seed)
+{
+  gsize n = timing_n_params (m);
+  g_return_if_fail (n == 0 || params != NULL);
+  if (n > 0)
+    memset (params, 0, n * sizeof (float));
+}
+
+/* Sum over layers of fixed + per-sample x n; the fixed terms are 0 here but
+ * are summed anyway, so the same loop serves any layer table. */
+static double
+timing_flops_forward (const KernModel *m, int n)
+{
+  double total = 0.0;
+  for (int i = 0; i < m->n_layers; i++)
+    total += m->layers[i].fwd_flops_fixed + m->layers[i].fwd_flops * n;
+  return total;
+}
+
+static double
+timing_flops_backward (const KernModel *m, int n)
+{
+  double total = 0.0;
+  for (int i = 0; i < m->n_layers; i++)
+    total += m->layers[i].bwd_flops_fixed + m->layers[i].bwd_flops * n;
+  return total;
+}
+
+static void
+timing_free (KernModel *m)
+{
+  g_free (m->layers);
+  g_free (m);
+}
+
+static const KernModelOps timing_ops = {
+  .name = "timing",
+  .n_params = timing_n_params,
+  .init = timing_init,
+  .loss_grad = NULL,
+  .loss_grad_groups = NULL,
+  .evaluate = NULL,
+  .flops_forward = timing_flops_forward,
+  .flops_backward = timing_flops_backward,
+  .free = timing_free,
+};
+
+/* Fills one layer by the rules in the file comment.  `inputs` and
+ * `activations` are floats per sample. */
+static void
+timing_layer_set (KernLayer *l, const char *name, gsize offset, gsize params,
+                  double fwd_flops, double inputs, double activations)
+{
+  memset (l, 0, sizeof *l);
+  g_strlcpy (l->name, name, sizeof l->name);
+  l->param_offset = offset;
+  l->params = params;
+  l->fwd_flops_fixed = 0.0;
+  l->fwd_flops = fwd_flops;
+  l->bwd_flops_fixed = 0.0;
+  l->bwd_flops = 2.0 * fwd_flops;
+  l->fwd_bytes_fixed = TIMING_FLOAT_BYTES * (double) params;
+  l->fwd_bytes = TIMING_FLOAT_BYTES * (inputs + activations);
+  l->bwd_bytes_fixed = 2.0 * TIMING_FLOAT_BYTES * (double) params;
+  l->bwd_bytes = 2.0 * l->fwd_bytes;
+  l->activations = activations;
+}
+
+static KernModel *
+timing_model_new (KernLayer *layers, int n_layers)
+{
+  KernModel *m = g_new0 (KernModel, 1);
+  m->ops = &timing_ops;
+  m->d = 0;
+  m->k = 0;
+  m->n_layers = n_layers;
+  m->layers = layers;
+  return m;
+}
+
+/* --- parsing ---------------------------------------------------------------- */
+
+/* Parses a non-negative finite number filling all of `s`; `what` names the
+ * column in the error. */
+static gboolean
+timing_parse_number (const char *table, int line, const char *what,
+                     const char *s, double *out, GError **error)
+{
+  char *end = NULL;
+  double v = g_ascii_strtod (s, &end);
+  if (end == s || *end != '\0' || !isfinite (v))
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: %s: expected a number, found \"%s\"",
+                   table, line, what, s);
+      return FALSE;
+    }
+  if (v < 0.0)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: %s: expected a non-negative number, found %s",
+                   table, line, what, s);
+      return FALSE;
+    }
+  *out = v;
+  return TRUE;
+}
+
+static gboolean
+timing_parse_count (const char *table, int line, const char *what,
+                    const char *s, guint64 *out, GError **error)
+{
+  if (s[0] == '-')
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: %s: expected a non-negative integer, found %s",
+                   table, line, what, s);
+      return FALSE;
+    }
+  if (!g_ascii_string_to_unsigned (s, 10, 0, G_MAXSIZE, out, NULL))
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: %s: expected an integer, found \"%s\"",
+                   table, line, what, s);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* If `text` (a line after its '#') is the directive "input N", stores N in
+ * *input and returns TRUE; other comments return FALSE.  Sets `error` (and
+ * returns TRUE) when the directive is malformed. */
+static gboolean
+timing_parse_directive (const char *table, int line, const char *text,
+                        double *input, GError **error)
+{
+  g_auto (GStrv) words = g_strsplit_set (text, " \t", -1);
+  const char *w[3] = { NULL, NULL, NULL };
+  int n = 0;
+  for (int i = 0; words[i] != NULL; i++)
+    if (words[i][0] != '\0')
+      {
+        if (n < 3)
+          w[n] = words[i];
+        n++;
+      }
+  if (n == 0 || strcmp (w[0], "input") != 0)
+    return FALSE;
+  if (n != 2)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: expected \"# input N\" (floats per sample the "
+                   "first layer reads), found %d values after \"input\"",
+                   table, line, n - 1);
+      return TRUE;
+    }
+  timing_parse_number (table, line, "input", w[1], input, error);
+  return TRUE;
+}
+
+/* Parses a layer table (format in kernels.h and the file comment). */
+KernModel *
+kern_timing_parse (const char *name, const char *text, GError **error)
+{
+  g_return_val_if_fail (text != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  const char *table = name != NULL ? name : "timing table";
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  g_autoptr (GArray) rows = g_array_new (FALSE, TRUE, sizeof (TimingRow));
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal,
+                                                       g_free, NULL);
+  double input = 0.0;
+  int input_line = 0;   /* line of "# input N", 0 = none yet */
+  gsize total = 0;      /* parameters so far */
+
+  for (int i = 0; lines[i] != NULL; i++)
+    {
+      int lineno = i + 1;
+      char *line = g_strstrip (lines[i]);   /* also drops a trailing '\r' */
+
+      if (line[0] == '#')
+        {
+          GError *err = NULL;
+          double v = 0.0;
+          if (!timing_parse_directive (table, lineno, line + 1, &v, &err))
+            continue;
+          if (err != NULL)
+            {
+              g_propagate_error (error, err);
+              return NULL;
+            }
+          if (input_line != 0)
+            {
+              g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                           "%s line %d: a second \"# input\" line (the first "
+                           "is line %d)", table, lineno, input_line);
+              return NULL;
+            }
+          input = v;
+          input_line = lineno;
+          continue;
+        }
+
+      char *hash = strchr (line, '#');      /* trailing comment */
+      if (hash != NULL)
+        *hash = '\0';
+      g_auto (GStrv) words = g_strsplit_set (line, " \t", -1);
+      const char *f[TIMING_FIELDS];
+      int n = 0;
+      for (int j = 0; words[j] != NULL; j++)
+        if (words[j][0] != '\0')
+          {
+            if (n < TIMING_FIELDS)
+              f[n] = words[j];
+            n++;
+          }
+      if (n == 0)
+        continue;
+      if (n != TIMING_FIELDS)
+        {
+          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                       "%s line %d: expected 4 fields NAME PARAMS FWD_FLOPS "
+                       "ACTIVATIONS, found %d", table, lineno, n);
+          return NULL;
+        }
+
+      TimingRow row;
+      if (strlen (f[0]) >= sizeof row.name)
+        {
+          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                       "%s line %d: NAME \"%s\" is longer than %d bytes",
+                       table, lineno, f[0], (int) sizeof row.name - 1);
+          return NULL;
+        }
+      gpointer first = g_hash_table_lookup (seen, f[0]);
+      if (first != NULL)
+        {
+          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                       "%s line %d: duplicate layer name \"%s\" (first on "
+                       "line %d)", table, lineno, f[0], GPOINTER_TO_INT (first));
+          return NULL;
+        }
+
+      g_strlcpy (row.name, f[0], sizeof row.name);
+      if (!timing_parse_count (table, lineno, "PARAMS", f[1], &row.params, error)
+          || !timing_parse_number (table, lineno, "FWD_FLOPS", f[2],
+                                   &row.fwd_flops, error)
+          || !timing_parse_number (table, lineno, "ACTIVATIONS", f[3],
+                                   &row.activations, error))
+        return NULL;
+      if (row.params > G_MAXSIZE - total)
+        {
+          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                       "%s line %d: the parameter total overflows", table, lineno);
+          return NULL;
+        }
+      total += (gsize) row.params;
+      g_array_append_val (rows, row);
+      g_hash_table_insert (seen, g_strdup (f[0]), GINT_TO_POINTER (lineno));
+    }
+
+  if (rows->len == 0)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_EMPTY,
+                   "%s: no layers; expected lines NAME PARAMS FWD_FLOPS "
+                   "ACTIVATIONS", table);
+      return NULL;
+    }
+  if (input_line == 0)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_EMPTY,
+                   "%s: no \"# input N\" line giving the floats per sample "
+                   "the first layer reads", table);
+      return NULL;
+    }
+
+  /* A layer reads what the one before it wrote; the first reads the input. */
+  int n_layers = (int) rows->len;
+  KernLayer *layers = g_new0 (KernLayer, n_layers);
+  gsize offset = 0;
+  double inputs = input;
+  for (int i = 0; i < n_layers; i++)
+    {
+      const TimingRow *r = &g_array_index (rows, TimingRow, i);
+      timing_layer_set (&layers[i], r->name, offset, (gsize) r->params,
+                        r->fwd_flops, inputs, r->activations);
+      offset += (gsize) r->params;
+      inputs = r->activations;
+    }
+  return timing_model_new (layers, n_layers);
+}
+
+/* One layer "all" of `params` parameters: forward flops_per_sample / 3,
+ * backward 2 flops_per_sample / 3, bytes by the table rule with no inputs
+ * and no activations (weights only). */
+KernModel *
+kern_timing_new (gsize params, double flops_per_sample)
+{
+  g_return_val_if_fail (isfinite (flops_per_sample) && flops_per_sample >= 0.0,
+                        NULL);
+
+  KernLayer *l = g_new0 (KernLayer, 1);
+  timing_layer_set (l, "all", 0, params, flops_per_sample / 3.0, 0.0, 0.0);
+  return timing_model_new (l, 1);
+}
