@@ -166,16 +166,16 @@ test_table_extra (void)
 {
   /* He et al. 2016 Table 1 count ResNet v1 (stride in the first 1x1); the
    * tables are v1.5, which runs three 1x1 convs at 4x the area: 3.8e9 and
-   * 7.6e9 multiply-adds become 4.09e9 and 7.80e9.  The gap must stay the
-   * size docs/workloads.md explains (2.6% to 8%). */
+   * 7.6e9 multiply-adds become 4.09e9 and 7.80e9.  The excess must stay
+   * the size docs/workloads.md explains: 2% to 8%. */
   KernModel *r50 = load_table ("resnet-50");
   KernModel *r101 = load_table ("resnet-101");
   double g50 = sum_flops (r50, "") / (2 * 3.8e9) - 1.0;
   double g101 = sum_flops (r101, "") / (2 * 7.6e9) - 1.0;
-  g_assert_cmpfloat (g50, >, 0.026);
+  g_assert_cmpfloat (g50, >, 0.02);
   g_assert_cmpfloat (g50, <, 0.08);
-  g_assert_cmpfloat (g101, >, 0.0);
-  g_assert_cmpfloat (g101, <, 0.04);
+  g_assert_cmpfloat (g101, >, 0.02);
+  g_assert_cmpfloat (g101, <, 0.08);
   kern_model_free (r50);
   kern_model_free (r101);
 
