@@ -4,7 +4,8 @@
  * figure of docs/hardware.md's tables against the catalog, so the page and
  * the file cannot drift; the built-in catalog against
  * $DTSIM_SRCDIR/scenarios/hardware.ini, so the compiled-in copy is current;
- * and one-line errors for every kind of bad catalog.
+ * one-line errors for every kind of bad catalog; and the `dtsim hardware`
+ * command ($DTSIM_BIN).
  *
  * Expected figures are written as the vendor's numbers and the arithmetic
  * that turns them into SI base units (bits/s divided by 8, bidirectional
@@ -473,6 +474,95 @@ test_good_small (void)
   g_unlink (path);
 }
 
+/* -------------------------------------------------------- dtsim hardware -- */
+
+/* Runs $DTSIM_BIN with the arguments (NULL-terminated); returns its exit
+ * status and its output. */
+static int
+dtsim (char **out, char **err, const char *first, ...)
+{
+  const char *bin = g_getenv ("DTSIM_BIN");
+  g_assert_nonnull (bin);
+  GPtrArray *argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (char *) bin);
+  va_list ap;
+  va_start (ap, first);
+  for (const char *a = first; a; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_sync (tmpdir, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               out, err, &status, &error));
+  g_assert_no_error (error);
+  g_ptr_array_unref (argv);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+static void
+test_cli_builtin (void)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (dtsim (&out, &err, "hardware", NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  assert_contains (out, "Devices (built-in hardware.ini");
+  assert_contains (out, "Links (");
+  /* every entry has its row, starting with its name */
+  g_autoptr (SimCatalog) c = builtin ();
+  for (guint i = 0; i < sim_catalog_n_devices (c); i++)
+    {
+      g_autofree char *row = g_strdup_printf ("\n%s ", sim_catalog_device_at (c, i)->name);
+      assert_contains (out, row);
+    }
+  for (guint i = 0; i < sim_catalog_n_links (c); i++)
+    {
+      g_autofree char *row = g_strdup_printf ("\n%s ", sim_catalog_link_at (c, i)->name);
+      assert_contains (out, row);
+    }
+  /* h100 in human units, its columns aligned under the header's */
+  assert_contains (out, "\nh100 ");
+  assert_contains (out, "67 TFLOP/s");
+  assert_contains (out, "989.5 TFLOP/s");
+  assert_contains (out, "3.35 TB/s");
+  assert_contains (out, "50 GB/s");
+  assert_contains (out, "(400 Gb/s)");
+  const char *header = strstr (out, "name ");
+  const char *h100 = strstr (out, "\nh100 ") + 1;
+  g_assert_cmpint (strstr (header, "FP32") - header, ==, strstr (h100, "67 TFLOP/s") - h100);
+
+  g_autofree char *help = NULL;
+  g_assert_cmpint (dtsim (&help, NULL, "--help", NULL), ==, 0);
+  assert_contains (help, "dtsim hardware [FILE]");
+}
+
+static void
+test_cli_file (void)
+{
+  g_autofree char *good = write_catalog ("cli.ini", GOOD_DEVICE GOOD_LINK);
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (dtsim (&out, &err, "hardware", good, NULL), ==, 0);
+  g_autofree char *title = g_strdup_printf ("Devices (%s;", good);
+  assert_contains (out, title);
+  assert_contains (out, "\nx ");
+  assert_contains (out, "\ny ");
+
+  g_autofree char *bad = write_catalog ("cli-bad.ini", GOOD_DEVICE "memory = 2\n");
+  g_autofree char *out2 = NULL, *err2 = NULL;
+  g_assert_cmpint (dtsim (&out2, &err2, "hardware", bad, NULL), ==, 2);
+  g_assert_cmpstr (out2, ==, "");
+  g_autofree char *want = g_strdup_printf ("dtsim: %s: [device:x] memory: '2' has no unit", bad);
+  g_assert_true (g_str_has_prefix (err2, want));
+  g_assert_cmpuint (strchr (err2, '\n') - err2, ==, strlen (err2) - 1); /* one line */
+
+  g_autofree char *out3 = NULL, *err3 = NULL;
+  g_assert_cmpint (dtsim (&out3, &err3, "hardware", good, good, NULL), ==, 2);
+  assert_contains (err3, "hardware takes at most one catalog file");
+  g_unlink (good);
+  g_unlink (bad);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -493,6 +583,8 @@ main (int argc, char **argv)
       g_test_add_data_func (name, &bad_cases[i], test_bad);
     }
   g_test_add_func ("/hardware/bad/missing-file", test_bad_missing_file);
+  g_test_add_func ("/hardware/cli/builtin", test_cli_builtin);
+  g_test_add_func ("/hardware/cli/file", test_cli_file);
 
   int rc = g_test_run ();
   g_rmdir (tmpdir);
