@@ -1,9 +1,10 @@
 /*
- * main.c — the `dtsim` command: run, check, plot.
+ * main.c — the `dtsim` command: run, check, plot, hardware.
  *
  *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
  *   dtsim plot DB [-o DIR] [--format png|svg]
  *   dtsim check FILE.ini [--set section.key=value]...
+ *   dtsim hardware [FILE]
  *
  * Exit codes: 0 success, 1 failure while running, 2 bad input (one line on
  * stderr names the file, the [section] key, what is wrong and the fix).
@@ -22,6 +23,7 @@
 #include "netmodel/netmodel.h"
 #include "policies/policy.h"
 #include "sim/cluster.h"
+#include "sim/hardware.h"
 #include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
@@ -32,8 +34,10 @@ static const char usage[] =
   "  dtsim check FILE.ini [--set section.key=value]...\n"
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
   "  dtsim keys                # the reference of every scenario key (markdown)\n"
+  "  dtsim hardware [FILE]     # the hardware catalog (built-in, or FILE) as tables\n"
   "  dtsim --version\n"
-  "Scenario keys: docs/scenarios.md.  Trace schema: docs/trace.md.\n";
+  "Scenario keys: docs/scenarios.md.  Trace schema: docs/trace.md.\n"
+  "Hardware catalog: docs/hardware.md.\n";
 
 static int
 die (GError *error, int code)
@@ -146,6 +150,24 @@ cmd_plot (int argc, char **argv)
   return 0;
 }
 
+static int
+cmd_hardware (int argc, char **argv)
+{
+  GOptionEntry entries[] = { { NULL } };
+  if (!parse (&argc, &argv, entries, "hardware [FILE]"))
+    return 2;
+  if (argc > 2)
+    return bad_usage ("hardware takes at most one catalog file");
+  GError *error = NULL;
+  g_autoptr (SimCatalog) catalog = sim_catalog_load (argc == 2 ? argv[1] : NULL, &error);
+  if (!catalog)
+    return die (error, 2);
+  g_autoptr (GString) out = g_string_new (NULL);
+  sim_catalog_write_tables (catalog, out);
+  fputs (out->str, stdout);
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -185,6 +207,8 @@ main (int argc, char **argv)
     return cmd_check (argc - 1, argv + 1);
   if (strcmp (cmd, "plot") == 0)
     return cmd_plot (argc - 1, argv + 1);
+  if (strcmp (cmd, "hardware") == 0)
+    return cmd_hardware (argc - 1, argv + 1);
   g_autofree char *msg = g_strdup_printf ("unknown command '%s'", cmd);
   return bad_usage (msg);
 }

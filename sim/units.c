@@ -123,3 +123,66 @@ sim_parse_quantity (const char *text, SimUnitKind kind, double *out,
   *out = v * f;
   return TRUE;
 }
+
+/* Writes `v` with five significant digits, in the C locale. */
+static char *
+format_number (double v)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  return g_strdup (g_ascii_formatd (buf, sizeof buf, "%.5g", v));
+}
+
+char *
+sim_format_quantity (double value, SimUnitKind kind)
+{
+  static const char *const decimal[] = { "", "k", "M", "G", "T", "P" };
+  static const char *const binary[] = { "", "Ki", "Mi", "Gi", "Ti" };
+  const char *symbol = NULL;
+  switch (kind)
+    {
+    case SIM_UNIT_TIME:
+      {
+        static const struct { double m; const char *u; } times[] = {
+          { 1.0, "s" }, { 1e-3, "ms" }, { 1e-6, "us" }, { 1e-9, "ns" },
+        };
+        gsize i = 0;
+        while (i + 1 < G_N_ELEMENTS (times) && fabs (value) < times[i].m)
+          i++;
+        if (value == 0.0)
+          i = 0;
+        g_autofree char *n = format_number (value / times[i].m);
+        return g_strdup_printf ("%s %s", n, times[i].u);
+      }
+    case SIM_UNIT_SIZE:
+      {
+        /* a whole number of the largest binary unit that fits: binary */
+        double unit = 1.0;
+        gsize k = 0;
+        while (k + 1 < G_N_ELEMENTS (binary) && fabs (value) >= unit * 1024.0)
+          {
+            unit *= 1024.0;
+            k++;
+          }
+        if (k > 0 && fmod (value, unit) == 0.0)
+          {
+            g_autofree char *n = format_number (value / unit);
+            return g_strdup_printf ("%s %sB", n, binary[k]);
+          }
+        symbol = "B";
+        break;
+      }
+    case SIM_UNIT_BANDWIDTH: symbol = "B/s"; break;
+    case SIM_UNIT_COMPUTE: symbol = "FLOP/s"; break;
+    default:
+      return format_number (value);
+    }
+  double unit = 1.0;
+  gsize k = 0;
+  while (k + 1 < G_N_ELEMENTS (decimal) && fabs (value) >= unit * 1000.0)
+    {
+      unit *= 1000.0;
+      k++;
+    }
+  g_autofree char *n = format_number (value / unit);
+  return g_strdup_printf ("%s %s%s", n, decimal[k], symbol);
+}

@@ -29,6 +29,13 @@ gboolean sim_parse_quantity (const char *text, SimUnitKind kind, double *out,
 /* The unit a bare number is read in, e.g. "s" or "bytes/s". */
 const char *sim_unit_base_name (SimUnitKind kind);
 
+/* `value` (SI base unit of `kind`) for people: five significant digits and
+ * the largest decimal prefix that keeps the number at least 1, e.g.
+ * "19.5 TFLOP/s", "2.039 TB/s", "600 ns"; a size that is a whole number of
+ * KiB, MiB, GiB or TiB is written with that binary prefix ("80 GiB").
+ * Free with g_free. */
+char *sim_format_quantity (double value, SimUnitKind kind);
+
 G_END_DECLS
 
 #endif

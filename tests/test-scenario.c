@@ -1,8 +1,9 @@
 /*
- * test-scenario.c — quantities with units (sim/units.c) and scenario files
- * (sim/scenario.c): defaults from the key table, unit conversion, the one-line
- * errors for every kind of bad input, sweeps (cartesian product, last key
- * fastest), `--set` overrides, the `params` rows and the key reference.
+ * test-scenario.c — quantities with units, read and written (sim/units.c),
+ * and scenario files (sim/scenario.c): defaults from the key table, unit
+ * conversion, the one-line errors for every kind of bad input, sweeps
+ * (cartesian product, last key fastest), `--set` overrides, the `params`
+ * rows and the key reference.
  *
  * Every scenario is written into a fresh temporary folder (removed by the
  * fixture's teardown).  Expected quantities are written as formulas in SI base
@@ -149,6 +150,33 @@ test_units_garbage (void)
     }
   assert_contains (parse_fails ("", SIM_UNIT_SIZE), "size");
   assert_contains (parse_fails ("x", SIM_UNIT_NONE), "plain number");
+}
+
+/* Quantities written for people (sim_format_quantity). */
+static void
+test_units_format (void)
+{
+  struct { double v; SimUnitKind kind; const char *want; } cases[] = {
+    { 19.5e12, SIM_UNIT_COMPUTE, "19.5 TFLOP/s" },
+    { 147.2e9, SIM_UNIT_COMPUTE, "147.2 GFLOP/s" },
+    { 2039e9, SIM_UNIT_BANDWIDTH, "2.039 TB/s" },
+    { 100e9 / 8, SIM_UNIT_BANDWIDTH, "12.5 GB/s" },
+    { 80e9, SIM_UNIT_SIZE, "80 GB" },
+    { 80.0 * 1024 * 1024 * 1024, SIM_UNIT_SIZE, "80 GiB" },
+    { 2048000, SIM_UNIT_SIZE, "2.048 MB" },
+    { 512, SIM_UNIT_SIZE, "512 B" },
+    { 600e-9, SIM_UNIT_TIME, "600 ns" },
+    { 5e-6, SIM_UNIT_TIME, "5 us" },
+    { 2.5e-3, SIM_UNIT_TIME, "2.5 ms" },
+    { 0, SIM_UNIT_TIME, "0 s" },
+    { 90, SIM_UNIT_TIME, "90 s" },
+    { 0.5, SIM_UNIT_NONE, "0.5" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *got = sim_format_quantity (cases[i].v, cases[i].kind);
+      g_assert_cmpstr (got, ==, cases[i].want);
+    }
 }
 
 /* ------------------------------------------------------------- scenario -- */
@@ -726,6 +754,7 @@ main (int argc, char **argv)
   g_test_add_func ("/sim/units/plain", test_units_plain);
   g_test_add_func ("/sim/units/wrong-kind", test_units_wrong_kind);
   g_test_add_func ("/sim/units/garbage", test_units_garbage);
+  g_test_add_func ("/sim/units/format", test_units_format);
 
 #define ADD(path, fn) \
   g_test_add (path, Fixture, NULL, fixture_setup, fn, fixture_teardown)

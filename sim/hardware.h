@@ -1,0 +1,81 @@
+/*
+ * hardware.h — the hardware catalog: named devices (CPUs, GPUs) and named
+ * links (Ethernet, InfiniBand, PCIe, NVLink) with their vendor figures.
+ *
+ * A catalog is a GLib key file with one `[device:NAME]` or `[link:NAME]`
+ * group per entry (scenarios/hardware.ini, whose figures and sources are
+ * listed in docs/hardware.md).  That file is compiled into dtsim with
+ * GResource, so the built-in catalog needs no installed data; a scenario or
+ * `dtsim hardware FILE` may load another file of the same form instead.
+ * Loading is strict: unknown groups and keys, missing keys, quantities
+ * without units, values of the wrong kind and out-of-range values are all
+ * errors, reported on one line naming the file, the [group] key and the fix.
+ */
+#ifndef DTSIM_SIM_HARDWARE_H
+#define DTSIM_SIM_HARDWARE_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* One compute device, as a worker or server of a simulated cluster runs on. */
+typedef struct {
+  char *name;              /* catalog name, e.g. "a100" */
+  char *description;       /* one line: model, form factor, how figures derive */
+  double flops;            /* FLOP/s, peak FP32 on the vector units, > 0 */
+  double tf32_flops;       /* FLOP/s, dense TF32 tensor-core peak, 0 = none */
+  double bf16_flops;       /* FLOP/s, dense BF16 tensor-core peak, 0 = none */
+  double fp16_flops;       /* FLOP/s, dense FP16 peak (tensor cores where
+                              present), 0 = none */
+  double memory_bandwidth; /* bytes/s, peak DRAM/HBM bandwidth, > 0 */
+  double memory;           /* bytes, capacity as the vendor states it,
+                              0 = not stated (CPUs share host memory) */
+  double efficiency;       /* default share of peak achieved, in (0, 1] */
+} SimDevice;
+
+/* One kind of link (a cable, a bus, a GPU's NVLink ports together). */
+typedef struct {
+  char *name;              /* catalog name, e.g. "ib-hdr" */
+  char *description;       /* one line: standard, lanes, encoding */
+  char *kind;              /* ethernet | infiniband | pcie | nvlink */
+  double bandwidth;        /* bytes/s in each direction, after line encoding, > 0 */
+  double latency;          /* seconds, one-way, added by one hop, >= 0 */
+} SimLinkSpec;
+
+typedef struct SimCatalog SimCatalog;
+
+/* Loads the catalog at `path`, or the built-in one when `path` is NULL.
+ * Returns NULL with a SIM_ERROR_INPUT error (sim/scenario.h) whose message is
+ * one line naming the file, the [group] key, what is wrong and the fix. */
+SimCatalog *sim_catalog_load (const char *path, GError **error);
+
+void sim_catalog_free (SimCatalog *catalog);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SimCatalog, sim_catalog_free)
+
+/* Where the catalog came from: its path, or "built-in hardware.ini". */
+const char *sim_catalog_source (const SimCatalog *catalog);
+
+/* The entry called `name` (ASCII case ignored), or NULL if there is none. */
+const SimDevice *sim_catalog_device (const SimCatalog *catalog, const char *name);
+const SimLinkSpec *sim_catalog_link (const SimCatalog *catalog, const char *name);
+
+/* The names of every device (devices = TRUE) or link, in catalog order,
+ * joined by ", ": for "choose one of ..." messages.  Free with g_free. */
+char *sim_catalog_names (const SimCatalog *catalog, gboolean devices);
+
+/* Entries in catalog (file) order, for listing: index < the count. */
+guint sim_catalog_n_devices (const SimCatalog *catalog);
+const SimDevice *sim_catalog_device_at (const SimCatalog *catalog, guint index);
+guint sim_catalog_n_links (const SimCatalog *catalog);
+const SimLinkSpec *sim_catalog_link_at (const SimCatalog *catalog, guint index);
+
+/* The kinds a link may have, NULL-terminated. */
+const char *const *sim_link_kinds (void);
+
+/* Writes the catalog as two aligned plain-text tables (devices, links) with
+ * human units to `out`: what `dtsim hardware` prints. */
+void sim_catalog_write_tables (const SimCatalog *catalog, GString *out);
+
+G_END_DECLS
+
+#endif

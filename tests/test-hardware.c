@@ -1,0 +1,593 @@
+/*
+ * test-hardware.c — the hardware catalog (sim/hardware.c): the built-in
+ * catalog's entries and the arithmetic behind its derived figures; every
+ * figure of docs/hardware.md's tables against the catalog, so the page and
+ * the file cannot drift; the built-in catalog against
+ * $DTSIM_SRCDIR/scenarios/hardware.ini, so the compiled-in copy is current;
+ * one-line errors for every kind of bad catalog; and the `dtsim hardware`
+ * command ($DTSIM_BIN).
+ *
+ * Expected figures are written as the vendor's numbers and the arithmetic
+ * that turns them into SI base units (bits/s divided by 8, bidirectional
+ * totals halved, sparse peaks halved).
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "sim/hardware.h"
+#include "sim/scenario.h"
+#include "sim/units.h"
+
+/* Asserts that `got` equals `want` to 1e-12 relative (exactly at 0). */
+#define assert_rel(got, want) \
+  g_assert_cmpfloat_with_epsilon ((got), (want), 1e-12 * fabs ((double) (want)) + 1e-300)
+
+/* Asserts that string `hay` contains `needle`, printing both if not. */
+#define assert_contains(hay, needle) \
+  assert_contains_at (__FILE__, __LINE__, G_STRFUNC, #hay, (hay), (needle))
+
+static void
+assert_contains_at (const char *file, int line, const char *func, const char *expr,
+                    const char *hay, const char *needle)
+{
+  if (hay && strstr (hay, needle))
+    return;
+  g_autofree char *msg = g_strdup_printf ("%s = \"%s\" does not contain \"%s\"", expr,
+                                          hay ? hay : "(null)", needle);
+  g_assertion_message (G_LOG_DOMAIN, file, line, func, msg);
+}
+
+static char *tmpdir;
+
+static const char *
+srcdir (void)
+{
+  const char *d = g_getenv ("DTSIM_SRCDIR");
+  g_assert_nonnull (d);
+  return d;
+}
+
+static SimCatalog *
+builtin (void)
+{
+  g_autoptr (GError) error = NULL;
+  SimCatalog *c = sim_catalog_load (NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (c);
+  return c;
+}
+
+static const SimDevice *
+device_of (const SimCatalog *c, const char *name)
+{
+  const SimDevice *d = sim_catalog_device (c, name);
+  if (!d)
+    g_error ("no device '%s' in %s", name, sim_catalog_source (c));
+  return d;
+}
+
+static const SimLinkSpec *
+link_of (const SimCatalog *c, const char *name)
+{
+  const SimLinkSpec *l = sim_catalog_link (c, name);
+  if (!l)
+    g_error ("no link '%s' in %s", name, sim_catalog_source (c));
+  return l;
+}
+
+/* ------------------------------------------------------ built-in catalog -- */
+
+static void
+test_builtin_entries (void)
+{
+  g_autoptr (SimCatalog) c = builtin ();
+  g_assert_cmpstr (sim_catalog_source (c), ==, "built-in hardware.ini");
+  const char *devices[] = { "xeon-8380-core", "xeon-8380", "epyc-7763-core", "epyc-7763",
+                            "p100", "v100", "a100", "h100" };
+  for (gsize i = 0; i < G_N_ELEMENTS (devices); i++)
+    {
+      const SimDevice *d = device_of (c, devices[i]);
+      g_assert_cmpstr (d->name, ==, devices[i]);
+      g_assert_cmpuint (strlen (d->description), >, 0);
+      g_assert_cmpfloat (d->flops, >, 0);
+      g_assert_cmpfloat (d->memory_bandwidth, >, 0);
+      g_assert_cmpfloat (d->efficiency, >, 0);
+      g_assert_cmpfloat (d->efficiency, <=, 1);
+    }
+  struct { const char *name, *kind; } links[] = {
+    { "10gbe", "ethernet" }, { "25gbe", "ethernet" }, { "100gbe", "ethernet" },
+    { "200gbe", "ethernet" }, { "400gbe", "ethernet" },
+    { "ib-edr", "infiniband" }, { "ib-hdr", "infiniband" }, { "ib-ndr", "infiniband" },
+    { "pcie3-x16", "pcie" }, { "pcie4-x16", "pcie" }, { "pcie5-x16", "pcie" },
+    { "nvlink2", "nvlink" }, { "nvlink3", "nvlink" }, { "nvlink4", "nvlink" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (links); i++)
+    {
+      const SimLinkSpec *l = link_of (c, links[i].name);
+      g_assert_cmpstr (l->kind, ==, links[i].kind);
+      g_assert_cmpfloat (l->bandwidth, >, 0);
+      g_assert_cmpfloat (l->latency, >=, 0);
+    }
+  /* the listing walks exactly the entries the names string lists */
+  g_autofree char *dnames = sim_catalog_names (c, TRUE);
+  g_auto (GStrv) dsplit = g_strsplit (dnames, ", ", -1);
+  g_assert_cmpuint (g_strv_length (dsplit), ==, sim_catalog_n_devices (c));
+  for (guint i = 0; i < sim_catalog_n_devices (c); i++)
+    g_assert_cmpstr (sim_catalog_device_at (c, i)->name, ==, dsplit[i]);
+  g_autofree char *lnames = sim_catalog_names (c, FALSE);
+  g_auto (GStrv) lsplit = g_strsplit (lnames, ", ", -1);
+  g_assert_cmpuint (g_strv_length (lsplit), ==, sim_catalog_n_links (c));
+  for (guint i = 0; i < sim_catalog_n_links (c); i++)
+    g_assert_cmpstr (sim_catalog_link_at (c, i)->name, ==, lsplit[i]);
+}
+
+/* The arithmetic behind the figures, written out (docs/hardware.md). */
+static void
+test_builtin_derivations (void)
+{
+  g_autoptr (SimCatalog) c = builtin ();
+  /* CPUs: FMA units x FP32 lanes x 2 FLOP x base clock; DDR4-3200 x 8 channels x 8 bytes */
+  double ddr4_socket = 8 * 3200e6 * 8;
+  assert_rel (device_of (c, "xeon-8380-core")->flops, 2 * 16 * 2 * 2.30e9);
+  assert_rel (device_of (c, "xeon-8380")->flops, 40 * (2 * 16 * 2 * 2.30e9));
+  assert_rel (device_of (c, "xeon-8380")->memory_bandwidth, ddr4_socket);
+  assert_rel (device_of (c, "xeon-8380-core")->memory_bandwidth, ddr4_socket / 40);
+  assert_rel (device_of (c, "epyc-7763-core")->flops, 2 * 8 * 2 * 2.45e9);
+  assert_rel (device_of (c, "epyc-7763")->flops, 64 * (2 * 8 * 2 * 2.45e9));
+  assert_rel (device_of (c, "epyc-7763")->memory_bandwidth, ddr4_socket);
+  assert_rel (device_of (c, "epyc-7763-core")->memory_bandwidth, ddr4_socket / 64);
+  g_assert_cmpfloat (device_of (c, "xeon-8380")->memory, ==, 0); /* CPUs share host memory */
+
+  /* GPUs: the datasheets' figures; H100 tensor peaks are the sparse ones halved */
+  const SimDevice *a100 = device_of (c, "a100");
+  assert_rel (a100->flops, 19.5e12);
+  assert_rel (a100->tf32_flops, 156e12);
+  assert_rel (a100->bf16_flops, 312e12);
+  assert_rel (a100->memory_bandwidth, 2039e9);
+  assert_rel (a100->memory, 80e9);
+  const SimDevice *h100 = device_of (c, "h100");
+  assert_rel (h100->flops, 67e12);
+  assert_rel (h100->tf32_flops, 989e12 / 2);
+  assert_rel (h100->bf16_flops, 1979e12 / 2);
+  assert_rel (h100->memory_bandwidth, 3.35e12);
+  const SimDevice *v100 = device_of (c, "v100");
+  assert_rel (v100->flops, 15.7e12);
+  assert_rel (v100->fp16_flops, 125e12);
+  g_assert_cmpfloat (v100->tf32_flops, ==, 0); /* Volta tensor cores: FP16 only */
+  g_assert_cmpfloat (v100->bf16_flops, ==, 0);
+  assert_rel (v100->memory_bandwidth, 900e9);
+  assert_rel (v100->memory, 32e9);
+  const SimDevice *p100 = device_of (c, "p100");
+  assert_rel (p100->flops, 10.6e12);
+  assert_rel (p100->memory_bandwidth, 732e9);
+  assert_rel (p100->memory, 16e9);
+
+  /* networks: bits per second / 8 */
+  assert_rel (link_of (c, "10gbe")->bandwidth, 10e9 / 8);
+  assert_rel (link_of (c, "400gbe")->bandwidth, 400e9 / 8);
+  assert_rel (link_of (c, "ib-edr")->bandwidth, 100e9 / 8);
+  assert_rel (link_of (c, "ib-hdr")->bandwidth, 200e9 / 8);
+  assert_rel (link_of (c, "ib-ndr")->bandwidth, 400e9 / 8);
+  /* PCIe x16: 16 lanes x GT/s x 128/130 / 8, rounded to the MB/s in the catalog */
+  g_assert_cmpfloat_with_epsilon (link_of (c, "pcie3-x16")->bandwidth, 16 * 8e9 * 128 / 130 / 8, 1e6);
+  g_assert_cmpfloat_with_epsilon (link_of (c, "pcie4-x16")->bandwidth, 16 * 16e9 * 128 / 130 / 8, 1e6);
+  g_assert_cmpfloat_with_epsilon (link_of (c, "pcie5-x16")->bandwidth, 16 * 32e9 * 128 / 130 / 8, 1e6);
+  /* NVLink: the vendors' bidirectional totals, halved */
+  assert_rel (link_of (c, "nvlink1")->bandwidth, 160e9 / 2);
+  assert_rel (link_of (c, "nvlink2")->bandwidth, 300e9 / 2);
+  assert_rel (link_of (c, "nvlink3")->bandwidth, 600e9 / 2);
+  assert_rel (link_of (c, "nvlink4")->bandwidth, 900e9 / 2);
+  assert_rel (link_of (c, "ib-hdr")->latency, 600e-9);
+}
+
+/* ------------------------------------------- docs/hardware.md's tables -- */
+
+/* The text of a table cell without citations ("[N3]") and backticks. */
+static char *
+cell_text (const char *cell)
+{
+  GString *s = g_string_new (NULL);
+  int depth = 0;
+  for (const char *p = cell; *p; p++)
+    {
+      if (*p == '[')
+        depth++;
+      else if (*p == ']' && depth > 0)
+        depth--;
+      else if (depth == 0 && *p != '`')
+        g_string_append_c (s, *p);
+    }
+  return g_strstrip (g_string_free (s, FALSE));
+}
+
+/* The rows of the markdown table whose header starts with `header`: a
+ * GPtrArray of GStrv, each the row's cells, stripped (leading and trailing
+ * '|' dropped), the header and separator rows left out. */
+static GPtrArray *
+docs_table (const char *text, const char *header)
+{
+  GPtrArray *rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  int i = 0;
+  while (lines[i] && !g_str_has_prefix (lines[i], header))
+    i++;
+  if (!lines[i])
+    g_error ("docs/hardware.md has no table starting '%s'", header);
+  for (i += 2; lines[i] && lines[i][0] == '|'; i++)
+    {
+      g_auto (GStrv) parts = g_strsplit (lines[i], "|", -1);
+      guint n = g_strv_length (parts);
+      g_assert_cmpuint (n, >=, 3);
+      GPtrArray *cells = g_ptr_array_new ();
+      for (guint k = 1; k + 1 < n; k++)
+        g_ptr_array_add (cells, cell_text (parts[k]));
+      g_ptr_array_add (cells, NULL);
+      g_ptr_array_add (rows, g_ptr_array_free (cells, FALSE));
+    }
+  return rows;
+}
+
+/* A figure of the docs table: "-" is 0 (none), else a quantity of `kind`. */
+static double
+docs_figure (const char *text, SimUnitKind kind, const char *row, const char *column)
+{
+  if (strcmp (text, "-") == 0)
+    return 0.0;
+  double v = NAN;
+  const char *why = NULL;
+  if (!sim_parse_quantity (text, kind, &v, &why))
+    g_error ("docs/hardware.md, %s, %s: '%s' is not %s", row, column, text, why);
+  return v;
+}
+
+/* Fails naming the row and column when the docs and the catalog differ. */
+static void
+check_figure (const char *row, const char *column, double docs, double catalog)
+{
+  if (fabs (docs - catalog) > 1e-12 * fabs (catalog))
+    g_error ("docs/hardware.md, %s, %s: the table says %.17g, the catalog %.17g; "
+             "make them agree", row, column, docs, catalog);
+}
+
+static void
+test_docs_match (void)
+{
+  g_autoptr (SimCatalog) c = builtin ();
+  g_autofree char *path = g_build_filename (srcdir (), "docs", "hardware.md", NULL);
+  g_autofree char *text = NULL;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_file_get_contents (path, &text, NULL, &error));
+  g_assert_no_error (error);
+
+  g_autoptr (GPtrArray) devices = docs_table (text, "| name | FP32 |");
+  g_assert_cmpuint (devices->len, ==, sim_catalog_n_devices (c));
+  for (guint r = 0; r < devices->len; r++)
+    {
+      char **cells = g_ptr_array_index (devices, r);
+      g_assert_cmpuint (g_strv_length (cells), ==, 8);
+      const SimDevice *d = device_of (c, cells[0]);
+      check_figure (d->name, "FP32", docs_figure (cells[1], SIM_UNIT_COMPUTE, d->name, "FP32"), d->flops);
+      check_figure (d->name, "TF32", docs_figure (cells[2], SIM_UNIT_COMPUTE, d->name, "TF32"), d->tf32_flops);
+      check_figure (d->name, "BF16", docs_figure (cells[3], SIM_UNIT_COMPUTE, d->name, "BF16"), d->bf16_flops);
+      check_figure (d->name, "FP16", docs_figure (cells[4], SIM_UNIT_COMPUTE, d->name, "FP16"), d->fp16_flops);
+      check_figure (d->name, "memory bandwidth",
+                    docs_figure (cells[5], SIM_UNIT_BANDWIDTH, d->name, "memory bandwidth"),
+                    d->memory_bandwidth);
+      check_figure (d->name, "memory", docs_figure (cells[6], SIM_UNIT_SIZE, d->name, "memory"), d->memory);
+      check_figure (d->name, "efficiency",
+                    docs_figure (cells[7], SIM_UNIT_NONE, d->name, "efficiency"), d->efficiency);
+    }
+
+  g_autoptr (GPtrArray) links = docs_table (text, "| name | kind |");
+  g_assert_cmpuint (links->len, ==, sim_catalog_n_links (c));
+  for (guint r = 0; r < links->len; r++)
+    {
+      char **cells = g_ptr_array_index (links, r);
+      g_assert_cmpuint (g_strv_length (cells), ==, 4);
+      const SimLinkSpec *l = link_of (c, cells[0]);
+      g_assert_cmpstr (cells[1], ==, l->kind);
+      check_figure (l->name, "bandwidth",
+                    docs_figure (cells[2], SIM_UNIT_BANDWIDTH, l->name, "bandwidth"), l->bandwidth);
+      check_figure (l->name, "latency",
+                    docs_figure (cells[3], SIM_UNIT_TIME, l->name, "latency"), l->latency);
+    }
+}
+
+/* The table parser itself: citations and backticks go, "-" is none. */
+static void
+test_docs_parser (void)
+{
+  g_autoptr (GPtrArray) rows = docs_table ("intro\n| name | kind | bandwidth per direction | latency |\n"
+                                           "| --- | --- | --- | --- |\n"
+                                           "| `x` | pcie | 1.5 GB/s [P1, L2] | - |\n\nafter\n",
+                                           "| name | kind |");
+  g_assert_cmpuint (rows->len, ==, 1);
+  char **cells = g_ptr_array_index (rows, 0);
+  g_assert_cmpstr (cells[0], ==, "x");
+  g_assert_cmpstr (cells[2], ==, "1.5 GB/s");
+  assert_rel (docs_figure (cells[2], SIM_UNIT_BANDWIDTH, "x", "bandwidth"), 1.5e9);
+  g_assert_cmpfloat (docs_figure (cells[3], SIM_UNIT_TIME, "x", "latency"), ==, 0.0);
+}
+
+/* ------------------------------------ built-in = scenarios/hardware.ini -- */
+
+static void
+test_builtin_matches_file (void)
+{
+  g_autoptr (SimCatalog) b = builtin ();
+  g_autofree char *path = g_build_filename (srcdir (), "scenarios", "hardware.ini", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SimCatalog) f = sim_catalog_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (sim_catalog_source (f), ==, path);
+  g_assert_cmpuint (sim_catalog_n_devices (b), ==, sim_catalog_n_devices (f));
+  g_assert_cmpuint (sim_catalog_n_links (b), ==, sim_catalog_n_links (f));
+  for (guint i = 0; i < sim_catalog_n_devices (b); i++)
+    {
+      const SimDevice *x = sim_catalog_device_at (b, i), *y = sim_catalog_device_at (f, i);
+      g_assert_cmpstr (x->name, ==, y->name);
+      g_assert_cmpstr (x->description, ==, y->description);
+      g_assert_cmpfloat (x->flops, ==, y->flops);
+      g_assert_cmpfloat (x->tf32_flops, ==, y->tf32_flops);
+      g_assert_cmpfloat (x->bf16_flops, ==, y->bf16_flops);
+      g_assert_cmpfloat (x->fp16_flops, ==, y->fp16_flops);
+      g_assert_cmpfloat (x->memory_bandwidth, ==, y->memory_bandwidth);
+      g_assert_cmpfloat (x->memory, ==, y->memory);
+      g_assert_cmpfloat (x->efficiency, ==, y->efficiency);
+    }
+  for (guint i = 0; i < sim_catalog_n_links (b); i++)
+    {
+      const SimLinkSpec *x = sim_catalog_link_at (b, i), *y = sim_catalog_link_at (f, i);
+      g_assert_cmpstr (x->name, ==, y->name);
+      g_assert_cmpstr (x->description, ==, y->description);
+      g_assert_cmpstr (x->kind, ==, y->kind);
+      g_assert_cmpfloat (x->bandwidth, ==, y->bandwidth);
+      g_assert_cmpfloat (x->latency, ==, y->latency);
+    }
+}
+
+/* -------------------------------------------------------------- lookup -- */
+
+static void
+test_lookup (void)
+{
+  g_autoptr (SimCatalog) c = builtin ();
+  g_assert_true (sim_catalog_device (c, "A100") == sim_catalog_device (c, "a100"));
+  g_assert_true (sim_catalog_link (c, "IB-HDR") == sim_catalog_link (c, "ib-hdr"));
+  g_assert_null (sim_catalog_device (c, "a200"));
+  g_assert_null (sim_catalog_device (c, "ib-hdr")); /* a link is not a device */
+  g_assert_null (sim_catalog_link (c, "a100"));
+  g_autofree char *names = sim_catalog_names (c, TRUE);
+  assert_contains (names, "p100, v100, a100, h100");
+  g_autofree char *lnames = sim_catalog_names (c, FALSE);
+  assert_contains (lnames, "ib-edr, ib-hdr, ib-ndr");
+  g_assert_true (g_strv_contains (sim_link_kinds (), "nvlink"));
+}
+
+/* ------------------------------------------------------- bad catalogs -- */
+
+static char *
+write_catalog (const char *name, const char *text)
+{
+  char *path = g_build_filename (tmpdir, name, NULL);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  return path;
+}
+
+#define GOOD_DEVICE \
+  "[device:x]\ndescription = test\nflops = 1TFLOPS\nmemory_bandwidth = 1GBps\nefficiency = 0.5\n"
+#define GOOD_LINK "[link:y]\nkind = pcie\ndescription = test\nbandwidth = 1GBps\nlatency = 1us\n"
+
+typedef struct {
+  const char *test;   /* test path suffix */
+  const char *text;   /* the catalog */
+  const char *where;  /* "[group] key" the message must name, or NULL */
+  const char *what;   /* and the explanation or fix it must hold */
+} BadCase;
+
+static const BadCase bad_cases[] = {
+  { "unknown-key", GOOD_DEVICE "flop = 1TFLOPS\n", "[device:x] flop",
+    "unknown key; the keys of a device are: description, flops," },
+  { "missing-key", "[device:x]\ndescription = test\nflops = 1TFLOPS\nefficiency = 0.5\n",
+    "[device:x] memory_bandwidth", "missing; every device needs it, e.g. memory_bandwidth = 2039GBps" },
+  { "missing-latency", "[link:y]\nkind = pcie\ndescription = t\nbandwidth = 1GBps\n",
+    "[link:y] latency", "missing; every link needs it, e.g. latency = 600ns" },
+  { "bad-unit", GOOD_LINK "[link:z]\nkind = nvlink\ndescription = t\nbandwidth = 5ms\nlatency = 1us\n",
+    "[link:z] bandwidth", "'5ms' is not valid; expected a bandwidth such as 10Gbps" },
+  { "no-unit", "[device:x]\ndescription = t\nflops = 19.5e12\nmemory_bandwidth = 1GBps\nefficiency = 0.5\n",
+    "[device:x] flops", "'19.5e12' has no unit; write it with one, e.g. 19.5TFLOPS" },
+  { "negative", GOOD_DEVICE "memory = -80GB\n", "[device:x] memory",
+    "'-80GB' must be greater than 0 bytes" },
+  { "zero-bandwidth", "[link:y]\nkind = pcie\ndescription = t\nbandwidth = 0GBps\nlatency = 1us\n",
+    "[link:y] bandwidth", "must be greater than 0 bytes/s" },
+  { "negative-latency", "[link:y]\nkind = pcie\ndescription = t\nbandwidth = 1GBps\nlatency = -1us\n",
+    "[link:y] latency", "'-1us' must be at least 0 s" },
+  { "efficiency", "[device:x]\ndescription = t\nflops = 1TFLOPS\nmemory_bandwidth = 1GBps\nefficiency = 1.5\n",
+    "[device:x] efficiency", "'1.5' must be in (0, 1]" },
+  { "empty-value", GOOD_DEVICE "tf32_flops =\n", "[device:x] tf32_flops",
+    "empty value; give one, e.g. tf32_flops = 156TFLOPS, or remove the key" },
+  { "kind", "[link:y]\nkind = token-ring\ndescription = t\nbandwidth = 1GBps\nlatency = 1us\n",
+    "[link:y] kind", "unknown kind 'token-ring'; use one of: ethernet, infiniband, pcie, nvlink" },
+  { "group", GOOD_DEVICE "[gpu:z]\nflops = 1TFLOPS\n", NULL,
+    "unknown group [gpu:z]; a catalog has only [device:NAME] and [link:NAME] groups" },
+  { "name", "[device:A 100]\ndescription = t\n", NULL,
+    "[device:A 100]: 'A 100' is not a valid name; use lower-case letters" },
+  { "twice-group", GOOD_DEVICE "\n" GOOD_DEVICE, NULL,
+    "[device:x] appears twice (lines 1 and 7); give each entry its own name" },
+  { "twice-key", GOOD_DEVICE "flops = 2TFLOPS\n", "[device:x] flops",
+    "set twice (lines 3 and 6); keep one" },
+  { "syntax", "flops = 1TFLOPS\n", NULL, "cannot read hardware catalog:" },
+  { "empty", "# nothing\n", NULL, "no entries;" },
+};
+
+static void
+test_bad (gconstpointer data)
+{
+  const BadCase *bc = data;
+  g_autofree char *name = g_strdup_printf ("%s.ini", bc->test);
+  g_autofree char *path = write_catalog (name, bc->text);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SimCatalog) c = sim_catalog_load (path, &error);
+  g_assert_null (c);
+  g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+  g_assert_null (strchr (error->message, '\n')); /* one line */
+  g_assert_true (g_str_has_prefix (error->message, path));
+  if (bc->where)
+    {
+      g_autofree char *where = g_strdup_printf ("%s: %s: ", path, bc->where);
+      assert_contains (error->message, where);
+    }
+  assert_contains (error->message, bc->what);
+  g_unlink (path);
+}
+
+static void
+test_bad_missing_file (void)
+{
+  g_autofree char *path = g_build_filename (tmpdir, "nowhere.ini", NULL);
+  g_autoptr (GError) error = NULL;
+  g_assert_null (sim_catalog_load (path, &error));
+  g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+  g_autofree char *want = g_strdup_printf ("%s: no such hardware catalog; check the path", path);
+  g_assert_cmpstr (error->message, ==, want);
+}
+
+/* A small valid catalog: optional keys may be left out, units may vary. */
+static void
+test_good_small (void)
+{
+  g_autofree char *path = write_catalog ("small.ini",
+                                         "# comment\n" GOOD_DEVICE "memory = 1GiB\n\n" GOOD_LINK);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SimCatalog) c = sim_catalog_load (path, &error);
+  g_assert_no_error (error);
+  const SimDevice *x = device_of (c, "x");
+  assert_rel (x->flops, 1e12);
+  g_assert_cmpfloat (x->tf32_flops, ==, 0);
+  assert_rel (x->memory, 1024.0 * 1024 * 1024);
+  assert_rel (link_of (c, "y")->latency, 1e-6);
+  g_assert_cmpuint (sim_catalog_n_devices (c), ==, 1);
+  g_assert_cmpuint (sim_catalog_n_links (c), ==, 1);
+  g_unlink (path);
+}
+
+/* -------------------------------------------------------- dtsim hardware -- */
+
+/* Runs $DTSIM_BIN with the arguments (NULL-terminated); returns its exit
+ * status and its output. */
+static int
+dtsim (char **out, char **err, const char *first, ...)
+{
+  const char *bin = g_getenv ("DTSIM_BIN");
+  g_assert_nonnull (bin);
+  GPtrArray *argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (char *) bin);
+  va_list ap;
+  va_start (ap, first);
+  for (const char *a = first; a; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_sync (tmpdir, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               out, err, &status, &error));
+  g_assert_no_error (error);
+  g_ptr_array_unref (argv);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+static void
+test_cli_builtin (void)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (dtsim (&out, &err, "hardware", NULL), ==, 0);
+  g_assert_cmpstr (err, ==, "");
+  assert_contains (out, "Devices (built-in hardware.ini");
+  assert_contains (out, "Links (");
+  /* every entry has its row, starting with its name */
+  g_autoptr (SimCatalog) c = builtin ();
+  for (guint i = 0; i < sim_catalog_n_devices (c); i++)
+    {
+      g_autofree char *row = g_strdup_printf ("\n%s ", sim_catalog_device_at (c, i)->name);
+      assert_contains (out, row);
+    }
+  for (guint i = 0; i < sim_catalog_n_links (c); i++)
+    {
+      g_autofree char *row = g_strdup_printf ("\n%s ", sim_catalog_link_at (c, i)->name);
+      assert_contains (out, row);
+    }
+  /* h100 in human units, its columns aligned under the header's */
+  assert_contains (out, "\nh100 ");
+  assert_contains (out, "67 TFLOP/s");
+  assert_contains (out, "989.5 TFLOP/s");
+  assert_contains (out, "3.35 TB/s");
+  assert_contains (out, "50 GB/s");
+  assert_contains (out, "(400 Gb/s)");
+  const char *header = strstr (out, "name ");
+  const char *h100 = strstr (out, "\nh100 ") + 1;
+  g_assert_cmpint (strstr (header, "FP32") - header, ==, strstr (h100, "67 TFLOP/s") - h100);
+
+  g_autofree char *help = NULL;
+  g_assert_cmpint (dtsim (&help, NULL, "--help", NULL), ==, 0);
+  assert_contains (help, "dtsim hardware [FILE]");
+}
+
+static void
+test_cli_file (void)
+{
+  g_autofree char *good = write_catalog ("cli.ini", GOOD_DEVICE GOOD_LINK);
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (dtsim (&out, &err, "hardware", good, NULL), ==, 0);
+  g_autofree char *title = g_strdup_printf ("Devices (%s;", good);
+  assert_contains (out, title);
+  assert_contains (out, "\nx ");
+  assert_contains (out, "\ny ");
+
+  g_autofree char *bad = write_catalog ("cli-bad.ini", GOOD_DEVICE "memory = 2\n");
+  g_autofree char *out2 = NULL, *err2 = NULL;
+  g_assert_cmpint (dtsim (&out2, &err2, "hardware", bad, NULL), ==, 2);
+  g_assert_cmpstr (out2, ==, "");
+  g_autofree char *want = g_strdup_printf ("dtsim: %s: [device:x] memory: '2' has no unit", bad);
+  g_assert_true (g_str_has_prefix (err2, want));
+  g_assert_cmpuint (strchr (err2, '\n') - err2, ==, strlen (err2) - 1); /* one line */
+
+  g_autofree char *out3 = NULL, *err3 = NULL;
+  g_assert_cmpint (dtsim (&out3, &err3, "hardware", good, good, NULL), ==, 2);
+  assert_contains (err3, "hardware takes at most one catalog file");
+  g_unlink (good);
+  g_unlink (bad);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  tmpdir = g_dir_make_tmp ("dtsim-hardware-XXXXXX", NULL);
+  g_assert_nonnull (tmpdir);
+
+  g_test_add_func ("/hardware/builtin/entries", test_builtin_entries);
+  g_test_add_func ("/hardware/builtin/derivations", test_builtin_derivations);
+  g_test_add_func ("/hardware/builtin/matches-file", test_builtin_matches_file);
+  g_test_add_func ("/hardware/docs/parser", test_docs_parser);
+  g_test_add_func ("/hardware/docs/matches-catalog", test_docs_match);
+  g_test_add_func ("/hardware/lookup", test_lookup);
+  g_test_add_func ("/hardware/good/small", test_good_small);
+  for (gsize i = 0; i < G_N_ELEMENTS (bad_cases); i++)
+    {
+      g_autofree char *name = g_strdup_printf ("/hardware/bad/%s", bad_cases[i].test);
+      g_test_add_data_func (name, &bad_cases[i], test_bad);
+    }
+  g_test_add_func ("/hardware/bad/missing-file", test_bad_missing_file);
+  g_test_add_func ("/hardware/cli/builtin", test_cli_builtin);
+  g_test_add_func ("/hardware/cli/file", test_cli_file);
+
+  int rc = g_test_run ();
+  g_rmdir (tmpdir);
+  g_free (tmpdir);
+  return rc;
+}
