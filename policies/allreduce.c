@@ -9,17 +9,23 @@
  * keeps one copy of them.  docs/policies.md is the normative description:
  *
  *   - An iteration starts for all workers at once (time E_prev).  Worker w's
- *     step takes T_w = compute_time(w, flops_fwd + flops_bwd): the forward
- *     pass for the share flops_fwd / (flops_fwd + flops_bwd) of it, then
- *     the backward pass, which produces the gradient in reverse parameter
- *     order at a uniform rate per parameter.
+ *     step takes T_w = compute_time(w) (the device model times the straggler
+ *     factor): forward, then backward from the last layer to the first;
+ *     layer l's gradient is complete at T_w × layer_ready[l].
  *   - The gradient is cut into buckets of bucket_size bytes from its end (the
- *     first produced); bucket j is ready once every worker has produced it.
- *     Buckets are all-reduced one at a time, in order: bucket j starts at
- *     max(ready_j, end of bucket j - 1).  With one bucket nothing overlaps.
- *   - When the last bucket's all-reduce ends, every worker applies the update,
- *     taking kern_sgd_flops(P) / (flops × efficiency) seconds; the iteration
- *     ends (time E) and the next starts.
+ *     first produced); bucket j is ready once every worker has produced it,
+ *     i.e. at max_w T_w × layer_ready[l] for the layer l holding the bucket's
+ *     first parameter.  Buckets are all-reduced one at a time, in order:
+ *     bucket j starts at max(ready_j, end of bucket j - 1).  With one bucket
+ *     nothing overlaps.
+ *   - When the last bucket's all-reduce ends, every worker applies the
+ *     optimizer to the mean gradient, taking update_time(P) seconds; the
+ *     iteration ends (time E) and the next starts.
+ *
+ * The workers' gradients are computed together: their batches are stacked
+ * and the model's loss_grad_groups runs the forward and input-gradient
+ * products as single GEMMs (the numbers are those of separate calls up to
+ * float rounding).
  *
  * Worker w's iteration: compute = T_w + update; wait = max_v T_v - T_w (time
  * its gradients waited for the slowest worker's); comm = the rest, from the
@@ -46,12 +52,14 @@ typedef struct {
   int *hosts;              /* (workers) */
   float *params;           /* (n_params) the one shared copy */
   float **grad;            /* (workers) gradient buffers, (n_params) each */
-  float *x;                /* (batch, d) scratch */
-  int *y, *idx;            /* (batch) scratch */
+  float *x;                /* (workers x batch, d) stacked batches */
+  int *y;                  /* (workers x batch) */
+  int *idx;                /* (batch) scratch */
+  double *losses;          /* (workers) */
+  KernOptimizer *opt;      /* the shared optimizer state; NULL without math */
   PolSampler *samplers;
   ArBucket *buckets;
   int n_buckets;
-  double fwd_share;        /* flops_fwd / (flops_fwd + flops_bwd) */
   double update_time;      /* s */
   double *step_time;       /* (workers) T_w of the current iteration */
   double max_step;         /* max_w T_w */
@@ -110,8 +118,13 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data)
   double now = eng_sim_now (sim);
   int W = ar->env.workers;
   if (ar->env.model)
-    kern_sgd_step (ar->params, ar->grad[0], ar->env.n_params,
-                   (float) (ar->env.lr / W));
+    {
+      float *g = ar->grad[0];
+      float inv = 1.0f / (float) W;
+      for (gsize i = 0; i < ar->env.n_params; i++)
+        g[i] *= inv;
+      kern_optimizer_step (ar->opt, ar->params, g);
+    }
   for (int w = 0; w < W; w++)
     {
       double compute = ar->step_time[w] + ar->update_time;
@@ -209,30 +222,37 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data)
   int W = env->workers;
   ar->iter_start = now;
   ar->max_step = 0;
-  for (int w = 0; w < W; w++)
+  double host = 0;
+  if (env->model)
     {
-      if (env->model)
+      gsize stride = (gsize) env->batch * (gsize) env->model->d;
+      for (int w = 0; w < W; w++)
         {
           pol_sampler_next (&ar->samplers[w], env->batch, ar->idx);
-          kern_dataset_gather (env->train, ar->idx, env->batch, ar->x, ar->y);
-          env->model->ops->loss_grad (env->model, ar->params, ar->x, ar->y, env->batch,
-                                      ar->grad[w]);
+          kern_dataset_gather (env->train, ar->idx, env->batch, ar->x + (gsize) w * stride,
+                               ar->y + (gsize) w * env->batch);
         }
-      ar->step_time[w] = env->compute_time (env->compute_ctx, w, env->flops_step);
+      gint64 t0 = g_get_monotonic_time ();
+      env->model->ops->loss_grad_groups (env->model, ar->params, ar->x, ar->y, env->batch,
+                                         W, ar->grad, ar->losses);
+      host = (double) (g_get_monotonic_time () - t0) / 1e6 / W;
+    }
+  for (int w = 0; w < W; w++)
+    {
+      ar->step_time[w] = env->compute_time (env->compute_ctx, w, host);
       ar->max_step = MAX (ar->max_step, ar->step_time[w]);
       span (ar, w, "compute", now, now + ar->step_time[w]);
     }
-  /* bucket j is produced by worker w at fwd + bwd × (share of parameters
-   * produced so far, counted from the end of the vector) */
-  double P = (double) env->n_params, produced = 0;
+  /* bucket j is complete once the layer holding its first parameter has its
+   * gradient, on the slowest worker */
   for (int j = 0; j < ar->n_buckets; j++)
     {
       ArBucket *b = &ar->buckets[j];
-      produced += (double) (b->hi - b->lo);
-      double frac = ar->fwd_share + (1 - ar->fwd_share) * (produced / P);
-      b->ready = now + ar->max_step * frac;
-      if (j == ar->n_buckets - 1)
-        b->ready = now + ar->max_step; /* exactly, whatever the rounding */
+      int l = env->n_layers - 1;
+      while (l > 0 && env->layer_lo[l] > b->lo)
+        l--;
+      b->ready = b->lo == 0 ? now + ar->max_step /* exactly, whatever the rounding */
+                 : now + ar->max_step * (env->n_layers > 0 ? env->layer_ready[l] : 1.0);
     }
   eng_schedule_at (sim, ar->buckets[0].ready, start_bucket, ar, GINT_TO_POINTER (0));
 }
@@ -265,14 +285,14 @@ ar_create (const PolEnv *env, GError **error)
       ar->grad = g_new (float *, W);
       for (int w = 0; w < W; w++)
         ar->grad[w] = g_new0 (float, P);
-      ar->x = g_new (float, (gsize) env->batch * env->model->d);
-      ar->y = g_new (int, env->batch);
+      ar->x = g_new (float, (gsize) W * env->batch * env->model->d);
+      ar->y = g_new (int, (gsize) W * env->batch);
       ar->idx = g_new (int, env->batch);
+      ar->losses = g_new (double, W);
       ar->samplers = pol_samplers_new (env->train->n, W, env->seed);
+      ar->opt = kern_optimizer_new (&env->opt, P);
     }
-  double fwd = env->flops_forward_step;
-  ar->fwd_share = env->flops_step > 0 ? fwd / env->flops_step : 0.5;
-  ar->update_time = kern_sgd_flops (P) / env->server_flops;
+  ar->update_time = env->update_time (env->compute_ctx, P);
 
   /* buckets of bucket_bytes from the end of the parameter vector */
   gsize per = env->bucket_bytes > 0 ? (gsize) MAX (1.0, floor (env->bucket_bytes / 4)) : P;
@@ -336,6 +356,9 @@ ar_free (PolPolicy *p)
   g_free (ar->params);
   g_free (ar->step_time);
   g_free (ar->x);
+  g_free (ar->losses);
+  if (ar->opt)
+    kern_optimizer_free (ar->opt);
   g_free (ar->y);
   g_free (ar->idx);
   pol_samplers_free (ar->samplers, W);

@@ -48,9 +48,13 @@ typedef struct {
   void (*progress) (gpointer ctx, double t, gint64 done, gint64 total);
 } PolRecorder;
 
-/* Simulated seconds a worker's step of `flops` FLOPs takes (device model,
- * straggler factor); called once per step, in simulated-time order. */
-typedef double (*PolComputeTime) (gpointer ctx, int worker, double flops);
+/* Simulated seconds of a worker's step (device model, straggler factor);
+ * called once per step, in simulated-time order.  `host_seconds` is the wall
+ * time the step's real math took on this host (0 without math); only the
+ * measured compute-time mode uses it. */
+typedef double (*PolComputeTime) (gpointer ctx, int worker, double host_seconds);
+/* Simulated seconds of one optimizer step on n parameters. */
+typedef double (*PolUpdateTime) (gpointer ctx, gsize n);
 
 /* Everything a policy needs to run.  Pointers are borrowed. */
 typedef struct {
@@ -61,16 +65,20 @@ typedef struct {
   const KernDataset *test;
   const KernDataset *eval;    /* training samples the loss is evaluated on */
   gsize n_params;             /* float32 parameters of the model */
-  double flops_step;          /* FLOPs of one worker step (forward+backward) */
-  double flops_forward_step;  /* of which forward */
+  double fwd_share;           /* share of a step spent in forward, [0, 1] */
+  /* Layers in parameter order: layer l holds parameters [layer_lo[l],
+   * layer_lo[l+1]) and its gradient is complete at the share layer_ready[l]
+   * of the step (backward runs from the last layer to the first). */
+  int n_layers;
+  const gsize *layer_lo;
+  const double *layer_ready;
   int workers;
   int servers;                /* parameter-server shards */
   int batch;                  /* samples per worker step */
-  double lr;
+  KernOptConfig opt;          /* optimizer applied where updates happen */
   gint64 iterations;          /* run ends after iterations*workers gradients */
   gint64 eval_every;          /* applied gradients between evaluations */
   double target_loss;         /* stop when reached; 0 = never */
-  double server_flops;        /* FLOP/s a server achieves applying updates */
   guint64 seed;
   PolConsistency consistency;
   gint64 staleness;           /* SSP bound */
@@ -78,7 +86,8 @@ typedef struct {
   double bucket_bytes;        /* gradient bucket size, bytes; 0 = one bucket */
   double reduce_per_byte;     /* s per byte combined in a collective */
   PolComputeTime compute_time;
-  gpointer compute_ctx;
+  PolUpdateTime update_time;
+  gpointer compute_ctx;       /* of compute_time and update_time */
   PolRecorder rec;
 } PolEnv;
 

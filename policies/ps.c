@@ -14,8 +14,9 @@
  *     copy of the parameters on its next batch, for a simulated time given by
  *     the device model, then pushes each gradient shard to its server.
  *   - A server queues received gradients in a FIFO; applying one costs
- *     kern_sgd_flops(shard) / server_flops seconds and performs
- *     shard -= lr * gradient.  After a worker's gradient for iteration i is
+ *     update_time(shard) seconds (the optimizer's roofline cost) and runs
+ *     one step of the optimizer on the shard; the optimizer's state (momentum,
+ *     Adam moments, step count for warm-up) lives on that server.  After a worker's gradient for iteration i is
  *     applied, the server holds that worker's pull for iteration i + 1 until
  *     the bound above holds, then answers it.
  *   - The run ends when iterations × workers gradients have been applied to
@@ -71,6 +72,7 @@ typedef struct {
   int host;
   gsize lo, hi;          /* shard [lo, hi) of the parameter vector */
   EngResource *fifo;
+  KernOptimizer *opt;    /* optimizer state of the shard; NULL without math */
   gint64 *applied;       /* (workers) gradients applied per worker */
   GArray *pending;       /* PsPendingPull, in registration order */
 } PsServer;
@@ -230,13 +232,16 @@ start_compute (PsPolicy *ps, PsWorker *w)
   w->replies_got = 0;
   w->acc_staleness = 0;
   w->acc_hold_start = w->acc_hold_end = 0;
+  double host = 0;
   if (ps->env.model)
     {
       next_batch (ps, w);
+      gint64 t0 = g_get_monotonic_time ();
       ps->env.model->ops->loss_grad (ps->env.model, w->params, w->x, w->y,
                                      ps->env.batch, w->grad);
+      host = (double) (g_get_monotonic_time () - t0) / 1e6;
     }
-  double t = ps->env.compute_time (ps->env.compute_ctx, w->id, ps->env.flops_step);
+  double t = ps->env.compute_time (ps->env.compute_ctx, w->id, host);
   w->compute = t;
   span (ps, w->name, "compute", now, now + t, w->iter, 0);
   eng_schedule (sim, t, on_compute_done, ps, w);
@@ -336,7 +341,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
     return;
   gsize len = srv->hi - srv->lo;
   if (ps->env.model)
-    kern_sgd_step (ps->global + srv->lo, m->payload, len, (float) ps->env.lr);
+    kern_optimizer_step (srv->opt, ps->global + srv->lo, m->payload);
   srv->applied[m->worker]++;
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
 
@@ -397,7 +402,7 @@ on_message (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
       return;
     case MSG_GRAD:
       {
-        double cost = kern_sgd_flops (srv->hi - srv->lo) / ps->env.server_flops;
+        double cost = ps->env.update_time (ps->env.compute_ctx, srv->hi - srv->lo);
         eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
         if (--w->pushes_missing == 0)
           end_iteration (ps, w);
@@ -464,6 +469,8 @@ ps_create (const PolEnv *env, GError **error)
       srv->fifo = eng_resource_new (env->sim);
       srv->applied = g_new0 (gint64, W);
       srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
+      if (env->model)
+        srv->opt = kern_optimizer_new (&env->opt, srv->hi - srv->lo);
     }
   (void) error;
   return (PolPolicy *) ps;
@@ -515,6 +522,8 @@ ps_free (PolPolicy *p)
       PsServer *srv = &ps->servers[s];
       g_free (srv->name);
       eng_resource_free (srv->fifo);
+      if (srv->opt)
+        kern_optimizer_free (srv->opt);
       g_free (srv->applied);
       g_array_unref (srv->pending);
     }

@@ -2,9 +2,10 @@
  * run.c — assembly of a simulation from its configuration, and `dtsim run`.
  *
  * One run is: an engine; the network the [network] keys describe, with the
- * hosts the policy asks for; the synthetic data and the model; the device
- * model (compute time = FLOPs / (peak x efficiency), or the fixed step_time,
- * times the straggler factor); the policy.  The engine then runs until the
+ * hosts the policy asks for; the data and the model; the device model (the
+ * roofline cost of the model's layers, or the fixed step_time, or the
+ * measured host time x measured_scale, times the straggler factor; see
+ * sim/model.c); the policy.  The engine then runs until the
  * policy stops it (iterations done or target loss reached) or the time limit.
  * Every callback of the policy is forwarded to the trace.
  */
@@ -20,7 +21,9 @@
 #include "kernels/kernels.h"
 #include "netmodel/netmodel.h"
 #include "sim/run.h"
+#include "kernels/backend.h"
 #include "sim/cluster.h"
+#include "sim/model.h"
 #include "sim/stragglers.h"
 
 typedef struct {
@@ -36,16 +39,24 @@ typedef struct {
   const char *label;
   gint64 last_progress_us;
   gint64 calls;
+  SimStepCost cost;
 } RunCtx;
 
 static double
-compute_time (gpointer ctx, int worker, double flops)
+compute_time (gpointer ctx, int worker, double host_seconds)
 {
   RunCtx *r = ctx;
   double f = sim_stragglers_next (r->strag, worker);
-  if (r->c->step_time >= 0)
-    return r->c->step_time * f;
-  return flops / (r->c->flops * r->c->efficiency) * f;
+  if (r->c->measured && r->c->step_time < 0)
+    return host_seconds * r->c->measured_scale * f;
+  return r->cost.step * f;
+}
+
+static double
+update_time (gpointer ctx, gsize n)
+{
+  RunCtx *r = ctx;
+  return sim_update_seconds (r->c, n);
 }
 
 static void
@@ -150,17 +161,40 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   /* data only where the math runs: timing-only models may be any size */
   KernDataset *train = NULL, *test = NULL;
   KernDataset eval = { 0 };
+  KernBackend *be = NULL;
+  KernModel *model = NULL;
+  gboolean ok = TRUE;
   if (c->math)
     {
-      kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
-                          (int) c->classes, c->separation, (guint64) c->seed, &train, &test);
-      /* the loss is measured on a fixed prefix of the training set */
-      eval = *train;
-      if (c->eval_samples > 0 && c->eval_samples < eval.n)
-        eval.n = (int) c->eval_samples;
+      ok = sim_data_load (c, &train, &test, error);
+      if (ok)
+        {
+          /* the loss is measured on a fixed prefix of the training set */
+          eval = *train;
+          if (c->eval_samples > 0 && c->eval_samples < eval.n)
+            eval.n = (int) c->eval_samples;
+          be = kern_backend_new (c->backend, error);
+          ok = be != NULL;
+        }
     }
-  KernModel *model = kern_softmax_new ((int) c->features, (int) c->classes);
+  if (ok)
+    model = sim_model_new (c, be, error);
+  if (!model)
+    {
+      if (be)
+        kern_backend_free (be);
+      kern_dataset_free (train);
+      kern_dataset_free (test);
+      net_network_free (r.net);
+      eng_sim_free (sim);
+      return FALSE;
+    }
   r.strag = sim_stragglers_new (c);
+  sim_step_cost (c, model, &r.cost);
+  double step = r.cost.step;
+  g_autofree double *ready = g_new (double, MAX (r.cost.n_layers, 1));
+  for (int l = 0; l < r.cost.n_layers; l++)
+    ready[l] = step > 0 ? r.cost.grad_ready[l] / step : 1.0;
 
   PolEnv env = {
     .sim = sim,
@@ -170,17 +204,17 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     .test = test,
     .eval = c->math ? &eval : NULL,
     .n_params = model->ops->n_params (model),
-    .flops_step = model->ops->flops_forward (model, (int) c->batch)
-                  + model->ops->flops_backward (model, (int) c->batch),
-    .flops_forward_step = model->ops->flops_forward (model, (int) c->batch),
+    .fwd_share = step > 0 ? r.cost.forward / step : 0.5,
+    .n_layers = r.cost.n_layers,
+    .layer_lo = r.cost.layer_lo,
+    .layer_ready = ready,
     .workers = (int) c->workers,
     .servers = (int) c->servers,
     .batch = (int) c->batch,
-    .lr = c->lr,
+    .opt = sim_opt_config (c),
     .iterations = c->iterations,
     .eval_every = c->eval_every,
     .target_loss = c->target_loss,
-    .server_flops = c->flops * c->efficiency,
     .seed = (guint64) c->seed,
     .consistency = (PolConsistency) c->consistency,
     .staleness = c->staleness,
@@ -188,6 +222,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     .bucket_bytes = c->bucket_size,
     .reduce_per_byte = c->reduce_memory ? 3.0 / c->memory_bandwidth : 0.0,
     .compute_time = compute_time,
+    .update_time = update_time,
     .compute_ctx = &r,
     .rec = {
       .ctx = &r,
@@ -201,7 +236,6 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
       .progress = rec_progress,
     },
   };
-  gboolean ok = TRUE;
   PolPolicy *pol = r.ops->create (&env, error);
   if (!pol)
     ok = FALSE;
@@ -229,7 +263,10 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   if (progress)
     fprintf (stderr, "\r\033[K");
   sim_stragglers_free (r.strag);
+  sim_step_cost_clear (&r.cost);
   kern_model_free (model);
+  if (be)
+    kern_backend_free (be);
   kern_dataset_free (train);
   kern_dataset_free (test);
   net_network_free (r.net);
@@ -286,14 +323,64 @@ json_run (GString *s, const SimConfig *c, const SimRunSummary *r)
   g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
 }
 
+/* The swept labels of c other than cluster.workers, joined: runs with the
+ * same text differ only in their number of workers. */
+static char *
+scaling_group (const SimConfig *c, gboolean *has_workers)
+{
+  GString *g = g_string_new (NULL);
+  for (guint i = 0; i < c->swept->len; i++)
+    {
+      const char *l = g_ptr_array_index (c->swept, i);
+      if (g_str_has_prefix (l, "cluster.workers="))
+        *has_workers = TRUE;
+      else
+        g_string_append_printf (g, "%s;", l);
+    }
+  return g_string_free (g, FALSE);
+}
+
+/* Training throughput of a run: samples per simulated second. */
+static double
+throughput (const SimConfig *c, const SimRunSummary *r)
+{
+  return r->sim_time > 0 ? (double) r->updates * (double) c->batch / r->sim_time : 0;
+}
+
 static void
 print_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
 {
   gsize w = 4;
   for (guint i = 0; i < configs->len; i++)
     w = MAX (w, strlen (((SimConfig *) g_ptr_array_index (configs, i))->name));
-  printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s\n", (int) w, "run", "sim time (s)",
+  /* a sweep over cluster.workers also gets throughput and scaling efficiency:
+   * (throughput / workers) over that of the run with the fewest workers among
+   * those with the same other swept values */
+  gboolean scaling = FALSE;
+  g_autofree double *eff = g_new0 (double, configs->len);
+  g_autoptr (GPtrArray) groups = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < configs->len; i++)
+    g_ptr_array_add (groups, scaling_group (g_ptr_array_index (configs, i), &scaling));
+  for (guint i = 0; scaling && i < configs->len; i++)
+    {
+      const SimConfig *ci = g_ptr_array_index (configs, i);
+      int base = -1;
+      for (guint j = 0; j < configs->len; j++)
+        {
+          const SimConfig *cj = g_ptr_array_index (configs, j);
+          if (strcmp (g_ptr_array_index (groups, i), g_ptr_array_index (groups, j)) == 0
+              && (base < 0 || cj->workers < ((SimConfig *) g_ptr_array_index (configs, base))->workers))
+            base = (int) j;
+        }
+      const SimConfig *cb = g_ptr_array_index (configs, base);
+      double tb = throughput (cb, &sums[base]) / (double) cb->workers;
+      eff[i] = tb > 0 ? throughput (ci, &sums[i]) / (double) ci->workers / tb : NAN;
+    }
+  printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
           "iters", "loss", "accuracy", "compute", "comm", "wait");
+  if (scaling)
+    printf ("  %12s  %8s", "samples/s", "scaling");
+  printf ("\n");
   for (guint i = 0; i < configs->len; i++)
     {
       const SimConfig *c = g_ptr_array_index (configs, i);
@@ -310,12 +397,18 @@ print_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
           g_snprintf (loss, sizeof loss, "%.4f", r->final_loss);
           g_snprintf (acc, sizeof acc, "%.2f%%", 100 * r->final_accuracy);
         }
-      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %7.1f%%  %7.1f%%  %7.1f%%\n",
+      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %7.1f%%  %7.1f%%  %7.1f%%",
               (int) w, c->name, r->sim_time, r->iterations, loss, acc,
               tot > 0 ? 100 * r->compute / tot : 0, tot > 0 ? 100 * r->comm / tot : 0,
               tot > 0 ? 100 * r->wait / tot : 0);
+      if (scaling)
+        printf ("  %12.6g  %7.1f%%", throughput (c, r), 100 * eff[i]);
+      printf ("\n");
     }
-  printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations)\n", db);
+  printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations", db);
+  if (scaling)
+    printf ("; scaling: samples/s per worker over that of the fewest workers");
+  printf (")\n");
 }
 
 int

@@ -19,6 +19,7 @@
 #include "netmodel/netmodel.h"
 #include "policies/collectives.h"
 #include "sim/cluster.h"
+#include "sim/model.h"
 #include "sim/scenario.h"
 #include "sim/units.h"
 
@@ -43,9 +44,13 @@ static const char *const consistency_names[] = { "bsp", "ssp", "async", NULL };
 static const char *const straggler_names[] = { "none", "fixed", "bernoulli", NULL };
 static const char *const contention_names[] = { "max-min", "none", NULL };
 static const char *const detail_names[] = { "summary", "iterations", "spans", "messages", NULL };
-static const char *const backend_names[] = { "cpu", "none", NULL };
-static const char *const model_names[] = { "softmax", NULL };
-static const char *const dataset_names[] = { "synthetic", NULL };
+static const char *const backend_names[] = { "cpu", "cuda", "none", NULL };
+static const char *const model_names[] = { "linear", "softmax", "mlp", "timing", NULL };
+static const char *const dataset_names[] = { "synthetic", "fashion-mnist", NULL };
+static const char *const partition_names[] = { "iid", "by-label", NULL };
+static const char *const optimizer_names[] = { "sgd", "momentum", "adam", NULL };
+static const char *const precision_names[] = { "fp32", "tf32", "bf16", NULL };
+static const char *const compute_time_names[] = { "model", "measured", NULL };
 static const char *const policy_names[] = { "ps", "allreduce", NULL };
 static const char *const reduce_names[] = { "free", "memory", NULL };
 static const char *const nic_names[] = { "node", "gpu", NULL };
@@ -68,6 +73,10 @@ static const KeyDef keys[] = {
     "Number of workers." },
   { "cluster", "servers", KT_INT, 0, "1", 0, 65536, 0, NULL, OFF (servers),
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker)." },
+  { "cluster", "device", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
+    "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file." },
+  { "cluster", "catalog", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (catalog),
+    "Hardware catalog file to look device and fabric names up in (default: the built-in scenarios/hardware.ini)." },
   { "device", "flops", KT_QUANTITY, SIM_UNIT_COMPUTE, "100GFLOPS", 0, BIG, 1, NULL, OFF (flops),
     "Peak FLOP/s of every worker and server device." },
   { "device", "efficiency", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (efficiency),
@@ -75,7 +84,15 @@ static const KeyDef keys[] = {
   { "device", "step_time", KT_QUANTITY, SIM_UNIT_TIME, "-1", -1, BIG, 0, NULL, OFF (step_time),
     "Fixed compute time of one worker step (forward + backward), zero allowed; overrides the FLOP model. Default: unset (-1), use FLOPs / (flops x efficiency)." },
   { "device", "memory_bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (memory_bandwidth),
-    "Memory bandwidth of every device (0 = not modelled); prices reductions when [policy] reduce = memory." },
+    "Memory bandwidth of every device (0 = not modelled): a layer costs max(FLOPs / (flops x efficiency), bytes / memory_bandwidth); also prices reductions when [policy] reduce = memory." },
+  { "device", "memory", KT_QUANTITY, SIM_UNIT_SIZE, "0", 0, BIG, 0, NULL, OFF (memory),
+    "Device memory capacity (0 = not checked): a model whose parameters, gradients, optimizer state and activations exceed it is refused before the run." },
+  { "device", "precision", KT_ENUM, 0, "fp32", 0, 0, 0, precision_names, OFF (precision),
+    "Which peak of [cluster] device is used as flops: fp32, tf32 or bf16 (tensor cores)." },
+  { "device", "compute_time", KT_ENUM, 0, "model", 0, 0, 0, compute_time_names, OFF (measured),
+    "model: host-independent roofline time; measured: the host's wall time of the real kernels times measured_scale (emulation; not reproducible across hosts)." },
+  { "device", "measured_scale", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),
+    "compute_time = measured: simulated seconds per host second of kernel time." },
   { "network", "topology", KT_STRING, 0, "star", 0, 0, 0, NULL, OFF (topology),
     "Network topology, by registered name (see docs/network.md)." },
   { "network", "bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
@@ -102,10 +119,40 @@ static const KeyDef keys[] = {
     "nodes: one NIC per node, shared by its GPUs, or one per gpu." },
   { "network", "links", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (links),
     "Per-link overrides after the topology is built: 'NAME BANDWIDTH [LATENCY]' entries separated by ';', e.g. rack0.up 1Gbps; worker3.down 100Mbps 200us (link names: docs/network.md)." },
+  { "network", "fabric", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (fabric),
+    "Hardware-catalog link (e.g. 100gbe, ib-hdr) giving bandwidth and latency where those keys are not set." },
+  { "network", "intra_fabric", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (intra_fabric),
+    "nodes: catalog link inside a node (e.g. nvlink3) giving intra_bandwidth and intra_latency where those keys are not set." },
   { "model", "kind", KT_ENUM, 0, "softmax", 0, 0, 0, model_names, OFF (model_kind),
-    "Model trained by every worker." },
+    "Model trained by every worker: linear (least squares onto one-hot targets), softmax regression, mlp (ReLU hidden layers, softmax output), or timing (a layer table, no math; docs/workloads.md)." },
+  { "model", "hidden", KT_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),
+    "kind = mlp: comma-separated widths of the hidden layers, e.g. 512,512." },
+  { "model", "workload", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (workload),
+    "kind = timing: a built-in layer table (resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2) or a table file; empty = one layer of `params` and `flops`." },
+  { "model", "params", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_params),
+    "kind = timing without workload: float32 parameters of the model." },
+  { "model", "flops", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_flops),
+    "kind = timing without workload: FLOPs per sample, forward + backward (split 1:2)." },
   { "model", "dataset", KT_ENUM, 0, "synthetic", 0, 0, 0, dataset_names, OFF (dataset),
-    "Data set: synthetic = seeded Gaussian blobs." },
+    "Data set: synthetic = seeded Gaussian blobs; fashion-mnist = Debian's dataset-fashion-mnist (60,000 training, 10,000 test images)." },
+  { "model", "data_dir", KT_STRING, 0, "/usr/share/datasets/fashion-mnist", 0, 0, 0, NULL, OFF (data_dir),
+    "Directory of the Fashion-MNIST gzip IDX files." },
+  { "model", "partition", KT_ENUM, 0, "iid", 0, 0, 0, partition_names, OFF (partition),
+    "How the training set is shared among workers: iid (shuffled shards) or by-label (each worker sees classes_per_worker classes; docs/policies.md)." },
+  { "model", "classes_per_worker", KT_INT, 0, "2", 1, 1e5, 0, NULL, OFF (classes_per_worker),
+    "partition = by-label: classes each worker sees." },
+  { "model", "optimizer", KT_ENUM, 0, "sgd", 0, 0, 0, optimizer_names, OFF (optimizer),
+    "sgd, momentum or adam; its state lives where updates are applied (on the parameter servers for kind = ps)." },
+  { "model", "momentum", KT_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, 0, NULL, OFF (momentum),
+    "optimizer = momentum: coefficient mu in v = mu v + g." },
+  { "model", "beta1", KT_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, 0, NULL, OFF (beta1),
+    "optimizer = adam: decay of the first moment." },
+  { "model", "beta2", KT_QUANTITY, SIM_UNIT_NONE, "0.999", 0, 1, 0, NULL, OFF (beta2),
+    "optimizer = adam: decay of the second moment." },
+  { "model", "eps", KT_QUANTITY, SIM_UNIT_NONE, "1e-8", 0, BIG, 1, NULL, OFF (eps),
+    "optimizer = adam: added to the root of the second moment." },
+  { "model", "warmup", KT_INT, 0, "0", 0, 1e12, 0, NULL, OFF (warmup),
+    "Learning-rate warm-up: the rate grows linearly over this many optimizer steps (0 = none)." },
   { "model", "batch", KT_INT, 0, "32", 1, 1e9, 0, NULL, OFF (batch),
     "Samples per worker step." },
   { "model", "lr", KT_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
@@ -144,8 +191,8 @@ static const KeyDef keys[] = {
     "Probability that a step is slow (bernoulli)." },
   { "stragglers", "slow", KT_INTLIST, 0, "", 0, 65535, 0, NULL, OFF (slow),
     "Comma-separated worker indices that are slow (fixed)." },
-  { "kernels", "backend", KT_ENUM, 0, "cpu", 0, 0, 0, backend_names, OFF (math),
-    "cpu: real math on CBLAS; none: timing only, no math (no loss)." },
+  { "kernels", "backend", KT_ENUM, 0, "cpu", 0, 0, 0, backend_names, OFF (backend),
+    "cpu: real math on CBLAS; cuda: real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build); none: timing only, no math (no loss)." },
   { "trace", "detail", KT_ENUM, 0, "iterations", 0, 0, 0, detail_names, OFF (detail),
     "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before." },
   { "trace", "db", KT_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
@@ -300,11 +347,10 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
                   && g_ascii_strcasecmp (text, "maxmin") == 0))
             {
               if (k->choices == model_names || k->choices == dataset_names
-                  || k->choices == policy_names)
+                  || k->choices == policy_names || k->choices == backend_names)
                 *(char **) field = g_strdup (k->choices[i]);
-              else if (k->choices == backend_names)
-                *(gboolean *) field = (i == 0);
-              else if (k->choices == reduce_names || k->choices == nic_names)
+              else if (k->choices == reduce_names || k->choices == nic_names
+                       || k->choices == compute_time_names)
                 *(gboolean *) field = (i == 1);
               else
                 *(int *) field = i;
@@ -326,7 +372,8 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
             char *end = NULL;
             gint64 v = g_ascii_strtoll (t, &end, 10);
             if (end == t || *end != '\0' || v < k->min || v > k->max)
-              return fail (error, file, k, "'%s' is not a worker index", t);
+              return fail (error, file, k, "'%s' is not an integer from %.0f to %.0f", t,
+                           k->min, k->max);
             int iv = (int) v;
             g_array_append_val (a, iv);
           }
@@ -342,6 +389,9 @@ check_cross (SimConfig *c, const char *file, GError **error)
 {
   if (c->servers == 0)
     c->servers = c->workers;
+  c->math = strcmp (c->backend, "none") != 0;
+  if (!sim_apply_catalog (c, file, error))
+    return FALSE;
   if (!net_topology_lookup (c->topology))
     {
       GString *names = g_string_new (NULL);
@@ -374,15 +424,6 @@ check_cross (SimConfig *c, const char *file, GError **error)
   if (c->straggler == SIM_STRAG_FIXED && c->slow->len == 0)
     return fail (error, file, find_key ("stragglers", "slow"),
                  "model = fixed needs the slow workers; list them, e.g. slow = 0,3");
-  if (c->servers > 1 && c->servers > c->features * c->classes + c->classes)
-    return fail (error, file, find_key ("cluster", "servers"),
-                 "%" G_GINT64_FORMAT " shards for a model of %" G_GINT64_FORMAT
-                 " parameters; use at most one server per parameter",
-                 c->servers, c->features * c->classes + c->classes);
-  if (c->samples < c->workers)
-    return fail (error, file, find_key ("model", "samples"),
-                 "%" G_GINT64_FORMAT " samples cannot be shared among %" G_GINT64_FORMAT
-                 " workers; give at least one sample per worker", c->samples, c->workers);
   if (c->db)
     {
       g_autofree char *dir = g_path_get_dirname (c->db);
@@ -400,9 +441,11 @@ check_cross (SimConfig *c, const char *file, GError **error)
     if (!net)
       return FALSE;
   }
+  if (!sim_model_check (c, file, error))
+    return FALSE;
   if (c->target_loss > 0 && !c->math)
     return fail (error, file, find_key ("scenario", "target_loss"),
-                 "needs the loss, but [kernels] backend = none runs no math; remove one of them");
+                 "needs the loss, but this run does no math ([kernels] backend = none or [model] kind = timing); remove one of them");
   return TRUE;
 }
 
@@ -419,6 +462,17 @@ sim_config_free (SimConfig *c)
   g_free (c->policy);
   g_free (c->algorithm);
   g_free (c->links);
+  g_free (c->fabric);
+  g_free (c->intra_fabric);
+  g_free (c->device);
+  g_free (c->catalog);
+  g_free (c->workload);
+  g_free (c->data_dir);
+  g_free (c->backend);
+  if (c->hidden)
+    g_array_unref (c->hidden);
+  if (c->given)
+    g_hash_table_unref (c->given);
   g_free (c->db);
   if (c->slow)
     g_array_unref (c->slow);
@@ -439,11 +493,14 @@ resolve (GKeyFile *kf, const char *file, GPtrArray *swept, GError **error)
   c->param_keys = g_ptr_array_new_with_free_func (g_free);
   c->param_values = g_ptr_array_new_with_free_func (g_free);
   c->swept = g_ptr_array_ref (swept);
+  c->given = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
     {
       const KeyDef *k = &keys[i];
       g_autofree char *given = g_key_file_get_value (kf, k->section, k->key, NULL);
       g_autofree char *text = NULL;
+      if (given)
+        g_hash_table_add (c->given, g_strdup_printf ("%s.%s", k->section, k->key));
       if (given)
         text = g_strstrip (g_strdup (given));
       else if (k->def)

@@ -26,6 +26,7 @@ typedef enum {
 
 typedef enum { SIM_CONS_BSP, SIM_CONS_SSP, SIM_CONS_ASYNC } SimConsistency;
 typedef enum { SIM_STRAG_NONE, SIM_STRAG_FIXED, SIM_STRAG_BERNOULLI } SimStragglerModel;
+typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16 } SimPrecision;
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
 } SimDetail;
@@ -42,11 +43,17 @@ typedef struct {
   /* [cluster] */
   gint64 workers;
   gint64 servers;        /* parameter-server shards, one host each */
+  char *device;          /* catalog name, NULL = the [device] keys alone */
+  char *catalog;         /* hardware catalog file, NULL = built-in */
   /* [device] */
   double flops;          /* peak FLOP/s */
   double efficiency;     /* share of peak achieved, (0, 1] */
   double step_time;      /* seconds per step; < 0 = use FLOPs */
   double memory_bandwidth; /* bytes/s, 0 = not modelled */
+  double memory;         /* bytes of device memory, 0 = not checked */
+  int precision;         /* SimPrecision: which peak [cluster] device gives */
+  gboolean measured;     /* compute_time = measured: host time x scale */
+  double measured_scale; /* factor applied to measured host seconds */
   /* [network] */
   char *topology;
   double bandwidth;      /* bytes/s per link and direction */
@@ -61,9 +68,21 @@ typedef struct {
   double intra_latency;  /* nodes: s */
   gboolean nic_per_gpu;  /* nodes: one NIC per GPU instead of per node */
   char *links;           /* per-link overrides, NULL = none */
+  char *fabric;          /* catalog link for every link, NULL = none */
+  char *intra_fabric;    /* nodes: catalog link inside a node, NULL = none */
   /* [model] */
-  char *model_kind;      /* softmax */
-  char *dataset;         /* synthetic */
+  char *model_kind;      /* linear | softmax | mlp | timing */
+  GArray *hidden;        /* int widths of the MLP's hidden layers */
+  char *workload;        /* timing: built-in table name or file, NULL = params/flops */
+  double model_params;   /* timing without workload: float32 parameters */
+  double model_flops;    /* timing without workload: FLOPs per sample, fwd + bwd */
+  char *dataset;         /* synthetic | fashion-mnist */
+  char *data_dir;        /* fashion-mnist directory */
+  int partition;         /* PolPartition: iid | by-label */
+  gint64 classes_per_worker; /* by-label */
+  int optimizer;         /* KernOptKind */
+  double momentum, beta1, beta2, eps;
+  gint64 warmup;         /* steps of learning-rate warm-up */
   gint64 batch;          /* samples per worker step */
   double lr;
   gint64 eval_every;     /* evaluate every this many applied gradients */
@@ -83,7 +102,8 @@ typedef struct {
   double p;              /* bernoulli probability of a slow step */
   GArray *slow;          /* int worker ids, fixed model */
   /* [kernels] */
-  gboolean math;         /* backend cpu: TRUE; none: timing only */
+  gboolean math;         /* backend cpu or cuda: TRUE; none: timing only */
+  char *backend;         /* cpu | cuda | none */
   /* [trace] */
   SimDetail detail;
   char *db;              /* output database path */
@@ -91,6 +111,7 @@ typedef struct {
   GPtrArray *param_keys;   /* char* */
   GPtrArray *param_values; /* char* */
   GPtrArray *swept;        /* char* "section.key=value" labels of this point */
+  GHashTable *given;       /* "section.key" set in the file (or --set, sweep) */
 } SimConfig;
 
 void sim_config_free (SimConfig *c);

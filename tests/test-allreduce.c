@@ -124,14 +124,17 @@ test_closed_form (void)
 }
 
 /* Buckets: ordered, each after it is ready and after the previous one, and
- * overlapping backward makes the iteration shorter than with one bucket. */
+ * overlapping backward makes the iteration shorter than with one bucket.
+ * The model has two dense layers (15-3-4: 48 + 16 = 64 parameters) so that
+ * the last layer's buckets are ready before backward ends. */
 static void
 test_buckets (void)
 {
-  const char *one[] = { "network.contention=max-min", NULL };
+  const char *one[] = { "network.contention=max-min", "model.kind=mlp", "model.hidden=3", NULL };
   const char *many[] = { "network.contention=max-min", "policy.bucket_size=32B",
-                         "device.step_time=-1", NULL };
-  const char *one_flops[] = { "network.contention=max-min", "device.step_time=-1", NULL };
+                         "device.step_time=-1", "model.kind=mlp", "model.hidden=3", NULL };
+  const char *one_flops[] = { "network.contention=max-min", "device.step_time=-1",
+                              "model.kind=mlp", "model.hidden=3", NULL };
   Result *a = run_text (cluster, one, NULL);
   g_assert_cmpuint (a->buckets->len, ==, 5); /* one bucket per iteration */
   Result *b = run_text (cluster, many, NULL);
@@ -172,49 +175,60 @@ static void
 test_matches_large_batch (void)
 {
   const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  const char *opts[] = { "sgd", "momentum", "adam" };
   for (gsize a = 0; a < G_N_ELEMENTS (algs); a++)
-    {
-      g_autofree char *s1 = g_strdup_printf ("policy.algorithm=%s", algs[a]);
-      const char *sets[] = { s1, "scenario.iterations=30", "cluster.workers=3", NULL };
-      SimConfig *c = NULL;
-      Result *r = run_text (cluster, sets, &c);
+    for (gsize o = 0; o < G_N_ELEMENTS (opts); o++)
+      {
+        if (o > 0 && a > 0)
+          continue; /* every algorithm with SGD, every optimizer with ring */
+        g_autofree char *s1 = g_strdup_printf ("policy.algorithm=%s", algs[a]);
+        g_autofree char *s2 = g_strdup_printf ("model.optimizer=%s", opts[o]);
+        const char *sets[] = { s1, s2, "scenario.iterations=30", "cluster.workers=3",
+                               o == 2 ? "model.lr=0.01" : "model.lr=0.1", NULL };
+        SimConfig *c = NULL;
+        Result *r = run_text (cluster, sets, &c);
 
-      /* the reference: the same data, samplers and initial parameters */
-      const int N = (int) c->workers, b = (int) c->batch;
-      KernDataset *train = NULL, *test = NULL;
-      kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
-                          (int) c->classes, c->separation, (guint64) c->seed, &train, &test);
-      KernModel *m = kern_softmax_new ((int) c->features, (int) c->classes);
-      gsize P = m->ops->n_params (m);
-      g_autofree float *params = g_new0 (float, P);
-      g_autofree float *grad = g_new0 (float, P);
-      m->ops->init (m, params, (guint64) c->seed);
-      PolSampler *s = pol_samplers_new (train->n, N, (guint64) c->seed);
-      g_autofree int *idx = g_new (int, N * b);
-      g_autofree float *x = g_new (float, (gsize) N * b * train->d);
-      g_autofree int *y = g_new (int, N * b);
-      for (int it = 0; it < 30; it++)
-        {
-          for (int w = 0; w < N; w++)
-            pol_sampler_next (&s[w], b, idx + w * b);
-          kern_dataset_gather (train, idx, N * b, x, y);
-          m->ops->loss_grad (m, params, x, y, N * b, grad);
-          kern_sgd_step (params, grad, P, (float) c->lr);
-        }
-      KernDataset eval = *train;
-      eval.n = MIN (eval.n, (int) c->eval_samples);
-      double loss, acc;
-      m->ops->evaluate (m, params, &eval, &loss, &acc);
-      test_assert_close (r->sum.final_loss, loss, 1e-5);
-      g_assert_cmpfloat (loss, <, log ((double) c->classes)); /* it did learn */
+        /* the reference: the same data, samplers and initial parameters */
+        const int N = (int) c->workers, b = (int) c->batch;
+        KernDataset *train = NULL, *test = NULL;
+        kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
+                            (int) c->classes, c->separation, (guint64) c->seed, &train, &test);
+        KernModel *m = kern_softmax_new ((int) c->features, (int) c->classes);
+        gsize P = m->ops->n_params (m);
+        g_autofree float *params = g_new0 (float, P);
+        g_autofree float *grad = g_new0 (float, P);
+        m->ops->init (m, params, (guint64) c->seed);
+        KernOptConfig oc = { .lr = c->lr, .momentum = c->momentum, .beta1 = c->beta1,
+                             .beta2 = c->beta2, .eps = c->eps, .warmup = c->warmup };
+        g_assert_true (kern_opt_kind_parse (opts[o], &oc.kind));
+        KernOptimizer *opt = kern_optimizer_new (&oc, P);
+        PolSampler *s = pol_samplers_new (train->n, N, (guint64) c->seed);
+        g_autofree int *idx = g_new (int, N * b);
+        g_autofree float *x = g_new (float, (gsize) N * b * train->d);
+        g_autofree int *y = g_new (int, N * b);
+        for (int it = 0; it < 30; it++)
+          {
+            for (int w = 0; w < N; w++)
+              pol_sampler_next (&s[w], b, idx + w * b);
+            kern_dataset_gather (train, idx, N * b, x, y);
+            m->ops->loss_grad (m, params, x, y, N * b, grad);
+            kern_optimizer_step (opt, params, grad);
+          }
+        KernDataset eval = *train;
+        eval.n = MIN (eval.n, (int) c->eval_samples);
+        double loss, acc;
+        m->ops->evaluate (m, params, &eval, &loss, &acc);
+        test_assert_close (r->sum.final_loss, loss, 1e-5);
+        g_assert_cmpfloat (loss, <, log ((double) c->classes)); /* it did learn */
 
-      pol_samplers_free (s, N);
-      kern_model_free (m);
-      kern_dataset_free (train);
-      kern_dataset_free (test);
-      sim_config_free (c);
-      result_free (r);
-    }
+        kern_optimizer_free (opt);
+        pol_samplers_free (s, N);
+        kern_model_free (m);
+        kern_dataset_free (train);
+        kern_dataset_free (test);
+        sim_config_free (c);
+        result_free (r);
+      }
 }
 
 /* A fixed straggler makes the others wait for it, every iteration. */

@@ -1,0 +1,154 @@
+/*
+ * bench-kernels.c — how fast the emulator's real math runs, beside the BLAS
+ * it is built on.
+ *
+ * The peer figure is cblas_sgemm on one large square product (N = 2048),
+ * best of three, on the same thread count.  Against it, three figures for an
+ * MLP 784-512-512-10 with batch 64 per worker and 64 workers, all counting
+ * the model's exact FLOPs (forward + backward, docs/kernels.md):
+ *
+ *   stacked   loss_grad_groups over the 64 workers' batches (one GEMM per
+ *             layer for the forward and input-gradient products);
+ *   separate  64 calls of loss_grad, one per worker;
+ *   run       a whole all-reduce training run (ring, real gradient buffers
+ *             moved through the collective, Adam on the mean gradient), wall
+ *             time of sim_run_config.
+ *
+ * Usage: bench-kernels [iterations]  (default 10 for the run)
+ * Prints figures only; asserts nothing about time.
+ */
+#include "config.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "kernels/kernels.h"
+#include "sim/run.h"
+#include "sim/scenario.h"
+
+#define SQ 2048
+#define WORKERS 64
+#define BATCH 64
+#define D 784
+#define K 10
+
+static double
+now (void)
+{
+  return (double) g_get_monotonic_time () / 1e6;
+}
+
+static double
+sgemm_gflops (void)
+{
+  gsize n = (gsize) SQ * SQ;
+  float *a = g_new (float, n), *b = g_new (float, n), *c = g_new0 (float, n);
+  for (gsize i = 0; i < n; i++)
+    {
+      a[i] = (float) ((i * 7919) % 1000) / 1000.0f;
+      b[i] = (float) ((i * 104729) % 1000) / 1000.0f;
+    }
+  double best = 1e300;
+  for (int r = 0; r < 3; r++)
+    {
+      double t0 = now ();
+      cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, SQ, SQ, SQ, 1.0f, a, SQ,
+                   b, SQ, 0.0f, c, SQ);
+      best = MIN (best, now () - t0);
+    }
+  g_free (a);
+  g_free (b);
+  g_free (c);
+  return 2.0 * SQ * (double) SQ * SQ / best / 1e9;
+}
+
+int
+main (int argc, char **argv)
+{
+  int iters = argc > 1 ? atoi (argv[1]) : 10;
+  if (iters < 1)
+    iters = 10;
+  const char *threads = g_getenv ("OPENBLAS_NUM_THREADS");
+  double peer = sgemm_gflops ();
+
+  int hidden[] = { 512, 512 };
+  KernModel *m = kern_mlp_new (D, hidden, 2, K, KERN_LOSS_XENT, NULL);
+  gsize P = m->ops->n_params (m);
+  double step_flops = m->ops->flops_forward (m, BATCH) + m->ops->flops_backward (m, BATCH);
+  float *params = g_new (float, P);
+  m->ops->init (m, params, 1);
+  KernDataset *train, *test;
+  kern_dataset_blobs (WORKERS * BATCH, 16, D, K, 1.0, 7, &train, &test);
+  float **grads = g_new (float *, WORKERS);
+  for (int w = 0; w < WORKERS; w++)
+    grads[w] = g_new (float, P);
+  double losses[WORKERS];
+
+  /* warm the scratch buffers, then time */
+  m->ops->loss_grad_groups (m, params, train->x, train->y, BATCH, WORKERS, grads, losses);
+  int reps = 5;
+  double t0 = now ();
+  for (int r = 0; r < reps; r++)
+    m->ops->loss_grad_groups (m, params, train->x, train->y, BATCH, WORKERS, grads, losses);
+  double stacked = step_flops * WORKERS * reps / (now () - t0) / 1e9;
+  t0 = now ();
+  for (int r = 0; r < reps; r++)
+    for (int w = 0; w < WORKERS; w++)
+      m->ops->loss_grad (m, params, train->x + (gsize) w * BATCH * D, train->y + w * BATCH,
+                         BATCH, grads[w]);
+  double separate = step_flops * WORKERS * reps / (now () - t0) / 1e9;
+
+  /* a whole all-reduce training run */
+  g_autofree char *ini = NULL;
+  int fd = g_file_open_tmp ("bench-kernels-XXXXXX.ini", &ini, NULL);
+  g_autofree char *text = g_strdup_printf (
+    "[scenario]\nname = bench\niterations = %d\n[cluster]\nworkers = %d\n"
+    "[model]\nkind = mlp\nhidden = 512,512\nbatch = %d\nfeatures = %d\nclasses = %d\n"
+    "samples = %d\neval_samples = 64\ntest_samples = 64\neval_every = 1000000\n"
+    "optimizer = adam\nlr = 0.001\n[policy]\nkind = allreduce\nalgorithm = ring\n"
+    "bucket_size = 1MB\n[trace]\ndetail = summary\n",
+    iters, WORKERS, BATCH, D, K, WORKERS * BATCH * 4);
+  if (fd < 0 || write (fd, text, strlen (text)) != (ssize_t) strlen (text))
+    return 1;
+  close (fd);
+  GError *error = NULL;
+  GPtrArray *configs = sim_scenario_load (ini, NULL, &error);
+  if (!configs)
+    {
+      fprintf (stderr, "bench-kernels: %s\n", error->message);
+      return 1;
+    }
+  SimRunSummary sum;
+  if (!sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, NULL, NULL, FALSE, &sum,
+                       &error))
+    {
+      fprintf (stderr, "bench-kernels: %s\n", error->message);
+      return 1;
+    }
+  double run = step_flops * WORKERS * iters / sum.wall_time / 1e9;
+  g_unlink (ini);
+  g_ptr_array_unref (configs);
+
+  printf ("threads: OPENBLAS_NUM_THREADS=%s\n", threads ? threads : "(unset: dtsim uses 1)");
+  printf ("%-44s %8.1f GFLOP/s\n", "peer: cblas_sgemm 2048 x 2048 x 2048", peer);
+  printf ("%-44s %8.1f GFLOP/s  %5.1f%% of sgemm\n", "stacked gradients (64 workers, 1 call)",
+          stacked, 100 * stacked / peer);
+  printf ("%-44s %8.1f GFLOP/s  %5.1f%% of sgemm\n", "separate gradients (64 calls)", separate,
+          100 * separate / peer);
+  printf ("%-44s %8.1f GFLOP/s  %5.1f%% of sgemm  (target 60%%)\n",
+          "whole all-reduce training run (ring, Adam)", run, 100 * run / peer);
+
+  for (int w = 0; w < WORKERS; w++)
+    g_free (grads[w]);
+  g_free (grads);
+  g_free (params);
+  kern_dataset_free (train);
+  kern_dataset_free (test);
+  kern_model_free (m);
+  return 0;
+}

@@ -1,0 +1,451 @@
+/*
+ * model.c — the device a scenario names, the model it trains, and what a
+ * step of that model costs on that device.
+ *
+ * Catalog: [cluster] device copies the catalog entry's peak (of the chosen
+ * [device] precision), efficiency, memory bandwidth and capacity into the
+ * [device] keys the file did not set itself; [network] fabric and
+ * intra_fabric do the same for link bandwidths and latencies.  The resolved
+ * values replace the defaults in the run's `params` rows, so a trace says
+ * which figures were used.
+ *
+ * Time: a layer costs max(F / (flops x efficiency), B / memory_bandwidth)
+ * for its forward and again for its backward (docs/kernels.md gives each
+ * layer's F and B).  Without a memory bandwidth every layer is compute-bound
+ * and a step costs (F_fwd + F_bwd) / (flops x efficiency), summed over FLOPs
+ * first so the result does not depend on how finely a model is cut into
+ * layers.  [device] step_time, when set, fixes the step and keeps the
+ * layers' FLOP shares for where inside it each gradient is ready.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+#include <gio/gio.h>
+
+#include "kernels/backend.h"
+#include "sim/hardware.h"
+#include "sim/model.h"
+
+/* The resource bundle generated from sim/dtsim.gresource.xml. */
+GResource *dtsim_get_resource (void);
+
+/* Fashion-MNIST: 28 x 28 pixels, 10 classes. */
+#define FMNIST_FEATURES 784
+#define FMNIST_CLASSES 10
+#define FMNIST_TRAIN 60000
+#define FMNIST_TRAIN_FILE "train-images-idx3-ubyte.gz"
+
+double
+sim_roofline_seconds (double flops, double bytes, double achieved, double bandwidth)
+{
+  double t = flops / achieved;
+  if (bandwidth > 0)
+    t = MAX (t, bytes / bandwidth);
+  return t;
+}
+
+KernOptConfig
+sim_opt_config (const SimConfig *c)
+{
+  KernOptConfig o = {
+    .kind = (KernOptKind) c->optimizer,
+    .lr = c->lr,
+    .momentum = c->momentum,
+    .beta1 = c->beta1,
+    .beta2 = c->beta2,
+    .eps = c->eps,
+    .warmup = c->warmup,
+  };
+  return o;
+}
+
+double
+sim_update_seconds (const SimConfig *c, gsize n)
+{
+  KernOptKind kind = (KernOptKind) c->optimizer;
+  return sim_roofline_seconds (kern_opt_flops (kind, n), kern_opt_bytes (kind, n),
+                               c->flops * c->efficiency, c->memory_bandwidth);
+}
+
+void
+sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
+{
+  memset (out, 0, sizeof *out);
+  int L = m->n_layers;
+  double n = (double) c->batch;
+  double achieved = c->flops * c->efficiency, bw = c->memory_bandwidth;
+  out->n_layers = L;
+  out->layer_lo = g_new (gsize, MAX (L, 1));
+  out->grad_ready = g_new (double, MAX (L, 1));
+  double *bwd = g_new (double, MAX (L, 1));
+  double f_fwd = 0, f_bwd = 0, t_fwd = 0, t_bwd = 0;
+  for (int l = 0; l < L; l++)
+    {
+      const KernLayer *ly = &m->layers[l];
+      double ff = ly->fwd_flops_fixed + ly->fwd_flops * n;
+      double fb = ly->bwd_flops_fixed + ly->bwd_flops * n;
+      f_fwd += ff;
+      f_bwd += fb;
+      t_fwd += sim_roofline_seconds (ff, ly->fwd_bytes_fixed + ly->fwd_bytes * n, achieved, bw);
+      bwd[l] = sim_roofline_seconds (fb, ly->bwd_bytes_fixed + ly->bwd_bytes * n, achieved, bw);
+      t_bwd += bwd[l];
+      out->layer_lo[l] = ly->param_offset;
+    }
+  double step;
+  if (c->step_time >= 0 || bw <= 0)
+    {
+      /* layer times in proportion to FLOPs */
+      double total = f_fwd + f_bwd;
+      step = c->step_time >= 0 ? c->step_time : total / achieved;
+      double scale = total > 0 ? step / total : 0;
+      out->forward = total > 0 ? f_fwd * scale : step / 2;
+      for (int l = 0; l < L; l++)
+        {
+          const KernLayer *ly = &m->layers[l];
+          bwd[l] = (ly->bwd_flops_fixed + ly->bwd_flops * n) * scale;
+        }
+    }
+  else
+    {
+      step = t_fwd + t_bwd;
+      out->forward = t_fwd;
+    }
+  out->step = step;
+  out->backward = step - out->forward;
+  /* backward runs from the last layer to the first */
+  double t = out->forward;
+  for (int l = L - 1; l >= 0; l--)
+    {
+      t += bwd[l];
+      out->grad_ready[l] = l == 0 ? step : MIN (t, step);
+    }
+  g_free (bwd);
+  out->update = sim_update_seconds (c, m->ops->n_params (m));
+}
+
+void
+sim_step_cost_clear (SimStepCost *cost)
+{
+  g_free (cost->layer_lo);
+  g_free (cost->grad_ready);
+  memset (cost, 0, sizeof *cost);
+}
+
+/* Replaces the params-row text of "section.key" in c. */
+static void
+set_param_text (SimConfig *c, const char *dotted, double v)
+{
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), dotted) == 0)
+      {
+        g_free (g_ptr_array_index (c->param_values, i));
+        g_ptr_array_index (c->param_values, i) = g_strdup_printf ("%.17g", v);
+        return;
+      }
+}
+
+static gboolean
+given (const SimConfig *c, const char *dotted)
+{
+  return g_hash_table_contains (c->given, dotted);
+}
+
+/* Sets *field (and its params row) to v unless the file set the key. */
+static void
+take (SimConfig *c, const char *dotted, double *field, double v)
+{
+  if (given (c, dotted))
+    return;
+  *field = v;
+  set_param_text (c, dotted, v);
+}
+
+static gboolean
+take_link (SimConfig *c, const SimCatalog *cat, const char *file, const char *key,
+           const char *name, const char *bw_key, double *bw, const char *lat_key,
+           double *lat, GError **error)
+{
+  const SimLinkSpec *l = sim_catalog_link (cat, name);
+  if (!l)
+    {
+      g_autofree char *names = sim_catalog_names (cat, FALSE);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [network] %s: unknown link '%s'; use one of: %s (dtsim hardware lists them)",
+                   file, key, name, names);
+      return FALSE;
+    }
+  take (c, bw_key, bw, l->bandwidth);
+  take (c, lat_key, lat, l->latency);
+  return TRUE;
+}
+
+gboolean
+sim_apply_catalog (SimConfig *c, const char *file, GError **error)
+{
+  if (!c->device && !c->fabric && !c->intra_fabric)
+    return TRUE;
+  g_autoptr (GError) local = NULL;
+  SimCatalog *cat = sim_catalog_load (c->catalog, &local);
+  if (!cat)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [cluster] catalog: %s", file,
+                   local->message);
+      return FALSE;
+    }
+  gboolean ok = TRUE;
+  if (c->device)
+    {
+      const SimDevice *d = sim_catalog_device (cat, c->device);
+      if (!d)
+        {
+          g_autofree char *names = sim_catalog_names (cat, TRUE);
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [cluster] device: unknown device '%s'; use one of: %s (dtsim hardware lists them)",
+                       file, c->device, names);
+          ok = FALSE;
+        }
+      else
+        {
+          static const char *const prec[] = { "fp32", "tf32", "bf16" };
+          double peak = c->precision == SIM_PREC_TF32 ? d->tf32_flops
+                        : c->precision == SIM_PREC_BF16 ? d->bf16_flops : d->flops;
+          if (!(peak > 0) && !given (c, "device.flops"))
+            {
+              g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                           "%s: [device] precision: device '%s' has no %s peak in the catalog; use precision = fp32 or set [device] flops",
+                           file, c->device, prec[c->precision]);
+              ok = FALSE;
+            }
+          else
+            {
+              take (c, "device.flops", &c->flops, peak);
+              take (c, "device.efficiency", &c->efficiency, d->efficiency);
+              take (c, "device.memory_bandwidth", &c->memory_bandwidth, d->memory_bandwidth);
+              take (c, "device.memory", &c->memory, d->memory);
+            }
+        }
+    }
+  if (ok && c->fabric)
+    ok = take_link (c, cat, file, "fabric", c->fabric, "network.bandwidth", &c->bandwidth,
+                    "network.latency", &c->latency, error);
+  if (ok && c->intra_fabric)
+    ok = take_link (c, cat, file, "intra_fabric", c->intra_fabric,
+                    "network.intra_bandwidth", &c->intra_bandwidth,
+                    "network.intra_latency", &c->intra_latency, error);
+  sim_catalog_free (cat);
+  return ok;
+}
+
+static int
+model_inputs (const SimConfig *c)
+{
+  return strcmp (c->dataset, "fashion-mnist") == 0 ? FMNIST_FEATURES : (int) c->features;
+}
+
+static int
+model_classes (const SimConfig *c)
+{
+  return strcmp (c->dataset, "fashion-mnist") == 0 ? FMNIST_CLASSES : (int) c->classes;
+}
+
+/* The text of a layer table: a built-in one by name, else a file. */
+static char *
+workload_text (const char *name, GError **error)
+{
+  g_autofree char *res = g_strdup_printf ("/org/dtsim/workloads/%s.txt", name);
+  GBytes *b = g_resource_lookup_data (dtsim_get_resource (), res,
+                                      G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  if (b)
+    {
+      gsize len;
+      const char *data = g_bytes_get_data (b, &len);
+      char *text = g_strndup (data, len);
+      g_bytes_unref (b);
+      return text;
+    }
+  char *text = NULL;
+  if (!g_file_get_contents (name, &text, NULL, NULL))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "no built-in workload '%s' and no such file; use resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2 or a layer-table file (docs/workloads.md)",
+                   name);
+      return NULL;
+    }
+  return text;
+}
+
+KernModel *
+sim_model_new (const SimConfig *c, KernBackend *be, GError **error)
+{
+  int d = model_inputs (c), k = model_classes (c);
+  if (strcmp (c->model_kind, "timing") == 0)
+    {
+      if (!c->workload)
+        return kern_timing_new ((gsize) c->model_params, c->model_flops);
+      g_autofree char *text = workload_text (c->workload, error);
+      if (!text)
+        return NULL;
+      return kern_timing_parse (c->workload, text, error);
+    }
+  if (strcmp (c->model_kind, "linear") == 0)
+    return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_MSE, be);
+  if (strcmp (c->model_kind, "mlp") == 0)
+    return kern_mlp_new (d, (const int *) c->hidden->data, (int) c->hidden->len, k,
+                         KERN_LOSS_XENT, be);
+  return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_XENT, be);
+}
+
+static double
+gib (double bytes)
+{
+  return bytes / (1024.0 * 1024.0 * 1024.0);
+}
+
+gboolean
+sim_model_check (SimConfig *c, const char *file, GError **error)
+{
+  gboolean timing = strcmp (c->model_kind, "timing") == 0;
+  if (timing)
+    {
+      if (!c->workload && !(c->model_params >= 1 && c->model_flops > 0))
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [model] workload: kind = timing needs a layer table (workload = resnet-50, ...) or both params and flops",
+                       file);
+          return FALSE;
+        }
+      c->math = FALSE;
+    }
+  else if (c->workload)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] workload: only kind = timing reads a layer table; remove workload or set kind = timing",
+                   file);
+      return FALSE;
+    }
+  g_autoptr (GError) local = NULL;
+  KernModel *m = sim_model_new (c, NULL, &local);
+  if (!m)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] workload: %s", file,
+                   local->message);
+      return FALSE;
+    }
+  gsize P = m->ops->n_params (m);
+  gboolean ok = TRUE;
+  if (c->servers > 1 && (gsize) c->servers > P)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [cluster] servers: %" G_GINT64_FORMAT " shards for a model of %" G_GSIZE_FORMAT
+                   " parameters; use at most one server per parameter", file, c->servers, P);
+      ok = FALSE;
+    }
+  if (ok && c->memory > 0)
+    {
+      int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+      double need = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
+      if (need > c->memory)
+        {
+          double pb = 4.0 * (double) P, ob = 4.0 * (double) per * (double) P;
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [%s] %s: the model does not fit in %.3g GiB of device memory: "
+                       "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB + "
+                       "activations %.3g GiB (batch %" G_GINT64_FORMAT ") = %.3g GiB; "
+                       "lower [model] batch, choose a smaller model or a device with more memory",
+                       file, given (c, "device.memory") || !c->device ? "device" : "cluster",
+                       given (c, "device.memory") || !c->device ? "memory" : "device",
+                       gib (c->memory), gib (pb), gib (pb), gib (ob), gib (need - 2 * pb - ob),
+                       c->batch, gib (need));
+          ok = FALSE;
+        }
+    }
+  kern_model_free (m);
+  if (!ok)
+    return FALSE;
+
+  if (!c->math && c->measured)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [device] compute_time: measured times the real math, but this run does none ([kernels] backend = none or [model] kind = timing); use compute_time = model",
+                   file);
+      return FALSE;
+    }
+  if (!c->math)
+    return TRUE;
+  gboolean fmnist = strcmp (c->dataset, "fashion-mnist") == 0;
+  gint64 n_train = fmnist ? FMNIST_TRAIN : c->samples;
+  if (fmnist)
+    {
+      g_autofree char *path = g_build_filename (c->data_dir, FMNIST_TRAIN_FILE, NULL);
+      if (!g_file_test (path, G_FILE_TEST_EXISTS))
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [model] data_dir: Fashion-MNIST not found at %s; install it with `apt-get install dataset-fashion-mnist` or set data_dir",
+                       file, path);
+          return FALSE;
+        }
+    }
+  else if (c->samples < c->workers)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] samples: %" G_GINT64_FORMAT " samples cannot be shared among %"
+                   G_GINT64_FORMAT " workers; give at least one sample per worker",
+                   file, c->samples, c->workers);
+      return FALSE;
+    }
+  if (c->partition == 1)
+    {
+      int k = model_classes (c);
+      if (c->classes_per_worker > k)
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [model] classes_per_worker: %" G_GINT64_FORMAT
+                       " but the data set has %d classes; use at most %d",
+                       file, c->classes_per_worker, k, k);
+          return FALSE;
+        }
+      if (c->workers * c->classes_per_worker > n_train)
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [model] classes_per_worker: %" G_GINT64_FORMAT " shards per worker for %"
+                       G_GINT64_FORMAT " workers exceed the %" G_GINT64_FORMAT
+                       " training samples; lower it", file, c->classes_per_worker, c->workers,
+                       n_train);
+          return FALSE;
+        }
+    }
+  if (strcmp (c->backend, "cuda") == 0)
+    {
+      g_autoptr (GError) e = NULL;
+      KernBackend *be = kern_backend_cuda_new (&e);
+      if (!be)
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [kernels] backend: cuda is not available here: %s; use backend = cpu",
+                       file, e->message);
+          return FALSE;
+        }
+      kern_backend_free (be);
+    }
+  return TRUE;
+}
+
+gboolean
+sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test, GError **error)
+{
+  if (strcmp (c->dataset, "fashion-mnist") == 0)
+    {
+      g_autoptr (GError) local = NULL;
+      if (!kern_dataset_fashion_mnist (c->data_dir, train, test, &local))
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "[model] data_dir: %s",
+                       local->message);
+          return FALSE;
+        }
+      return TRUE;
+    }
+  kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
+                      (int) c->classes, c->separation, (guint64) c->seed, train, test);
+  return TRUE;
+}

@@ -1,0 +1,69 @@
+/*
+ * model.h — what a worker's device is and what its model costs on it.
+ *
+ * The hardware catalog fills in the [device] and fabric keys a scenario left
+ * unset; the model a scenario names is built (without data) to check that it
+ * fits in device memory; the roofline time model turns the model's layers
+ * into simulated seconds: a layer of F FLOPs moving B bytes takes
+ * max(F / (flops x efficiency), B / memory_bandwidth) (the memory term only
+ * where a bandwidth is known).  The host's speed never enters, unless the
+ * scenario asks for compute_time = measured.
+ */
+#ifndef DTSIM_SIM_MODEL_H
+#define DTSIM_SIM_MODEL_H
+
+#include <glib.h>
+
+#include "kernels/backend.h"
+#include "kernels/kernels.h"
+#include "sim/scenario.h"
+
+G_BEGIN_DECLS
+
+/* Seconds of a kernel of `flops` FLOPs and `bytes` bytes of memory traffic on
+ * a device achieving `achieved` FLOP/s with memory bandwidth `bandwidth`
+ * bytes/s (0 = no memory term). */
+double sim_roofline_seconds (double flops, double bytes, double achieved,
+                             double bandwidth);
+
+/* Host-independent cost of one worker step of c's model at c's batch. */
+typedef struct {
+  double step;           /* s, forward + backward */
+  double forward;        /* s, all layers' forward */
+  double backward;       /* s, all layers' backward */
+  int n_layers;
+  gsize *layer_lo;       /* (n_layers) first parameter of layer l */
+  double *grad_ready;    /* (n_layers) s after the step's start at which
+                          * layer l's gradient is complete (backward runs
+                          * from the last layer to the first) */
+  double update;         /* s, one optimizer step on all parameters */
+} SimStepCost;
+
+void sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out);
+void sim_step_cost_clear (SimStepCost *cost);
+
+/* Seconds of one optimizer step on n parameters on c's device. */
+double sim_update_seconds (const SimConfig *c, gsize n);
+
+/* The optimizer of c. */
+KernOptConfig sim_opt_config (const SimConfig *c);
+
+/* Fills in [device] and link keys from the catalog where the file left them
+ * unset ([cluster] device, [network] fabric and intra_fabric). */
+gboolean sim_apply_catalog (SimConfig *c, const char *file, GError **error);
+
+/* The model c describes, without data; math on `be` (NULL = CPU). */
+KernModel *sim_model_new (const SimConfig *c, KernBackend *be, GError **error);
+
+/* Checks that need the model: servers at most one per parameter, the model
+ * fits in [device] memory, the data set is installed, by-label bounds, the
+ * backend is available.  Errors name `file` and the key to change. */
+gboolean sim_model_check (SimConfig *c, const char *file, GError **error);
+
+/* Loads c's training and test sets (math runs only). */
+gboolean sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test,
+                        GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,369 @@
+/*
+ * test-model.c — the device and time model of sim/model.c: the roofline
+ * picks the right bound, step costs are the sums of layer costs, catalog
+ * devices fill in unset keys only, models that do not fit are refused, a
+ * timing-only workload matches its closed form under all-reduce, bucket
+ * readiness follows the layers, and optimizer state lives on the servers.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "policies/collectives.h"
+#include "policies/policy.h"
+#include "sim/hardware.h"
+#include "sim/model.h"
+#include "sim/run.h"
+#include "sim/scenario.h"
+#include "tests/util.h"
+
+/* The error of loading `text`, which must fail. */
+static char *
+load_error (const char *text)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "bad.ini", NULL);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  g_autoptr (GError) error = NULL;
+  GPtrArray *configs = sim_scenario_load (path, NULL, &error);
+  g_assert_null (configs);
+  g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+  g_assert_nonnull (strstr (error->message, "bad.ini"));
+  g_assert_null (strchr (error->message, '\n'));
+  g_unlink (path);
+  g_rmdir (dir);
+  return g_strdup (error->message);
+}
+
+static SimConfig *
+load_one (const char *text, const char *const *sets)
+{
+  GPtrArray *configs = test_load_scenario_text (text, sets);
+  g_assert_cmpuint (configs->len, ==, 1);
+  SimConfig *c = g_ptr_array_steal_index (configs, 0);
+  g_ptr_array_unref (configs);
+  return c;
+}
+
+static void
+test_roofline_bound (void)
+{
+  const double A = 1e12, M = 1e11;
+  /* intensity 100 FLOP/byte > A/M = 10: compute-bound */
+  g_assert_cmpfloat (sim_roofline_seconds (1e10, 1e8, A, M), ==, 1e10 / A);
+  /* intensity 1 FLOP/byte < 10: memory-bound */
+  g_assert_cmpfloat (sim_roofline_seconds (1e8, 1e8, A, M), ==, 1e8 / M);
+  /* no bandwidth: FLOPs alone */
+  g_assert_cmpfloat (sim_roofline_seconds (1e8, 1e12, A, 0), ==, 1e8 / A);
+}
+
+static const char mlp[] =
+  "[scenario]\nname = t\niterations = 2\n"
+  "[cluster]\nworkers = 2\n"
+  "[device]\nflops = 1TFLOPS\nefficiency = 0.5\nmemory_bandwidth = 100GBps\n"
+  "[model]\nkind = mlp\nhidden = 256\nfeatures = 784\nclasses = 10\nbatch = 128\n"
+  "samples = 512\ntest_samples = 64\n"
+  "[policy]\nkind = allreduce\n";
+
+/* A dense layer at batch 128 is compute-bound, its ReLU memory-bound, and
+ * the step is the sum of every layer's forward and backward roofline. */
+static void
+test_roofline_layers (void)
+{
+  SimConfig *c = load_one (mlp, NULL);
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  g_assert_nonnull (m);
+  const double A = c->flops * c->efficiency, M = c->memory_bandwidth, n = (double) c->batch;
+  g_assert_cmpfloat (A, ==, 0.5e12);
+  g_assert_cmpfloat (M, ==, 100e9);
+  double expect = 0, fwd = 0;
+  gboolean saw_compute = FALSE, saw_memory = FALSE;
+  for (int l = 0; l < m->n_layers; l++)
+    {
+      const KernLayer *ly = &m->layers[l];
+      double F = ly->fwd_flops_fixed + ly->fwd_flops * n;
+      double B = ly->fwd_bytes_fixed + ly->fwd_bytes * n;
+      double Fb = ly->bwd_flops_fixed + ly->bwd_flops * n;
+      double Bb = ly->bwd_bytes_fixed + ly->bwd_bytes * n;
+      fwd += MAX (F / A, B / M);
+      expect += MAX (F / A, B / M) + MAX (Fb / A, Bb / M);
+      if (strcmp (ly->name, "fc1") == 0)
+        {
+          g_assert_cmpfloat (F / B, >, A / M); /* intensity above the ridge */
+          g_assert_cmpfloat (sim_roofline_seconds (F, B, A, M), ==, F / A);
+          saw_compute = TRUE;
+        }
+      if (strcmp (ly->name, "relu1") == 0)
+        {
+          g_assert_cmpfloat (F / B, <, A / M);
+          g_assert_cmpfloat (sim_roofline_seconds (F, B, A, M), ==, B / M);
+          saw_memory = TRUE;
+        }
+    }
+  g_assert_true (saw_compute && saw_memory);
+  SimStepCost cost;
+  sim_step_cost (c, m, &cost);
+  test_assert_close (cost.step, expect, 1e-12);
+  test_assert_close (cost.forward, fwd, 1e-12);
+  /* the first layer's gradient completes the step; later ones come earlier */
+  g_assert_cmpfloat (cost.grad_ready[0], ==, cost.step);
+  for (int l = 1; l < cost.n_layers; l++)
+    g_assert_cmpfloat (cost.grad_ready[l], <=, cost.grad_ready[l - 1]);
+  g_assert_cmpfloat (cost.grad_ready[cost.n_layers - 1], >, cost.forward);
+  /* without a memory bandwidth: total FLOPs over achieved FLOP/s */
+  c->memory_bandwidth = 0;
+  SimStepCost flat;
+  sim_step_cost (c, m, &flat);
+  g_assert_cmpfloat (flat.step, ==,
+                     (m->ops->flops_forward (m, (int) n) + m->ops->flops_backward (m, (int) n)) / A);
+  sim_step_cost_clear (&cost);
+  sim_step_cost_clear (&flat);
+  kern_model_free (m);
+  sim_config_free (c);
+}
+
+/* [cluster] device copies the catalog's figures into the keys not set. */
+static void
+test_catalog_device (void)
+{
+  g_autoptr (GError) error = NULL;
+  SimCatalog *cat = sim_catalog_load (NULL, &error);
+  g_assert_no_error (error);
+  const SimDevice *a100 = sim_catalog_device (cat, "a100");
+  g_assert_nonnull (a100);
+
+  const char *sets[] = { "cluster.device=a100", NULL };
+  SimConfig *c = load_one (mlp, sets);
+  g_assert_cmpfloat (c->flops, ==, a100->flops);
+  g_assert_cmpfloat (c->memory, ==, a100->memory);
+  g_assert_cmpfloat (c->efficiency, ==, 0.5);              /* set in the file */
+  g_assert_cmpfloat (c->memory_bandwidth, ==, 100e9);      /* set in the file */
+  /* the params rows hold the values used */
+  gboolean seen = FALSE;
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), "device.flops") == 0)
+      {
+        g_assert_cmpfloat (g_ascii_strtod (g_ptr_array_index (c->param_values, i), NULL), ==,
+                           a100->flops);
+        seen = TRUE;
+      }
+  g_assert_true (seen);
+  sim_config_free (c);
+
+  const char *bf16[] = { "cluster.device=a100", "device.precision=bf16", NULL };
+  c = load_one ("[model]\nbatch = 8\n", bf16);
+  g_assert_cmpfloat (c->flops, ==, a100->bf16_flops);
+  g_assert_cmpfloat (c->efficiency, ==, a100->efficiency);
+  g_assert_cmpfloat (c->memory_bandwidth, ==, a100->memory_bandwidth);
+  sim_config_free (c);
+
+  const SimLinkSpec *hdr = sim_catalog_link (cat, "ib-hdr");
+  g_assert_nonnull (hdr);
+  const char *fab[] = { "network.fabric=ib-hdr", NULL };
+  c = load_one ("[model]\nbatch = 8\n", fab);
+  g_assert_cmpfloat (c->bandwidth, ==, hdr->bandwidth);
+  g_assert_cmpfloat (c->latency, ==, hdr->latency);
+  sim_config_free (c);
+  sim_catalog_free (cat);
+
+  g_autofree char *e1 = load_error ("[cluster]\ndevice = a200\n");
+  g_assert_nonnull (strstr (e1, "[cluster] device"));
+  g_assert_nonnull (strstr (e1, "a100"));  /* lists the choices */
+  g_autofree char *e2 = load_error ("[network]\nfabric = carrier-pigeon\n");
+  g_assert_nonnull (strstr (e2, "[network] fabric"));
+}
+
+/* A model larger than the device is refused before anything runs, with the
+ * numbers. */
+static void
+test_memory_refused (void)
+{
+  /* 784-8192-8192-10 with Adam: 73.6 M parameters, x 4 floats x 4 bytes =
+   * 1.1 GiB before activations; batch 10^6 adds tens of GiB of activations,
+   * more than a P100's 16 GB */
+  g_autofree char *e = load_error (
+    "[cluster]\ndevice = p100\n"
+    "[model]\nkind = mlp\nhidden = 8192,8192\nfeatures = 784\nbatch = 1000000\n"
+    "samples = 100\noptimizer = adam\n");
+  g_assert_nonnull (strstr (e, "does not fit"));
+  g_assert_nonnull (strstr (e, "GiB"));
+  g_assert_nonnull (strstr (e, "batch 1000000"));
+  g_assert_nonnull (strstr (e, "[cluster] device"));
+  /* the same model at a small batch fits */
+  SimConfig *c = load_one ("[cluster]\ndevice = p100\n"
+                           "[model]\nkind = mlp\nhidden = 8192,8192\nfeatures = 784\n"
+                           "batch = 16\noptimizer = adam\n", NULL);
+  sim_config_free (c);
+  /* without a capacity nothing is checked */
+  c = load_one ("[model]\nkind = mlp\nhidden = 8192,8192\nfeatures = 784\nbatch = 1000000\n"
+                "[kernels]\nbackend = none\n", NULL);
+  sim_config_free (c);
+}
+
+/* A timing-only model under all-reduce, one bucket, no contention:
+ * every iteration lasts T + C(4P) + U with T = flops × batch / A. */
+static void
+test_timing_closed_form (void)
+{
+  const char text[] =
+    "[scenario]\nname = t\niterations = 3\n"
+    "[cluster]\nworkers = 4\n"
+    "[device]\nflops = 2TFLOPS\nefficiency = 0.5\n"
+    "[network]\nbandwidth = 100Gbps\nlatency = 2us\ncontention = none\n"
+    "[model]\nkind = timing\nparams = 1000000\nflops = 3e9\nbatch = 32\n"
+    "[policy]\nkind = allreduce\nalgorithm = ring\nbucket_size = 0\n";
+  SimConfig *c = load_one (text, NULL);
+  g_assert_false (c->math);
+  SimRunSummary sum;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  const double A = 2e12 * 0.5, P = 1e6;
+  const double T = 3e9 * 32 / A;
+  const double C = pol_coll_cost (pol_coll_lookup ("ring"), POL_COLL_ALLREDUCE, 4, (gsize) P, 4,
+                                  2 * 2e-6, 8 / 100e9, 0);
+  const double U = kern_opt_flops (KERN_OPT_SGD, (gsize) P) / A;
+  test_assert_close (sum.sim_time, 3 * (T + C + U), 1e-9);
+  g_assert_true (isnan (sum.final_loss));
+  sim_config_free (c);
+}
+
+typedef struct {
+  GArray *rows;   /* double pairs: bucket, ready (iteration 0) */
+} Buckets;
+
+static void
+on_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double ready,
+           double start, double end)
+{
+  Buckets *b = ctx;
+  if (iteration == 0)
+    {
+      double row[2] = { bucket, ready };
+      g_array_append_vals (b->rows, row, 2);
+    }
+}
+
+/* Buckets are ready when the layer holding their first parameter has its
+ * gradient: with buckets smaller than the last layer, the first bucket is
+ * ready at forward + backward of the loss and the last dense layer. */
+static void
+test_bucket_layers (void)
+{
+  const char *sets[] = { "device.memory_bandwidth=0", "policy.bucket_size=40B",
+                         "model.hidden=16", "model.features=8", "model.classes=4",
+                         "model.batch=8", NULL };
+  SimConfig *c = load_one (mlp, sets);
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  const double A = c->flops * c->efficiency, n = (double) c->batch;
+  double fwd = m->ops->flops_forward (m, (int) n) / A;
+  /* layers fc1, relu1, fc2, xent: fc2's gradient is complete after the
+   * backward of xent and of fc2 */
+  g_assert_cmpint (m->n_layers, ==, 4);
+  g_assert_cmpstr (m->layers[2].name, ==, "fc2");
+  double last = 0;
+  for (int l = 2; l < m->n_layers; l++)
+    last += (m->layers[l].bwd_flops_fixed + m->layers[l].bwd_flops * n) / A;
+  Buckets b = { g_array_new (FALSE, FALSE, sizeof (double)) };
+  PolRecorder rec = { .ctx = &b, .bucket = on_bucket };
+  SimRunSummary sum;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (c, NULL, 0, &rec, NULL, FALSE, &sum, &error));
+  /* fc2 holds 16 x 4 + 4 = 68 floats; 40-byte buckets hold 10: the first
+   * six buckets lie in fc2, bucket 6 starts inside fc2 too ([68-70, ...)),
+   * the rest in fc1 */
+  guint nb = b.rows->len / 2;
+  g_assert_cmpuint (nb, ==, (8 * 16 + 16 + 68 + 9) / 10);
+  double *r = (double *) b.rows->data;
+  test_assert_close (r[1], fwd + last, 1e-12);                 /* bucket 0 */
+  test_assert_close (r[2 * (nb - 1) + 1], m->ops->flops_forward (m, (int) n) / A
+                     + m->ops->flops_backward (m, (int) n) / A, 1e-12); /* the last */
+  g_assert_cmpfloat (r[1], <, r[2 * (nb - 1) + 1]);
+  g_array_unref (b.rows);
+  kern_model_free (m);
+  sim_config_free (c);
+}
+
+/* Adam on a parameter server with 3 shards and one worker is Adam on the
+ * whole vector: each shard's state is its own, and Adam is element-wise. */
+static void
+test_ps_optimizer_state (void)
+{
+  const char text[] =
+    "[scenario]\nname = t\nseed = 3\niterations = 20\n"
+    "[cluster]\nworkers = 1\nservers = 3\n"
+    "[model]\nfeatures = 6\nclasses = 3\nsamples = 256\ntest_samples = 32\nbatch = 16\n"
+    "optimizer = adam\nlr = 0.01\nwarmup = 5\n"
+    "[policy]\nkind = ps\n";
+  SimConfig *c = load_one (text, NULL);
+  SimRunSummary sum;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+
+  KernDataset *train = NULL, *test = NULL;
+  g_assert_true (sim_data_load (c, &train, &test, NULL));
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  gsize P = m->ops->n_params (m);
+  g_autofree float *params = g_new0 (float, P);
+  g_autofree float *grad = g_new0 (float, P);
+  m->ops->init (m, params, (guint64) c->seed);
+  KernOptConfig oc = sim_opt_config (c);
+  KernOptimizer *o = kern_optimizer_new (&oc, P);
+  PolSampler *s = pol_samplers_new (train->n, 1, (guint64) c->seed);
+  int b = (int) c->batch;
+  g_autofree int *idx = g_new (int, b);
+  g_autofree float *x = g_new (float, (gsize) b * train->d);
+  g_autofree int *y = g_new (int, b);
+  for (int it = 0; it < 20; it++)
+    {
+      pol_sampler_next (&s[0], b, idx);
+      kern_dataset_gather (train, idx, b, x, y);
+      m->ops->loss_grad (m, params, x, y, b, grad);
+      kern_optimizer_step (o, params, grad);
+    }
+  KernDataset eval = *train;
+  eval.n = MIN (eval.n, (int) c->eval_samples);
+  double loss, acc;
+  m->ops->evaluate (m, params, &eval, &loss, &acc);
+  test_assert_close (sum.final_loss, loss, 1e-6);
+  pol_samplers_free (s, 1);
+  kern_optimizer_free (o);
+  kern_model_free (m);
+  kern_dataset_free (train);
+  kern_dataset_free (test);
+  sim_config_free (c);
+}
+
+/* compute_time = measured charges host time; it needs math. */
+static void
+test_measured (void)
+{
+  const char *sets[] = { "device.compute_time=measured", "device.measured_scale=1000", NULL };
+  SimConfig *c = load_one (mlp, sets);
+  SimRunSummary sum;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  g_assert_cmpfloat (sum.compute, >, 0);
+  g_assert_cmpfloat (sum.sim_time, >, 0);
+  sim_config_free (c);
+  g_autofree char *e = load_error ("[device]\ncompute_time = measured\n"
+                                   "[kernels]\nbackend = none\n");
+  g_assert_nonnull (strstr (e, "[device] compute_time"));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/model/roofline/bound", test_roofline_bound);
+  g_test_add_func ("/model/roofline/layers", test_roofline_layers);
+  g_test_add_func ("/model/catalog/device", test_catalog_device);
+  g_test_add_func ("/model/memory/refused", test_memory_refused);
+  g_test_add_func ("/model/timing/closed-form", test_timing_closed_form);
+  g_test_add_func ("/model/buckets/layers", test_bucket_layers);
+  g_test_add_func ("/model/ps/optimizer-state", test_ps_optimizer_state);
+  g_test_add_func ("/model/measured", test_measured);
+  return g_test_run ();
+}
