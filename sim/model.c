@@ -207,9 +207,10 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
         }
       else
         {
-          static const char *const prec[] = { "fp32", "tf32", "bf16" };
+          static const char *const prec[] = { "fp32", "tf32", "bf16", "fp16" };
           double peak = c->precision == SIM_PREC_TF32 ? d->tf32_flops
-                        : c->precision == SIM_PREC_BF16 ? d->bf16_flops : d->flops;
+                        : c->precision == SIM_PREC_BF16 ? d->bf16_flops
+                        : c->precision == SIM_PREC_FP16 ? d->fp16_flops : d->flops;
           if (!(peak > 0) && !given (c, "device.flops"))
             {
               g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,

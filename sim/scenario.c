@@ -49,7 +49,7 @@ static const char *const model_names[] = { "linear", "softmax", "mlp", "timing",
 static const char *const dataset_names[] = { "synthetic", "fashion-mnist", NULL };
 static const char *const partition_names[] = { "iid", "by-label", NULL };
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", NULL };
-static const char *const precision_names[] = { "fp32", "tf32", "bf16", NULL };
+static const char *const precision_names[] = { "fp32", "tf32", "bf16", "fp16", NULL };
 static const char *const compute_time_names[] = { "model", "measured", NULL };
 static const char *const policy_names[] = { "ps", "allreduce", NULL };
 static const char *const reduce_names[] = { "free", "memory", NULL };
@@ -88,7 +88,7 @@ static const KeyDef keys[] = {
   { "device", "memory", KT_QUANTITY, SIM_UNIT_SIZE, "0", 0, BIG, 0, NULL, OFF (memory),
     "Device memory capacity (0 = not checked): a model whose parameters, gradients, optimizer state and activations exceed it is refused before the run." },
   { "device", "precision", KT_ENUM, 0, "fp32", 0, 0, 0, precision_names, OFF (precision),
-    "Which peak of [cluster] device is used as flops: fp32, tf32 or bf16 (tensor cores)." },
+    "Which peak of [cluster] device is used as flops: fp32, or the tensor-core tf32, bf16 or fp16 (memory traffic is still counted in 4-byte floats)." },
   { "device", "compute_time", KT_ENUM, 0, "model", 0, 0, 0, compute_time_names, OFF (measured),
     "model: host-independent roofline time; measured: the host's wall time of the real kernels times measured_scale (emulation; not reproducible across hosts)." },
   { "device", "measured_scale", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),

@@ -26,7 +26,7 @@ typedef enum {
 
 typedef enum { SIM_CONS_BSP, SIM_CONS_SSP, SIM_CONS_ASYNC } SimConsistency;
 typedef enum { SIM_STRAG_NONE, SIM_STRAG_FIXED, SIM_STRAG_BERNOULLI } SimStragglerModel;
-typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16 } SimPrecision;
+typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
 } SimDetail;
