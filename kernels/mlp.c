@@ -339,6 +339,8 @@ mlp_loss_grad (KernModel *m, const float *params, const float *x,
   return loss;
 }
 
+/* loss_grad_groups (kernels.h).  grads may be NULL, which computes the
+ * groups' losses only. */
 static void
 mlp_loss_grad_groups (KernModel *m, const float *params, const float *x,
                       const int *y, int n, int groups, float *const *grads,
