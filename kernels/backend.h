@@ -55,8 +55,9 @@ typedef struct {
   void (*softmax_xent) (KernBackend *be, float *Z, const int *y, int n, int k,
                         float scale, float *loss, int *pred);
   /* Squared error against one-hot targets: loss[i] = 1/2 sum_j (Z_ij -
-   * onehot(y_i)_j)^2, pred[i] = first argmax; if scale is not 0, Z is
-   * replaced by scale (Z_i - onehot(y_i)). */
+   * onehot(y_i)_j)^2 (differences and squares in float, double
+   * accumulation in the row), pred[i] = first argmax; if scale is not 0, Z
+   * is replaced by scale (Z_i - onehot(y_i)). */
   void (*mse) (KernBackend *be, float *Z, const int *y, int n, int k,
                float scale, float *loss, int *pred);
   /* Optimizer steps on len parameters (kernels.h, KernOptConfig, gives the

@@ -1,0 +1,327 @@
+/*
+ * cpu.c — the CPU backend: every KernBackendOps operation on host memory.
+ *
+ * This is the reference implementation of backend.h.  The CUDA backend is
+ * tested element by element against it, so each operation below follows the
+ * formula written in backend.h literally, in the same floating-point types:
+ * float throughout, except where backend.h asks for double (the row sums of
+ * softmax_xent and of mse).  Matrix products go through cblas_sgemm; all
+ * other operations are plain loops the compiler vectorises.
+ *
+ * Buffers are ordinary g_malloc'd host memory, so upload and download are
+ * memcpy and a caller that knows it holds the CPU backend may pass host
+ * pointers to the operations directly (the models in mlp.c do).  The
+ * backend has no state: operations complete before they return, which
+ * trivially satisfies "issue order".
+ *
+ * The FLOP counts docs/kernels.md gives for each operation are those of the
+ * loops here, annotated per line with the counting rule of that document
+ * (add, subtract, multiply, divide, exp, log, sqrt, pow: 1 each; compares,
+ * copies and conversions: 0; a sum of r terms: r - 1 adds).
+ */
+#include "kernels/backend.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+static float *
+cpu_alloc (KernBackend *be, gsize n)
+{
+  return g_new (float, n);
+}
+
+static int *
+cpu_alloc_int (KernBackend *be, gsize n)
+{
+  return g_new (int, n);
+}
+
+static void
+cpu_free (KernBackend *be, void *buf)
+{
+  g_free (buf);
+}
+
+/* upload and download are the same copy; a copy onto itself (a caller
+ * passing a host pointer that is already the buffer) is skipped, since
+ * memcpy of overlapping ranges is undefined. */
+static void
+cpu_copy (float *dst, const float *src, gsize n)
+{
+  if (n > 0 && dst != src)
+    memcpy (dst, src, n * sizeof (float));
+}
+
+static void
+cpu_copy_int (int *dst, const int *src, gsize n)
+{
+  if (n > 0 && dst != src)
+    memcpy (dst, src, n * sizeof (int));
+}
+
+static void
+cpu_upload (KernBackend *be, float *dst, const float *host, gsize n)
+{
+  cpu_copy (dst, host, n);
+}
+
+static void
+cpu_upload_int (KernBackend *be, int *dst, const int *host, gsize n)
+{
+  cpu_copy_int (dst, host, n);
+}
+
+static void
+cpu_download (KernBackend *be, float *host, const float *src, gsize n)
+{
+  cpu_copy (host, src, n);
+}
+
+static void
+cpu_download_int (KernBackend *be, int *host, const int *src, gsize n)
+{
+  cpu_copy_int (host, src, n);
+}
+
+/* C (m, n) = alpha op(A) op(B) + beta C: 2 m n k FLOPs under the rule of
+ * docs/kernels.md (k products and k accumulations per output element).
+ * k = 0 leaves beta C, done here because BLAS rejects the zero strides such
+ * a call may carry. */
+static void
+cpu_gemm (KernBackend *be, gboolean trans_a, gboolean trans_b, int m, int n,
+          int k, float alpha, const float *A, int lda, const float *B, int ldb,
+          float beta, float *C, int ldc)
+{
+  g_return_if_fail (m >= 0 && n >= 0 && k >= 0);
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0)
+    {
+      for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+          C[(gsize) i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(gsize) i * ldc + j];
+      return;
+    }
+  cblas_sgemm (CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda,
+               B, ldb, beta, C, ldc);
+}
+
+/* Z (n, k): every row a copy of bias (k).  0 FLOPs. */
+static void
+cpu_fill_rows (KernBackend *be, float *Z, const float *bias, int n, int k)
+{
+  for (int i = 0; i < n; i++)
+    memcpy (Z + (gsize) i * k, bias, (gsize) k * sizeof (float));
+}
+
+/* out (k) = column sums of dZ (n, k), accumulated in float row by row:
+ * (n - 1) k FLOPs; n = 0 gives zeros. */
+static void
+cpu_col_sum (KernBackend *be, const float *dZ, int n, int k, float *out)
+{
+  if (n <= 0)
+    {
+      memset (out, 0, (gsize) k * sizeof (float));
+      return;
+    }
+  memcpy (out, dZ, (gsize) k * sizeof (float));
+  for (int i = 1; i < n; i++)
+    {
+      const float *row = dZ + (gsize) i * k;
+      for (int j = 0; j < k; j++)
+        out[j] += row[j];                      /* (n - 1) k */
+    }
+}
+
+/* A = max(A, 0) element-wise: compares only, 0 FLOPs.  A NaN is left as
+ * it is (the comparison is false), so a diverged model stays visibly NaN. */
+static void
+cpu_relu (KernBackend *be, float *A, gsize len)
+{
+  for (gsize i = 0; i < len; i++)
+    if (A[i] < 0.0f)
+      A[i] = 0.0f;
+}
+
+/* dA = A > 0 ? dA : 0 element-wise: 0 FLOPs. */
+static void
+cpu_relu_backward (KernBackend *be, float *dA, const float *A, gsize len)
+{
+  for (gsize i = 0; i < len; i++)
+    if (!(A[i] > 0.0f))
+      dA[i] = 0.0f;
+}
+
+/* First index of the largest element of z (k). */
+static int
+cpu_argmax (const float *z, int k)
+{
+  int arg = 0;
+  for (int j = 1; j < k; j++)
+    if (z[j] > z[arg])
+      arg = j;
+  return arg;
+}
+
+/* Softmax cross-entropy of each row of Z (n, k), labels y (n) in [0, k).
+ * Per row, with e_j = expf(Z_j - max) in float and s their sum in double:
+ *   forward  k (subtract max) + k (exp) + (k - 1) (sum) + 2 (log, subtract)
+ *            = 3k + 1 FLOPs;
+ *   gradient (scale != 0) 1 (r = scale / s, in double) + k (e_j r)
+ *            + 1 (subtract scale at the label) = k + 2 FLOPs.
+ * The row loss is computed the same way whether or not the gradient is
+ * asked for, so both calls give bit-identical losses. */
+static void
+cpu_softmax_xent (KernBackend *be, float *Z, const int *y, int n, int k,
+                  float scale, float *loss, int *pred)
+{
+  for (int i = 0; i < n; i++)
+    {
+      float *z = Z + (gsize) i * k;
+      int yi = y[i];
+      g_return_if_fail (yi >= 0 && yi < k);
+
+      int arg = cpu_argmax (z, k);
+      float zmax = z[arg];
+      if (pred != NULL)
+        pred[i] = arg;
+
+      float zy = 0.0f;
+      double s = 0.0;
+      for (int j = 0; j < k; j++)
+        {
+          float t = z[j] - zmax;               /* k */
+          if (j == yi)
+            zy = t;
+          float e = expf (t);                  /* k */
+          s = j == 0 ? e : s + e;              /* k - 1 */
+          if (scale != 0.0f)
+            z[j] = e;
+        }
+      if (loss != NULL)
+        loss[i] = (float) (log (s) - zy);      /* 2 */
+
+      if (scale != 0.0f)
+        {
+          float r = (float) (scale / s);       /* 1 */
+          for (int j = 0; j < k; j++)
+            z[j] *= r;                         /* k */
+          z[yi] -= scale;                      /* 1 */
+        }
+    }
+}
+
+/* Half squared error of each row of Z (n, k) against onehot(y_i).  Per
+ * row, with t_j = Z_j - onehot_j in float and the sum of squares in double:
+ *   forward  k (subtract) + k (square) + (k - 1) (sum) + 1 (halve) = 3k;
+ *   gradient (scale != 0) k (scale t_j). */
+static void
+cpu_mse (KernBackend *be, float *Z, const int *y, int n, int k, float scale,
+         float *loss, int *pred)
+{
+  for (int i = 0; i < n; i++)
+    {
+      float *z = Z + (gsize) i * k;
+      int yi = y[i];
+      g_return_if_fail (yi >= 0 && yi < k);
+
+      if (pred != NULL)
+        pred[i] = cpu_argmax (z, k);
+
+      double ss = 0.0;
+      for (int j = 0; j < k; j++)
+        {
+          float t = z[j] - (j == yi ? 1.0f : 0.0f);   /* k */
+          float sq = t * t;                           /* k */
+          ss = j == 0 ? sq : ss + sq;                 /* k - 1 */
+          if (scale != 0.0f)
+            z[j] = scale * t;                         /* k (gradient) */
+        }
+      if (loss != NULL)
+        loss[i] = (float) (0.5 * ss);                 /* 1 */
+    }
+}
+
+/* p -= lr g: 2 FLOPs per parameter. */
+static void
+cpu_sgd (KernBackend *be, float *p, const float *g, gsize len, float lr)
+{
+  for (gsize i = 0; i < len; i++)
+    p[i] -= lr * g[i];
+}
+
+/* v = mu v + g; p -= lr v: 4 FLOPs per parameter. */
+static void
+cpu_momentum (KernBackend *be, float *p, float *v, const float *g, gsize len,
+              float lr, float mu)
+{
+  for (gsize i = 0; i < len; i++)
+    {
+      v[i] = mu * v[i] + g[i];                 /* 2 */
+      p[i] -= lr * v[i];                       /* 2 */
+    }
+}
+
+/* Adam at step t >= 1.  The scalars 1 - beta1, 1 - beta2, c1 = 1 - beta1^t
+ * and c2 = 1 - beta2^t are formed once per call (pow in double, then
+ * rounded to float: 6 FLOPs per call); then 14 FLOPs per parameter. */
+static void
+cpu_adam (KernBackend *be, float *p, float *m, float *v, const float *g,
+          gsize len, float lr, float beta1, float beta2, float eps, gint64 t)
+{
+  g_return_if_fail (t >= 1);
+  float omb1 = 1.0f - beta1;                               /* 1 */
+  float omb2 = 1.0f - beta2;                               /* 1 */
+  float c1 = (float) (1.0 - pow (beta1, (double) t));      /* 2 */
+  float c2 = (float) (1.0 - pow (beta2, (double) t));      /* 2 */
+  for (gsize i = 0; i < len; i++)
+    {
+      float gi = g[i];
+      m[i] = beta1 * m[i] + omb1 * gi;                     /* 3 */
+      v[i] = beta2 * v[i] + omb2 * (gi * gi);              /* 4 */
+      float mhat = m[i] / c1;                              /* 1 */
+      float vhat = v[i] / c2;                              /* 1 */
+      p[i] -= lr * mhat / (sqrtf (vhat) + eps);            /* 5 */
+    }
+}
+
+static void
+cpu_destroy (KernBackend *be)
+{
+  g_free (be);
+}
+
+static const KernBackendOps cpu_ops = {
+  .name = "cpu",
+  .alloc = cpu_alloc,
+  .alloc_int = cpu_alloc_int,
+  .free = cpu_free,
+  .upload = cpu_upload,
+  .upload_int = cpu_upload_int,
+  .download = cpu_download,
+  .download_int = cpu_download_int,
+  .gemm = cpu_gemm,
+  .fill_rows = cpu_fill_rows,
+  .col_sum = cpu_col_sum,
+  .relu = cpu_relu,
+  .relu_backward = cpu_relu_backward,
+  .softmax_xent = cpu_softmax_xent,
+  .mse = cpu_mse,
+  .sgd = cpu_sgd,
+  .momentum = cpu_momentum,
+  .adam = cpu_adam,
+  .destroy = cpu_destroy,
+};
+
+/* A new CPU backend.  It holds no resources beyond its own struct, never
+ * fails, and may be shared by any number of models used from one thread.
+ * Free with kern_backend_free(). */
+KernBackend *
+kern_backend_cpu_new (void)
+{
+  KernBackend *be = g_new0 (KernBackend, 1);
+  be->ops = &cpu_ops;
+  return be;
+}
