@@ -1,5 +1,5 @@
 /*
- * test-data.c — data sets from files.
+ * test-data.c — data sets from files, and their partitioning across workers.
  *
  * IDX loading is checked on small files this program writes itself, plain
  * and gzip-compressed, with known pixels and labels, and on broken ones (bad
@@ -8,6 +8,10 @@
  * directory, where the normalisation is compared with its formula, and on
  * the real data set of Debian's dataset-fashion-mnist package, which must be
  * installed: its absence fails the test rather than skipping it.
+ *
+ * Partitions: `iid` parts cover every sample exactly once; `by-label` parts
+ * are disjoint, cover every sample, hold at most classes_per_worker labels
+ * each, and depend only on the seed.
  */
 #include "config.h"
 
@@ -17,6 +21,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "policies/policy.h"
 
 /* --- files ----------------------------------------------------------------- */
 
@@ -506,6 +511,220 @@ test_fashion_real (void)
   kern_dataset_free (test);
 }
 
+/* --- partitions ------------------------------------------------------------- */
+
+/* Asserts the parts of s (workers) are non-empty, disjoint and cover
+ * [0, n) exactly. */
+static void
+check_cover (const PolSampler *s, int workers, int n)
+{
+  g_autofree int *seen = g_new0 (int, n);
+  for (int w = 0; w < workers; w++)
+    {
+      g_assert_cmpint (s[w].len, >, 0);
+      for (int i = 0; i < s[w].len; i++)
+        {
+          g_assert_cmpint (s[w].idx[i], >=, 0);
+          g_assert_cmpint (s[w].idx[i], <, n);
+          seen[s[w].idx[i]]++;
+        }
+    }
+  for (int i = 0; i < n; i++)
+    g_assert_cmpint (seen[i], ==, 1);
+}
+
+/* Distinct labels in worker w's part. */
+static int
+part_labels (const PolSampler *s, const int *labels, int k)
+{
+  g_autofree gboolean *has = g_new0 (gboolean, k);
+  int distinct = 0;
+  for (int i = 0; i < s->len; i++)
+    if (!has[labels[s->idx[i]]])
+      has[labels[s->idx[i]]] = TRUE, distinct++;
+  return distinct;
+}
+
+static void
+test_partition_parse (void)
+{
+  PolPartition p = POL_PARTITION_BY_LABEL;
+  g_assert_true (pol_partition_parse ("iid", &p));
+  g_assert_cmpint (p, ==, POL_PARTITION_IID);
+  g_assert_true (pol_partition_parse ("by-label", &p));
+  g_assert_cmpint (p, ==, POL_PARTITION_BY_LABEL);
+  const char *bad[] = { "", "IID", "by_label", "bylabel", "by-label ", "non-iid" };
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_assert_false (pol_partition_parse (bad[i], &p));
+      g_assert_cmpint (p, ==, POL_PARTITION_BY_LABEL);   /* untouched */
+    }
+  g_assert_cmpstr (pol_partition_name (POL_PARTITION_IID), ==, "iid");
+  g_assert_cmpstr (pol_partition_name (POL_PARTITION_BY_LABEL), ==, "by-label");
+}
+
+/* iid: parts cover every sample once, worker w holding n (w + 1) / W -
+ * n w / W of them; a pass of pol_sampler_next draws the part once. */
+static void
+test_partition_iid (void)
+{
+  const int sizes[][2] = { { 1000, 4 }, { 1001, 3 }, { 7, 7 }, { 60000, 16 } };
+  for (gsize c = 0; c < G_N_ELEMENTS (sizes); c++)
+    {
+      int n = sizes[c][0], W = sizes[c][1];
+      PolSampler *s = pol_samplers_new (n, W, 5);
+      check_cover (s, W, n);
+      for (int w = 0; w < W; w++)
+        g_assert_cmpint (s[w].len, ==, n * (w + 1) / W - n * w / W);
+
+      g_autofree int *draw = g_new (int, s[0].len);
+      g_autofree int *part = g_memdup2 (s[0].idx, sizeof (int) * (gsize) s[0].len);
+      pol_sampler_next (&s[0], s[0].len, draw);
+      g_autofree int *seen = g_new0 (int, n);
+      for (int i = 0; i < s[0].len; i++)
+        seen[draw[i]]++;
+      for (int i = 0; i < s[0].len; i++)
+        g_assert_cmpint (seen[part[i]], ==, 1);
+      pol_samplers_free (s, W);
+    }
+}
+
+/* Labels of n samples, class c having count[c] of them, in an interleaved
+ * order (so that the partition's sort has work to do). */
+static int *
+make_labels (const int *count, int k, int *n_out)
+{
+  int n = 0;
+  for (int c = 0; c < k; c++)
+    n += count[c];
+  int *labels = g_new (int, n);
+  g_autofree int *left = g_memdup2 (count, sizeof (int) * (gsize) k);
+  for (int i = 0, c = 0; i < n; c = (c + 1) % k)
+    if (left[c] > 0)
+      {
+        labels[i++] = c;
+        left[c]--;
+      }
+  *n_out = n;
+  return labels;
+}
+
+/* by-label: for balanced and unbalanced classes (one class absent), parts
+ * are disjoint, cover every sample, and hold at most classes_per_worker
+ * labels each, the bound the single-label shards guarantee. */
+static void
+test_partition_by_label_bound (void)
+{
+  const int balanced[10] = { 100, 100, 100, 100, 100, 100, 100, 100, 100, 100 };
+  const int skewed[6] = { 500, 3, 0, 41, 250, 17 };
+  const struct { const int *count; int k, workers, per_worker; } cases[] = {
+    { balanced, 10, 5, 2 }, { balanced, 10, 10, 1 }, { balanced, 10, 3, 4 },
+    { balanced, 10, 7, 3 }, { balanced, 10, 1, 10 }, { balanced, 10, 100, 2 },
+    { skewed, 6, 5, 1 }, { skewed, 6, 2, 3 }, { skewed, 6, 4, 2 },
+    { skewed, 6, 50, 4 }, { skewed, 6, 5, 12 },
+  };
+  for (gsize t = 0; t < G_N_ELEMENTS (cases); t++)
+    {
+      int n, W = cases[t].workers, c = cases[t].per_worker, k = cases[t].k;
+      g_autofree int *labels = make_labels (cases[t].count, k, &n);
+      for (guint64 seed = 1; seed <= 3; seed++)
+        {
+          PolSampler *s = pol_samplers_new_by_label (labels, n, k, W, c, seed);
+          g_assert_nonnull (s);
+          check_cover (s, W, n);
+          for (int w = 0; w < W; w++)
+            g_assert_cmpint (part_labels (&s[w], labels, k), <=, c);
+          pol_samplers_free (s, W);
+        }
+    }
+}
+
+/* The McMahan et al. case: 10 balanced classes of 100, 10 workers x 2
+ * shards: 20 single-class shards of 1000 / 20 = 50 samples, so every part
+ * holds 100 samples of at most 2 labels, 50 of each. */
+static void
+test_partition_by_label_shards (void)
+{
+  const int count[10] = { 100, 100, 100, 100, 100, 100, 100, 100, 100, 100 };
+  int n;
+  g_autofree int *labels = make_labels (count, 10, &n);
+  const int W = 10, c = 2;
+  PolSampler *s = pol_samplers_new_by_label (labels, n, 10, W, c, 42);
+  int two = 0;
+  for (int w = 0; w < W; w++)
+    {
+      g_assert_cmpint (s[w].len, ==, n / W);
+      int per[10] = { 0 };
+      for (int i = 0; i < s[w].len; i++)
+        per[labels[s[w].idx[i]]]++;
+      for (int l = 0; l < 10; l++)
+        g_assert_true (per[l] == 0 || per[l] == n / (W * c) || per[l] == 2 * n / (W * c));
+      two += (part_labels (&s[w], labels, 10) == 2);
+    }
+  g_test_message ("%d of %d workers hold two classes", two, W);
+  g_assert_cmpint (two, >, 0);
+
+  /* batches come from the worker's part only, and a pass draws it all */
+  g_autofree int *draw = g_new (int, 3 * s[3].len);
+  pol_sampler_next (&s[3], 3 * s[3].len, draw);
+  for (int p = 0; p < 3; p++)
+    {
+      g_autofree int *seen = g_new0 (int, n);
+      for (int i = 0; i < s[3].len; i++)
+        seen[draw[p * s[3].len + i]]++;
+      for (int i = 0; i < s[3].len; i++)
+        g_assert_cmpint (seen[s[3].idx[i]], ==, 1);
+    }
+  pol_samplers_free (s, W);
+}
+
+/* Same seed, same parts (and same batches); another seed, other parts. */
+static void
+test_partition_by_label_deterministic (void)
+{
+  const int count[5] = { 300, 120, 77, 300, 203 };
+  int n;
+  g_autofree int *labels = make_labels (count, 5, &n);
+  const int W = 6, c = 2;
+  PolSampler *a = pol_samplers_new_by_label (labels, n, 5, W, c, 9);
+  PolSampler *b = pol_samplers_new_by_label (labels, n, 5, W, c, 9);
+  PolSampler *other = pol_samplers_new_by_label (labels, n, 5, W, c, 10);
+  int differ = 0;
+  for (int w = 0; w < W; w++)
+    {
+      g_assert_cmpint (a[w].len, ==, b[w].len);
+      g_assert_cmpmem (a[w].idx, sizeof (int) * a[w].len, b[w].idx, sizeof (int) * b[w].len);
+      differ += other[w].len != a[w].len
+        || memcmp (other[w].idx, a[w].idx, sizeof (int) * a[w].len) != 0;
+      int da[64], db[64];
+      pol_sampler_next (&a[w], 64, da);
+      pol_sampler_next (&b[w], 64, db);
+      g_assert_cmpmem (da, sizeof da, db, sizeof db);
+    }
+  g_assert_cmpint (differ, >, 0);
+  pol_samplers_free (a, W);
+  pol_samplers_free (b, W);
+  pol_samplers_free (other, W);
+}
+
+/* Fewer shards than classes present cannot cover the set with at most
+ * classes_per_worker labels a worker: a precondition failure. */
+static void
+test_partition_by_label_too_few_shards (void)
+{
+  if (g_test_subprocess ())
+    {
+      const int count[5] = { 10, 10, 10, 10, 10 };
+      int n;
+      g_autofree int *labels = make_labels (count, 5, &n);
+      g_assert_null (pol_samplers_new_by_label (labels, n, 5, 2, 2, 1));
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed ();
+  g_test_trap_assert_stderr ("*present <= S*");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -525,6 +744,14 @@ main (int argc, char **argv)
   ADD_FX ("/data/fashion-mnist/shape", test_fashion_shape);
 #undef ADD_FX
   g_test_add_func ("/data/fashion-mnist/real", test_fashion_real);
+  g_test_add_func ("/data/partition/parse", test_partition_parse);
+  g_test_add_func ("/data/partition/iid", test_partition_iid);
+  g_test_add_func ("/data/partition/by-label/bound", test_partition_by_label_bound);
+  g_test_add_func ("/data/partition/by-label/shards", test_partition_by_label_shards);
+  g_test_add_func ("/data/partition/by-label/deterministic",
+                   test_partition_by_label_deterministic);
+  g_test_add_func ("/data/partition/by-label/too-few-shards",
+                   test_partition_by_label_too_few_shards);
 
   return g_test_run ();
 }
