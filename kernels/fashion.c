@@ -72,6 +72,25 @@ idx_open (const char *path, GError **error)
   return g_steal_pointer (&buf);
 }
 
+/* Reads up to `count` bytes of `what` into buf, stopping early only at the
+ * end of the stream; *got receives the number read.  Errors name the file. */
+static gboolean
+idx_read (GInputStream *in, const char *path, const char *what, void *buf,
+          gsize count, gsize *got, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  if (g_input_stream_read_all (in, buf, count, got, NULL, &local))
+    return TRUE;
+  /* the decompressor's way of saying that the gzip stream ends early */
+  if (g_error_matches (local, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT))
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                 "%s: truncated: the gzip stream ends inside %s", path, what);
+  else
+    g_propagate_prefixed_error (error, g_steal_pointer (&local),
+                                "%s: reading %s: ", path, what);
+  return FALSE;
+}
+
 /* Reads exactly `count` bytes of `what` into buf; an error naming the file
  * if the stream fails or ends first. */
 static gboolean
@@ -79,18 +98,8 @@ idx_read_exact (GInputStream *in, const char *path, const char *what,
                 void *buf, gsize count, GError **error)
 {
   gsize got = 0;
-  g_autoptr (GError) local = NULL;
-  if (!g_input_stream_read_all (in, buf, count, &got, NULL, &local))
-    {
-      /* the decompressor's way of saying that the gzip stream ends early */
-      if (g_error_matches (local, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT))
-        g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                     "%s: truncated: the gzip stream ends inside %s", path, what);
-      else
-        g_propagate_prefixed_error (error, g_steal_pointer (&local),
-                                    "%s: reading %s: ", path, what);
-      return FALSE;
-    }
+  if (!idx_read (in, path, what, buf, count, &got, error))
+    return FALSE;
   if (got < count)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -101,17 +110,15 @@ idx_read_exact (GInputStream *in, const char *path, const char *what,
   return TRUE;
 }
 
-/* Checks that the stream has nothing after the data it declared. */
+/* Checks that the stream has nothing after the data it declared (for a gzip
+ * file, that its stream ends there, checksum included). */
 static gboolean
 idx_expect_end (GInputStream *in, const char *path, GError **error)
 {
   guint8 extra;
   gsize got = 0;
-  if (!g_input_stream_read_all (in, &extra, 1, &got, NULL, error))
-    {
-      g_prefix_error (error, "%s: ", path);
-      return FALSE;
-    }
+  if (!idx_read (in, path, "the trailer after the data", &extra, 1, &got, error))
+    return FALSE;
   if (got != 0)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -133,7 +140,7 @@ idx_open_header (const char *path, guint32 magic, guint32 *dims, GError **error)
   if (in == NULL)
     return NULL;
 
-  guint32 be[3];   /* big-endian magic, then up to 3 sizes */
+  guint32 be[3];   /* big-endian: the magic number, then up to 3 sizes */
   g_assert (n_dims >= 1 && n_dims <= 3);
   if (!idx_read_exact (in, path, "the IDX magic number", be, sizeof (guint32), error))
     return NULL;

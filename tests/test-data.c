@@ -256,6 +256,9 @@ test_idx_truncated (Fixture *fx, gconstpointer data)
   const guint8 *zdata = g_bytes_get_data (z, &zlen);
   g_autofree char *cut = write_file (fx, "cut.gz", zdata, zlen / 2, FALSE);
   expect_error (cut, labels, G_IO_ERROR_INVALID_DATA, cut, "truncated");
+  /* every pixel there, but not the gzip trailer (CRC-32 and length) */
+  g_autofree char *no_trailer = write_file (fx, "no-trailer.gz", zdata, zlen - 8, FALSE);
+  expect_error (no_trailer, labels, G_IO_ERROR_INVALID_DATA, no_trailer, "truncated");
   /* the whole stream with one bit of its CRC-32 (the 4 bytes before the
    * 4-byte length that ends a gzip member) flipped: zlib's check fails */
   g_autofree guint8 *bad = g_memdup2 (zdata, zlen);
