@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="gcc make autoconf automake pkg-config libglib2.0-dev libsqlite3-dev
-libopenblas-dev gnuplot-nox sqlite3"
+libopenblas-dev gnuplot-nox sqlite3 dataset-fashion-mnist"
 
 missing=""
 for p in $PACKAGES; do

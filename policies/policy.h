@@ -121,8 +121,8 @@ typedef struct {
 } PolPolicyOps;
 
 /* The batches of data-parallel workers (policies/sampler.c): the training
- * set shuffled once and cut into contiguous parts, each worker cycling
- * through its part in an order reshuffled at every pass. */
+ * set is partitioned among the workers, each worker cycling through its part
+ * in an order reshuffled at every pass. */
 typedef struct {
   EngRng rng;   /* reshuffles this worker's part */
   int *idx;     /* (len) sample indices of this worker's part */
@@ -130,8 +130,29 @@ typedef struct {
   int cursor;   /* next position in idx */
 } PolSampler;
 
-/* One sampler per worker for a training set of n samples. */
+/* How the training set is split among workers (docs/policies.md, "Data
+ * partitioning"): `iid` shuffles it and cuts it into contiguous parts;
+ * `by-label` gives each worker shards of only a few classes. */
+typedef enum { POL_PARTITION_IID, POL_PARTITION_BY_LABEL } PolPartition;
+
+/* Parses "iid" or "by-label" into *out; FALSE (and *out untouched) for any
+ * other name. */
+gboolean pol_partition_parse (const char *name, PolPartition *out);
+/* The name pol_partition_parse() reads for p. */
+const char *pol_partition_name (PolPartition p);
+
+/* One sampler per worker for a training set of n samples, `iid` partition:
+ * the set shuffled once and cut into `workers` contiguous parts. */
 PolSampler *pol_samplers_new (int n, int workers, guint64 seed);
+/* One sampler per worker, `by-label` partition of the n samples whose labels
+ * (in [0, k)) are given: workers x classes_per_worker single-class shards
+ * dealt classes_per_worker to each worker, so that no worker's part holds
+ * more than classes_per_worker distinct labels.  Requires workers x
+ * classes_per_worker to be at least the number of classes present and at
+ * most n. */
+PolSampler *pol_samplers_new_by_label (const int *labels, int n, int k,
+                                       int workers, int classes_per_worker,
+                                       guint64 seed);
 void pol_samplers_free (PolSampler *s, int workers);
 /* Writes the indices of the next `batch` samples of this worker into idx. */
 void pol_sampler_next (PolSampler *s, int batch, int *idx);
