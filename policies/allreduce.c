@@ -289,7 +289,7 @@ ar_create (const PolEnv *env, GError **error)
       ar->y = g_new (int, (gsize) W * env->batch);
       ar->idx = g_new (int, env->batch);
       ar->losses = g_new (double, W);
-      ar->samplers = pol_samplers_new (env->train->n, W, env->seed);
+      ar->samplers = pol_samplers_for_env (env);
       ar->opt = kern_optimizer_new (&env->opt, P);
     }
   ar->update_time = env->update_time (env->compute_ctx, P);

@@ -56,6 +56,8 @@ typedef double (*PolComputeTime) (gpointer ctx, int worker, double host_seconds)
 /* Simulated seconds of one optimizer step on n parameters. */
 typedef double (*PolUpdateTime) (gpointer ctx, gsize n);
 
+typedef enum { POL_PARTITION_IID, POL_PARTITION_BY_LABEL } PolPartition;
+
 /* Everything a policy needs to run.  Pointers are borrowed. */
 typedef struct {
   EngSim *sim;
@@ -75,6 +77,8 @@ typedef struct {
   int workers;
   int servers;                /* parameter-server shards */
   int batch;                  /* samples per worker step */
+  PolPartition partition;     /* how the training set is shared out */
+  int classes_per_worker;     /* by-label */
   KernOptConfig opt;          /* optimizer applied where updates happen */
   gint64 iterations;          /* run ends after iterations*workers gradients */
   gint64 eval_every;          /* applied gradients between evaluations */
@@ -133,7 +137,6 @@ typedef struct {
 /* How the training set is split among workers (docs/policies.md, "Data
  * partitioning"): `iid` shuffles it and cuts it into contiguous parts;
  * `by-label` gives each worker shards of only a few classes. */
-typedef enum { POL_PARTITION_IID, POL_PARTITION_BY_LABEL } PolPartition;
 
 /* Parses "iid" or "by-label" into *out; FALSE (and *out untouched) for any
  * other name. */
@@ -154,6 +157,8 @@ PolSampler *pol_samplers_new_by_label (const int *labels, int n, int k,
                                        int workers, int classes_per_worker,
                                        guint64 seed);
 void pol_samplers_free (PolSampler *s, int workers);
+/* The samplers of env's workers, by env->partition. */
+PolSampler *pol_samplers_for_env (const PolEnv *env);
 /* Writes the indices of the next `batch` samples of this worker into idx. */
 void pol_sampler_next (PolSampler *s, int batch, int *idx);
 

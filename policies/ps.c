@@ -440,7 +440,7 @@ ps_create (const PolEnv *env, GError **error)
   ps->live = g_hash_table_new_full (g_direct_hash, g_direct_equal, msg_free, NULL);
 
   if (env->model)
-    ps->samplers = pol_samplers_new (env->train->n, W, env->seed);
+    ps->samplers = pol_samplers_for_env (env);
 
   ps->workers = g_new0 (PsWorker, W);
   for (int w = 0; w < W; w++)

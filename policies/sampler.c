@@ -214,3 +214,14 @@ pol_sampler_next (PolSampler *s, int batch, int *idx)
       idx[j] = s->idx[s->cursor++];
     }
 }
+
+/* The samplers of env's workers over env->train: iid parts, or by label
+ * (the scenario loader has checked the by-label bounds). */
+PolSampler *
+pol_samplers_for_env (const PolEnv *env)
+{
+  if (env->partition == POL_PARTITION_BY_LABEL)
+    return pol_samplers_new_by_label (env->train->y, env->train->n, env->train->k,
+                                      env->workers, env->classes_per_worker, env->seed);
+  return pol_samplers_new (env->train->n, env->workers, env->seed);
+}

@@ -406,6 +406,16 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
                        file, c->classes_per_worker, k, k);
           return FALSE;
         }
+      if (c->workers * c->classes_per_worker < k)
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [model] classes_per_worker: %" G_GINT64_FORMAT " workers x %"
+                       G_GINT64_FORMAT " classes each cannot cover the data set's %d classes; "
+                       "raise classes_per_worker to at least %" G_GINT64_FORMAT " or use partition = iid",
+                       file, c->workers, c->classes_per_worker, k,
+                       (k + c->workers - 1) / c->workers);
+          return FALSE;
+        }
       if (c->workers * c->classes_per_worker > n_train)
         {
           g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,

@@ -137,20 +137,25 @@ test_catalog_device (void)
 
   const char *sets[] = { "cluster.device=a100", NULL };
   SimConfig *c = load_one (mlp, sets);
-  g_assert_cmpfloat (c->flops, ==, a100->flops);
+  g_assert_cmpfloat (c->flops, ==, 1e12);                  /* set in the file */
   g_assert_cmpfloat (c->memory, ==, a100->memory);
   g_assert_cmpfloat (c->efficiency, ==, 0.5);              /* set in the file */
   g_assert_cmpfloat (c->memory_bandwidth, ==, 100e9);      /* set in the file */
   /* the params rows hold the values used */
   gboolean seen = FALSE;
   for (guint i = 0; i < c->param_keys->len; i++)
-    if (strcmp (g_ptr_array_index (c->param_keys, i), "device.flops") == 0)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), "device.memory") == 0)
       {
         g_assert_cmpfloat (g_ascii_strtod (g_ptr_array_index (c->param_values, i), NULL), ==,
-                           a100->flops);
+                           a100->memory);
         seen = TRUE;
       }
   g_assert_true (seen);
+  sim_config_free (c);
+
+  const char *fp32[] = { "cluster.device=a100", NULL };
+  c = load_one ("[model]\nbatch = 8\n", fp32);
+  g_assert_cmpfloat (c->flops, ==, a100->flops);
   sim_config_free (c);
 
   const char *bf16[] = { "cluster.device=a100", "device.precision=bf16", NULL };
