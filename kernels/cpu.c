@@ -140,9 +140,9 @@ cpu_col_sum (KernBackend *be, const float *dZ, int n, int k, float *out)
 static void
 cpu_relu (KernBackend *be, float *A, gsize len)
 {
+  /* written as a select, not a conditional store, so that it vectorises */
   for (gsize i = 0; i < len; i++)
-    if (A[i] < 0.0f)
-      A[i] = 0.0f;
+    A[i] = A[i] < 0.0f ? 0.0f : A[i];
 }
 
 /* dA = A > 0 ? dA : 0 element-wise: 0 FLOPs. */
@@ -150,8 +150,7 @@ static void
 cpu_relu_backward (KernBackend *be, float *dA, const float *A, gsize len)
 {
   for (gsize i = 0; i < len; i++)
-    if (!(A[i] > 0.0f))
-      dA[i] = 0.0f;
+    dA[i] = A[i] > 0.0f ? dA[i] : 0.0f;
 }
 
 /* First index of the largest element of z (k). */
