@@ -358,6 +358,77 @@ test_measured (void)
   g_assert_nonnull (strstr (e, "[device] compute_time"));
 }
 
+/* An MLP on Fashion-MNIST, one worker, 600 steps of 64 images (0.64 of an
+ * epoch) with momentum: at least 80% accuracy on the official test split.
+ * Fails (does not skip) when the data set is not installed. */
+static void
+test_fashion_mnist_mlp (void)
+{
+  const char text[] =
+    "[scenario]\nname = fm\niterations = 600\n"
+    "[cluster]\nworkers = 1\n"
+    "[model]\nkind = mlp\nhidden = 128\ndataset = fashion-mnist\nbatch = 64\n"
+    "optimizer = momentum\nlr = 0.05\neval_every = 600\n"
+    "[policy]\nkind = allreduce\n";
+  SimConfig *c = load_one (text, NULL);
+  SimRunSummary sum;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  g_assert_no_error (error);
+  g_test_message ("Fashion-MNIST test accuracy %.4f, training loss %.4f", sum.final_accuracy,
+                  sum.final_loss);
+  g_assert_cmpfloat (sum.final_accuracy, >=, 0.80);
+  sim_config_free (c);
+
+  g_autofree char *e = load_error ("[model]\ndataset = fashion-mnist\ndata_dir = /nonexistent\n");
+  g_assert_nonnull (strstr (e, "[model] data_dir"));
+  g_assert_nonnull (strstr (e, "apt-get install dataset-fashion-mnist"));
+}
+
+/* by-label partitions: enough shards to cover every class. */
+static void
+test_by_label_bounds (void)
+{
+  g_autofree char *e = load_error ("[cluster]\nworkers = 4\n"
+                                   "[model]\nclasses = 10\npartition = by-label\n"
+                                   "classes_per_worker = 2\n");
+  g_assert_nonnull (strstr (e, "[model] classes_per_worker"));
+  SimConfig *c = load_one ("[cluster]\nworkers = 5\n"
+                           "[model]\nclasses = 10\npartition = by-label\n"
+                           "classes_per_worker = 2\n", NULL);
+  SimRunSummary sum;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  sim_config_free (c);
+}
+
+/* scaling-resnet.ini: one GPU is the reference; efficiency never exceeds
+ * 1 and falls once the ring leaves the node. */
+static void
+test_scaling_resnet (void)
+{
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  g_assert_nonnull (src);
+  g_autofree char *path = g_build_filename (src, "scenarios", "scaling-resnet.ini", NULL);
+  const char *sets[] = { "sweep.cluster.workers=1,8,32", NULL };
+  g_autoptr (GError) error = NULL;
+  GPtrArray *configs = sim_scenario_load (path, sets, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (configs->len, ==, 3);
+  double per_gpu[3];
+  for (guint i = 0; i < 3; i++)
+    {
+      SimConfig *c = g_ptr_array_index (configs, i);
+      SimRunSummary sum;
+      g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+      per_gpu[i] = (double) sum.updates * (double) c->batch / sum.sim_time / (double) c->workers;
+    }
+  g_assert_cmpfloat (per_gpu[1], <=, per_gpu[0]);
+  g_assert_cmpfloat (per_gpu[2], <, per_gpu[1]);   /* across nodes costs more */
+  g_assert_cmpfloat (per_gpu[2] / per_gpu[0], >, 0.5);
+  g_ptr_array_unref (configs);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -370,5 +441,8 @@ main (int argc, char **argv)
   g_test_add_func ("/model/buckets/layers", test_bucket_layers);
   g_test_add_func ("/model/ps/optimizer-state", test_ps_optimizer_state);
   g_test_add_func ("/model/measured", test_measured);
+  g_test_add_func ("/model/fashion-mnist/mlp", test_fashion_mnist_mlp);
+  g_test_add_func ("/model/partition/by-label", test_by_label_bounds);
+  g_test_add_func ("/model/scenario/scaling-resnet", test_scaling_resnet);
   return g_test_run ();
 }
