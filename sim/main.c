@@ -24,6 +24,7 @@
 #include "policies/policy.h"
 #include "sim/cluster.h"
 #include "sim/hardware.h"
+#include "sim/model.h"
 #include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
@@ -127,6 +128,30 @@ cmd_check (int argc, char **argv)
           c->contention == 0 ? "max-min" : "none", c->links ? " Link overrides: " : "",
           c->links ? c->links : "");
   printf ("policy: %s: %s\n", p->name, p->description);
+  /* what one step costs on the device (first run) */
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  if (m)
+    {
+      SimStepCost cost;
+      sim_step_cost (c, m, &cost);
+      gsize P = m->ops->n_params (m);
+      int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+      double mem = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
+      g_autofree char *of = c->memory > 0
+        ? g_strdup_printf (" of %.4g GiB%s%s", c->memory / (1024.0 * 1024.0 * 1024.0),
+                           c->device ? " on " : "", c->device ? c->device : "")
+        : g_strdup ("");
+      printf ("model: %s, %d layers, %" G_GSIZE_FORMAT " parameters; step of batch %"
+              G_GINT64_FORMAT ": %.6g s (forward %.6g s), %.4g GFLOP; update %.6g s; "
+              "device memory needed %.4g GiB%s\n",
+              c->workload ? c->workload : m->ops->name, m->n_layers, P, c->batch, cost.step,
+              cost.forward,
+              (m->ops->flops_forward (m, (int) c->batch)
+               + m->ops->flops_backward (m, (int) c->batch)) / 1e9,
+              cost.update, mem / (1024.0 * 1024.0 * 1024.0), of);
+      sim_step_cost_clear (&cost);
+      kern_model_free (m);
+    }
   return 0;
 }
 
