@@ -179,20 +179,16 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     }
   if (ok)
     model = sim_model_new (c, be, error);
+  double *ready = NULL;
   if (!model)
     {
-      if (be)
-        kern_backend_free (be);
-      kern_dataset_free (train);
-      kern_dataset_free (test);
-      net_network_free (r.net);
-      eng_sim_free (sim);
-      return FALSE;
+      ok = FALSE;
+      goto done;
     }
   r.strag = sim_stragglers_new (c);
   sim_step_cost (c, model, &r.cost);
   double step = r.cost.step;
-  g_autofree double *ready = g_new (double, MAX (r.cost.n_layers, 1));
+  ready = g_new (double, MAX (r.cost.n_layers, 1));
   for (int l = 0; l < r.cost.n_layers; l++)
     ready[l] = step > 0 ? r.cost.grad_ready[l] / step : 1.0;
 
@@ -264,7 +260,10 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     }
   if (progress)
     fprintf (stderr, "\r\033[K");
-  sim_stragglers_free (r.strag);
+done:
+  g_free (ready);
+  if (r.strag)
+    sim_stragglers_free (r.strag);
   sim_step_cost_clear (&r.cost);
   kern_model_free (model);
   if (be)
