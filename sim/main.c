@@ -135,8 +135,7 @@ cmd_check (int argc, char **argv)
       SimStepCost cost;
       sim_step_cost (c, m, &cost);
       gsize P = m->ops->n_params (m);
-      int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
-      double mem = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
+      double mem = sim_model_memory_bytes (c, m);
       g_autofree char *of = c->memory > 0
         ? g_strdup_printf (" of %.4g GiB%s%s", c->memory / (1024.0 * 1024.0 * 1024.0),
                            c->device ? " on " : "", c->device ? c->device : "")

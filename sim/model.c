@@ -297,6 +297,14 @@ sim_model_new (const SimConfig *c, KernBackend *be, GError **error)
   return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_XENT, be);
 }
 
+double
+sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
+{
+  gsize P = m->ops->n_params (m);
+  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  return kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
+}
+
 static double
 gib (double bytes)
 {
@@ -345,7 +353,7 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
   if (ok && c->memory > 0)
     {
       int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
-      double need = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
+      double need = sim_model_memory_bytes (c, m);
       if (need > c->memory)
         {
           double pb = 4.0 * (double) P, ob = 4.0 * (double) per * (double) P;

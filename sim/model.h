@@ -48,6 +48,10 @@ double sim_update_seconds (const SimConfig *c, gsize n);
 /* The optimizer of c. */
 KernOptConfig sim_opt_config (const SimConfig *c);
 
+/* Bytes a worker's device holds to train m as c describes it: parameters,
+ * gradients, c's optimizer state and activations at c's batch. */
+double sim_model_memory_bytes (const SimConfig *c, const KernModel *m);
+
 /* Fills in [device] and link keys from the catalog where the file left them
  * unset ([cluster] device, [network] fabric and intra_fabric). */
 gboolean sim_apply_catalog (SimConfig *c, const char *file, GError **error);

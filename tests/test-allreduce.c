@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "policies/collectives.h"
 #include "policies/policy.h"
+#include "sim/model.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
 #include "tests/util.h"
@@ -198,9 +199,10 @@ test_matches_large_batch (void)
         g_autofree float *params = g_new0 (float, P);
         g_autofree float *grad = g_new0 (float, P);
         m->ops->init (m, params, (guint64) c->seed);
-        KernOptConfig oc = { .lr = c->lr, .momentum = c->momentum, .beta1 = c->beta1,
-                             .beta2 = c->beta2, .eps = c->eps, .warmup = c->warmup };
-        g_assert_true (kern_opt_kind_parse (opts[o], &oc.kind));
+        KernOptConfig oc = sim_opt_config (c);
+        KernOptKind kind;
+        g_assert_true (kern_opt_kind_parse (opts[o], &kind));
+        g_assert_cmpint (oc.kind, ==, kind);
         KernOptimizer *opt = kern_optimizer_new (&oc, P);
         PolSampler *s = pol_samplers_new (train->n, N, (guint64) c->seed);
         g_autofree int *idx = g_new (int, N * b);

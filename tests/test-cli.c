@@ -12,20 +12,14 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "tests/util.h"
+
 static char *tmpdir;
 
 #define GOLDEN_QUERY \
   "SELECT name, printf('%.17g', sim_time), events, iterations, updates," \
   " printf('%.17g', compute), printf('%.17g', comm), printf('%.17g', wait)" \
   " FROM runs ORDER BY id"
-
-static const char *
-bin (void)
-{
-  const char *b = g_getenv ("DTSIM_BIN");
-  g_assert_nonnull (b);
-  return b;
-}
 
 static char *
 data (const char *name)
@@ -41,28 +35,8 @@ tmp (const char *name)
   return g_build_filename (tmpdir, name, NULL);
 }
 
-/* Runs dtsim with argv (NULL-terminated, without the program); returns the
- * exit status and the captured output. */
-static int
-dtsim (char **out, char **err, const char *first, ...)
-{
-  GPtrArray *argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (char *) bin ());
-  va_list ap;
-  va_start (ap, first);
-  for (const char *a = first; a; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (char *) a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_assert_true (g_spawn_sync (tmpdir, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                               out, err, &status, &error));
-  g_assert_no_error (error);
-  g_ptr_array_unref (argv);
-  g_assert_true (WIFEXITED (status));
-  return WEXITSTATUS (status);
-}
+/* dtsim with the arguments (NULL-terminated), run in tmpdir. */
+#define dtsim(out, err, ...) test_run_dtsim (tmpdir, (out), (err), __VA_ARGS__)
 
 /* Every row of every table, as text, wall_time excluded. */
 static char *

@@ -20,6 +20,7 @@
 #include "sim/hardware.h"
 #include "sim/scenario.h"
 #include "sim/units.h"
+#include "tests/util.h"
 
 /* Asserts that `got` equals `want` to 1e-12 relative (exactly at 0). */
 #define assert_rel(got, want) \
@@ -476,30 +477,8 @@ test_good_small (void)
 
 /* -------------------------------------------------------- dtsim hardware -- */
 
-/* Runs $DTSIM_BIN with the arguments (NULL-terminated); returns its exit
- * status and its output. */
-static int
-dtsim (char **out, char **err, const char *first, ...)
-{
-  const char *bin = g_getenv ("DTSIM_BIN");
-  g_assert_nonnull (bin);
-  GPtrArray *argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (char *) bin);
-  va_list ap;
-  va_start (ap, first);
-  for (const char *a = first; a; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (char *) a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  int status = 0;
-  g_autoptr (GError) error = NULL;
-  g_assert_true (g_spawn_sync (tmpdir, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                               out, err, &status, &error));
-  g_assert_no_error (error);
-  g_ptr_array_unref (argv);
-  g_assert_true (WIFEXITED (status));
-  return WEXITSTATUS (status);
-}
+/* dtsim with the arguments (NULL-terminated), run in tmpdir. */
+#define dtsim(out, err, ...) test_run_dtsim (tmpdir, (out), (err), __VA_ARGS__)
 
 static void
 test_cli_builtin (void)

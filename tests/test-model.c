@@ -20,24 +20,6 @@
 #include "sim/scenario.h"
 #include "tests/util.h"
 
-/* The error of loading `text`, which must fail. */
-static char *
-load_error (const char *text)
-{
-  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-XXXXXX", NULL);
-  g_autofree char *path = g_build_filename (dir, "bad.ini", NULL);
-  g_assert_true (g_file_set_contents (path, text, -1, NULL));
-  g_autoptr (GError) error = NULL;
-  GPtrArray *configs = sim_scenario_load (path, NULL, &error);
-  g_assert_null (configs);
-  g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
-  g_assert_nonnull (strstr (error->message, "bad.ini"));
-  g_assert_null (strchr (error->message, '\n'));
-  g_unlink (path);
-  g_rmdir (dir);
-  return g_strdup (error->message);
-}
-
 static SimConfig *
 load_one (const char *text, const char *const *sets)
 {
@@ -174,10 +156,10 @@ test_catalog_device (void)
   sim_config_free (c);
   sim_catalog_free (cat);
 
-  g_autofree char *e1 = load_error ("[cluster]\ndevice = a200\n");
+  g_autofree char *e1 = test_load_scenario_error ("[cluster]\ndevice = a200\n");
   g_assert_nonnull (strstr (e1, "[cluster] device"));
   g_assert_nonnull (strstr (e1, "a100"));  /* lists the choices */
-  g_autofree char *e2 = load_error ("[network]\nfabric = carrier-pigeon\n");
+  g_autofree char *e2 = test_load_scenario_error ("[network]\nfabric = carrier-pigeon\n");
   g_assert_nonnull (strstr (e2, "[network] fabric"));
 }
 
@@ -189,7 +171,7 @@ test_memory_refused (void)
   /* 784-8192-8192-10 with Adam: 73.6 M parameters, x 4 floats x 4 bytes =
    * 1.1 GiB before activations; batch 10^6 adds tens of GiB of activations,
    * more than a P100's 16 GB */
-  g_autofree char *e = load_error (
+  g_autofree char *e = test_load_scenario_error (
     "[cluster]\ndevice = p100\n"
     "[model]\nkind = mlp\nhidden = 8192,8192\nfeatures = 784\nbatch = 1000000\n"
     "samples = 100\noptimizer = adam\n");
@@ -353,7 +335,7 @@ test_measured (void)
   g_assert_cmpfloat (sum.compute, >, 0);
   g_assert_cmpfloat (sum.sim_time, >, 0);
   sim_config_free (c);
-  g_autofree char *e = load_error ("[device]\ncompute_time = measured\n"
+  g_autofree char *e = test_load_scenario_error ("[device]\ncompute_time = measured\n"
                                    "[kernels]\nbackend = none\n");
   g_assert_nonnull (strstr (e, "[device] compute_time"));
 }
@@ -380,7 +362,7 @@ test_fashion_mnist_mlp (void)
   g_assert_cmpfloat (sum.final_accuracy, >=, 0.80);
   sim_config_free (c);
 
-  g_autofree char *e = load_error ("[model]\ndataset = fashion-mnist\ndata_dir = /nonexistent\n");
+  g_autofree char *e = test_load_scenario_error ("[model]\ndataset = fashion-mnist\ndata_dir = /nonexistent\n");
   g_assert_nonnull (strstr (e, "[model] data_dir"));
   g_assert_nonnull (strstr (e, "apt-get install dataset-fashion-mnist"));
 }
@@ -389,7 +371,7 @@ test_fashion_mnist_mlp (void)
 static void
 test_by_label_bounds (void)
 {
-  g_autofree char *e = load_error ("[cluster]\nworkers = 4\n"
+  g_autofree char *e = test_load_scenario_error ("[cluster]\nworkers = 4\n"
                                    "[model]\nclasses = 10\npartition = by-label\n"
                                    "classes_per_worker = 2\n");
   g_assert_nonnull (strstr (e, "[model] classes_per_worker"));

@@ -5,22 +5,68 @@
 
 #include <glib/gstdio.h>
 #include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/wait.h>
 
 #include "sim/scenario.h"
 #include "tests/util.h"
 
-GPtrArray *
-test_load_scenario_text (const char *text, const char *const *sets)
+/* Loads `text` through a temporary file t.ini; the file is gone after. */
+static GPtrArray *
+load_text (const char *text, const char *const *sets, GError **error)
 {
   g_autofree char *dir = g_dir_make_tmp ("dtsim-test-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "t.ini", NULL);
   g_assert_true (g_file_set_contents (path, text, -1, NULL));
-  g_autoptr (GError) error = NULL;
-  GPtrArray *configs = sim_scenario_load (path, sets, &error);
-  g_assert_no_error (error);
+  GPtrArray *configs = sim_scenario_load (path, sets, error);
   g_unlink (path);
   g_rmdir (dir);
   return configs;
+}
+
+GPtrArray *
+test_load_scenario_text (const char *text, const char *const *sets)
+{
+  g_autoptr (GError) error = NULL;
+  GPtrArray *configs = load_text (text, sets, &error);
+  g_assert_no_error (error);
+  return configs;
+}
+
+char *
+test_load_scenario_error (const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  GPtrArray *configs = load_text (text, NULL, &error);
+  g_assert_null (configs);
+  g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+  g_assert_nonnull (strstr (error->message, "t.ini"));
+  g_assert_null (strchr (error->message, '\n'));
+  return g_strdup (error->message);
+}
+
+int
+test_run_dtsim (const char *cwd, char **out, char **err, const char *first, ...)
+{
+  const char *bin = g_getenv ("DTSIM_BIN");
+  g_assert_nonnull (bin);
+  GPtrArray *argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (char *) bin);
+  va_list ap;
+  va_start (ap, first);
+  for (const char *a = first; a; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_sync (cwd, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               out, err, &status, &error));
+  g_assert_no_error (error);
+  g_ptr_array_unref (argv);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
 }
 
 void

@@ -11,6 +11,15 @@
  * configs (GPtrArray of SimConfig*). */
 GPtrArray *test_load_scenario_text (const char *text, const char *const *sets);
 
+/* Loads a scenario given as text, which must fail: asserts a one-line
+ * SIM_ERROR_INPUT naming the file and returns its message. */
+char *test_load_scenario_error (const char *text);
+
+/* Runs $DTSIM_BIN in folder `cwd` with the arguments (NULL-terminated);
+ * returns its exit status, its output in *out and *err. */
+int test_run_dtsim (const char *cwd, char **out, char **err, const char *first, ...)
+  G_GNUC_NULL_TERMINATED;
+
 /* Aborts the test unless |a - b| <= rel × max(|a|, |b|). */
 void test_assert_close (double a, double b, double rel);
 
