@@ -47,17 +47,14 @@ test_load_scenario_error (const char *text)
 }
 
 int
-test_run_dtsim (const char *cwd, char **out, char **err, const char *first, ...)
+test_run_dtsim_argv (const char *cwd, char **out, char **err, const char *const *args)
 {
   const char *bin = g_getenv ("DTSIM_BIN");
   g_assert_nonnull (bin);
   GPtrArray *argv = g_ptr_array_new ();
   g_ptr_array_add (argv, (char *) bin);
-  va_list ap;
-  va_start (ap, first);
-  for (const char *a = first; a; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (char *) a);
-  va_end (ap);
+  for (int i = 0; args[i]; i++)
+    g_ptr_array_add (argv, (char *) args[i]);
   g_ptr_array_add (argv, NULL);
   int status = 0;
   g_autoptr (GError) error = NULL;
@@ -67,6 +64,21 @@ test_run_dtsim (const char *cwd, char **out, char **err, const char *first, ...)
   g_ptr_array_unref (argv);
   g_assert_true (WIFEXITED (status));
   return WEXITSTATUS (status);
+}
+
+int
+test_run_dtsim (const char *cwd, char **out, char **err, const char *first, ...)
+{
+  GPtrArray *args = g_ptr_array_new ();
+  va_list ap;
+  va_start (ap, first);
+  for (const char *a = first; a; a = va_arg (ap, const char *))
+    g_ptr_array_add (args, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (args, NULL);
+  int status = test_run_dtsim_argv (cwd, out, err, (const char *const *) args->pdata);
+  g_ptr_array_unref (args);
+  return status;
 }
 
 void

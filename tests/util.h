@@ -20,6 +20,9 @@ char *test_load_scenario_error (const char *text);
 int test_run_dtsim (const char *cwd, char **out, char **err, const char *first, ...)
   G_GNUC_NULL_TERMINATED;
 
+/* The same with the arguments in a NULL-terminated array. */
+int test_run_dtsim_argv (const char *cwd, char **out, char **err, const char *const *args);
+
 /* Aborts the test unless |a - b| <= rel × max(|a|, |b|). */
 void test_assert_close (double a, double b, double rel);
 
