@@ -152,19 +152,22 @@ test_closed_form (void)
 }
 
 /* H = 1, plain SGD: mean of (x - lr g_w) = x - lr mean(g_w), so local SGD
+ * (momentum too: each worker's buffer is linear in its gradients)
  * follows the all-reduce policy's parameters: every evaluation (after every
  * averaging) gives the same loss to float tolerance, at the same time. */
 static void
 test_matches_allreduce (void)
 {
-  for (gsize a = 0; a < G_N_ELEMENTS (algs); a++)
+  for (gsize a = 0; a <= G_N_ELEMENTS (algs); a++)
     {
-      g_autofree char *s1 = g_strdup_printf ("policy.algorithm=%s", algs[a]);
+      /* every algorithm with SGD; momentum (linear in the gradient too) with ring */
+      gboolean momentum = a == G_N_ELEMENTS (algs);
+      g_autofree char *s1 = g_strdup_printf ("policy.algorithm=%s", momentum ? "ring" : algs[a]);
+      const char *opt = momentum ? "model.optimizer=momentum" : "model.optimizer=sgd";
       const char *ls_sets[] = { s1, "policy.sync_every=1", "scenario.iterations=30",
-                                "cluster.workers=3", "model.optimizer=sgd", NULL };
+                                "cluster.workers=3", opt, NULL };
       const char *ar_sets[] = { s1, "policy.kind=allreduce", "policy.bucket_size=0",
-                                "scenario.iterations=30", "cluster.workers=3",
-                                "model.optimizer=sgd", NULL };
+                                "scenario.iterations=30", "cluster.workers=3", opt, NULL };
       Result *ls = run_text (cluster, ls_sets);
       Result *ar = run_text (cluster, ar_sets);
       g_assert_cmpuint (ls->metrics->len, ==, 31); /* time 0, then every iteration */
