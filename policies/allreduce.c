@@ -71,37 +71,18 @@ typedef struct {
   double sum_compute, sum_comm, sum_wait;
 } ArPolicy;
 
-static GPtrArray *
-ar_host_names (int workers, int servers)
-{
-  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
-  for (int w = 0; w < workers; w++)
-    g_ptr_array_add (names, g_strdup_printf ("worker%d", w));
-  return names;
-}
-
 static void start_iteration (EngSim *sim, gpointer ctx, gpointer data);
 
 static void
 span (ArPolicy *ar, int w, const char *kind, double a, double b)
 {
-  if (!ar->env.rec.want_spans || !ar->env.rec.span || !(b > a))
-    return;
-  char name[32];
-  g_snprintf (name, sizeof name, "worker%d", w);
-  ar->env.rec.span (ar->env.rec.ctx, name, kind, a, b, ar->iter, 0);
+  pol_worker_span (&ar->env, w, kind, a, b, ar->iter);
 }
 
 static void
 record_metric (ArPolicy *ar)
 {
-  if (!ar->env.model)
-    return;
-  double loss, acc;
-  pol_evaluate (&ar->env, ar->params, &loss, &acc);
-  if (ar->env.rec.metric)
-    ar->env.rec.metric (ar->env.rec.ctx, eng_sim_now (ar->env.sim), ar->updates, loss, acc);
-  if (ar->env.target_loss > 0 && loss <= ar->env.target_loss)
+  if (pol_report_metric (&ar->env, ar->params, eng_sim_now (ar->env.sim), ar->updates))
     {
       ar->reached_target = TRUE;
       ar->finished = TRUE;
@@ -373,7 +354,7 @@ const PolPolicyOps pol_allreduce_ops = {
                  "as backward produces them, every worker applies the averaged update",
   .tag_names = ar_tags,
   .n_tags = G_N_ELEMENTS (ar_tags),
-  .host_names = ar_host_names,
+  .host_names = pol_worker_host_names,
   .create = ar_create,
   .start = ar_start,
   .finish = ar_finish,

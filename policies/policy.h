@@ -88,6 +88,7 @@ typedef struct {
   gint64 staleness;           /* SSP bound */
   const char *algorithm;      /* all-reduce algorithm (collectives.h) */
   double bucket_bytes;        /* gradient bucket size, bytes; 0 = one bucket */
+  gint64 sync_every;          /* local SGD: local steps H between averagings */
   double reduce_per_byte;     /* s per byte combined in a collective */
   PolComputeTime compute_time;
   PolUpdateTime update_time;
@@ -174,6 +175,23 @@ const PolPolicyOps *pol_lookup (const char *name);
 extern const PolPolicyOps pol_ps_ops;
 /* All-reduce data parallelism with gradient buckets (docs/policies.md). */
 extern const PolPolicyOps pol_allreduce_ops;
+/* Local SGD: H local steps per worker, then model averaging by all-reduce
+ * (docs/policies.md). */
+extern const PolPolicyOps pol_local_sgd_ops;
+
+/* Pieces shared by the data-parallel policies (policies/common.c). */
+
+/* Host names "worker0" ... "worker{W-1}" (no servers; caller frees). */
+GPtrArray *pol_worker_host_names (int workers, int servers);
+/* Reports a span of worker w (actor "worker<w>") when env's recorder wants
+ * spans and b > a; bytes 0. */
+void pol_worker_span (const PolEnv *env, int w, const char *kind, double a,
+                      double b, gint64 iteration);
+/* Evaluates `params` at simulated time t after `updates` applied gradients
+ * and reports the metric; without math does nothing.  Returns TRUE when the
+ * loss reached env->target_loss (> 0): the caller then stops the run. */
+gboolean pol_report_metric (const PolEnv *env, const float *params, double t,
+                            gint64 updates);
 
 /* Bounds [lo, hi) of shard s when n parameters are split into S contiguous
  * shards whose sizes differ by at most one (the first n % S get one more). */

@@ -141,10 +141,10 @@ cmd_check (int argc, char **argv)
                            c->device ? " on " : "", c->device ? c->device : "")
         : g_strdup ("");
       printf ("model: %s, %d layers, %" G_GSIZE_FORMAT " parameters; step of batch %"
-              G_GINT64_FORMAT ": %.6g s (forward %.6g s), %.4g GFLOP; update %.6g s; "
+              G_GINT64_FORMAT ": %.6g s (serial %.6g s, forward %.6g s), %.4g GFLOP; update %.6g s; "
               "device memory needed %.4g GiB%s\n",
               c->workload ? c->workload : m->ops->name, m->n_layers, P, c->batch, cost.step,
-              cost.forward,
+              cost.serial, cost.forward,
               (m->ops->flops_forward (m, (int) c->batch)
                + m->ops->flops_backward (m, (int) c->batch)) / 1e9,
               cost.update, mem / (1024.0 * 1024.0 * 1024.0), of);

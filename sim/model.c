@@ -16,6 +16,8 @@
  * first so the result does not depend on how finely a model is cut into
  * layers.  [device] step_time, when set, fixes the step and keeps the
  * layers' FLOP shares for where inside it each gradient is ready.
+ * [device] serial_time is added before the forward pass of every step,
+ * whichever of the two priced the rest (Amdahl's serial part).
  */
 #include "config.h"
 
@@ -111,14 +113,16 @@ sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
       step = t_fwd + t_bwd;
       out->forward = t_fwd;
     }
-  out->step = step;
   out->backward = step - out->forward;
-  /* backward runs from the last layer to the first */
-  double t = out->forward;
+  /* the serial part ([device] serial_time) comes first, then forward, then
+   * backward from the last layer to the first */
+  out->serial = c->serial_time;
+  double t = out->serial + out->forward;
+  out->step = out->serial + step;
   for (int l = L - 1; l >= 0; l--)
     {
       t += bwd[l];
-      out->grad_ready[l] = l == 0 ? step : MIN (t, step);
+      out->grad_ready[l] = l == 0 ? out->step : MIN (t, out->step);
     }
   g_free (bwd);
   out->update = sim_update_seconds (c, m->ops->n_params (m));

@@ -28,7 +28,9 @@ double sim_roofline_seconds (double flops, double bytes, double achieved,
 
 /* Host-independent cost of one worker step of c's model at c's batch. */
 typedef struct {
-  double step;           /* s, forward + backward */
+  double step;           /* s, serial + forward + backward */
+  double serial;         /* s, [device] serial_time: the part that does not
+                          * parallelise, before forward */
   double forward;        /* s, all layers' forward */
   double backward;       /* s, all layers' backward */
   int n_layers;

@@ -51,7 +51,7 @@ static const char *const partition_names[] = { "iid", "by-label", NULL };
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", NULL };
 static const char *const precision_names[] = { "fp32", "tf32", "bf16", "fp16", NULL };
 static const char *const compute_time_names[] = { "model", "measured", NULL };
-static const char *const policy_names[] = { "ps", "allreduce", NULL };
+static const char *const policy_names[] = { "ps", "allreduce", "local-sgd", NULL };
 static const char *const reduce_names[] = { "free", "memory", NULL };
 static const char *const nic_names[] = { "node", "gpu", NULL };
 
@@ -83,6 +83,8 @@ static const KeyDef keys[] = {
     "Share of peak FLOP/s achieved, in (0, 1]." },
   { "device", "step_time", KT_QUANTITY, SIM_UNIT_TIME, "-1", -1, BIG, 0, NULL, OFF (step_time),
     "Fixed compute time of one worker step (forward + backward), zero allowed; overrides the FLOP model. Default: unset (-1), use FLOPs / (flops x efficiency)." },
+  { "device", "serial_time", KT_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (serial_time),
+    "Time of every worker step that does not parallelise (Amdahl's serial part: input pipeline, host work), added before the forward pass of every step, with step_time or the FLOP model." },
   { "device", "memory_bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (memory_bandwidth),
     "Memory bandwidth of every device (0 = not modelled): a layer costs max(FLOPs / (flops x efficiency), bytes / memory_bandwidth); also prices reductions when [policy] reduce = memory." },
   { "device", "memory", KT_QUANTITY, SIM_UNIT_SIZE, "0", 0, BIG, 0, NULL, OFF (memory),
@@ -155,6 +157,8 @@ static const KeyDef keys[] = {
     "Learning-rate warm-up: the rate grows linearly over this many optimizer steps (0 = none)." },
   { "model", "batch", KT_INT, 0, "32", 1, 1e9, 0, NULL, OFF (batch),
     "Samples per worker step." },
+  { "model", "global_batch", KT_INT, 0, "0", 0, 1e12, 0, NULL, OFF (global_batch),
+    "Strong scaling: samples per step summed over all workers; each worker's batch is global_batch / workers, which must divide exactly (0 = unset, use batch)." },
   { "model", "lr", KT_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
     "Learning rate applied to every gradient the servers receive." },
   { "model", "eval_every", KT_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
@@ -183,6 +187,8 @@ static const KeyDef keys[] = {
     "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap." },
   { "policy", "reduce", KT_ENUM, 0, "free", 0, 0, 0, reduce_names, OFF (reduce_memory),
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth." },
+  { "policy", "sync_every", KT_INT, 0, "1", 1, 1e12, 0, NULL, OFF (sync_every),
+    "kind = local-sgd: local steps H each worker takes on its own model between two averagings of the models (all-reduce with algorithm)." },
   { "stragglers", "model", KT_ENUM, 0, "none", 0, 0, 0, straggler_names, OFF (straggler),
     "none; fixed: listed workers are always `factor` times slower; bernoulli: each step is `factor` times slower with probability p." },
   { "stragglers", "factor", KT_QUANTITY, SIM_UNIT_NONE, "4", 1, BIG, 0, NULL, OFF (factor),
@@ -383,12 +389,52 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
   g_assert_not_reached ();
 }
 
+/* Replaces the params-row text of "section.key" in c. */
+static void
+set_param_int (SimConfig *c, const char *dotted, gint64 v)
+{
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), dotted) == 0)
+      {
+        g_free (g_ptr_array_index (c->param_values, i));
+        g_ptr_array_index (c->param_values, i) = g_strdup_printf ("%" G_GINT64_FORMAT, v);
+        return;
+      }
+}
+
+/* [model] global_batch: strong scaling, each worker's batch is the global
+ * batch shared out, which must divide exactly. */
+static gboolean
+check_global_batch (SimConfig *c, const char *file, GError **error)
+{
+  if (c->global_batch == 0)
+    return TRUE;
+  const KeyDef *k = find_key ("model", "global_batch");
+  if (g_hash_table_contains (c->given, "model.batch"))
+    return fail (error, file, k,
+                 "set together with [model] batch; give either the per-worker batch or the global batch, not both");
+  if (c->global_batch % c->workers != 0)
+    {
+      gint64 lo = c->global_batch / c->workers * c->workers;
+      return fail (error, file, k,
+                   "%" G_GINT64_FORMAT " samples cannot be shared equally among %" G_GINT64_FORMAT
+                   " workers; use a multiple of the workers (e.g. %" G_GINT64_FORMAT " or %"
+                   G_GINT64_FORMAT ")", c->global_batch, c->workers,
+                   lo > 0 ? lo : c->workers, lo + c->workers);
+    }
+  c->batch = c->global_batch / c->workers;
+  set_param_int (c, "model.batch", c->batch);
+  return TRUE;
+}
+
 /* Rules that involve more than one key. */
 static gboolean
 check_cross (SimConfig *c, const char *file, GError **error)
 {
   if (c->servers == 0)
     c->servers = c->workers;
+  if (!check_global_batch (c, file, error))
+    return FALSE;
   c->math = strcmp (c->backend, "none") != 0;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;

@@ -49,6 +49,7 @@ typedef struct {
   double flops;          /* peak FLOP/s */
   double efficiency;     /* share of peak achieved, (0, 1] */
   double step_time;      /* seconds per step; < 0 = use FLOPs */
+  double serial_time;    /* seconds per step that do not parallelise, added */
   double memory_bandwidth; /* bytes/s, 0 = not modelled */
   double memory;         /* bytes of device memory, 0 = not checked */
   int precision;         /* SimPrecision: which peak [cluster] device gives */
@@ -84,6 +85,7 @@ typedef struct {
   double momentum, beta1, beta2, eps;
   gint64 warmup;         /* steps of learning-rate warm-up */
   gint64 batch;          /* samples per worker step */
+  gint64 global_batch;   /* samples per step over all workers, 0 = unset */
   double lr;
   gint64 eval_every;     /* evaluate every this many applied gradients */
   gint64 eval_samples;   /* training samples the loss is measured on, 0 = all */
@@ -96,6 +98,7 @@ typedef struct {
   char *algorithm;       /* all-reduce algorithm */
   double bucket_size;    /* bytes, 0 = one bucket */
   gboolean reduce_memory; /* reductions cost memory traffic */
+  gint64 sync_every;     /* local-sgd: local steps between averagings */
   /* [stragglers] */
   SimStragglerModel straggler;
   double factor;         /* slowdown of a slow step, >= 1 */

@@ -19,6 +19,7 @@
 #include "netmodel/netmodel.h"
 #include "policies/collectives.h"
 #include "policies/policy.h"
+#include "tests/util.h"
 
 #define LINK_BW   1.25e9           /* bytes/s (10 Gb/s) */
 #define LINK_LAT  5e-6             /* s per link */
@@ -157,34 +158,12 @@ pow2_floor (int p)
   return 1 << (int) floor (log2 ((double) p) + 1e-12);
 }
 
-/* The closed forms of all-reduce with contention = none (docs/collectives.md)
- * for N bytes; ring and halving-doubling need n divisible by p (resp. p'). */
+/* The closed forms of all-reduce with contention = none (docs/collectives.md,
+ * tests/util.c) for N bytes on this file's star. */
 static double
 closed_allreduce (const char *alg, int p, double N, double gamma)
 {
-  if (strcmp (alg, "ring") == 0)
-    /* Patarasuk & Yuan 2009 */
-    return 2.0 * (p - 1) * ALPHA + 2.0 * (p - 1) / p * N * BETA
-           + (double) (p - 1) / p * N * gamma;
-  if (strcmp (alg, "tree") == 0)
-    return 2.0 * log2_ceil (p) * (ALPHA + N * BETA)
-           + log2_ceil (p) * N * gamma;
-  if (strcmp (alg, "naive") == 0)
-    return 2 * (ALPHA + N * BETA) + (p - 1) * N * gamma;
-  if (strcmp (alg, "halving-doubling") == 0)
-    {
-      int pp = pow2_floor (p);
-      double lg = log2 ((double) pp);
-
-      if (pp == p) /* Rabenseifner 2004 */
-        return 2 * lg * ALPHA + 2.0 * (p - 1) / p * N * BETA
-               + (double) (p - 1) / p * N * gamma;
-      /* Thakur et al. 2005: one more step before and after */
-      return 2 * (lg + 1) * ALPHA
-             + 2 * (1 + (double) (pp - 1) / pp) * N * BETA
-             + (1 + (double) (pp - 1) / pp) * N * gamma;
-    }
-  g_assert_not_reached ();
+  return test_allreduce_closed_form (alg, p, N, ALPHA, BETA, gamma);
 }
 
 /* Every rank holds the same buffer, the sum of the inputs. */

@@ -87,3 +87,40 @@ test_assert_close (double a, double b, double rel)
   if (fabs (a - b) > rel * MAX (fabs (a), fabs (b)))
     g_error ("%.17g != %.17g (relative tolerance %g)", a, b, rel);
 }
+
+static int
+log2_ceil (int p)
+{
+  return (int) ceil (log2 ((double) p) - 1e-12);
+}
+
+static int
+pow2_floor (int p)
+{
+  return 1 << (int) floor (log2 ((double) p) + 1e-12);
+}
+
+double
+test_allreduce_closed_form (const char *alg, int p, double N, double alpha, double beta,
+                            double gamma)
+{
+  if (strcmp (alg, "ring") == 0)
+    return 2.0 * (p - 1) * alpha + 2.0 * (p - 1) / p * N * beta
+           + (double) (p - 1) / p * N * gamma;
+  if (strcmp (alg, "tree") == 0)
+    return 2.0 * log2_ceil (p) * (alpha + N * beta) + log2_ceil (p) * N * gamma;
+  if (strcmp (alg, "naive") == 0)
+    return 2 * (alpha + N * beta) + (p - 1) * N * gamma;
+  if (strcmp (alg, "halving-doubling") == 0)
+    {
+      int pp = pow2_floor (p);
+      double lg = log2 ((double) pp);
+      if (pp == p)
+        return 2 * lg * alpha + 2.0 * (p - 1) / p * N * beta
+               + (double) (p - 1) / p * N * gamma;
+      /* one more step before and after */
+      return 2 * (lg + 1) * alpha + 2 * (1 + (double) (pp - 1) / pp) * N * beta
+             + (1 + (double) (pp - 1) / pp) * N * gamma;
+    }
+  g_assert_not_reached ();
+}

@@ -23,6 +23,15 @@ int test_run_dtsim (const char *cwd, char **out, char **err, const char *first, 
 /* The same with the arguments in a NULL-terminated array. */
 int test_run_dtsim_argv (const char *cwd, char **out, char **err, const char *const *args);
 
+/* The closed form of an all-reduce of N bytes among p ranks with contention
+ * = none, every route of latency alpha (s) and 1/beta bytes/s, gamma s per
+ * byte reduced (docs/collectives.md): ring (Patarasuk & Yuan 2009), tree,
+ * naive, halving-doubling (Rabenseifner 2004; Thakur et al. 2005 when p is
+ * not a power of two).  Ring and halving-doubling assume the element count
+ * divisible by p (resp. by the largest power of two <= p). */
+double test_allreduce_closed_form (const char *alg, int p, double N, double alpha,
+                                   double beta, double gamma);
+
 /* Aborts the test unless |a - b| <= rel × max(|a|, |b|). */
 void test_assert_close (double a, double b, double rel);
 

@@ -1,0 +1,351 @@
+/*
+ * localsgd.c — local SGD: workers train their own copies of the model and
+ * average them every H local steps.
+ *
+ * Every worker w keeps its own parameters x_w and its own optimizer state.
+ * A round is H local steps ([policy] sync_every) followed by one model
+ * averaging.  docs/policies.md ("Local SGD") is the normative description:
+ *
+ *   - A round starts for every worker at the same instant R (0 for the
+ *     first).  Worker w runs its local steps back to back: a step computes a
+ *     real gradient on the worker's next batch at x_w, taking T_w =
+ *     compute_time(w) (device model times straggler factor, drawn when the
+ *     step starts), then applies the worker's optimizer to x_w, taking
+ *     update_time(P).  Workers do not wait for one another inside a round.
+ *   - When the last worker has finished its last local step of the round
+ *     (time M), the parameter vectors (P floats, one buffer) are summed with
+ *     an all-reduce of [policy] algorithm (collectives.h, real buffers); when
+ *     it ends (time E) every worker divides the sum by W (taking no simulated
+ *     time) and the next round starts at E.
+ *   - The run has `iterations` local steps per worker; a last round shorter
+ *     than H (iterations not a multiple of H) is averaged too, so a run
+ *     always ends on an averaged model.
+ *
+ * An iteration is one local step of one worker.  Its row: compute = T_w +
+ * update; a step that is not the last of its round has comm = wait = 0; the
+ * last one also holds wait = M - (its own end of step) and comm = E - M, so
+ * that its row ends at E.  Every local step counts as one applied gradient
+ * (eval_every); the model is evaluated only after an averaging, the first
+ * one at which eval_every more gradients have been applied since the last
+ * evaluation (default eval_every = W: after every averaging).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/collectives.h"
+#include "policies/policy.h"
+
+typedef struct {
+  PolEnv env;
+  const PolCollAlgorithm *alg;
+  gint64 H;                /* local steps per round */
+  int *hosts;              /* (workers) */
+  float **params;          /* (workers) x_w, (n_params) each; NULL without math */
+  float **grad;            /* (workers) scratch gradients, (n_params) each */
+  KernOptimizer **opt;     /* (workers) each worker's optimizer state */
+  PolSampler *samplers;
+  float *x;                /* (batch, d) scratch batch */
+  int *y;                  /* (batch) */
+  int *idx;                /* (batch) */
+  double update_time;      /* s, one optimizer step on P parameters */
+  /* the round in progress */
+  gint64 round_first;      /* iteration index of the round's first local step */
+  gint64 round_steps;      /* local steps in this round, <= H */
+  gint64 *steps;           /* (workers) local steps finished in this round */
+  double *step_start;      /* (workers) s, start of the step in progress */
+  double *step_cost;       /* (workers) s, T_w + update of that step */
+  double *phase_end;       /* (workers) s, end of its last local step */
+  int n_done;              /* workers done with their local steps */
+  double sync_start;       /* s, M: when the averaging all-reduce started */
+  gint64 updates, next_eval;
+  gint64 syncs;            /* averagings done */
+  double end_time;
+  gboolean finished, reached_target;
+  double sum_compute, sum_comm, sum_wait;
+} LsPolicy;
+
+static void start_round (LsPolicy *ls);
+
+static void
+record_metric (LsPolicy *ls)
+{
+  const float *params = ls->params ? ls->params[0] : NULL;
+  if (pol_report_metric (&ls->env, params, eng_sim_now (ls->env.sim), ls->updates))
+    {
+      ls->reached_target = TRUE;
+      ls->finished = TRUE;
+      ls->end_time = eng_sim_now (ls->env.sim);
+      eng_stop (ls->env.sim);
+    }
+}
+
+/* Reports one finished local step of worker w. */
+static void
+emit_iteration (LsPolicy *ls, int w, gint64 iter, double start, double end,
+                double compute, double comm, double wait)
+{
+  ls->sum_compute += compute;
+  ls->sum_comm += comm;
+  ls->sum_wait += wait;
+  if (ls->env.rec.want_iterations && ls->env.rec.iteration)
+    ls->env.rec.iteration (ls->env.rec.ctx, w, iter, start, end, compute, comm, wait, 0);
+}
+
+/* The averaging all-reduce has ended: divide, close the round. */
+static void
+on_sync_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  LsPolicy *ls = ctx;
+  const PolEnv *env = &ls->env;
+  double now = eng_sim_now (sim);
+  int W = env->workers;
+  if (ls->params)
+    {
+      float inv = 1.0f / (float) W;
+      for (int w = 0; w < W; w++)
+        {
+          float *p = ls->params[w];
+          for (gsize i = 0; i < env->n_params; i++)
+            p[i] *= inv;
+        }
+    }
+  gint64 iter = ls->round_first + ls->round_steps - 1;
+  for (int w = 0; w < W; w++)
+    {
+      double wait = ls->sync_start - ls->phase_end[w];
+      double comm = now - ls->sync_start;
+      emit_iteration (ls, w, iter, ls->step_start[w], now, ls->step_cost[w], comm, wait);
+      pol_worker_span (env, w, "wait", ls->phase_end[w], ls->sync_start, iter);
+      pol_worker_span (env, w, "send", ls->sync_start, now, iter);
+    }
+  ls->syncs++;
+  ls->round_first += ls->round_steps;
+  gboolean last = ls->round_first >= env->iterations;
+  if (ls->updates >= ls->next_eval || last)
+    {
+      while (ls->next_eval <= ls->updates)
+        ls->next_eval += env->eval_every;
+      record_metric (ls);
+    }
+  if (ls->finished)
+    return;
+  if (last)
+    {
+      ls->finished = TRUE;
+      ls->end_time = now;
+      eng_stop (sim);
+      return;
+    }
+  start_round (ls);
+}
+
+/* Every worker has finished its local steps: all-reduce the parameters. */
+static void
+start_sync (LsPolicy *ls)
+{
+  const PolEnv *env = &ls->env;
+  ls->sync_start = eng_sim_now (env->sim);
+  PolCollArgs a = {
+    .sim = env->sim,
+    .net = env->net,
+    .p = env->workers,
+    .hosts = ls->hosts,
+    .bufs = ls->params,
+    .n = env->n_params,
+    .elem_bytes = sizeof (float),
+    .reduce_per_byte = env->reduce_per_byte,
+    .root = 0,
+    .tag = 0,
+  };
+  g_autoptr (GError) error = NULL;
+  if (!ls->alg->start (&a, POL_COLL_ALLREDUCE, on_sync_done, ls, NULL, &error))
+    g_error ("all-reduce with %s: %s", ls->alg->name, error->message); /* validated before */
+}
+
+static void start_step (LsPolicy *ls, int w);
+
+/* Worker w's local step (gradient and optimizer step) has ended. */
+static void
+on_step_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  LsPolicy *ls = ctx;
+  int w = GPOINTER_TO_INT (data);
+  double now = eng_sim_now (sim);
+  ls->steps[w]++;
+  ls->updates++;
+  if (ls->env.rec.progress)
+    ls->env.rec.progress (ls->env.rec.ctx, now, ls->updates,
+                          ls->env.iterations * ls->env.workers);
+  if (ls->steps[w] < ls->round_steps)
+    {
+      emit_iteration (ls, w, ls->round_first + ls->steps[w] - 1, ls->step_start[w], now,
+                      ls->step_cost[w], 0, 0);
+      start_step (ls, w);
+      return;
+    }
+  /* its last local step: the row is written when the averaging ends */
+  ls->phase_end[w] = now;
+  if (++ls->n_done == ls->env.workers)
+    start_sync (ls);
+}
+
+static void
+start_step (LsPolicy *ls, int w)
+{
+  const PolEnv *env = &ls->env;
+  double now = eng_sim_now (env->sim);
+  gint64 iter = ls->round_first + ls->steps[w];
+  double host = 0;
+  if (ls->params)
+    {
+      pol_sampler_next (&ls->samplers[w], env->batch, ls->idx);
+      kern_dataset_gather (env->train, ls->idx, env->batch, ls->x, ls->y);
+      gint64 t0 = g_get_monotonic_time ();
+      env->model->ops->loss_grad (env->model, ls->params[w], ls->x, ls->y, env->batch,
+                                  ls->grad[w]);
+      host = (double) (g_get_monotonic_time () - t0) / 1e6;
+      /* x_w is read by no one before the step ends: update it now */
+      kern_optimizer_step (ls->opt[w], ls->params[w], ls->grad[w]);
+    }
+  double T = env->compute_time (env->compute_ctx, w, host);
+  ls->step_start[w] = now;
+  ls->step_cost[w] = T + ls->update_time;
+  pol_worker_span (env, w, "compute", now, now + T + ls->update_time, iter);
+  eng_schedule (env->sim, T + ls->update_time, on_step_done, ls, GINT_TO_POINTER (w));
+}
+
+static void
+start_round (LsPolicy *ls)
+{
+  ls->round_steps = MIN (ls->H, ls->env.iterations - ls->round_first);
+  ls->n_done = 0;
+  for (int w = 0; w < ls->env.workers; w++)
+    ls->steps[w] = 0;
+  for (int w = 0; w < ls->env.workers; w++)
+    start_step (ls, w);
+}
+
+static void
+ls_round_event (EngSim *sim, gpointer ctx, gpointer data)
+{
+  start_round (ctx);
+}
+
+static PolPolicy *
+ls_create (const PolEnv *env, GError **error)
+{
+  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
+  if (!alg)
+    {
+      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+                   "unknown all-reduce algorithm '%s'", env->algorithm);
+      return NULL;
+    }
+  LsPolicy *ls = g_new0 (LsPolicy, 1);
+  ls->env = *env;
+  ls->alg = alg;
+  ls->H = MAX (env->sync_every, 1);
+  int W = env->workers;
+  gsize P = env->n_params;
+  if (ls->env.eval_every <= 0)
+    ls->env.eval_every = W;
+  ls->hosts = g_new (int, W);
+  for (int w = 0; w < W; w++)
+    ls->hosts[w] = w;
+  ls->steps = g_new0 (gint64, W);
+  ls->step_start = g_new0 (double, W);
+  ls->step_cost = g_new0 (double, W);
+  ls->phase_end = g_new0 (double, W);
+  if (env->model)
+    {
+      ls->params = g_new (float *, W);
+      ls->grad = g_new (float *, W);
+      ls->opt = g_new (KernOptimizer *, W);
+      ls->params[0] = g_new0 (float, P);
+      env->model->ops->init (env->model, ls->params[0], env->seed);
+      for (int w = 0; w < W; w++)
+        {
+          if (w > 0)
+            ls->params[w] = g_memdup2 (ls->params[0], P * sizeof (float));
+          ls->grad[w] = g_new0 (float, P);
+          ls->opt[w] = kern_optimizer_new (&env->opt, P);
+        }
+      ls->x = g_new (float, (gsize) env->batch * env->model->d);
+      ls->y = g_new (int, env->batch);
+      ls->idx = g_new (int, env->batch);
+      ls->samplers = pol_samplers_for_env (env);
+    }
+  ls->update_time = env->update_time (env->compute_ctx, P);
+  return (PolPolicy *) ls;
+}
+
+static void
+ls_start (PolPolicy *p)
+{
+  LsPolicy *ls = (LsPolicy *) p;
+  record_metric (ls);
+  ls->next_eval = ls->env.eval_every;
+  eng_schedule (ls->env.sim, 0, ls_round_event, ls, NULL);
+}
+
+static void
+ls_finish (PolPolicy *p, PolResult *out)
+{
+  LsPolicy *ls = (LsPolicy *) p;
+  memset (out, 0, sizeof *out);
+  out->updates = ls->updates;
+  out->rounds = ls->updates / ls->env.workers;
+  out->end_time = ls->finished ? ls->end_time : eng_sim_now (ls->env.sim);
+  pol_evaluate (&ls->env, ls->params ? ls->params[0] : NULL, &out->final_loss,
+                &out->final_accuracy);
+  out->reached_target = ls->reached_target;
+  out->compute = ls->sum_compute;
+  out->comm = ls->sum_comm;
+  out->wait = ls->sum_wait;
+}
+
+static void
+ls_free (PolPolicy *p)
+{
+  LsPolicy *ls = (LsPolicy *) p;
+  if (!ls)
+    return;
+  int W = ls->env.workers;
+  if (ls->params)
+    for (int w = 0; w < W; w++)
+      {
+        g_free (ls->params[w]);
+        g_free (ls->grad[w]);
+        kern_optimizer_free (ls->opt[w]);
+      }
+  g_free (ls->params);
+  g_free (ls->grad);
+  g_free (ls->opt);
+  g_free (ls->x);
+  g_free (ls->y);
+  g_free (ls->idx);
+  pol_samplers_free (ls->samplers, W);
+  g_free (ls->hosts);
+  g_free (ls->steps);
+  g_free (ls->step_start);
+  g_free (ls->step_cost);
+  g_free (ls->phase_end);
+  g_free (ls);
+}
+
+static const char *const ls_tags[] = { "average" };
+
+const PolPolicyOps pol_local_sgd_ops = {
+  .name = "local-sgd",
+  .description = "local SGD: every worker takes sync_every steps on its own copy of the model, "
+                 "then the copies are averaged with an all-reduce",
+  .tag_names = ls_tags,
+  .n_tags = G_N_ELEMENTS (ls_tags),
+  .host_names = pol_worker_host_names,
+  .create = ls_create,
+  .start = ls_start,
+  .finish = ls_finish,
+  .free = ls_free,
+};
