@@ -2,6 +2,7 @@
  * main.c — the `dtsim` command: run, check, plot, hardware.
  *
  *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
+ *             [--jobs N]
  *   dtsim plot DB [-o DIR] [--format png|svg]
  *   dtsim check FILE.ini [--set section.key=value]...
  *   dtsim hardware [FILE]
@@ -32,6 +33,7 @@
 static const char usage[] =
   "usage:\n"
   "  dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]\n"
+  "            [--jobs N]    # sweep points at once (default: the online cores)\n"
   "  dtsim check FILE.ini [--set section.key=value]...\n"
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
   "  dtsim keys                # the reference of every scenario key (markdown)\n"
@@ -77,19 +79,24 @@ cmd_run (int argc, char **argv)
   g_autofree char *db = NULL;
   g_auto (GStrv) sets = NULL;
   gboolean json = FALSE, quiet = FALSE;
+  int jobs = -1;   /* -1: not given */
   GOptionEntry entries[] = {
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &db, "Trace database to write", "DB" },
     { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
       "section.key=value" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress and no table", NULL },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+      "Sweep points run at once (default: the online cores)", "N" },
     { NULL }
   };
   if (!parse (&argc, &argv, entries, "run FILE.ini"))
     return 2;
+  if (jobs == 0 || jobs < -1)
+    return bad_usage ("--jobs: needs a number of points at least 1 (default: the online cores)");
   if (argc != 2)
     return bad_usage ("run needs exactly one scenario file");
-  SimRunOptions opt = { .db = db, .json = json, .quiet = quiet };
+  SimRunOptions opt = { .db = db, .json = json, .quiet = quiet, .jobs = jobs };
   GError *error = NULL;
   int code = sim_run_scenario (argv[1], (const char *const *) sets, &opt, &error);
   if (code != 0)

@@ -5,6 +5,7 @@
 #define DTSIM_SIM_PLOT_H
 
 #include <glib.h>
+#include <sqlite3.h>
 
 G_BEGIN_DECLS
 
@@ -12,6 +13,23 @@ G_BEGIN_DECLS
  * folder) in `format` ("png" or "svg").  Prints one line per file written.
  * Returns the exit code (0, 1 failure, 2 bad input) and sets *error. */
 int sim_plot (const char *db, const char *dir, const char *format, GError **error);
+
+/* Least-squares fit of Amdahl's law s(n) = 1 / (f + (1 - f) / n) to k
+ * points (n[i] workers relative to the reference, s[i] speedups): the serial
+ * fraction f in [0, 1] minimising sum (s[i] - s(n[i]))^2 (start from the
+ * linear fit of 1/s - 1/n = f (1 - 1/n), then Gauss-Newton).  *sse_out (may be
+ * NULL) receives the residual sum of squares. */
+void sim_amdahl_fit (const double *n, const double *s, int k, double *f_out,
+                     double *sse_out);
+
+/* The first simulated time (s) at which run `run`'s loss in `metrics` is at
+ * most `threshold` (ties by step); NAN if it never is. */
+double sim_plot_time_to_target (sqlite3 *db, gint64 run, double threshold);
+
+/* The default loss threshold when a run has no [scenario] target_loss: the
+ * largest of the runs' lowest losses (the lowest loss every run reaches);
+ * NAN without metrics. */
+double sim_plot_default_target (sqlite3 *db);
 
 /* Folder holding the gnuplot templates (results/plots). */
 char *sim_plot_template_dir (void);

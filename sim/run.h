@@ -21,6 +21,7 @@ typedef struct {
   const char *db;        /* -o: output database, overrides [trace] db */
   gboolean json;         /* print one JSON object instead of the table */
   gboolean quiet;        /* no progress, no table */
+  int jobs;              /* points run at once; <= 0: the number of online cores */
 } SimRunOptions;
 
 /* Runs one configuration.  Rows go to `trace` under run id `run` when trace
@@ -30,8 +31,9 @@ gboolean sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
                          const PolRecorder *extra, const char *label,
                          gboolean progress, SimRunSummary *out, GError **error);
 
-/* `dtsim run`: loads, validates, runs every point, writes the database and
- * prints the report.  Returns the process exit code (0, 1 runtime, 2 input);
+/* `dtsim run`: loads, validates, runs every point (opt->jobs at once, each in
+ * its own thread; this thread alone writes the database), writes the database
+ * and prints the report in point order.  Returns the process exit code (0, 1 runtime, 2 input);
  * on failure *error holds the one-line message. */
 int sim_run_scenario (const char *path, const char *const *sets,
                       const SimRunOptions *opt, GError **error);

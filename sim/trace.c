@@ -7,6 +7,12 @@
  * SQLite error is kept and reported when the run ends (which marks it failed).
  * Every column is written from simulated quantities except runs.wall_time, so
  * two runs of the same scenario produce identical rows elsewhere.
+ *
+ * A trace can also be a buffer (sim_trace_new_buffer): the same row calls then
+ * append records to a chunk, in memory, that is handed to a sink when full.
+ * Parallel sweeps run each point in its own thread against such a buffer; the
+ * one thread that owns the database writes the chunks (sim_trace_write_chunk)
+ * through the ordinary calls, so SQLite is only ever used from that thread.
  */
 #include "config.h"
 
@@ -27,7 +33,28 @@ struct SimTrace {
   int rows;              /* rows in the open transaction */
   gboolean in_txn;
   char *first_error;     /* first failed insertion, reported at run end */
+  /* buffer mode (db == NULL) */
+  SimTraceSink sink;     /* receives each full chunk */
+  gpointer sink_data;
+  SimTraceChunk *chunk;  /* the chunk being filled, NULL before the first row */
 };
+
+/* One buffered row: which table and its columns, by kind.  Strings point into
+ * the chunk's string pool. */
+typedef struct {
+  int table;             /* ST_METRIC ... ST_BUCKET */
+  gint64 run;
+  gint64 i[3];
+  double d[5];
+  const char *s[3];
+} Record;
+
+struct SimTraceChunk {
+  GArray *records;       /* Record, in emission order */
+  GStringChunk *strings; /* the records' strings, deduplicated */
+};
+
+#define CHUNK_RECORDS 4096
 
 static const char *const schema =
   "CREATE TABLE runs ("
@@ -182,6 +209,111 @@ sim_trace_abandon (SimTrace *t)
   g_unlink (journal);
 }
 
+SimTrace *
+sim_trace_new_buffer (SimTraceSink sink, gpointer data)
+{
+  g_return_val_if_fail (sink != NULL, NULL);
+  SimTrace *t = g_new0 (SimTrace, 1);
+  t->sink = sink;
+  t->sink_data = data;
+  return t;
+}
+
+void
+sim_trace_flush (SimTrace *t)
+{
+  g_return_if_fail (t->sink != NULL);
+  if (!t->chunk)
+    return;
+  SimTraceChunk *c = t->chunk;
+  t->chunk = NULL;
+  t->sink (c, t->sink_data);
+}
+
+void
+sim_trace_free_buffer (SimTrace *t)
+{
+  if (!t)
+    return;
+  g_return_if_fail (t->db == NULL);
+  sim_trace_chunk_free (t->chunk);
+  g_free (t);
+}
+
+void
+sim_trace_chunk_free (SimTraceChunk *c)
+{
+  if (!c)
+    return;
+  g_array_unref (c->records);
+  g_string_chunk_free (c->strings);
+  g_free (c);
+}
+
+/* A new record in the buffer's chunk; hands the chunk on once it is full
+ * (after the caller has filled the record: see buffer_done). */
+static Record *
+buffer_add (SimTrace *t, int table, gint64 run)
+{
+  if (!t->chunk)
+    {
+      t->chunk = g_new0 (SimTraceChunk, 1);
+      t->chunk->records = g_array_sized_new (FALSE, TRUE, sizeof (Record), CHUNK_RECORDS);
+      t->chunk->strings = g_string_chunk_new (1024);
+    }
+  g_array_set_size (t->chunk->records, t->chunk->records->len + 1);
+  Record *r = &g_array_index (t->chunk->records, Record, t->chunk->records->len - 1);
+  r->table = table;
+  r->run = run;
+  return r;
+}
+
+static const char *
+buffer_string (SimTrace *t, const char *s)
+{
+  return s ? g_string_chunk_insert_const (t->chunk->strings, s) : NULL;
+}
+
+static void
+buffer_done (SimTrace *t)
+{
+  if (t->chunk->records->len >= CHUNK_RECORDS)
+    sim_trace_flush (t);
+}
+
+void
+sim_trace_write_chunk (SimTrace *t, SimTraceChunk *c)
+{
+  g_return_if_fail (t->db != NULL);
+  for (guint k = 0; k < c->records->len; k++)
+    {
+      const Record *r = &g_array_index (c->records, Record, k);
+      switch (r->table)
+        {
+        case ST_METRIC:
+          sim_trace_metric (t, r->run, r->d[0], r->i[0], r->d[1], r->d[2]);
+          break;
+        case ST_ITER:
+          sim_trace_iteration (t, r->run, (int) r->i[0], r->i[1], r->d[0], r->d[1], r->d[2],
+                               r->d[3], r->d[4], r->i[2]);
+          break;
+        case ST_SPAN:
+          sim_trace_span (t, r->run, r->s[0], r->s[1], r->d[0], r->d[1], r->i[0], r->d[2]);
+          break;
+        case ST_BUCKET:
+          sim_trace_bucket (t, r->run, r->i[0], (int) r->i[1], r->d[0], r->d[1], r->d[2],
+                            r->d[3]);
+          break;
+        case ST_MSG:
+          sim_trace_message (t, r->run, r->s[0], r->s[1], r->d[0], r->d[1], r->d[2], r->s[2]);
+          break;
+        default:
+          g_assert_not_reached ();
+        }
+    }
+  sim_trace_chunk_free (c);
+}
+
 static void
 bind_real_or_null (sqlite3_stmt *st, int i, double v)
 {
@@ -280,6 +412,13 @@ void
 sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step_no,
                   double loss, double accuracy)
 {
+  if (!t->db)
+    {
+      Record *r = buffer_add (t, ST_METRIC, run);
+      r->d[0] = sim_time, r->i[0] = step_no, r->d[1] = loss, r->d[2] = accuracy;
+      buffer_done (t);
+      return;
+    }
   sqlite3_stmt *st = t->st[ST_METRIC];
   sqlite3_bind_int64 (st, 1, run);
   sqlite3_bind_double (st, 2, sim_time);
@@ -294,6 +433,14 @@ sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
                      double start, double end, double compute, double comm,
                      double wait, gint64 staleness)
 {
+  if (!t->db)
+    {
+      Record *r = buffer_add (t, ST_ITER, run);
+      r->i[0] = worker, r->i[1] = iteration, r->i[2] = staleness;
+      r->d[0] = start, r->d[1] = end, r->d[2] = compute, r->d[3] = comm, r->d[4] = wait;
+      buffer_done (t);
+      return;
+    }
   sqlite3_stmt *st = t->st[ST_ITER];
   sqlite3_bind_int64 (st, 1, run);
   sqlite3_bind_int (st, 2, worker);
@@ -311,6 +458,14 @@ void
 sim_trace_span (SimTrace *t, gint64 run, const char *actor, const char *kind,
                 double start, double end, gint64 iteration, double bytes)
 {
+  if (!t->db)
+    {
+      Record *r = buffer_add (t, ST_SPAN, run);
+      r->s[0] = buffer_string (t, actor), r->s[1] = buffer_string (t, kind);
+      r->d[0] = start, r->d[1] = end, r->i[0] = iteration, r->d[2] = bytes;
+      buffer_done (t);
+      return;
+    }
   sqlite3_stmt *st = t->st[ST_SPAN];
   sqlite3_bind_int64 (st, 1, run);
   sqlite3_bind_text (st, 2, actor, -1, SQLITE_STATIC);
@@ -329,6 +484,14 @@ void
 sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket, double bytes,
                   double ready, double start, double end)
 {
+  if (!t->db)
+    {
+      Record *r = buffer_add (t, ST_BUCKET, run);
+      r->i[0] = iteration, r->i[1] = bucket;
+      r->d[0] = bytes, r->d[1] = ready, r->d[2] = start, r->d[3] = end;
+      buffer_done (t);
+      return;
+    }
   sqlite3_stmt *st = t->st[ST_BUCKET];
   sqlite3_bind_int64 (st, 1, run);
   sqlite3_bind_int64 (st, 2, iteration);
@@ -344,6 +507,15 @@ void
 sim_trace_message (SimTrace *t, gint64 run, const char *src, const char *dst,
                    double bytes, double start, double end, const char *tag)
 {
+  if (!t->db)
+    {
+      Record *r = buffer_add (t, ST_MSG, run);
+      r->s[0] = buffer_string (t, src), r->s[1] = buffer_string (t, dst);
+      r->s[2] = buffer_string (t, tag);
+      r->d[0] = bytes, r->d[1] = start, r->d[2] = end;
+      buffer_done (t);
+      return;
+    }
   sqlite3_stmt *st = t->st[ST_MSG];
   sqlite3_bind_int64 (st, 1, run);
   sqlite3_bind_text (st, 2, src, -1, SQLITE_STATIC);

@@ -19,6 +19,11 @@ G_BEGIN_DECLS
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
+/* Rows buffered by a trace in buffer mode, waiting to be written. */
+typedef struct SimTraceChunk SimTraceChunk;
+/* Receives a full chunk of a buffer (in the thread that produced its rows);
+ * takes ownership of it. */
+typedef void (*SimTraceSink) (SimTraceChunk *chunk, gpointer data);
 
 /* What a finished run reports into its `runs` row. */
 typedef struct {
@@ -38,6 +43,20 @@ SimTrace *sim_trace_open (const char *path, GError **error);
 gboolean sim_trace_close (SimTrace *t, GError **error);
 /* Closes and deletes the file (nothing half-written stays behind). */
 void sim_trace_abandon (SimTrace *t);
+
+/* A trace in buffer mode: the row calls (metric, iteration, span, bucket,
+ * message) append to a chunk in memory, handed to `sink` every few thousand
+ * rows and by sim_trace_flush().  It has no database: begin/end/fail_run and
+ * close must not be called on it.  Used by one thread at a time. */
+SimTrace *sim_trace_new_buffer (SimTraceSink sink, gpointer data);
+/* Hands the partly filled chunk, if any, to the sink. */
+void sim_trace_flush (SimTrace *t);
+/* Frees a buffer (and any rows not yet flushed). */
+void sim_trace_free_buffer (SimTrace *t);
+/* Writes a chunk's rows to the database `t`, in their order, and frees it.
+ * Errors are kept as for any row and reported by sim_trace_end_run(). */
+void sim_trace_write_chunk (SimTrace *t, SimTraceChunk *chunk);
+void sim_trace_chunk_free (SimTraceChunk *chunk);
 
 /* Inserts the run (status 'running') and its params; returns its id or -1. */
 gint64 sim_trace_begin_run (SimTrace *t, const SimConfig *c,

@@ -38,7 +38,9 @@ tmp (const char *name)
 /* dtsim with the arguments (NULL-terminated), run in tmpdir. */
 #define dtsim(out, err, ...) test_run_dtsim (tmpdir, (out), (err), __VA_ARGS__)
 
-/* Every row of every table, as text, wall_time excluded. */
+/* Every row of every table, as text, wall_time excluded; rows by run, and
+ * within a run in the order they were written (runs of a parallel sweep may
+ * interleave in rowid order). */
 static char *
 dump (const char *path)
 {
@@ -48,12 +50,12 @@ dump (const char *path)
   const char *queries[] = {
     "SELECT id, scenario, name, seed, status, error, stop, sim_time, events, iterations,"
     " updates, final_loss, final_accuracy, compute, comm, wait, version FROM runs ORDER BY id",
-    "SELECT * FROM params ORDER BY rowid",
-    "SELECT * FROM metrics ORDER BY rowid",
-    "SELECT * FROM iterations ORDER BY rowid",
-    "SELECT * FROM spans ORDER BY rowid",
-    "SELECT * FROM messages ORDER BY rowid",
-    "SELECT * FROM buckets ORDER BY rowid",
+    "SELECT * FROM params ORDER BY run_id, rowid",
+    "SELECT * FROM metrics ORDER BY run_id, rowid",
+    "SELECT * FROM iterations ORDER BY run_id, rowid",
+    "SELECT * FROM spans ORDER BY run_id, rowid",
+    "SELECT * FROM messages ORDER BY run_id, rowid",
+    "SELECT * FROM buckets ORDER BY run_id, rowid",
   };
   for (gsize q = 0; q < G_N_ELEMENTS (queries); q++)
     {
@@ -115,6 +117,74 @@ test_deterministic (void)
                           NULL), ==, 0);
   g_autofree char *dc = dump (c);
   g_assert_cmpstr (da, !=, dc);
+}
+
+/* A sweep run on 1 and on 3 threads writes the same database; the summary
+ * stays in point order and each finished point prints one line. */
+static void
+test_jobs (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *a = tmp ("j1.db"), *b = tmp ("j3.db");
+  g_autofree char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
+  g_assert_cmpint (dtsim (&o1, &e1, "run", ini, "-o", a, "--jobs", "1", "--set",
+                          "sweep.cluster.workers=2,4,8", NULL), ==, 0);
+  g_assert_cmpint (dtsim (&o2, &e2, "run", ini, "-o", b, "--jobs", "3", "--set",
+                          "sweep.cluster.workers=2,4,8", NULL), ==, 0);
+  g_assert_cmpint (count (b, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), ==, 2 * 3);
+  g_autofree char *da = dump (a), *db = dump (b);
+  g_assert_cmpstr (da, ==, db);
+  /* run ids follow point order: run 3 is the third point */
+  g_assert_cmpint (count (b, "SELECT COUNT(*) FROM params WHERE run_id = 3 AND key ="
+                          " 'cluster.workers' AND value = '8'"), ==, 1);
+  g_assert_cmpint (count (b, "SELECT COUNT(*) FROM params WHERE run_id = 4 AND key ="
+                          " 'policy.consistency' AND value = 'async'"), ==, 1);
+  /* the table lists the points in order, whatever finished first */
+  const char *bsp8 = strstr (o2, "consistency=bsp cluster.workers=8");
+  const char *async2 = strstr (o2, "consistency=async cluster.workers=2");
+  g_assert_nonnull (bsp8);
+  g_assert_nonnull (async2);
+  g_assert_cmpint (bsp8 - o2, <, async2 - o2);
+  /* not a terminal: one line per finished point */
+  for (int i = 1; i <= 6; i++)
+    {
+      g_autofree char *line = g_strdup_printf ("run %d/6 done: small ", i);
+      g_assert_nonnull (strstr (e2, line));
+    }
+  /* --jobs 0 is bad usage */
+  g_autofree char *o3 = NULL, *e3 = NULL;
+  g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", a, "--jobs", "0", NULL), ==, 2);
+  g_assert_nonnull (strstr (e3, "--jobs"));
+}
+
+/* A point that fails at run time (its data files are corrupt) marks its run
+ * failed; the other points started with it finish; the exit code is 2 as for
+ * any input error found while running. */
+static void
+test_jobs_failure (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *a = tmp ("jf.db"), *bad = tmp ("bad-fashion");
+  /* the loader only checks that the files exist; reading them fails */
+  g_assert_cmpint (g_mkdir_with_parents (bad, 0755), ==, 0);
+  const char *files[] = { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
+  for (gsize i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      g_autofree char *f = g_build_filename (bad, files[i], NULL);
+      g_assert_true (g_file_set_contents (f, "junk", -1, NULL));
+    }
+  g_autofree char *set_dir = g_strdup_printf ("model.data_dir=%s", bad);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", a, "--jobs", "2", "--set",
+                          "sweep.model.dataset=synthetic,fashion-mnist", "--set", set_dir,
+                          NULL), ==, 2);
+  g_assert_nonnull (strstr (e, "dtsim: [model] data_dir: "));
+  g_assert_nonnull (strstr (e, "failed: small policy.consistency=bsp model.dataset=fashion-mnist"));
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs WHERE status = 'failed'"
+                          " AND error IS NOT NULL"), >=, 1);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs WHERE status = 'running'"), ==, 0);
+  g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), >=, 1);
 }
 
 static void
@@ -385,6 +455,8 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   tmpdir = g_dir_make_tmp ("dtsim-cli-XXXXXX", NULL);
   g_test_add_func ("/cli/run/deterministic", test_deterministic);
+  g_test_add_func ("/cli/run/jobs", test_jobs);
+  g_test_add_func ("/cli/run/jobs-failure", test_jobs_failure);
   g_test_add_func ("/cli/run/trace-contents", test_trace_contents);
   g_test_add_func ("/cli/run/json", test_json);
   g_test_add_func ("/cli/bad/unknown-key", test_bad_unknown_key);

@@ -3,6 +3,7 @@
 # Variables set by `dtsim plot`: term, outfile, datafile, nlines, titles[1..nlines].
 set terminal term size 1000,640 font ",11"
 set output outfile
+set termoption noenhanced
 set title "Time per iteration against workers"
 set xlabel "workers"
 set ylabel "simulated time per iteration (s)"

@@ -2,6 +2,7 @@
 # Variables set by `dtsim plot`: term, outfile, datafile, nruns, titles[1..nruns].
 set terminal term size 960,600 font ",11"
 set output outfile
+set termoption noenhanced
 set title "Training loss against simulated time"
 set xlabel "simulated time (s)"
 set ylabel "training loss (mean cross-entropy)"

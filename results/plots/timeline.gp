@@ -2,12 +2,13 @@
 # One row per actor; boxes are compute, communication (send and receive),
 # waiting (barrier or staleness bound) and server updates.
 # Variables set by `dtsim plot`: term, outfile, datafile, runtitle, nactors,
-# ytics_cmd (sets the actor names on the y axis), xmax.
-set terminal term size 1100,90+40*nactors font ",11"
+# ytics_cmd (sets the actor names on the y axis), xmax, height (pixels).
+set terminal term size 1100,height font ",11"
 set output outfile
+set termoption noenhanced
 set title sprintf("Timeline of %s", runtitle)
 set xlabel "simulated time (s)"
-set ylabel ""
+set ylabel "actor (worker or server)"
 set yrange [-0.7:nactors-0.3] reverse
 eval ytics_cmd
 set xrange [0:xmax]

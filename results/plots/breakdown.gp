@@ -1,0 +1,24 @@
+# breakdown.gp — where a worker's iteration goes: compute, communication and
+# waiting, as stacked bars, one bar per run (means over worker iterations).
+# Variables set by `dtsim plot`: term, outfile, datafile, nruns.
+# Data: one row per run: label, compute, comm, wait (s per worker iteration).
+set terminal term size 320+110*nruns,640 font ",11"
+set output outfile
+set termoption noenhanced
+set title "Time per worker iteration: compute, communication, waiting"
+set xlabel "run"
+set ylabel "simulated time per worker iteration (s)"
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.9 border -1
+set boxwidth 0.7
+set grid y
+set key outside right top
+set xtics rotate by -30
+set rmargin 14
+set bmargin 9
+set yrange [0:*]
+set datafile separator "\t"
+plot datafile using 2:xtic(1) lc rgb "#2b8cbe" title "compute", \
+     '' using 3 lc rgb "#fdae61" title "communication", \
+     '' using 4 lc rgb "#d7191c" title "waiting"

@@ -1,0 +1,15 @@
+# iteration-cdf.gp — distribution of worker iteration times: the empirical
+# CDF of (end - start) over every worker iteration, one line per run.
+# Variables set by `dtsim plot`: term, outfile, datafile, nruns, titles[1..nruns].
+# Data: one block per run, columns iteration time (s), cumulative share.
+set terminal term size 960,600 font ",11"
+set output outfile
+set termoption noenhanced
+set title "Distribution of iteration times (CDF over worker iterations)"
+set xlabel "simulated time per worker iteration (s)"
+set ylabel "share of worker iterations at most x (CDF)"
+set yrange [0:1.02]
+set grid
+set key bottom right
+set datafile separator "\t"
+plot for [i=1:nruns] datafile index (i-1) using 1:2 with steps lw 2 title titles[i]

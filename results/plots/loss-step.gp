@@ -1,0 +1,12 @@
+# loss-step.gp — training loss against optimizer steps, one line per run.
+# Variables set by `dtsim plot`: term, outfile, datafile, nruns, titles[1..nruns].
+set terminal term size 960,600 font ",11"
+set output outfile
+set termoption noenhanced
+set title "Training loss against steps"
+set xlabel "step (gradients applied)"
+set ylabel "training loss (mean cross-entropy)"
+set grid
+set key top right
+set datafile separator "\t"
+plot for [i=1:nruns] datafile index (i-1) using 1:2 with lines lw 2 title titles[i]

@@ -1,0 +1,25 @@
+# time-to-target.gp — simulated time until each run's loss first reached its
+# threshold (its [scenario] target_loss, or the default of docs/plots.md),
+# one bar per run; runs that never reached it have no bar and say so.
+# Variables set by `dtsim plot`: term, outfile, datafile, nruns, thr_text.
+# Data: one row per run: label, seconds (or "nan"), annotation.
+set terminal term size 320+110*nruns,640 font ",11"
+set output outfile
+set termoption noenhanced
+set title sprintf("Time to reach the target loss (%s)", thr_text)
+set xlabel "run"
+set ylabel "simulated time to target loss (s)"
+set style data histograms
+set style histogram clustered
+set style fill solid 0.9 border -1
+set boxwidth 0.7
+set grid y
+set key off
+set xtics rotate by -30
+set rmargin 14
+set bmargin 9
+set yrange [0:*]
+set datafile separator "\t"
+set datafile missing "nan"
+plot datafile using 2:xtic(1) lc rgb "#2b8cbe", \
+     '' using 0:(0):3 with labels offset 0,1 tc rgb "#d7191c" notitle
