@@ -106,8 +106,8 @@ typedef struct {
   double factor;         /* slowdown of a slow step, >= 1 */
   double p;              /* bernoulli probability of a slow step */
   GArray *slow;          /* int worker ids, fixed model */
-  double strag_base;     /* exponential: shift */
-  double strag_mean;     /* exponential: mean of Exp; lognormal: mean factor */
+  double strag_base;     /* exponential, lognormal: shift */
+  double strag_mean;     /* exponential, lognormal: mean of the added part */
   double strag_sigma;    /* lognormal: deviation of log factor */
   double strag_scale;    /* pareto: x_m */
   double strag_alpha;    /* pareto: shape */

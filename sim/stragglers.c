@@ -10,8 +10,8 @@
  *   fixed        `factor` for the workers listed in `slow`, else 1;
  *   bernoulli    `factor` with probability p, else 1;
  *   exponential  base + Exp(mean)                (shifted exponential);
- *   lognormal    mean * exp(sigma Z - sigma^2/2) (Z standard normal: the
- *                factor's mean is `mean`);
+ *   lognormal    base + mean * exp(sigma Z - sigma^2/2) (Z standard normal:
+ *                the added part has mean `mean`);
  *   pareto       scale * U^(-1/alpha)            (U uniform in (0, 1]).
  *
  * With `persistent`, each worker draws once, when the model is created (in
@@ -51,7 +51,7 @@ static double
 lognormal_draw (SimStragglers *s, int worker)
 {
   double z = eng_rng_normal (&s->rng[worker]);
-  return s->mean * exp (s->sigma * z - 0.5 * s->sigma * s->sigma);
+  return s->base + s->mean * exp (s->sigma * z - 0.5 * s->sigma * s->sigma);
 }
 
 static double
@@ -69,7 +69,7 @@ static const SimStragglerOps models[] = {
                             bernoulli_draw },
   [SIM_STRAG_EXPONENTIAL] = { "exponential", "shifted exponential: base + Exp(mean)",
                               exponential_draw },
-  [SIM_STRAG_LOGNORMAL] = { "lognormal", "log-normal of mean `mean` and log-deviation sigma",
+  [SIM_STRAG_LOGNORMAL] = { "lognormal", "shifted log-normal: base + a log-normal of mean `mean`",
                             lognormal_draw },
   [SIM_STRAG_PARETO] = { "pareto", "Pareto of scale x_m = scale and shape alpha", pareto_draw },
 };

@@ -30,8 +30,8 @@ struct SimStragglers {
   const SimStragglerOps *ops;
   double factor;          /* slowdown of a slow step */
   double p;               /* bernoulli: probability of a slow step */
-  double base;            /* exponential: shift of the factor */
-  double mean;            /* exponential: mean of the added Exp; lognormal: mean factor */
+  double base;            /* exponential, lognormal: shift of the factor */
+  double mean;            /* exponential, lognormal: mean of the added part */
   double sigma;           /* lognormal: deviation of the factor's logarithm */
   double scale;           /* pareto: x_m, the smallest factor */
   double alpha;           /* pareto: shape (> 0; <= 1 has no finite mean) */
