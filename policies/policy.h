@@ -44,6 +44,13 @@ typedef struct {
    * it, `start` and `end` of its collective (all-reduce policy). */
   void (*bucket) (gpointer ctx, gint64 iteration, int bucket, double bytes,
                   double ready, double start, double end);
+  /* A worker failure: the worker was down from `start` to `end` (its
+   * restart), during its iteration `iteration`; `lost` names what it lost:
+   * compute (the step it was computing), send (the gradient in flight), recv
+   * (parameters it was waiting for) or idle (nothing: it was down already or
+   * between phases). */
+  void (*failure) (gpointer ctx, int worker, double start, double end,
+                   gint64 iteration, const char *lost);
   /* Called after every applied gradient: `done` of `total`. */
   void (*progress) (gpointer ctx, double t, gint64 done, gint64 total);
 } PolRecorder;
@@ -57,6 +64,13 @@ typedef double (*PolComputeTime) (gpointer ctx, int worker, double host_seconds)
 typedef double (*PolUpdateTime) (gpointer ctx, gsize n);
 
 typedef enum { POL_PARTITION_IID, POL_PARTITION_BY_LABEL } PolPartition;
+
+/* One worker failure (docs/policies.md, "Worker failures"). */
+typedef struct {
+  int worker;
+  double at;                  /* simulated seconds */
+  double restart;             /* seconds until the worker is back */
+} PolFailure;
 
 /* Everything a policy needs to run.  Pointers are borrowed. */
 typedef struct {
@@ -86,6 +100,10 @@ typedef struct {
   guint64 seed;
   PolConsistency consistency;
   gint64 staleness;           /* SSP bound */
+  int wait_for;               /* BSP: first K gradients close a round; 0 = all */
+  gboolean late_keep;         /* K of N: apply late gradients (else drop) */
+  const PolFailure *failures; /* (n_failures) in any order */
+  int n_failures;
   const char *algorithm;      /* all-reduce algorithm (collectives.h) */
   double bucket_bytes;        /* gradient bucket size, bytes; 0 = one bucket */
   gint64 sync_every;          /* local SGD: local steps H between averagings */

@@ -26,6 +26,23 @@
  * i = 0) to the moment its push of iteration i has fully arrived.  The time it
  * spends held by the bound is `wait`; computing is `compute`; everything else
  * (transfers, the server's queue and update) is `comm`.
+ *
+ * Two extensions, both with one server:
+ *
+ *   - K of N (BSP, env->wait_for = K < W): the server's open round r accepts
+ *     the first K gradients of iteration r that arrive and then closes; later
+ *     gradients of closed rounds are dropped or (late_keep) applied as stale
+ *     updates.  A pull is answered once the K accepted gradients of every
+ *     closed round are applied; the worker then joins the server's current
+ *     round, whatever iteration it asked for.  With drop, the instant round r
+ *     is complete the server also sends the new parameters to every worker
+ *     still computing or sending for round r, which abandons that step (as a
+ *     failure does, without the downtime) and joins round r + 1.
+ *   - Worker failures (env->failures): at a failure the worker's epoch
+ *     changes, its compute event is cancelled, and every message to or from
+ *     it that carries the old epoch is dropped on arrival (the gradient it was
+ *     sending, the parameters it was waiting for).  At its restart it sends a
+ *     fresh pull for the iteration it had not finished.
  */
 #include "config.h"
 
@@ -52,6 +69,13 @@ typedef struct {
   double hold_start, hold_end; /* s, longest server hold of `iter`'s pull */
   gint64 staleness;      /* of `iter`: iter - min read clock over shards */
   int pushes_missing;    /* gradient shards of `iter` still in flight */
+  guint epoch;           /* bumped at each failure; older messages are dropped */
+  gboolean down;         /* failed and not yet restarted */
+  double up_at;          /* s, restart time while down */
+  EngEventId compute_ev; /* the pending end of its compute, 0 = none */
+  EngEventId restart_ev; /* the pending restart, 0 = none */
+  enum { PH_RECV, PH_COMPUTE, PH_SEND } phase; /* what it is doing when up */
+  gint64 accepted_round; /* K of N: last round that accepted its gradient */
   /* the pull for the next compute; its answers may arrive while the pushes
    * of the current iteration are still in flight */
   int replies_got;
@@ -64,6 +88,7 @@ typedef struct {
   gint64 iter;           /* the iteration the pull is for */
   gint64 need;           /* required min applied count, or G_MININT64 */
   double since;          /* s, when the hold began */
+  guint epoch;           /* the worker's epoch when the pull was made */
 } PsPendingPull;
 
 typedef struct {
@@ -86,6 +111,8 @@ typedef struct {
   gint64 clock;          /* REPLY: min applied count when the snapshot was taken */
   double hold_start, hold_end; /* REPLY: the hold at the server */
   float *payload;        /* REPLY: shard snapshot; GRAD: gradient shard */
+  guint epoch;           /* of the worker it is from or for */
+  gboolean accepted;     /* GRAD, K of N: counted in its round */
 } PsMsg;
 
 struct PsPolicy {
@@ -103,6 +130,13 @@ struct PsPolicy {
   gboolean reached_target;
   double sum_compute, sum_comm, sum_wait;
   GHashTable *live;      /* PsMsg* in flight or queued, freed at the end */
+  /* K of N (wait_for), one server */
+  gboolean kofn;
+  gint64 open_round;     /* the round accepting gradients */
+  gint64 got;            /* gradients accepted in open_round */
+  gint64 rounds_done;    /* rounds whose accepted gradients are all applied */
+  gint64 accepted_applied;
+  gint64 late;           /* gradients of closed rounds (dropped or kept) */
 };
 
 void
@@ -135,6 +169,7 @@ msg_new (PsPolicy *ps, PsMsgKind kind, int worker, int server, gint64 iter)
   m->worker = worker;
   m->server = server;
   m->iter = iter;
+  m->epoch = ps->workers[worker].epoch;
   g_hash_table_add (ps->live, m);
   return m;
 }
@@ -201,9 +236,11 @@ on_compute_done (EngSim *sim, gpointer ctx, gpointer data)
 {
   PsPolicy *ps = ctx;
   PsWorker *w = data;
+  w->compute_ev = 0;
   if (ps->finished)
     return;
   w->pushes_missing = ps->env.servers;
+  w->phase = PH_SEND;
   for (int s = 0; s < ps->env.servers; s++)
     {
       PsServer *srv = &ps->servers[s];
@@ -223,6 +260,7 @@ start_compute (PsPolicy *ps, PsWorker *w)
   EngSim *sim = ps->env.sim;
   double now = eng_sim_now (sim);
   w->compute_start = now;
+  w->phase = PH_COMPUTE;
   w->staleness = w->acc_staleness;
   w->hold_start = CLAMP (w->acc_hold_start, w->iter_start, now);
   w->hold_end = CLAMP (w->acc_hold_end, w->hold_start, now);
@@ -244,7 +282,7 @@ start_compute (PsPolicy *ps, PsWorker *w)
   double t = ps->env.compute_time (ps->env.compute_ctx, w->id, host);
   w->compute = t;
   span (ps, w->name, "compute", now, now + t, w->iter, 0);
-  eng_schedule (sim, t, on_compute_done, ps, w);
+  w->compute_ev = eng_schedule (sim, t, on_compute_done, ps, w);
 }
 
 /* The worker's push of w->iter has fully arrived: close the iteration. */
@@ -265,6 +303,7 @@ end_iteration (PsPolicy *ps, PsWorker *w)
   span (ps, w->name, "send", w->compute_start + w->compute, now, w->iter, 0);
   w->iter++;
   w->iter_start = now;
+  w->phase = PH_RECV;
   if (w->replies_got == ps->env.servers)
     start_compute (ps, w);
 }
@@ -278,6 +317,14 @@ pull_need (PsPolicy *ps, gint64 iter)
     case POL_SSP: return iter - ps->env.staleness;
     case POL_ASYNC: default: return G_MININT64;
     }
+}
+
+/* K of N: whether a pull for iteration `iter` may be answered: the accepted
+ * gradients of every closed round are applied, and at least `iter` rounds. */
+static gboolean
+kofn_ready (PsPolicy *ps, gint64 iter)
+{
+  return ps->rounds_done == ps->open_round && ps->rounds_done >= iter;
 }
 
 static gint64
@@ -296,8 +343,11 @@ answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
   PsWorker *w = &ps->workers[p->worker];
   gsize len = srv->hi - srv->lo;
   double now = eng_sim_now (ps->env.sim);
-  PsMsg *m = msg_new (ps, MSG_REPLY, p->worker, srv->id, p->iter);
-  m->clock = min_applied (ps, srv);
+  /* K of N: the worker joins the current round */
+  gint64 iter = ps->kofn ? ps->rounds_done : p->iter;
+  PsMsg *m = msg_new (ps, MSG_REPLY, p->worker, srv->id, iter);
+  m->epoch = p->epoch;
+  m->clock = ps->kofn ? ps->rounds_done : min_applied (ps, srv);
   m->hold_start = p->since;
   m->hold_end = now;
   if (ps->env.model)
@@ -314,7 +364,7 @@ release_pulls (PsPolicy *ps, PsServer *srv)
   for (guint i = 0; i < srv->pending->len; i++)
     {
       PsPendingPull p = g_array_index (srv->pending, PsPendingPull, i);
-      if (m >= p.need)
+      if (ps->kofn ? kofn_ready (ps, p.iter) : m >= p.need)
         answer_pull (ps, srv, &p);
       else
         g_array_index (srv->pending, PsPendingPull, keep++) = p;
@@ -323,11 +373,40 @@ release_pulls (PsPolicy *ps, PsServer *srv)
 }
 
 static void
-hold_pull (PsPolicy *ps, PsServer *srv, int worker, gint64 iter)
+hold_pull (PsPolicy *ps, PsServer *srv, int worker, gint64 iter, guint epoch)
 {
-  PsPendingPull p = { worker, iter, pull_need (ps, iter), eng_sim_now (ps->env.sim) };
+  PsPendingPull p = { worker, iter, pull_need (ps, iter), eng_sim_now (ps->env.sim), epoch };
   g_array_append_val (srv->pending, p);
   release_pulls (ps, srv);
+}
+
+/* K of N with drop, round rounds_done - 1 just completed: every worker still
+ * computing or sending for it abandons that step (its messages of the old
+ * epoch are dropped) and is sent the parameters of the new round. */
+static void
+preempt_late (PsPolicy *ps, PsServer *srv)
+{
+  double now = eng_sim_now (ps->env.sim);
+  gint64 closed = ps->rounds_done - 1;
+  for (int v = 0; v < ps->env.workers; v++)
+    {
+      PsWorker *w = &ps->workers[v];
+      if (w->down || w->phase == PH_RECV || w->accepted_round == closed)
+        continue;
+      if (w->compute_ev)
+        eng_cancel (ps->env.sim, w->compute_ev);
+      w->compute_ev = 0;
+      w->epoch++;
+      w->phase = PH_RECV;
+      w->pushes_missing = 0;
+      w->replies_got = 0;
+      w->acc_staleness = 0;
+      w->acc_hold_start = w->acc_hold_end = 0;
+      w->iter_start = now;
+      ps->late++;
+      PsPendingPull p = { v, ps->rounds_done, 0, now, w->epoch };
+      answer_pull (ps, srv, &p);
+    }
 }
 
 static void
@@ -344,6 +423,12 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
     kern_optimizer_step (srv->opt, ps->global + srv->lo, m->payload);
   srv->applied[m->worker]++;
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
+  gboolean round_done = FALSE;
+  if (m->accepted && ++ps->accepted_applied == (ps->rounds_done + 1) * ps->env.wait_for)
+    {
+      ps->rounds_done++;
+      round_done = TRUE;
+    }
 
   /* a gradient counts once every shard has applied it */
   if (++ps->grad_shards[m->worker] % ps->env.servers == 0)
@@ -356,7 +441,8 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
           ps->next_eval += ps->env.eval_every;
           record_metric (ps);
         }
-      if (ps->updates >= ps->total && !ps->finished)
+      if ((ps->kofn ? ps->rounds_done >= ps->env.iterations : ps->updates >= ps->total)
+          && !ps->finished)
         {
           ps->finished = TRUE;
           ps->end_time = end;
@@ -366,7 +452,9 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
         }
     }
   if (!ps->finished)
-    hold_pull (ps, srv, m->worker, m->iter + 1);
+    hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
+  if (!ps->finished && round_done && !ps->env.late_keep)
+    preempt_late (ps, srv);
   msg_done (ps, m);
 }
 
@@ -379,13 +467,24 @@ on_message (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
     return;
   PsWorker *w = &ps->workers[m->worker];
   PsServer *srv = &ps->servers[m->server];
+  if (m->kind != MSG_PULL && m->epoch != w->epoch)
+    {
+      /* sent by or to the worker before it failed: lost */
+      msg_done (ps, m);
+      return;
+    }
   switch (m->kind)
     {
     case MSG_PULL:
-      hold_pull (ps, srv, m->worker, m->iter);
+      hold_pull (ps, srv, m->worker, m->iter, m->epoch);
       msg_done (ps, m);
       return;
     case MSG_REPLY:
+      if (ps->kofn)
+        {
+          g_assert (m->iter >= w->iter);
+          w->iter = m->iter;
+        }
       /* the worker no longer needs its copy: its gradient is computed */
       if (ps->env.model)
         memcpy (w->params + srv->lo, m->payload, (srv->hi - srv->lo) * sizeof (float));
@@ -402,8 +501,34 @@ on_message (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
       return;
     case MSG_GRAD:
       {
-        double cost = ps->env.update_time (ps->env.compute_ctx, srv->hi - srv->lo);
-        eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
+        gboolean apply = TRUE;
+        if (ps->kofn && m->iter == ps->open_round)
+          {
+            m->accepted = TRUE;
+            w->accepted_round = m->iter;
+            if (++ps->got == ps->env.wait_for)
+              {
+                ps->open_round++;
+                ps->got = 0;
+              }
+          }
+        else if (ps->kofn)
+          {
+            g_assert (m->iter < ps->open_round);
+            ps->late++;
+            apply = ps->env.late_keep;
+          }
+        if (apply)
+          {
+            double cost = ps->env.update_time (ps->env.compute_ctx, srv->hi - srv->lo);
+            eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
+          }
+        else
+          {
+            /* dropped: the worker's next pull is recorded at once */
+            hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
+            msg_done (ps, m);
+          }
         if (--w->pushes_missing == 0)
           end_iteration (ps, w);
         return;
@@ -422,6 +547,71 @@ send_pull (PsPolicy *ps, PsWorker *w)
     }
 }
 
+/* The worker is back: it pulls fresh parameters for the iteration it had
+ * not finished and starts that iteration anew. */
+static void
+on_restart (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  PsWorker *w = data;
+  w->restart_ev = 0;
+  if (ps->finished)
+    return;
+  w->down = FALSE;
+  w->phase = PH_RECV;
+  w->iter_start = eng_sim_now (sim);
+  w->replies_got = 0;
+  w->pushes_missing = 0;
+  w->acc_staleness = 0;
+  w->acc_hold_start = w->acc_hold_end = 0;
+  send_pull (ps, w);
+}
+
+static void
+on_failure (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  const PolFailure *f = data;
+  PsWorker *w = &ps->workers[f->worker];
+  double now = eng_sim_now (sim);
+  const char *lost;
+  if (ps->finished)
+    return;
+  if (w->down)
+    {
+      /* already down: the later of the two restarts wins */
+      lost = "idle";
+      if (now + f->restart > w->up_at)
+        {
+          eng_cancel (sim, w->restart_ev);
+          w->up_at = now + f->restart;
+          w->restart_ev = eng_schedule_at (sim, w->up_at, on_restart, ps, w);
+        }
+    }
+  else
+    {
+      if (w->compute_ev)
+        {
+          eng_cancel (sim, w->compute_ev);
+          w->compute_ev = 0;
+          lost = "compute";
+        }
+      else if (w->pushes_missing > 0)
+        lost = "send";
+      else
+        lost = "recv";
+      w->epoch++;
+      w->down = TRUE;
+      w->pushes_missing = 0;
+      w->replies_got = 0;
+      w->up_at = now + f->restart;
+      w->restart_ev = eng_schedule_at (sim, w->up_at, on_restart, ps, w);
+    }
+  span (ps, w->name, "idle", now, now + f->restart, w->iter, 0);
+  if (ps->env.rec.failure)
+    ps->env.rec.failure (ps->env.rec.ctx, w->id, now, now + f->restart, w->iter, lost);
+}
+
 static PolPolicy *
 ps_create (const PolEnv *env, GError **error)
 {
@@ -432,6 +622,24 @@ ps_create (const PolEnv *env, GError **error)
   int W = env->workers, S = env->servers;
   gsize P = env->n_params;
   ps->total = env->iterations * W;
+  ps->kofn = env->consistency == POL_BSP && env->wait_for > 0 && env->wait_for < W;
+  if (ps->kofn && S != 1)
+    {
+      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+                   "ps: waiting for %d of %d workers needs one server, not %d",
+                   env->wait_for, W, S);
+      g_free (ps);
+      return NULL;
+    }
+  if (env->n_failures > 0 && S != 1)
+    {
+      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+                   "ps: worker failures need one server, not %d", S);
+      g_free (ps);
+      return NULL;
+    }
+  if (!ps->kofn)
+    ps->env.wait_for = 0;
   ps->next_eval = 0;
   ps->global = g_new0 (float, P);
   if (env->model)
@@ -449,6 +657,7 @@ ps_create (const PolEnv *env, GError **error)
       wk->id = w;
       wk->name = g_strdup_printf ("worker%d", w);
       wk->host = w;
+      wk->accepted_round = -1;
       if (env->model)
         {
           wk->params = g_new0 (float, P);
@@ -472,7 +681,6 @@ ps_create (const PolEnv *env, GError **error)
       if (env->model)
         srv->opt = kern_optimizer_new (&env->opt, srv->hi - srv->lo);
     }
-  (void) error;
   return (PolPolicy *) ps;
 }
 
@@ -482,6 +690,12 @@ ps_start (PolPolicy *p)
   PsPolicy *ps = (PsPolicy *) p;
   record_metric (ps); /* the initial model, at time 0 */
   ps->next_eval = ps->env.eval_every;
+  for (int i = 0; i < ps->env.n_failures; i++)
+    {
+      const PolFailure *f = &ps->env.failures[i];
+      g_assert (f->worker >= 0 && f->worker < ps->env.workers);
+      eng_schedule_at (ps->env.sim, f->at, on_failure, ps, (gpointer) f);
+    }
   for (int w = 0; w < ps->env.workers; w++)
     send_pull (ps, &ps->workers[w]);
 }
@@ -492,7 +706,7 @@ ps_finish (PolPolicy *p, PolResult *out)
   PsPolicy *ps = (PsPolicy *) p;
   memset (out, 0, sizeof *out);
   out->updates = ps->updates;
-  out->rounds = ps->updates / ps->env.workers;
+  out->rounds = ps->kofn ? ps->rounds_done : ps->updates / ps->env.workers;
   out->end_time = ps->finished ? ps->end_time : eng_sim_now (ps->env.sim);
   pol_evaluate (&ps->env, ps->global, &out->final_loss, &out->final_accuracy);
   out->reached_target = ps->reached_target;

@@ -118,6 +118,34 @@ rec_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double rea
 }
 
 static void
+rec_failure (gpointer ctx, int worker, double start, double end, gint64 iteration,
+             const char *lost)
+{
+  RunCtx *r = ctx;
+  if (r->trace && r->c->detail >= SIM_DETAIL_ITERATIONS)
+    sim_trace_failure (r->trace, r->run, worker, start, end, iteration, lost);
+  if (r->extra && r->extra->failure)
+    r->extra->failure (r->extra->ctx, worker, start, end, iteration, lost);
+}
+
+/* The [failures] lists paired up: n = the longer list, the other one has
+ * n entries or a single one that applies to all. */
+static PolFailure *
+failures_of (const SimConfig *c, int *n)
+{
+  guint nw = c->fail_worker->len, na = c->fail_at->len;
+  *n = (nw == 0 || na == 0) ? 0 : (int) MAX (nw, na);
+  PolFailure *f = g_new0 (PolFailure, MAX (*n, 1));
+  for (int i = 0; i < *n; i++)
+    {
+      f[i].worker = g_array_index (c->fail_worker, int, nw == 1 ? 0 : i);
+      f[i].at = g_array_index (c->fail_at, double, na == 1 ? 0 : i);
+      f[i].restart = c->fail_restart;
+    }
+  return f;
+}
+
+static void
 rec_progress (gpointer ctx, double t, gint64 done, gint64 total)
 {
   RunCtx *r = ctx;
@@ -192,6 +220,8 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   if (ok)
     model = sim_model_new (c, be, error);
   double *ready = NULL;
+  int n_failures = 0;
+  PolFailure *failures = failures_of (c, &n_failures);
   if (!model)
     {
       ok = FALSE;
@@ -228,6 +258,10 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     .seed = (guint64) c->seed,
     .consistency = (PolConsistency) c->consistency,
     .staleness = c->staleness,
+    .wait_for = (int) c->wait_for,
+    .late_keep = c->late_keep,
+    .failures = failures,
+    .n_failures = n_failures,
     .algorithm = c->algorithm,
     .bucket_bytes = c->bucket_size,
     .sync_every = c->sync_every,
@@ -244,6 +278,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
       .span = rec_span,
       .metric = rec_metric,
       .bucket = rec_bucket,
+      .failure = rec_failure,
       .progress = rec_progress,
     },
   };
@@ -267,7 +302,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
       out->comm = res.comm;
       out->wait = res.wait;
       out->stop = res.reached_target ? "target_loss"
-                  : res.updates >= c->iterations * c->workers ? "iterations"
+                  : res.rounds >= c->iterations ? "iterations"
                   : "time_limit";
       r.ops->free (pol);
     }
@@ -275,6 +310,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     fprintf (stderr, "\r\033[K");
 done:
   g_free (ready);
+  g_free (failures);
   if (r.strag)
     sim_stragglers_free (r.strag);
   sim_step_cost_clear (&r.cost);

@@ -25,7 +25,7 @@
 
 G_DEFINE_QUARK (sim-error-quark, sim_error)
 
-typedef enum { KT_STRING, KT_INT, KT_QUANTITY, KT_ENUM, KT_INTLIST } KeyType;
+typedef enum { KT_STRING, KT_INT, KT_QUANTITY, KT_ENUM, KT_INTLIST, KT_TIMELIST } KeyType;
 
 typedef struct {
   const char *section;
@@ -41,7 +41,10 @@ typedef struct {
 } KeyDef;
 
 static const char *const consistency_names[] = { "bsp", "ssp", "async", NULL };
-static const char *const straggler_names[] = { "none", "fixed", "bernoulli", NULL };
+static const char *const straggler_names[] = { "none", "fixed", "bernoulli", "exponential",
+                                               "lognormal", "pareto", NULL };
+static const char *const late_names[] = { "drop", "keep", NULL };
+static const char *const bool_names[] = { "false", "true", NULL };
 static const char *const contention_names[] = { "max-min", "none", NULL };
 static const char *const detail_names[] = { "summary", "iterations", "spans", "messages", NULL };
 static const char *const backend_names[] = { "cpu", "cuda", "none", NULL };
@@ -189,14 +192,36 @@ static const KeyDef keys[] = {
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth." },
   { "policy", "sync_every", KT_INT, 0, "1", 1, 1e12, 0, NULL, OFF (sync_every),
     "kind = local-sgd: local steps H each worker takes on its own model between two averagings of the models (all-reduce with algorithm)." },
+  { "policy", "wait_for", KT_INT, 0, "0", 0, 65536, 0, NULL, OFF (wait_for),
+    "BSP parameter server: a round closes when the first K = wait_for of its gradients have arrived (0 or workers = all; 1 <= K <= workers; needs servers = 1 when K < workers; docs/policies.md)." },
+  { "policy", "late", KT_ENUM, 0, "drop", 0, 0, 0, late_names, OFF (late_keep),
+    "wait_for < workers: a gradient of a closed round is dropped, or kept and applied as a stale update." },
   { "stragglers", "model", KT_ENUM, 0, "none", 0, 0, 0, straggler_names, OFF (straggler),
-    "none; fixed: listed workers are always `factor` times slower; bernoulli: each step is `factor` times slower with probability p." },
+    "Factor multiplying a step's compute time (docs/stragglers.md). none; fixed: listed workers are always `factor` times slower; bernoulli: `factor` with probability p; exponential: base + Exp(mean); lognormal: base + mean x exp(sigma Z - sigma^2/2); pareto: scale x U^(-1/alpha)." },
   { "stragglers", "factor", KT_QUANTITY, SIM_UNIT_NONE, "4", 1, BIG, 0, NULL, OFF (factor),
     "Slowdown of a slow step (>= 1)." },
   { "stragglers", "p", KT_QUANTITY, SIM_UNIT_NONE, "0.1", 0, 1, 0, NULL, OFF (p),
     "Probability that a step is slow (bernoulli)." },
   { "stragglers", "slow", KT_INTLIST, 0, "", 0, 65535, 0, NULL, OFF (slow),
     "Comma-separated worker indices that are slow (fixed)." },
+  { "stragglers", "base", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (strag_base),
+    "exponential, lognormal: the smallest factor, added to the random part." },
+  { "stragglers", "mean", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (strag_mean),
+    "exponential, lognormal: mean of the random part added to base." },
+  { "stragglers", "sigma", KT_QUANTITY, SIM_UNIT_NONE, "0.5", 0, BIG, 0, NULL, OFF (strag_sigma),
+    "lognormal: standard deviation of the factor's natural logarithm." },
+  { "stragglers", "scale", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (strag_scale),
+    "pareto: x_m, the smallest factor." },
+  { "stragglers", "alpha", KT_QUANTITY, SIM_UNIT_NONE, "2", 0, BIG, 1, NULL, OFF (strag_alpha),
+    "pareto: shape (> 0); alpha <= 1 has an infinite mean (allowed), median scale x 2^(1/alpha)." },
+  { "stragglers", "persistent", KT_ENUM, 0, "false", 0, 0, 0, bool_names, OFF (strag_persistent),
+    "true: each worker draws its factor once and keeps it for the whole run; false: a fresh draw per step." },
+  { "failures", "worker", KT_INTLIST, 0, "", 0, 65535, 0, NULL, OFF (fail_worker),
+    "Workers that fail, one per failure (one index = the same worker for every time in `at`)." },
+  { "failures", "at", KT_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
+    "Simulated times of the failures, comma-separated, paired with `worker` (one time = every listed worker fails then)." },
+  { "failures", "restart", KT_QUANTITY, SIM_UNIT_TIME, "500ms", 0, BIG, 0, NULL, OFF (fail_restart),
+    "Delay from a failure until the worker is back: it then pulls fresh parameters and starts a new step (kind = ps only)." },
   { "kernels", "backend", KT_ENUM, 0, "cpu", 0, 0, 0, backend_names, OFF (backend),
     "cpu: real math on CBLAS; cuda: real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build); none: timing only, no math (no loss)." },
   { "trace", "detail", KT_ENUM, 0, "iterations", 0, 0, 0, detail_names, OFF (detail),
@@ -356,7 +381,8 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
                   || k->choices == policy_names || k->choices == backend_names)
                 *(char **) field = g_strdup (k->choices[i]);
               else if (k->choices == reduce_names || k->choices == nic_names
-                       || k->choices == compute_time_names)
+                       || k->choices == compute_time_names || k->choices == late_names
+                       || k->choices == bool_names)
                 *(gboolean *) field = (i == 1);
               else
                 *(int *) field = i;
@@ -382,6 +408,27 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
                            k->min, k->max);
             int iv = (int) v;
             g_array_append_val (a, iv);
+          }
+        return TRUE;
+      }
+    case KT_TIMELIST:
+      {
+        GArray *a = g_array_new (FALSE, FALSE, sizeof (double));
+        *(GArray **) field = a;
+        g_auto (GStrv) parts = g_strsplit (text, ",", -1);
+        for (int i = 0; parts[i]; i++)
+          {
+            char *t = g_strstrip (parts[i]);
+            double v;
+            const char *why = NULL;
+            if (*t == '\0')
+              continue;
+            if (!sim_parse_quantity (t, k->unit, &v, &why))
+              return fail (error, file, k, "'%s' is not valid; expected %s", t, why);
+            if (v < k->min)
+              return fail (error, file, k, "%s must be at least %g %s", t, k->min,
+                           sim_unit_base_name (k->unit));
+            g_array_append_val (a, v);
           }
         return TRUE;
       }
@@ -424,6 +471,56 @@ check_global_batch (SimConfig *c, const char *file, GError **error)
     }
   c->batch = c->global_batch / c->workers;
   set_param_int (c, "model.batch", c->batch);
+  return TRUE;
+}
+
+/* The cross-key rules of [policy] wait_for and of [failures]. */
+static gboolean
+check_policy_extras (SimConfig *c, const char *file, GError **error)
+{
+  gboolean ps = strcmp (c->policy, "ps") == 0;
+  if (c->wait_for > c->workers)
+    return fail (error, file, find_key ("policy", "wait_for"),
+                 "%" G_GINT64_FORMAT " is more than the %" G_GINT64_FORMAT
+                 " workers; use 1 to %" G_GINT64_FORMAT " (0 = all)",
+                 c->wait_for, c->workers, c->workers);
+  if (c->wait_for == c->workers)
+    c->wait_for = 0; /* all: plain BSP */
+  if (c->wait_for > 0)
+    {
+      if (!ps || c->consistency != SIM_CONS_BSP)
+        return fail (error, file, find_key ("policy", "wait_for"),
+                     "waiting for K of N applies only to kind = ps with consistency = bsp; "
+                     "set wait_for = 0 or use consistency = bsp");
+      if (c->servers != 1)
+        return fail (error, file, find_key ("policy", "wait_for"),
+                     "K of N needs one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
+                     "; set servers = 1 or wait_for = 0", c->servers);
+    }
+  guint nw = c->fail_worker->len, na = c->fail_at->len;
+  if (nw == 0 && na == 0)
+    return TRUE;
+  if (nw == 0 || na == 0)
+    return fail (error, file, find_key ("failures", nw == 0 ? "worker" : "at"),
+                 "missing; a failure needs both worker and at, e.g. worker = 3 and at = 1.5s");
+  if (nw != na && nw != 1 && na != 1)
+    return fail (error, file, find_key ("failures", "at"),
+                 "%u times for %u workers; give one time per worker (or one worker, or one time)",
+                 na, nw);
+  for (guint i = 0; i < nw; i++)
+    if (g_array_index (c->fail_worker, int, i) >= c->workers)
+      return fail (error, file, find_key ("failures", "worker"),
+                   "worker %d does not exist ([cluster] workers = %" G_GINT64_FORMAT
+                   "); list indices from 0 to %" G_GINT64_FORMAT,
+                   g_array_index (c->fail_worker, int, i), c->workers, c->workers - 1);
+  if (!ps)
+    return fail (error, file, find_key ("failures", "worker"),
+                 "worker failures are simulated by kind = ps only, not %s; remove [failures] or use kind = ps",
+                 c->policy);
+  if (c->servers != 1)
+    return fail (error, file, find_key ("failures", "worker"),
+                 "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
+                 "; set servers = 1 or remove [failures]", c->servers);
   return TRUE;
 }
 
@@ -470,6 +567,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
   if (c->straggler == SIM_STRAG_FIXED && c->slow->len == 0)
     return fail (error, file, find_key ("stragglers", "slow"),
                  "model = fixed needs the slow workers; list them, e.g. slow = 0,3");
+  if (!check_policy_extras (c, file, error))
+    return FALSE;
   if (c->db)
     {
       g_autofree char *dir = g_path_get_dirname (c->db);
@@ -522,6 +621,10 @@ sim_config_free (SimConfig *c)
   g_free (c->db);
   if (c->slow)
     g_array_unref (c->slow);
+  if (c->fail_worker)
+    g_array_unref (c->fail_worker);
+  if (c->fail_at)
+    g_array_unref (c->fail_at);
   if (c->param_keys)
     g_ptr_array_unref (c->param_keys);
   if (c->param_values)
@@ -772,6 +875,7 @@ sim_scenario_write_reference (GString *out)
           type = choices;
           break;
         case KT_INTLIST: type = "list of integers"; break;
+        case KT_TIMELIST: type = "list of times"; break;
         default: break;
         }
       g_string_append_printf (out, "| `%s` | %s | %s | %s |\n", k->key, type,

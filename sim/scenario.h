@@ -25,7 +25,10 @@ typedef enum {
 } SimErrorCode;
 
 typedef enum { SIM_CONS_BSP, SIM_CONS_SSP, SIM_CONS_ASYNC } SimConsistency;
-typedef enum { SIM_STRAG_NONE, SIM_STRAG_FIXED, SIM_STRAG_BERNOULLI } SimStragglerModel;
+typedef enum {
+  SIM_STRAG_NONE, SIM_STRAG_FIXED, SIM_STRAG_BERNOULLI, SIM_STRAG_EXPONENTIAL,
+  SIM_STRAG_LOGNORMAL, SIM_STRAG_PARETO
+} SimStragglerModel;
 typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
@@ -99,11 +102,23 @@ typedef struct {
   double bucket_size;    /* bytes, 0 = one bucket */
   gboolean reduce_memory; /* reductions cost memory traffic */
   gint64 sync_every;     /* local-sgd: local steps between averagings */
+  gint64 wait_for;       /* BSP: gradients that close a round, 0 = all */
+  gboolean late_keep;    /* K-of-N: late gradients applied (TRUE) or dropped */
   /* [stragglers] */
   SimStragglerModel straggler;
   double factor;         /* slowdown of a slow step, >= 1 */
   double p;              /* bernoulli probability of a slow step */
   GArray *slow;          /* int worker ids, fixed model */
+  double strag_base;     /* exponential, lognormal: shift */
+  double strag_mean;     /* exponential, lognormal: mean of the added part */
+  double strag_sigma;    /* lognormal: deviation of log factor */
+  double strag_scale;    /* pareto: x_m */
+  double strag_alpha;    /* pareto: shape */
+  gboolean strag_persistent; /* one draw per worker for the whole run */
+  /* [failures] */
+  GArray *fail_worker;   /* int worker ids, one per failure (or one for all) */
+  GArray *fail_at;       /* double seconds, one per failure (or one for all) */
+  double fail_restart;   /* seconds from a failure until the worker is back */
   /* [kernels] */
   gboolean math;         /* backend cpu or cuda: TRUE; none: timing only */
   char *backend;         /* cpu | cuda | none */

@@ -21,7 +21,8 @@ typedef struct SimStragglers SimStragglers;
 typedef struct {
   const char *name;
   const char *description;
-  /* Factor (>= 1) of the next step of `worker`. */
+  /* Factor (> 0; 1 = normal speed) of the next step of `worker`, drawn
+   * from the worker's own stream where the model is random. */
   double (*factor) (SimStragglers *s, int worker);
 } SimStragglerOps;
 
@@ -29,6 +30,12 @@ struct SimStragglers {
   const SimStragglerOps *ops;
   double factor;          /* slowdown of a slow step */
   double p;               /* bernoulli: probability of a slow step */
+  double base;            /* exponential, lognormal: shift of the factor */
+  double mean;            /* exponential, lognormal: mean of the added part */
+  double sigma;           /* lognormal: deviation of the factor's logarithm */
+  double scale;           /* pareto: x_m, the smallest factor */
+  double alpha;           /* pareto: shape (> 0; <= 1 has no finite mean) */
+  double *fixed;          /* persistent: (workers) the factor drawn once; else NULL */
   gboolean *slow;         /* fixed: (workers) TRUE for a slow worker */
   EngRng *rng;            /* (workers) one stream per worker */
   int workers;
@@ -39,6 +46,8 @@ SimStragglers *sim_stragglers_new (const SimConfig *c);
 void sim_stragglers_free (SimStragglers *s);
 /* Factor of the next step of `worker`. */
 double sim_stragglers_next (SimStragglers *s, int worker);
+/* The model registered under SimStragglerModel `model`, or NULL. */
+const SimStragglerOps *sim_stragglers_model (int model);
 
 G_END_DECLS
 

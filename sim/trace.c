@@ -24,7 +24,7 @@
 
 #include "sim/trace.h"
 
-enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, ST_BUCKET, N_ST };
+enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, ST_BUCKET, ST_FAILURE, N_ST };
 
 struct SimTrace {
   sqlite3 *db;
@@ -81,7 +81,11 @@ static const char *const schema =
   "CREATE TABLE buckets (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  iteration INTEGER NOT NULL, bucket INTEGER NOT NULL, bytes REAL NOT NULL,"
   "  ready REAL NOT NULL, start REAL NOT NULL, end REAL NOT NULL);"
-  "PRAGMA user_version = 2;";
+  "CREATE TABLE failures (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  worker INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL,"
+  "  iteration INTEGER NOT NULL, lost TEXT NOT NULL CHECK (lost IN"
+  "  ('compute','send','recv','idle')));"
+  "PRAGMA user_version = 3;";
 
 static const char *const inserts[N_ST] = {
   [ST_METRIC] = "INSERT INTO metrics VALUES (?,?,?,?,?)",
@@ -90,6 +94,7 @@ static const char *const inserts[N_ST] = {
   [ST_MSG] = "INSERT INTO messages VALUES (?,?,?,?,?,?,?)",
   [ST_PARAM] = "INSERT INTO params VALUES (?,?,?)",
   [ST_BUCKET] = "INSERT INTO buckets VALUES (?,?,?,?,?,?,?)",
+  [ST_FAILURE] = "INSERT INTO failures VALUES (?,?,?,?,?,?)",
 };
 
 static gboolean
@@ -524,5 +529,19 @@ sim_trace_message (SimTrace *t, gint64 run, const char *src, const char *dst,
   sqlite3_bind_double (st, 5, start);
   sqlite3_bind_double (st, 6, end);
   sqlite3_bind_text (st, 7, tag, -1, SQLITE_STATIC);
+  step (t, st);
+}
+
+void
+sim_trace_failure (SimTrace *t, gint64 run, int worker, double start, double end,
+                   gint64 iteration, const char *lost)
+{
+  sqlite3_stmt *st = t->st[ST_FAILURE];
+  sqlite3_bind_int64 (st, 1, run);
+  sqlite3_bind_int (st, 2, worker);
+  sqlite3_bind_double (st, 3, start);
+  sqlite3_bind_double (st, 4, end);
+  sqlite3_bind_int64 (st, 5, iteration);
+  sqlite3_bind_text (st, 6, lost, -1, SQLITE_STATIC);
   step (t, st);
 }

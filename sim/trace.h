@@ -1,5 +1,5 @@
 /*
- * trace.h — the SQLite trace of a `dtsim run` (schema v1, docs/trace.md).
+ * trace.h — the SQLite trace of a `dtsim run` (schema v3, docs/trace.md).
  *
  * One database per invocation; a sweep puts all its runs in it.  Rows are
  * written with prepared statements inside transactions of up to
@@ -15,7 +15,7 @@
 
 G_BEGIN_DECLS
 
-#define SIM_TRACE_SCHEMA_VERSION 2
+#define SIM_TRACE_SCHEMA_VERSION 3
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -75,6 +75,9 @@ void sim_trace_span (SimTrace *t, gint64 run, const char *actor,
                      gint64 iteration, double bytes);
 void sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket,
                        double bytes, double ready, double start, double end);
+/* One worker failure (docs/trace.md, failures). */
+void sim_trace_failure (SimTrace *t, gint64 run, int worker, double start,
+                        double end, gint64 iteration, const char *lost);
 void sim_trace_message (SimTrace *t, gint64 run, const char *src,
                         const char *dst, double bytes, double start,
                         double end, const char *tag);
