@@ -14,6 +14,7 @@
 static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
   &pol_allreduce_ops,
+  &pol_pipeline_ops,
   NULL,
 };
 

@@ -96,6 +96,11 @@ typedef struct {
   char *algorithm;       /* all-reduce algorithm */
   double bucket_size;    /* bytes, 0 = one bucket */
   gboolean reduce_memory; /* reductions cost memory traffic */
+  int schedule;          /* PolSchedule: gpipe | 1f1b */
+  gint64 stages;         /* pipeline stages; resolved from workers when 0 */
+  gint64 microbatches;   /* micro-batches per batch, divides batch */
+  GArray *stage_layers;  /* int layers per stage; empty = balanced */
+  gint64 replicas;       /* data-parallel pipelines */
   /* [stragglers] */
   SimStragglerModel straggler;
   double factor;         /* slowdown of a slow step, >= 1 */

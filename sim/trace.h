@@ -1,5 +1,5 @@
 /*
- * trace.h — the SQLite trace of a `dtsim run` (schema v1, docs/trace.md).
+ * trace.h — the SQLite trace of a `dtsim run` (schema v3, docs/trace.md).
  *
  * One database per invocation; a sweep puts all its runs in it.  Rows are
  * written with prepared statements inside transactions of up to
@@ -11,11 +11,12 @@
 
 #include <glib.h>
 
+#include "policies/policy.h"
 #include "sim/scenario.h"
 
 G_BEGIN_DECLS
 
-#define SIM_TRACE_SCHEMA_VERSION 2
+#define SIM_TRACE_SCHEMA_VERSION 3
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -56,6 +57,8 @@ void sim_trace_span (SimTrace *t, gint64 run, const char *actor,
                      gint64 iteration, double bytes);
 void sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket,
                        double bytes, double ready, double start, double end);
+/* One pipeline stage worker's summary (the `stages` table). */
+void sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st);
 void sim_trace_message (SimTrace *t, gint64 run, const char *src,
                         const char *dst, double bytes, double start,
                         double end, const char *tag);
