@@ -73,9 +73,12 @@ typedef struct {
   double fwd_bytes_fixed, fwd_bytes;   /* per batch, per sample */
   double bwd_bytes_fixed, bwd_bytes;
   double activations;      /* floats per sample kept from forward for backward */
+  double outputs;          /* floats per sample handed to the next layer (its
+                            * output width; 0 for the loss) */
 } KernLayer;
 
 typedef struct KernModel KernModel;
+typedef struct KernStage KernStage;
 
 typedef struct {
   const char *name;
@@ -104,6 +107,10 @@ typedef struct {
    * layers' fixed + per-sample counts. */
   double (*flops_forward) (const KernModel *m, int n);
   double (*flops_backward) (const KernModel *m, int n);
+  /* Layers [first, last] as one pipeline stage (see KernStage below); NULL
+   * for timing-only models. */
+  KernStage *(*stage_new) (KernModel *m, int first, int last, int n, int slots,
+                           float grad_scale);
   void (*free) (KernModel *m);
 } KernModelOps;
 
@@ -138,6 +145,67 @@ void kern_model_free (KernModel *m);
  * gradients and `opt_state_floats` optimizer floats (4 bytes each), plus
  * the activations of every layer for n samples (4 bytes each). */
 double kern_model_memory_bytes (const KernModel *m, int n, gsize opt_state_floats);
+
+/* --- Pipeline stages ----------------------------------------------------- */
+
+/* A contiguous range [first, last] of a model's layers (KernLayer indices)
+ * run as one stage of a pipeline on micro-batches of n samples.  A stage
+ * keeps, per micro-batch in flight ("slot", 0 <= slot < slots), the
+ * activations its backward needs, from kern_stage_forward() until
+ * kern_stage_backward() of the same slot.  It accumulates the gradient of
+ * its layers' parameters over micro-batches, each scaled so that the loss
+ * gradient is grad_scale x d(sum of row losses) (grad_scale = 1 / batch
+ * makes the sum over a batch's micro-batches the gradient of the batch's
+ * mean loss).  Boundary activations and their gradients are host memory,
+ * (n, in_width) at the input and (n, out_width) at the output.  The math
+ * runs on the model's backend; the stage uses the model's parameter layout
+ * (one flat vector, only the stage's range read or written). */
+struct KernStage {
+  int first, last;       /* layers */
+  int n;                 /* samples per micro-batch */
+  int slots;
+  int in_width;          /* floats per sample entering (d for layer 0) */
+  int out_width;         /* floats per sample leaving (0 when last holds the loss) */
+  gsize lo, hi;          /* its parameters [lo, hi) of the flat vector */
+  gboolean has_loss;     /* last is the model's loss layer */
+  float grad_scale_f;    /* the loss gradient's scale (1 / batch) */
+  /* Implementation (mlp.c). */
+  void (*set_params) (KernStage *st, const float *params);
+  double (*forward) (KernStage *st, int slot, const float *in, const int *y,
+                     float *out);
+  void (*backward) (KernStage *st, int slot, const float *dout, float *din);
+  void (*take_grad) (KernStage *st, float *grad);
+  void (*free) (KernStage *st);
+  gpointer priv;
+};
+
+/* The stage of layers [first, last] of m (0 <= first <= last < n_layers),
+ * or NULL for a model without math.  n >= 1, slots >= 1. */
+KernStage *kern_stage_new (KernModel *m, int first, int last, int n, int slots,
+                           float grad_scale);
+/* Makes `params` (the model's whole flat vector, host memory) the
+ * parameters the next forward and backward calls use: borrowed on the CPU
+ * backend, its [lo, hi) range uploaded otherwise.  Call again after every
+ * change to them. */
+void kern_stage_set_params (KernStage *st, const float *params);
+/* Forward of one micro-batch into `slot` (which must be free): in (n,
+ * in_width), the model input x for a stage starting at layer 0; y (n)
+ * labels, read only when the stage holds the loss.  Writes out (n,
+ * out_width) unless the stage holds the loss, in which case it returns the
+ * micro-batch's mean loss and keeps the loss gradient for backward;
+ * returns NAN otherwise. */
+double kern_stage_forward (KernStage *st, int slot, const float *in, const int *y,
+                           float *out);
+/* Backward of the micro-batch in `slot`, which it frees: dout (n,
+ * out_width) is the gradient at the stage's output (ignored, may be NULL,
+ * when the stage holds the loss).  Adds the micro-batch's parameter
+ * gradient to the stage's accumulator and writes din (n, in_width), the
+ * gradient at its input, unless first == 0 (din may then be NULL). */
+void kern_stage_backward (KernStage *st, int slot, const float *dout, float *din);
+/* Copies the accumulated gradient into grad[lo, hi) (host memory, the
+ * model's flat layout) and zeroes the accumulator. */
+void kern_stage_take_grad (KernStage *st, float *grad);
+void kern_stage_free (KernStage *st);
 
 /* --- Timing-only workloads ------------------------------------------------ */
 

@@ -417,6 +417,250 @@ mlp_flops_backward (const KernModel *m, int n)
   return total;
 }
 
+/* --- Pipeline stages (kernels.h, KernStage) ------------------------------
+ *
+ * Layer i of the table is, with L dense layers: the loss for i = 2L - 1,
+ * else dense layer i / 2 for even i and its ReLU for odd i.  A slot holds
+ * one buffer per position j = 0 .. last - first + 1: j = 0 is the stage's
+ * input, j > 0 the output of layer first + j - 1.  Dense layers write a
+ * buffer of their own; a ReLU works in place on the buffer before it (so
+ * it holds the ReLU output its backward masks with), and the loss turns
+ * the logits into dZ in place during forward.  Backward walks the layers
+ * from last to first with the current gradient g:
+ *
+ *   loss:    g = the dZ kept in the slot (scale grad_scale)
+ *   ReLU l:  g masked by the kept ReLU output
+ *   dense l: dW_l = A^T g, db_l = sum_i g[i] (into a micro-batch scratch,
+ *            then added to the accumulator with the backend's sgd op at
+ *            lr = -1, i.e. acc += scratch); g = g W_l^T unless i = 0
+ *
+ * and at the end g is the gradient at the stage's input. */
+
+typedef struct {
+  KernStage pub;         /* first member: a KernStage* is an MlpStage* */
+  MlpPriv *p;            /* the model's (backend, widths, offsets) */
+  int nbuf;              /* last - first + 2 */
+  float **buf;           /* (slots x nbuf) backend pointers */
+  const float *P;        /* parameters, backend pointer (full layout) */
+  float *params_dev;     /* (n_params) when not host; else NULL */
+  float *gacc;           /* (hi - lo) accumulated gradient */
+  float *gmb;            /* (hi - lo) one micro-batch's gradient */
+  float *delta[2];       /* (n, widest layer) input gradients */
+  float *gout;           /* (n, out_width) the uploaded dout */
+  float *row_loss;       /* (n) */
+  int *y_dev;            /* (n) */
+  float *h_loss;         /* (n) host copy of row_loss */
+  float *zeros;          /* (hi - lo) host zeros */
+} MlpStage;
+
+static gboolean
+stage_is_loss (const MlpPriv *p, int i)
+{
+  return i == 2 * p->n_dense - 1;
+}
+
+/* Output width of table layer i. */
+static int
+stage_layer_width (const MlpPriv *p, int i)
+{
+  return stage_is_loss (p, i) ? p->width[p->n_dense] : p->width[i / 2 + 1];
+}
+
+static void
+mlp_stage_set_params (KernStage *st, const float *params)
+{
+  MlpStage *s = (MlpStage *) st;
+  KernBackend *be = s->p->be;
+  if (s->p->host)
+    {
+      s->P = params;
+      return;
+    }
+  be->ops->upload (be, s->params_dev + st->lo, params + st->lo, st->hi - st->lo);
+  s->P = s->params_dev;
+}
+
+static double
+mlp_stage_forward (KernStage *st, int slot, const float *in, const int *y, float *out)
+{
+  MlpStage *s = (MlpStage *) st;
+  MlpPriv *p = s->p;
+  KernBackend *be = p->be;
+  int n = st->n;
+  float **buf = s->buf + (gsize) slot * s->nbuf;
+  g_return_val_if_fail (s->P != NULL, NAN);
+  be->ops->upload (be, buf[0], in, (gsize) n * st->in_width);
+  double loss = NAN;
+  for (int i = st->first; i <= st->last; i++)
+    {
+      int j = i - st->first + 1;
+      if (stage_is_loss (p, i))
+        {
+          int k = p->width[p->n_dense];
+          g_return_val_if_fail (labels_valid (y, (gsize) n, k), NAN);
+          be->ops->upload_int (be, s->y_dev, y, (gsize) n);
+          if (p->loss == KERN_LOSS_XENT)
+            be->ops->softmax_xent (be, buf[j], s->y_dev, n, k, st->grad_scale_f, s->row_loss,
+                                   NULL);
+          else
+            be->ops->mse (be, buf[j], s->y_dev, n, k, st->grad_scale_f, s->row_loss, NULL);
+          be->ops->download (be, s->h_loss, s->row_loss, (gsize) n);
+          loss = mlp_sum (s->h_loss, n) / n;
+        }
+      else if (i % 2 == 1)
+        be->ops->relu (be, buf[j], (gsize) n * (gsize) stage_layer_width (p, i));
+      else
+        {
+          int l = i / 2, w_in = p->width[l], w_out = p->width[l + 1];
+          const float *W = s->P + p->w_off[l];            /* (w_in, w_out) */
+          const float *b = W + (gsize) w_in * w_out;      /* (w_out) */
+          be->ops->fill_rows (be, buf[j], b, n, w_out);
+          be->ops->gemm (be, FALSE, FALSE, n, w_out, w_in, 1.0f, buf[j - 1], w_in, W, w_out,
+                         1.0f, buf[j], w_out);
+        }
+    }
+  if (!st->has_loss)
+    be->ops->download (be, out, buf[s->nbuf - 1], (gsize) n * st->out_width);
+  return loss;
+}
+
+static void
+mlp_stage_backward (KernStage *st, int slot, const float *dout, float *din)
+{
+  MlpStage *s = (MlpStage *) st;
+  MlpPriv *p = s->p;
+  KernBackend *be = p->be;
+  int n = st->n;
+  float **buf = s->buf + (gsize) slot * s->nbuf;
+  float *g;                                            /* (n, width) */
+  if (st->has_loss)
+    g = buf[s->nbuf - 1];
+  else
+    {
+      be->ops->upload (be, s->gout, dout, (gsize) n * st->out_width);
+      g = s->gout;
+    }
+  for (int i = st->last; i >= st->first; i--)
+    {
+      int j = i - st->first + 1;
+      if (stage_is_loss (p, i))
+        continue;                                      /* dZ is in place */
+      if (i % 2 == 1)
+        {
+          be->ops->relu_backward (be, g, buf[j], (gsize) n * (gsize) stage_layer_width (p, i));
+          continue;
+        }
+      int l = i / 2, w_in = p->width[l], w_out = p->width[l + 1];
+      gsize off = p->w_off[l] - st->lo, nw = (gsize) w_in * w_out;
+      float *dW = s->gmb + off;                        /* (w_in, w_out) */
+      be->ops->gemm (be, TRUE, FALSE, w_in, w_out, n, 1.0f, buf[j - 1], w_in, g, w_out, 0.0f,
+                     dW, w_out);
+      be->ops->col_sum (be, g, n, w_out, dW + nw);
+      be->ops->sgd (be, s->gacc + off, dW, nw + w_out, -1.0f); /* acc += dW, db */
+      if (i == 0)
+        break;
+      float *dA = g == s->delta[0] ? s->delta[1] : s->delta[0]; /* (n, w_in) */
+      be->ops->gemm (be, FALSE, TRUE, n, w_in, w_out, 1.0f, g, w_out, s->P + p->w_off[l], w_out,
+                     0.0f, dA, w_in);
+      g = dA;
+    }
+  if (st->first > 0)
+    be->ops->download (be, din, g, (gsize) n * st->in_width);
+}
+
+static void
+mlp_stage_take_grad (KernStage *st, float *grad)
+{
+  MlpStage *s = (MlpStage *) st;
+  KernBackend *be = s->p->be;
+  gsize len = st->hi - st->lo;
+  be->ops->download (be, grad + st->lo, s->gacc, len);
+  be->ops->upload (be, s->gacc, s->zeros, len);
+}
+
+static void
+mlp_stage_free (KernStage *st)
+{
+  MlpStage *s = (MlpStage *) st;
+  KernBackend *be = s->p->be;
+  for (int slot = 0; slot < st->slots; slot++)
+    for (int j = 0; j < s->nbuf; j++)
+      {
+        int i = st->first + j - 1;
+        if (j == 0 || (!stage_is_loss (s->p, i) && i % 2 == 0))
+          buf_free (be, s->buf[(gsize) slot * s->nbuf + j]);
+      }
+  g_free (s->buf);
+  buf_free (be, s->params_dev);
+  buf_free (be, s->gacc);
+  buf_free (be, s->gmb);
+  buf_free (be, s->delta[0]);
+  buf_free (be, s->delta[1]);
+  buf_free (be, s->gout);
+  buf_free (be, s->row_loss);
+  buf_free (be, s->y_dev);
+  g_free (s->h_loss);
+  g_free (s->zeros);
+  g_free (s);
+}
+
+/* stage_new of the dense models (kernels.h, kern_stage_new). */
+static KernStage *
+mlp_stage_new (KernModel *m, int first, int last, int n, int slots, float grad_scale)
+{
+  MlpPriv *p = m->priv;
+  KernBackend *be = p->be;
+  MlpStage *s = g_new0 (MlpStage, 1);
+  KernStage *st = &s->pub;
+  st->first = first;
+  st->last = last;
+  st->n = n;
+  st->slots = slots;
+  st->grad_scale_f = grad_scale;
+  st->in_width = first == 0 ? p->width[0] : stage_layer_width (p, first - 1);
+  st->has_loss = stage_is_loss (p, last);
+  st->out_width = st->has_loss ? 0 : stage_layer_width (p, last);
+  st->lo = m->layers[first].param_offset;
+  st->hi = last + 1 < m->n_layers ? m->layers[last + 1].param_offset : p->n_params;
+  st->set_params = mlp_stage_set_params;
+  st->forward = mlp_stage_forward;
+  st->backward = mlp_stage_backward;
+  st->take_grad = mlp_stage_take_grad;
+  st->free = mlp_stage_free;
+  s->p = p;
+  s->nbuf = last - first + 2;
+  s->buf = g_new0 (float *, (gsize) slots * s->nbuf);
+  gsize rows = (gsize) n;
+  for (int slot = 0; slot < slots; slot++)
+    {
+      float **b = s->buf + (gsize) slot * s->nbuf;
+      b[0] = be->ops->alloc (be, rows * st->in_width);
+      for (int j = 1; j < s->nbuf; j++)
+        {
+          int i = first + j - 1;
+          b[j] = (!stage_is_loss (p, i) && i % 2 == 0)
+                 ? be->ops->alloc (be, rows * stage_layer_width (p, i)) : b[j - 1];
+        }
+    }
+  int widest = 0;
+  for (int l = 0; l <= p->n_dense; l++)
+    widest = MAX (widest, p->width[l]);
+  gsize len = st->hi - st->lo;
+  if (!p->host)
+    s->params_dev = be->ops->alloc (be, p->n_params);
+  s->zeros = g_new0 (float, MAX (len, 1));
+  s->gacc = be->ops->alloc (be, MAX (len, 1));
+  s->gmb = be->ops->alloc (be, MAX (len, 1));
+  be->ops->upload (be, s->gacc, s->zeros, len);
+  s->delta[0] = be->ops->alloc (be, rows * widest);
+  s->delta[1] = be->ops->alloc (be, rows * widest);
+  s->gout = be->ops->alloc (be, rows * MAX (st->out_width, 1));
+  s->row_loss = be->ops->alloc (be, rows);
+  s->y_dev = be->ops->alloc_int (be, rows);
+  s->h_loss = g_new (float, rows);
+  return st;
+}
+
 static void
 mlp_free (KernModel *m)
 {
@@ -456,6 +700,7 @@ mlp_free (KernModel *m)
     .evaluate = mlp_evaluate,                     \
     .flops_forward = mlp_flops_forward,           \
     .flops_backward = mlp_flops_backward,         \
+    .stage_new = mlp_stage_new,                   \
     .free = mlp_free,                             \
   }
 MLP_OPS (softmax_ops, "softmax");
@@ -490,6 +735,7 @@ dense_layer (KernLayer *ly, const MlpPriv *p, int l)
   /* its output (ReLU'd in place, or the logits that become dZ), and for
    * the first layer the batch x that dW_1 reads */
   ly->activations = out + (first ? in : 0.0);
+  ly->outputs = out;
 }
 
 /* ReLU after dense layer l: in place, compares only. */
@@ -503,6 +749,7 @@ relu_layer (KernLayer *ly, const MlpPriv *p, int l)
   ly->fwd_bytes = 4.0 * 2.0 * w;       /* reads and writes A */
   ly->bwd_bytes = 4.0 * 3.0 * w;       /* reads dA and A, writes dA */
   ly->activations = 0.0;               /* shares fc's output */
+  ly->outputs = w;
 }
 
 /* The loss on k outputs: the backend op plus the host's mean of the row
@@ -527,6 +774,7 @@ loss_layer (KernLayer *ly, const MlpPriv *p)
   /* writes dZ over Z */
   ly->bwd_bytes = 4.0 * k;
   ly->activations = 0.0;
+  ly->outputs = 0.0;
 }
 
 /* Creates a dense network d -> hidden[0] -> ... -> hidden[n_hidden-1] -> k

@@ -23,3 +23,54 @@ kern_model_memory_bytes (const KernModel *m, int n, gsize opt_state_floats)
   double P = (double) m->ops->n_params (m);
   return 4.0 * (2.0 * P + (double) opt_state_floats) + 4.0 * (double) n * act;
 }
+
+/* Pipeline stages (kernels.h): dispatch to the model's implementation. */
+KernStage *
+kern_stage_new (KernModel *m, int first, int last, int n, int slots, float grad_scale)
+{
+  g_return_val_if_fail (m != NULL, NULL);
+  g_return_val_if_fail (0 <= first && first <= last && last < m->n_layers, NULL);
+  g_return_val_if_fail (n >= 1 && slots >= 1, NULL);
+  if (!m->ops->stage_new)
+    return NULL;
+  return m->ops->stage_new (m, first, last, n, slots, grad_scale);
+}
+
+void
+kern_stage_set_params (KernStage *st, const float *params)
+{
+  g_return_if_fail (st != NULL && params != NULL);
+  st->set_params (st, params);
+}
+
+double
+kern_stage_forward (KernStage *st, int slot, const float *in, const int *y, float *out)
+{
+  g_return_val_if_fail (st != NULL && slot >= 0 && slot < st->slots && in != NULL, NAN);
+  g_return_val_if_fail (!st->has_loss || y != NULL, NAN);
+  g_return_val_if_fail (st->has_loss || out != NULL, NAN);
+  return st->forward (st, slot, in, y, out);
+}
+
+void
+kern_stage_backward (KernStage *st, int slot, const float *dout, float *din)
+{
+  g_return_if_fail (st != NULL && slot >= 0 && slot < st->slots);
+  g_return_if_fail (st->has_loss || dout != NULL);
+  g_return_if_fail (st->first == 0 || din != NULL);
+  st->backward (st, slot, dout, din);
+}
+
+void
+kern_stage_take_grad (KernStage *st, float *grad)
+{
+  g_return_if_fail (st != NULL && grad != NULL);
+  st->take_grad (st, grad);
+}
+
+void
+kern_stage_free (KernStage *st)
+{
+  if (st)
+    st->free (st);
+}

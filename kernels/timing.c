@@ -127,6 +127,7 @@ timing_layer_set (KernLayer *l, const char *name, gsize offset, gsize params,
   l->bwd_bytes_fixed = 2.0 * TIMING_FLOAT_BYTES * (double) params;
   l->bwd_bytes = 2.0 * l->fwd_bytes;
   l->activations = activations;
+  l->outputs = activations;
 }
 
 static KernModel *

@@ -22,6 +22,23 @@ G_BEGIN_DECLS
 
 typedef enum { POL_BSP, POL_SSP, POL_ASYNC } PolConsistency;
 
+/* Pipeline schedules (docs/policies.md, "Pipeline"). */
+typedef enum { POL_SCHEDULE_GPIPE, POL_SCHEDULE_1F1B } PolSchedule;
+
+/* What one pipeline stage worker did over a run (the trace's `stages`
+ * table).  Times in simulated seconds, summed over completed iterations. */
+typedef struct {
+  int replica, stage, worker;
+  int first_layer, last_layer;  /* its layers, inclusive */
+  gsize params;                 /* float32 parameters it holds */
+  double flops;                 /* FLOPs of its forwards + backwards per iteration */
+  int peak_stash;               /* most micro-batches stashed at once */
+  double activation_bytes;      /* bytes stashed at that peak */
+  double boundary_bytes;        /* bytes it sends forward per micro-batch */
+  double compute;               /* forward, backward and optimizer time */
+  double idle;                  /* the rest of its iterations (bubble) */
+} PolStageStats;
+
 /* Where a policy reports what happened.  Any callback may be NULL. */
 typedef struct {
   gpointer ctx;
@@ -53,6 +70,9 @@ typedef struct {
                    gint64 iteration, const char *lost);
   /* Called after every applied gradient: `done` of `total`. */
   void (*progress) (gpointer ctx, double t, gint64 done, gint64 total);
+  /* One pipeline stage worker's summary, once per worker when the run
+   * finishes (pipeline policy). */
+  void (*stage) (gpointer ctx, const PolStageStats *st);
 } PolRecorder;
 
 /* Simulated seconds of a worker's step (device model, straggler factor);
@@ -62,6 +82,11 @@ typedef struct {
 typedef double (*PolComputeTime) (gpointer ctx, int worker, double host_seconds);
 /* Simulated seconds of one optimizer step on n parameters. */
 typedef double (*PolUpdateTime) (gpointer ctx, gsize n);
+/* Simulated seconds of a part of a worker's step whose device-model cost
+ * is `seconds` (the straggler factor applied, one draw per call); in the
+ * measured compute-time mode the measured `host_seconds` instead. */
+typedef double (*PolScaleTime) (gpointer ctx, int worker, double seconds,
+                                double host_seconds);
 
 typedef enum { POL_PARTITION_IID, POL_PARTITION_BY_LABEL } PolPartition;
 
@@ -108,6 +133,17 @@ typedef struct {
   double bucket_bytes;        /* gradient bucket size, bytes; 0 = one bucket */
   gint64 sync_every;          /* local SGD: local steps H between averagings */
   double reduce_per_byte;     /* s per byte combined in a collective */
+  /* pipeline (policies/pipeline.c); workers = stages x replicas */
+  int stages;                 /* stages of one pipeline */
+  int replicas;               /* data-parallel copies of the pipeline */
+  int microbatches;           /* micro-batches per batch; divides batch */
+  PolSchedule schedule;
+  const int *stage_layers;    /* (stages) layers of each stage; NULL = balanced */
+  const KernLayer *layers;    /* (n_layers) the model's layer table */
+  const double *layer_fwd;    /* (n_layers) s of layer l's forward on one
+                               * micro-batch (device model, no straggler) */
+  const double *layer_bwd;    /* (n_layers) s of its backward */
+  PolScaleTime scale_time;
   PolComputeTime compute_time;
   PolUpdateTime update_time;
   gpointer compute_ctx;       /* of compute_time and update_time */
@@ -210,6 +246,21 @@ void pol_worker_span (const PolEnv *env, int w, const char *kind, double a,
  * loss reached env->target_loss (> 0): the caller then stops the run. */
 gboolean pol_report_metric (const PolEnv *env, const float *params, double t,
                             gint64 updates);
+
+/* Pipeline parallelism, GPipe and 1F1B (docs/policies.md). */
+extern const PolPolicyOps pol_pipeline_ops;
+
+/* Splits n_layers layers of costs cost[] into `stages` contiguous non-empty
+ * groups minimising the largest group's summed cost (exact dynamic
+ * programme; among optimal splits, each cut is placed as early as
+ * possible, scanning from the last stage backwards).  Writes the layer
+ * count of each stage into count[] (stages).  1 <= stages <= n_layers. */
+void pol_pipeline_partition (const double *cost, int n_layers, int stages, int *count);
+/* The order stage s of p runs its 2m operations in: ops[k] = i for the
+ * forward of micro-batch i, -(i + 1) for its backward.  GPipe: F0 .. F(m-1),
+ * B0 .. B(m-1); 1F1B: w = min(p - s - 1, m) forwards, then m - w pairs
+ * F(w + j), B(j), then the remaining w backwards. */
+void pol_pipeline_ops_order (PolSchedule schedule, int p, int s, int m, int *ops);
 
 /* Bounds [lo, hi) of shard s when n parameters are split into S contiguous
  * shards whose sizes differ by at most one (the first n % S get one more). */

@@ -15,6 +15,7 @@ static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
   &pol_allreduce_ops,
   &pol_local_sgd_ops,
+  &pol_pipeline_ops,
   NULL,
 };
 

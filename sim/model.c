@@ -309,6 +309,64 @@ sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
   return kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
 }
 
+/* The pipeline's stages against the model's layers. */
+static gboolean
+pipeline_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  if (c->stages > m->n_layers)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [policy] stages: %" G_GINT64_FORMAT " stages for a model of %d layers; "
+                   "use at most %d stages (fewer workers, or replicas > 1)",
+                   file, c->stages, m->n_layers, m->n_layers);
+      return FALSE;
+    }
+  if (c->stage_layers->len == 0)
+    return TRUE;
+  gint64 sum = 0;
+  for (guint i = 0; i < c->stage_layers->len; i++)
+    sum += g_array_index (c->stage_layers, int, i);
+  if (sum != m->n_layers)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [policy] stage_layers: the counts sum to %" G_GINT64_FORMAT
+                   " but the model has %d layers; make them sum to %d",
+                   file, sum, m->n_layers, m->n_layers);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+void
+sim_layer_seconds (const SimConfig *c, const KernModel *m, int n, double *fwd, double *bwd)
+{
+  double achieved = c->flops * c->efficiency, bw = c->memory_bandwidth;
+  double scale = 0;
+  if (c->step_time >= 0)
+    {
+      /* the fixed step at the full batch, shared out in proportion to FLOPs */
+      double total = m->ops->flops_forward (m, (int) c->batch)
+                     + m->ops->flops_backward (m, (int) c->batch);
+      scale = total > 0 ? c->step_time / total : 0;
+    }
+  for (int l = 0; l < m->n_layers; l++)
+    {
+      const KernLayer *ly = &m->layers[l];
+      double ff = ly->fwd_flops_fixed + ly->fwd_flops * n;
+      double fb = ly->bwd_flops_fixed + ly->bwd_flops * n;
+      if (c->step_time >= 0)
+        {
+          fwd[l] = ff * scale;
+          bwd[l] = fb * scale;
+        }
+      else
+        {
+          fwd[l] = sim_roofline_seconds (ff, ly->fwd_bytes_fixed + ly->fwd_bytes * n, achieved, bw);
+          bwd[l] = sim_roofline_seconds (fb, ly->bwd_bytes_fixed + ly->bwd_bytes * n, achieved, bw);
+        }
+    }
+}
+
 static double
 gib (double bytes)
 {
@@ -347,7 +405,9 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
     }
   gsize P = m->ops->n_params (m);
   gboolean ok = TRUE;
-  if (c->servers > 1 && (gsize) c->servers > P)
+  if (strcmp (c->policy, "pipeline") == 0)
+    ok = pipeline_check (c, m, file, error);
+  if (ok && c->servers > 1 && (gsize) c->servers > P)
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "%s: [cluster] servers: %" G_GINT64_FORMAT " shards for a model of %" G_GSIZE_FORMAT

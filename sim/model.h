@@ -44,6 +44,13 @@ typedef struct {
 void sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out);
 void sim_step_cost_clear (SimStepCost *cost);
 
+/* Seconds of each layer's forward (fwd[l]) and backward (bwd[l]) on n
+ * samples on c's device (n_layers each): the roofline of its FLOPs and
+ * bytes, or with [device] step_time its FLOPs' share of step_time at c's
+ * batch.  The pipeline prices its micro-batches with it. */
+void sim_layer_seconds (const SimConfig *c, const KernModel *m, int n, double *fwd,
+                        double *bwd);
+
 /* Seconds of one optimizer step on n parameters on c's device. */
 double sim_update_seconds (const SimConfig *c, gsize n);
 

@@ -65,6 +65,16 @@ compute_time (gpointer ctx, int worker, double host_seconds)
 }
 
 static double
+scale_time (gpointer ctx, int worker, double seconds, double host_seconds)
+{
+  RunCtx *r = ctx;
+  double f = sim_stragglers_next (r->strag, worker);
+  if (r->c->measured && r->c->step_time < 0)
+    return host_seconds * r->c->measured_scale * f;
+  return seconds * f;
+}
+
+static double
 update_time (gpointer ctx, gsize n)
 {
   RunCtx *r = ctx;
@@ -146,6 +156,16 @@ failures_of (const SimConfig *c, int *n)
 }
 
 static void
+rec_stage (gpointer ctx, const PolStageStats *st)
+{
+  RunCtx *r = ctx;
+  if (r->trace)
+    sim_trace_stage (r->trace, r->run, st);
+  if (r->extra && r->extra->stage)
+    r->extra->stage (r->extra->ctx, st);
+}
+
+static void
 rec_progress (gpointer ctx, double t, gint64 done, gint64 total)
 {
   RunCtx *r = ctx;
@@ -219,9 +239,9 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     }
   if (ok)
     model = sim_model_new (c, be, error);
-  double *ready = NULL;
   int n_failures = 0;
   PolFailure *failures = failures_of (c, &n_failures);
+  double *ready = NULL, *layer_fwd = NULL, *layer_bwd = NULL;
   if (!model)
     {
       ok = FALSE;
@@ -233,6 +253,10 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   ready = g_new (double, MAX (r.cost.n_layers, 1));
   for (int l = 0; l < r.cost.n_layers; l++)
     ready[l] = step > 0 ? r.cost.grad_ready[l] / step : 1.0;
+  /* the pipeline prices its stages on one micro-batch */
+  layer_fwd = g_new (double, MAX (model->n_layers, 1));
+  layer_bwd = g_new (double, MAX (model->n_layers, 1));
+  sim_layer_seconds (c, model, (int) (c->batch / MAX (c->microbatches, 1)), layer_fwd, layer_bwd);
 
   PolEnv env = {
     .sim = sim,
@@ -266,6 +290,15 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     .bucket_bytes = c->bucket_size,
     .sync_every = c->sync_every,
     .reduce_per_byte = c->reduce_memory ? 3.0 / c->memory_bandwidth : 0.0,
+    .stages = (int) c->stages,
+    .replicas = (int) c->replicas,
+    .microbatches = (int) c->microbatches,
+    .schedule = (PolSchedule) c->schedule,
+    .stage_layers = c->stage_layers->len > 0 ? (const int *) c->stage_layers->data : NULL,
+    .layers = model->layers,
+    .layer_fwd = layer_fwd,
+    .layer_bwd = layer_bwd,
+    .scale_time = scale_time,
     .compute_time = compute_time,
     .update_time = update_time,
     .compute_ctx = &r,
@@ -280,6 +313,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
       .bucket = rec_bucket,
       .failure = rec_failure,
       .progress = rec_progress,
+      .stage = rec_stage,
     },
   };
   PolPolicy *pol = r.ops->create (&env, error);
@@ -311,6 +345,8 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
 done:
   g_free (ready);
   g_free (failures);
+  g_free (layer_fwd);
+  g_free (layer_bwd);
   if (r.strag)
     sim_stragglers_free (r.strag);
   sim_step_cost_clear (&r.cost);

@@ -54,7 +54,8 @@ static const char *const partition_names[] = { "iid", "by-label", NULL };
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", NULL };
 static const char *const precision_names[] = { "fp32", "tf32", "bf16", "fp16", NULL };
 static const char *const compute_time_names[] = { "model", "measured", NULL };
-static const char *const policy_names[] = { "ps", "allreduce", "local-sgd", NULL };
+static const char *const policy_names[] = { "ps", "allreduce", "local-sgd", "pipeline", NULL };
+static const char *const schedule_names[] = { "gpipe", "1f1b", NULL };
 static const char *const reduce_names[] = { "free", "memory", NULL };
 static const char *const nic_names[] = { "node", "gpu", NULL };
 
@@ -196,6 +197,16 @@ static const KeyDef keys[] = {
     "BSP parameter server: a round closes when the first K = wait_for of its gradients have arrived (0 or workers = all; 1 <= K <= workers; needs servers = 1 when K < workers; docs/policies.md)." },
   { "policy", "late", KT_ENUM, 0, "drop", 0, 0, 0, late_names, OFF (late_keep),
     "wait_for < workers: a gradient of a closed round is dropped, or kept and applied as a stale update." },
+  { "policy", "schedule", KT_ENUM, 0, "1f1b", 0, 0, 0, schedule_names, OFF (schedule),
+    "Pipeline schedule (kind = pipeline): gpipe (all forwards, then all backwards) or 1f1b (warm-up forwards, then one forward one backward; docs/policies.md)." },
+  { "policy", "stages", KT_INT, 0, "0", 0, 1e6, 0, NULL, OFF (stages),
+    "Pipeline stages (kind = pipeline), one worker each; 0 = workers / replicas.  At most the model's layer count." },
+  { "policy", "microbatches", KT_INT, 0, "4", 1, 1e9, 0, NULL, OFF (microbatches),
+    "Micro-batches per batch (kind = pipeline); must divide [model] batch." },
+  { "policy", "stage_layers", KT_INTLIST, 0, "", 1, 1e6, 0, NULL, OFF (stage_layers),
+    "Layers of each pipeline stage, comma-separated, summing to the model's layer count (kind = pipeline); empty = balanced by device time." },
+  { "policy", "replicas", KT_INT, 0, "1", 1, 1e6, 0, NULL, OFF (replicas),
+    "Data-parallel copies of the pipeline (kind = pipeline): workers = stages x replicas; a stage's gradient is all-reduced among its replicas with [policy] algorithm." },
   { "stragglers", "model", KT_ENUM, 0, "none", 0, 0, 0, straggler_names, OFF (straggler),
     "Factor multiplying a step's compute time (docs/stragglers.md). none; fixed: listed workers are always `factor` times slower; bernoulli: `factor` with probability p; exponential: base + Exp(mean); lognormal: base + mean x exp(sigma Z - sigma^2/2); pareto: scale x U^(-1/alpha)." },
   { "stragglers", "factor", KT_QUANTITY, SIM_UNIT_NONE, "4", 1, BIG, 0, NULL, OFF (factor),
@@ -564,6 +575,28 @@ check_cross (SimConfig *c, const char *file, GError **error)
                    "worker %d does not exist ([cluster] workers = %" G_GINT64_FORMAT
                    "); list indices from 0 to %" G_GINT64_FORMAT,
                    g_array_index (c->slow, int, i), c->workers, c->workers - 1);
+  if (strcmp (c->policy, "pipeline") == 0)
+    {
+      if (c->workers % c->replicas != 0)
+        return fail (error, file, find_key ("policy", "replicas"),
+                     "%" G_GINT64_FORMAT " replicas do not divide [cluster] workers = %" G_GINT64_FORMAT
+                     "; workers must be stages x replicas", c->replicas, c->workers);
+      if (c->stages == 0)
+        c->stages = c->workers / c->replicas;
+      if (c->stages * c->replicas != c->workers)
+        return fail (error, file, find_key ("cluster", "workers"),
+                     "%" G_GINT64_FORMAT " workers but [policy] stages x replicas = %" G_GINT64_FORMAT
+                     " x %" G_GINT64_FORMAT "; set workers = %" G_GINT64_FORMAT " or change stages",
+                     c->workers, c->stages, c->replicas, c->stages * c->replicas);
+      if (c->batch % c->microbatches != 0)
+        return fail (error, file, find_key ("policy", "microbatches"),
+                     "%" G_GINT64_FORMAT " micro-batches do not divide [model] batch = %" G_GINT64_FORMAT
+                     "; use a divisor of the batch", c->microbatches, c->batch);
+      if (c->stage_layers->len > 0 && (gint64) c->stage_layers->len != c->stages)
+        return fail (error, file, find_key ("policy", "stage_layers"),
+                     "%u counts for %" G_GINT64_FORMAT " stages; give one layer count per stage",
+                     c->stage_layers->len, c->stages);
+    }
   if (c->straggler == SIM_STRAG_FIXED && c->slow->len == 0)
     return fail (error, file, find_key ("stragglers", "slow"),
                  "model = fixed needs the slow workers; list them, e.g. slow = 0,3");
@@ -625,6 +658,8 @@ sim_config_free (SimConfig *c)
     g_array_unref (c->fail_worker);
   if (c->fail_at)
     g_array_unref (c->fail_at);
+  if (c->stage_layers)
+    g_array_unref (c->stage_layers);
   if (c->param_keys)
     g_ptr_array_unref (c->param_keys);
   if (c->param_values)

@@ -104,6 +104,11 @@ typedef struct {
   gint64 sync_every;     /* local-sgd: local steps between averagings */
   gint64 wait_for;       /* BSP: gradients that close a round, 0 = all */
   gboolean late_keep;    /* K-of-N: late gradients applied (TRUE) or dropped */
+  int schedule;          /* PolSchedule: gpipe | 1f1b */
+  gint64 stages;         /* pipeline stages; resolved from workers when 0 */
+  gint64 microbatches;   /* micro-batches per batch, divides batch */
+  GArray *stage_layers;  /* int layers per stage; empty = balanced */
+  gint64 replicas;       /* data-parallel pipelines */
   /* [stragglers] */
   SimStragglerModel straggler;
   double factor;         /* slowdown of a slow step, >= 1 */

@@ -24,7 +24,7 @@
 
 #include "sim/trace.h"
 
-enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, ST_BUCKET, ST_FAILURE, N_ST };
+enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, ST_BUCKET, ST_FAILURE, ST_STAGE, N_ST };
 
 struct SimTrace {
   sqlite3 *db;
@@ -85,6 +85,12 @@ static const char *const schema =
   "  worker INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL,"
   "  iteration INTEGER NOT NULL, lost TEXT NOT NULL CHECK (lost IN"
   "  ('compute','send','recv','idle')));"
+  "CREATE TABLE stages (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  replica INTEGER NOT NULL, stage INTEGER NOT NULL, worker INTEGER NOT NULL,"
+  "  first_layer INTEGER NOT NULL, last_layer INTEGER NOT NULL, params INTEGER NOT NULL,"
+  "  flops REAL NOT NULL, peak_stash INTEGER NOT NULL, activation_bytes REAL NOT NULL,"
+  "  boundary_bytes REAL NOT NULL, compute REAL NOT NULL, idle REAL NOT NULL,"
+  "  bubble REAL);"
   "PRAGMA user_version = 3;";
 
 static const char *const inserts[N_ST] = {
@@ -95,6 +101,7 @@ static const char *const inserts[N_ST] = {
   [ST_PARAM] = "INSERT INTO params VALUES (?,?,?)",
   [ST_BUCKET] = "INSERT INTO buckets VALUES (?,?,?,?,?,?,?)",
   [ST_FAILURE] = "INSERT INTO failures VALUES (?,?,?,?,?,?)",
+  [ST_STAGE] = "INSERT INTO stages VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 };
 
 static gboolean
@@ -506,6 +513,31 @@ sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket, double 
   sqlite3_bind_double (st, 6, start);
   sqlite3_bind_double (st, 7, end);
   step (t, st);
+}
+
+void
+sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st)
+{
+  sqlite3_stmt *q = t->st[ST_STAGE];
+  sqlite3_bind_int64 (q, 1, run);
+  sqlite3_bind_int (q, 2, st->replica);
+  sqlite3_bind_int (q, 3, st->stage);
+  sqlite3_bind_int (q, 4, st->worker);
+  sqlite3_bind_int (q, 5, st->first_layer);
+  sqlite3_bind_int (q, 6, st->last_layer);
+  sqlite3_bind_int64 (q, 7, (gint64) st->params);
+  sqlite3_bind_double (q, 8, st->flops);
+  sqlite3_bind_int (q, 9, st->peak_stash);
+  sqlite3_bind_double (q, 10, st->activation_bytes);
+  sqlite3_bind_double (q, 11, st->boundary_bytes);
+  sqlite3_bind_double (q, 12, st->compute);
+  sqlite3_bind_double (q, 13, st->idle);
+  double total = st->compute + st->idle;
+  if (total > 0)
+    sqlite3_bind_double (q, 14, st->idle / total);
+  else
+    sqlite3_bind_null (q, 14);
+  step (t, q);
 }
 
 void

@@ -11,6 +11,7 @@
 
 #include <glib.h>
 
+#include "policies/policy.h"
 #include "sim/scenario.h"
 
 G_BEGIN_DECLS
@@ -78,6 +79,8 @@ void sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket,
 /* One worker failure (docs/trace.md, failures). */
 void sim_trace_failure (SimTrace *t, gint64 run, int worker, double start,
                         double end, gint64 iteration, const char *lost);
+/* One pipeline stage worker's summary (the `stages` table). */
+void sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st);
 void sim_trace_message (SimTrace *t, gint64 run, const char *src,
                         const char *dst, double bytes, double start,
                         double end, const char *tag);

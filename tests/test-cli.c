@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "sim/trace.h"
 #include "tests/util.h"
 
 static char *tmpdir;
@@ -197,7 +198,7 @@ test_trace_contents (void)
   /* the summary table names each run */
   g_assert_nonnull (strstr (o, "small policy.consistency=bsp"));
   g_assert_nonnull (strstr (o, "small policy.consistency=async"));
-  g_assert_cmpint (count (a, "PRAGMA user_version"), ==, 3);
+  g_assert_cmpint (count (a, "PRAGMA user_version"), ==, SIM_TRACE_SCHEMA_VERSION);
   g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), ==, 2);
   /* 20 rounds of 4 workers */
   g_assert_cmpint (count (a, "SELECT MIN(updates) FROM runs"), ==, 20 * 4);

@@ -1,0 +1,755 @@
+/*
+ * pipeline.c — pipeline parallelism: GPipe and 1F1B (PipeDream-flush).
+ *
+ * The model's layers are cut into `stages` contiguous groups, one per
+ * worker; `replicas` copies of that pipeline train data-parallel, worker
+ * r x stages + s running stage s of replica r.  docs/policies.md
+ * ("Pipeline") is the normative description; in short:
+ *
+ *   - An iteration starts for every worker at once.  Each replica draws
+ *     `batch` samples (its own sampler, as a data-parallel worker would) and
+ *     cuts them into m micro-batches of batch / m consecutive samples.
+ *   - Stage s runs its 2m operations in the order of the schedule
+ *     (pol_pipeline_ops_order), one at a time, each as soon as the one
+ *     before it has ended and its input is there: a forward of micro-batch
+ *     i needs the activations from stage s - 1 (stage 0 has its batch), a
+ *     backward needs the gradient from stage s + 1 (the last stage: its own
+ *     forward of i).  An operation's time is the stage's layers' device
+ *     time on one micro-batch, through scale_time (straggler factor).
+ *   - When a forward ends, its output (n x width x 4 bytes) is sent to stage
+ *     s + 1; when a backward ends, the gradient at the stage's input is sent
+ *     to stage s - 1 (tags "activation" and "gradient").
+ *   - After its last backward, a stage's gradient (the sum of the
+ *     micro-batches' gradients of the mean loss over the batch) is averaged
+ *     among the replicas with the all-reduce algorithm when replicas > 1,
+ *     then the stage applies the optimizer to its parameters, taking
+ *     update_time(its parameters) seconds.  When every stage of every
+ *     replica has done so, the iteration ends (flush) and the next starts.
+ *
+ * Replicas apply identical updates, so one copy of the parameters is kept.
+ * The math of a stage runs when its operation starts (kernels' KernStage);
+ * activations and gradients live in host buffers per boundary and
+ * micro-batch, which the simulated transfers stand for.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/collectives.h"
+#include "policies/policy.h"
+
+enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE };
+
+typedef struct {
+  int replica, stage, index;  /* index = replica x stages + stage = host id */
+  int first, last;            /* layers */
+  gsize lo, hi;               /* parameters [lo, hi) */
+  double t_fwd, t_bwd;        /* s per micro-batch, device model */
+  double out_bytes;           /* bytes sent forward per micro-batch */
+  double stash_bytes;         /* bytes stashed per micro-batch */
+  double flops;               /* per iteration */
+  int slots;                  /* most micro-batches stashed at once */
+  int *ops;                   /* (2m) schedule order */
+  int pos;                    /* next operation */
+  gboolean busy;
+  gboolean *in_ready;         /* (m) activations of micro-batch i arrived */
+  gboolean *grad_ready;       /* (m) gradient of micro-batch i arrived */
+  double *in_sent;            /* (m) s, when they were sent */
+  double *grad_sent;          /* (m) */
+  double blocked_since;       /* s, < 0 when not blocked */
+  double op_start;            /* s, start of the running operation */
+  int stash, peak_stash;
+  double it_compute, it_comm; /* this iteration, s */
+  double sum_compute, sum_idle;
+  KernStage *ks;              /* NULL without math */
+} PlWorker;
+
+typedef struct {
+  PolEnv env;
+  int P, R, M, W;             /* stages, replicas, micro-batches, workers */
+  int n;                      /* samples per micro-batch */
+  int *count;                 /* (P) layers per stage */
+  PlWorker *w;                /* (W) */
+  const PolCollAlgorithm *alg;
+  float *params;              /* (n_params) the one shared copy */
+  float **grad;               /* (R) gradients, (n_params) each */
+  KernOptimizer **opt;        /* (P) one per stage; NULL without math */
+  PolSampler *samplers;       /* (R) */
+  float **x;                  /* (R) (batch, d) this iteration's batch */
+  int **y;                    /* (R) (batch) */
+  int *idx;                   /* (batch) scratch */
+  float ***act;               /* (R)(P - 1) (m x n, width) stage outputs */
+  float ***dact;              /* (R)(P - 1) their gradients */
+  int *reduce_hosts;          /* (R) scratch for a stage's all-reduce */
+  float **reduce_bufs;        /* (R) */
+  int *backward_done;         /* (P) replicas whose stage s ended backward */
+  int stages_updated;         /* stages (all replicas) done this iteration */
+  double *update_time;        /* (P) s */
+  gint64 iter;
+  double iter_start;
+  double loss_sum;            /* mean losses of the iteration's micro-batches */
+  gint64 updates, next_eval;
+  double end_time;
+  gboolean finished, reached_target;
+  double sum_compute, sum_comm, sum_wait;
+} PlPolicy;
+
+static GPtrArray *
+pl_host_names (int workers, int servers)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  for (int w = 0; w < workers; w++)
+    g_ptr_array_add (names, g_strdup_printf ("worker%d", w));
+  return names;
+}
+
+/* Partition (policy.h): best[k][i] = least largest group over the first i
+ * layers in k groups, by dynamic programming over the last cut. */
+void
+pol_pipeline_partition (const double *cost, int L, int stages, int *count)
+{
+  g_return_if_fail (cost != NULL && count != NULL && stages >= 1 && stages <= L);
+  g_autofree double *prefix = g_new0 (double, L + 1);
+  for (int i = 0; i < L; i++)
+    prefix[i + 1] = prefix[i] + cost[i];
+  gsize cells = (gsize) (stages + 1) * (gsize) (L + 1);
+  g_autofree double *best = g_new (double, cells);
+  g_autofree int *cut = g_new0 (int, cells);
+#define AT(k, i) ((gsize) (k) * (gsize) (L + 1) + (gsize) (i))
+  for (gsize c = 0; c < cells; c++)
+    best[c] = INFINITY;
+  best[AT (0, 0)] = 0;
+  for (int k = 1; k <= stages; k++)
+    for (int i = k; i <= L; i++)
+      for (int j = k - 1; j < i; j++)
+        {
+          double v = MAX (best[AT (k - 1, j)], prefix[i] - prefix[j]);
+          if (v < best[AT (k, i)])
+            {
+              best[AT (k, i)] = v;
+              cut[AT (k, i)] = j;
+            }
+        }
+  int i = L;
+  for (int k = stages; k >= 1; k--)
+    {
+      int j = cut[AT (k, i)];
+      count[k - 1] = i - j;
+      i = j;
+    }
+#undef AT
+}
+
+void
+pol_pipeline_ops_order (PolSchedule schedule, int p, int s, int m, int *ops)
+{
+  int k = 0;
+  if (schedule == POL_SCHEDULE_GPIPE)
+    {
+      for (int i = 0; i < m; i++)
+        ops[k++] = i;
+      for (int i = 0; i < m; i++)
+        ops[k++] = -(i + 1);
+      return;
+    }
+  int warm = MIN (p - s - 1, m);
+  for (int i = 0; i < warm; i++)
+    ops[k++] = i;
+  for (int j = 0; j < m - warm; j++)
+    {
+      ops[k++] = warm + j;
+      ops[k++] = -(j + 1);
+    }
+  for (int j = m - warm; j < m; j++)
+    ops[k++] = -(j + 1);
+}
+
+static void
+span (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes)
+{
+  if (!pl->env.rec.want_spans || !pl->env.rec.span || !(b > a))
+    return;
+  char name[32];
+  g_snprintf (name, sizeof name, "worker%d", w);
+  pl->env.rec.span (pl->env.rec.ctx, name, kind, a, b, pl->iter, bytes);
+}
+
+static void
+record_metric (PlPolicy *pl)
+{
+  if (!pl->env.model)
+    return;
+  double loss, acc;
+  pol_evaluate (&pl->env, pl->params, &loss, &acc);
+  if (pl->env.rec.metric)
+    pl->env.rec.metric (pl->env.rec.ctx, eng_sim_now (pl->env.sim), pl->updates, loss, acc);
+  if (pl->env.target_loss > 0 && loss <= pl->env.target_loss)
+    {
+      pl->reached_target = TRUE;
+      pl->finished = TRUE;
+      pl->end_time = eng_sim_now (pl->env.sim);
+      eng_stop (pl->env.sim);
+    }
+}
+
+/* Message data: worker index, micro-batch and kind packed in a pointer. */
+static gpointer
+pack (int worker, int micro, int kind)
+{
+  return GSIZE_TO_POINTER (((gsize) worker << 24) | ((gsize) micro << 1) | (gsize) kind);
+}
+
+static void try_next (PlPolicy *pl, PlWorker *wk);
+static void start_iteration (EngSim *sim, gpointer ctx, gpointer data);
+
+static void
+on_arrive (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+{
+  PlPolicy *pl = ctx;
+  gsize v = GPOINTER_TO_SIZE (data);
+  PlWorker *wk = &pl->w[v >> 24];
+  int micro = (int) ((v >> 1) & 0x7fffff);
+  if (v & 1)
+    wk->grad_ready[micro] = TRUE;
+  else
+    wk->in_ready[micro] = TRUE;
+  try_next (pl, wk);
+}
+
+/* Every stage of every replica has applied its update: the flush. */
+static void
+end_iteration (PlPolicy *pl)
+{
+  EngSim *sim = pl->env.sim;
+  double now = eng_sim_now (sim);
+  double T = now - pl->iter_start;
+  for (int k = 0; k < pl->W; k++)
+    {
+      PlWorker *wk = &pl->w[k];
+      double compute = wk->it_compute, comm = MIN (wk->it_comm, T - compute);
+      double wait = MAX (0.0, T - compute - comm);
+      wk->sum_compute += compute;
+      wk->sum_idle += T - compute;
+      pl->sum_compute += compute;
+      pl->sum_comm += comm;
+      pl->sum_wait += wait;
+      if (pl->env.rec.want_iterations && pl->env.rec.iteration)
+        pl->env.rec.iteration (pl->env.rec.ctx, k, pl->iter, pl->iter_start, now, compute, comm,
+                               wait, 0);
+    }
+  pl->updates += pl->W;
+  if (pl->env.rec.progress)
+    pl->env.rec.progress (pl->env.rec.ctx, now, pl->updates, pl->env.iterations * pl->W);
+  gboolean last = pl->iter + 1 >= pl->env.iterations;
+  if (pl->updates >= pl->next_eval || last)
+    {
+      while (pl->next_eval <= pl->updates)
+        pl->next_eval += pl->env.eval_every;
+      record_metric (pl);
+    }
+  if (pl->finished)
+    return;
+  if (last)
+    {
+      pl->finished = TRUE;
+      pl->end_time = now;
+      eng_stop (sim);
+      return;
+    }
+  pl->iter++;
+  start_iteration (sim, pl, NULL);
+}
+
+/* Stage s (all replicas) has applied its update. */
+static void
+on_update_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PlPolicy *pl = ctx;
+  int s = GPOINTER_TO_INT (data);
+  double now = eng_sim_now (sim);
+  for (int r = 0; r < pl->R; r++)
+    {
+      PlWorker *wk = &pl->w[r * pl->P + s];
+      wk->it_compute += pl->update_time[s];
+      span (pl, wk->index, "update", now - pl->update_time[s], now, 0);
+    }
+  if (++pl->stages_updated == pl->P)
+    end_iteration (pl);
+}
+
+/* Stage s's gradient is averaged among replicas: apply it. */
+static void
+apply_update (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PlPolicy *pl = ctx;
+  int s = GPOINTER_TO_INT (data);
+  PlWorker *w0 = &pl->w[s];
+  if (pl->env.model)
+    {
+      float *g = pl->grad[0];
+      if (pl->R > 1)
+        {
+          float inv = 1.0f / (float) pl->R;
+          for (gsize i = w0->lo; i < w0->hi; i++)
+            g[i] *= inv;
+        }
+      kern_optimizer_step (pl->opt[s], pl->params + w0->lo, g + w0->lo);
+    }
+  eng_schedule (sim, pl->update_time[s], on_update_done, pl, data);
+}
+
+static void
+on_reduce_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PlPolicy *pl = ctx;
+  int s = GPOINTER_TO_INT (data);
+  double now = eng_sim_now (sim);
+  for (int r = 0; r < pl->R; r++)
+    {
+      PlWorker *wk = &pl->w[r * pl->P + s];
+      wk->it_comm += now - wk->blocked_since;
+      span (pl, wk->index, "send", wk->blocked_since, now,
+            4.0 * (double) (wk->hi - wk->lo));
+      wk->blocked_since = -1;
+    }
+  apply_update (sim, pl, data);
+}
+
+/* Worker wk has ended its last backward of the iteration. */
+static void
+stage_backward_done (PlPolicy *pl, PlWorker *wk)
+{
+  int s = wk->stage;
+  if (wk->ks)
+    kern_stage_take_grad (wk->ks, pl->grad[wk->replica]);
+  if (++pl->backward_done[s] < pl->R)
+    return;
+  double now = eng_sim_now (pl->env.sim);
+  if (pl->R == 1)
+    {
+      apply_update (pl->env.sim, pl, GINT_TO_POINTER (s));
+      return;
+    }
+  /* the all-reduce starts when the last replica's stage s is done; the
+   * others waited for it (their wait), the collective is comm */
+  for (int r = 0; r < pl->R; r++)
+    {
+      PlWorker *o = &pl->w[r * pl->P + s];
+      pl->reduce_hosts[r] = o->index;
+      if (pl->env.model)
+        pl->reduce_bufs[r] = pl->grad[r] + o->lo;
+      o->blocked_since = now;
+    }
+  PolCollArgs a = {
+    .sim = pl->env.sim,
+    .net = pl->env.net,
+    .p = pl->R,
+    .hosts = pl->reduce_hosts,
+    .bufs = pl->env.model ? pl->reduce_bufs : NULL,
+    .n = wk->hi - wk->lo,
+    .elem_bytes = sizeof (float),
+    .reduce_per_byte = pl->env.reduce_per_byte,
+    .root = 0,
+    .tag = TAG_ALLREDUCE,
+  };
+  g_autoptr (GError) error = NULL;
+  if (!pl->alg->start (&a, POL_COLL_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s), &error))
+    g_error ("all-reduce with %s: %s", pl->alg->name, error->message); /* validated before */
+}
+
+static void
+on_op_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PlPolicy *pl = ctx;
+  PlWorker *wk = data;
+  double now = eng_sim_now (sim);
+  int op = wk->ops[wk->pos];
+  int micro = op >= 0 ? op : -op - 1;
+  int s = wk->stage;
+  wk->it_compute += now - wk->op_start;
+  if (op >= 0)
+    {
+      if (s + 1 < pl->P)
+        {
+          PlWorker *next = wk + 1;
+          next->in_sent[micro] = now;
+          net_send (pl->env.net, wk->index, next->index, wk->out_bytes, TAG_ACTIVATION,
+                    on_arrive, pl, pack (next->index, micro, 0));
+        }
+      else
+        {
+          wk->grad_sent[micro] = now;
+          wk->grad_ready[micro] = TRUE;
+        }
+    }
+  else
+    {
+      wk->stash--;
+      if (s > 0)
+        {
+          PlWorker *prev = wk - 1;
+          prev->grad_sent[micro] = now;
+          net_send (pl->env.net, wk->index, prev->index, prev->out_bytes, TAG_GRADIENT,
+                    on_arrive, pl, pack (prev->index, micro, 1));
+        }
+    }
+  wk->busy = FALSE;
+  wk->pos++;
+  if (wk->pos == 2 * pl->M)
+    {
+      stage_backward_done (pl, wk);
+      return;
+    }
+  try_next (pl, wk);
+}
+
+/* Starts wk's next operation if its input is there; otherwise it waits. */
+static void
+try_next (PlPolicy *pl, PlWorker *wk)
+{
+  if (wk->busy || wk->pos >= 2 * pl->M)
+    return;
+  EngSim *sim = pl->env.sim;
+  double now = eng_sim_now (sim);
+  int op = wk->ops[wk->pos];
+  int micro = op >= 0 ? op : -op - 1;
+  gboolean fwd = op >= 0;
+  gboolean ready = fwd ? (wk->stage == 0 || wk->in_ready[micro]) : wk->grad_ready[micro];
+  if (!ready)
+    {
+      if (wk->blocked_since < 0)
+        wk->blocked_since = now;
+      return;
+    }
+  if (wk->blocked_since >= 0)
+    {
+      /* blocked time after the input was sent is communication */
+      double sent = fwd ? wk->in_sent[micro] : wk->grad_sent[micro];
+      wk->it_comm += now - MAX (wk->blocked_since, sent);
+      span (pl, wk->index, "idle", wk->blocked_since, now, 0);
+      wk->blocked_since = -1;
+    }
+  const PolEnv *env = &pl->env;
+  int r = wk->replica, s = wk->stage, n = pl->n;
+  double host = 0;
+  if (wk->ks)
+    {
+      int slot = micro % wk->slots;
+      gsize in_w = (gsize) wk->ks->in_width, out_w = (gsize) wk->ks->out_width;
+      gsize row = (gsize) micro * (gsize) n;
+      gint64 t0 = g_get_monotonic_time ();
+      if (fwd)
+        {
+          const float *in = s == 0 ? pl->x[r] + row * (gsize) env->model->d
+                                   : pl->act[r][s - 1] + row * in_w;
+          float *out = s + 1 < pl->P ? pl->act[r][s] + row * out_w : NULL;
+          double loss = kern_stage_forward (wk->ks, slot, in, pl->y[r] + row, out);
+          if (s + 1 == pl->P)
+            pl->loss_sum += loss;
+        }
+      else
+        {
+          const float *dout = s + 1 < pl->P ? pl->dact[r][s] + row * out_w : NULL;
+          float *din = s > 0 ? pl->dact[r][s - 1] + row * in_w : NULL;
+          kern_stage_backward (wk->ks, slot, dout, din);
+        }
+      host = (double) (g_get_monotonic_time () - t0) / 1e6;
+    }
+  if (fwd)
+    {
+      wk->stash++;
+      wk->peak_stash = MAX (wk->peak_stash, wk->stash);
+    }
+  double dt = env->scale_time (env->compute_ctx, wk->index, fwd ? wk->t_fwd : wk->t_bwd, host);
+  wk->busy = TRUE;
+  wk->op_start = now;
+  span (pl, wk->index, "compute", now, now + dt, 0);
+  eng_schedule (sim, dt, on_op_done, pl, wk);
+}
+
+static void
+start_iteration (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PlPolicy *pl = ctx;
+  const PolEnv *env = &pl->env;
+  pl->iter_start = eng_sim_now (sim);
+  pl->stages_updated = 0;
+  pl->loss_sum = 0;
+  memset (pl->backward_done, 0, sizeof (int) * (gsize) pl->P);
+  if (env->model)
+    for (int r = 0; r < pl->R; r++)
+      {
+        pol_sampler_next (&pl->samplers[r], env->batch, pl->idx);
+        kern_dataset_gather (env->train, pl->idx, env->batch, pl->x[r], pl->y[r]);
+      }
+  for (int k = 0; k < pl->W; k++)
+    {
+      PlWorker *wk = &pl->w[k];
+      wk->pos = 0;
+      wk->busy = FALSE;
+      wk->stash = 0;
+      wk->blocked_since = -1;
+      wk->it_compute = wk->it_comm = 0;
+      for (int i = 0; i < pl->M; i++)
+        {
+          wk->in_ready[i] = wk->grad_ready[i] = FALSE;
+          wk->in_sent[i] = wk->grad_sent[i] = pl->iter_start;
+        }
+      if (wk->ks)
+        kern_stage_set_params (wk->ks, pl->params);
+    }
+  for (int k = 0; k < pl->W; k++)
+    try_next (pl, &pl->w[k]);
+}
+
+static PolPolicy *
+pl_create (const PolEnv *env, GError **error)
+{
+  GQuark q = g_quark_from_static_string ("pol-error");
+  int P = env->stages, R = MAX (env->replicas, 1), M = env->microbatches;
+  int L = env->n_layers;
+  if (P < 1 || P > L || P * R != env->workers || M < 1 || env->batch % M != 0
+      || !env->layers || !env->layer_fwd || !env->layer_bwd || !env->scale_time)
+    {
+      g_set_error (error, q, 0, "pipeline: bad stages %d, replicas %d or micro-batches %d for %d "
+                   "workers, %d layers and batch %d", P, R, M, env->workers, L, env->batch);
+      return NULL;
+    }
+  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
+  if (R > 1 && !alg)
+    {
+      g_set_error (error, q, 0, "unknown all-reduce algorithm '%s'", env->algorithm);
+      return NULL;
+    }
+  PlPolicy *pl = g_new0 (PlPolicy, 1);
+  pl->env = *env;
+  pl->alg = alg;
+  pl->P = P;
+  pl->R = R;
+  pl->M = M;
+  pl->W = P * R;
+  pl->n = env->batch / M;
+  gsize NP = env->n_params;
+  if (pl->env.eval_every <= 0)
+    pl->env.eval_every = pl->W;
+
+  pl->count = g_new (int, P);
+  if (env->stage_layers)
+    memcpy (pl->count, env->stage_layers, sizeof (int) * (gsize) P);
+  else
+    {
+      g_autofree double *cost = g_new (double, L);
+      for (int l = 0; l < L; l++)
+        cost[l] = env->layer_fwd[l] + env->layer_bwd[l];
+      pol_pipeline_partition (cost, L, P, pl->count);
+    }
+  int total = 0;
+  for (int s = 0; s < P; s++)
+    {
+      if (pl->count[s] < 1)
+        total = -L - 1;
+      total += pl->count[s];
+    }
+  if (total != L)
+    {
+      g_set_error (error, q, 0, "pipeline: stage layer counts do not cover the %d layers", L);
+      g_free (pl->count);
+      g_free (pl);
+      return NULL;
+    }
+
+  pl->params = g_new0 (float, MAX (NP, 1));
+  if (env->model)
+    env->model->ops->init (env->model, pl->params, env->seed);
+  pl->update_time = g_new (double, P);
+  pl->backward_done = g_new0 (int, P);
+  pl->reduce_hosts = g_new (int, R);
+  pl->reduce_bufs = g_new0 (float *, R);
+  pl->w = g_new0 (PlWorker, pl->W);
+  double n = pl->n;
+  for (int r = 0; r < R; r++)
+    {
+      int first = 0;
+      for (int s = 0; s < P; s++)
+        {
+          PlWorker *wk = &pl->w[r * P + s];
+          wk->replica = r;
+          wk->stage = s;
+          wk->index = r * P + s;
+          wk->first = first;
+          wk->last = first + pl->count[s] - 1;
+          first = wk->last + 1;
+          wk->lo = env->layers[wk->first].param_offset;
+          wk->hi = wk->last + 1 < L ? env->layers[wk->last + 1].param_offset : NP;
+          double stash = s > 0 ? env->layers[wk->first - 1].outputs : 0.0;
+          for (int l = wk->first; l <= wk->last; l++)
+            {
+              const KernLayer *ly = &env->layers[l];
+              wk->t_fwd += env->layer_fwd[l];
+              wk->t_bwd += env->layer_bwd[l];
+              wk->flops += M * (ly->fwd_flops_fixed + ly->fwd_flops * n + ly->bwd_flops_fixed
+                                + ly->bwd_flops * n);
+              stash += ly->activations;
+            }
+          wk->stash_bytes = 4.0 * n * stash;
+          wk->out_bytes = s + 1 < P ? 4.0 * n * env->layers[wk->last].outputs : 0.0;
+          wk->slots = env->schedule == POL_SCHEDULE_GPIPE ? M : MIN (P - s, M);
+          wk->ops = g_new (int, 2 * M);
+          pol_pipeline_ops_order (env->schedule, P, s, M, wk->ops);
+          wk->in_ready = g_new0 (gboolean, M);
+          wk->grad_ready = g_new0 (gboolean, M);
+          wk->in_sent = g_new0 (double, M);
+          wk->grad_sent = g_new0 (double, M);
+          wk->blocked_since = -1;
+          if (env->model)
+            wk->ks = kern_stage_new (env->model, wk->first, wk->last, pl->n, wk->slots,
+                                     1.0f / (float) env->batch);
+          if (r == 0)
+            pl->update_time[s] = env->update_time (env->compute_ctx, wk->hi - wk->lo);
+        }
+    }
+  if (env->model)
+    {
+      PolEnv senv = *env;
+      senv.workers = R; /* replicas draw batches as data-parallel workers do */
+      pl->samplers = pol_samplers_for_env (&senv);
+      pl->idx = g_new (int, env->batch);
+      pl->grad = g_new (float *, R);
+      pl->x = g_new (float *, R);
+      pl->y = g_new (int *, R);
+      pl->act = g_new0 (float **, R);
+      pl->dact = g_new0 (float **, R);
+      for (int r = 0; r < R; r++)
+        {
+          pl->grad[r] = g_new0 (float, NP);
+          pl->x[r] = g_new (float, (gsize) env->batch * env->model->d);
+          pl->y[r] = g_new (int, env->batch);
+          pl->act[r] = g_new0 (float *, P);
+          pl->dact[r] = g_new0 (float *, P);
+          for (int s = 0; s + 1 < P; s++)
+            {
+              gsize len = (gsize) env->batch * (gsize) pl->w[s].ks->out_width;
+              pl->act[r][s] = g_new (float, len);
+              pl->dact[r][s] = g_new (float, len);
+            }
+        }
+      pl->opt = g_new0 (KernOptimizer *, P);
+      for (int s = 0; s < P; s++)
+        pl->opt[s] = kern_optimizer_new (&env->opt, pl->w[s].hi - pl->w[s].lo);
+    }
+  return (PolPolicy *) pl;
+}
+
+static void
+pl_start (PolPolicy *p)
+{
+  PlPolicy *pl = (PlPolicy *) p;
+  record_metric (pl);
+  pl->next_eval = pl->env.eval_every;
+  eng_schedule (pl->env.sim, 0, start_iteration, pl, NULL);
+}
+
+static void
+pl_finish (PolPolicy *p, PolResult *out)
+{
+  PlPolicy *pl = (PlPolicy *) p;
+  memset (out, 0, sizeof *out);
+  out->updates = pl->updates;
+  out->rounds = pl->updates / pl->W;
+  out->end_time = pl->finished ? pl->end_time : eng_sim_now (pl->env.sim);
+  pol_evaluate (&pl->env, pl->params, &out->final_loss, &out->final_accuracy);
+  out->reached_target = pl->reached_target;
+  out->compute = pl->sum_compute;
+  out->comm = pl->sum_comm;
+  out->wait = pl->sum_wait;
+  if (!pl->env.rec.stage)
+    return;
+  for (int k = 0; k < pl->W; k++)
+    {
+      const PlWorker *wk = &pl->w[k];
+      PolStageStats st = {
+        .replica = wk->replica,
+        .stage = wk->stage,
+        .worker = wk->index,
+        .first_layer = wk->first,
+        .last_layer = wk->last,
+        .params = wk->hi - wk->lo,
+        .flops = wk->flops,
+        .peak_stash = wk->peak_stash,
+        .activation_bytes = wk->peak_stash * wk->stash_bytes,
+        .boundary_bytes = wk->out_bytes,
+        .compute = wk->sum_compute,
+        .idle = wk->sum_idle,
+      };
+      pl->env.rec.stage (pl->env.rec.ctx, &st);
+    }
+}
+
+static void
+pl_free (PolPolicy *p)
+{
+  PlPolicy *pl = (PlPolicy *) p;
+  if (!pl)
+    return;
+  for (int k = 0; k < pl->W; k++)
+    {
+      PlWorker *wk = &pl->w[k];
+      g_free (wk->ops);
+      g_free (wk->in_ready);
+      g_free (wk->grad_ready);
+      g_free (wk->in_sent);
+      g_free (wk->grad_sent);
+      kern_stage_free (wk->ks);
+    }
+  if (pl->env.model)
+    {
+      for (int r = 0; r < pl->R; r++)
+        {
+          g_free (pl->grad[r]);
+          g_free (pl->x[r]);
+          g_free (pl->y[r]);
+          for (int s = 0; s + 1 < pl->P; s++)
+            {
+              g_free (pl->act[r][s]);
+              g_free (pl->dact[r][s]);
+            }
+          g_free (pl->act[r]);
+          g_free (pl->dact[r]);
+        }
+      for (int s = 0; s < pl->P; s++)
+        kern_optimizer_free (pl->opt[s]);
+      pol_samplers_free (pl->samplers, pl->R);
+    }
+  g_free (pl->grad);
+  g_free (pl->x);
+  g_free (pl->y);
+  g_free (pl->act);
+  g_free (pl->dact);
+  g_free (pl->opt);
+  g_free (pl->idx);
+  g_free (pl->w);
+  g_free (pl->count);
+  g_free (pl->params);
+  g_free (pl->update_time);
+  g_free (pl->backward_done);
+  g_free (pl->reduce_hosts);
+  g_free (pl->reduce_bufs);
+  g_free (pl);
+}
+
+static const char *const pl_tags[] = { "activation", "gradient", "allreduce" };
+
+const PolPolicyOps pol_pipeline_ops = {
+  .name = "pipeline",
+  .description = "pipeline parallel: layers cut into stages, one per worker; micro-batches "
+                 "flow forward and back under GPipe or 1F1B; each stage applies its update "
+                 "at the flush",
+  .tag_names = pl_tags,
+  .n_tags = G_N_ELEMENTS (pl_tags),
+  .host_names = pl_host_names,
+  .create = pl_create,
+  .start = pl_start,
+  .finish = pl_finish,
+  .free = pl_free,
+};

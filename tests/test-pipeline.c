@@ -1,0 +1,352 @@
+/*
+ * test-pipeline.c — the pipeline policy (docs/policies.md, "Pipeline"):
+ * the closed-form iteration time and bubble of GPipe and 1F1B on uniform
+ * stages with free communication, their peak stash, the balanced
+ * partition, the schedule order, the equivalence of the pipelined MLP with
+ * unpipelined training on the same batches, and the rejected keys.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <unistd.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "policies/policy.h"
+#include "sim/run.h"
+#include "sim/scenario.h"
+#include "tests/util.h"
+
+typedef struct {
+  GArray *iter_len;   /* double: end - start of every iteration row */
+  GArray *stages;     /* PolStageStats */
+  GArray *losses;     /* double: evaluated losses in order */
+  SimRunSummary sum;
+} Result;
+
+static void
+on_iteration (gpointer ctx, int worker, gint64 iteration, double start, double end,
+              double compute, double comm, double wait, gint64 staleness)
+{
+  Result *r = ctx;
+  double len = end - start;
+  g_array_append_val (r->iter_len, len);
+  test_assert_close (compute + comm + wait, len, 1e-9);
+}
+
+static void
+on_stage (gpointer ctx, const PolStageStats *st)
+{
+  Result *r = ctx;
+  g_array_append_val (r->stages, *st);
+}
+
+static void
+on_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
+{
+  Result *r = ctx;
+  g_array_append_val (r->losses, loss);
+}
+
+static Result *
+run_text (const char *text, const char *const *sets)
+{
+  GPtrArray *configs = test_load_scenario_text (text, sets);
+  g_assert_cmpuint (configs->len, ==, 1);
+  Result *r = g_new0 (Result, 1);
+  r->iter_len = g_array_new (FALSE, FALSE, sizeof (double));
+  r->stages = g_array_new (FALSE, FALSE, sizeof (PolStageStats));
+  r->losses = g_array_new (FALSE, FALSE, sizeof (double));
+  PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
+                      .stage = on_stage, .metric = on_metric };
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, &rec, NULL, FALSE,
+                                 &r->sum, &error));
+  g_assert_no_error (error);
+  g_ptr_array_unref (configs);
+  return r;
+}
+
+static void
+result_free (Result *r)
+{
+  g_array_unref (r->iter_len);
+  g_array_unref (r->stages);
+  g_array_unref (r->losses);
+  g_free (r);
+}
+
+/* A timing workload of `layers` identical layers: no parameters (so the
+ * optimizer takes no time), FWD FLOPs and ACT activations per sample. */
+#define FWD 1e6
+#define ACT 1000
+static char *
+uniform_workload (int layers)
+{
+  GString *s = g_string_new ("# input 100\n");
+  for (int l = 0; l < layers; l++)
+    g_string_append_printf (s, "layer%d 0 %g %d\n", l, FWD, ACT);
+  g_autofree char *path = NULL;
+  int fd = g_file_open_tmp ("dtsim-pipe-XXXXXX.txt", &path, NULL);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_true (g_file_set_contents (path, s->str, -1, NULL));
+  close (fd);
+  g_string_free (s, TRUE);
+  return g_steal_pointer (&path);
+}
+
+/* p identical stages, m micro-batches, free communication: every iteration
+ * takes (m + p - 1)(t_f + t_b), a stage idles (p - 1)(t_f + t_b) of it, and
+ * the peak stash is m (GPipe) or min(p - s, m) (1F1B). */
+static void
+test_uniform (void)
+{
+  const int cases[][2] = { { 4, 8 }, { 4, 2 }, { 3, 1 }, { 2, 6 }, { 1, 4 } };
+  const char *schedules[] = { "gpipe", "1f1b" };
+  const double F = 1e9;      /* FLOP/s, efficiency 1 */
+  const int iterations = 3;
+  for (gsize c = 0; c < G_N_ELEMENTS (cases); c++)
+    for (gsize k = 0; k < G_N_ELEMENTS (schedules); k++)
+      {
+        int p = cases[c][0], m = cases[c][1], n = 4, batch = n * m;
+        g_autofree char *wl = uniform_workload (p);
+        g_autofree char *text = g_strdup_printf (
+          "[scenario]\nname = u\nseed = 1\niterations = %d\n"
+          "[cluster]\nworkers = %d\n"
+          "[device]\nflops = %g\nefficiency = 1\n"
+          "[network]\nbandwidth = 1e18\nlatency = 0\ncontention = none\n"
+          "[model]\nkind = timing\nworkload = %s\nbatch = %d\n"
+          "[kernels]\nbackend = none\n"
+          "[policy]\nkind = pipeline\nschedule = %s\nmicrobatches = %d\n",
+          iterations, p, F, wl, batch, schedules[k], m);
+        Result *r = run_text (text, NULL);
+        const double t_f = FWD * n / F, t_b = 2 * FWD * n / F;
+        const double iter = (m + p - 1) * (t_f + t_b);
+        g_assert_cmpuint (r->iter_len->len, ==, (guint) (iterations * p));
+        for (guint i = 0; i < r->iter_len->len; i++)
+          test_assert_close (g_array_index (r->iter_len, double, i), iter, 1e-9);
+        test_assert_close (r->sum.sim_time, iterations * iter, 1e-9);
+        g_assert_cmpuint (r->stages->len, ==, (guint) p);
+        for (int s = 0; s < p; s++)
+          {
+            const PolStageStats *st = &g_array_index (r->stages, PolStageStats, s);
+            g_assert_cmpint (st->stage, ==, s);
+            g_assert_cmpint (st->first_layer, ==, s);
+            g_assert_cmpint (st->last_layer, ==, s);
+            double bubble = st->idle / (st->compute + st->idle);
+            if (p == 1)
+              g_assert_cmpfloat (fabs (bubble), <, 1e-12);
+            else
+              test_assert_close (bubble, (double) (p - 1) / (m + p - 1), 1e-9);
+            int peak = k == 0 ? m : MIN (p - s, m);
+            g_assert_cmpint (st->peak_stash, ==, peak);
+            /* stash per micro-batch: its layer's activations, plus the input
+             * it received for stages after the first */
+            double per = 4.0 * n * (ACT + (s > 0 ? ACT : 0));
+            test_assert_close (st->activation_bytes, peak * per, 1e-12);
+            test_assert_close (st->flops, m * 3 * FWD * n, 1e-12);
+          }
+        g_unlink (wl);
+        result_free (r);
+      }
+}
+
+/* The balanced cut is optimal: brute force over all cuts agrees on the
+ * largest stage's cost. */
+static void
+test_partition (void)
+{
+  const double costs[] = { 3, 1, 4, 1, 5, 9, 2, 6, 5, 3 };
+  int L = G_N_ELEMENTS (costs);
+  for (int p = 1; p <= 4; p++)
+    {
+      int count[4];
+      pol_pipeline_partition (costs, L, p, count);
+      int sum = 0;
+      double worst = 0;
+      for (int s = 0; s < p; s++)
+        {
+          g_assert_cmpint (count[s], >=, 1);
+          double c = 0;
+          for (int l = sum; l < sum + count[s]; l++)
+            c += costs[l];
+          worst = MAX (worst, c);
+          sum += count[s];
+        }
+      g_assert_cmpint (sum, ==, L);
+      /* every placement of p - 1 cuts in the L - 1 gaps, as a bit mask */
+      double best = INFINITY;
+      for (int mask = 0; mask < (1 << (L - 1)); mask++)
+        {
+          if (__builtin_popcount (mask) != p - 1)
+            continue;
+          double cur = 0, most = 0;
+          for (int l = 0; l < L; l++)
+            {
+              cur += costs[l];
+              if (l == L - 1 || (mask >> l) & 1)
+                {
+                  most = MAX (most, cur);
+                  cur = 0;
+                }
+            }
+          best = MIN (best, most);
+        }
+      g_assert_cmpfloat (worst, ==, best);
+    }
+}
+
+/* Every micro-batch's forward comes once and before its backward; 1F1B
+ * starts with min(p - s - 1, m) forwards and then alternates. */
+static void
+test_order (void)
+{
+  for (int p = 1; p <= 5; p++)
+    for (int m = 1; m <= 7; m++)
+      for (int s = 0; s < p; s++)
+        for (int k = 0; k < 2; k++)
+          {
+            int ops[14];
+            pol_pipeline_ops_order (k ? POL_SCHEDULE_1F1B : POL_SCHEDULE_GPIPE, p, s, m, ops);
+            int seen_f[7] = { 0 }, seen_b[7] = { 0 }, next_f = 0, next_b = 0;
+            for (int i = 0; i < 2 * m; i++)
+              if (ops[i] >= 0)
+                {
+                  g_assert_cmpint (ops[i], ==, next_f++); /* forwards in order */
+                  seen_f[ops[i]]++;
+                }
+              else
+                {
+                  int b = -ops[i] - 1;
+                  g_assert_cmpint (b, ==, next_b++);      /* backwards in order */
+                  g_assert_cmpint (seen_f[b], ==, 1);
+                  seen_b[b]++;
+                }
+            for (int i = 0; i < m; i++)
+              g_assert_cmpint (seen_b[i], ==, 1);
+            if (k == 1)
+              {
+                int warm = MIN (p - s - 1, m);
+                for (int i = 0; i < warm; i++)
+                  g_assert_cmpint (ops[i], ==, i);
+                if (warm < m)
+                  g_assert_cmpint (ops[warm + 1], ==, -1);
+              }
+            else
+              g_assert_cmpint (ops[m], ==, -1);
+          }
+}
+
+static const char mlp[] =
+  "[scenario]\nname = e\nseed = 11\niterations = 12\n"
+  "[cluster]\nworkers = 3\n"
+  "[device]\nflops = 1GFLOPS\n"
+  "[network]\nbandwidth = 10Gbps\nlatency = 5us\n"
+  "[model]\nkind = mlp\nhidden = 24,16\nfeatures = 20\nclasses = 5\nsamples = 1024\n"
+  "test_samples = 128\neval_samples = 256\nbatch = 16\nlr = 0.2\n"
+  "[policy]\nkind = pipeline\nmicrobatches = 4\n";
+
+/* Losses of two runs evaluated after the same number of optimizer steps:
+ * the pipeline evaluates once per iteration (every `workers` updates). */
+static void
+assert_same_losses (const Result *a, const Result *b)
+{
+  g_assert_cmpuint (a->losses->len, ==, b->losses->len);
+  g_assert_cmpuint (a->losses->len, >, 2);
+  for (guint i = 0; i < a->losses->len; i++)
+    test_assert_close (g_array_index (a->losses, double, i),
+                       g_array_index (b->losses, double, i), 1e-5);
+  test_assert_close (a->sum.final_loss, b->sum.final_loss, 1e-5);
+  /* and training did something */
+  g_assert_cmpfloat (g_array_index (a->losses, double, a->losses->len - 1), <,
+                     0.9 * g_array_index (a->losses, double, 0));
+}
+
+/* Pipelined MLP = one worker training on the same batches (its sampler is
+ * the single data-parallel worker's), whatever the schedule and the cut. */
+static void
+test_mlp_equivalence (void)
+{
+  const char *ref_sets[] = { "policy.kind=allreduce", "cluster.workers=1", NULL };
+  Result *ref = run_text (mlp, ref_sets);
+  const char *variants[][4] = {
+    { "policy.schedule=1f1b", NULL, NULL, NULL },
+    { "policy.schedule=gpipe", NULL, NULL, NULL },
+    { "policy.schedule=1f1b", "policy.stage_layers=1,2,3", NULL, NULL },
+    { "policy.schedule=gpipe", "policy.stage_layers=3,2,1", NULL, NULL },
+    { "policy.microbatches=16", "model.optimizer=adam", "model.lr=0.01", NULL },
+  };
+  for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
+    {
+      Result *r = run_text (mlp, variants[v]);
+      if (v == 4)
+        {
+          const char *sets[] = { "policy.kind=allreduce", "cluster.workers=1",
+                                 "model.optimizer=adam", "model.lr=0.01", NULL };
+          Result *ref2 = run_text (mlp, sets);
+          assert_same_losses (r, ref2);
+          result_free (ref2);
+        }
+      else
+        assert_same_losses (r, ref);
+      result_free (r);
+    }
+  result_free (ref);
+}
+
+/* Two replicas of a 3-stage pipeline = all-reduce over two workers. */
+static void
+test_replicas (void)
+{
+  const char *pipe_sets[] = { "cluster.workers=6", "policy.replicas=2", NULL };
+  const char *ar_sets[] = { "policy.kind=allreduce", "cluster.workers=2", NULL };
+  Result *a = run_text (mlp, pipe_sets);
+  Result *b = run_text (mlp, ar_sets);
+  assert_same_losses (a, b);
+  g_assert_cmpuint (a->stages->len, ==, 6);
+  g_assert_cmpuint (a->iter_len->len, ==, 6 * 12);
+  result_free (a);
+  result_free (b);
+}
+
+static void
+expect_error (const char *extra, const char *needle)
+{
+  g_autofree char *text = g_strconcat (mlp, extra, NULL);
+  g_autofree char *msg = test_load_scenario_error (text);
+  if (!strstr (msg, needle))
+    g_error ("expected '%s' in: %s", needle, msg);
+}
+
+static void
+test_errors (void)
+{
+  expect_error ("microbatches = 5\n", "[policy] microbatches");
+  expect_error ("stage_layers = 1,1,1\n", "[policy] stage_layers: the counts sum to 3");
+  expect_error ("stage_layers = 3,3\n", "[policy] stage_layers: 2 counts for 3 stages");
+  expect_error ("stages = 7\n", "[cluster] workers");
+  expect_error ("replicas = 2\n", "[policy] replicas");
+  /* a 6-layer MLP (fc, relu, fc, relu, fc, xent) cannot have 7 stages */
+  g_autofree char *t2 = g_strdup (mlp);
+  char *w = strstr (t2, "workers = 3");
+  g_assert_nonnull (w);
+  g_autofree char *t3 = g_strdup_printf ("%.*sworkers = 7%s", (int) (w - t2), t2,
+                                         w + strlen ("workers = 3"));
+  g_autofree char *msg = test_load_scenario_error (t3 /* stages = workers = 7 */);
+  if (!strstr (msg, "[policy] stages: 7 stages for a model of 6 layers"))
+    g_error ("unexpected: %s", msg);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/pipeline/uniform", test_uniform);
+  g_test_add_func ("/pipeline/partition", test_partition);
+  g_test_add_func ("/pipeline/order", test_order);
+  g_test_add_func ("/pipeline/mlp-equivalence", test_mlp_equivalence);
+  g_test_add_func ("/pipeline/replicas", test_replicas);
+  g_test_add_func ("/pipeline/errors", test_errors);
+  return g_test_run ();
+}
