@@ -42,9 +42,9 @@ struct SimTrace {
 /* One buffered row: which table and its columns, by kind.  Strings point into
  * the chunk's string pool. */
 typedef struct {
-  int table;             /* ST_METRIC ... ST_BUCKET */
+  int table;             /* ST_METRIC ... ST_STAGE */
   gint64 run;
-  gint64 i[3];
+  gint64 i[7];
   double d[5];
   const char *s[3];
 } Record;
@@ -319,6 +319,21 @@ sim_trace_write_chunk (SimTrace *t, SimTraceChunk *c)
         case ST_MSG:
           sim_trace_message (t, r->run, r->s[0], r->s[1], r->d[0], r->d[1], r->d[2], r->s[2]);
           break;
+        case ST_FAILURE:
+          sim_trace_failure (t, r->run, (int) r->i[0], r->d[0], r->d[1], r->i[1], r->s[0]);
+          break;
+        case ST_STAGE:
+          {
+            PolStageStats st = {
+              .replica = (int) r->i[0], .stage = (int) r->i[1], .worker = (int) r->i[2],
+              .first_layer = (int) r->i[3], .last_layer = (int) r->i[4],
+              .params = (gsize) r->i[5], .peak_stash = (int) r->i[6],
+              .flops = r->d[0], .activation_bytes = r->d[1], .boundary_bytes = r->d[2],
+              .compute = r->d[3], .idle = r->d[4],
+            };
+            sim_trace_stage (t, r->run, &st);
+          }
+          break;
         default:
           g_assert_not_reached ();
         }
@@ -518,6 +533,17 @@ sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket, double 
 void
 sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st)
 {
+  if (!t->db)
+    {
+      Record *r = buffer_add (t, ST_STAGE, run);
+      r->i[0] = st->replica, r->i[1] = st->stage, r->i[2] = st->worker;
+      r->i[3] = st->first_layer, r->i[4] = st->last_layer, r->i[5] = (gint64) st->params;
+      r->i[6] = st->peak_stash;
+      r->d[0] = st->flops, r->d[1] = st->activation_bytes, r->d[2] = st->boundary_bytes;
+      r->d[3] = st->compute, r->d[4] = st->idle;
+      buffer_done (t);
+      return;
+    }
   sqlite3_stmt *q = t->st[ST_STAGE];
   sqlite3_bind_int64 (q, 1, run);
   sqlite3_bind_int (q, 2, st->replica);
@@ -568,6 +594,14 @@ void
 sim_trace_failure (SimTrace *t, gint64 run, int worker, double start, double end,
                    gint64 iteration, const char *lost)
 {
+  if (!t->db)
+    {
+      Record *r = buffer_add (t, ST_FAILURE, run);
+      r->i[0] = worker, r->i[1] = iteration, r->d[0] = start, r->d[1] = end;
+      r->s[0] = buffer_string (t, lost);
+      buffer_done (t);
+      return;
+    }
   sqlite3_stmt *st = t->st[ST_FAILURE];
   sqlite3_bind_int64 (st, 1, run);
   sqlite3_bind_int (st, 2, worker);

@@ -57,6 +57,8 @@ dump (const char *path)
     "SELECT * FROM spans ORDER BY run_id, rowid",
     "SELECT * FROM messages ORDER BY run_id, rowid",
     "SELECT * FROM buckets ORDER BY run_id, rowid",
+    "SELECT * FROM failures ORDER BY run_id, rowid",
+    "SELECT * FROM stages ORDER BY run_id, rowid",
   };
   for (gsize q = 0; q < G_N_ELEMENTS (queries); q++)
     {
@@ -156,6 +158,32 @@ test_jobs (void)
   g_autofree char *o3 = NULL, *e3 = NULL;
   g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", a, "--jobs", "0", NULL), ==, 2);
   g_assert_nonnull (strstr (e3, "--jobs"));
+}
+
+/* The tables only some policies write (a pipeline's stages, a parameter
+ * server's failures) come through a parallel sweep as through a serial one. */
+static void
+test_jobs_tables (void)
+{
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  const char *names[] = { "pipeline", "stragglers" };
+  const char *counts[] = { "SELECT COUNT(*) FROM stages", "SELECT COUNT(*) FROM failures" };
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autofree char *file = g_strdup_printf ("%s.ini", names[i]);
+      g_autofree char *ini = g_build_filename (src, "scenarios", file, NULL);
+      g_autofree char *a = tmp ("t1.db"), *b = tmp ("t2.db");
+      g_autofree char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
+      g_unlink (a);
+      g_unlink (b);
+      g_assert_cmpint (dtsim (&o1, &e1, "run", ini, "-o", a, "--jobs", "1", "--quiet", NULL), ==, 0);
+      g_assert_cmpint (dtsim (&o2, &e2, "run", ini, "-o", b, "--jobs", "2", "--quiet", NULL), ==, 0);
+      /* every run has rows: one per stage, or one per failure */
+      gint64 runs = count (b, "SELECT COUNT(*) FROM runs");
+      g_assert_cmpint (count (b, counts[i]), >=, runs);
+      g_autofree char *da = dump (a), *db = dump (b);
+      g_assert_cmpstr (da, ==, db);
+    }
 }
 
 /* A point that fails at run time (its data files are corrupt) marks its run
@@ -458,6 +486,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/run/deterministic", test_deterministic);
   g_test_add_func ("/cli/run/jobs", test_jobs);
   g_test_add_func ("/cli/run/jobs-failure", test_jobs_failure);
+  g_test_add_func ("/cli/run/jobs-tables", test_jobs_tables);
   g_test_add_func ("/cli/run/trace-contents", test_trace_contents);
   g_test_add_func ("/cli/run/json", test_json);
   g_test_add_func ("/cli/bad/unknown-key", test_bad_unknown_key);
