@@ -219,7 +219,8 @@ tsv_text (const char *s)
 }
 
 /* The swept keys of the database: params whose value differs between runs,
- * in the order they first appear; `omit` (may be NULL) left out. */
+ * in the order they first appear; the keys of `omit` (space-separated, may be
+ * NULL) left out. */
 static GPtrArray *
 swept_keys (sqlite3 *db, const char *omit)
 {
@@ -228,18 +229,20 @@ swept_keys (sqlite3 *db, const char *omit)
   sqlite3_prepare_v2 (db, "SELECT key FROM params GROUP BY key HAVING COUNT(DISTINCT value) > 1"
                       " OR COUNT(*) < (SELECT COUNT(*) FROM runs) ORDER BY MIN(rowid)", -1,
                       &st, NULL);
+  g_auto (GStrv) skip = g_strsplit (omit ? omit : "", " ", -1);
   while (sqlite3_step (st) == SQLITE_ROW)
     {
       const char *k = (const char *) sqlite3_column_text (st, 0);
-      if (g_strcmp0 (k, omit) != 0)
+      if (!g_strv_contains ((const char *const *) skip, k))
         g_ptr_array_add (keys, g_strdup (k));
     }
   sqlite3_finalize (st);
   return keys;
 }
 
-/* run id (gint64 *) -> label: "short=value" for each swept key but `omit`,
- * where short is the key without its section unless two swept keys share it.
+/* run id (gint64 *) -> label: "short=value" for each swept key but those of
+ * `omit` (as swept_keys), where short is the key without its section unless
+ * two swept keys share it.
  * A run with no such key is labelled `fallback`, or its name when NULL. */
 static GHashTable *
 run_labels (sqlite3 *db, const char *omit, const char *fallback)
@@ -408,7 +411,17 @@ typedef struct {
 static gboolean
 plot_speedup (sqlite3 *db, const char *tmp, const char *out, const char *term, GError **error)
 {
-  g_autoptr (GHashTable) groups = run_labels (db, "cluster.workers", "all runs");
+  /* with [model] global_batch the per-worker batch follows the workers: it
+   * does not make a group of its own */
+  gboolean strong = FALSE;
+  sqlite3_stmt *gb = NULL;
+  sqlite3_prepare_v2 (db, "SELECT COUNT(*) = (SELECT COUNT(*) FROM runs) FROM params WHERE"
+                      " key = 'model.global_batch' AND value <> '0'", -1, &gb, NULL);
+  if (sqlite3_step (gb) == SQLITE_ROW)
+    strong = sqlite3_column_int (gb, 0) != 0;
+  sqlite3_finalize (gb);
+  g_autoptr (GHashTable) groups = run_labels (db, strong ? "cluster.workers model.batch"
+                                                         : "cluster.workers", "all runs");
   sqlite3_stmt *st = NULL;
   sqlite3_prepare_v2 (db,
                       "SELECT r.id, CAST((SELECT value FROM params p WHERE p.run_id = r.id AND"
@@ -881,10 +894,14 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
       return 2;
     }
   g_autofree char *outdir = dir ? g_strdup (dir) : g_path_get_dirname (dbpath);
+  /* -o DIR is created when its parent exists (as mkdir would) */
+  g_autofree char *parent = g_path_get_dirname (outdir);
+  if (!g_file_test (outdir, G_FILE_TEST_EXISTS) && g_file_test (parent, G_FILE_TEST_IS_DIR))
+    g_mkdir (outdir, 0755);
   if (!g_file_test (outdir, G_FILE_TEST_IS_DIR))
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "-o: directory '%s' does not exist; create it or choose another", outdir);
+                   "-o: directory '%s' cannot be created (does its parent exist?); create it or choose another", outdir);
       return 2;
     }
   sqlite3 *db = NULL;

@@ -114,6 +114,216 @@ t_iter (const char *db, const char *where)
   return q (db, "SELECT sim_time / iterations FROM runs WHERE id = %s", id);
 }
 
+/* ---------------------------------------------------------------- lab 1 */
+
+#define FREE_NET "network.latency=0", "network.bandwidth=1e15"
+
+static double
+amdahl_t (gboolean free_net, const char *serial, int workers)
+{
+  const char *db = free_net ? lab_db ("amdahl", FREE_NET, NULL) : lab_db ("amdahl", NULL);
+  g_autofree char *w = g_strdup_printf ("device.serial_time=%s cluster.workers=%d", serial,
+                                        workers);
+  return t_iter (db, w);
+}
+
+/* Amdahl's serial fraction of the free-network runs with the serial part,
+ * from T(N) = a + b/N at N = 1 and 2. */
+static double
+amdahl_f (void)
+{
+  double t1 = amdahl_t (TRUE, "100ms", 1), t2 = amdahl_t (TRUE, "100ms", 2);
+  double b = 2 * (t1 - t2);
+  return (t1 - b) / t1;
+}
+
+static void
+lab1_free_no_serial (void)
+{
+  double eff = amdahl_t (TRUE, "0", 1) / amdahl_t (TRUE, "0", 64) / 64;
+  g_assert_cmpfloat (eff, >, 0.99);
+}
+
+static void
+lab1_exact_amdahl (void)
+{
+  double f = amdahl_f (), t1 = amdahl_t (TRUE, "100ms", 1);
+  for (int n = 2; n <= 64; n *= 2)
+    test_assert_close (t1 / amdahl_t (TRUE, "100ms", n), 1 / (f + (1 - f) / n), 1e-6);
+  g_assert_cmpfloat (t1 / amdahl_t (TRUE, "100ms", 64), <, 15);
+  g_assert_cmpfloat (1 / f, <, 18);
+  g_assert_cmpfloat (t1 / amdahl_t (TRUE, "100ms", 64), <, 1 / f);
+}
+
+static void
+lab1_communication (void)
+{
+  double eff = amdahl_t (FALSE, "0", 1) / amdahl_t (FALSE, "0", 64) / 64;
+  g_assert_cmpfloat (eff, >, 0.55);
+  g_assert_cmpfloat (eff, <, 0.70);
+  const char *db = lab_db ("amdahl", NULL);
+  double prev = -1;
+  for (int n = 1; n <= 64; n *= 2)
+    {
+      g_autofree char *w = g_strdup_printf ("device.serial_time=0 cluster.workers=%d", n);
+      g_autofree char *id = run_with (w);
+      double share = q (db, "SELECT comm / (compute + comm + wait) FROM runs WHERE id = %s", id);
+      g_assert_cmpfloat (share, >, prev);
+      prev = share;
+    }
+  g_assert_cmpfloat (prev, >, 0.30);
+}
+
+static void
+lab1_both (void)
+{
+  double eff = amdahl_t (FALSE, "100ms", 1) / amdahl_t (FALSE, "100ms", 64) / 64;
+  g_assert_cmpfloat (eff, <, 0.25);
+  g_assert_cmpfloat (eff, <, amdahl_t (TRUE, "100ms", 1) / amdahl_t (TRUE, "100ms", 64) / 64);
+  g_assert_cmpfloat (eff, <, amdahl_t (FALSE, "0", 1) / amdahl_t (FALSE, "0", 64) / 64);
+}
+
+/* The serial fraction `dtsim plot` prints for the group labelled `label`. */
+static double
+plotted_f (const char *db, const char *label)
+{
+  g_autofree char *dir = g_strconcat (db, "-plots", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  const char *args[] = { "plot", db, "-o", dir, NULL };
+  g_assert_cmpint (test_run_dtsim_argv (tmpdir, &out, &err, args), ==, 0);
+  g_autofree char *tag = g_strdup_printf ("  [%s]", label);
+  for (char **l = g_strsplit (out, "\n", -1), **p = l; *p || (g_strfreev (l), FALSE); p++)
+    if (g_str_has_prefix (*p, "serial fraction (Amdahl fit): f = ") && g_str_has_suffix (*p, tag))
+      {
+        double f = g_ascii_strtod (*p + strlen ("serial fraction (Amdahl fit): f = "), NULL);
+        g_strfreev (l);
+        return f;
+      }
+  g_error ("no serial fraction for %s in:\n%s", label, out);
+}
+
+static void
+lab1_fit (void)
+{
+  double free_f = plotted_f (lab_db ("amdahl", FREE_NET, NULL), "serial_time=100ms");
+  test_assert_close (free_f, amdahl_f (), 0.01);
+  g_assert_cmpfloat (plotted_f (lab_db ("amdahl", NULL), "serial_time=0"), >, 0.005);
+  g_assert_cmpfloat (plotted_f (lab_db ("amdahl", NULL), "serial_time=100ms"), >, free_f);
+}
+
+/* ---------------------------------------------------------------- lab 2 */
+
+#define NO_FAILURE "failures.at=1e6"
+
+/* The run of that straggler model and mode: "consistency/wait_for", as the
+ * scenario's joint sweep key writes it. */
+static char *
+strag_run (const char *model, const char *mode)
+{
+  g_auto (GStrv) cw = g_strsplit (mode, "/", 2);
+  g_autofree char *w = g_strdup_printf ("stragglers.model=%s policy.consistency=%s"
+                                        " policy.wait_for=%s", model, cw[0], cw[1]);
+  return run_with (w);
+}
+
+static double
+strag_t (gboolean free_net, const char *model, const char *mode)
+{
+  const char *db = free_net ? lab_db ("stragglers", FREE_NET, NO_FAILURE, NULL)
+                            : lab_db ("stragglers", NULL);
+  g_autofree char *id = strag_run (model, mode);
+  return q (db, "SELECT sim_time / iterations FROM runs WHERE id = %s", id);
+}
+
+static double
+harmonic (int n)
+{
+  double h = 0;
+  for (int k = 1; k <= n; k++)
+    h += 1.0 / k;
+  return h;
+}
+
+static const double step_t = 10e-3; /* [device] step_time */
+
+static void
+lab2_expected_max (void)
+{
+  test_assert_close (strag_t (TRUE, "exponential", "bsp/0"), step_t * (1 + 0.5 * harmonic (8)),
+                     0.03);
+  /* E[max of n Pareto(scale 1, alpha)] = n! Γ(1 - 1/α) / Γ(n + 1 - 1/α) */
+  double a = 3, n = 8;
+  double emax = exp (lgamma (n + 1) + lgamma (1 - 1 / a) - lgamma (n + 1 - 1 / a));
+  test_assert_close (strag_t (TRUE, "pareto", "bsp/0"), step_t * emax, 0.05);
+}
+
+static void
+lab2_bernoulli (void)
+{
+  double share = (strag_t (TRUE, "bernoulli", "bsp/0") / step_t - 1) / (1.5 - 1);
+  g_assert_cmpfloat (fabs (share - (1 - pow (1 - 0.1667, 8))), <, 0.06);
+}
+
+static void
+lab2_tail (void)
+{
+  double ln = strag_t (TRUE, "lognormal", "bsp/0"), ex = strag_t (TRUE, "exponential", "bsp/0");
+  double pa = strag_t (TRUE, "pareto", "bsp/0");
+  g_assert_cmpfloat (ln, <, ex);
+  g_assert_cmpfloat (ex, <, pa);
+  double a[] = { strag_t (TRUE, "lognormal", "async/0"), strag_t (TRUE, "exponential", "async/0"),
+                 strag_t (TRUE, "pareto", "async/0") };
+  for (int i = 0; i < 3; i++)
+    test_assert_close (a[i], a[(i + 1) % 3], 0.01);
+}
+
+static void
+lab2_k_of_n (void)
+{
+  test_assert_close (strag_t (TRUE, "exponential", "bsp/6"),
+                     step_t * (1 + 0.5 * (harmonic (8) - harmonic (2))), 0.03);
+  g_assert_cmpfloat (strag_t (TRUE, "pareto", "bsp/6"), <, 0.6 * strag_t (TRUE, "pareto", "bsp/0"));
+  const char *db = lab_db ("stragglers", FREE_NET, NO_FAILURE, NULL);
+  g_autofree char *id = strag_run ("pareto", "bsp/6");
+  g_assert_cmpfloat (q (db, "SELECT updates FROM runs WHERE id = %s", id), ==,
+                     q (db, "SELECT iterations * 6 FROM runs WHERE id = %s", id));
+}
+
+static void
+lab2_failure (void)
+{
+  const char *with = lab_db ("stragglers", NULL), *without = lab_db ("stragglers", NO_FAILURE, NULL);
+  const double restart = 0.2;
+  double cost[4];
+  const char *modes[] = { "bsp/0", "ssp/0", "async/0", "bsp/6" };
+  for (int i = 0; i < 4; i++)
+    {
+      g_autofree char *id = strag_run ("none", modes[i]);
+      cost[i] = q (with, "SELECT sim_time FROM runs WHERE id = %s", id)
+                - q (without, "SELECT sim_time FROM runs WHERE id = %s", id);
+    }
+  test_assert_close (cost[0], restart, 0.25);
+  g_assert_cmpfloat (fabs (cost[2]), <, restart / 4);
+  g_assert_cmpfloat (fabs (cost[3]), <, restart / 4);
+}
+
+static void
+lab2_ssp_failure (void)
+{
+  const char *with = lab_db ("stragglers", NULL), *without = lab_db ("stragglers", NO_FAILURE, NULL);
+  g_autofree char *id = strag_run ("none", "ssp/0");
+  g_assert_cmpfloat (q (with, "SELECT sim_time FROM runs WHERE id = %s", id)
+                     - q (without, "SELECT sim_time FROM runs WHERE id = %s", id), >, 1.0);
+  /* worker 0's iterations after the failure's end, against those of the
+   * run without it */
+  double f_end = q (with, "SELECT end FROM failures WHERE run_id = %s", id);
+  double before = q (without, "SELECT AVG(end - start) FROM iterations WHERE run_id = %s"
+                              " AND worker = 0", id);
+  double after = q (with, "SELECT AVG(end - start) FROM iterations WHERE run_id = %s"
+                          " AND worker = 0 AND start >= %.17g", id, f_end);
+  g_assert_cmpfloat (after, >, 1.2 * before);
+}
+
 /* ---------------------------------------------------------------- lab 4 */
 
 static double
@@ -190,6 +400,17 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   tmpdir = g_dir_make_tmp ("dtsim-labs-XXXXXX", NULL);
   g_assert_nonnull (tmpdir);
+  g_test_add_func ("/labs/amdahl/1-free-no-serial", lab1_free_no_serial);
+  g_test_add_func ("/labs/amdahl/2-exact-amdahl", lab1_exact_amdahl);
+  g_test_add_func ("/labs/amdahl/3-communication", lab1_communication);
+  g_test_add_func ("/labs/amdahl/4-both", lab1_both);
+  g_test_add_func ("/labs/amdahl/5-fit", lab1_fit);
+  g_test_add_func ("/labs/stragglers/1-expected-max", lab2_expected_max);
+  g_test_add_func ("/labs/stragglers/2-bernoulli", lab2_bernoulli);
+  g_test_add_func ("/labs/stragglers/3-tail", lab2_tail);
+  g_test_add_func ("/labs/stragglers/4-k-of-n", lab2_k_of_n);
+  g_test_add_func ("/labs/stragglers/5-failure", lab2_failure);
+  g_test_add_func ("/labs/stragglers/6-ssp-failure", lab2_ssp_failure);
   g_test_add_func ("/labs/allreduce/1-latency-bound", lab4_latency_bound);
   g_test_add_func ("/labs/allreduce/2-bandwidth-bound", lab4_bandwidth_bound);
   g_test_add_func ("/labs/allreduce/3-one-server", lab4_one_server);
