@@ -324,6 +324,92 @@ lab2_ssp_failure (void)
   g_assert_cmpfloat (after, >, 1.2 * before);
 }
 
+/* ---------------------------------------------------------------- lab 3 */
+
+static const int stale_s[] = { 0, 1, 2, 4, 8, 16 };
+
+static char *
+stale_run (int s)
+{
+  g_autofree char *w = g_strdup_printf ("policy.staleness=%d", s);
+  return run_with (w);
+}
+
+static double
+stale_q (int s, const char *expr)
+{
+  const char *db = lab_db ("staleness-sweep", NULL);
+  g_autofree char *id = stale_run (s);
+  return q (db, "SELECT %s FROM runs WHERE id = %s", expr, id);
+}
+
+static void
+lab3_ssp0 (void)
+{
+  const char *db = lab_db ("consistency", "policy.staleness=0", NULL);
+  g_autofree char *bsp = run_with ("policy.consistency=bsp");
+  g_autofree char *ssp = run_with ("policy.consistency=ssp");
+  g_assert_cmpfloat (q (db, "SELECT sim_time FROM runs WHERE id = %s", bsp), ==,
+                     q (db, "SELECT sim_time FROM runs WHERE id = %s", ssp));
+  g_assert_cmpfloat (q (db, "SELECT final_loss FROM runs WHERE id = %s", bsp), ==,
+                     q (db, "SELECT final_loss FROM runs WHERE id = %s", ssp));
+}
+
+static void
+lab3_bound (void)
+{
+  const char *db = lab_db ("staleness-sweep", NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (stale_s); i++)
+    {
+      g_autofree char *id = stale_run (stale_s[i]);
+      g_assert_cmpfloat (q (db, "SELECT MAX(staleness) FROM iterations WHERE run_id = %s", id),
+                         <=, stale_s[i]);
+    }
+}
+
+static void
+lab3_diminishing (void)
+{
+  const char *wait = "wait / (compute + comm + wait)";
+  for (gsize i = 1; i < G_N_ELEMENTS (stale_s); i++)
+    {
+      g_assert_cmpfloat (stale_q (stale_s[i], "sim_time"), <, stale_q (stale_s[i - 1], "sim_time"));
+      g_assert_cmpfloat (stale_q (stale_s[i], wait), <, stale_q (stale_s[i - 1], wait));
+    }
+  g_assert_cmpfloat (stale_q (0, wait), >, 0.20);
+  g_assert_cmpfloat (stale_q (8, wait), <, 0.01);
+  g_assert_cmpfloat (stale_q (1, "sim_time"), <, 0.8 * stale_q (0, "sim_time"));
+  g_assert_cmpfloat (stale_q (16, "sim_time"), >, 0.9 * stale_q (8, "sim_time"));
+}
+
+static void
+lab3_slack_unused (void)
+{
+  const char *db = lab_db ("staleness-sweep", NULL);
+  g_autofree char *id = stale_run (16);
+  g_assert_cmpfloat (q (db, "SELECT AVG(staleness) FROM iterations WHERE run_id = %s", id), <, 5);
+}
+
+static void
+lab3_loss (void)
+{
+  for (gsize i = 1; i < G_N_ELEMENTS (stale_s); i++)
+    test_assert_close (stale_q (stale_s[i], "final_loss"), stale_q (0, "final_loss"), 0.005);
+}
+
+static void
+lab3_async (void)
+{
+  const char *db = lab_db ("consistency", NULL);
+  g_autofree char *bsp = run_with ("policy.consistency=bsp");
+  g_autofree char *as = run_with ("policy.consistency=async");
+  g_assert_cmpfloat (q (db, "SELECT updates FROM runs WHERE id = %s", as), ==,
+                     q (db, "SELECT updates FROM runs WHERE id = %s", bsp));
+  g_assert_cmpfloat (q (db, "SELECT sim_time FROM runs WHERE id = %s", as), <,
+                     0.5 * q (db, "SELECT sim_time FROM runs WHERE id = %s", bsp));
+  g_assert_cmpfloat (q (db, "SELECT MAX(staleness) FROM iterations WHERE run_id = %s", as), >, 3);
+}
+
 /* ---------------------------------------------------------------- lab 4 */
 
 static double
@@ -394,6 +480,86 @@ lab4_winners (void)
   g_assert_cmpfloat (tree, >, 4 * MAX (ring, MAX (hd, ps)));
 }
 
+/* ---------------------------------------------------------------- lab 5 */
+
+enum { PIPE_P = 4 };
+static const int pipe_m[] = { 1, 2, 4, 8, 16 };
+
+static char *
+pipe_run (const char *schedule, int m)
+{
+  g_autofree char *w = g_strdup_printf ("policy.schedule=%s policy.microbatches=%d", schedule, m);
+  return run_with (w);
+}
+
+static double
+pipe_q (const char *schedule, int m, const char *sql_fmt_of_id)
+{
+  const char *db = lab_db ("pipeline", NULL);
+  g_autofree char *id = pipe_run (schedule, m);
+  g_autofree char *sql = g_strdup_printf (sql_fmt_of_id, id, id);
+  return q (db, "%s", sql);
+}
+
+static void
+lab5_same_time (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (pipe_m); i++)
+    g_assert_cmpfloat (pipe_q ("gpipe", pipe_m[i], "SELECT sim_time FROM runs WHERE id = %s"), ==,
+                       pipe_q ("1f1b", pipe_m[i], "SELECT sim_time FROM runs WHERE id = %s"));
+}
+
+static void
+lab5_shorter (void)
+{
+  const char *t = "SELECT sim_time / iterations FROM runs WHERE id = %s";
+  for (gsize i = 1; i < G_N_ELEMENTS (pipe_m); i++)
+    g_assert_cmpfloat (pipe_q ("1f1b", pipe_m[i], t), <, pipe_q ("1f1b", pipe_m[i - 1], t));
+  g_assert_cmpfloat (pipe_q ("1f1b", 16, t), <, pipe_q ("1f1b", 1, t) / 3);
+}
+
+static void
+lab5_bubble (void)
+{
+  const char *sch[] = { "gpipe", "1f1b" };
+  for (int k = 0; k < 2; k++)
+    for (gsize i = 0; i < G_N_ELEMENTS (pipe_m); i++)
+      {
+        int m = pipe_m[i];
+        double formula = (PIPE_P - 1.0) / (m + PIPE_P - 1.0);
+        double last = pipe_q (sch[k], m, "SELECT bubble FROM stages WHERE run_id = %s"
+                                         " AND stage = (SELECT MAX(stage) FROM stages WHERE run_id = %s)");
+        test_assert_close (last, formula, 0.03);
+        double least = pipe_q (sch[k], m, "SELECT MIN(bubble) FROM stages WHERE run_id = %s");
+        g_assert_cmpfloat (least, >=, last);
+        g_assert_cmpfloat (least, >=, formula * (1 - 0.03));
+      }
+}
+
+static void
+lab5_stash (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (pipe_m); i++)
+    for (int s = 0; s < PIPE_P; s++)
+      {
+        int m = pipe_m[i];
+        g_autofree char *sql = g_strdup_printf ("SELECT peak_stash FROM stages WHERE run_id = %%s"
+                                                " AND stage = %d", s);
+        g_assert_cmpfloat (pipe_q ("gpipe", m, sql), ==, m);
+        g_assert_cmpfloat (pipe_q ("1f1b", m, sql), ==, MIN (PIPE_P - s, m));
+      }
+}
+
+static void
+lab5_memory (void)
+{
+  const char *act = "SELECT activation_bytes FROM stages WHERE run_id = %s AND stage = 0";
+  double g1 = pipe_q ("gpipe", 1, act);
+  for (gsize i = 1; i < G_N_ELEMENTS (pipe_m); i++)
+    test_assert_close (pipe_q ("gpipe", pipe_m[i], act), g1, 1e-9);
+  test_assert_close (pipe_q ("1f1b", 16, act), pipe_q ("gpipe", 16, act) * PIPE_P / 16.0, 1e-9);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -411,11 +577,22 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/stragglers/4-k-of-n", lab2_k_of_n);
   g_test_add_func ("/labs/stragglers/5-failure", lab2_failure);
   g_test_add_func ("/labs/stragglers/6-ssp-failure", lab2_ssp_failure);
+  g_test_add_func ("/labs/staleness/1-ssp0-is-bsp", lab3_ssp0);
+  g_test_add_func ("/labs/staleness/2-bound", lab3_bound);
+  g_test_add_func ("/labs/staleness/3-diminishing", lab3_diminishing);
+  g_test_add_func ("/labs/staleness/4-slack-unused", lab3_slack_unused);
+  g_test_add_func ("/labs/staleness/5-loss", lab3_loss);
+  g_test_add_func ("/labs/staleness/6-async", lab3_async);
   g_test_add_func ("/labs/allreduce/1-latency-bound", lab4_latency_bound);
   g_test_add_func ("/labs/allreduce/2-bandwidth-bound", lab4_bandwidth_bound);
   g_test_add_func ("/labs/allreduce/3-one-server", lab4_one_server);
   g_test_add_func ("/labs/allreduce/4-sharded", lab4_sharded);
   g_test_add_func ("/labs/allreduce/5-winners", lab4_winners);
+  g_test_add_func ("/labs/pipeline/1-same-time", lab5_same_time);
+  g_test_add_func ("/labs/pipeline/2-shorter", lab5_shorter);
+  g_test_add_func ("/labs/pipeline/3-bubble", lab5_bubble);
+  g_test_add_func ("/labs/pipeline/4-stash", lab5_stash);
+  g_test_add_func ("/labs/pipeline/5-memory", lab5_memory);
   int rc = g_test_run ();
   g_autoptr (GDir) d = g_dir_open (tmpdir, 0, NULL);
   for (const char *f; d && (f = g_dir_read_name (d));)
