@@ -442,12 +442,15 @@ pipeline_memory_check (const SimConfig *c, const KernModel *m, const char *file,
                    "%s: %s: pipeline stage %d (layers %d-%d) does not fit in %.3g GiB of "
                    "device memory: parameters %.3g GiB + gradients %.3g GiB + optimizer state "
                    "%.3g GiB + activations %.3g GiB (%d stashed micro-batches of %d samples, %s) "
-                   "= %.3g GiB; use more [policy] stages, schedule = 1f1b with more "
-                   "microbatches, lower [model] batch or a device with more memory",
+                   "= %.3g GiB; use more stages ([cluster] workers, [policy] stages), %s, "
+                   "lower [model] batch or a device with more memory",
                    file, memory_key (c), s, x->first, x->last, gib (c->memory),
                    gib (x->param_bytes), gib (x->param_bytes), gib (x->opt_bytes),
                    gib (x->act_bytes), x->slots, x->microbatch,
-                   c->schedule == POL_SCHEDULE_GPIPE ? "gpipe" : "1f1b", gib (x->total));
+                   c->schedule == POL_SCHEDULE_GPIPE ? "gpipe" : "1f1b", gib (x->total),
+                   c->schedule == POL_SCHEDULE_GPIPE
+                   ? "schedule = 1f1b (it stashes at most stages - s micro-batches)"
+                   : "more [policy] microbatches (smaller ones)");
       ok = FALSE;
     }
   g_free (st);
