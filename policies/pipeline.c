@@ -165,6 +165,39 @@ pol_pipeline_ops_order (PolSchedule schedule, int p, int s, int m, int *ops)
     ops[k++] = -(j + 1);
 }
 
+void
+pol_pipeline_stage_counts (const int *stage_layers, const double *layer_fwd,
+                           const double *layer_bwd, int L, int p, int *count)
+{
+  g_return_if_fail (count != NULL && p >= 1 && p <= L);
+  if (stage_layers)
+    {
+      memcpy (count, stage_layers, sizeof (int) * (gsize) p);
+      return;
+    }
+  g_return_if_fail (layer_fwd != NULL && layer_bwd != NULL);
+  g_autofree double *cost = g_new (double, L);
+  for (int l = 0; l < L; l++)
+    cost[l] = layer_fwd[l] + layer_bwd[l];
+  pol_pipeline_partition (cost, L, p, count);
+}
+
+int
+pol_pipeline_slots (PolSchedule schedule, int p, int s, int m)
+{
+  return schedule == POL_SCHEDULE_GPIPE ? m : MIN (p - s, m);
+}
+
+double
+pol_pipeline_stash_bytes (const KernLayer *layers, int first, int last, int n)
+{
+  g_return_val_if_fail (layers != NULL && 0 <= first && first <= last, NAN);
+  double stash = first > 0 ? layers[first - 1].outputs : 0.0;  /* floats per sample */
+  for (int l = first; l <= last; l++)
+    stash += layers[l].activations;
+  return 4.0 * (double) n * stash;
+}
+
 static void
 span (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes)
 {
@@ -535,15 +568,7 @@ pl_create (const PolEnv *env, GError **error)
     pl->env.eval_every = pl->W;
 
   pl->count = g_new (int, P);
-  if (env->stage_layers)
-    memcpy (pl->count, env->stage_layers, sizeof (int) * (gsize) P);
-  else
-    {
-      g_autofree double *cost = g_new (double, L);
-      for (int l = 0; l < L; l++)
-        cost[l] = env->layer_fwd[l] + env->layer_bwd[l];
-      pol_pipeline_partition (cost, L, P, pl->count);
-    }
+  pol_pipeline_stage_counts (env->stage_layers, env->layer_fwd, env->layer_bwd, L, P, pl->count);
   int total = 0;
   for (int s = 0; s < P; s++)
     {
@@ -582,7 +607,6 @@ pl_create (const PolEnv *env, GError **error)
           first = wk->last + 1;
           wk->lo = env->layers[wk->first].param_offset;
           wk->hi = wk->last + 1 < L ? env->layers[wk->last + 1].param_offset : NP;
-          double stash = s > 0 ? env->layers[wk->first - 1].outputs : 0.0;
           for (int l = wk->first; l <= wk->last; l++)
             {
               const KernLayer *ly = &env->layers[l];
@@ -590,11 +614,10 @@ pl_create (const PolEnv *env, GError **error)
               wk->t_bwd += env->layer_bwd[l];
               wk->flops += M * (ly->fwd_flops_fixed + ly->fwd_flops * n + ly->bwd_flops_fixed
                                 + ly->bwd_flops * n);
-              stash += ly->activations;
             }
-          wk->stash_bytes = 4.0 * n * stash;
+          wk->stash_bytes = pol_pipeline_stash_bytes (env->layers, wk->first, wk->last, pl->n);
           wk->out_bytes = s + 1 < P ? 4.0 * n * env->layers[wk->last].outputs : 0.0;
-          wk->slots = env->schedule == POL_SCHEDULE_GPIPE ? M : MIN (P - s, M);
+          wk->slots = pol_pipeline_slots (env->schedule, P, s, M);
           wk->ops = g_new (int, 2 * M);
           pol_pipeline_ops_order (env->schedule, P, s, M, wk->ops);
           wk->in_ready = g_new0 (gboolean, M);

@@ -261,6 +261,21 @@ void pol_pipeline_partition (const double *cost, int n_layers, int stages, int *
  * B0 .. B(m-1); 1F1B: w = min(p - s - 1, m) forwards, then m - w pairs
  * F(w + j), B(j), then the remaining w backwards. */
 void pol_pipeline_ops_order (PolSchedule schedule, int p, int s, int m, int *ops);
+/* Layers per stage of a p-stage pipeline over n_layers layers (count[],
+ * p entries): stage_layers when given (non-NULL), else
+ * pol_pipeline_partition() on the costs layer_fwd[l] + layer_bwd[l] (the
+ * layers' seconds on one micro-batch).  The policy and the device-memory
+ * check (sim/model.c) both cut the model with it. */
+void pol_pipeline_stage_counts (const int *stage_layers, const double *layer_fwd,
+                                const double *layer_bwd, int n_layers, int p, int *count);
+/* The most micro-batches stage s of p holds stashed at once with m
+ * micro-batches: m under GPipe, min(p - s, m) under 1F1B. */
+int pol_pipeline_slots (PolSchedule schedule, int p, int s, int m);
+/* Bytes a stage of layers [first, last] stashes per micro-batch of n
+ * samples, from its forward to its backward: 4 n (i + sum of the layers'
+ * activations), i the floats per sample it received (outputs of layer
+ * first - 1; 0 for first = 0). */
+double pol_pipeline_stash_bytes (const KernLayer *layers, int first, int last, int n);
 
 /* Bounds [lo, hi) of shard s when n parameters are split into S contiguous
  * shards whose sizes differ by at most one (the first n % S get one more). */

@@ -18,6 +18,11 @@
  * layers' FLOP shares for where inside it each gradient is ready.
  * [device] serial_time is added before the forward pass of every step,
  * whichever of the two priced the rest (Amdahl's serial part).
+ *
+ * Memory: a worker's device must hold its parameters, gradients, optimizer
+ * state and stashed activations within [device] memory: the whole model at
+ * the batch, or for a pipeline each stage on its own device with the
+ * micro-batches its schedule stashes (the policy's own figures).
  */
 #include "config.h"
 
@@ -26,6 +31,7 @@
 #include <gio/gio.h>
 
 #include "kernels/backend.h"
+#include "policies/policy.h"
 #include "sim/hardware.h"
 #include "sim/model.h"
 
@@ -309,6 +315,44 @@ sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
   return kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
 }
 
+SimStageMemory *
+sim_pipeline_memory (const SimConfig *c, const KernModel *m)
+{
+  int L = m->n_layers, P = (int) c->stages, M = (int) MAX (c->microbatches, 1);
+  int n = (int) (c->batch / M);
+  g_return_val_if_fail (P >= 1 && P <= L, NULL);
+  gsize NP = m->ops->n_params (m);
+  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  /* the same layer costs and cut as sim/run.c hands the policy */
+  g_autofree double *fwd = g_new (double, L);
+  g_autofree double *bwd = g_new (double, L);
+  g_autofree int *count = g_new (int, P);
+  sim_layer_seconds (c, m, n, fwd, bwd);
+  pol_pipeline_stage_counts (c->stage_layers->len > 0 ? (const int *) c->stage_layers->data
+                                                      : NULL,
+                             fwd, bwd, L, P, count);
+  SimStageMemory *out = g_new0 (SimStageMemory, P);
+  int first = 0;
+  for (int s = 0; s < P; s++)
+    {
+      SimStageMemory *st = &out[s];
+      st->first = first;
+      st->last = first + count[s] - 1;
+      first = st->last + 1;
+      gsize lo = m->layers[st->first].param_offset;
+      gsize hi = st->last + 1 < L ? m->layers[st->last + 1].param_offset : NP;
+      st->params = hi - lo;
+      st->slots = pol_pipeline_slots ((PolSchedule) c->schedule, P, s, M);
+      st->microbatch = n;
+      st->stash_bytes = pol_pipeline_stash_bytes (m->layers, st->first, st->last, n);
+      st->param_bytes = 4.0 * (double) st->params;
+      st->opt_bytes = 4.0 * (double) per * (double) st->params;
+      st->act_bytes = st->slots * st->stash_bytes;
+      st->total = 2 * st->param_bytes + st->opt_bytes + st->act_bytes;
+    }
+  return out;
+}
+
 /* The pipeline's stages against the model's layers. */
 static gboolean
 pipeline_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
@@ -373,6 +417,46 @@ gib (double bytes)
   return bytes / (1024.0 * 1024.0 * 1024.0);
 }
 
+/* Which key the capacity came from: [device] memory, or the catalog entry
+ * [cluster] device names. */
+static const char *
+memory_key (const SimConfig *c)
+{
+  return given (c, "device.memory") || !c->device ? "[device] memory" : "[cluster] device";
+}
+
+/* Every stage of the pipeline, on its own device, fits in [device] memory;
+ * the first that does not is named with its terms. */
+static gboolean
+pipeline_memory_check (const SimConfig *c, const KernModel *m, const char *file,
+                       GError **error)
+{
+  SimStageMemory *st = sim_pipeline_memory (c, m);
+  gboolean ok = TRUE;
+  for (int s = 0; s < (int) c->stages && ok; s++)
+    {
+      const SimStageMemory *x = &st[s];
+      if (x->total <= c->memory)
+        continue;
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: %s: pipeline stage %d (layers %d-%d) does not fit in %.3g GiB of "
+                   "device memory: parameters %.3g GiB + gradients %.3g GiB + optimizer state "
+                   "%.3g GiB + activations %.3g GiB (%d stashed micro-batches of %d samples, %s) "
+                   "= %.3g GiB; use more stages ([cluster] workers, [policy] stages), %s, "
+                   "lower [model] batch or a device with more memory",
+                   file, memory_key (c), s, x->first, x->last, gib (c->memory),
+                   gib (x->param_bytes), gib (x->param_bytes), gib (x->opt_bytes),
+                   gib (x->act_bytes), x->slots, x->microbatch,
+                   c->schedule == POL_SCHEDULE_GPIPE ? "gpipe" : "1f1b", gib (x->total),
+                   c->schedule == POL_SCHEDULE_GPIPE
+                   ? "schedule = 1f1b (it stashes at most stages - s micro-batches)"
+                   : "more [policy] microbatches (smaller ones)");
+      ok = FALSE;
+    }
+  g_free (st);
+  return ok;
+}
+
 gboolean
 sim_model_check (SimConfig *c, const char *file, GError **error)
 {
@@ -414,7 +498,9 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
                    " parameters; use at most one server per parameter", file, c->servers, P);
       ok = FALSE;
     }
-  if (ok && c->memory > 0)
+  if (ok && c->memory > 0 && strcmp (c->policy, "pipeline") == 0)
+    ok = pipeline_memory_check (c, m, file, error);
+  else if (ok && c->memory > 0)
     {
       int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
       double need = sim_model_memory_bytes (c, m);
@@ -422,13 +508,11 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
         {
           double pb = 4.0 * (double) P, ob = 4.0 * (double) per * (double) P;
           g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [%s] %s: the model does not fit in %.3g GiB of device memory: "
+                       "%s: %s: the model does not fit in %.3g GiB of device memory: "
                        "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB + "
                        "activations %.3g GiB (batch %" G_GINT64_FORMAT ") = %.3g GiB; "
                        "lower [model] batch, choose a smaller model or a device with more memory",
-                       file, given (c, "device.memory") || !c->device ? "device" : "cluster",
-                       given (c, "device.memory") || !c->device ? "memory" : "device",
-                       gib (c->memory), gib (pb), gib (pb), gib (ob), gib (need - 2 * pb - ob),
+                       file, memory_key (c), gib (c->memory), gib (pb), gib (pb), gib (ob), gib (need - 2 * pb - ob),
                        c->batch, gib (need));
           ok = FALSE;
         }

@@ -57,9 +57,31 @@ double sim_update_seconds (const SimConfig *c, gsize n);
 /* The optimizer of c. */
 KernOptConfig sim_opt_config (const SimConfig *c);
 
-/* Bytes a worker's device holds to train m as c describes it: parameters,
- * gradients, c's optimizer state and activations at c's batch. */
+/* Bytes a worker's device holds to train the whole of m as c describes it:
+ * parameters, gradients, c's optimizer state and activations at c's batch.
+ * (A pipeline's stages: sim_pipeline_memory.) */
 double sim_model_memory_bytes (const SimConfig *c, const KernModel *m);
+
+/* What one stage of c's pipeline holds on its device (kind = pipeline),
+ * in bytes: the stage's parameters, their gradients, the optimizer's state
+ * for them, and the micro-batches it stashes at its peak. */
+typedef struct {
+  int first, last;       /* its layers, inclusive */
+  gsize params;          /* float32 parameters */
+  int slots;             /* micro-batches stashed at the peak */
+  int microbatch;        /* samples per micro-batch */
+  double stash_bytes;    /* per micro-batch (pol_pipeline_stash_bytes) */
+  double param_bytes;    /* 4 x params; the gradients take as much */
+  double opt_bytes;      /* 4 x optimizer floats per parameter x params */
+  double act_bytes;      /* slots x stash_bytes */
+  double total;          /* 2 param_bytes + opt_bytes + act_bytes */
+} SimStageMemory;
+
+/* The memory of each of c->stages stages of c's pipeline over m (a new
+ * array of c->stages entries), cut into stages as the policy cuts them.
+ * c must have passed the scenario checks (stages resolved, at most one per
+ * layer, stage_layers summing to the layer count). */
+SimStageMemory *sim_pipeline_memory (const SimConfig *c, const KernModel *m);
 
 /* Fills in [device] and link keys from the catalog where the file left them
  * unset ([cluster] device, [network] fabric and intra_fabric). */
@@ -69,7 +91,7 @@ gboolean sim_apply_catalog (SimConfig *c, const char *file, GError **error);
 KernModel *sim_model_new (const SimConfig *c, KernBackend *be, GError **error);
 
 /* Checks that need the model: servers at most one per parameter, the model
- * fits in [device] memory, the data set is installed, by-label bounds, the
+ * fits in [device] memory (for a pipeline: every stage on its own device), the data set is installed, by-label bounds, the
  * backend is available.  Errors name `file` and the key to change. */
 gboolean sim_model_check (SimConfig *c, const char *file, GError **error);
 

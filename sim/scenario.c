@@ -582,7 +582,10 @@ check_cross (SimConfig *c, const char *file, GError **error)
                      "%" G_GINT64_FORMAT " replicas do not divide [cluster] workers = %" G_GINT64_FORMAT
                      "; workers must be stages x replicas", c->replicas, c->workers);
       if (c->stages == 0)
-        c->stages = c->workers / c->replicas;
+        {
+          c->stages = c->workers / c->replicas;
+          set_param_int (c, "policy.stages", c->stages);
+        }
       if (c->stages * c->replicas != c->workers)
         return fail (error, file, find_key ("cluster", "workers"),
                      "%" G_GINT64_FORMAT " workers but [policy] stages x replicas = %" G_GINT64_FORMAT

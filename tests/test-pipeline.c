@@ -3,7 +3,8 @@
  * the closed-form iteration time and bubble of GPipe and 1F1B on uniform
  * stages with free communication, their peak stash, the balanced
  * partition, the schedule order, the equivalence of the pipelined MLP with
- * unpipelined training on the same batches, and the rejected keys.
+ * unpipelined training on the same batches, the rejected keys, and the
+ * per-stage device-memory check (each stage on its own device).
  */
 #include "config.h"
 
@@ -11,9 +12,11 @@
 #include <unistd.h>
 #include <math.h>
 #include <string.h>
+#include <sqlite3.h>
 
 #include "kernels/kernels.h"
 #include "policies/policy.h"
+#include "sim/model.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
 #include "tests/util.h"
@@ -338,6 +341,228 @@ test_errors (void)
     g_error ("unexpected: %s", msg);
 }
 
+/* ------------------------------------------------------- device memory -- */
+
+/* GPT-2 XL, timing only, Adam, on 40 GB devices: `workers` stages (one
+ * replica), batch `batch` in `m` micro-batches under `schedule`; memory =
+ * 0 leaves the capacity unchecked. */
+static char *
+xl_text (int workers, int batch, int m, const char *schedule, const char *memory)
+{
+  return g_strdup_printf ("[scenario]\nname = xl\niterations = 1\n"
+                          "[cluster]\nworkers = %d\n"
+                          "[device]\nflops = 100TFLOPS\nmemory = %s\n"
+                          "[model]\nkind = timing\nworkload = gpt-2-xl\nbatch = %d\n"
+                          "optimizer = adam\n"
+                          "[policy]\nkind = pipeline\nschedule = %s\nmicrobatches = %d\n"
+                          "[kernels]\nbackend = none\n",
+                          workers, memory, batch, schedule, m);
+}
+
+static SimConfig *
+load_config (const char *text)
+{
+  GPtrArray *configs = test_load_scenario_text (text, NULL);
+  g_assert_cmpuint (configs->len, ==, 1);
+  SimConfig *c = g_ptr_array_steal_index (configs, 0);
+  g_ptr_array_unref (configs);
+  return c;
+}
+
+/* The stages' memory for the scenario of xl_text without a capacity, and
+ * the whole model's on one device in *whole. */
+static SimStageMemory *
+xl_memory (int workers, int batch, int m, const char *schedule, double *whole)
+{
+  g_autofree char *text = xl_text (workers, batch, m, schedule, "0");
+  SimConfig *c = load_config (text);
+  KernModel *model = sim_model_new (c, NULL, NULL);
+  g_assert_nonnull (model);
+  SimStageMemory *st = sim_pipeline_memory (c, model);
+  if (whole)
+    *whole = sim_model_memory_bytes (c, model);
+  kern_model_free (model);
+  sim_config_free (c);
+  return st;
+}
+
+/* Index of the first stage over `cap` bytes, or -1. */
+static int
+first_over (const SimStageMemory *st, int p, double cap)
+{
+  for (int s = 0; s < p; s++)
+    if (st[s].total > cap)
+      return s;
+  return -1;
+}
+
+/* GPT-2 XL at batch 8 does not fit on one 40 GB device whole, but does in 8
+ * stages; in 2 stages a stage is refused, by number and with its terms. */
+static void
+test_memory_stages (void)
+{
+  const double cap = 40e9;
+  double whole = 0;
+  g_autofree SimStageMemory *eight = xl_memory (8, 8, 8, "gpipe", &whole);
+  g_assert_cmpfloat (whole, >, cap);
+  g_assert_cmpint (first_over (eight, 8, cap), ==, -1);
+  /* every stage's terms add up, and the stages share out the parameters */
+  gsize params = 0;
+  for (int s = 0; s < 8; s++)
+    {
+      const SimStageMemory *x = &eight[s];
+      g_assert_cmpint (x->slots, ==, 8);
+      g_assert_cmpfloat (x->total, ==, 2 * 4.0 * x->params + 2 * 4.0 * x->params
+                                       + x->slots * x->stash_bytes);
+      params += x->params;
+    }
+  g_assert_cmpuint (params, ==, 1557611200);  /* the table's total (gpt-2-xl.txt) */
+  g_autofree char *ok_text = xl_text (8, 8, 8, "gpipe", "40GB");
+  sim_config_free (load_config (ok_text));
+
+  g_autofree SimStageMemory *two = xl_memory (2, 8, 8, "gpipe", NULL);
+  int bad = first_over (two, 2, cap);
+  g_assert_cmpint (bad, >=, 0);
+  g_autofree char *bad_text = xl_text (2, 8, 8, "gpipe", "40GB");
+  g_autofree char *msg = test_load_scenario_error (bad_text);
+  g_autofree char *stage = g_strdup_printf ("[device] memory: pipeline stage %d (layers %d-%d)",
+                                            bad, two[bad].first, two[bad].last);
+  if (!strstr (msg, stage) || !strstr (msg, "optimizer state") || !strstr (msg, "activations")
+      || !strstr (msg, "8 stashed micro-batches of 1 samples, gpipe"))
+    g_error ("unexpected: %s", msg);
+}
+
+/* 1F1B stashes at most p - s micro-batches: with 32 micro-batches of one
+ * sample, GPipe's 32 stashed do not fit where 1F1B's 4 do. */
+static void
+test_memory_1f1b (void)
+{
+  const double cap = 40e9;
+  g_autofree SimStageMemory *g = xl_memory (4, 32, 32, "gpipe", NULL);
+  g_autofree SimStageMemory *f = xl_memory (4, 32, 32, "1f1b", NULL);
+  int bad = first_over (g, 4, cap);
+  g_assert_cmpint (bad, >=, 0);
+  g_assert_cmpint (first_over (f, 4, cap), ==, -1);
+  for (int s = 0; s < 4; s++)
+    {
+      /* same cut, same micro-batch: only the stash count differs */
+      g_assert_cmpint (g[s].first, ==, f[s].first);
+      g_assert_cmpfloat (g[s].stash_bytes, ==, f[s].stash_bytes);
+      g_assert_cmpint (g[s].slots, ==, 32);
+      g_assert_cmpint (f[s].slots, ==, MIN (4 - s, 32));
+    }
+  g_autofree char *gt = xl_text (4, 32, 32, "gpipe", "40GB");
+  g_autofree char *msg = test_load_scenario_error (gt);
+  g_autofree char *stage = g_strdup_printf ("pipeline stage %d ", bad);
+  if (!strstr (msg, stage))
+    g_error ("unexpected: %s", msg);
+  g_autofree char *ft = xl_text (4, 32, 32, "1f1b", "40GB");
+  sim_config_free (load_config (ft));
+}
+
+/* The check prices each stage as the run reports it: its total equals the
+ * trace's stages.activation_bytes plus parameters, gradients and Adam's
+ * two floats per parameter, for both schedules and with replicas. */
+static void
+test_memory_trace (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-pipemem-XXXXXX", NULL);
+  g_assert_nonnull (dir);
+  g_autofree char *ini = g_build_filename (dir, "p.ini", NULL);
+  g_autofree char *db = g_build_filename (dir, "p.db", NULL);
+  const char *variants[][5] = {
+    { "model.optimizer=adam", "policy.schedule=gpipe", NULL },
+    { "model.optimizer=adam", "policy.schedule=1f1b", NULL },
+    { "model.optimizer=adam", "policy.schedule=1f1b", "cluster.workers=6",
+      "policy.replicas=2", NULL },
+  };
+  const int per = kern_opt_state_per_param (KERN_OPT_ADAM);
+  g_assert_true (g_file_set_contents (ini, mlp, -1, NULL));
+  for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
+    {
+      g_autoptr (GPtrArray) args = g_ptr_array_new ();
+      const char *head[] = { "run", ini, "-o", db, "--quiet" };
+      for (gsize i = 0; i < G_N_ELEMENTS (head); i++)
+        g_ptr_array_add (args, (gpointer) head[i]);
+      for (int i = 0; variants[v][i]; i++)
+        {
+          g_ptr_array_add (args, (gpointer) "--set");
+          g_ptr_array_add (args, (gpointer) variants[v][i]);
+        }
+      g_ptr_array_add (args, NULL);
+      g_remove (db);
+      g_autofree char *err = NULL;
+      if (test_run_dtsim_argv (dir, NULL, &err, (const char *const *) args->pdata) != 0)
+        g_error ("dtsim run: %s", err);
+
+      GPtrArray *configs = test_load_scenario_text (mlp, variants[v]);
+      SimConfig *c = g_ptr_array_index (configs, 0);
+      KernModel *model = sim_model_new (c, NULL, NULL);
+      g_autofree SimStageMemory *st = sim_pipeline_memory (c, model);
+
+      sqlite3 *h = NULL;
+      g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+      sqlite3_stmt *q = NULL;
+      g_assert_cmpint (sqlite3_prepare_v2 (h, "SELECT stage, first_layer, last_layer, params,"
+                                           " peak_stash, activation_bytes FROM stages"
+                                           " ORDER BY worker", -1, &q, NULL), ==, SQLITE_OK);
+      int rows = 0;
+      while (sqlite3_step (q) == SQLITE_ROW)
+        {
+          int s = sqlite3_column_int (q, 0);
+          g_assert_cmpint (s, <, (int) c->stages);
+          const SimStageMemory *x = &st[s];
+          g_assert_cmpint (sqlite3_column_int (q, 1), ==, x->first);
+          g_assert_cmpint (sqlite3_column_int (q, 2), ==, x->last);
+          gsize params = (gsize) sqlite3_column_int64 (q, 3);
+          g_assert_cmpuint (params, ==, x->params);
+          g_assert_cmpint (sqlite3_column_int (q, 4), ==, x->slots);
+          double act = sqlite3_column_double (q, 5);
+          test_assert_close (x->total, act + 4.0 * (2 + per) * (double) params, 1e-15);
+          rows++;
+        }
+      g_assert_cmpint (rows, ==, (int) c->workers);
+      sqlite3_finalize (q);
+      sqlite3_close (h);
+      kern_model_free (model);
+      g_ptr_array_unref (configs);
+    }
+  g_remove (db);
+  g_remove (ini);
+  g_rmdir (dir);
+}
+
+/* stages = 0 resolves to workers / replicas, and the params row says so;
+ * dtsim check prints every stage's memory. */
+static void
+test_stages_resolved (void)
+{
+  const char *sets[] = { "cluster.workers=6", "policy.replicas=2", NULL };
+  GPtrArray *configs = test_load_scenario_text (mlp, sets);
+  SimConfig *c = g_ptr_array_index (configs, 0);
+  g_assert_cmpint (c->stages, ==, 6 / 2);
+  const char *found = NULL;
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), "policy.stages") == 0)
+      found = g_ptr_array_index (c->param_values, i);
+  g_assert_cmpstr (found, ==, "3");
+  g_ptr_array_unref (configs);
+
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-pipemem-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename (dir, "p.ini", NULL);
+  g_assert_true (g_file_set_contents (ini, mlp, -1, NULL));
+  g_autofree char *out = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, NULL, "check", ini, NULL), ==, 0);
+  for (int s = 0; s < 3; s++)
+    {
+      g_autofree char *line = g_strdup_printf ("stage %d: layers ", s);
+      if (!strstr (out, line) || !strstr (out, "stashed micro-batches of 4 samples"))
+        g_error ("no memory of stage %d in: %s", s, out);
+    }
+  g_remove (ini);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -348,5 +573,9 @@ main (int argc, char **argv)
   g_test_add_func ("/pipeline/mlp-equivalence", test_mlp_equivalence);
   g_test_add_func ("/pipeline/replicas", test_replicas);
   g_test_add_func ("/pipeline/errors", test_errors);
+  g_test_add_func ("/pipeline/memory/stages", test_memory_stages);
+  g_test_add_func ("/pipeline/memory/1f1b", test_memory_1f1b);
+  g_test_add_func ("/pipeline/memory/trace", test_memory_trace);
+  g_test_add_func ("/pipeline/stages-resolved", test_stages_resolved);
   return g_test_run ();
 }
