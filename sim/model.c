@@ -279,7 +279,7 @@ workload_text (const char *name, GError **error)
   if (!g_file_get_contents (name, &text, NULL, NULL))
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "no built-in workload '%s' and no such file; use resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2 or a layer-table file (docs/workloads.md)",
+                   "no built-in workload '%s' and no such file; use resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2, gpt-2-xl or a layer-table file (docs/workloads.md)",
                    name);
       return NULL;
     }

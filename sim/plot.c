@@ -219,21 +219,23 @@ tsv_text (const char *s)
 }
 
 /* The swept keys of the database: params whose value differs between runs,
- * in the order they first appear; the keys of `omit` (space-separated, may be
- * NULL) left out. */
+ * in the order they first appear, but those of `omit` (a NULL-terminated
+ * list, or NULL). */
 static GPtrArray *
-swept_keys (sqlite3 *db, const char *omit)
+swept_keys (sqlite3 *db, const char *const *omit)
 {
   GPtrArray *keys = g_ptr_array_new_with_free_func (g_free);
   sqlite3_stmt *st = NULL;
   sqlite3_prepare_v2 (db, "SELECT key FROM params GROUP BY key HAVING COUNT(DISTINCT value) > 1"
                       " OR COUNT(*) < (SELECT COUNT(*) FROM runs) ORDER BY MIN(rowid)", -1,
                       &st, NULL);
-  g_auto (GStrv) skip = g_strsplit (omit ? omit : "", " ", -1);
   while (sqlite3_step (st) == SQLITE_ROW)
     {
       const char *k = (const char *) sqlite3_column_text (st, 0);
-      if (!g_strv_contains ((const char *const *) skip, k))
+      gboolean keep = TRUE;
+      for (const char *const *o = omit; o && *o; o++)
+        keep = keep && strcmp (k, *o) != 0;
+      if (keep)
         g_ptr_array_add (keys, g_strdup (k));
     }
   sqlite3_finalize (st);
@@ -241,11 +243,11 @@ swept_keys (sqlite3 *db, const char *omit)
 }
 
 /* run id (gint64 *) -> label: "short=value" for each swept key but those of
- * `omit` (as swept_keys), where short is the key without its section unless
- * two swept keys share it.
+ * `omit` (a NULL-terminated list, or NULL), where short is the key without
+ * its section unless two swept keys share it.
  * A run with no such key is labelled `fallback`, or its name when NULL. */
 static GHashTable *
-run_labels (sqlite3 *db, const char *omit, const char *fallback)
+run_labels (sqlite3 *db, const char *const *omit, const char *fallback)
 {
   g_autoptr (GPtrArray) keys = swept_keys (db, omit);
   g_autoptr (GPtrArray) shorts = g_ptr_array_new ();
@@ -391,7 +393,8 @@ plot_loss_by (sqlite3 *db, GHashTable *labels, const char *x, const char *templa
   if (l.n == 0)
     {
       lines_abandon (&l);
-      skipped (template, "no run has loss metrics (timing-only runs)");
+      g_autofree char *figure = g_strndup (template, strcspn (template, "."));
+      skipped (figure, "no run has loss metrics (timing-only runs)");
       return TRUE;
     }
   if (!lines_plot (&l, template, out, term, NULL, error))
@@ -411,17 +414,16 @@ typedef struct {
 static gboolean
 plot_speedup (sqlite3 *db, const char *tmp, const char *out, const char *term, GError **error)
 {
-  /* with [model] global_batch the per-worker batch follows the workers: it
-   * does not make a group of its own */
-  gboolean strong = FALSE;
+  /* With [model] global_batch set in every run, model.batch follows from the
+   * workers (global_batch / workers): it is no grouping key either. */
   sqlite3_stmt *gb = NULL;
-  sqlite3_prepare_v2 (db, "SELECT COUNT(*) = (SELECT COUNT(*) FROM runs) FROM params WHERE"
-                      " key = 'model.global_batch' AND value <> '0'", -1, &gb, NULL);
-  if (sqlite3_step (gb) == SQLITE_ROW)
-    strong = sqlite3_column_int (gb, 0) != 0;
+  sqlite3_prepare_v2 (db, "SELECT COUNT(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM params p"
+                      " WHERE p.run_id = r.id AND p.key = 'model.global_batch' AND"
+                      " CAST(p.value AS INTEGER) > 0)", -1, &gb, NULL);
+  gboolean derived = sqlite3_step (gb) == SQLITE_ROW && sqlite3_column_int64 (gb, 0) == 0;
   sqlite3_finalize (gb);
-  g_autoptr (GHashTable) groups = run_labels (db, strong ? "cluster.workers model.batch"
-                                                         : "cluster.workers", "all runs");
+  const char *omit[] = { "cluster.workers", derived ? "model.batch" : NULL, NULL };
+  g_autoptr (GHashTable) groups = run_labels (db, omit, "all runs");
   sqlite3_stmt *st = NULL;
   sqlite3_prepare_v2 (db,
                       "SELECT r.id, CAST((SELECT value FROM params p WHERE p.run_id = r.id AND"
@@ -545,12 +547,13 @@ plot_breakdown (sqlite3 *db, GHashTable *labels, const char *tmp, const char *ou
                       " GROUP BY run_id ORDER BY run_id", -1, &st, NULL);
   g_autofree char *data = g_build_filename (tmp, "breakdown.tsv", NULL);
   FILE *f = fopen (data, "w");
-  int n = 0;
+  int n = 0, maxlabel = 0;   /* runs; characters of the longest bar label */
   while (sqlite3_step (st) == SQLITE_ROW)
     {
       g_autofree char *label = tsv_text (label_of (labels, sqlite3_column_int64 (st, 0)));
       fprintf (f, "%s\t%.17g\t%.17g\t%.17g\n", label, sqlite3_column_double (st, 1),
                sqlite3_column_double (st, 2), sqlite3_column_double (st, 3));
+      maxlabel = MAX (maxlabel, (int) g_utf8_strlen (label, -1));
       n++;
     }
   sqlite3_finalize (st);
@@ -561,8 +564,8 @@ plot_breakdown (sqlite3 *db, GHashTable *labels, const char *tmp, const char *ou
       return TRUE;
     }
   g_autofree char *q_out = gp_string (out), *q_data = gp_string (data);
-  g_autofree char *vars = g_strdup_printf ("term='%s'; outfile=%s; datafile=%s; nruns=%d",
-                                           term, q_out, q_data, n);
+  g_autofree char *vars = g_strdup_printf ("term='%s'; outfile=%s; datafile=%s; nruns=%d;"
+                                           " maxlabel=%d", term, q_out, q_data, n, maxlabel);
   if (!run_gnuplot ("breakdown.gp", vars, error))
     return FALSE;
   drawn (out);

@@ -134,7 +134,7 @@ static const KeyDef keys[] = {
   { "model", "hidden", KT_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),
     "kind = mlp: comma-separated widths of the hidden layers, e.g. 512,512." },
   { "model", "workload", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (workload),
-    "kind = timing: a built-in layer table (resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2) or a table file; empty = one layer of `params` and `flops`." },
+    "kind = timing: a built-in layer table (resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2, gpt-2-xl) or a table file; empty = one layer of `params` and `flops`." },
   { "model", "params", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_params),
     "kind = timing without workload: float32 parameters of the model." },
   { "model", "flops", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_flops),

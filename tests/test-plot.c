@@ -2,7 +2,8 @@
  * test-plot.c — `dtsim plot`: the Amdahl least-squares fit, the time to reach
  * a target loss on a hand-made database, and the figures drawn from a small
  * sweep over workers (files present, non-empty, valid PNG or SVG), the serial
- * fraction line, and the message when gnuplot is missing.
+ * fraction line (also for a strong-scaling sweep with [model] global_batch),
+ * and the message when gnuplot is missing.
  */
 #include "config.h"
 
@@ -168,6 +169,36 @@ test_figures (void)
   g_assert_nonnull (strstr (t2, "simulated time per worker iteration (s)"));
 }
 
+/* Strong scaling: with [model] global_batch the per-worker batch follows from
+ * the workers, yet the runs still form one speedup group per other swept key. */
+static void
+test_global_batch (void)
+{
+  const char *d = g_getenv ("DTSIM_TEST_DATA");
+  g_autofree char *small = g_build_filename (d, "small.ini", NULL), *text = NULL;
+  g_assert_true (g_file_get_contents (small, &text, NULL, NULL));
+  /* small.ini with its per-worker batch of 16 made a global batch of 64 */
+  char *b = strstr (text, "\nbatch = 16\n");
+  g_assert_nonnull (b);
+  g_autofree char *gtext = g_strdup_printf ("%.*s\nglobal_batch = 64\n%s", (int) (b - text),
+                                            text, b + strlen ("\nbatch = 16\n"));
+  g_autofree char *ini = g_build_filename (tmpdir, "gb.ini", NULL);
+  g_assert_true (g_file_set_contents (ini, gtext, -1, NULL));
+  g_autofree char *db = g_build_filename (tmpdir, "gb.db", NULL);
+  g_autofree char *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", "--set",
+                          "sweep.cluster.workers=1,2,4", NULL), ==, 0);
+  g_assert_cmpint (dtsim (&o2, &e2, "plot", db, NULL), ==, 0);
+  g_assert_nonnull (strstr (o2, "gb-speedup.png"));
+  g_assert_null (strstr (o2, "skipped speedup"));
+  /* two groups, bsp and async, whose labels do not name the batch */
+  const char *line = strstr (o2, "serial fraction (Amdahl fit): f = ");
+  g_assert_nonnull (line);
+  g_assert_nonnull (strstr (line, "[consistency=bsp]"));
+  g_assert_nonnull (strstr (o2, "[consistency=async]"));
+  g_assert_null (strstr (o2, "batch="));
+}
+
 /* Figures whose data is absent are skipped, and said so. */
 static void
 test_skipped (void)
@@ -226,6 +257,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plot/time-to-target", test_time_to_target);
   g_test_add_func ("/plot/figures", test_figures);
   g_test_add_func ("/plot/skipped", test_skipped);
+  g_test_add_func ("/plot/global-batch", test_global_batch);
   g_test_add_func ("/plot/no-gnuplot", test_no_gnuplot);
   int rc = g_test_run ();
   remove_tree (tmpdir);

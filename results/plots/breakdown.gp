@@ -1,8 +1,11 @@
 # breakdown.gp — where a worker's iteration goes: compute, communication and
 # waiting, as stacked bars, one bar per run (means over worker iterations).
-# Variables set by `dtsim plot`: term, outfile, datafile, nruns.
+# Variables set by `dtsim plot`: term, outfile, datafile, nruns, maxlabel
+# (characters of the longest run label: the slanted labels get room below
+# and to the right of the bars).
 # Data: one row per run: label, compute, comm, wait (s per worker iteration).
-set terminal term size 320+110*nruns,640 font ",11"
+rm = maxlabel * 0.8 > 14 ? maxlabel * 0.8 : 14
+set terminal term size 220+110*nruns+8*rm,560+3*maxlabel font ",11"
 set output outfile
 set termoption noenhanced
 set title "Time per worker iteration: compute, communication, waiting"
@@ -15,8 +18,8 @@ set boxwidth 0.7
 set grid y
 set key outside right top
 set xtics rotate by -30
-set rmargin 14
-set bmargin 9
+set rmargin rm
+set bmargin 3 + 0.25 * maxlabel
 set yrange [0:*]
 set datafile separator "\t"
 plot datafile using 2:xtic(1) lc rgb "#2b8cbe" title "compute", \
