@@ -56,20 +56,12 @@ on_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double read
 static Result *
 run_text (const char *text, const char *const *sets, SimConfig **config_out)
 {
-  GPtrArray *configs = test_load_scenario_text (text, sets);
-  g_assert_cmpuint (configs->len, ==, 1);
   Result *r = g_new0 (Result, 1);
   r->iters = g_array_new (FALSE, FALSE, sizeof (Row));
   r->buckets = g_array_new (FALSE, FALSE, sizeof (Bucket));
   PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
                       .bucket = on_bucket };
-  g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, &rec, NULL, FALSE,
-                                 &r->sum, &error));
-  g_assert_no_error (error);
-  if (config_out)
-    *config_out = g_ptr_array_steal_index (configs, 0);
-  g_ptr_array_unref (configs);
+  test_run_scenario_text (text, sets, &rec, &r->sum, config_out);
   return r;
 }
 

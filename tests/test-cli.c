@@ -86,15 +86,7 @@ dump (const char *path)
 static gint64
 count (const char *path, const char *sql)
 {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint (sqlite3_open_v2 (path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_prepare_v2 (db, sql, -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_step (st), ==, SQLITE_ROW);
-  gint64 n = sqlite3_column_int64 (st, 0);
-  sqlite3_finalize (st);
-  sqlite3_close (db);
-  return n;
+  return (gint64) test_query_number (path, sql);
 }
 
 static void
@@ -460,24 +452,6 @@ test_plot (void)
   g_assert_nonnull (strstr (e4, "nothing.db"));
 }
 
-static void
-remove_tree (const char *dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const char *n;
-  while (d && (n = g_dir_read_name (d)))
-    {
-      g_autofree char *p = g_build_filename (dir, n, NULL);
-      if (g_file_test (p, G_FILE_TEST_IS_DIR))
-        remove_tree (p);
-      else
-        g_unlink (p);
-    }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (dir);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -502,7 +476,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/docs/keys", test_keys_documented);
   g_test_add_func ("/cli/golden/small", test_golden);
   int rc = g_test_run ();
-  remove_tree (tmpdir);
+  test_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

@@ -75,17 +75,7 @@ q (const char *db, const char *fmt, ...)
   va_start (ap, fmt);
   g_autofree char *sql = g_strdup_vprintf (fmt, ap);
   va_end (ap);
-  sqlite3 *h = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  if (sqlite3_prepare_v2 (h, sql, -1, &st, NULL) != SQLITE_OK)
-    g_error ("%s: %s", sql, sqlite3_errmsg (h));
-  if (sqlite3_step (st) != SQLITE_ROW || sqlite3_column_type (st, 0) == SQLITE_NULL)
-    g_error ("no value: %s", sql);
-  double v = sqlite3_column_double (st, 0);
-  sqlite3_finalize (st);
-  sqlite3_close (h);
-  return v;
+  return test_query_number (db, sql);
 }
 
 /* SQL of the id of the run whose params have all the "key=value" pairs given
@@ -235,22 +225,13 @@ strag_t (gboolean free_net, const char *model, const char *mode)
   return q (db, "SELECT sim_time / iterations FROM runs WHERE id = %s", id);
 }
 
-static double
-harmonic (int n)
-{
-  double h = 0;
-  for (int k = 1; k <= n; k++)
-    h += 1.0 / k;
-  return h;
-}
-
 static const double step_t = 10e-3; /* [device] step_time */
 
 static void
 lab2_expected_max (void)
 {
-  test_assert_close (strag_t (TRUE, "exponential", "bsp/0"), step_t * (1 + 0.5 * harmonic (8)),
-                     0.03);
+  test_assert_close (strag_t (TRUE, "exponential", "bsp/0"),
+                     step_t * (1 + 0.5 * test_harmonic (8)), 0.03);
   /* E[max of n Pareto(scale 1, alpha)] = n! Γ(1 - 1/α) / Γ(n + 1 - 1/α) */
   double a = 3, n = 8;
   double emax = exp (lgamma (n + 1) + lgamma (1 - 1 / a) - lgamma (n + 1 - 1 / a));
@@ -281,7 +262,7 @@ static void
 lab2_k_of_n (void)
 {
   test_assert_close (strag_t (TRUE, "exponential", "bsp/6"),
-                     step_t * (1 + 0.5 * (harmonic (8) - harmonic (2))), 0.03);
+                     step_t * (1 + 0.5 * (test_harmonic (8) - test_harmonic (2))), 0.03);
   g_assert_cmpfloat (strag_t (TRUE, "pareto", "bsp/6"), <, 0.6 * strag_t (TRUE, "pareto", "bsp/0"));
   const char *db = lab_db ("stragglers", FREE_NET, NO_FAILURE, NULL);
   g_autofree char *id = strag_run ("pareto", "bsp/6");
@@ -594,12 +575,6 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/pipeline/4-stash", lab5_stash);
   g_test_add_func ("/labs/pipeline/5-memory", lab5_memory);
   int rc = g_test_run ();
-  g_autoptr (GDir) d = g_dir_open (tmpdir, 0, NULL);
-  for (const char *f; d && (f = g_dir_read_name (d));)
-    {
-      g_autofree char *p = g_build_filename (tmpdir, f, NULL);
-      g_unlink (p);
-    }
-  g_rmdir (tmpdir);
+  test_remove_tree (tmpdir);
   return rc;
 }

@@ -62,18 +62,12 @@ on_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
 static Result *
 run_text (const char *text, const char *const *sets)
 {
-  GPtrArray *configs = test_load_scenario_text (text, sets);
-  g_assert_cmpuint (configs->len, ==, 1);
   Result *r = g_new0 (Result, 1);
   r->rows = g_array_new (FALSE, FALSE, sizeof (Row));
   r->metrics = g_array_new (FALSE, FALSE, sizeof (Metric));
   PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
                       .metric = on_metric };
-  g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, &rec, NULL, FALSE,
-                                 &r->sum, &error));
-  g_assert_no_error (error);
-  g_ptr_array_unref (configs);
+  test_run_scenario_text (text, sets, &rec, &r->sum, NULL);
   return r;
 }
 
@@ -231,20 +225,6 @@ test_timing_only (void)
 }
 
 /* Opens db and returns the integer of a one-row, one-column query. */
-static double
-query_number (const char *db, const char *sql)
-{
-  sqlite3 *h = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_prepare_v2 (h, sql, -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_step (st), ==, SQLITE_ROW);
-  double v = sqlite3_column_double (st, 0);
-  sqlite3_finalize (st);
-  sqlite3_close (h);
-  return v;
-}
-
 /* The network carries one ring all-reduce of 4P bytes per averaging: with
  * 16 iterations, 16 / H of them, each of 2 (W - 1) W messages and
  * 2 (W - 1) x 4P bytes. */
@@ -266,8 +246,8 @@ test_bytes (void)
       g_assert_cmpint (test_run_dtsim (dir, &o, &e, "run", ini, "-o", db, "--quiet",
                                        "--set", sh, "--set", "scenario.iterations=16",
                                        "--set", "trace.detail=messages", NULL), ==, 0);
-      double n = query_number (db, "SELECT count(*) FROM messages");
-      double bytes = query_number (db, "SELECT sum(bytes) FROM messages");
+      double n = test_query_number (db, "SELECT count(*) FROM messages");
+      double bytes = test_query_number (db, "SELECT sum(bytes) FROM messages");
       double syncs = (double) iters / H;
       g_assert_cmpfloat (n, ==, syncs * 2 * (W - 1) * W);
       g_assert_cmpfloat (bytes, ==, syncs * 2 * (W - 1) * 4.0 * P_FLOATS);
@@ -360,7 +340,7 @@ test_scenario_file (gconstpointer data)
   g_autoptr (GPtrArray) configs = sim_scenario_load (ini, NULL, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (configs->len, >=, 6);
-  g_assert_cmpfloat (query_number (db, "SELECT count(*) FROM runs WHERE status = 'done'"), ==,
+  g_assert_cmpfloat (test_query_number (db, "SELECT count(*) FROM runs WHERE status = 'done'"), ==,
                      (double) configs->len);
   g_unlink (db);
   g_rmdir (dir);

@@ -55,19 +55,13 @@ on_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
 static Result *
 run_text (const char *text, const char *const *sets)
 {
-  GPtrArray *configs = test_load_scenario_text (text, sets);
-  g_assert_cmpuint (configs->len, ==, 1);
   Result *r = g_new0 (Result, 1);
   r->iter_len = g_array_new (FALSE, FALSE, sizeof (double));
   r->stages = g_array_new (FALSE, FALSE, sizeof (PolStageStats));
   r->losses = g_array_new (FALSE, FALSE, sizeof (double));
   PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
                       .stage = on_stage, .metric = on_metric };
-  g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, &rec, NULL, FALSE,
-                                 &r->sum, &error));
-  g_assert_no_error (error);
-  g_ptr_array_unref (configs);
+  test_run_scenario_text (text, sets, &rec, &r->sum, NULL);
   return r;
 }
 

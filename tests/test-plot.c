@@ -232,21 +232,6 @@ test_no_gnuplot (void)
   g_assert_null (strchr (strchr (e, '\n') + 1, '\n'));
 }
 
-static void
-remove_tree (const char *dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const char *n;
-  while (d && (n = g_dir_read_name (d)))
-    {
-      g_autofree char *p = g_build_filename (dir, n, NULL);
-      g_unlink (p);
-    }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (dir);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -260,7 +245,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plot/global-batch", test_global_batch);
   g_test_add_func ("/plot/no-gnuplot", test_no_gnuplot);
   int rc = g_test_run ();
-  remove_tree (tmpdir);
+  test_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

@@ -71,18 +71,13 @@ on_failure (gpointer ctx, int worker, double start, double end, gint64 iteration
 static Result *
 run_sets (const char *const *sets)
 {
-  g_autoptr (GPtrArray) configs = test_load_scenario_text (base_text, sets);
-  g_assert_cmpuint (configs->len, ==, 1);
   Result *r = g_new0 (Result, 1);
   r->rows = g_array_new (FALSE, FALSE, sizeof (Row));
   r->failures = g_array_new (FALSE, FALSE, sizeof (Row));
   r->lost = g_ptr_array_new_with_free_func (g_free);
   PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
                       .failure = on_failure };
-  g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, &rec, NULL,
-                                 FALSE, &r->sum, &error));
-  g_assert_no_error (error);
+  test_run_scenario_text (base_text, sets, &rec, &r->sum, NULL);
   return r;
 }
 
@@ -93,15 +88,6 @@ result_free (Result *r)
   g_array_unref (r->failures);
   g_ptr_array_unref (r->lost);
   g_free (r);
-}
-
-static double
-harmonic (int n)
-{
-  double h = 0;
-  for (int k = 1; k <= n; k++)
-    h += 1.0 / k;
-  return h;
 }
 
 /* sum of 1/k^2 for k in [lo, hi] */
@@ -134,7 +120,7 @@ test_exponential_bsp (void)
                          "stragglers.mean=0.5", NULL };
   Result *r = run_sets (sets);
   g_assert_cmpint (r->sum.updates, ==, (gint64) ROUNDS * WORKERS);
-  double want = T_STEP * (base + mean * harmonic (WORKERS));
+  double want = T_STEP * (base + mean * test_harmonic (WORKERS));
   double se = T_STEP * mean * sqrt (harmonic2 (1, WORKERS)) / sqrt (ROUNDS);
   assert_within (r->sum.sim_time / ROUNDS, want, se, "BSP round, exponential");
   result_free (r);
@@ -185,7 +171,8 @@ test_kofn_order_statistic (void)
       Result *r = run_sets (sets);
       g_assert_cmpint (r->sum.iterations, ==, ROUNDS);
       g_assert_cmpint (r->sum.updates, ==, (gint64) ROUNDS * K);
-      double want = T_STEP * (base + mean * (harmonic (WORKERS) - harmonic (WORKERS - K)));
+      double want = T_STEP * (base + mean * (test_harmonic (WORKERS)
+                                             - test_harmonic (WORKERS - K)));
       double se = T_STEP * mean * sqrt (harmonic2 (WORKERS - K + 1, WORKERS)) / sqrt (ROUNDS);
       g_autofree char *what = g_strdup_printf ("round waiting for %d of %d", K, WORKERS);
       assert_within (r->sum.sim_time / ROUNDS, want, se, what);

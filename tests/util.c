@@ -5,10 +5,12 @@
 
 #include <glib/gstdio.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include "sim/run.h"
 #include "sim/scenario.h"
 #include "tests/util.h"
 
@@ -32,6 +34,20 @@ test_load_scenario_text (const char *text, const char *const *sets)
   GPtrArray *configs = load_text (text, sets, &error);
   g_assert_no_error (error);
   return configs;
+}
+
+void
+test_run_scenario_text (const char *text, const char *const *sets, const PolRecorder *rec,
+                        SimRunSummary *sum, SimConfig **config_out)
+{
+  g_autoptr (GPtrArray) configs = test_load_scenario_text (text, sets);
+  g_assert_cmpuint (configs->len, ==, 1);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, rec, NULL, FALSE,
+                                 sum, &error));
+  g_assert_no_error (error);
+  if (config_out)
+    *config_out = g_ptr_array_steal_index (configs, 0);
 }
 
 char *
@@ -79,6 +95,49 @@ test_run_dtsim (const char *cwd, char **out, char **err, const char *first, ...)
   int status = test_run_dtsim_argv (cwd, out, err, (const char *const *) args->pdata);
   g_ptr_array_unref (args);
   return status;
+}
+
+double
+test_query_number (const char *db, const char *sql)
+{
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  if (sqlite3_prepare_v2 (h, sql, -1, &st, NULL) != SQLITE_OK)
+    g_error ("%s: %s", sql, sqlite3_errmsg (h));
+  if (sqlite3_step (st) != SQLITE_ROW || sqlite3_column_type (st, 0) == SQLITE_NULL)
+    g_error ("no value: %s", sql);
+  double v = sqlite3_column_double (st, 0);
+  sqlite3_finalize (st);
+  sqlite3_close (h);
+  return v;
+}
+
+void
+test_remove_tree (const char *dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name (d)))
+    {
+      g_autofree char *p = g_build_filename (dir, n, NULL);
+      if (g_file_test (p, G_FILE_TEST_IS_DIR))
+        test_remove_tree (p);
+      else
+        g_unlink (p);
+    }
+  if (d)
+    g_dir_close (d);
+  g_rmdir (dir);
+}
+
+double
+test_harmonic (int n)
+{
+  double h = 0;
+  for (int k = 1; k <= n; k++)
+    h += 1.0 / k;
+  return h;
 }
 
 void

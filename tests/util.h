@@ -6,10 +6,22 @@
 
 #include <glib.h>
 
+#include "policies/policy.h"
+#include "sim/run.h"
+#include "sim/scenario.h"
+
 /* Loads a scenario given as text (plus `sets` overrides, may be NULL) through
  * the real loader, via a temporary file; asserts it is valid.  Returns the
  * configs (GPtrArray of SimConfig*). */
 GPtrArray *test_load_scenario_text (const char *text, const char *const *sets);
+
+/* Loads a one-point scenario given as text (plus `sets`, may be NULL), runs it
+ * without a trace, reporting to `rec` (may be NULL), and asserts the run
+ * succeeded; its summary goes to *sum.  With config_out, *config_out gets the
+ * config (free it with sim_config_free). */
+void test_run_scenario_text (const char *text, const char *const *sets,
+                             const PolRecorder *rec, SimRunSummary *sum,
+                             SimConfig **config_out);
 
 /* Loads a scenario given as text, which must fail: asserts a one-line
  * SIM_ERROR_INPUT naming the file and returns its message. */
@@ -31,6 +43,16 @@ int test_run_dtsim_argv (const char *cwd, char **out, char **err, const char *co
  * divisible by p (resp. by the largest power of two <= p). */
 double test_allreduce_closed_form (const char *alg, int p, double N, double alpha,
                                    double beta, double gamma);
+
+/* The number in the first column of the first row `sql` returns from the
+ * database file `db`; asserts there is one (not NULL). */
+double test_query_number (const char *db, const char *sql);
+
+/* Removes the folder `dir` and everything below it. */
+void test_remove_tree (const char *dir);
+
+/* The harmonic number H_n = 1 + 1/2 + ... + 1/n (H_0 = 0). */
+double test_harmonic (int n);
 
 /* Aborts the test unless |a - b| <= rel × max(|a|, |b|). */
 void test_assert_close (double a, double b, double rel);
