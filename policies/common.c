@@ -1,6 +1,7 @@
 /*
- * common.c — pieces the data-parallel policies (all-reduce, local SGD) share:
- * their host names, their worker spans and their evaluations of the model.
+ * common.c — pieces the policies share: the host names of the worker-only
+ * policies (all-reduce, local SGD, pipeline), their worker spans, and the
+ * evaluation of the model every policy reports.
  *
  * Each helper does exactly what the policies did on their own before, so a
  * policy that uses them writes the same trace rows.

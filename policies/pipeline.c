@@ -95,15 +95,6 @@ typedef struct {
   double sum_compute, sum_comm, sum_wait;
 } PlPolicy;
 
-static GPtrArray *
-pl_host_names (int workers, int servers)
-{
-  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
-  for (int w = 0; w < workers; w++)
-    g_ptr_array_add (names, g_strdup_printf ("worker%d", w));
-  return names;
-}
-
 /* Partition (policy.h): best[k][i] = least largest group over the first i
  * layers in k groups, by dynamic programming over the last cut. */
 void
@@ -211,13 +202,7 @@ span (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes)
 static void
 record_metric (PlPolicy *pl)
 {
-  if (!pl->env.model)
-    return;
-  double loss, acc;
-  pol_evaluate (&pl->env, pl->params, &loss, &acc);
-  if (pl->env.rec.metric)
-    pl->env.rec.metric (pl->env.rec.ctx, eng_sim_now (pl->env.sim), pl->updates, loss, acc);
-  if (pl->env.target_loss > 0 && loss <= pl->env.target_loss)
+  if (pol_report_metric (&pl->env, pl->params, eng_sim_now (pl->env.sim), pl->updates))
     {
       pl->reached_target = TRUE;
       pl->finished = TRUE;
@@ -770,7 +755,7 @@ const PolPolicyOps pol_pipeline_ops = {
                  "at the flush",
   .tag_names = pl_tags,
   .n_tags = G_N_ELEMENTS (pl_tags),
-  .host_names = pl_host_names,
+  .host_names = pol_worker_host_names,
   .create = pl_create,
   .start = pl_start,
   .finish = pl_finish,

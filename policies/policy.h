@@ -233,7 +233,7 @@ extern const PolPolicyOps pol_allreduce_ops;
  * (docs/policies.md). */
 extern const PolPolicyOps pol_local_sgd_ops;
 
-/* Pieces shared by the data-parallel policies (policies/common.c). */
+/* Pieces shared by the policies (policies/common.c). */
 
 /* Host names "worker0" ... "worker{W-1}" (no servers; caller frees). */
 GPtrArray *pol_worker_host_names (int workers, int servers);

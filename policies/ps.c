@@ -201,14 +201,7 @@ span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
 static void
 record_metric (PsPolicy *ps)
 {
-  double loss, acc;
-  if (!ps->env.model)
-    return;
-  pol_evaluate (&ps->env, ps->global, &loss, &acc);
-  if (ps->env.rec.metric)
-    ps->env.rec.metric (ps->env.rec.ctx, eng_sim_now (ps->env.sim), ps->updates,
-                        loss, acc);
-  if (ps->env.target_loss > 0 && loss <= ps->env.target_loss)
+  if (pol_report_metric (&ps->env, ps->global, eng_sim_now (ps->env.sim), ps->updates))
     {
       ps->reached_target = TRUE;
       ps->finished = TRUE;
