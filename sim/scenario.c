@@ -485,6 +485,21 @@ check_global_batch (SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
+/* Every index of `list` (ints, the key [section] name) names one of the
+ * workers. */
+static gboolean
+check_worker_list (const SimConfig *c, const GArray *list, const char *section,
+                   const char *name, const char *file, GError **error)
+{
+  for (guint i = 0; i < list->len; i++)
+    if (g_array_index (list, int, i) >= c->workers)
+      return fail (error, file, find_key (section, name),
+                   "worker %d does not exist ([cluster] workers = %" G_GINT64_FORMAT
+                   "); list indices from 0 to %" G_GINT64_FORMAT,
+                   g_array_index (list, int, i), c->workers, c->workers - 1);
+  return TRUE;
+}
+
 /* The cross-key rules of [policy] wait_for and of [failures]. */
 static gboolean
 check_policy_extras (SimConfig *c, const char *file, GError **error)
@@ -518,12 +533,8 @@ check_policy_extras (SimConfig *c, const char *file, GError **error)
     return fail (error, file, find_key ("failures", "at"),
                  "%u times for %u workers; give one time per worker (or one worker, or one time)",
                  na, nw);
-  for (guint i = 0; i < nw; i++)
-    if (g_array_index (c->fail_worker, int, i) >= c->workers)
-      return fail (error, file, find_key ("failures", "worker"),
-                   "worker %d does not exist ([cluster] workers = %" G_GINT64_FORMAT
-                   "); list indices from 0 to %" G_GINT64_FORMAT,
-                   g_array_index (c->fail_worker, int, i), c->workers, c->workers - 1);
+  if (!check_worker_list (c, c->fail_worker, "failures", "worker", file, error))
+    return FALSE;
   if (!ps)
     return fail (error, file, find_key ("failures", "worker"),
                  "worker failures are simulated by kind = ps only, not %s; remove [failures] or use kind = ps",
@@ -569,12 +580,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
   if (c->reduce_memory && c->memory_bandwidth <= 0)
     return fail (error, file, find_key ("policy", "reduce"),
                  "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
-  for (guint i = 0; i < c->slow->len; i++)
-    if (g_array_index (c->slow, int, i) >= c->workers)
-      return fail (error, file, find_key ("stragglers", "slow"),
-                   "worker %d does not exist ([cluster] workers = %" G_GINT64_FORMAT
-                   "); list indices from 0 to %" G_GINT64_FORMAT,
-                   g_array_index (c->slow, int, i), c->workers, c->workers - 1);
+  if (!check_worker_list (c, c->slow, "stragglers", "slow", file, error))
+    return FALSE;
   if (strcmp (c->policy, "pipeline") == 0)
     {
       if (c->workers % c->replicas != 0)
