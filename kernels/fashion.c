@@ -30,6 +30,8 @@
 #include <gio/gio.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <glib/gstdio.h>
 
 /* Read-ahead of the file stream under the decompressor, bytes. */
 #define IDX_BUFFER_BYTES (1u << 20)
@@ -48,6 +50,15 @@
 static GInputStream *
 idx_open (const char *path, GError **error)
 {
+  /* only a regular file: opening a FIFO would wait for a writer, and a
+   * device such as /dev/zero never ends */
+  GStatBuf st;
+  if (g_stat (path, &st) == 0 && !S_ISREG (st.st_mode))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "%s: not a regular file; give the directory of the IDX files", path);
+      return NULL;
+    }
   g_autoptr (GFile) file = g_file_new_for_path (path);
   g_autoptr (GFileInputStream) raw = g_file_read (file, NULL, error);
   if (raw == NULL)
@@ -433,6 +444,52 @@ byte_histogram (const guint8 *p, gsize n, guint64 hist[256])
  * training split is still read, since it fixes the normalisation; the test
  * split is then not read at all).  Every file is looked for before any is
  * read.  On failure nothing is returned and *error names the file. */
+/* The sample count of one split from its two headers, which must agree and
+ * describe 28 x 28 images. */
+static gboolean
+fashion_split_count (FashionSplit *s, int *n, GError **error)
+{
+  guint32 idims[3], ldims[1];
+  g_autoptr (GInputStream) images =
+    idx_open_header (s->images_path, IDX_MAGIC_IMAGES, idims, error);
+  if (images == NULL)
+    return FALSE;
+  g_autoptr (GInputStream) labels =
+    idx_open_header (s->labels_path, IDX_MAGIC_LABELS, ldims, error);
+  if (labels == NULL)
+    return FALSE;
+  if (idims[1] != FASHION_SIDE || idims[2] != FASHION_SIDE)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "%s: images of %u x %u pixels, Fashion-MNIST has %d x %d",
+                   s->images_path, idims[1], idims[2], FASHION_SIDE, FASHION_SIDE);
+      return FALSE;
+    }
+  if (ldims[0] != idims[0] || idims[0] > G_MAXINT)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "%s holds %u labels but %s holds %u images",
+                   s->labels_path, ldims[0], s->images_path, idims[0]);
+      return FALSE;
+    }
+  *n = (int) idims[0];
+  return TRUE;
+}
+
+gboolean
+kern_dataset_fashion_mnist_sizes (const char *dir, int *n_train, int *n_test,
+                                  GError **error)
+{
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  if (dir == NULL)
+    dir = FASHION_DEFAULT_DIR;
+  g_auto (FashionSplit) tr = { 0 }, te = { 0 };
+  return fashion_split_locate (&tr, dir, "train", error)
+         && fashion_split_locate (&te, dir, "t10k", error)
+         && fashion_split_count (&tr, n_train, error)
+         && fashion_split_count (&te, n_test, error);
+}
+
 gboolean
 kern_dataset_fashion_mnist (const char *dir, KernDataset **train,
                             KernDataset **test, GError **error)

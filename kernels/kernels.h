@@ -49,6 +49,12 @@ void kern_dataset_gather (const KernDataset *ds, const int *idx, int m,
  * error that names the package to install. */
 gboolean kern_dataset_fashion_mnist (const char *dir, KernDataset **train,
                                      KernDataset **test, GError **error);
+/* The training and test sample counts of the Fashion-MNIST files under `dir`
+ * (NULL = the default), from their headers alone (nothing is decompressed
+ * past them): the check before a run that the data can feed every worker.
+ * Errors as kern_dataset_fashion_mnist's. */
+gboolean kern_dataset_fashion_mnist_sizes (const char *dir, int *n_train, int *n_test,
+                                           GError **error);
 /* One IDX pair: images (idx3, unsigned bytes, n x rows x cols) and labels
  * (idx1, n), each gzip-compressed or plain; pixels scaled to [0, 1], k = 1 +
  * the largest label. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "sim/hardware.h"
+#include "sim/input.h"
 #include "sim/scenario.h"
 #include "sim/units.h"
 
@@ -256,52 +257,6 @@ read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
   return TRUE;
 }
 
-/* GKeyFile merges a group that appears twice and keeps the last of a key
- * set twice; in a catalog either is a mistake (two entries under one name, a
- * figure overridden unseen), so the text is scanned for them first. */
-static gboolean
-check_repeats (const char *text, const char *file, GError **error)
-{
-  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
-  g_autoptr (GHashTable) groups = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autoptr (GHashTable) keys = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autofree char *group = NULL;
-  for (int i = 0; lines[i]; i++)
-    {
-      char *line = g_strstrip (lines[i]);
-      gsize n = strlen (line);
-      int lineno = i + 1;
-      if (n == 0 || line[0] == '#')
-        continue;
-      if (line[0] == '[' && line[n - 1] == ']')
-        {
-          g_free (group);
-          group = g_strndup (line + 1, n - 2);
-          gpointer first = g_hash_table_lookup (groups, group);
-          if (first)
-            return fail (error, file, NULL,
-                         "[%s] appears twice (lines %d and %d); give each entry its own name",
-                         group, GPOINTER_TO_INT (first), lineno);
-          g_hash_table_insert (groups, g_strdup (group), GINT_TO_POINTER (lineno));
-          continue;
-        }
-      const char *eq = strchr (line, '=');
-      if (!group || !eq)
-        continue; /* GKeyFile reports these */
-      g_autofree char *key = g_strstrip (g_strndup (line, eq - line));
-      g_autofree char *id = g_strdup_printf ("%s\n%s", group, key);
-      gpointer first = g_hash_table_lookup (keys, id);
-      if (first)
-        {
-          g_autofree char *where = g_strdup_printf ("[%s] %s", group, key);
-          return fail (error, file, where, "set twice (lines %d and %d); keep one",
-                       GPOINTER_TO_INT (first), lineno);
-        }
-      g_hash_table_insert (keys, g_steal_pointer (&id), GINT_TO_POINTER (lineno));
-    }
-  return TRUE;
-}
-
 SimCatalog *
 sim_catalog_load (const char *path, GError **error)
 {
@@ -312,18 +267,10 @@ sim_catalog_load (const char *path, GError **error)
   const char *file = path ? path : BUILTIN_LABEL;
   if (path)
     {
-      char *contents = NULL;
-      gsize size = 0;
-      if (!g_file_test (path, G_FILE_TEST_EXISTS))
-        {
-          fail (error, path, NULL, "no such hardware catalog; check the path");
-          return NULL;
-        }
-      if (!g_file_get_contents (path, &contents, &size, &local))
-        {
-          fail (error, path, NULL, "cannot read hardware catalog: %s", local->message);
-          return NULL;
-        }
+      char *contents = sim_input_read_text (path, "hardware catalog", error);
+      if (!contents)
+        return NULL;
+      gsize size = strlen (contents);
       data = g_bytes_new_take (contents, size);
     }
   else
@@ -335,13 +282,11 @@ sim_catalog_load (const char *path, GError **error)
     }
   gsize size = 0;
   const char *bytes = g_bytes_get_data (data, &size);
-  g_autofree char *text = g_strndup (bytes, size);
-  if (strlen (text) != size)
-    {
-      fail (error, file, NULL, "cannot read hardware catalog: it holds a NUL byte; is it a text file?");
-      return NULL;
-    }
-  if (!check_repeats (text, file, error))
+  g_autofree char *text = g_strndup (bytes, size); /* NUL-free: checked on reading */
+  /* GKeyFile merges a group that appears twice and keeps the last of a key
+   * set twice; in a catalog either is a mistake (two entries under one name,
+   * a figure overridden unseen) */
+  if (!sim_input_check_keyfile (text, file, "give each entry its own name", error))
     return NULL;
   if (!g_key_file_load_from_data (kf, text, size, G_KEY_FILE_NONE, &local))
     {

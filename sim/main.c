@@ -42,10 +42,24 @@ static const char usage[] =
   "Scenario keys: docs/scenarios.md.  Trace schema: docs/trace.md.\n"
   "Hardware catalog: docs/hardware.md.\n";
 
+/* Prints the error on one line: a control character that came from the
+ * input (a newline in a --set value, a name) is shown escaped, e.g. \n. */
 static int
 die (GError *error, int code)
 {
-  fprintf (stderr, "dtsim: %s\n", error->message);
+  GString *line = g_string_new (NULL);
+  for (const char *p = error->message; *p; p++)
+    {
+      if ((unsigned char) *p < 0x20 || *p == 0x7f)
+        {
+          g_autofree char *esc = g_strescape ((char[]) { *p, 0 }, NULL);
+          g_string_append (line, esc);
+        }
+      else
+        g_string_append_c (line, *p);
+    }
+  fprintf (stderr, "dtsim: %s\n", line->str);
+  g_string_free (line, TRUE);
   g_error_free (error);
   return code;
 }

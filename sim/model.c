@@ -33,6 +33,7 @@
 #include "kernels/backend.h"
 #include "policies/policy.h"
 #include "sim/hardware.h"
+#include "sim/input.h"
 #include "sim/model.h"
 
 /* The resource bundle generated from sim/dtsim.gresource.xml. */
@@ -275,15 +276,12 @@ workload_text (const char *name, GError **error)
       g_bytes_unref (b);
       return text;
     }
-  char *text = NULL;
-  if (!g_file_get_contents (name, &text, NULL, NULL))
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "no built-in workload '%s' and no such file; use resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2, gpt-2-xl or a layer-table file (docs/workloads.md)",
-                   name);
-      return NULL;
-    }
-  return text;
+  if (g_file_test (name, G_FILE_TEST_EXISTS))
+    return sim_input_read_text (name, "layer table", error);
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "no built-in workload '%s' and no such file; use resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2, gpt-2-xl or a layer-table file (docs/workloads.md)",
+               name);
+  return NULL;
 }
 
 KernModel *
@@ -457,6 +455,54 @@ pipeline_memory_check (const SimConfig *c, const KernModel *m, const char *file,
   return ok;
 }
 
+/* A step, an update and every layer must take a finite time: a tiny
+ * efficiency or peak passes its bound and then divides to infinity. */
+static gboolean
+step_cost_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  SimStepCost cost;
+  sim_step_cost (c, m, &cost);
+  gboolean ok = isfinite (cost.step) && cost.step >= 0 && isfinite (cost.update);
+  for (int l = 0; ok && l < cost.n_layers; l++)
+    ok = isfinite (cost.grad_ready[l]);
+  double step = cost.step, update = cost.update;
+  sim_step_cost_clear (&cost);
+  if (ok)
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "%s: [device] efficiency: a worker step would take %g s and an update %g s "
+               "(FLOPs / (flops x efficiency = %g FLOP/s)); raise [device] flops or efficiency "
+               "to a real device's figure", file, step, update, c->flops * c->efficiency);
+  return FALSE;
+}
+
+/* The real math holds every worker's model, gradients, optimizer state and
+ * activations, and the data set, in host memory; a run that would need more
+ * than SIM_MAX_HOST_BYTES is refused before it starts rather than aborting
+ * when an allocation fails.  Timing-only runs hold none of it. */
+static gboolean
+host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  if (!c->math || strcmp (c->model_kind, "timing") == 0)
+    return TRUE;
+  gboolean fmnist = strcmp (c->dataset, "fashion-mnist") == 0;
+  double features = fmnist ? FMNIST_FEATURES : (double) c->features;
+  double samples = fmnist ? 70000.0 : (double) c->samples + (double) c->test_samples;
+  double data = samples * (features + 1) * 4.0;
+  double per_worker = sim_model_memory_bytes (c, m);
+  double hosts = (double) (c->workers + c->servers);
+  double need = data + hosts * per_worker;
+  if (need <= SIM_MAX_HOST_BYTES)
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "%s: [kernels] backend: the real math of this run needs about %.3g GiB of host "
+               "memory (%.0f hosts x %.3g GiB of model, gradients, optimizer state and "
+               "activations + %.3g GiB of data), over the limit of %.3g GiB; use backend = none "
+               "for timing only, or a smaller model, batch, data set or cluster",
+               file, gib (need), hosts, gib (per_worker), gib (data), gib (SIM_MAX_HOST_BYTES));
+  return FALSE;
+}
+
 gboolean
 sim_model_check (SimConfig *c, const char *file, GError **error)
 {
@@ -488,8 +534,8 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
       return FALSE;
     }
   gsize P = m->ops->n_params (m);
-  gboolean ok = TRUE;
-  if (strcmp (c->policy, "pipeline") == 0)
+  gboolean ok = step_cost_check (c, m, file, error);
+  if (ok && strcmp (c->policy, "pipeline") == 0)
     ok = pipeline_check (c, m, file, error);
   if (ok && c->servers > 1 && (gsize) c->servers > P)
     {
@@ -517,6 +563,7 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
           ok = FALSE;
         }
     }
+  ok = ok && host_memory_check (c, m, file, error);
   kern_model_free (m);
   if (!ok)
     return FALSE;
@@ -542,6 +589,26 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
                        file, path);
           return FALSE;
         }
+      /* the files' own counts, from their headers: they may hold fewer
+       * images than the package's */
+      int n_tr = 0, n_te = 0;
+      g_autoptr (GError) local2 = NULL;
+      if (!kern_dataset_fashion_mnist_sizes (c->data_dir, &n_tr, &n_te, &local2))
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] data_dir: %s", file,
+                       local2->message);
+          return FALSE;
+        }
+      if (n_tr < c->workers || n_te < 1)
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [model] data_dir: the files at %s hold %d training and %d test images; "
+                       "every one of the %" G_GINT64_FORMAT " workers needs a training image and "
+                       "accuracy a test image: use the full data set or fewer workers",
+                       file, c->data_dir, n_tr, n_te, c->workers);
+          return FALSE;
+        }
+      n_train = n_tr;
     }
   else if (c->samples < c->workers)
     {

@@ -52,6 +52,12 @@ typedef struct {
   gint64 last_progress_us;
   gint64 calls;
   SimStepCost cost;
+  EngSim *sim;
+  /* the first evaluation whose loss was not finite: the run stops there */
+  gboolean diverged;
+  double diverged_at;    /* simulated seconds */
+  gint64 diverged_step;
+  double diverged_loss;
 } RunCtx;
 
 static double
@@ -110,6 +116,14 @@ static void
 rec_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
 {
   RunCtx *r = ctx;
+  if (!isfinite (loss) && !r->diverged)
+    {
+      r->diverged = TRUE;
+      r->diverged_at = t;
+      r->diverged_step = step;
+      r->diverged_loss = loss;
+      eng_stop (r->sim);
+    }
   if (r->trace)
     sim_trace_metric (r->trace, r->run, t, step, loss, accuracy);
   if (r->extra && r->extra->metric)
@@ -209,6 +223,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   g_assert (r.ops); /* validated by the scenario loader */
 
   EngSim *sim = eng_sim_new ();
+  r.sim = sim;
   r.net = sim_network_build (c, sim, "scenario", error);
   if (!r.net)
     {
@@ -339,6 +354,17 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
                   : res.rounds >= c->iterations ? "iterations"
                   : "time_limit";
       r.ops->free (pol);
+      if (r.diverged)
+        {
+          /* NaN or infinite losses are no result: the learning rate (or
+           * warm-up) is too large for this model and data */
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [model] lr: the training loss diverged (%s after %" G_GINT64_FORMAT
+                       " updates, at simulated %.6g s) with lr = %g; lower [model] lr",
+                       c->file, isnan (r.diverged_loss) ? "NaN" : r.diverged_loss > 0 ? "+inf" : "-inf",
+                       r.diverged_step, r.diverged_at, c->lr);
+          ok = FALSE;
+        }
     }
   if (progress)
     fprintf (stderr, "\r\033[K");

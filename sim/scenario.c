@@ -19,6 +19,7 @@
 #include "netmodel/netmodel.h"
 #include "policies/collectives.h"
 #include "sim/cluster.h"
+#include "sim/input.h"
 #include "sim/model.h"
 #include "sim/scenario.h"
 #include "sim/units.h"
@@ -34,7 +35,7 @@ typedef struct {
   SimUnitKind unit;            /* KT_QUANTITY */
   const char *def;             /* default as text; NULL = derived (see doc) */
   double min, max;             /* inclusive bounds (KT_INT, KT_QUANTITY) */
-  gboolean min_open;           /* bound min is exclusive */
+  int open;                    /* OPEN_MIN, OPEN_MAX: that bound is exclusive */
   const char *const *choices;  /* KT_ENUM: NULL-terminated names */
   gsize offset;                /* field in SimConfig */
   const char *doc;
@@ -59,6 +60,8 @@ static const char *const schedule_names[] = { "gpipe", "1f1b", NULL };
 static const char *const reduce_names[] = { "free", "memory", NULL };
 static const char *const nic_names[] = { "node", "gpu", NULL };
 
+#define OPEN_MIN 1
+#define OPEN_MAX 2
 #define OFF(f) offsetof (SimConfig, f)
 #define BIG 1e300
 
@@ -73,9 +76,9 @@ static const KeyDef keys[] = {
     "Stop at this simulated time (0 = no limit)." },
   { "scenario", "target_loss", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (target_loss),
     "Stop when an evaluation finds the training loss at or below this (0 = never)." },
-  { "cluster", "workers", KT_INT, 0, "4", 1, 65536, 0, NULL, OFF (workers),
+  { "cluster", "workers", KT_INT, 0, "4", 1, SIM_MAX_HOSTS, 0, NULL, OFF (workers),
     "Number of workers." },
-  { "cluster", "servers", KT_INT, 0, "1", 0, 65536, 0, NULL, OFF (servers),
+  { "cluster", "servers", KT_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker)." },
   { "cluster", "device", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
     "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file." },
@@ -149,11 +152,11 @@ static const KeyDef keys[] = {
     "partition = by-label: classes each worker sees." },
   { "model", "optimizer", KT_ENUM, 0, "sgd", 0, 0, 0, optimizer_names, OFF (optimizer),
     "sgd, momentum or adam; its state lives where updates are applied (on the parameter servers for kind = ps)." },
-  { "model", "momentum", KT_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, 0, NULL, OFF (momentum),
+  { "model", "momentum", KT_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (momentum),
     "optimizer = momentum: coefficient mu in v = mu v + g." },
-  { "model", "beta1", KT_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, 0, NULL, OFF (beta1),
+  { "model", "beta1", KT_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (beta1),
     "optimizer = adam: decay of the first moment." },
-  { "model", "beta2", KT_QUANTITY, SIM_UNIT_NONE, "0.999", 0, 1, 0, NULL, OFF (beta2),
+  { "model", "beta2", KT_QUANTITY, SIM_UNIT_NONE, "0.999", 0, 1, OPEN_MAX, NULL, OFF (beta2),
     "optimizer = adam: decay of the second moment." },
   { "model", "eps", KT_QUANTITY, SIM_UNIT_NONE, "1e-8", 0, BIG, 1, NULL, OFF (eps),
     "optimizer = adam: added to the root of the second moment." },
@@ -193,7 +196,7 @@ static const KeyDef keys[] = {
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth." },
   { "policy", "sync_every", KT_INT, 0, "1", 1, 1e12, 0, NULL, OFF (sync_every),
     "kind = local-sgd: local steps H each worker takes on its own model between two averagings of the models (all-reduce with algorithm)." },
-  { "policy", "wait_for", KT_INT, 0, "0", 0, 65536, 0, NULL, OFF (wait_for),
+  { "policy", "wait_for", KT_INT, 0, "0", 0, SIM_MAX_HOSTS, 0, NULL, OFF (wait_for),
     "BSP parameter server: a round closes when the first K = wait_for of its gradients have arrived (0 or workers = all; 1 <= K <= workers; needs servers = 1 when K < workers; docs/policies.md)." },
   { "policy", "late", KT_ENUM, 0, "drop", 0, 0, 0, late_names, OFF (late_keep),
     "wait_for < workers: a gradient of a closed round is dropped, or kept and applied as a stale update." },
@@ -213,7 +216,7 @@ static const KeyDef keys[] = {
     "Slowdown of a slow step (>= 1)." },
   { "stragglers", "p", KT_QUANTITY, SIM_UNIT_NONE, "0.1", 0, 1, 0, NULL, OFF (p),
     "Probability that a step is slow (bernoulli)." },
-  { "stragglers", "slow", KT_INTLIST, 0, "", 0, 65535, 0, NULL, OFF (slow),
+  { "stragglers", "slow", KT_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (slow),
     "Comma-separated worker indices that are slow (fixed)." },
   { "stragglers", "base", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (strag_base),
     "exponential, lognormal: the smallest factor, added to the random part." },
@@ -227,7 +230,7 @@ static const KeyDef keys[] = {
     "pareto: shape (> 0); alpha <= 1 has an infinite mean (allowed), median scale x 2^(1/alpha)." },
   { "stragglers", "persistent", KT_ENUM, 0, "false", 0, 0, 0, bool_names, OFF (strag_persistent),
     "true: each worker draws its factor once and keeps it for the whole run; false: a fresh draw per step." },
-  { "failures", "worker", KT_INTLIST, 0, "", 0, 65535, 0, NULL, OFF (fail_worker),
+  { "failures", "worker", KT_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
     "Workers that fail, one per failure (one index = the same worker for every time in `at`)." },
   { "failures", "at", KT_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
     "Simulated times of the failures, comma-separated, paired with `worker` (one time = every listed worker fails then)." },
@@ -368,15 +371,17 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
         const char *why = NULL;
         if (!sim_parse_quantity (text, k->unit, &v, &why))
           return fail (error, file, k, "'%s' is not valid; expected %s", text, why);
-        gboolean low = k->min_open ? v <= k->min : v < k->min;
-        if (low || v > k->max)
+        gboolean low = (k->open & OPEN_MIN) ? v <= k->min : v < k->min;
+        gboolean high = (k->open & OPEN_MAX) ? v >= k->max : v > k->max;
+        if (low || high)
           {
             if (k->max >= BIG)
               return fail (error, file, k, "%s must be %s %g%s%s", text,
-                           k->min_open ? "greater than" : "at least", k->min,
+                           (k->open & OPEN_MIN) ? "greater than" : "at least", k->min,
                            k->unit ? " " : "", sim_unit_base_name (k->unit));
-            return fail (error, file, k, "%s must be in %s%g, %g]", text,
-                         k->min_open ? "(" : "[", k->min, k->max);
+            return fail (error, file, k, "%s must be in %s%g, %g%s", text,
+                         (k->open & OPEN_MIN) ? "(" : "[", k->min, k->max,
+                         (k->open & OPEN_MAX) ? ")" : "]");
           }
         *(double *) field = v;
         return TRUE;
@@ -552,6 +557,11 @@ check_cross (SimConfig *c, const char *file, GError **error)
 {
   if (c->servers == 0)
     c->servers = c->workers;
+  if (c->workers + c->servers > SIM_MAX_HOSTS)
+    return fail (error, file, find_key ("cluster", "servers"),
+                 "%" G_GINT64_FORMAT " workers and %" G_GINT64_FORMAT " servers make more than "
+                 "the %d hosts a run may have; use fewer servers (e.g. servers = 1) or workers",
+                 c->workers, c->servers, SIM_MAX_HOSTS);
   if (!check_global_batch (c, file, error))
     return FALSE;
   c->math = strcmp (c->backend, "none") != 0;
@@ -644,6 +654,7 @@ sim_config_free (SimConfig *c)
     return;
   g_free (c->name);
   g_free (c->scenario_name);
+  g_free (c->file);
   g_free (c->topology);
   g_free (c->model_kind);
   g_free (c->dataset);
@@ -679,14 +690,69 @@ sim_config_free (SimConfig *c)
   g_free (c);
 }
 
+/* [scenario] name names the default database results/NAME.db, and a
+ * [trace] db written in the scenario file may only name one inside results/:
+ * nothing in a file someone else wrote makes dtsim write elsewhere
+ * (docs/security.md).  A db given with --set is the user's own choice. */
+static gboolean
+check_paths (const SimConfig *c, const char *file, gboolean db_trusted, GError **error)
+{
+  const char *name = c->scenario_name;
+  if (!sim_input_is_one_line (name) || strchr (name, '/'))
+    return fail (error, file, find_key ("scenario", "name"),
+                 "'%s' holds a '/' or a control character; it names the database "
+                 "results/NAME.db, so give a plain name such as my-study", name);
+  if (!c->db || db_trusted)
+    return TRUE;
+  g_auto (GStrv) parts = g_strsplit (c->db, "/", -1);
+  gboolean inside = !g_path_is_absolute (c->db) && strcmp (parts[0], "results") == 0
+                    && parts[1] != NULL;
+  for (int i = 1; inside && parts[i]; i++)
+    inside = strcmp (parts[i], "..") != 0 && strcmp (parts[i], ".") != 0 && parts[i][0] != '\0';
+  if (!inside || !sim_input_is_one_line (c->db))
+    return fail (error, file, find_key ("trace", "db"),
+                 "'%s' is outside results/; a scenario file may only name a database "
+                 "inside results/ (e.g. results/out.db): give other paths with -o", c->db);
+  return TRUE;
+}
+
+/* Every scenario key is swept at most once (alone or in a joint key), and
+ * [trace] db not at all: one run writes one database. */
+static gboolean
+check_sweep_keys (char **sweep_keys, const char *path, GError **error)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  for (int i = 0; sweep_keys && sweep_keys[i]; i++)
+    {
+      g_auto (GStrv) names = g_strsplit (sweep_keys[i], "/", -1);
+      for (int q = 0; names[q]; q++)
+        {
+          char *n = g_strstrip (names[q]);
+          if (strcmp (n, "trace.db") == 0)
+            return fail (error, path, NULL,
+                         "[sweep] %s: trace.db cannot be swept, every point of a run goes "
+                         "into one database; remove it from [sweep]", sweep_keys[i]);
+          const char *first = g_hash_table_lookup (seen, n);
+          if (first)
+            return fail (error, path, NULL,
+                         "[sweep] %s: %s is already swept by [sweep] %s; sweep each key once",
+                         sweep_keys[i], n, first);
+          g_hash_table_insert (seen, g_strdup (n), g_strdup (sweep_keys[i]));
+        }
+    }
+  return TRUE;
+}
+
 /* Resolves the key file kf (sweep already applied) into a config. */
 static SimConfig *
-resolve (GKeyFile *kf, const char *file, GPtrArray *swept, GError **error)
+resolve (GKeyFile *kf, const char *file, GPtrArray *swept, gboolean db_trusted,
+         GError **error)
 {
   g_autoptr (SimConfig) c = g_new0 (SimConfig, 1);
   c->param_keys = g_ptr_array_new_with_free_func (g_free);
   c->param_values = g_ptr_array_new_with_free_func (g_free);
   c->swept = g_ptr_array_ref (swept);
+  c->file = g_strdup (file);
   c->given = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
     {
@@ -714,7 +780,7 @@ resolve (GKeyFile *kf, const char *file, GPtrArray *swept, GError **error)
       g_ptr_array_add (c->param_keys, g_strdup_printf ("%s.%s", k->section, k->key));
       g_ptr_array_add (c->param_values, g_strdup (text));
     }
-  if (!check_cross (c, file, error))
+  if (!check_paths (c, file, db_trusted, error) || !check_cross (c, file, error))
     return NULL;
   if (!c->db)
     c->db = g_strdup_printf ("results/%s.db", c->scenario_name);
@@ -729,6 +795,10 @@ resolve (GKeyFile *kf, const char *file, GPtrArray *swept, GError **error)
 static gboolean
 apply_set (GKeyFile *kf, const char *set, GError **error)
 {
+  if (!sim_input_is_one_line (set))
+    return fail (error, "--set", NULL,
+                 "'%s' holds a control character (a newline or tab); give section.key=value on one line",
+                 set);
   const char *eq = strchr (set, '=');
   g_autofree char *lhs = eq ? g_strndup (set, eq - set) : NULL;
   g_autofree char *section = NULL, *key = NULL;
@@ -758,19 +828,27 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
 {
   g_autoptr (GKeyFile) kf = g_key_file_new ();
   g_autoptr (GError) local = NULL;
-  if (!g_file_test (path, G_FILE_TEST_EXISTS))
-    {
-      fail (error, path, NULL, "no such scenario file; check the path");
-      return NULL;
-    }
-  if (!g_key_file_load_from_file (kf, path, G_KEY_FILE_NONE, &local))
+  g_autofree char *text = sim_input_read_text (path, "scenario file", error);
+  if (!text)
+    return NULL;
+  /* GKeyFile merges a repeated group, keeps the last of a repeated key and
+   * lists both in its keys: in a scenario either is a mistake */
+  if (!sim_input_check_keyfile (text, path, "merge the two into one", error))
+    return NULL;
+  if (!g_key_file_load_from_data (kf, text, strlen (text), G_KEY_FILE_NONE, &local))
     {
       fail (error, path, NULL, "cannot read scenario: %s", local->message);
       return NULL;
     }
+  /* the database path is the user's own choice when it comes from --set */
+  gboolean db_trusted = FALSE;
   for (int i = 0; sets && sets[i]; i++)
-    if (!apply_set (kf, sets[i], error))
-      return NULL;
+    {
+      if (!apply_set (kf, sets[i], error))
+        return NULL;
+      g_autofree char *lhs = g_strndup (sets[i], strcspn (sets[i], "="));
+      db_trusted = db_trusted || strcmp (g_strstrip (lhs), "trace.db") == 0;
+    }
 
   /* unknown sections and keys */
   g_auto (GStrv) groups = g_key_file_get_groups (kf, NULL);
@@ -809,6 +887,8 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
   /* sweep: cartesian product, last key fastest */
   g_auto (GStrv) sweep_keys = g_key_file_get_keys (kf, "sweep", NULL, NULL);
   guint n_sweep = sweep_keys ? g_strv_length (sweep_keys) : 0;
+  if (!check_sweep_keys (sweep_keys, path, error))
+    return NULL;
   GPtrArray *values = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
   gsize points = 1;
   for (guint i = 0; i < n_sweep; i++)
@@ -839,6 +919,15 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
           return NULL;
         }
       g_ptr_array_add (values, parts);
+      if (points > SIM_MAX_SWEEP_POINTS / n)
+        {
+          fail (error, path, NULL,
+                "[sweep] %s: the sweep has more than %d points (the most one run holds); "
+                "sweep fewer values or split the study into several files",
+                sweep_keys[i], SIM_MAX_SWEEP_POINTS);
+          g_ptr_array_unref (values);
+          return NULL;
+        }
       points *= n;
     }
   GPtrArray *configs = g_ptr_array_new_with_free_func ((GDestroyNotify) sim_config_free);
@@ -881,7 +970,7 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
             }
           g_ptr_array_add (swept, g_strdup_printf ("%s=%s", sweep_keys[i], parts[idx[i]]));
         }
-      SimConfig *c = resolve (pk, path, swept, error);
+      SimConfig *c = resolve (pk, path, swept, db_trusted, error);
       if (!c)
         {
           g_ptr_array_unref (configs);

@@ -24,6 +24,15 @@ typedef enum {
   SIM_ERROR_RUNTIME  /* failure while running (I/O, SQLite): exit code 1 */
 } SimErrorCode;
 
+/* The most hosts (workers + servers) a run may have, and the most points a
+ * sweep may expand to (docs/security.md): what `dtsim check` accepts within
+ * them, `dtsim run` runs on a machine of 8 GiB. */
+#define SIM_MAX_HOSTS 8192
+#define SIM_MAX_SWEEP_POINTS 10000
+/* The most host memory (bytes) the real math of one run may need: its
+ * models, gradients, optimizer states, activations and data set. */
+#define SIM_MAX_HOST_BYTES (16.0 * 1024 * 1024 * 1024)
+
 typedef enum { SIM_CONS_BSP, SIM_CONS_SSP, SIM_CONS_ASYNC } SimConsistency;
 typedef enum {
   SIM_STRAG_NONE, SIM_STRAG_FIXED, SIM_STRAG_BERNOULLI, SIM_STRAG_EXPONENTIAL,
@@ -39,6 +48,7 @@ typedef struct {
   /* [scenario] */
   char *name;            /* run name: scenario name plus swept values */
   char *scenario_name;   /* [scenario] name */
+  char *file;            /* the scenario file it came from (names it in errors) */
   gint64 seed;
   gint64 iterations;     /* rounds: a run applies iterations*workers gradients */
   double time_limit;     /* seconds, 0 = none */

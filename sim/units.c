@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,12 @@ sim_parse_quantity (const char *text, SimUnitKind kind, double *out,
       *why = expected[kind];
       return FALSE;
     }
+  /* a subnormal number passes "> 0" and then divides to infinity */
+  if (v != 0 && fabs (v) < DBL_MIN)
+    {
+      *why = "0 or a number of magnitude from 2.2e-308 to 1.8e308 in the base unit";
+      return FALSE;
+    }
   while (g_ascii_isspace (*end))
     end++;
   if (*end == '\0')
@@ -120,7 +127,13 @@ sim_parse_quantity (const char *text, SimUnitKind kind, double *out,
       *why = expected[kind];
       return FALSE;
     }
-  *out = v * f;
+  double r = v * f;
+  if (!isfinite (r) || (r != 0 && fabs (r) < DBL_MIN))
+    {
+      *why = "0 or a number of magnitude from 2.2e-308 to 1.8e308 in the base unit";
+      return FALSE;
+    }
+  *out = r;
   return TRUE;
 }
 

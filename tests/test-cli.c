@@ -186,14 +186,19 @@ test_jobs_failure (void)
 {
   g_autofree char *ini = data ("small.ini");
   g_autofree char *a = tmp ("jf.db"), *bad = tmp ("bad-fashion");
-  /* the loader only checks that the files exist; reading them fails */
+  /* the loader checks the files' headers (magic numbers, image counts);
+   * these claim 100 images each but hold none, so reading them fails */
   g_assert_cmpint (g_mkdir_with_parents (bad, 0755), ==, 0);
   const char *files[] = { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
+  static const guint8 images[16] = { 0, 0, 8, 3, 0, 0, 0, 100, 0, 0, 0, 28, 0, 0, 0, 28 };
+  static const guint8 labels[8] = { 0, 0, 8, 1, 0, 0, 0, 100 };
   for (gsize i = 0; i < G_N_ELEMENTS (files); i++)
     {
       g_autofree char *f = g_build_filename (bad, files[i], NULL);
-      g_assert_true (g_file_set_contents (f, "junk", -1, NULL));
+      gboolean img = strstr (files[i], "images") != NULL;
+      g_assert_true (g_file_set_contents (f, (const char *) (img ? images : labels),
+                                          img ? sizeof images : sizeof labels, NULL));
     }
   g_autofree char *set_dir = g_strdup_printf ("model.data_dir=%s", bad);
   g_autofree char *o = NULL, *e = NULL;

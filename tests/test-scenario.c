@@ -461,10 +461,16 @@ test_scenario_db (Fixture *fx, gconstpointer data)
   g_autofree char *msg = load_fails (fx, "db.ini", text, NULL);
   assert_contains (msg, "[trace] db");
 
-  /* a db in an existing folder is taken as given, and is a param */
+  /* a scenario file names no database outside results/ (docs/security.md)... */
   g_autofree char *here = g_build_filename (fx->dir, "out.db", NULL);
   g_autofree char *text2 = g_strdup_printf ("[trace]\ndb = %s\n", here);
-  g_autoptr (GPtrArray) configs = load_ok (fx, "db2.ini", text2, NULL, 1);
+  g_autofree char *msg2 = load_fails (fx, "db2.ini", text2, NULL);
+  assert_contains (msg2, "[trace] db");
+  assert_contains (msg2, "outside results/");
+  /* ...but the user's own --set may, and the path is a param */
+  g_autofree char *set = g_strdup_printf ("trace.db=%s", here);
+  const char *sets[] = { set, NULL };
+  g_autoptr (GPtrArray) configs = load_ok (fx, "db3.ini", "", sets, 1);
   g_assert_cmpstr (CONFIG (configs, 0)->db, ==, here);
   g_assert_cmpstr (param (CONFIG (configs, 0), "trace.db"), ==, here);
 }
