@@ -18,6 +18,7 @@
 
 #include "netmodel/netmodel.h"
 #include "policies/collectives.h"
+#include "policies/policy.h"
 #include "sim/cluster.h"
 #include "sim/input.h"
 #include "sim/model.h"
@@ -557,11 +558,15 @@ check_cross (SimConfig *c, const char *file, GError **error)
 {
   if (c->servers == 0)
     c->servers = c->workers;
-  if (c->workers + c->servers > SIM_MAX_HOSTS)
+  /* the hosts the policy places on the network: workers, and servers
+   * where it has them */
+  g_autoptr (GPtrArray) hosts = pol_lookup (c->policy)->host_names ((int) c->workers,
+                                                                    (int) c->servers);
+  if (hosts->len > SIM_MAX_HOSTS)
     return fail (error, file, find_key ("cluster", "servers"),
-                 "%" G_GINT64_FORMAT " workers and %" G_GINT64_FORMAT " servers make more than "
-                 "the %d hosts a run may have; use fewer servers (e.g. servers = 1) or workers",
-                 c->workers, c->servers, SIM_MAX_HOSTS);
+                 "%" G_GINT64_FORMAT " workers and %" G_GINT64_FORMAT " servers make %u hosts, "
+                 "more than the %d a run may have; use fewer servers (e.g. servers = 1) or workers",
+                 c->workers, c->servers, hosts->len, SIM_MAX_HOSTS);
   if (!check_global_batch (c, file, error))
     return FALSE;
   c->math = strcmp (c->backend, "none") != 0;
