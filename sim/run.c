@@ -641,13 +641,15 @@ draw_bar (Point *pts, guint n, guint done, gint64 t0)
 }
 
 /* Runs every point of `configs`, opt->jobs at a time, writing to `trace` from
- * this thread only; fills sums[] in point order.  After a failure no new
- * point starts; those running finish and are recorded.  Returns the exit
- * code; *error holds the message of the first failed point (in point
- * order). */
-static int
+ * this thread only; fills sums[] in point order.  A point that fails fails
+ * alone: its run is marked failed with its own error and the other points go
+ * on.  Only an error of the
+ * database itself (sim_trace_ok) stops new points from starting; those
+ * running finish.  Returns the number of points that ended 'done'; errors[i]
+ * gets point i's error, if any. */
+static guint
 run_sweep (GPtrArray *configs, const char *path, SimTrace *trace, const SimRunOptions *opt,
-           SimRunSummary *sums, GError **error)
+           SimRunSummary *sums, GError **errors)
 {
   guint n = configs->len;
   int jobs = opt->jobs > 0 ? opt->jobs : (int) g_get_num_processors ();
@@ -673,19 +675,16 @@ run_sweep (GPtrArray *configs, const char *path, SimTrace *trace, const SimRunOp
   gboolean tty = !opt->quiet && !opt->json && isatty (STDERR_FILENO);
   gboolean lines = !opt->quiet && !opt->json && !tty;
   gint64 t0 = g_get_monotonic_time (), last_draw = 0;
-  guint next = 0, running = 0, done = 0;
-  gboolean stop = FALSE;
-  int code = 0;
+  guint next = 0, running = 0, done = 0, n_ok = 0;
   for (;;)
     {
-      while (!stop && running < (guint) jobs && next < n)
+      while (sim_trace_ok (trace, NULL) && running < (guint) jobs && next < n)
         {
           Point *p = &pts[next++];
           p->run = sim_trace_begin_run (trace, p->c, path, &p->error);
           if (p->run < 0)
             {
               p->run = 0;
-              stop = TRUE;
               break;
             }
           running++;
@@ -721,10 +720,9 @@ run_sweep (GPtrArray *configs, const char *path, SimTrace *trace, const SimRunOp
       if (p->ok && !sim_trace_end_run (trace, p->run, p->sum, &p->error))
         p->ok = FALSE;
       if (!p->ok)
-        {
-          sim_trace_fail_run (trace, p->run, p->error->message);
-          stop = TRUE;
-        }
+        sim_trace_fail_run (trace, p->run, p->error->message);
+      else
+        n_ok++;
       if (lines && p->ok)
         fprintf (stderr, "run %u/%u done: %s  sim_time %.6g s  wall %.3g s\n", p->index + 1, n,
                  p->c->name, p->sum->sim_time, p->sum->wall_time);
@@ -736,20 +734,53 @@ run_sweep (GPtrArray *configs, const char *path, SimTrace *trace, const SimRunOp
     fprintf (stderr, "\r\033[K");
   g_thread_pool_free (pool, FALSE, TRUE);
   for (guint i = 0; i < n; i++)
-    if (pts[i].error)
-      {
-        if (code == 0)
-          {
-            code = pts[i].error->code == SIM_ERROR_INPUT ? 2 : 1;
-            g_propagate_error (error, pts[i].error);
-          }
-        else
-          g_error_free (pts[i].error);
-        pts[i].error = NULL;
-      }
+    errors[i] = g_steal_pointer (&pts[i].error);
   g_async_queue_unref (sw.queue);
   g_mutex_clear (&sw.lock);
   g_cond_clear (&sw.drained);
+  return n_ok;
+}
+
+/* The exit code of a failed point: 2 for bad input, 1 otherwise. */
+static int
+exit_code_of (const GError *e)
+{
+  return g_error_matches (e, SIM_ERROR, SIM_ERROR_INPUT) ? 2 : 1;
+}
+
+/* After a run in which some points failed: for a sweep, one line per failed
+ * point on stderr ("dtsim: ERROR (run I/N: NAME)") and, in *error, how many
+ * failed and where their rows are; for a single run, its error.  Returns the
+ * exit code: 2 when a failure was bad input, else 1. */
+static int
+report_failures (GPtrArray *configs, GError **errors, const char *db, gboolean replaced,
+                 GError **error)
+{
+  guint n = configs->len, n_failed = 0;
+  int code = 0;
+  GError *first = NULL;
+  for (guint i = 0; i < n; i++)
+    if (errors[i])
+      {
+        n_failed++;
+        code = MAX (code, exit_code_of (errors[i]));
+        if (!first)
+          first = errors[i];
+        if (n > 1)
+          fprintf (stderr, "dtsim: %s (run %u/%u: %s)\n", errors[i]->message, i + 1, n,
+                   ((SimConfig *) g_ptr_array_index (configs, i))->name);
+      }
+  g_assert (first);
+  SimErrorCode kind = code == 2 ? SIM_ERROR_INPUT : SIM_ERROR_RUNTIME;
+  if (n == 1)
+    g_set_error_literal (error, SIM_ERROR, kind, first->message);
+  else if (replaced)
+    g_set_error (error, SIM_ERROR, kind,
+                 "%u of %u runs failed (listed above); %s holds every run, each with its status"
+                 " and error", n_failed, n, db);
+  else
+    g_set_error (error, SIM_ERROR, kind, "all %u runs failed (listed above); %s was left as"
+                 " it was", n, db);
   return code;
 }
 
@@ -763,6 +794,7 @@ sim_run_scenario (const char *path, const char *const *sets,
   const SimConfig *first = g_ptr_array_index (configs, 0);
   const char *db = opt->db ? opt->db : first->db;
   g_autofree char *dir = g_path_get_dirname (db);
+  g_autofree char *what = opt->db ? g_strdup ("-o") : g_strdup_printf ("%s: [trace] db", path);
   if (!opt->db && !first->db[0])
     return 2;
   if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
@@ -779,18 +811,43 @@ sim_run_scenario (const char *path, const char *const *sets,
           return 2;
         }
     }
+  /* only a dtsim trace is replaced; checked before anything runs */
+  if (!sim_trace_check_target (db, what, error))
+    return 2;
   SimTrace *trace = sim_trace_open (db, error);
   if (!trace)
     return 1;
-  g_autofree SimRunSummary *sums = g_new0 (SimRunSummary, configs->len);
-  int code = run_sweep (configs, path, trace, opt, sums, error);
-  if (code != 0)
+  guint n = configs->len;
+  g_autofree SimRunSummary *sums = g_new0 (SimRunSummary, n);
+  g_autofree GError **errors = g_new0 (GError *, n);
+  guint n_ok = run_sweep (configs, path, trace, opt, sums, errors);
+  gboolean failed = FALSE;
+  for (guint i = 0; i < n; i++)
+    failed = failed || errors[i] != NULL;
+  int code = 0;
+  /* the new file replaces the old one only when complete and worth it: every
+   * point recorded, done or failed, and at least one done */
+  g_autoptr (GError) db_error = NULL;
+  if (!sim_trace_ok (trace, &db_error))
     {
-      sim_trace_close (trace, NULL);
-      return code;
+      sim_trace_abandon (trace);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s; %s was left as it was",
+                   db_error->message, db);
+      code = 1;
     }
-  if (!sim_trace_close (trace, error))
-    return 1;
+  else if (n_ok == 0)
+    {
+      sim_trace_abandon (trace);
+      code = report_failures (configs, errors, db, FALSE, error);
+    }
+  else if (!sim_trace_close (trace, error))
+    code = 1;
+  else if (failed)
+    code = report_failures (configs, errors, db, TRUE, error);
+  for (guint i = 0; i < n; i++)
+    g_clear_error (&errors[i]);
+  if (code != 0)
+    return code;
 
   if (opt->json)
     {

@@ -38,12 +38,31 @@ typedef struct {
   const char *stop;      /* why it ended: iterations, time_limit, target_loss */
 } SimRunSummary;
 
-/* Creates the database at `path`, replacing any file there. */
+/* Whether `path` may receive a new trace: TRUE when nothing is there or it
+ * is a dtsim trace (a regular file, not a symbolic link, with the SQLite
+ * header, a user_version from 1 to SIM_TRACE_SCHEMA_VERSION and a `runs`
+ * table).  Otherwise FALSE with a one-line SIM_ERROR_INPUT message
+ * "WHAT 'PATH': what is wrong; the fix", where `what` says where the path
+ * came from ("-o", "FILE: [trace] db").  Reads at most the header and the
+ * schema; never blocks on a FIFO or a device. */
+gboolean sim_trace_check_target (const char *path, const char *what, GError **error);
+/* Creates a new, empty trace that will replace `path`: it is written to a
+ * hidden temporary file in the same folder (".NAME.XXXXXX"), deleted if a
+ * SIGINT, SIGTERM or SIGHUP ends the process.  `path` is not touched.  Check
+ * it with sim_trace_check_target() first. */
 SimTrace *sim_trace_open (const char *path, GError **error);
-/* Commits pending rows and closes.  Returns FALSE on a write error. */
+/* Commits pending rows, closes, and renames the new file over `path` (after
+ * checking again that `path` is still absent or a trace).  Returns FALSE, the
+ * temporary file deleted and `path` untouched, on a write error or after an
+ * error of the database itself (sim_trace_ok). */
 gboolean sim_trace_close (SimTrace *t, GError **error);
-/* Closes and deletes the file (nothing half-written stays behind). */
+/* Closes and deletes the temporary file; `path` stays as it was. */
 void sim_trace_abandon (SimTrace *t);
+/* FALSE, with the message, once an error hit the database as a whole (a
+ * failed COMMIT, a full disk, a run's row that could not be added or
+ * updated): the file no longer holds every run and must not replace its
+ * target.  Errors of one run's rows only fail that run (sim_trace_end_run). */
+gboolean sim_trace_ok (const SimTrace *t, GError **error);
 
 /* A trace in buffer mode: the row calls (metric, iteration, span, bucket,
  * message) append to a chunk in memory, handed to `sink` every few thousand
@@ -62,8 +81,12 @@ void sim_trace_chunk_free (SimTraceChunk *chunk);
 /* Inserts the run (status 'running') and its params; returns its id or -1. */
 gint64 sim_trace_begin_run (SimTrace *t, const SimConfig *c,
                             const char *scenario_path, GError **error);
+/* Marks the run done with its summary.  Returns FALSE when one of this run's
+ * rows could not be written (its own first SQLite error: the caller then
+ * fails the run with it) or when the database failed (sim_trace_ok). */
 gboolean sim_trace_end_run (SimTrace *t, gint64 run, const SimRunSummary *s,
                             GError **error);
+/* Marks the run failed with `message`; forgets its row errors. */
 void sim_trace_fail_run (SimTrace *t, gint64 run, const char *message);
 
 void sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step,

@@ -1,7 +1,9 @@
 /*
  * test-cli.c — end-to-end tests of the dtsim command: determinism of the
  * trace, the trace's contents, the JSON report, bad input (exit 2, one line
- * naming the file and key, no database left behind), and plotting.
+ * naming the file and key, no database left behind), where the database is
+ * written (only a dtsim trace is replaced, through a temporary file renamed
+ * over it), sweep points that fail alone, and plotting.
  *
  * The binary and the test scenarios come from DTSIM_BIN and DTSIM_TEST_DATA,
  * which `make check` sets.
@@ -9,8 +11,14 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sim/trace.h"
 #include "tests/util.h"
@@ -365,6 +373,467 @@ test_bad_keeps_old_db (void)
   g_assert_cmpstr (before, ==, after);
 }
 
+/* --- where the database is written ---------------------------------------- */
+
+/* A fresh empty folder under tmpdir. */
+static char *
+fresh_dir (const char *name)
+{
+  char *dir = tmp (name);
+  test_remove_tree (dir);
+  g_assert_cmpint (g_mkdir (dir, 0755), ==, 0);
+  return dir;
+}
+
+/* Fills `dir`/bad-fashion with Fashion-MNIST files that exist (the loader
+ * checks that much) but cannot be read: a run that uses them fails at run
+ * time with a SIM_ERROR_INPUT naming [model] data_dir.  Returns the --set
+ * that points model.data_dir there. */
+static char *
+corrupt_fashion (const char *dir)
+{
+  g_autofree char *bad = g_build_filename (dir, "bad-fashion", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (bad, 0755), ==, 0);
+  const char *files[] = { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
+  for (gsize i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      g_autofree char *f = g_build_filename (bad, files[i], NULL);
+      g_assert_true (g_file_set_contents (f, "junk", -1, NULL));
+    }
+  return g_strdup_printf ("model.data_dir=%s", bad);
+}
+
+/* stderr is exactly one line, which contains every string of `expect`. */
+static void
+assert_one_line (const char *e, const char *const *expect)
+{
+  g_assert_true (g_str_has_suffix (e, "\n"));
+  g_assert_true (strchr (e, '\n') == e + strlen (e) - 1);
+  for (int i = 0; expect[i]; i++)
+    if (!strstr (e, expect[i]))
+      g_error ("'%s' not in the message: %s", expect[i], e);
+}
+
+/* What a refused target looks like before and after: its type, and for a
+ * regular file its bytes, for a link where it points. */
+static char *
+snapshot (const char *path)
+{
+  struct stat st;
+  g_assert_cmpint (lstat (path, &st), ==, 0);
+  if (S_ISREG (st.st_mode))
+    {
+      gsize len = 0;
+      g_autofree char *bytes = test_read_file (path, &len);
+      g_autofree char *b64 = g_base64_encode ((const guchar *) bytes, len);
+      return g_strdup_printf ("file %" G_GSIZE_FORMAT " %s", len, b64);
+    }
+  if (S_ISLNK (st.st_mode))
+    {
+      g_autofree char *to = g_file_read_link (path, NULL);
+      return g_strdup_printf ("link %s", to);
+    }
+  return g_strdup_printf ("mode %o", (unsigned) (st.st_mode & S_IFMT));
+}
+
+/* One refused target: `dtsim run` exits 2 before running anything, prints
+ * one line naming "-o" and the path, and leaves the path as it was and no
+ * temporary file beside it. */
+static void
+check_refused (const char *dir, const char *path, const char *why)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *before = snapshot (path);
+  guint entries = test_count_entries (dir, "");
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", path, NULL), ==, 2);
+  g_assert_cmpstr (o, ==, "");
+  const char *expect[] = { "-o '", path, why, NULL };
+  assert_one_line (e, expect);
+  /* nothing ran: no progress line */
+  g_assert_null (strstr (e, "run 1/2"));
+  g_autofree char *after = snapshot (path);
+  g_assert_cmpstr (before, ==, after);
+  g_assert_cmpuint (test_count_entries (dir, ""), ==, entries);
+  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+}
+
+static void
+test_refuse_text (void)
+{
+  g_autofree char *dir = fresh_dir ("refuse-text");
+  g_autofree char *notes = g_build_filename (dir, "notes.txt", NULL);
+  g_assert_true (g_file_set_contents (notes, "my notes\n", -1, NULL));
+  check_refused (dir, notes, "not an SQLite database");
+}
+
+/* -o naming the scenario itself */
+static void
+test_refuse_scenario (void)
+{
+  g_autofree char *dir = fresh_dir ("refuse-ini");
+  g_autofree char *src = data ("small.ini"), *text = test_read_file (src, NULL);
+  g_autofree char *ini = g_build_filename (dir, "s.ini", NULL);
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_autofree char *before = snapshot (ini);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", ini, NULL), ==, 2);
+  const char *expect[] = { "-o '", ini, "not an SQLite database", NULL };
+  assert_one_line (e, expect);
+  g_autofree char *after = snapshot (ini);
+  g_assert_cmpstr (before, ==, after);
+  g_assert_cmpuint (test_count_entries (dir, ""), ==, 1);
+}
+
+static void
+test_refuse_empty (void)
+{
+  g_autofree char *dir = fresh_dir ("refuse-empty");
+  g_autofree char *empty = g_build_filename (dir, "empty.db", NULL);
+  g_assert_true (g_file_set_contents (empty, "", 0, NULL));
+  check_refused (dir, empty, "is empty");
+}
+
+static void
+test_refuse_dev_null (void)
+{
+  g_autofree char *dir = fresh_dir ("refuse-null");
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *o = NULL, *e = NULL;
+  /* run in dir: a temporary file beside /dev/null would be in /dev */
+  g_assert_cmpint (test_run_dtsim (dir, &o, &e, "run", ini, "-o", "/dev/null", NULL), ==, 2);
+  const char *expect[] = { "-o '/dev/null'", "character device", NULL };
+  assert_one_line (e, expect);
+  g_assert_true (g_file_test ("/dev/null", G_FILE_TEST_EXISTS));
+  struct stat st;
+  g_assert_cmpint (stat ("/dev/null", &st), ==, 0);
+  g_assert_true (S_ISCHR (st.st_mode));
+  g_assert_cmpuint (test_count_entries (dir, ""), ==, 0);
+}
+
+static void
+test_refuse_directory (void)
+{
+  g_autofree char *dir = fresh_dir ("refuse-dir");
+  g_autofree char *sub = g_build_filename (dir, "out.db", NULL);
+  g_assert_cmpint (g_mkdir (sub, 0755), ==, 0);
+  check_refused (dir, sub, "is a directory");
+  g_assert_cmpuint (test_count_entries (sub, ""), ==, 0);
+}
+
+/* A FIFO with no writer: opening it for reading would block forever. */
+static void
+test_refuse_fifo (void)
+{
+  g_autofree char *dir = fresh_dir ("refuse-fifo");
+  g_autofree char *fifo = g_build_filename (dir, "out.db", NULL);
+  g_assert_cmpint (mkfifo (fifo, 0644), ==, 0);
+  check_refused (dir, fifo, "is a FIFO");
+}
+
+/* SQLite databases that are not dtsim traces: another program's, one with a
+ * runs table but no schema version, one from a future schema. */
+static void
+test_refuse_other_sqlite (void)
+{
+  const char *sql[] = {
+    "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep me');",
+    "CREATE TABLE runs (id INTEGER PRIMARY KEY); INSERT INTO runs VALUES (1);",
+    "CREATE TABLE runs (id INTEGER); PRAGMA user_version = 99;",
+  };
+  const char *why[] = { "user_version 0, no runs table", "user_version 0, a runs table",
+                        "user_version 99, a runs table" };
+  for (gsize i = 0; i < G_N_ELEMENTS (sql); i++)
+    {
+      g_autofree char *dir = fresh_dir ("refuse-sqlite");
+      g_autofree char *db = g_build_filename (dir, "other.db", NULL);
+      sqlite3 *h = NULL;
+      g_assert_cmpint (sqlite3_open (db, &h), ==, SQLITE_OK);
+      g_assert_cmpint (sqlite3_exec (h, sql[i], NULL, NULL, NULL), ==, SQLITE_OK);
+      sqlite3_close (h);
+      check_refused (dir, db, why[i]);
+    }
+}
+
+/* A symbolic link is refused even when it points to a trace: dtsim does not
+ * write through links, and does not replace them either. */
+static void
+test_refuse_symlink (void)
+{
+  g_autofree char *dir = fresh_dir ("refuse-link");
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *real = g_build_filename (dir, "real.db", NULL);
+  g_autofree char *link = g_build_filename (dir, "link.db", NULL);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", real, "--quiet", NULL), ==, 0);
+  g_assert_cmpint (symlink ("real.db", link), ==, 0);
+  g_autofree char *before = snapshot (real);
+  check_refused (dir, link, "symbolic link");
+  g_autofree char *after = snapshot (real);
+  g_assert_cmpstr (before, ==, after);
+}
+
+/* The same check for a scenario's own [trace] db: the line names the
+ * scenario file and the key. */
+static void
+test_refuse_trace_db (void)
+{
+  g_autofree char *dir = fresh_dir ("refuse-key");
+  g_autofree char *notes = g_build_filename (dir, "notes.txt", NULL);
+  g_assert_true (g_file_set_contents (notes, "my notes\n", -1, NULL));
+  g_autofree char *src = data ("small.ini"), *text = test_read_file (src, NULL);
+  g_autofree char *ini = g_build_filename (dir, "s.ini", NULL);
+  /* small.ini has a [trace] section: add the key to it */
+  g_autofree char *edited = NULL;
+  {
+    g_auto (GStrv) parts = g_strsplit (text, "[trace]\n", 2);
+    g_assert_cmpuint (g_strv_length (parts), ==, 2);
+    edited = g_strdup_printf ("%s[trace]\ndb = %s\n%s", parts[0], notes, parts[1]);
+  }
+  g_assert_true (g_file_set_contents (ini, edited, -1, NULL));
+  g_autofree char *before = snapshot (notes);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, NULL), ==, 2);
+  const char *expect[] = { ini, "[trace] db '", notes, "not an SQLite database", NULL };
+  assert_one_line (e, expect);
+  g_autofree char *after = snapshot (notes);
+  g_assert_cmpstr (before, ==, after);
+  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+}
+
+/* A run that fails (every point, at run time) leaves a good database as it
+ * was; a good run then replaces it with exactly what it writes to a new
+ * path.  No temporary file stays behind either time. */
+static void
+test_failed_run_keeps_db (void)
+{
+  g_autofree char *dir = fresh_dir ("keep-on-failure");
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *db = g_build_filename (dir, "t.db", NULL);
+  g_autofree char *set_dir = corrupt_fashion (dir);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
+  g_autofree char *good = dump (db);
+  /* one point, failing at run time (the loader accepts the files) */
+  g_autofree char *o2 = NULL, *e2 = NULL;
+  g_assert_cmpint (dtsim (&o2, &e2, "run", ini, "-o", db, "--quiet", "--set", "policy.consistency=bsp",
+                          "--set", "model.dataset=fashion-mnist", "--set", set_dir, NULL), ==, 2);
+  const char *expect[] = { "[model] data_dir: ", NULL };
+  assert_one_line (e2, expect);
+  g_autofree char *after_fail = dump (db);
+  g_assert_cmpstr (good, ==, after_fail);
+  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+  /* a sweep whose every point fails: the same */
+  g_autofree char *o3 = NULL, *e3 = NULL;
+  g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", db, "--jobs", "2", "--set",
+                          "model.dataset=fashion-mnist", "--set", set_dir, NULL), ==, 2);
+  g_assert_nonnull (strstr (e3, "all 2 runs failed"));
+  g_assert_nonnull (strstr (e3, "was left as it was"));
+  g_autofree char *after_fail2 = dump (db);
+  g_assert_cmpstr (good, ==, after_fail2);
+  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+  /* a good run replaces it: same rows as a run to a new file */
+  g_autofree char *fresh = g_build_filename (dir, "fresh.db", NULL);
+  g_autofree char *o4 = NULL, *e4 = NULL, *o5 = NULL, *e5 = NULL;
+  g_assert_cmpint (dtsim (&o4, &e4, "run", ini, "-o", db, "--quiet", "--set", "scenario.seed=9",
+                          NULL), ==, 0);
+  g_assert_cmpint (dtsim (&o5, &e5, "run", ini, "-o", fresh, "--quiet", "--set",
+                          "scenario.seed=9", NULL), ==, 0);
+  g_autofree char *replaced = dump (db), *expected = dump (fresh);
+  g_assert_cmpstr (replaced, ==, expected);
+  g_assert_cmpstr (replaced, !=, good);
+  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+  g_assert_cmpuint (test_count_entries (dir, ""), ==, 3); /* t.db, fresh.db, bad-fashion */
+}
+
+static void
+reset_sigint (gpointer data)
+{
+  signal (SIGINT, SIG_DFL);
+  signal (SIGTERM, SIG_DFL);
+}
+
+/* SIGINT or SIGTERM during a run: the process dies of the signal, the old
+ * database is as it was and the temporary file and its journal are gone. */
+static void
+test_interrupted_run (void)
+{
+  const char *bin = g_getenv ("DTSIM_BIN");
+  g_autofree char *ini = data ("small.ini");
+  const int sigs[] = { SIGINT, SIGTERM };
+  for (gsize i = 0; i < G_N_ELEMENTS (sigs); i++)
+    {
+      g_autofree char *dir = fresh_dir ("interrupted");
+      g_autofree char *db = g_build_filename (dir, "t.db", NULL);
+      g_autofree char *o = NULL, *e = NULL;
+      g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
+      g_autofree char *good = dump (db);
+      /* far more iterations than it can run before the signal */
+      const char *argv[] = { bin, "run", ini, "-o", db, "--quiet", "--set",
+                             "scenario.iterations=100000000", "--set", "trace.detail=iterations",
+                             NULL };
+      g_autoptr (GError) error = NULL;
+      GPid pid;
+      g_assert_true (g_spawn_async (dir, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD
+                                    | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                                    reset_sigint, NULL, &pid, &error));
+      g_assert_no_error (error);
+      /* wait until it writes its temporary file (at most 20 s) */
+      for (int k = 0; k < 2000 && test_count_entries (dir, ".t.db.") == 0; k++)
+        g_usleep (10000);
+      g_assert_cmpuint (test_count_entries (dir, ".t.db."), >=, 1);
+      g_usleep (100000);
+      g_assert_cmpint (kill (pid, sigs[i]), ==, 0);
+      int status = 0;
+      g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+      g_spawn_close_pid (pid);
+      g_assert_true (WIFSIGNALED (status));
+      g_assert_cmpint (WTERMSIG (status), ==, sigs[i]);
+      g_autofree char *after = dump (db);
+      g_assert_cmpstr (good, ==, after);
+      g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+      g_assert_cmpuint (test_count_entries (dir, ""), ==, 1);
+    }
+}
+
+/* Three runs writing one database at once: each renames its own complete
+ * file over it, so it ends up as one of them, whole. */
+static void
+test_concurrent_runs (void)
+{
+  const char *bin = g_getenv ("DTSIM_BIN");
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *dir = fresh_dir ("concurrent");
+  g_autofree char *db = g_build_filename (dir, "t.db", NULL);
+  GPid pids[3];
+  for (int i = 0; i < 3; i++)
+    {
+      g_autofree char *seed = g_strdup_printf ("scenario.seed=%d", i + 1);
+      const char *argv[] = { bin, "run", ini, "-o", db, "--quiet", "--set", seed, NULL };
+      g_autoptr (GError) error = NULL;
+      g_assert_true (g_spawn_async (dir, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD
+                                    | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pids[i],
+                                    &error));
+      g_assert_no_error (error);
+    }
+  for (int i = 0; i < 3; i++)
+    {
+      int status = 0;
+      g_assert_cmpint (waitpid (pids[i], &status, 0), ==, pids[i]);
+      g_spawn_close_pid (pids[i]);
+      g_assert_true (WIFEXITED (status));
+      g_assert_cmpint (WEXITSTATUS (status), ==, 0);
+    }
+  /* one run's database: both points done, and one seed */
+  g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), ==, 2);
+  g_assert_cmpint (count (db, "SELECT COUNT(DISTINCT seed) FROM runs"), ==, 1);
+  gint64 seed = count (db, "SELECT seed FROM runs LIMIT 1");
+  g_autofree char *set = g_strdup_printf ("scenario.seed=%" G_GINT64_FORMAT, seed);
+  g_autofree char *ref = g_build_filename (dir, "ref.db", NULL);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", ref, "--quiet", "--set", set, NULL), ==, 0);
+  g_autofree char *got = dump (db), *want = dump (ref);
+  g_assert_cmpstr (got, ==, want);
+  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+}
+
+/* --- a failed sweep point fails alone -------------------------------------- */
+
+/* One point fails at run time (corrupt data: bad input, so exit 2), the
+ * other succeeds: each run has its own status and error, the healthy one is
+ * done with no error, and the failed point did not stop the one after it
+ * (--jobs 1, failing point first).  stderr ends with one line per failed
+ * point and the count. */
+static void
+test_point_fails_alone (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  const char *jobs[] = { "1", "2" };
+  for (gsize j = 0; j < G_N_ELEMENTS (jobs); j++)
+    {
+      g_autofree char *dir = fresh_dir ("point-failure");
+      g_autofree char *db = g_build_filename (dir, "t.db", NULL);
+      g_autofree char *set_dir = corrupt_fashion (dir);
+      g_autofree char *o = NULL, *e = NULL;
+      g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", "--jobs", jobs[j],
+                              "--set", "policy.consistency=bsp", "--set",
+                              "sweep.model.dataset=fashion-mnist,synthetic", "--set", set_dir,
+                              NULL), ==, 2);
+      const guint n = 2, n_failed = 1;
+      g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs"), ==, n);
+      g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs WHERE id = 1 AND status = 'failed'"
+                              " AND name LIKE '%dataset=fashion-mnist' AND error LIKE"
+                              " '[model] data_dir: %'"), ==, 1);
+      g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs WHERE id = 2 AND status = 'done'"
+                              " AND name LIKE '%dataset=synthetic' AND error IS NULL"), ==, 1);
+      /* the healthy point ran to its end */
+      g_assert_cmpint (count (db, "SELECT updates FROM runs WHERE id = 2"), ==, 20 * 4);
+      g_auto (GStrv) lines = g_strsplit (e, "\n", -1);
+      g_assert_cmpuint (g_strv_length (lines), ==, n_failed + 2); /* + count, + "" */
+      g_assert_true (g_str_has_prefix (lines[0], "dtsim: [model] data_dir: "));
+      g_assert_true (g_str_has_suffix (lines[0], "(run 1/2: small model.dataset=fashion-mnist)"));
+      g_autofree char *summary = g_strdup_printf ("dtsim: %u of %u runs failed", n_failed, n);
+      g_assert_true (g_str_has_prefix (lines[1], summary));
+      g_assert_nonnull (strstr (lines[1], db));
+      g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+    }
+}
+
+/* A row that SQLite rejects fails its own run only: another run in the same
+ * database, ended after it, is done (before, one error stuck to the whole
+ * file and failed every run that ended after it). */
+static void
+test_row_error_own_run (void)
+{
+  g_autofree char *dir = fresh_dir ("row-error");
+  g_autofree char *path = g_build_filename (dir, "t.db", NULL);
+  g_autoptr (GPtrArray) configs = test_load_scenario_text ("[scenario]\nname = r\n", NULL);
+  const SimConfig *c = g_ptr_array_index (configs, 0);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (sim_trace_check_target (path, "-o", &error));
+  SimTrace *t = sim_trace_open (path, &error);
+  g_assert_no_error (error);
+  /* nothing at the target until the trace is closed */
+  g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+  gint64 good = sim_trace_begin_run (t, c, "r.ini", &error);
+  gint64 bad = sim_trace_begin_run (t, c, "r.ini", &error);
+  g_assert_no_error (error);
+  sim_trace_span (t, good, "worker0", "compute", 0, 1, 0, 0);
+  sim_trace_span (t, bad, "worker0", "no-such-kind", 0, 1, 0, 0); /* CHECK fails */
+  sim_trace_span (t, good, "worker0", "send", 1, 2, 0, 8);
+  SimRunSummary s = { .sim_time = 2, .final_loss = NAN, .final_accuracy = NAN,
+                      .stop = "iterations" };
+  g_assert_false (sim_trace_end_run (t, bad, &s, &error));
+  g_assert_error (error, SIM_ERROR, SIM_ERROR_RUNTIME);
+  g_assert_nonnull (strstr (error->message, "CHECK constraint failed"));
+  sim_trace_fail_run (t, bad, error->message);
+  g_clear_error (&error);
+  g_assert_true (sim_trace_end_run (t, good, &s, &error));
+  g_assert_no_error (error);
+  g_assert_true (sim_trace_ok (t, &error));
+  g_assert_true (sim_trace_close (t, &error));
+  g_assert_no_error (error);
+  g_autofree char *q_good = g_strdup_printf ("SELECT COUNT(*) FROM runs WHERE id = %" G_GINT64_FORMAT
+                                             " AND status = 'done' AND error IS NULL", good);
+  g_autofree char *q_bad = g_strdup_printf ("SELECT COUNT(*) FROM runs WHERE id = %" G_GINT64_FORMAT
+                                            " AND status = 'failed' AND error LIKE '%%CHECK%%'", bad);
+  g_assert_cmpint (count (path, q_good), ==, 1);
+  g_assert_cmpint (count (path, q_bad), ==, 1);
+  /* the good run's rows are all there, the rejected one is not */
+  g_assert_cmpint (count (path, "SELECT COUNT(*) FROM spans"), ==, 2);
+  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+  /* abandoning a trace leaves the target as it was */
+  g_autofree char *before = dump (path);
+  t = sim_trace_open (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (test_count_entries (dir, ".t.db."), ==, 1);
+  sim_trace_abandon (t);
+  g_autofree char *after = dump (path);
+  g_assert_cmpstr (before, ==, after);
+  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+}
+
 static void
 test_check_main_scenario (void)
 {
@@ -476,6 +945,20 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/bad/set", test_bad_set);
   g_test_add_func ("/cli/bad/keeps-old-db", test_bad_keeps_old_db);
   g_test_add_func ("/cli/bad/link", test_bad_link);
+  g_test_add_func ("/cli/output/refuse-text", test_refuse_text);
+  g_test_add_func ("/cli/output/refuse-scenario", test_refuse_scenario);
+  g_test_add_func ("/cli/output/refuse-empty", test_refuse_empty);
+  g_test_add_func ("/cli/output/refuse-dev-null", test_refuse_dev_null);
+  g_test_add_func ("/cli/output/refuse-directory", test_refuse_directory);
+  g_test_add_func ("/cli/output/refuse-fifo", test_refuse_fifo);
+  g_test_add_func ("/cli/output/refuse-other-sqlite", test_refuse_other_sqlite);
+  g_test_add_func ("/cli/output/refuse-symlink", test_refuse_symlink);
+  g_test_add_func ("/cli/output/refuse-trace-db", test_refuse_trace_db);
+  g_test_add_func ("/cli/output/failed-run-keeps-db", test_failed_run_keeps_db);
+  g_test_add_func ("/cli/output/interrupted", test_interrupted_run);
+  g_test_add_func ("/cli/output/concurrent", test_concurrent_runs);
+  g_test_add_func ("/cli/run/point-fails-alone", test_point_fails_alone);
+  g_test_add_func ("/cli/trace/row-error-own-run", test_row_error_own_run);
   g_test_add_func ("/cli/check/main-scenario", test_check_main_scenario);
   g_test_add_func ("/cli/plot/figures", test_plot);
   g_test_add_func ("/cli/docs/keys", test_keys_documented);

@@ -113,6 +113,31 @@ test_query_number (const char *db, const char *sql)
   return v;
 }
 
+guint
+test_count_entries (const char *dir, const char *prefix)
+{
+  g_autoptr (GError) error = NULL;
+  GDir *d = g_dir_open (dir, 0, &error);
+  g_assert_no_error (error);
+  guint n = 0;
+  const char *name;
+  while ((name = g_dir_read_name (d)))
+    if (g_str_has_prefix (name, prefix))
+      n++;
+  g_dir_close (d);
+  return n;
+}
+
+char *
+test_read_file (const char *path, gsize *len)
+{
+  char *text = NULL;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_file_get_contents (path, &text, len, &error));
+  g_assert_no_error (error);
+  return text;
+}
+
 void
 test_remove_tree (const char *dir)
 {

@@ -48,6 +48,14 @@ double test_allreduce_closed_form (const char *alg, int p, double N, double alph
  * database file `db`; asserts there is one (not NULL). */
 double test_query_number (const char *db, const char *sql);
 
+/* The number of entries of folder `dir` whose names start with `prefix`
+ * ("" counts them all). */
+guint test_count_entries (const char *dir, const char *prefix);
+
+/* The contents of file `path` (asserts it can be read); its length in *len
+ * when len is not NULL. */
+char *test_read_file (const char *path, gsize *len);
+
 /* Removes the folder `dir` and everything below it. */
 void test_remove_tree (const char *dir);
 
