@@ -673,8 +673,8 @@ sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test, GErr
       g_autoptr (GError) local = NULL;
       if (!kern_dataset_fashion_mnist (c->data_dir, train, test, &local))
         {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "[model] data_dir: %s",
-                       local->message);
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] data_dir: %s",
+                       c->file, local->message);
           return FALSE;
         }
       return TRUE;

@@ -726,7 +726,7 @@ run_sweep (GPtrArray *configs, const char *path, SimTrace *trace, const SimRunOp
       if (lines && p->ok)
         fprintf (stderr, "run %u/%u done: %s  sim_time %.6g s  wall %.3g s\n", p->index + 1, n,
                  p->c->name, p->sum->sim_time, p->sum->wall_time);
-      else if (lines)
+      else if (lines && n > 1) /* a single run's error is the one line at the end */
         fprintf (stderr, "run %u/%u failed: %s: %s\n", p->index + 1, n, p->c->name,
                  p->error->message);
     }

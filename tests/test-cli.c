@@ -186,16 +186,15 @@ test_jobs_tables (void)
     }
 }
 
-/* A point that fails at run time (its data files are corrupt) marks its run
- * failed; the other points started with it finish; the exit code is 2 as for
- * any input error found while running. */
-static void
-test_jobs_failure (void)
+/* Fills `dir`/bad-fashion with Fashion-MNIST files whose headers are sound
+ * (the loader checks the magic numbers and image counts) but that claim 100
+ * images each and hold none: a run that uses them fails at run time with a
+ * SIM_ERROR_INPUT naming [model] data_dir.  Returns the --set that points
+ * model.data_dir there. */
+static char *
+corrupt_fashion (const char *dir)
 {
-  g_autofree char *ini = data ("small.ini");
-  g_autofree char *a = tmp ("jf.db"), *bad = tmp ("bad-fashion");
-  /* the loader checks the files' headers (magic numbers, image counts);
-   * these claim 100 images each but hold none, so reading them fails */
+  g_autofree char *bad = g_build_filename (dir, "bad-fashion", NULL);
   g_assert_cmpint (g_mkdir_with_parents (bad, 0755), ==, 0);
   const char *files[] = { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
@@ -208,12 +207,23 @@ test_jobs_failure (void)
       g_assert_true (g_file_set_contents (f, (const char *) (img ? images : labels),
                                           img ? sizeof images : sizeof labels, NULL));
     }
-  g_autofree char *set_dir = g_strdup_printf ("model.data_dir=%s", bad);
+  return g_strdup_printf ("model.data_dir=%s", bad);
+}
+
+/* A point that fails at run time (its data files are corrupt) marks its run
+ * failed; the other points started with it finish; the exit code is 2 as for
+ * any input error found while running. */
+static void
+test_jobs_failure (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *a = tmp ("jf.db");
+  g_autofree char *set_dir = corrupt_fashion (tmpdir);
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", a, "--jobs", "2", "--set",
                           "sweep.model.dataset=synthetic,fashion-mnist", "--set", set_dir,
                           NULL), ==, 2);
-  g_assert_nonnull (strstr (e, "dtsim: [model] data_dir: "));
+  g_assert_nonnull (strstr (e, "small.ini: [model] data_dir: "));
   g_assert_nonnull (strstr (e, "failed: small policy.consistency=bsp model.dataset=fashion-mnist"));
   g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs WHERE status = 'failed'"
                           " AND error IS NOT NULL"), >=, 1);
@@ -383,25 +393,6 @@ fresh_dir (const char *name)
   test_remove_tree (dir);
   g_assert_cmpint (g_mkdir (dir, 0755), ==, 0);
   return dir;
-}
-
-/* Fills `dir`/bad-fashion with Fashion-MNIST files that exist (the loader
- * checks that much) but cannot be read: a run that uses them fails at run
- * time with a SIM_ERROR_INPUT naming [model] data_dir.  Returns the --set
- * that points model.data_dir there. */
-static char *
-corrupt_fashion (const char *dir)
-{
-  g_autofree char *bad = g_build_filename (dir, "bad-fashion", NULL);
-  g_assert_cmpint (g_mkdir_with_parents (bad, 0755), ==, 0);
-  const char *files[] = { "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz" };
-  for (gsize i = 0; i < G_N_ELEMENTS (files); i++)
-    {
-      g_autofree char *f = g_build_filename (bad, files[i], NULL);
-      g_assert_true (g_file_set_contents (f, "junk", -1, NULL));
-    }
-  return g_strdup_printf ("model.data_dir=%s", bad);
 }
 
 /* stderr is exactly one line, which contains every string of `expect`. */
@@ -574,13 +565,15 @@ test_refuse_symlink (void)
   g_assert_cmpstr (before, ==, after);
 }
 
-/* The same check for a scenario's own [trace] db: the line names the
- * scenario file and the key. */
+/* The same check for a scenario's own [trace] db (which must lie inside
+ * results/): the line names the scenario file and the key. */
 static void
 test_refuse_trace_db (void)
 {
   g_autofree char *dir = fresh_dir ("refuse-key");
-  g_autofree char *notes = g_build_filename (dir, "notes.txt", NULL);
+  g_autofree char *results = g_build_filename (dir, "results", NULL);
+  g_assert_cmpint (g_mkdir (results, 0755), ==, 0);
+  g_autofree char *notes = g_build_filename (results, "notes.txt", NULL);
   g_assert_true (g_file_set_contents (notes, "my notes\n", -1, NULL));
   g_autofree char *src = data ("small.ini"), *text = test_read_file (src, NULL);
   g_autofree char *ini = g_build_filename (dir, "s.ini", NULL);
@@ -589,17 +582,18 @@ test_refuse_trace_db (void)
   {
     g_auto (GStrv) parts = g_strsplit (text, "[trace]\n", 2);
     g_assert_cmpuint (g_strv_length (parts), ==, 2);
-    edited = g_strdup_printf ("%s[trace]\ndb = %s\n%s", parts[0], notes, parts[1]);
+    edited = g_strdup_printf ("%s[trace]\ndb = results/notes.txt\n%s", parts[0], parts[1]);
   }
   g_assert_true (g_file_set_contents (ini, edited, -1, NULL));
   g_autofree char *before = snapshot (notes);
   g_autofree char *o = NULL, *e = NULL;
-  g_assert_cmpint (dtsim (&o, &e, "run", ini, NULL), ==, 2);
-  const char *expect[] = { ini, "[trace] db '", notes, "not an SQLite database", NULL };
+  g_assert_cmpint (test_run_dtsim (dir, &o, &e, "run", "s.ini", NULL), ==, 2);
+  const char *expect[] = { "s.ini", "[trace] db '", "results/notes.txt", "not an SQLite database",
+                           NULL };
   assert_one_line (e, expect);
   g_autofree char *after = snapshot (notes);
   g_assert_cmpstr (before, ==, after);
-  g_assert_cmpuint (test_count_entries (dir, "."), ==, 0);
+  g_assert_cmpuint (test_count_entries (results, "."), ==, 0);
 }
 
 /* A run that fails (every point, at run time) leaves a good database as it
@@ -764,14 +758,15 @@ test_point_fails_alone (void)
       g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs"), ==, n);
       g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs WHERE id = 1 AND status = 'failed'"
                               " AND name LIKE '%dataset=fashion-mnist' AND error LIKE"
-                              " '[model] data_dir: %'"), ==, 1);
+                              " '%small.ini: [model] data_dir: %'"), ==, 1);
       g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs WHERE id = 2 AND status = 'done'"
                               " AND name LIKE '%dataset=synthetic' AND error IS NULL"), ==, 1);
       /* the healthy point ran to its end */
       g_assert_cmpint (count (db, "SELECT updates FROM runs WHERE id = 2"), ==, 20 * 4);
       g_auto (GStrv) lines = g_strsplit (e, "\n", -1);
       g_assert_cmpuint (g_strv_length (lines), ==, n_failed + 2); /* + count, + "" */
-      g_assert_true (g_str_has_prefix (lines[0], "dtsim: [model] data_dir: "));
+      g_assert_true (g_str_has_prefix (lines[0], "dtsim: "));
+      g_assert_nonnull (strstr (lines[0], "small.ini: [model] data_dir: "));
       g_assert_true (g_str_has_suffix (lines[0], "(run 1/2: small model.dataset=fashion-mnist)"));
       g_autofree char *summary = g_strdup_printf ("dtsim: %u of %u runs failed", n_failed, n);
       g_assert_true (g_str_has_prefix (lines[1], summary));
