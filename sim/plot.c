@@ -63,7 +63,8 @@
 #define TIMELINE_ROUNDS 12
 /* a timeline taller than this many actors gets thinner rows and sparse tics */
 #define TIMELINE_MAX_LABELS 32
-/* characters of a label or name from the database shown in a figure */
+/* characters of a label or name from the database shown in a figure or a
+ * message (runs are grouped by their whole labels, never by cut ones) */
 #define LABEL_MAX 120
 /* bytes of one value read from the database (SQLITE_LIMIT_LENGTH) */
 #define VALUE_MAX (1 << 20)
@@ -801,7 +802,7 @@ status_mark (const char *status)
  * `omit` (a NULL-terminated list, or NULL), where short is the key without
  * its section unless two swept keys share it, and the run's status mark.
  * A run with no such key is labelled `fallback`, or its name when NULL.
- * Labels are clean text of at most LABEL_MAX characters (and the mark). */
+ * Labels are clean text, whole: they are cut to LABEL_MAX where shown. */
 static GHashTable *
 run_labels (Plot *p, const char *const *omit, const char *fallback, GError **error)
 {
@@ -851,7 +852,7 @@ run_labels (Plot *p, const char *const *omit, const char *fallback, GError **err
         }
       if (l->len == 0)
         g_string_assign (l, fallback ? fallback : col_text (runs, 1));
-      g_autofree char *text = clean_text (l->str, LABEL_MAX);
+      g_autofree char *text = clean_text (l->str, G_MAXSIZE);
       g_autofree char *mark = status_mark (col_text (runs, 2));
       g_string_free (l, TRUE);
       g_hash_table_insert (labels, g_memdup2 (&id, sizeof id),
@@ -942,13 +943,20 @@ lines_begin (Plot *p, Lines *l, const char *file, GError **error)
   return TRUE;
 }
 
+/* Adds `title` (clean text) to the titles, cut to LABEL_MAX characters. */
+static void
+lines_title (Lines *l, const char *title)
+{
+  g_ptr_array_add (l->titles, clean_text (title, LABEL_MAX));
+}
+
 /* Starts the next block, titled `title`. */
 static void
 lines_next (Lines *l, const char *title)
 {
   if (l->titles->len)
     fputs ("\n\n", l->f);
-  g_ptr_array_add (l->titles, g_strdup (title));
+  lines_title (l, title);
 }
 
 static void
@@ -1099,8 +1107,8 @@ plot_speedup (Plot *p, GError **error)
         }
       double f = 0;
       sim_amdahl_fit (n, s, (int) a->len, &f, NULL);
-      printf ("serial fraction (Amdahl fit): f = %.6g  [%s]\n", f,
-              (const char *) g_ptr_array_index (names, i));
+      g_autofree char *shown = clean_text (g_ptr_array_index (names, i), LABEL_MAX);
+      printf ("serial fraction (Amdahl fit): f = %.6g  [%s]\n", f, shown);
       g_array_append_val (fs, f);
       g_array_append_val (n0s, sp[0].workers);
     }
@@ -1187,9 +1195,10 @@ plot_breakdown (Plot *p, GError **error)
           c[i] = sqlite3_column_double (st, i + 1);
           c[i] = isfinite (c[i]) ? c[i] : 0;
         }
-      g_ptr_array_add (l.titles, g_strdup (label));
+      lines_title (&l, label);
       fprintf (l.f, "%u\t%.17g\t%.17g\t%.17g\n", l.titles->len, c[0], c[1], c[2]);
-      maxlabel = MAX (maxlabel, (int) g_utf8_strlen (label, -1));
+      maxlabel = MAX (maxlabel,
+                      (int) g_utf8_strlen (g_ptr_array_index (l.titles, l.titles->len - 1), -1));
     }
   gboolean ok = rc >= 0;
   if (ok && l.titles->len == 0)
@@ -1281,7 +1290,7 @@ plot_time_to_target (Plot *p, GError **error)
           db_error (p, error);
           break;
         }
-      g_ptr_array_add (l.titles, g_strdup (label_of (p->labels, id)));
+      lines_title (&l, label_of (p->labels, id));
       if (isfinite (t))
         fprintf (l.f, "%u\t%.17g\t0\n", l.titles->len, t);
       else
@@ -1321,7 +1330,7 @@ line_label (const char *name, const char *scenario_name)
   if (out->len == 0 || g_strcmp0 (out->str, name) == 0)
     g_string_assign (out, scenario_name ? scenario_name : "runs");
   g_autofree char *raw = g_string_free (out, FALSE);
-  return clean_text (raw, LABEL_MAX);
+  return clean_text (raw, G_MAXSIZE);
 }
 
 typedef struct {
