@@ -12,13 +12,48 @@
  * time to reach the target loss; and, for every run whose trace holds spans,
  * a per-actor timeline of its first TIMELINE_ROUNDS rounds.  A figure whose
  * data is absent is skipped, with one line saying why.
+ *
+ * Untrusted databases.  A trace may come from someone else and must be as
+ * safe to plot as a text file is to read.  The rules, which every change here
+ * must keep:
+ *  - Data files hold numbers only.  Every string gnuplot sees (titles, labels,
+ *    actor names, file names, the terminal) is a literal made by
+ *    sim_plot_gp_quote(): single quotes, inside which gnuplot expands neither
+ *    backquotes nor @macros, ' doubled, control characters as spaces.  These
+ *    assignments go to a variables file that gnuplot reads before the
+ *    template (`gnuplot VARS.gp TEMPLATE.gp`), never to a command line.
+ *  - The templates use those variables as values only: no eval, load, call,
+ *    system, backquotes or @macros, and every file name handed to gnuplot is
+ *    an absolute path in the private temporary folder (a name starting with
+ *    < or | would be a pipe to gnuplot).
+ *  - Text from the database passes clean_text() before it is shown anywhere
+ *    (figures, stdout, stderr): valid UTF-8, no control characters, at most
+ *    LABEL_MAX characters.
+ *  - The database must be a regular file (checked before SQLite opens it,
+ *    with O_NONBLOCK so that a FIFO cannot block) with a SQLite header whose
+ *    page count fits the file's size.  It is opened read-only by its absolute
+ *    path (never read as a file: URI), defensive, with an untrusted schema,
+ *    no views, triggers, extensions or attached files, and values of at most
+ *    VALUE_MAX bytes; the tables and columns the figures read must exist as
+ *    ordinary tables.  Every query is checked; a failure is one line,
+ *    "FILE: what is wrong; the fix", and exit code 2.
+ *  - Runs still 'running' (killed) or 'failed' are drawn from the rows they
+ *    wrote, marked [running] or [failed] in their labels, left out of the
+ *    speedup and iteration-time figures, and named in one line on stderr.
+ *  - Each figure is drawn in the temporary folder, copied into a new hidden
+ *    file of the output folder and renamed over BASE-FIGURE.EXT, so a symlink
+ *    planted at that name is replaced, never written through.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <glib/gstdio.h>
 
 #include "sim/plot.h"
@@ -28,6 +63,15 @@
 #define TIMELINE_ROUNDS 12
 /* a timeline taller than this many actors gets thinner rows and sparse tics */
 #define TIMELINE_MAX_LABELS 32
+/* characters of a label or name from the database shown in a figure or a
+ * message (runs are grouped by their whole labels, never by cut ones) */
+#define LABEL_MAX 120
+/* bytes of one value read from the database (SQLITE_LIMIT_LENGTH) */
+#define VALUE_MAX (1 << 20)
+/* run ids listed in the line about running or failed runs */
+#define LIST_MAX 8
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (sqlite3_stmt, sqlite3_finalize)
 
 /* The gnuplot program: $DTSIM_GNUPLOT, else the one configure found. */
 static const char *
@@ -83,36 +127,464 @@ sim_amdahl_fit (const double *n, const double *s, int k, double *f_out, double *
     *sse_out = sse;
 }
 
+
+/* --- text from the database, strings for gnuplot ------------------------- */
+
+/* Text from an untrusted source made fit to show: valid UTF-8, every control
+ * character (C0, DEL, C1) a space, at most `max` characters (a longer text is
+ * cut and ends in "..."). */
+static char *
+clean_text (const char *s, gsize max)
+{
+  g_autofree char *valid = g_utf8_make_valid (s ? s : "", -1);
+  GString *o = g_string_new (NULL);
+  gsize n = 0;
+  for (const char *c = valid; *c; c = g_utf8_next_char (c), n++)
+    {
+      if (n == max)
+        {
+          g_string_append (o, "...");
+          break;
+        }
+      gunichar u = g_utf8_get_char (c);
+      if (u < 0x20 || (u >= 0x7f && u <= 0x9f))
+        g_string_append_c (o, ' ');
+      else
+        g_string_append_unichar (o, u);
+    }
+  return g_string_free (o, FALSE);
+}
+
+char *
+sim_plot_gp_quote (const char *s)
+{
+  g_return_val_if_fail (s != NULL, NULL);
+  GString *o = g_string_new ("'");
+  for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+    {
+      if (*p == '\'')
+        g_string_append (o, "''");
+      else if (*p < 0x20 || *p == 0x7f)
+        g_string_append_c (o, ' ');
+      else
+        g_string_append_c (o, (char) *p);
+    }
+  g_string_append_c (o, '\'');
+  return g_string_free (o, FALSE);
+}
+
+/* Appends the gnuplot assignment name = 'value' to the variables `v`. */
+static void
+gp_str (GString *v, const char *name, const char *value)
+{
+  g_autofree char *q = sim_plot_gp_quote (value);
+  g_string_append_printf (v, "%s = %s\n", name, q);
+}
+
+/* name = x (0 when x is not finite). */
+static void
+gp_num (GString *v, const char *name, double x)
+{
+  g_string_append_printf (v, "%s = %.17g\n", name, isfinite (x) ? x : 0.0);
+}
+
+/* array name[n] of the strings `items`, one assignment per line (at least
+ * one item: gnuplot has no empty arrays). */
+static void
+gp_strs (GString *v, const char *name, GPtrArray *items)
+{
+  g_string_append_printf (v, "array %s[%u]\n%s[1] = ''\n", name, MAX (items->len, 1), name);
+  for (guint i = 0; i < items->len; i++)
+    {
+      g_autofree char *q = sim_plot_gp_quote (g_ptr_array_index (items, i));
+      g_string_append_printf (v, "%s[%u] = %s\n", name, i + 1, q);
+    }
+}
+
+/* array name[n] of the numbers `x` (n >= 1). */
+static void
+gp_nums (GString *v, const char *name, GArray *x)
+{
+  g_string_append_printf (v, "array %s[%u]\n%s[1] = 0\n", name, MAX (x->len, 1), name);
+  for (guint i = 0; i < x->len; i++)
+    {
+      double d = g_array_index (x, double, i);
+      g_string_append_printf (v, "%s[%u] = %.17g\n", name, i + 1, isfinite (d) ? d : 0.0);
+    }
+}
+
+/* --- the database -------------------------------------------------------- */
+
+/* One `dtsim plot` invocation. */
+typedef struct {
+  sqlite3 *db;
+  char *shown;            /* the database's path as given, fit for messages */
+  char *tmp;              /* private temporary folder: data, variables, figures */
+  const char *outdir;     /* where figures land */
+  char *base;             /* BASE of BASE-FIGURE.EXT */
+  const char *format;     /* png | svg */
+  const char *term;       /* gnuplot terminal */
+  GHashTable *labels;     /* run id (gint64 *) -> label (clean text) */
+} Plot;
+
+/* Sets *error to the one line for SQLite's failure `code` (extended) with
+ * message `msg` on the database shown as `shown`; returns FALSE. */
+static gboolean
+sql_error (const char *shown, int code, const char *msg, GError **error)
+{
+  const char *what = "not a dtsim trace this version can read";
+  const char *fix = "plot a database written by `dtsim run`";
+  switch (code & 0xff)
+    {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_FORMAT:
+    case SQLITE_RANGE:
+      what = "damaged or truncated trace database";
+      fix = "run its scenario again to write it anew";
+      break;
+    case SQLITE_READONLY:
+      if (code == SQLITE_READONLY_ROLLBACK)
+        {
+          g_autofree char *arg = g_shell_quote (shown);
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: a killed run left an unfinished transaction in %s-journal, which"
+                       " plot (read-only) does not roll back; run its scenario again, or roll"
+                       " it back with: sqlite3 %s 'PRAGMA quick_check'", shown, shown, arg);
+          return FALSE;
+        }
+      break;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      what = "locked by another program";
+      fix = "wait until the run writing it has finished";
+      break;
+    case SQLITE_TOOBIG:
+      what = "holds a value too large for a dtsim trace";
+      break;
+    case SQLITE_NOMEM:
+      what = "needs more memory than is available";
+      fix = "close other programs or plot it on a larger machine";
+      break;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      what = "cannot be read";
+      fix = "check the file, its permissions and the disk";
+      break;
+    default:
+      break;
+    }
+  g_autofree char *m = clean_text (msg, 200);
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s (SQLite: %s); %s", shown, what, m,
+               fix);
+  return FALSE;
+}
+
+/* The last query on p's database failed: its one line. */
+static gboolean
+db_error (Plot *p, GError **error)
+{
+  return sql_error (p->shown, sqlite3_extended_errcode (p->db), sqlite3_errmsg (p->db), error);
+}
+
+/* The statement `sql`, or NULL with *error set. */
+static sqlite3_stmt *
+q_prepare (Plot *p, const char *sql, GError **error)
+{
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2 (p->db, sql, -1, &st, NULL) != SQLITE_OK)
+    {
+      db_error (p, error);
+      sqlite3_finalize (st);
+      return NULL;
+    }
+  return st;
+}
+
+/* Steps `st`: SQLITE_ROW, SQLITE_DONE, or -1 with *error set. */
+static int
+q_step (Plot *p, sqlite3_stmt *st, GError **error)
+{
+  int rc = sqlite3_step (st);
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+    return rc;
+  db_error (p, error);
+  return -1;
+}
+
+/* Column i as text; "" for NULL. */
+static const char *
+col_text (sqlite3_stmt *st, int i)
+{
+  const char *t = (const char *) sqlite3_column_text (st, i);
+  return t ? t : "";
+}
+
+static guint32
+be32 (const guint8 *b)
+{
+  return (guint32) b[0] << 24 | (guint32) b[1] << 16 | (guint32) b[2] << 8 | b[3];
+}
+
+/* Checks that `path` is a regular file holding a whole SQLite database,
+ * before SQLite opens it: a folder, FIFO or device, an empty, foreign or
+ * truncated file each get their line. */
+static gboolean
+check_file (const char *path, const char *shown, GError **error)
+{
+  const char *fix = "plot the .db file that `dtsim run` wrote";
+  GStatBuf sb;
+  if (g_stat (path, &sb) != 0)
+    {
+      int e = errno;
+      if (e == ENOENT)
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: no such trace database; run `dtsim run SCENARIO.ini` first", shown);
+      else
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: cannot read (%s); check the path and its permissions", shown,
+                     g_strerror (e));
+      return FALSE;
+    }
+  if (S_ISDIR (sb.st_mode))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: a folder, not a trace database; %s",
+                   shown, fix);
+      return FALSE;
+    }
+  /* O_NONBLOCK: should a FIFO replace the file after the check, open
+   * returns at once rather than wait for a writer */
+  int fd = S_ISREG (sb.st_mode) ? g_open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0) : -1;
+  struct stat fs;
+  if (fd >= 0 && (fstat (fd, &fs) != 0 || !S_ISREG (fs.st_mode)))
+    {
+      close (fd);
+      fd = -1;
+      sb.st_mode = 0;
+    }
+  if (fd < 0)
+    {
+      int e = errno;
+      if (!S_ISREG (sb.st_mode))
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: not a regular file (a FIFO, socket or device), so not a trace"
+                     " database; %s", shown, fix);
+      else
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: cannot read (%s); check its permissions", shown, g_strerror (e));
+      return FALSE;
+    }
+  guint8 h[100];
+  gssize n = read (fd, h, sizeof h);
+  close (fd);
+  if (fs.st_size == 0)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: empty file, not a trace database; run its scenario again to write it",
+                   shown);
+      return FALSE;
+    }
+  if (n != (gssize) sizeof h || memcmp (h, "SQLite format 3", 16) != 0)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: not a SQLite database (no SQLite header), so not a dtsim trace; %s",
+                   shown, fix);
+      return FALSE;
+    }
+  /* the header's page count is valid when its "version valid for" number
+   * equals the change counter (https://sqlite.org/fileformat.html) */
+  guint64 page = (guint64) h[16] << 8 | h[17];
+  if (page == 1)
+    page = 65536;
+  guint64 pages = be32 (h + 28);
+  if (page >= 512 && (page & (page - 1)) == 0 && pages > 0 && be32 (h + 24) == be32 (h + 92)
+      && (guint64) fs.st_size < pages * page)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: truncated (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                   " bytes: copied while written, or a transfer cut short?); copy it again or"
+                   " run its scenario again", shown, (guint64) fs.st_size, pages * page);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Opens `path` read-only, hardened for an untrusted file. */
+static sqlite3 *
+open_trace (const char *path, const char *shown, GError **error)
+{
+  /* absolute, so that a name starting with "file:" is never read as a URI */
+  g_autofree char *abs = g_canonicalize_filename (path, NULL);
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2 (abs, &db, SQLITE_OPEN_READONLY, NULL);
+  if (rc != SQLITE_OK)
+    {
+      sql_error (shown, db ? sqlite3_extended_errcode (db) : rc,
+                 db ? sqlite3_errmsg (db) : sqlite3_errstr (rc), error);
+      sqlite3_close (db);
+      return NULL;
+    }
+  sqlite3_extended_result_codes (db, 1);
+#ifdef SQLITE_DBCONFIG_DEFENSIVE
+  sqlite3_db_config (db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+#endif
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+  sqlite3_db_config (db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+#endif
+#ifdef SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION
+  sqlite3_db_config (db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+#endif
+#ifdef SQLITE_DBCONFIG_ENABLE_TRIGGER
+  sqlite3_db_config (db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+#endif
+#ifdef SQLITE_DBCONFIG_ENABLE_VIEW
+  sqlite3_db_config (db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+#endif
+  sqlite3_limit (db, SQLITE_LIMIT_LENGTH, VALUE_MAX);
+  sqlite3_limit (db, SQLITE_LIMIT_ATTACHED, 0);
+  sqlite3_busy_timeout (db, 2000);
+  return db;
+}
+
+/* The tables and columns the figures read (schema versions 1 to 3). */
+static const struct {
+  const char *table;
+  const char *columns[9];
+} required[] = {
+  { "runs", { "id", "name", "status", "sim_time", "iterations", "updates", NULL } },
+  { "params", { "run_id", "key", "value", NULL } },
+  { "metrics", { "run_id", "sim_time", "step", "loss", NULL } },
+  { "iterations", { "run_id", "iteration", "start", "end", "compute", "comm", "wait",
+                    "staleness", NULL } },
+  { "spans", { "run_id", "actor", "kind", "start", "end", NULL } },
+};
+
+/* Checks the schema version and that every table of `required` is an
+ * ordinary table with its columns. */
+static gboolean
+check_schema (Plot *p, GError **error)
+{
+  const char *fix = "plot a database written by `dtsim run`";
+  g_autoptr (sqlite3_stmt) st = q_prepare (p, "PRAGMA user_version", error);
+  int rc;
+  if (!st || (rc = q_step (p, st, error)) < 0)
+    return FALSE;
+  gint64 version = rc == SQLITE_ROW ? sqlite3_column_int64 (st, 0) : 0;
+  if (version < 1)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: not a dtsim trace (schema version %" G_GINT64_FORMAT ", expected 1 to"
+                   " %d); %s", p->shown, version, SIM_TRACE_SCHEMA_VERSION, fix);
+      return FALSE;
+    }
+  if (version > SIM_TRACE_SCHEMA_VERSION)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: trace schema version %" G_GINT64_FORMAT " is newer than this dtsim"
+                   " reads (1 to %d); plot it with a newer dtsim", p->shown, version,
+                   SIM_TRACE_SCHEMA_VERSION);
+      return FALSE;
+    }
+  g_autoptr (sqlite3_stmt) kind
+    = q_prepare (p, "SELECT type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' FROM"
+                 " sqlite_master WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view')",
+                 error);
+  g_autoptr (sqlite3_stmt) cols
+    = kind ? q_prepare (p, "SELECT 1 FROM pragma_table_info(?) WHERE name = ? COLLATE NOCASE",
+                        error)
+           : NULL;
+  if (!kind || !cols)
+    return FALSE;
+  for (gsize i = 0; i < G_N_ELEMENTS (required); i++)
+    {
+      const char *t = required[i].table;
+      sqlite3_reset (kind);
+      sqlite3_bind_text (kind, 1, t, -1, SQLITE_STATIC);
+      rc = q_step (p, kind, error);
+      if (rc < 0)
+        return FALSE;
+      if (rc == SQLITE_DONE)
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: not a dtsim trace (no table '%s'); %s", p->shown, t, fix);
+          return FALSE;
+        }
+      if (!sqlite3_column_int (kind, 0))
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: not a dtsim trace ('%s' is a view or virtual table, not a table);"
+                       " %s", p->shown, t, fix);
+          return FALSE;
+        }
+      for (int c = 0; required[i].columns[c]; c++)
+        {
+          sqlite3_reset (cols);
+          sqlite3_bind_text (cols, 1, t, -1, SQLITE_STATIC);
+          sqlite3_bind_text (cols, 2, required[i].columns[c], -1, SQLITE_STATIC);
+          rc = q_step (p, cols, error);
+          if (rc < 0)
+            return FALSE;
+          if (rc == SQLITE_DONE)
+            {
+              g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                           "%s: not a dtsim trace (table '%s' has no column '%s'); %s",
+                           p->shown, t, required[i].columns[c], fix);
+              return FALSE;
+            }
+        }
+    }
+  return TRUE;
+}
+
+static int
+time_to_target (sqlite3 *db, gint64 run, double threshold, double *t)
+{
+  sqlite3_stmt *st = NULL;
+  *t = NAN;
+  int rc = sqlite3_prepare_v2 (db, "SELECT sim_time FROM metrics WHERE run_id = ? AND loss IS"
+                               " NOT NULL AND loss <= ? ORDER BY sim_time, step LIMIT 1", -1,
+                               &st, NULL);
+  if (rc != SQLITE_OK)
+    return rc;
+  sqlite3_bind_int64 (st, 1, run);
+  sqlite3_bind_double (st, 2, threshold);
+  rc = sqlite3_step (st);
+  if (rc == SQLITE_ROW && sqlite3_column_type (st, 0) != SQLITE_NULL)
+    *t = sqlite3_column_double (st, 0);
+  sqlite3_finalize (st);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 double
 sim_plot_time_to_target (sqlite3 *db, gint64 run, double threshold)
 {
+  double t;
+  return time_to_target (db, run, threshold, &t) == SQLITE_OK ? t : NAN;
+}
+
+static int
+default_target (sqlite3 *db, double *t)
+{
   sqlite3_stmt *st = NULL;
-  double t = NAN;
-  if (sqlite3_prepare_v2 (db, "SELECT sim_time FROM metrics WHERE run_id = ? AND loss IS NOT"
-                          " NULL AND loss <= ? ORDER BY sim_time, step LIMIT 1", -1, &st,
-                          NULL) != SQLITE_OK)
-    return NAN;
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_double (st, 2, threshold);
-  if (sqlite3_step (st) == SQLITE_ROW)
-    t = sqlite3_column_double (st, 0);
+  *t = NAN;
+  int rc = sqlite3_prepare_v2 (db, "SELECT MAX(lo) FROM (SELECT MIN(loss) AS lo FROM metrics"
+                               " WHERE loss IS NOT NULL GROUP BY run_id)", -1, &st, NULL);
+  if (rc != SQLITE_OK)
+    return rc;
+  rc = sqlite3_step (st);
+  if (rc == SQLITE_ROW && sqlite3_column_type (st, 0) != SQLITE_NULL)
+    *t = sqlite3_column_double (st, 0);
   sqlite3_finalize (st);
-  return t;
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 double
 sim_plot_default_target (sqlite3 *db)
 {
-  sqlite3_stmt *st = NULL;
-  double t = NAN;
-  if (sqlite3_prepare_v2 (db, "SELECT MAX(lo) FROM (SELECT MIN(loss) AS lo FROM metrics"
-                          " WHERE loss IS NOT NULL GROUP BY run_id)", -1, &st, NULL)
-      != SQLITE_OK)
-    return NAN;
-  if (sqlite3_step (st) == SQLITE_ROW && sqlite3_column_type (st, 0) != SQLITE_NULL)
-    t = sqlite3_column_double (st, 0);
-  sqlite3_finalize (st);
-  return t;
+  double t;
+  return default_target (db, &t) == SQLITE_OK ? t : NAN;
 }
 
 char *
@@ -128,38 +600,108 @@ sim_plot_template_dir (void)
   return g_build_filename (DTSIM_DATADIR, "plots", NULL);
 }
 
-/* A gnuplot string literal: double quotes, with \ and " escaped. */
-static char *
-gp_string (const char *s)
+/* --- gnuplot ------------------------------------------------------------- */
+
+/* Copies the figure `fig` to a new hidden file beside `out` and renames it
+ * over `out`: a symlink planted at `out` is replaced, not written through. */
+static gboolean
+land (const char *fig, const char *out, GError **error)
 {
-  GString *o = g_string_new ("\"");
-  for (const char *p = s; *p; p++)
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  g_autoptr (GError) local = NULL;
+  if (!g_file_get_contents (fig, &bytes, &len, &local))
     {
-      if (*p == '"' || *p == '\\')
-        g_string_append_c (o, '\\');
-      g_string_append_c (o, *p);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+                   "gnuplot wrote no figure (%s); check gnuplot with: gnuplot -e 'print 1'",
+                   local->message);
+      return FALSE;
     }
-  g_string_append_c (o, '"');
-  return g_string_free (o, FALSE);
+  g_autofree char *dir = g_path_get_dirname (out), *name = g_path_get_basename (out);
+  g_autofree char *hidden_name = g_strdup_printf (".%s.XXXXXX", name);
+  g_autofree char *hidden = g_build_filename (dir, hidden_name, NULL);
+  int fd = g_mkstemp_full (hidden, O_WRONLY | O_CLOEXEC, 0666);
+  gboolean ok = fd >= 0;
+  int e = errno;
+  for (gsize done = 0; ok && done < len;)
+    {
+      gssize w = write (fd, bytes + done, len - done);
+      if (w < 0 && errno == EINTR)
+        continue;
+      ok = w > 0;
+      e = errno;
+      done += ok ? (gsize) w : 0;
+    }
+  if (fd >= 0 && close (fd) != 0 && ok)
+    {
+      ok = FALSE;
+      e = errno;
+    }
+  if (ok && g_rename (hidden, out) != 0)
+    {
+      ok = FALSE;
+      e = errno;
+    }
+  if (!ok)
+    {
+      if (fd >= 0)
+        g_unlink (hidden);
+      g_autofree char *shown = clean_text (out, 4096);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+                   "%s: cannot write (%s); check the folder and its permissions", shown,
+                   g_strerror (e));
+      return FALSE;
+    }
+  g_unlink (fig);
+  return TRUE;
 }
 
+/* The last non-blank line of gnuplot's messages, fit to show. */
+static char *
+last_line (const char *err)
+{
+  g_auto (GStrv) lines = g_strsplit (err ? err : "", "\n", -1);
+  const char *last = "";
+  for (int i = 0; lines[i]; i++)
+    if (*g_strstrip (lines[i]))
+      last = lines[i];
+  return clean_text (last, 200);
+}
+
+/* Runs gnuplot on `template` with the assignments `vars` (term and outfile
+ * are added here), lands the figure at `out` and prints its path. */
 static gboolean
-run_gnuplot (const char *template, const char *vars, GError **error)
+draw (Plot *p, const char *template, GString *vars, const char *out, GError **error)
 {
   g_autofree char *dir = sim_plot_template_dir ();
-  g_autofree char *path = g_build_filename (dir, template, NULL);
-  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+  g_autofree char *rel = g_build_filename (dir, template, NULL);
+  /* absolute: gnuplot would read a file name starting with - as an option */
+  g_autofree char *path = g_canonicalize_filename (rel, NULL);
+  if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
                    "%s: gnuplot template missing; reinstall dtsim or set DTSIM_DATADIR", path);
       return FALSE;
     }
-  const char *argv[] = { gnuplot_program (), "-e", vars, path, NULL };
+  g_autofree char *figure = g_strndup (template, strcspn (template, "."));
+  g_autofree char *fig_name = g_strdup_printf ("%s.%s", figure, p->format);
+  g_autofree char *fig = g_build_filename (p->tmp, fig_name, NULL);
+  g_autofree char *vars_path = g_build_filename (p->tmp, "vars.gp", NULL);
+  gp_str (vars, "term", p->term);
+  gp_str (vars, "outfile", fig);
+  g_autoptr (GError) local = NULL;
+  if (!g_file_set_contents (vars_path, vars->str, (gssize) vars->len, &local))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+                   "%s; check the temporary folder (TMPDIR)", local->message);
+      return FALSE;
+    }
+  const char *argv[] = { gnuplot_program (), vars_path, path, NULL };
   g_autofree char *err = NULL;
   int status = 0;
-  g_autoptr (GError) local = NULL;
-  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL,
-                     NULL, NULL, NULL, &err, &status, &local))
+  if (!g_spawn_sync (NULL, (char **) argv, NULL,
+                     G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL
+                     | G_SPAWN_STDIN_FROM_DEV_NULL, NULL, NULL, NULL, &err, &status, &local))
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
                    "cannot run gnuplot (%s); install it: apt-get install gnuplot-nox",
@@ -168,13 +710,26 @@ run_gnuplot (const char *template, const char *vars, GError **error)
     }
   if (!g_spawn_check_wait_status (status, NULL))
     {
-      g_strstrip (err);
-      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "gnuplot failed on %s: %s", template,
-                   err);
+      g_autofree char *why = last_line (err);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+                   "%s: gnuplot could not draw the %s figure (%s); please report it with this"
+                   " database attached", p->shown, figure, why);
       return FALSE;
     }
+  if (!land (fig, out, error))
+    return FALSE;
+  printf ("%s\n", out);
   return TRUE;
 }
+
+/* What sim_plot tells the user about a figure it does not draw. */
+static void
+skipped (const char *figure, const char *why)
+{
+  printf ("skipped %s: %s\n", figure, why);
+}
+
+/* --- labels -------------------------------------------------------------- */
 
 /* The label of a run: its swept values when it has any, else its name.
  * "policy.consistency=bsp" shows as "consistency=bsp", and a joint sweep
@@ -205,51 +760,55 @@ run_label (const char *name, const char *scenario_name)
   return g_string_free (out, FALSE);
 }
 
-/* --- labels and per-run line files --------------------------------------- */
-
-/* Text safe inside a tab-separated data row: tabs and newlines as spaces. */
-static char *
-tsv_text (const char *s)
-{
-  char *o = g_strdup (s ? s : "");
-  for (char *p = o; *p; p++)
-    if (*p == '\t' || *p == '\n' || *p == '\r')
-      *p = ' ';
-  return o;
-}
-
 /* The swept keys of the database: params whose value differs between runs,
  * in the order they first appear, but those of `omit` (a NULL-terminated
- * list, or NULL). */
+ * list, or NULL).  NULL with *error set when the query fails. */
 static GPtrArray *
-swept_keys (sqlite3 *db, const char *const *omit)
+swept_keys (Plot *p, const char *const *omit, GError **error)
 {
+  g_autoptr (sqlite3_stmt) st
+    = q_prepare (p, "SELECT key FROM params GROUP BY key HAVING COUNT(DISTINCT value) > 1"
+                 " OR COUNT(*) < (SELECT COUNT(*) FROM runs) ORDER BY MIN(rowid)", error);
+  if (!st)
+    return NULL;
   GPtrArray *keys = g_ptr_array_new_with_free_func (g_free);
-  sqlite3_stmt *st = NULL;
-  sqlite3_prepare_v2 (db, "SELECT key FROM params GROUP BY key HAVING COUNT(DISTINCT value) > 1"
-                      " OR COUNT(*) < (SELECT COUNT(*) FROM runs) ORDER BY MIN(rowid)", -1,
-                      &st, NULL);
-  while (sqlite3_step (st) == SQLITE_ROW)
+  int rc;
+  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     {
-      const char *k = (const char *) sqlite3_column_text (st, 0);
+      const char *k = col_text (st, 0);
       gboolean keep = TRUE;
       for (const char *const *o = omit; o && *o; o++)
         keep = keep && strcmp (k, *o) != 0;
       if (keep)
         g_ptr_array_add (keys, g_strdup (k));
     }
-  sqlite3_finalize (st);
+  if (rc < 0)
+    g_clear_pointer (&keys, g_ptr_array_unref);
   return keys;
+}
+
+/* The mark of a run that is not 'done' in its labels: " [running]". */
+static char *
+status_mark (const char *status)
+{
+  if (strcmp (status, "done") == 0)
+    return g_strdup ("");
+  if (strcmp (status, "running") == 0 || strcmp (status, "failed") == 0)
+    return g_strdup_printf (" [%s]", status);
+  return g_strdup (" [?]");
 }
 
 /* run id (gint64 *) -> label: "short=value" for each swept key but those of
  * `omit` (a NULL-terminated list, or NULL), where short is the key without
- * its section unless two swept keys share it.
- * A run with no such key is labelled `fallback`, or its name when NULL. */
+ * its section unless two swept keys share it, and the run's status mark.
+ * A run with no such key is labelled `fallback`, or its name when NULL.
+ * Labels are clean text, whole: they are cut to LABEL_MAX where shown. */
 static GHashTable *
-run_labels (sqlite3 *db, const char *const *omit, const char *fallback)
+run_labels (Plot *p, const char *const *omit, const char *fallback, GError **error)
 {
-  g_autoptr (GPtrArray) keys = swept_keys (db, omit);
+  g_autoptr (GPtrArray) keys = swept_keys (p, omit, error);
+  if (!keys)
+    return NULL;
   g_autoptr (GPtrArray) shorts = g_ptr_array_new ();
   for (guint i = 0; i < keys->len; i++)
     {
@@ -263,31 +822,44 @@ run_labels (sqlite3 *db, const char *const *omit, const char *fallback)
         }
       g_ptr_array_add (shorts, (gpointer) sh);
     }
+  g_autoptr (sqlite3_stmt) runs
+    = q_prepare (p, "SELECT id, name, status FROM runs ORDER BY id", error);
+  g_autoptr (sqlite3_stmt) val
+    = runs ? q_prepare (p, "SELECT value FROM params WHERE run_id = ? AND key = ?", error)
+           : NULL;
+  if (!val)
+    return NULL;
   GHashTable *labels = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
-  sqlite3_stmt *runs = NULL, *val = NULL;
-  sqlite3_prepare_v2 (db, "SELECT id, name FROM runs ORDER BY id", -1, &runs, NULL);
-  sqlite3_prepare_v2 (db, "SELECT value FROM params WHERE run_id = ? AND key = ?", -1, &val,
-                      NULL);
-  while (sqlite3_step (runs) == SQLITE_ROW)
+  int rc;
+  while ((rc = q_step (p, runs, error)) == SQLITE_ROW)
     {
       GString *l = g_string_new (NULL);
       gint64 id = sqlite3_column_int64 (runs, 0);
-      for (guint i = 0; i < keys->len; i++)
+      for (guint i = 0; rc >= 0 && i < keys->len; i++)
         {
+          sqlite3_reset (val);
           sqlite3_bind_int64 (val, 1, id);
           sqlite3_bind_text (val, 2, g_ptr_array_index (keys, i), -1, SQLITE_STATIC);
-          const char *v = sqlite3_step (val) == SQLITE_ROW
-                          ? (const char *) sqlite3_column_text (val, 0) : "-";
+          rc = q_step (p, val, error);
           g_string_append_printf (l, "%s%s=%s", l->len ? " " : "",
-                                  (const char *) g_ptr_array_index (shorts, i), v);
-          sqlite3_reset (val);
+                                  (const char *) g_ptr_array_index (shorts, i),
+                                  rc == SQLITE_ROW ? col_text (val, 0) : "-");
+        }
+      if (rc < 0)
+        {
+          g_string_free (l, TRUE);
+          break;
         }
       if (l->len == 0)
-        g_string_assign (l, fallback ? fallback : (const char *) sqlite3_column_text (runs, 1));
-      g_hash_table_insert (labels, g_memdup2 (&id, sizeof id), g_string_free (l, FALSE));
+        g_string_assign (l, fallback ? fallback : col_text (runs, 1));
+      g_autofree char *text = clean_text (l->str, G_MAXSIZE);
+      g_autofree char *mark = status_mark (col_text (runs, 2));
+      g_string_free (l, TRUE);
+      g_hash_table_insert (labels, g_memdup2 (&id, sizeof id),
+                           g_strconcat (text, mark, NULL));
     }
-  sqlite3_finalize (runs);
-  sqlite3_finalize (val);
+  if (rc < 0)
+    g_clear_pointer (&labels, g_hash_table_unref);
   return labels;
 }
 
@@ -298,109 +870,164 @@ label_of (GHashTable *labels, gint64 id)
   return l ? l : "?";
 }
 
-/* A data file of one block per line of a figure, and its titles. */
+/* Tells, in one line on stderr per kind, which runs are still 'running'
+ * (killed, or not finished) or 'failed', or have another status. */
+static gboolean
+note_unfinished (Plot *p, GError **error)
+{
+  static const char *const says[3] = {
+    "still 'running' (killed, or not finished yet): drawn from the rows written so far,"
+    " marked [running], left out of speedup and iteration-time; run the scenario again for"
+    " complete figures",
+    "'failed' (runs.error says why): drawn from the rows written before the failure, marked"
+    " [failed], left out of speedup and iteration-time; fix the scenario and run it again",
+    "of unknown status: drawn, marked [?], left out of speedup and iteration-time; plot a"
+    " database written by `dtsim run`",
+  };
+  g_autoptr (sqlite3_stmt) st
+    = q_prepare (p, "SELECT id, status FROM runs WHERE status IS NOT 'done' ORDER BY id",
+                 error);
+  if (!st)
+    return FALSE;
+  GString *ids[3];
+  int count[3] = { 0, 0, 0 };
+  for (int k = 0; k < 3; k++)
+    ids[k] = g_string_new (NULL);
+  int rc;
+  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+    {
+      const char *s = col_text (st, 1);
+      int k = strcmp (s, "running") == 0 ? 0 : strcmp (s, "failed") == 0 ? 1 : 2;
+      if (++count[k] <= LIST_MAX)
+        g_string_append_printf (ids[k], "%s%" G_GINT64_FORMAT, count[k] > 1 ? ", " : "",
+                                (gint64) sqlite3_column_int64 (st, 0));
+    }
+  for (int k = 0; rc >= 0 && k < 3; k++)
+    if (count[k])
+      {
+        if (count[k] > LIST_MAX)
+          g_string_append_printf (ids[k], " and %d more", count[k] - LIST_MAX);
+        g_printerr ("dtsim: %s: run%s %s %s %s\n", p->shown, count[k] > 1 ? "s" : "",
+                    ids[k]->str, count[k] > 1 ? "are" : "is", says[k]);
+      }
+  for (int k = 0; k < 3; k++)
+    g_string_free (ids[k], TRUE);
+  return rc >= 0;
+}
+
+/* --- figures ------------------------------------------------------------- */
+
+/* A data file in the temporary folder (numbers only) and the titles of its
+ * blocks, one block per line of a figure. */
 typedef struct {
   FILE *f;
   char *data;            /* path of the data file */
-  GString *titles;       /* gnuplot array literal items */
-  int n;                 /* blocks */
+  GPtrArray *titles;     /* clean text, one per block */
 } Lines;
 
-static void
-lines_begin (Lines *l, const char *tmp, const char *file)
+static gboolean
+lines_begin (Plot *p, Lines *l, const char *file, GError **error)
 {
-  l->data = g_build_filename (tmp, file, NULL);
+  l->data = g_build_filename (p->tmp, file, NULL);
   l->f = fopen (l->data, "w");
-  l->titles = g_string_new (NULL);
-  l->n = 0;
+  l->titles = g_ptr_array_new_with_free_func (g_free);
+  if (!l->f)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+                   "%s: cannot write (%s); check the temporary folder (TMPDIR)", l->data,
+                   g_strerror (errno));
+      g_ptr_array_unref (l->titles);
+      g_free (l->data);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Adds `title` (clean text) to the titles, cut to LABEL_MAX characters. */
+static void
+lines_title (Lines *l, const char *title)
+{
+  g_ptr_array_add (l->titles, clean_text (title, LABEL_MAX));
 }
 
 /* Starts the next block, titled `title`. */
 static void
 lines_next (Lines *l, const char *title)
 {
-  g_autofree char *lit = gp_string (title);
-  g_string_append_printf (l->titles, "%s%s", l->n ? "," : "", lit);
-  if (l->n)
+  if (l->titles->len)
     fputs ("\n\n", l->f);
-  l->n++;
-}
-
-/* Runs `template` on the blocks with term, outfile, datafile, nruns and
- * titles[] set, plus `extra` gnuplot statements (may be NULL); frees l. */
-static gboolean
-lines_plot (Lines *l, const char *template, const char *out, const char *term,
-            const char *extra, GError **error)
-{
-  fclose (l->f);
-  g_autofree char *q_out = gp_string (out), *q_data = gp_string (l->data);
-  g_autofree char *vars = g_strdup_printf ("term='%s'; outfile=%s; datafile=%s; nruns=%d;"
-                                           " array titles[%d] = [%s]%s%s", term, q_out, q_data,
-                                           l->n, MAX (l->n, 1), l->n ? l->titles->str : "\"\"",
-                                           extra ? "; " : "", extra ? extra : "");
-  g_string_free (l->titles, TRUE);
-  g_free (l->data);
-  return run_gnuplot (template, vars, error);
+  lines_title (l, title);
 }
 
 static void
-lines_abandon (Lines *l)
+lines_end (Lines *l)
 {
-  fclose (l->f);
-  g_string_free (l->titles, TRUE);
-  g_free (l->data);
+  if (l->f)
+    fclose (l->f);
+  l->f = NULL;
+  g_clear_pointer (&l->titles, g_ptr_array_unref);
+  g_clear_pointer (&l->data, g_free);
 }
 
-/* What sim_plot tells the user about each figure. */
-static void
-drawn (const char *out)
+/* The variables every template reads: datafile, `count_name` (the blocks)
+ * and titles[]. */
+static GString *
+lines_vars (Lines *l, const char *count_name)
 {
-  printf ("%s\n", out);
+  GString *v = g_string_new (NULL);
+  fflush (l->f);
+  gp_str (v, "datafile", l->data);
+  gp_num (v, count_name, l->titles->len);
+  gp_strs (v, "titles", l->titles);
+  return v;
 }
 
-static void
-skipped (const char *figure, const char *why)
+/* The output path of `figure`: DIR/BASE-FIGURE.EXT. */
+static char *
+out_path (Plot *p, const char *figure)
 {
-  printf ("skipped %s: %s\n", figure, why);
+  g_autofree char *name = g_strdup_printf ("%s-%s.%s", p->base, figure, p->format);
+  return g_build_filename (p->outdir, name, NULL);
 }
 
 /* Loss against simulated time (x = "sim_time") or steps (x = "step"). */
 static gboolean
-plot_loss_by (sqlite3 *db, GHashTable *labels, const char *x, const char *template,
-              const char *tmp, const char *out, const char *term, GError **error)
+plot_loss_by (Plot *p, const char *x, const char *figure, GError **error)
 {
-  sqlite3_stmt *runs = NULL, *pts = NULL;
-  sqlite3_prepare_v2 (db, "SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m"
-                      " WHERE m.run_id = r.id AND m.loss IS NOT NULL) ORDER BY r.id", -1,
-                      &runs, NULL);
+  g_autoptr (sqlite3_stmt) runs
+    = q_prepare (p, "SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m"
+                 " WHERE m.run_id = r.id AND m.loss IS NOT NULL) ORDER BY r.id", error);
   g_autofree char *q = g_strdup_printf ("SELECT %s, loss FROM metrics WHERE run_id = ? AND"
                                         " loss IS NOT NULL ORDER BY sim_time, step", x);
-  sqlite3_prepare_v2 (db, q, -1, &pts, NULL);
+  g_autoptr (sqlite3_stmt) pts = runs ? q_prepare (p, q, error) : NULL;
   Lines l;
-  lines_begin (&l, tmp, "loss.tsv");
-  while (sqlite3_step (runs) == SQLITE_ROW)
+  if (!pts || !lines_begin (p, &l, "loss.tsv", error))
+    return FALSE;
+  int rc, rc2 = SQLITE_DONE;
+  while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0);
-      lines_next (&l, label_of (labels, id));
-      sqlite3_bind_int64 (pts, 1, id);
-      while (sqlite3_step (pts) == SQLITE_ROW)
-        fprintf (l.f, "%.17g\t%.17g\n", sqlite3_column_double (pts, 0),
-                 sqlite3_column_double (pts, 1));
+      lines_next (&l, label_of (p->labels, id));
       sqlite3_reset (pts);
+      sqlite3_bind_int64 (pts, 1, id);
+      while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
+        {
+          double a = sqlite3_column_double (pts, 0), b = sqlite3_column_double (pts, 1);
+          if (isfinite (a) && isfinite (b))
+            fprintf (l.f, "%.17g\t%.17g\n", a, b);
+        }
     }
-  sqlite3_finalize (runs);
-  sqlite3_finalize (pts);
-  if (l.n == 0)
+  gboolean ok = rc2 >= 0 && rc >= 0;
+  if (ok && l.titles->len == 0)
+    skipped (figure, "no run has loss metrics (timing-only runs)");
+  else if (ok)
     {
-      lines_abandon (&l);
-      g_autofree char *figure = g_strndup (template, strcspn (template, "."));
-      skipped (figure, "no run has loss metrics (timing-only runs)");
-      return TRUE;
+      g_autoptr (GString) v = lines_vars (&l, "nruns");
+      g_autofree char *tmpl = g_strconcat (figure, ".gp", NULL), *out = out_path (p, figure);
+      ok = draw (p, tmpl, v, out, error);
     }
-  if (!lines_plot (&l, template, out, term, NULL, error))
-    return FALSE;
-  drawn (out);
-  return TRUE;
+  lines_end (&l);
+  return ok;
 }
 
 typedef struct {
@@ -412,29 +1039,37 @@ typedef struct {
  * its throughput (updates x batch / sim_time) over that of the group's run
  * with the fewest workers N0; the fit uses n = N / N0. */
 static gboolean
-plot_speedup (sqlite3 *db, const char *tmp, const char *out, const char *term, GError **error)
+plot_speedup (Plot *p, GError **error)
 {
   /* With [model] global_batch set in every run, model.batch follows from the
    * workers (global_batch / workers): it is no grouping key either. */
-  sqlite3_stmt *gb = NULL;
-  sqlite3_prepare_v2 (db, "SELECT COUNT(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM params p"
-                      " WHERE p.run_id = r.id AND p.key = 'model.global_batch' AND"
-                      " CAST(p.value AS INTEGER) > 0)", -1, &gb, NULL);
-  gboolean derived = sqlite3_step (gb) == SQLITE_ROW && sqlite3_column_int64 (gb, 0) == 0;
-  sqlite3_finalize (gb);
+  g_autoptr (sqlite3_stmt) gb
+    = q_prepare (p, "SELECT COUNT(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM params p"
+                 " WHERE p.run_id = r.id AND p.key = 'model.global_batch' AND"
+                 " CAST(p.value AS INTEGER) > 0)", error);
+  int rc;
+  if (!gb || (rc = q_step (p, gb, error)) < 0)
+    return FALSE;
+  gboolean derived = rc == SQLITE_ROW && sqlite3_column_int64 (gb, 0) == 0;
   const char *omit[] = { "cluster.workers", derived ? "model.batch" : NULL, NULL };
-  g_autoptr (GHashTable) groups = run_labels (db, omit, "all runs");
-  sqlite3_stmt *st = NULL;
-  sqlite3_prepare_v2 (db,
-                      "SELECT r.id, CAST((SELECT value FROM params p WHERE p.run_id = r.id AND"
-                      " p.key = 'cluster.workers') AS REAL), r.updates * CAST((SELECT value"
-                      " FROM params p WHERE p.run_id = r.id AND p.key = 'model.batch') AS REAL)"
-                      " / r.sim_time FROM runs r WHERE r.status = 'done' AND r.sim_time > 0"
-                      " AND r.updates > 0 ORDER BY 2, r.id", -1, &st, NULL);
+  g_autoptr (GHashTable) groups = run_labels (p, omit, "all runs", error);
+  g_autoptr (sqlite3_stmt) st
+    = groups ? q_prepare (p, "SELECT r.id, CAST((SELECT value FROM params p WHERE"
+                          " p.run_id = r.id AND p.key = 'cluster.workers') AS REAL),"
+                          " r.updates * CAST((SELECT value FROM params p WHERE p.run_id = r.id"
+                          " AND p.key = 'model.batch') AS REAL) / r.sim_time FROM runs r"
+                          " WHERE r.status = 'done' AND r.sim_time > 0 AND r.updates > 0"
+                          " ORDER BY 2, r.id", error)
+             : NULL;
+  if (!st)
+    return FALSE;
   g_autoptr (GPtrArray) names = g_ptr_array_new ();
   g_autoptr (GPtrArray) pts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
-  while (sqlite3_step (st) == SQLITE_ROW)
+  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     {
+      ScalePoint pt = { sqlite3_column_double (st, 1), sqlite3_column_double (st, 2) };
+      if (!(isfinite (pt.workers) && pt.workers >= 1 && isfinite (pt.thr) && pt.thr > 0))
+        continue;
       const char *g = label_of (groups, sqlite3_column_int64 (st, 0));
       guint i;
       for (i = 0; i < names->len; i++)
@@ -445,225 +1080,240 @@ plot_speedup (sqlite3 *db, const char *tmp, const char *out, const char *term, G
           g_ptr_array_add (names, (gpointer) g);
           g_ptr_array_add (pts, g_array_new (FALSE, FALSE, sizeof (ScalePoint)));
         }
-      ScalePoint p = { sqlite3_column_double (st, 1), sqlite3_column_double (st, 2) };
-      g_array_append_val (g_ptr_array_index (pts, i), p);
+      g_array_append_val (g_ptr_array_index (pts, i), pt);
     }
-  sqlite3_finalize (st);
+  if (rc < 0)
+    return FALSE;
   Lines l;
-  lines_begin (&l, tmp, "speedup.tsv");
-  GString *fs = g_string_new (NULL), *n0s = g_string_new (NULL);
+  if (!lines_begin (p, &l, "speedup.tsv", error))
+    return FALSE;
+  g_autoptr (GArray) fs = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr (GArray) n0s = g_array_new (FALSE, FALSE, sizeof (double));
   double xmax = 1;
   for (guint i = 0; i < names->len; i++)
     {
       GArray *a = g_ptr_array_index (pts, i);
-      ScalePoint *p = (ScalePoint *) a->data;
-      if (a->len < 2 || p[a->len - 1].workers == p[0].workers)
+      ScalePoint *sp = (ScalePoint *) a->data;
+      if (a->len < 2 || sp[a->len - 1].workers == sp[0].workers)
         continue;
-      g_autofree double *n = g_new (double, a->len), *sp = g_new (double, a->len);
+      g_autofree double *n = g_new (double, a->len), *s = g_new (double, a->len);
       lines_next (&l, g_ptr_array_index (names, i));
       for (guint j = 0; j < a->len; j++)
         {
-          n[j] = p[j].workers / p[0].workers;
-          sp[j] = p[j].thr / p[0].thr;
-          fprintf (l.f, "%.17g\t%.17g\n", p[j].workers, sp[j]);
-          xmax = MAX (xmax, p[j].workers);
+          n[j] = sp[j].workers / sp[0].workers;
+          s[j] = sp[j].thr / sp[0].thr;
+          fprintf (l.f, "%.17g\t%.17g\n", sp[j].workers, s[j]);
+          xmax = MAX (xmax, sp[j].workers);
         }
       double f = 0;
-      sim_amdahl_fit (n, sp, (int) a->len, &f, NULL);
-      printf ("serial fraction (Amdahl fit): f = %.6g  [%s]\n", f,
-              (const char *) g_ptr_array_index (names, i));
-      g_string_append_printf (fs, "%s%.17g", fs->len ? "," : "", f);
-      g_string_append_printf (n0s, "%s%.17g", n0s->len ? "," : "", p[0].workers);
+      sim_amdahl_fit (n, s, (int) a->len, &f, NULL);
+      g_autofree char *shown = clean_text (g_ptr_array_index (names, i), LABEL_MAX);
+      printf ("serial fraction (Amdahl fit): f = %.6g  [%s]\n", f, shown);
+      g_array_append_val (fs, f);
+      g_array_append_val (n0s, sp[0].workers);
     }
-  if (l.n == 0)
+  gboolean ok = TRUE;
+  if (l.titles->len == 0)
+    skipped ("speedup", "the runs do not differ in cluster.workers");
+  else
     {
-      lines_abandon (&l);
-      g_string_free (fs, TRUE);
-      g_string_free (n0s, TRUE);
-      skipped ("speedup", "the runs do not differ in cluster.workers");
-      return TRUE;
+      g_autoptr (GString) v = lines_vars (&l, "ngroups");
+      gp_nums (v, "f", fs);
+      gp_nums (v, "n0", n0s);
+      gp_num (v, "xmax", xmax);
+      g_autofree char *out = out_path (p, "speedup");
+      ok = draw (p, "speedup.gp", v, out, error);
     }
-  g_autofree char *extra = g_strdup_printf ("ngroups=%d; array f[%d] = [%s]; array n0[%d] = [%s];"
-                                            " xmax=%.17g", l.n, l.n, fs->str, l.n, n0s->str,
-                                            xmax);
-  g_string_free (fs, TRUE);
-  g_string_free (n0s, TRUE);
-  if (!lines_plot (&l, "speedup.gp", out, term, extra, error))
-    return FALSE;
-  drawn (out);
-  return TRUE;
+  lines_end (&l);
+  return ok;
 }
 
 /* Empirical CDF of worker iteration times, per run; at most CDF_POINTS
  * points per run (every k-th iteration, and the last). */
 #define CDF_POINTS 2000
 static gboolean
-plot_iteration_cdf (sqlite3 *db, GHashTable *labels, const char *tmp, const char *out,
-                    const char *term, GError **error)
+plot_iteration_cdf (Plot *p, GError **error)
 {
-  sqlite3_stmt *runs = NULL, *pts = NULL;
-  sqlite3_prepare_v2 (db, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
-                      " run_id", -1, &runs, NULL);
-  sqlite3_prepare_v2 (db, "SELECT end - start FROM iterations WHERE run_id = ? ORDER BY 1",
-                      -1, &pts, NULL);
+  g_autoptr (sqlite3_stmt) runs
+    = q_prepare (p, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
+                 " run_id", error);
+  g_autoptr (sqlite3_stmt) pts
+    = runs ? q_prepare (p, "SELECT end - start FROM iterations WHERE run_id = ? ORDER BY 1",
+                        error)
+           : NULL;
   Lines l;
-  lines_begin (&l, tmp, "iteration-cdf.tsv");
-  while (sqlite3_step (runs) == SQLITE_ROW)
+  if (!pts || !lines_begin (p, &l, "iteration-cdf.tsv", error))
+    return FALSE;
+  int rc, rc2 = SQLITE_DONE;
+  while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0), count = sqlite3_column_int64 (runs, 1);
       gint64 every = MAX (1, count / CDF_POINTS), k = 0;
-      lines_next (&l, label_of (labels, id));
+      lines_next (&l, label_of (p->labels, id));
+      sqlite3_reset (pts);
       sqlite3_bind_int64 (pts, 1, id);
-      while (sqlite3_step (pts) == SQLITE_ROW)
+      while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
         {
           k++;
-          if (k % every == 0 || k == count || k == 1)
-            fprintf (l.f, "%.17g\t%.17g\n", sqlite3_column_double (pts, 0),
-                     (double) k / (double) count);
+          double t = sqlite3_column_double (pts, 0);
+          if ((k % every == 0 || k == count || k == 1) && isfinite (t))
+            fprintf (l.f, "%.17g\t%.17g\n", t, (double) k / (double) count);
         }
-      sqlite3_reset (pts);
     }
-  sqlite3_finalize (runs);
-  sqlite3_finalize (pts);
-  if (l.n == 0)
+  gboolean ok = rc >= 0 && rc2 >= 0;
+  if (ok && l.titles->len == 0)
+    skipped ("iteration-cdf", "no iterations table rows ([trace] detail = summary)");
+  else if (ok)
     {
-      lines_abandon (&l);
-      skipped ("iteration-cdf", "no iterations table rows ([trace] detail = summary)");
-      return TRUE;
+      g_autoptr (GString) v = lines_vars (&l, "nruns");
+      g_autofree char *out = out_path (p, "iteration-cdf");
+      ok = draw (p, "iteration-cdf.gp", v, out, error);
     }
-  if (!lines_plot (&l, "iteration-cdf.gp", out, term, NULL, error))
-    return FALSE;
-  drawn (out);
-  return TRUE;
+  lines_end (&l);
+  return ok;
 }
 
-/* Mean compute / comm / wait per worker iteration, a stacked bar per run. */
+/* Mean compute / comm / wait per worker iteration, a stacked bar per run.
+ * Data rows: bar number (1, 2, ...: its label is titles[n]), compute, comm,
+ * wait. */
 static gboolean
-plot_breakdown (sqlite3 *db, GHashTable *labels, const char *tmp, const char *out,
-                const char *term, GError **error)
+plot_breakdown (Plot *p, GError **error)
 {
-  sqlite3_stmt *st = NULL;
-  sqlite3_prepare_v2 (db, "SELECT run_id, AVG(compute), AVG(comm), AVG(wait) FROM iterations"
-                      " GROUP BY run_id ORDER BY run_id", -1, &st, NULL);
-  g_autofree char *data = g_build_filename (tmp, "breakdown.tsv", NULL);
-  FILE *f = fopen (data, "w");
-  int n = 0, maxlabel = 0;   /* runs; characters of the longest bar label */
-  while (sqlite3_step (st) == SQLITE_ROW)
-    {
-      g_autofree char *label = tsv_text (label_of (labels, sqlite3_column_int64 (st, 0)));
-      fprintf (f, "%s\t%.17g\t%.17g\t%.17g\n", label, sqlite3_column_double (st, 1),
-               sqlite3_column_double (st, 2), sqlite3_column_double (st, 3));
-      maxlabel = MAX (maxlabel, (int) g_utf8_strlen (label, -1));
-      n++;
-    }
-  sqlite3_finalize (st);
-  fclose (f);
-  if (n == 0)
-    {
-      skipped ("breakdown", "no iterations table rows ([trace] detail = summary)");
-      return TRUE;
-    }
-  g_autofree char *q_out = gp_string (out), *q_data = gp_string (data);
-  g_autofree char *vars = g_strdup_printf ("term='%s'; outfile=%s; datafile=%s; nruns=%d;"
-                                           " maxlabel=%d", term, q_out, q_data, n, maxlabel);
-  if (!run_gnuplot ("breakdown.gp", vars, error))
+  g_autoptr (sqlite3_stmt) st
+    = q_prepare (p, "SELECT run_id, AVG(compute), AVG(comm), AVG(wait) FROM iterations"
+                 " GROUP BY run_id ORDER BY run_id", error);
+  Lines l;
+  if (!st || !lines_begin (p, &l, "breakdown.tsv", error))
     return FALSE;
-  drawn (out);
-  return TRUE;
+  int rc, maxlabel = 0;   /* characters of the longest bar label */
+  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+    {
+      const char *label = label_of (p->labels, sqlite3_column_int64 (st, 0));
+      double c[3];
+      for (int i = 0; i < 3; i++)
+        {
+          c[i] = sqlite3_column_double (st, i + 1);
+          c[i] = isfinite (c[i]) ? c[i] : 0;
+        }
+      lines_title (&l, label);
+      fprintf (l.f, "%u\t%.17g\t%.17g\t%.17g\n", l.titles->len, c[0], c[1], c[2]);
+      maxlabel = MAX (maxlabel,
+                      (int) g_utf8_strlen (g_ptr_array_index (l.titles, l.titles->len - 1), -1));
+    }
+  gboolean ok = rc >= 0;
+  if (ok && l.titles->len == 0)
+    skipped ("breakdown", "no iterations table rows ([trace] detail = summary)");
+  else if (ok)
+    {
+      g_autoptr (GString) v = lines_vars (&l, "nruns");
+      gp_num (v, "maxlabel", maxlabel);
+      g_autofree char *out = out_path (p, "breakdown");
+      ok = draw (p, "breakdown.gp", v, out, error);
+    }
+  lines_end (&l);
+  return ok;
 }
 
 /* Share of worker iterations at each staleness, per run. */
 static gboolean
-plot_staleness (sqlite3 *db, GHashTable *labels, const char *tmp, const char *out,
-                const char *term, GError **error)
+plot_staleness (Plot *p, GError **error)
 {
-  sqlite3_stmt *runs = NULL, *pts = NULL;
-  sqlite3_prepare_v2 (db, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
-                      " run_id", -1, &runs, NULL);
-  sqlite3_prepare_v2 (db, "SELECT staleness, COUNT(*) FROM iterations WHERE run_id = ?"
-                      " GROUP BY staleness ORDER BY staleness", -1, &pts, NULL);
+  g_autoptr (sqlite3_stmt) runs
+    = q_prepare (p, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
+                 " run_id", error);
+  g_autoptr (sqlite3_stmt) pts
+    = runs ? q_prepare (p, "SELECT staleness, COUNT(*) FROM iterations WHERE run_id = ?"
+                        " GROUP BY staleness ORDER BY staleness", error)
+           : NULL;
   Lines l;
-  lines_begin (&l, tmp, "staleness.tsv");
-  while (sqlite3_step (runs) == SQLITE_ROW)
+  if (!pts || !lines_begin (p, &l, "staleness.tsv", error))
+    return FALSE;
+  int rc, rc2 = SQLITE_DONE;
+  while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0);
       double count = (double) sqlite3_column_int64 (runs, 1);
-      lines_next (&l, label_of (labels, id));
+      lines_next (&l, label_of (p->labels, id));
+      sqlite3_reset (pts);
       sqlite3_bind_int64 (pts, 1, id);
-      while (sqlite3_step (pts) == SQLITE_ROW)
+      while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
         fprintf (l.f, "%" G_GINT64_FORMAT "\t%.17g\n", (gint64) sqlite3_column_int64 (pts, 0),
                  100.0 * (double) sqlite3_column_int64 (pts, 1) / count);
-      sqlite3_reset (pts);
     }
-  sqlite3_finalize (runs);
-  sqlite3_finalize (pts);
-  if (l.n == 0)
+  gboolean ok = rc >= 0 && rc2 >= 0;
+  if (ok && l.titles->len == 0)
+    skipped ("staleness", "no iterations table rows ([trace] detail = summary)");
+  else if (ok)
     {
-      lines_abandon (&l);
-      skipped ("staleness", "no iterations table rows ([trace] detail = summary)");
-      return TRUE;
+      g_autoptr (GString) v = lines_vars (&l, "nruns");
+      g_autofree char *out = out_path (p, "staleness");
+      ok = draw (p, "staleness.gp", v, out, error);
     }
-  if (!lines_plot (&l, "staleness.gp", out, term, NULL, error))
-    return FALSE;
-  drawn (out);
-  return TRUE;
+  lines_end (&l);
+  return ok;
 }
 
 /* Time to reach each run's threshold: its [scenario] target_loss when set
- * (> 0), else sim_plot_default_target(); a bar per run with metrics. */
+ * (> 0), else sim_plot_default_target(); a bar per run with metrics.  Data
+ * rows: bar number (its label is titles[n]), seconds or nan, 1 when not
+ * reached. */
 static gboolean
-plot_time_to_target (sqlite3 *db, GHashTable *labels, const char *tmp, const char *out,
-                     const char *term, GError **error)
+plot_time_to_target (Plot *p, GError **error)
 {
-  double def = sim_plot_default_target (db);
-  sqlite3_stmt *st = NULL;
-  sqlite3_prepare_v2 (db, "SELECT r.id, COALESCE(CAST((SELECT value FROM params p WHERE"
-                      " p.run_id = r.id AND p.key = 'scenario.target_loss') AS REAL), 0)"
-                      " FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
-                      " AND m.loss IS NOT NULL) ORDER BY r.id", -1, &st, NULL);
-  g_autofree char *data = g_build_filename (tmp, "time-to-target.tsv", NULL);
-  FILE *f = fopen (data, "w");
-  int n = 0, n_default = 0;
+  double def;
+  if (default_target (p->db, &def) != SQLITE_OK)
+    return db_error (p, error);
+  g_autoptr (sqlite3_stmt) st
+    = q_prepare (p, "SELECT r.id, COALESCE(CAST((SELECT value FROM params p WHERE"
+                 " p.run_id = r.id AND p.key = 'scenario.target_loss') AS REAL), 0)"
+                 " FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
+                 " AND m.loss IS NOT NULL) ORDER BY r.id", error);
+  Lines l;
+  if (!st || !lines_begin (p, &l, "time-to-target.tsv", error))
+    return FALSE;
+  int n_default = 0, rc;
   double first_thr = NAN;
   gboolean same = TRUE;
-  while (sqlite3_step (st) == SQLITE_ROW)
+  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (st, 0);
       double target = sqlite3_column_double (st, 1);
-      double thr = target > 0 ? target : def;
+      double thr = target > 0 ? target : def, t;
       n_default += target > 0 ? 0 : 1;
-      if (n == 0)
+      if (l.titles->len == 0)
         first_thr = thr;
       else if (thr != first_thr)
         same = FALSE;
-      double t = sim_plot_time_to_target (db, id, thr);
-      g_autofree char *label = tsv_text (label_of (labels, id));
-      if (isnan (t))
-        fprintf (f, "%s\tnan\tnot reached\n", label);
+      if (time_to_target (p->db, id, thr, &t) != SQLITE_OK)
+        {
+          rc = -1;
+          db_error (p, error);
+          break;
+        }
+      lines_title (&l, label_of (p->labels, id));
+      if (isfinite (t))
+        fprintf (l.f, "%u\t%.17g\t0\n", l.titles->len, t);
       else
-        fprintf (f, "%s\t%.17g\t\n", label, t);
-      n++;
+        fprintf (l.f, "%u\tnan\t1\n", l.titles->len);
     }
-  sqlite3_finalize (st);
-  fclose (f);
-  if (n == 0)
+  gboolean ok = rc >= 0;
+  guint n = l.titles->len;
+  if (ok && n == 0)
+    skipped ("time-to-target", "no run has loss metrics (timing-only runs)");
+  else if (ok)
     {
-      skipped ("time-to-target", "no run has loss metrics (timing-only runs)");
-      return TRUE;
+      g_autofree char *thr_text
+        = !same ? g_strdup ("each run's target_loss, else the default threshold")
+          : n_default == (int) n
+          ? g_strdup_printf ("loss <= %.4g, the highest of the runs' lowest losses", first_thr)
+          : g_strdup_printf ("loss <= %.4g, [scenario] target_loss", first_thr);
+      g_autoptr (GString) v = lines_vars (&l, "nruns");
+      gp_str (v, "thr_text", thr_text);
+      g_autofree char *out = out_path (p, "time-to-target");
+      ok = draw (p, "time-to-target.gp", v, out, error);
     }
-  g_autofree char *thr_text
-    = !same ? g_strdup ("each run's target_loss, else the default threshold")
-      : n_default == n ? g_strdup_printf ("loss <= %.4g, the highest of the runs' lowest losses",
-                                          first_thr)
-      : g_strdup_printf ("loss <= %.4g, [scenario] target_loss", first_thr);
-  g_autofree char *q_out = gp_string (out), *q_data = gp_string (data);
-  g_autofree char *q_thr = gp_string (thr_text);
-  g_autofree char *vars = g_strdup_printf ("term='%s'; outfile=%s; datafile=%s; nruns=%d;"
-                                           " thr_text=%s", term, q_out, q_data, n, q_thr);
-  if (!run_gnuplot ("time-to-target.gp", vars, error))
-    return FALSE;
-  drawn (out);
-  return TRUE;
+  lines_end (&l);
+  return ok;
 }
 
 /* The run's name without its "cluster.workers=N" label, and without the
@@ -679,7 +1329,8 @@ line_label (const char *name, const char *scenario_name)
       g_string_append_printf (out, "%s%s", out->len ? " " : "", words[i]);
   if (out->len == 0 || g_strcmp0 (out->str, name) == 0)
     g_string_assign (out, scenario_name ? scenario_name : "runs");
-  return g_string_free (out, FALSE);
+  g_autofree char *raw = g_string_free (out, FALSE);
+  return clean_text (raw, G_MAXSIZE);
 }
 
 typedef struct {
@@ -688,24 +1339,31 @@ typedef struct {
 
 /* Time per iteration against workers, when the runs sweep cluster.workers. */
 static gboolean
-plot_iteration_time (sqlite3 *db, const char *tmp, const char *out, const char *term,
-                     GError **error)
+plot_iteration_time (Plot *p, GError **error)
 {
-  sqlite3_stmt *st = NULL;
-  sqlite3_prepare_v2 (db,
-                      "SELECT r.name, (SELECT value FROM params p WHERE p.run_id = r.id AND"
-                      " p.key = 'scenario.name'), CAST((SELECT value FROM params p WHERE"
-                      " p.run_id = r.id AND p.key = 'cluster.workers') AS INTEGER),"
-                      " r.sim_time / r.iterations FROM runs r WHERE r.status = 'done' AND"
-                      " r.iterations > 0 ORDER BY r.id", -1, &st, NULL);
+  g_autoptr (sqlite3_stmt) st
+    = q_prepare (p, "SELECT r.name, (SELECT value FROM params p WHERE p.run_id = r.id AND"
+                 " p.key = 'scenario.name'), CAST((SELECT value FROM params p WHERE"
+                 " p.run_id = r.id AND p.key = 'cluster.workers') AS INTEGER),"
+                 " r.sim_time / r.iterations FROM runs r WHERE r.status = 'done' AND"
+                 " r.iterations > 0 ORDER BY r.id", error);
+  if (!st)
+    return FALSE;
   /* lines in order of first appearance; points sorted by workers */
-  GPtrArray *labels = g_ptr_array_new_with_free_func (g_free);
-  GPtrArray *points = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
-  GHashTable *workers_seen = g_hash_table_new (g_direct_hash, g_direct_equal);
-  while (sqlite3_step (st) == SQLITE_ROW)
+  g_autoptr (GPtrArray) labels = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) points
+    = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
+  g_autoptr (GHashTable) workers_seen = g_hash_table_new (g_direct_hash, g_direct_equal);
+  int rc;
+  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     {
-      g_autofree char *label = line_label ((const char *) sqlite3_column_text (st, 0),
-                                           (const char *) sqlite3_column_text (st, 1));
+      Point pt = { (double) sqlite3_column_int64 (st, 2), sqlite3_column_double (st, 3) };
+      /* both axes are logarithmic */
+      if (!(pt.x >= 1 && pt.x <= G_MAXINT && isfinite (pt.y) && pt.y > 0))
+        continue;
+      /* the scenario's name, NULL when the run has none */
+      const char *sc = sqlite3_column_type (st, 1) == SQLITE_NULL ? NULL : col_text (st, 1);
+      g_autofree char *label = line_label (col_text (st, 0), sc);
       guint i;
       for (i = 0; i < labels->len; i++)
         if (strcmp (g_ptr_array_index (labels, i), label) == 0)
@@ -715,139 +1373,166 @@ plot_iteration_time (sqlite3 *db, const char *tmp, const char *out, const char *
           g_ptr_array_add (labels, g_steal_pointer (&label));
           g_ptr_array_add (points, g_array_new (FALSE, FALSE, sizeof (Point)));
         }
-      Point pt = { (double) sqlite3_column_int64 (st, 2), sqlite3_column_double (st, 3) };
       g_array_append_val (g_ptr_array_index (points, i), pt);
       g_hash_table_add (workers_seen, GINT_TO_POINTER ((int) pt.x));
     }
-  sqlite3_finalize (st);
-  gboolean ok = TRUE;
-  if (g_hash_table_size (workers_seen) >= 2)
+  if (rc < 0)
+    return FALSE;
+  if (g_hash_table_size (workers_seen) < 2)
     {
-      g_autofree char *data = g_build_filename (tmp, "iteration-time.tsv", NULL);
-      FILE *f = fopen (data, "w");
-      GString *titles = g_string_new (NULL);
-      for (guint i = 0; i < labels->len; i++)
-        {
-          GArray *a = g_ptr_array_index (points, i);
-          if (i)
-            fputs ("\n\n", f);
-          for (guint j = 0; j < a->len; j++)
-            fprintf (f, "%.17g\t%.17g\n", g_array_index (a, Point, j).x,
-                     g_array_index (a, Point, j).y);
-          g_autofree char *lit = gp_string (g_ptr_array_index (labels, i));
-          g_string_append_printf (titles, "%s%s", i ? "," : "", lit);
-        }
-      fclose (f);
-      g_autofree char *q_out = gp_string (out), *q_data = gp_string (data);
-      g_autofree char *vars = g_strdup_printf ("term='%s'; outfile=%s; datafile=%s; nlines=%u;"
-                                               " array titles[%u] = [%s]", term, q_out, q_data,
-                                               labels->len, labels->len, titles->str);
-      g_string_free (titles, TRUE);
-      ok = run_gnuplot ("iteration-time.gp", vars, error);
-      if (ok)
-        drawn (out);
+      skipped ("iteration-time", "the runs do not differ in cluster.workers");
+      return TRUE;
     }
-  else
-    skipped ("iteration-time", "the runs do not differ in cluster.workers");
-  g_hash_table_unref (workers_seen);
-  g_ptr_array_unref (points);
-  g_ptr_array_unref (labels);
+  Lines l;
+  if (!lines_begin (p, &l, "iteration-time.tsv", error))
+    return FALSE;
+  for (guint i = 0; i < labels->len; i++)
+    {
+      GArray *a = g_ptr_array_index (points, i);
+      lines_next (&l, g_ptr_array_index (labels, i));
+      for (guint j = 0; j < a->len; j++)
+        fprintf (l.f, "%.17g\t%.17g\n", g_array_index (a, Point, j).x,
+                 g_array_index (a, Point, j).y);
+    }
+  g_autoptr (GString) v = lines_vars (&l, "nlines");
+  g_autofree char *out = out_path (p, "iteration-time");
+  gboolean ok = draw (p, "iteration-time.gp", v, out, error);
+  lines_end (&l);
   return ok;
 }
 
+/* What each actor of run `run` does during its first TIMELINE_ROUNDS rounds.
+ * `title` is the run's name (clean text). */
 static gboolean
-plot_timeline (sqlite3 *db, gint64 run, const char *title, const char *tmp,
-               const char *out, const char *term, GError **error)
+plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
 {
   /* the window: the first TIMELINE_ROUNDS iterations of the slowest worker */
   double xmax = 0;
-  sqlite3_stmt *st = NULL;
-  sqlite3_prepare_v2 (db, "SELECT MAX(end) FROM iterations WHERE run_id = ? AND iteration < ?",
-                      -1, &st, NULL);
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_int (st, 2, TIMELINE_ROUNDS);
-  if (sqlite3_step (st) == SQLITE_ROW && sqlite3_column_type (st, 0) != SQLITE_NULL)
-    xmax = sqlite3_column_double (st, 0);
-  sqlite3_finalize (st);
-  if (xmax <= 0)
-    {
-      sqlite3_prepare_v2 (db, "SELECT MAX(end) FROM spans WHERE run_id = ?", -1, &st, NULL);
-      sqlite3_bind_int64 (st, 1, run);
-      if (sqlite3_step (st) == SQLITE_ROW)
-        xmax = sqlite3_column_double (st, 0);
-      sqlite3_finalize (st);
-    }
-  if (!(xmax > 0))
+  g_autoptr (sqlite3_stmt) w
+    = q_prepare (p, "SELECT MAX(end) FROM iterations WHERE run_id = ?1 AND iteration < ?2"
+                 " UNION ALL SELECT MAX(end) FROM spans WHERE run_id = ?1", error);
+  if (!w)
+    return FALSE;
+  sqlite3_bind_int64 (w, 1, run);
+  sqlite3_bind_int (w, 2, TIMELINE_ROUNDS);
+  int rc;
+  while (!(xmax > 0) && (rc = q_step (p, w, error)) == SQLITE_ROW)
+    if (sqlite3_column_type (w, 0) != SQLITE_NULL)
+      xmax = sqlite3_column_double (w, 0);
+  if (rc < 0)
+    return FALSE;
+  if (!(xmax > 0 && isfinite (xmax)))
     return TRUE;
 
   /* actors in a stable order: workers, then servers, by their number */
-  GHashTable *index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  GString *ytics = g_string_new ("set ytics (");
-  sqlite3_prepare_v2 (db, "SELECT DISTINCT actor FROM spans WHERE run_id = ? ORDER BY"
-                      " (actor LIKE 'server%'), length(actor), actor", -1, &st, NULL);
+  g_autoptr (sqlite3_stmt) st
+    = q_prepare (p, "SELECT DISTINCT actor FROM spans WHERE run_id = ? ORDER BY"
+                 " (actor LIKE 'server%'), length(actor), actor", error);
+  if (!st)
+    return FALSE;
   sqlite3_bind_int64 (st, 1, run);
-  g_autoptr (GPtrArray) actors = g_ptr_array_new_with_free_func (g_free);
-  while (sqlite3_step (st) == SQLITE_ROW)
-    g_ptr_array_add (actors, g_strdup ((const char *) sqlite3_column_text (st, 0)));
-  sqlite3_finalize (st);
-  int n = (int) actors->len;
+  g_autoptr (GHashTable) index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GPtrArray) actors = g_ptr_array_new ();   /* keys of index, in row order */
+  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+    if (!g_hash_table_contains (index, col_text (st, 0)))
+      {
+        char *a = g_strdup (col_text (st, 0));
+        g_hash_table_insert (index, a, GINT_TO_POINTER ((int) actors->len));
+        g_ptr_array_add (actors, a);
+      }
+  if (rc < 0)
+    return FALSE;
   /* many actors: label every k-th row only (the first and last always) */
+  int n = (int) actors->len;
   int every = (n + TIMELINE_MAX_LABELS - 1) / TIMELINE_MAX_LABELS;
-  for (int i = 0, shown = 0; i < n; i++)
-    {
-      const char *a = g_ptr_array_index (actors, i);
-      g_hash_table_insert (index, g_strdup (a), GINT_TO_POINTER (i));
-      if (i % every != 0 && i != n - 1)
-        continue;
-      g_autofree char *lit = gp_string (a);
-      g_string_append_printf (ytics, "%s%s %d", shown++ ? ", " : "", lit, i);
-    }
-  g_string_append (ytics, ")");
+  g_autoptr (GPtrArray) shown = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GArray) pos = g_array_new (FALSE, FALSE, sizeof (double));
+  for (int i = 0; i < n; i++)
+    if (i % every == 0 || i == n - 1)
+      {
+        double y = i;
+        g_ptr_array_add (shown, clean_text (g_ptr_array_index (actors, i), LABEL_MAX));
+        g_array_append_val (pos, y);
+      }
 
   static const char *const groups[4][3] = {
     { "compute", NULL, NULL }, { "send", "recv", NULL }, { "wait", NULL, NULL },
     { "update", NULL, NULL },
   };
-  g_autofree char *data = g_build_filename (tmp, "timeline.tsv", NULL);
-  FILE *f = fopen (data, "w");
-  sqlite3_prepare_v2 (db, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
-                      " AND start < ? ORDER BY start", -1, &st, NULL);
-  for (int g = 0; g < 4; g++)
+  g_autoptr (sqlite3_stmt) sp
+    = q_prepare (p, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
+                 " AND start < ? ORDER BY start", error);
+  Lines l;
+  if (!sp || !lines_begin (p, &l, "timeline.tsv", error))
+    return FALSE;
+  rc = SQLITE_DONE;
+  for (int g = 0; rc >= 0 && g < 4; g++)
     {
-      if (g)
-        fputs ("\n\n", f);
+      lines_next (&l, groups[g][0]);
       /* a point outside the window keeps every block non-empty */
-      fprintf (f, "0\t%.17g\t%.17g\n", -2 * xmax, -xmax);
-      for (int k = 0; k < 3 && groups[g][k]; k++)
+      fprintf (l.f, "0\t%.17g\t%.17g\n", -2 * xmax, -xmax);
+      for (int k = 0; rc >= 0 && k < 3 && groups[g][k]; k++)
         {
-          sqlite3_bind_int64 (st, 1, run);
-          sqlite3_bind_text (st, 2, groups[g][k], -1, SQLITE_STATIC);
-          sqlite3_bind_double (st, 3, xmax);
-          while (sqlite3_step (st) == SQLITE_ROW)
+          sqlite3_reset (sp);
+          sqlite3_bind_int64 (sp, 1, run);
+          sqlite3_bind_text (sp, 2, groups[g][k], -1, SQLITE_STATIC);
+          sqlite3_bind_double (sp, 3, xmax);
+          while ((rc = q_step (p, sp, error)) == SQLITE_ROW)
             {
-              gpointer idx = g_hash_table_lookup (index, sqlite3_column_text (st, 0));
-              fprintf (f, "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx),
-                       sqlite3_column_double (st, 1), sqlite3_column_double (st, 2));
+              gpointer idx = g_hash_table_lookup (index, col_text (sp, 0));
+              double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
+              if (isfinite (a) && isfinite (b))
+                fprintf (l.f, "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx), a, b);
             }
-          sqlite3_reset (st);
         }
     }
-  sqlite3_finalize (st);
-  fclose (f);
-  g_hash_table_unref (index);
+  gboolean ok = rc >= 0;
+  if (ok)
+    {
+      /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
+      int height = 90 + (n > TIMELINE_MAX_LABELS ? MAX (4, 1280 / n) : 40) * n;
+      GString *v = g_string_new (NULL);
+      gp_str (v, "datafile", l.data);
+      gp_str (v, "runtitle", title);
+      gp_num (v, "nactors", n);
+      gp_num (v, "nshown", shown->len);
+      gp_strs (v, "actors", shown);
+      gp_nums (v, "actor_rows", pos);
+      gp_num (v, "xmax", xmax);
+      gp_num (v, "height", MIN (height, 4000));
+      fflush (l.f);
+      g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
+      g_autofree char *out = out_path (p, name);
+      ok = draw (p, "timeline.gp", v, out, error);
+      g_string_free (v, TRUE);
+    }
+  lines_end (&l);
+  return ok;
+}
 
-  g_autofree char *q_out = gp_string (out), *q_data = gp_string (data);
-  g_autofree char *q_title = gp_string (title), *q_tics = gp_string (ytics->str);
-  g_string_free (ytics, TRUE);
-  /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
-  int height = 90 + (n > TIMELINE_MAX_LABELS ? MAX (4, 1280 / n) : 40) * n;
-  g_autofree char *vars = g_strdup_printf ("term='%s'; outfile=%s; datafile=%s; runtitle=%s;"
-                                           " nactors=%d; ytics_cmd=%s; xmax=%.17g; height=%d",
-                                           term, q_out, q_data, q_title, n, q_tics, xmax,
-                                           MIN (height, 4000));
-  if (!run_gnuplot ("timeline.gp", vars, error))
+/* Timelines of every run with spans. */
+static gboolean
+plot_timelines (Plot *p, GError **error)
+{
+  g_autoptr (sqlite3_stmt) st
+    = q_prepare (p, "SELECT id, name, status FROM runs r WHERE EXISTS (SELECT 1 FROM spans s"
+                 " WHERE s.run_id = r.id) ORDER BY id", error);
+  if (!st)
     return FALSE;
-  drawn (out);
+  int rc, timelines = 0;
+  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+    {
+      g_autofree char *name = clean_text (col_text (st, 1), LABEL_MAX);
+      g_autofree char *mark = status_mark (col_text (st, 2));
+      g_autofree char *title = g_strconcat (name, mark, NULL);
+      if (!plot_timeline (p, sqlite3_column_int64 (st, 0), title, error))
+        return FALSE;
+      timelines++;
+    }
+  if (rc < 0)
+    return FALSE;
+  if (timelines == 0)
+    skipped ("timeline", "no spans table rows ([trace] detail below spans)");
   return TRUE;
 }
 
@@ -860,12 +1545,71 @@ remove_tree (const char *dir)
       const char *e;
       while ((e = g_dir_read_name (d)))
         {
-          g_autofree char *p = g_build_filename (dir, e, NULL);
-          g_unlink (p);
+          g_autofree char *path = g_build_filename (dir, e, NULL);
+          g_unlink (path);
         }
       g_dir_close (d);
     }
   g_rmdir (dir);
+}
+
+/* Everything sim_plot does once its arguments are checked; the caller frees
+ * p's members. */
+static int
+plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
+{
+  if (!check_file (dbpath, p->shown, error))
+    return 2;
+  g_autofree char *outdir = dir ? g_strdup (dir) : g_path_get_dirname (dbpath);
+  /* -o DIR is created when its parent exists (as mkdir would) */
+  g_autofree char *parent = g_path_get_dirname (outdir);
+  if (!g_file_test (outdir, G_FILE_TEST_EXISTS) && g_file_test (parent, G_FILE_TEST_IS_DIR))
+    g_mkdir (outdir, 0755);
+  if (!g_file_test (outdir, G_FILE_TEST_IS_DIR))
+    {
+      g_autofree char *o = clean_text (outdir, 4096);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "-o: directory '%s' cannot be created (does its parent exist?); create it"
+                   " or choose another", o);
+      return 2;
+    }
+  p->outdir = outdir;
+  if (!(p->db = open_trace (dbpath, p->shown, error)) || !check_schema (p, error)
+      || !(p->labels = run_labels (p, NULL, NULL, error)) || !note_unfinished (p, error))
+    return 2;
+  /* BASE: the database's name without its extension, control characters as _ */
+  p->base = g_path_get_basename (dbpath);
+  char *dot = strrchr (p->base, '.');
+  if (dot && dot != p->base)
+    *dot = '\0';
+  for (char *c = p->base; *c; c++)
+    if ((unsigned char) *c < 0x20 || *c == 0x7f)
+      *c = '_';
+  g_autoptr (GError) local = NULL;
+  if (!(p->tmp = g_dir_make_tmp ("dtsim-plot-XXXXXX", &local)))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+                   "%s; check the temporary folder (TMPDIR)", local->message);
+      return 1;
+    }
+  GError *fail = NULL;
+  gboolean ok = plot_loss_by (p, "sim_time", "loss-time", &fail)
+    && plot_loss_by (p, "step", "loss-step", &fail)
+    && plot_iteration_time (p, &fail)
+    && plot_speedup (p, &fail)
+    && plot_iteration_cdf (p, &fail)
+    && plot_breakdown (p, &fail)
+    && plot_staleness (p, &fail)
+    && plot_time_to_target (p, &fail)
+    && plot_timelines (p, &fail);
+  remove_tree (p->tmp);
+  p->outdir = NULL;
+  if (ok)
+    return 0;
+  /* a query that fails is bad input (2); gnuplot or a write that fails, 1 */
+  int code = fail->code == SIM_ERROR_INPUT ? 2 : 1;
+  g_propagate_error (error, fail);
+  return code;
 }
 
 int
@@ -878,8 +1622,9 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
     term = "svg";
   else
     {
+      g_autofree char *f = clean_text (format, 40);
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "--format: unknown format '%s'; use png or svg", format);
+                   "--format: unknown format '%s'; use png or svg", f);
       return 2;
     }
   g_autofree char *gp = g_find_program_in_path (gnuplot_program ());
@@ -890,87 +1635,13 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
                    gnuplot_program ());
       return 2;
     }
-  if (!g_file_test (dbpath, G_FILE_TEST_IS_REGULAR))
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: no such trace database; run `dtsim run SCENARIO.ini` first", dbpath);
-      return 2;
-    }
-  g_autofree char *outdir = dir ? g_strdup (dir) : g_path_get_dirname (dbpath);
-  /* -o DIR is created when its parent exists (as mkdir would) */
-  g_autofree char *parent = g_path_get_dirname (outdir);
-  if (!g_file_test (outdir, G_FILE_TEST_EXISTS) && g_file_test (parent, G_FILE_TEST_IS_DIR))
-    g_mkdir (outdir, 0755);
-  if (!g_file_test (outdir, G_FILE_TEST_IS_DIR))
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "-o: directory '%s' cannot be created (does its parent exist?); create it or choose another", outdir);
-      return 2;
-    }
-  sqlite3 *db = NULL;
-  int version = -1;
-  if (sqlite3_open_v2 (dbpath, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
-    {
-      sqlite3_stmt *st = NULL;
-      if (sqlite3_prepare_v2 (db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK
-          && sqlite3_step (st) == SQLITE_ROW)
-        version = sqlite3_column_int (st, 0);
-      sqlite3_finalize (st);
-    }
-  if (version < 1 || version > SIM_TRACE_SCHEMA_VERSION)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: not a dtsim trace (schema version %d, expected 1 to %d)", dbpath,
-                   version, SIM_TRACE_SCHEMA_VERSION);
-      sqlite3_close (db);
-      return 2;
-    }
-  g_autofree char *base = g_path_get_basename (dbpath);
-  char *dot = strrchr (base, '.');
-  if (dot && dot != base)
-    *dot = '\0';
-  g_autofree char *tmp = g_dir_make_tmp ("dtsim-plot-XXXXXX", NULL);
-  g_autoptr (GHashTable) labels = run_labels (db, NULL, NULL);
-#define OUT(var, what) \
-  g_autofree char *var##_name = g_strdup_printf ("%s-%s.%s", base, what, format); \
-  g_autofree char *var = g_build_filename (outdir, var##_name, NULL)
-  OUT (o_loss_time, "loss-time");
-  OUT (o_loss_step, "loss-step");
-  OUT (o_iter_time, "iteration-time");
-  OUT (o_speedup, "speedup");
-  OUT (o_cdf, "iteration-cdf");
-  OUT (o_breakdown, "breakdown");
-  OUT (o_stale, "staleness");
-  OUT (o_target, "time-to-target");
-#undef OUT
-  gboolean ok = plot_loss_by (db, labels, "sim_time", "loss-time.gp", tmp, o_loss_time, term,
-                              error)
-    && plot_loss_by (db, labels, "step", "loss-step.gp", tmp, o_loss_step, term, error)
-    && plot_iteration_time (db, tmp, o_iter_time, term, error)
-    && plot_speedup (db, tmp, o_speedup, term, error)
-    && plot_iteration_cdf (db, labels, tmp, o_cdf, term, error)
-    && plot_breakdown (db, labels, tmp, o_breakdown, term, error)
-    && plot_staleness (db, labels, tmp, o_stale, term, error)
-    && plot_time_to_target (db, labels, tmp, o_target, term, error);
-
-  sqlite3_stmt *st = NULL;
-  sqlite3_prepare_v2 (db, "SELECT id, name FROM runs r WHERE EXISTS (SELECT 1 FROM spans s"
-                      " WHERE s.run_id = r.id) ORDER BY id", -1, &st, NULL);
-  int timelines = 0;
-  while (ok && sqlite3_step (st) == SQLITE_ROW)
-    {
-      gint64 id = sqlite3_column_int64 (st, 0);
-      g_autofree char *tname = g_strdup_printf ("%s-timeline-run%" G_GINT64_FORMAT ".%s", base,
-                                                id, format);
-      g_autofree char *tout = g_build_filename (outdir, tname, NULL);
-      ok = plot_timeline (db, id, (const char *) sqlite3_column_text (st, 1), tmp, tout, term,
-                          error);
-      timelines++;
-    }
-  sqlite3_finalize (st);
-  if (ok && timelines == 0)
-    skipped ("timeline", "no spans table rows ([trace] detail below spans)");
-  sqlite3_close (db);
-  remove_tree (tmp);
-  return ok ? 0 : 1;
+  Plot p = { .format = format, .term = term, .shown = clean_text (dbpath, 4096) };
+  int code = plot_db (&p, dbpath, dir, error);
+  if (p.labels)
+    g_hash_table_unref (p.labels);
+  sqlite3_close (p.db);
+  g_free (p.tmp);
+  g_free (p.base);
+  g_free (p.shown);
+  return code;
 }

@@ -11,6 +11,9 @@ G_BEGIN_DECLS
 
 /* Draws every figure the database supports into `dir` (NULL: the database's
  * folder) in `format` ("png" or "svg").  Prints one line per file written.
+ * The database may be hostile or broken (plot.c lists the rules): a file
+ * that is not a usable trace is exit code 2 with one line in *error; runs
+ * still 'running' or 'failed' are drawn, marked, and named on stderr.
  * Returns the exit code (0, 1 failure, 2 bad input) and sets *error. */
 int sim_plot (const char *db, const char *dir, const char *format, GError **error);
 
@@ -30,6 +33,12 @@ double sim_plot_time_to_target (sqlite3 *db, gint64 run, double threshold);
  * largest of the runs' lowest losses (the lowest loss every run reaches);
  * NAN without metrics. */
 double sim_plot_default_target (sqlite3 *db);
+
+/* `s` as a gnuplot string literal that cannot run anything, whatever bytes
+ * it holds: in single quotes (inside which gnuplot expands neither
+ * backquotes nor @macros), ' doubled, every control character (below 0x20,
+ * and 0x7f) a space.  Every string dtsim hands gnuplot is made by it. */
+char *sim_plot_gp_quote (const char *s);
 
 /* Folder holding the gnuplot templates (results/plots). */
 char *sim_plot_template_dir (void);

@@ -4,6 +4,12 @@
  * sweep over workers (files present, non-empty, valid PNG or SVG), the serial
  * fraction line (also for a strong-scaling sweep with [model] global_batch),
  * and the message when gnuplot is missing.
+ *
+ * Hostile and broken input: the gnuplot quoting, labels holding backquotes,
+ * quotes, newlines and @ (from a scenario name, a database file name and a
+ * hand-made database) that must not run anything, a symlink planted at a
+ * figure's name, and one line with exit code 2 for every kind of file that
+ * is not a usable trace; running and failed runs are drawn and marked.
  */
 #include "config.h"
 
@@ -11,6 +17,10 @@
 #include <math.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sim/plot.h"
 #include "tests/util.h"
@@ -232,6 +242,505 @@ test_no_gnuplot (void)
   g_assert_null (strchr (strchr (e, '\n') + 1, '\n'));
 }
 
+/* --- hostile and broken input ------------------------------------------- */
+
+/* The literal gnuplot gets: single quotes, ' doubled, control characters as
+ * spaces, every other byte (backquotes, @, double quotes, \) as it is. */
+static void
+test_quote (void)
+{
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+    { "", "''" },
+    { "it's", "'" "it" "''" "s" "'" },
+    { "''", "'" "''" "''" "'" },
+    { "a\nb\r\tc\x7f" "d\x01", "'" "a b  c d " "'" },
+    { "`touch x` @m \"q\" \\", "'" "`touch x` @m \"q\" \\" "'" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *q = sim_plot_gp_quote (cases[i].in);
+      g_assert_cmpstr (q, ==, cases[i].out);
+    }
+}
+
+/* The marker file that an executed `touch NAME` would create in tmpdir. */
+static char *
+marker (const char *name)
+{
+  return g_build_filename (tmpdir, name, NULL);
+}
+
+/* Hostile strings: each runs `touch MARKER-k` if gnuplot executes it. */
+static GPtrArray *
+hostile_strings (const char *tag)
+{
+  GPtrArray *h = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *m1 = marker (tag), *m2 = g_strconcat (m1, "-q", NULL);
+  g_autofree char *m3 = g_strconcat (m1, "-dq", NULL), *m4 = g_strconcat (m1, "-nl", NULL);
+  g_ptr_array_add (h, g_strdup_printf ("a`touch %s`b", m1));
+  g_ptr_array_add (h, g_strdup_printf ("x' . system('touch %s') . 'y", m2));
+  g_ptr_array_add (h, g_strdup_printf ("x\" . system(\"touch %s\") . \"y @outfile", m3));
+  g_ptr_array_add (h, g_strdup_printf ("l\nsystem('touch %s')\n\x1b[31m@term", m4));
+  return h;
+}
+
+/* Asserts that none of the markers of hostile_strings (tag) exists. */
+static void
+assert_nothing_ran (const char *tag)
+{
+  const char *sfx[] = { "", "-q", "-dq", "-nl" };
+  for (gsize i = 0; i < G_N_ELEMENTS (sfx); i++)
+    {
+      g_autofree char *name = g_strconcat (tag, sfx[i], NULL), *m = marker (name);
+      if (g_file_test (m, G_FILE_TEST_EXISTS))
+        g_error ("%s exists: a label was executed", m);
+    }
+}
+
+/* The gnuplot program, as dtsim plot runs it. */
+static const char *
+gnuplot (void)
+{
+  const char *env = g_getenv ("DTSIM_GNUPLOT");
+  return env && *env ? env : GNUPLOT_PATH;
+}
+
+/* gnuplot itself prints the quoted hostile strings as they are (control
+ * characters as spaces) and runs none of them. */
+static void
+test_quote_gnuplot (void)
+{
+  g_autoptr (GPtrArray) h = hostile_strings ("gq");
+  for (guint i = 0; i < h->len; i++)
+    {
+      const char *s = g_ptr_array_index (h, i);
+      g_autofree char *q = sim_plot_gp_quote (s);
+      g_autofree char *cmd = g_strdup_printf ("x = %s; print x", q);
+      const char *argv[] = { gnuplot (), "-e", cmd, NULL };
+      g_autofree char *out = NULL, *err = NULL;
+      int status = 0;
+      g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                                   &out, &err, &status, NULL));
+      g_assert_true (g_spawn_check_wait_status (status, NULL));
+      g_autofree char *expect = g_strdup (s);
+      for (char *c = expect; *c; c++)
+        if ((unsigned char) *c < 0x20 || *c == 0x7f)
+          *c = ' ';
+      g_strchomp (err);   /* gnuplot's print writes to stderr */
+      g_assert_cmpstr (err, ==, expect);
+    }
+  assert_nothing_ran ("gq");
+}
+
+/* Schema v3's tables that dtsim plot reads, as sim/trace.c writes them. */
+static const char trace_schema[] =
+  "CREATE TABLE runs (id INTEGER PRIMARY KEY, scenario TEXT NOT NULL, name TEXT NOT NULL,"
+  " seed INTEGER NOT NULL, status TEXT NOT NULL, error TEXT, stop TEXT, sim_time REAL,"
+  " wall_time REAL, events INTEGER, iterations INTEGER, updates INTEGER, final_loss REAL,"
+  " final_accuracy REAL, compute REAL, comm REAL, wait REAL, version TEXT NOT NULL);"
+  "CREATE TABLE params (run_id INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL);"
+  "CREATE TABLE metrics (run_id INTEGER NOT NULL, sim_time REAL NOT NULL,"
+  " step INTEGER NOT NULL, loss REAL, accuracy REAL);"
+  "CREATE TABLE iterations (run_id INTEGER NOT NULL, worker INTEGER NOT NULL,"
+  " iteration INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL,"
+  " compute REAL NOT NULL, comm REAL NOT NULL, wait REAL NOT NULL,"
+  " staleness INTEGER NOT NULL);"
+  "CREATE TABLE spans (run_id INTEGER NOT NULL, actor TEXT NOT NULL, kind TEXT NOT NULL,"
+  " start REAL NOT NULL, end REAL NOT NULL, iteration INTEGER, bytes REAL NOT NULL);"
+  "PRAGMA user_version = 3;";
+
+#define STEPS 4   /* iterations of a done run in make_trace */
+
+static void
+exec_ok (sqlite3 *db, const char *sql)
+{
+  char *msg = NULL;
+  if (sqlite3_exec (db, sql, NULL, NULL, &msg) != SQLITE_OK)
+    g_error ("%s: %s", sql, msg);
+}
+
+/* Writes a trace of `n` runs to `path`: run i (from 1) named names[i-1],
+ * of status statuses[i-1] (NULL: all done), swept value values[i-1] of
+ * policy.consistency, with 2 workers, STEPS iterations (2 when not done) of
+ * 1 s each, loss 1 / (1 + step), and one compute span per iteration for each
+ * actor of `actors` (NULL-terminated). */
+static void
+make_trace (const char *path, int n, const char *const *names,
+            const char *const *statuses, const char *const *values,
+            const char *const *actors)
+{
+  sqlite3 *db = NULL;
+  g_unlink (path);
+  g_assert_cmpint (sqlite3_open (path, &db), ==, SQLITE_OK);
+  exec_ok (db, trace_schema);
+  exec_ok (db, "BEGIN");
+  sqlite3_stmt *run = NULL, *par = NULL, *met = NULL, *it = NULL, *sp = NULL;
+  g_assert_cmpint (sqlite3_prepare_v2 (db, "INSERT INTO runs (id, scenario, name, seed,"
+                   " status, sim_time, iterations, updates, version) VALUES (?, 's.ini', ?,"
+                   " 1, ?, ?, ?, ?, 'test')", -1, &run, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (db, "INSERT INTO params VALUES (?, ?, ?)", -1, &par,
+                                       NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (db, "INSERT INTO metrics VALUES (?, ?, ?, ?, 0)", -1,
+                                       &met, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (db, "INSERT INTO iterations VALUES (?, ?, ?, ?, ?,"
+                                       " 0.5, 0.25, 0.25, 0)", -1, &it, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (db, "INSERT INTO spans VALUES (?, ?, 'compute', ?, ?,"
+                                       " ?, 0)", -1, &sp, NULL), ==, SQLITE_OK);
+  for (int r = 1; r <= n; r++)
+    {
+      const char *status = statuses ? statuses[r - 1] : "done";
+      gboolean done = strcmp (status, "done") == 0;
+      int steps = done ? STEPS : 2;
+      sqlite3_bind_int (run, 1, r);
+      sqlite3_bind_text (run, 2, names[r - 1], -1, SQLITE_STATIC);
+      sqlite3_bind_text (run, 3, status, -1, SQLITE_STATIC);
+      if (done)
+        {
+          sqlite3_bind_double (run, 4, steps);
+          sqlite3_bind_int (run, 5, steps);
+          sqlite3_bind_int (run, 6, steps);
+        }
+      g_assert_cmpint (sqlite3_step (run), ==, SQLITE_DONE);
+      sqlite3_reset (run);
+      sqlite3_clear_bindings (run);
+      const char *kv[3][2] = { { "scenario.name", "t" }, { "cluster.workers", "2" },
+                               { "policy.consistency", values[r - 1] } };
+      for (int k = 0; k < 3; k++)
+        {
+          sqlite3_bind_int (par, 1, r);
+          sqlite3_bind_text (par, 2, kv[k][0], -1, SQLITE_STATIC);
+          sqlite3_bind_text (par, 3, kv[k][1], -1, SQLITE_STATIC);
+          g_assert_cmpint (sqlite3_step (par), ==, SQLITE_DONE);
+          sqlite3_reset (par);
+        }
+      for (int s = 0; s <= steps; s++)
+        {
+          sqlite3_bind_int (met, 1, r);
+          sqlite3_bind_double (met, 2, s);
+          sqlite3_bind_int (met, 3, s);
+          sqlite3_bind_double (met, 4, 1.0 / (1 + s));
+          g_assert_cmpint (sqlite3_step (met), ==, SQLITE_DONE);
+          sqlite3_reset (met);
+        }
+      for (int s = 0; s < steps; s++)
+        {
+          for (int w = 0; w < 2; w++)
+            {
+              sqlite3_bind_int (it, 1, r);
+              sqlite3_bind_int (it, 2, w);
+              sqlite3_bind_int (it, 3, s);
+              sqlite3_bind_double (it, 4, s);
+              sqlite3_bind_double (it, 5, s + 1);
+              g_assert_cmpint (sqlite3_step (it), ==, SQLITE_DONE);
+              sqlite3_reset (it);
+            }
+          for (int a = 0; actors[a]; a++)
+            {
+              sqlite3_bind_int (sp, 1, r);
+              sqlite3_bind_text (sp, 2, actors[a], -1, SQLITE_STATIC);
+              sqlite3_bind_double (sp, 3, s);
+              sqlite3_bind_double (sp, 4, s + 0.5);
+              sqlite3_bind_int (sp, 5, s);
+              g_assert_cmpint (sqlite3_step (sp), ==, SQLITE_DONE);
+              sqlite3_reset (sp);
+            }
+        }
+    }
+  sqlite3_finalize (run);
+  sqlite3_finalize (par);
+  sqlite3_finalize (met);
+  sqlite3_finalize (it);
+  sqlite3_finalize (sp);
+  exec_ok (db, "COMMIT");
+  g_assert_cmpint (sqlite3_close (db), ==, SQLITE_OK);
+}
+
+/* A plain trace of two done runs. */
+static void
+make_plain_trace (const char *path)
+{
+  const char *names[] = { "t policy.consistency=bsp", "t policy.consistency=async" };
+  const char *values[] = { "bsp", "async" };
+  const char *actors[] = { "worker0", "worker1", NULL };
+  make_trace (path, 2, names, NULL, values, actors);
+}
+
+/* Runs SQL on an existing database file. */
+static void
+alter (const char *path, const char *sql)
+{
+  sqlite3 *db = NULL;
+  g_assert_cmpint (sqlite3_open (path, &db), ==, SQLITE_OK);
+  exec_ok (db, sql);
+  g_assert_cmpint (sqlite3_close (db), ==, SQLITE_OK);
+}
+
+/* Number of lines of `s` (a last line without newline counts). */
+static int
+count_lines (const char *s)
+{
+  int n = 0;
+  for (const char *c = s; *c; c++)
+    n += *c == '\n' || c[1] == '\0';
+  return n;
+}
+
+/* Files in folder `dir`. */
+static guint
+count_files (const char *dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  guint n = 0;
+  while (d && g_dir_read_name (d))
+    n++;
+  if (d)
+    g_dir_close (d);
+  return n;
+}
+
+/* `dtsim plot path` exits 2 with one line on stderr naming the file and
+ * containing `what`, no gnuplot message, and draws nothing. */
+static void
+expect_bad (const char *path, const char *what)
+{
+  g_autofree char *outdir = g_build_filename (tmpdir, "bad-out", NULL);
+  test_remove_tree (outdir);
+  g_autofree char *o = NULL, *e = NULL;
+  int code = dtsim (&o, &e, "plot", path, "-o", outdir, NULL);
+  g_test_message ("%s: %s", path, e);
+  g_assert_cmpint (code, ==, 2);
+  g_autofree char *head = g_strdup_printf ("dtsim: %s: ", path);
+  g_assert_true (g_str_has_prefix (e, head));
+  g_assert_nonnull (strstr (e, what));
+  g_assert_nonnull (strstr (e, "; "));   /* the fix follows */
+  g_assert_cmpint (count_lines (e), ==, 1);
+  g_assert_null (strstr (e, "gnuplot"));
+  g_assert_cmpstr (o, ==, "");
+  g_assert_cmpuint (count_files (outdir), ==, 0);
+}
+
+/* A scenario named with backquotes, run then plotted: nothing runs, and the
+ * name is drawn as text in the timeline's title. */
+static void
+test_hostile_scenario_name (void)
+{
+  const char *d = g_getenv ("DTSIM_TEST_DATA");
+  g_autofree char *ini = g_build_filename (d, "small.ini", NULL);
+  g_autofree char *db = g_build_filename (tmpdir, "hn.db", NULL);
+  g_autofree char *m = marker ("sn"), *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
+  g_autofree char *set = g_strdup_printf ("scenario.name=a`touch %s`b'c\"d@term", m);
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", "--set", set, NULL), ==, 0);
+  g_assert_cmpint (dtsim (&o2, &e2, "plot", db, "--format", "svg", NULL), ==, 0);
+  g_assert_cmpstr (e2, ==, "");
+  assert_nothing_ran ("sn");
+  g_autofree char *svg = g_build_filename (tmpdir, "hn-timeline-run1.svg", NULL), *t = NULL;
+  g_assert_true (g_file_get_contents (svg, &t, NULL, NULL));
+  g_autofree char *shown = g_strdup_printf ("a`touch %s`b", m);
+  g_assert_nonnull (strstr (t, shown));
+}
+
+/* A database whose file name holds a quote, a backquote and a double
+ * quote: its figures carry that name, and nothing runs (gnuplot's working
+ * folder is dtsim's, where the relative `touch` would land). */
+static void
+test_hostile_file_name (void)
+{
+  g_autofree char *cwd = g_build_filename (tmpdir, "fn", NULL);
+  g_assert_cmpint (g_mkdir (cwd, 0755), ==, 0);
+  const char *name = "q'b`touch fn-m`\"c.db";
+  g_autofree char *db = g_build_filename (cwd, name, NULL);
+  make_plain_trace (db);
+  g_autofree char *o = NULL, *e = NULL;
+  int code = test_run_dtsim (cwd, &o, &e, "plot", name, NULL);
+  g_assert_cmpint (code, ==, 0);
+  g_assert_cmpstr (e, ==, "");
+  g_autofree char *m = g_build_filename (cwd, "fn-m", NULL);
+  g_assert_false (g_file_test (m, G_FILE_TEST_EXISTS));
+  g_autofree char *fig = g_build_filename (cwd, "q'b`touch fn-m`\"c-loss-time.png", NULL);
+  g_assert_true (g_file_test (fig, G_FILE_TEST_IS_REGULAR));
+  g_assert_nonnull (strstr (o, "q'b`touch fn-m`\"c-timeline-run2.png"));
+}
+
+/* A hand-made database whose run names, swept values and actor names are
+ * hostile: every figure is drawn, nothing runs, the labels are text; a
+ * symlink planted at a figure's name is replaced, its target untouched. */
+static void
+test_hostile_labels (void)
+{
+  g_autoptr (GPtrArray) names = hostile_strings ("hl");
+  g_autoptr (GPtrArray) values = hostile_strings ("hv");
+  g_autoptr (GPtrArray) actors = hostile_strings ("ha");
+  g_ptr_array_add (actors, NULL);
+  g_autofree char *dir = g_build_filename (tmpdir, "labels", NULL);
+  g_assert_cmpint (g_mkdir (dir, 0755), ==, 0);
+  g_autofree char *db = g_build_filename (dir, "h.db", NULL);
+  make_trace (db, (int) names->len, (const char *const *) names->pdata, NULL,
+              (const char *const *) values->pdata, (const char *const *) actors->pdata);
+  g_autofree char *victim = g_build_filename (tmpdir, "victim", NULL);
+  g_autofree char *link = g_build_filename (dir, "h-loss-step.svg", NULL);
+  g_assert_true (g_file_set_contents (victim, "keep", -1, NULL));
+  g_assert_cmpint (symlink (victim, link), ==, 0);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "plot", db, "--format", "svg", NULL), ==, 0);
+  g_assert_cmpstr (e, ==, "");
+  assert_nothing_ran ("hl");
+  assert_nothing_ran ("hv");
+  assert_nothing_ran ("ha");
+  /* drawn: loss-time, loss-step, cdf, breakdown, staleness, time-to-target
+   * and one timeline per run; skipped (every run has 2 workers): speedup and
+   * iteration-time */
+  g_assert_cmpint (count_lines (o), ==, 6 + (int) names->len + 2);
+  g_assert_nonnull (strstr (o, "skipped speedup: "));
+  g_assert_nonnull (strstr (o, "skipped iteration-time: "));
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (victim, &text, NULL, NULL));
+  g_assert_cmpstr (text, ==, "keep");
+  g_assert_false (g_file_test (link, G_FILE_TEST_IS_SYMLINK));
+  check_file ("labels/h-loss-step.svg", "svg");
+  /* the labels are drawn as text: the swept values, the actor names */
+  g_autofree char *svg = g_build_filename (dir, "h-loss-time.svg", NULL), *t = NULL;
+  g_assert_true (g_file_get_contents (svg, &t, NULL, NULL));
+  g_autofree char *m = marker ("hv");
+  g_autofree char *v1 = g_strdup_printf ("consistency=a`touch %s`b", m);
+  g_assert_nonnull (strstr (t, v1));
+  g_autofree char *tl = g_build_filename (dir, "h-timeline-run1.svg", NULL), *t2 = NULL;
+  g_assert_true (g_file_get_contents (tl, &t2, NULL, NULL));
+  g_autofree char *ma = marker ("ha");
+  g_autofree char *a1 = g_strdup_printf ("a`touch %s`b", ma);
+  g_assert_nonnull (strstr (t2, a1));
+}
+
+/* Runs still 'running' (a killed run) and 'failed' are drawn from their
+ * rows, marked in the labels, and named in one line each on stderr. */
+static void
+test_unfinished_runs (void)
+{
+  const char *names[] = { "t policy.consistency=bsp", "t policy.consistency=async",
+                          "t policy.consistency=ssp" };
+  const char *statuses[] = { "done", "running", "failed" };
+  const char *values[] = { "bsp", "async", "ssp" };
+  const char *actors[] = { "worker0", "worker1", NULL };
+  g_autofree char *db = g_build_filename (tmpdir, "un.db", NULL);
+  make_trace (db, 3, names, statuses, values, actors);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "plot", db, "--format", "svg", NULL), ==, 0);
+  g_assert_cmpint (count_lines (e), ==, 2);
+  g_autofree char *l1 = g_strdup_printf ("dtsim: %s: run 2 is still 'running' (killed", db);
+  g_autofree char *l2 = g_strdup_printf ("dtsim: %s: run 3 is 'failed'", db);
+  g_assert_true (g_str_has_prefix (e, l1));
+  g_assert_nonnull (strstr (e, l2));
+  g_assert_null (strstr (e, "gnuplot"));
+  g_assert_nonnull (strstr (o, "un-timeline-run3.svg"));
+  g_autofree char *svg = g_build_filename (tmpdir, "un-loss-time.svg", NULL), *t = NULL;
+  g_assert_true (g_file_get_contents (svg, &t, NULL, NULL));
+  g_assert_nonnull (strstr (t, "consistency=bsp<"));
+  g_assert_nonnull (strstr (t, "consistency=async [running]"));
+  g_assert_nonnull (strstr (t, "consistency=ssp [failed]"));
+}
+
+/* Files that are not usable traces: one line each, exit code 2. */
+static void
+test_bad_files (void)
+{
+  g_autofree char *good = g_build_filename (tmpdir, "good.db", NULL), *bytes = NULL;
+  make_plain_trace (good);
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (good, &bytes, &len, NULL));
+  g_assert_cmpuint (len, >=, 4 * 512);
+
+  g_autofree char *trunc = g_build_filename (tmpdir, "trunc.db", NULL);
+  g_assert_true (g_file_set_contents (trunc, bytes, (gssize) len / 2, NULL));
+  expect_bad (trunc, "truncated");
+
+  /* the header of a good file, then bytes of a fixed LCG, to the same size */
+  g_autofree char *corrupt = g_build_filename (tmpdir, "corrupt.db", NULL);
+  g_autofree char *junk = g_memdup2 (bytes, len);
+  guint32 x = 12345;
+  for (gsize i = 100; i < len; i++)
+    {
+      x = x * 1664525u + 1013904223u;
+      junk[i] = (char) (x >> 24);
+    }
+  g_assert_true (g_file_set_contents (corrupt, junk, (gssize) len, NULL));
+  expect_bad (corrupt, "damaged");
+
+  g_autofree char *empty = g_build_filename (tmpdir, "empty.db", NULL);
+  g_assert_true (g_file_set_contents (empty, "", 0, NULL));
+  expect_bad (empty, "empty file");
+
+  g_autofree char *text = g_build_filename (tmpdir, "text.db", NULL);
+  g_assert_true (g_file_set_contents (text, "[scenario]\nname = x\n", -1, NULL));
+  expect_bad (text, "not a SQLite database");
+
+  g_autofree char *folder = g_build_filename (tmpdir, "folder.db", NULL);
+  g_assert_cmpint (g_mkdir (folder, 0755), ==, 0);
+  expect_bad (folder, "a folder");
+
+  /* a FIFO without a writer: opening it for reading would block */
+  g_autofree char *fifo = g_build_filename (tmpdir, "fifo.db", NULL);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  expect_bad (fifo, "not a regular file");
+
+  g_autofree char *other = g_build_filename (tmpdir, "other.db", NULL);
+  alter (other, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('hello');");
+  expect_bad (other, "not a dtsim trace (schema version 0");
+
+  g_autofree char *newer = g_build_filename (tmpdir, "newer.db", NULL);
+  make_plain_trace (newer);
+  alter (newer, "PRAGMA user_version = 99");
+  expect_bad (newer, "schema version 99 is newer");
+
+  g_autofree char *nospans = g_build_filename (tmpdir, "nospans.db", NULL);
+  make_plain_trace (nospans);
+  alter (nospans, "DROP TABLE spans");
+  expect_bad (nospans, "no table 'spans'");
+
+  g_autofree char *nostatus = g_build_filename (tmpdir, "nostatus.db", NULL);
+  make_plain_trace (nostatus);
+  alter (nostatus, "ALTER TABLE runs RENAME COLUMN status TO state");
+  expect_bad (nostatus, "table 'runs' has no column 'status'");
+
+  /* runs as an endless view: refused before any query reads it */
+  g_autofree char *view = g_build_filename (tmpdir, "view.db", NULL);
+  make_plain_trace (view);
+  alter (view, "DROP TABLE runs; CREATE VIEW runs AS WITH RECURSIVE c(id) AS (SELECT 1"
+         " UNION ALL SELECT id + 1 FROM c) SELECT id, 'n' AS name, 'done' AS status,"
+         " 1.0 AS sim_time, 1 AS iterations, 1 AS updates FROM c");
+  expect_bad (view, "'runs' is a view");
+}
+
+/* A run killed in the middle of a transaction leaves a hot journal, which
+ * a read-only reader cannot roll back: one line says so. */
+static void
+test_killed_mid_write (void)
+{
+  g_autofree char *db = g_build_filename (tmpdir, "killed.db", NULL);
+  make_plain_trace (db);
+  pid_t pid = fork ();
+  g_assert_cmpint (pid, >=, 0);
+  if (pid == 0)
+    {
+      sqlite3 *h = NULL;
+      if (sqlite3_open (db, &h) != SQLITE_OK
+          || sqlite3_exec (h, "PRAGMA cache_size = 10; BEGIN; UPDATE runs SET status ="
+                           " 'running'; CREATE TABLE big (x); INSERT INTO big WITH RECURSIVE"
+                           " c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 500)"
+                           " SELECT randomblob(4000) FROM c;", NULL, NULL, NULL) != SQLITE_OK)
+        _exit (1);
+      _exit (0);   /* killed: no COMMIT, no close */
+    }
+  int status = 0;
+  g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+  g_assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  g_autofree char *journal = g_strconcat (db, "-journal", NULL);
+  g_assert_true (g_file_test (journal, G_FILE_TEST_IS_REGULAR));
+  expect_bad (db, "unfinished transaction");
+  /* read-only: the journal is still there, the file not rolled back */
+  g_assert_true (g_file_test (journal, G_FILE_TEST_IS_REGULAR));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -244,6 +753,14 @@ main (int argc, char **argv)
   g_test_add_func ("/plot/skipped", test_skipped);
   g_test_add_func ("/plot/global-batch", test_global_batch);
   g_test_add_func ("/plot/no-gnuplot", test_no_gnuplot);
+  g_test_add_func ("/plot/hostile/quote", test_quote);
+  g_test_add_func ("/plot/hostile/quote-gnuplot", test_quote_gnuplot);
+  g_test_add_func ("/plot/hostile/scenario-name", test_hostile_scenario_name);
+  g_test_add_func ("/plot/hostile/file-name", test_hostile_file_name);
+  g_test_add_func ("/plot/hostile/labels", test_hostile_labels);
+  g_test_add_func ("/plot/unfinished-runs", test_unfinished_runs);
+  g_test_add_func ("/plot/bad/files", test_bad_files);
+  g_test_add_func ("/plot/bad/killed-mid-write", test_killed_mid_write);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
   g_free (tmpdir);

@@ -1,6 +1,7 @@
 # iteration-cdf.gp — distribution of worker iteration times: the empirical
 # CDF of (end - start) over every worker iteration, one line per run.
-# Variables set by `dtsim plot`: term, outfile, datafile, nruns, titles[1..nruns].
+# Variables set by `dtsim plot` (strings are values only: never eval them):
+# term, outfile, datafile, nruns, titles[1..nruns].
 # Data: one block per run, columns iteration time (s), cumulative share.
 set terminal term size 960,600 font ",11"
 set output outfile

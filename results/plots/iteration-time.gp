@@ -1,6 +1,7 @@
 # iteration-time.gp — simulated time per iteration against the number of
 # workers, one line per combination of the other swept keys.
-# Variables set by `dtsim plot`: term, outfile, datafile, nlines, titles[1..nlines].
+# Variables set by `dtsim plot` (strings are values only: never eval them):
+# term, outfile, datafile, nlines, titles[1..nlines].
 set terminal term size 1000,640 font ",11"
 set output outfile
 set termoption noenhanced

@@ -1,5 +1,6 @@
 # loss-step.gp — training loss against optimizer steps, one line per run.
-# Variables set by `dtsim plot`: term, outfile, datafile, nruns, titles[1..nruns].
+# Variables set by `dtsim plot` (strings are values only: never eval them):
+# term, outfile, datafile, nruns, titles[1..nruns].
 set terminal term size 960,600 font ",11"
 set output outfile
 set termoption noenhanced

@@ -1,5 +1,6 @@
 # loss-time.gp — training loss against simulated time, one line per run.
-# Variables set by `dtsim plot`: term, outfile, datafile, nruns, titles[1..nruns].
+# Variables set by `dtsim plot` (strings are values only: never eval them):
+# term, outfile, datafile, nruns, titles[1..nruns].
 set terminal term size 960,600 font ",11"
 set output outfile
 set termoption noenhanced

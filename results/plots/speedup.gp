@@ -1,6 +1,7 @@
 # speedup.gp — measured speedup against workers with the fitted Amdahl curve,
 # one colour per group of runs (runs equal in every swept key but workers).
-# Variables set by `dtsim plot`: term, outfile, datafile, ngroups,
+# Variables set by `dtsim plot` (strings are values only: never eval them):
+# term, outfile, datafile, ngroups,
 # titles[1..ngroups], f[1..ngroups] (fitted serial fractions), n0[1..ngroups]
 # (workers of each group's reference run), xmax (largest worker count).
 # Data: one block per group, columns workers, speedup.

@@ -1,7 +1,8 @@
 # staleness.gp — histogram of iterations.staleness: the share of worker
 # iterations whose gradient was computed on parameters that many updates old
 # (docs/policies.md), one line per run.
-# Variables set by `dtsim plot`: term, outfile, datafile, nruns, titles[1..nruns].
+# Variables set by `dtsim plot` (strings are values only: never eval them):
+# term, outfile, datafile, nruns, titles[1..nruns].
 # Data: one block per run, columns staleness, share of iterations (%).
 set terminal term size 960,600 font ",11"
 set output outfile

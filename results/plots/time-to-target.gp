@@ -1,8 +1,10 @@
 # time-to-target.gp — simulated time until each run's loss first reached its
 # threshold (its [scenario] target_loss, or the default of docs/plots.md),
 # one bar per run; runs that never reached it have no bar and say so.
-# Variables set by `dtsim plot`: term, outfile, datafile, nruns, thr_text.
-# Data: one row per run: label, seconds (or "nan"), annotation.
+# Variables set by `dtsim plot` (strings are values only: never eval them):
+# term, outfile, datafile, nruns, titles[1..nruns] (the run labels), thr_text.
+# Data (numbers only): one row per run: its number i (label titles[i]),
+# seconds (or "nan"), 1 when the run never reached the target (else 0).
 set terminal term size 320+110*nruns,640 font ",11"
 set output outfile
 set termoption noenhanced
@@ -21,5 +23,5 @@ set bmargin 9
 set yrange [0:*]
 set datafile separator "\t"
 set datafile missing "nan"
-plot datafile using 2:xtic(1) lc rgb "#2b8cbe", \
-     '' using 0:(0):3 with labels offset 0,1 tc rgb "#d7191c" notitle
+plot datafile using 2:xtic(titles[int($1)]) lc rgb "#2b8cbe", \
+     '' using 0:(0):($3 > 0 ? "not reached" : "") with labels offset 0,1 tc rgb "#d7191c" notitle

@@ -1,8 +1,10 @@
 # timeline.gp — what each worker and server does over simulated time.
 # One row per actor; boxes are compute, communication (send and receive),
 # waiting (barrier or staleness bound) and server updates.
-# Variables set by `dtsim plot`: term, outfile, datafile, runtitle, nactors,
-# ytics_cmd (sets the actor names on the y axis), xmax, height (pixels).
+# Variables set by `dtsim plot` (strings are values only: never eval them):
+# term, outfile, datafile, runtitle, nactors, nshown, actors[1..nshown] and
+# actor_rows[1..nshown] (the actor names on the y axis and their rows), xmax,
+# height (pixels).
 set terminal term size 1100,height font ",11"
 set output outfile
 set termoption noenhanced
@@ -10,7 +12,8 @@ set title sprintf("Timeline of %s", runtitle)
 set xlabel "simulated time (s)"
 set ylabel "actor (worker or server)"
 set yrange [-0.7:nactors-0.3] reverse
-eval ytics_cmd
+set ytics ()
+do for [i=1:nshown] { set ytics add (actors[i] actor_rows[i]) }
 set xrange [0:xmax]
 set grid x
 set key outside right top
