@@ -1519,9 +1519,14 @@ plot_timelines (Plot *p, GError **error)
                  " WHERE s.run_id = r.id) ORDER BY id", error);
   if (!st)
     return FALSE;
-  int rc, timelines = 0;
+  int rc, timelines = 0, more = 0;
   while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     {
+      if (timelines == SIM_PLOT_MAX_TIMELINES)
+        {
+          more++; /* one gnuplot per timeline: a database sets no bound on it */
+          continue;
+        }
       g_autofree char *name = clean_text (col_text (st, 1), LABEL_MAX);
       g_autofree char *mark = status_mark (col_text (st, 2));
       g_autofree char *title = g_strconcat (name, mark, NULL);
@@ -1533,6 +1538,12 @@ plot_timelines (Plot *p, GError **error)
     return FALSE;
   if (timelines == 0)
     skipped ("timeline", "no spans table rows ([trace] detail below spans)");
+  if (more > 0)
+    {
+      g_autofree char *why = g_strdup_printf ("%d more runs with spans; the first %d are drawn",
+                                              more, SIM_PLOT_MAX_TIMELINES);
+      skipped ("timeline", why);
+    }
   return TRUE;
 }
 

@@ -9,6 +9,10 @@
 
 G_BEGIN_DECLS
 
+/* Timelines one `dtsim plot` draws at most, one gnuplot each: those of the
+ * first runs with spans (a database sets no bound on its runs). */
+#define SIM_PLOT_MAX_TIMELINES 64
+
 /* Draws every figure the database supports into `dir` (NULL: the database's
  * folder) in `format` ("png" or "svg").  Prints one line per file written.
  * The database may be hostile or broken (plot.c lists the rules): a file

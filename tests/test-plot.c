@@ -529,7 +529,9 @@ test_hostile_scenario_name (void)
   const char *d = g_getenv ("DTSIM_TEST_DATA");
   g_autofree char *ini = g_build_filename (d, "small.ini", NULL);
   g_autofree char *db = g_build_filename (tmpdir, "hn.db", NULL);
-  g_autofree char *m = marker ("sn"), *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
+  /* a name holds no '/' (it names results/NAME.db): the marker is relative
+   * to the folder dtsim, and so gnuplot, runs in, where marker() puts it */
+  g_autofree char *m = g_strdup ("sn"), *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
   g_autofree char *set = g_strdup_printf ("scenario.name=a`touch %s`b'c\"d@term", m);
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", "--set", set, NULL), ==, 0);
   g_assert_cmpint (dtsim (&o2, &e2, "plot", db, "--format", "svg", NULL), ==, 0);
@@ -741,6 +743,41 @@ test_killed_mid_write (void)
   g_assert_true (g_file_test (journal, G_FILE_TEST_IS_REGULAR));
 }
 
+/* A database with more runs with spans than one plot draws timelines of
+ * (each costs a gnuplot): the first SIM_PLOT_MAX_TIMELINES are drawn, one line
+ * says how many more were skipped. */
+static void
+test_many_timelines (void)
+{
+  int n = SIM_PLOT_MAX_TIMELINES + 3;
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  for (int i = 0; i < n; i++)
+    g_ptr_array_add (names, g_strdup_printf ("t policy.consistency=v%d", i));
+  GPtrArray *values = g_ptr_array_new_with_free_func (g_free);
+  for (int i = 0; i < n; i++)
+    g_ptr_array_add (values, g_strdup_printf ("v%d", i));
+  const char *actors[] = { "worker0", NULL };
+  g_autofree char *dir = g_build_filename (tmpdir, "many", NULL);
+  g_assert_cmpint (g_mkdir (dir, 0755), ==, 0);
+  g_autofree char *db = g_build_filename (dir, "many.db", NULL);
+  make_trace (db, n, (const char *const *) names->pdata, NULL,
+              (const char *const *) values->pdata, actors);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "plot", db, NULL), ==, 0);
+  for (int i = 1; i <= n; i++)
+    {
+      g_autofree char *f = g_strdup_printf ("%s/many-timeline-run%d.png", dir, i);
+      g_assert_cmpint (g_file_test (f, G_FILE_TEST_EXISTS), ==, i <= SIM_PLOT_MAX_TIMELINES);
+    }
+  g_autofree char *line = g_strdup_printf ("skipped timeline: %d more runs with spans; the first"
+                                           " %d are drawn\n", n - SIM_PLOT_MAX_TIMELINES,
+                                           SIM_PLOT_MAX_TIMELINES);
+  g_assert_nonnull (strstr (o, line));
+  g_ptr_array_unref (names);
+  g_ptr_array_unref (values);
+  test_remove_tree (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -761,6 +798,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plot/unfinished-runs", test_unfinished_runs);
   g_test_add_func ("/plot/bad/files", test_bad_files);
   g_test_add_func ("/plot/bad/killed-mid-write", test_killed_mid_write);
+  g_test_add_func ("/plot/many-timelines", test_many_timelines);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
   g_free (tmpdir);
