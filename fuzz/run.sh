@@ -1,0 +1,38 @@
+#!/bin/sh
+# run.sh — runs the scenario-loader fuzzer for a bounded time; `make fuzz-run`
+# and CI call it from the build directory.
+#   fuzz/run.sh FUZZER SECONDS SRCDIR
+# Seeds are the shipped scenarios and the test scenarios; the corpus grows in
+# fuzz/corpus and is kept between runs.  A finding (crash, leak, timeout,
+# out-of-memory) is written to fuzz/artifacts/ and printed, and the script
+# exits 1.  FUZZ_OPTIONS holds the bounds of each input (set by the Makefile).
+set -eu
+fuzzer=$1 seconds=$2 srcdir=$3
+: "${FUZZ_OPTIONS:=-max_len=4096 -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10}"
+
+# Seeds are copied rather than passed as folders: libFuzzer reads folders
+# recursively, and tests/data/fuzz/ holds the reproducers of known findings.
+rm -rf fuzz/seeds
+mkdir -p fuzz/seeds fuzz/corpus fuzz/artifacts
+cp "$srcdir"/scenarios/*.ini "$srcdir"/tests/data/*.ini fuzz/seeds/
+
+status=0
+# shellcheck disable=SC2086
+OPENBLAS_NUM_THREADS=1 "$fuzzer" $FUZZ_OPTIONS -dict=fuzz/scenario.dict \
+  -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix=fuzz/artifacts/ \
+  fuzz/corpus fuzz/seeds >fuzz/fuzz.log 2>&1 || status=$?
+tail -n 12 fuzz/fuzz.log
+if [ "$status" -eq 0 ]; then
+  echo "fuzz: no finding in ${seconds} s (corpus: $(ls fuzz/corpus | wc -l) inputs)"
+  exit 0
+fi
+
+echo "fuzz: the fuzzer stopped with status $status; full log: $(pwd)/fuzz/fuzz.log" >&2
+grep -E '^(==[0-9]+==ERROR|SUMMARY|    #[0-9]+ )' fuzz/fuzz.log | head -n 30 >&2 || true
+for f in $(grep -o 'fuzz/artifacts/[A-Za-z-]*[0-9a-f]*' fuzz/fuzz.log | sort -u); do
+  echo "--- reproducer $f (replay: $fuzzer $f):" >&2
+  cat -v "$f" >&2
+  echo >&2
+  echo "--- end of $f" >&2
+done
+exit 1
