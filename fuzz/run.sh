@@ -2,7 +2,8 @@
 # run.sh — runs the scenario-loader fuzzer for a bounded time; `make fuzz-run`
 # and CI call it from the build directory.
 #   fuzz/run.sh FUZZER SECONDS SRCDIR
-# Seeds are the shipped scenarios and the test scenarios; the corpus grows in
+# Seeds are the shipped scenarios, the test scenarios and fuzz/seeds/ (one
+# small scenario per topology and policy, some with --set lines); the corpus grows in
 # fuzz/corpus and is kept between runs.  A finding (crash, leak, timeout,
 # out-of-memory) is written to fuzz/artifacts/ and printed, and the script
 # exits 1.  FUZZ_OPTIONS holds the bounds of each input (set by the Makefile).
@@ -12,15 +13,16 @@ fuzzer=$1 seconds=$2 srcdir=$3
 
 # Seeds are copied rather than passed as folders: libFuzzer reads folders
 # recursively, and tests/data/fuzz/ holds the reproducers of known findings.
-rm -rf fuzz/seeds
-mkdir -p fuzz/seeds fuzz/corpus fuzz/artifacts
-cp "$srcdir"/scenarios/*.ini "$srcdir"/tests/data/*.ini fuzz/seeds/
+rm -rf fuzz/seed-corpus
+mkdir -p fuzz/seed-corpus fuzz/corpus fuzz/artifacts
+cp "$srcdir"/scenarios/*.ini "$srcdir"/tests/data/*.ini "$srcdir"/fuzz/seeds/*.ini \
+  fuzz/seed-corpus/
 
 status=0
 # shellcheck disable=SC2086
 OPENBLAS_NUM_THREADS=1 "$fuzzer" $FUZZ_OPTIONS -dict=fuzz/scenario.dict \
   -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix=fuzz/artifacts/ \
-  fuzz/corpus fuzz/seeds >fuzz/fuzz.log 2>&1 || status=$?
+  fuzz/corpus fuzz/seed-corpus >fuzz/fuzz.log 2>&1 || status=$?
 tail -n 12 fuzz/fuzz.log
 if [ "$status" -eq 0 ]; then
   echo "fuzz: no finding in ${seconds} s (corpus: $(ls fuzz/corpus | wc -l) inputs)"
