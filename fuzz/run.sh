@@ -20,18 +20,21 @@ cp "$srcdir"/scenarios/*.ini "$srcdir"/tests/data/*.ini "$srcdir"/fuzz/seeds/*.i
 
 status=0
 # shellcheck disable=SC2086
-OPENBLAS_NUM_THREADS=1 "$fuzzer" $FUZZ_OPTIONS -dict=fuzz/scenario.dict \
+OPENBLAS_NUM_THREADS=1 UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}" \
+  "$fuzzer" $FUZZ_OPTIONS -dict=fuzz/scenario.dict \
   -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix=fuzz/artifacts/ \
   fuzz/corpus fuzz/seed-corpus >fuzz/fuzz.log 2>&1 || status=$?
-tail -n 12 fuzz/fuzz.log
 if [ "$status" -eq 0 ]; then
+  grep '^stat::' fuzz/fuzz.log || true
   echo "fuzz: no finding in ${seconds} s (corpus: $(ls fuzz/corpus | wc -l) inputs)"
   exit 0
 fi
 
 echo "fuzz: the fuzzer stopped with status $status; full log: $(pwd)/fuzz/fuzz.log" >&2
-grep -E '^(==[0-9]+==ERROR|SUMMARY|    #[0-9]+ )' fuzz/fuzz.log | head -n 30 >&2 || true
-for f in $(grep -o 'fuzz/artifacts/[A-Za-z-]*[0-9a-f]*' fuzz/fuzz.log | sort -u); do
+grep -E '==[0-9]+== ?ERROR|runtime error|CRITICAL|WARNING|^SUMMARY|^ +#[0-9]+ ' fuzz/fuzz.log \
+  | grep -v -e ' in fuzzer::' -e '__sanitizer_print_stack_trace' | head -n 30 >&2 || true
+for f in $(grep -oE 'fuzz/artifacts/(crash|leak|timeout|oom|slow-unit)-[0-9a-f]+' fuzz/fuzz.log \
+           | sort -u); do
   echo "--- reproducer $f (replay: $fuzzer $f):" >&2
   cat -v "$f" >&2
   echo >&2
