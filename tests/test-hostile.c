@@ -304,6 +304,47 @@ test_diverging_lr (void)
   g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
 }
 
+/* The reproducers the scenario fuzzer found (tests/data/fuzz/, docs/fuzzing.md):
+ * each is refused with one line.  A reproducer's leading "--set ..." lines
+ * are overrides, passed as the fuzzer passed them. */
+static void
+test_fuzz_reproducers (void)
+{
+  g_autofree char *dir = g_build_filename (g_getenv ("DTSIM_TEST_DATA"), "fuzz", NULL);
+  GDir *d = g_dir_open (dir, 0, NULL);
+  g_assert_nonnull (d);
+  const char *name;
+  int seen = 0;
+  while ((name = g_dir_read_name (d)))
+    {
+      if (!g_str_has_suffix (name, ".ini"))
+        continue;
+      g_autofree char *src = g_build_filename (dir, name, NULL), *text = NULL;
+      g_assert_true (g_file_get_contents (src, &text, NULL, NULL));
+      GPtrArray *args = g_ptr_array_new_with_free_func (g_free);
+      g_ptr_array_add (args, g_strdup ("check"));
+      g_ptr_array_add (args, g_strdup (name));
+      char *body = text;
+      while (g_str_has_prefix (body, "--set "))
+        {
+          char *nl = strchr (body, '\n');
+          g_assert_nonnull (nl);
+          g_ptr_array_add (args, g_strdup ("--set"));
+          g_ptr_array_add (args, g_strndup (body + 6, nl - body - 6));
+          body = nl + 1;
+        }
+      g_ptr_array_add (args, NULL);
+      g_autofree char *path = write_tmp (name, body, -1);
+      g_test_message ("reproducer %s", name);
+      const char *want[] = { name, NULL };
+      refused ((const char *const *) args->pdata, want);
+      g_ptr_array_unref (args);
+      seen++;
+    }
+  g_dir_close (d);
+  g_assert_cmpint (seen, >=, 6);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -321,6 +362,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/file/not-regular", test_not_regular);
   g_test_add_func ("/hostile/data/fewer-images-than-workers", test_small_dataset);
   g_test_add_func ("/hostile/run/diverging-lr", test_diverging_lr);
+  g_test_add_func ("/hostile/fuzz/reproducers", test_fuzz_reproducers);
   int r = g_test_run ();
   test_remove_tree (tmpdir);
   g_free (tmpdir);
