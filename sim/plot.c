@@ -990,6 +990,28 @@ out_path (Plot *p, const char *figure)
   return g_build_filename (p->outdir, name, NULL);
 }
 
+/* Ends a figure drawn from `l`: skipped with the reason `none` when l has no
+ * line, else drawn by FIGURE.gp with l's variables (nruns, titles, datafile)
+ * and `extra` (more gnuplot assignments, or NULL).  `ok` says the queries
+ * that filled l succeeded.  Frees l's contents. */
+static gboolean
+lines_draw (Plot *p, Lines *l, gboolean ok, const char *figure, const char *none,
+            const GString *extra, GError **error)
+{
+  if (ok && l->titles->len == 0)
+    skipped (figure, none);
+  else if (ok)
+    {
+      g_autoptr (GString) v = lines_vars (l, "nruns");
+      if (extra)
+        g_string_append_len (v, extra->str, (gssize) extra->len);
+      g_autofree char *tmpl = g_strconcat (figure, ".gp", NULL), *out = out_path (p, figure);
+      ok = draw (p, tmpl, v, out, error);
+    }
+  lines_end (l);
+  return ok;
+}
+
 /* Loss against simulated time (x = "sim_time") or steps (x = "step"). */
 static gboolean
 plot_loss_by (Plot *p, const char *x, const char *figure, GError **error)
@@ -1017,17 +1039,8 @@ plot_loss_by (Plot *p, const char *x, const char *figure, GError **error)
             fprintf (l.f, "%.17g\t%.17g\n", a, b);
         }
     }
-  gboolean ok = rc2 >= 0 && rc >= 0;
-  if (ok && l.titles->len == 0)
-    skipped (figure, "no run has loss metrics (timing-only runs)");
-  else if (ok)
-    {
-      g_autoptr (GString) v = lines_vars (&l, "nruns");
-      g_autofree char *tmpl = g_strconcat (figure, ".gp", NULL), *out = out_path (p, figure);
-      ok = draw (p, tmpl, v, out, error);
-    }
-  lines_end (&l);
-  return ok;
+  return lines_draw (p, &l, rc2 >= 0 && rc >= 0, figure,
+                     "no run has loss metrics (timing-only runs)", NULL, error);
 }
 
 typedef struct {
@@ -1160,17 +1173,8 @@ plot_iteration_cdf (Plot *p, GError **error)
             fprintf (l.f, "%.17g\t%.17g\n", t, (double) k / (double) count);
         }
     }
-  gboolean ok = rc >= 0 && rc2 >= 0;
-  if (ok && l.titles->len == 0)
-    skipped ("iteration-cdf", "no iterations table rows ([trace] detail = summary)");
-  else if (ok)
-    {
-      g_autoptr (GString) v = lines_vars (&l, "nruns");
-      g_autofree char *out = out_path (p, "iteration-cdf");
-      ok = draw (p, "iteration-cdf.gp", v, out, error);
-    }
-  lines_end (&l);
-  return ok;
+  return lines_draw (p, &l, rc >= 0 && rc2 >= 0, "iteration-cdf",
+                     "no iterations table rows ([trace] detail = summary)", NULL, error);
 }
 
 /* Mean compute / comm / wait per worker iteration, a stacked bar per run.
@@ -1200,18 +1204,10 @@ plot_breakdown (Plot *p, GError **error)
       maxlabel = MAX (maxlabel,
                       (int) g_utf8_strlen (g_ptr_array_index (l.titles, l.titles->len - 1), -1));
     }
-  gboolean ok = rc >= 0;
-  if (ok && l.titles->len == 0)
-    skipped ("breakdown", "no iterations table rows ([trace] detail = summary)");
-  else if (ok)
-    {
-      g_autoptr (GString) v = lines_vars (&l, "nruns");
-      gp_num (v, "maxlabel", maxlabel);
-      g_autofree char *out = out_path (p, "breakdown");
-      ok = draw (p, "breakdown.gp", v, out, error);
-    }
-  lines_end (&l);
-  return ok;
+  g_autoptr (GString) extra = g_string_new (NULL);
+  gp_num (extra, "maxlabel", maxlabel);
+  return lines_draw (p, &l, rc >= 0, "breakdown",
+                     "no iterations table rows ([trace] detail = summary)", extra, error);
 }
 
 /* Share of worker iterations at each staleness, per run. */
@@ -1240,17 +1236,8 @@ plot_staleness (Plot *p, GError **error)
         fprintf (l.f, "%" G_GINT64_FORMAT "\t%.17g\n", (gint64) sqlite3_column_int64 (pts, 0),
                  100.0 * (double) sqlite3_column_int64 (pts, 1) / count);
     }
-  gboolean ok = rc >= 0 && rc2 >= 0;
-  if (ok && l.titles->len == 0)
-    skipped ("staleness", "no iterations table rows ([trace] detail = summary)");
-  else if (ok)
-    {
-      g_autoptr (GString) v = lines_vars (&l, "nruns");
-      g_autofree char *out = out_path (p, "staleness");
-      ok = draw (p, "staleness.gp", v, out, error);
-    }
-  lines_end (&l);
-  return ok;
+  return lines_draw (p, &l, rc >= 0 && rc2 >= 0, "staleness",
+                     "no iterations table rows ([trace] detail = summary)", NULL, error);
 }
 
 /* Time to reach each run's threshold: its [scenario] target_loss when set
@@ -1296,24 +1283,16 @@ plot_time_to_target (Plot *p, GError **error)
       else
         fprintf (l.f, "%u\tnan\t1\n", l.titles->len);
     }
-  gboolean ok = rc >= 0;
   guint n = l.titles->len;
-  if (ok && n == 0)
-    skipped ("time-to-target", "no run has loss metrics (timing-only runs)");
-  else if (ok)
-    {
-      g_autofree char *thr_text
-        = !same ? g_strdup ("each run's target_loss, else the default threshold")
-          : n_default == (int) n
-          ? g_strdup_printf ("loss <= %.4g, the highest of the runs' lowest losses", first_thr)
-          : g_strdup_printf ("loss <= %.4g, [scenario] target_loss", first_thr);
-      g_autoptr (GString) v = lines_vars (&l, "nruns");
-      gp_str (v, "thr_text", thr_text);
-      g_autofree char *out = out_path (p, "time-to-target");
-      ok = draw (p, "time-to-target.gp", v, out, error);
-    }
-  lines_end (&l);
-  return ok;
+  g_autofree char *thr_text
+    = !same ? g_strdup ("each run's target_loss, else the default threshold")
+      : n_default == (int) n
+      ? g_strdup_printf ("loss <= %.4g, the highest of the runs' lowest losses", first_thr)
+      : g_strdup_printf ("loss <= %.4g, [scenario] target_loss", first_thr);
+  g_autoptr (GString) extra = g_string_new (NULL);
+  gp_str (extra, "thr_text", thr_text);
+  return lines_draw (p, &l, rc >= 0, "time-to-target",
+                     "no run has loss metrics (timing-only runs)", extra, error);
 }
 
 /* The run's name without its "cluster.workers=N" label, and without the
