@@ -162,6 +162,13 @@ sim_input_check_keyfile (const char *text, const char *file, const char *group_f
       if (!group || !eq)
         continue; /* GKeyFile reports these */
       g_autofree char *key = g_strstrip (g_strndup (line, eq - line));
+      /* keys and values end up in labels, tables and progress lines on a
+       * terminal: no escape sequence or tab inside them rides along */
+      g_autofree char *value = g_strstrip (g_strdup (eq + 1));
+      if (!sim_input_is_one_line (key) || !sim_input_is_one_line (value))
+        return fail (error, file, "[%s] %s: line %d holds a control character (a tab or an "
+                     "escape) inside its key or value; write it with printable characters only",
+                     group, key, lineno);
       if (strchr (key, '['))
         return fail (error, file, "[%s] %s: line %d: localised keys are not supported; "
                      "write the key without [...]", group, key, lineno);

@@ -27,8 +27,10 @@ G_BEGIN_DECLS
  * and the fix.  Free the result with g_free. */
 char *sim_input_read_text (const char *path, const char *what, GError **error);
 
-/* Scans the text of a GLib key file for a group or a key given twice and for
- * locale keys (`key[xx]`); `file` names it in the error, `group_fix` is the
+/* Scans the text of a GLib key file for a group or a key given twice, for
+ * locale keys (`key[xx]`) and for control characters inside a key or a
+ * value (a tab or an escape; whitespace around them is fine); `file` names
+ * it in the error, `group_fix` is the
  * advice for a repeated group.  Returns FALSE with a SIM_ERROR_INPUT error
  * naming the lines. */
 gboolean sim_input_check_keyfile (const char *text, const char *file, const char *group_fix,

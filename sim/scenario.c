@@ -868,16 +868,6 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
       g_auto (GStrv) ks = g_key_file_get_keys (kf, groups[g], NULL, NULL);
       for (int j = 0; ks[j]; j++)
         {
-          /* values end up in labels, tables and progress lines on a
-           * terminal: no escape sequence or tab rides along */
-          g_autofree char *value = g_key_file_get_value (kf, groups[g], ks[j], NULL);
-          if (value && !sim_input_is_one_line (value))
-            {
-              fail (error, path, NULL,
-                    "[%s] %s: the value holds a control character (a tab or an escape); "
-                    "write it with printable characters only", groups[g], ks[j]);
-              return NULL;
-            }
           if (strcmp (groups[g], "sweep") == 0)
             {
               if (!valid_sweep_key (ks[j]))

@@ -203,6 +203,12 @@ test_not_text (void)
   const char *want2[] = { "latin1.ini", "line 2", "UTF-8", NULL };
   const char *a2[] = { "check", "latin1.ini", NULL };
   refused (a2, want2);
+  /* an escape sequence in a catalog's value would reach `dtsim hardware`'s
+   * tables on a terminal */
+  g_autofree char *p3 = write_tmp ("esc-catalog.ini", "[device:x]\nflops = 1TFLOPS\033[2J\n", -1);
+  const char *want3[] = { "esc-catalog.ini", "[device:x] flops", "control character", NULL };
+  const char *a3[] = { "hardware", "esc-catalog.ini", NULL };
+  refused (a3, want3);
 }
 
 /* A FIFO, a device, a directory and a file over the size limit, as the
