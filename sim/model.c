@@ -534,7 +534,18 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
       return FALSE;
     }
   gsize P = m->ops->n_params (m);
-  gboolean ok = step_cost_check (c, m, file, error);
+  gboolean ok = TRUE;
+  if (m->n_layers > SIM_MAX_LAYERS)
+    {
+      /* the pipeline's exact balancing costs stages x layers^2 */
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] %s: %d layers%s, more than the %d a model may have; "
+                   "merge layers into fewer, larger ones", file, timing ? "workload" : "hidden",
+                   m->n_layers, timing ? "" : " (a linear layer and a ReLU per hidden width)",
+                   SIM_MAX_LAYERS);
+      ok = FALSE;
+    }
+  ok = ok && step_cost_check (c, m, file, error);
   if (ok && strcmp (c->policy, "pipeline") == 0)
     ok = pipeline_check (c, m, file, error);
   if (ok && c->servers > 1 && (gsize) c->servers > P)

@@ -190,6 +190,39 @@ test_sweep_at_limit (void)
   g_assert_cmpuint (configs->len, ==, SIM_MAX_SWEEP_POINTS);
 }
 
+/* A model of more layers than the limit (the pipeline's balancing costs
+ * stages x layers^2: 200,000 layers took minutes in check) is refused; one
+ * of exactly the limit is accepted, and a pipeline over it checks at once. */
+static void
+test_too_many_layers (void)
+{
+  for (int extra = 0; extra <= 1; extra++)
+    {
+      /* an MLP's layers: a linear layer and a ReLU per hidden width, then the
+       * output's linear layer and softmax */
+      int hidden = (SIM_MAX_LAYERS - 2) / 2 + extra;
+      GString *s = g_string_new ("[cluster]\nworkers = 8\n[policy]\nkind = pipeline\n"
+                                 "[model]\nkind = mlp\nhidden = 1");
+      for (int i = 1; i < hidden; i++)
+        g_string_append (s, ",1");
+      g_string_append_c (s, '\n');
+      g_autofree char *path = write_tmp ("deep.ini", s->str, -1);
+      g_string_free (s, TRUE);
+      const char *args[] = { "check", "deep.ini", NULL };
+      if (extra)
+        {
+          g_autofree char *limit = g_strdup_printf ("more than the %d", SIM_MAX_LAYERS);
+          const char *want[] = { "deep.ini", "[model] hidden", limit, NULL };
+          refused (args, want);
+        }
+      else
+        {
+          g_autofree char *out = NULL, *err = NULL;
+          g_assert_cmpint (test_run_dtsim_argv (tmpdir, &out, &err, args), ==, 0);
+        }
+    }
+}
+
 /* NUL bytes and text that is not UTF-8. */
 static void
 test_not_text (void)
@@ -368,6 +401,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/hostile/sweep/too-large", test_sweep_too_large);
   g_test_add_func ("/hostile/sweep/at-limit", test_sweep_at_limit);
+  g_test_add_func ("/hostile/model/too-many-layers", test_too_many_layers);
   g_test_add_func ("/hostile/file/not-text", test_not_text);
   g_test_add_func ("/hostile/file/not-regular", test_not_regular);
   g_test_add_func ("/hostile/data/fewer-images-than-workers", test_small_dataset);
