@@ -455,6 +455,26 @@ pipeline_memory_check (const SimConfig *c, const KernModel *m, const char *file,
   return ok;
 }
 
+/* All-reduce buckets (policies/allreduce.c: bucket_size bytes, at least one
+ * float each, from the end of the gradient): at most SIM_MAX_BUCKETS, each
+ * an all-reduce of its own and a trace row per iteration. */
+static gboolean
+bucket_check (const SimConfig *c, gsize P, const char *file, GError **error)
+{
+  if (strcmp (c->policy, "allreduce") != 0 || c->bucket_size <= 0)
+    return TRUE;
+  double per = MAX (1.0, floor (c->bucket_size / 4));
+  double n = ceil ((double) P / per);
+  if (n <= SIM_MAX_BUCKETS)
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "%s: [policy] bucket_size: %g bytes cut the %.4g-byte gradient into %.4g buckets, "
+               "more than the %d a run may have; use at least %.0f bytes (0 = one bucket)",
+               file, c->bucket_size, 4.0 * (double) P, n, SIM_MAX_BUCKETS,
+               4.0 * ceil ((double) P / SIM_MAX_BUCKETS));
+  return FALSE;
+}
+
 /* A step, an update and every layer must take a finite time: a tiny
  * efficiency or peak passes its bound and then divides to infinity. */
 static gboolean
@@ -545,7 +565,7 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
                    SIM_MAX_LAYERS);
       ok = FALSE;
     }
-  ok = ok && step_cost_check (c, m, file, error);
+  ok = ok && step_cost_check (c, m, file, error) && bucket_check (c, P, file, error);
   if (ok && strcmp (c->policy, "pipeline") == 0)
     ok = pipeline_check (c, m, file, error);
   if (ok && c->servers > 1 && (gsize) c->servers > P)

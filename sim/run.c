@@ -58,7 +58,27 @@ typedef struct {
   double diverged_at;    /* simulated seconds */
   gint64 diverged_step;
   double diverged_loss;
+  /* a compute time came out infinite: the run stops there */
+  gboolean bad_time;
+  double bad_factor;     /* the straggler factor that made it */
 } RunCtx;
+
+/* A compute time that is not finite (a straggler factor that overflowed,
+ * e.g. pareto with a tiny alpha) stops the run: simulated time cannot go
+ * on from infinity.  Returns the time, 0 in that case. */
+static double
+finite_time (RunCtx *r, double t, double factor)
+{
+  if (isfinite (t))
+    return t;
+  if (!r->bad_time)
+    {
+      r->bad_time = TRUE;
+      r->bad_factor = factor;
+      eng_stop (r->sim);
+    }
+  return 0;
+}
 
 static double
 compute_time (gpointer ctx, int worker, double host_seconds)
@@ -66,8 +86,8 @@ compute_time (gpointer ctx, int worker, double host_seconds)
   RunCtx *r = ctx;
   double f = sim_stragglers_next (r->strag, worker);
   if (r->c->measured && r->c->step_time < 0)
-    return host_seconds * r->c->measured_scale * f;
-  return r->cost.step * f;
+    return finite_time (r, host_seconds * r->c->measured_scale * f, f);
+  return finite_time (r, r->cost.step * f, f);
 }
 
 static double
@@ -76,8 +96,8 @@ scale_time (gpointer ctx, int worker, double seconds, double host_seconds)
   RunCtx *r = ctx;
   double f = sim_stragglers_next (r->strag, worker);
   if (r->c->measured && r->c->step_time < 0)
-    return host_seconds * r->c->measured_scale * f;
-  return seconds * f;
+    return finite_time (r, host_seconds * r->c->measured_scale * f, f);
+  return finite_time (r, seconds * f, f);
 }
 
 static double
@@ -354,7 +374,15 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
                   : res.rounds >= c->iterations ? "iterations"
                   : "time_limit";
       r.ops->free (pol);
-      if (r.diverged)
+      if (r.bad_time)
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [stragglers] model: a straggler factor of %g made a compute step "
+                       "take infinite time; choose parameters whose factors stay finite (e.g. a "
+                       "larger pareto alpha or a smaller mean)", c->file, r.bad_factor);
+          ok = FALSE;
+        }
+      else if (r.diverged)
         {
           /* NaN or infinite losses are no result: the learning rate (or
            * warm-up) is too large for this model and data */

@@ -31,6 +31,8 @@ typedef enum {
 #define SIM_MAX_SWEEP_POINTS 10000
 /* The most layers a model may have (MLP or layer table). */
 #define SIM_MAX_LAYERS 1024
+/* The most gradient buckets of an all-reduce run ([policy] bucket_size). */
+#define SIM_MAX_BUCKETS 65536
 /* The most host memory (bytes) the real math of one run may need: its
  * models, gradients, optimizer states, activations and data set. */
 #define SIM_MAX_HOST_BYTES (16.0 * 1024 * 1024 * 1024)

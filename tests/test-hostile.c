@@ -92,6 +92,10 @@ static const Case cases[] = {
     "control character", FALSE },
   { "tab-in-sweep", "[sweep]\nscenario.seed = 1,\t2\n", NULL, "[sweep] scenario.seed",
     "control character", FALSE },
+  /* 1e15 parameters in buckets of one byte: 10^15 buckets were allocated */
+  { "too-many-buckets", "[model]\nkind = timing\nparams = 1e15\nflops = 1\n[kernels]\n"
+    "backend = none\n[policy]\nkind = allreduce\nbucket_size = 1\n", NULL,
+    "[policy] bucket_size", "65536", FALSE },
   { "locale-key", "[cluster]\nworkers = 4\nworkers[fr] = 8\n", NULL, "[cluster] workers[fr]",
     "localised", FALSE },
   { "momentum-one", "[model]\noptimizer = momentum\nmomentum = 1\n", NULL, "[model] momentum",
@@ -388,6 +392,24 @@ test_fuzz_reproducers (void)
   g_assert_cmpint (seen, >=, 6);
 }
 
+/* A straggler factor that overflows to infinity (pareto with a tiny alpha)
+ * passes check, since it is drawn while running, and stops the run with one
+ * line naming [stragglers] instead of an SQLite NOT NULL error. */
+static void
+test_infinite_straggler (void)
+{
+  g_autofree char *p = write_tmp ("pareto.ini", "[stragglers]\nmodel = pareto\n"
+                                  "alpha = 1e-300\n", -1);
+  g_autofree char *out = NULL, *err = NULL;
+  const char *check[] = { "check", "pareto.ini", NULL };
+  g_assert_cmpint (test_run_dtsim_argv (tmpdir, &out, &err, check), ==, 0);
+  const char *run[] = { "run", "pareto.ini", "-o", "pareto.db", NULL };
+  const char *want[] = { "pareto.ini: [stragglers] model", "infinite time", NULL };
+  refused (run, want);
+  g_autofree char *db = tmp ("pareto.db");
+  g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -406,6 +428,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/file/not-regular", test_not_regular);
   g_test_add_func ("/hostile/data/fewer-images-than-workers", test_small_dataset);
   g_test_add_func ("/hostile/run/diverging-lr", test_diverging_lr);
+  g_test_add_func ("/hostile/run/infinite-straggler", test_infinite_straggler);
   g_test_add_func ("/hostile/fuzz/reproducers", test_fuzz_reproducers);
   int r = g_test_run ();
   test_remove_tree (tmpdir);
