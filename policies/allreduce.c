@@ -258,10 +258,12 @@ ar_create (const PolEnv *env, GError **error)
   ar->hosts = g_new (int, W);
   for (int w = 0; w < W; w++)
     ar->hosts[w] = w;
-  ar->params = g_new0 (float, P);
   ar->step_time = g_new0 (double, W);
+  /* the parameters only where the math runs: a timing-only model may be of
+   * any size */
   if (env->model)
     {
+      ar->params = g_new0 (float, P);
       env->model->ops->init (env->model, ar->params, env->seed);
       ar->grad = g_new (float *, W);
       for (int w = 0; w < W; w++)

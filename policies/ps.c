@@ -634,9 +634,13 @@ ps_create (const PolEnv *env, GError **error)
   if (!ps->kofn)
     ps->env.wait_for = 0;
   ps->next_eval = 0;
-  ps->global = g_new0 (float, P);
+  /* the parameters only where the math runs: a timing-only model may be of
+   * any size (its messages carry sizes, not floats) */
   if (env->model)
-    env->model->ops->init (env->model, ps->global, env->seed);
+    {
+      ps->global = g_new0 (float, P);
+      env->model->ops->init (env->model, ps->global, env->seed);
+    }
   ps->grad_shards = g_new0 (gint64, W);
   ps->live = g_hash_table_new_full (g_direct_hash, g_direct_equal, msg_free, NULL);
 

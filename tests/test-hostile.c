@@ -410,6 +410,29 @@ test_infinite_straggler (void)
   g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
 }
 
+/* A timing-only model of 10^12 parameters (4 TB of floats) runs under every
+ * data-parallel policy: without the math no parameter vector is held (the
+ * policies allocated one and aborted). */
+static void
+test_huge_timing_model (void)
+{
+  static const char *const policies[] = { "ps", "allreduce", "local-sgd" };
+  for (gsize i = 0; i < G_N_ELEMENTS (policies); i++)
+    {
+      g_autofree char *text = g_strdup_printf ("[model]\nkind = timing\nparams = 1e12\n"
+                                               "flops = 1\n[kernels]\nbackend = none\n"
+                                               "[policy]\nkind = %s\nbucket_size = 0\n"
+                                               "[scenario]\niterations = 2\n", policies[i]);
+      g_autofree char *p = write_tmp ("huge.ini", text, -1);
+      g_autofree char *out = NULL, *err = NULL;
+      const char *args[] = { "run", "huge.ini", "-o", "huge.db", "--quiet", NULL };
+      g_assert_cmpint (test_run_dtsim_argv (tmpdir, &out, &err, args), ==, 0);
+      g_autofree char *db = tmp ("huge.db");
+      g_assert_cmpfloat (test_query_number (db, "SELECT updates FROM runs"), >, 0);
+      g_unlink (db);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -429,6 +452,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/data/fewer-images-than-workers", test_small_dataset);
   g_test_add_func ("/hostile/run/diverging-lr", test_diverging_lr);
   g_test_add_func ("/hostile/run/infinite-straggler", test_infinite_straggler);
+  g_test_add_func ("/hostile/run/huge-timing-model", test_huge_timing_model);
   g_test_add_func ("/hostile/fuzz/reproducers", test_fuzz_reproducers);
   int r = g_test_run ();
   test_remove_tree (tmpdir);
