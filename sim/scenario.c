@@ -714,7 +714,7 @@ check_paths (const SimConfig *c, const char *file, gboolean db_trusted, GError *
                     && parts[1] != NULL;
   for (int i = 1; inside && parts[i]; i++)
     inside = strcmp (parts[i], "..") != 0 && strcmp (parts[i], ".") != 0 && parts[i][0] != '\0';
-  if (!inside || !sim_input_is_one_line (c->db))
+  if (!inside)
     return fail (error, file, find_key ("trace", "db"),
                  "'%s' is outside results/; a scenario file may only name a database "
                  "inside results/ (e.g. results/out.db): give other paths with -o", c->db);

@@ -24,9 +24,9 @@ typedef enum {
   SIM_ERROR_RUNTIME  /* failure while running (I/O, SQLite): exit code 1 */
 } SimErrorCode;
 
-/* The most hosts (workers + servers) a run may have, and the most points a
- * sweep may expand to (docs/security.md): what `dtsim check` accepts within
- * them, `dtsim run` runs on a machine of 8 GiB. */
+/* Limits on what one scenario may ask for (docs/security.md gives the
+ * measurements behind them): the hosts the policy places on the network
+ * (workers, and servers where it has them), and the points of a sweep. */
 #define SIM_MAX_HOSTS 8192
 #define SIM_MAX_SWEEP_POINTS 10000
 /* The most layers a model may have (MLP or layer table). */
