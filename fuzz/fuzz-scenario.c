@@ -19,77 +19,22 @@
  * lines are plain scenarios.
  *
  * Built by `make fuzz` with clang and -fsanitize=fuzzer,address,undefined
- * (docs/security.md, "Fuzzing the scenario loader").
+ * (docs/fuzzing.md).
  */
-#include <errno.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <glib.h>
-
+#include "fuzz/fuzz-common.h"
 #include "sim/scenario.h"
 
+#define TARGET "fuzz-scenario"
 #define FUZZ_MAX_SETS 8
 #define FUZZ_SET_PREFIX "--set "
-
-/* Path of this process's scenario file, rewritten for every input. */
-static char *fuzz_path;
-
-static void
-fuzz_remove_file (void)
-{
-  if (fuzz_path)
-    unlink (fuzz_path);
-  g_free (fuzz_path);
-  fuzz_path = NULL;
-}
-
-/* GLib's own fatal path raises SIGTRAP, which libFuzzer does not catch:
- * warnings, criticals and errors abort() here instead, so the fuzzer reports
- * them as crashes with a stack and keeps the input. */
-static void
-fuzz_log_handler (const char *domain, GLogLevelFlags level, const char *message,
-                  gpointer data)
-{
-  g_log_default_handler (domain, level, message, data);
-  if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
-    abort ();
-}
 
 /* Called once by libFuzzer before the first input. */
 int
 LLVMFuzzerInitialize (int *argc, char ***argv)
 {
-  /* the loader never runs BLAS, but keep OpenBLAS from starting threads */
-  setenv ("OPENBLAS_NUM_THREADS", "1", 1);
-  /* a g_return_if_fail() tripped by a scenario is a bug: make it a crash */
-  g_log_set_default_handler (fuzz_log_handler, NULL);
-
-  GError *error = NULL;
-  int fd = g_file_open_tmp ("fuzz-scenario-XXXXXX.ini", &fuzz_path, &error);
-  if (fd < 0)
-    {
-      fprintf (stderr, "fuzz-scenario: cannot create a temporary file: %s\n", error->message);
-      abort ();
-    }
-  close (fd);
-  atexit (fuzz_remove_file);
+  fuzz_init_glib ();
+  fuzz_tmp_create (TARGET, "fuzz-scenario-XXXXXX.ini");
   return 0;
-}
-
-/* Writes size bytes of data to fuzz_path, replacing what it held. */
-static void
-fuzz_write (const uint8_t *data, size_t size)
-{
-  FILE *f = fopen (fuzz_path, "wb");
-  if (!f || (size > 0 && fwrite (data, 1, size, f) != size) || fclose (f) != 0)
-    {
-      fprintf (stderr, "fuzz-scenario: cannot write %s: %s\n", fuzz_path, g_strerror (errno));
-      abort ();
-    }
 }
 
 int
@@ -111,7 +56,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       pos += plen + len + (nl ? 1 : 0);
     }
 
-  fuzz_write (data + pos, size - pos);
+  fuzz_tmp_write (TARGET, data + pos, size - pos);
 
   GError *error = NULL;
   GPtrArray *configs = sim_scenario_load (fuzz_path, (const char *const *) sets, &error);

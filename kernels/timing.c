@@ -191,6 +191,24 @@ timing_parse_count (const char *table, int line, const char *what,
   return TRUE;
 }
 
+/* Refuses a control character other than a tab in `s` (a layer line, or
+ * the value of "# input"): names and fields end up in messages and tables on
+ * a terminal, so an escape or a carriage return inside a line is an error
+ * that names the character instead of quoting the field. */
+static gboolean
+timing_check_printable (const char *table, int line, const char *s, GError **error)
+{
+  for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+    if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+      {
+        g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                     "%s line %d: control character 0x%02x; a layer table is printable "
+                     "text, its fields separated by spaces or tabs", table, line, *p);
+        return FALSE;
+      }
+  return TRUE;
+}
+
 /* If `text` (a line after its '#') is the directive "input N", stores N in
  * *input and returns TRUE; other comments return FALSE.  Sets `error` (and
  * returns TRUE) when the directive is malformed. */
@@ -218,7 +236,8 @@ timing_parse_directive (const char *table, int line, const char *text,
                    table, line, n - 1);
       return TRUE;
     }
-  timing_parse_number (table, line, "input", w[1], input, error);
+  if (timing_check_printable (table, line, w[1], error))
+    timing_parse_number (table, line, "input", w[1], input, error);
   return TRUE;
 }
 
@@ -269,6 +288,8 @@ kern_timing_parse (const char *name, const char *text, GError **error)
       char *hash = strchr (line, '#');      /* trailing comment */
       if (hash != NULL)
         *hash = '\0';
+      if (!timing_check_printable (table, lineno, line, error))
+        return NULL;
       g_auto (GStrv) words = g_strsplit_set (line, " \t", -1);
       const char *f[TIMING_FIELDS];
       int n = 0;

@@ -290,7 +290,9 @@ sim_catalog_load (const char *path, GError **error)
     return NULL;
   if (!g_key_file_load_from_data (kf, text, size, G_KEY_FILE_NONE, &local))
     {
-      fail (error, file, NULL, "cannot read hardware catalog: %s", local->message);
+      /* GKeyFile quotes the line it cannot parse, blanks around it too */
+      g_autofree char *why = sim_input_printable (local->message);
+      fail (error, file, NULL, "cannot read hardware catalog: %s", why);
       return NULL;
     }
   SimCatalog *c = g_new0 (SimCatalog, 1);

@@ -132,6 +132,27 @@ sim_input_is_one_line (const char *s)
   return TRUE;
 }
 
+char *
+sim_input_printable (const char *s)
+{
+  GString *out = g_string_sized_new (strlen (s));
+  for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+    switch (*p)
+      {
+      case '\t': g_string_append (out, "\\t"); break;
+      case '\n': g_string_append (out, "\\n"); break;
+      case '\r': g_string_append (out, "\\r"); break;
+      case '\f': g_string_append (out, "\\f"); break;
+      case '\v': g_string_append (out, "\\v"); break;
+      default:
+        if (*p < 0x20 || *p == 0x7f)
+          g_string_append_printf (out, "\\x%02x", *p);
+        else
+          g_string_append_c (out, (char) *p);
+      }
+  return g_string_free (out, FALSE);
+}
+
 gboolean
 sim_input_check_keyfile (const char *text, const char *file, const char *group_fix,
                          GError **error)
@@ -147,7 +168,17 @@ sim_input_check_keyfile (const char *text, const char *file, const char *group_f
       int lineno = i + 1;
       if (n == 0 || line[0] == '#')
         continue;
-      if (line[0] == '[' && line[n - 1] == ']')
+      const char *eq = strchr (line, '=');
+      gboolean is_group = line[0] == '[' && line[n - 1] == ']';
+      /* a group name ends up in messages and tables, and a line that is
+       * neither a group nor a key = value pair ends up in GKeyFile's error:
+       * either holding a control character is refused here, with a message
+       * that names the line without quoting it (the blanks GKeyFile quotes
+       * around a line are made visible by sim_input_printable) */
+      if ((is_group || !group || !eq) && !sim_input_is_one_line (line))
+        return fail (error, file, "line %d holds a control character (a tab or an escape); "
+                     "write it with printable characters only", lineno);
+      if (is_group)
         {
           g_free (group);
           group = g_strndup (line + 1, n - 2);
@@ -158,14 +189,18 @@ sim_input_check_keyfile (const char *text, const char *file, const char *group_f
           g_hash_table_insert (groups, g_strdup (group), GINT_TO_POINTER (lineno));
           continue;
         }
-      const char *eq = strchr (line, '=');
       if (!group || !eq)
         continue; /* GKeyFile reports these */
       g_autofree char *key = g_strstrip (g_strndup (line, eq - line));
       /* keys and values end up in labels, tables and progress lines on a
-       * terminal: no escape sequence or tab inside them rides along */
+       * terminal: no escape sequence or tab inside them rides along (nor
+       * into this message: a key holding one is not quoted) */
       g_autofree char *value = g_strstrip (g_strdup (eq + 1));
-      if (!sim_input_is_one_line (key) || !sim_input_is_one_line (value))
+      if (!sim_input_is_one_line (key))
+        return fail (error, file, "[%s]: line %d holds a control character (a tab or an "
+                     "escape) inside its key; write it with printable characters only",
+                     group, lineno);
+      if (!sim_input_is_one_line (value))
         return fail (error, file, "[%s] %s: line %d holds a control character (a tab or an "
                      "escape) inside its key or value; write it with printable characters only",
                      group, key, lineno);

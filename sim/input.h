@@ -28,8 +28,9 @@ G_BEGIN_DECLS
 char *sim_input_read_text (const char *path, const char *what, GError **error);
 
 /* Scans the text of a GLib key file for a group or a key given twice, for
- * locale keys (`key[xx]`) and for control characters inside a key or a
- * value (a tab or an escape; whitespace around them is fine); `file` names
+ * locale keys (`key[xx]`) and for control characters inside a key, a
+ * value, a group name or any other line but a comment (a tab or an escape;
+ * whitespace around a key or a value is fine); `file` names
  * it in the error, `group_fix` is the
  * advice for a repeated group.  Returns FALSE with a SIM_ERROR_INPUT error
  * naming the lines. */
@@ -38,6 +39,11 @@ gboolean sim_input_check_keyfile (const char *text, const char *file, const char
 
 /* TRUE when `s` holds no control character (below 0x20, or 0x7f). */
 gboolean sim_input_is_one_line (const char *s);
+
+/* A copy of `s` with every control character written as a C escape (\t,
+ * \r, \x1b...), for quoting a message of a library (GKeyFile) that may
+ * hold a piece of an input in one line of ours.  Free with g_free. */
+char *sim_input_printable (const char *s);
 
 G_END_DECLS
 

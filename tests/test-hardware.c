@@ -456,6 +456,49 @@ test_bad_missing_file (void)
   g_assert_cmpstr (error->message, ==, want);
 }
 
+/* Reproducers of fuzz/fuzz-catalog's findings (tests/data/fuzz/, listed in
+ * docs/fuzzing.md): each is refused with one line of printable text holding
+ * `what`. */
+typedef struct {
+  const char *file;     /* under tests/data/fuzz/ */
+  const char *what;     /* substring of the message */
+} FuzzCase;
+
+static const FuzzCase fuzz_cases[] = {
+  /* a DEL in a key was quoted in the message */
+  { "catalog-control-in-key.ini",
+    ": [link:y]: line 3 holds a control character (a tab or an escape) inside its key; "
+    "write it with printable characters only" },
+  /* GKeyFile quoted the line it could not parse, escape sequence and all: the
+   * error set the terminal's title */
+  { "catalog-escape-line.ini",
+    ": line 3 holds a control character (a tab or an escape); write it with printable "
+    "characters only" },
+  /* and the tab before a line it could not parse (GKeyFile's own words
+   * after ours may be translated: only the quoted line is asserted) */
+  { "catalog-blank-control-line.ini", ": cannot read hardware catalog: " },
+  { "catalog-blank-control-line.ini", "\\tflops 1TFLOPS" },
+  /* and the form feeds after a group, which GKeyFile does not strip */
+  { "catalog-formfeed-group.ini", ": cannot read hardware catalog: " },
+  { "catalog-formfeed-group.ini", "[link:y]\\f\\f" },
+};
+
+static void
+test_fuzz (gconstpointer data)
+{
+  const FuzzCase *fc = data;
+  g_autofree char *path = g_build_filename (srcdir (), "tests", "data", "fuzz", fc->file, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SimCatalog) c = sim_catalog_load (path, &error);
+  g_assert_null (c);
+  g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+  g_assert_true (g_str_has_prefix (error->message, path));
+  assert_contains (error->message, fc->what);
+  for (const char *p = error->message; *p; p++)
+    if ((unsigned char) *p < 0x20 || *p == 0x7f)
+      g_error ("control character 0x%02x in \"%s\"", *p, error->message);
+}
+
 /* A small valid catalog: optional keys may be left out, units may vary. */
 static void
 test_good_small (void)
@@ -562,6 +605,12 @@ main (int argc, char **argv)
       g_test_add_data_func (name, &bad_cases[i], test_bad);
     }
   g_test_add_func ("/hardware/bad/missing-file", test_bad_missing_file);
+  for (gsize i = 0; i < G_N_ELEMENTS (fuzz_cases); i++)
+    {
+      g_autofree char *name = g_strdup_printf ("/hardware/fuzz/%s/%" G_GSIZE_FORMAT,
+                                               fuzz_cases[i].file, i);
+      g_test_add_data_func (name, &fuzz_cases[i], test_fuzz);
+    }
   g_test_add_func ("/hardware/cli/builtin", test_cli_builtin);
   g_test_add_func ("/hardware/cli/file", test_cli_file);
 

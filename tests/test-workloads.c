@@ -345,6 +345,38 @@ test_parse_error (gconstpointer data)
     g_error ("message \"%s\" lacks \"%s\"", error->message, b->expect);
 }
 
+/* Reproducers of fuzz/fuzz-workload's findings (tests/data/fuzz/, listed in
+ * docs/fuzzing.md): each is refused with exactly `expect`, one line of
+ * printable text. */
+static const BadTable fuzz_tables[] = {
+  /* carriage returns inside a field were quoted in the message */
+  { "workload-cr-in-field.txt", NULL, KERN_TIMING_ERROR_PARSE,
+    "workload-cr-in-field.txt line 2: control character 0x0d; a layer table is printable "
+    "text, its fields separated by spaces or tabs" },
+  /* so was an escape sequence in the value of "# input" */
+  { "workload-escape-input.txt", NULL, KERN_TIMING_ERROR_PARSE,
+    "workload-escape-input.txt line 1: control character 0x1b; a layer table is printable "
+    "text, its fields separated by spaces or tabs" },
+};
+
+static void
+test_parse_fuzz (gconstpointer data)
+{
+  const BadTable *b = data;
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  if (src == NULL)
+    src = DTSIM_SRCDIR;
+  g_autofree char *path = g_build_filename (src, "tests", "data", "fuzz", b->path, NULL);
+  g_autofree char *text = NULL;
+  g_autoptr (GError) error = NULL;
+  g_file_get_contents (path, &text, NULL, &error);
+  g_assert_no_error (error);
+  KernModel *m = kern_timing_parse (b->path, text, &error);
+  g_assert_null (m);
+  g_assert_error (error, KERN_TIMING_ERROR, b->code);
+  g_assert_cmpstr (error->message, ==, b->expect);
+}
+
 /* --- kern_timing_new ------------------------------------------------------- */
 
 static void
@@ -400,6 +432,11 @@ main (int argc, char **argv)
     {
       g_autofree char *p = g_strdup_printf ("/workloads/parse/error/%s", bad_tables[i].path);
       g_test_add_data_func (p, &bad_tables[i], test_parse_error);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (fuzz_tables); i++)
+    {
+      g_autofree char *p = g_strdup_printf ("/workloads/parse/fuzz/%s", fuzz_tables[i].path);
+      g_test_add_data_func (p, &fuzz_tables[i], test_parse_fuzz);
     }
   g_test_add_func ("/workloads/new/split", test_new_split);
   return g_test_run ();
