@@ -25,6 +25,7 @@
 #include "policies/policy.h"
 #include "sim/cluster.h"
 #include "sim/hardware.h"
+#include "sim/input.h"
 #include "sim/model.h"
 #include "sim/plot.h"
 #include "sim/run.h"
@@ -47,19 +48,8 @@ static const char usage[] =
 static int
 die (GError *error, int code)
 {
-  GString *line = g_string_new (NULL);
-  for (const char *p = error->message; *p; p++)
-    {
-      if ((unsigned char) *p < 0x20 || *p == 0x7f)
-        {
-          g_autofree char *esc = g_strescape ((char[]) { *p, 0 }, NULL);
-          g_string_append (line, esc);
-        }
-      else
-        g_string_append_c (line, *p);
-    }
-  fprintf (stderr, "dtsim: %s\n", line->str);
-  g_string_free (line, TRUE);
+  g_autofree char *line = sim_input_printable (error->message);
+  fprintf (stderr, "dtsim: %s\n", line);
   g_error_free (error);
   return code;
 }

@@ -842,7 +842,9 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
     return NULL;
   if (!g_key_file_load_from_data (kf, text, strlen (text), G_KEY_FILE_NONE, &local))
     {
-      fail (error, path, NULL, "cannot read scenario: %s", local->message);
+      /* GLib quotes the offending line, control characters and all */
+      g_autofree char *why = sim_input_printable (local->message);
+      fail (error, path, NULL, "cannot read scenario: %s", why);
       return NULL;
     }
   /* the database path is the user's own choice when it comes from --set */

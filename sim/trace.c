@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sim/input.h"
 #include "sim/trace.h"
 
 enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, ST_BUCKET, ST_FAILURE, ST_STAGE, N_ST };
@@ -290,19 +291,6 @@ cleanup_disarm (int slot)
     __atomic_store_n (&cleanup[slot].armed, 0, __ATOMIC_RELEASE);
 }
 
-/* `path` for a one-line message: control characters escaped. */
-static char *
-printable (const char *path)
-{
-  GString *s = g_string_new (NULL);
-  for (const unsigned char *p = (const unsigned char *) path; *p; p++)
-    if (*p < 0x20 || *p == 0x7f)
-      g_string_append_printf (s, "\\x%02x", *p);
-    else
-      g_string_append_c (s, (char) *p);
-  return g_string_free (s, FALSE);
-}
-
 /* Why the file at `path` is not a dtsim trace that may be replaced, with the
  * fix; NULL when it is one or when nothing is there.  Never blocks: the file
  * is examined with lstat() first and only a regular file is opened, with
@@ -326,7 +314,7 @@ target_problem (const char *path)
   if (S_ISDIR (st.st_mode))
     {
       g_autofree char *inside = g_build_filename (path, "NAME.db", NULL);
-      g_autofree char *shown = printable (inside);
+      g_autofree char *shown = sim_input_printable (inside);
       return g_strdup_printf ("is a directory; give a file path inside it, e.g. %s", shown);
     }
   if (!S_ISREG (st.st_mode))
@@ -391,7 +379,7 @@ sim_trace_check_target (const char *path, const char *what, GError **error)
   g_autofree char *why = target_problem (path);
   if (!why)
     return TRUE;
-  g_autofree char *shown = printable (path);
+  g_autofree char *shown = sim_input_printable (path);
   g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s '%s': %s", what, shown, why);
   return FALSE;
 }
@@ -416,7 +404,7 @@ sim_trace_open (const char *path, GError **error)
   pthread_sigmask (SIG_SETMASK, &old, NULL);
   if (fd < 0)
     {
-      g_autofree char *shown = printable (path);
+      g_autofree char *shown = sim_input_printable (path);
       g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
                    "%s: cannot create the new trace beside it: %s; choose a folder you can"
                    " write to", shown, g_strerror (err));
@@ -507,10 +495,10 @@ sim_trace_close (SimTrace *t, GError **error)
     }
   /* the target may have changed since it was checked: replace only a trace */
   g_autofree char *why = target_problem (t->path);
-  g_autofree char *shown = printable (t->path);
+  g_autofree char *shown = sim_input_printable (t->path);
   if (why)
     {
-      g_autofree char *tmp = printable (t->tmp_path);
+      g_autofree char *tmp = sim_input_printable (t->tmp_path);
       g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
                    "%s: changed during the run and now %s; the new trace is kept in %s",
                    shown, why, tmp);
