@@ -30,6 +30,7 @@
 #include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
+#include "sim/trace.h"
 
 static const char usage[] =
   "usage:\n"
@@ -235,8 +236,8 @@ main (int argc, char **argv)
   const char *cmd = argv[1];
   if (strcmp (cmd, "--version") == 0 || strcmp (cmd, "version") == 0)
     {
-      printf ("dtsim %s (trace schema 1, CUDA devices: %d)\n", PACKAGE_VERSION,
-              kern_cuda_device_count ());
+      printf ("dtsim %s (trace schema %d, CUDA devices: %d)\n", PACKAGE_VERSION,
+              SIM_TRACE_SCHEMA_VERSION, kern_cuda_device_count ());
       return 0;
     }
   if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "help") == 0 || strcmp (cmd, "-h") == 0)

@@ -921,6 +921,19 @@ test_plot (void)
   g_assert_nonnull (strstr (e4, "nothing.db"));
 }
 
+/* --version names the schema the databases it writes carry. */
+static void
+test_version (void)
+{
+  g_autofree char *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "--version", NULL), ==, 0);
+  g_autofree char *want = g_strdup_printf ("(trace schema %d,", SIM_TRACE_SCHEMA_VERSION);
+  g_assert_nonnull (strstr (o, want));
+  g_autofree char *ini = data ("small.ini"), *db = tmp ("version.db");
+  g_assert_cmpint (dtsim (&o2, &e2, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
+  g_assert_cmpint (count (db, "PRAGMA user_version"), ==, SIM_TRACE_SCHEMA_VERSION);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -958,6 +971,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/plot/figures", test_plot);
   g_test_add_func ("/cli/docs/keys", test_keys_documented);
   g_test_add_func ("/cli/golden/small", test_golden);
+  g_test_add_func ("/cli/version", test_version);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
   g_free (tmpdir);
