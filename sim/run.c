@@ -1,5 +1,5 @@
 /*
- * run.c — assembly of a simulation from its configuration, and `dtsim run`.
+ * run.c — one run assembled from its configuration, and `dtsim run`.
  *
  * One run is: an engine; the network the [network] keys describe, with the
  * hosts the policy asks for; the data and the model; the device model (the
@@ -9,25 +9,15 @@
  * policy stops it (iterations done or target loss reached) or the time limit.
  * Every callback of the policy is forwarded to the trace.
  *
- * A sweep runs its points in parallel (--jobs): each point is assembled and
- * run in a pool thread with its own engine, network, data, model and policy,
- * writing its rows to a trace buffer (sim/trace.c) whose chunks go through a
- * GAsyncQueue to the calling thread, the only one that touches SQLite.  Run
- * ids are assigned in point order when a point is started, so the database
- * holds the same rows whatever the number of threads (rows of different runs
- * may interleave in rowid order; each run's rows keep their order).
+ * `dtsim run` loads the scenario, checks the output path, runs the points
+ * (sim/sweep.c), puts the database in place and prints the report
+ * (sim/report.c).
  */
 #include "config.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <glib/gstdio.h>
-
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-#include <cblas.h>
-#endif
 
 #include "engine/engine.h"
 #include "kernels/kernels.h"
@@ -36,7 +26,9 @@
 #include "kernels/backend.h"
 #include "sim/cluster.h"
 #include "sim/model.h"
+#include "sim/report.h"
 #include "sim/stragglers.h"
+#include "sim/sweep.h"
 
 typedef struct {
   const SimConfig *c;
@@ -46,11 +38,6 @@ typedef struct {
   SimStragglers *strag;
   NetNetwork *net;
   const PolPolicyOps *ops;
-  /* progress on a terminal */
-  gboolean progress;
-  const char *label;
-  gint64 last_progress_us;
-  gint64 calls;
   SimStepCost cost;
   EngSim *sim;
   /* the first evaluation whose loss was not finite: the run stops there */
@@ -205,20 +192,6 @@ rec_progress (gpointer ctx, double t, gint64 done, gint64 total)
   RunCtx *r = ctx;
   if (r->extra && r->extra->progress)
     r->extra->progress (r->extra->ctx, t, done, total);
-  if (!r->progress || (++r->calls & 63) != 0)
-    return;
-  gint64 now = g_get_monotonic_time ();
-  if (now - r->last_progress_us < 200000)
-    return;
-  r->last_progress_us = now;
-  int width = 30, fill = (int) (width * (double) done / (double) MAX (total, 1));
-  char bar[64];
-  memset (bar, '#', fill);
-  memset (bar + fill, '.', width - fill);
-  bar[width] = '\0';
-  fprintf (stderr, "\r%s [%s] %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " updates, sim %.4g s ",
-           r->label, bar, done, total, t);
-  fflush (stderr);
 }
 
 static void
@@ -233,12 +206,10 @@ on_transfer (gpointer ctx, const NetTransfer *t)
 
 gboolean
 sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
-                const PolRecorder *extra, const char *label, gboolean progress,
-                SimRunSummary *out, GError **error)
+                const PolRecorder *extra, SimRunSummary *out, GError **error)
 {
   gint64 t0 = g_get_monotonic_time ();
-  RunCtx r = { .c = c, .trace = trace, .run = run, .extra = extra,
-               .progress = progress, .label = label ? label : "" };
+  RunCtx r = { .c = c, .trace = trace, .run = run, .extra = extra };
   r.ops = pol_lookup (c->policy);
   g_assert (r.ops); /* validated by the scenario loader */
 
@@ -394,8 +365,6 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
           ok = FALSE;
         }
     }
-  if (progress)
-    fprintf (stderr, "\r\033[K");
 done:
   g_free (ready);
   g_free (failures);
@@ -413,403 +382,6 @@ done:
   eng_sim_free (sim);
   out->wall_time = (double) (g_get_monotonic_time () - t0) / 1e6;
   return ok;
-}
-
-static void
-json_number (GString *s, const char *key, double v)
-{
-  if (isnan (v) || isinf (v))
-    g_string_append_printf (s, "\"%s\": null", key);
-  else
-    g_string_append_printf (s, "\"%s\": %.17g", key, v);
-}
-
-static char *
-json_escape (const char *in)
-{
-  GString *s = g_string_new (NULL);
-  for (const char *p = in; *p; p++)
-    {
-      if (*p == '"' || *p == '\\')
-        g_string_append_printf (s, "\\%c", *p);
-      else if ((unsigned char) *p < 0x20)
-        g_string_append_printf (s, "\\u%04x", *p);
-      else
-        g_string_append_c (s, *p);
-    }
-  return g_string_free (s, FALSE);
-}
-
-static void
-json_run (GString *s, const SimConfig *c, const SimRunSummary *r)
-{
-  g_autofree char *name = json_escape (c->name);
-  g_string_append_printf (s, "\"name\": \"%s\", ", name);
-  json_number (s, "sim_time", r->sim_time);
-  g_string_append_printf (s, ", \"iterations\": %" G_GINT64_FORMAT ", \"updates\": %"
-                          G_GINT64_FORMAT ", ", r->iterations, r->updates);
-  json_number (s, "final_loss", r->final_loss);
-  g_string_append (s, ", ");
-  json_number (s, "final_accuracy", r->final_accuracy);
-  g_string_append_printf (s, ", \"events\": %" G_GUINT64_FORMAT ", ", r->events);
-  json_number (s, "wall_time", r->wall_time);
-  double tot = r->compute + r->comm + r->wait;
-  g_string_append (s, ", ");
-  json_number (s, "compute_share", tot > 0 ? r->compute / tot : NAN);
-  g_string_append (s, ", ");
-  json_number (s, "comm_share", tot > 0 ? r->comm / tot : NAN);
-  g_string_append (s, ", ");
-  json_number (s, "wait_share", tot > 0 ? r->wait / tot : NAN);
-  g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
-}
-
-/* The swept labels of c other than cluster.workers, joined: runs with the
- * same text differ only in their number of workers. */
-static char *
-scaling_group (const SimConfig *c, gboolean *has_workers)
-{
-  GString *g = g_string_new (NULL);
-  for (guint i = 0; i < c->swept->len; i++)
-    {
-      const char *l = g_ptr_array_index (c->swept, i);
-      if (g_str_has_prefix (l, "cluster.workers="))
-        *has_workers = TRUE;
-      else
-        g_string_append_printf (g, "%s;", l);
-    }
-  return g_string_free (g, FALSE);
-}
-
-/* Training throughput of a run: samples per simulated second. */
-static double
-throughput (const SimConfig *c, const SimRunSummary *r)
-{
-  return r->sim_time > 0 ? (double) r->updates * (double) c->batch / r->sim_time : 0;
-}
-
-static void
-print_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
-{
-  gsize w = 4;
-  for (guint i = 0; i < configs->len; i++)
-    w = MAX (w, strlen (((SimConfig *) g_ptr_array_index (configs, i))->name));
-  /* a sweep over cluster.workers also gets throughput and scaling efficiency:
-   * (throughput / workers) over that of the run with the fewest workers among
-   * those with the same other swept values */
-  gboolean scaling = FALSE;
-  g_autofree double *eff = g_new0 (double, configs->len);
-  g_autoptr (GPtrArray) groups = g_ptr_array_new_with_free_func (g_free);
-  for (guint i = 0; i < configs->len; i++)
-    g_ptr_array_add (groups, scaling_group (g_ptr_array_index (configs, i), &scaling));
-  for (guint i = 0; scaling && i < configs->len; i++)
-    {
-      const SimConfig *ci = g_ptr_array_index (configs, i);
-      int base = -1;
-      for (guint j = 0; j < configs->len; j++)
-        {
-          const SimConfig *cj = g_ptr_array_index (configs, j);
-          if (strcmp (g_ptr_array_index (groups, i), g_ptr_array_index (groups, j)) == 0
-              && (base < 0 || cj->workers < ((SimConfig *) g_ptr_array_index (configs, base))->workers))
-            base = (int) j;
-        }
-      const SimConfig *cb = g_ptr_array_index (configs, base);
-      double tb = throughput (cb, &sums[base]) / (double) cb->workers;
-      eff[i] = tb > 0 ? throughput (ci, &sums[i]) / (double) ci->workers / tb : NAN;
-    }
-  printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
-          "iters", "loss", "accuracy", "compute", "comm", "wait");
-  if (scaling)
-    printf ("  %12s  %8s", "samples/s", "scaling");
-  printf ("\n");
-  for (guint i = 0; i < configs->len; i++)
-    {
-      const SimConfig *c = g_ptr_array_index (configs, i);
-      const SimRunSummary *r = &sums[i];
-      double tot = r->compute + r->comm + r->wait;
-      char loss[32], acc[32];
-      if (isnan (r->final_loss))
-        {
-          g_strlcpy (loss, "-", sizeof loss);
-          g_strlcpy (acc, "-", sizeof acc);
-        }
-      else
-        {
-          g_snprintf (loss, sizeof loss, "%.4f", r->final_loss);
-          g_snprintf (acc, sizeof acc, "%.2f%%", 100 * r->final_accuracy);
-        }
-      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %7.1f%%  %7.1f%%  %7.1f%%",
-              (int) w, c->name, r->sim_time, r->iterations, loss, acc,
-              tot > 0 ? 100 * r->compute / tot : 0, tot > 0 ? 100 * r->comm / tot : 0,
-              tot > 0 ? 100 * r->wait / tot : 0);
-      if (scaling)
-        printf ("  %12.6g  %7.1f%%", throughput (c, r), 100 * eff[i]);
-      printf ("\n");
-    }
-  printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations", db);
-  if (scaling)
-    printf ("; scaling: samples/s per worker over that of the fewest workers");
-  printf (")\n");
-}
-
-/* --- parallel sweeps ------------------------------------------------------ */
-
-typedef struct Sweep Sweep;
-
-/* One point of a sweep, from its start to its report. */
-typedef struct {
-  Sweep *sw;
-  guint index;           /* point order, from 0 */
-  const SimConfig *c;
-  gint64 run;            /* its runs.id */
-  SimRunSummary *sum;    /* where its summary goes */
-  gboolean ok;
-  GError *error;         /* why it failed */
-  gint permille;         /* progress of the running point, atomic */
-  gboolean running;      /* started and not yet ended (writer's view) */
-} Point;
-
-/* What a pool thread hands to the writer: rows, or the end of a point. */
-typedef struct {
-  Point *p;
-  SimTraceChunk *chunk;  /* NULL: the point has ended */
-} SweepMsg;
-
-/* Chunks waiting in the queue beyond which producers wait for the writer
- * (bounds the memory a sweep holds: chunks are ~4096 rows). */
-#define SWEEP_MAX_PENDING 64
-
-struct Sweep {
-  GAsyncQueue *queue;    /* SweepMsg *, to the writer */
-  GMutex lock;           /* guards pending */
-  GCond drained;
-  int pending;           /* chunks in the queue */
-};
-
-static void
-sweep_sink (SimTraceChunk *chunk, gpointer data)
-{
-  Point *p = data;
-  Sweep *sw = p->sw;
-  g_mutex_lock (&sw->lock);
-  while (sw->pending >= SWEEP_MAX_PENDING)
-    g_cond_wait (&sw->drained, &sw->lock);
-  sw->pending++;
-  g_mutex_unlock (&sw->lock);
-  SweepMsg *m = g_new (SweepMsg, 1);
-  m->p = p;
-  m->chunk = chunk;
-  g_async_queue_push (sw->queue, m);
-}
-
-static void
-sweep_progress (gpointer ctx, double t, gint64 done, gint64 total)
-{
-  Point *p = ctx;
-  g_atomic_int_set (&p->permille, (int) (1000.0 * (double) done / (double) MAX (total, 1)));
-}
-
-/* Pool thread: runs one point against a trace buffer. */
-static void
-sweep_point (gpointer data, gpointer user)
-{
-  Point *p = data;
-  SimTrace *buf = sim_trace_new_buffer (sweep_sink, p);
-  PolRecorder extra = { .ctx = p, .progress = sweep_progress };
-  p->ok = sim_run_config (p->c, buf, p->run, &extra, NULL, FALSE, p->sum, &p->error);
-  sim_trace_flush (buf);
-  sim_trace_free_buffer (buf);
-  SweepMsg *m = g_new0 (SweepMsg, 1);
-  m->p = p;
-  g_async_queue_push (p->sw->queue, m);
-}
-
-static void
-format_seconds (char *buf, gsize n, double s)
-{
-  if (s < 60)
-    g_snprintf (buf, n, "%.0fs", s);
-  else if (s < 3600)
-    g_snprintf (buf, n, "%dm%02ds", (int) s / 60, (int) s % 60);
-  else
-    g_snprintf (buf, n, "%dh%02dm", (int) s / 3600, ((int) s % 3600) / 60);
-}
-
-/* The sweep's progress line on a terminal: points done / total, the running
- * points with their progress, elapsed time and ETA (from the share done). */
-static void
-draw_bar (Point *pts, guint n, guint done, gint64 t0)
-{
-  double frac = done;
-  GString *running = g_string_new (NULL);
-  for (guint i = 0; i < n; i++)
-    if (pts[i].running)
-      {
-        int pm = g_atomic_int_get (&pts[i].permille);
-        frac += pm / 1000.0;
-        if (running->len < 40)
-          g_string_append_printf (running, " %u:%d%%", i + 1, pm / 10);
-        else if (!g_str_has_suffix (running->str, "..."))
-          g_string_append (running, " ...");
-      }
-  frac /= n;
-  double elapsed = (double) (g_get_monotonic_time () - t0) / 1e6;
-  char el[32], eta[32] = "?";
-  format_seconds (el, sizeof el, elapsed);
-  if (frac > 0)
-    format_seconds (eta, sizeof eta, elapsed * (1 - frac) / frac);
-  int width = 24, fill = (int) (width * frac);
-  char bar[32];
-  memset (bar, '#', fill);
-  memset (bar + fill, '.', width - fill);
-  bar[width] = '\0';
-  fprintf (stderr, "\r\033[K[%s] %u/%u done, running%s, elapsed %s, ETA %s", bar, done, n,
-           running->len ? running->str : " -", el, eta);
-  fflush (stderr);
-  g_string_free (running, TRUE);
-}
-
-/* Runs every point of `configs`, opt->jobs at a time, writing to `trace` from
- * this thread only; fills sums[] in point order.  A point that fails fails
- * alone: its run is marked failed with its own error and the other points go
- * on.  Only an error of the
- * database itself (sim_trace_ok) stops new points from starting; those
- * running finish.  Returns the number of points that ended 'done'; errors[i]
- * gets point i's error, if any. */
-static guint
-run_sweep (GPtrArray *configs, const char *path, SimTrace *trace, const SimRunOptions *opt,
-           SimRunSummary *sums, GError **errors)
-{
-  guint n = configs->len;
-  int jobs = opt->jobs > 0 ? opt->jobs : (int) g_get_num_processors ();
-  jobs = (int) MIN ((guint) MAX (jobs, 1), n);
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-  /* points run side by side: one BLAS thread each */
-  if (jobs > 1)
-    openblas_set_num_threads (1);
-#endif
-  Sweep sw = { .queue = g_async_queue_new () };
-  g_mutex_init (&sw.lock);
-  g_cond_init (&sw.drained);
-  g_autofree Point *pts = g_new0 (Point, n);
-  for (guint i = 0; i < n; i++)
-    {
-      pts[i].sw = &sw;
-      pts[i].index = i;
-      pts[i].c = g_ptr_array_index (configs, i);
-      pts[i].sum = &sums[i];
-    }
-  GThreadPool *pool = g_thread_pool_new (sweep_point, &sw, jobs, TRUE, NULL);
-  g_assert (pool); /* exclusive threads are created lazily, never fail here */
-  gboolean tty = !opt->quiet && !opt->json && isatty (STDERR_FILENO);
-  gboolean lines = !opt->quiet && !opt->json && !tty;
-  gint64 t0 = g_get_monotonic_time (), last_draw = 0;
-  guint next = 0, running = 0, done = 0, n_ok = 0;
-  for (;;)
-    {
-      while (sim_trace_ok (trace, NULL) && running < (guint) jobs && next < n)
-        {
-          Point *p = &pts[next++];
-          p->run = sim_trace_begin_run (trace, p->c, path, &p->error);
-          if (p->run < 0)
-            {
-              p->run = 0;
-              break;
-            }
-          running++;
-          p->running = TRUE;
-          g_thread_pool_push (pool, p, NULL);
-        }
-      if (running == 0)
-        break;
-      if (tty && g_get_monotonic_time () - last_draw >= 200000)
-        {
-          draw_bar (pts, n, done, t0);
-          last_draw = g_get_monotonic_time ();
-        }
-      SweepMsg *m = g_async_queue_timeout_pop (sw.queue, 200000);
-      if (!m)
-        continue;
-      Point *p = m->p;
-      if (m->chunk)
-        {
-          sim_trace_write_chunk (trace, m->chunk);
-          g_mutex_lock (&sw.lock);
-          sw.pending--;
-          g_cond_broadcast (&sw.drained);
-          g_mutex_unlock (&sw.lock);
-          g_free (m);
-          continue;
-        }
-      g_free (m);
-      /* every chunk of p came before its end: its rows are all written */
-      running--;
-      done++;
-      p->running = FALSE;
-      if (p->ok && !sim_trace_end_run (trace, p->run, p->sum, &p->error))
-        p->ok = FALSE;
-      if (!p->ok)
-        sim_trace_fail_run (trace, p->run, p->error->message);
-      else
-        n_ok++;
-      if (lines && p->ok)
-        fprintf (stderr, "run %u/%u done: %s  sim_time %.6g s  wall %.3g s\n", p->index + 1, n,
-                 p->c->name, p->sum->sim_time, p->sum->wall_time);
-      else if (lines && n > 1) /* a single run's error is the one line at the end */
-        fprintf (stderr, "run %u/%u failed: %s: %s\n", p->index + 1, n, p->c->name,
-                 p->error->message);
-    }
-  if (tty)
-    fprintf (stderr, "\r\033[K");
-  g_thread_pool_free (pool, FALSE, TRUE);
-  for (guint i = 0; i < n; i++)
-    errors[i] = g_steal_pointer (&pts[i].error);
-  g_async_queue_unref (sw.queue);
-  g_mutex_clear (&sw.lock);
-  g_cond_clear (&sw.drained);
-  return n_ok;
-}
-
-/* The exit code of a failed point: 2 for bad input, 1 otherwise. */
-static int
-exit_code_of (const GError *e)
-{
-  return g_error_matches (e, SIM_ERROR, SIM_ERROR_INPUT) ? 2 : 1;
-}
-
-/* After a run in which some points failed: for a sweep, one line per failed
- * point on stderr ("dtsim: ERROR (run I/N: NAME)") and, in *error, how many
- * failed and where their rows are; for a single run, its error.  Returns the
- * exit code: 2 when a failure was bad input, else 1. */
-static int
-report_failures (GPtrArray *configs, GError **errors, const char *db, gboolean replaced,
-                 GError **error)
-{
-  guint n = configs->len, n_failed = 0;
-  int code = 0;
-  GError *first = NULL;
-  for (guint i = 0; i < n; i++)
-    if (errors[i])
-      {
-        n_failed++;
-        code = MAX (code, exit_code_of (errors[i]));
-        if (!first)
-          first = errors[i];
-        if (n > 1)
-          fprintf (stderr, "dtsim: %s (run %u/%u: %s)\n", errors[i]->message, i + 1, n,
-                   ((SimConfig *) g_ptr_array_index (configs, i))->name);
-      }
-  g_assert (first);
-  SimErrorCode kind = code == 2 ? SIM_ERROR_INPUT : SIM_ERROR_RUNTIME;
-  if (n == 1)
-    g_set_error_literal (error, SIM_ERROR, kind, first->message);
-  else if (replaced)
-    g_set_error (error, SIM_ERROR, kind,
-                 "%u of %u runs failed (listed above); %s holds every run, each with its status"
-                 " and error", n_failed, n, db);
-  else
-    g_set_error (error, SIM_ERROR, kind, "all %u runs failed (listed above); %s was left as"
-                 " it was", n, db);
-  return code;
 }
 
 int
@@ -848,7 +420,7 @@ sim_run_scenario (const char *path, const char *const *sets,
   guint n = configs->len;
   g_autofree SimRunSummary *sums = g_new0 (SimRunSummary, n);
   g_autofree GError **errors = g_new0 (GError *, n);
-  guint n_ok = run_sweep (configs, path, trace, opt, sums, errors);
+  guint n_ok = sim_sweep_run (configs, path, trace, opt, sums, errors);
   gboolean failed = FALSE;
   for (guint i = 0; i < n; i++)
     failed = failed || errors[i] != NULL;
@@ -866,44 +438,20 @@ sim_run_scenario (const char *path, const char *const *sets,
   else if (n_ok == 0)
     {
       sim_trace_abandon (trace);
-      code = report_failures (configs, errors, db, FALSE, error);
+      code = sim_report_failures (configs, errors, db, FALSE, error);
     }
   else if (!sim_trace_close (trace, error))
     code = 1;
   else if (failed)
-    code = report_failures (configs, errors, db, TRUE, error);
+    code = sim_report_failures (configs, errors, db, TRUE, error);
   for (guint i = 0; i < n; i++)
     g_clear_error (&errors[i]);
   if (code != 0)
     return code;
 
   if (opt->json)
-    {
-      GString *s = g_string_new ("{");
-      g_autofree char *edb = json_escape (db);
-      guint64 events = 0;
-      double wall = 0;
-      for (guint i = 0; i < configs->len; i++)
-        {
-          events += sums[i].events;
-          wall += sums[i].wall_time;
-        }
-      g_string_append_printf (s, "\"db\": \"%s\", ", edb);
-      json_run (s, first, &sums[0]);
-      g_string_append_printf (s, ", \"total_events\": %" G_GUINT64_FORMAT ", ", events);
-      json_number (s, "total_wall_time", wall);
-      g_string_append (s, ", \"runs\": [");
-      for (guint i = 0; i < configs->len; i++)
-        {
-          g_string_append (s, i ? ", {" : "{");
-          json_run (s, g_ptr_array_index (configs, i), &sums[i]);
-          g_string_append (s, "}");
-        }
-      g_string_append (s, "]}\n");
-      fputs (s->str, stdout);
-      g_string_free (s, TRUE);
-    }
+    sim_report_json (configs, sums, db);
   else if (!opt->quiet)
-    print_table (configs, sums, db);
+    sim_report_table (configs, sums, db);
   return 0;
 }

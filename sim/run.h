@@ -26,10 +26,9 @@ typedef struct {
 
 /* Runs one configuration.  Rows go to `trace` under run id `run` when trace
  * is not NULL; `extra` (may be NULL) receives the same callbacks (for tests).
- * `label` prefixes the progress line.  Fills *out. */
+ * Fills *out. */
 gboolean sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
-                         const PolRecorder *extra, const char *label,
-                         gboolean progress, SimRunSummary *out, GError **error);
+                         const PolRecorder *extra, SimRunSummary *out, GError **error);
 
 /* `dtsim run`: loads, validates, runs every point (opt->jobs at once, each in
  * its own thread; this thread alone writes the database), writes the database

@@ -206,7 +206,7 @@ test_timing_closed_form (void)
   g_assert_false (c->math);
   SimRunSummary sum;
   g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, &sum, &error));
   const double A = 2e12 * 0.5, P = 1e6;
   const double T = 3e9 * 32 / A;
   const double C = pol_coll_cost (pol_coll_lookup ("ring"), POL_COLL_ALLREDUCE, 4, (gsize) P, 4,
@@ -257,7 +257,7 @@ test_bucket_layers (void)
   PolRecorder rec = { .ctx = &b, .bucket = on_bucket };
   SimRunSummary sum;
   g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (c, NULL, 0, &rec, NULL, FALSE, &sum, &error));
+  g_assert_true (sim_run_config (c, NULL, 0, &rec, &sum, &error));
   /* fc2 holds 16 x 4 + 4 = 68 floats; 40-byte buckets hold 10: the first
    * six buckets lie in fc2, bucket 6 starts inside fc2 too ([68-70, ...)),
    * the rest in fc1 */
@@ -287,7 +287,7 @@ test_ps_optimizer_state (void)
   SimConfig *c = load_one (text, NULL);
   SimRunSummary sum;
   g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, &sum, &error));
 
   KernDataset *train = NULL, *test = NULL;
   g_assert_true (sim_data_load (c, &train, &test, NULL));
@@ -331,7 +331,7 @@ test_measured (void)
   SimConfig *c = load_one (mlp, sets);
   SimRunSummary sum;
   g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, &sum, &error));
   g_assert_cmpfloat (sum.compute, >, 0);
   g_assert_cmpfloat (sum.sim_time, >, 0);
   sim_config_free (c);
@@ -355,7 +355,7 @@ test_fashion_mnist_mlp (void)
   SimConfig *c = load_one (text, NULL);
   SimRunSummary sum;
   g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, &sum, &error));
   g_assert_no_error (error);
   g_test_message ("Fashion-MNIST test accuracy %.4f, training loss %.4f", sum.final_accuracy,
                   sum.final_loss);
@@ -380,7 +380,7 @@ test_by_label_bounds (void)
                            "classes_per_worker = 2\n", NULL);
   SimRunSummary sum;
   g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+  g_assert_true (sim_run_config (c, NULL, 0, NULL, &sum, &error));
   sim_config_free (c);
 }
 
@@ -402,7 +402,7 @@ test_scaling_resnet (void)
     {
       SimConfig *c = g_ptr_array_index (configs, i);
       SimRunSummary sum;
-      g_assert_true (sim_run_config (c, NULL, 0, NULL, NULL, FALSE, &sum, &error));
+      g_assert_true (sim_run_config (c, NULL, 0, NULL, &sum, &error));
       per_gpu[i] = (double) sum.updates * (double) c->batch / sum.sim_time / (double) c->workers;
     }
   g_assert_cmpfloat (per_gpu[1], <=, per_gpu[0]);

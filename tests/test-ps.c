@@ -44,7 +44,7 @@ run_config (const SimConfig *c)
   r->rows = g_array_new (FALSE, FALSE, sizeof (Row));
   PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration };
   g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (c, NULL, 0, &rec, NULL, FALSE, &r->sum, &error));
+  g_assert_true (sim_run_config (c, NULL, 0, &rec, &r->sum, &error));
   g_assert_no_error (error);
   return r;
 }

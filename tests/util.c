@@ -43,7 +43,7 @@ test_run_scenario_text (const char *text, const char *const *sets, const PolReco
   g_autoptr (GPtrArray) configs = test_load_scenario_text (text, sets);
   g_assert_cmpuint (configs->len, ==, 1);
   g_autoptr (GError) error = NULL;
-  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, rec, NULL, FALSE,
+  g_assert_true (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, rec,
                                  sum, &error));
   g_assert_no_error (error);
   if (config_out)

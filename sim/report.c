@@ -1,0 +1,215 @@
+/*
+ * report.c — what `dtsim run` prints when a run ends: the summary table (with
+ * throughput and scaling efficiency when the sweep varies the workers), the
+ * one JSON object of --json, and the lines of the points that failed.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/report.h"
+
+static void
+json_number (GString *s, const char *key, double v)
+{
+  if (isnan (v) || isinf (v))
+    g_string_append_printf (s, "\"%s\": null", key);
+  else
+    g_string_append_printf (s, "\"%s\": %.17g", key, v);
+}
+
+static char *
+json_escape (const char *in)
+{
+  GString *s = g_string_new (NULL);
+  for (const char *p = in; *p; p++)
+    {
+      if (*p == '"' || *p == '\\')
+        g_string_append_printf (s, "\\%c", *p);
+      else if ((unsigned char) *p < 0x20)
+        g_string_append_printf (s, "\\u%04x", *p);
+      else
+        g_string_append_c (s, *p);
+    }
+  return g_string_free (s, FALSE);
+}
+
+static void
+json_run (GString *s, const SimConfig *c, const SimRunSummary *r)
+{
+  g_autofree char *name = json_escape (c->name);
+  g_string_append_printf (s, "\"name\": \"%s\", ", name);
+  json_number (s, "sim_time", r->sim_time);
+  g_string_append_printf (s, ", \"iterations\": %" G_GINT64_FORMAT ", \"updates\": %"
+                          G_GINT64_FORMAT ", ", r->iterations, r->updates);
+  json_number (s, "final_loss", r->final_loss);
+  g_string_append (s, ", ");
+  json_number (s, "final_accuracy", r->final_accuracy);
+  g_string_append_printf (s, ", \"events\": %" G_GUINT64_FORMAT ", ", r->events);
+  json_number (s, "wall_time", r->wall_time);
+  double tot = r->compute + r->comm + r->wait;
+  g_string_append (s, ", ");
+  json_number (s, "compute_share", tot > 0 ? r->compute / tot : NAN);
+  g_string_append (s, ", ");
+  json_number (s, "comm_share", tot > 0 ? r->comm / tot : NAN);
+  g_string_append (s, ", ");
+  json_number (s, "wait_share", tot > 0 ? r->wait / tot : NAN);
+  g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
+}
+
+/* The swept labels of c other than cluster.workers, joined: runs with the
+ * same text differ only in their number of workers. */
+static char *
+scaling_group (const SimConfig *c, gboolean *has_workers)
+{
+  GString *g = g_string_new (NULL);
+  for (guint i = 0; i < c->swept->len; i++)
+    {
+      const char *l = g_ptr_array_index (c->swept, i);
+      if (g_str_has_prefix (l, "cluster.workers="))
+        *has_workers = TRUE;
+      else
+        g_string_append_printf (g, "%s;", l);
+    }
+  return g_string_free (g, FALSE);
+}
+
+/* Training throughput of a run: samples per simulated second. */
+static double
+throughput (const SimConfig *c, const SimRunSummary *r)
+{
+  return r->sim_time > 0 ? (double) r->updates * (double) c->batch / r->sim_time : 0;
+}
+
+void
+sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
+{
+  gsize w = 4;
+  for (guint i = 0; i < configs->len; i++)
+    w = MAX (w, strlen (((SimConfig *) g_ptr_array_index (configs, i))->name));
+  /* a sweep over cluster.workers also gets throughput and scaling efficiency:
+   * (throughput / workers) over that of the run with the fewest workers among
+   * those with the same other swept values */
+  gboolean scaling = FALSE;
+  g_autofree double *eff = g_new0 (double, configs->len);
+  g_autoptr (GPtrArray) groups = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < configs->len; i++)
+    g_ptr_array_add (groups, scaling_group (g_ptr_array_index (configs, i), &scaling));
+  for (guint i = 0; scaling && i < configs->len; i++)
+    {
+      const SimConfig *ci = g_ptr_array_index (configs, i);
+      int base = -1;
+      for (guint j = 0; j < configs->len; j++)
+        {
+          const SimConfig *cj = g_ptr_array_index (configs, j);
+          if (strcmp (g_ptr_array_index (groups, i), g_ptr_array_index (groups, j)) == 0
+              && (base < 0 || cj->workers < ((SimConfig *) g_ptr_array_index (configs, base))->workers))
+            base = (int) j;
+        }
+      const SimConfig *cb = g_ptr_array_index (configs, base);
+      double tb = throughput (cb, &sums[base]) / (double) cb->workers;
+      eff[i] = tb > 0 ? throughput (ci, &sums[i]) / (double) ci->workers / tb : NAN;
+    }
+  printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
+          "iters", "loss", "accuracy", "compute", "comm", "wait");
+  if (scaling)
+    printf ("  %12s  %8s", "samples/s", "scaling");
+  printf ("\n");
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *c = g_ptr_array_index (configs, i);
+      const SimRunSummary *r = &sums[i];
+      double tot = r->compute + r->comm + r->wait;
+      char loss[32], acc[32];
+      if (isnan (r->final_loss))
+        {
+          g_strlcpy (loss, "-", sizeof loss);
+          g_strlcpy (acc, "-", sizeof acc);
+        }
+      else
+        {
+          g_snprintf (loss, sizeof loss, "%.4f", r->final_loss);
+          g_snprintf (acc, sizeof acc, "%.2f%%", 100 * r->final_accuracy);
+        }
+      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %7.1f%%  %7.1f%%  %7.1f%%",
+              (int) w, c->name, r->sim_time, r->iterations, loss, acc,
+              tot > 0 ? 100 * r->compute / tot : 0, tot > 0 ? 100 * r->comm / tot : 0,
+              tot > 0 ? 100 * r->wait / tot : 0);
+      if (scaling)
+        printf ("  %12.6g  %7.1f%%", throughput (c, r), 100 * eff[i]);
+      printf ("\n");
+    }
+  printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations", db);
+  if (scaling)
+    printf ("; scaling: samples/s per worker over that of the fewest workers");
+  printf (")\n");
+}
+
+void
+sim_report_json (GPtrArray *configs, const SimRunSummary *sums, const char *db)
+{
+  GString *s = g_string_new ("{");
+  g_autofree char *edb = json_escape (db);
+  guint64 events = 0;
+  double wall = 0;
+  for (guint i = 0; i < configs->len; i++)
+    {
+      events += sums[i].events;
+      wall += sums[i].wall_time;
+    }
+  g_string_append_printf (s, "\"db\": \"%s\", ", edb);
+  json_run (s, g_ptr_array_index (configs, 0), &sums[0]);
+  g_string_append_printf (s, ", \"total_events\": %" G_GUINT64_FORMAT ", ", events);
+  json_number (s, "total_wall_time", wall);
+  g_string_append (s, ", \"runs\": [");
+  for (guint i = 0; i < configs->len; i++)
+    {
+      g_string_append (s, i ? ", {" : "{");
+      json_run (s, g_ptr_array_index (configs, i), &sums[i]);
+      g_string_append (s, "}");
+    }
+  g_string_append (s, "]}\n");
+  fputs (s->str, stdout);
+  g_string_free (s, TRUE);
+}
+
+/* The exit code of a failed point: 2 for bad input, 1 otherwise. */
+static int
+exit_code_of (const GError *e)
+{
+  return g_error_matches (e, SIM_ERROR, SIM_ERROR_INPUT) ? 2 : 1;
+}
+
+int
+sim_report_failures (GPtrArray *configs, GError **errors, const char *db, gboolean replaced,
+                     GError **error)
+{
+  guint n = configs->len, n_failed = 0;
+  int code = 0;
+  GError *first = NULL;
+  for (guint i = 0; i < n; i++)
+    if (errors[i])
+      {
+        n_failed++;
+        code = MAX (code, exit_code_of (errors[i]));
+        if (!first)
+          first = errors[i];
+        if (n > 1)
+          fprintf (stderr, "dtsim: %s (run %u/%u: %s)\n", errors[i]->message, i + 1, n,
+                   ((SimConfig *) g_ptr_array_index (configs, i))->name);
+      }
+  g_assert (first);
+  SimErrorCode kind = code == 2 ? SIM_ERROR_INPUT : SIM_ERROR_RUNTIME;
+  if (n == 1)
+    g_set_error_literal (error, SIM_ERROR, kind, first->message);
+  else if (replaced)
+    g_set_error (error, SIM_ERROR, kind,
+                 "%u of %u runs failed (listed above); %s holds every run, each with its status"
+                 " and error", n_failed, n, db);
+  else
+    g_set_error (error, SIM_ERROR, kind, "all %u runs failed (listed above); %s was left as"
+                 " it was", n, db);
+  return code;
+}
