@@ -129,8 +129,7 @@ main (int argc, char **argv)
           return 1;
         }
       SimRunSummary sum;
-      if (!sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, NULL, NULL, FALSE, &sum,
-                           &error))
+      if (!sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, NULL, &sum, &error))
         {
           fprintf (stderr, "bench-kernels: %s\n", error->message);
           return 1;
