@@ -26,7 +26,7 @@ typedef struct {
 } Hold;
 
 static void
-hold_fire (EngSim *sim, gpointer ctx, gpointer data)
+hold_fire (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   Hold *h = ctx;
 
@@ -80,7 +80,7 @@ typedef struct {
 } BaseSim;
 
 static gint
-base_cmp (gconstpointer a, gconstpointer b, gpointer user)
+base_cmp (gconstpointer a, gconstpointer b, gpointer user G_GNUC_UNUSED)
 {
   const BaseEvent *x = a, *y = b;
 

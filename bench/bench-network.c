@@ -44,7 +44,8 @@ typedef struct {
 
 /* A host has received step `tag`'s chunk: it sends step tag + 1's. */
 static void
-on_chunk (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+on_chunk (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED,
+          const NetTransfer *t)
 {
   Ring *r = ctx;
   int next = t->tag + 1;

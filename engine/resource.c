@@ -33,7 +33,7 @@ struct EngResource {
 static void start_next (EngResource *res);
 
 static void
-on_complete (EngSim *sim, gpointer ctx, gpointer data)
+on_complete (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   EngResource *res = ctx;
   EngJob job = res->ring[res->head];

@@ -30,7 +30,7 @@
 
 /* Called once by libFuzzer before the first input. */
 int
-LLVMFuzzerInitialize (int *argc, char ***argv)
+LLVMFuzzerInitialize (int *argc G_GNUC_UNUSED, char ***argv G_GNUC_UNUSED)
 {
   fuzz_init_glib ();
   fuzz_tmp_create (TARGET, "fuzz-scenario-XXXXXX.ini");

@@ -28,7 +28,7 @@
 
 /* Called once by libFuzzer before the first input. */
 int
-LLVMFuzzerInitialize (int *argc, char ***argv)
+LLVMFuzzerInitialize (int *argc G_GNUC_UNUSED, char ***argv G_GNUC_UNUSED)
 {
   fuzz_init_glib ();
   return 0;

@@ -26,19 +26,19 @@
 #include <string.h>
 
 static float *
-cpu_alloc (KernBackend *be, gsize n)
+cpu_alloc (KernBackend *be G_GNUC_UNUSED, gsize n)
 {
   return g_new (float, n);
 }
 
 static int *
-cpu_alloc_int (KernBackend *be, gsize n)
+cpu_alloc_int (KernBackend *be G_GNUC_UNUSED, gsize n)
 {
   return g_new (int, n);
 }
 
 static void
-cpu_free (KernBackend *be, void *buf)
+cpu_free (KernBackend *be G_GNUC_UNUSED, void *buf)
 {
   g_free (buf);
 }
@@ -61,25 +61,25 @@ cpu_copy_int (int *dst, const int *src, gsize n)
 }
 
 static void
-cpu_upload (KernBackend *be, float *dst, const float *host, gsize n)
+cpu_upload (KernBackend *be G_GNUC_UNUSED, float *dst, const float *host, gsize n)
 {
   cpu_copy (dst, host, n);
 }
 
 static void
-cpu_upload_int (KernBackend *be, int *dst, const int *host, gsize n)
+cpu_upload_int (KernBackend *be G_GNUC_UNUSED, int *dst, const int *host, gsize n)
 {
   cpu_copy_int (dst, host, n);
 }
 
 static void
-cpu_download (KernBackend *be, float *host, const float *src, gsize n)
+cpu_download (KernBackend *be G_GNUC_UNUSED, float *host, const float *src, gsize n)
 {
   cpu_copy (host, src, n);
 }
 
 static void
-cpu_download_int (KernBackend *be, int *host, const int *src, gsize n)
+cpu_download_int (KernBackend *be G_GNUC_UNUSED, int *host, const int *src, gsize n)
 {
   cpu_copy_int (host, src, n);
 }
@@ -89,7 +89,7 @@ cpu_download_int (KernBackend *be, int *host, const int *src, gsize n)
  * k = 0 leaves beta C, done here because BLAS rejects the zero strides such
  * a call may carry. */
 static void
-cpu_gemm (KernBackend *be, gboolean trans_a, gboolean trans_b, int m, int n,
+cpu_gemm (KernBackend *be G_GNUC_UNUSED, gboolean trans_a, gboolean trans_b, int m, int n,
           int k, float alpha, const float *A, int lda, const float *B, int ldb,
           float beta, float *C, int ldc)
 {
@@ -110,7 +110,7 @@ cpu_gemm (KernBackend *be, gboolean trans_a, gboolean trans_b, int m, int n,
 
 /* Z (n, k): every row a copy of bias (k).  0 FLOPs. */
 static void
-cpu_fill_rows (KernBackend *be, float *Z, const float *bias, int n, int k)
+cpu_fill_rows (KernBackend *be G_GNUC_UNUSED, float *Z, const float *bias, int n, int k)
 {
   for (int i = 0; i < n; i++)
     memcpy (Z + (gsize) i * k, bias, (gsize) k * sizeof (float));
@@ -119,7 +119,7 @@ cpu_fill_rows (KernBackend *be, float *Z, const float *bias, int n, int k)
 /* out (k) = column sums of dZ (n, k), accumulated in float row by row:
  * (n - 1) k FLOPs; n = 0 gives zeros. */
 static void
-cpu_col_sum (KernBackend *be, const float *dZ, int n, int k, float *out)
+cpu_col_sum (KernBackend *be G_GNUC_UNUSED, const float *dZ, int n, int k, float *out)
 {
   if (n <= 0)
     {
@@ -138,7 +138,7 @@ cpu_col_sum (KernBackend *be, const float *dZ, int n, int k, float *out)
 /* A = max(A, 0) element-wise: compares only, 0 FLOPs.  A NaN is left as
  * it is (the comparison is false), so a diverged model stays visibly NaN. */
 static void
-cpu_relu (KernBackend *be, float *A, gsize len)
+cpu_relu (KernBackend *be G_GNUC_UNUSED, float *A, gsize len)
 {
   /* written as a select, not a conditional store, so that it vectorises */
   for (gsize i = 0; i < len; i++)
@@ -147,7 +147,7 @@ cpu_relu (KernBackend *be, float *A, gsize len)
 
 /* dA = A > 0 ? dA : 0 element-wise: 0 FLOPs. */
 static void
-cpu_relu_backward (KernBackend *be, float *dA, const float *A, gsize len)
+cpu_relu_backward (KernBackend *be G_GNUC_UNUSED, float *dA, const float *A, gsize len)
 {
   for (gsize i = 0; i < len; i++)
     dA[i] = A[i] > 0.0f ? dA[i] : 0.0f;
@@ -173,7 +173,7 @@ cpu_argmax (const float *z, int k)
  * The row loss is computed the same way whether or not the gradient is
  * asked for, so both calls give bit-identical losses. */
 static void
-cpu_softmax_xent (KernBackend *be, float *Z, const int *y, int n, int k,
+cpu_softmax_xent (KernBackend *be G_GNUC_UNUSED, float *Z, const int *y, int n, int k,
                   float scale, float *loss, int *pred)
 {
   for (int i = 0; i < n; i++)
@@ -217,7 +217,7 @@ cpu_softmax_xent (KernBackend *be, float *Z, const int *y, int n, int k,
  *   forward  k (subtract) + k (square) + (k - 1) (sum) + 1 (halve) = 3k;
  *   gradient (scale != 0) k (scale t_j). */
 static void
-cpu_mse (KernBackend *be, float *Z, const int *y, int n, int k, float scale,
+cpu_mse (KernBackend *be G_GNUC_UNUSED, float *Z, const int *y, int n, int k, float scale,
          float *loss, int *pred)
 {
   for (int i = 0; i < n; i++)
@@ -245,7 +245,7 @@ cpu_mse (KernBackend *be, float *Z, const int *y, int n, int k, float scale,
 
 /* p -= lr g: 2 FLOPs per parameter. */
 static void
-cpu_sgd (KernBackend *be, float *p, const float *g, gsize len, float lr)
+cpu_sgd (KernBackend *be G_GNUC_UNUSED, float *p, const float *g, gsize len, float lr)
 {
   for (gsize i = 0; i < len; i++)
     p[i] -= lr * g[i];
@@ -253,7 +253,7 @@ cpu_sgd (KernBackend *be, float *p, const float *g, gsize len, float lr)
 
 /* v = mu v + g; p -= lr v: 4 FLOPs per parameter. */
 static void
-cpu_momentum (KernBackend *be, float *p, float *v, const float *g, gsize len,
+cpu_momentum (KernBackend *be G_GNUC_UNUSED, float *p, float *v, const float *g, gsize len,
               float lr, float mu)
 {
   for (gsize i = 0; i < len; i++)
@@ -267,7 +267,7 @@ cpu_momentum (KernBackend *be, float *p, float *v, const float *g, gsize len,
  * and c2 = 1 - beta2^t are formed once per call (pow in double, then
  * rounded to float: 6 FLOPs per call); then 14 FLOPs per parameter. */
 static void
-cpu_adam (KernBackend *be, float *p, float *m, float *v, const float *g,
+cpu_adam (KernBackend *be G_GNUC_UNUSED, float *p, float *m, float *v, const float *g,
           gsize len, float lr, float beta1, float beta2, float eps, gint64 t)
 {
   g_return_if_fail (t >= 1);

@@ -61,7 +61,7 @@ timing_n_params (const KernModel *m)
 /* The parameters of a timing model mean nothing; they are zeroed so that
  * the vector is defined.  `seed` is unused. */
 static void
-timing_init (const KernModel *m, float *params, guint64 seed)
+timing_init (const KernModel *m, float *params, guint64 seed G_GNUC_UNUSED)
 {
   gsize n = timing_n_params (m);
   g_return_if_fail (n == 0 || params != NULL);

@@ -952,7 +952,7 @@ flow_finish (NetNetwork *net, NetFlow *f)
 /* Event: a flow that never shares bandwidth (self-send, zero bytes, or the
  * alpha-beta model) is done. */
 static void
-on_flow_finish_unshared (EngSim *sim, gpointer ctx, gpointer data)
+on_flow_finish_unshared (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
 {
   NetFlow *f = data;
 
@@ -963,7 +963,7 @@ on_flow_finish_unshared (EngSim *sim, gpointer ctx, gpointer data)
 /* Event: a flow's latency is over; it enters its bandwidth phase and its
  * component is re-shared. */
 static void
-on_latency_over (EngSim *sim, gpointer ctx, gpointer data)
+on_latency_over (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
 {
   NetNetwork *net = ctx;
   NetFlow *f = data;

@@ -93,7 +93,7 @@ record_metric (ArPolicy *ar)
 
 /* The update has been applied: close the iteration of every worker. */
 static void
-on_update_done (EngSim *sim, gpointer ctx, gpointer data)
+on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   ArPolicy *ar = ctx;
   double now = eng_sim_now (sim);
@@ -195,7 +195,7 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
 }
 
 static void
-start_iteration (EngSim *sim, gpointer ctx, gpointer data)
+start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   ArPolicy *ar = ctx;
   const PolEnv *env = &ar->env;

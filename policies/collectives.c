@@ -254,7 +254,8 @@ msg_apply (CollOp *op, CollMsg *m, CollRecvMode mode)
 
 /* The last byte of a message has arrived at its receiver. */
 static void
-on_arrival (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+on_arrival (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
+            const NetTransfer *t G_GNUC_UNUSED)
 {
   CollOp *op = ctx;
   CollMsg *m = data;
@@ -279,7 +280,7 @@ on_arrival (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
 
 /* A reducing receive's reduction time is over. */
 static void
-on_reduced (EngSim *sim, gpointer ctx, gpointer data)
+on_reduced (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
 {
   CollOp *op = ctx;
   CollMsg *m = data;
@@ -298,7 +299,7 @@ on_reduced (EngSim *sim, gpointer ctx, gpointer data)
 }
 
 static void
-on_start (EngSim *sim, gpointer ctx, gpointer data)
+on_start (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   CollOp *op = ctx;
 
@@ -436,7 +437,7 @@ unsupported (const char *alg, PolCollKind kind, GError **error)
  * off = -1 for reduce-scatter (rank r ends owning block r).  Broadcast is a
  * plain relay of the whole buffer root -> root+1 -> ... */
 static gboolean
-ring_build (CollOp *op, PolCollKind kind, GError **error)
+ring_build (CollOp *op, PolCollKind kind, GError **error G_GNUC_UNUSED)
 {
   int p = op->p;
   gsize lo, hi;

@@ -11,7 +11,7 @@
 #include "policies/policy.h"
 
 GPtrArray *
-pol_worker_host_names (int workers, int servers)
+pol_worker_host_names (int workers, int servers G_GNUC_UNUSED)
 {
   GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
   for (int w = 0; w < workers; w++)

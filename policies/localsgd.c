@@ -95,7 +95,7 @@ emit_iteration (LsPolicy *ls, int w, gint64 iter, double start, double end,
 
 /* The averaging all-reduce has ended: divide, close the round. */
 static void
-on_sync_done (EngSim *sim, gpointer ctx, gpointer data)
+on_sync_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   LsPolicy *ls = ctx;
   const PolEnv *env = &ls->env;
@@ -228,7 +228,7 @@ start_round (LsPolicy *ls)
 }
 
 static void
-ls_round_event (EngSim *sim, gpointer ctx, gpointer data)
+ls_round_event (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   start_round (ctx);
 }

@@ -222,7 +222,8 @@ static void try_next (PlPolicy *pl, PlWorker *wk);
 static void start_iteration (EngSim *sim, gpointer ctx, gpointer data);
 
 static void
-on_arrive (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+on_arrive (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
+           const NetTransfer *t G_GNUC_UNUSED)
 {
   PlPolicy *pl = ctx;
   gsize v = GPOINTER_TO_SIZE (data);
@@ -487,7 +488,7 @@ try_next (PlPolicy *pl, PlWorker *wk)
 }
 
 static void
-start_iteration (EngSim *sim, gpointer ctx, gpointer data)
+start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   PlPolicy *pl = ctx;
   const PolEnv *env = &pl->env;

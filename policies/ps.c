@@ -225,7 +225,7 @@ send_msg (PsPolicy *ps, PsMsg *m, int src, int dst, double bytes)
 }
 
 static void
-on_compute_done (EngSim *sim, gpointer ctx, gpointer data)
+on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
 {
   PsPolicy *ps = ctx;
   PsWorker *w = data;
@@ -452,7 +452,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
 }
 
 static void
-on_message (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTransfer *t)
 {
   PsPolicy *ps = ctx;
   PsMsg *m = data;

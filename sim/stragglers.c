@@ -24,7 +24,7 @@
 #include "sim/stragglers.h"
 
 static double
-none_draw (SimStragglers *s, int worker)
+none_draw (SimStragglers *s G_GNUC_UNUSED, int worker G_GNUC_UNUSED)
 {
   return 1.0;
 }

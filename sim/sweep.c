@@ -72,7 +72,7 @@ sweep_sink (SimTraceChunk *chunk, gpointer data)
 }
 
 static void
-sweep_progress (gpointer ctx, double t, gint64 done, gint64 total)
+sweep_progress (gpointer ctx, double t G_GNUC_UNUSED, gint64 done, gint64 total)
 {
   Point *p = ctx;
   g_atomic_int_set (&p->permille, (int) (1000.0 * (double) done / (double) MAX (total, 1)));
@@ -80,7 +80,7 @@ sweep_progress (gpointer ctx, double t, gint64 done, gint64 total)
 
 /* Pool thread: runs one point against a trace buffer. */
 static void
-sweep_point (gpointer data, gpointer user)
+sweep_point (gpointer data, gpointer user G_GNUC_UNUSED)
 {
   Point *p = data;
   SimTrace *buf = sim_trace_new_buffer (sweep_sink, p);

@@ -642,7 +642,7 @@ test_failed_run_keeps_db (void)
 }
 
 static void
-reset_sigint (gpointer data)
+reset_sigint (gpointer data G_GNUC_UNUSED)
 {
   signal (SIGINT, SIG_DFL);
   signal (SIGTERM, SIG_DFL);

@@ -336,7 +336,7 @@ test_timing_only (gconstpointer alg_data)
 }
 
 static void
-nothing (EngSim *sim, gpointer ctx, gpointer data)
+nothing (EngSim *sim G_GNUC_UNUSED, gpointer ctx G_GNUC_UNUSED, gpointer data G_GNUC_UNUSED)
 {
 }
 

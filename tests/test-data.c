@@ -30,7 +30,7 @@ typedef struct {
 } Fixture;
 
 static void
-fixture_setup (Fixture *fx, gconstpointer data)
+fixture_setup (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autoptr (GError) error = NULL;
   fx->dir = g_dir_make_tmp ("dtsim-test-data-XXXXXX", &error);
@@ -38,7 +38,7 @@ fixture_setup (Fixture *fx, gconstpointer data)
 }
 
 static void
-fixture_teardown (Fixture *fx, gconstpointer data)
+fixture_teardown (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autoptr (GDir) d = g_dir_open (fx->dir, 0, NULL);
   const char *name;
@@ -152,7 +152,7 @@ check_small (const KernDataset *ds)
 }
 
 static void
-test_idx_plain (Fixture *fx, gconstpointer data)
+test_idx_plain (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autofree char *images = NULL, *labels = NULL;
   write_small (fx, FALSE, &images, &labels);
@@ -165,7 +165,7 @@ test_idx_plain (Fixture *fx, gconstpointer data)
 
 /* gzip files give the same data set, and plain and gzip files mix. */
 static void
-test_idx_gzip (Fixture *fx, gconstpointer data)
+test_idx_gzip (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autofree char *images = NULL, *labels = NULL;
   g_autofree char *pimages = NULL, *plabels = NULL;
@@ -207,7 +207,7 @@ expect_error (const char *images, const char *labels, int code,
 }
 
 static void
-test_idx_bad_magic (Fixture *fx, gconstpointer data)
+test_idx_bad_magic (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autofree char *images = NULL, *labels = NULL;
   write_small (fx, FALSE, &images, &labels);
@@ -223,7 +223,7 @@ test_idx_bad_magic (Fixture *fx, gconstpointer data)
 }
 
 static void
-test_idx_truncated (Fixture *fx, gconstpointer data)
+test_idx_truncated (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autofree char *images = NULL, *labels = NULL;
   write_small (fx, FALSE, &images, &labels);
@@ -272,7 +272,7 @@ test_idx_truncated (Fixture *fx, gconstpointer data)
 }
 
 static void
-test_idx_count_mismatch (Fixture *fx, gconstpointer data)
+test_idx_count_mismatch (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autofree char *images = NULL, *labels = NULL;
   write_small (fx, TRUE, &images, &labels);
@@ -285,7 +285,7 @@ test_idx_count_mismatch (Fixture *fx, gconstpointer data)
 
 /* Bytes after the declared data, and images of zero pixels, are errors. */
 static void
-test_idx_malformed (Fixture *fx, gconstpointer data)
+test_idx_malformed (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autofree char *images = NULL, *labels = NULL;
   write_small (fx, FALSE, &images, &labels);
@@ -308,7 +308,7 @@ test_idx_malformed (Fixture *fx, gconstpointer data)
 }
 
 static void
-test_idx_missing (Fixture *fx, gconstpointer data)
+test_idx_missing (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autofree char *images = NULL, *labels = NULL;
   write_small (fx, FALSE, &images, &labels);
@@ -323,7 +323,7 @@ test_idx_missing (Fixture *fx, gconstpointer data)
 #define FASHION_INSTALL "apt-get install dataset-fashion-mnist"
 
 static void
-test_fashion_missing (Fixture *fx, gconstpointer data)
+test_fashion_missing (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *dir = g_build_filename (fx->dir, "not-here", NULL);
@@ -360,7 +360,7 @@ test_fashion_missing (Fixture *fx, gconstpointer data)
  * std, mean and std (population) over the training pixels, for both
  * splits. */
 static void
-test_fashion_normalisation (Fixture *fx, gconstpointer data)
+test_fashion_normalisation (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   enum { N_TRAIN = 3, N_TEST = 2, D = SIDE * SIDE };
   static guint8 tr[N_TRAIN * D], te[N_TEST * D];
@@ -422,7 +422,7 @@ test_fashion_normalisation (Fixture *fx, gconstpointer data)
 /* Images other than 28 x 28 and labels outside [0, 10) are errors naming
  * the file. */
 static void
-test_fashion_shape (Fixture *fx, gconstpointer data)
+test_fashion_shape (Fixture *fx, gconstpointer data G_GNUC_UNUSED)
 {
   const guint32 idims[] = { 1, SIDE, SIDE - 1 }, ldims[] = { 1 };
   const guint32 good_dims[] = { 1, SIDE, SIDE };

@@ -170,7 +170,7 @@ typedef struct {
 } Walker;
 
 static void
-walker_step (EngSim *sim, gpointer ctx, gpointer data)
+walker_step (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   Walker *w = ctx;
   double now = eng_sim_now (sim);
@@ -233,7 +233,7 @@ test_step_empty (void)
 }
 
 static void
-nop (EngSim *sim, gpointer ctx, gpointer data)
+nop (EngSim *sim G_GNUC_UNUSED, gpointer ctx G_GNUC_UNUSED, gpointer data G_GNUC_UNUSED)
 {
 }
 
@@ -386,7 +386,7 @@ typedef struct {
 } Canceller;
 
 static void
-cancel_victim (EngSim *sim, gpointer ctx, gpointer data)
+cancel_victim (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   Canceller *c = ctx;
   c->result = eng_cancel (sim, c->victim);
@@ -479,7 +479,7 @@ test_run_until (void)
 }
 
 static void
-stop_after (EngSim *sim, gpointer ctx, gpointer data)
+stop_after (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   int *left = ctx;
   if (--*left == 0)
@@ -888,7 +888,7 @@ typedef struct {
 } Arrival;
 
 static void
-arrive (EngSim *sim, gpointer ctx, gpointer data)
+arrive (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   Arrival *a = ctx;
   eng_resource_request (a->res, a->service, job_done, a->jobs,

@@ -222,8 +222,8 @@ typedef struct {
 } Buckets;
 
 static void
-on_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double ready,
-           double start, double end)
+on_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes G_GNUC_UNUSED, double ready,
+           double start G_GNUC_UNUSED, double end G_GNUC_UNUSED)
 {
   Buckets *b = ctx;
   if (iteration == 0)

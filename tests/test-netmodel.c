@@ -33,7 +33,7 @@ typedef struct {
 } Fixture;
 
 static void
-record_done (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+record_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED, const NetTransfer *t)
 {
   Fixture *fx = ctx;
 
@@ -114,7 +114,7 @@ typedef struct {
 } DelayedSend;
 
 static void
-on_delayed_send (EngSim *sim, gpointer ctx, gpointer data)
+on_delayed_send (EngSim *sim G_GNUC_UNUSED, gpointer ctx G_GNUC_UNUSED, gpointer data)
 {
   DelayedSend *d = data;
   start (d->fx, d->src, d->dst, d->bytes, d->tag);
@@ -380,7 +380,7 @@ typedef struct {
 } PingPong;
 
 static void
-on_pong (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+on_pong (EngSim *sim G_GNUC_UNUSED, gpointer ctx G_GNUC_UNUSED, gpointer data, const NetTransfer *t)
 {
   PingPong *pp = data;
 
@@ -628,7 +628,7 @@ test_random_load (void)
 /* A probe event: the incremental rates must equal a full progressive
  * filling of every sharing flow at that instant. */
 static void
-on_rate_probe (EngSim *sim, gpointer ctx, gpointer data)
+on_rate_probe (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
 {
   Fixture *fx = ctx;
   int *n_probed = data;

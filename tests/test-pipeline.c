@@ -29,8 +29,9 @@ typedef struct {
 } Result;
 
 static void
-on_iteration (gpointer ctx, int worker, gint64 iteration, double start, double end,
-              double compute, double comm, double wait, gint64 staleness)
+on_iteration (gpointer ctx, int worker G_GNUC_UNUSED, gint64 iteration G_GNUC_UNUSED,
+              double start, double end, double compute, double comm, double wait,
+              gint64 staleness G_GNUC_UNUSED)
 {
   Result *r = ctx;
   double len = end - start;
@@ -46,7 +47,8 @@ on_stage (gpointer ctx, const PolStageStats *st)
 }
 
 static void
-on_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
+on_metric (gpointer ctx, double t G_GNUC_UNUSED, gint64 step G_GNUC_UNUSED, double loss,
+           double accuracy G_GNUC_UNUSED)
 {
   Result *r = ctx;
   g_array_append_val (r->losses, loss);

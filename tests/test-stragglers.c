@@ -49,8 +49,8 @@ typedef struct {
 
 static void
 on_iteration (gpointer ctx, int worker, gint64 iteration, double start,
-              double end, double compute, double comm, double wait,
-              gint64 staleness)
+              double end, double compute, double comm G_GNUC_UNUSED, double wait G_GNUC_UNUSED,
+              gint64 staleness G_GNUC_UNUSED)
 {
   Result *r = ctx;
   Row row = { worker, iteration, start, end, compute };

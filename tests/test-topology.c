@@ -84,7 +84,8 @@ fixture_clear (Fixture *fx)
 }
 
 static void
-record_done (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+record_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED,
+             const NetTransfer *t)
 {
   Fixture *fx = ctx;
 
