@@ -25,11 +25,6 @@
 
 static char *tmpdir;
 
-#define GOLDEN_QUERY \
-  "SELECT name, printf('%.17g', sim_time), events, iterations, updates," \
-  " printf('%.17g', compute), printf('%.17g', comm), printf('%.17g', wait)" \
-  " FROM runs ORDER BY id"
-
 static char *
 data (const char *name)
 {
@@ -842,38 +837,6 @@ test_check_main_scenario (void)
   g_assert_nonnull (strstr (o, "9 hosts"));
 }
 
-/* Golden summary: the timing of tests/data/small.ini, compared exactly.  It
- * depends on no float of the model's math, so it is the same on every host;
- * a change in simulated behaviour shows here and is explained in its commit
- * (regenerate: see tests/golden/README). */
-static void
-test_golden (void)
-{
-  g_autofree char *ini = data ("small.ini");
-  g_autofree char *db = tmp ("golden.db");
-  g_autofree char *o = NULL, *e = NULL;
-  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
-  sqlite3 *h = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_prepare_v2 (h, GOLDEN_QUERY, -1, &st, NULL), ==, SQLITE_OK);
-  GString *got = g_string_new (NULL);
-  while (sqlite3_step (st) == SQLITE_ROW)
-    {
-      for (int c = 0; c < sqlite3_column_count (st); c++)
-        g_string_append_printf (got, "%s%s", c ? " | " : "", sqlite3_column_text (st, c));
-      g_string_append_c (got, '\n');
-    }
-  sqlite3_finalize (st);
-  sqlite3_close (h);
-  const char *src = g_getenv ("DTSIM_SRCDIR");
-  g_autofree char *path = g_build_filename (src, "tests", "golden", "small.txt", NULL);
-  g_autofree char *want = NULL;
-  g_assert_true (g_file_get_contents (path, &want, NULL, NULL));
-  g_assert_cmpstr (got->str, ==, want);
-  g_string_free (got, TRUE);
-}
-
 /* docs/scenarios.md holds the reference the program prints, verbatim. */
 static void
 test_keys_documented (void)
@@ -970,7 +933,6 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/check/main-scenario", test_check_main_scenario);
   g_test_add_func ("/cli/plot/figures", test_plot);
   g_test_add_func ("/cli/docs/keys", test_keys_documented);
-  g_test_add_func ("/cli/golden/small", test_golden);
   g_test_add_func ("/cli/version", test_version);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
