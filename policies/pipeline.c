@@ -570,9 +570,13 @@ pl_create (const PolEnv *env, GError **error)
       return NULL;
     }
 
-  pl->params = g_new0 (float, MAX (NP, 1));
+  /* the parameters only where the math runs: a timing-only model may be of
+   * any size */
   if (env->model)
-    env->model->ops->init (env->model, pl->params, env->seed);
+    {
+      pl->params = g_new0 (float, MAX (NP, 1));
+      env->model->ops->init (env->model, pl->params, env->seed);
+    }
   pl->update_time = g_new (double, P);
   pl->backward_done = g_new0 (int, P);
   pl->reduce_hosts = g_new (int, R);

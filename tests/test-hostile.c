@@ -411,11 +411,23 @@ test_infinite_straggler (void)
 }
 
 /* A timing-only model of 10^12 parameters (4 TB of floats) runs under every
- * data-parallel policy: without the math no parameter vector is held (the
- * policies allocated one and aborted). */
+ * policy: without the math no parameter vector is held (the policies
+ * allocated one and aborted). */
 static void
 test_huge_timing_model (void)
 {
+  /* the pipeline needs a layer per stage: three layers of 10^15 / 3 */
+  g_autofree char *table = write_tmp ("huge.txt", "# input 10\na 333333333333333 1 1\n"
+                                      "b 333333333333333 1 1\nc 333333333333334 1 1\n", -1);
+  g_autofree char *pipe = g_strdup_printf ("[model]\nkind = timing\nworkload = %s\n"
+                                           "[kernels]\nbackend = none\n[policy]\n"
+                                           "kind = pipeline\n[cluster]\nworkers = 3\n"
+                                           "[scenario]\niterations = 2\n", table);
+  g_autofree char *pp = write_tmp ("huge-pipeline.ini", pipe, -1);
+  g_autofree char *po = NULL, *pe = NULL;
+  const char *pargs[] = { "run", "huge-pipeline.ini", "-o", "huge-pipeline.db", "--quiet", NULL };
+  g_assert_cmpint (test_run_dtsim_argv (tmpdir, &po, &pe, pargs), ==, 0);
+
   static const char *const policies[] = { "ps", "allreduce", "local-sgd" };
   for (gsize i = 0; i < G_N_ELEMENTS (policies); i++)
     {
