@@ -202,7 +202,7 @@ sim_input_check_keyfile (const char *text, const char *file, const char *group_f
                      group, lineno);
       if (!sim_input_is_one_line (value))
         return fail (error, file, "[%s] %s: line %d holds a control character (a tab or an "
-                     "escape) inside its key or value; write it with printable characters only",
+                     "escape) inside its value; write it with printable characters only",
                      group, key, lineno);
       if (strchr (key, '['))
         return fail (error, file, "[%s] %s: line %d: localised keys are not supported; "
