@@ -3,14 +3,46 @@
  *
  * The backends themselves live in cpu.c (always built) and in
  * cuda_backend.cu or cuda_none.c (exactly one is linked, as configure
- * decides); this file only maps the names a scenario may give ("cpu",
- * "cuda") to their constructors, so that adding a backend is adding one
- * file and one line here.
+ * decides); this file is their registry: the names a scenario may give
+ * ("cpu", "cuda", and "none" for no math) with their constructors, so that
+ * adding a backend is adding one file and one line here.
  */
 #include "kernels/backend.h"
 
+#include "base/keys.h"
+
 #include <gio/gio.h>
 #include <string.h>
+
+static KernBackend *
+cpu_new (GError **error G_GNUC_UNUSED)
+{
+  return kern_backend_cpu_new ();
+}
+
+static const KernBackendEntry cpu = {
+  "cpu", "real math on CBLAS (the reference)", cpu_new };
+static const KernBackendEntry cuda = {
+  "cuda", "real math on cuBLAS and CUDA kernels", kern_backend_cuda_new };
+static const KernBackendEntry none = { "none", "timing only, no math", NULL };
+
+static const KernBackendEntry *const backends[] = { &cpu, &cuda, &none, NULL };
+
+const KernBackendEntry *
+kern_backend_lookup (const char *name)
+{
+  for (int i = 0; backends[i]; i++)
+    if (strcmp (backends[i]->name, name) == 0)
+      return backends[i];
+  return NULL;
+}
+
+const char *const *
+kern_backend_names (void)
+{
+  static const char *const *names;
+  return base_registry_names (&names, (const void *const *) backends);
+}
 
 /* The backend called `name`: "cpu" (never fails) or "cuda" (fails when the
  * build has no CUDA or no device is usable, with the reason in `error`).
@@ -22,10 +54,9 @@ kern_backend_new (const char *name, GError **error)
   g_return_val_if_fail (name != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (strcmp (name, "cpu") == 0)
-    return kern_backend_cpu_new ();
-  if (strcmp (name, "cuda") == 0)
-    return kern_backend_cuda_new (error);
+  const KernBackendEntry *e = kern_backend_lookup (name);
+  if (e && e->new)
+    return e->new (error);
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                "unknown kernel backend '%s': expected 'cpu' or 'cuda'", name);
   return NULL;

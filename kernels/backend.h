@@ -86,6 +86,20 @@ KernBackend *kern_backend_cpu_new (void);
 KernBackend *kern_backend_cuda_new (GError **error);
 /* "cpu" or "cuda"; NULL with an error otherwise or when unavailable. */
 KernBackend *kern_backend_new (const char *name, GError **error);
+
+/* The backends a scenario may name ([kernels] backend), in backend.c. */
+typedef struct {
+  const char *name;
+  const char *description;
+  /* The backend, or NULL with `error` set; NULL for "none", which runs no
+   * math (timing only). */
+  KernBackend *(*new) (GError **error);
+} KernBackendEntry;
+
+/* The entry of that name, or NULL. */
+const KernBackendEntry *kern_backend_lookup (const char *name);
+/* The registered names, NULL-terminated. */
+const char *const *kern_backend_names (void);
 void kern_backend_free (KernBackend *be);
 
 G_END_DECLS

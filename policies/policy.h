@@ -14,6 +14,7 @@
 
 #include <glib.h>
 
+#include "base/keys.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 #include "netmodel/netmodel.h"
@@ -223,6 +224,8 @@ void pol_evaluate (const PolEnv *env, const float *params, double *loss,
                    double *accuracy);
 
 /* The registered policy of that name, or NULL. */
+/* The registered policy names, NULL-terminated. */
+const char *const *pol_names (void);
 const PolPolicyOps *pol_lookup (const char *name);
 
 /* Parameter server with BSP, SSP and async consistency (docs/policies.md). */

@@ -28,6 +28,13 @@ pol_lookup (const char *name)
   return NULL;
 }
 
+const char *const *
+pol_names (void)
+{
+  static const char *const *names;
+  return base_registry_names (&names, (const void *const *) policies);
+}
+
 void
 pol_evaluate (const PolEnv *env, const float *params, double *loss, double *accuracy)
 {

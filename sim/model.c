@@ -249,16 +249,46 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
   return ok;
 }
 
+/* The data sets a scenario may name ([model] dataset). */
+typedef struct {
+  const char *name;
+  const char *description;
+  int features, classes;   /* of every sample; 0 = [model] features, classes */
+} Dataset;
+
+static const Dataset synthetic = { "synthetic", "seeded Gaussian blobs", 0, 0 };
+static const Dataset fashion_mnist = {
+  "fashion-mnist", "Debian's dataset-fashion-mnist", FMNIST_FEATURES, FMNIST_CLASSES };
+static const Dataset *const datasets[] = { &synthetic, &fashion_mnist, NULL };
+
+const char *const *
+sim_dataset_names (void)
+{
+  static const char *const *names;
+  return base_registry_names (&names, (const void *const *) datasets);
+}
+
+static const Dataset *
+dataset_of (const SimConfig *c)
+{
+  for (int i = 0; datasets[i]; i++)
+    if (strcmp (datasets[i]->name, c->dataset) == 0)
+      return datasets[i];
+  g_return_val_if_reached (&synthetic);
+}
+
 static int
 model_inputs (const SimConfig *c)
 {
-  return strcmp (c->dataset, "fashion-mnist") == 0 ? FMNIST_FEATURES : (int) c->features;
+  const Dataset *d = dataset_of (c);
+  return d->features ? d->features : (int) c->features;
 }
 
 static int
 model_classes (const SimConfig *c)
 {
-  return strcmp (c->dataset, "fashion-mnist") == 0 ? FMNIST_CLASSES : (int) c->classes;
+  const Dataset *d = dataset_of (c);
+  return d->classes ? d->classes : (int) c->classes;
 }
 
 /* The text of a layer table: a built-in one by name, else a file. */
@@ -284,25 +314,68 @@ workload_text (const char *name, GError **error)
   return NULL;
 }
 
+static KernModel *
+timing_new (const SimConfig *c, KernBackend *be G_GNUC_UNUSED, int d G_GNUC_UNUSED,
+            int k G_GNUC_UNUSED, GError **error)
+{
+  if (!c->workload)
+    return kern_timing_new ((gsize) c->model_params, c->model_flops);
+  g_autofree char *text = workload_text (c->workload, error);
+  if (!text)
+    return NULL;
+  return kern_timing_parse (c->workload, text, error);
+}
+
+static KernModel *
+linear_new (const SimConfig *c G_GNUC_UNUSED, KernBackend *be, int d, int k,
+            GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_MSE, be);
+}
+
+static KernModel *
+softmax_new (const SimConfig *c G_GNUC_UNUSED, KernBackend *be, int d, int k,
+             GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_XENT, be);
+}
+
+static KernModel *
+mlp_new (const SimConfig *c, KernBackend *be, int d, int k, GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (d, (const int *) c->hidden->data, (int) c->hidden->len, k,
+                       KERN_LOSS_XENT, be);
+}
+
+static const SimModelKind linear = {
+  "linear", "least squares onto one-hot targets", TRUE, linear_new };
+static const SimModelKind softmax = { "softmax", "softmax regression", TRUE, softmax_new };
+static const SimModelKind mlp = {
+  "mlp", "ReLU hidden layers, softmax output", TRUE, mlp_new };
+static const SimModelKind timing_kind = {
+  "timing", "a layer table, no math (docs/workloads.md)", FALSE, timing_new };
+static const SimModelKind *const model_kinds[] = { &linear, &softmax, &mlp, &timing_kind, NULL };
+
+const char *const *
+sim_model_kind_names (void)
+{
+  static const char *const *names;
+  return base_registry_names (&names, (const void *const *) model_kinds);
+}
+
+const SimModelKind *
+sim_model_kind (const SimConfig *c)
+{
+  for (int i = 0; model_kinds[i]; i++)
+    if (strcmp (model_kinds[i]->name, c->model_kind) == 0)
+      return model_kinds[i];
+  g_return_val_if_reached (&softmax);
+}
+
 KernModel *
 sim_model_new (const SimConfig *c, KernBackend *be, GError **error)
 {
-  int d = model_inputs (c), k = model_classes (c);
-  if (strcmp (c->model_kind, "timing") == 0)
-    {
-      if (!c->workload)
-        return kern_timing_new ((gsize) c->model_params, c->model_flops);
-      g_autofree char *text = workload_text (c->workload, error);
-      if (!text)
-        return NULL;
-      return kern_timing_parse (c->workload, text, error);
-    }
-  if (strcmp (c->model_kind, "linear") == 0)
-    return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_MSE, be);
-  if (strcmp (c->model_kind, "mlp") == 0)
-    return kern_mlp_new (d, (const int *) c->hidden->data, (int) c->hidden->len, k,
-                         KERN_LOSS_XENT, be);
-  return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_XENT, be);
+  return sim_model_kind (c)->new (c, be, model_inputs (c), model_classes (c), error);
 }
 
 double
@@ -503,10 +576,10 @@ step_cost_check (const SimConfig *c, const KernModel *m, const char *file, GErro
 static gboolean
 host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
 {
-  if (!c->math || strcmp (c->model_kind, "timing") == 0)
+  if (!c->math || !sim_model_kind (c)->math)
     return TRUE;
   gboolean fmnist = strcmp (c->dataset, "fashion-mnist") == 0;
-  double features = fmnist ? FMNIST_FEATURES : (double) c->features;
+  double features = model_inputs (c);
   double samples = fmnist ? 70000.0 : (double) c->samples + (double) c->test_samples;
   double data = samples * (features + 1) * 4.0;
   double per_worker = sim_model_memory_bytes (c, m);
@@ -526,7 +599,7 @@ host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GEr
 gboolean
 sim_model_check (SimConfig *c, const char *file, GError **error)
 {
-  gboolean timing = strcmp (c->model_kind, "timing") == 0;
+  gboolean timing = !sim_model_kind (c)->math;
   if (timing)
     {
       if (!c->workload && !(c->model_params >= 1 && c->model_flops > 0))

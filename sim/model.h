@@ -90,6 +90,22 @@ gboolean sim_apply_catalog (SimConfig *c, const char *file, GError **error);
 /* The model c describes, without data; math on `be` (NULL = CPU). */
 KernModel *sim_model_new (const SimConfig *c, KernBackend *be, GError **error);
 
+/* The model kinds a scenario may name ([model] kind), in model.c. */
+typedef struct {
+  const char *name;
+  const char *description;
+  gboolean math;  /* trains for real; FALSE: timing only (no loss) */
+  /* The model for `inputs` features and `classes` classes. */
+  KernModel *(*new) (const SimConfig *c, KernBackend *be, int inputs, int classes,
+                     GError **error);
+} SimModelKind;
+
+/* The kind c names. */
+const SimModelKind *sim_model_kind (const SimConfig *c);
+/* The registered kind names and data-set names, NULL-terminated. */
+const char *const *sim_model_kind_names (void);
+const char *const *sim_dataset_names (void);
+
 /* Checks that need the model: servers at most one per parameter, the model
  * fits in [device] memory (for a pipeline: every stage on its own device), the data set is installed, by-label bounds, the
  * backend is available.  Errors name `file` and the key to change. */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "kernels/backend.h"
 #include "netmodel/netmodel.h"
 #include "policies/collectives.h"
 #include "policies/policy.h"
@@ -23,255 +24,282 @@
 #include "sim/input.h"
 #include "sim/model.h"
 #include "sim/scenario.h"
+#include "sim/stragglers.h"
 #include "sim/units.h"
 
 G_DEFINE_QUARK (sim-error-quark, sim_error)
 
-typedef enum { KT_STRING, KT_INT, KT_QUANTITY, KT_ENUM, KT_INTLIST, KT_TIMELIST } KeyType;
+/* A row of the key table: sim/scenario.c's own rows name their SimConfig
+ * field; rows a registry entry declares keep their value in c->values. */
+typedef BaseKey KeyDef;
 
-typedef struct {
-  const char *section;
-  const char *key;
-  KeyType type;
-  SimUnitKind unit;            /* KT_QUANTITY */
-  const char *def;             /* default as text; NULL = derived (see doc) */
-  double min, max;             /* inclusive bounds (KT_INT, KT_QUANTITY) */
-  int open;                    /* OPEN_MIN, OPEN_MAX: that bound is exclusive */
-  const char *const *choices;  /* KT_ENUM: NULL-terminated names */
-  gsize offset;                /* field in SimConfig */
-  const char *doc;
-} KeyDef;
+static const BaseChoice consistency_choices[] = {
+  { "bsp", SIM_CONS_BSP, FALSE }, { "ssp", SIM_CONS_SSP, FALSE },
+  { "async", SIM_CONS_ASYNC, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice late_choices[] = {
+  { "drop", FALSE, FALSE }, { "keep", TRUE, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice contention_choices[] = {
+  { "max-min", NET_CONTENTION_MAXMIN, FALSE }, { "none", NET_CONTENTION_NONE, FALSE },
+  { "maxmin", NET_CONTENTION_MAXMIN, TRUE }, { NULL, 0, FALSE } };
+static const BaseChoice detail_choices[] = {
+  { "summary", SIM_DETAIL_SUMMARY, FALSE }, { "iterations", SIM_DETAIL_ITERATIONS, FALSE },
+  { "spans", SIM_DETAIL_SPANS, FALSE }, { "messages", SIM_DETAIL_MESSAGES, FALSE },
+  { NULL, 0, FALSE } };
+static const BaseChoice partition_choices[] = {
+  { "iid", POL_PARTITION_IID, FALSE }, { "by-label", POL_PARTITION_BY_LABEL, FALSE },
+  { NULL, 0, FALSE } };
+static const BaseChoice optimizer_choices[] = {
+  { "sgd", KERN_OPT_SGD, FALSE }, { "momentum", KERN_OPT_MOMENTUM, FALSE },
+  { "adam", KERN_OPT_ADAM, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice precision_choices[] = {
+  { "fp32", SIM_PREC_FP32, FALSE }, { "tf32", SIM_PREC_TF32, FALSE },
+  { "bf16", SIM_PREC_BF16, FALSE }, { "fp16", SIM_PREC_FP16, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice compute_time_choices[] = {
+  { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice schedule_choices[] = {
+  { "gpipe", POL_SCHEDULE_GPIPE, FALSE }, { "1f1b", POL_SCHEDULE_1F1B, FALSE },
+  { NULL, 0, FALSE } };
+static const BaseChoice reduce_choices[] = {
+  { "free", FALSE, FALSE }, { "memory", TRUE, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice nic_choices[] = {
+  { "node", FALSE, FALSE }, { "gpu", TRUE, FALSE }, { NULL, 0, FALSE } };
 
-static const char *const consistency_names[] = { "bsp", "ssp", "async", NULL };
-static const char *const straggler_names[] = { "none", "fixed", "bernoulli", "exponential",
-                                               "lognormal", "pareto", NULL };
-static const char *const late_names[] = { "drop", "keep", NULL };
-static const char *const bool_names[] = { "false", "true", NULL };
-static const char *const contention_names[] = { "max-min", "none", NULL };
-static const char *const detail_names[] = { "summary", "iterations", "spans", "messages", NULL };
-static const char *const backend_names[] = { "cpu", "cuda", "none", NULL };
-static const char *const model_names[] = { "linear", "softmax", "mlp", "timing", NULL };
-static const char *const dataset_names[] = { "synthetic", "fashion-mnist", NULL };
-static const char *const partition_names[] = { "iid", "by-label", NULL };
-static const char *const optimizer_names[] = { "sgd", "momentum", "adam", NULL };
-static const char *const precision_names[] = { "fp32", "tf32", "bf16", "fp16", NULL };
-static const char *const compute_time_names[] = { "model", "measured", NULL };
-static const char *const policy_names[] = { "ps", "allreduce", "local-sgd", "pipeline", NULL };
-static const char *const schedule_names[] = { "gpipe", "1f1b", NULL };
-static const char *const reduce_names[] = { "free", "memory", NULL };
-static const char *const nic_names[] = { "node", "gpu", NULL };
-
-#define OPEN_MIN 1
-#define OPEN_MAX 2
+#define OPEN_MIN BASE_OPEN_MIN
+#define OPEN_MAX BASE_OPEN_MAX
 #define OFF(f) offsetof (SimConfig, f)
-#define BIG 1e300
+#define BIG BASE_BIG
 
-static const KeyDef keys[] = {
-  { "scenario", "name", KT_STRING, 0, NULL, 0, 0, 0, NULL, OFF (scenario_name),
-    "Name of the study (default: the file name without .ini); labels runs and names the default database." },
-  { "scenario", "seed", KT_INT, 0, "1", 0, 9.2e18, 0, NULL, OFF (seed),
-    "Seed of every random stream (data, stragglers); same seed, same trace." },
-  { "scenario", "iterations", KT_INT, 0, "100", 1, 1e12, 0, NULL, OFF (iterations),
-    "Rounds to run: the run ends when the servers have applied iterations x workers gradients." },
-  { "scenario", "time_limit", KT_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (time_limit),
-    "Stop at this simulated time (0 = no limit)." },
-  { "scenario", "target_loss", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (target_loss),
-    "Stop when an evaluation finds the training loss at or below this (0 = never)." },
-  { "cluster", "workers", KT_INT, 0, "4", 1, SIM_MAX_HOSTS, 0, NULL, OFF (workers),
-    "Number of workers." },
-  { "cluster", "servers", KT_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
-    "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker)." },
-  { "cluster", "device", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
-    "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file." },
-  { "cluster", "catalog", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (catalog),
-    "Hardware catalog file to look device and fabric names up in (default: the built-in scenarios/hardware.ini)." },
-  { "device", "flops", KT_QUANTITY, SIM_UNIT_COMPUTE, "100GFLOPS", 0, BIG, 1, NULL, OFF (flops),
-    "Peak FLOP/s of every worker and server device." },
-  { "device", "efficiency", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (efficiency),
-    "Share of peak FLOP/s achieved, in (0, 1]." },
-  { "device", "step_time", KT_QUANTITY, SIM_UNIT_TIME, "-1", -1, BIG, 0, NULL, OFF (step_time),
-    "Fixed compute time of one worker step (forward + backward), zero allowed; overrides the FLOP model. Default: unset (-1), use FLOPs / (flops x efficiency)." },
-  { "device", "serial_time", KT_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (serial_time),
-    "Time of every worker step that does not parallelise (Amdahl's serial part: input pipeline, host work), added before the forward pass of every step, with step_time or the FLOP model." },
-  { "device", "memory_bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (memory_bandwidth),
-    "Memory bandwidth of every device (0 = not modelled): a layer costs max(FLOPs / (flops x efficiency), bytes / memory_bandwidth); also prices reductions when [policy] reduce = memory." },
-  { "device", "memory", KT_QUANTITY, SIM_UNIT_SIZE, "0", 0, BIG, 0, NULL, OFF (memory),
-    "Device memory capacity (0 = not checked): a model whose parameters, gradients, optimizer state and activations exceed it is refused before the run." },
-  { "device", "precision", KT_ENUM, 0, "fp32", 0, 0, 0, precision_names, OFF (precision),
-    "Which peak of [cluster] device is used as flops: fp32, or the tensor-core tf32, bf16 or fp16 (memory traffic is still counted in 4-byte floats)." },
-  { "device", "compute_time", KT_ENUM, 0, "model", 0, 0, 0, compute_time_names, OFF (measured),
-    "model: host-independent roofline time; measured: the host's wall time of the real kernels times measured_scale (emulation; not reproducible across hosts)." },
-  { "device", "measured_scale", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),
-    "compute_time = measured: simulated seconds per host second of kernel time." },
-  { "network", "topology", KT_STRING, 0, "star", 0, 0, 0, NULL, OFF (topology),
-    "Network topology, by registered name (see docs/network.md)." },
-  { "network", "bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
-    "Bandwidth of every link, in each direction." },
-  { "network", "latency", KT_QUANTITY, SIM_UNIT_TIME, "5us", 0, BIG, 0, NULL, OFF (latency),
-    "Latency of every link; on a star a transfer crosses two links." },
-  { "network", "contention", KT_ENUM, 0, "max-min", 0, 0, 0, contention_names, OFF (contention),
-    "max-min: flows share links max-min fairly; none: every flow gets its route's slowest bandwidth." },
-  { "network", "rack_size", KT_INT, 0, "0", 0, 1e6, 0, NULL, OFF (rack_size),
-    "racks: hosts per top-of-rack switch (0 = 8)." },
-  { "network", "oversubscription", KT_QUANTITY, SIM_UNIT_NONE, "1", 1, BIG, 0, NULL, OFF (oversubscription),
-    "racks: a rack's uplink carries rack_size x bandwidth / oversubscription." },
-  { "network", "fat_tree_k", KT_INT, 0, "0", 0, 1024, 0, NULL, OFF (fat_tree_k),
-    "fat-tree: arity k, even (0 = the smallest that holds every host)." },
-  { "network", "switch_latency", KT_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (switch_latency),
-    "racks, fat-tree: latency of every switch-to-switch link." },
-  { "network", "gpus_per_node", KT_INT, 0, "0", 0, 1e6, 0, NULL, OFF (gpus_per_node),
-    "nodes: GPUs (hosts) per node, in host order (0 = 8)." },
-  { "network", "intra_bandwidth", KT_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (intra_bandwidth),
-    "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth)." },
-  { "network", "intra_latency", KT_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (intra_latency),
-    "nodes: latency of each GPU's link inside its node." },
-  { "network", "nic", KT_ENUM, 0, "node", 0, 0, 0, nic_names, OFF (nic_per_gpu),
-    "nodes: one NIC per node, shared by its GPUs, or one per gpu." },
-  { "network", "links", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (links),
-    "Per-link overrides after the topology is built: 'NAME BANDWIDTH [LATENCY]' entries separated by ';', e.g. rack0.up 1Gbps; worker3.down 100Mbps 200us (link names: docs/network.md)." },
-  { "network", "fabric", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (fabric),
-    "Hardware-catalog link (e.g. 100gbe, ib-hdr) giving bandwidth and latency where those keys are not set." },
-  { "network", "intra_fabric", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (intra_fabric),
-    "nodes: catalog link inside a node (e.g. nvlink3) giving intra_bandwidth and intra_latency where those keys are not set." },
-  { "model", "kind", KT_ENUM, 0, "softmax", 0, 0, 0, model_names, OFF (model_kind),
-    "Model trained by every worker: linear (least squares onto one-hot targets), softmax regression, mlp (ReLU hidden layers, softmax output), or timing (a layer table, no math; docs/workloads.md)." },
-  { "model", "hidden", KT_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),
-    "kind = mlp: comma-separated widths of the hidden layers, e.g. 512,512." },
-  { "model", "workload", KT_STRING, 0, "", 0, 0, 0, NULL, OFF (workload),
-    "kind = timing: a built-in layer table (resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2, gpt-2-xl) or a table file; empty = one layer of `params` and `flops`." },
-  { "model", "params", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e15, 0, NULL, OFF (model_params),
-    "kind = timing without workload: float32 parameters of the model (at most 1e15)." },
-  { "model", "flops", KT_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_flops),
-    "kind = timing without workload: FLOPs per sample, forward + backward (split 1:2)." },
-  { "model", "dataset", KT_ENUM, 0, "synthetic", 0, 0, 0, dataset_names, OFF (dataset),
-    "Data set: synthetic = seeded Gaussian blobs; fashion-mnist = Debian's dataset-fashion-mnist (60,000 training, 10,000 test images)." },
-  { "model", "data_dir", KT_STRING, 0, "/usr/share/datasets/fashion-mnist", 0, 0, 0, NULL, OFF (data_dir),
-    "Directory of the Fashion-MNIST gzip IDX files." },
-  { "model", "partition", KT_ENUM, 0, "iid", 0, 0, 0, partition_names, OFF (partition),
-    "How the training set is shared among workers: iid (shuffled shards) or by-label (each worker sees classes_per_worker classes; docs/policies.md)." },
-  { "model", "classes_per_worker", KT_INT, 0, "2", 1, 1e5, 0, NULL, OFF (classes_per_worker),
-    "partition = by-label: classes each worker sees." },
-  { "model", "optimizer", KT_ENUM, 0, "sgd", 0, 0, 0, optimizer_names, OFF (optimizer),
-    "sgd, momentum or adam; its state lives where updates are applied (on the parameter servers for kind = ps)." },
-  { "model", "momentum", KT_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (momentum),
-    "optimizer = momentum: coefficient mu in v = mu v + g." },
-  { "model", "beta1", KT_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (beta1),
-    "optimizer = adam: decay of the first moment." },
-  { "model", "beta2", KT_QUANTITY, SIM_UNIT_NONE, "0.999", 0, 1, OPEN_MAX, NULL, OFF (beta2),
-    "optimizer = adam: decay of the second moment." },
-  { "model", "eps", KT_QUANTITY, SIM_UNIT_NONE, "1e-8", 0, BIG, 1, NULL, OFF (eps),
-    "optimizer = adam: added to the root of the second moment." },
-  { "model", "warmup", KT_INT, 0, "0", 0, 1e12, 0, NULL, OFF (warmup),
-    "Learning-rate warm-up: the rate grows linearly over this many optimizer steps (0 = none)." },
-  { "model", "batch", KT_INT, 0, "32", 1, 1e9, 0, NULL, OFF (batch),
-    "Samples per worker step." },
-  { "model", "global_batch", KT_INT, 0, "0", 0, 1e12, 0, NULL, OFF (global_batch),
-    "Strong scaling: samples per step summed over all workers; each worker's batch is global_batch / workers, which must divide exactly (0 = unset, use batch)." },
-  { "model", "lr", KT_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
-    "Learning rate applied to every gradient the servers receive." },
-  { "model", "eval_every", KT_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
-    "Evaluate loss and accuracy every this many applied gradients (0 = once per round, i.e. every `workers` gradients)." },
-  { "model", "eval_samples", KT_INT, 0, "2048", 0, 1e9, 0, NULL, OFF (eval_samples),
-    "Training samples the evaluated loss is measured on: the first this many of the (shuffled) training set, the same at every evaluation (0 = all)." },
-  { "model", "samples", KT_INT, 0, "8192", 1, 1e9, 0, NULL, OFF (samples),
-    "Training samples of the synthetic set, shared out among workers." },
-  { "model", "test_samples", KT_INT, 0, "2048", 1, 1e9, 0, NULL, OFF (test_samples),
-    "Held-out samples of the synthetic set, for accuracy." },
-  { "model", "features", KT_INT, 0, "32", 1, 1e6, 0, NULL, OFF (features),
-    "Features per sample of the synthetic set." },
-  { "model", "classes", KT_INT, 0, "10", 2, 1e5, 0, NULL, OFF (classes),
-    "Classes of the synthetic set." },
-  { "model", "separation", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (separation),
-    "Standard deviation of the class centres of the synthetic set (noise has deviation 1): larger is easier." },
-  { "policy", "kind", KT_ENUM, 0, "ps", 0, 0, 0, policy_names, OFF (policy),
-    "Training schedule." },
-  { "policy", "consistency", KT_ENUM, 0, "bsp", 0, 0, 0, consistency_names, OFF (consistency),
-    "Parameter-server consistency: bsp, ssp (bounded staleness) or async." },
-  { "policy", "staleness", KT_INT, 0, "3", 0, 1e9, 0, NULL, OFF (staleness),
-    "SSP bound s: a worker may start iteration i once every worker's iteration i-s-1 gradient has been applied." },
-  { "policy", "algorithm", KT_STRING, 0, "ring", 0, 0, 0, NULL, OFF (algorithm),
-    "All-reduce algorithm (kind = allreduce): ring, tree, halving-doubling or naive (docs/collectives.md)." },
-  { "policy", "bucket_size", KT_QUANTITY, SIM_UNIT_SIZE, "25MB", 0, BIG, 0, NULL, OFF (bucket_size),
-    "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap." },
-  { "policy", "reduce", KT_ENUM, 0, "free", 0, 0, 0, reduce_names, OFF (reduce_memory),
-    "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth." },
-  { "policy", "sync_every", KT_INT, 0, "1", 1, 1e12, 0, NULL, OFF (sync_every),
-    "kind = local-sgd: local steps H each worker takes on its own model between two averagings of the models (all-reduce with algorithm)." },
-  { "policy", "wait_for", KT_INT, 0, "0", 0, SIM_MAX_HOSTS, 0, NULL, OFF (wait_for),
-    "BSP parameter server: a round closes when the first K = wait_for of its gradients have arrived (0 or workers = all; 1 <= K <= workers; needs servers = 1 when K < workers; docs/policies.md)." },
-  { "policy", "late", KT_ENUM, 0, "drop", 0, 0, 0, late_names, OFF (late_keep),
-    "wait_for < workers: a gradient of a closed round is dropped, or kept and applied as a stale update." },
-  { "policy", "schedule", KT_ENUM, 0, "1f1b", 0, 0, 0, schedule_names, OFF (schedule),
-    "Pipeline schedule (kind = pipeline): gpipe (all forwards, then all backwards) or 1f1b (warm-up forwards, then one forward one backward; docs/policies.md)." },
-  { "policy", "stages", KT_INT, 0, "0", 0, 1e6, 0, NULL, OFF (stages),
-    "Pipeline stages (kind = pipeline), one worker each; 0 = workers / replicas.  At most the model's layer count." },
-  { "policy", "microbatches", KT_INT, 0, "4", 1, 1e9, 0, NULL, OFF (microbatches),
-    "Micro-batches per batch (kind = pipeline); must divide [model] batch." },
-  { "policy", "stage_layers", KT_INTLIST, 0, "", 1, 1e6, 0, NULL, OFF (stage_layers),
-    "Layers of each pipeline stage, comma-separated, summing to the model's layer count (kind = pipeline); empty = balanced by device time." },
-  { "policy", "replicas", KT_INT, 0, "1", 1, 1e6, 0, NULL, OFF (replicas),
-    "Data-parallel copies of the pipeline (kind = pipeline): workers = stages x replicas; a stage's gradient is all-reduced among its replicas with [policy] algorithm." },
-  { "stragglers", "model", KT_ENUM, 0, "none", 0, 0, 0, straggler_names, OFF (straggler),
-    "Factor multiplying a step's compute time (docs/stragglers.md). none; fixed: listed workers are always `factor` times slower; bernoulli: `factor` with probability p; exponential: base + Exp(mean); lognormal: base + mean x exp(sigma Z - sigma^2/2); pareto: scale x U^(-1/alpha)." },
-  { "stragglers", "factor", KT_QUANTITY, SIM_UNIT_NONE, "4", 1, BIG, 0, NULL, OFF (factor),
-    "Slowdown of a slow step (>= 1)." },
-  { "stragglers", "p", KT_QUANTITY, SIM_UNIT_NONE, "0.1", 0, 1, 0, NULL, OFF (p),
-    "Probability that a step is slow (bernoulli)." },
-  { "stragglers", "slow", KT_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (slow),
-    "Comma-separated worker indices that are slow (fixed)." },
-  { "stragglers", "base", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (strag_base),
-    "exponential, lognormal: the smallest factor, added to the random part." },
-  { "stragglers", "mean", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (strag_mean),
-    "exponential, lognormal: mean of the random part added to base." },
-  { "stragglers", "sigma", KT_QUANTITY, SIM_UNIT_NONE, "0.5", 0, BIG, 0, NULL, OFF (strag_sigma),
-    "lognormal: standard deviation of the factor's natural logarithm." },
-  { "stragglers", "scale", KT_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (strag_scale),
-    "pareto: x_m, the smallest factor." },
-  { "stragglers", "alpha", KT_QUANTITY, SIM_UNIT_NONE, "2", 0, BIG, 1, NULL, OFF (strag_alpha),
-    "pareto: shape (> 0); alpha <= 1 has an infinite mean (allowed), median scale x 2^(1/alpha)." },
-  { "stragglers", "persistent", KT_ENUM, 0, "false", 0, 0, 0, bool_names, OFF (strag_persistent),
-    "true: each worker draws its factor once and keeps it for the whole run; false: a fresh draw per step." },
-  { "failures", "worker", KT_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
-    "Workers that fail, one per failure (one index = the same worker for every time in `at`)." },
-  { "failures", "at", KT_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
-    "Simulated times of the failures, comma-separated, paired with `worker` (one time = every listed worker fails then)." },
-  { "failures", "restart", KT_QUANTITY, SIM_UNIT_TIME, "500ms", 0, BIG, 0, NULL, OFF (fail_restart),
-    "Delay from a failure until the worker is back: it then pulls fresh parameters and starts a new step (kind = ps only)." },
-  { "kernels", "backend", KT_ENUM, 0, "cpu", 0, 0, 0, backend_names, OFF (backend),
-    "cpu: real math on CBLAS; cuda: real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build); none: timing only, no math (no loss)." },
-  { "trace", "detail", KT_ENUM, 0, "iterations", 0, 0, 0, detail_names, OFF (detail),
-    "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before." },
-  { "trace", "db", KT_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
-    "Output database (default: results/NAME.db; -o on the command line wins)." },
+static const KeyDef core_keys[] = {
+  { "scenario", "name", BASE_KEY_STRING, 0, NULL, 0, 0, 0, NULL, OFF (scenario_name),
+    "Name of the study (default: the file name without .ini); labels runs and names the default database.", NULL },
+  { "scenario", "seed", BASE_KEY_INT, 0, "1", 0, 9.2e18, 0, NULL, OFF (seed),
+    "Seed of every random stream (data, stragglers); same seed, same trace.", NULL },
+  { "scenario", "iterations", BASE_KEY_INT, 0, "100", 1, 1e12, 0, NULL, OFF (iterations),
+    "Rounds to run: the run ends when the servers have applied iterations x workers gradients.", NULL },
+  { "scenario", "time_limit", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (time_limit),
+    "Stop at this simulated time (0 = no limit).", NULL },
+  { "scenario", "target_loss", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (target_loss),
+    "Stop when an evaluation finds the training loss at or below this (0 = never).", NULL },
+  { "cluster", "workers", BASE_KEY_INT, 0, "4", 1, SIM_MAX_HOSTS, 0, NULL, OFF (workers),
+    "Number of workers.", NULL },
+  { "cluster", "servers", BASE_KEY_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
+    "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
+  { "cluster", "device", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
+    "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file.", NULL },
+  { "cluster", "catalog", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (catalog),
+    "Hardware catalog file to look device and fabric names up in (default: the built-in scenarios/hardware.ini).", NULL },
+  { "device", "flops", BASE_KEY_QUANTITY, SIM_UNIT_COMPUTE, "100GFLOPS", 0, BIG, 1, NULL, OFF (flops),
+    "Peak FLOP/s of every worker and server device.", NULL },
+  { "device", "efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (efficiency),
+    "Share of peak FLOP/s achieved, in (0, 1].", NULL },
+  { "device", "step_time", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "-1", -1, BIG, 0, NULL, OFF (step_time),
+    "Fixed compute time of one worker step (forward + backward), zero allowed; overrides the FLOP model. Default: unset (-1), use FLOPs / (flops x efficiency).", NULL },
+  { "device", "serial_time", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (serial_time),
+    "Time of every worker step that does not parallelise (Amdahl's serial part: input pipeline, host work), added before the forward pass of every step, with step_time or the FLOP model.", NULL },
+  { "device", "memory_bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (memory_bandwidth),
+    "Memory bandwidth of every device (0 = not modelled): a layer costs max(FLOPs / (flops x efficiency), bytes / memory_bandwidth); also prices reductions when [policy] reduce = memory.", NULL },
+  { "device", "memory", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "0", 0, BIG, 0, NULL, OFF (memory),
+    "Device memory capacity (0 = not checked): a model whose parameters, gradients, optimizer state and activations exceed it is refused before the run.", NULL },
+  { "device", "precision", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, precision_choices, OFF (precision),
+    "Which peak of [cluster] device is used as flops: fp32, or the tensor-core tf32, bf16 or fp16 (memory traffic is still counted in 4-byte floats).", NULL },
+  { "device", "compute_time", BASE_KEY_ENUM, 0, "model", 0, 0, 0, compute_time_choices, OFF (measured),
+    "model: host-independent roofline time; measured: the host's wall time of the real kernels times measured_scale (emulation; not reproducible across hosts).", NULL },
+  { "device", "measured_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),
+    "compute_time = measured: simulated seconds per host second of kernel time.", NULL },
+  { "network", "topology", BASE_KEY_STRING, 0, "star", 0, 0, 0, NULL, OFF (topology),
+    "Network topology, by registered name (see docs/network.md).", NULL },
+  { "network", "bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
+    "Bandwidth of every link, in each direction.", NULL },
+  { "network", "latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "5us", 0, BIG, 0, NULL, OFF (latency),
+    "Latency of every link; on a star a transfer crosses two links.", NULL },
+  { "network", "contention", BASE_KEY_ENUM, 0, "max-min", 0, 0, 0, contention_choices, OFF (contention),
+    "max-min: flows share links max-min fairly; none: every flow gets its route's slowest bandwidth.", NULL },
+  { "network", "rack_size", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, OFF (rack_size),
+    "racks: hosts per top-of-rack switch (0 = 8).", NULL },
+  { "network", "oversubscription", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 1, BIG, 0, NULL, OFF (oversubscription),
+    "racks: a rack's uplink carries rack_size x bandwidth / oversubscription.", NULL },
+  { "network", "fat_tree_k", BASE_KEY_INT, 0, "0", 0, 1024, 0, NULL, OFF (fat_tree_k),
+    "fat-tree: arity k, even (0 = the smallest that holds every host).", NULL },
+  { "network", "switch_latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (switch_latency),
+    "racks, fat-tree: latency of every switch-to-switch link.", NULL },
+  { "network", "gpus_per_node", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, OFF (gpus_per_node),
+    "nodes: GPUs (hosts) per node, in host order (0 = 8).", NULL },
+  { "network", "intra_bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (intra_bandwidth),
+    "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth).", NULL },
+  { "network", "intra_latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (intra_latency),
+    "nodes: latency of each GPU's link inside its node.", NULL },
+  { "network", "nic", BASE_KEY_ENUM, 0, "node", 0, 0, 0, nic_choices, OFF (nic_per_gpu),
+    "nodes: one NIC per node, shared by its GPUs, or one per gpu.", NULL },
+  { "network", "links", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (links),
+    "Per-link overrides after the topology is built: 'NAME BANDWIDTH [LATENCY]' entries separated by ';', e.g. rack0.up 1Gbps; worker3.down 100Mbps 200us (link names: docs/network.md).", NULL },
+  { "network", "fabric", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (fabric),
+    "Hardware-catalog link (e.g. 100gbe, ib-hdr) giving bandwidth and latency where those keys are not set.", NULL },
+  { "network", "intra_fabric", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (intra_fabric),
+    "nodes: catalog link inside a node (e.g. nvlink3) giving intra_bandwidth and intra_latency where those keys are not set.", NULL },
+  { "model", "kind", BASE_KEY_NAME, 0, "softmax", 0, 0, 0, NULL, OFF (model_kind),
+    "Model trained by every worker: linear (least squares onto one-hot targets), softmax regression, mlp (ReLU hidden layers, softmax output), or timing (a layer table, no math; docs/workloads.md).", sim_model_kind_names },
+  { "model", "hidden", BASE_KEY_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),
+    "kind = mlp: comma-separated widths of the hidden layers, e.g. 512,512.", NULL },
+  { "model", "workload", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (workload),
+    "kind = timing: a built-in layer table (resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2, gpt-2-xl) or a table file; empty = one layer of `params` and `flops`.", NULL },
+  { "model", "params", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e15, 0, NULL, OFF (model_params),
+    "kind = timing without workload: float32 parameters of the model (at most 1e15).", NULL },
+  { "model", "flops", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_flops),
+    "kind = timing without workload: FLOPs per sample, forward + backward (split 1:2).", NULL },
+  { "model", "dataset", BASE_KEY_NAME, 0, "synthetic", 0, 0, 0, NULL, OFF (dataset),
+    "Data set: synthetic = seeded Gaussian blobs; fashion-mnist = Debian's dataset-fashion-mnist (60,000 training, 10,000 test images).", sim_dataset_names },
+  { "model", "data_dir", BASE_KEY_STRING, 0, "/usr/share/datasets/fashion-mnist", 0, 0, 0, NULL, OFF (data_dir),
+    "Directory of the Fashion-MNIST gzip IDX files.", NULL },
+  { "model", "partition", BASE_KEY_ENUM, 0, "iid", 0, 0, 0, partition_choices, OFF (partition),
+    "How the training set is shared among workers: iid (shuffled shards) or by-label (each worker sees classes_per_worker classes; docs/policies.md).", NULL },
+  { "model", "classes_per_worker", BASE_KEY_INT, 0, "2", 1, 1e5, 0, NULL, OFF (classes_per_worker),
+    "partition = by-label: classes each worker sees.", NULL },
+  { "model", "optimizer", BASE_KEY_ENUM, 0, "sgd", 0, 0, 0, optimizer_choices, OFF (optimizer),
+    "sgd, momentum or adam; its state lives where updates are applied (on the parameter servers for kind = ps).", NULL },
+  { "model", "momentum", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (momentum),
+    "optimizer = momentum: coefficient mu in v = mu v + g.", NULL },
+  { "model", "beta1", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (beta1),
+    "optimizer = adam: decay of the first moment.", NULL },
+  { "model", "beta2", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.999", 0, 1, OPEN_MAX, NULL, OFF (beta2),
+    "optimizer = adam: decay of the second moment.", NULL },
+  { "model", "eps", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1e-8", 0, BIG, 1, NULL, OFF (eps),
+    "optimizer = adam: added to the root of the second moment.", NULL },
+  { "model", "warmup", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (warmup),
+    "Learning-rate warm-up: the rate grows linearly over this many optimizer steps (0 = none).", NULL },
+  { "model", "batch", BASE_KEY_INT, 0, "32", 1, 1e9, 0, NULL, OFF (batch),
+    "Samples per worker step.", NULL },
+  { "model", "global_batch", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (global_batch),
+    "Strong scaling: samples per step summed over all workers; each worker's batch is global_batch / workers, which must divide exactly (0 = unset, use batch).", NULL },
+  { "model", "lr", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
+    "Learning rate applied to every gradient the servers receive.", NULL },
+  { "model", "eval_every", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
+    "Evaluate loss and accuracy every this many applied gradients (0 = once per round, i.e. every `workers` gradients).", NULL },
+  { "model", "eval_samples", BASE_KEY_INT, 0, "2048", 0, 1e9, 0, NULL, OFF (eval_samples),
+    "Training samples the evaluated loss is measured on: the first this many of the (shuffled) training set, the same at every evaluation (0 = all).", NULL },
+  { "model", "samples", BASE_KEY_INT, 0, "8192", 1, 1e9, 0, NULL, OFF (samples),
+    "Training samples of the synthetic set, shared out among workers.", NULL },
+  { "model", "test_samples", BASE_KEY_INT, 0, "2048", 1, 1e9, 0, NULL, OFF (test_samples),
+    "Held-out samples of the synthetic set, for accuracy.", NULL },
+  { "model", "features", BASE_KEY_INT, 0, "32", 1, 1e6, 0, NULL, OFF (features),
+    "Features per sample of the synthetic set.", NULL },
+  { "model", "classes", BASE_KEY_INT, 0, "10", 2, 1e5, 0, NULL, OFF (classes),
+    "Classes of the synthetic set.", NULL },
+  { "model", "separation", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (separation),
+    "Standard deviation of the class centres of the synthetic set (noise has deviation 1): larger is easier.", NULL },
+  { "policy", "kind", BASE_KEY_NAME, 0, "ps", 0, 0, 0, NULL, OFF (policy),
+    "Training schedule.", pol_names },
+  { "policy", "consistency", BASE_KEY_ENUM, 0, "bsp", 0, 0, 0, consistency_choices, OFF (consistency),
+    "Parameter-server consistency: bsp, ssp (bounded staleness) or async.", NULL },
+  { "policy", "staleness", BASE_KEY_INT, 0, "3", 0, 1e9, 0, NULL, OFF (staleness),
+    "SSP bound s: a worker may start iteration i once every worker's iteration i-s-1 gradient has been applied.", NULL },
+  { "policy", "algorithm", BASE_KEY_STRING, 0, "ring", 0, 0, 0, NULL, OFF (algorithm),
+    "All-reduce algorithm (kind = allreduce): ring, tree, halving-doubling or naive (docs/collectives.md).", NULL },
+  { "policy", "bucket_size", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "25MB", 0, BIG, 0, NULL, OFF (bucket_size),
+    "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap.", NULL },
+  { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, OFF (reduce_memory),
+    "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
+  { "policy", "sync_every", BASE_KEY_INT, 0, "1", 1, 1e12, 0, NULL, OFF (sync_every),
+    "kind = local-sgd: local steps H each worker takes on its own model between two averagings of the models (all-reduce with algorithm).", NULL },
+  { "policy", "wait_for", BASE_KEY_INT, 0, "0", 0, SIM_MAX_HOSTS, 0, NULL, OFF (wait_for),
+    "BSP parameter server: a round closes when the first K = wait_for of its gradients have arrived (0 or workers = all; 1 <= K <= workers; needs servers = 1 when K < workers; docs/policies.md).", NULL },
+  { "policy", "late", BASE_KEY_ENUM, 0, "drop", 0, 0, 0, late_choices, OFF (late_keep),
+    "wait_for < workers: a gradient of a closed round is dropped, or kept and applied as a stale update.", NULL },
+  { "policy", "schedule", BASE_KEY_ENUM, 0, "1f1b", 0, 0, 0, schedule_choices, OFF (schedule),
+    "Pipeline schedule (kind = pipeline): gpipe (all forwards, then all backwards) or 1f1b (warm-up forwards, then one forward one backward; docs/policies.md).", NULL },
+  { "policy", "stages", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, OFF (stages),
+    "Pipeline stages (kind = pipeline), one worker each; 0 = workers / replicas.  At most the model's layer count.", NULL },
+  { "policy", "microbatches", BASE_KEY_INT, 0, "4", 1, 1e9, 0, NULL, OFF (microbatches),
+    "Micro-batches per batch (kind = pipeline); must divide [model] batch.", NULL },
+  { "policy", "stage_layers", BASE_KEY_INTLIST, 0, "", 1, 1e6, 0, NULL, OFF (stage_layers),
+    "Layers of each pipeline stage, comma-separated, summing to the model's layer count (kind = pipeline); empty = balanced by device time.", NULL },
+  { "policy", "replicas", BASE_KEY_INT, 0, "1", 1, 1e6, 0, NULL, OFF (replicas),
+    "Data-parallel copies of the pipeline (kind = pipeline): workers = stages x replicas; a stage's gradient is all-reduced among its replicas with [policy] algorithm.", NULL },
+  { "failures", "worker", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
+    "Workers that fail, one per failure (one index = the same worker for every time in `at`).", NULL },
+  { "failures", "at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
+    "Simulated times of the failures, comma-separated, paired with `worker` (one time = every listed worker fails then).", NULL },
+  { "failures", "restart", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "500ms", 0, BIG, 0, NULL, OFF (fail_restart),
+    "Delay from a failure until the worker is back: it then pulls fresh parameters and starts a new step (kind = ps only).", NULL },
+  { "kernels", "backend", BASE_KEY_NAME, 0, "cpu", 0, 0, 0, NULL, OFF (backend),
+    "cpu: real math on CBLAS; cuda: real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build); none: timing only, no math (no loss).", kern_backend_names },
+  { "trace", "detail", BASE_KEY_ENUM, 0, "iterations", 0, 0, 0, detail_choices, OFF (detail),
+    "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before.", NULL },
+  { "trace", "db", BASE_KEY_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
+    "Output database (default: results/NAME.db; -o on the command line wins).", NULL },
 };
+
+/* The sections in the order `dtsim keys` lists them. */
+static const char *const sections[] = {
+  "scenario", "cluster", "device", "network", "model", "policy", "stragglers",
+  "failures", "kernels", "trace", NULL,
+};
+
+/* Appends the rows the registries declare, for every section. */
+static void
+registry_keys (GPtrArray *rows)
+{
+  sim_stragglers_keys (rows);
+}
+
+/* Every scenario key: for each section, this file's rows then the rows of
+ * the registries, built once.  A key two registry entries both declare is
+ * listed once (the first). */
+static GPtrArray *
+key_table (void)
+{
+  static GPtrArray *table;
+  if (g_once_init_enter (&table))
+    {
+      g_autoptr (GPtrArray) reg = g_ptr_array_new ();
+      registry_keys (reg);
+      GPtrArray *t = g_ptr_array_new ();
+      g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      for (int s = 0; sections[s]; s++)
+        for (int pass = 0; pass < 2; pass++)
+          {
+            guint n = pass == 0 ? G_N_ELEMENTS (core_keys) : reg->len;
+            for (guint i = 0; i < n; i++)
+              {
+                const KeyDef *k = pass == 0 ? &core_keys[i] : g_ptr_array_index (reg, i);
+                if (strcmp (k->section, sections[s]) != 0)
+                  continue;
+                char *dotted = g_strdup_printf ("%s.%s", k->section, k->key);
+                if (!g_hash_table_add (seen, dotted))
+                  continue;
+                g_ptr_array_add (t, (gpointer) k);
+              }
+          }
+      g_assert (t->len == g_hash_table_size (seen));
+      g_once_init_leave (&table, t);
+    }
+  return table;
+}
+
+#define N_KEYS (key_table ()->len)
+#define KEY(i) ((const KeyDef *) g_ptr_array_index (key_table (), (i)))
 
 static const KeyDef *
 find_key (const char *section, const char *key)
 {
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
-    if (strcmp (keys[i].section, section) == 0 && strcmp (keys[i].key, key) == 0)
-      return &keys[i];
+  for (guint i = 0; i < N_KEYS; i++)
+    if (strcmp (KEY (i)->section, section) == 0 && strcmp (KEY (i)->key, key) == 0)
+      return KEY (i);
   return NULL;
 }
 
 static gboolean
 known_section (const char *section)
 {
-  if (strcmp (section, "sweep") == 0)
-    return TRUE;
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
-    if (strcmp (keys[i].section, section) == 0)
-      return TRUE;
-  return FALSE;
+  return strcmp (section, "sweep") == 0 || g_strv_contains (sections, section);
 }
 
 static char *
 list_keys_of (const char *section)
 {
   GString *s = g_string_new (NULL);
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
-    if (strcmp (keys[i].section, section) == 0)
-      g_string_append_printf (s, "%s%s", s->len ? ", " : "", keys[i].key);
+  for (guint i = 0; i < N_KEYS; i++)
+    if (strcmp (KEY (i)->section, section) == 0)
+      g_string_append_printf (s, "%s%s", s->len ? ", " : "", KEY (i)->key);
   return g_string_free (s, FALSE);
 }
 
@@ -279,11 +307,38 @@ static char *
 list_sections (void)
 {
   GString *s = g_string_new (NULL);
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
-    if (i == 0 || strcmp (keys[i].section, keys[i - 1].section) != 0)
-      g_string_append_printf (s, "[%s] ", keys[i].section);
+  for (int i = 0; sections[i]; i++)
+    g_string_append_printf (s, "[%s] ", sections[i]);
   g_string_append (s, "[sweep]");
   return g_string_free (s, FALSE);
+}
+
+/* The names a BASE_KEY_ENUM or BASE_KEY_NAME key accepts, joined by sep
+ * (aliases left out). */
+static char *
+choice_list (const KeyDef *k, const char *sep)
+{
+  GString *s = g_string_new (NULL);
+  if (k->type == BASE_KEY_NAME)
+    for (const char *const *n = k->names (); *n; n++)
+      g_string_append_printf (s, "%s%s", s->len ? sep : "", *n);
+  else
+    for (const BaseChoice *ch = k->choices; ch->name; ch++)
+      if (!ch->alias)
+        g_string_append_printf (s, "%s%s", s->len ? sep : "", ch->name);
+  return g_string_free (s, FALSE);
+}
+
+gboolean
+sim_key_error (GError **error, const char *file, const char *section, const char *key,
+               const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: %s", file, section, key, msg);
+  return FALSE;
 }
 
 static gboolean G_GNUC_PRINTF (4, 5)
@@ -330,125 +385,193 @@ valid_sweep_key (const char *name)
   return TRUE;
 }
 
-static char *
-enum_list (const char *const *choices)
+/* Where a resolved value goes: the SimConfig field of one of this file's
+ * rows, or c->values for a row a registry declares. */
+#define FIELD(c, k) ((char *) (c) + (k)->offset)
+#define DOTTED(k) g_autofree char *dotted_ = g_strdup_printf ("%s.%s", (k)->section, (k)->key)
+
+static void
+store_int (SimConfig *c, const KeyDef *k, gint64 v)
 {
-  return g_strjoinv (", ", (char **) choices);
+  DOTTED (k);
+  if (k->offset)
+    *(gint64 *) FIELD (c, k) = v;
+  else
+    base_values_set_int (c->values, dotted_, v);
 }
 
-/* Resolves one key's text into its field of c. */
+static void
+store_double (SimConfig *c, const KeyDef *k, double v)
+{
+  DOTTED (k);
+  if (k->offset)
+    *(double *) FIELD (c, k) = v;
+  else
+    base_values_set_double (c->values, dotted_, v);
+}
+
+static void
+store_string (SimConfig *c, const KeyDef *k, const char *v)
+{
+  DOTTED (k);
+  if (k->offset)
+    *(char **) FIELD (c, k) = g_strdup (v);
+  else
+    base_values_set_string (c->values, dotted_, v);
+}
+
+/* An enum's value: its field is an int (an enum type or a gboolean). */
+static void
+store_choice (SimConfig *c, const KeyDef *k, int v)
+{
+  DOTTED (k);
+  if (k->offset)
+    *(int *) FIELD (c, k) = v;
+  else
+    base_values_set_int (c->values, dotted_, v);
+}
+
+static void
+store_list (SimConfig *c, const KeyDef *k, GArray *a)
+{
+  DOTTED (k);
+  if (k->offset)
+    *(GArray **) FIELD (c, k) = a;
+  else
+    {
+      base_values_set_list (c->values, dotted_, a);
+      g_array_unref (a);
+    }
+}
+
+static gboolean
+resolve_int (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+             GError **error)
+{
+  char *end = NULL;
+  errno = 0;
+  gint64 v = g_ascii_strtoll (text, &end, 10);
+  while (end && g_ascii_isspace (*end))
+    end++;
+  if (end == text || *end != '\0' || errno != 0)
+    return fail (error, file, k, "'%s' is not an integer", text);
+  if ((double) v < k->min || (double) v > k->max)
+    return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f",
+                 text, k->min, k->max);
+  store_int (c, k, v);
+  return TRUE;
+}
+
+static gboolean
+resolve_quantity (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+                  GError **error)
+{
+  double v;
+  const char *why = NULL;
+  if (!sim_parse_quantity (text, k->unit, &v, &why))
+    return fail (error, file, k, "'%s' is not valid; expected %s", text, why);
+  gboolean low = (k->open & OPEN_MIN) ? v <= k->min : v < k->min;
+  gboolean high = (k->open & OPEN_MAX) ? v >= k->max : v > k->max;
+  if (low || high)
+    {
+      if (k->max >= BIG)
+        return fail (error, file, k, "%s must be %s %g%s%s", text,
+                     (k->open & OPEN_MIN) ? "greater than" : "at least", k->min,
+                     k->unit ? " " : "", sim_unit_base_name (k->unit));
+      return fail (error, file, k, "%s must be in %s%g, %g%s", text,
+                   (k->open & OPEN_MIN) ? "(" : "[", k->min, k->max,
+                   (k->open & OPEN_MAX) ? ")" : "]");
+    }
+  store_double (c, k, v);
+  return TRUE;
+}
+
+/* An ENUM stores its choice's value, a NAME the registry's spelling. */
+static gboolean
+resolve_choice (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+                GError **error)
+{
+  if (k->type == BASE_KEY_NAME)
+    {
+      for (const char *const *n = k->names (); *n; n++)
+        if (g_ascii_strcasecmp (text, *n) == 0)
+          {
+            store_string (c, k, *n);
+            return TRUE;
+          }
+    }
+  else
+    for (const BaseChoice *ch = k->choices; ch->name; ch++)
+      if (g_ascii_strcasecmp (text, ch->name) == 0)
+        {
+          store_choice (c, k, ch->value);
+          return TRUE;
+        }
+  g_autofree char *l = choice_list (k, ", ");
+  return fail (error, file, k, "unknown value '%s'; use one of: %s", text, l);
+}
+
+/* A comma-separated list of integers (INTLIST) or times (TIMELIST). */
+static gboolean
+resolve_list (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+              GError **error)
+{
+  gboolean ints = k->type == BASE_KEY_INTLIST;
+  GArray *a = g_array_new (FALSE, FALSE, ints ? sizeof (int) : sizeof (double));
+  store_list (c, k, a); /* owned by c from here on, even on an error */
+  g_auto (GStrv) parts = g_strsplit (text, ",", -1);
+  for (int i = 0; parts[i]; i++)
+    {
+      char *t = g_strstrip (parts[i]);
+      if (*t == '\0')
+        continue;
+      if (ints)
+        {
+          char *end = NULL;
+          gint64 v = g_ascii_strtoll (t, &end, 10);
+          if (end == t || *end != '\0' || v < k->min || v > k->max)
+            return fail (error, file, k, "'%s' is not an integer from %.0f to %.0f", t,
+                         k->min, k->max);
+          int iv = (int) v;
+          g_array_append_val (a, iv);
+          continue;
+        }
+      double v;
+      const char *why = NULL;
+      if (!sim_parse_quantity (t, k->unit, &v, &why))
+        return fail (error, file, k, "'%s' is not valid; expected %s", t, why);
+      if (v < k->min)
+        return fail (error, file, k, "%s must be at least %g %s", t, k->min,
+                     sim_unit_base_name (k->unit));
+      g_array_append_val (a, v);
+    }
+  return TRUE;
+}
+
+/* Resolves one key's text into c (its field, or c->values). */
 static gboolean
 resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
              GError **error)
 {
-  char *field = (char *) c + k->offset;
   switch (k->type)
     {
-    case KT_STRING:
+    case BASE_KEY_STRING:
       if (text[0] == '\0' && k->def && k->def[0] == '\0')
         return TRUE; /* an optional text left empty */
       if (text[0] == '\0')
         return fail (error, file, k, "empty value; give a value or remove the key");
-      *(char **) field = g_strdup (text);
+      store_string (c, k, text);
       return TRUE;
-    case KT_INT:
-      {
-        char *end = NULL;
-        errno = 0;
-        gint64 v = g_ascii_strtoll (text, &end, 10);
-        while (end && g_ascii_isspace (*end))
-          end++;
-        if (end == text || *end != '\0' || errno != 0)
-          return fail (error, file, k, "'%s' is not an integer", text);
-        if ((double) v < k->min || (double) v > k->max)
-          return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f",
-                       text, k->min, k->max);
-        *(gint64 *) field = v;
-        return TRUE;
-      }
-    case KT_QUANTITY:
-      {
-        double v;
-        const char *why = NULL;
-        if (!sim_parse_quantity (text, k->unit, &v, &why))
-          return fail (error, file, k, "'%s' is not valid; expected %s", text, why);
-        gboolean low = (k->open & OPEN_MIN) ? v <= k->min : v < k->min;
-        gboolean high = (k->open & OPEN_MAX) ? v >= k->max : v > k->max;
-        if (low || high)
-          {
-            if (k->max >= BIG)
-              return fail (error, file, k, "%s must be %s %g%s%s", text,
-                           (k->open & OPEN_MIN) ? "greater than" : "at least", k->min,
-                           k->unit ? " " : "", sim_unit_base_name (k->unit));
-            return fail (error, file, k, "%s must be in %s%g, %g%s", text,
-                         (k->open & OPEN_MIN) ? "(" : "[", k->min, k->max,
-                         (k->open & OPEN_MAX) ? ")" : "]");
-          }
-        *(double *) field = v;
-        return TRUE;
-      }
-    case KT_ENUM:
-      {
-        for (int i = 0; k->choices[i]; i++)
-          if (g_ascii_strcasecmp (text, k->choices[i]) == 0
-              || (k->choices == contention_names && i == 0
-                  && g_ascii_strcasecmp (text, "maxmin") == 0))
-            {
-              if (k->choices == model_names || k->choices == dataset_names
-                  || k->choices == policy_names || k->choices == backend_names)
-                *(char **) field = g_strdup (k->choices[i]);
-              else if (k->choices == reduce_names || k->choices == nic_names
-                       || k->choices == compute_time_names || k->choices == late_names
-                       || k->choices == bool_names)
-                *(gboolean *) field = (i == 1);
-              else
-                *(int *) field = i;
-              return TRUE;
-            }
-        g_autofree char *l = enum_list (k->choices);
-        return fail (error, file, k, "unknown value '%s'; use one of: %s", text, l);
-      }
-    case KT_INTLIST:
-      {
-        GArray *a = g_array_new (FALSE, FALSE, sizeof (int));
-        *(GArray **) field = a;
-        g_auto (GStrv) parts = g_strsplit (text, ",", -1);
-        for (int i = 0; parts[i]; i++)
-          {
-            char *t = g_strstrip (parts[i]);
-            if (*t == '\0')
-              continue;
-            char *end = NULL;
-            gint64 v = g_ascii_strtoll (t, &end, 10);
-            if (end == t || *end != '\0' || v < k->min || v > k->max)
-              return fail (error, file, k, "'%s' is not an integer from %.0f to %.0f", t,
-                           k->min, k->max);
-            int iv = (int) v;
-            g_array_append_val (a, iv);
-          }
-        return TRUE;
-      }
-    case KT_TIMELIST:
-      {
-        GArray *a = g_array_new (FALSE, FALSE, sizeof (double));
-        *(GArray **) field = a;
-        g_auto (GStrv) parts = g_strsplit (text, ",", -1);
-        for (int i = 0; parts[i]; i++)
-          {
-            char *t = g_strstrip (parts[i]);
-            double v;
-            const char *why = NULL;
-            if (*t == '\0')
-              continue;
-            if (!sim_parse_quantity (t, k->unit, &v, &why))
-              return fail (error, file, k, "'%s' is not valid; expected %s", t, why);
-            if (v < k->min)
-              return fail (error, file, k, "%s must be at least %g %s", t, k->min,
-                           sim_unit_base_name (k->unit));
-            g_array_append_val (a, v);
-          }
-        return TRUE;
-      }
+    case BASE_KEY_INT:
+      return resolve_int (c, k, text, file, error);
+    case BASE_KEY_QUANTITY:
+      return resolve_quantity (c, k, text, file, error);
+    case BASE_KEY_ENUM:
+    case BASE_KEY_NAME:
+      return resolve_choice (c, k, text, file, error);
+    case BASE_KEY_INTLIST:
+    case BASE_KEY_TIMELIST:
+      return resolve_list (c, k, text, file, error);
     }
   g_assert_not_reached ();
 }
@@ -491,18 +614,16 @@ check_global_batch (SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
-/* Every index of `list` (ints, the key [section] name) names one of the
- * workers. */
-static gboolean
-check_worker_list (const SimConfig *c, const GArray *list, const char *section,
-                   const char *name, const char *file, GError **error)
+gboolean
+sim_config_check_workers (const SimConfig *c, const GArray *list, const char *section,
+                          const char *key, GError **error)
 {
   for (guint i = 0; i < list->len; i++)
     if (g_array_index (list, int, i) >= c->workers)
-      return fail (error, file, find_key (section, name),
-                   "worker %d does not exist ([cluster] workers = %" G_GINT64_FORMAT
-                   "); list indices from 0 to %" G_GINT64_FORMAT,
-                   g_array_index (list, int, i), c->workers, c->workers - 1);
+      return sim_key_error (error, c->file, section, key,
+                            "worker %d does not exist ([cluster] workers = %" G_GINT64_FORMAT
+                            "); list indices from 0 to %" G_GINT64_FORMAT,
+                            g_array_index (list, int, i), c->workers, c->workers - 1);
   return TRUE;
 }
 
@@ -539,7 +660,7 @@ check_policy_extras (SimConfig *c, const char *file, GError **error)
     return fail (error, file, find_key ("failures", "at"),
                  "%u times for %u workers; give one time per worker (or one worker, or one time)",
                  na, nw);
-  if (!check_worker_list (c, c->fail_worker, "failures", "worker", file, error))
+  if (!sim_config_check_workers (c, c->fail_worker, "failures", "worker", error))
     return FALSE;
   if (!ps)
     return fail (error, file, find_key ("failures", "worker"),
@@ -569,7 +690,7 @@ check_cross (SimConfig *c, const char *file, GError **error)
                  c->workers, c->servers, hosts->len, SIM_MAX_HOSTS);
   if (!check_global_batch (c, file, error))
     return FALSE;
-  c->math = strcmp (c->backend, "none") != 0;
+  c->math = kern_backend_lookup (c->backend)->new != NULL;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
   if (!net_topology_lookup (c->topology))
@@ -595,8 +716,6 @@ check_cross (SimConfig *c, const char *file, GError **error)
   if (c->reduce_memory && c->memory_bandwidth <= 0)
     return fail (error, file, find_key ("policy", "reduce"),
                  "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
-  if (!check_worker_list (c, c->slow, "stragglers", "slow", file, error))
-    return FALSE;
   if (strcmp (c->policy, "pipeline") == 0)
     {
       if (c->workers % c->replicas != 0)
@@ -622,9 +741,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
                      "%u counts for %" G_GINT64_FORMAT " stages; give one layer count per stage",
                      c->stage_layers->len, c->stages);
     }
-  if (c->straggler == SIM_STRAG_FIXED && c->slow->len == 0)
-    return fail (error, file, find_key ("stragglers", "slow"),
-                 "model = fixed needs the slow workers; list them, e.g. slow = 0,3");
+  if (!sim_stragglers_validate (c, error))
+    return FALSE;
   if (!check_policy_extras (c, file, error))
     return FALSE;
   if (c->db)
@@ -678,8 +796,7 @@ sim_config_free (SimConfig *c)
   if (c->given)
     g_hash_table_unref (c->given);
   g_free (c->db);
-  if (c->slow)
-    g_array_unref (c->slow);
+  base_values_free (c->values);
   if (c->fail_worker)
     g_array_unref (c->fail_worker);
   if (c->fail_at)
@@ -759,9 +876,10 @@ resolve (GKeyFile *kf, const char *file, GPtrArray *swept, gboolean db_trusted,
   c->swept = g_ptr_array_ref (swept);
   c->file = g_strdup (file);
   c->given = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+  c->values = base_values_new ();
+  for (guint i = 0; i < N_KEYS; i++)
     {
-      const KeyDef *k = &keys[i];
+      const KeyDef *k = KEY (i);
       g_autofree char *given = g_key_file_get_value (kf, k->section, k->key, NULL);
       g_autofree char *text = NULL;
       if (given)
@@ -994,9 +1112,9 @@ void
 sim_scenario_write_reference (GString *out)
 {
   const char *section = NULL;
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+  for (guint i = 0; i < N_KEYS; i++)
     {
-      const KeyDef *k = &keys[i];
+      const KeyDef *k = KEY (i);
       if (!section || strcmp (section, k->section) != 0)
         {
           section = k->section;
@@ -1007,16 +1125,17 @@ sim_scenario_write_reference (GString *out)
       g_autofree char *choices = NULL;
       switch (k->type)
         {
-        case KT_INT: type = "integer"; break;
-        case KT_QUANTITY:
+        case BASE_KEY_INT: type = "integer"; break;
+        case BASE_KEY_QUANTITY:
           type = k->unit == SIM_UNIT_NONE ? "number" : sim_unit_base_name (k->unit);
           break;
-        case KT_ENUM:
-          choices = g_strjoinv (" \\| ", (char **) k->choices);
+        case BASE_KEY_ENUM:
+        case BASE_KEY_NAME:
+          choices = choice_list (k, " \\| ");
           type = choices;
           break;
-        case KT_INTLIST: type = "list of integers"; break;
-        case KT_TIMELIST: type = "list of times"; break;
+        case BASE_KEY_INTLIST: type = "list of integers"; break;
+        case BASE_KEY_TIMELIST: type = "list of times"; break;
         default: break;
         }
       g_string_append_printf (out, "| `%s` | %s | %s | %s |\n", k->key, type,

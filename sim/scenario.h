@@ -15,6 +15,8 @@
 
 #include <glib.h>
 
+#include "base/keys.h"
+
 G_BEGIN_DECLS
 
 #define SIM_ERROR sim_error_quark ()
@@ -38,10 +40,6 @@ typedef enum {
 #define SIM_MAX_HOST_BYTES (16.0 * 1024 * 1024 * 1024)
 
 typedef enum { SIM_CONS_BSP, SIM_CONS_SSP, SIM_CONS_ASYNC } SimConsistency;
-typedef enum {
-  SIM_STRAG_NONE, SIM_STRAG_FIXED, SIM_STRAG_BERNOULLI, SIM_STRAG_EXPONENTIAL,
-  SIM_STRAG_LOGNORMAL, SIM_STRAG_PARETO
-} SimStragglerModel;
 typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
@@ -123,17 +121,6 @@ typedef struct {
   gint64 microbatches;   /* micro-batches per batch, divides batch */
   GArray *stage_layers;  /* int layers per stage; empty = balanced */
   gint64 replicas;       /* data-parallel pipelines */
-  /* [stragglers] */
-  SimStragglerModel straggler;
-  double factor;         /* slowdown of a slow step, >= 1 */
-  double p;              /* bernoulli probability of a slow step */
-  GArray *slow;          /* int worker ids, fixed model */
-  double strag_base;     /* exponential, lognormal: shift */
-  double strag_mean;     /* exponential, lognormal: mean of the added part */
-  double strag_sigma;    /* lognormal: deviation of log factor */
-  double strag_scale;    /* pareto: x_m */
-  double strag_alpha;    /* pareto: shape */
-  gboolean strag_persistent; /* one draw per worker for the whole run */
   /* [failures] */
   GArray *fail_worker;   /* int worker ids, one per failure (or one for all) */
   GArray *fail_at;       /* double seconds, one per failure (or one for all) */
@@ -144,6 +131,9 @@ typedef struct {
   /* [trace] */
   SimDetail detail;
   char *db;              /* output database path */
+  /* the keys registry entries declare (straggler models, topologies, ...),
+   * by "section.key" */
+  BaseValues *values;
   /* every resolved key as "section.key" -> text, in table order */
   GPtrArray *param_keys;   /* char* */
   GPtrArray *param_values; /* char* */
@@ -161,6 +151,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SimConfig, sim_config_free)
  * file, the [section] key, what is wrong and how to fix it. */
 GPtrArray *sim_scenario_load (const char *path, const char *const *sets,
                               GError **error);
+
+/* Sets a SIM_ERROR_INPUT error "FILE: [SECTION] KEY: MESSAGE" and returns
+ * FALSE: the one-line form of every scenario error, for the validate hooks
+ * of registry entries. */
+gboolean sim_key_error (GError **error, const char *file, const char *section,
+                        const char *key, const char *fmt, ...) G_GNUC_PRINTF (5, 6);
+
+/* Checks that every index of `list` (ints, read from [section] key) names
+ * one of c's workers. */
+gboolean sim_config_check_workers (const SimConfig *c, const GArray *list,
+                                   const char *section, const char *key,
+                                   GError **error);
 
 /* Writes the reference of every key (markdown table rows) to `out`. */
 void sim_scenario_write_reference (GString *out);

@@ -1,104 +1,120 @@
 /*
- * stragglers.c — the straggler models (docs/stragglers.md is the reference).
+ * stragglers.c — the registry of straggler models (docs/stragglers.md is the
+ * reference), and what every model shares.
  *
- * A model is one entry of the table below: a name, a description and a draw
- * function giving the factor of one step of one worker.  Worker w draws from
- * its own stream (stream 0x57A6 + w of the scenario seed), so its factors do
- * not depend on how many steps the other workers take.
- *
- *   none         1;
- *   fixed        `factor` for the workers listed in `slow`, else 1;
- *   bernoulli    `factor` with probability p, else 1;
- *   exponential  base + Exp(mean)                (shifted exponential);
- *   lognormal    base + mean * exp(sigma Z - sigma^2/2) (Z standard normal:
- *                the added part has mean `mean`);
- *   pareto       scale * U^(-1/alpha)            (U uniform in (0, 1]).
- *
- * With `persistent`, each worker draws once, when the model is created (in
- * worker order, from its own stream), and keeps that factor for the run.
+ * A model is one file of sim/stragglers/ and one line in the table below.
+ * Worker w draws from its own stream (stream 0x57A6 + w of the scenario
+ * seed), so its factors do not depend on how many steps the other workers
+ * take.  With `persistent`, each worker draws once, when the model is
+ * created (in worker order, from its own stream), and keeps that factor for
+ * the run.
  */
 #include "config.h"
 
-#include <math.h>
+#include <string.h>
 
 #include "sim/stragglers.h"
 
-static double
-none_draw (SimStragglers *s G_GNUC_UNUSED, int worker G_GNUC_UNUSED)
-{
-  return 1.0;
-}
+extern const SimStragglerModel sim_straggler_none;
+extern const SimStragglerModel sim_straggler_fixed;
+extern const SimStragglerModel sim_straggler_bernoulli;
+extern const SimStragglerModel sim_straggler_exponential;
+extern const SimStragglerModel sim_straggler_lognormal;
+extern const SimStragglerModel sim_straggler_pareto;
 
-static double
-fixed_draw (SimStragglers *s, int worker)
-{
-  return s->slow[worker] ? s->factor : 1.0;
-}
-
-static double
-bernoulli_draw (SimStragglers *s, int worker)
-{
-  return eng_rng_uniform (&s->rng[worker]) < s->p ? s->factor : 1.0;
-}
-
-static double
-exponential_draw (SimStragglers *s, int worker)
-{
-  return s->base + eng_rng_exponential (&s->rng[worker], s->mean);
-}
-
-static double
-lognormal_draw (SimStragglers *s, int worker)
-{
-  double z = eng_rng_normal (&s->rng[worker]);
-  return s->base + s->mean * exp (s->sigma * z - 0.5 * s->sigma * s->sigma);
-}
-
-static double
-pareto_draw (SimStragglers *s, int worker)
-{
-  double u = 1.0 - eng_rng_uniform (&s->rng[worker]); /* (0, 1] */
-  return s->scale * pow (u, -1.0 / s->alpha);
-}
-
-/* Indexed by SimStragglerModel. */
-static const SimStragglerOps models[] = {
-  [SIM_STRAG_NONE] = { "none", "every step at normal speed", none_draw },
-  [SIM_STRAG_FIXED] = { "fixed", "listed workers are always `factor` times slower", fixed_draw },
-  [SIM_STRAG_BERNOULLI] = { "bernoulli", "each step is `factor` times slower with probability p",
-                            bernoulli_draw },
-  [SIM_STRAG_EXPONENTIAL] = { "exponential", "shifted exponential: base + Exp(mean)",
-                              exponential_draw },
-  [SIM_STRAG_LOGNORMAL] = { "lognormal", "shifted log-normal: base + a log-normal of mean `mean`",
-                            lognormal_draw },
-  [SIM_STRAG_PARETO] = { "pareto", "Pareto of scale x_m = scale and shape alpha", pareto_draw },
+static const SimStragglerModel *const models[] = {
+  &sim_straggler_none,
+  &sim_straggler_fixed,
+  &sim_straggler_bernoulli,
+  &sim_straggler_exponential,
+  &sim_straggler_lognormal,
+  &sim_straggler_pareto,
+  NULL,
 };
+
+static const BaseChoice bool_choices[] = {
+  { "false", FALSE, FALSE }, { "true", TRUE, FALSE }, { NULL, 0, FALSE } };
+
+/* The keys every model has, and the ones several models read. */
+static const BaseKey shared_keys[] = {
+  { .section = "stragglers", .key = "model", .type = BASE_KEY_NAME, .def = "none",
+    .names = sim_straggler_names,
+    .doc = "Factor multiplying a step's compute time (docs/stragglers.md). none; fixed: listed workers are always `factor` times slower; bernoulli: `factor` with probability p; exponential: base + Exp(mean); lognormal: base + mean x exp(sigma Z - sigma^2/2); pareto: scale x U^(-1/alpha)." },
+  { .section = "stragglers", .key = "factor", .type = BASE_KEY_QUANTITY, .def = "4",
+    .min = 1, .max = BASE_BIG, .doc = "Slowdown of a slow step (>= 1)." },
+  { .section = "stragglers", .key = "base", .type = BASE_KEY_QUANTITY, .def = "1",
+    .min = 0, .max = BASE_BIG,
+    .doc = "exponential, lognormal: the smallest factor, added to the random part." },
+  { .section = "stragglers", .key = "mean", .type = BASE_KEY_QUANTITY, .def = "1",
+    .min = 0, .max = BASE_BIG, .open = BASE_OPEN_MIN,
+    .doc = "exponential, lognormal: mean of the random part added to base." },
+  { .section = "stragglers", .key = "persistent", .type = BASE_KEY_ENUM, .def = "false",
+    .choices = bool_choices,
+    .doc = "true: each worker draws its factor once and keeps it for the whole run; false: a fresh draw per step." },
+  { .section = NULL },
+};
+
+struct SimStragglers {
+  const SimStragglerModel *model;
+  gpointer state;         /* the model's parameters */
+  double *fixed;          /* persistent: (workers) the factor drawn once; else NULL */
+  EngRng *rng;            /* (workers) one stream per worker */
+  int workers;
+};
+
+const SimStragglerModel *
+sim_straggler_lookup (const char *name)
+{
+  for (int i = 0; models[i]; i++)
+    if (strcmp (models[i]->name, name) == 0)
+      return models[i];
+  return NULL;
+}
+
+const char *const *
+sim_straggler_names (void)
+{
+  static const char *const *names;
+  return base_registry_names (&names, (const void *const *) models);
+}
+
+void
+sim_stragglers_keys (GPtrArray *rows)
+{
+  for (const BaseKey *k = shared_keys; k->section; k++)
+    g_ptr_array_add (rows, (gpointer) k);
+  for (int i = 0; models[i]; i++)
+    for (const BaseKey *k = models[i]->keys; k && k->section; k++)
+      g_ptr_array_add (rows, (gpointer) k);
+}
+
+gboolean
+sim_stragglers_validate (const SimConfig *c, GError **error)
+{
+  const SimStragglerModel *m =
+    sim_straggler_lookup (base_values_string (c->values, "stragglers.model"));
+  g_return_val_if_fail (m != NULL, FALSE);
+  return !m->validate || m->validate (c, error);
+}
 
 SimStragglers *
 sim_stragglers_new (const SimConfig *c)
 {
+  const SimStragglerModel *m =
+    sim_straggler_lookup (base_values_string (c->values, "stragglers.model"));
+  g_return_val_if_fail (m != NULL, NULL);
   SimStragglers *s = g_new0 (SimStragglers, 1);
-  g_return_val_if_fail ((gsize) c->straggler < G_N_ELEMENTS (models), NULL);
-  s->ops = &models[c->straggler];
-  s->factor = c->factor;
-  s->p = c->p;
-  s->base = c->strag_base;
-  s->mean = c->strag_mean;
-  s->sigma = c->strag_sigma;
-  s->scale = c->strag_scale;
-  s->alpha = c->strag_alpha;
+  s->model = m;
+  s->state = m->new ? m->new (c) : NULL;
   s->workers = (int) c->workers;
-  s->slow = g_new0 (gboolean, s->workers);
-  for (guint i = 0; i < c->slow->len; i++)
-    s->slow[g_array_index (c->slow, int, i)] = TRUE;
   s->rng = g_new (EngRng, s->workers);
   for (int w = 0; w < s->workers; w++)
     eng_rng_init (&s->rng[w], (guint64) c->seed, 0x57A6u + (guint64) w);
-  if (c->strag_persistent)
+  if (base_values_int (c->values, "stragglers.persistent"))
     {
       s->fixed = g_new (double, s->workers);
       for (int w = 0; w < s->workers; w++)
-        s->fixed[w] = s->ops->factor (s, w);
+        s->fixed[w] = m->draw (s->state, &s->rng[w], w);
     }
   return s;
 }
@@ -108,7 +124,8 @@ sim_stragglers_free (SimStragglers *s)
 {
   if (!s)
     return;
-  g_free (s->slow);
+  if (s->model->free)
+    s->model->free (s->state);
   g_free (s->rng);
   g_free (s->fixed);
   g_free (s);
@@ -120,13 +137,5 @@ sim_stragglers_next (SimStragglers *s, int worker)
   g_return_val_if_fail (worker >= 0 && worker < s->workers, 1.0);
   if (s->fixed)
     return s->fixed[worker];
-  return s->ops->factor (s, worker);
-}
-
-const SimStragglerOps *
-sim_stragglers_model (int model)
-{
-  if (model < 0 || (gsize) model >= G_N_ELEMENTS (models))
-    return NULL;
-  return &models[model];
+  return s->model->draw (s->state, &s->rng[worker], worker);
 }

@@ -11,15 +11,18 @@
 
 #include <glib.h>
 
+#include "base/keys.h"
+
 G_BEGIN_DECLS
 
-typedef enum {
-  SIM_UNIT_NONE,      /* a plain number: no unit allowed */
-  SIM_UNIT_TIME,      /* seconds */
-  SIM_UNIT_SIZE,      /* bytes */
-  SIM_UNIT_BANDWIDTH, /* bytes/s */
-  SIM_UNIT_COMPUTE    /* FLOP/s */
-} SimUnitKind;
+/* The kinds of quantity are the units of base/keys.h, where the registries
+ * declare their keys. */
+typedef BaseUnit SimUnitKind;
+#define SIM_UNIT_NONE BASE_UNIT_NONE           /* a plain number: no unit allowed */
+#define SIM_UNIT_TIME BASE_UNIT_TIME           /* seconds */
+#define SIM_UNIT_SIZE BASE_UNIT_SIZE           /* bytes */
+#define SIM_UNIT_BANDWIDTH BASE_UNIT_BANDWIDTH /* bytes/s */
+#define SIM_UNIT_COMPUTE BASE_UNIT_COMPUTE     /* FLOP/s */
 
 /* Parses `text` as a quantity of `kind` into *out (SI base unit).  On
  * failure returns FALSE and sets *why to a static explanation. */

@@ -320,9 +320,9 @@ test_scenario_defaults (Fixture *fx, gconstpointer data)
   g_assert_cmpstr (c->policy, ==, "ps");
   g_assert_cmpint (c->consistency, ==, SIM_CONS_BSP);
   g_assert_cmpint (c->staleness, ==, 3);
-  g_assert_cmpint (c->straggler, ==, SIM_STRAG_NONE);
-  assert_rel (c->factor, 4.0);
-  g_assert_cmpuint (c->slow->len, ==, 0);
+  g_assert_cmpstr (base_values_string (c->values, "stragglers.model"), ==, "none");
+  assert_rel (base_values_double (c->values, "stragglers.factor"), 4.0);
+  g_assert_cmpuint (base_values_list (c->values, "stragglers.slow")->len, ==, 0);
   g_assert_true (c->math);
   g_assert_cmpint (c->detail, ==, SIM_DETAIL_ITERATIONS);
 }
@@ -352,11 +352,12 @@ test_scenario_units (Fixture *fx, gconstpointer data)
   g_assert_cmpint (c->contention, ==, NET_CONTENTION_NONE);
   g_assert_cmpint (c->consistency, ==, SIM_CONS_SSP);   /* case-insensitive */
   g_assert_cmpint (c->staleness, ==, 0);
-  g_assert_cmpint (c->straggler, ==, SIM_STRAG_FIXED);
-  g_assert_cmpuint (c->slow->len, ==, 2);
-  g_assert_cmpint (g_array_index (c->slow, int, 0), ==, 0);
-  g_assert_cmpint (g_array_index (c->slow, int, 1), ==, 3);
-  assert_rel (c->factor, 2.0);
+  const GArray *slow = base_values_list (c->values, "stragglers.slow");
+  g_assert_cmpstr (base_values_string (c->values, "stragglers.model"), ==, "fixed");
+  g_assert_cmpuint (slow->len, ==, 2);
+  g_assert_cmpint (g_array_index (slow, int, 0), ==, 0);
+  g_assert_cmpint (g_array_index (slow, int, 1), ==, 3);
+  assert_rel (base_values_double (c->values, "stragglers.factor"), 2.0);
   g_assert_false (c->math);
   g_assert_cmpint (c->detail, ==, SIM_DETAIL_MESSAGES);
 }
@@ -612,7 +613,7 @@ test_set_override (Fixture *fx, gconstpointer data)
   SimConfig *c = CONFIG (configs, 0);
   assert_rel (c->bandwidth, 25e9 / 8);
   g_assert_cmpstr (param (c, "network.bandwidth"), ==, "25Gbps");
-  g_assert_cmpint (c->straggler, ==, SIM_STRAG_BERNOULLI);  /* section not in file */
+  g_assert_cmpstr (base_values_string (c->values, "stragglers.model"), ==, "bernoulli");  /* section not in file */
 }
 
 static void

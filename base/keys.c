@@ -1,0 +1,152 @@
+/*
+ * keys.c — the table of resolved registry-key values (base/keys.h).
+ */
+#include "config.h"
+
+#include "base/keys.h"
+
+typedef enum { V_INT, V_DOUBLE, V_STRING, V_LIST } ValueKind;
+
+typedef struct {
+  ValueKind kind;
+  gint64 i;
+  double d;
+  char *s;
+  GArray *a;
+} Value;
+
+struct BaseValues {
+  GHashTable *map; /* "section.key" -> Value */
+};
+
+static void
+value_free (gpointer p)
+{
+  Value *x = p;
+  g_free (x->s);
+  if (x->a)
+    g_array_unref (x->a);
+  g_free (x);
+}
+
+BaseValues *
+base_values_new (void)
+{
+  BaseValues *v = g_new0 (BaseValues, 1);
+  v->map = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, value_free);
+  return v;
+}
+
+void
+base_values_free (BaseValues *v)
+{
+  if (!v)
+    return;
+  g_hash_table_unref (v->map);
+  g_free (v);
+}
+
+static Value *
+put (BaseValues *v, const char *name, ValueKind kind)
+{
+  g_return_val_if_fail (v && name, NULL);
+  Value *x = g_new0 (Value, 1);
+  x->kind = kind;
+  g_hash_table_replace (v->map, g_strdup (name), x);
+  return x;
+}
+
+void
+base_values_set_int (BaseValues *v, const char *name, gint64 x)
+{
+  Value *p = put (v, name, V_INT);
+  if (p)
+    p->i = x;
+}
+
+void
+base_values_set_double (BaseValues *v, const char *name, double x)
+{
+  Value *p = put (v, name, V_DOUBLE);
+  if (p)
+    p->d = x;
+}
+
+void
+base_values_set_string (BaseValues *v, const char *name, const char *s)
+{
+  Value *p = put (v, name, V_STRING);
+  if (p)
+    p->s = g_strdup (s);
+}
+
+void
+base_values_set_list (BaseValues *v, const char *name, GArray *a)
+{
+  Value *p = put (v, name, V_LIST);
+  if (p)
+    p->a = g_array_ref (a);
+}
+
+static const Value *
+get (const BaseValues *v, const char *name, ValueKind kind)
+{
+  if (!v)
+    return NULL;
+  const Value *x = g_hash_table_lookup (v->map, name);
+  g_return_val_if_fail (!x || x->kind == kind, NULL);
+  return x;
+}
+
+gint64
+base_values_int (const BaseValues *v, const char *name)
+{
+  const Value *x = get (v, name, V_INT);
+  return x ? x->i : 0;
+}
+
+double
+base_values_double (const BaseValues *v, const char *name)
+{
+  const Value *x = get (v, name, V_DOUBLE);
+  return x ? x->d : 0.0;
+}
+
+const char *
+base_values_string (const BaseValues *v, const char *name)
+{
+  const Value *x = get (v, name, V_STRING);
+  return x ? x->s : NULL;
+}
+
+const GArray *
+base_values_list (const BaseValues *v, const char *name)
+{
+  static GArray *empty; /* shared, never written */
+  const Value *x = get (v, name, V_LIST);
+  if (x)
+    return x->a;
+  if (g_once_init_enter (&empty))
+    g_once_init_leave (&empty, g_array_new (FALSE, FALSE, sizeof (int)));
+  return empty;
+}
+
+gboolean
+base_values_has (const BaseValues *v, const char *name)
+{
+  return v && g_hash_table_contains (v->map, name);
+}
+
+const char *const *
+base_registry_names (const char *const **cache, const void *const *entries)
+{
+  if (g_once_init_enter (cache))
+    {
+      GPtrArray *names = g_ptr_array_new ();
+      for (int i = 0; entries[i]; i++)
+        g_ptr_array_add (names, *(char *const *) entries[i]);
+      g_ptr_array_add (names, NULL);
+      g_once_init_leave (cache, (const char *const *) g_ptr_array_free (names, FALSE));
+    }
+  return *cache;
+}

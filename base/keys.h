@@ -1,0 +1,101 @@
+/*
+ * keys.h — scenario keys that a variant declares, and the values it reads.
+ *
+ * Every family of variants (topologies, straggler models, collective
+ * algorithms, policies, ...) is a registry whose entries declare the scenario
+ * keys they read as rows of BaseKey: section, name, type, unit, default,
+ * bounds and a one-line description.  sim/scenario.c merges those rows into
+ * its key table, so parsing, validation, `dtsim keys` and docs/scenarios.md
+ * all come from the entry that reads the key.  The resolved values of a run
+ * reach the variant as a BaseValues table keyed by "section.key".
+ *
+ * This header sits below every other folder: engine/, netmodel/, kernels/
+ * and policies/ may include it; it includes nothing of theirs.
+ */
+#ifndef DTSIM_BASE_KEYS_H
+#define DTSIM_BASE_KEYS_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  BASE_KEY_STRING,   /* text; def "" = optional, left empty */
+  BASE_KEY_INT,      /* integer in [min, max] */
+  BASE_KEY_QUANTITY, /* number with a unit of `unit`, in [min, max] */
+  BASE_KEY_ENUM,     /* one of `choices`; the field holds the choice's value */
+  BASE_KEY_NAME,     /* a registry entry's name; the field holds the name */
+  BASE_KEY_INTLIST,  /* comma-separated integers in [min, max] (GArray of int) */
+  BASE_KEY_TIMELIST  /* comma-separated times >= min (GArray of double) */
+} BaseKeyType;
+
+/* What a quantity measures; bare numbers are in the base unit. */
+typedef enum {
+  BASE_UNIT_NONE,      /* a plain number: no unit allowed */
+  BASE_UNIT_TIME,      /* seconds */
+  BASE_UNIT_SIZE,      /* bytes */
+  BASE_UNIT_BANDWIDTH, /* bytes/s */
+  BASE_UNIT_COMPUTE    /* FLOP/s */
+} BaseUnit;
+
+/* One value of a BASE_KEY_ENUM key.  An alias is accepted but not listed. */
+typedef struct {
+  const char *name;
+  int value;
+  gboolean alias;
+} BaseChoice;
+
+#define BASE_OPEN_MIN 1 /* `min` itself is refused */
+#define BASE_OPEN_MAX 2 /* `max` itself is refused */
+#define BASE_BIG 1e300  /* "no upper bound" */
+
+typedef struct {
+  const char *section;
+  const char *key;
+  BaseKeyType type;
+  BaseUnit unit;               /* BASE_KEY_QUANTITY, BASE_KEY_TIMELIST */
+  const char *def;             /* default as text; NULL = derived (see doc) */
+  double min, max;             /* inclusive bounds (INT, QUANTITY, lists) */
+  int open;                    /* BASE_OPEN_MIN | BASE_OPEN_MAX */
+  const BaseChoice *choices;   /* BASE_KEY_ENUM: ends with a NULL name */
+  gsize offset;                /* sim/scenario.c's own rows: the SimConfig
+                                * field; registry rows leave it 0 and their
+                                * value goes to the run's BaseValues */
+  const char *doc;             /* one line for `dtsim keys` */
+  /* BASE_KEY_NAME: the registry's names, NULL-terminated. */
+  const char *const *(*names) (void);
+} BaseKey;
+
+/* The resolved values of the registry keys of one run, by "section.key". */
+typedef struct BaseValues BaseValues;
+
+BaseValues *base_values_new (void);
+void base_values_free (BaseValues *v);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (BaseValues, base_values_free)
+
+/* Setters replace any earlier value of `name`; lists are referenced. */
+void base_values_set_int (BaseValues *v, const char *name, gint64 x);
+void base_values_set_double (BaseValues *v, const char *name, double x);
+void base_values_set_string (BaseValues *v, const char *name, const char *s);
+void base_values_set_list (BaseValues *v, const char *name, GArray *a);
+
+/* Getters: the value of `name`, or 0, NULL or an empty list where v is NULL
+ * or holds no value of that name (the loader sets every declared key, so
+ * only hand-built tables lack one).  An ENUM key holds its choice's value
+ * (read with _int), a NAME or STRING key its text. */
+gint64 base_values_int (const BaseValues *v, const char *name);
+double base_values_double (const BaseValues *v, const char *name);
+const char *base_values_string (const BaseValues *v, const char *name);
+const GArray *base_values_list (const BaseValues *v, const char *name);
+/* TRUE when `name` holds a value in v. */
+gboolean base_values_has (const BaseValues *v, const char *name);
+
+/* The names of a registry, NULL-terminated, built on the first call into
+ * *cache: `entries` is a NULL-terminated array of pointers to entries whose
+ * first member is their `const char *name`. */
+const char *const *base_registry_names (const char *const **cache,
+                                        const void *const *entries);
+
+G_END_DECLS
+
+#endif /* DTSIM_BASE_KEYS_H */
