@@ -77,30 +77,39 @@ name_is_switch_link (const char *name, const char *format)
   return g_strcmp0 (again, name) == 0;
 }
 
+static const BaseKey keys[] = {
+  { .section = "network", .key = "fat_tree_k", .type = BASE_KEY_INT, .def = "0",
+    .min = 0, .max = 1024,
+    .doc = "fat-tree: arity k, even (0 = the smallest that holds every host)." },
+  { .section = NULL },
+};
+
 /* Checks `p` (with `net`, may be NULL) and works out the shape. */
 static gboolean
 fattree_resolve (const NetNetwork *net, const NetTopologyParams *p,
                  FatTreeShape *s, GError **error)
 {
+  int fat_tree_k = (int) base_values_int (p->values, "network.fat_tree_k");
+  double switch_latency = base_values_double (p->values, "network.switch_latency");
   if (!net_topology_check_hosts ("fat-tree", net, p, error))
     return FALSE;
-  if (p->fat_tree_k < 0 || p->fat_tree_k % 2 != 0
-      || p->fat_tree_k > FATTREE_MAX_K)
+  if (fat_tree_k < 0 || fat_tree_k % 2 != 0
+      || fat_tree_k > FATTREE_MAX_K)
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
                    "fat-tree topology: expected fat_tree_k even, from 2 to "
                    "%d (or 0 to choose the smallest that fits), found %d",
-                   FATTREE_MAX_K, p->fat_tree_k);
+                   FATTREE_MAX_K, fat_tree_k);
       return FALSE;
     }
-  if (!(isfinite (p->switch_latency) && p->switch_latency >= 0))
+  if (!(isfinite (switch_latency) && switch_latency >= 0))
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
                    "fat-tree topology: expected switch_latency >= 0 s, "
-                   "found %g", p->switch_latency);
+                   "found %g", switch_latency);
       return FALSE;
     }
-  s->k = p->fat_tree_k;
+  s->k = fat_tree_k;
   if (s->k == 0)
     for (s->k = 2; fattree_capacity (s->k) < p->n_hosts; s->k += 2)
       ;
@@ -121,7 +130,7 @@ fattree_resolve (const NetNetwork *net, const NetTopologyParams *p,
   s->n_edges = (p->n_hosts + s->half - 1) / s->half;
   s->n_pods = (s->n_edges + s->half - 1) / s->half;
   s->n_cores = s->n_pods >= 2 ? s->half * s->half : 0;
-  s->sw_lat = p->switch_latency;
+  s->sw_lat = switch_latency;
   for (int h = 0; h < p->n_hosts; h++)
     if (name_is_switch_link (p->names[h], "pod%d.edge%d.agg%d")
         || name_is_switch_link (p->names[h], "pod%d.agg%d.core%d"))
@@ -248,6 +257,8 @@ const NetTopology net_topology_fat_tree = {
   .description = "A k-ary fat-tree (Al-Fares et al., SIGCOMM 2008) of edge, "
                  "aggregation and core switches, all links of one bandwidth, "
                  "equal-cost paths chosen by a static hash of (src, dst).",
+  .source = "M. Al-Fares, A. Loukissas, A. Vahdat: A scalable, commodity data center network architecture, SIGCOMM 2008",
+  .keys = keys,
   .build = fattree_build,
   .summary = fattree_summary,
 };

@@ -22,6 +22,8 @@
 #define DTSIM_NETMODEL_H
 
 #include <glib.h>
+
+#include "base/keys.h"
 #include "engine/engine.h"
 
 G_BEGIN_DECLS
@@ -120,36 +122,24 @@ gsize net_network_active (const NetNetwork *net);
 /* --- Topologies ---------------------------------------------------------- */
 
 /* The description of a topology a scenario asks for.  The first four fields
- * are used by every topology; each other field is read only by the topologies
- * named in its comment, and 0 (or FALSE) there means the default given. */
+ * are used by every topology; the keys of each topology's own parameters
+ * ([network] rack_size, ...) are declared by its entry (`keys`) and read from
+ * `values`, where 0 (or an absent value) means the default the key gives. */
 typedef struct {
   int n_hosts;              /* hosts to create */
   const char *const *names; /* n_hosts host names */
   double bandwidth;         /* bytes/s of every host link, each direction */
   double latency;           /* seconds of every host link */
-  int rack_size;            /* racks: hosts per top-of-rack switch (>= 1);
-                               0 = 8; the last rack may hold fewer */
-  double oversubscription;  /* racks: ratio >= 1; each rack's uplink and
-                               downlink carry rack_size * bandwidth /
-                               oversubscription bytes/s; 0 = 1 */
-  int fat_tree_k;           /* fat-tree: arity k, even >= 2, holding up to
-                               k^3/4 hosts; 0 = the smallest that fits */
-  double switch_latency;    /* racks, fat-tree: seconds of every
-                               switch-to-switch link; 0 = 0 */
-  int gpus_per_node;        /* nodes: GPUs (hosts) per node, in host order
-                               (>= 1); 0 = 8; the last node may hold fewer */
-  double intra_bandwidth;   /* nodes: bytes/s of each GPU's link to its
-                               node's internal switch (NVLink), each
-                               direction; 0 = 10 * bandwidth */
-  double intra_latency;     /* nodes: seconds of each GPU's NVLink link;
-                               0 = 0 */
-  gboolean nic_per_gpu;     /* nodes: TRUE = one NIC per GPU, FALSE = one NIC
-                               per node shared by its GPUs */
+  const BaseValues *values; /* the topology's own keys, by "network.KEY";
+                               NULL = every one at its default */
 } NetTopologyParams;
 
 typedef struct {
   const char *name;         /* as written in [network] topology */
   const char *description;  /* one sentence, for docs and `dtsim check` */
+  const char *source;       /* paper or document it follows; NULL = none */
+  const BaseKey *keys;      /* its own [network] keys, ending with a row
+                               whose section is NULL; NULL = none */
   /* Adds hosts, links and routes to an empty network.  On an error it adds
    * nothing. */
   gboolean (*build) (NetNetwork *net, const NetTopologyParams *p,
@@ -164,6 +154,11 @@ typedef struct {
 const NetTopology *net_topology_lookup (const char *name);
 /* NULL-terminated list of all registered topologies. */
 const NetTopology *const *net_topology_all (void);
+/* The registered names, NULL-terminated. */
+const char *const *net_topology_names (void);
+/* Appends (const BaseKey *) the [network] keys the topologies declare: the
+ * ones several share, then each topology's own. */
+void net_topology_keys (GPtrArray *rows);
 
 /* For builders: checks the fields every topology uses (n_hosts >= 1, names
  * given, non-empty, distinct and not yet in `net` (may be NULL), bandwidth
@@ -180,14 +175,6 @@ void net_topology_add_hosts (NetNetwork *net, const NetTopologyParams *p,
 /* star: every host has one full-duplex link (two one-way links) to a single
  * switch; the route from a to b is a's uplink then b's downlink. */
 extern const NetTopology net_topology_star;
-/* racks: hosts under top-of-rack switches joined by one non-blocking core. */
-extern const NetTopology net_topology_racks;
-/* fat-tree: the k-ary fat-tree of Al-Fares et al. (2008). */
-extern const NetTopology net_topology_fat_tree;
-/* ring: each host cabled to its two neighbours, no switch. */
-extern const NetTopology net_topology_ring;
-/* nodes: multi-GPU nodes, NVLink inside, NICs to a switch between them. */
-extern const NetTopology net_topology_nodes;
 
 G_END_DECLS
 

@@ -33,41 +33,63 @@ typedef struct {
   gboolean per_gpu;  /* one NIC per GPU */
 } NodesShape;
 
+static const BaseChoice nic_choices[] = {
+  { "node", FALSE, FALSE }, { "gpu", TRUE, FALSE }, { NULL, 0, FALSE } };
+
+static const BaseKey keys[] = {
+  { .section = "network", .key = "gpus_per_node", .type = BASE_KEY_INT, .def = "0",
+    .min = 0, .max = 1e6, .doc = "nodes: GPUs (hosts) per node, in host order (0 = 8)." },
+  { .section = "network", .key = "intra_bandwidth", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_BANDWIDTH, .def = "0", .min = 0, .max = BASE_BIG,
+    .doc = "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth)." },
+  { .section = "network", .key = "intra_latency", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_TIME, .def = "0", .min = 0, .max = BASE_BIG,
+    .doc = "nodes: latency of each GPU's link inside its node." },
+  { .section = "network", .key = "nic", .type = BASE_KEY_ENUM, .def = "node",
+    .choices = nic_choices,
+    .doc = "nodes: one NIC per node, shared by its GPUs, or one per gpu." },
+  { .section = NULL },
+};
+
 /* Checks `p` (with `net`, may be NULL) and resolves its defaults. */
 static gboolean
 nodes_resolve (const NetNetwork *net, const NetTopologyParams *p,
                NodesShape *s, GError **error)
 {
+  int gpus_per_node = (int) base_values_int (p->values, "network.gpus_per_node");
+  double intra_bandwidth = base_values_double (p->values, "network.intra_bandwidth");
+  double intra_latency = base_values_double (p->values, "network.intra_latency");
+  gboolean nic_per_gpu = base_values_int (p->values, "network.nic") != 0;
   if (!net_topology_check_hosts ("nodes", net, p, error))
     return FALSE;
-  if (p->gpus_per_node < 0)
+  if (gpus_per_node < 0)
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
                    "nodes topology: expected gpus_per_node >= 1 (or 0 for "
-                   "%d), found %d", NODES_DEFAULT_GPUS, p->gpus_per_node);
+                   "%d), found %d", NODES_DEFAULT_GPUS, gpus_per_node);
       return FALSE;
     }
-  if (!(isfinite (p->intra_bandwidth) && p->intra_bandwidth >= 0))
+  if (!(isfinite (intra_bandwidth) && intra_bandwidth >= 0))
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
                    "nodes topology: expected intra_bandwidth > 0 bytes/s "
                    "(or 0 for %g x bandwidth), found %g",
-                   NODES_DEFAULT_INTRA_X, p->intra_bandwidth);
+                   NODES_DEFAULT_INTRA_X, intra_bandwidth);
       return FALSE;
     }
-  if (!(isfinite (p->intra_latency) && p->intra_latency >= 0))
+  if (!(isfinite (intra_latency) && intra_latency >= 0))
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
                    "nodes topology: expected intra_latency >= 0 s, found %g",
-                   p->intra_latency);
+                   intra_latency);
       return FALSE;
     }
-  s->gpus = p->gpus_per_node > 0 ? p->gpus_per_node : NODES_DEFAULT_GPUS;
+  s->gpus = gpus_per_node > 0 ? gpus_per_node : NODES_DEFAULT_GPUS;
   s->n_nodes = (p->n_hosts + s->gpus - 1) / s->gpus;
-  s->intra_bw = p->intra_bandwidth > 0 ? p->intra_bandwidth
+  s->intra_bw = intra_bandwidth > 0 ? intra_bandwidth
                                        : NODES_DEFAULT_INTRA_X * p->bandwidth;
-  s->intra_lat = p->intra_latency;
-  s->per_gpu = p->nic_per_gpu != FALSE;
+  s->intra_lat = intra_latency;
+  s->per_gpu = nic_per_gpu != FALSE;
   if (!isfinite (s->intra_bw))
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
@@ -203,6 +225,7 @@ const NetTopology net_topology_nodes = {
   .description = "Multi-GPU nodes: GPUs of a node talk over NVLink-like "
                  "links to an internal switch, nodes over one shared NIC "
                  "each (or one NIC per GPU) to a non-blocking switch.",
+  .keys = keys,
   .build = nodes_build,
   .summary = nodes_summary,
 };

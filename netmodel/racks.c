@@ -31,42 +31,54 @@ typedef struct {
   double sw_lat;   /* s of each rack link */
 } RacksShape;
 
+static const BaseKey keys[] = {
+  { .section = "network", .key = "rack_size", .type = BASE_KEY_INT, .def = "0",
+    .min = 0, .max = 1e6, .doc = "racks: hosts per top-of-rack switch (0 = 8)." },
+  { .section = "network", .key = "oversubscription", .type = BASE_KEY_QUANTITY, .def = "1",
+    .min = 1, .max = BASE_BIG,
+    .doc = "racks: a rack's uplink carries rack_size x bandwidth / oversubscription." },
+  { .section = NULL },
+};
+
 /* Checks `p` (with `net`, may be NULL) and resolves its defaults. */
 static gboolean
 racks_resolve (const NetNetwork *net, const NetTopologyParams *p,
                RacksShape *shape, GError **error)
 {
+  int rack_size = (int) base_values_int (p->values, "network.rack_size");
+  double oversubscription = base_values_double (p->values, "network.oversubscription");
+  double switch_latency = base_values_double (p->values, "network.switch_latency");
   if (!net_topology_check_hosts ("racks", net, p, error))
     return FALSE;
-  if (p->rack_size < 0)
+  if (rack_size < 0)
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
                    "racks topology: expected rack_size >= 1 hosts per rack "
                    "(or 0 for %d), found %d", RACKS_DEFAULT_SIZE,
-                   p->rack_size);
+                   rack_size);
       return FALSE;
     }
-  if (!(isfinite (p->oversubscription)
-        && (p->oversubscription == 0 || p->oversubscription >= 1)))
+  if (!(isfinite (oversubscription)
+        && (oversubscription == 0 || oversubscription >= 1)))
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
                    "racks topology: expected oversubscription >= 1 "
                    "(1 = non-blocking, or 0 for 1), found %g",
-                   p->oversubscription);
+                   oversubscription);
       return FALSE;
     }
-  if (!(isfinite (p->switch_latency) && p->switch_latency >= 0))
+  if (!(isfinite (switch_latency) && switch_latency >= 0))
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
                    "racks topology: expected switch_latency >= 0 s, found %g",
-                   p->switch_latency);
+                   switch_latency);
       return FALSE;
     }
-  shape->size = p->rack_size > 0 ? p->rack_size : RACKS_DEFAULT_SIZE;
+  shape->size = rack_size > 0 ? rack_size : RACKS_DEFAULT_SIZE;
   shape->n_racks = (p->n_hosts + shape->size - 1) / shape->size;
-  shape->over = p->oversubscription > 0 ? p->oversubscription : 1;
+  shape->over = oversubscription > 0 ? oversubscription : 1;
   shape->uplink = shape->size * p->bandwidth / shape->over;
-  shape->sw_lat = p->switch_latency;
+  shape->sw_lat = switch_latency;
   /* A host named rack<r> would give its links the names of rack r's. */
   for (int r = 0; r < shape->n_racks; r++)
     for (int h = 0; h < p->n_hosts; h++)
@@ -179,6 +191,7 @@ const NetTopology net_topology_racks = {
                  "each rack cabled to one non-blocking core by an uplink "
                  "and a downlink of rack_size * bandwidth / "
                  "oversubscription.",
+  .keys = keys,
   .build = racks_build,
   .summary = racks_summary,
 };

@@ -144,31 +144,3 @@ const NetTopology net_topology_star = {
   .build = star_build,
   .summary = star_summary,
 };
-
-/* Every registered topology, NULL-terminated. */
-static const NetTopology *const net_topologies[] = {
-  &net_topology_star,
-  &net_topology_racks,
-  &net_topology_fat_tree,
-  &net_topology_ring,
-  &net_topology_nodes,
-  NULL
-};
-
-/* The registered topology called `name`, or NULL. */
-const NetTopology *
-net_topology_lookup (const char *name)
-{
-  g_return_val_if_fail (name != NULL, NULL);
-  for (int i = 0; net_topologies[i] != NULL; i++)
-    if (g_strcmp0 (net_topologies[i]->name, name) == 0)
-      return net_topologies[i];
-  return NULL;
-}
-
-/* The NULL-terminated table of all registered topologies, static. */
-const NetTopology *const *
-net_topology_all (void)
-{
-  return net_topologies;
-}

@@ -24,14 +24,7 @@ sim_topology_params (const SimConfig *c, GPtrArray *names)
     .names = (const char *const *) names->pdata,
     .bandwidth = c->bandwidth,
     .latency = c->latency,
-    .rack_size = (int) c->rack_size,
-    .oversubscription = c->oversubscription,
-    .fat_tree_k = (int) c->fat_tree_k,
-    .switch_latency = c->switch_latency,
-    .gpus_per_node = (int) c->gpus_per_node,
-    .intra_bandwidth = c->intra_bandwidth,
-    .intra_latency = c->intra_latency,
-    .nic_per_gpu = c->nic_per_gpu,
+    .values = c->values,
   };
   return p;
 }

@@ -242,9 +242,15 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
     ok = take_link (c, cat, file, "fabric", c->fabric, "network.bandwidth", &c->bandwidth,
                     "network.latency", &c->latency, error);
   if (ok && c->intra_fabric)
-    ok = take_link (c, cat, file, "intra_fabric", c->intra_fabric,
-                    "network.intra_bandwidth", &c->intra_bandwidth,
-                    "network.intra_latency", &c->intra_latency, error);
+    {
+      /* the nodes topology's own keys */
+      double bw = base_values_double (c->values, "network.intra_bandwidth");
+      double lat = base_values_double (c->values, "network.intra_latency");
+      ok = take_link (c, cat, file, "intra_fabric", c->intra_fabric,
+                      "network.intra_bandwidth", &bw, "network.intra_latency", &lat, error);
+      base_values_set_double (c->values, "network.intra_bandwidth", bw);
+      base_values_set_double (c->values, "network.intra_latency", lat);
+    }
   sim_catalog_free (cat);
   return ok;
 }

@@ -61,8 +61,6 @@ static const BaseChoice schedule_choices[] = {
   { NULL, 0, FALSE } };
 static const BaseChoice reduce_choices[] = {
   { "free", FALSE, FALSE }, { "memory", TRUE, FALSE }, { NULL, 0, FALSE } };
-static const BaseChoice nic_choices[] = {
-  { "node", FALSE, FALSE }, { "gpu", TRUE, FALSE }, { NULL, 0, FALSE } };
 
 #define OPEN_MIN BASE_OPEN_MIN
 #define OPEN_MAX BASE_OPEN_MAX
@@ -106,30 +104,14 @@ static const KeyDef core_keys[] = {
     "model: host-independent roofline time; measured: the host's wall time of the real kernels times measured_scale (emulation; not reproducible across hosts).", NULL },
   { "device", "measured_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),
     "compute_time = measured: simulated seconds per host second of kernel time.", NULL },
-  { "network", "topology", BASE_KEY_STRING, 0, "star", 0, 0, 0, NULL, OFF (topology),
-    "Network topology, by registered name (see docs/network.md).", NULL },
+  { "network", "topology", BASE_KEY_NAME, 0, "star", 0, 0, 0, NULL, OFF (topology),
+    "Network topology, by registered name (see docs/network.md).", net_topology_names },
   { "network", "bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
     "Bandwidth of every link, in each direction.", NULL },
   { "network", "latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "5us", 0, BIG, 0, NULL, OFF (latency),
     "Latency of every link; on a star a transfer crosses two links.", NULL },
   { "network", "contention", BASE_KEY_ENUM, 0, "max-min", 0, 0, 0, contention_choices, OFF (contention),
     "max-min: flows share links max-min fairly; none: every flow gets its route's slowest bandwidth.", NULL },
-  { "network", "rack_size", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, OFF (rack_size),
-    "racks: hosts per top-of-rack switch (0 = 8).", NULL },
-  { "network", "oversubscription", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 1, BIG, 0, NULL, OFF (oversubscription),
-    "racks: a rack's uplink carries rack_size x bandwidth / oversubscription.", NULL },
-  { "network", "fat_tree_k", BASE_KEY_INT, 0, "0", 0, 1024, 0, NULL, OFF (fat_tree_k),
-    "fat-tree: arity k, even (0 = the smallest that holds every host).", NULL },
-  { "network", "switch_latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (switch_latency),
-    "racks, fat-tree: latency of every switch-to-switch link.", NULL },
-  { "network", "gpus_per_node", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, OFF (gpus_per_node),
-    "nodes: GPUs (hosts) per node, in host order (0 = 8).", NULL },
-  { "network", "intra_bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (intra_bandwidth),
-    "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth).", NULL },
-  { "network", "intra_latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (intra_latency),
-    "nodes: latency of each GPU's link inside its node.", NULL },
-  { "network", "nic", BASE_KEY_ENUM, 0, "node", 0, 0, 0, nic_choices, OFF (nic_per_gpu),
-    "nodes: one NIC per node, shared by its GPUs, or one per gpu.", NULL },
   { "network", "links", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (links),
     "Per-link overrides after the topology is built: 'NAME BANDWIDTH [LATENCY]' entries separated by ';', e.g. rack0.up 1Gbps; worker3.down 100Mbps 200us (link names: docs/network.md).", NULL },
   { "network", "fabric", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (fabric),
@@ -238,6 +220,7 @@ static const char *const sections[] = {
 static void
 registry_keys (GPtrArray *rows)
 {
+  net_topology_keys (rows);
   sim_stragglers_keys (rows);
 }
 
@@ -693,16 +676,6 @@ check_cross (SimConfig *c, const char *file, GError **error)
   c->math = kern_backend_lookup (c->backend)->new != NULL;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
-  if (!net_topology_lookup (c->topology))
-    {
-      GString *names = g_string_new (NULL);
-      for (const NetTopology *const *t = net_topology_all (); *t; t++)
-        g_string_append_printf (names, "%s%s", names->len ? ", " : "", (*t)->name);
-      fail (error, file, find_key ("network", "topology"),
-            "unknown topology '%s'; use one of: %s", c->topology, names->str);
-      g_string_free (names, TRUE);
-      return FALSE;
-    }
   if (!pol_coll_lookup (c->algorithm))
     {
       GString *names = g_string_new (NULL);

@@ -75,14 +75,6 @@ typedef struct {
   double bandwidth;      /* bytes/s per link and direction */
   double latency;        /* seconds per link */
   int contention;        /* NetContention */
-  gint64 rack_size;      /* racks: hosts per rack, 0 = default */
-  double oversubscription; /* racks: ratio, 0 = 1 */
-  gint64 fat_tree_k;     /* fat-tree: arity, 0 = smallest that fits */
-  double switch_latency; /* s per switch-to-switch link */
-  gint64 gpus_per_node;  /* nodes: 0 = default */
-  double intra_bandwidth; /* nodes: bytes/s, 0 = 10 x bandwidth */
-  double intra_latency;  /* nodes: s */
-  gboolean nic_per_gpu;  /* nodes: one NIC per GPU instead of per node */
   char *links;           /* per-link overrides, NULL = none */
   char *fabric;          /* catalog link for every link, NULL = none */
   char *intra_fabric;    /* nodes: catalog link inside a node, NULL = none */

@@ -44,17 +44,41 @@ host_names (int n)
   return names;
 }
 
+/* The topology keys of the params built last (one set at a time). */
+static BaseValues *values;
+
 /* Params with hosts h0 .. h<n-1>, bandwidth B, latency LAT, rest default. */
 static NetTopologyParams
 params (GPtrArray *names)
 {
   NetTopologyParams p = { 0 };
 
+  base_values_free (values);
+  values = base_values_new ();
+  p.values = values;
+
   p.n_hosts = (int) names->len;
   p.names = (const char *const *) names->pdata;
   p.bandwidth = B;
   p.latency = LAT;
   return p;
+}
+
+/* Sets the topology key [network] key of p, built by params(). */
+static void
+set_int (NetTopologyParams *p, const char *key, gint64 v)
+{
+  g_autofree char *name = g_strdup_printf ("network.%s", key);
+  g_assert_true (p->values == values);
+  base_values_set_int (values, name, v);
+}
+
+static void
+set_double (NetTopologyParams *p, const char *key, double v)
+{
+  g_autofree char *name = g_strdup_printf ("network.%s", key);
+  g_assert_true (p->values == values);
+  base_values_set_double (values, name, v);
 }
 
 /* Builds `topology` with `p` (whose names are taken from fx->names). */
@@ -145,9 +169,9 @@ test_racks_uplink_shared (void)
 
       fx.names = host_names (16);
       p = params (fx.names);
-      p.rack_size = 8;
-      p.oversubscription = 8;
-      p.switch_latency = SLAT;
+      set_int (&p, "rack_size", 8);
+      set_double (&p, "oversubscription", 8);
+      set_double (&p, "switch_latency", SLAT);
       fixture_init (&fx, "racks", p);
       assert_time (net_network_link_bandwidth (fx.net,
                                                link_id (fx.net, "rack0.up")),
@@ -178,9 +202,9 @@ test_racks_routes (void)
 
   fx.names = host_names (10);   /* racks of 4: 4, 4, 2 */
   p = params (fx.names);
-  p.rack_size = 4;
-  p.oversubscription = 2;
-  p.switch_latency = SLAT;
+  set_int (&p, "rack_size", 4);
+  set_double (&p, "oversubscription", 2);
+  set_double (&p, "switch_latency", SLAT);
   fixture_init (&fx, "racks", p);
   assert_route (fx.net, 1, 2, same);
   assert_route (fx.net, 1, 9, cross);
@@ -207,8 +231,8 @@ test_racks_incast (void)
 
       fx.names = host_names (16);
       p = params (fx.names);
-      p.rack_size = 8;
-      p.switch_latency = SLAT;
+      set_int (&p, "rack_size", 8);
+      set_double (&p, "switch_latency", SLAT);
       fixture_init (&fx, "racks", p);
       for (int i = 0; i < n; i++)
         send (&fx, i, 8, MSG, i);
@@ -237,8 +261,8 @@ test_fat_tree_route_lengths (void)
 
       fx.names = host_names (n);
       p = params (fx.names);
-      p.fat_tree_k = n == 2 ? 0 : 4;   /* 0: k = 2 holds 2 hosts */
-      p.switch_latency = SLAT;
+      set_int (&p, "fat_tree_k", n == 2 ? 0 : 4);   /* 0: k = 2 holds 2 hosts */
+      set_double (&p, "switch_latency", SLAT);
       fixture_init (&fx, "fat-tree", p);
       for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++)
@@ -293,7 +317,7 @@ test_fat_tree_hash_spread (void)
       fx.names = host_names (n);
       again.names = host_names (n);
       p = params (fx.names);
-      p.fat_tree_k = k;
+      set_int (&p, "fat_tree_k", k);
       fixture_init (&fx, "fat-tree", p);
       fixture_init (&again, "fat-tree", p);
       for (int a = 0; a < n; a++)
@@ -337,8 +361,8 @@ test_fat_tree_incast (void)
 
       fx.names = host_names (16);
       p = params (fx.names);
-      p.fat_tree_k = 4;
-      p.switch_latency = SLAT;
+      set_int (&p, "fat_tree_k", 4);
+      set_double (&p, "switch_latency", SLAT);
       fixture_init (&fx, "fat-tree", p);
       for (int i = 0; i < n; i++)
         send (&fx, 4 + i, 0, MSG, i);
@@ -432,9 +456,9 @@ test_nodes_shared_nic (void)
 
   fx.names = host_names (8);
   p = params (fx.names);
-  p.gpus_per_node = 4;
-  p.intra_bandwidth = NVL_BW;
-  p.intra_latency = NVL_LAT;
+  set_int (&p, "gpus_per_node", 4);
+  set_double (&p, "intra_bandwidth", NVL_BW);
+  set_double (&p, "intra_latency", NVL_LAT);
   fixture_init (&fx, "nodes", p);
   assert_route (fx.net, 1, 6, cross);
   send (&fx, 2, 3, MSG, 0);   /* intra-node */
@@ -468,10 +492,10 @@ test_nodes_nic_per_gpu (void)
 
   fx.names = host_names (8);
   p = params (fx.names);
-  p.gpus_per_node = 4;
-  p.intra_bandwidth = NVL_BW;
-  p.intra_latency = NVL_LAT;
-  p.nic_per_gpu = TRUE;
+  set_int (&p, "gpus_per_node", 4);
+  set_double (&p, "intra_bandwidth", NVL_BW);
+  set_double (&p, "intra_latency", NVL_LAT);
+  set_int (&p, "nic", TRUE);
   fixture_init (&fx, "nodes", p);
   assert_route (fx.net, 1, 6, cross);
   assert_route (fx.net, 4, 5, same);
@@ -519,8 +543,8 @@ test_degraded_link (void)
 
   fx.names = host_names (8);
   p = params (fx.names);
-  p.rack_size = 4;
-  p.switch_latency = SLAT;
+  set_int (&p, "rack_size", 4);
+  set_double (&p, "switch_latency", SLAT);
   fixture_init (&fx, "racks", p);
   id = link_id (fx.net, "rack0.up");
   g_assert_cmpstr (net_network_link_name (fx.net, id), ==, "rack0.up");
@@ -583,8 +607,8 @@ test_all_pairs (void)
 
         fx.names = host_names (n);
         p = params (fx.names);
-        p.rack_size = 4;
-        p.gpus_per_node = 4;
+        set_int (&p, "rack_size", 4);
+        set_int (&p, "gpus_per_node", 4);
         g_test_message ("%s, %d hosts", (*t)->name, n);
         fixture_init (&fx, (*t)->name, p);
         for (int h = 0; h < n; h++)
@@ -694,13 +718,13 @@ test_invalid (void)
           names->pdata[0] = g_strdup (c->host0);
         }
       p.n_hosts = c->n_hosts;
-      p.rack_size = c->rack_size;
-      p.oversubscription = c->oversubscription;
-      p.switch_latency = c->switch_latency;
-      p.fat_tree_k = c->fat_tree_k;
-      p.gpus_per_node = c->gpus_per_node;
-      p.intra_bandwidth = c->intra_bandwidth;
-      p.intra_latency = c->intra_latency;
+      set_int (&p, "rack_size", c->rack_size);
+      set_double (&p, "oversubscription", c->oversubscription);
+      set_double (&p, "switch_latency", c->switch_latency);
+      set_int (&p, "fat_tree_k", c->fat_tree_k);
+      set_int (&p, "gpus_per_node", c->gpus_per_node);
+      set_double (&p, "intra_bandwidth", c->intra_bandwidth);
+      set_double (&p, "intra_latency", c->intra_latency);
       if (c->bandwidth != 0)
         p.bandwidth = c->bandwidth;
       g_assert_false (t->build (net, &p, &error));
@@ -737,5 +761,7 @@ main (int argc, char **argv)
   g_test_add_func ("/topology/nodes/shared-nic", test_nodes_shared_nic);
   g_test_add_func ("/topology/nodes/nic-per-gpu", test_nodes_nic_per_gpu);
   g_test_add_func ("/topology/nodes/defaults", test_nodes_defaults);
-  return g_test_run ();
+  int status = g_test_run ();
+  base_values_free (values);
+  return status;
 }

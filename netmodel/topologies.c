@@ -1,0 +1,68 @@
+/*
+ * topologies.c — the registry of topologies, and the keys several share.
+ *
+ * A topology is one file of netmodel/ defining one NetTopology (its name,
+ * description, source, its own [network] keys, `build` and `summary`) and
+ * one line in the table below.
+ */
+#include "config.h"
+
+#include "netmodel/netmodel.h"
+
+extern const NetTopology net_topology_racks;
+extern const NetTopology net_topology_fat_tree;
+extern const NetTopology net_topology_ring;
+extern const NetTopology net_topology_nodes;
+
+/* Every registered topology, NULL-terminated. */
+static const NetTopology *const net_topologies[] = {
+  &net_topology_star,
+  &net_topology_racks,
+  &net_topology_fat_tree,
+  &net_topology_ring,
+  &net_topology_nodes,
+  NULL
+};
+
+/* Keys more than one topology reads. */
+static const BaseKey shared_keys[] = {
+  { .section = "network", .key = "switch_latency", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_TIME, .def = "0", .min = 0, .max = BASE_BIG,
+    .doc = "racks, fat-tree: latency of every switch-to-switch link." },
+  { .section = NULL },
+};
+
+/* The registered topology called `name`, or NULL. */
+const NetTopology *
+net_topology_lookup (const char *name)
+{
+  g_return_val_if_fail (name != NULL, NULL);
+  for (int i = 0; net_topologies[i] != NULL; i++)
+    if (g_strcmp0 (net_topologies[i]->name, name) == 0)
+      return net_topologies[i];
+  return NULL;
+}
+
+/* The NULL-terminated table of all registered topologies, static. */
+const NetTopology *const *
+net_topology_all (void)
+{
+  return net_topologies;
+}
+
+const char *const *
+net_topology_names (void)
+{
+  static const char *const *names;
+  return base_registry_names (&names, (const void *const *) net_topologies);
+}
+
+void
+net_topology_keys (GPtrArray *rows)
+{
+  for (const BaseKey *k = shared_keys; k->section; k++)
+    g_ptr_array_add (rows, (gpointer) k);
+  for (int i = 0; net_topologies[i]; i++)
+    for (const BaseKey *k = net_topologies[i]->keys; k && k->section; k++)
+      g_ptr_array_add (rows, (gpointer) k);
+}
