@@ -1,15 +1,24 @@
 /*
- * cluster.c — the network of a configuration: topology and link overrides.
+ * cluster.c — one run assembled from its configuration (sim/run.c runs it).
  *
- * [network] links overrides single links after the topology is built:
+ * The network of a configuration: the policy's hosts on the topology of
+ * [network], then the link overrides.  [network] links overrides single
+ * links after the topology is built:
  *   links = rack0.up 1Gbps; worker3.down 100Mbps 200us
  * Each entry is a link name (docs/network.md lists each topology's names),
  * its new bandwidth, and optionally its new latency.  The scenario loader
  * builds the network once to check these, so a wrong name is reported before
  * anything runs.
+ *
+ * The cluster (sim_cluster_new): an engine; that network; the data and the
+ * model; the device model (the roofline cost of the model's layers, or the
+ * fixed step_time, or the measured host time x measured_scale, times the
+ * straggler factor; see sim/model.c), whose callbacks live here; the
+ * [failures]; the policy, created on all of these and not yet started.
  */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "policies/policy.h"
@@ -111,4 +120,218 @@ sim_network_build (const SimConfig *c, EngSim *sim, const char *file, GError **e
       return NULL;
     }
   return net;
+}
+
+/* A compute time that is not finite (a straggler factor that overflowed,
+ * e.g. pareto with a tiny alpha) stops the run: simulated time cannot go
+ * on from infinity.  Returns the time, 0 in that case. */
+static double
+finite_time (SimCluster *cl, double t, double factor)
+{
+  if (isfinite (t))
+    return t;
+  if (!cl->bad_time)
+    {
+      cl->bad_time = TRUE;
+      cl->bad_factor = factor;
+      eng_stop (cl->sim);
+    }
+  return 0;
+}
+
+/* A part of a worker's step whose device-model cost is `seconds` (measured
+ * mode: the host's `host_seconds` x measured_scale instead), times the
+ * worker's next straggler factor. */
+static double
+device_time (SimCluster *cl, int worker, double seconds, double host_seconds)
+{
+  const SimConfig *c = cl->c;
+  double f = sim_stragglers_next (cl->strag, worker);
+  if (c->measured && c->step_time < 0)
+    return finite_time (cl, host_seconds * c->measured_scale * f, f);
+  return finite_time (cl, seconds * f, f);
+}
+
+/* PolComputeTime: one whole worker step. */
+static double
+compute_time (gpointer ctx, int worker, double host_seconds)
+{
+  SimCluster *cl = ctx;
+  return device_time (cl, worker, cl->cost.step, host_seconds);
+}
+
+/* PolScaleTime: a part of a worker step. */
+static double
+scale_time (gpointer ctx, int worker, double seconds, double host_seconds)
+{
+  return device_time (ctx, worker, seconds, host_seconds);
+}
+
+/* PolUpdateTime: one optimizer step on n parameters, no straggler. */
+static double
+update_time (gpointer ctx, gsize n)
+{
+  SimCluster *cl = ctx;
+  return sim_update_seconds (cl->c, n);
+}
+
+/* The [failures] lists paired up: n = the longer list, the other one has
+ * n entries or a single one that applies to all. */
+static PolFailure *
+failures_of (const SimConfig *c, int *n)
+{
+  guint nw = c->fail_worker->len, na = c->fail_at->len;
+  *n = (nw == 0 || na == 0) ? 0 : (int) MAX (nw, na);
+  PolFailure *f = g_new0 (PolFailure, MAX (*n, 1));
+  for (int i = 0; i < *n; i++)
+    {
+      f[i].worker = g_array_index (c->fail_worker, int, nw == 1 ? 0 : i);
+      f[i].at = g_array_index (c->fail_at, double, na == 1 ? 0 : i);
+      f[i].restart = c->fail_restart;
+    }
+  return f;
+}
+
+/* The data sets, the evaluation prefix and the backend (only where the math
+ * runs: timing-only models may be any size), then the model. */
+static gboolean
+cluster_load_model (SimCluster *cl, GError **error)
+{
+  const SimConfig *c = cl->c;
+  if (c->math)
+    {
+      if (!sim_data_load (c, &cl->train, &cl->test, error))
+        return FALSE;
+      /* the loss is measured on a fixed prefix of the training set */
+      cl->eval = *cl->train;
+      if (c->eval_samples > 0 && c->eval_samples < cl->eval.n)
+        cl->eval.n = (int) c->eval_samples;
+      cl->backend = kern_backend_new (c->backend, error);
+      if (!cl->backend)
+        return FALSE;
+    }
+  cl->model = sim_model_new (c, cl->backend, error);
+  return cl->model != NULL;
+}
+
+/* The stragglers and the device times of the model: the step cost, the
+ * share of the step at which each layer's gradient is ready, and each
+ * layer's times on one micro-batch (the pipeline prices its stages so). */
+static void
+cluster_device_times (SimCluster *cl)
+{
+  const SimConfig *c = cl->c;
+  cl->strag = sim_stragglers_new (c);
+  sim_step_cost (c, cl->model, &cl->cost);
+  double step = cl->cost.step;
+  cl->ready = g_new (double, MAX (cl->cost.n_layers, 1));
+  for (int l = 0; l < cl->cost.n_layers; l++)
+    cl->ready[l] = step > 0 ? cl->cost.grad_ready[l] / step : 1.0;
+  cl->layer_fwd = g_new (double, MAX (cl->model->n_layers, 1));
+  cl->layer_bwd = g_new (double, MAX (cl->model->n_layers, 1));
+  sim_layer_seconds (c, cl->model, (int) (c->batch / MAX (c->microbatches, 1)),
+                     cl->layer_fwd, cl->layer_bwd);
+}
+
+/* What the policy is created with: the parts of cl, the keys of c, the
+ * device times (with cl as their ctx) and `rec`. */
+static void
+cluster_env (SimCluster *cl, const PolRecorder *rec)
+{
+  const SimConfig *c = cl->c;
+  double step = cl->cost.step;
+  cl->env = (PolEnv) {
+    .sim = cl->sim,
+    .net = cl->net,
+    .model = c->math ? cl->model : NULL,
+    .train = cl->train,
+    .test = cl->test,
+    .eval = c->math ? &cl->eval : NULL,
+    .n_params = cl->model->ops->n_params (cl->model),
+    .fwd_share = step > 0 ? cl->cost.forward / step : 0.5,
+    .n_layers = cl->cost.n_layers,
+    .layer_lo = cl->cost.layer_lo,
+    .layer_ready = cl->ready,
+    .workers = (int) c->workers,
+    .servers = (int) c->servers,
+    .batch = (int) c->batch,
+    .partition = (PolPartition) c->partition,
+    .classes_per_worker = (int) c->classes_per_worker,
+    .opt = sim_opt_config (c),
+    .iterations = c->iterations,
+    .eval_every = c->eval_every,
+    .target_loss = c->target_loss,
+    .seed = (guint64) c->seed,
+    .consistency = (PolConsistency) c->consistency,
+    .staleness = c->staleness,
+    .wait_for = (int) c->wait_for,
+    .late_keep = c->late_keep,
+    .failures = cl->failures,
+    .n_failures = cl->n_failures,
+    .algorithm = c->algorithm,
+    .bucket_bytes = c->bucket_size,
+    .sync_every = c->sync_every,
+    .reduce_per_byte = c->reduce_memory ? 3.0 / c->memory_bandwidth : 0.0,
+    .stages = (int) c->stages,
+    .replicas = (int) c->replicas,
+    .microbatches = (int) c->microbatches,
+    .schedule = (PolSchedule) c->schedule,
+    .stage_layers = c->stage_layers->len > 0 ? (const int *) c->stage_layers->data : NULL,
+    .layers = cl->model->layers,
+    .layer_fwd = cl->layer_fwd,
+    .layer_bwd = cl->layer_bwd,
+    .scale_time = scale_time,
+    .compute_time = compute_time,
+    .update_time = update_time,
+    .compute_ctx = cl,
+    .rec = *rec,
+  };
+}
+
+SimCluster *
+sim_cluster_new (const SimConfig *c, const PolRecorder *rec, GError **error)
+{
+  g_return_val_if_fail (c && rec, NULL);
+  g_autoptr (SimCluster) cl = g_new0 (SimCluster, 1);
+  cl->c = c;
+  cl->ops = pol_lookup (c->policy);
+  g_assert (cl->ops); /* validated by the scenario loader */
+  cl->sim = eng_sim_new ();
+  cl->net = sim_network_build (c, cl->sim, "scenario", error);
+  if (!cl->net)
+    return NULL;
+  gboolean ok = cluster_load_model (cl, error);
+  cl->failures = failures_of (c, &cl->n_failures);
+  if (!ok)
+    return NULL;
+  cluster_device_times (cl);
+  cluster_env (cl, rec);
+  cl->pol = cl->ops->create (&cl->env, error);
+  if (!cl->pol)
+    return NULL;
+  return g_steal_pointer (&cl);
+}
+
+void
+sim_cluster_free (SimCluster *cl)
+{
+  if (!cl)
+    return;
+  if (cl->pol)
+    cl->ops->free (cl->pol);
+  g_free (cl->ready);
+  g_free (cl->failures);
+  g_free (cl->layer_fwd);
+  g_free (cl->layer_bwd);
+  if (cl->strag)
+    sim_stragglers_free (cl->strag);
+  sim_step_cost_clear (&cl->cost);
+  kern_model_free (cl->model);
+  if (cl->backend)
+    kern_backend_free (cl->backend);
+  kern_dataset_free (cl->train);
+  kern_dataset_free (cl->test);
+  net_network_free (cl->net);
+  eng_sim_free (cl->sim);
+  g_free (cl);
 }

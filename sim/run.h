@@ -1,9 +1,9 @@
 /*
- * run.h — assembling and running simulations, and reporting them.
+ * run.h — running simulations, and reporting them.
  *
- * sim_run_config() assembles one run (engine, network, data, model, policy)
- * from a resolved configuration and runs it to its end; sim_run_scenario()
- * does so for every point of a scenario file, writes the trace and prints the
+ * sim_run_config() runs one resolved configuration, assembled by
+ * sim_cluster_new() (sim/cluster.h), to its end; sim_run_scenario() does so
+ * for every point of a scenario file, writes the trace and prints the
  * summary.  This is what `dtsim run` does.
  */
 #ifndef DTSIM_SIM_RUN_H
@@ -24,9 +24,11 @@ typedef struct {
   int jobs;              /* points run at once; <= 0: the number of online cores */
 } SimRunOptions;
 
-/* Runs one configuration.  Rows go to `trace` under run id `run` when trace
- * is not NULL; `extra` (may be NULL) receives the same callbacks (for tests).
- * Fills *out. */
+/* Assembles and runs one configuration.  Rows go to `trace` under run id
+ * `run` when trace is not NULL; `extra` (may be NULL) receives the same
+ * callbacks (for tests).  Fills *out when the run ran, its wall_time always;
+ * FALSE with *error set when the run could not be assembled, or a compute
+ * time was infinite, or the loss diverged. */
 gboolean sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
                          const PolRecorder *extra, SimRunSummary *out, GError **error);
 

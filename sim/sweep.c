@@ -138,9 +138,65 @@ draw_bar (Point *pts, guint n, guint done, gint64 t0)
   g_string_free (running, TRUE);
 }
 
+/* Starts points in order while fewer than `jobs` run and the trace takes
+ * rows: each gets its run id, then goes to the pool.  A point whose run
+ * could not be begun keeps its error and stops the starting (the trace is
+ * then no longer ok).  Returns the number of points now running. */
+static guint
+sweep_start_points (Point *pts, guint n, guint *next, guint running, int jobs,
+                    SimTrace *trace, const char *path, GThreadPool *pool)
+{
+  while (sim_trace_ok (trace, NULL) && running < (guint) jobs && *next < n)
+    {
+      Point *p = &pts[(*next)++];
+      p->run = sim_trace_begin_run (trace, p->c, path, &p->error);
+      if (p->run < 0)
+        {
+          p->run = 0;
+          break;
+        }
+      running++;
+      p->running = TRUE;
+      g_thread_pool_push (pool, p, NULL);
+    }
+  return running;
+}
+
+/* Writes one chunk of rows a pool thread handed over, and lets producers
+ * waiting on the queue's bound go on. */
+static void
+sweep_write_chunk (Sweep *sw, SimTrace *trace, SimTraceChunk *chunk)
+{
+  sim_trace_write_chunk (trace, chunk);
+  g_mutex_lock (&sw->lock);
+  sw->pending--;
+  g_cond_broadcast (&sw->drained);
+  g_mutex_unlock (&sw->lock);
+}
+
+/* Point p has ended and all its rows are written: records its end (or its
+ * failure) in the trace and, with `lines`, prints its line.  Returns
+ * whether it succeeded. */
+static gboolean
+sweep_end_point (Point *p, guint n, SimTrace *trace, gboolean lines)
+{
+  p->running = FALSE;
+  if (p->ok && !sim_trace_end_run (trace, p->run, p->sum, &p->error))
+    p->ok = FALSE;
+  if (!p->ok)
+    sim_trace_fail_run (trace, p->run, p->error->message);
+  if (lines && p->ok)
+    fprintf (stderr, "run %u/%u done: %s  sim_time %.6g s  wall %.3g s\n", p->index + 1, n,
+             p->c->name, p->sum->sim_time, p->sum->wall_time);
+  else if (lines && n > 1) /* a single run's error is the one line at the end */
+    fprintf (stderr, "run %u/%u failed: %s: %s\n", p->index + 1, n, p->c->name,
+             p->error->message);
+  return p->ok;
+}
+
 guint
 sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimRunOptions *opt,
-           SimRunSummary *sums, GError **errors)
+              SimRunSummary *sums, GError **errors)
 {
   guint n = configs->len;
   int jobs = opt->jobs > 0 ? opt->jobs : (int) g_get_num_processors ();
@@ -169,19 +225,7 @@ sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimR
   guint next = 0, running = 0, done = 0, n_ok = 0;
   for (;;)
     {
-      while (sim_trace_ok (trace, NULL) && running < (guint) jobs && next < n)
-        {
-          Point *p = &pts[next++];
-          p->run = sim_trace_begin_run (trace, p->c, path, &p->error);
-          if (p->run < 0)
-            {
-              p->run = 0;
-              break;
-            }
-          running++;
-          p->running = TRUE;
-          g_thread_pool_push (pool, p, NULL);
-        }
+      running = sweep_start_points (pts, n, &next, running, jobs, trace, path, pool);
       if (running == 0)
         break;
       if (tty && g_get_monotonic_time () - last_draw >= 200000)
@@ -193,33 +237,18 @@ sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimR
       if (!m)
         continue;
       Point *p = m->p;
-      if (m->chunk)
+      SimTraceChunk *chunk = m->chunk;
+      g_free (m);
+      if (chunk)
         {
-          sim_trace_write_chunk (trace, m->chunk);
-          g_mutex_lock (&sw.lock);
-          sw.pending--;
-          g_cond_broadcast (&sw.drained);
-          g_mutex_unlock (&sw.lock);
-          g_free (m);
+          sweep_write_chunk (&sw, trace, chunk);
           continue;
         }
-      g_free (m);
       /* every chunk of p came before its end: its rows are all written */
       running--;
       done++;
-      p->running = FALSE;
-      if (p->ok && !sim_trace_end_run (trace, p->run, p->sum, &p->error))
-        p->ok = FALSE;
-      if (!p->ok)
-        sim_trace_fail_run (trace, p->run, p->error->message);
-      else
+      if (sweep_end_point (p, n, trace, lines))
         n_ok++;
-      if (lines && p->ok)
-        fprintf (stderr, "run %u/%u done: %s  sim_time %.6g s  wall %.3g s\n", p->index + 1, n,
-                 p->c->name, p->sum->sim_time, p->sum->wall_time);
-      else if (lines && n > 1) /* a single run's error is the one line at the end */
-        fprintf (stderr, "run %u/%u failed: %s: %s\n", p->index + 1, n, p->c->name,
-                 p->error->message);
     }
   if (tty)
     fprintf (stderr, "\r\033[K");
