@@ -5,6 +5,8 @@
 
 #include "base/keys.h"
 
+#include <string.h>
+
 typedef enum { V_INT, V_DOUBLE, V_STRING, V_LIST } ValueKind;
 
 typedef struct {
@@ -149,4 +151,30 @@ base_registry_names (const char *const **cache, const void *const *entries)
       g_once_init_leave (cache, (const char *const *) g_ptr_array_free (names, FALSE));
     }
   return *cache;
+}
+
+gconstpointer
+base_registry_find (const void *const *entries, const char *name)
+{
+  g_return_val_if_fail (name != NULL, NULL);
+  for (int i = 0; entries[i]; i++)
+    if (strcmp (*(char *const *) entries[i], name) == 0)
+      return entries[i];
+  return NULL;
+}
+
+static void
+add_rows (GPtrArray *rows, const BaseKey *k)
+{
+  for (; k && k->section; k++)
+    g_ptr_array_add (rows, (gpointer) k);
+}
+
+void
+base_registry_keys (GPtrArray *rows, const BaseKey *shared, const void *const *entries,
+                    gsize keys_offset)
+{
+  add_rows (rows, shared);
+  for (int i = 0; entries[i]; i++)
+    add_rows (rows, *(const BaseKey *const *) ((const char *) entries[i] + keys_offset));
 }

@@ -96,6 +96,16 @@ gboolean base_values_has (const BaseValues *v, const char *name);
 const char *const *base_registry_names (const char *const **cache,
                                         const void *const *entries);
 
+/* The entry of `entries` (as for base_registry_names) called `name`, or
+ * NULL. */
+gconstpointer base_registry_find (const void *const *entries, const char *name);
+
+/* Appends to `rows` (const BaseKey *) the rows of `shared`, then those of
+ * every entry: the `const BaseKey *` member at `keys_offset` of each entry
+ * (NULL or ending with a row whose section is NULL).  `shared` may be NULL. */
+void base_registry_keys (GPtrArray *rows, const BaseKey *shared,
+                         const void *const *entries, gsize keys_offset);
+
 G_END_DECLS
 
 #endif /* DTSIM_BASE_KEYS_H */

@@ -31,10 +31,7 @@ static const KernBackendEntry *const backends[] = { &cpu, &cuda, &none, NULL };
 const KernBackendEntry *
 kern_backend_lookup (const char *name)
 {
-  for (int i = 0; backends[i]; i++)
-    if (strcmp (backends[i]->name, name) == 0)
-      return backends[i];
-  return NULL;
+  return base_registry_find ((const void *const *) backends, name);
 }
 
 const char *const *

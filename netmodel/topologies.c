@@ -36,11 +36,7 @@ static const BaseKey shared_keys[] = {
 const NetTopology *
 net_topology_lookup (const char *name)
 {
-  g_return_val_if_fail (name != NULL, NULL);
-  for (int i = 0; net_topologies[i] != NULL; i++)
-    if (g_strcmp0 (net_topologies[i]->name, name) == 0)
-      return net_topologies[i];
-  return NULL;
+  return base_registry_find ((const void *const *) net_topologies, name);
 }
 
 /* The NULL-terminated table of all registered topologies, static. */
@@ -60,9 +56,6 @@ net_topology_names (void)
 void
 net_topology_keys (GPtrArray *rows)
 {
-  for (const BaseKey *k = shared_keys; k->section; k++)
-    g_ptr_array_add (rows, (gpointer) k);
-  for (int i = 0; net_topologies[i]; i++)
-    for (const BaseKey *k = net_topologies[i]->keys; k && k->section; k++)
-      g_ptr_array_add (rows, (gpointer) k);
+  base_registry_keys (rows, shared_keys, (const void *const *) net_topologies,
+                      G_STRUCT_OFFSET (NetTopology, keys));
 }

@@ -22,10 +22,7 @@ static const PolPolicyOps *const policies[] = {
 const PolPolicyOps *
 pol_lookup (const char *name)
 {
-  for (int i = 0; policies[i]; i++)
-    if (strcmp (policies[i]->name, name) == 0)
-      return policies[i];
-  return NULL;
+  return base_registry_find ((const void *const *) policies, name);
 }
 
 const char *const *

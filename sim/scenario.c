@@ -368,62 +368,47 @@ valid_sweep_key (const char *name)
   return TRUE;
 }
 
-/* Where a resolved value goes: the SimConfig field of one of this file's
+/* A resolved value: the member the key's type uses. */
+typedef struct {
+  gint64 i;       /* INT; ENUM (the choice's value) */
+  double d;       /* QUANTITY */
+  const char *s;  /* STRING, NAME (copied) */
+  GArray *a;      /* INTLIST, TIMELIST (taken) */
+} Resolved;
+
+/* Stores v where k's value goes: the SimConfig field of one of this file's
  * rows, or c->values for a row a registry declares. */
-#define FIELD(c, k) ((char *) (c) + (k)->offset)
-#define DOTTED(k) g_autofree char *dotted_ = g_strdup_printf ("%s.%s", (k)->section, (k)->key)
-
 static void
-store_int (SimConfig *c, const KeyDef *k, gint64 v)
+store (SimConfig *c, const KeyDef *k, Resolved v)
 {
-  DOTTED (k);
-  if (k->offset)
-    *(gint64 *) FIELD (c, k) = v;
-  else
-    base_values_set_int (c->values, dotted_, v);
-}
-
-static void
-store_double (SimConfig *c, const KeyDef *k, double v)
-{
-  DOTTED (k);
-  if (k->offset)
-    *(double *) FIELD (c, k) = v;
-  else
-    base_values_set_double (c->values, dotted_, v);
-}
-
-static void
-store_string (SimConfig *c, const KeyDef *k, const char *v)
-{
-  DOTTED (k);
-  if (k->offset)
-    *(char **) FIELD (c, k) = g_strdup (v);
-  else
-    base_values_set_string (c->values, dotted_, v);
-}
-
-/* An enum's value: its field is an int (an enum type or a gboolean). */
-static void
-store_choice (SimConfig *c, const KeyDef *k, int v)
-{
-  DOTTED (k);
-  if (k->offset)
-    *(int *) FIELD (c, k) = v;
-  else
-    base_values_set_int (c->values, dotted_, v);
-}
-
-static void
-store_list (SimConfig *c, const KeyDef *k, GArray *a)
-{
-  DOTTED (k);
-  if (k->offset)
-    *(GArray **) FIELD (c, k) = a;
-  else
+  char *field = (char *) c + k->offset;
+  g_autofree char *dotted = g_strdup_printf ("%s.%s", k->section, k->key);
+  BaseValues *bag = k->offset ? NULL : c->values;
+  switch (k->type)
     {
-      base_values_set_list (c->values, dotted_, a);
-      g_array_unref (a);
+    case BASE_KEY_INT:
+      bag ? base_values_set_int (bag, dotted, v.i) : (void) (*(gint64 *) field = v.i);
+      return;
+    case BASE_KEY_ENUM: /* the field is an enum type or a gboolean */
+      bag ? base_values_set_int (bag, dotted, v.i) : (void) (*(int *) field = (int) v.i);
+      return;
+    case BASE_KEY_QUANTITY:
+      bag ? base_values_set_double (bag, dotted, v.d) : (void) (*(double *) field = v.d);
+      return;
+    case BASE_KEY_STRING:
+    case BASE_KEY_NAME:
+      bag ? base_values_set_string (bag, dotted, v.s) : (void) (*(char **) field = g_strdup (v.s));
+      return;
+    case BASE_KEY_INTLIST:
+    case BASE_KEY_TIMELIST:
+      if (!bag)
+        {
+          *(GArray **) field = v.a;
+          return;
+        }
+      base_values_set_list (bag, dotted, v.a);
+      g_array_unref (v.a);
+      return;
     }
 }
 
@@ -441,7 +426,7 @@ resolve_int (SimConfig *c, const KeyDef *k, const char *text, const char *file,
   if ((double) v < k->min || (double) v > k->max)
     return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f",
                  text, k->min, k->max);
-  store_int (c, k, v);
+  store (c, k, (Resolved) { .i = v });
   return TRUE;
 }
 
@@ -465,7 +450,7 @@ resolve_quantity (SimConfig *c, const KeyDef *k, const char *text, const char *f
                    (k->open & OPEN_MIN) ? "(" : "[", k->min, k->max,
                    (k->open & OPEN_MAX) ? ")" : "]");
     }
-  store_double (c, k, v);
+  store (c, k, (Resolved) { .d = v });
   return TRUE;
 }
 
@@ -479,7 +464,7 @@ resolve_choice (SimConfig *c, const KeyDef *k, const char *text, const char *fil
       for (const char *const *n = k->names (); *n; n++)
         if (g_ascii_strcasecmp (text, *n) == 0)
           {
-            store_string (c, k, *n);
+            store (c, k, (Resolved) { .s = *n });
             return TRUE;
           }
     }
@@ -487,7 +472,7 @@ resolve_choice (SimConfig *c, const KeyDef *k, const char *text, const char *fil
     for (const BaseChoice *ch = k->choices; ch->name; ch++)
       if (g_ascii_strcasecmp (text, ch->name) == 0)
         {
-          store_choice (c, k, ch->value);
+          store (c, k, (Resolved) { .i = ch->value });
           return TRUE;
         }
   g_autofree char *l = choice_list (k, ", ");
@@ -501,7 +486,7 @@ resolve_list (SimConfig *c, const KeyDef *k, const char *text, const char *file,
 {
   gboolean ints = k->type == BASE_KEY_INTLIST;
   GArray *a = g_array_new (FALSE, FALSE, ints ? sizeof (int) : sizeof (double));
-  store_list (c, k, a); /* owned by c from here on, even on an error */
+  store (c, k, (Resolved) { .a = a }); /* c owns it from here, even on an error */
   g_auto (GStrv) parts = g_strsplit (text, ",", -1);
   for (int i = 0; parts[i]; i++)
     {
@@ -543,7 +528,7 @@ resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
         return TRUE; /* an optional text left empty */
       if (text[0] == '\0')
         return fail (error, file, k, "empty value; give a value or remove the key");
-      store_string (c, k, text);
+      store (c, k, (Resolved) { .s = text });
       return TRUE;
     case BASE_KEY_INT:
       return resolve_int (c, k, text, file, error);

@@ -11,8 +11,6 @@
  */
 #include "config.h"
 
-#include <string.h>
-
 #include "sim/stragglers.h"
 
 extern const SimStragglerModel sim_straggler_none;
@@ -65,10 +63,7 @@ struct SimStragglers {
 const SimStragglerModel *
 sim_straggler_lookup (const char *name)
 {
-  for (int i = 0; models[i]; i++)
-    if (strcmp (models[i]->name, name) == 0)
-      return models[i];
-  return NULL;
+  return base_registry_find ((const void *const *) models, name);
 }
 
 const char *const *
@@ -81,11 +76,8 @@ sim_straggler_names (void)
 void
 sim_stragglers_keys (GPtrArray *rows)
 {
-  for (const BaseKey *k = shared_keys; k->section; k++)
-    g_ptr_array_add (rows, (gpointer) k);
-  for (int i = 0; models[i]; i++)
-    for (const BaseKey *k = models[i]->keys; k && k->section; k++)
-      g_ptr_array_add (rows, (gpointer) k);
+  base_registry_keys (rows, shared_keys, (const void *const *) models,
+                      G_STRUCT_OFFSET (SimStragglerModel, keys));
 }
 
 gboolean
