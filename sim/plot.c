@@ -1107,12 +1107,13 @@ typedef struct {
   double workers, thr;   /* workers; samples per simulated second */
 } ScalePoint;
 
-/* Speedup against workers with the Amdahl fit, per group of runs that agree
- * in every swept key but cluster.workers.  Speedup of a run with N workers:
- * its throughput (updates x batch / sim_time) over that of the group's run
- * with the fewest workers N0; the fit uses n = N / N0. */
+/* The finished runs' throughputs, grouped by every swept key but
+ * cluster.workers (and model.batch where [model] global_batch sets it):
+ * the groups' labels into `names` (owned copies) and, at the same index, a
+ * GArray of their ScalePoints in `pts`, by workers.  FALSE with *error set
+ * when a query fails. */
 static gboolean
-plot_speedup (Plot *p, GError **error)
+speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, GError **error)
 {
   /* With [model] global_batch set in every run, model.batch follows from the
    * workers (global_batch / workers): it is no grouping key either. */
@@ -1136,8 +1137,6 @@ plot_speedup (Plot *p, GError **error)
              : NULL;
   if (!st)
     return FALSE;
-  g_autoptr (GPtrArray) names = g_ptr_array_new ();
-  g_autoptr (GPtrArray) pts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     {
       ScalePoint pt = { sqlite3_column_double (st, 1), sqlite3_column_double (st, 2) };
@@ -1150,15 +1149,25 @@ plot_speedup (Plot *p, GError **error)
           break;
       if (i == names->len)
         {
-          g_ptr_array_add (names, (gpointer) g);
+          g_ptr_array_add (names, g_strdup (g));
           g_ptr_array_add (pts, g_array_new (FALSE, FALSE, sizeof (ScalePoint)));
         }
       g_array_append_val (g_ptr_array_index (pts, i), pt);
     }
-  if (rc < 0)
-    return FALSE;
+  return rc >= 0;
+}
+
+/* Speedup against workers with the Amdahl fit, per group of runs that agree
+ * in every swept key but cluster.workers (speedup_points()).  Speedup of a
+ * run with N workers: its throughput (updates x batch / sim_time) over that
+ * of the group's run with the fewest workers N0; the fit uses n = N / N0. */
+static gboolean
+plot_speedup (Plot *p, GError **error)
+{
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) pts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   Lines l;
-  if (!lines_begin (p, &l, "speedup.tsv", error))
+  if (!speedup_points (p, names, pts, error) || !lines_begin (p, &l, "speedup.tsv", error))
     return FALSE;
   g_autoptr (GArray) fs = g_array_new (FALSE, FALSE, sizeof (double));
   g_autoptr (GArray) n0s = g_array_new (FALSE, FALSE, sizeof (double));
@@ -1445,36 +1454,39 @@ plot_iteration_time (Plot *p, GError **error)
   return ok;
 }
 
-/* What each actor of run `run` does during its first TIMELINE_ROUNDS rounds.
- * `title` is the run's name (clean text). */
+/* The end of run `run`'s timeline window in *xmax (seconds): the end of the
+ * first TIMELINE_ROUNDS iterations of its slowest worker, else of its last
+ * span; 0 when it has neither.  FALSE with *error set when a query fails. */
 static gboolean
-plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
+timeline_window (Plot *p, gint64 run, double *xmax, GError **error)
 {
-  /* the window: the first TIMELINE_ROUNDS iterations of the slowest worker */
-  double xmax = 0;
+  *xmax = 0;
   g_autoptr (sqlite3_stmt) w
     = q_prepare (p, "SELECT MAX(end) FROM iterations WHERE run_id = ?1 AND iteration < ?2"
                  " UNION ALL SELECT MAX(end) FROM spans WHERE run_id = ?1", error);
   if (!w || !q_rebind (p, w, run, error)
       || !q_check (p, sqlite3_bind_int (w, 2, TIMELINE_ROUNDS), error))
     return FALSE;
-  int rc;
-  while (!(xmax > 0) && (rc = q_step (p, w, error)) == SQLITE_ROW)
+  int rc = SQLITE_DONE;
+  while (!(*xmax > 0) && (rc = q_step (p, w, error)) == SQLITE_ROW)
     if (sqlite3_column_type (w, 0) != SQLITE_NULL)
-      xmax = sqlite3_column_double (w, 0);
-  if (rc < 0)
-    return FALSE;
-  if (!(xmax > 0 && isfinite (xmax)))
-    return TRUE;
+      *xmax = sqlite3_column_double (w, 0);
+  return rc >= 0;
+}
 
-  /* actors in a stable order: workers, then servers, by their number */
+/* The actors of run `run` in a stable order (workers, then servers, by
+ * their number) into `actors`, and actor -> row (GINT_TO_POINTER) into
+ * `index`, which owns the names that `actors` points to.  FALSE with
+ * *error set when a query fails. */
+static gboolean
+timeline_actors (Plot *p, gint64 run, GHashTable *index, GPtrArray *actors, GError **error)
+{
   g_autoptr (sqlite3_stmt) st
     = q_prepare (p, "SELECT DISTINCT actor FROM spans WHERE run_id = ? ORDER BY"
                  " (actor LIKE 'server%'), length(actor), actor", error);
   if (!st || !q_rebind (p, st, run, error))
     return FALSE;
-  g_autoptr (GHashTable) index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autoptr (GPtrArray) actors = g_ptr_array_new ();   /* keys of index, in row order */
+  int rc;
   while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     if (!g_hash_table_contains (index, col_text (st, 0)))
       {
@@ -1482,8 +1494,54 @@ plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
         g_hash_table_insert (index, a, GINT_TO_POINTER ((int) actors->len));
         g_ptr_array_add (actors, a);
       }
-  if (rc < 0)
+  return rc >= 0;
+}
+
+/* Writes to `l` the spans of run `run` that start before `xmax` (seconds),
+ * one block per group of kinds (compute; send and recv; wait; update), as
+ * rows "actor row, start, end".  FALSE with *error set when a query fails. */
+static gboolean
+timeline_spans (Plot *p, Lines *l, gint64 run, double xmax, GHashTable *index,
+                GError **error)
+{
+  static const char *const groups[4][3] = {
+    { "compute", NULL, NULL }, { "send", "recv", NULL }, { "wait", NULL, NULL },
+    { "update", NULL, NULL },
+  };
+  g_autoptr (sqlite3_stmt) sp
+    = q_prepare (p, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
+                 " AND start < ? ORDER BY start", error);
+  if (!sp || !q_check (p, sqlite3_bind_double (sp, 3, xmax), error))
     return FALSE;
+  int rc = SQLITE_DONE;
+  for (int g = 0; rc >= 0 && g < 4; g++)
+    {
+      lines_next (l, groups[g][0]);
+      /* a point outside the window keeps every block non-empty */
+      fprintf (l->f, "0\t%.17g\t%.17g\n", -2 * xmax, -xmax);
+      for (int k = 0; rc >= 0 && k < 3 && groups[g][k]; k++)
+        {
+          if (!q_rebind (p, sp, run, error) || !q_bind_text (p, sp, 2, groups[g][k], error))
+            return FALSE;
+          while ((rc = q_step (p, sp, error)) == SQLITE_ROW)
+            {
+              gpointer idx = g_hash_table_lookup (index, col_text (sp, 0));
+              double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
+              if (isfinite (a) && isfinite (b))
+                fprintf (l->f, "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx), a, b);
+            }
+        }
+    }
+  return rc >= 0;
+}
+
+/* Draws the timeline of run `run` from the spans in `l`: one row per actor of
+ * `actors`, labelled (every k-th when there are many), window [0, xmax]
+ * seconds, titled `title` (clean text). */
+static gboolean
+timeline_draw (Plot *p, Lines *l, gint64 run, const char *title, GPtrArray *actors,
+               double xmax, GError **error)
+{
   /* many actors: label every k-th row only (the first and last always) */
   int n = (int) actors->len;
   int every = (n + TIMELINE_MAX_LABELS - 1) / TIMELINE_MAX_LABELS;
@@ -1496,60 +1554,42 @@ plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
         g_ptr_array_add (shown, clean_text (g_ptr_array_index (actors, i), LABEL_MAX));
         g_array_append_val (pos, y);
       }
+  /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
+  int height = 90 + (n > TIMELINE_MAX_LABELS ? MAX (4, 1280 / n) : 40) * n;
+  g_autoptr (GString) v = g_string_new (NULL);
+  gp_str (v, "datafile", l->data);
+  gp_str (v, "runtitle", title);
+  gp_num (v, "nactors", n);
+  gp_num (v, "nshown", shown->len);
+  gp_strs (v, "actors", shown);
+  gp_nums (v, "actor_rows", pos);
+  gp_num (v, "xmax", xmax);
+  gp_num (v, "height", MIN (height, 4000));
+  fflush (l->f);
+  g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
+  g_autofree char *out = out_path (p, name);
+  return draw (p, "timeline.gp", v, out, error);
+}
 
-  static const char *const groups[4][3] = {
-    { "compute", NULL, NULL }, { "send", "recv", NULL }, { "wait", NULL, NULL },
-    { "update", NULL, NULL },
-  };
-  g_autoptr (sqlite3_stmt) sp
-    = q_prepare (p, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
-                 " AND start < ? ORDER BY start", error);
+/* What each actor of run `run` does during its first TIMELINE_ROUNDS rounds;
+ * nothing when the run has no iteration or span to set the window.  `title`
+ * is the run's name (clean text). */
+static gboolean
+plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
+{
+  double xmax;
+  if (!timeline_window (p, run, &xmax, error))
+    return FALSE;
+  if (!(xmax > 0 && isfinite (xmax)))
+    return TRUE;
+  g_autoptr (GHashTable) index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GPtrArray) actors = g_ptr_array_new ();   /* keys of index, in row order */
   Lines l;
-  if (!sp || !q_check (p, sqlite3_bind_double (sp, 3, xmax), error)
+  if (!timeline_actors (p, run, index, actors, error)
       || !lines_begin (p, &l, "timeline.tsv", error))
     return FALSE;
-  rc = SQLITE_DONE;
-  for (int g = 0; rc >= 0 && g < 4; g++)
-    {
-      lines_next (&l, groups[g][0]);
-      /* a point outside the window keeps every block non-empty */
-      fprintf (l.f, "0\t%.17g\t%.17g\n", -2 * xmax, -xmax);
-      for (int k = 0; rc >= 0 && k < 3 && groups[g][k]; k++)
-        {
-          if (!q_rebind (p, sp, run, error) || !q_bind_text (p, sp, 2, groups[g][k], error))
-            {
-              rc = -1;
-              break;
-            }
-          while ((rc = q_step (p, sp, error)) == SQLITE_ROW)
-            {
-              gpointer idx = g_hash_table_lookup (index, col_text (sp, 0));
-              double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
-              if (isfinite (a) && isfinite (b))
-                fprintf (l.f, "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx), a, b);
-            }
-        }
-    }
-  gboolean ok = rc >= 0;
-  if (ok)
-    {
-      /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
-      int height = 90 + (n > TIMELINE_MAX_LABELS ? MAX (4, 1280 / n) : 40) * n;
-      GString *v = g_string_new (NULL);
-      gp_str (v, "datafile", l.data);
-      gp_str (v, "runtitle", title);
-      gp_num (v, "nactors", n);
-      gp_num (v, "nshown", shown->len);
-      gp_strs (v, "actors", shown);
-      gp_nums (v, "actor_rows", pos);
-      gp_num (v, "xmax", xmax);
-      gp_num (v, "height", MIN (height, 4000));
-      fflush (l.f);
-      g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
-      g_autofree char *out = out_path (p, name);
-      ok = draw (p, "timeline.gp", v, out, error);
-      g_string_free (v, TRUE);
-    }
+  gboolean ok = timeline_spans (p, &l, run, xmax, index, error)
+                && timeline_draw (p, &l, run, title, actors, xmax, error);
   lines_end (&l);
   return ok;
 }
