@@ -68,9 +68,11 @@ void eng_stop (EngSim *sim);
  * xoshiro256** seeded through SplitMix64 from (seed, stream): the same pair
  * always yields the same sequence, and distinct streams are independent for
  * every practical purpose.  Give each simulated entity its own stream so that
- * adding an entity does not perturb the draws of the others. */
+ * adding an entity does not perturb the draws of the others.  The generator's
+ * step is base/rng.h's, shared with the kernels; the seeding and the
+ * distributions below are the engine's own. */
 typedef struct {
-  guint64 s[4];
+  guint64 s[4];   /* xoshiro256** state (base/rng.h), never all zero */
 } EngRng;
 
 void eng_rng_init (EngRng *rng, guint64 seed, guint64 stream);

@@ -2,34 +2,22 @@
  * rng.c — seeded random-number streams for the engine.
  *
  * Each EngRng is a xoshiro256** generator (Blackman and Vigna, "Scrambled
- * linear pseudorandom number generators", ACM TOMS 2021).  Its 256-bit state
+ * linear pseudorandom number generators", ACM TOMS 2021) whose state step,
+ * shared with the kernels' generator, is in base/rng.h.  Its 256-bit state
  * is filled from two SplitMix64 sequences, one started from the scenario
  * seed and one from a hash of the stream number, so (seed, stream) pairs
- * that differ in either component start from unrelated states.  All
- * derived distributions draw from eng_rng_u64() only and keep no state
- * outside the struct, so a stream's draws depend on nothing but its
- * (seed, stream) pair and the number of draws made so far.
+ * that differ in either component start from unrelated states.  This
+ * seeding, and the Box–Muller normal that keeps no spare, are the engine's
+ * own: the kernels seed and draw normals differently (kernels/rng.h), and
+ * unifying the two would change every value either side draws.  All derived
+ * distributions draw from eng_rng_u64() only and keep no state outside the
+ * struct, so a stream's draws depend on nothing but its (seed, stream) pair
+ * and the number of draws made so far.
  */
 #include <math.h>
 
+#include "base/rng.h"
 #include "engine/engine.h"
-
-static inline guint64
-rotl (guint64 x, int k)
-{
-  return (x << k) | (x >> (64 - k));
-}
-
-/* SplitMix64 (Steele, Lea and Flood 2014): advances *x and returns a mixed
- * output. */
-static guint64
-splitmix64_next (guint64 *x)
-{
-  guint64 z = (*x += G_GUINT64_CONSTANT (0x9E3779B97F4A7C15));
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94D049BB133111EB);
-  return z ^ (z >> 31);
-}
 
 /* MurmurHash3's 64-bit finaliser, a bijection distinct from SplitMix64's,
  * used to start the stream's sequence. */
@@ -55,7 +43,8 @@ eng_rng_init (EngRng *rng, guint64 seed, guint64 stream)
 
   g_return_if_fail (rng != NULL);
   for (i = 0; i < 4; i++)
-    rng->s[i] = splitmix64_next (&a) ^ rotl (splitmix64_next (&b), 17);
+    rng->s[i] = base_rng_splitmix64 (&a)
+                ^ base_rng_rotl (base_rng_splitmix64 (&b), 17);
   /* The all-zero state is xoshiro's only fixed point. */
   if ((rng->s[0] | rng->s[1] | rng->s[2] | rng->s[3]) == 0)
     rng->s[0] = 1;
@@ -65,24 +54,14 @@ eng_rng_init (EngRng *rng, guint64 seed, guint64 stream)
 guint64
 eng_rng_u64 (EngRng *rng)
 {
-  guint64 *s = rng->s;
-  guint64 result = rotl (s[1] * 5, 7) * 9;
-  guint64 t = s[1] << 17;
-
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl (s[3], 45);
-  return result;
+  return base_rng_next (rng->s);
 }
 
 /* Uniform double in [0, 1): the top 53 bits of a draw times 2^-53. */
 double
 eng_rng_uniform (EngRng *rng)
 {
-  return (double) (eng_rng_u64 (rng) >> 11) * 0x1.0p-53;
+  return base_rng_unit (eng_rng_u64 (rng));
 }
 
 /* Uniform integer in [0, n), n > 0, without modulo bias (Lemire, "Fast
@@ -107,14 +86,7 @@ eng_rng_below (EngRng *rng, guint64 n)
     return (guint64) (m >> 64);
   }
 #else
-  {
-    /* Reject the top 2^64 mod n values, then reduce. */
-    guint64 threshold = -n % n, x;
-    do
-      x = eng_rng_u64 (rng);
-    while (x < threshold);
-    return x % n;
-  }
+  return base_rng_below_mod (rng->s, n);
 #endif
 }
 

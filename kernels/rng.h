@@ -2,10 +2,14 @@
  * rng.h — the kernels' private pseudo-random generator (not public API).
  *
  * Kernels may not depend on the engine, yet the data generator and the model
- * initialisers need seeded random numbers.  This header gives them a small,
- * self-contained xoshiro256** generator whose state is seeded by SplitMix64
- * from a 64-bit seed and a stream tag, plus uniform integers (unbiased, by
- * rejection) and standard normals (Box–Muller).  All state lives in the
+ * initialisers need seeded random numbers.  This header gives them a
+ * xoshiro256** generator (its state step and SplitMix64 are base/rng.h's,
+ * shared with the engine) whose state is seeded by SplitMix64 from a 64-bit
+ * seed and a stream tag, plus uniform integers (unbiased, by rejection) and
+ * standard normals (Box–Muller).  The seeding, the (0, 1] uniform and the
+ * normal that keeps its spare differ from the engine's eng_rng_* and stay
+ * here: making them one would change every value drawn, hence the data sets,
+ * the initial weights and every golden file.  All state lives in the
  * caller's KernRng; the same (seed, stream) always yields the same sequence
  * on every platform, because only integer arithmetic and IEEE double
  * log/sqrt/cos/sin are involved.
@@ -16,8 +20,10 @@
 #include <glib.h>
 #include <math.h>
 
+#include "base/rng.h"
+
 typedef struct {
-  guint64 s[4];      /* xoshiro256** state, never all zero */
+  guint64 s[4];      /* xoshiro256** state (base/rng.h), never all zero */
   double spare;      /* second Box–Muller normal, valid if has_spare */
   gboolean has_spare;
 } KernRng;
@@ -27,47 +33,23 @@ typedef struct {
 #define KERN_RNG_STREAM_BLOBS   G_GUINT64_CONSTANT (0x626c6f6273)       /* "blobs" */
 #define KERN_RNG_STREAM_SOFTMAX G_GUINT64_CONSTANT (0x736f66746d6178)   /* "softmax" */
 
-static inline guint64
-kern_rng_splitmix64 (guint64 *x)
-{
-  guint64 z = (*x += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
 /* Seeds `rng` from (seed, stream).  SplitMix64 output is never all zero over
  * four consecutive draws, so the xoshiro state is valid. */
 static inline void
 kern_rng_init (KernRng *rng, guint64 seed, guint64 stream)
 {
-  guint64 x = seed ^ kern_rng_splitmix64 (&stream);
+  guint64 x = seed ^ base_rng_splitmix64 (&stream);
   for (int i = 0; i < 4; i++)
-    rng->s[i] = kern_rng_splitmix64 (&x);
+    rng->s[i] = base_rng_splitmix64 (&x);
   rng->spare = 0.0;
   rng->has_spare = FALSE;
-}
-
-static inline guint64
-kern_rng_rotl (guint64 x, int r)
-{
-  return (x << r) | (x >> (64 - r));
 }
 
 /* Next 64 uniformly distributed bits (xoshiro256**). */
 static inline guint64
 kern_rng_next (KernRng *rng)
 {
-  guint64 *s = rng->s;
-  guint64 result = kern_rng_rotl (s[1] * 5, 7) * 9;
-  guint64 t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = kern_rng_rotl (s[3], 45);
-  return result;
+  return base_rng_next (rng->s);
 }
 
 /* Uniform double in (0, 1]: never 0, so its logarithm is finite. */
@@ -81,14 +63,7 @@ kern_rng_uniform_pos (KernRng *rng)
 static inline guint64
 kern_rng_below (KernRng *rng, guint64 bound)
 {
-  /* (2^64 - bound) mod bound: draws below it would favour small results. */
-  guint64 threshold = (-bound) % bound;
-  for (;;)
-    {
-      guint64 r = kern_rng_next (rng);
-      if (r >= threshold)
-        return r % bound;
-    }
+  return base_rng_below_mod (rng->s, bound);
 }
 
 /* Standard normal N(0, 1) by Box–Muller; each pair of uniforms gives two

@@ -35,7 +35,8 @@
  *    path (never read as a file: URI), defensive, with an untrusted schema,
  *    no views, triggers, extensions or attached files, and values of at most
  *    VALUE_MAX bytes; the tables and columns the figures read must exist as
- *    ordinary tables.  Every query is checked; a failure is one line,
+ *    ordinary tables.  Every query is checked (every SQLite call that
+ *    returns a status goes through q_check()); a failure is one line,
  *    "FILE: what is wrong; the fix", and exit code 2.
  *  - Runs still 'running' (killed) or 'failed' are drawn from the rows they
  *    wrote, marked [running] or [failed] in their labels, left out of the
@@ -289,15 +290,32 @@ db_error (Plot *p, GError **error)
   return sql_error (p->shown, sqlite3_extended_errcode (p->db), sqlite3_errmsg (p->db), error);
 }
 
+/* Checks `rc`, the result of a SQLite call on p->db that returns a status
+ * (open, config, bind, reset, or a helper passing one on): TRUE for
+ * SQLITE_OK, else FALSE with *error set to its one line, from
+ * sqlite3_errmsg() like trace.c's sql_fail().  Some calls (sqlite3_db_config,
+ * a bind undone by the sqlite3_finalize() after it) return a failure without
+ * leaving it on the connection; their line is then built from `rc` and
+ * sqlite3_errstr().  Every status-returning call in this file goes through
+ * here, q_prepare() or q_step(). */
+static gboolean
+q_check (Plot *p, int rc, GError **error)
+{
+  if (rc == SQLITE_OK)
+    return TRUE;
+  if ((sqlite3_extended_errcode (p->db) & 0xff) != (rc & 0xff))
+    return sql_error (p->shown, rc, sqlite3_errstr (rc), error);
+  return db_error (p, error);
+}
+
 /* The statement `sql`, or NULL with *error set. */
 static sqlite3_stmt *
 q_prepare (Plot *p, const char *sql, GError **error)
 {
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2 (p->db, sql, -1, &st, NULL) != SQLITE_OK)
+  if (!q_check (p, sqlite3_prepare_v2 (p->db, sql, -1, &st, NULL), error))
     {
-      db_error (p, error);
-      sqlite3_finalize (st);
+      sqlite3_finalize (st);   /* st is NULL or unusable; its status repeats the prepare's */
       return NULL;
     }
   return st;
@@ -310,8 +328,25 @@ q_step (Plot *p, sqlite3_stmt *st, GError **error)
   int rc = sqlite3_step (st);
   if (rc == SQLITE_ROW || rc == SQLITE_DONE)
     return rc;
-  db_error (p, error);
+  q_check (p, rc, error);
   return -1;
+}
+
+/* Resets `st` for another run with ?1 bound to `id` (a run id); its other
+ * parameters keep their values.  FALSE with *error set on failure. */
+static gboolean
+q_rebind (Plot *p, sqlite3_stmt *st, gint64 id, GError **error)
+{
+  return q_check (p, sqlite3_reset (st), error)
+         && q_check (p, sqlite3_bind_int64 (st, 1, id), error);
+}
+
+/* Binds the text `v` (kept alive by the caller until the statement is reset)
+ * to parameter i of `st`.  FALSE with *error set on failure. */
+static gboolean
+q_bind_text (Plot *p, sqlite3_stmt *st, int i, const char *v, GError **error)
+{
+  return q_check (p, sqlite3_bind_text (st, i, v, -1, SQLITE_STATIC), error);
 }
 
 /* Column i as text; "" for NULL. */
@@ -411,41 +446,48 @@ check_file (const char *path, const char *shown, GError **error)
   return TRUE;
 }
 
-/* Opens `path` read-only, hardened for an untrusted file. */
-static sqlite3 *
-open_trace (const char *path, const char *shown, GError **error)
+/* Sets the on/off setting `op` (SQLITE_DBCONFIG_...) of p->db to `on`. */
+static gboolean
+db_flag (Plot *p, int op, int on, GError **error)
+{
+  return q_check (p, sqlite3_db_config (p->db, op, on, NULL), error);
+}
+
+/* Opens `path` read-only into p->db, hardened for an untrusted file: FALSE
+ * with *error set when it cannot be opened or a hardening setting fails (the
+ * caller closes p->db, which may be set even then). */
+static gboolean
+open_trace (Plot *p, const char *path, GError **error)
 {
   /* absolute, so that a name starting with "file:" is never read as a URI */
   g_autofree char *abs = g_canonicalize_filename (path, NULL);
-  sqlite3 *db = NULL;
-  int rc = sqlite3_open_v2 (abs, &db, SQLITE_OPEN_READONLY, NULL);
-  if (rc != SQLITE_OK)
-    {
-      sql_error (shown, db ? sqlite3_extended_errcode (db) : rc,
-                 db ? sqlite3_errmsg (db) : sqlite3_errstr (rc), error);
-      sqlite3_close (db);
-      return NULL;
-    }
-  sqlite3_extended_result_codes (db, 1);
+  /* p->db stays NULL only when SQLite is out of memory; q_check() copes */
+  if (!q_check (p, sqlite3_open_v2 (abs, &p->db, SQLITE_OPEN_READONLY, NULL), error)
+      || !q_check (p, sqlite3_extended_result_codes (p->db, 1), error))
+    return FALSE;
+  /* each setting that this SQLite knows, in turn until one fails */
+  gboolean ok = TRUE;
 #ifdef SQLITE_DBCONFIG_DEFENSIVE
-  sqlite3_db_config (db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+  ok = ok && db_flag (p, SQLITE_DBCONFIG_DEFENSIVE, 1, error);
 #endif
 #ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
-  sqlite3_db_config (db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  ok = ok && db_flag (p, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, error);
 #endif
 #ifdef SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION
-  sqlite3_db_config (db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
+  ok = ok && db_flag (p, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, error);
 #endif
 #ifdef SQLITE_DBCONFIG_ENABLE_TRIGGER
-  sqlite3_db_config (db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL);
+  ok = ok && db_flag (p, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, error);
 #endif
 #ifdef SQLITE_DBCONFIG_ENABLE_VIEW
-  sqlite3_db_config (db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, NULL);
+  ok = ok && db_flag (p, SQLITE_DBCONFIG_ENABLE_VIEW, 0, error);
 #endif
-  sqlite3_limit (db, SQLITE_LIMIT_LENGTH, VALUE_MAX);
-  sqlite3_limit (db, SQLITE_LIMIT_ATTACHED, 0);
-  sqlite3_busy_timeout (db, 2000);
-  return db;
+  if (!ok)
+    return FALSE;
+  /* sqlite3_limit() returns the previous limit, not a status: nothing to check */
+  sqlite3_limit (p->db, SQLITE_LIMIT_LENGTH, VALUE_MAX);
+  sqlite3_limit (p->db, SQLITE_LIMIT_ATTACHED, 0);
+  return q_check (p, sqlite3_busy_timeout (p->db, 2000), error);
 }
 
 /* The tables and columns the figures read (schema versions 1 to 3). */
@@ -500,8 +542,8 @@ check_schema (Plot *p, GError **error)
   for (gsize i = 0; i < G_N_ELEMENTS (required); i++)
     {
       const char *t = required[i].table;
-      sqlite3_reset (kind);
-      sqlite3_bind_text (kind, 1, t, -1, SQLITE_STATIC);
+      if (!q_check (p, sqlite3_reset (kind), error) || !q_bind_text (p, kind, 1, t, error))
+        return FALSE;
       rc = q_step (p, kind, error);
       if (rc < 0)
         return FALSE;
@@ -520,9 +562,9 @@ check_schema (Plot *p, GError **error)
         }
       for (int c = 0; required[i].columns[c]; c++)
         {
-          sqlite3_reset (cols);
-          sqlite3_bind_text (cols, 1, t, -1, SQLITE_STATIC);
-          sqlite3_bind_text (cols, 2, required[i].columns[c], -1, SQLITE_STATIC);
+          if (!q_check (p, sqlite3_reset (cols), error) || !q_bind_text (p, cols, 1, t, error)
+              || !q_bind_text (p, cols, 2, required[i].columns[c], error))
+            return FALSE;
           rc = q_step (p, cols, error);
           if (rc < 0)
             return FALSE;
@@ -538,23 +580,42 @@ check_schema (Plot *p, GError **error)
   return TRUE;
 }
 
+/* Steps `st`, prepared and bound with the status `rc` so far, once: *t is
+ * its first column, NAN when there is no row or the value is NULL.
+ * Finalizes st (which may be NULL) and returns SQLITE_OK or the code of the
+ * first call that failed.  The message of a failed step stays on the
+ * connection; that of a failed prepare or bind may not, so the code is what
+ * a caller reports (q_check() does). */
+static int
+first_double (sqlite3_stmt *st, int rc, double *t)
+{
+  *t = NAN;
+  if (rc == SQLITE_OK)
+    {
+      rc = sqlite3_step (st);
+      if (rc == SQLITE_ROW && sqlite3_column_type (st, 0) != SQLITE_NULL)
+        *t = sqlite3_column_double (st, 0);
+      if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    }
+  sqlite3_finalize (st);   /* its status repeats that of the step, already in rc */
+  return rc;
+}
+
+/* The simulated time at which run `run` first reports a loss <= threshold
+ * in *t (NAN when never); SQLITE_OK or the failing call's code. */
 static int
 time_to_target (sqlite3 *db, gint64 run, double threshold, double *t)
 {
   sqlite3_stmt *st = NULL;
-  *t = NAN;
   int rc = sqlite3_prepare_v2 (db, "SELECT sim_time FROM metrics WHERE run_id = ? AND loss IS"
                                " NOT NULL AND loss <= ? ORDER BY sim_time, step LIMIT 1", -1,
                                &st, NULL);
-  if (rc != SQLITE_OK)
-    return rc;
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_double (st, 2, threshold);
-  rc = sqlite3_step (st);
-  if (rc == SQLITE_ROW && sqlite3_column_type (st, 0) != SQLITE_NULL)
-    *t = sqlite3_column_double (st, 0);
-  sqlite3_finalize (st);
-  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_int64 (st, 1, run);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_double (st, 2, threshold);
+  return first_double (st, rc, t);
 }
 
 double
@@ -564,20 +625,15 @@ sim_plot_time_to_target (sqlite3 *db, gint64 run, double threshold)
   return time_to_target (db, run, threshold, &t) == SQLITE_OK ? t : NAN;
 }
 
+/* The highest of the runs' lowest losses in *t (NAN with no loss);
+ * SQLITE_OK or the failing call's code. */
 static int
 default_target (sqlite3 *db, double *t)
 {
   sqlite3_stmt *st = NULL;
-  *t = NAN;
   int rc = sqlite3_prepare_v2 (db, "SELECT MAX(lo) FROM (SELECT MIN(loss) AS lo FROM metrics"
                                " WHERE loss IS NOT NULL GROUP BY run_id)", -1, &st, NULL);
-  if (rc != SQLITE_OK)
-    return rc;
-  rc = sqlite3_step (st);
-  if (rc == SQLITE_ROW && sqlite3_column_type (st, 0) != SQLITE_NULL)
-    *t = sqlite3_column_double (st, 0);
-  sqlite3_finalize (st);
-  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+  return first_double (st, rc, t);
 }
 
 double
@@ -837,10 +893,11 @@ run_labels (Plot *p, const char *const *omit, const char *fallback, GError **err
       gint64 id = sqlite3_column_int64 (runs, 0);
       for (guint i = 0; rc >= 0 && i < keys->len; i++)
         {
-          sqlite3_reset (val);
-          sqlite3_bind_int64 (val, 1, id);
-          sqlite3_bind_text (val, 2, g_ptr_array_index (keys, i), -1, SQLITE_STATIC);
-          rc = q_step (p, val, error);
+          if (q_rebind (p, val, id, error)
+              && q_bind_text (p, val, 2, g_ptr_array_index (keys, i), error))
+            rc = q_step (p, val, error);
+          else
+            rc = -1;
           g_string_append_printf (l, "%s%s=%s", l->len ? " " : "",
                                   (const char *) g_ptr_array_index (shorts, i),
                                   rc == SQLITE_ROW ? col_text (val, 0) : "-");
@@ -1030,8 +1087,11 @@ plot_loss_by (Plot *p, const char *x, const char *figure, GError **error)
     {
       gint64 id = sqlite3_column_int64 (runs, 0);
       lines_next (&l, label_of (p->labels, id));
-      sqlite3_reset (pts);
-      sqlite3_bind_int64 (pts, 1, id);
+      if (!q_rebind (p, pts, id, error))
+        {
+          rc2 = -1;
+          break;
+        }
       while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
         {
           double a = sqlite3_column_double (pts, 0), b = sqlite3_column_double (pts, 1);
@@ -1047,12 +1107,13 @@ typedef struct {
   double workers, thr;   /* workers; samples per simulated second */
 } ScalePoint;
 
-/* Speedup against workers with the Amdahl fit, per group of runs that agree
- * in every swept key but cluster.workers.  Speedup of a run with N workers:
- * its throughput (updates x batch / sim_time) over that of the group's run
- * with the fewest workers N0; the fit uses n = N / N0. */
+/* The finished runs' throughputs, grouped by every swept key but
+ * cluster.workers (and model.batch where [model] global_batch sets it):
+ * the groups' labels into `names` (owned copies) and, at the same index, a
+ * GArray of their ScalePoints in `pts`, by workers.  FALSE with *error set
+ * when a query fails. */
 static gboolean
-plot_speedup (Plot *p, GError **error)
+speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, GError **error)
 {
   /* With [model] global_batch set in every run, model.batch follows from the
    * workers (global_batch / workers): it is no grouping key either. */
@@ -1076,8 +1137,6 @@ plot_speedup (Plot *p, GError **error)
              : NULL;
   if (!st)
     return FALSE;
-  g_autoptr (GPtrArray) names = g_ptr_array_new ();
-  g_autoptr (GPtrArray) pts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     {
       ScalePoint pt = { sqlite3_column_double (st, 1), sqlite3_column_double (st, 2) };
@@ -1090,15 +1149,25 @@ plot_speedup (Plot *p, GError **error)
           break;
       if (i == names->len)
         {
-          g_ptr_array_add (names, (gpointer) g);
+          g_ptr_array_add (names, g_strdup (g));
           g_ptr_array_add (pts, g_array_new (FALSE, FALSE, sizeof (ScalePoint)));
         }
       g_array_append_val (g_ptr_array_index (pts, i), pt);
     }
-  if (rc < 0)
-    return FALSE;
+  return rc >= 0;
+}
+
+/* Speedup against workers with the Amdahl fit, per group of runs that agree
+ * in every swept key but cluster.workers (speedup_points()).  Speedup of a
+ * run with N workers: its throughput (updates x batch / sim_time) over that
+ * of the group's run with the fewest workers N0; the fit uses n = N / N0. */
+static gboolean
+plot_speedup (Plot *p, GError **error)
+{
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) pts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   Lines l;
-  if (!lines_begin (p, &l, "speedup.tsv", error))
+  if (!speedup_points (p, names, pts, error) || !lines_begin (p, &l, "speedup.tsv", error))
     return FALSE;
   g_autoptr (GArray) fs = g_array_new (FALSE, FALSE, sizeof (double));
   g_autoptr (GArray) n0s = g_array_new (FALSE, FALSE, sizeof (double));
@@ -1163,8 +1232,11 @@ plot_iteration_cdf (Plot *p, GError **error)
       gint64 id = sqlite3_column_int64 (runs, 0), count = sqlite3_column_int64 (runs, 1);
       gint64 every = MAX (1, count / CDF_POINTS), k = 0;
       lines_next (&l, label_of (p->labels, id));
-      sqlite3_reset (pts);
-      sqlite3_bind_int64 (pts, 1, id);
+      if (!q_rebind (p, pts, id, error))
+        {
+          rc2 = -1;
+          break;
+        }
       while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
         {
           k++;
@@ -1230,8 +1302,11 @@ plot_staleness (Plot *p, GError **error)
       gint64 id = sqlite3_column_int64 (runs, 0);
       double count = (double) sqlite3_column_int64 (runs, 1);
       lines_next (&l, label_of (p->labels, id));
-      sqlite3_reset (pts);
-      sqlite3_bind_int64 (pts, 1, id);
+      if (!q_rebind (p, pts, id, error))
+        {
+          rc2 = -1;
+          break;
+        }
       while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
         fprintf (l.f, "%" G_GINT64_FORMAT "\t%.17g\n", (gint64) sqlite3_column_int64 (pts, 0),
                  100.0 * (double) sqlite3_column_int64 (pts, 1) / count);
@@ -1248,8 +1323,8 @@ static gboolean
 plot_time_to_target (Plot *p, GError **error)
 {
   double def;
-  if (default_target (p->db, &def) != SQLITE_OK)
-    return db_error (p, error);
+  if (!q_check (p, default_target (p->db, &def), error))
+    return FALSE;
   g_autoptr (sqlite3_stmt) st
     = q_prepare (p, "SELECT r.id, COALESCE(CAST((SELECT value FROM params p WHERE"
                  " p.run_id = r.id AND p.key = 'scenario.target_loss') AS REAL), 0)"
@@ -1271,10 +1346,9 @@ plot_time_to_target (Plot *p, GError **error)
         first_thr = thr;
       else if (thr != first_thr)
         same = FALSE;
-      if (time_to_target (p->db, id, thr, &t) != SQLITE_OK)
+      if (!q_check (p, time_to_target (p->db, id, thr, &t), error))
         {
           rc = -1;
-          db_error (p, error);
           break;
         }
       lines_title (&l, label_of (p->labels, id));
@@ -1380,38 +1454,39 @@ plot_iteration_time (Plot *p, GError **error)
   return ok;
 }
 
-/* What each actor of run `run` does during its first TIMELINE_ROUNDS rounds.
- * `title` is the run's name (clean text). */
+/* The end of run `run`'s timeline window in *xmax (seconds): the end of the
+ * first TIMELINE_ROUNDS iterations of its slowest worker, else of its last
+ * span; 0 when it has neither.  FALSE with *error set when a query fails. */
 static gboolean
-plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
+timeline_window (Plot *p, gint64 run, double *xmax, GError **error)
 {
-  /* the window: the first TIMELINE_ROUNDS iterations of the slowest worker */
-  double xmax = 0;
+  *xmax = 0;
   g_autoptr (sqlite3_stmt) w
     = q_prepare (p, "SELECT MAX(end) FROM iterations WHERE run_id = ?1 AND iteration < ?2"
                  " UNION ALL SELECT MAX(end) FROM spans WHERE run_id = ?1", error);
-  if (!w)
+  if (!w || !q_rebind (p, w, run, error)
+      || !q_check (p, sqlite3_bind_int (w, 2, TIMELINE_ROUNDS), error))
     return FALSE;
-  sqlite3_bind_int64 (w, 1, run);
-  sqlite3_bind_int (w, 2, TIMELINE_ROUNDS);
-  int rc;
-  while (!(xmax > 0) && (rc = q_step (p, w, error)) == SQLITE_ROW)
+  int rc = SQLITE_DONE;
+  while (!(*xmax > 0) && (rc = q_step (p, w, error)) == SQLITE_ROW)
     if (sqlite3_column_type (w, 0) != SQLITE_NULL)
-      xmax = sqlite3_column_double (w, 0);
-  if (rc < 0)
-    return FALSE;
-  if (!(xmax > 0 && isfinite (xmax)))
-    return TRUE;
+      *xmax = sqlite3_column_double (w, 0);
+  return rc >= 0;
+}
 
-  /* actors in a stable order: workers, then servers, by their number */
+/* The actors of run `run` in a stable order (workers, then servers, by
+ * their number) into `actors`, and actor -> row (GINT_TO_POINTER) into
+ * `index`, which owns the names that `actors` points to.  FALSE with
+ * *error set when a query fails. */
+static gboolean
+timeline_actors (Plot *p, gint64 run, GHashTable *index, GPtrArray *actors, GError **error)
+{
   g_autoptr (sqlite3_stmt) st
     = q_prepare (p, "SELECT DISTINCT actor FROM spans WHERE run_id = ? ORDER BY"
                  " (actor LIKE 'server%'), length(actor), actor", error);
-  if (!st)
+  if (!st || !q_rebind (p, st, run, error))
     return FALSE;
-  sqlite3_bind_int64 (st, 1, run);
-  g_autoptr (GHashTable) index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autoptr (GPtrArray) actors = g_ptr_array_new ();   /* keys of index, in row order */
+  int rc;
   while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     if (!g_hash_table_contains (index, col_text (st, 0)))
       {
@@ -1419,8 +1494,54 @@ plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
         g_hash_table_insert (index, a, GINT_TO_POINTER ((int) actors->len));
         g_ptr_array_add (actors, a);
       }
-  if (rc < 0)
+  return rc >= 0;
+}
+
+/* Writes to `l` the spans of run `run` that start before `xmax` (seconds),
+ * one block per group of kinds (compute; send and recv; wait; update), as
+ * rows "actor row, start, end".  FALSE with *error set when a query fails. */
+static gboolean
+timeline_spans (Plot *p, Lines *l, gint64 run, double xmax, GHashTable *index,
+                GError **error)
+{
+  static const char *const groups[4][3] = {
+    { "compute", NULL, NULL }, { "send", "recv", NULL }, { "wait", NULL, NULL },
+    { "update", NULL, NULL },
+  };
+  g_autoptr (sqlite3_stmt) sp
+    = q_prepare (p, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
+                 " AND start < ? ORDER BY start", error);
+  if (!sp || !q_check (p, sqlite3_bind_double (sp, 3, xmax), error))
     return FALSE;
+  int rc = SQLITE_DONE;
+  for (int g = 0; rc >= 0 && g < 4; g++)
+    {
+      lines_next (l, groups[g][0]);
+      /* a point outside the window keeps every block non-empty */
+      fprintf (l->f, "0\t%.17g\t%.17g\n", -2 * xmax, -xmax);
+      for (int k = 0; rc >= 0 && k < 3 && groups[g][k]; k++)
+        {
+          if (!q_rebind (p, sp, run, error) || !q_bind_text (p, sp, 2, groups[g][k], error))
+            return FALSE;
+          while ((rc = q_step (p, sp, error)) == SQLITE_ROW)
+            {
+              gpointer idx = g_hash_table_lookup (index, col_text (sp, 0));
+              double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
+              if (isfinite (a) && isfinite (b))
+                fprintf (l->f, "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx), a, b);
+            }
+        }
+    }
+  return rc >= 0;
+}
+
+/* Draws the timeline of run `run` from the spans in `l`: one row per actor of
+ * `actors`, labelled (every k-th when there are many), window [0, xmax]
+ * seconds, titled `title` (clean text). */
+static gboolean
+timeline_draw (Plot *p, Lines *l, gint64 run, const char *title, GPtrArray *actors,
+               double xmax, GError **error)
+{
   /* many actors: label every k-th row only (the first and last always) */
   int n = (int) actors->len;
   int every = (n + TIMELINE_MAX_LABELS - 1) / TIMELINE_MAX_LABELS;
@@ -1433,58 +1554,42 @@ plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
         g_ptr_array_add (shown, clean_text (g_ptr_array_index (actors, i), LABEL_MAX));
         g_array_append_val (pos, y);
       }
+  /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
+  int height = 90 + (n > TIMELINE_MAX_LABELS ? MAX (4, 1280 / n) : 40) * n;
+  g_autoptr (GString) v = g_string_new (NULL);
+  gp_str (v, "datafile", l->data);
+  gp_str (v, "runtitle", title);
+  gp_num (v, "nactors", n);
+  gp_num (v, "nshown", shown->len);
+  gp_strs (v, "actors", shown);
+  gp_nums (v, "actor_rows", pos);
+  gp_num (v, "xmax", xmax);
+  gp_num (v, "height", MIN (height, 4000));
+  fflush (l->f);
+  g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
+  g_autofree char *out = out_path (p, name);
+  return draw (p, "timeline.gp", v, out, error);
+}
 
-  static const char *const groups[4][3] = {
-    { "compute", NULL, NULL }, { "send", "recv", NULL }, { "wait", NULL, NULL },
-    { "update", NULL, NULL },
-  };
-  g_autoptr (sqlite3_stmt) sp
-    = q_prepare (p, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
-                 " AND start < ? ORDER BY start", error);
-  Lines l;
-  if (!sp || !lines_begin (p, &l, "timeline.tsv", error))
+/* What each actor of run `run` does during its first TIMELINE_ROUNDS rounds;
+ * nothing when the run has no iteration or span to set the window.  `title`
+ * is the run's name (clean text). */
+static gboolean
+plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
+{
+  double xmax;
+  if (!timeline_window (p, run, &xmax, error))
     return FALSE;
-  rc = SQLITE_DONE;
-  for (int g = 0; rc >= 0 && g < 4; g++)
-    {
-      lines_next (&l, groups[g][0]);
-      /* a point outside the window keeps every block non-empty */
-      fprintf (l.f, "0\t%.17g\t%.17g\n", -2 * xmax, -xmax);
-      for (int k = 0; rc >= 0 && k < 3 && groups[g][k]; k++)
-        {
-          sqlite3_reset (sp);
-          sqlite3_bind_int64 (sp, 1, run);
-          sqlite3_bind_text (sp, 2, groups[g][k], -1, SQLITE_STATIC);
-          sqlite3_bind_double (sp, 3, xmax);
-          while ((rc = q_step (p, sp, error)) == SQLITE_ROW)
-            {
-              gpointer idx = g_hash_table_lookup (index, col_text (sp, 0));
-              double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
-              if (isfinite (a) && isfinite (b))
-                fprintf (l.f, "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx), a, b);
-            }
-        }
-    }
-  gboolean ok = rc >= 0;
-  if (ok)
-    {
-      /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
-      int height = 90 + (n > TIMELINE_MAX_LABELS ? MAX (4, 1280 / n) : 40) * n;
-      GString *v = g_string_new (NULL);
-      gp_str (v, "datafile", l.data);
-      gp_str (v, "runtitle", title);
-      gp_num (v, "nactors", n);
-      gp_num (v, "nshown", shown->len);
-      gp_strs (v, "actors", shown);
-      gp_nums (v, "actor_rows", pos);
-      gp_num (v, "xmax", xmax);
-      gp_num (v, "height", MIN (height, 4000));
-      fflush (l.f);
-      g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
-      g_autofree char *out = out_path (p, name);
-      ok = draw (p, "timeline.gp", v, out, error);
-      g_string_free (v, TRUE);
-    }
+  if (!(xmax > 0 && isfinite (xmax)))
+    return TRUE;
+  g_autoptr (GHashTable) index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GPtrArray) actors = g_ptr_array_new ();   /* keys of index, in row order */
+  Lines l;
+  if (!timeline_actors (p, run, index, actors, error)
+      || !lines_begin (p, &l, "timeline.tsv", error))
+    return FALSE;
+  gboolean ok = timeline_spans (p, &l, run, xmax, index, error)
+                && timeline_draw (p, &l, run, title, actors, xmax, error);
   lines_end (&l);
   return ok;
 }
@@ -1564,7 +1669,7 @@ plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
       return 2;
     }
   p->outdir = outdir;
-  if (!(p->db = open_trace (dbpath, p->shown, error)) || !check_schema (p, error)
+  if (!open_trace (p, dbpath, error) || !check_schema (p, error)
       || !(p->labels = run_labels (p, NULL, NULL, error)) || !note_unfinished (p, error))
     return 2;
   /* BASE: the database's name without its extension, control characters as _ */
@@ -1629,7 +1734,11 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
   int code = plot_db (&p, dbpath, dir, error);
   if (p.labels)
     g_hash_table_unref (p.labels);
-  sqlite3_close (p.db);
+  /* Fails only with a statement left unfinalized: a bug here, not a fault of
+   * the database, so a warning rather than a GError (every statement is
+   * finalized by now: g_autoptr, or at once by first_double()). */
+  int rc = sqlite3_close (p.db);
+  g_warn_if_fail (rc == SQLITE_OK);
   g_free (p.tmp);
   g_free (p.base);
   g_free (p.shown);

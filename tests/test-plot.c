@@ -116,6 +116,18 @@ test_time_to_target (void)
   sqlite3_close (db);
 }
 
+/* A failed query (here: no metrics table, so the prepare fails) gives NAN,
+ * never a stale value, and leaves no statement open. */
+static void
+test_time_to_target_no_table (void)
+{
+  sqlite3 *db = NULL;
+  g_assert_cmpint (sqlite3_open (":memory:", &db), ==, SQLITE_OK);
+  g_assert_true (isnan (sim_plot_time_to_target (db, 1, 0.5)));
+  g_assert_true (isnan (sim_plot_default_target (db)));
+  g_assert_cmpint (sqlite3_close (db), ==, SQLITE_OK);
+}
+
 static void
 check_file (const char *name, const char *format)
 {
@@ -786,6 +798,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plot/amdahl/exact", test_amdahl_exact);
   g_test_add_func ("/plot/amdahl/noisy", test_amdahl_noisy);
   g_test_add_func ("/plot/time-to-target", test_time_to_target);
+  g_test_add_func ("/plot/time-to-target/no-table", test_time_to_target_no_table);
   g_test_add_func ("/plot/figures", test_figures);
   g_test_add_func ("/plot/skipped", test_skipped);
   g_test_add_func ("/plot/global-batch", test_global_batch);
