@@ -190,7 +190,7 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
     .tag = 0,
   };
   g_autoptr (GError) error = NULL;
-  if (!ar->alg->start (&a, POL_COLL_ALLREDUCE, on_bucket_done, ar, data, &error))
+  if (!pol_coll_start (ar->alg, &a, POL_COLL_ALLREDUCE, on_bucket_done, ar, data, &error))
     g_error ("all-reduce with %s: %s", ar->alg->name, error->message); /* validated before */
 }
 

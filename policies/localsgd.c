@@ -160,7 +160,7 @@ start_sync (LsPolicy *ls)
     .tag = 0,
   };
   g_autoptr (GError) error = NULL;
-  if (!ls->alg->start (&a, POL_COLL_ALLREDUCE, on_sync_done, ls, NULL, &error))
+  if (!pol_coll_start (ls->alg, &a, POL_COLL_ALLREDUCE, on_sync_done, ls, NULL, &error))
     g_error ("all-reduce with %s: %s", ls->alg->name, error->message); /* validated before */
 }
 

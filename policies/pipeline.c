@@ -373,7 +373,7 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
     .tag = TAG_ALLREDUCE,
   };
   g_autoptr (GError) error = NULL;
-  if (!pl->alg->start (&a, POL_COLL_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s), &error))
+  if (!pol_coll_start (pl->alg, &a, POL_COLL_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s), &error))
     g_error ("all-reduce with %s: %s", pl->alg->name, error->message); /* validated before */
 }
 
