@@ -36,8 +36,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "policies/collectives.h"
-#include "policies/policy.h"
+#include "policies/common.h"
 
 enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE };
 
@@ -89,10 +88,7 @@ typedef struct {
   gint64 iter;
   double iter_start;
   double loss_sum;            /* mean losses of the iteration's micro-batches */
-  gint64 updates, next_eval;
-  double end_time;
-  gboolean finished, reached_target;
-  double sum_compute, sum_comm, sum_wait;
+  PolRun run;                 /* counters, evaluation, end of the run */
 } PlPolicy;
 
 /* Partition (policy.h): best[k][i] = least largest group over the first i
@@ -192,23 +188,7 @@ pol_pipeline_stash_bytes (const KernLayer *layers, int first, int last, int n)
 static void
 span (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes)
 {
-  if (!pl->env.rec.want_spans || !pl->env.rec.span || !(b > a))
-    return;
-  char name[32];
-  g_snprintf (name, sizeof name, "worker%d", w);
-  pl->env.rec.span (pl->env.rec.ctx, name, kind, a, b, pl->iter, bytes);
-}
-
-static void
-record_metric (PlPolicy *pl)
-{
-  if (pol_report_metric (&pl->env, pl->params, eng_sim_now (pl->env.sim), pl->updates))
-    {
-      pl->reached_target = TRUE;
-      pl->finished = TRUE;
-      pl->end_time = eng_sim_now (pl->env.sim);
-      eng_stop (pl->env.sim);
-    }
+  pol_worker_span (&pl->env, w, kind, a, b, pl->iter, bytes);
 }
 
 /* Message data: worker index, micro-batch and kind packed in a pointer. */
@@ -250,32 +230,12 @@ end_iteration (PlPolicy *pl)
       double wait = MAX (0.0, T - compute - comm);
       wk->sum_compute += compute;
       wk->sum_idle += T - compute;
-      pl->sum_compute += compute;
-      pl->sum_comm += comm;
-      pl->sum_wait += wait;
-      if (pl->env.rec.want_iterations && pl->env.rec.iteration)
-        pl->env.rec.iteration (pl->env.rec.ctx, k, pl->iter, pl->iter_start, now, compute, comm,
-                               wait, 0);
+      pol_run_iteration (&pl->run, k, pl->iter, pl->iter_start, now, compute, comm, wait, 0);
     }
-  pl->updates += pl->W;
-  if (pl->env.rec.progress)
-    pl->env.rec.progress (pl->env.rec.ctx, now, pl->updates, pl->env.iterations * pl->W);
-  gboolean last = pl->iter + 1 >= pl->env.iterations;
-  if (pl->updates >= pl->next_eval || last)
-    {
-      while (pl->next_eval <= pl->updates)
-        pl->next_eval += pl->env.eval_every;
-      record_metric (pl);
-    }
-  if (pl->finished)
+  pl->run.updates += pl->W;
+  pol_run_progress (&pl->run, now);
+  if (!pol_run_round_end (&pl->run, pl->params, pl->iter + 1 >= pl->env.iterations))
     return;
-  if (last)
-    {
-      pl->finished = TRUE;
-      pl->end_time = now;
-      eng_stop (sim);
-      return;
-    }
   pl->iter++;
   start_iteration (sim, pl, NULL);
 }
@@ -360,21 +320,9 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
         pl->reduce_bufs[r] = pl->grad[r] + o->lo;
       o->blocked_since = now;
     }
-  PolCollArgs a = {
-    .sim = pl->env.sim,
-    .net = pl->env.net,
-    .p = pl->R,
-    .hosts = pl->reduce_hosts,
-    .bufs = pl->env.model ? pl->reduce_bufs : NULL,
-    .n = wk->hi - wk->lo,
-    .elem_bytes = sizeof (float),
-    .reduce_per_byte = pl->env.reduce_per_byte,
-    .root = 0,
-    .tag = TAG_ALLREDUCE,
-  };
-  g_autoptr (GError) error = NULL;
-  if (!pol_coll_start (pl->alg, &a, POL_COLL_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s), &error))
-    g_error ("all-reduce with %s: %s", pl->alg->name, error->message); /* validated before */
+  pol_allreduce_start (&pl->env, pl->alg, pl->R, pl->reduce_hosts,
+                       pl->env.model ? pl->reduce_bufs : NULL, wk->hi - wk->lo, TAG_ALLREDUCE,
+                       on_reduce_done, pl, GINT_TO_POINTER (s));
 }
 
 static void
@@ -535,12 +483,9 @@ pl_create (const PolEnv *env, GError **error)
                    "workers, %d layers and batch %d", P, R, M, env->workers, L, env->batch);
       return NULL;
     }
-  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
-  if (R > 1 && !alg)
-    {
-      g_set_error (error, q, 0, "unknown all-reduce algorithm '%s'", env->algorithm);
-      return NULL;
-    }
+  const PolCollAlgorithm *alg = NULL;
+  if (R > 1 && !(alg = pol_env_algorithm (env, error)))
+    return NULL;
   PlPolicy *pl = g_new0 (PlPolicy, 1);
   pl->env = *env;
   pl->alg = alg;
@@ -550,8 +495,7 @@ pl_create (const PolEnv *env, GError **error)
   pl->W = P * R;
   pl->n = env->batch / M;
   gsize NP = env->n_params;
-  if (pl->env.eval_every <= 0)
-    pl->env.eval_every = pl->W;
+  pol_run_init (&pl->run, &pl->env);
 
   pl->count = g_new (int, P);
   pol_pipeline_stage_counts (env->stage_layers, env->layer_fwd, env->layer_bwd, L, P, pl->count);
@@ -658,8 +602,7 @@ static void
 pl_start (PolPolicy *p)
 {
   PlPolicy *pl = (PlPolicy *) p;
-  record_metric (pl);
-  pl->next_eval = pl->env.eval_every;
+  pol_run_start (&pl->run, pl->params);
   eng_schedule (pl->env.sim, 0, start_iteration, pl, NULL);
 }
 
@@ -667,15 +610,7 @@ static void
 pl_finish (PolPolicy *p, PolResult *out)
 {
   PlPolicy *pl = (PlPolicy *) p;
-  memset (out, 0, sizeof *out);
-  out->updates = pl->updates;
-  out->rounds = pl->updates / pl->W;
-  out->end_time = pl->finished ? pl->end_time : eng_sim_now (pl->env.sim);
-  pol_evaluate (&pl->env, pl->params, &out->final_loss, &out->final_accuracy);
-  out->reached_target = pl->reached_target;
-  out->compute = pl->sum_compute;
-  out->comm = pl->sum_comm;
-  out->wait = pl->sum_wait;
+  pol_run_finish (&pl->run, pl->params, out);
   if (!pl->env.rec.stage)
     return;
   for (int k = 0; k < pl->W; k++)
