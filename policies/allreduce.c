@@ -34,10 +34,8 @@
 #include "config.h"
 
 #include <math.h>
-#include <string.h>
 
-#include "policies/collectives.h"
-#include "policies/policy.h"
+#include "policies/common.h"
 
 typedef struct {
   gsize lo, hi;            /* parameters [lo, hi) */
@@ -65,10 +63,7 @@ typedef struct {
   double max_step;         /* max_w T_w */
   gint64 iter;             /* iteration in progress */
   double iter_start;       /* s */
-  gint64 updates, next_eval;
-  double end_time;
-  gboolean finished, reached_target;
-  double sum_compute, sum_comm, sum_wait;
+  PolRun run;              /* counters, evaluation, end of the run */
 } ArPolicy;
 
 static void start_iteration (EngSim *sim, gpointer ctx, gpointer data);
@@ -76,19 +71,7 @@ static void start_iteration (EngSim *sim, gpointer ctx, gpointer data);
 static void
 span (ArPolicy *ar, int w, const char *kind, double a, double b)
 {
-  pol_worker_span (&ar->env, w, kind, a, b, ar->iter);
-}
-
-static void
-record_metric (ArPolicy *ar)
-{
-  if (pol_report_metric (&ar->env, ar->params, eng_sim_now (ar->env.sim), ar->updates))
-    {
-      ar->reached_target = TRUE;
-      ar->finished = TRUE;
-      ar->end_time = eng_sim_now (ar->env.sim);
-      eng_stop (ar->env.sim);
-    }
+  pol_worker_span (&ar->env, w, kind, a, b, ar->iter, 0);
 }
 
 /* The update has been applied: close the iteration of every worker. */
@@ -113,33 +96,13 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       double comm = (now - ar->iter_start) - compute - wait;
       if (comm < 0) /* rounding only */
         comm = 0;
-      ar->sum_compute += compute;
-      ar->sum_comm += comm;
-      ar->sum_wait += wait;
-      if (ar->env.rec.want_iterations && ar->env.rec.iteration)
-        ar->env.rec.iteration (ar->env.rec.ctx, w, ar->iter, ar->iter_start, now, compute,
-                               comm, wait, 0);
+      pol_run_iteration (&ar->run, w, ar->iter, ar->iter_start, now, compute, comm, wait, 0);
       span (ar, w, "compute", now - ar->update_time, now);
     }
-  ar->updates += W;
-  if (ar->env.rec.progress)
-    ar->env.rec.progress (ar->env.rec.ctx, now, ar->updates, ar->env.iterations * W);
-  gboolean last = ar->iter + 1 >= ar->env.iterations;
-  if (ar->updates >= ar->next_eval || last)
-    {
-      while (ar->next_eval <= ar->updates)
-        ar->next_eval += ar->env.eval_every;
-      record_metric (ar);
-    }
-  if (ar->finished)
+  ar->run.updates += W;
+  pol_run_progress (&ar->run, now);
+  if (!pol_run_round_end (&ar->run, ar->params, ar->iter + 1 >= ar->env.iterations))
     return;
-  if (last)
-    {
-      ar->finished = TRUE;
-      ar->end_time = now;
-      eng_stop (sim);
-      return;
-    }
   ar->iter++;
   start_iteration (sim, ar, NULL);
 }
@@ -177,21 +140,8 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
   int j = GPOINTER_TO_INT (data);
   ArBucket *b = &ar->buckets[j];
   b->start = eng_sim_now (sim);
-  PolCollArgs a = {
-    .sim = sim,
-    .net = ar->env.net,
-    .p = ar->env.workers,
-    .hosts = ar->hosts,
-    .bufs = b->bufs,
-    .n = b->hi - b->lo,
-    .elem_bytes = sizeof (float),
-    .reduce_per_byte = ar->env.reduce_per_byte,
-    .root = 0,
-    .tag = 0,
-  };
-  g_autoptr (GError) error = NULL;
-  if (!ar->alg->start (&a, POL_COLL_ALLREDUCE, on_bucket_done, ar, data, &error))
-    g_error ("all-reduce with %s: %s", ar->alg->name, error->message); /* validated before */
+  pol_allreduce_start (&ar->env, ar->alg, ar->env.workers, ar->hosts, b->bufs, b->hi - b->lo,
+                       0, on_bucket_done, ar, data);
 }
 
 static void
@@ -241,20 +191,15 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 static PolPolicy *
 ar_create (const PolEnv *env, GError **error)
 {
-  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
+  const PolCollAlgorithm *alg = pol_env_algorithm (env, error);
   if (!alg)
-    {
-      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
-                   "unknown all-reduce algorithm '%s'", env->algorithm);
-      return NULL;
-    }
+    return NULL;
   ArPolicy *ar = g_new0 (ArPolicy, 1);
   ar->env = *env;
   ar->alg = alg;
   int W = env->workers;
   gsize P = env->n_params;
-  if (ar->env.eval_every <= 0)
-    ar->env.eval_every = W;
+  pol_run_init (&ar->run, &ar->env);
   ar->hosts = g_new (int, W);
   for (int w = 0; w < W; w++)
     ar->hosts[w] = w;
@@ -301,8 +246,7 @@ static void
 ar_start (PolPolicy *p)
 {
   ArPolicy *ar = (ArPolicy *) p;
-  record_metric (ar);
-  ar->next_eval = ar->env.eval_every;
+  pol_run_start (&ar->run, ar->params);
   eng_schedule (ar->env.sim, 0, start_iteration, ar, NULL);
 }
 
@@ -310,15 +254,7 @@ static void
 ar_finish (PolPolicy *p, PolResult *out)
 {
   ArPolicy *ar = (ArPolicy *) p;
-  memset (out, 0, sizeof *out);
-  out->updates = ar->updates;
-  out->rounds = ar->updates / ar->env.workers;
-  out->end_time = ar->finished ? ar->end_time : eng_sim_now (ar->env.sim);
-  pol_evaluate (&ar->env, ar->params, &out->final_loss, &out->final_accuracy);
-  out->reached_target = ar->reached_target;
-  out->compute = ar->sum_compute;
-  out->comm = ar->sum_comm;
-  out->wait = ar->sum_wait;
+  pol_run_finish (&ar->run, ar->params, out);
 }
 
 static void

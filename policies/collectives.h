@@ -10,8 +10,9 @@
  * optional reduction cost (seconds per byte reduced) delays each reduction.
  *
  * Algorithms are registered by name (PolCollAlgorithm): ring, tree,
- * halving-doubling, naive.  docs/collectives.md gives each one's steps and
- * cost formula with its source.
+ * halving-doubling, naive, each in its own file (policies/coll-*.c) and run
+ * by one executor (policies/collectives.c).  docs/collectives.md gives each
+ * one's steps and cost formula with its source.
  */
 #ifndef DTSIM_COLLECTIVES_H
 #define DTSIM_COLLECTIVES_H
@@ -59,19 +60,37 @@ typedef struct {
  * the buffer, block b of p is [lo, hi) with the sizes of pol_shard_bounds()
  * (policy.h): the first n % p blocks have one element more. */
 
+/* The collective being built, as an algorithm's builder sees it
+ * (policies/coll-program.h, private to policies/). */
+typedef struct PolCollOp PolCollOp;
+
+/* A collective algorithm: one file, policies/coll-<name>.c, defines it and
+ * the registry in collectives.c lists it; nothing else names it. */
 typedef struct {
   const char *name;          /* as in [policy] algorithm */
   const char *description;
-  const char *source;        /* where its cost formula comes from */
-  /* Starts the collective; arguments are copied, buffers are borrowed until
-   * `done`.  Returns FALSE (and sets error) for a kind it does not do. */
-  gboolean (*start) (const PolCollArgs *a, PolCollKind kind, PolCollDone done,
-                     gpointer ctx, gpointer data, GError **error);
+  const char *source;        /* the paper or document its steps and cost
+                                formula come from */
+  /* Writes every rank's program for `kind` (coll-program.h).  Returns FALSE
+   * (and sets POL_COLL_ERROR_UNSUPPORTED) for a kind it does not do. */
+  gboolean (*build) (PolCollOp *op, PolCollKind kind, GError **error);
+  /* Its cost formula, as pol_coll_cost() documents; NaN for a kind it does
+   * not do. */
+  double (*cost) (PolCollKind kind, int p, gsize n, double elem_bytes,
+                  double alpha, double beta, double reduce_per_byte);
 } PolCollAlgorithm;
 
 const PolCollAlgorithm *pol_coll_lookup (const char *name);
 /* NULL-terminated list of the registered algorithms. */
 const PolCollAlgorithm *const *pol_coll_all (void);
+
+/* Starts the collective `kind` of algorithm `alg`; arguments are copied,
+ * buffers are borrowed until `done`, which is called once, in an event, when
+ * every rank has finished (p = 1: at the current time).  Returns FALSE (and
+ * sets error) for a kind the algorithm does not do, scheduling nothing. */
+gboolean pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
+                         PolCollKind kind, PolCollDone done, gpointer ctx,
+                         gpointer data, GError **error);
 
 /* Simulated time of the collective with contention = none on a network whose
  * every route has latency alpha (s) and bandwidth 1/beta (beta in s/byte),

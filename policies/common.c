@@ -1,14 +1,115 @@
 /*
- * common.c — pieces the policies share: the host names of the worker-only
- * policies (all-reduce, local SGD, pipeline), their worker spans, and the
- * evaluation of the model every policy reports.
+ * common.c — pieces the policies share: the counters of a run (PolRun) and
+ * their evaluation, progress, iteration rows and result; the host names of
+ * the worker-only policies (all-reduce, local SGD, pipeline); spans; and the
+ * all-reduce those policies start.  common.h states the contracts.
  *
  * Each helper does exactly what the policies did on their own before, so a
  * policy that uses them writes the same trace rows.
  */
 #include "config.h"
 
-#include "policies/policy.h"
+#include <string.h>
+
+#include "policies/common.h"
+
+void
+pol_run_init (PolRun *run, PolEnv *env)
+{
+  if (env->eval_every <= 0)
+    env->eval_every = env->workers;
+  memset (run, 0, sizeof *run);
+  run->env = env;
+}
+
+void
+pol_run_record_metric (PolRun *run, const float *params)
+{
+  const PolEnv *env = run->env;
+  double now = eng_sim_now (env->sim);
+
+  if (!env->model)
+    return;
+  double loss, acc;
+  pol_evaluate (env, params, &loss, &acc);
+  if (env->rec.metric)
+    env->rec.metric (env->rec.ctx, now, run->updates, loss, acc);
+  if (env->target_loss > 0 && loss <= env->target_loss)
+    {
+      run->reached_target = TRUE;
+      run->finished = TRUE;
+      run->end_time = now;
+      eng_stop (env->sim);
+    }
+}
+
+void
+pol_run_start (PolRun *run, const float *params)
+{
+  pol_run_record_metric (run, params);
+  run->next_eval = run->env->eval_every;
+}
+
+void
+pol_run_progress (const PolRun *run, double t)
+{
+  const PolEnv *env = run->env;
+
+  if (env->rec.progress)
+    env->rec.progress (env->rec.ctx, t, run->updates, env->iterations * env->workers);
+}
+
+void
+pol_run_iteration (PolRun *run, int w, gint64 iteration, double start, double end,
+                   double compute, double comm, double wait, gint64 staleness)
+{
+  const PolRecorder *rec = &run->env->rec;
+
+  run->sum_compute += compute;
+  run->sum_comm += comm;
+  run->sum_wait += wait;
+  if (rec->want_iterations && rec->iteration)
+    rec->iteration (rec->ctx, w, iteration, start, end, compute, comm, wait, staleness);
+}
+
+gboolean
+pol_run_round_end (PolRun *run, const float *params, gboolean last)
+{
+  EngSim *sim = run->env->sim;
+
+  if (run->updates >= run->next_eval || last)
+    {
+      while (run->next_eval <= run->updates)
+        run->next_eval += run->env->eval_every;
+      pol_run_record_metric (run, params);
+    }
+  if (run->finished)
+    return FALSE;
+  if (last)
+    {
+      run->finished = TRUE;
+      run->end_time = eng_sim_now (sim);
+      eng_stop (sim);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+void
+pol_run_finish (const PolRun *run, const float *params, PolResult *out)
+{
+  const PolEnv *env = run->env;
+
+  memset (out, 0, sizeof *out);
+  out->updates = run->updates;
+  out->rounds = run->updates / env->workers;
+  out->end_time = run->finished ? run->end_time : eng_sim_now (env->sim);
+  pol_evaluate (env, params, &out->final_loss, &out->final_accuracy);
+  out->reached_target = run->reached_target;
+  out->compute = run->sum_compute;
+  out->comm = run->sum_comm;
+  out->wait = run->sum_wait;
+}
 
 GPtrArray *
 pol_worker_host_names (int workers, int servers G_GNUC_UNUSED)
@@ -20,24 +121,52 @@ pol_worker_host_names (int workers, int servers G_GNUC_UNUSED)
 }
 
 void
+pol_span (const PolEnv *env, const char *actor, const char *kind, double a, double b,
+          gint64 iteration, double bytes)
+{
+  if (env->rec.want_spans && env->rec.span && b > a)
+    env->rec.span (env->rec.ctx, actor, kind, a, b, iteration, bytes);
+}
+
+void
 pol_worker_span (const PolEnv *env, int w, const char *kind, double a, double b,
-                 gint64 iteration)
+                 gint64 iteration, double bytes)
 {
   if (!env->rec.want_spans || !env->rec.span || !(b > a))
     return;
   char name[32];
   g_snprintf (name, sizeof name, "worker%d", w);
-  env->rec.span (env->rec.ctx, name, kind, a, b, iteration, 0);
+  pol_span (env, name, kind, a, b, iteration, bytes);
 }
 
-gboolean
-pol_report_metric (const PolEnv *env, const float *params, double t, gint64 updates)
+const PolCollAlgorithm *
+pol_env_algorithm (const PolEnv *env, GError **error)
 {
-  if (!env->model)
-    return FALSE;
-  double loss, acc;
-  pol_evaluate (env, params, &loss, &acc);
-  if (env->rec.metric)
-    env->rec.metric (env->rec.ctx, t, updates, loss, acc);
-  return env->target_loss > 0 && loss <= env->target_loss;
+  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
+  if (!alg)
+    g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+                 "unknown all-reduce algorithm '%s'", env->algorithm);
+  return alg;
+}
+
+void
+pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg, int p,
+                     const int *hosts, float *const *bufs, gsize n, int tag,
+                     PolCollDone done, gpointer ctx, gpointer data)
+{
+  PolCollArgs a = {
+    .sim = env->sim,
+    .net = env->net,
+    .p = p,
+    .hosts = hosts,
+    .bufs = bufs,
+    .n = n,
+    .elem_bytes = sizeof (float),
+    .reduce_per_byte = env->reduce_per_byte,
+    .root = 0,
+    .tag = tag,
+  };
+  g_autoptr (GError) error = NULL;
+  if (!pol_coll_start (alg, &a, POL_COLL_ALLREDUCE, done, ctx, data, &error))
+    g_error ("all-reduce with %s: %s", alg->name, error->message); /* validated before */
 }

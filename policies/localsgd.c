@@ -32,10 +32,8 @@
 #include "config.h"
 
 #include <math.h>
-#include <string.h>
 
-#include "policies/collectives.h"
-#include "policies/policy.h"
+#include "policies/common.h"
 
 typedef struct {
   PolEnv env;
@@ -59,38 +57,18 @@ typedef struct {
   double *phase_end;       /* (workers) s, end of its last local step */
   int n_done;              /* workers done with their local steps */
   double sync_start;       /* s, M: when the averaging all-reduce started */
-  gint64 updates, next_eval;
   gint64 syncs;            /* averagings done */
-  double end_time;
-  gboolean finished, reached_target;
-  double sum_compute, sum_comm, sum_wait;
+  PolRun run;              /* counters, evaluation, end of the run */
 } LsPolicy;
 
 static void start_round (LsPolicy *ls);
 
-static void
-record_metric (LsPolicy *ls)
+/* The averaged model (every copy holds it after an averaging), or NULL
+ * without math. */
+static const float *
+model_params (LsPolicy *ls)
 {
-  const float *params = ls->params ? ls->params[0] : NULL;
-  if (pol_report_metric (&ls->env, params, eng_sim_now (ls->env.sim), ls->updates))
-    {
-      ls->reached_target = TRUE;
-      ls->finished = TRUE;
-      ls->end_time = eng_sim_now (ls->env.sim);
-      eng_stop (ls->env.sim);
-    }
-}
-
-/* Reports one finished local step of worker w. */
-static void
-emit_iteration (LsPolicy *ls, int w, gint64 iter, double start, double end,
-                double compute, double comm, double wait)
-{
-  ls->sum_compute += compute;
-  ls->sum_comm += comm;
-  ls->sum_wait += wait;
-  if (ls->env.rec.want_iterations && ls->env.rec.iteration)
-    ls->env.rec.iteration (ls->env.rec.ctx, w, iter, start, end, compute, comm, wait, 0);
+  return ls->params ? ls->params[0] : NULL;
 }
 
 /* The averaging all-reduce has ended: divide, close the round. */
@@ -116,29 +94,15 @@ on_sync_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     {
       double wait = ls->sync_start - ls->phase_end[w];
       double comm = now - ls->sync_start;
-      emit_iteration (ls, w, iter, ls->step_start[w], now, ls->step_cost[w], comm, wait);
-      pol_worker_span (env, w, "wait", ls->phase_end[w], ls->sync_start, iter);
-      pol_worker_span (env, w, "send", ls->sync_start, now, iter);
+      pol_run_iteration (&ls->run, w, iter, ls->step_start[w], now, ls->step_cost[w], comm,
+                         wait, 0);
+      pol_worker_span (env, w, "wait", ls->phase_end[w], ls->sync_start, iter, 0);
+      pol_worker_span (env, w, "send", ls->sync_start, now, iter, 0);
     }
   ls->syncs++;
   ls->round_first += ls->round_steps;
-  gboolean last = ls->round_first >= env->iterations;
-  if (ls->updates >= ls->next_eval || last)
-    {
-      while (ls->next_eval <= ls->updates)
-        ls->next_eval += env->eval_every;
-      record_metric (ls);
-    }
-  if (ls->finished)
-    return;
-  if (last)
-    {
-      ls->finished = TRUE;
-      ls->end_time = now;
-      eng_stop (sim);
-      return;
-    }
-  start_round (ls);
+  if (pol_run_round_end (&ls->run, model_params (ls), ls->round_first >= env->iterations))
+    start_round (ls);
 }
 
 /* Every worker has finished its local steps: all-reduce the parameters. */
@@ -147,21 +111,8 @@ start_sync (LsPolicy *ls)
 {
   const PolEnv *env = &ls->env;
   ls->sync_start = eng_sim_now (env->sim);
-  PolCollArgs a = {
-    .sim = env->sim,
-    .net = env->net,
-    .p = env->workers,
-    .hosts = ls->hosts,
-    .bufs = ls->params,
-    .n = env->n_params,
-    .elem_bytes = sizeof (float),
-    .reduce_per_byte = env->reduce_per_byte,
-    .root = 0,
-    .tag = 0,
-  };
-  g_autoptr (GError) error = NULL;
-  if (!ls->alg->start (&a, POL_COLL_ALLREDUCE, on_sync_done, ls, NULL, &error))
-    g_error ("all-reduce with %s: %s", ls->alg->name, error->message); /* validated before */
+  pol_allreduce_start (env, ls->alg, env->workers, ls->hosts, ls->params, env->n_params, 0,
+                       on_sync_done, ls, NULL);
 }
 
 static void start_step (LsPolicy *ls, int w);
@@ -174,14 +125,12 @@ on_step_done (EngSim *sim, gpointer ctx, gpointer data)
   int w = GPOINTER_TO_INT (data);
   double now = eng_sim_now (sim);
   ls->steps[w]++;
-  ls->updates++;
-  if (ls->env.rec.progress)
-    ls->env.rec.progress (ls->env.rec.ctx, now, ls->updates,
-                          ls->env.iterations * ls->env.workers);
+  ls->run.updates++;
+  pol_run_progress (&ls->run, now);
   if (ls->steps[w] < ls->round_steps)
     {
-      emit_iteration (ls, w, ls->round_first + ls->steps[w] - 1, ls->step_start[w], now,
-                      ls->step_cost[w], 0, 0);
+      pol_run_iteration (&ls->run, w, ls->round_first + ls->steps[w] - 1, ls->step_start[w],
+                         now, ls->step_cost[w], 0, 0, 0);
       start_step (ls, w);
       return;
     }
@@ -212,7 +161,7 @@ start_step (LsPolicy *ls, int w)
   double T = env->compute_time (env->compute_ctx, w, host);
   ls->step_start[w] = now;
   ls->step_cost[w] = T + ls->update_time;
-  pol_worker_span (env, w, "compute", now, now + T + ls->update_time, iter);
+  pol_worker_span (env, w, "compute", now, now + T + ls->update_time, iter, 0);
   eng_schedule (env->sim, T + ls->update_time, on_step_done, ls, GINT_TO_POINTER (w));
 }
 
@@ -236,21 +185,16 @@ ls_round_event (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UN
 static PolPolicy *
 ls_create (const PolEnv *env, GError **error)
 {
-  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
+  const PolCollAlgorithm *alg = pol_env_algorithm (env, error);
   if (!alg)
-    {
-      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
-                   "unknown all-reduce algorithm '%s'", env->algorithm);
-      return NULL;
-    }
+    return NULL;
   LsPolicy *ls = g_new0 (LsPolicy, 1);
   ls->env = *env;
   ls->alg = alg;
   ls->H = MAX (env->sync_every, 1);
   int W = env->workers;
   gsize P = env->n_params;
-  if (ls->env.eval_every <= 0)
-    ls->env.eval_every = W;
+  pol_run_init (&ls->run, &ls->env);
   ls->hosts = g_new (int, W);
   for (int w = 0; w < W; w++)
     ls->hosts[w] = w;
@@ -285,8 +229,7 @@ static void
 ls_start (PolPolicy *p)
 {
   LsPolicy *ls = (LsPolicy *) p;
-  record_metric (ls);
-  ls->next_eval = ls->env.eval_every;
+  pol_run_start (&ls->run, model_params (ls));
   eng_schedule (ls->env.sim, 0, ls_round_event, ls, NULL);
 }
 
@@ -294,16 +237,7 @@ static void
 ls_finish (PolPolicy *p, PolResult *out)
 {
   LsPolicy *ls = (LsPolicy *) p;
-  memset (out, 0, sizeof *out);
-  out->updates = ls->updates;
-  out->rounds = ls->updates / ls->env.workers;
-  out->end_time = ls->finished ? ls->end_time : eng_sim_now (ls->env.sim);
-  pol_evaluate (&ls->env, ls->params ? ls->params[0] : NULL, &out->final_loss,
-                &out->final_accuracy);
-  out->reached_target = ls->reached_target;
-  out->compute = ls->sum_compute;
-  out->comm = ls->sum_comm;
-  out->wait = ls->sum_wait;
+  pol_run_finish (&ls->run, model_params (ls), out);
 }
 
 static void

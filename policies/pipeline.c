@@ -36,8 +36,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "policies/collectives.h"
-#include "policies/policy.h"
+#include "policies/common.h"
 
 enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE };
 
@@ -89,10 +88,7 @@ typedef struct {
   gint64 iter;
   double iter_start;
   double loss_sum;            /* mean losses of the iteration's micro-batches */
-  gint64 updates, next_eval;
-  double end_time;
-  gboolean finished, reached_target;
-  double sum_compute, sum_comm, sum_wait;
+  PolRun run;                 /* counters, evaluation, end of the run */
 } PlPolicy;
 
 /* Partition (policy.h): best[k][i] = least largest group over the first i
@@ -192,23 +188,7 @@ pol_pipeline_stash_bytes (const KernLayer *layers, int first, int last, int n)
 static void
 span (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes)
 {
-  if (!pl->env.rec.want_spans || !pl->env.rec.span || !(b > a))
-    return;
-  char name[32];
-  g_snprintf (name, sizeof name, "worker%d", w);
-  pl->env.rec.span (pl->env.rec.ctx, name, kind, a, b, pl->iter, bytes);
-}
-
-static void
-record_metric (PlPolicy *pl)
-{
-  if (pol_report_metric (&pl->env, pl->params, eng_sim_now (pl->env.sim), pl->updates))
-    {
-      pl->reached_target = TRUE;
-      pl->finished = TRUE;
-      pl->end_time = eng_sim_now (pl->env.sim);
-      eng_stop (pl->env.sim);
-    }
+  pol_worker_span (&pl->env, w, kind, a, b, pl->iter, bytes);
 }
 
 /* Message data: worker index, micro-batch and kind packed in a pointer. */
@@ -250,32 +230,12 @@ end_iteration (PlPolicy *pl)
       double wait = MAX (0.0, T - compute - comm);
       wk->sum_compute += compute;
       wk->sum_idle += T - compute;
-      pl->sum_compute += compute;
-      pl->sum_comm += comm;
-      pl->sum_wait += wait;
-      if (pl->env.rec.want_iterations && pl->env.rec.iteration)
-        pl->env.rec.iteration (pl->env.rec.ctx, k, pl->iter, pl->iter_start, now, compute, comm,
-                               wait, 0);
+      pol_run_iteration (&pl->run, k, pl->iter, pl->iter_start, now, compute, comm, wait, 0);
     }
-  pl->updates += pl->W;
-  if (pl->env.rec.progress)
-    pl->env.rec.progress (pl->env.rec.ctx, now, pl->updates, pl->env.iterations * pl->W);
-  gboolean last = pl->iter + 1 >= pl->env.iterations;
-  if (pl->updates >= pl->next_eval || last)
-    {
-      while (pl->next_eval <= pl->updates)
-        pl->next_eval += pl->env.eval_every;
-      record_metric (pl);
-    }
-  if (pl->finished)
+  pl->run.updates += pl->W;
+  pol_run_progress (&pl->run, now);
+  if (!pol_run_round_end (&pl->run, pl->params, pl->iter + 1 >= pl->env.iterations))
     return;
-  if (last)
-    {
-      pl->finished = TRUE;
-      pl->end_time = now;
-      eng_stop (sim);
-      return;
-    }
   pl->iter++;
   start_iteration (sim, pl, NULL);
 }
@@ -360,21 +320,9 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
         pl->reduce_bufs[r] = pl->grad[r] + o->lo;
       o->blocked_since = now;
     }
-  PolCollArgs a = {
-    .sim = pl->env.sim,
-    .net = pl->env.net,
-    .p = pl->R,
-    .hosts = pl->reduce_hosts,
-    .bufs = pl->env.model ? pl->reduce_bufs : NULL,
-    .n = wk->hi - wk->lo,
-    .elem_bytes = sizeof (float),
-    .reduce_per_byte = pl->env.reduce_per_byte,
-    .root = 0,
-    .tag = TAG_ALLREDUCE,
-  };
-  g_autoptr (GError) error = NULL;
-  if (!pl->alg->start (&a, POL_COLL_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s), &error))
-    g_error ("all-reduce with %s: %s", pl->alg->name, error->message); /* validated before */
+  pol_allreduce_start (&pl->env, pl->alg, pl->R, pl->reduce_hosts,
+                       pl->env.model ? pl->reduce_bufs : NULL, wk->hi - wk->lo, TAG_ALLREDUCE,
+                       on_reduce_done, pl, GINT_TO_POINTER (s));
 }
 
 static void
@@ -522,37 +470,32 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     try_next (pl, &pl->w[k]);
 }
 
-static PolPolicy *
-pl_create (const PolEnv *env, GError **error)
+/* FALSE (and an error) when env's pipeline shape cannot run: stages, replicas
+ * and micro-batches against workers, layers and batch, and the layer tables
+ * the policy needs. */
+static gboolean
+pl_check_env (const PolEnv *env, GError **error)
 {
-  GQuark q = g_quark_from_static_string ("pol-error");
   int P = env->stages, R = MAX (env->replicas, 1), M = env->microbatches;
   int L = env->n_layers;
   if (P < 1 || P > L || P * R != env->workers || M < 1 || env->batch % M != 0
       || !env->layers || !env->layer_fwd || !env->layer_bwd || !env->scale_time)
     {
-      g_set_error (error, q, 0, "pipeline: bad stages %d, replicas %d or micro-batches %d for %d "
+      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+                   "pipeline: bad stages %d, replicas %d or micro-batches %d for %d "
                    "workers, %d layers and batch %d", P, R, M, env->workers, L, env->batch);
-      return NULL;
+      return FALSE;
     }
-  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
-  if (R > 1 && !alg)
-    {
-      g_set_error (error, q, 0, "unknown all-reduce algorithm '%s'", env->algorithm);
-      return NULL;
-    }
-  PlPolicy *pl = g_new0 (PlPolicy, 1);
-  pl->env = *env;
-  pl->alg = alg;
-  pl->P = P;
-  pl->R = R;
-  pl->M = M;
-  pl->W = P * R;
-  pl->n = env->batch / M;
-  gsize NP = env->n_params;
-  if (pl->env.eval_every <= 0)
-    pl->env.eval_every = pl->W;
+  return TRUE;
+}
 
+/* Fills pl->count (P entries), the layers of each stage; FALSE (and an error)
+ * when they are not P non-empty groups covering the L layers. */
+static gboolean
+pl_stage_counts (PlPolicy *pl, GError **error)
+{
+  const PolEnv *env = &pl->env;
+  int P = pl->P, L = env->n_layers;
   pl->count = g_new (int, P);
   pol_pipeline_stage_counts (env->stage_layers, env->layer_fwd, env->layer_bwd, L, P, pl->count);
   int total = 0;
@@ -564,7 +507,113 @@ pl_create (const PolEnv *env, GError **error)
     }
   if (total != L)
     {
-      g_set_error (error, q, 0, "pipeline: stage layer counts do not cover the %d layers", L);
+      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+                   "pipeline: stage layer counts do not cover the %d layers", L);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Sets up stage s of replica r, whose layers start at `first`: its layers,
+ * parameters, device times, FLOPs, stash, schedule and per-micro-batch
+ * state (and its KernStage with math).  Returns the next stage's first
+ * layer. */
+static int
+pl_worker_init (PlPolicy *pl, int r, int s, int first)
+{
+  const PolEnv *env = &pl->env;
+  int P = pl->P, M = pl->M, L = env->n_layers;
+  double n = pl->n;
+  PlWorker *wk = &pl->w[r * P + s];
+  wk->replica = r;
+  wk->stage = s;
+  wk->index = r * P + s;
+  wk->first = first;
+  wk->last = first + pl->count[s] - 1;
+  wk->lo = env->layers[wk->first].param_offset;
+  wk->hi = wk->last + 1 < L ? env->layers[wk->last + 1].param_offset : env->n_params;
+  for (int l = wk->first; l <= wk->last; l++)
+    {
+      const KernLayer *ly = &env->layers[l];
+      wk->t_fwd += env->layer_fwd[l];
+      wk->t_bwd += env->layer_bwd[l];
+      wk->flops += M * (ly->fwd_flops_fixed + ly->fwd_flops * n + ly->bwd_flops_fixed
+                        + ly->bwd_flops * n);
+    }
+  wk->stash_bytes = pol_pipeline_stash_bytes (env->layers, wk->first, wk->last, pl->n);
+  wk->out_bytes = s + 1 < P ? 4.0 * n * env->layers[wk->last].outputs : 0.0;
+  wk->slots = pol_pipeline_slots (env->schedule, P, s, M);
+  wk->ops = g_new (int, 2 * M);
+  pol_pipeline_ops_order (env->schedule, P, s, M, wk->ops);
+  wk->in_ready = g_new0 (gboolean, M);
+  wk->grad_ready = g_new0 (gboolean, M);
+  wk->in_sent = g_new0 (double, M);
+  wk->grad_sent = g_new0 (double, M);
+  wk->blocked_since = -1;
+  if (env->model)
+    wk->ks = kern_stage_new (env->model, wk->first, wk->last, pl->n, wk->slots,
+                             1.0f / (float) env->batch);
+  if (r == 0)
+    pl->update_time[s] = env->update_time (env->compute_ctx, wk->hi - wk->lo);
+  return wk->last + 1;
+}
+
+/* With math: the replicas' samplers, batches, gradients, the boundary
+ * buffers between stages and one optimizer per stage. */
+static void
+pl_math_new (PlPolicy *pl)
+{
+  const PolEnv *env = &pl->env;
+  int P = pl->P, R = pl->R;
+  gsize NP = env->n_params;
+  PolEnv senv = *env;
+  senv.workers = R; /* replicas draw batches as data-parallel workers do */
+  pl->samplers = pol_samplers_for_env (&senv);
+  pl->idx = g_new (int, env->batch);
+  pl->grad = g_new (float *, R);
+  pl->x = g_new (float *, R);
+  pl->y = g_new (int *, R);
+  pl->act = g_new0 (float **, R);
+  pl->dact = g_new0 (float **, R);
+  for (int r = 0; r < R; r++)
+    {
+      pl->grad[r] = g_new0 (float, NP);
+      pl->x[r] = g_new (float, (gsize) env->batch * env->model->d);
+      pl->y[r] = g_new (int, env->batch);
+      pl->act[r] = g_new0 (float *, P);
+      pl->dact[r] = g_new0 (float *, P);
+      for (int s = 0; s + 1 < P; s++)
+        {
+          gsize len = (gsize) env->batch * (gsize) pl->w[s].ks->out_width;
+          pl->act[r][s] = g_new (float, len);
+          pl->dact[r][s] = g_new (float, len);
+        }
+    }
+  pl->opt = g_new0 (KernOptimizer *, P);
+  for (int s = 0; s < P; s++)
+    pl->opt[s] = kern_optimizer_new (&env->opt, pl->w[s].hi - pl->w[s].lo);
+}
+
+static PolPolicy *
+pl_create (const PolEnv *env, GError **error)
+{
+  if (!pl_check_env (env, error))
+    return NULL;
+  int P = env->stages, R = MAX (env->replicas, 1), M = env->microbatches;
+  const PolCollAlgorithm *alg = NULL;
+  if (R > 1 && !(alg = pol_env_algorithm (env, error)))
+    return NULL;
+  PlPolicy *pl = g_new0 (PlPolicy, 1);
+  pl->env = *env;
+  pl->alg = alg;
+  pl->P = P;
+  pl->R = R;
+  pl->M = M;
+  pl->W = P * R;
+  pl->n = env->batch / M;
+  pol_run_init (&pl->run, &pl->env);
+  if (!pl_stage_counts (pl, error))
+    {
       g_free (pl->count);
       g_free (pl);
       return NULL;
@@ -574,7 +623,7 @@ pl_create (const PolEnv *env, GError **error)
    * any size */
   if (env->model)
     {
-      pl->params = g_new0 (float, MAX (NP, 1));
+      pl->params = g_new0 (float, MAX (env->n_params, 1));
       env->model->ops->init (env->model, pl->params, env->seed);
     }
   pl->update_time = g_new (double, P);
@@ -582,75 +631,14 @@ pl_create (const PolEnv *env, GError **error)
   pl->reduce_hosts = g_new (int, R);
   pl->reduce_bufs = g_new0 (float *, R);
   pl->w = g_new0 (PlWorker, pl->W);
-  double n = pl->n;
   for (int r = 0; r < R; r++)
     {
       int first = 0;
       for (int s = 0; s < P; s++)
-        {
-          PlWorker *wk = &pl->w[r * P + s];
-          wk->replica = r;
-          wk->stage = s;
-          wk->index = r * P + s;
-          wk->first = first;
-          wk->last = first + pl->count[s] - 1;
-          first = wk->last + 1;
-          wk->lo = env->layers[wk->first].param_offset;
-          wk->hi = wk->last + 1 < L ? env->layers[wk->last + 1].param_offset : NP;
-          for (int l = wk->first; l <= wk->last; l++)
-            {
-              const KernLayer *ly = &env->layers[l];
-              wk->t_fwd += env->layer_fwd[l];
-              wk->t_bwd += env->layer_bwd[l];
-              wk->flops += M * (ly->fwd_flops_fixed + ly->fwd_flops * n + ly->bwd_flops_fixed
-                                + ly->bwd_flops * n);
-            }
-          wk->stash_bytes = pol_pipeline_stash_bytes (env->layers, wk->first, wk->last, pl->n);
-          wk->out_bytes = s + 1 < P ? 4.0 * n * env->layers[wk->last].outputs : 0.0;
-          wk->slots = pol_pipeline_slots (env->schedule, P, s, M);
-          wk->ops = g_new (int, 2 * M);
-          pol_pipeline_ops_order (env->schedule, P, s, M, wk->ops);
-          wk->in_ready = g_new0 (gboolean, M);
-          wk->grad_ready = g_new0 (gboolean, M);
-          wk->in_sent = g_new0 (double, M);
-          wk->grad_sent = g_new0 (double, M);
-          wk->blocked_since = -1;
-          if (env->model)
-            wk->ks = kern_stage_new (env->model, wk->first, wk->last, pl->n, wk->slots,
-                                     1.0f / (float) env->batch);
-          if (r == 0)
-            pl->update_time[s] = env->update_time (env->compute_ctx, wk->hi - wk->lo);
-        }
+        first = pl_worker_init (pl, r, s, first);
     }
   if (env->model)
-    {
-      PolEnv senv = *env;
-      senv.workers = R; /* replicas draw batches as data-parallel workers do */
-      pl->samplers = pol_samplers_for_env (&senv);
-      pl->idx = g_new (int, env->batch);
-      pl->grad = g_new (float *, R);
-      pl->x = g_new (float *, R);
-      pl->y = g_new (int *, R);
-      pl->act = g_new0 (float **, R);
-      pl->dact = g_new0 (float **, R);
-      for (int r = 0; r < R; r++)
-        {
-          pl->grad[r] = g_new0 (float, NP);
-          pl->x[r] = g_new (float, (gsize) env->batch * env->model->d);
-          pl->y[r] = g_new (int, env->batch);
-          pl->act[r] = g_new0 (float *, P);
-          pl->dact[r] = g_new0 (float *, P);
-          for (int s = 0; s + 1 < P; s++)
-            {
-              gsize len = (gsize) env->batch * (gsize) pl->w[s].ks->out_width;
-              pl->act[r][s] = g_new (float, len);
-              pl->dact[r][s] = g_new (float, len);
-            }
-        }
-      pl->opt = g_new0 (KernOptimizer *, P);
-      for (int s = 0; s < P; s++)
-        pl->opt[s] = kern_optimizer_new (&env->opt, pl->w[s].hi - pl->w[s].lo);
-    }
+    pl_math_new (pl);
   return (PolPolicy *) pl;
 }
 
@@ -658,8 +646,7 @@ static void
 pl_start (PolPolicy *p)
 {
   PlPolicy *pl = (PlPolicy *) p;
-  record_metric (pl);
-  pl->next_eval = pl->env.eval_every;
+  pol_run_start (&pl->run, pl->params);
   eng_schedule (pl->env.sim, 0, start_iteration, pl, NULL);
 }
 
@@ -667,15 +654,7 @@ static void
 pl_finish (PolPolicy *p, PolResult *out)
 {
   PlPolicy *pl = (PlPolicy *) p;
-  memset (out, 0, sizeof *out);
-  out->updates = pl->updates;
-  out->rounds = pl->updates / pl->W;
-  out->end_time = pl->finished ? pl->end_time : eng_sim_now (pl->env.sim);
-  pol_evaluate (&pl->env, pl->params, &out->final_loss, &out->final_accuracy);
-  out->reached_target = pl->reached_target;
-  out->compute = pl->sum_compute;
-  out->comm = pl->sum_comm;
-  out->wait = pl->sum_wait;
+  pol_run_finish (&pl->run, pl->params, out);
   if (!pl->env.rec.stage)
     return;
   for (int k = 0; k < pl->W; k++)

@@ -236,19 +236,7 @@ extern const PolPolicyOps pol_allreduce_ops;
  * (docs/policies.md). */
 extern const PolPolicyOps pol_local_sgd_ops;
 
-/* Pieces shared by the policies (policies/common.c). */
-
-/* Host names "worker0" ... "worker{W-1}" (no servers; caller frees). */
-GPtrArray *pol_worker_host_names (int workers, int servers);
-/* Reports a span of worker w (actor "worker<w>") when env's recorder wants
- * spans and b > a; bytes 0. */
-void pol_worker_span (const PolEnv *env, int w, const char *kind, double a,
-                      double b, gint64 iteration);
-/* Evaluates `params` at simulated time t after `updates` applied gradients
- * and reports the metric; without math does nothing.  Returns TRUE when the
- * loss reached env->target_loss (> 0): the caller then stops the run. */
-gboolean pol_report_metric (const PolEnv *env, const float *params, double t,
-                            gint64 updates);
+/* The plumbing the policies share is private to policies/: common.h. */
 
 /* Pipeline parallelism, GPipe and 1F1B (docs/policies.md). */
 extern const PolPolicyOps pol_pipeline_ops;

@@ -49,7 +49,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "policies/common.h"
 
 typedef struct PsPolicy PsPolicy;
 
@@ -122,13 +122,9 @@ struct PsPolicy {
   float *global;         /* (n_params) the servers' parameters, by shard */
   gint64 *grad_shards;   /* per (worker): shards of its latest gradient applied */
   PolSampler *samplers;  /* (workers) */
-  gint64 updates;        /* gradients applied to every shard */
   gint64 total;          /* iterations * workers */
-  gint64 next_eval;
-  double end_time;
-  gboolean finished;
-  gboolean reached_target;
-  double sum_compute, sum_comm, sum_wait;
+  PolRun run;            /* counters (updates: gradients applied to every
+                            shard), evaluation, end of the run */
   GHashTable *live;      /* PsMsg* in flight or queued, freed at the end */
   /* K of N (wait_for), one server */
   gboolean kofn;
@@ -194,20 +190,7 @@ static void
 span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
       gint64 iter, double bytes)
 {
-  if (ps->env.rec.want_spans && ps->env.rec.span && b > a)
-    ps->env.rec.span (ps->env.rec.ctx, actor, kind, a, b, iter, bytes);
-}
-
-static void
-record_metric (PsPolicy *ps)
-{
-  if (pol_report_metric (&ps->env, ps->global, eng_sim_now (ps->env.sim), ps->updates))
-    {
-      ps->reached_target = TRUE;
-      ps->finished = TRUE;
-      ps->end_time = eng_sim_now (ps->env.sim);
-      eng_stop (ps->env.sim);
-    }
+  pol_span (&ps->env, actor, kind, a, b, iter, bytes);
 }
 
 /* Next batch of worker w into w->x, w->y. */
@@ -230,7 +213,7 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   PsPolicy *ps = ctx;
   PsWorker *w = data;
   w->compute_ev = 0;
-  if (ps->finished)
+  if (ps->run.finished)
     return;
   w->pushes_missing = ps->env.servers;
   w->phase = PH_SEND;
@@ -287,12 +270,8 @@ end_iteration (PsPolicy *ps, PsWorker *w)
   double comm = (now - w->iter_start) - w->compute - wait;
   if (comm < 0) /* rounding only */
     comm = 0;
-  ps->sum_compute += w->compute;
-  ps->sum_comm += comm;
-  ps->sum_wait += wait;
-  if (ps->env.rec.want_iterations && ps->env.rec.iteration)
-    ps->env.rec.iteration (ps->env.rec.ctx, w->id, w->iter, w->iter_start, now,
-                           w->compute, comm, wait, w->staleness);
+  pol_run_iteration (&ps->run, w->id, w->iter, w->iter_start, now, w->compute, comm, wait,
+                     w->staleness);
   span (ps, w->name, "send", w->compute_start + w->compute, now, w->iter, 0);
   w->iter++;
   w->iter_start = now;
@@ -409,7 +388,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
   PsPolicy *ps = ctx;
   PsMsg *m = data;
   PsServer *srv = &ps->servers[m->server];
-  if (ps->finished)
+  if (ps->run.finished)
     return;
   gsize len = srv->hi - srv->lo;
   if (ps->env.model)
@@ -426,27 +405,26 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
   /* a gradient counts once every shard has applied it */
   if (++ps->grad_shards[m->worker] % ps->env.servers == 0)
     {
-      ps->updates++;
-      if (ps->env.rec.progress)
-        ps->env.rec.progress (ps->env.rec.ctx, end, ps->updates, ps->total);
-      if (ps->updates >= ps->next_eval)
+      ps->run.updates++;
+      pol_run_progress (&ps->run, end);
+      if (ps->run.updates >= ps->run.next_eval)
         {
-          ps->next_eval += ps->env.eval_every;
-          record_metric (ps);
+          ps->run.next_eval += ps->env.eval_every;
+          pol_run_record_metric (&ps->run, ps->global);
         }
-      if ((ps->kofn ? ps->rounds_done >= ps->env.iterations : ps->updates >= ps->total)
-          && !ps->finished)
+      if ((ps->kofn ? ps->rounds_done >= ps->env.iterations : ps->run.updates >= ps->total)
+          && !ps->run.finished)
         {
-          ps->finished = TRUE;
-          ps->end_time = end;
-          if (ps->updates % ps->env.eval_every != 0)
-            record_metric (ps);
+          ps->run.finished = TRUE;
+          ps->run.end_time = end;
+          if (ps->run.updates % ps->env.eval_every != 0)
+            pol_run_record_metric (&ps->run, ps->global);
           eng_stop (sim);
         }
     }
-  if (!ps->finished)
+  if (!ps->run.finished)
     hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
-  if (!ps->finished && round_done && !ps->env.late_keep)
+  if (!ps->run.finished && round_done && !ps->env.late_keep)
     preempt_late (ps, srv);
   msg_done (ps, m);
 }
@@ -456,7 +434,7 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
 {
   PsPolicy *ps = ctx;
   PsMsg *m = data;
-  if (ps->finished)
+  if (ps->run.finished)
     return;
   PsWorker *w = &ps->workers[m->worker];
   PsServer *srv = &ps->servers[m->server];
@@ -548,7 +526,7 @@ on_restart (EngSim *sim, gpointer ctx, gpointer data)
   PsPolicy *ps = ctx;
   PsWorker *w = data;
   w->restart_ev = 0;
-  if (ps->finished)
+  if (ps->run.finished)
     return;
   w->down = FALSE;
   w->phase = PH_RECV;
@@ -568,7 +546,7 @@ on_failure (EngSim *sim, gpointer ctx, gpointer data)
   PsWorker *w = &ps->workers[f->worker];
   double now = eng_sim_now (sim);
   const char *lost;
-  if (ps->finished)
+  if (ps->run.finished)
     return;
   if (w->down)
     {
@@ -610,8 +588,7 @@ ps_create (const PolEnv *env, GError **error)
 {
   PsPolicy *ps = g_new0 (PsPolicy, 1);
   ps->env = *env;
-  if (ps->env.eval_every <= 0)
-    ps->env.eval_every = env->workers;
+  pol_run_init (&ps->run, &ps->env);
   int W = env->workers, S = env->servers;
   gsize P = env->n_params;
   ps->total = env->iterations * W;
@@ -633,7 +610,6 @@ ps_create (const PolEnv *env, GError **error)
     }
   if (!ps->kofn)
     ps->env.wait_for = 0;
-  ps->next_eval = 0;
   /* the parameters only where the math runs: a timing-only model may be of
    * any size (its messages carry sizes, not floats) */
   if (env->model)
@@ -685,8 +661,7 @@ static void
 ps_start (PolPolicy *p)
 {
   PsPolicy *ps = (PsPolicy *) p;
-  record_metric (ps); /* the initial model, at time 0 */
-  ps->next_eval = ps->env.eval_every;
+  pol_run_start (&ps->run, ps->global); /* the initial model, at time 0 */
   for (int i = 0; i < ps->env.n_failures; i++)
     {
       const PolFailure *f = &ps->env.failures[i];
@@ -701,15 +676,9 @@ static void
 ps_finish (PolPolicy *p, PolResult *out)
 {
   PsPolicy *ps = (PsPolicy *) p;
-  memset (out, 0, sizeof *out);
-  out->updates = ps->updates;
-  out->rounds = ps->kofn ? ps->rounds_done : ps->updates / ps->env.workers;
-  out->end_time = ps->finished ? ps->end_time : eng_sim_now (ps->env.sim);
-  pol_evaluate (&ps->env, ps->global, &out->final_loss, &out->final_accuracy);
-  out->reached_target = ps->reached_target;
-  out->compute = ps->sum_compute;
-  out->comm = ps->sum_comm;
-  out->wait = ps->sum_wait;
+  pol_run_finish (&ps->run, ps->global, out);
+  if (ps->kofn)
+    out->rounds = ps->rounds_done;
 }
 
 static void

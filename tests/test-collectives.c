@@ -136,7 +136,7 @@ run_coll (Run *run, const char *alg_name, PolCollKind kind, gboolean data,
   a.reduce_per_byte = gamma;
   a.root = root;
   a.tag = 7;
-  g_assert_true (alg->start (&a, kind, on_done, run, run, &error));
+  g_assert_true (pol_coll_start (alg, &a, kind, on_done, run, run, &error));
   g_assert_no_error (error);
   g_assert_cmpint (run->n_done, ==, 0);
   eng_run (run->sim, INFINITY);
@@ -500,8 +500,8 @@ test_unsupported (void)
                           run->bufs, run->n, ELEM, 0, 0, 0 };
         g_autoptr (GError) error = NULL;
 
-        g_assert_false (alg->start (&a, cases[i].kind, on_done, run, run,
-                                    &error));
+        g_assert_false (pol_coll_start (alg, &a, cases[i].kind, on_done, run,
+                                        run, &error));
         g_assert_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED);
         g_assert_cmpuint (eng_sim_pending (run->sim), ==, 0);
         g_assert_true (isnan (pol_coll_cost (alg, cases[i].kind, 4, 8, ELEM,
@@ -544,11 +544,12 @@ test_concurrent (void)
   g_autoptr (GError) error = NULL;
 
   other.n_done = 0;
-  g_assert_true (pol_coll_lookup ("ring")->start (&a, POL_COLL_ALLREDUCE,
-                                                  on_done, run, run, &error));
-  g_assert_true (pol_coll_lookup ("tree")->start (&a, POL_COLL_ALLREDUCE,
-                                                  on_done, &other, &other,
-                                                  &error));
+  g_assert_true (pol_coll_start (pol_coll_lookup ("ring"), &a,
+                                 POL_COLL_ALLREDUCE, on_done, run, run,
+                                 &error));
+  g_assert_true (pol_coll_start (pol_coll_lookup ("tree"), &a,
+                                 POL_COLL_ALLREDUCE, on_done, &other, &other,
+                                 &error));
   g_assert_no_error (error);
   eng_run (run->sim, INFINITY);
   g_assert_cmpint (run->n_done, ==, 1);

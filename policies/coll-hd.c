@@ -1,0 +1,347 @@
+/*
+ * coll-hd.c — the halving-doubling collective (Rabenseifner): recursive
+ * halving reduce-scatter then recursive doubling all-gather, with the
+ * non-power-of-two pre- and post-steps of Thakur, Rabenseifner & Gropp 2005.
+ * All-reduce, reduce-scatter and all-gather.  Its steps and cost are in
+ * docs/collectives.md, "halving-doubling"; the executor that runs them is
+ * policies/collectives.c.
+ *
+ * Its cost with unequal segments has no simpler closed form: hd_cost()
+ * evaluates the max-plus recurrence of the dependency rule, which equals the
+ * closed form of docs/collectives.md when segments are equal.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/coll-program.h"
+#include "policies/policy.h"
+
+/* Largest power of two <= p (p >= 1). */
+static int
+floor_pow2 (int p)
+{
+  int q = 1;
+
+  while (q * 2 <= p)
+    q *= 2;
+  return q;
+}
+
+/* Halving-doubling geometry shared by the builder and the cost:
+ * p' = largest power of two <= p, r = p - p'.  Old ranks 0..2r-1 pair up
+ * (even 2i is removed, odd 2i+1 becomes new rank i); old rank o >= 2r is new
+ * rank o - r.  Group j of new rank j is a contiguous element range: for
+ * all-reduce the blocks of n split in p'; for reduce-scatter and all-gather
+ * the p blocks of n of the old ranks it stands for (2j and 2j+1 for j < r,
+ * j + r otherwise).  bound[j] is group j's first element, bound[p'] = n. */
+typedef struct {
+  int pp, r;
+  gsize *bound;       /* (pp + 1) */
+} HdGeom;
+
+static void
+hd_geom_init (HdGeom *g, int p, gsize n, PolCollKind kind)
+{
+  g->pp = floor_pow2 (p);
+  g->r = p - g->pp;
+  g->bound = g_new (gsize, g->pp + 1);
+  for (int j = 0; j < g->pp; j++)
+    {
+      gsize lo, hi;
+
+      if (kind == POL_COLL_ALLREDUCE)
+        pol_shard_bounds (n, g->pp, j, &lo, &hi);
+      else
+        pol_shard_bounds (n, p, j < g->r ? 2 * j : j + g->r, &lo, &hi);
+      g->bound[j] = lo;
+    }
+  g->bound[g->pp] = n;
+}
+
+/* The old rank of new rank j. */
+static int
+hd_old (const HdGeom *g, int j)
+{
+  return j < g->r ? 2 * j + 1 : j + g->r;
+}
+
+/* --- Programs -------------------------------------------------------------- */
+
+/* Program of an even old rank o < 2r, removed from the power-of-two phase:
+ * it hands its vector (all-gather: its block) to o + 1 and gets the result
+ * back (reduce-scatter: its block). */
+static void
+hd_build_removed (PolCollOp *op, PolCollKind kind, int o)
+{
+  gsize blo, bhi;
+
+  pol_shard_bounds (op->n, op->p, o, &blo, &bhi);
+  if (kind == POL_COLL_ALLGATHER)
+    pol_coll_prog_send (op, o, o + 1, blo, bhi, 0);
+  else
+    pol_coll_prog_send (op, o, o + 1, 0, op->n, 0);
+  if (kind == POL_COLL_REDUCE_SCATTER)
+    pol_coll_prog_recv (op, o, o + 1, blo, bhi, POL_COLL_RECV_COPY);
+  else
+    pol_coll_prog_recv (op, o, o + 1, 0, op->n, POL_COLL_RECV_COPY);
+}
+
+/* Recursive halving of new rank j (old rank o): for d = p'/2, ..., 1 it
+ * exchanges with j^d: it keeps the half of its current group range that
+ * contains j, sends the other half, adds the received half.  It ends owning
+ * group j. */
+static void
+hd_build_halving (PolCollOp *op, const HdGeom *g, int o, int j)
+{
+  int lo = 0, hi = g->pp;   /* current range of groups [lo, hi) */
+
+  for (int d = g->pp / 2; d >= 1; d /= 2)
+    {
+      int peer = hd_old (g, j ^ d), mid = lo + d;
+
+      if (j & d)
+        {
+          pol_coll_prog_send (op, o, peer, g->bound[lo], g->bound[mid], 0);
+          pol_coll_prog_recv (op, o, peer, g->bound[mid], g->bound[hi],
+                              POL_COLL_RECV_REDUCE);
+          lo = mid;
+        }
+      else
+        {
+          pol_coll_prog_send (op, o, peer, g->bound[mid], g->bound[hi], 0);
+          pol_coll_prog_recv (op, o, peer, g->bound[lo], g->bound[mid],
+                              POL_COLL_RECV_REDUCE);
+          hi = mid;
+        }
+    }
+  g_assert (hi == lo + 1 && lo == j);
+}
+
+/* Recursive doubling of new rank j (old rank o), from group j: for
+ * d = 1, ..., p'/2 it sends its current range and copies its partner's
+ * adjacent one. */
+static void
+hd_build_doubling (PolCollOp *op, const HdGeom *g, int o, int j)
+{
+  int lo = j, hi = j + 1;   /* current range of groups [lo, hi) */
+
+  for (int d = 1; d < g->pp; d *= 2)
+    {
+      int peer = hd_old (g, j ^ d);
+
+      pol_coll_prog_send (op, o, peer, g->bound[lo], g->bound[hi], 0);
+      if (j & d)
+        {
+          pol_coll_prog_recv (op, o, peer, g->bound[lo - d], g->bound[lo],
+                              POL_COLL_RECV_COPY);
+          lo -= d;
+        }
+      else
+        {
+          pol_coll_prog_recv (op, o, peer, g->bound[hi], g->bound[hi + d],
+                              POL_COLL_RECV_COPY);
+          hi += d;
+        }
+    }
+}
+
+/* Rabenseifner's algorithm [Rabenseifner 2004; Thakur et al. 2005] with the
+ * non-power-of-two pre/post steps of Thakur et al. 2005: an odd old rank
+ * o < 2r first takes in its removed neighbour o - 1's contribution and last
+ * hands it the result; every new rank runs halving (not for all-gather) and
+ * doubling (not for reduce-scatter). */
+static gboolean
+hd_build (PolCollOp *op, PolCollKind kind, GError **error)
+{
+  int p = op->p;
+  HdGeom g;
+
+  if (kind == POL_COLL_BROADCAST)
+    return pol_coll_unsupported ("halving-doubling", kind, error);
+  hd_geom_init (&g, p, op->n, kind);
+  for (int o = 0; o < p; o++)
+    {
+      gsize blo, bhi;   /* block of the removed partner, for RS and AG */
+      int j;
+
+      if (o < 2 * g.r && o % 2 == 0)
+        {
+          hd_build_removed (op, kind, o);
+          continue;
+        }
+      j = o < 2 * g.r ? o / 2 : o - g.r;
+      if (o < 2 * g.r)
+        {
+          pol_shard_bounds (op->n, p, o - 1, &blo, &bhi);
+          if (kind == POL_COLL_ALLGATHER)
+            pol_coll_prog_recv (op, o, o - 1, blo, bhi, POL_COLL_RECV_COPY);
+          else
+            pol_coll_prog_recv (op, o, o - 1, 0, op->n, POL_COLL_RECV_REDUCE);
+        }
+      if (kind != POL_COLL_ALLGATHER)
+        hd_build_halving (op, &g, o, j);
+      if (kind != POL_COLL_REDUCE_SCATTER)
+        hd_build_doubling (op, &g, o, j);
+      if (o < 2 * g.r)
+        {
+          if (kind == POL_COLL_REDUCE_SCATTER)
+            pol_coll_prog_send (op, o, o - 1, blo, bhi, 0);
+          else
+            pol_coll_prog_send (op, o, o - 1, 0, op->n, 0);
+        }
+    }
+  g_free (g.bound);
+  return TRUE;
+}
+
+/* --- Cost ------------------------------------------------------------------ */
+
+/* The recurrence's state over the p' new ranks. */
+typedef struct {
+  HdGeom g;
+  double eb;          /* bytes per element */
+  double alpha, beta, gamma;
+  double *T;          /* (pp) s, when new rank j has finished its current step */
+  double *U;          /* (pp) the next T */
+  gsize *lo, *hi;     /* (pp) new rank j's current range of groups [lo, hi) */
+} HdCost;
+
+/* Recursive halving: at d, new rank j keeps half of its range and receives
+ * (and reduces) that half from j^d. */
+static void
+hd_cost_halving (HdCost *c)
+{
+  const HdGeom *g = &c->g;
+
+  for (int j = 0; j < g->pp; j++)
+    {
+      c->lo[j] = 0;
+      c->hi[j] = g->pp;
+    }
+  for (int d = g->pp / 2; d >= 1; d /= 2)
+    {
+      for (int j = 0; j < g->pp; j++)
+        {
+          int mid = (int) c->lo[j] + d;
+          double s;
+
+          if (j & d)
+            c->lo[j] = mid;
+          else
+            c->hi[j] = mid;
+          s = (double) (g->bound[c->hi[j]] - g->bound[c->lo[j]]) * c->eb;
+          c->U[j] = MAX (c->T[j], c->T[j ^ d] + c->alpha + s * c->beta)
+                    + s * c->gamma;
+        }
+      memcpy (c->T, c->U, sizeof (double) * g->pp);
+    }
+}
+
+/* Recursive doubling from group j: at d, new rank j copies j^d's range,
+ * adjacent to its own. */
+static void
+hd_cost_doubling (HdCost *c)
+{
+  const HdGeom *g = &c->g;
+
+  for (int j = 0; j < g->pp; j++)
+    {
+      c->lo[j] = j;
+      c->hi[j] = j + 1;
+    }
+  for (int d = 1; d < g->pp; d *= 2)
+    {
+      for (int j = 0; j < g->pp; j++)
+        {
+          double s;
+
+          if (j & d)
+            {
+              s = (double) (g->bound[c->lo[j]] - g->bound[c->lo[j] - d]) * c->eb;
+              c->lo[j] -= d;
+            }
+          else
+            {
+              s = (double) (g->bound[c->hi[j] + d] - g->bound[c->hi[j]]) * c->eb;
+              c->hi[j] += d;
+            }
+          c->U[j] = MAX (c->T[j], c->T[j ^ d] + c->alpha + s * c->beta);
+        }
+      memcpy (c->T, c->U, sizeof (double) * g->pp);
+    }
+}
+
+/* Halving-doubling with contention = none: the longest path of the
+ * dependency rule, step by step.  T[j] is when new rank j has finished its
+ * current step; at a step with partner q = j ^ d, receiving s bytes:
+ *   T'[j] = max(T[j], T[q] + alpha + s beta) + s gamma
+ * (gamma = reduce_per_byte in halving and in the pre-step of all-reduce and
+ * reduce-scatter, 0 when copying).  With equal segments this is the closed
+ * form of docs/collectives.md [Rabenseifner 2004; Thakur et al. 2005]:
+ * p a power of two, equal blocks: 2 lg p alpha + 2 ((p-1)/p) n beta +
+ * ((p-1)/p) n gamma; otherwise + (alpha + n beta + n gamma) before and
+ * (alpha + n beta) after, lg p' and p' in place of lg p and p. */
+static double
+hd_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
+         double beta, double gamma)
+{
+  HdCost c = { .eb = elem_bytes, .alpha = alpha, .beta = beta,
+               .gamma = gamma };
+  double end = 0;
+
+  if (kind == POL_COLL_BROADCAST)
+    return NAN;
+  hd_geom_init (&c.g, p, n, kind);
+  c.T = g_new0 (double, c.g.pp);
+  c.U = g_new0 (double, c.g.pp);
+  c.lo = g_new (gsize, c.g.pp);
+  c.hi = g_new (gsize, c.g.pp);
+  /* Pre-step: odd old rank 2j+1 receives from 2j. */
+  for (int j = 0; j < c.g.r; j++)
+    {
+      gsize blo, bhi;
+
+      pol_shard_bounds (n, p, 2 * j, &blo, &bhi);
+      if (kind == POL_COLL_ALLGATHER)
+        c.T[j] = alpha + (double) (bhi - blo) * elem_bytes * beta;
+      else
+        c.T[j] = alpha + (double) n * elem_bytes * (beta + gamma);
+    }
+  if (kind != POL_COLL_ALLGATHER)
+    hd_cost_halving (&c);
+  if (kind != POL_COLL_REDUCE_SCATTER)
+    hd_cost_doubling (&c);
+  /* Post-step: odd old rank 2j+1 sends the result back to 2j. */
+  for (int j = 0; j < c.g.pp; j++)
+    {
+      double back = 0;
+
+      if (j < c.g.r)
+        {
+          gsize blo, bhi;
+
+          pol_shard_bounds (n, p, 2 * j, &blo, &bhi);
+          back = alpha + (kind == POL_COLL_REDUCE_SCATTER
+                          ? (double) (bhi - blo) : (double) n) * elem_bytes * beta;
+        }
+      end = MAX (end, c.T[j] + back);
+    }
+  g_free (c.T);
+  g_free (c.U);
+  g_free (c.lo);
+  g_free (c.hi);
+  g_free (c.g.bound);
+  return end;
+}
+
+const PolCollAlgorithm pol_coll_hd = {
+  "halving-doubling",
+  "recursive-halving reduce-scatter then recursive-doubling all-gather "
+  "(Rabenseifner)",
+  "Rabenseifner 2004, ICCS LNCS 3036; "
+  "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
+  hd_build,
+  hd_cost,
+};

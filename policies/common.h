@@ -1,0 +1,86 @@
+/*
+ * common.h — the plumbing every training policy shares (policies/common.c);
+ * private to policies/.
+ *
+ * A policy keeps its own copy of the PolEnv and, beside it, a PolRun: the
+ * counters every policy reports the same way (applied gradients, the
+ * evaluation schedule, the end of the run, the summed iteration times).  The
+ * helpers below are the one place where they are updated, evaluated and
+ * turned into trace rows and a PolResult, so that every policy writes the
+ * same rows for the same events.
+ */
+#ifndef DTSIM_POLICIES_COMMON_H
+#define DTSIM_POLICIES_COMMON_H
+
+#include <glib.h>
+
+#include "policies/collectives.h"
+#include "policies/policy.h"
+
+G_BEGIN_DECLS
+
+/* What every policy counts over a run. */
+typedef struct {
+  const PolEnv *env;       /* the policy's own copy, which outlives this */
+  gint64 updates;          /* gradients applied in all */
+  gint64 next_eval;        /* evaluate once `updates` reaches it */
+  double end_time;         /* s, at the last update (valid once finished) */
+  gboolean finished;       /* the run is over: last update or target reached */
+  gboolean reached_target; /* the loss reached env->target_loss */
+  double sum_compute, sum_comm, sum_wait; /* s, over completed worker
+                                             iterations */
+} PolRun;
+
+/* Defaults env->eval_every to env->workers when it is not positive, then
+ * makes `run` count from zero for that env, which it borrows. */
+void pol_run_init (PolRun *run, PolEnv *env);
+/* Evaluates `params` (NULL without math) at the current simulated time and
+ * reports the metric; when the loss reached the target, finishes the run
+ * now and stops the engine. */
+void pol_run_record_metric (PolRun *run, const float *params);
+/* The start of a run: the initial model's metric at time 0, and the first
+ * evaluation due after eval_every applied gradients. */
+void pol_run_start (PolRun *run, const float *params);
+/* Reports progress: `updates` of iterations x workers applied gradients at
+ * simulated time t. */
+void pol_run_progress (const PolRun *run, double t);
+/* Adds worker w's finished iteration to the sums and reports it (times in
+ * simulated seconds; end - start == compute + comm + wait). */
+void pol_run_iteration (PolRun *run, int w, gint64 iteration, double start,
+                        double end, double compute, double comm, double wait,
+                        gint64 staleness);
+/* A synchronous round has applied its gradients (`updates` counts them):
+ * evaluates `params` when eval_every more have been applied since the last
+ * evaluation or when the round is the `last`, and finishes the run (now,
+ * stopping the engine) when it is the last.  Returns TRUE when the run goes
+ * on, FALSE when it has finished (here or earlier). */
+gboolean pol_run_round_end (PolRun *run, const float *params, gboolean last);
+/* Fills in the result: counters, end time (now when not finished), the
+ * final evaluation of `params`; rounds = updates / workers. */
+void pol_run_finish (const PolRun *run, const float *params, PolResult *out);
+
+/* Host names "worker0" ... "worker{W-1}" (no servers; caller frees). */
+GPtrArray *pol_worker_host_names (int workers, int servers);
+/* Reports a span of `actor` when env's recorder wants spans and b > a. */
+void pol_span (const PolEnv *env, const char *actor, const char *kind,
+               double a, double b, gint64 iteration, double bytes);
+/* pol_span() for worker w (actor "worker<w>"). */
+void pol_worker_span (const PolEnv *env, int w, const char *kind, double a,
+                      double b, gint64 iteration, double bytes);
+
+/* env->algorithm's collective algorithm; NULL (and an error naming it) when
+ * none has that name. */
+const PolCollAlgorithm *pol_env_algorithm (const PolEnv *env, GError **error);
+/* Starts an all-reduce with `alg` of n floats among the p ranks on hosts
+ * (bufs: p buffers of n floats summed in place, or NULL for timing only),
+ * its transfers tagged `tag`, env's reduction cost; `done` as in
+ * pol_coll_start().  The algorithm was validated when the policy was
+ * created, so a failure to start is a bug and aborts. */
+void pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg,
+                          int p, const int *hosts, float *const *bufs,
+                          gsize n, int tag, PolCollDone done, gpointer ctx,
+                          gpointer data);
+
+G_END_DECLS
+
+#endif /* DTSIM_POLICIES_COMMON_H */
