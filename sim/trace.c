@@ -42,14 +42,180 @@
 #include "sim/input.h"
 #include "sim/trace.h"
 
-enum { ST_METRIC, ST_ITER, ST_SPAN, ST_MSG, ST_PARAM, ST_BUCKET, ST_FAILURE, ST_STAGE, N_ST };
+/* --- the tables ------------------------------------------------------------ */
+
+/* The one description of the schema.  Each table is a list of columns, and
+ * everything else follows from it: the CREATE TABLE text (schema_sql), each
+ * table's INSERT and the binds of its values (insert_row), and the records
+ * a buffer keeps (buffer_row).  A row is an array of Value, one per column in
+ * the table's order, each in the member its column's kind names. */
+
+/* How a column's value is held in a Value and bound to the INSERT. */
+typedef enum {
+  COL_INT,              /* .i */
+  COL_INT_OR_NULL,      /* .i; a negative value is written NULL */
+  COL_REAL,             /* .d; NaN is written NULL */
+  COL_TEXT,             /* .s; NULL is written NULL; a buffer copies the text */
+} ColKind;
+
+typedef union {
+  gint64 i;
+  double d;
+  const char *s;
+} Value;
+
+typedef struct {
+  const char *name;
+  const char *decl;     /* SQL type and constraints, as in CREATE TABLE */
+  ColKind kind;
+  /* In the schema text, the column opens a new line: two spaces before it
+   * instead of one.  Files keep the text of the CREATE TABLE that made them
+   * (sqlite_master), so the layout is part of the schema. */
+  gboolean line;
+} Column;
+
+typedef struct {
+  const char *name;
+  const Column *columns;
+  int n_columns;
+} Table;
+
+/* The first column of every table but runs. */
+#define RUN_ID { "run_id", "INTEGER NOT NULL REFERENCES runs(id)", COL_INT, FALSE }
+
+/* Written by sim_trace_begin_run, end_run and fail_run, not by insert_row. */
+static const Column runs_columns[] = {
+  { "id", "INTEGER PRIMARY KEY", COL_INT, TRUE },
+  { "scenario", "TEXT NOT NULL", COL_TEXT, FALSE },
+  { "name", "TEXT NOT NULL", COL_TEXT, FALSE },
+  { "seed", "INTEGER NOT NULL", COL_INT, TRUE },
+  { "status", "TEXT NOT NULL CHECK (status IN ('running','done','failed'))", COL_TEXT, FALSE },
+  { "error", "TEXT", COL_TEXT, TRUE },
+  { "stop", "TEXT", COL_TEXT, FALSE },
+  { "sim_time", "REAL", COL_REAL, FALSE },
+  { "wall_time", "REAL", COL_REAL, FALSE },
+  { "events", "INTEGER", COL_INT, FALSE },
+  { "iterations", "INTEGER", COL_INT, TRUE },
+  { "updates", "INTEGER", COL_INT, FALSE },
+  { "final_loss", "REAL", COL_REAL, FALSE },
+  { "final_accuracy", "REAL", COL_REAL, FALSE },
+  { "compute", "REAL", COL_REAL, TRUE },
+  { "comm", "REAL", COL_REAL, FALSE },
+  { "wait", "REAL", COL_REAL, FALSE },
+  { "version", "TEXT NOT NULL", COL_TEXT, FALSE },
+};
+
+static const Column params_columns[] = {
+  RUN_ID,
+  { "key", "TEXT NOT NULL", COL_TEXT, TRUE },
+  { "value", "TEXT NOT NULL", COL_TEXT, FALSE },
+};
+
+static const Column metrics_columns[] = {
+  RUN_ID,
+  { "sim_time", "REAL NOT NULL", COL_REAL, TRUE },
+  { "step", "INTEGER NOT NULL", COL_INT, FALSE },
+  { "loss", "REAL", COL_REAL, FALSE },
+  { "accuracy", "REAL", COL_REAL, FALSE },
+};
+
+static const Column iterations_columns[] = {
+  RUN_ID,
+  { "worker", "INTEGER NOT NULL", COL_INT, TRUE },
+  { "iteration", "INTEGER NOT NULL", COL_INT, FALSE },
+  { "start", "REAL NOT NULL", COL_REAL, FALSE },
+  { "end", "REAL NOT NULL", COL_REAL, TRUE },
+  { "compute", "REAL NOT NULL", COL_REAL, FALSE },
+  { "comm", "REAL NOT NULL", COL_REAL, FALSE },
+  { "wait", "REAL NOT NULL", COL_REAL, TRUE },
+  { "staleness", "INTEGER NOT NULL", COL_INT, FALSE },
+};
+
+static const Column spans_columns[] = {
+  RUN_ID,
+  { "actor", "TEXT NOT NULL", COL_TEXT, TRUE },
+  { "kind", "TEXT NOT NULL CHECK (kind IN"
+            "  ('compute','send','recv','wait','update','idle'))", COL_TEXT, FALSE },
+  { "start", "REAL NOT NULL", COL_REAL, FALSE },
+  { "end", "REAL NOT NULL", COL_REAL, TRUE },
+  { "iteration", "INTEGER", COL_INT_OR_NULL, FALSE },
+  { "bytes", "REAL NOT NULL", COL_REAL, FALSE },
+};
+
+static const Column messages_columns[] = {
+  RUN_ID,
+  { "src", "TEXT NOT NULL", COL_TEXT, TRUE },
+  { "dst", "TEXT NOT NULL", COL_TEXT, FALSE },
+  { "bytes", "REAL NOT NULL", COL_REAL, FALSE },
+  { "start", "REAL NOT NULL", COL_REAL, TRUE },
+  { "end", "REAL NOT NULL", COL_REAL, FALSE },
+  { "tag", "TEXT", COL_TEXT, FALSE },
+};
+
+static const Column buckets_columns[] = {
+  RUN_ID,
+  { "iteration", "INTEGER NOT NULL", COL_INT, TRUE },
+  { "bucket", "INTEGER NOT NULL", COL_INT, FALSE },
+  { "bytes", "REAL NOT NULL", COL_REAL, FALSE },
+  { "ready", "REAL NOT NULL", COL_REAL, TRUE },
+  { "start", "REAL NOT NULL", COL_REAL, FALSE },
+  { "end", "REAL NOT NULL", COL_REAL, FALSE },
+};
+
+static const Column failures_columns[] = {
+  RUN_ID,
+  { "worker", "INTEGER NOT NULL", COL_INT, TRUE },
+  { "start", "REAL NOT NULL", COL_REAL, FALSE },
+  { "end", "REAL NOT NULL", COL_REAL, FALSE },
+  { "iteration", "INTEGER NOT NULL", COL_INT, TRUE },
+  { "lost", "TEXT NOT NULL CHECK (lost IN"
+            "  ('compute','send','recv','idle'))", COL_TEXT, FALSE },
+};
+
+static const Column stages_columns[] = {
+  RUN_ID,
+  { "replica", "INTEGER NOT NULL", COL_INT, TRUE },
+  { "stage", "INTEGER NOT NULL", COL_INT, FALSE },
+  { "worker", "INTEGER NOT NULL", COL_INT, FALSE },
+  { "first_layer", "INTEGER NOT NULL", COL_INT, TRUE },
+  { "last_layer", "INTEGER NOT NULL", COL_INT, FALSE },
+  { "params", "INTEGER NOT NULL", COL_INT, FALSE },
+  { "flops", "REAL NOT NULL", COL_REAL, TRUE },
+  { "peak_stash", "INTEGER NOT NULL", COL_INT, FALSE },
+  { "activation_bytes", "REAL NOT NULL", COL_REAL, FALSE },
+  { "boundary_bytes", "REAL NOT NULL", COL_REAL, TRUE },
+  { "compute", "REAL NOT NULL", COL_REAL, FALSE },
+  { "idle", "REAL NOT NULL", COL_REAL, FALSE },
+  { "bubble", "REAL", COL_REAL, TRUE },
+};
+
+/* In the order of the schema text. */
+enum { T_RUNS, T_PARAMS, T_METRICS, T_ITERATIONS, T_SPANS, T_MESSAGES, T_BUCKETS,
+       T_FAILURES, T_STAGES, N_TABLES };
+
+#define TABLE(n) { #n, n##_columns, G_N_ELEMENTS (n##_columns) }
+static const Table tables[N_TABLES] = {
+  [T_RUNS] = TABLE (runs),
+  [T_PARAMS] = TABLE (params),
+  [T_METRICS] = TABLE (metrics),
+  [T_ITERATIONS] = TABLE (iterations),
+  [T_SPANS] = TABLE (spans),
+  [T_MESSAGES] = TABLE (messages),
+  [T_BUCKETS] = TABLE (buckets),
+  [T_FAILURES] = TABLE (failures),
+  [T_STAGES] = TABLE (stages),
+};
+#undef TABLE
+
+/* The most columns of a table written by insert_row: those of stages. */
+#define ROW_VALUES G_N_ELEMENTS (stages_columns)
 
 struct SimTrace {
   sqlite3 *db;
   char *path;            /* the target, as given: named in messages */
   char *tmp_path;        /* the file being written, renamed to path at the end */
   int cleanup_slot;      /* its entry in cleanup[] (signals), -1: none */
-  sqlite3_stmt *st[N_ST];
+  sqlite3_stmt *st[N_TABLES]; /* each table's INSERT (none for runs) */
   int rows;              /* rows in the open transaction */
   gboolean in_txn;
   GHashTable *run_errors; /* run id -> its first failed insertion (char *) */
@@ -60,14 +226,11 @@ struct SimTrace {
   SimTraceChunk *chunk;  /* the chunk being filled, NULL before the first row */
 };
 
-/* One buffered row: which table and its columns, by kind.  Strings point into
- * the chunk's string pool. */
+/* One buffered row: its table and its values, as insert_row takes them.
+ * Strings point into the chunk's string pool. */
 typedef struct {
-  int table;             /* ST_METRIC ... ST_STAGE */
-  gint64 run;
-  gint64 i[7];
-  double d[5];
-  const char *s[3];
+  int table;             /* T_PARAMS ... T_STAGES */
+  Value v[ROW_VALUES];   /* the table's columns; the rest unused */
 } Record;
 
 struct SimTraceChunk {
@@ -77,53 +240,38 @@ struct SimTraceChunk {
 
 #define CHUNK_RECORDS 4096
 
-static const char *const schema =
-  "CREATE TABLE runs ("
-  "  id INTEGER PRIMARY KEY, scenario TEXT NOT NULL, name TEXT NOT NULL,"
-  "  seed INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('running','done','failed')),"
-  "  error TEXT, stop TEXT, sim_time REAL, wall_time REAL, events INTEGER,"
-  "  iterations INTEGER, updates INTEGER, final_loss REAL, final_accuracy REAL,"
-  "  compute REAL, comm REAL, wait REAL, version TEXT NOT NULL);"
-  "CREATE TABLE params (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  key TEXT NOT NULL, value TEXT NOT NULL);"
-  "CREATE TABLE metrics (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  sim_time REAL NOT NULL, step INTEGER NOT NULL, loss REAL, accuracy REAL);"
-  "CREATE TABLE iterations (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  worker INTEGER NOT NULL, iteration INTEGER NOT NULL, start REAL NOT NULL,"
-  "  end REAL NOT NULL, compute REAL NOT NULL, comm REAL NOT NULL,"
-  "  wait REAL NOT NULL, staleness INTEGER NOT NULL);"
-  "CREATE TABLE spans (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  actor TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN"
-  "  ('compute','send','recv','wait','update','idle')), start REAL NOT NULL,"
-  "  end REAL NOT NULL, iteration INTEGER, bytes REAL NOT NULL);"
-  "CREATE TABLE messages (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  src TEXT NOT NULL, dst TEXT NOT NULL, bytes REAL NOT NULL,"
-  "  start REAL NOT NULL, end REAL NOT NULL, tag TEXT);"
-  "CREATE TABLE buckets (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  iteration INTEGER NOT NULL, bucket INTEGER NOT NULL, bytes REAL NOT NULL,"
-  "  ready REAL NOT NULL, start REAL NOT NULL, end REAL NOT NULL);"
-  "CREATE TABLE failures (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  worker INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL,"
-  "  iteration INTEGER NOT NULL, lost TEXT NOT NULL CHECK (lost IN"
-  "  ('compute','send','recv','idle')));"
-  "CREATE TABLE stages (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  replica INTEGER NOT NULL, stage INTEGER NOT NULL, worker INTEGER NOT NULL,"
-  "  first_layer INTEGER NOT NULL, last_layer INTEGER NOT NULL, params INTEGER NOT NULL,"
-  "  flops REAL NOT NULL, peak_stash INTEGER NOT NULL, activation_bytes REAL NOT NULL,"
-  "  boundary_bytes REAL NOT NULL, compute REAL NOT NULL, idle REAL NOT NULL,"
-  "  bubble REAL);"
-  "PRAGMA user_version = 3;";
+/* The CREATE TABLE statement of every table, then the schema version, as one
+ * SQL text to execute (free it). */
+static char *
+schema_sql (void)
+{
+  GString *s = g_string_new (NULL);
+  for (int i = 0; i < N_TABLES; i++)
+    {
+      g_string_append_printf (s, "CREATE TABLE %s (", tables[i].name);
+      for (int k = 0; k < tables[i].n_columns; k++)
+        {
+          const Column *c = &tables[i].columns[k];
+          g_string_append_printf (s, "%s%s%s %s", k ? "," : "", c->line ? "  " : k ? " " : "",
+                                  c->name, c->decl);
+        }
+      g_string_append (s, ");");
+    }
+  g_string_append_printf (s, "PRAGMA user_version = %d;", SIM_TRACE_SCHEMA_VERSION);
+  return g_string_free (s, FALSE);
+}
 
-static const char *const inserts[N_ST] = {
-  [ST_METRIC] = "INSERT INTO metrics VALUES (?,?,?,?,?)",
-  [ST_ITER] = "INSERT INTO iterations VALUES (?,?,?,?,?,?,?,?,?)",
-  [ST_SPAN] = "INSERT INTO spans VALUES (?,?,?,?,?,?,?)",
-  [ST_MSG] = "INSERT INTO messages VALUES (?,?,?,?,?,?,?)",
-  [ST_PARAM] = "INSERT INTO params VALUES (?,?,?)",
-  [ST_BUCKET] = "INSERT INTO buckets VALUES (?,?,?,?,?,?,?)",
-  [ST_FAILURE] = "INSERT INTO failures VALUES (?,?,?,?,?,?)",
-  [ST_STAGE] = "INSERT INTO stages VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-};
+/* "INSERT INTO NAME VALUES (?,...)" with one parameter per column (free it). */
+static char *
+insert_sql (const Table *tb)
+{
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "INSERT INTO %s VALUES (", tb->name);
+  for (int k = 0; k < tb->n_columns; k++)
+    g_string_append (s, k ? ",?" : "?");
+  g_string_append_c (s, ')');
+  return g_string_free (s, FALSE);
+}
 
 static gboolean
 sql_fail (SimTrace *t, const char *what, GError **error)
@@ -416,6 +564,7 @@ sim_trace_open (const char *path, GError **error)
   t->tmp_path = g_steal_pointer (&tmp);
   t->cleanup_slot = slot;
   t->run_errors = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
+  g_autofree char *schema = schema_sql ();
   if (sqlite3_open_v2 (t->tmp_path, &t->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK
       || !exec (t, "PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF;", error)
       || !exec (t, schema, error))
@@ -425,13 +574,18 @@ sim_trace_open (const char *path, GError **error)
       sim_trace_abandon (t);
       return NULL;
     }
-  for (int i = 0; i < N_ST; i++)
-    if (sqlite3_prepare_v2 (t->db, inserts[i], -1, &t->st[i], NULL) != SQLITE_OK)
-      {
-        sql_fail (t, "preparing statements", error);
-        sim_trace_abandon (t);
-        return NULL;
-      }
+  for (int i = 0; i < N_TABLES; i++)
+    {
+      if (i == T_RUNS)
+        continue;
+      g_autofree char *sql = insert_sql (&tables[i]);
+      if (sqlite3_prepare_v2 (t->db, sql, -1, &t->st[i], NULL) != SQLITE_OK)
+        {
+          sql_fail (t, "preparing statements", error);
+          sim_trace_abandon (t);
+          return NULL;
+        }
+    }
   return t;
 }
 
@@ -449,7 +603,7 @@ sim_trace_ok (const SimTrace *t, GError **error)
 static void
 close_db (SimTrace *t)
 {
-  for (int i = 0; i < N_ST; i++)
+  for (int i = 0; i < N_TABLES; i++)
     sqlite3_finalize (t->st[i]);
   sqlite3_close (t->db);
   t->db = NULL;
@@ -578,10 +732,17 @@ sim_trace_chunk_free (SimTraceChunk *c)
   g_free (c);
 }
 
-/* A new record in the buffer's chunk; hands the chunk on once it is full
- * (after the caller has filled the record: see buffer_done). */
-static Record *
-buffer_add (SimTrace *t, int table, gint64 run)
+/* A copy of `s` that lives as long as the buffer's chunk; NULL stays NULL. */
+static const char *
+buffer_string (SimTrace *t, const char *s)
+{
+  return s ? g_string_chunk_insert_const (t->chunk->strings, s) : NULL;
+}
+
+/* Appends a row of table `table` to the buffer's chunk, its text copied into
+ * the chunk, and hands the chunk on once it is full. */
+static void
+buffer_row (SimTrace *t, int table, const Value *v)
 {
   if (!t->chunk)
     {
@@ -589,72 +750,16 @@ buffer_add (SimTrace *t, int table, gint64 run)
       t->chunk->records = g_array_sized_new (FALSE, TRUE, sizeof (Record), CHUNK_RECORDS);
       t->chunk->strings = g_string_chunk_new (1024);
     }
-  g_array_set_size (t->chunk->records, t->chunk->records->len + 1);
-  Record *r = &g_array_index (t->chunk->records, Record, t->chunk->records->len - 1);
-  r->table = table;
-  r->run = run;
-  return r;
-}
-
-static const char *
-buffer_string (SimTrace *t, const char *s)
-{
-  return s ? g_string_chunk_insert_const (t->chunk->strings, s) : NULL;
-}
-
-static void
-buffer_done (SimTrace *t)
-{
+  const Table *tb = &tables[table];
+  Record r = { .table = table };
+  for (int k = 0; k < tb->n_columns; k++)
+    if (tb->columns[k].kind == COL_TEXT)
+      r.v[k].s = buffer_string (t, v[k].s);
+    else
+      r.v[k] = v[k];
+  g_array_append_val (t->chunk->records, r);
   if (t->chunk->records->len >= CHUNK_RECORDS)
     sim_trace_flush (t);
-}
-
-void
-sim_trace_write_chunk (SimTrace *t, SimTraceChunk *c)
-{
-  g_return_if_fail (t->db != NULL);
-  for (guint k = 0; k < c->records->len; k++)
-    {
-      const Record *r = &g_array_index (c->records, Record, k);
-      switch (r->table)
-        {
-        case ST_METRIC:
-          sim_trace_metric (t, r->run, r->d[0], r->i[0], r->d[1], r->d[2]);
-          break;
-        case ST_ITER:
-          sim_trace_iteration (t, r->run, (int) r->i[0], r->i[1], r->d[0], r->d[1], r->d[2],
-                               r->d[3], r->d[4], r->i[2]);
-          break;
-        case ST_SPAN:
-          sim_trace_span (t, r->run, r->s[0], r->s[1], r->d[0], r->d[1], r->i[0], r->d[2]);
-          break;
-        case ST_BUCKET:
-          sim_trace_bucket (t, r->run, r->i[0], (int) r->i[1], r->d[0], r->d[1], r->d[2],
-                            r->d[3]);
-          break;
-        case ST_MSG:
-          sim_trace_message (t, r->run, r->s[0], r->s[1], r->d[0], r->d[1], r->d[2], r->s[2]);
-          break;
-        case ST_FAILURE:
-          sim_trace_failure (t, r->run, (int) r->i[0], r->d[0], r->d[1], r->i[1], r->s[0]);
-          break;
-        case ST_STAGE:
-          {
-            PolStageStats st = {
-              .replica = (int) r->i[0], .stage = (int) r->i[1], .worker = (int) r->i[2],
-              .first_layer = (int) r->i[3], .last_layer = (int) r->i[4],
-              .params = (gsize) r->i[5], .peak_stash = (int) r->i[6],
-              .flops = r->d[0], .activation_bytes = r->d[1], .boundary_bytes = r->d[2],
-              .compute = r->d[3], .idle = r->d[4],
-            };
-            sim_trace_stage (t, r->run, &st);
-          }
-          break;
-        default:
-          g_assert_not_reached ();
-        }
-    }
-  sim_trace_chunk_free (c);
 }
 
 static void
@@ -664,6 +769,70 @@ bind_real_or_null (sqlite3_stmt *st, int i, double v)
     sqlite3_bind_null (st, i);
   else
     sqlite3_bind_double (st, i, v);
+}
+
+/* Binds `v` as the value of a column of kind `kind` to parameter i (from 1). */
+static void
+bind_value (sqlite3_stmt *st, int i, ColKind kind, Value v)
+{
+  switch (kind)
+    {
+    case COL_INT:
+      sqlite3_bind_int64 (st, i, v.i);
+      break;
+    case COL_INT_OR_NULL:
+      if (v.i < 0)
+        sqlite3_bind_null (st, i);
+      else
+        sqlite3_bind_int64 (st, i, v.i);
+      break;
+    case COL_REAL:
+      bind_real_or_null (st, i, v.d);
+      break;
+    case COL_TEXT:
+      /* the text outlives the statement's step: no copy */
+      sqlite3_bind_text (st, i, v.s, -1, SQLITE_STATIC);
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+/* Inserts a row of table `table` (not runs) into the database, its run id
+ * v[0]; a failure is kept as step() says. */
+static void
+insert_row (SimTrace *t, int table, const Value *v)
+{
+  const Table *tb = &tables[table];
+  sqlite3_stmt *st = t->st[table];
+  for (int k = 0; k < tb->n_columns; k++)
+    bind_value (st, k + 1, tb->columns[k].kind, v[k]);
+  step (t, st, v[0].i);
+}
+
+/* Writes a row of table `table` (not runs), or buffers it in buffer mode.
+ * v holds n values, one per column of the table in its order (run_id first),
+ * each in the member its column's kind names. */
+static void
+add_row (SimTrace *t, int table, const Value *v, gsize n)
+{
+  g_assert (table != T_RUNS && n == (gsize) tables[table].n_columns && n <= ROW_VALUES);
+  if (t->db)
+    insert_row (t, table, v);
+  else
+    buffer_row (t, table, v);
+}
+
+void
+sim_trace_write_chunk (SimTrace *t, SimTraceChunk *c)
+{
+  g_return_if_fail (t->db != NULL);
+  for (guint k = 0; k < c->records->len; k++)
+    {
+      const Record *r = &g_array_index (c->records, Record, k);
+      insert_row (t, r->table, r->v);
+    }
+  sim_trace_chunk_free (c);
 }
 
 gint64
@@ -692,13 +861,11 @@ sim_trace_begin_run (SimTrace *t, const SimConfig *c, const char *scenario_path,
     }
   sqlite3_finalize (st);
   gint64 run = sqlite3_last_insert_rowid (t->db);
-  sqlite3_stmt *p = t->st[ST_PARAM];
   for (guint i = 0; i < c->param_keys->len; i++)
     {
-      sqlite3_bind_int64 (p, 1, run);
-      sqlite3_bind_text (p, 2, g_ptr_array_index (c->param_keys, i), -1, SQLITE_STATIC);
-      sqlite3_bind_text (p, 3, g_ptr_array_index (c->param_values, i), -1, SQLITE_STATIC);
-      step (t, p, run);
+      const Value v[] = { { .i = run }, { .s = g_ptr_array_index (c->param_keys, i) },
+                          { .s = g_ptr_array_index (c->param_values, i) } };
+      add_row (t, T_PARAMS, v, G_N_ELEMENTS (v));
     }
   if (!commit (t, error))
     return -1;
@@ -770,20 +937,9 @@ void
 sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step_no,
                   double loss, double accuracy)
 {
-  if (!t->db)
-    {
-      Record *r = buffer_add (t, ST_METRIC, run);
-      r->d[0] = sim_time, r->i[0] = step_no, r->d[1] = loss, r->d[2] = accuracy;
-      buffer_done (t);
-      return;
-    }
-  sqlite3_stmt *st = t->st[ST_METRIC];
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_double (st, 2, sim_time);
-  sqlite3_bind_int64 (st, 3, step_no);
-  bind_real_or_null (st, 4, loss);
-  bind_real_or_null (st, 5, accuracy);
-  step (t, st, run);
+  const Value v[] = { { .i = run }, { .d = sim_time }, { .i = step_no }, { .d = loss },
+                      { .d = accuracy } };
+  add_row (t, T_METRICS, v, G_N_ELEMENTS (v));
 }
 
 void
@@ -791,154 +947,58 @@ sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
                      double start, double end, double compute, double comm,
                      double wait, gint64 staleness)
 {
-  if (!t->db)
-    {
-      Record *r = buffer_add (t, ST_ITER, run);
-      r->i[0] = worker, r->i[1] = iteration, r->i[2] = staleness;
-      r->d[0] = start, r->d[1] = end, r->d[2] = compute, r->d[3] = comm, r->d[4] = wait;
-      buffer_done (t);
-      return;
-    }
-  sqlite3_stmt *st = t->st[ST_ITER];
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_int (st, 2, worker);
-  sqlite3_bind_int64 (st, 3, iteration);
-  sqlite3_bind_double (st, 4, start);
-  sqlite3_bind_double (st, 5, end);
-  sqlite3_bind_double (st, 6, compute);
-  sqlite3_bind_double (st, 7, comm);
-  sqlite3_bind_double (st, 8, wait);
-  sqlite3_bind_int64 (st, 9, staleness);
-  step (t, st, run);
+  const Value v[] = { { .i = run }, { .i = worker }, { .i = iteration }, { .d = start },
+                      { .d = end }, { .d = compute }, { .d = comm }, { .d = wait },
+                      { .i = staleness } };
+  add_row (t, T_ITERATIONS, v, G_N_ELEMENTS (v));
 }
 
 void
 sim_trace_span (SimTrace *t, gint64 run, const char *actor, const char *kind,
                 double start, double end, gint64 iteration, double bytes)
 {
-  if (!t->db)
-    {
-      Record *r = buffer_add (t, ST_SPAN, run);
-      r->s[0] = buffer_string (t, actor), r->s[1] = buffer_string (t, kind);
-      r->d[0] = start, r->d[1] = end, r->i[0] = iteration, r->d[2] = bytes;
-      buffer_done (t);
-      return;
-    }
-  sqlite3_stmt *st = t->st[ST_SPAN];
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_text (st, 2, actor, -1, SQLITE_STATIC);
-  sqlite3_bind_text (st, 3, kind, -1, SQLITE_STATIC);
-  sqlite3_bind_double (st, 4, start);
-  sqlite3_bind_double (st, 5, end);
-  if (iteration < 0)
-    sqlite3_bind_null (st, 6);
-  else
-    sqlite3_bind_int64 (st, 6, iteration);
-  sqlite3_bind_double (st, 7, bytes);
-  step (t, st, run);
+  const Value v[] = { { .i = run }, { .s = actor }, { .s = kind }, { .d = start },
+                      { .d = end }, { .i = iteration }, { .d = bytes } };
+  add_row (t, T_SPANS, v, G_N_ELEMENTS (v));
 }
 
 void
 sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket, double bytes,
                   double ready, double start, double end)
 {
-  if (!t->db)
-    {
-      Record *r = buffer_add (t, ST_BUCKET, run);
-      r->i[0] = iteration, r->i[1] = bucket;
-      r->d[0] = bytes, r->d[1] = ready, r->d[2] = start, r->d[3] = end;
-      buffer_done (t);
-      return;
-    }
-  sqlite3_stmt *st = t->st[ST_BUCKET];
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_int64 (st, 2, iteration);
-  sqlite3_bind_int (st, 3, bucket);
-  sqlite3_bind_double (st, 4, bytes);
-  sqlite3_bind_double (st, 5, ready);
-  sqlite3_bind_double (st, 6, start);
-  sqlite3_bind_double (st, 7, end);
-  step (t, st, run);
+  const Value v[] = { { .i = run }, { .i = iteration }, { .i = bucket }, { .d = bytes },
+                      { .d = ready }, { .d = start }, { .d = end } };
+  add_row (t, T_BUCKETS, v, G_N_ELEMENTS (v));
 }
 
 void
 sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st)
 {
-  if (!t->db)
-    {
-      Record *r = buffer_add (t, ST_STAGE, run);
-      r->i[0] = st->replica, r->i[1] = st->stage, r->i[2] = st->worker;
-      r->i[3] = st->first_layer, r->i[4] = st->last_layer, r->i[5] = (gint64) st->params;
-      r->i[6] = st->peak_stash;
-      r->d[0] = st->flops, r->d[1] = st->activation_bytes, r->d[2] = st->boundary_bytes;
-      r->d[3] = st->compute, r->d[4] = st->idle;
-      buffer_done (t);
-      return;
-    }
-  sqlite3_stmt *q = t->st[ST_STAGE];
-  sqlite3_bind_int64 (q, 1, run);
-  sqlite3_bind_int (q, 2, st->replica);
-  sqlite3_bind_int (q, 3, st->stage);
-  sqlite3_bind_int (q, 4, st->worker);
-  sqlite3_bind_int (q, 5, st->first_layer);
-  sqlite3_bind_int (q, 6, st->last_layer);
-  sqlite3_bind_int64 (q, 7, (gint64) st->params);
-  sqlite3_bind_double (q, 8, st->flops);
-  sqlite3_bind_int (q, 9, st->peak_stash);
-  sqlite3_bind_double (q, 10, st->activation_bytes);
-  sqlite3_bind_double (q, 11, st->boundary_bytes);
-  sqlite3_bind_double (q, 12, st->compute);
-  sqlite3_bind_double (q, 13, st->idle);
   double total = st->compute + st->idle;
-  if (total > 0)
-    sqlite3_bind_double (q, 14, st->idle / total);
-  else
-    sqlite3_bind_null (q, 14);
-  step (t, q, run);
+  const Value v[] = {
+    { .i = run }, { .i = st->replica }, { .i = st->stage }, { .i = st->worker },
+    { .i = st->first_layer }, { .i = st->last_layer }, { .i = (gint64) st->params },
+    { .d = st->flops }, { .i = st->peak_stash }, { .d = st->activation_bytes },
+    { .d = st->boundary_bytes }, { .d = st->compute }, { .d = st->idle },
+    { .d = total > 0 ? st->idle / total : NAN }, /* bubble: NULL without time */
+  };
+  add_row (t, T_STAGES, v, G_N_ELEMENTS (v));
 }
 
 void
 sim_trace_message (SimTrace *t, gint64 run, const char *src, const char *dst,
                    double bytes, double start, double end, const char *tag)
 {
-  if (!t->db)
-    {
-      Record *r = buffer_add (t, ST_MSG, run);
-      r->s[0] = buffer_string (t, src), r->s[1] = buffer_string (t, dst);
-      r->s[2] = buffer_string (t, tag);
-      r->d[0] = bytes, r->d[1] = start, r->d[2] = end;
-      buffer_done (t);
-      return;
-    }
-  sqlite3_stmt *st = t->st[ST_MSG];
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_text (st, 2, src, -1, SQLITE_STATIC);
-  sqlite3_bind_text (st, 3, dst, -1, SQLITE_STATIC);
-  sqlite3_bind_double (st, 4, bytes);
-  sqlite3_bind_double (st, 5, start);
-  sqlite3_bind_double (st, 6, end);
-  sqlite3_bind_text (st, 7, tag, -1, SQLITE_STATIC);
-  step (t, st, run);
+  const Value v[] = { { .i = run }, { .s = src }, { .s = dst }, { .d = bytes },
+                      { .d = start }, { .d = end }, { .s = tag } };
+  add_row (t, T_MESSAGES, v, G_N_ELEMENTS (v));
 }
 
 void
 sim_trace_failure (SimTrace *t, gint64 run, int worker, double start, double end,
                    gint64 iteration, const char *lost)
 {
-  if (!t->db)
-    {
-      Record *r = buffer_add (t, ST_FAILURE, run);
-      r->i[0] = worker, r->i[1] = iteration, r->d[0] = start, r->d[1] = end;
-      r->s[0] = buffer_string (t, lost);
-      buffer_done (t);
-      return;
-    }
-  sqlite3_stmt *st = t->st[ST_FAILURE];
-  sqlite3_bind_int64 (st, 1, run);
-  sqlite3_bind_int (st, 2, worker);
-  sqlite3_bind_double (st, 3, start);
-  sqlite3_bind_double (st, 4, end);
-  sqlite3_bind_int64 (st, 5, iteration);
-  sqlite3_bind_text (st, 6, lost, -1, SQLITE_STATIC);
-  step (t, st, run);
+  const Value v[] = { { .i = run }, { .i = worker }, { .d = start }, { .d = end },
+                      { .i = iteration }, { .s = lost } };
+  add_row (t, T_FAILURES, v, G_N_ELEMENTS (v));
 }

@@ -1,5 +1,5 @@
 /*
- * trace.h — the SQLite trace of a `dtsim run` (schema v3, docs/trace.md).
+ * trace.h — the SQLite trace of a `dtsim run` (docs/trace.md).
  *
  * One database per invocation; a sweep puts all its runs in it.  Rows are
  * written with prepared statements inside transactions of up to
@@ -16,6 +16,9 @@
 
 G_BEGIN_DECLS
 
+/* PRAGMA user_version of the traces written: the one place it is stated.
+ * Raise it with any change of the tables (sim/trace.c) and say what changed
+ * in docs/trace.md. */
 #define SIM_TRACE_SCHEMA_VERSION 3
 #define SIM_TRACE_BATCH 8192
 
