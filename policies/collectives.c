@@ -462,11 +462,14 @@ static const PolCollAlgorithm *const coll_algorithms[] = {
 const PolCollAlgorithm *
 pol_coll_lookup (const char *name)
 {
-  g_return_val_if_fail (name != NULL, NULL);
-  for (int i = 0; coll_algorithms[i]; i++)
-    if (strcmp (coll_algorithms[i]->name, name) == 0)
-      return coll_algorithms[i];
-  return NULL;
+  return base_registry_find ((const void *const *) coll_algorithms, name);
+}
+
+const char *const *
+pol_coll_names (void)
+{
+  static const char *const *names;
+  return base_registry_names (&names, (const void *const *) coll_algorithms);
 }
 
 const PolCollAlgorithm *const *

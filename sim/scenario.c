@@ -174,8 +174,8 @@ static const KeyDef core_keys[] = {
     "Parameter-server consistency: bsp, ssp (bounded staleness) or async.", NULL },
   { "policy", "staleness", BASE_KEY_INT, 0, "3", 0, 1e9, 0, NULL, OFF (staleness),
     "SSP bound s: a worker may start iteration i once every worker's iteration i-s-1 gradient has been applied.", NULL },
-  { "policy", "algorithm", BASE_KEY_STRING, 0, "ring", 0, 0, 0, NULL, OFF (algorithm),
-    "All-reduce algorithm (kind = allreduce): ring, tree, halving-doubling or naive (docs/collectives.md).", NULL },
+  { "policy", "algorithm", BASE_KEY_NAME, 0, "ring", 0, 0, 0, NULL, OFF (algorithm),
+    "Collective algorithm of kind = allreduce, local-sgd and pipeline replicas (docs/collectives.md).", pol_coll_names },
   { "policy", "bucket_size", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "25MB", 0, BIG, 0, NULL, OFF (bucket_size),
     "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap.", NULL },
   { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, OFF (reduce_memory),
@@ -661,16 +661,6 @@ check_cross (SimConfig *c, const char *file, GError **error)
   c->math = kern_backend_lookup (c->backend)->new != NULL;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
-  if (!pol_coll_lookup (c->algorithm))
-    {
-      GString *names = g_string_new (NULL);
-      for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
-        g_string_append_printf (names, "%s%s", names->len ? ", " : "", (*a)->name);
-      fail (error, file, find_key ("policy", "algorithm"),
-            "unknown algorithm '%s'; use one of: %s", c->algorithm, names->str);
-      g_string_free (names, TRUE);
-      return FALSE;
-    }
   if (c->reduce_memory && c->memory_bandwidth <= 0)
     return fail (error, file, find_key ("policy", "reduce"),
                  "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
