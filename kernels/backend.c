@@ -52,8 +52,8 @@ kern_backend_new (const char *name, GError **error)
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   const KernBackendEntry *e = kern_backend_lookup (name);
-  if (e && e->new)
-    return e->new (error);
+  if (e && e->create)
+    return e->create (error);
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                "unknown kernel backend '%s': expected 'cpu' or 'cuda'", name);
   return NULL;

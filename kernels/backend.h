@@ -93,7 +93,7 @@ typedef struct {
   const char *description;
   /* The backend, or NULL with `error` set; NULL for "none", which runs no
    * math (timing only). */
-  KernBackend *(*new) (GError **error);
+  KernBackend *(*create) (GError **error);
 } KernBackendEntry;
 
 /* The entry of that name, or NULL. */

@@ -658,7 +658,7 @@ check_cross (SimConfig *c, const char *file, GError **error)
                  c->workers, c->servers, hosts->len, SIM_MAX_HOSTS);
   if (!check_global_batch (c, file, error))
     return FALSE;
-  c->math = kern_backend_lookup (c->backend)->new != NULL;
+  c->math = kern_backend_lookup (c->backend)->create != NULL;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
   if (c->reduce_memory && c->memory_bandwidth <= 0)
