@@ -894,6 +894,126 @@ apply_set (GKeyFile *kf, const char *set, GError **error)
   return TRUE;
 }
 
+/* Refuses a section or key that is not in the key table (and a [sweep] key
+ * that names none). */
+static gboolean
+check_known (GKeyFile *kf, const char *path, GError **error)
+{
+  g_auto (GStrv) groups = g_key_file_get_groups (kf, NULL);
+  for (int g = 0; groups[g]; g++)
+    {
+      if (!known_section (groups[g]))
+        {
+          g_autofree char *l = list_sections ();
+          return fail (error, path, NULL, "unknown section [%s]; sections are %s", groups[g], l);
+        }
+      g_auto (GStrv) ks = g_key_file_get_keys (kf, groups[g], NULL, NULL);
+      for (int j = 0; ks[j]; j++)
+        {
+          if (strcmp (groups[g], "sweep") == 0)
+            {
+              if (!valid_sweep_key (ks[j]))
+                return fail (error, path, NULL,
+                             "[sweep] %s: not a scenario key; sweep keys are written section.key (several joined by /), e.g. policy.consistency",
+                             ks[j]);
+              continue;
+            }
+          if (!find_key (groups[g], ks[j]))
+            {
+              g_autofree char *l = list_keys_of (groups[g]);
+              return fail (error, path, NULL, "[%s] %s: unknown key; keys of [%s] are: %s",
+                           groups[g], ks[j], groups[g], l);
+            }
+        }
+    }
+  return TRUE;
+}
+
+/* The values of each [sweep] key (a GStrv each, empty values dropped) into
+ * `values`, and the number of points of their product into *points. */
+static gboolean
+sweep_values (GKeyFile *kf, char **sweep_keys, const char *path, GPtrArray *values,
+              gsize *points, GError **error)
+{
+  *points = 1;
+  for (guint i = 0; sweep_keys && sweep_keys[i]; i++)
+    {
+      g_autofree char *v = g_key_file_get_value (kf, "sweep", sweep_keys[i], NULL);
+      GStrv parts = g_strsplit (v, ",", -1);
+      guint n = 0;
+      for (guint j = 0; parts[j]; j++)
+        {
+          g_strstrip (parts[j]);
+          if (parts[j][0] != '\0')
+            {
+              char *t = parts[j];
+              parts[j] = parts[n];
+              parts[n++] = t;
+            }
+        }
+      for (guint j = n; parts[j]; j++)
+        {
+          g_free (parts[j]);
+          parts[j] = NULL;
+        }
+      g_ptr_array_add (values, parts);
+      if (n == 0)
+        return fail (error, path, NULL, "[sweep] %s: no values; give comma-separated values",
+                     sweep_keys[i]);
+      if (*points > SIM_MAX_SWEEP_POINTS / n)
+        return fail (error, path, NULL,
+                     "[sweep] %s: the sweep has more than %d points (the most one run holds); "
+                     "sweep fewer values or split the study into several files",
+                     sweep_keys[i], SIM_MAX_SWEEP_POINTS);
+      *points *= n;
+    }
+  return TRUE;
+}
+
+/* The config of sweep point p: kf with the sweep's values of that point set
+ * (the index of key i is a digit of p in mixed radix, the last key least
+ * significant). */
+static SimConfig *
+sweep_point (GKeyFile *kf, char **sweep_keys, GPtrArray *values, gsize p, const char *path,
+             gboolean db_trusted, GError **error)
+{
+  guint n_sweep = values->len;
+  g_autoptr (GKeyFile) pk = g_key_file_new ();
+  g_autofree char *data = g_key_file_to_data (kf, NULL, NULL);
+  g_key_file_load_from_data (pk, data, (gsize) -1, G_KEY_FILE_NONE, NULL);
+  g_key_file_remove_group (pk, "sweep", NULL);
+  g_autoptr (GPtrArray) swept = g_ptr_array_new_with_free_func (g_free);
+  gsize rem = p;
+  g_autofree gsize *idx = g_new0 (gsize, n_sweep + 1);
+  for (guint i = n_sweep; i-- > 0;)
+    {
+      guint n = g_strv_length (g_ptr_array_index (values, i));
+      idx[i] = rem % n;
+      rem /= n;
+    }
+  for (guint i = 0; i < n_sweep; i++)
+    {
+      GStrv parts = g_ptr_array_index (values, i);
+      g_auto (GStrv) names = g_strsplit (sweep_keys[i], "/", -1);
+      g_auto (GStrv) vals = g_strsplit (parts[idx[i]], "/", -1);
+      if (g_strv_length (names) != g_strv_length (vals))
+        {
+          fail (error, path, NULL,
+                "[sweep] %s: value '%s' has %u parts for %u keys; give one value per key, joined by /",
+                sweep_keys[i], parts[idx[i]], g_strv_length (vals), g_strv_length (names));
+          return NULL;
+        }
+      for (int q = 0; names[q]; q++)
+        {
+          g_autofree char *sec = NULL, *key = NULL;
+          split_dotted (g_strstrip (names[q]), &sec, &key);
+          g_key_file_set_value (pk, sec, key, g_strstrip (vals[q]));
+        }
+      g_ptr_array_add (swept, g_strdup_printf ("%s=%s", sweep_keys[i], parts[idx[i]]));
+    }
+  return resolve (pk, path, swept, db_trusted, error);
+}
+
 GPtrArray *
 sim_scenario_load (const char *path, const char *const *sets, GError **error)
 {
@@ -922,138 +1042,25 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
       g_autofree char *lhs = g_strndup (sets[i], strcspn (sets[i], "="));
       db_trusted = db_trusted || strcmp (g_strstrip (lhs), "trace.db") == 0;
     }
-
-  /* unknown sections and keys */
-  g_auto (GStrv) groups = g_key_file_get_groups (kf, NULL);
-  for (int g = 0; groups[g]; g++)
-    {
-      if (!known_section (groups[g]))
-        {
-          g_autofree char *l = list_sections ();
-          fail (error, path, NULL, "unknown section [%s]; sections are %s", groups[g], l);
-          return NULL;
-        }
-      g_auto (GStrv) ks = g_key_file_get_keys (kf, groups[g], NULL, NULL);
-      for (int j = 0; ks[j]; j++)
-        {
-          if (strcmp (groups[g], "sweep") == 0)
-            {
-              if (!valid_sweep_key (ks[j]))
-                {
-                  fail (error, path, NULL,
-                        "[sweep] %s: not a scenario key; sweep keys are written section.key (several joined by /), e.g. policy.consistency",
-                        ks[j]);
-                  return NULL;
-                }
-              continue;
-            }
-          if (!find_key (groups[g], ks[j]))
-            {
-              g_autofree char *l = list_keys_of (groups[g]);
-              fail (error, path, NULL, "[%s] %s: unknown key; keys of [%s] are: %s",
-                    groups[g], ks[j], groups[g], l);
-              return NULL;
-            }
-        }
-    }
+  if (!check_known (kf, path, error))
+    return NULL;
 
   /* sweep: cartesian product, last key fastest */
   g_auto (GStrv) sweep_keys = g_key_file_get_keys (kf, "sweep", NULL, NULL);
-  guint n_sweep = sweep_keys ? g_strv_length (sweep_keys) : 0;
-  if (!check_sweep_keys (sweep_keys, path, error))
+  g_autoptr (GPtrArray) values = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+  gsize points;
+  if (!check_sweep_keys (sweep_keys, path, error)
+      || !sweep_values (kf, sweep_keys, path, values, &points, error))
     return NULL;
-  GPtrArray *values = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
-  gsize points = 1;
-  for (guint i = 0; i < n_sweep; i++)
-    {
-      g_autofree char *v = g_key_file_get_value (kf, "sweep", sweep_keys[i], NULL);
-      GStrv parts = g_strsplit (v, ",", -1);
-      guint n = 0;
-      for (guint j = 0; parts[j]; j++)
-        {
-          g_strstrip (parts[j]);
-          if (parts[j][0] != '\0')
-            {
-              char *t = parts[j];
-              parts[j] = parts[n];
-              parts[n++] = t;
-            }
-        }
-      for (guint j = n; parts[j]; j++)
-        {
-          g_free (parts[j]);
-          parts[j] = NULL;
-        }
-      if (n == 0)
-        {
-          fail (error, path, NULL, "[sweep] %s: no values; give comma-separated values", sweep_keys[i]);
-          g_strfreev (parts);
-          g_ptr_array_unref (values);
-          return NULL;
-        }
-      g_ptr_array_add (values, parts);
-      if (points > SIM_MAX_SWEEP_POINTS / n)
-        {
-          fail (error, path, NULL,
-                "[sweep] %s: the sweep has more than %d points (the most one run holds); "
-                "sweep fewer values or split the study into several files",
-                sweep_keys[i], SIM_MAX_SWEEP_POINTS);
-          g_ptr_array_unref (values);
-          return NULL;
-        }
-      points *= n;
-    }
-  GPtrArray *configs = g_ptr_array_new_with_free_func ((GDestroyNotify) sim_config_free);
+  g_autoptr (GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) sim_config_free);
   for (gsize p = 0; p < points; p++)
     {
-      g_autoptr (GKeyFile) pk = g_key_file_new ();
-      g_autofree char *data = g_key_file_to_data (kf, NULL, NULL);
-      g_key_file_load_from_data (pk, data, (gsize) -1, G_KEY_FILE_NONE, NULL);
-      g_key_file_remove_group (pk, "sweep", NULL);
-      g_autoptr (GPtrArray) swept = g_ptr_array_new_with_free_func (g_free);
-      gsize rem = p;
-      /* index of key i: digits of p in mixed radix, last key least significant */
-      g_autofree gsize *idx = g_new0 (gsize, n_sweep + 1);
-      for (guint i = n_sweep; i-- > 0;)
-        {
-          GStrv parts = g_ptr_array_index (values, i);
-          guint n = g_strv_length (parts);
-          idx[i] = rem % n;
-          rem /= n;
-        }
-      for (guint i = 0; i < n_sweep; i++)
-        {
-          GStrv parts = g_ptr_array_index (values, i);
-          g_auto (GStrv) names = g_strsplit (sweep_keys[i], "/", -1);
-          g_auto (GStrv) vals = g_strsplit (parts[idx[i]], "/", -1);
-          if (g_strv_length (names) != g_strv_length (vals))
-            {
-              fail (error, path, NULL,
-                    "[sweep] %s: value '%s' has %u parts for %u keys; give one value per key, joined by /",
-                    sweep_keys[i], parts[idx[i]], g_strv_length (vals), g_strv_length (names));
-              g_ptr_array_unref (configs);
-              g_ptr_array_unref (values);
-              return NULL;
-            }
-          for (int q = 0; names[q]; q++)
-            {
-              g_autofree char *s = NULL, *k = NULL;
-              split_dotted (g_strstrip (names[q]), &s, &k);
-              g_key_file_set_value (pk, s, k, g_strstrip (vals[q]));
-            }
-          g_ptr_array_add (swept, g_strdup_printf ("%s=%s", sweep_keys[i], parts[idx[i]]));
-        }
-      SimConfig *c = resolve (pk, path, swept, db_trusted, error);
+      SimConfig *c = sweep_point (kf, sweep_keys, values, p, path, db_trusted, error);
       if (!c)
-        {
-          g_ptr_array_unref (configs);
-          g_ptr_array_unref (values);
-          return NULL;
-        }
+        return NULL;
       g_ptr_array_add (configs, c);
     }
-  g_ptr_array_unref (values);
-  return configs;
+  return g_steal_pointer (&configs);
 }
 
 void
