@@ -222,8 +222,9 @@ ar_create (const PolEnv *env, GError **error)
     }
   ar->update_time = env->update_time (env->compute_ctx, P);
 
-  /* buckets of bucket_bytes from the end of the parameter vector */
-  gsize per = env->bucket_bytes > 0 ? (gsize) MAX (1.0, floor (env->bucket_bytes / 4)) : P;
+  /* buckets of bucket_size bytes from the end of the parameter vector */
+  double bucket_bytes = base_values_double (env->values, "policy.bucket_size");
+  gsize per = bucket_bytes > 0 ? (gsize) MAX (1.0, floor (bucket_bytes / 4)) : P;
   per = MIN (per, P);
   ar->n_buckets = (int) ((P + per - 1) / per);
   ar->buckets = g_new0 (ArBucket, ar->n_buckets);
@@ -286,8 +287,40 @@ ar_free (PolPolicy *p)
 
 static const char *const ar_tags[] = { "allreduce" };
 
+/* The most gradient buckets of a run: each is an all-reduce of its own and
+ * a trace row per iteration. */
+#define AR_MAX_BUCKETS 65536
+
+static const BaseKey ar_keys[] = {
+  { "policy", "bucket_size", BASE_KEY_QUANTITY, BASE_UNIT_SIZE, "25MB", 0, BASE_BIG, 0, NULL, 0,
+    "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap.", NULL },
+  { .section = NULL },
+};
+
+/* Buckets of bucket_size bytes, at least one float each, from the end of
+ * the gradient: at most AR_MAX_BUCKETS of them. */
+static gboolean
+ar_check_model (const PolModelInfo *mi, GError **error)
+{
+  double size = base_values_double (mi->values, "policy.bucket_size");
+  gsize P = mi->model->ops->n_params (mi->model);
+  if (size <= 0)
+    return TRUE;
+  double per = MAX (1.0, floor (size / 4));
+  double n = ceil ((double) P / per);
+  if (n <= AR_MAX_BUCKETS)
+    return TRUE;
+  return pol_key_error (error, "policy", "bucket_size",
+                        "%g bytes cut the %.4g-byte gradient into %.4g buckets, more than the %d "
+                        "a run may have; use at least %.0f bytes (0 = one bucket)",
+                        size, 4.0 * (double) P, n, AR_MAX_BUCKETS,
+                        4.0 * ceil ((double) P / AR_MAX_BUCKETS));
+}
+
 const PolPolicyOps pol_allreduce_ops = {
   .name = "allreduce",
+  .keys = ar_keys,
+  .check_model = ar_check_model,
   .description = "data parallel: every worker computes a real gradient, buckets are all-reduced "
                  "as backward produces them, every worker applies the averaged update",
   .tag_names = ar_tags,

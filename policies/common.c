@@ -142,10 +142,11 @@ pol_worker_span (const PolEnv *env, int w, const char *kind, double a, double b,
 const PolCollAlgorithm *
 pol_env_algorithm (const PolEnv *env, GError **error)
 {
-  const PolCollAlgorithm *alg = pol_coll_lookup (env->algorithm);
+  const char *name = base_values_string (env->values, "policy.algorithm");
+  const PolCollAlgorithm *alg = name ? pol_coll_lookup (name) : NULL;
   if (!alg)
-    g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
-                 "unknown all-reduce algorithm '%s'", env->algorithm);
+    g_set_error (error, POL_ERROR, 0, "unknown all-reduce algorithm '%s'",
+                 name ? name : "(none)");
   return alg;
 }
 
@@ -162,7 +163,7 @@ pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg, int p,
     .bufs = bufs,
     .n = n,
     .elem_bytes = sizeof (float),
-    .reduce_per_byte = env->reduce_per_byte,
+    .reduce_per_byte = pol_reduce_per_byte (env),
     .root = 0,
     .tag = tag,
   };

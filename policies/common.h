@@ -68,7 +68,7 @@ void pol_span (const PolEnv *env, const char *actor, const char *kind,
 void pol_worker_span (const PolEnv *env, int w, const char *kind, double a,
                       double b, gint64 iteration, double bytes);
 
-/* env->algorithm's collective algorithm; NULL (and an error naming it) when
+/* The collective algorithm [policy] algorithm names; NULL (and an error naming it) when
  * none has that name. */
 const PolCollAlgorithm *pol_env_algorithm (const PolEnv *env, GError **error);
 /* Starts an all-reduce with `alg` of n floats among the p ranks on hosts

@@ -191,7 +191,7 @@ ls_create (const PolEnv *env, GError **error)
   LsPolicy *ls = g_new0 (LsPolicy, 1);
   ls->env = *env;
   ls->alg = alg;
-  ls->H = MAX (env->sync_every, 1);
+  ls->H = MAX (base_values_int (env->values, "policy.sync_every"), 1);
   int W = env->workers;
   gsize P = env->n_params;
   pol_run_init (&ls->run, &ls->env);
@@ -271,8 +271,15 @@ ls_free (PolPolicy *p)
 
 static const char *const ls_tags[] = { "average" };
 
+static const BaseKey ls_keys[] = {
+  { "policy", "sync_every", BASE_KEY_INT, 0, "1", 1, 1e12, 0, NULL, 0,
+    "kind = local-sgd: local steps H each worker takes on its own model between two averagings of the models (all-reduce with algorithm).", NULL },
+  { .section = NULL },
+};
+
 const PolPolicyOps pol_local_sgd_ops = {
   .name = "local-sgd",
+  .keys = ls_keys,
   .description = "local SGD: every worker takes sync_every steps on its own copy of the model, "
                  "then the copies are averaged with an all-reduce",
   .tag_names = ls_tags,

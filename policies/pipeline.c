@@ -68,6 +68,10 @@ typedef struct {
   PolEnv env;
   int P, R, M, W;             /* stages, replicas, micro-batches, workers */
   int n;                      /* samples per micro-batch */
+  PolSchedule schedule;
+  double *layer_fwd;          /* (n_layers) s of each layer's forward on one
+                               * micro-batch (device model, no straggler) */
+  double *layer_bwd;          /* (n_layers) its backward */
   int *count;                 /* (P) layers per stage */
   PlWorker *w;                /* (W) */
   const PolCollAlgorithm *alg;
@@ -470,18 +474,36 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     try_next (pl, &pl->w[k]);
 }
 
+/* The pipeline's shape from its keys: stages, replicas, micro-batches. */
+static void
+pl_shape (const BaseValues *v, int *P, int *R, int *M)
+{
+  *P = (int) base_values_int (v, "policy.stages");
+  *R = (int) MAX (base_values_int (v, "policy.replicas"), 1);
+  *M = (int) base_values_int (v, "policy.microbatches");
+}
+
+/* [policy] stage_layers, or NULL when empty (balanced by device time). */
+static const int *
+pl_stage_layers (const BaseValues *v)
+{
+  const GArray *a = base_values_list (v, "policy.stage_layers");
+  return a && a->len > 0 ? (const int *) a->data : NULL;
+}
+
 /* FALSE (and an error) when env's pipeline shape cannot run: stages, replicas
  * and micro-batches against workers, layers and batch, and the layer tables
  * the policy needs. */
 static gboolean
 pl_check_env (const PolEnv *env, GError **error)
 {
-  int P = env->stages, R = MAX (env->replicas, 1), M = env->microbatches;
+  int P, R, M;
+  pl_shape (env->values, &P, &R, &M);
   int L = env->n_layers;
   if (P < 1 || P > L || P * R != env->workers || M < 1 || env->batch % M != 0
-      || !env->layers || !env->layer_fwd || !env->layer_bwd || !env->scale_time)
+      || !env->layers || !env->layer_seconds || !env->scale_time)
     {
-      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+      g_set_error (error, POL_ERROR, 0,
                    "pipeline: bad stages %d, replicas %d or micro-batches %d for %d "
                    "workers, %d layers and batch %d", P, R, M, env->workers, L, env->batch);
       return FALSE;
@@ -497,7 +519,8 @@ pl_stage_counts (PlPolicy *pl, GError **error)
   const PolEnv *env = &pl->env;
   int P = pl->P, L = env->n_layers;
   pl->count = g_new (int, P);
-  pol_pipeline_stage_counts (env->stage_layers, env->layer_fwd, env->layer_bwd, L, P, pl->count);
+  pol_pipeline_stage_counts (pl_stage_layers (env->values), pl->layer_fwd, pl->layer_bwd, L, P,
+                             pl->count);
   int total = 0;
   for (int s = 0; s < P; s++)
     {
@@ -507,7 +530,7 @@ pl_stage_counts (PlPolicy *pl, GError **error)
     }
   if (total != L)
     {
-      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+      g_set_error (error, POL_ERROR, 0,
                    "pipeline: stage layer counts do not cover the %d layers", L);
       return FALSE;
     }
@@ -535,16 +558,16 @@ pl_worker_init (PlPolicy *pl, int r, int s, int first)
   for (int l = wk->first; l <= wk->last; l++)
     {
       const KernLayer *ly = &env->layers[l];
-      wk->t_fwd += env->layer_fwd[l];
-      wk->t_bwd += env->layer_bwd[l];
+      wk->t_fwd += pl->layer_fwd[l];
+      wk->t_bwd += pl->layer_bwd[l];
       wk->flops += M * (ly->fwd_flops_fixed + ly->fwd_flops * n + ly->bwd_flops_fixed
                         + ly->bwd_flops * n);
     }
   wk->stash_bytes = pol_pipeline_stash_bytes (env->layers, wk->first, wk->last, pl->n);
   wk->out_bytes = s + 1 < P ? 4.0 * n * env->layers[wk->last].outputs : 0.0;
-  wk->slots = pol_pipeline_slots (env->schedule, P, s, M);
+  wk->slots = pol_pipeline_slots (pl->schedule, P, s, M);
   wk->ops = g_new (int, 2 * M);
-  pol_pipeline_ops_order (env->schedule, P, s, M, wk->ops);
+  pol_pipeline_ops_order (pl->schedule, P, s, M, wk->ops);
   wk->in_ready = g_new0 (gboolean, M);
   wk->grad_ready = g_new0 (gboolean, M);
   wk->in_sent = g_new0 (double, M);
@@ -599,7 +622,8 @@ pl_create (const PolEnv *env, GError **error)
 {
   if (!pl_check_env (env, error))
     return NULL;
-  int P = env->stages, R = MAX (env->replicas, 1), M = env->microbatches;
+  int P, R, M;
+  pl_shape (env->values, &P, &R, &M);
   const PolCollAlgorithm *alg = NULL;
   if (R > 1 && !(alg = pol_env_algorithm (env, error)))
     return NULL;
@@ -611,10 +635,16 @@ pl_create (const PolEnv *env, GError **error)
   pl->M = M;
   pl->W = P * R;
   pl->n = env->batch / M;
+  pl->schedule = (PolSchedule) base_values_int (env->values, "policy.schedule");
+  pl->layer_fwd = g_new (double, env->n_layers);
+  pl->layer_bwd = g_new (double, env->n_layers);
+  env->layer_seconds (env->compute_ctx, pl->n, pl->layer_fwd, pl->layer_bwd);
   pol_run_init (&pl->run, &pl->env);
   if (!pl_stage_counts (pl, error))
     {
       g_free (pl->count);
+      g_free (pl->layer_fwd);
+      g_free (pl->layer_bwd);
       g_free (pl);
       return NULL;
     }
@@ -722,6 +752,8 @@ pl_free (PolPolicy *p)
   g_free (pl->idx);
   g_free (pl->w);
   g_free (pl->count);
+  g_free (pl->layer_fwd);
+  g_free (pl->layer_bwd);
   g_free (pl->params);
   g_free (pl->update_time);
   g_free (pl->backward_done);
@@ -732,8 +764,125 @@ pl_free (PolPolicy *p)
 
 static const char *const pl_tags[] = { "activation", "gradient", "allreduce" };
 
+static const BaseChoice schedule_choices[] = {
+  { "gpipe", POL_SCHEDULE_GPIPE, FALSE }, { "1f1b", POL_SCHEDULE_1F1B, FALSE },
+  { NULL, 0, FALSE },
+};
+
+static const BaseKey pl_keys[] = {
+  { "policy", "schedule", BASE_KEY_ENUM, 0, "1f1b", 0, 0, 0, schedule_choices, 0,
+    "Pipeline schedule (kind = pipeline): gpipe (all forwards, then all backwards) or 1f1b (warm-up forwards, then one forward one backward; docs/policies.md).", NULL },
+  { "policy", "stages", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, 0,
+    "Pipeline stages (kind = pipeline), one worker each; 0 = workers / replicas.  At most the model's layer count.", NULL },
+  { "policy", "microbatches", BASE_KEY_INT, 0, "4", 1, 1e9, 0, NULL, 0,
+    "Micro-batches per batch (kind = pipeline); must divide [model] batch.", NULL },
+  { "policy", "stage_layers", BASE_KEY_INTLIST, 0, "", 1, 1e6, 0, NULL, 0,
+    "Layers of each pipeline stage, comma-separated, summing to the model's layer count (kind = pipeline); empty = balanced by device time.", NULL },
+  { "policy", "replicas", BASE_KEY_INT, 0, "1", 1, 1e6, 0, NULL, 0,
+    "Data-parallel copies of the pipeline (kind = pipeline): workers = stages x replicas; a stage's gradient is all-reduced among its replicas with [policy] algorithm.", NULL },
+  { .section = NULL },
+};
+
+/* Stages x replicas = workers (stages = 0 resolved so), micro-batches
+ * dividing the batch, one layer count per stage. */
+static gboolean
+pl_validate (PolCheck *chk, GError **error)
+{
+  gint64 R = base_values_int (chk->values, "policy.replicas");
+  gint64 P = base_values_int (chk->values, "policy.stages");
+  gint64 M = base_values_int (chk->values, "policy.microbatches");
+  const GArray *sl = base_values_list (chk->values, "policy.stage_layers");
+  if (chk->workers % R != 0)
+    return pol_key_error (error, "policy", "replicas",
+                          "%" G_GINT64_FORMAT " replicas do not divide [cluster] workers = %"
+                          G_GINT64_FORMAT "; workers must be stages x replicas", R, chk->workers);
+  if (P == 0)
+    pol_check_resolve_int (chk, "policy.stages", P = chk->workers / R);
+  if (P * R != chk->workers)
+    return pol_key_error (error, "cluster", "workers",
+                          "%" G_GINT64_FORMAT " workers but [policy] stages x replicas = %"
+                          G_GINT64_FORMAT " x %" G_GINT64_FORMAT "; set workers = %" G_GINT64_FORMAT
+                          " or change stages", chk->workers, P, R, P * R);
+  if (chk->batch % M != 0)
+    return pol_key_error (error, "policy", "microbatches",
+                          "%" G_GINT64_FORMAT " micro-batches do not divide [model] batch = %"
+                          G_GINT64_FORMAT "; use a divisor of the batch", M, chk->batch);
+  if (sl && sl->len > 0 && (gint64) sl->len != P)
+    return pol_key_error (error, "policy", "stage_layers",
+                          "%u counts for %" G_GINT64_FORMAT " stages; give one layer count per stage",
+                          sl->len, P);
+  return TRUE;
+}
+
+/* At most one stage per layer; stage_layers covering the model. */
+static gboolean
+pl_check_model (const PolModelInfo *mi, GError **error)
+{
+  gint64 P = base_values_int (mi->values, "policy.stages");
+  int L = mi->model->n_layers;
+  if (P > L)
+    return pol_key_error (error, "policy", "stages",
+                          "%" G_GINT64_FORMAT " stages for a model of %d layers; "
+                          "use at most %d stages (fewer workers, or replicas > 1)", P, L, L);
+  const GArray *sl = base_values_list (mi->values, "policy.stage_layers");
+  if (!sl || sl->len == 0)
+    return TRUE;
+  gint64 sum = 0;
+  for (guint i = 0; i < sl->len; i++)
+    sum += g_array_index (sl, int, i);
+  if (sum != L)
+    return pol_key_error (error, "policy", "stage_layers",
+                          "the counts sum to %" G_GINT64_FORMAT " but the model has %d layers; "
+                          "make them sum to %d", sum, L, L);
+  return TRUE;
+}
+
+/* Each stage on its own device: its layers, cut as pl_create cuts them,
+ * and the micro-batches its schedule stashes at its peak. */
+static PolShares *
+pl_shares (const PolModelInfo *mi)
+{
+  const KernModel *m = mi->model;
+  int P, R, M, L = m->n_layers;
+  pl_shape (mi->values, &P, &R, &M);
+  M = MAX (M, 1);
+  g_return_val_if_fail (P >= 1 && P <= L, NULL);
+  int n = (int) (mi->batch / M);
+  PolSchedule schedule = (PolSchedule) base_values_int (mi->values, "policy.schedule");
+  g_autofree double *fwd = g_new (double, L);
+  g_autofree double *bwd = g_new (double, L);
+  g_autofree int *count = g_new (int, P);
+  mi->layer_seconds (mi->ctx, n, fwd, bwd);
+  pol_pipeline_stage_counts (pl_stage_layers (mi->values), fwd, bwd, L, P, count);
+  PolShares *out = g_new0 (PolShares, 1);
+  out->n = P;
+  out->share = g_new0 (PolShare, P);
+  out->unit = "stage";
+  gboolean gpipe = schedule == POL_SCHEDULE_GPIPE;
+  out->note = g_strdup (gpipe ? "gpipe" : "1f1b");
+  out->advice = g_strdup_printf ("use more stages ([cluster] workers, [policy] stages), %s",
+                                 gpipe ? "schedule = 1f1b (it stashes at most stages - s micro-batches)"
+                                       : "more [policy] microbatches (smaller ones)");
+  int first = 0;
+  for (int s = 0; s < P; s++)
+    {
+      PolShare *sh = &out->share[s];
+      sh->first = first;
+      sh->last = first + count[s] - 1;
+      first = sh->last + 1;
+      sh->microbatch = n;
+      sh->slots = pol_pipeline_slots (schedule, P, s, M);
+      sh->stash_bytes = pol_pipeline_stash_bytes (m->layers, sh->first, sh->last, n);
+    }
+  return out;
+}
+
 const PolPolicyOps pol_pipeline_ops = {
   .name = "pipeline",
+  .keys = pl_keys,
+  .validate = pl_validate,
+  .check_model = pl_check_model,
+  .shares = pl_shares,
   .description = "pipeline parallel: layers cut into stages, one per worker; micro-batches "
                  "flow forward and back under GPipe or 1F1B; each stage applies its update "
                  "at the flush",

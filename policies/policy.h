@@ -89,6 +89,11 @@ typedef double (*PolUpdateTime) (gpointer ctx, gsize n);
 typedef double (*PolScaleTime) (gpointer ctx, int worker, double seconds,
                                 double host_seconds);
 
+/* Fills fwd[l] and bwd[l] (n_layers each) with the simulated seconds of
+ * layer l's forward and backward on n samples (device model, no
+ * straggler); the pipeline prices its stages with it. */
+typedef void (*PolLayerSeconds) (gpointer ctx, int n, double *fwd, double *bwd);
+
 typedef enum { POL_PARTITION_IID, POL_PARTITION_BY_LABEL } PolPartition;
 
 /* One worker failure (docs/policies.md, "Worker failures"). */
@@ -124,26 +129,15 @@ typedef struct {
   gint64 eval_every;          /* applied gradients between evaluations */
   double target_loss;         /* stop when reached; 0 = never */
   guint64 seed;
-  PolConsistency consistency;
-  gint64 staleness;           /* SSP bound */
-  int wait_for;               /* BSP: first K gradients close a round; 0 = all */
-  gboolean late_keep;         /* K of N: apply late gradients (else drop) */
+  /* The policy's own keys ([policy] ..., as its `keys` rows declare them)
+   * by "section.key"; each policy reads its own in `create`. */
+  const BaseValues *values;
   const PolFailure *failures; /* (n_failures) in any order */
   int n_failures;
-  const char *algorithm;      /* all-reduce algorithm (collectives.h) */
-  double bucket_bytes;        /* gradient bucket size, bytes; 0 = one bucket */
-  gint64 sync_every;          /* local SGD: local steps H between averagings */
-  double reduce_per_byte;     /* s per byte combined in a collective */
-  /* pipeline (policies/pipeline.c); workers = stages x replicas */
-  int stages;                 /* stages of one pipeline */
-  int replicas;               /* data-parallel copies of the pipeline */
-  int microbatches;           /* micro-batches per batch; divides batch */
-  PolSchedule schedule;
-  const int *stage_layers;    /* (stages) layers of each stage; NULL = balanced */
+  double memory_bandwidth;    /* bytes/s of a device's memory, 0 = not
+                               * modelled ([policy] reduce = memory) */
   const KernLayer *layers;    /* (n_layers) the model's layer table */
-  const double *layer_fwd;    /* (n_layers) s of layer l's forward on one
-                               * micro-batch (device model, no straggler) */
-  const double *layer_bwd;    /* (n_layers) s of its backward */
+  PolLayerSeconds layer_seconds; /* with compute_ctx */
   PolScaleTime scale_time;
   PolComputeTime compute_time;
   PolUpdateTime update_time;
@@ -164,9 +158,78 @@ typedef struct {
 
 typedef struct PolPolicy PolPolicy;
 
+/* The errors of the policies' hooks: messages are "[section] key: what is
+ * wrong and how to fix it" (the caller prefixes the file). */
+#define POL_ERROR pol_error_quark ()
+GQuark pol_error_quark (void);
+
+/* Sets a POL_ERROR error "[SECTION] KEY: MESSAGE" and returns FALSE. */
+gboolean pol_key_error (GError **error, const char *section, const char *key,
+                        const char *fmt, ...) G_GNUC_PRINTF (4, 5);
+
+/* What a policy's `validate` hook sees of a scenario: its keys and the
+ * figures its cross-key rules involve. */
+typedef struct PolCheck PolCheck;
+struct PolCheck {
+  BaseValues *values;         /* every registry key of the run */
+  gint64 workers, servers;    /* servers resolved (0 became workers) */
+  gint64 batch;               /* samples per worker step */
+  int n_failures;             /* [failures] entries */
+  double memory_bandwidth;    /* [device] memory_bandwidth, 0 = none */
+  /* Records a key whose value the hook derived (e.g. a 0 that means "as
+   * many as fit"), so that the run's params show it; with ctx. */
+  void (*resolved) (gpointer ctx, const char *name, gint64 value);
+  gpointer ctx;
+};
+
+/* Sets `name` to v in chk's values and reports it through chk->resolved. */
+void pol_check_resolve_int (PolCheck *chk, const char *name, gint64 v);
+
+/* The model as a run will place it, for the `check_model` and `shares`
+ * hooks. */
+typedef struct {
+  const BaseValues *values;
+  const KernModel *model;     /* layers, n_layers, ops->n_params */
+  gint64 workers, servers, batch;
+  PolLayerSeconds layer_seconds;
+  gpointer ctx;               /* of layer_seconds */
+} PolModelInfo;
+
+/* One device's part of the model when a policy spreads the model over its
+ * workers (the `shares` hook). */
+typedef struct {
+  int first, last;            /* its layers, inclusive */
+  int microbatch;             /* samples per stashed micro-batch */
+  int slots;                  /* micro-batches stashed at its peak */
+  double stash_bytes;         /* bytes one stashed micro-batch holds */
+} PolShare;
+
+/* The shares of every device (one group of workers repeats them). */
+typedef struct {
+  int n;
+  PolShare *share;            /* (n) */
+  const char *unit;           /* what one share is called, e.g. "stage" */
+  char *note;                 /* said beside the stash, e.g. "1f1b" */
+  char *advice;               /* the fixes to try first when one does not fit */
+} PolShares;
+
+void pol_shares_free (PolShares *s);
+
 typedef struct {
   const char *name;
   const char *description;
+  const char *source;          /* paper or document it follows; NULL = none */
+  /* Its scenario keys, ending with a row whose section is NULL; NULL =
+   * none.  Keys several policies read are in policies/registry.c. */
+  const BaseKey *keys;
+  gboolean failures;           /* simulates [failures] */
+  /* Its cross-key rules (NULL = none); FALSE with a POL_ERROR. */
+  gboolean (*validate) (PolCheck *chk, GError **error);
+  /* Its rules about the model (NULL = none); FALSE with a POL_ERROR. */
+  gboolean (*check_model) (const PolModelInfo *mi, GError **error);
+  /* How it spreads the model over devices (NULL: every worker holds the
+   * whole model and runs whole batches).  Called after check_model. */
+  PolShares *(*shares) (const PolModelInfo *mi);
   /* Names of the tags it gives its transfers (for the messages table). */
   const char *const *tag_names;
   int n_tags;
@@ -223,10 +286,19 @@ void pol_sampler_next (PolSampler *s, int batch, int *idx);
 void pol_evaluate (const PolEnv *env, const float *params, double *loss,
                    double *accuracy);
 
-/* The registered policy of that name, or NULL. */
 /* The registered policy names, NULL-terminated. */
 const char *const *pol_names (void);
+/* The registered policy of that name, or NULL. */
 const PolPolicyOps *pol_lookup (const char *name);
+/* Appends the scenario keys of every policy (const BaseKey *) to rows. */
+void pol_keys (GPtrArray *rows);
+/* The rules every policy shares, then those of `ops` (its validate). */
+gboolean pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error);
+/* The names of the policies that simulate [failures], joined by " or ". */
+char *pol_failure_names (void);
+/* s per byte combined in a collective ([policy] reduce and the device's
+ * memory bandwidth). */
+double pol_reduce_per_byte (const PolEnv *env);
 
 /* Parameter server with BSP, SSP and async consistency (docs/policies.md). */
 extern const PolPolicyOps pol_ps_ops;

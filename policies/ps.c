@@ -126,6 +126,11 @@ struct PsPolicy {
   PolRun run;            /* counters (updates: gradients applied to every
                             shard), evaluation, end of the run */
   GHashTable *live;      /* PsMsg* in flight or queued, freed at the end */
+  /* its keys ([policy] consistency, staleness, wait_for, late) */
+  PolConsistency consistency;
+  gint64 staleness;      /* SSP bound */
+  gint64 wait_for;       /* K of N: first K gradients close a round; 0 = all */
+  gboolean late_keep;    /* K of N: apply late gradients (else drop) */
   /* K of N (wait_for), one server */
   gboolean kofn;
   gint64 open_round;     /* the round accepting gradients */
@@ -283,10 +288,10 @@ end_iteration (PsPolicy *ps, PsWorker *w)
 static gint64
 pull_need (PsPolicy *ps, gint64 iter)
 {
-  switch (ps->env.consistency)
+  switch (ps->consistency)
     {
     case POL_BSP: return iter;
-    case POL_SSP: return iter - ps->env.staleness;
+    case POL_SSP: return iter - ps->staleness;
     case POL_ASYNC: default: return G_MININT64;
     }
 }
@@ -396,7 +401,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
   srv->applied[m->worker]++;
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
   gboolean round_done = FALSE;
-  if (m->accepted && ++ps->accepted_applied == (ps->rounds_done + 1) * ps->env.wait_for)
+  if (m->accepted && ++ps->accepted_applied == (ps->rounds_done + 1) * ps->wait_for)
     {
       ps->rounds_done++;
       round_done = TRUE;
@@ -424,7 +429,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
     }
   if (!ps->run.finished)
     hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
-  if (!ps->run.finished && round_done && !ps->env.late_keep)
+  if (!ps->run.finished && round_done && !ps->late_keep)
     preempt_late (ps, srv);
   msg_done (ps, m);
 }
@@ -477,7 +482,7 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
           {
             m->accepted = TRUE;
             w->accepted_round = m->iter;
-            if (++ps->got == ps->env.wait_for)
+            if (++ps->got == ps->wait_for)
               {
                 ps->open_round++;
                 ps->got = 0;
@@ -487,7 +492,7 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
           {
             g_assert (m->iter < ps->open_round);
             ps->late++;
-            apply = ps->env.late_keep;
+            apply = ps->late_keep;
           }
         if (apply)
           {
@@ -592,24 +597,28 @@ ps_create (const PolEnv *env, GError **error)
   int W = env->workers, S = env->servers;
   gsize P = env->n_params;
   ps->total = env->iterations * W;
-  ps->kofn = env->consistency == POL_BSP && env->wait_for > 0 && env->wait_for < W;
+  ps->consistency = (PolConsistency) base_values_int (env->values, "policy.consistency");
+  ps->staleness = base_values_int (env->values, "policy.staleness");
+  ps->wait_for = base_values_int (env->values, "policy.wait_for");
+  ps->late_keep = base_values_int (env->values, "policy.late") != 0;
+  ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
   if (ps->kofn && S != 1)
     {
-      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
-                   "ps: waiting for %d of %d workers needs one server, not %d",
-                   env->wait_for, W, S);
+      g_set_error (error, POL_ERROR, 0,
+                   "ps: waiting for %" G_GINT64_FORMAT " of %d workers needs one server, not %d",
+                   ps->wait_for, W, S);
       g_free (ps);
       return NULL;
     }
   if (env->n_failures > 0 && S != 1)
     {
-      g_set_error (error, g_quark_from_static_string ("pol-error"), 0,
+      g_set_error (error, POL_ERROR, 0,
                    "ps: worker failures need one server, not %d", S);
       g_free (ps);
       return NULL;
     }
   if (!ps->kofn)
-    ps->env.wait_for = 0;
+    ps->wait_for = 0;
   /* the parameters only where the math runs: a timing-only model may be of
    * any size (its messages carry sizes, not floats) */
   if (env->model)
@@ -719,8 +728,77 @@ ps_free (PolPolicy *p)
 static const char *const ps_tags[] = { [MSG_PULL] = "pull", [MSG_REPLY] = "params",
                                        [MSG_GRAD] = "grad" };
 
+/* The bound of [policy] wait_for as it is parsed: the most hosts a run may
+ * have (SIM_MAX_HOSTS); ps_validate then holds it to the workers. */
+#define PS_MAX_WAIT_FOR 8192
+
+static const BaseChoice consistency_choices[] = {
+  { "bsp", POL_BSP, FALSE }, { "ssp", POL_SSP, FALSE }, { "async", POL_ASYNC, FALSE },
+  { NULL, 0, FALSE },
+};
+
+static const BaseChoice late_choices[] = {
+  { "drop", 0, FALSE }, { "keep", 1, FALSE }, { NULL, 0, FALSE },
+};
+
+static const BaseKey ps_keys[] = {
+  { "policy", "consistency", BASE_KEY_ENUM, 0, "bsp", 0, 0, 0, consistency_choices, 0,
+    "Parameter-server consistency: bsp, ssp (bounded staleness) or async.", NULL },
+  { "policy", "staleness", BASE_KEY_INT, 0, "3", 0, 1e9, 0, NULL, 0,
+    "SSP bound s: a worker may start iteration i once every worker's iteration i-s-1 gradient has been applied.", NULL },
+  { "policy", "wait_for", BASE_KEY_INT, 0, "0", 0, PS_MAX_WAIT_FOR, 0, NULL, 0,
+    "BSP parameter server: a round closes when the first K = wait_for of its gradients have arrived (0 or workers = all; 1 <= K <= workers; needs servers = 1 when K < workers; docs/policies.md).", NULL },
+  { "policy", "late", BASE_KEY_ENUM, 0, "drop", 0, 0, 0, late_choices, 0,
+    "wait_for < workers: a gradient of a closed round is dropped, or kept and applied as a stale update.", NULL },
+  { .section = NULL },
+};
+
+/* K of N applies to BSP with one server; worker failures need one server. */
+static gboolean
+ps_validate (PolCheck *chk, GError **error)
+{
+  gint64 K = base_values_int (chk->values, "policy.wait_for");
+  if (K > chk->workers)
+    return pol_key_error (error, "policy", "wait_for",
+                          "%" G_GINT64_FORMAT " is more than the %" G_GINT64_FORMAT
+                          " workers; use 1 to %" G_GINT64_FORMAT " (0 = all)",
+                          K, chk->workers, chk->workers);
+  if (K > 0 && K < chk->workers) /* K = workers is plain BSP */
+    {
+      if (base_values_int (chk->values, "policy.consistency") != POL_BSP)
+        return pol_key_error (error, "policy", "wait_for",
+                              "waiting for K of N applies only to kind = ps with consistency = bsp; "
+                              "set wait_for = 0 or use consistency = bsp");
+      if (chk->servers != 1)
+        return pol_key_error (error, "policy", "wait_for",
+                              "K of N needs one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
+                              "; set servers = 1 or wait_for = 0", chk->servers);
+    }
+  if (chk->n_failures > 0 && chk->servers != 1)
+    return pol_key_error (error, "failures", "worker",
+                          "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
+                          "; set servers = 1 or remove [failures]", chk->servers);
+  return TRUE;
+}
+
+/* A shard holds at least one parameter. */
+static gboolean
+ps_check_model (const PolModelInfo *mi, GError **error)
+{
+  gsize P = mi->model->ops->n_params (mi->model);
+  if (mi->servers > 1 && (gsize) mi->servers > P)
+    return pol_key_error (error, "cluster", "servers",
+                          "%" G_GINT64_FORMAT " shards for a model of %" G_GSIZE_FORMAT
+                          " parameters; use at most one server per parameter", mi->servers, P);
+  return TRUE;
+}
+
 const PolPolicyOps pol_ps_ops = {
   .name = "ps",
+  .keys = ps_keys,
+  .failures = TRUE,
+  .validate = ps_validate,
+  .check_model = ps_check_model,
   .tag_names = ps_tags,
   .n_tags = G_N_ELEMENTS (ps_tags),
   .description = "parameter server: workers pull shards, compute a real gradient, push it; "

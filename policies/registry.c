@@ -1,5 +1,6 @@
 /*
- * registry.c — the table of training policies, looked up by name.
+ * registry.c — the table of training policies, looked up by name, and the
+ * scenario keys and rules several policies share.
  *
  * Adding a policy is adding its file and one line here.  Also the evaluation
  * every policy reports its metrics with.
@@ -7,8 +8,10 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
+#include "policies/collectives.h"
 #include "policies/policy.h"
 
 static const PolPolicyOps *const policies[] = {
@@ -30,6 +33,84 @@ pol_names (void)
 {
   static const char *const *names;
   return base_registry_names (&names, (const void *const *) policies);
+}
+
+static const BaseChoice reduce_choices[] = {
+  { "free", 0, FALSE }, { "memory", 1, FALSE }, { NULL, 0, FALSE },
+};
+
+/* The keys of the collectives that all-reduce, local SGD and the pipeline's
+ * replicas run. */
+static const BaseKey shared_keys[] = {
+  { "policy", "algorithm", BASE_KEY_NAME, 0, "ring", 0, 0, 0, NULL, 0,
+    "Collective algorithm of kind = allreduce, local-sgd and pipeline replicas (docs/collectives.md).", pol_coll_names },
+  { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, 0,
+    "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
+  { .section = NULL },
+};
+
+void
+pol_keys (GPtrArray *rows)
+{
+  base_registry_keys (rows, shared_keys, (const void *const *) policies,
+                      G_STRUCT_OFFSET (PolPolicyOps, keys));
+}
+
+G_DEFINE_QUARK (pol-error, pol_error)
+
+gboolean
+pol_key_error (GError **error, const char *section, const char *key, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error (error, POL_ERROR, 0, "[%s] %s: %s", section, key, msg);
+  return FALSE;
+}
+
+void
+pol_check_resolve_int (PolCheck *chk, const char *name, gint64 v)
+{
+  base_values_set_int (chk->values, name, v);
+  if (chk->resolved)
+    chk->resolved (chk->ctx, name, v);
+}
+
+char *
+pol_failure_names (void)
+{
+  GString *s = g_string_new (NULL);
+  for (int i = 0; policies[i]; i++)
+    if (policies[i]->failures)
+      g_string_append_printf (s, "%s%s", s->len ? " or " : "", policies[i]->name);
+  return g_string_free (s, FALSE);
+}
+
+gboolean
+pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
+{
+  if (base_values_int (chk->values, "policy.reduce") && chk->memory_bandwidth <= 0)
+    return pol_key_error (error, "policy", "reduce",
+                          "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
+  return !ops->validate || ops->validate (chk, error);
+}
+
+double
+pol_reduce_per_byte (const PolEnv *env)
+{
+  return base_values_int (env->values, "policy.reduce") ? 3.0 / env->memory_bandwidth : 0.0;
+}
+
+void
+pol_shares_free (PolShares *s)
+{
+  if (!s)
+    return;
+  g_free (s->share);
+  g_free (s->note);
+  g_free (s->advice);
+  g_free (s);
 }
 
 void

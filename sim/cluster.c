@@ -175,6 +175,14 @@ update_time (gpointer ctx, gsize n)
   return sim_update_seconds (cl->c, n);
 }
 
+/* PolLayerSeconds: every layer's forward and backward on n samples. */
+static void
+layer_seconds (gpointer ctx, int n, double *fwd, double *bwd)
+{
+  SimCluster *cl = ctx;
+  sim_layer_seconds (cl->c, cl->model, n, fwd, bwd);
+}
+
 /* The [failures] lists paired up: n = the longer list, the other one has
  * n entries or a single one that applies to all. */
 static PolFailure *
@@ -215,8 +223,7 @@ cluster_load_model (SimCluster *cl, GError **error)
 }
 
 /* The stragglers and the device times of the model: the step cost, the
- * share of the step at which each layer's gradient is ready, and each
- * layer's times on one micro-batch (the pipeline prices its stages so). */
+ * share of the step at which each layer's gradient is ready. */
 static void
 cluster_device_times (SimCluster *cl)
 {
@@ -227,10 +234,6 @@ cluster_device_times (SimCluster *cl)
   cl->ready = g_new (double, MAX (cl->cost.n_layers, 1));
   for (int l = 0; l < cl->cost.n_layers; l++)
     cl->ready[l] = step > 0 ? cl->cost.grad_ready[l] / step : 1.0;
-  cl->layer_fwd = g_new (double, MAX (cl->model->n_layers, 1));
-  cl->layer_bwd = g_new (double, MAX (cl->model->n_layers, 1));
-  sim_layer_seconds (c, cl->model, (int) (c->batch / MAX (c->microbatches, 1)),
-                     cl->layer_fwd, cl->layer_bwd);
 }
 
 /* What the policy is created with: the parts of cl, the keys of c, the
@@ -262,24 +265,12 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .eval_every = c->eval_every,
     .target_loss = c->target_loss,
     .seed = (guint64) c->seed,
-    .consistency = (PolConsistency) c->consistency,
-    .staleness = c->staleness,
-    .wait_for = (int) c->wait_for,
-    .late_keep = c->late_keep,
+    .values = c->values,
     .failures = cl->failures,
     .n_failures = cl->n_failures,
-    .algorithm = c->algorithm,
-    .bucket_bytes = c->bucket_size,
-    .sync_every = c->sync_every,
-    .reduce_per_byte = c->reduce_memory ? 3.0 / c->memory_bandwidth : 0.0,
-    .stages = (int) c->stages,
-    .replicas = (int) c->replicas,
-    .microbatches = (int) c->microbatches,
-    .schedule = (PolSchedule) c->schedule,
-    .stage_layers = c->stage_layers->len > 0 ? (const int *) c->stage_layers->data : NULL,
+    .memory_bandwidth = c->memory_bandwidth,
     .layers = cl->model->layers,
-    .layer_fwd = cl->layer_fwd,
-    .layer_bwd = cl->layer_bwd,
+    .layer_seconds = layer_seconds,
     .scale_time = scale_time,
     .compute_time = compute_time,
     .update_time = update_time,
@@ -321,8 +312,6 @@ sim_cluster_free (SimCluster *cl)
     cl->ops->free (cl->pol);
   g_free (cl->ready);
   g_free (cl->failures);
-  g_free (cl->layer_fwd);
-  g_free (cl->layer_bwd);
   if (cl->strag)
     sim_stragglers_free (cl->strag);
   sim_step_cost_clear (&cl->cost);

@@ -48,9 +48,6 @@ typedef struct {
   SimStepCost cost;            /* device cost of one worker step */
   double *ready;               /* (max(cost.n_layers, 1)) share of the step at
                                 * which layer l's gradient is complete */
-  double *layer_fwd;           /* (max(model->n_layers, 1)) s of each layer's
-                                * forward on one micro-batch */
-  double *layer_bwd;           /* (same) s of its backward */
   PolFailure *failures;        /* (n_failures) [failures], paired up */
   int n_failures;
   PolEnv env;                  /* what the policy was created with */

@@ -160,22 +160,22 @@ cmd_check (int argc, char **argv)
               (m->ops->flops_forward (m, (int) c->batch)
                + m->ops->flops_backward (m, (int) c->batch)) / 1e9,
               cost.update,
-              strcmp (c->policy, "pipeline") == 0 ? "by the whole model on one device " : "",
+              pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
               mem / (1024.0 * 1024.0 * 1024.0), of);
-      if (strcmp (c->policy, "pipeline") == 0)
-        {
-          /* each stage on its own device: what the memory check priced */
-          const double G = 1024.0 * 1024.0 * 1024.0;
-          SimStageMemory *st = sim_pipeline_memory (c, m);
-          for (int s = 0; st && s < (int) c->stages; s++)
-            printf ("  stage %d: layers %d-%d, %" G_GSIZE_FORMAT " parameters; device memory "
-                    "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
-                    "activations %.4g (%d stashed micro-batches of %d samples)\n",
-                    s, st[s].first, st[s].last, st[s].params, st[s].total / G,
-                    st[s].param_bytes / G, st[s].param_bytes / G, st[s].opt_bytes / G,
-                    st[s].act_bytes / G, st[s].slots, st[s].microbatch);
-          g_free (st);
-        }
+      /* each share on its own device: what the memory check priced */
+      int n;
+      PolShares *plan;
+      SimStageMemory *st = sim_shares_memory (c, m, &n, &plan);
+      const double G = 1024.0 * 1024.0 * 1024.0;
+      for (int s = 0; s < n; s++)
+        printf ("  %s %d: layers %d-%d, %" G_GSIZE_FORMAT " parameters; device memory "
+                "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
+                "activations %.4g (%d stashed micro-batches of %d samples)\n",
+                plan->unit, s, st[s].first, st[s].last, st[s].params, st[s].total / G,
+                st[s].param_bytes / G, st[s].param_bytes / G, st[s].opt_bytes / G,
+                st[s].act_bytes / G, st[s].slots, st[s].microbatch);
+      g_free (st);
+      pol_shares_free (plan);
       sim_step_cost_clear (&cost);
       kern_model_free (m);
     }

@@ -21,8 +21,9 @@
  *
  * Memory: a worker's device must hold its parameters, gradients, optimizer
  * state and stashed activations within [device] memory: the whole model at
- * the batch, or for a pipeline each stage on its own device with the
- * micro-batches its schedule stashes (the policy's own figures).
+ * the batch, or, for a policy that spreads the model over its workers (its
+ * `shares` hook, e.g. a pipeline's stages), each share on its own device
+ * with the micro-batches the policy says it stashes.
  */
 #include "config.h"
 
@@ -392,70 +393,75 @@ sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
   return kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
 }
 
-SimStageMemory *
-sim_pipeline_memory (const SimConfig *c, const KernModel *m)
+/* A model and the scenario that prices its layers, for PolLayerSeconds. */
+typedef struct {
+  const SimConfig *c;
+  const KernModel *m;
+} LayerCtx;
+
+static void
+layer_ctx_seconds (gpointer ctx, int n, double *fwd, double *bwd)
 {
-  int L = m->n_layers, P = (int) c->stages, M = (int) MAX (c->microbatches, 1);
-  int n = (int) (c->batch / M);
-  g_return_val_if_fail (P >= 1 && P <= L, NULL);
+  const LayerCtx *lc = ctx;
+  sim_layer_seconds (lc->c, lc->m, n, fwd, bwd);
+}
+
+/* What the policy's model hooks see: the same layer costs sim/cluster.c
+ * hands the policy when it runs. */
+static PolModelInfo
+model_info (const SimConfig *c, LayerCtx *lc)
+{
+  return (PolModelInfo) {
+    .values = c->values,
+    .model = lc->m,
+    .workers = c->workers,
+    .servers = c->servers,
+    .batch = c->batch,
+    .layer_seconds = layer_ctx_seconds,
+    .ctx = lc,
+  };
+}
+
+SimStageMemory *
+sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **plan)
+{
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  *n = 0;
+  if (plan)
+    *plan = NULL;
+  if (!ops->shares)
+    return NULL;
+  LayerCtx lc = { c, m };
+  PolModelInfo mi = model_info (c, &lc);
+  PolShares *sh = ops->shares (&mi);
+  g_return_val_if_fail (sh != NULL, NULL);
+  int L = m->n_layers;
   gsize NP = m->ops->n_params (m);
   int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
-  /* the same layer costs and cut as sim/run.c hands the policy */
-  g_autofree double *fwd = g_new (double, L);
-  g_autofree double *bwd = g_new (double, L);
-  g_autofree int *count = g_new (int, P);
-  sim_layer_seconds (c, m, n, fwd, bwd);
-  pol_pipeline_stage_counts (c->stage_layers->len > 0 ? (const int *) c->stage_layers->data
-                                                      : NULL,
-                             fwd, bwd, L, P, count);
-  SimStageMemory *out = g_new0 (SimStageMemory, P);
-  int first = 0;
-  for (int s = 0; s < P; s++)
+  SimStageMemory *out = g_new0 (SimStageMemory, sh->n);
+  for (int s = 0; s < sh->n; s++)
     {
+      const PolShare *x = &sh->share[s];
       SimStageMemory *st = &out[s];
-      st->first = first;
-      st->last = first + count[s] - 1;
-      first = st->last + 1;
+      st->first = x->first;
+      st->last = x->last;
       gsize lo = m->layers[st->first].param_offset;
       gsize hi = st->last + 1 < L ? m->layers[st->last + 1].param_offset : NP;
       st->params = hi - lo;
-      st->slots = pol_pipeline_slots ((PolSchedule) c->schedule, P, s, M);
-      st->microbatch = n;
-      st->stash_bytes = pol_pipeline_stash_bytes (m->layers, st->first, st->last, n);
+      st->slots = x->slots;
+      st->microbatch = x->microbatch;
+      st->stash_bytes = x->stash_bytes;
       st->param_bytes = 4.0 * (double) st->params;
       st->opt_bytes = 4.0 * (double) per * (double) st->params;
       st->act_bytes = st->slots * st->stash_bytes;
       st->total = 2 * st->param_bytes + st->opt_bytes + st->act_bytes;
     }
+  *n = sh->n;
+  if (plan)
+    *plan = sh;
+  else
+    pol_shares_free (sh);
   return out;
-}
-
-/* The pipeline's stages against the model's layers. */
-static gboolean
-pipeline_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
-{
-  if (c->stages > m->n_layers)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: [policy] stages: %" G_GINT64_FORMAT " stages for a model of %d layers; "
-                   "use at most %d stages (fewer workers, or replicas > 1)",
-                   file, c->stages, m->n_layers, m->n_layers);
-      return FALSE;
-    }
-  if (c->stage_layers->len == 0)
-    return TRUE;
-  gint64 sum = 0;
-  for (guint i = 0; i < c->stage_layers->len; i++)
-    sum += g_array_index (c->stage_layers, int, i);
-  if (sum != m->n_layers)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: [policy] stage_layers: the counts sum to %" G_GINT64_FORMAT
-                   " but the model has %d layers; make them sum to %d",
-                   file, sum, m->n_layers, m->n_layers);
-      return FALSE;
-    }
-  return TRUE;
 }
 
 void
@@ -502,55 +508,68 @@ memory_key (const SimConfig *c)
   return given (c, "device.memory") || !c->device ? "[device] memory" : "[cluster] device";
 }
 
-/* Every stage of the pipeline, on its own device, fits in [device] memory;
+/* Every share of the model, on its own device, fits in [device] memory;
  * the first that does not is named with its terms. */
 static gboolean
-pipeline_memory_check (const SimConfig *c, const KernModel *m, const char *file,
-                       GError **error)
+shares_memory_check (const SimConfig *c, const KernModel *m, const char *file,
+                     GError **error)
 {
-  SimStageMemory *st = sim_pipeline_memory (c, m);
+  int n;
+  PolShares *plan;
+  SimStageMemory *st = sim_shares_memory (c, m, &n, &plan);
   gboolean ok = TRUE;
-  for (int s = 0; s < (int) c->stages && ok; s++)
+  for (int s = 0; s < n && ok; s++)
     {
       const SimStageMemory *x = &st[s];
       if (x->total <= c->memory)
         continue;
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: %s: pipeline stage %d (layers %d-%d) does not fit in %.3g GiB of "
+                   "%s: %s: %s %s %d (layers %d-%d) does not fit in %.3g GiB of "
                    "device memory: parameters %.3g GiB + gradients %.3g GiB + optimizer state "
                    "%.3g GiB + activations %.3g GiB (%d stashed micro-batches of %d samples, %s) "
-                   "= %.3g GiB; use more stages ([cluster] workers, [policy] stages), %s, "
-                   "lower [model] batch or a device with more memory",
-                   file, memory_key (c), s, x->first, x->last, gib (c->memory),
-                   gib (x->param_bytes), gib (x->param_bytes), gib (x->opt_bytes),
-                   gib (x->act_bytes), x->slots, x->microbatch,
-                   c->schedule == POL_SCHEDULE_GPIPE ? "gpipe" : "1f1b", gib (x->total),
-                   c->schedule == POL_SCHEDULE_GPIPE
-                   ? "schedule = 1f1b (it stashes at most stages - s micro-batches)"
-                   : "more [policy] microbatches (smaller ones)");
+                   "= %.3g GiB; %s, lower [model] batch or a device with more memory",
+                   file, memory_key (c), c->policy, plan->unit, s, x->first, x->last,
+                   gib (c->memory), gib (x->param_bytes), gib (x->param_bytes),
+                   gib (x->opt_bytes), gib (x->act_bytes), x->slots, x->microbatch, plan->note,
+                   gib (x->total), plan->advice);
       ok = FALSE;
     }
   g_free (st);
+  pol_shares_free (plan);
   return ok;
 }
 
-/* All-reduce buckets (policies/allreduce.c: bucket_size bytes, at least one
- * float each, from the end of the gradient): at most SIM_MAX_BUCKETS, each
- * an all-reduce of its own and a trace row per iteration. */
+/* The whole model, on every worker's device, fits in [device] memory. */
 static gboolean
-bucket_check (const SimConfig *c, gsize P, const char *file, GError **error)
+whole_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
 {
-  if (strcmp (c->policy, "allreduce") != 0 || c->bucket_size <= 0)
+  gsize P = m->ops->n_params (m);
+  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  double need = sim_model_memory_bytes (c, m);
+  if (need <= c->memory)
     return TRUE;
-  double per = MAX (1.0, floor (c->bucket_size / 4));
-  double n = ceil ((double) P / per);
-  if (n <= SIM_MAX_BUCKETS)
-    return TRUE;
+  double pb = 4.0 * (double) P, ob = 4.0 * (double) per * (double) P;
   g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-               "%s: [policy] bucket_size: %g bytes cut the %.4g-byte gradient into %.4g buckets, "
-               "more than the %d a run may have; use at least %.0f bytes (0 = one bucket)",
-               file, c->bucket_size, 4.0 * (double) P, n, SIM_MAX_BUCKETS,
-               4.0 * ceil ((double) P / SIM_MAX_BUCKETS));
+               "%s: %s: the model does not fit in %.3g GiB of device memory: "
+               "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB + "
+               "activations %.3g GiB (batch %" G_GINT64_FORMAT ") = %.3g GiB; "
+               "lower [model] batch, choose a smaller model or a device with more memory",
+               file, memory_key (c), gib (c->memory), gib (pb), gib (pb), gib (ob),
+               gib (need - 2 * pb - ob), c->batch, gib (need));
+  return FALSE;
+}
+
+/* The rules [policy] kind's entry has about the model. */
+static gboolean
+policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  LayerCtx lc = { c, m };
+  PolModelInfo mi = model_info (c, &lc);
+  g_autoptr (GError) local = NULL;
+  if (!ops->check_model || ops->check_model (&mi, &local))
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
   return FALSE;
 }
 
@@ -632,7 +651,6 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
                    local->message);
       return FALSE;
     }
-  gsize P = m->ops->n_params (m);
   gboolean ok = TRUE;
   if (m->n_layers > SIM_MAX_LAYERS)
     {
@@ -644,35 +662,10 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
                    SIM_MAX_LAYERS);
       ok = FALSE;
     }
-  ok = ok && step_cost_check (c, m, file, error) && bucket_check (c, P, file, error);
-  if (ok && strcmp (c->policy, "pipeline") == 0)
-    ok = pipeline_check (c, m, file, error);
-  if (ok && c->servers > 1 && (gsize) c->servers > P)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: [cluster] servers: %" G_GINT64_FORMAT " shards for a model of %" G_GSIZE_FORMAT
-                   " parameters; use at most one server per parameter", file, c->servers, P);
-      ok = FALSE;
-    }
-  if (ok && c->memory > 0 && strcmp (c->policy, "pipeline") == 0)
-    ok = pipeline_memory_check (c, m, file, error);
-  else if (ok && c->memory > 0)
-    {
-      int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
-      double need = sim_model_memory_bytes (c, m);
-      if (need > c->memory)
-        {
-          double pb = 4.0 * (double) P, ob = 4.0 * (double) per * (double) P;
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: %s: the model does not fit in %.3g GiB of device memory: "
-                       "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB + "
-                       "activations %.3g GiB (batch %" G_GINT64_FORMAT ") = %.3g GiB; "
-                       "lower [model] batch, choose a smaller model or a device with more memory",
-                       file, memory_key (c), gib (c->memory), gib (pb), gib (pb), gib (ob), gib (need - 2 * pb - ob),
-                       c->batch, gib (need));
-          ok = FALSE;
-        }
-    }
+  ok = ok && step_cost_check (c, m, file, error) && policy_model_check (c, m, file, error);
+  if (ok && c->memory > 0)
+    ok = pol_lookup (c->policy)->shares ? shares_memory_check (c, m, file, error)
+                                        : whole_memory_check (c, m, file, error);
   ok = ok && host_memory_check (c, m, file, error);
   kern_model_free (m);
   if (!ok)

@@ -16,6 +16,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/kernels.h"
+#include "policies/policy.h"
 #include "sim/scenario.h"
 
 G_BEGIN_DECLS
@@ -59,29 +60,32 @@ KernOptConfig sim_opt_config (const SimConfig *c);
 
 /* Bytes a worker's device holds to train the whole of m as c describes it:
  * parameters, gradients, c's optimizer state and activations at c's batch.
- * (A pipeline's stages: sim_pipeline_memory.) */
+ * (A policy that spreads the model over its workers: sim_shares_memory.) */
 double sim_model_memory_bytes (const SimConfig *c, const KernModel *m);
 
-/* What one stage of c's pipeline holds on its device (kind = pipeline),
- * in bytes: the stage's parameters, their gradients, the optimizer's state
- * for them, and the micro-batches it stashes at its peak. */
+/* What one device holds of a model that [policy] kind spreads over its
+ * workers (a pipeline's stage), in bytes: its parameters, their gradients,
+ * the optimizer's state for them, and the micro-batches it stashes at its
+ * peak. */
 typedef struct {
   int first, last;       /* its layers, inclusive */
   gsize params;          /* float32 parameters */
   int slots;             /* micro-batches stashed at the peak */
   int microbatch;        /* samples per micro-batch */
-  double stash_bytes;    /* per micro-batch (pol_pipeline_stash_bytes) */
+  double stash_bytes;    /* per micro-batch */
   double param_bytes;    /* 4 x params; the gradients take as much */
   double opt_bytes;      /* 4 x optimizer floats per parameter x params */
   double act_bytes;      /* slots x stash_bytes */
   double total;          /* 2 param_bytes + opt_bytes + act_bytes */
 } SimStageMemory;
 
-/* The memory of each of c->stages stages of c's pipeline over m (a new
- * array of c->stages entries), cut into stages as the policy cuts them.
- * c must have passed the scenario checks (stages resolved, at most one per
- * layer, stage_layers summing to the layer count). */
-SimStageMemory *sim_pipeline_memory (const SimConfig *c, const KernModel *m);
+/* The memory of each device's share of m under c's policy (its `shares`
+ * hook), cut as the policy cuts it: a new array of *n entries; NULL and
+ * *n = 0 when every worker holds the whole model (sim_model_memory_bytes).
+ * *plan (when plan is not NULL) receives the policy's PolShares, for its
+ * wording (pol_shares_free).  c must have passed the scenario checks. */
+SimStageMemory *sim_shares_memory (const SimConfig *c, const KernModel *m, int *n,
+                                   PolShares **plan);
 
 /* Fills in [device] and link keys from the catalog where the file left them
  * unset ([cluster] device, [network] fabric and intra_fabric). */

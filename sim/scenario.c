@@ -33,11 +33,6 @@ G_DEFINE_QUARK (sim-error-quark, sim_error)
  * field; rows a registry entry declares keep their value in c->values. */
 typedef BaseKey KeyDef;
 
-static const BaseChoice consistency_choices[] = {
-  { "bsp", SIM_CONS_BSP, FALSE }, { "ssp", SIM_CONS_SSP, FALSE },
-  { "async", SIM_CONS_ASYNC, FALSE }, { NULL, 0, FALSE } };
-static const BaseChoice late_choices[] = {
-  { "drop", FALSE, FALSE }, { "keep", TRUE, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice contention_choices[] = {
   { "max-min", NET_CONTENTION_MAXMIN, FALSE }, { "none", NET_CONTENTION_NONE, FALSE },
   { "maxmin", NET_CONTENTION_MAXMIN, TRUE }, { NULL, 0, FALSE } };
@@ -56,11 +51,6 @@ static const BaseChoice precision_choices[] = {
   { "bf16", SIM_PREC_BF16, FALSE }, { "fp16", SIM_PREC_FP16, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice compute_time_choices[] = {
   { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
-static const BaseChoice schedule_choices[] = {
-  { "gpipe", POL_SCHEDULE_GPIPE, FALSE }, { "1f1b", POL_SCHEDULE_1F1B, FALSE },
-  { NULL, 0, FALSE } };
-static const BaseChoice reduce_choices[] = {
-  { "free", FALSE, FALSE }, { "memory", TRUE, FALSE }, { NULL, 0, FALSE } };
 
 #define OPEN_MIN BASE_OPEN_MIN
 #define OPEN_MAX BASE_OPEN_MAX
@@ -170,32 +160,6 @@ static const KeyDef core_keys[] = {
     "Standard deviation of the class centres of the synthetic set (noise has deviation 1): larger is easier.", NULL },
   { "policy", "kind", BASE_KEY_NAME, 0, "ps", 0, 0, 0, NULL, OFF (policy),
     "Training schedule.", pol_names },
-  { "policy", "consistency", BASE_KEY_ENUM, 0, "bsp", 0, 0, 0, consistency_choices, OFF (consistency),
-    "Parameter-server consistency: bsp, ssp (bounded staleness) or async.", NULL },
-  { "policy", "staleness", BASE_KEY_INT, 0, "3", 0, 1e9, 0, NULL, OFF (staleness),
-    "SSP bound s: a worker may start iteration i once every worker's iteration i-s-1 gradient has been applied.", NULL },
-  { "policy", "algorithm", BASE_KEY_NAME, 0, "ring", 0, 0, 0, NULL, OFF (algorithm),
-    "Collective algorithm of kind = allreduce, local-sgd and pipeline replicas (docs/collectives.md).", pol_coll_names },
-  { "policy", "bucket_size", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "25MB", 0, BIG, 0, NULL, OFF (bucket_size),
-    "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap.", NULL },
-  { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, OFF (reduce_memory),
-    "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
-  { "policy", "sync_every", BASE_KEY_INT, 0, "1", 1, 1e12, 0, NULL, OFF (sync_every),
-    "kind = local-sgd: local steps H each worker takes on its own model between two averagings of the models (all-reduce with algorithm).", NULL },
-  { "policy", "wait_for", BASE_KEY_INT, 0, "0", 0, SIM_MAX_HOSTS, 0, NULL, OFF (wait_for),
-    "BSP parameter server: a round closes when the first K = wait_for of its gradients have arrived (0 or workers = all; 1 <= K <= workers; needs servers = 1 when K < workers; docs/policies.md).", NULL },
-  { "policy", "late", BASE_KEY_ENUM, 0, "drop", 0, 0, 0, late_choices, OFF (late_keep),
-    "wait_for < workers: a gradient of a closed round is dropped, or kept and applied as a stale update.", NULL },
-  { "policy", "schedule", BASE_KEY_ENUM, 0, "1f1b", 0, 0, 0, schedule_choices, OFF (schedule),
-    "Pipeline schedule (kind = pipeline): gpipe (all forwards, then all backwards) or 1f1b (warm-up forwards, then one forward one backward; docs/policies.md).", NULL },
-  { "policy", "stages", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, OFF (stages),
-    "Pipeline stages (kind = pipeline), one worker each; 0 = workers / replicas.  At most the model's layer count.", NULL },
-  { "policy", "microbatches", BASE_KEY_INT, 0, "4", 1, 1e9, 0, NULL, OFF (microbatches),
-    "Micro-batches per batch (kind = pipeline); must divide [model] batch.", NULL },
-  { "policy", "stage_layers", BASE_KEY_INTLIST, 0, "", 1, 1e6, 0, NULL, OFF (stage_layers),
-    "Layers of each pipeline stage, comma-separated, summing to the model's layer count (kind = pipeline); empty = balanced by device time.", NULL },
-  { "policy", "replicas", BASE_KEY_INT, 0, "1", 1, 1e6, 0, NULL, OFF (replicas),
-    "Data-parallel copies of the pipeline (kind = pipeline): workers = stages x replicas; a stage's gradient is all-reduced among its replicas with [policy] algorithm.", NULL },
   { "failures", "worker", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
     "Workers that fail, one per failure (one index = the same worker for every time in `at`).", NULL },
   { "failures", "at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
@@ -221,6 +185,7 @@ static void
 registry_keys (GPtrArray *rows)
 {
   net_topology_keys (rows);
+  pol_keys (rows);
   sim_stragglers_keys (rows);
 }
 
@@ -595,29 +560,38 @@ sim_config_check_workers (const SimConfig *c, const GArray *list, const char *se
   return TRUE;
 }
 
-/* The cross-key rules of [policy] wait_for and of [failures]. */
-static gboolean
-check_policy_extras (SimConfig *c, const char *file, GError **error)
+/* A value a policy's validate hook derived shows in the run's params. */
+static void
+param_resolved (gpointer ctx, const char *name, gint64 v)
 {
-  gboolean ps = strcmp (c->policy, "ps") == 0;
-  if (c->wait_for > c->workers)
-    return fail (error, file, find_key ("policy", "wait_for"),
-                 "%" G_GINT64_FORMAT " is more than the %" G_GINT64_FORMAT
-                 " workers; use 1 to %" G_GINT64_FORMAT " (0 = all)",
-                 c->wait_for, c->workers, c->workers);
-  if (c->wait_for == c->workers)
-    c->wait_for = 0; /* all: plain BSP */
-  if (c->wait_for > 0)
-    {
-      if (!ps || c->consistency != SIM_CONS_BSP)
-        return fail (error, file, find_key ("policy", "wait_for"),
-                     "waiting for K of N applies only to kind = ps with consistency = bsp; "
-                     "set wait_for = 0 or use consistency = bsp");
-      if (c->servers != 1)
-        return fail (error, file, find_key ("policy", "wait_for"),
-                     "K of N needs one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
-                     "; set servers = 1 or wait_for = 0", c->servers);
-    }
+  set_param_int (ctx, name, v);
+}
+
+/* The rules of [policy] kind's registry entry (policies/registry.c). */
+static gboolean
+check_policy (SimConfig *c, const char *file, GError **error)
+{
+  PolCheck chk = {
+    .values = c->values,
+    .workers = c->workers,
+    .servers = c->servers,
+    .batch = c->batch,
+    .n_failures = (int) MAX (c->fail_worker->len, c->fail_at->len),
+    .memory_bandwidth = c->memory_bandwidth,
+    .resolved = param_resolved,
+    .ctx = c,
+  };
+  g_autoptr (GError) local = NULL;
+  if (pol_validate (pol_lookup (c->policy), &chk, &local))
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
+  return FALSE;
+}
+
+/* The cross-key rules of [failures]. */
+static gboolean
+check_failures (SimConfig *c, const char *file, GError **error)
+{
   guint nw = c->fail_worker->len, na = c->fail_at->len;
   if (nw == 0 && na == 0)
     return TRUE;
@@ -630,14 +604,13 @@ check_policy_extras (SimConfig *c, const char *file, GError **error)
                  na, nw);
   if (!sim_config_check_workers (c, c->fail_worker, "failures", "worker", error))
     return FALSE;
-  if (!ps)
-    return fail (error, file, find_key ("failures", "worker"),
-                 "worker failures are simulated by kind = ps only, not %s; remove [failures] or use kind = ps",
-                 c->policy);
-  if (c->servers != 1)
-    return fail (error, file, find_key ("failures", "worker"),
-                 "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
-                 "; set servers = 1 or remove [failures]", c->servers);
+  if (!pol_lookup (c->policy)->failures)
+    {
+      g_autofree char *kinds = pol_failure_names ();
+      return fail (error, file, find_key ("failures", "worker"),
+                   "worker failures are simulated by kind = %s only, not %s; remove [failures] or use kind = %s",
+                   kinds, c->policy, kinds);
+    }
   return TRUE;
 }
 
@@ -661,37 +634,11 @@ check_cross (SimConfig *c, const char *file, GError **error)
   c->math = kern_backend_lookup (c->backend)->create != NULL;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
-  if (c->reduce_memory && c->memory_bandwidth <= 0)
-    return fail (error, file, find_key ("policy", "reduce"),
-                 "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
-  if (strcmp (c->policy, "pipeline") == 0)
-    {
-      if (c->workers % c->replicas != 0)
-        return fail (error, file, find_key ("policy", "replicas"),
-                     "%" G_GINT64_FORMAT " replicas do not divide [cluster] workers = %" G_GINT64_FORMAT
-                     "; workers must be stages x replicas", c->replicas, c->workers);
-      if (c->stages == 0)
-        {
-          c->stages = c->workers / c->replicas;
-          set_param_int (c, "policy.stages", c->stages);
-        }
-      if (c->stages * c->replicas != c->workers)
-        return fail (error, file, find_key ("cluster", "workers"),
-                     "%" G_GINT64_FORMAT " workers but [policy] stages x replicas = %" G_GINT64_FORMAT
-                     " x %" G_GINT64_FORMAT "; set workers = %" G_GINT64_FORMAT " or change stages",
-                     c->workers, c->stages, c->replicas, c->stages * c->replicas);
-      if (c->batch % c->microbatches != 0)
-        return fail (error, file, find_key ("policy", "microbatches"),
-                     "%" G_GINT64_FORMAT " micro-batches do not divide [model] batch = %" G_GINT64_FORMAT
-                     "; use a divisor of the batch", c->microbatches, c->batch);
-      if (c->stage_layers->len > 0 && (gint64) c->stage_layers->len != c->stages)
-        return fail (error, file, find_key ("policy", "stage_layers"),
-                     "%u counts for %" G_GINT64_FORMAT " stages; give one layer count per stage",
-                     c->stage_layers->len, c->stages);
-    }
+  if (!check_policy (c, file, error))
+    return FALSE;
   if (!sim_stragglers_validate (c, error))
     return FALSE;
-  if (!check_policy_extras (c, file, error))
+  if (!check_failures (c, file, error))
     return FALSE;
   if (c->db)
     {
@@ -730,7 +677,6 @@ sim_config_free (SimConfig *c)
   g_free (c->model_kind);
   g_free (c->dataset);
   g_free (c->policy);
-  g_free (c->algorithm);
   g_free (c->links);
   g_free (c->fabric);
   g_free (c->intra_fabric);
@@ -749,8 +695,6 @@ sim_config_free (SimConfig *c)
     g_array_unref (c->fail_worker);
   if (c->fail_at)
     g_array_unref (c->fail_at);
-  if (c->stage_layers)
-    g_array_unref (c->stage_layers);
   if (c->param_keys)
     g_ptr_array_unref (c->param_keys);
   if (c->param_values)

@@ -33,13 +33,10 @@ typedef enum {
 #define SIM_MAX_SWEEP_POINTS 10000
 /* The most layers a model may have (MLP or layer table). */
 #define SIM_MAX_LAYERS 1024
-/* The most gradient buckets of an all-reduce run ([policy] bucket_size). */
-#define SIM_MAX_BUCKETS 65536
 /* The most host memory (bytes) the real math of one run may need: its
  * models, gradients, optimizer states, activations and data set. */
 #define SIM_MAX_HOST_BYTES (16.0 * 1024 * 1024 * 1024)
 
-typedef enum { SIM_CONS_BSP, SIM_CONS_SSP, SIM_CONS_ASYNC } SimConsistency;
 typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
@@ -98,21 +95,8 @@ typedef struct {
   gint64 eval_samples;   /* training samples the loss is measured on, 0 = all */
   gint64 samples, test_samples, features, classes;
   double separation;
-  /* [policy] */
-  char *policy;          /* ps */
-  SimConsistency consistency;
-  gint64 staleness;      /* SSP bound s */
-  char *algorithm;       /* all-reduce algorithm */
-  double bucket_size;    /* bytes, 0 = one bucket */
-  gboolean reduce_memory; /* reductions cost memory traffic */
-  gint64 sync_every;     /* local-sgd: local steps between averagings */
-  gint64 wait_for;       /* BSP: gradients that close a round, 0 = all */
-  gboolean late_keep;    /* K-of-N: late gradients applied (TRUE) or dropped */
-  int schedule;          /* PolSchedule: gpipe | 1f1b */
-  gint64 stages;         /* pipeline stages; resolved from workers when 0 */
-  gint64 microbatches;   /* micro-batches per batch, divides batch */
-  GArray *stage_layers;  /* int layers per stage; empty = balanced */
-  gint64 replicas;       /* data-parallel pipelines */
+  /* [policy]: its other keys are in `values`, declared by the policies */
+  char *policy;          /* kind: a policy's name (policies/registry.c) */
   /* [failures] */
   GArray *fail_worker;   /* int worker ids, one per failure (or one for all) */
   GArray *fail_at;       /* double seconds, one per failure (or one for all) */

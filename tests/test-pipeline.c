@@ -374,7 +374,9 @@ xl_memory (int workers, int batch, int m, const char *schedule, double *whole)
   SimConfig *c = load_config (text);
   KernModel *model = sim_model_new (c, NULL, NULL);
   g_assert_nonnull (model);
-  SimStageMemory *st = sim_pipeline_memory (c, model);
+  int n;
+  SimStageMemory *st = sim_shares_memory (c, model, &n, NULL);
+  g_assert_cmpint (n, ==, workers);
   if (whole)
     *whole = sim_model_memory_bytes (c, model);
   kern_model_free (model);
@@ -494,7 +496,9 @@ test_memory_trace (void)
       GPtrArray *configs = test_load_scenario_text (mlp, variants[v]);
       SimConfig *c = g_ptr_array_index (configs, 0);
       KernModel *model = sim_model_new (c, NULL, NULL);
-      g_autofree SimStageMemory *st = sim_pipeline_memory (c, model);
+      int n_shares;
+      g_autofree SimStageMemory *st = sim_shares_memory (c, model, &n_shares, NULL);
+      g_assert_cmpint (n_shares, ==, base_values_int (c->values, "policy.stages"));
 
       sqlite3 *h = NULL;
       g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
@@ -506,7 +510,7 @@ test_memory_trace (void)
       while (sqlite3_step (q) == SQLITE_ROW)
         {
           int s = sqlite3_column_int (q, 0);
-          g_assert_cmpint (s, <, (int) c->stages);
+          g_assert_cmpint (s, <, n_shares);
           const SimStageMemory *x = &st[s];
           g_assert_cmpint (sqlite3_column_int (q, 1), ==, x->first);
           g_assert_cmpint (sqlite3_column_int (q, 2), ==, x->last);
@@ -536,7 +540,7 @@ test_stages_resolved (void)
   const char *sets[] = { "cluster.workers=6", "policy.replicas=2", NULL };
   GPtrArray *configs = test_load_scenario_text (mlp, sets);
   SimConfig *c = g_ptr_array_index (configs, 0);
-  g_assert_cmpint (c->stages, ==, 6 / 2);
+  g_assert_cmpint (base_values_int (c->values, "policy.stages"), ==, 6 / 2);
   const char *found = NULL;
   for (guint i = 0; i < c->param_keys->len; i++)
     if (strcmp (g_ptr_array_index (c->param_keys, i), "policy.stages") == 0)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "netmodel/netmodel.h"
+#include "policies/policy.h"
 #include "sim/scenario.h"
 #include "sim/units.h"
 
@@ -318,8 +319,8 @@ test_scenario_defaults (Fixture *fx, gconstpointer data)
   g_assert_cmpint (c->batch, ==, 32);
   assert_rel (c->lr, 0.1);
   g_assert_cmpstr (c->policy, ==, "ps");
-  g_assert_cmpint (c->consistency, ==, SIM_CONS_BSP);
-  g_assert_cmpint (c->staleness, ==, 3);
+  g_assert_cmpint (base_values_int (c->values, "policy.consistency"), ==, POL_BSP);
+  g_assert_cmpint (base_values_int (c->values, "policy.staleness"), ==, 3);
   g_assert_cmpstr (base_values_string (c->values, "stragglers.model"), ==, "none");
   assert_rel (base_values_double (c->values, "stragglers.factor"), 4.0);
   g_assert_cmpuint (base_values_list (c->values, "stragglers.slow")->len, ==, 0);
@@ -350,8 +351,8 @@ test_scenario_units (Fixture *fx, gconstpointer data)
   assert_rel (c->bandwidth, 1.25e9);
   assert_rel (c->latency, 2 * 1e-6);
   g_assert_cmpint (c->contention, ==, NET_CONTENTION_NONE);
-  g_assert_cmpint (c->consistency, ==, SIM_CONS_SSP);   /* case-insensitive */
-  g_assert_cmpint (c->staleness, ==, 0);
+  g_assert_cmpint (base_values_int (c->values, "policy.consistency"), ==, POL_SSP);   /* case-insensitive */
+  g_assert_cmpint (base_values_int (c->values, "policy.staleness"), ==, 0);
   const GArray *slow = base_values_list (c->values, "stragglers.slow");
   g_assert_cmpstr (base_values_string (c->values, "stragglers.model"), ==, "fixed");
   g_assert_cmpuint (slow->len, ==, 2);
@@ -527,7 +528,7 @@ test_sweep_product (Fixture *fx, gconstpointer data)
 {
   (void) data;
   g_autoptr (GPtrArray) configs = load_ok (fx, "sw.ini", sweep2, NULL, 2 * 2);
-  const SimConsistency cons[] = { SIM_CONS_BSP, SIM_CONS_ASYNC };
+  const PolConsistency cons[] = { POL_BSP, POL_ASYNC };
   const char *cons_text[] = { "bsp", "async" };
   const gint64 workers[] = { 2, 4 };
   const char *workers_text[] = { "2", "4" };
@@ -538,7 +539,7 @@ test_sweep_product (Fixture *fx, gconstpointer data)
         SimConfig *c = CONFIG (configs, i * 2 + j);   /* last key fastest */
         g_autofree char *l0 = g_strdup_printf ("policy.consistency=%s", cons_text[i]);
         g_autofree char *l1 = g_strdup_printf ("cluster.workers=%s", workers_text[j]);
-        g_assert_cmpint (c->consistency, ==, cons[i]);
+        g_assert_cmpint (base_values_int (c->values, "policy.consistency"), ==, cons[i]);
         g_assert_cmpint (c->workers, ==, workers[j]);
         g_assert_cmpstr (c->scenario_name, ==, "sw");
         assert_contains (c->name, "sw");
@@ -566,7 +567,7 @@ test_sweep_mixed_radix (Fixture *fx, gconstpointer data)
         {
           SimConfig *c = CONFIG (configs, (i * 3 + j) * 2 + k);
           g_assert_cmpint (c->workers, ==, 1 + i);
-          g_assert_cmpint (c->consistency, ==, j);   /* bsp, ssp, async */
+          g_assert_cmpint (base_values_int (c->values, "policy.consistency"), ==, j);   /* bsp, ssp, async */
           g_assert_cmpint (c->batch, ==, 8 << k);
         }
 }
@@ -622,12 +623,12 @@ test_set_fixes_sweep (Fixture *fx, gconstpointer data)
   (void) data;
   const char *const sets[] = { "cluster.workers=3", NULL };
   g_autoptr (GPtrArray) configs = load_ok (fx, "sw.ini", sweep2, sets, 2);
-  const SimConsistency cons[] = { SIM_CONS_BSP, SIM_CONS_ASYNC };
+  const PolConsistency cons[] = { POL_BSP, POL_ASYNC };
   for (guint i = 0; i < 2; i++)
     {
       SimConfig *c = CONFIG (configs, i);
       g_assert_cmpint (c->workers, ==, 3);
-      g_assert_cmpint (c->consistency, ==, cons[i]);
+      g_assert_cmpint (base_values_int (c->values, "policy.consistency"), ==, cons[i]);
       g_assert_cmpuint (c->swept->len, ==, 1);
       g_assert_null (strstr (c->name, "cluster.workers"));
     }
