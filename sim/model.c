@@ -43,7 +43,6 @@ GResource *dtsim_get_resource (void);
 /* Fashion-MNIST: 28 x 28 pixels, 10 classes. */
 #define FMNIST_FEATURES 784
 #define FMNIST_CLASSES 10
-#define FMNIST_TRAIN 60000
 #define FMNIST_TRAIN_FILE "train-images-idx3-ubyte.gz"
 
 double
@@ -261,11 +260,101 @@ typedef struct {
   const char *name;
   const char *description;
   int features, classes;   /* of every sample; 0 = [model] features, classes */
+  /* Samples (training and test) the run holds in host memory. */
+  double (*samples) (const SimConfig *c);
+  /* Checks that the data is there for c's workers; sets *n_train to its
+   * training samples. */
+  gboolean (*check) (const SimConfig *c, const char *file, gint64 *n_train, GError **error);
+  gboolean (*load) (const SimConfig *c, KernDataset **train, KernDataset **test,
+                    GError **error);
 } Dataset;
 
-static const Dataset synthetic = { "synthetic", "seeded Gaussian blobs", 0, 0 };
+static double
+synthetic_samples (const SimConfig *c)
+{
+  return (double) c->samples + (double) c->test_samples;
+}
+
+static gboolean
+synthetic_check (const SimConfig *c, const char *file, gint64 *n_train, GError **error)
+{
+  *n_train = c->samples;
+  if (c->samples >= c->workers)
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "%s: [model] samples: %" G_GINT64_FORMAT " samples cannot be shared among %"
+               G_GINT64_FORMAT " workers; give at least one sample per worker",
+               file, c->samples, c->workers);
+  return FALSE;
+}
+
+static gboolean
+synthetic_load (const SimConfig *c, KernDataset **train, KernDataset **test,
+                GError **error G_GNUC_UNUSED)
+{
+  kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
+                      (int) c->classes, c->separation, (guint64) c->seed, train, test);
+  return TRUE;
+}
+
+static double
+fmnist_samples (const SimConfig *c G_GNUC_UNUSED)
+{
+  return 70000.0;
+}
+
+/* The files are at [model] data_dir and hold an image for every worker. */
+static gboolean
+fmnist_check (const SimConfig *c, const char *file, gint64 *n_train, GError **error)
+{
+  g_autofree char *path = g_build_filename (c->data_dir, FMNIST_TRAIN_FILE, NULL);
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] data_dir: Fashion-MNIST not found at %s; install it with `apt-get install dataset-fashion-mnist` or set data_dir",
+                   file, path);
+      return FALSE;
+    }
+  /* the files' own counts, from their headers: they may hold fewer images
+   * than the package's */
+  int n_tr = 0, n_te = 0;
+  g_autoptr (GError) local = NULL;
+  if (!kern_dataset_fashion_mnist_sizes (c->data_dir, &n_tr, &n_te, &local))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] data_dir: %s", file,
+                   local->message);
+      return FALSE;
+    }
+  if (n_tr < c->workers || n_te < 1)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] data_dir: the files at %s hold %d training and %d test images; "
+                   "every one of the %" G_GINT64_FORMAT " workers needs a training image and "
+                   "accuracy a test image: use the full data set or fewer workers",
+                   file, c->data_dir, n_tr, n_te, c->workers);
+      return FALSE;
+    }
+  *n_train = n_tr;
+  return TRUE;
+}
+
+static gboolean
+fmnist_load (const SimConfig *c, KernDataset **train, KernDataset **test, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  if (kern_dataset_fashion_mnist (c->data_dir, train, test, &local))
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] data_dir: %s",
+               c->file, local->message);
+  return FALSE;
+}
+
+static const Dataset synthetic = {
+  "synthetic", "seeded Gaussian blobs", 0, 0,
+  synthetic_samples, synthetic_check, synthetic_load };
 static const Dataset fashion_mnist = {
-  "fashion-mnist", "Debian's dataset-fashion-mnist", FMNIST_FEATURES, FMNIST_CLASSES };
+  "fashion-mnist", "Debian's dataset-fashion-mnist", FMNIST_FEATURES, FMNIST_CLASSES,
+  fmnist_samples, fmnist_check, fmnist_load };
 static const Dataset *const datasets[] = { &synthetic, &fashion_mnist, NULL };
 
 const char *const *
@@ -603,9 +692,8 @@ host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GEr
 {
   if (!c->math || !sim_model_kind (c)->math)
     return TRUE;
-  gboolean fmnist = strcmp (c->dataset, "fashion-mnist") == 0;
   double features = model_inputs (c);
-  double samples = fmnist ? 70000.0 : (double) c->samples + (double) c->test_samples;
+  double samples = dataset_of (c)->samples (c);
   double data = samples * (features + 1) * 4.0;
   double per_worker = sim_model_memory_bytes (c, m);
   double hosts = (double) (c->workers + c->servers);
@@ -621,28 +709,38 @@ host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GEr
   return FALSE;
 }
 
-gboolean
-sim_model_check (SimConfig *c, const char *file, GError **error)
+/* [model] kind against [model] workload, params and flops: a timing model
+ * needs a layer table or both figures; only it reads a layer table. */
+static gboolean
+model_kind_check (SimConfig *c, const char *file, GError **error)
 {
-  gboolean timing = !sim_model_kind (c)->math;
-  if (timing)
+  if (sim_model_kind (c)->math)
     {
-      if (!c->workload && !(c->model_params >= 1 && c->model_flops > 0))
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [model] workload: kind = timing needs a layer table (workload = resnet-50, ...) or both params and flops",
-                       file);
-          return FALSE;
-        }
-      c->math = FALSE;
-    }
-  else if (c->workload)
-    {
+      if (!c->workload)
+        return TRUE;
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "%s: [model] workload: only kind = timing reads a layer table; remove workload or set kind = timing",
                    file);
       return FALSE;
     }
+  if (!c->workload && !(c->model_params >= 1 && c->model_flops > 0))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] workload: kind = timing needs a layer table (workload = resnet-50, ...) or both params and flops",
+                   file);
+      return FALSE;
+    }
+  c->math = FALSE;
+  return TRUE;
+}
+
+/* The model c describes, built once without data: its layer count, its
+ * step's cost, the policy's rules about it, and the device and host memory
+ * it needs. */
+static gboolean
+model_fits_check (const SimConfig *c, const char *file, GError **error)
+{
+  gboolean timing = !sim_model_kind (c)->math;
   g_autoptr (GError) local = NULL;
   KernModel *m = sim_model_new (c, NULL, &local);
   if (!m)
@@ -668,9 +766,72 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
                                         : whole_memory_check (c, m, file, error);
   ok = ok && host_memory_check (c, m, file, error);
   kern_model_free (m);
-  if (!ok)
-    return FALSE;
+  return ok;
+}
 
+/* The data set is there for every worker, and a by-label partition can
+ * deal its classes out. */
+static gboolean
+data_check (const SimConfig *c, const char *file, GError **error)
+{
+  gint64 n_train;
+  if (!dataset_of (c)->check (c, file, &n_train, error))
+    return FALSE;
+  if (c->partition != POL_PARTITION_BY_LABEL)
+    return TRUE;
+  int k = model_classes (c);
+  if (c->classes_per_worker > k)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] classes_per_worker: %" G_GINT64_FORMAT
+                   " but the data set has %d classes; use at most %d",
+                   file, c->classes_per_worker, k, k);
+      return FALSE;
+    }
+  if (c->workers * c->classes_per_worker < k)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] classes_per_worker: %" G_GINT64_FORMAT " workers x %"
+                   G_GINT64_FORMAT " classes each cannot cover the data set's %d classes; "
+                   "raise classes_per_worker to at least %" G_GINT64_FORMAT " or use partition = iid",
+                   file, c->workers, c->classes_per_worker, k,
+                   (k + c->workers - 1) / c->workers);
+      return FALSE;
+    }
+  if (c->workers * c->classes_per_worker > n_train)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] classes_per_worker: %" G_GINT64_FORMAT " shards per worker for %"
+                   G_GINT64_FORMAT " workers exceed the %" G_GINT64_FORMAT
+                   " training samples; lower it", file, c->classes_per_worker, c->workers,
+                   n_train);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* The backend the math runs on can start here. */
+static gboolean
+backend_check (const SimConfig *c, const char *file, GError **error)
+{
+  g_autoptr (GError) e = NULL;
+  KernBackend *be = kern_backend_new (c->backend, &e);
+  if (!be)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [kernels] backend: %s is not available here: %s; use backend = cpu",
+                   file, c->backend, e->message);
+      return FALSE;
+    }
+  kern_backend_free (be);
+  return TRUE;
+}
+
+gboolean
+sim_model_check (SimConfig *c, const char *file, GError **error)
+{
+  if (!model_kind_check (c, file, error) || !model_fits_check (c, file, error))
+    return FALSE;
   if (!c->math && c->measured)
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
@@ -678,111 +839,11 @@ sim_model_check (SimConfig *c, const char *file, GError **error)
                    file);
       return FALSE;
     }
-  if (!c->math)
-    return TRUE;
-  gboolean fmnist = strcmp (c->dataset, "fashion-mnist") == 0;
-  gint64 n_train = fmnist ? FMNIST_TRAIN : c->samples;
-  if (fmnist)
-    {
-      g_autofree char *path = g_build_filename (c->data_dir, FMNIST_TRAIN_FILE, NULL);
-      if (!g_file_test (path, G_FILE_TEST_EXISTS))
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [model] data_dir: Fashion-MNIST not found at %s; install it with `apt-get install dataset-fashion-mnist` or set data_dir",
-                       file, path);
-          return FALSE;
-        }
-      /* the files' own counts, from their headers: they may hold fewer
-       * images than the package's */
-      int n_tr = 0, n_te = 0;
-      g_autoptr (GError) local2 = NULL;
-      if (!kern_dataset_fashion_mnist_sizes (c->data_dir, &n_tr, &n_te, &local2))
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] data_dir: %s", file,
-                       local2->message);
-          return FALSE;
-        }
-      if (n_tr < c->workers || n_te < 1)
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [model] data_dir: the files at %s hold %d training and %d test images; "
-                       "every one of the %" G_GINT64_FORMAT " workers needs a training image and "
-                       "accuracy a test image: use the full data set or fewer workers",
-                       file, c->data_dir, n_tr, n_te, c->workers);
-          return FALSE;
-        }
-      n_train = n_tr;
-    }
-  else if (c->samples < c->workers)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: [model] samples: %" G_GINT64_FORMAT " samples cannot be shared among %"
-                   G_GINT64_FORMAT " workers; give at least one sample per worker",
-                   file, c->samples, c->workers);
-      return FALSE;
-    }
-  if (c->partition == 1)
-    {
-      int k = model_classes (c);
-      if (c->classes_per_worker > k)
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [model] classes_per_worker: %" G_GINT64_FORMAT
-                       " but the data set has %d classes; use at most %d",
-                       file, c->classes_per_worker, k, k);
-          return FALSE;
-        }
-      if (c->workers * c->classes_per_worker < k)
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [model] classes_per_worker: %" G_GINT64_FORMAT " workers x %"
-                       G_GINT64_FORMAT " classes each cannot cover the data set's %d classes; "
-                       "raise classes_per_worker to at least %" G_GINT64_FORMAT " or use partition = iid",
-                       file, c->workers, c->classes_per_worker, k,
-                       (k + c->workers - 1) / c->workers);
-          return FALSE;
-        }
-      if (c->workers * c->classes_per_worker > n_train)
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [model] classes_per_worker: %" G_GINT64_FORMAT " shards per worker for %"
-                       G_GINT64_FORMAT " workers exceed the %" G_GINT64_FORMAT
-                       " training samples; lower it", file, c->classes_per_worker, c->workers,
-                       n_train);
-          return FALSE;
-        }
-    }
-  if (strcmp (c->backend, "cuda") == 0)
-    {
-      g_autoptr (GError) e = NULL;
-      KernBackend *be = kern_backend_cuda_new (&e);
-      if (!be)
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [kernels] backend: cuda is not available here: %s; use backend = cpu",
-                       file, e->message);
-          return FALSE;
-        }
-      kern_backend_free (be);
-    }
-  return TRUE;
+  return !c->math || (data_check (c, file, error) && backend_check (c, file, error));
 }
 
 gboolean
 sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test, GError **error)
 {
-  if (strcmp (c->dataset, "fashion-mnist") == 0)
-    {
-      g_autoptr (GError) local = NULL;
-      if (!kern_dataset_fashion_mnist (c->data_dir, train, test, &local))
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] data_dir: %s",
-                       c->file, local->message);
-          return FALSE;
-        }
-      return TRUE;
-    }
-  kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
-                      (int) c->classes, c->separation, (guint64) c->seed, train, test);
-  return TRUE;
+  return dataset_of (c)->load (c, train, test, error);
 }
