@@ -319,6 +319,7 @@ ar_check_model (const PolModelInfo *mi, GError **error)
 
 const PolPolicyOps pol_allreduce_ops = {
   .name = "allreduce",
+  .source = "S. Li et al.: PyTorch Distributed: experiences on accelerating data parallel training, VLDB 2020 (gradient buckets)",
   .keys = ar_keys,
   .check_model = ar_check_model,
   .description = "data parallel: every worker computes a real gradient, buckets are all-reduced "

@@ -279,6 +279,7 @@ static const BaseKey ls_keys[] = {
 
 const PolPolicyOps pol_local_sgd_ops = {
   .name = "local-sgd",
+  .source = "S. U. Stich: Local SGD converges fast and communicates little, ICLR 2019",
   .keys = ls_keys,
   .description = "local SGD: every worker takes sync_every steps on its own copy of the model, "
                  "then the copies are averaged with an all-reduce",

@@ -879,6 +879,7 @@ pl_shares (const PolModelInfo *mi)
 
 const PolPolicyOps pol_pipeline_ops = {
   .name = "pipeline",
+  .source = "Y. Huang et al.: GPipe, NeurIPS 2019; 1F1B: D. Narayanan et al.: PipeDream, SOSP 2019",
   .keys = pl_keys,
   .validate = pl_validate,
   .check_model = pl_check_model,

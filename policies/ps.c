@@ -795,6 +795,7 @@ ps_check_model (const PolModelInfo *mi, GError **error)
 
 const PolPolicyOps pol_ps_ops = {
   .name = "ps",
+  .source = "M. Li et al.: Scaling distributed machine learning with the parameter server, OSDI 2014; SSP: Q. Ho et al.: More effective distributed ML via a stale synchronous parallel parameter server, NIPS 2013",
   .keys = ps_keys,
   .failures = TRUE,
   .validate = ps_validate,
