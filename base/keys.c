@@ -139,20 +139,6 @@ base_values_has (const BaseValues *v, const char *name)
   return v && g_hash_table_contains (v->map, name);
 }
 
-const char *const *
-base_registry_names (const char *const **cache, const void *const *entries)
-{
-  if (g_once_init_enter (cache))
-    {
-      GPtrArray *names = g_ptr_array_new ();
-      for (int i = 0; entries[i]; i++)
-        g_ptr_array_add (names, *(char *const *) entries[i]);
-      g_ptr_array_add (names, NULL);
-      g_once_init_leave (cache, (const char *const *) g_ptr_array_free (names, FALSE));
-    }
-  return *cache;
-}
-
 gconstpointer
 base_registry_find (const void *const *entries, const char *name)
 {

@@ -62,8 +62,11 @@ typedef struct {
                                 * field; registry rows leave it 0 and their
                                 * value goes to the run's BaseValues */
   const char *doc;             /* one line for `dtsim keys` */
-  /* BASE_KEY_NAME: the registry's names, NULL-terminated. */
-  const char *const *(*names) (void);
+  /* BASE_KEY_NAME: the registry's entries, NULL-terminated, each beginning
+   * with `const char *name, *description`: the names are the key's choices,
+   * and `dtsim keys` lists every entry's description after the key's own
+   * line. */
+  const void *const *(*entries) (void);
 } BaseKey;
 
 /* The resolved values of the registry keys of one run, by "section.key". */
@@ -90,14 +93,9 @@ const GArray *base_values_list (const BaseValues *v, const char *name);
 /* TRUE when `name` holds a value in v. */
 gboolean base_values_has (const BaseValues *v, const char *name);
 
-/* The names of a registry, NULL-terminated, built on the first call into
- * *cache: `entries` is a NULL-terminated array of pointers to entries whose
- * first member is their `const char *name`. */
-const char *const *base_registry_names (const char *const **cache,
-                                        const void *const *entries);
-
-/* The entry of `entries` (as for base_registry_names) called `name`, or
- * NULL. */
+/* The entry of `entries` called `name`, or NULL: `entries` is a
+ * NULL-terminated array of pointers to entries whose first member is their
+ * `const char *name`. */
 gconstpointer base_registry_find (const void *const *entries, const char *name);
 
 /* Appends to `rows` (const BaseKey *) the rows of `shared`, then those of

@@ -23,22 +23,21 @@ cpu_new (GError **error G_GNUC_UNUSED)
 static const KernBackendEntry cpu = {
   "cpu", "real math on CBLAS (the reference)", cpu_new };
 static const KernBackendEntry cuda = {
-  "cuda", "real math on cuBLAS and CUDA kernels", kern_backend_cuda_new };
-static const KernBackendEntry none = { "none", "timing only, no math", NULL };
+  "cuda", "real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build)", kern_backend_cuda_new };
+static const KernBackendEntry none = { "none", "timing only, no math (no loss)", NULL };
 
 static const KernBackendEntry *const backends[] = { &cpu, &cuda, &none, NULL };
+
+const void *const *
+kern_backend_entries (void)
+{
+  return (const void *const *) backends;
+}
 
 const KernBackendEntry *
 kern_backend_lookup (const char *name)
 {
   return base_registry_find ((const void *const *) backends, name);
-}
-
-const char *const *
-kern_backend_names (void)
-{
-  static const char *const *names;
-  return base_registry_names (&names, (const void *const *) backends);
 }
 
 /* The backend called `name`: "cpu" (never fails) or "cuda" (fails when the

@@ -98,8 +98,8 @@ typedef struct {
 
 /* The entry of that name, or NULL. */
 const KernBackendEntry *kern_backend_lookup (const char *name);
-/* The registered names, NULL-terminated. */
-const char *const *kern_backend_names (void);
+/* The backend table (KernBackendEntry *), NULL-terminated. */
+const void *const *kern_backend_entries (void);
 void kern_backend_free (KernBackend *be);
 
 G_END_DECLS

@@ -154,8 +154,8 @@ typedef struct {
 const NetTopology *net_topology_lookup (const char *name);
 /* NULL-terminated list of all registered topologies. */
 const NetTopology *const *net_topology_all (void);
-/* The registered names, NULL-terminated. */
-const char *const *net_topology_names (void);
+/* The same, untyped, for [network] topology (BaseKey.entries). */
+const void *const *net_topology_entries (void);
 /* Appends (const BaseKey *) the [network] keys the topologies declare: the
  * ones several share, then each topology's own. */
 void net_topology_keys (GPtrArray *rows);

@@ -24,6 +24,12 @@ static const NetTopology *const net_topologies[] = {
   NULL
 };
 
+const void *const *
+net_topology_entries (void)
+{
+  return (const void *const *) net_topologies;
+}
+
 /* Keys more than one topology reads. */
 static const BaseKey shared_keys[] = {
   { .section = "network", .key = "switch_latency", .type = BASE_KEY_QUANTITY,
@@ -44,13 +50,6 @@ const NetTopology *const *
 net_topology_all (void)
 {
   return net_topologies;
-}
-
-const char *const *
-net_topology_names (void)
-{
-  static const char *const *names;
-  return base_registry_names (&names, (const void *const *) net_topologies);
 }
 
 void

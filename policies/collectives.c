@@ -459,17 +459,16 @@ static const PolCollAlgorithm *const coll_algorithms[] = {
   &pol_coll_ring, &pol_coll_tree, &pol_coll_hd, &pol_coll_naive, NULL,
 };
 
+const void *const *
+pol_coll_entries (void)
+{
+  return (const void *const *) coll_algorithms;
+}
+
 const PolCollAlgorithm *
 pol_coll_lookup (const char *name)
 {
   return base_registry_find ((const void *const *) coll_algorithms, name);
-}
-
-const char *const *
-pol_coll_names (void)
-{
-  static const char *const *names;
-  return base_registry_names (&names, (const void *const *) coll_algorithms);
 }
 
 const PolCollAlgorithm *const *

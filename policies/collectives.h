@@ -83,8 +83,8 @@ typedef struct {
 const PolCollAlgorithm *pol_coll_lookup (const char *name);
 /* NULL-terminated list of the registered algorithms. */
 const PolCollAlgorithm *const *pol_coll_all (void);
-/* The registered names, NULL-terminated ([policy] algorithm). */
-const char *const *pol_coll_names (void);
+/* The same, untyped, for [policy] algorithm (BaseKey.entries). */
+const void *const *pol_coll_entries (void);
 
 /* Starts the collective `kind` of algorithm `alg`; arguments are copied,
  * buffers are borrowed until `done`, which is called once, in an event, when

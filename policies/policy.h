@@ -286,8 +286,8 @@ void pol_sampler_next (PolSampler *s, int batch, int *idx);
 void pol_evaluate (const PolEnv *env, const float *params, double *loss,
                    double *accuracy);
 
-/* The registered policy names, NULL-terminated. */
-const char *const *pol_names (void);
+/* The registered policies (PolPolicyOps *), NULL-terminated. */
+const void *const *pol_entries (void);
 /* The registered policy of that name, or NULL. */
 const PolPolicyOps *pol_lookup (const char *name);
 /* Appends the scenario keys of every policy (const BaseKey *) to rows. */

@@ -28,11 +28,10 @@ pol_lookup (const char *name)
   return base_registry_find ((const void *const *) policies, name);
 }
 
-const char *const *
-pol_names (void)
+const void *const *
+pol_entries (void)
 {
-  static const char *const *names;
-  return base_registry_names (&names, (const void *const *) policies);
+  return (const void *const *) policies;
 }
 
 static const BaseChoice reduce_choices[] = {
@@ -43,7 +42,7 @@ static const BaseChoice reduce_choices[] = {
  * replicas run. */
 static const BaseKey shared_keys[] = {
   { "policy", "algorithm", BASE_KEY_NAME, 0, "ring", 0, 0, 0, NULL, 0,
-    "Collective algorithm of kind = allreduce, local-sgd and pipeline replicas (docs/collectives.md).", pol_coll_names },
+    "Collective algorithm of kind = allreduce, local-sgd and pipeline replicas (docs/collectives.md).", pol_coll_entries },
   { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, 0,
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
   { .section = NULL },

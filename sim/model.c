@@ -353,16 +353,9 @@ static const Dataset synthetic = {
   "synthetic", "seeded Gaussian blobs", 0, 0,
   synthetic_samples, synthetic_check, synthetic_load };
 static const Dataset fashion_mnist = {
-  "fashion-mnist", "Debian's dataset-fashion-mnist", FMNIST_FEATURES, FMNIST_CLASSES,
+  "fashion-mnist", "Debian's dataset-fashion-mnist (60,000 training, 10,000 test images)", FMNIST_FEATURES, FMNIST_CLASSES,
   fmnist_samples, fmnist_check, fmnist_load };
 static const Dataset *const datasets[] = { &synthetic, &fashion_mnist, NULL };
-
-const char *const *
-sim_dataset_names (void)
-{
-  static const char *const *names;
-  return base_registry_names (&names, (const void *const *) datasets);
-}
 
 static const Dataset *
 dataset_of (const SimConfig *c)
@@ -452,11 +445,16 @@ static const SimModelKind timing_kind = {
   "timing", "a layer table, no math (docs/workloads.md)", FALSE, timing_new };
 static const SimModelKind *const model_kinds[] = { &linear, &softmax, &mlp, &timing_kind, NULL };
 
-const char *const *
-sim_model_kind_names (void)
+const void *const *
+sim_model_kind_entries (void)
 {
-  static const char *const *names;
-  return base_registry_names (&names, (const void *const *) model_kinds);
+  return (const void *const *) model_kinds;
+}
+
+const void *const *
+sim_dataset_entries (void)
+{
+  return (const void *const *) datasets;
 }
 
 const SimModelKind *

@@ -106,9 +106,10 @@ typedef struct {
 
 /* The kind c names. */
 const SimModelKind *sim_model_kind (const SimConfig *c);
-/* The registered kind names and data-set names, NULL-terminated. */
-const char *const *sim_model_kind_names (void);
-const char *const *sim_dataset_names (void);
+/* The model kinds (SimModelKind *) and the data sets, NULL-terminated
+ * ([model] kind and dataset). */
+const void *const *sim_model_kind_entries (void);
+const void *const *sim_dataset_entries (void);
 
 /* Checks that need the model: servers at most one per parameter, the model
  * fits in [device] memory (for a pipeline: every stage on its own device), the data set is installed, by-label bounds, the

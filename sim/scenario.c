@@ -95,7 +95,7 @@ static const KeyDef core_keys[] = {
   { "device", "measured_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),
     "compute_time = measured: simulated seconds per host second of kernel time.", NULL },
   { "network", "topology", BASE_KEY_NAME, 0, "star", 0, 0, 0, NULL, OFF (topology),
-    "Network topology, by registered name (see docs/network.md).", net_topology_names },
+    "Network topology (docs/network.md).", net_topology_entries },
   { "network", "bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
     "Bandwidth of every link, in each direction.", NULL },
   { "network", "latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "5us", 0, BIG, 0, NULL, OFF (latency),
@@ -109,7 +109,7 @@ static const KeyDef core_keys[] = {
   { "network", "intra_fabric", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (intra_fabric),
     "nodes: catalog link inside a node (e.g. nvlink3) giving intra_bandwidth and intra_latency where those keys are not set.", NULL },
   { "model", "kind", BASE_KEY_NAME, 0, "softmax", 0, 0, 0, NULL, OFF (model_kind),
-    "Model trained by every worker: linear (least squares onto one-hot targets), softmax regression, mlp (ReLU hidden layers, softmax output), or timing (a layer table, no math; docs/workloads.md).", sim_model_kind_names },
+    "Model trained by every worker.", sim_model_kind_entries },
   { "model", "hidden", BASE_KEY_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),
     "kind = mlp: comma-separated widths of the hidden layers, e.g. 512,512.", NULL },
   { "model", "workload", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (workload),
@@ -119,7 +119,7 @@ static const KeyDef core_keys[] = {
   { "model", "flops", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_flops),
     "kind = timing without workload: FLOPs per sample, forward + backward (split 1:2).", NULL },
   { "model", "dataset", BASE_KEY_NAME, 0, "synthetic", 0, 0, 0, NULL, OFF (dataset),
-    "Data set: synthetic = seeded Gaussian blobs; fashion-mnist = Debian's dataset-fashion-mnist (60,000 training, 10,000 test images).", sim_dataset_names },
+    "Data set the workers train on.", sim_dataset_entries },
   { "model", "data_dir", BASE_KEY_STRING, 0, "/usr/share/datasets/fashion-mnist", 0, 0, 0, NULL, OFF (data_dir),
     "Directory of the Fashion-MNIST gzip IDX files.", NULL },
   { "model", "partition", BASE_KEY_ENUM, 0, "iid", 0, 0, 0, partition_choices, OFF (partition),
@@ -159,7 +159,7 @@ static const KeyDef core_keys[] = {
   { "model", "separation", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (separation),
     "Standard deviation of the class centres of the synthetic set (noise has deviation 1): larger is easier.", NULL },
   { "policy", "kind", BASE_KEY_NAME, 0, "ps", 0, 0, 0, NULL, OFF (policy),
-    "Training schedule.", pol_names },
+    "Training schedule (docs/policies.md).", pol_entries },
   { "failures", "worker", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
     "Workers that fail, one per failure (one index = the same worker for every time in `at`).", NULL },
   { "failures", "at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
@@ -167,7 +167,7 @@ static const KeyDef core_keys[] = {
   { "failures", "restart", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "500ms", 0, BIG, 0, NULL, OFF (fail_restart),
     "Delay from a failure until the worker is back: it then pulls fresh parameters and starts a new step (kind = ps only).", NULL },
   { "kernels", "backend", BASE_KEY_NAME, 0, "cpu", 0, 0, 0, NULL, OFF (backend),
-    "cpu: real math on CBLAS; cuda: real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build); none: timing only, no math (no loss).", kern_backend_names },
+    "Where the real math runs.", kern_backend_entries },
   { "trace", "detail", BASE_KEY_ENUM, 0, "iterations", 0, 0, 0, detail_choices, OFF (detail),
     "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before.", NULL },
   { "trace", "db", BASE_KEY_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
@@ -261,6 +261,13 @@ list_sections (void)
   return g_string_free (s, FALSE);
 }
 
+/* The name of a registry entry (BaseKey.entries): its first member. */
+static const char *
+entry_name (const void *entry)
+{
+  return *(const char *const *) entry;
+}
+
 /* The names a BASE_KEY_ENUM or BASE_KEY_NAME key accepts, joined by sep
  * (aliases left out). */
 static char *
@@ -268,8 +275,8 @@ choice_list (const KeyDef *k, const char *sep)
 {
   GString *s = g_string_new (NULL);
   if (k->type == BASE_KEY_NAME)
-    for (const char *const *n = k->names (); *n; n++)
-      g_string_append_printf (s, "%s%s", s->len ? sep : "", *n);
+    for (const void *const *e = k->entries (); *e; e++)
+      g_string_append_printf (s, "%s%s", s->len ? sep : "", entry_name (*e));
   else
     for (const BaseChoice *ch = k->choices; ch->name; ch++)
       if (!ch->alias)
@@ -426,10 +433,10 @@ resolve_choice (SimConfig *c, const KeyDef *k, const char *text, const char *fil
 {
   if (k->type == BASE_KEY_NAME)
     {
-      for (const char *const *n = k->names (); *n; n++)
-        if (g_ascii_strcasecmp (text, *n) == 0)
+      for (const void *const *e = k->entries (); *e; e++)
+        if (g_ascii_strcasecmp (text, entry_name (*e)) == 0)
           {
-            store (c, k, (Resolved) { .s = *n });
+            store (c, k, (Resolved) { .s = entry_name (*e) });
             return TRUE;
           }
     }
@@ -1007,6 +1014,22 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
   return g_steal_pointer (&configs);
 }
 
+/* Each registry entry as " `name`: description;", the description's own
+ * final period left out. */
+static void
+append_entries (GString *out, const void *const *entries)
+{
+  for (int i = 0; entries[i]; i++)
+    {
+      const char *const *e = entries[i]; /* name, description, ... */
+      gsize n = strlen (e[1]);
+      while (n > 0 && e[1][n - 1] == '.')
+        n--;
+      g_string_append_printf (out, " `%s`: %.*s%s", e[0], (int) n, e[1],
+                              entries[i + 1] ? ";" : ".");
+    }
+}
+
 void
 sim_scenario_write_reference (GString *out)
 {
@@ -1037,7 +1060,10 @@ sim_scenario_write_reference (GString *out)
         case BASE_KEY_TIMELIST: type = "list of times"; break;
         default: break;
         }
-      g_string_append_printf (out, "| `%s` | %s | %s | %s |\n", k->key, type,
+      g_string_append_printf (out, "| `%s` | %s | %s | %s", k->key, type,
                               k->def ? (k->def[0] ? k->def : "(empty)") : "(derived)", k->doc);
+      if (k->entries)
+        append_entries (out, k->entries ());
+      g_string_append (out, " |\n");
     }
 }

@@ -36,8 +36,8 @@ static const BaseChoice bool_choices[] = {
 /* The keys every model has, and the ones several models read. */
 static const BaseKey shared_keys[] = {
   { .section = "stragglers", .key = "model", .type = BASE_KEY_NAME, .def = "none",
-    .names = sim_straggler_names,
-    .doc = "Factor multiplying a step's compute time (docs/stragglers.md). none; fixed: listed workers are always `factor` times slower; bernoulli: `factor` with probability p; exponential: base + Exp(mean); lognormal: base + mean x exp(sigma Z - sigma^2/2); pareto: scale x U^(-1/alpha)." },
+    .entries = sim_straggler_entries,
+    .doc = "Factor multiplying a step's compute time (docs/stragglers.md)." },
   { .section = "stragglers", .key = "factor", .type = BASE_KEY_QUANTITY, .def = "4",
     .min = 1, .max = BASE_BIG, .doc = "Slowdown of a slow step (>= 1)." },
   { .section = "stragglers", .key = "base", .type = BASE_KEY_QUANTITY, .def = "1",
@@ -66,11 +66,10 @@ sim_straggler_lookup (const char *name)
   return base_registry_find ((const void *const *) models, name);
 }
 
-const char *const *
-sim_straggler_names (void)
+const void *const *
+sim_straggler_entries (void)
 {
-  static const char *const *names;
-  return base_registry_names (&names, (const void *const *) models);
+  return (const void *const *) models;
 }
 
 void

@@ -47,8 +47,8 @@ double sim_stragglers_next (SimStragglers *s, int worker);
 
 /* The registered model of that name, or NULL. */
 const SimStragglerModel *sim_straggler_lookup (const char *name);
-/* The registered names, NULL-terminated. */
-const char *const *sim_straggler_names (void);
+/* The registered models (SimStragglerModel *), NULL-terminated. */
+const void *const *sim_straggler_entries (void);
 /* Appends (const BaseKey *) every [stragglers] key: the ones all models
  * share, then each model's own. */
 void sim_stragglers_keys (GPtrArray *rows);

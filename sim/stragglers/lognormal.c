@@ -42,7 +42,7 @@ lognormal_draw (gconstpointer state, EngRng *rng, int worker G_GNUC_UNUSED)
 
 const SimStragglerModel sim_straggler_lognormal = {
   .name = "lognormal",
-  .description = "shifted log-normal: base + a log-normal of mean `mean`",
+  .description = "shifted log-normal: base + mean x exp(sigma Z - sigma^2/2)",
   .keys = keys,
   .new = lognormal_new,
   .free = g_free,

@@ -43,7 +43,7 @@ pareto_draw (gconstpointer state, EngRng *rng, int worker G_GNUC_UNUSED)
 
 const SimStragglerModel sim_straggler_pareto = {
   .name = "pareto",
-  .description = "Pareto of scale x_m = scale and shape alpha",
+  .description = "Pareto of scale x_m = scale and shape alpha: scale x U^(-1/alpha)",
   .keys = keys,
   .new = pareto_new,
   .free = g_free,
