@@ -300,18 +300,12 @@ char *pol_failure_names (void);
  * memory bandwidth). */
 double pol_reduce_per_byte (const PolEnv *env);
 
-/* Parameter server with BSP, SSP and async consistency (docs/policies.md). */
-extern const PolPolicyOps pol_ps_ops;
-/* All-reduce data parallelism with gradient buckets (docs/policies.md). */
-extern const PolPolicyOps pol_allreduce_ops;
-/* Local SGD: H local steps per worker, then model averaging by all-reduce
- * (docs/policies.md). */
-extern const PolPolicyOps pol_local_sgd_ops;
+/* The policies themselves are named only by the registry
+ * (policies/registry.c); the plumbing they share is private to policies/:
+ * common.h. */
 
-/* The plumbing the policies share is private to policies/: common.h. */
-
-/* Pipeline parallelism, GPipe and 1F1B (docs/policies.md). */
-extern const PolPolicyOps pol_pipeline_ops;
+/* The pipeline's schedule and cut, which tests and the policy share
+ * (docs/policies.md, "Pipeline"). */
 
 /* Splits n_layers layers of costs cost[] into `stages` contiguous non-empty
  * groups minimising the largest group's summed cost (exact dynamic

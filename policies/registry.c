@@ -14,6 +14,11 @@
 #include "policies/collectives.h"
 #include "policies/policy.h"
 
+extern const PolPolicyOps pol_ps_ops;        /* ps.c */
+extern const PolPolicyOps pol_allreduce_ops; /* allreduce.c */
+extern const PolPolicyOps pol_local_sgd_ops; /* localsgd.c */
+extern const PolPolicyOps pol_pipeline_ops;  /* pipeline.c */
+
 static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
   &pol_allreduce_ops,
