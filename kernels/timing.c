@@ -209,6 +209,23 @@ timing_check_printable (const char *table, int line, const char *s, GError **err
   return TRUE;
 }
 
+/* Stores in `f` the first `max` non-empty words of `words` (a line split at
+ * spaces and tabs, where runs of them leave empty words) and returns how
+ * many non-empty words there are, which may be more than `max`. */
+static int
+timing_words (char **words, const char **f, int max)
+{
+  int n = 0;
+  for (int i = 0; words[i] != NULL; i++)
+    if (words[i][0] != '\0')
+      {
+        if (n < max)
+          f[n] = words[i];
+        n++;
+      }
+  return n;
+}
+
 /* If `text` (a line after its '#') is the directive "input N", stores N in
  * *input and returns TRUE; other comments return FALSE.  Sets `error` (and
  * returns TRUE) when the directive is malformed. */
@@ -218,14 +235,7 @@ timing_parse_directive (const char *table, int line, const char *text,
 {
   g_auto (GStrv) words = g_strsplit_set (text, " \t", -1);
   const char *w[3] = { NULL, NULL, NULL };
-  int n = 0;
-  for (int i = 0; words[i] != NULL; i++)
-    if (words[i][0] != '\0')
-      {
-        if (n < 3)
-          w[n] = words[i];
-        n++;
-      }
+  int n = timing_words (words, w, 3);
   if (n == 0 || strcmp (w[0], "input") != 0)
     return FALSE;
   if (n != 2)
@@ -241,139 +251,183 @@ timing_parse_directive (const char *table, int line, const char *text,
   return TRUE;
 }
 
-/* Parses a layer table (format in kernels.h and the file comment). */
-KernModel *
-kern_timing_parse (const char *name, const char *text, GError **error)
+/* A layer table while it is read: what kern_timing_parse() has gathered from
+ * the lines so far. */
+typedef struct {
+  const char *table;    /* the table's name, for messages */
+  GArray *rows;         /* TimingRow, in the order of their lines */
+  GHashTable *seen;     /* layer name -> line it is on */
+  double input;         /* floats per sample the first layer reads */
+  int input_line;       /* line of "# input N", 0 = none yet */
+  gsize total;          /* parameters so far */
+} TimingTable;
+
+/* Reads a comment line, `text` being what follows its '#': a "# input N"
+ * directive sets t->input, once per table; any other comment is skipped. */
+static gboolean
+timing_parse_comment (TimingTable *t, int lineno, const char *text,
+                      GError **error)
 {
-  g_return_val_if_fail (text != NULL, NULL);
-  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
-
-  const char *table = name != NULL ? name : "timing table";
-  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
-  g_autoptr (GArray) rows = g_array_new (FALSE, TRUE, sizeof (TimingRow));
-  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal,
-                                                       g_free, NULL);
-  double input = 0.0;
-  int input_line = 0;   /* line of "# input N", 0 = none yet */
-  gsize total = 0;      /* parameters so far */
-
-  for (int i = 0; lines[i] != NULL; i++)
+  GError *err = NULL;
+  double v = 0.0;
+  if (!timing_parse_directive (t->table, lineno, text, &v, &err))
+    return TRUE;
+  if (err != NULL)
     {
-      int lineno = i + 1;
-      char *line = g_strstrip (lines[i]);   /* also drops a trailing '\r' */
+      g_propagate_error (error, err);
+      return FALSE;
+    }
+  if (t->input_line != 0)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: a second \"# input\" line (the first "
+                   "is line %d)", t->table, lineno, t->input_line);
+      return FALSE;
+    }
+  t->input = v;
+  t->input_line = lineno;
+  return TRUE;
+}
 
-      if (line[0] == '#')
-        {
-          GError *err = NULL;
-          double v = 0.0;
-          if (!timing_parse_directive (table, lineno, line + 1, &v, &err))
-            continue;
-          if (err != NULL)
-            {
-              g_propagate_error (error, err);
-              return NULL;
-            }
-          if (input_line != 0)
-            {
-              g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
-                           "%s line %d: a second \"# input\" line (the first "
-                           "is line %d)", table, lineno, input_line);
-              return NULL;
-            }
-          input = v;
-          input_line = lineno;
-          continue;
-        }
-
-      char *hash = strchr (line, '#');      /* trailing comment */
-      if (hash != NULL)
-        *hash = '\0';
-      if (!timing_check_printable (table, lineno, line, error))
-        return NULL;
-      g_auto (GStrv) words = g_strsplit_set (line, " \t", -1);
-      const char *f[TIMING_FIELDS];
-      int n = 0;
-      for (int j = 0; words[j] != NULL; j++)
-        if (words[j][0] != '\0')
-          {
-            if (n < TIMING_FIELDS)
-              f[n] = words[j];
-            n++;
-          }
-      if (n == 0)
-        continue;
-      if (n != TIMING_FIELDS)
-        {
-          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
-                       "%s line %d: expected 4 fields NAME PARAMS FWD_FLOPS "
-                       "ACTIVATIONS, found %d", table, lineno, n);
-          return NULL;
-        }
-
-      TimingRow row;
-      if (strlen (f[0]) >= sizeof row.name)
-        {
-          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
-                       "%s line %d: NAME \"%s\" is longer than %d bytes",
-                       table, lineno, f[0], (int) sizeof row.name - 1);
-          return NULL;
-        }
-      gpointer first = g_hash_table_lookup (seen, f[0]);
-      if (first != NULL)
-        {
-          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
-                       "%s line %d: duplicate layer name \"%s\" (first on "
-                       "line %d)", table, lineno, f[0], GPOINTER_TO_INT (first));
-          return NULL;
-        }
-
-      g_strlcpy (row.name, f[0], sizeof row.name);
-      if (!timing_parse_count (table, lineno, "PARAMS", f[1], &row.params, error)
-          || !timing_parse_number (table, lineno, "FWD_FLOPS", f[2],
-                                   &row.fwd_flops, error)
-          || !timing_parse_number (table, lineno, "ACTIVATIONS", f[3],
-                                   &row.activations, error))
-        return NULL;
-      if (row.params > G_MAXSIZE - total)
-        {
-          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
-                       "%s line %d: the parameter total overflows", table, lineno);
-          return NULL;
-        }
-      total += (gsize) row.params;
-      g_array_append_val (rows, row);
-      g_hash_table_insert (seen, g_strdup (f[0]), GINT_TO_POINTER (lineno));
+/* Adds the layer of the fields `f` (NAME PARAMS FWD_FLOPS ACTIVATIONS) on
+ * line `lineno` to `t`, after checking the name (length, not seen before),
+ * the three numbers and that the parameter total still fits a gsize. */
+static gboolean
+timing_add_row (TimingTable *t, int lineno, const char *const *f,
+                GError **error)
+{
+  TimingRow row;
+  if (strlen (f[0]) >= sizeof row.name)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: NAME \"%s\" is longer than %d bytes",
+                   t->table, lineno, f[0], (int) sizeof row.name - 1);
+      return FALSE;
+    }
+  gpointer first = g_hash_table_lookup (t->seen, f[0]);
+  if (first != NULL)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: duplicate layer name \"%s\" (first on "
+                   "line %d)", t->table, lineno, f[0], GPOINTER_TO_INT (first));
+      return FALSE;
     }
 
-  if (rows->len == 0)
+  g_strlcpy (row.name, f[0], sizeof row.name);
+  if (!timing_parse_count (t->table, lineno, "PARAMS", f[1], &row.params, error)
+      || !timing_parse_number (t->table, lineno, "FWD_FLOPS", f[2],
+                               &row.fwd_flops, error)
+      || !timing_parse_number (t->table, lineno, "ACTIVATIONS", f[3],
+                               &row.activations, error))
+    return FALSE;
+  if (row.params > G_MAXSIZE - t->total)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: the parameter total overflows", t->table, lineno);
+      return FALSE;
+    }
+  t->total += (gsize) row.params;
+  g_array_append_val (t->rows, row);
+  g_hash_table_insert (t->seen, g_strdup (f[0]), GINT_TO_POINTER (lineno));
+  return TRUE;
+}
+
+/* Reads a line that is not a comment line: drops a trailing comment, skips
+ * the line if nothing is left, else adds its layer to `t`.  `line` is
+ * stripped and is changed in place. */
+static gboolean
+timing_parse_layer (TimingTable *t, int lineno, char *line, GError **error)
+{
+  char *hash = strchr (line, '#');      /* trailing comment */
+  if (hash != NULL)
+    *hash = '\0';
+  if (!timing_check_printable (t->table, lineno, line, error))
+    return FALSE;
+  g_auto (GStrv) words = g_strsplit_set (line, " \t", -1);
+  const char *f[TIMING_FIELDS];
+  int n = timing_words (words, f, TIMING_FIELDS);
+  if (n == 0)
+    return TRUE;
+  if (n != TIMING_FIELDS)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: expected 4 fields NAME PARAMS FWD_FLOPS "
+                   "ACTIVATIONS, found %d", t->table, lineno, n);
+      return FALSE;
+    }
+  return timing_add_row (t, lineno, f, error);
+}
+
+/* The model of a table whose every line has been read: one layer per row,
+ * each reading what the one before it wrote and the first the input.  Fails
+ * when the table had no layer or no "# input N" line. */
+static KernModel *
+timing_table_model (const TimingTable *t, GError **error)
+{
+  if (t->rows->len == 0)
     {
       g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_EMPTY,
                    "%s: no layers; expected lines NAME PARAMS FWD_FLOPS "
-                   "ACTIVATIONS", table);
+                   "ACTIVATIONS", t->table);
       return NULL;
     }
-  if (input_line == 0)
+  if (t->input_line == 0)
     {
       g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_EMPTY,
                    "%s: no \"# input N\" line giving the floats per sample "
-                   "the first layer reads", table);
+                   "the first layer reads", t->table);
       return NULL;
     }
 
-  /* A layer reads what the one before it wrote; the first reads the input. */
-  int n_layers = (int) rows->len;
+  int n_layers = (int) t->rows->len;
   KernLayer *layers = g_new0 (KernLayer, n_layers);
   gsize offset = 0;
-  double inputs = input;
+  double inputs = t->input;
   for (int i = 0; i < n_layers; i++)
     {
-      const TimingRow *r = &g_array_index (rows, TimingRow, i);
+      const TimingRow *r = &g_array_index (t->rows, TimingRow, i);
       timing_layer_set (&layers[i], r->name, offset, (gsize) r->params,
                         r->fwd_flops, inputs, r->activations);
       offset += (gsize) r->params;
       inputs = r->activations;
     }
   return timing_model_new (layers, n_layers);
+}
+
+/* Parses a layer table (format in kernels.h and the file comment): reads it
+ * line by line, comment lines with timing_parse_comment() and the others
+ * with timing_parse_layer(), stopping at the first error, then builds the
+ * model with timing_table_model(). */
+KernModel *
+kern_timing_parse (const char *name, const char *text, GError **error)
+{
+  g_return_val_if_fail (text != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  g_autoptr (GArray) rows = g_array_new (FALSE, TRUE, sizeof (TimingRow));
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal,
+                                                       g_free, NULL);
+  TimingTable t = {
+    .table = name != NULL ? name : "timing table",
+    .rows = rows,
+    .seen = seen,
+    .input = 0.0,
+    .input_line = 0,
+    .total = 0,
+  };
+
+  for (int i = 0; lines[i] != NULL; i++)
+    {
+      int lineno = i + 1;
+      char *line = g_strstrip (lines[i]);   /* also drops a trailing '\r' */
+      gboolean ok = line[0] == '#'
+                    ? timing_parse_comment (&t, lineno, line + 1, error)
+                    : timing_parse_layer (&t, lineno, line, error);
+      if (!ok)
+        return NULL;
+    }
+  return timing_table_model (&t, error);
 }
 
 /* One layer "all" of `params` parameters: forward flops_per_sample / 3,

@@ -380,11 +380,70 @@ model_classes (const SimConfig *c)
   return d->classes ? d->classes : (int) c->classes;
 }
 
+/* Where the built-in layer tables are in the resource bundle: one NAME.txt
+ * each, listed in sim/dtsim.gresource.xml. */
+#define WORKLOADS_PATH "/org/dtsim/workloads/"
+
+/* Orders names as strcmp does, except that runs of digits compare by their
+ * length first, so resnet-50 comes before resnet-101.  Independent of the
+ * locale, and two different names never compare equal. */
+static int
+workload_name_cmp (const void *a, const void *b)
+{
+  const char *s = *(char *const *) a, *t = *(char *const *) b;
+  while (*s && *t)
+    {
+      if (g_ascii_isdigit (*s) && g_ascii_isdigit (*t))
+        {
+          gsize ns = strspn (s, "0123456789"), nt = strspn (t, "0123456789");
+          if (ns != nt)
+            return ns < nt ? -1 : 1;
+          int d = strncmp (s, t, ns);
+          if (d != 0)
+            return d;
+          s += ns;
+          t += nt;
+          continue;
+        }
+      if (*s != *t)
+        return (unsigned char) *s < (unsigned char) *t ? -1 : 1;
+      s++;
+      t++;
+    }
+  return (unsigned char) *s - (unsigned char) *t;
+}
+
+/* The names of the built-in layer tables, "a, b, c": the resource
+ * bundle's files under WORKLOADS_PATH without ".txt", in workload_name_cmp
+ * order, so there is no second list of them to keep. */
+static char *
+workload_names (void)
+{
+  g_auto (GStrv) files = g_resource_enumerate_children (dtsim_get_resource (),
+                                                        WORKLOADS_PATH,
+                                                        G_RESOURCE_LOOKUP_FLAGS_NONE,
+                                                        NULL);
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  for (int i = 0; files && files[i]; i++)
+    if (g_str_has_suffix (files[i], ".txt"))
+      g_ptr_array_add (names, g_strndup (files[i], strlen (files[i]) - 4));
+  g_ptr_array_sort (names, workload_name_cmp);
+
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < names->len; i++)
+    {
+      if (i > 0)
+        g_string_append (s, ", ");
+      g_string_append (s, g_ptr_array_index (names, i));
+    }
+  return g_string_free (s, FALSE);
+}
+
 /* The text of a layer table: a built-in one by name, else a file. */
 static char *
 workload_text (const char *name, GError **error)
 {
-  g_autofree char *res = g_strdup_printf ("/org/dtsim/workloads/%s.txt", name);
+  g_autofree char *res = g_strdup_printf (WORKLOADS_PATH "%s.txt", name);
   GBytes *b = g_resource_lookup_data (dtsim_get_resource (), res,
                                       G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
   if (b)
@@ -397,9 +456,10 @@ workload_text (const char *name, GError **error)
     }
   if (g_file_test (name, G_FILE_TEST_EXISTS))
     return sim_input_read_text (name, "layer table", error);
+  g_autofree char *names = workload_names ();
   g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-               "no built-in workload '%s' and no such file; use resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2, gpt-2-xl or a layer-table file (docs/workloads.md)",
-               name);
+               "no built-in workload '%s' and no such file; use %s or a layer-table file (docs/workloads.md)",
+               name, names);
   return NULL;
 }
 

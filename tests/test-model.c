@@ -3,7 +3,8 @@
  * picks the right bound, step costs are the sums of layer costs, catalog
  * devices fill in unset keys only, models that do not fit are refused, a
  * timing-only workload matches its closed form under all-reduce, bucket
- * readiness follows the layers, and optimizer state lives on the servers.
+ * readiness follows the layers, optimizer state lives on the servers, and
+ * an unknown workload is refused with the built-in names.
  */
 #include "config.h"
 
@@ -411,6 +412,48 @@ test_scaling_resnet (void)
   g_ptr_array_unref (configs);
 }
 
+/* An unknown workload is refused with the built-in names, which come from
+ * the resource bundle: exactly the tables in scenarios/workloads/, in a
+ * fixed order (resnet-50 before resnet-101), each of which loads. */
+static void
+test_workload_names (void)
+{
+  g_autofree char *e = test_load_scenario_error ("[model]\nkind = timing\n"
+                                                 "workload = no-such-table\n");
+  const char *head = "no built-in workload 'no-such-table' and no such file; use ";
+  const char *tail = " or a layer-table file (docs/workloads.md)";
+  const char *start = strstr (e, head);
+  g_assert_nonnull (start);
+  g_assert_true (g_str_has_suffix (e, tail));
+  start += strlen (head);
+  g_autofree char *list = g_strndup (start, strlen (start) - strlen (tail));
+  g_auto (GStrv) names = g_strsplit (list, ", ", -1);
+
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  g_assert_nonnull (src);
+  g_autofree char *dir = g_build_filename (src, "scenarios", "workloads", NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  g_assert_nonnull (d);
+  guint files = 0;
+  for (const char *f; (f = g_dir_read_name (d)) != NULL;)
+    if (g_str_has_suffix (f, ".txt"))
+      {
+        g_autofree char *n = g_strndup (f, strlen (f) - 4);
+        g_assert_true (g_strv_contains ((const char *const *) names, n));
+        files++;
+      }
+  g_assert_cmpuint (g_strv_length (names), ==, files);
+  g_assert_nonnull (strstr (list, "resnet-50, resnet-101"));
+
+  for (guint i = 0; names[i] != NULL; i++)
+    {
+      g_autofree char *text = g_strdup_printf ("[model]\nkind = timing\nworkload = %s\n",
+                                               names[i]);
+      SimConfig *c = load_one (text, NULL);
+      sim_config_free (c);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -426,5 +469,6 @@ main (int argc, char **argv)
   g_test_add_func ("/model/fashion-mnist/mlp", test_fashion_mnist_mlp);
   g_test_add_func ("/model/partition/by-label", test_by_label_bounds);
   g_test_add_func ("/model/scenario/scaling-resnet", test_scaling_resnet);
+  g_test_add_func ("/model/workload/names", test_workload_names);
   return g_test_run ();
 }
