@@ -113,7 +113,7 @@ static const KeyDef core_keys[] = {
   { "model", "hidden", BASE_KEY_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),
     "kind = mlp: comma-separated widths of the hidden layers, e.g. 512,512.", NULL },
   { "model", "workload", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (workload),
-    "kind = timing: a built-in layer table (resnet-50, resnet-101, vgg-16, inception-v3, bert-large, gpt-2, gpt-2-xl) or a table file; empty = one layer of `params` and `flops`.", NULL },
+    "kind = timing: a built-in layer table by name (docs/workloads.md; an unknown name gets the list) or a table file; empty = one layer of `params` and `flops`.", NULL },
   { "model", "params", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e15, 0, NULL, OFF (model_params),
     "kind = timing without workload: float32 parameters of the model (at most 1e15).", NULL },
   { "model", "flops", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_flops),
