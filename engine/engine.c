@@ -78,7 +78,16 @@ struct EngSim {
   guint64 seq_limit;   /* renumber when next_seq reaches this */
 
   gboolean stop;       /* set by eng_stop(), read by eng_run() */
+
+  GArray *flushes;     /* EngFlushHook, registered end-of-instant hooks */
+  gboolean flush_due;  /* some hook asked to run at the instant's end */
 };
+
+typedef struct {
+  EngFlush fn;
+  gpointer ctx;
+  gboolean requested;
+} EngFlushHook;
 
 /* For doubles >= +0.0 (infinity included) the IEEE bit patterns, read as
  * unsigned integers, sort like the values, so (time, key) compares as one
@@ -341,6 +350,8 @@ eng_sim_free (EngSim *sim)
     return;
   g_free (sim->heap_mem);
   g_free (sim->slots);
+  if (sim->flushes)
+    g_array_free (sim->flushes, TRUE);
   g_free (sim);
 }
 
@@ -478,13 +489,78 @@ fire_top (EngSim *sim)
   handler (sim, ctx, data);
 }
 
+guint
+eng_flush_register (EngSim *sim, EngFlush fn, gpointer ctx)
+{
+  g_return_val_if_fail (sim != NULL && fn != NULL, 0);
+  if (!sim->flushes)
+    sim->flushes = g_array_new (FALSE, FALSE, sizeof (EngFlushHook));
+  EngFlushHook h = { fn, ctx, FALSE };
+  g_array_append_val (sim->flushes, h);
+  return sim->flushes->len;
+}
+
+void
+eng_flush_unregister (EngSim *sim, guint id)
+{
+  g_return_if_fail (sim != NULL && sim->flushes && id >= 1 && id <= sim->flushes->len);
+  EngFlushHook *h = &g_array_index (sim->flushes, EngFlushHook, id - 1);
+  h->fn = NULL;
+  h->requested = FALSE;
+}
+
+void
+eng_flush_request (EngSim *sim, guint id)
+{
+  g_return_if_fail (sim != NULL && sim->flushes && id >= 1 && id <= sim->flushes->len);
+  EngFlushHook *h = &g_array_index (sim->flushes, EngFlushHook, id - 1);
+  if (h->fn == NULL)
+    return;
+  h->requested = TRUE;
+  sim->flush_due = TRUE;
+}
+
+/* Calls every requested end-of-instant hook, in registration order, until
+ * none is requested (a hook may request itself or another again). */
+static void
+run_flushes (EngSim *sim)
+{
+  while (sim->flush_due)
+    {
+      sim->flush_due = FALSE;
+      for (guint i = 0; i < sim->flushes->len; i++)
+        {
+          EngFlushHook *h = &g_array_index (sim->flushes, EngFlushHook, i);
+          if (!h->requested)
+            continue;
+          h->requested = FALSE;
+          h->fn (sim, h->ctx);
+        }
+    }
+}
+
+/* The next pending event, after running the end-of-instant hooks when the
+ * instant is over (no event left at the current time). */
+static inline const EngEntry *
+peek_next (EngSim *sim)
+{
+  const EngEntry *top = peek_live (sim);
+  while (G_UNLIKELY (sim->flush_due)
+         && (top == NULL || bits_to_time (top->tbits) > sim->now))
+    {
+      run_flushes (sim);
+      top = peek_live (sim);
+    }
+  return top;
+}
+
 /* Fires the earliest pending event (ties in scheduling order), advancing the
  * clock to its time.  Returns FALSE if no event was pending. */
 gboolean
 eng_step (EngSim *sim)
 {
   g_return_val_if_fail (sim != NULL, FALSE);
-  if (peek_live (sim) == NULL)
+  if (peek_next (sim) == NULL)
     return FALSE;
   fire_top (sim);
   return TRUE;
@@ -502,7 +578,7 @@ eng_run (EngSim *sim, double until)
   g_return_val_if_fail (sim != NULL, 0);
   start = sim->events;
   sim->stop = FALSE;
-  while (!sim->stop && (top = peek_live (sim)) != NULL && bits_to_time (top->tbits) <= until)
+  while (!sim->stop && (top = peek_next (sim)) != NULL && bits_to_time (top->tbits) <= until)
     fire_top (sim);
   sim->stop = FALSE;
   return sim->events - start;

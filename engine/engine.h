@@ -64,6 +64,22 @@ guint64 eng_run (EngSim *sim, double until);
 /* Makes the current eng_run() return after the running handler. */
 void eng_stop (EngSim *sim);
 
+/* End-of-instant hooks: work that many events of one instant make necessary
+ * but that need be done only once, when the instant is over (the network
+ * re-shares bandwidth once however many flows joined or left at that time).
+ * A requested hook runs after the last event at the current time has fired
+ * and before the clock moves on or eng_step()/eng_run() returns for want of
+ * events; it may schedule events (at the current time too) and request
+ * hooks again.  Hooks are not events: eng_sim_events() does not count them. */
+typedef void (*EngFlush) (EngSim *sim, gpointer ctx);
+/* Registers `fn` with `ctx`; returns its id (never 0). */
+guint eng_flush_register (EngSim *sim, EngFlush fn, gpointer ctx);
+/* The hook `id` never runs again. */
+void eng_flush_unregister (EngSim *sim, guint id);
+/* Asks for hook `id` to run at the end of the current instant (once, however
+ * often it is asked). */
+void eng_flush_request (EngSim *sim, guint id);
+
 /* --- Random-number streams ---------------------------------------------
  * xoshiro256** seeded through SplitMix64 from (seed, stream): the same pair
  * always yields the same sequence, and distinct streams are independent for

@@ -3,14 +3,17 @@
  *
  * A transfer handed to net_send() lives as a flow.  It first waits out its
  * route's latency (one engine event), then joins the "sharing" set: the flows
- * in their bandwidth phase.  Every time a flow joins or leaves that set, only
- * the flows it can affect are re-shared: its connected component in the
- * bipartite graph of sharing flows and the links they cross.  Their bytes
- * sent since their last update are subtracted at their old rates, their new
- * rates are computed by progressive filling (max-min fairness over the
- * component's links), and the completion event of each flow whose rate
- * changed is cancelled and scheduled again at now + remaining / rate.  Flows
- * in other components are not touched at all.  When a completion event fires,
+ * in their bandwidth phase.  When flows join or leave that set, only the
+ * flows they can affect are re-shared: the connected components of their
+ * links in the bipartite graph of sharing flows and the links they cross,
+ * once per simulated instant however many flows joined or left at that time
+ * (an end-of-instant hook of the engine: rates only matter over intervals).
+ * Their bytes sent since their last update are subtracted at their old
+ * rates, their new rates are computed by progressive filling (max-min
+ * fairness over the component's links, the links kept in a heap by fair
+ * share), and the completion event of each flow whose rate changed is
+ * cancelled and scheduled again at now + remaining / rate.  Flows in other
+ * components are not touched at all.  When a completion event fires,
  * every sharing flow that is done at that instant leaves at once (found
  * through a heap of completion times), the components they leave are
  * re-shared, and only then are the callbacks called, in creation order, so
@@ -84,7 +87,11 @@ typedef struct {
   gint active_pos;   /* index in net->active_links, -1 when no flow */
   double cap_left;   /* bytes/s, scratch for progressive filling */
   guint n_unfrozen;  /* scratch for progressive filling */
+  double share;      /* cap_left / n_unfrozen, scratch for progressive filling */
+  guint fill_order;  /* its place among the filled links, scratch */
+  guint fill_pos;    /* its index in net->fill_heap, scratch */
   guint64 mark;      /* == net->epoch when in the component being walked */
+  guint64 dirty;     /* == net->dirty_epoch when in net->dirty */
 } NetLink;
 
 typedef struct {
@@ -113,6 +120,10 @@ struct NetNetwork {
   GArray *comp_links;      /* int link ids of the component, scratch */
   GPtrArray *comp_flows;   /* NetFlow* of the component, scratch */
   GPtrArray *finished;     /* NetFlow* completing now, scratch */
+  GPtrArray *fill_heap;    /* NetLink*, progressive filling's heap, scratch */
+  GArray *dirty;           /* int link ids whose flows changed this instant */
+  guint64 dirty_epoch;     /* stamp of the links in `dirty` */
+  guint flush_id;          /* the engine's end-of-instant hook, 0 = none yet */
   gboolean completing;     /* inside on_flow_complete's callback loop */
   gboolean full_recompute; /* debug: re-share every flow at every change */
   guint64 reschedules;     /* completion events scheduled (statistics) */
@@ -181,6 +192,9 @@ net_network_new (EngSim *sim, NetContention contention)
   net->comp_links = g_array_new (FALSE, FALSE, sizeof (int));
   net->comp_flows = g_ptr_array_new ();
   net->finished = g_ptr_array_new ();
+  net->fill_heap = g_ptr_array_new ();
+  net->dirty = g_array_new (FALSE, FALSE, sizeof (int));
+  net->dirty_epoch = 1;
   return net;
 }
 
@@ -209,6 +223,10 @@ net_network_free (NetNetwork *net)
   g_ptr_array_free (net->due, TRUE);
   g_array_free (net->comp_links, TRUE);
   g_ptr_array_free (net->comp_flows, TRUE);
+  g_ptr_array_free (net->fill_heap, TRUE);
+  g_array_free (net->dirty, TRUE);
+  if (net->flush_id)
+    eng_flush_unregister (net->sim, net->flush_id);
   g_ptr_array_free (net->finished, TRUE);
   for (guint i = 0; i < net->links->len; i++)
     if (link_at (net, i)->flows != NULL)
@@ -718,23 +736,6 @@ component_begin (NetNetwork *net)
   g_ptr_array_set_size (net->comp_flows, 0);
 }
 
-/* Seeds the component with the links `f` crosses that still carry flows
- * (f itself may have left them). */
-static void
-component_seed (NetNetwork *net, const NetFlow *f)
-{
-  for (int i = 0; i < f->n_hops; i++)
-    {
-      NetLink *l = link_at (net, f->hops[i].link);
-
-      if (l->mark != net->epoch && l->flows != NULL && l->flows->len > 0)
-        {
-          l->mark = net->epoch;
-          g_array_append_val (net->comp_links, f->hops[i].link);
-        }
-    }
-}
-
 /* Completes the component from its seed links: every flow on a collected
  * link and every link of a collected flow, until closed.  In full-recompute
  * mode, takes every active link and sharing flow instead. */
@@ -777,56 +778,101 @@ component_close (NetNetwork *net)
     }
 }
 
+/* --- progressive filling's heap: links with unfrozen flows, smallest fair
+ * share first, ties broken by their order in the component (the order a
+ * scan of the component's links would meet them in) --- */
+
+static inline gboolean
+fill_before (const NetLink *a, const NetLink *b)
+{
+  return a->share < b->share || (a->share == b->share && a->fill_order < b->fill_order);
+}
+
+static inline void
+fill_set (GPtrArray *h, guint i, NetLink *l)
+{
+  h->pdata[i] = l;
+  l->fill_pos = i;
+}
+
+/* Moves the link at i up or down to where its share puts it. */
+static void
+fill_sift (GPtrArray *h, guint i)
+{
+  NetLink *l = h->pdata[i];
+  while (i > 0 && fill_before (l, h->pdata[(i - 1) / 2]))
+    {
+      fill_set (h, i, h->pdata[(i - 1) / 2]);
+      i = (i - 1) / 2;
+    }
+  for (;;)
+    {
+      guint c = 2 * i + 1;
+      if (c >= h->len)
+        break;
+      if (c + 1 < h->len && fill_before (h->pdata[c + 1], h->pdata[c]))
+        c++;
+      if (!fill_before (h->pdata[c], l))
+        break;
+      fill_set (h, i, h->pdata[c]);
+      i = c;
+    }
+  fill_set (h, i, l);
+}
+
+static void
+fill_remove (GPtrArray *h, NetLink *l)
+{
+  NetLink *last = g_ptr_array_steal_index (h, h->len - 1);
+  if (last != l)
+    {
+      fill_set (h, l->fill_pos, last);
+      fill_sift (h, last->fill_pos);
+    }
+}
+
 /* Progressive filling over a closed set of flows (`flows`) and the links
- * they cross (`links`, reordered: used as scratch): sets each flow's
- * new_rate to its max-min fair share, touching nothing else.
+ * they cross (`links`): sets each flow's new_rate to its max-min fair share,
+ * touching nothing else.
  *
- * While some flow is unfrozen, find the link with the smallest fair share
- * (capacity left / unfrozen flows crossing it), give that share to each of
- * its unfrozen flows, freeze them and subtract the share from every link
- * they cross.  Links left with no unfrozen flow are dropped from the scan.
- * Cost: O(links) per round, at most one round per link, plus O(route length)
- * per flow. */
+ * While some flow is unfrozen, take the link with the smallest fair share
+ * (capacity left / unfrozen flows crossing it; among equal shares the first
+ * in `links`), give that share to each of its unfrozen flows, freeze them
+ * and subtract the share from every link they cross.  The links wait in a
+ * heap keyed by their share, so a round costs O(log links) plus, per flow
+ * it freezes, O(route length x log links): the whole filling is
+ * O((links + flows x route length) log links), where scanning every link
+ * per round cost O(links) per round and O(links^2) in all. */
 static void
 progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
 {
+  GPtrArray *heap = net->fill_heap;
   guint n_unfrozen = flows->len;
-  int *ids = (int *) links->data;
-  guint n_links = links->len;
 
-  for (guint i = 0; i < n_links; i++)
+  g_ptr_array_set_size (heap, 0);
+  for (guint i = 0; i < links->len; i++)
     {
-      NetLink *l = link_at (net, ids[i]);
+      NetLink *l = link_at (net, g_array_index (links, int, i));
       l->cap_left = l->bandwidth;
       l->n_unfrozen = l->flows->len;
+      l->fill_order = i;
+      if (l->n_unfrozen == 0)
+        continue;
+      l->share = l->cap_left / l->n_unfrozen;
+      g_ptr_array_add (heap, l);
+      fill_sift (heap, heap->len - 1);
     }
   for (guint i = 0; i < flows->len; i++)
     ((NetFlow *) g_ptr_array_index (flows, i))->frozen = FALSE;
 
   while (n_unfrozen > 0)
     {
-      NetLink *bottleneck = NULL;
-      double share = INFINITY;   /* bytes/s */
-      guint kept = 0;
-
-      for (guint i = 0; i < n_links; i++)
-        {
-          NetLink *l = link_at (net, ids[i]);
-
-          if (l->n_unfrozen == 0)
-            continue;
-          ids[kept++] = ids[i];
-          if (l->cap_left / l->n_unfrozen < share)
-            {
-              share = l->cap_left / l->n_unfrozen;
-              bottleneck = l;
-            }
-        }
-      n_links = kept;
       /* Every unfrozen flow crosses a link with unfrozen flows, and each
        * link keeps at least (its unfrozen flows) * (the smallest share) of
        * capacity, so the share is positive up to rounding. */
-      g_assert (bottleneck != NULL);
+      g_assert (heap->len > 0);
+      NetLink *bottleneck = heap->pdata[0];
+      double share = bottleneck->share;   /* bytes/s */
       g_assert (share > 0);
 
       for (guint k = 0; k < bottleneck->flows->len; k++)
@@ -842,13 +888,68 @@ progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
             {
               NetLink *l = link_at (net, f->hops[i].link);
               l->cap_left -= share;
-              l->n_unfrozen--;
+              if (--l->n_unfrozen == 0)
+                {
+                  fill_remove (heap, l);
+                  continue;
+                }
+              l->share = l->cap_left / l->n_unfrozen;
+              fill_sift (heap, l->fill_pos);
             }
         }
     }
 }
 
 static void on_flow_complete (EngSim *sim, gpointer ctx, gpointer data);
+static void sharing_update (NetNetwork *net);
+
+/* End-of-instant hook: re-shares, once, the components of every link whose
+ * flows changed during the instant. */
+static void
+on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
+{
+  NetNetwork *net = ctx;
+
+  if (net->dirty->len == 0)
+    return;
+  component_begin (net);
+  for (guint i = 0; i < net->dirty->len; i++)
+    {
+      int id = g_array_index (net->dirty, int, i);
+      NetLink *l = link_at (net, id);
+
+      if (l->mark != net->epoch && l->flows != NULL && l->flows->len > 0)
+        {
+          l->mark = net->epoch;
+          g_array_append_val (net->comp_links, id);
+        }
+    }
+  g_array_set_size (net->dirty, 0);
+  net->dirty_epoch++;
+  component_close (net);
+  sharing_update (net);
+}
+
+/* Notes that the flows of f's links changed (f joined or left them): their
+ * components are re-shared once at the end of the current instant, however
+ * many flows join or leave at that time.  Rates only matter over an
+ * interval, so deferring to the instant's end changes none of them. */
+static void
+sharing_changed (NetNetwork *net, const NetFlow *f)
+{
+  for (int i = 0; i < f->n_hops; i++)
+    {
+      NetLink *l = link_at (net, f->hops[i].link);
+
+      if (l->dirty == net->dirty_epoch)
+        continue;
+      l->dirty = net->dirty_epoch;
+      g_array_append_val (net->dirty, f->hops[i].link);
+    }
+  if (net->flush_id == 0)
+    net->flush_id = eng_flush_register (net->sim, on_instant_end, net);
+  eng_flush_request (net->sim, net->flush_id);
+}
 
 /* Re-shares the collected component (component_close() done): brings its
  * flows' remaining bytes up to now, gives them their max-min rates, and
@@ -975,10 +1076,7 @@ on_latency_over (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
       return;
     }
   sharing_join (net, f);
-  component_begin (net);
-  component_seed (net, f);
-  component_close (net);
-  sharing_update (net);
+  sharing_changed (net, f);
 }
 
 static gint
@@ -1055,12 +1153,8 @@ on_flow_complete (EngSim *sim, gpointer ctx, gpointer data)
       g->remaining = 0;
       g->updated = now;
       sharing_leave (net, g);
+      sharing_changed (net, g);
     }
-  component_begin (net);
-  for (guint i = 0; i < finished->len; i++)
-    component_seed (net, g_ptr_array_index (finished, i));
-  component_close (net);
-  sharing_update (net);
 
   /* The callbacks may start transfers but never fire events, so the list is
    * not touched before the loop ends. */
@@ -1143,6 +1237,7 @@ net_network_rate_error (NetNetwork *net)
   double err = 0;
 
   g_return_val_if_fail (net != NULL, NAN);
+  on_instant_end (net->sim, net); /* rates as the instant's end will set them */
   if (net->sharing->len == 0)
     return 0;
   g_array_set_size (net->comp_links, 0);
