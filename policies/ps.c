@@ -99,6 +99,10 @@ typedef struct {
   EngResource *fifo;
   KernOptimizer *opt;    /* optimizer state of the shard; NULL without math */
   gint64 *applied;       /* (workers) gradients applied per worker */
+  gint64 min_applied;    /* the least of applied[] */
+  int n_at_min;          /* workers whose applied count is min_applied */
+  gint64 released_min;   /* min_applied when the pending pulls were last
+                          * scanned: none of them could be answered then */
   GArray *pending;       /* PsPendingPull, in registration order */
 } PsServer;
 
@@ -305,12 +309,32 @@ kofn_ready (PsPolicy *ps, gint64 iter)
 }
 
 static gint64
-min_applied (PsPolicy *ps, PsServer *srv)
+min_applied (PsPolicy *ps G_GNUC_UNUSED, PsServer *srv)
 {
+  return srv->min_applied;
+}
+
+/* Counts one more gradient of worker v applied at srv, keeping the least
+ * count and how many workers are at it: the scan for the next least runs
+ * once all workers have passed the old one, so O(1) amortized per update
+ * (a scan per update made servers = workers cost W^3 per round). */
+static void
+applied_inc (PsPolicy *ps, PsServer *srv, int v)
+{
+  if (srv->applied[v]++ != srv->min_applied || --srv->n_at_min > 0)
+    return;
   gint64 m = G_MAXINT64;
-  for (int v = 0; v < ps->env.workers; v++)
-    m = MIN (m, srv->applied[v]);
-  return m;
+  int n = 0;
+  for (int u = 0; u < ps->env.workers; u++)
+    if (srv->applied[u] < m)
+      {
+        m = srv->applied[u];
+        n = 1;
+      }
+    else if (srv->applied[u] == m)
+      n++;
+  srv->min_applied = m;
+  srv->n_at_min = n;
 }
 
 /* Sends server srv's shard to worker w as the answer to its pull. */
@@ -349,12 +373,29 @@ release_pulls (PsPolicy *ps, PsServer *srv)
   g_array_set_size (srv->pending, keep);
 }
 
+/* Registers a pull and answers, in registration order, every held pull
+ * whose bound now holds.  Outside K of N a held pull can become answerable
+ * only when the least applied count grows, so the held pulls are scanned
+ * only then, and the new one is answered at once or held. */
 static void
 hold_pull (PsPolicy *ps, PsServer *srv, int worker, gint64 iter, guint epoch)
 {
   PsPendingPull p = { worker, iter, pull_need (ps, iter), eng_sim_now (ps->env.sim), epoch };
-  g_array_append_val (srv->pending, p);
-  release_pulls (ps, srv);
+  if (ps->kofn)
+    {
+      g_array_append_val (srv->pending, p);
+      release_pulls (ps, srv);
+      return;
+    }
+  if (srv->min_applied != srv->released_min)
+    {
+      release_pulls (ps, srv);
+      srv->released_min = srv->min_applied;
+    }
+  if (srv->min_applied >= p.need)
+    answer_pull (ps, srv, &p);
+  else
+    g_array_append_val (srv->pending, p);
 }
 
 /* K of N with drop, round rounds_done - 1 just completed: every worker still
@@ -398,7 +439,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
   gsize len = srv->hi - srv->lo;
   if (ps->env.model)
     kern_optimizer_step (srv->opt, ps->global + srv->lo, m->payload);
-  srv->applied[m->worker]++;
+  applied_inc (ps, srv, m->worker);
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
   gboolean round_done = FALSE;
   if (m->accepted && ++ps->accepted_applied == (ps->rounds_done + 1) * ps->wait_for)
@@ -659,6 +700,7 @@ ps_create (const PolEnv *env, GError **error)
       pol_shard_bounds (P, S, s, &srv->lo, &srv->hi);
       srv->fifo = eng_resource_new (env->sim);
       srv->applied = g_new0 (gint64, W);
+      srv->n_at_min = W;
       srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
       if (env->model)
         srv->opt = kern_optimizer_new (&env->opt, srv->hi - srv->lo);
