@@ -1,9 +1,9 @@
 /*
  * backend.c — choosing a kernel backend by name, and releasing one.
  *
- * The backends themselves live in cpu.c (always built) and in
- * cuda_backend.cu or cuda_none.c (exactly one is linked, as configure
- * decides); this file is their registry: the names a scenario may give
+ * The backends themselves live in cpu.c (always built) and in the CUDA
+ * plugin, which cuda.c loads only when "cuda" is asked for (and which
+ * exists only when configure found CUDA); this file is their registry: the names a scenario may give
  * ("cpu", "cuda", and "none" for no math) with their constructors, so that
  * adding a backend is adding one file and one line here.
  */
@@ -41,7 +41,8 @@ kern_backend_lookup (const char *name)
 }
 
 /* The backend called `name`: "cpu" (never fails) or "cuda" (fails when the
- * build has no CUDA or no device is usable, with the reason in `error`).
+ * build has no CUDA, the CUDA plugin cannot be loaded or no device is
+ * usable, with the reason in `error`).
  * Any other name is G_IO_ERROR_INVALID_ARGUMENT naming the valid ones.
  * Free with kern_backend_free(). */
 KernBackend *

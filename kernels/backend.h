@@ -3,7 +3,7 @@
  *
  * Two implementations share this table: the CPU backend (cpu.c, CBLAS and
  * plain loops: the reference) and the CUDA backend (cuda_backend.cu, cuBLAS
- * plus small kernels).  Buffers are the backend's own memory: host memory
+ * plus small kernels, in a plugin loaded on first use: cuda_plugin.h).  Buffers are the backend's own memory: host memory
  * for the CPU, device memory for CUDA; `upload` and `download` move data
  * between the host and a buffer.  Matrices are row-major, (rows, cols).
  *
@@ -82,7 +82,8 @@ struct KernBackend {
 /* The CPU backend (never fails). */
 KernBackend *kern_backend_cpu_new (void);
 /* The CUDA backend on device 0, or NULL with a message in `error` when the
- * build has no CUDA or no device is usable. */
+ * build has no CUDA, the CUDA plugin or runtime cannot be loaded, or no
+ * device is usable.  Loads the plugin on the first call (cuda.c). */
 KernBackend *kern_backend_cuda_new (GError **error);
 /* "cpu" or "cuda"; NULL with an error otherwise or when unavailable. */
 KernBackend *kern_backend_new (const char *name, GError **error);

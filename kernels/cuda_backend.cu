@@ -43,6 +43,10 @@
  * checked call, usually the next download; run under compute-sanitizer to
  * find the kernel.
  *
+ * The file is part of the CUDA plugin, dtsim-cuda.so (cuda_plugin.h): it is
+ * compiled with hidden visibility, and only kern_cuda_plugin_entry, at the
+ * end, is exported.
+ *
  * This file includes glib.h through backend.h; nvcc's front end does not
  * know the gnu_printf format attribute GLib uses (diagnostic 1217), which
  * is harmless and silenced below.  configure passes GLib's -I flags only
@@ -51,7 +55,9 @@
 #pragma nv_diag_suppress 1217
 
 #include "kernels/backend.h"
-#include "kernels/cuda.h"
+#include "kernels/cuda_plugin.h"
+
+#include <gmodule.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -73,7 +79,7 @@
 /* Error codes of the "kern-cuda-error" domain (creation only). */
 enum
 {
-  KERN_CUDA_ERROR_NO_DEVICE, /* kern_cuda_device_count () == 0 */
+  KERN_CUDA_ERROR_NO_DEVICE, /* kern_cuda_plugin_device_count () == 0 */
   KERN_CUDA_ERROR_FAILED     /* a CUDA or cuBLAS call failed */
 };
 
@@ -727,11 +733,11 @@ static const KernBackendOps kern_cuda_ops = {
  * visible or any CUDA or cuBLAS call fails; never aborts.  Free with
  * kern_backend_free. */
 extern "C" KernBackend *
-kern_backend_cuda_new (GError **error)
+kern_cuda_plugin_backend_new (GError **error)
 {
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (kern_cuda_device_count () == 0)
+  if (kern_cuda_plugin_device_count () == 0)
     {
       g_set_error (error, kern_cuda_error_quark (), KERN_CUDA_ERROR_NO_DEVICE,
                    "no CUDA device is visible (nvidia-smi shows none, or "
@@ -764,4 +770,20 @@ fail:
   g_free (p);
   g_free (be);
   return NULL;
+}
+
+/* --- the plugin's entry point --------------------------------------------- */
+
+static const KernCudaPlugin kern_cuda_plugin = {
+  /* abi */ KERN_CUDA_PLUGIN_ABI,
+  /* ops_size */ (guint32) sizeof (KernBackendOps),
+  /* device_count */ kern_cuda_plugin_device_count,
+  /* backend_new */ kern_cuda_plugin_backend_new,
+};
+
+/* The one exported symbol (KERN_CUDA_PLUGIN_ENTRY), looked up by cuda.c. */
+extern "C" G_MODULE_EXPORT const KernCudaPlugin *
+kern_cuda_plugin_entry (void)
+{
+  return &kern_cuda_plugin;
 }

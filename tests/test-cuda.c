@@ -27,14 +27,27 @@
  * Without a CUDA build, or with no visible GPU, each case calls
  * g_test_skip() with the reason: it reports SKIP, never a silent pass.
  * Assertions are non-fatal so that one run on a GPU reports every op.
+ *
+ * The /cuda-lazy cases need no GPU: the CUDA runtime is a plugin loaded on
+ * first use (kernels/cuda.c), so neither this process before it asks for
+ * CUDA nor dtsim running on the CPU or timing only may map libcudart,
+ * libcublas or the plugin; and a missing plugin is a one-line error naming
+ * [kernels] backend.
  */
+#include "config.h"
+
 #include "kernels/backend.h"
+#include "kernels/cuda.h"
+#include "kernels/cuda_plugin.h"
 #include "kernels/kernels.h"
 #include "kernels/rng.h"
+
+#include "tests/util.h"
 
 #include <float.h>
 #include <math.h>
 #include <string.h>
+#include <sys/wait.h>
 
 /* Relative tolerance of the rule above. */
 #define TEST_RTOL 1e-5
@@ -861,6 +874,225 @@ test_model_mlp (void)
   pair_close (&p);
 }
 
+/* --- loading on demand ------------------------------------------------------ */
+
+/* The first CUDA library or plugin named in `text` (a maps file, a dynamic
+ * loader trace), or NULL. */
+static const char *
+cuda_file_in (const char *text)
+{
+  static const char *const files[] = { "libcudart", "libcublas", KERN_CUDA_PLUGIN_NAME };
+  for (gsize i = 0; i < G_N_ELEMENTS (files); i++)
+    if (strstr (text, files[i]) != NULL)
+      return files[i];
+  return NULL;
+}
+
+/* This process's memory map, or NULL (the case is then skipped). */
+static char *
+self_maps (void)
+{
+  char *maps = NULL;
+  if (!g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL))
+    g_test_skip ("no /proc/self/maps to read");
+  return maps;
+}
+
+/* Before anything asks for CUDA (this case runs first), and after real math
+ * on the CPU backend and a lookup of "none", no CUDA library is mapped. */
+static void
+test_lazy_cpu_maps (void)
+{
+  g_autofree char *before = self_maps ();
+  if (before == NULL)
+    return;
+  const char *found = cuda_file_in (before);
+  if (found != NULL)
+    g_test_fail_printf ("%s is mapped at start, before anything asked for CUDA", found);
+
+  g_autoptr (GError) error = NULL;
+  KernBackend *cpu = kern_backend_new ("cpu", &error);
+  g_assert_no_error (error);
+  float a[4] = { 1, 2, 3, 4 }, c[4] = { 0 };
+  float *da = cpu->ops->alloc (cpu, 4), *dc = cpu->ops->alloc (cpu, 4);
+  cpu->ops->upload (cpu, da, a, 4);
+  cpu->ops->gemm (cpu, FALSE, FALSE, 2, 2, 2, 1.0f, da, 2, da, 2, 0.0f, dc, 2);
+  cpu->ops->download (cpu, c, dc, 4);
+  g_assert_cmpfloat (c[0], ==, 7.0f);
+  cpu->ops->free (cpu, da);
+  cpu->ops->free (cpu, dc);
+  kern_backend_free (cpu);
+  g_assert_nonnull (kern_backend_lookup ("none"));
+  g_assert_null (kern_backend_lookup ("none")->create);
+
+  g_autofree char *after = self_maps ();
+  if (after == NULL)
+    return;
+  found = cuda_file_in (after);
+  if (found != NULL)
+    g_test_fail_printf ("%s is mapped after CPU math, though nothing asked for CUDA", found);
+}
+
+/* Asking for CUDA loads the plugin and, with it, the runtime (a CUDA build
+ * with the plugin where DTSIM_CUDA_PLUGIN says, as under make check). */
+static void
+test_lazy_loaded_on_demand (void)
+{
+#ifndef HAVE_CUDA
+  g_test_skip ("this build has no CUDA plugin");
+#else
+  const char *plugin = g_getenv (KERN_CUDA_PLUGIN_ENV);
+  if (plugin == NULL || !g_file_test (plugin, G_FILE_TEST_IS_REGULAR))
+    {
+      g_test_skip ("DTSIM_CUDA_PLUGIN does not name the built plugin (make check sets it)");
+      return;
+    }
+  int n = kern_cuda_device_count ();
+  g_assert_cmpint (n, >=, 0);
+  g_autofree char *maps = self_maps ();
+  if (maps == NULL)
+    return;
+  g_assert_nonnull (strstr (maps, KERN_CUDA_PLUGIN_NAME));
+  g_assert_nonnull (strstr (maps, "libcudart"));
+#endif
+}
+
+/* Runs $DTSIM_BIN with `args` in a fresh folder (removed after), with the
+ * environment variable `var` set to `value`, or unset when value is NULL
+ * (var may be NULL).  Returns the exit status, stderr in *err; or -1, the
+ * case skipped, when DTSIM_BIN is not set. */
+static int
+run_dtsim (const char *const *args, const char *var, const char *value, char **err)
+{
+  const char *bin = g_getenv ("DTSIM_BIN");
+  *err = NULL;
+  if (bin == NULL)
+    {
+      g_test_skip ("DTSIM_BIN is not set (make check sets it)");
+      return -1;
+    }
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (gpointer) bin);
+  for (gsize i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer) args[i]);
+  g_ptr_array_add (argv, NULL);
+  g_auto (GStrv) env = g_get_environ ();
+  if (var != NULL && value != NULL)
+    env = g_environ_setenv (env, var, value, TRUE);
+  else if (var != NULL)
+    env = g_environ_unsetenv (env, var);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-cuda-XXXXXX", &error);
+  g_assert_no_error (error);
+  int status = 0;
+  g_spawn_sync (dir, (char **) argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL, NULL, err,
+                &status, &error);
+  g_assert_no_error (error);
+  g_assert_true (WIFEXITED (status));
+  test_remove_tree (dir);
+  return WEXITSTATUS (status);
+}
+
+/* The scenario file of tests/data called `name`. */
+static char *
+data_file (const char *name)
+{
+  const char *d = g_getenv ("DTSIM_TEST_DATA");
+  return g_build_filename (d != NULL ? d : "tests/data", name, NULL);
+}
+
+/* dtsim's commands that do no CUDA math, traced by the dynamic loader
+ * (LD_DEBUG=files lists every object it maps, linked or opened later):
+ * none maps a CUDA library or the plugin. */
+static void
+test_lazy_dtsim_no_cuda (void)
+{
+  g_autofree char *small = data_file ("small.ini");
+  const char *const keys[] = { "keys", NULL };
+  const char *const hardware[] = { "hardware", NULL };
+  const char *const check[] = { "check", small, NULL };
+  const char *const cpu[] = { "run", small, "-q", "-j", "1", NULL };
+  const char *const timing[] = { "run", small, "-q", "-j", "1", "--set", "kernels.backend=none",
+                                 NULL };
+  const char *const *cmds[] = { keys, hardware, check, cpu, timing };
+  for (gsize i = 0; i < G_N_ELEMENTS (cmds); i++)
+    {
+      g_autofree char *err = NULL;
+      int rc = run_dtsim (cmds[i], "LD_DEBUG", "files", &err);
+      if (rc < 0)
+        return;
+      g_assert_cmpint (rc, ==, 0);
+      if (strstr (err, "file=") == NULL)
+        {
+          g_test_skip ("the dynamic loader does not trace (LD_DEBUG=files: not glibc)");
+          return;
+        }
+      const char *found = cuda_file_in (err);
+      if (found != NULL)
+        g_test_fail_printf ("dtsim %s maps %s", cmds[i][0], found);
+    }
+}
+
+/* Checks that `err` is one line naming [kernels] backend and `want`. */
+static void
+assert_backend_error (const char *err, const char *want)
+{
+  g_test_message ("%s", err);
+  g_assert_nonnull (strstr (err, "[kernels] backend"));
+  g_assert_nonnull (strstr (err, want));
+  const char *nl = strchr (err, '\n');
+  g_assert_true (nl != NULL && nl[1] == '\0');
+}
+
+/* backend = cuda where the plugin cannot be had: bad input (exit 2), one
+ * line naming [kernels] backend and the plugin file or the missing build. */
+static void
+test_lazy_missing_plugin (void)
+{
+  g_autofree char *small = data_file ("small.ini");
+  const char *const args[] = { "check", small, "--set", "kernels.backend=cuda", NULL };
+  const char *nowhere = "/nonexistent/dtsim-cuda/" KERN_CUDA_PLUGIN_NAME;
+  g_autofree char *err = NULL;
+  int rc = run_dtsim (args, KERN_CUDA_PLUGIN_ENV, nowhere, &err);
+  if (rc < 0)
+    return;
+  g_assert_cmpint (rc, ==, 2);
+#ifdef HAVE_CUDA
+  assert_backend_error (err, nowhere);
+  /* a file that is no shared object: the loader's reason */
+  g_autofree char *err2 = NULL;
+  g_assert_cmpint (run_dtsim (args, KERN_CUDA_PLUGIN_ENV, small, &err2), ==, 2);
+  assert_backend_error (err2, "cannot load the CUDA plugin");
+#else
+  assert_backend_error (err, "built without CUDA");
+#endif
+}
+
+/* Without DTSIM_CUDA_PLUGIN, dtsim finds the plugin beside itself (the
+ * build tree): backend = cuda then fails, if it does, for want of a GPU and
+ * not of the plugin. */
+static void
+test_lazy_beside_dtsim (void)
+{
+#ifndef HAVE_CUDA
+  g_test_skip ("this build has no CUDA plugin");
+#else
+  g_autofree char *small = data_file ("small.ini");
+  const char *const args[] = { "check", small, "--set", "kernels.backend=cuda", NULL };
+  g_autofree char *err = NULL;
+  int rc = run_dtsim (args, KERN_CUDA_PLUGIN_ENV, NULL, &err);
+  if (rc < 0)
+    return;
+  g_test_message ("exit %d: %s", rc, err);
+  if (rc != 0)
+    {
+      g_assert_cmpint (rc, ==, 2);
+      g_assert_null (strstr (err, "plugin"));
+      g_assert_nonnull (strstr (err, "CUDA device"));
+    }
+#endif
+}
+
 int
 main (int argc, char **argv)
 {
@@ -868,6 +1100,14 @@ main (int argc, char **argv)
   /* one run on a GPU reports every mismatching op, not just the first */
   g_test_set_nonfatal_assertions ();
 
+  /* A suite of its own, added first, so that it runs first (GLib runs a
+   * suite's cases before its sub-suites): nothing in this process has
+   * asked for CUDA yet. */
+  g_test_add_func ("/cuda-lazy/cpu-maps", test_lazy_cpu_maps);
+  g_test_add_func ("/cuda-lazy/dtsim-no-cuda", test_lazy_dtsim_no_cuda);
+  g_test_add_func ("/cuda-lazy/missing-plugin", test_lazy_missing_plugin);
+  g_test_add_func ("/cuda-lazy/beside-dtsim", test_lazy_beside_dtsim);
+  g_test_add_func ("/cuda-lazy/loaded-on-demand", test_lazy_loaded_on_demand);
   g_test_add_func ("/cuda/roundtrip", test_roundtrip);
   g_test_add_func ("/cuda/empty", test_empty);
   g_test_add_func ("/cuda/gemm/nn", test_gemm_nn);
