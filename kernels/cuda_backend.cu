@@ -742,8 +742,7 @@ kern_cuda_plugin_backend_new (GError **error)
       g_set_error (error, kern_cuda_error_quark (), KERN_CUDA_ERROR_NO_DEVICE,
                    "no CUDA device is visible (nvidia-smi shows none, or "
                    "CUDA_VISIBLE_DEVICES hides them, or the driver is "
-                   "missing): the CUDA backend needs a GPU; use the cpu "
-                   "backend here");
+                   "missing): the CUDA backend needs a GPU");
       return NULL;
     }
 
