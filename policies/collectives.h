@@ -102,6 +102,20 @@ double pol_coll_cost (const PolCollAlgorithm *alg, PolCollKind kind, int p,
                       gsize n, double elem_bytes, double alpha, double beta,
                       double reduce_per_byte);
 
+/* Work counters of the executor (test-only: tests/test-collectives.c
+ * bounds the work per transfer with them; nothing in a run reads them).
+ * They are sums over every collective of the process, in every thread, added
+ * when the collective is freed (just before its `done`, or when its start
+ * fails). */
+typedef struct {
+  guint64 collectives;  /* collectives freed */
+  guint64 transfers;    /* messages handed to net_send */
+  guint64 examined;     /* times the executor examined a rank's current step */
+} PolCollStats;
+
+/* Copies the counters into *out. */
+void pol_coll_stats (PolCollStats *out);
+
 G_END_DECLS
 
 #endif /* DTSIM_COLLECTIVES_H */
