@@ -1,11 +1,12 @@
 /*
  * collectives.c — the executor of the collective algorithms, and their
  * registry.  Each algorithm is a file of its own (policies/coll-*.c) that
- * writes one *program* per rank: an ordered list of steps (send a range of
+ * gives one *program* per rank: an ordered list of steps (send a range of
  * elements to a rank, receive a range from a rank and add or copy it, and
- * for naive the root's accumulator steps), through coll-program.h.  This
- * interpreter runs every program as events, so the dependency rule is the
- * same for all algorithms (docs/collectives.md):
+ * for naive the root's accumulator steps), generated step by step from a
+ * formula or stored whole by a builder (coll-program.h).  This interpreter
+ * runs every program as events, so the dependency rule is the same for all
+ * algorithms (docs/collectives.md):
  *
  *   - a rank executes its steps in order;
  *   - a send is handed to the network when the rank reaches it, carrying a
@@ -19,14 +20,14 @@
  *     the rank does nothing else (its reductions are serialized); the data are
  *     added or copied into the buffer when the receive completes.
  *
- * The work per transfer does not grow with p: for each peer it has talked
- * to, a rank holds a channel with the two message counters and the messages
- * that arrived before their receive, by sequence number.  An event runs
- * exactly the ranks it lets go on: the receiver of a message, the sender of
- * a "wait" send, and a rendezvous sender whose receiver has just reached the
- * receive (at the start, also a rank not yet run that a receiver waits for,
- * which keeps the order in which the first sends are handed to the
- * network).
+ * The work per transfer does not grow with p: a rank holds only its current
+ * step and, for each peer it has talked to, a channel with the two message
+ * counters and the messages that arrived before their receive, by sequence
+ * number.  An event runs exactly the ranks it lets go on: the receiver of a
+ * message, the sender of a "wait" send, and a rendezvous sender whose
+ * receiver has just reached the receive (at the start, also a rank not yet
+ * run that a receiver waits for, which keeps the order in which the first
+ * sends are handed to the network).
  *
  * pol_coll_cost() dispatches to the algorithm's own cost formula.
  */
@@ -40,24 +41,6 @@
 G_DEFINE_QUARK (pol-coll-error-quark, pol_coll_error)
 
 /* --- State ----------------------------------------------------------------- */
-
-typedef enum {
-  STEP_SEND,      /* hand [lo, hi) to `peer` */
-  STEP_RECV,      /* take [lo, hi) from `peer`, combine per `mode` */
-  STEP_ACC_OWN,   /* naive root: acc += own buffer (free) */
-  STEP_ACC_STORE  /* naive root: own buffer = acc */
-} CollStepType;
-
-/* One step of a rank's program.  Messages between two ranks match in
- * program order: the k-th receive from src takes src's k-th send to the
- * receiver (the channels count them as the program runs). */
-typedef struct {
-  guint8 type;        /* CollStepType */
-  guint8 mode;        /* PolCollRecvMode, for STEP_RECV */
-  guint8 flags;       /* POL_COLL_SEND_*, for STEP_SEND */
-  int peer;           /* rank sent to or received from */
-  gsize lo, hi;       /* element range [lo, hi) */
-} CollStep;
 
 /* A message between two ranks, from net_send to its receive step. */
 typedef struct {
@@ -80,18 +63,22 @@ typedef struct {
 } CollChan;
 
 typedef struct {
-  GArray *prog;       /* CollStep, in execution order */
+  PolCollStep cur;    /* step pc of the program (unless finished) */
   guint pc;           /* index of the current step */
   gboolean started;   /* has run at least once */
   gboolean busy;      /* the current step is under way (reduction, wait) */
   gboolean finished;
   CollChan *chans;    /* (n_chans) sorted by peer */
   int n_chans, cap_chans;
+  GArray *prog;       /* PolCollStep: the stored program, or NULL when the
+                         algorithm generates its steps */
 } CollRank;
 
 /* One running collective; owns everything it allocates. */
 typedef struct {
-  PolCollOp pub;      /* p, n, root: what the builder reads; first member */
+  PolCollOp pub;      /* p, n, root, kind, state: what the algorithm reads;
+                         first member */
+  const PolCollAlgorithm *alg;
   EngSim *sim;
   NetNetwork *net;
   int *hosts;         /* (p) host ids */
@@ -120,18 +107,38 @@ coll_op (PolCollOp *pub)
   return (CollOp *) pub;
 }
 
-/* --- Programs -------------------------------------------------------------- */
+/* --- Steps and stored programs --------------------------------------------- */
 
-/* Appends `s` to rank r's program. */
+gboolean
+pol_coll_step_send (PolCollStep *out, int dst, gsize lo, gsize hi,
+                    guint flags)
+{
+  *out = (PolCollStep) { POL_COLL_STEP_SEND, 0, (guint8) flags, dst, lo, hi };
+  return TRUE;
+}
+
+gboolean
+pol_coll_step_recv (PolCollStep *out, int src, gsize lo, gsize hi,
+                    PolCollRecvMode mode)
+{
+  *out = (PolCollStep) { POL_COLL_STEP_RECV, (guint8) mode, 0, src, lo, hi };
+  return TRUE;
+}
+
+gboolean
+pol_coll_step_local (PolCollStep *out, PolCollLocal step)
+{
+  *out = (PolCollStep) { POL_COLL_STEP_LOCAL, (guint8) step, 0, -1, 0, 0 };
+  return TRUE;
+}
+
+/* Appends `s` to rank r's stored program. */
 static void
-prog_append (PolCollOp *pub, int r, const CollStep *s)
+prog_append (PolCollOp *pub, int r, const PolCollStep *s)
 {
   CollOp *op = coll_op (pub);
 
-  g_assert (r >= 0 && r < pub->p);
-  g_assert (s->type >= STEP_ACC_OWN
-            || (s->peer != r && s->peer >= 0 && s->peer < pub->p
-                && s->lo <= s->hi && s->hi <= pub->n));
+  g_assert (op->alg->step == NULL && r >= 0 && r < pub->p);
   g_array_append_vals (op->ranks[r].prog, s, 1);
 }
 
@@ -139,8 +146,9 @@ void
 pol_coll_prog_send (PolCollOp *pub, int r, int dst, gsize lo, gsize hi,
                     guint flags)
 {
-  CollStep s = { STEP_SEND, 0, (guint8) flags, dst, lo, hi };
+  PolCollStep s;
 
+  pol_coll_step_send (&s, dst, lo, hi, flags);
   prog_append (pub, r, &s);
 }
 
@@ -148,17 +156,18 @@ void
 pol_coll_prog_recv (PolCollOp *pub, int r, int src, gsize lo, gsize hi,
                     PolCollRecvMode mode)
 {
-  CollStep s = { STEP_RECV, (guint8) mode, 0, src, lo, hi };
+  PolCollStep s;
 
+  pol_coll_step_recv (&s, src, lo, hi, mode);
   prog_append (pub, r, &s);
 }
 
 void
 pol_coll_prog_local (PolCollOp *pub, int r, PolCollLocal step)
 {
-  CollStep s = { step == POL_COLL_ACC_OWN ? STEP_ACC_OWN : STEP_ACC_STORE,
-                 0, 0, r, 0, pub->n };
+  PolCollStep s;
 
+  pol_coll_step_local (&s, step);
   prog_append (pub, r, &s);
 }
 
@@ -174,27 +183,36 @@ pol_coll_unsupported (const char *alg, PolCollKind kind, GError **error)
   return FALSE;
 }
 
-/* Current step of rank r (which has not finished). */
-static const CollStep *
-rank_step (CollOp *op, int r)
-{
-  CollRank *rk = &op->ranks[r];
-
-  return &g_array_index (rk->prog, CollStep, rk->pc);
-}
-
-/* Rank r has completed its current step: goes to the next, and marks the
- * rank finished past its last. */
+/* Loads step rk->pc of rank r's program into rk->cur, from the generator or
+ * the stored program; marks the rank finished when there is no such step. */
 static void
-rank_next (CollOp *op, int r)
+rank_load (CollOp *op, int r)
 {
   CollRank *rk = &op->ranks[r];
+  const PolCollStep *s = &rk->cur;
+  gboolean more;
 
-  if (++rk->pc == rk->prog->len)
+  if (rk->prog == NULL)
+    more = op->alg->step (&op->pub, r, rk->pc, &rk->cur);
+  else if ((more = rk->pc < rk->prog->len))
+    rk->cur = g_array_index (rk->prog, PolCollStep, rk->pc);
+  if (!more)
     {
       rk->finished = TRUE;
       op->n_finished++;
+      return;
     }
+  g_assert (s->type == POL_COLL_STEP_LOCAL
+            || (s->peer != r && s->peer >= 0 && s->peer < op->pub.p
+                && s->lo <= s->hi && s->hi <= op->pub.n));
+}
+
+/* Rank r has completed its current step: loads the next. */
+static void
+rank_next (CollOp *op, int r)
+{
+  op->ranks[r].pc++;
+  rank_load (op, r);
 }
 
 /* --- Channels -------------------------------------------------------------- */
@@ -288,12 +306,17 @@ static void coll_advance (CollOp *op, int r);
 static void
 coll_op_free (CollOp *op)
 {
+  guint64 stored = 0;
+
   for (int r = 0; r < op->pub.p; r++)
     {
       CollRank *rk = &op->ranks[r];
 
       if (rk->prog)
-        g_array_unref (rk->prog);
+        {
+          stored += rk->prog->len;
+          g_array_unref (rk->prog);
+        }
       for (int c = 0; c < rk->n_chans; c++)
         if (rk->chans[c].early)
           {
@@ -307,7 +330,10 @@ coll_op_free (CollOp *op)
   coll_stats.collectives++;
   coll_stats.transfers += op->transfers;
   coll_stats.examined += op->examined;
+  coll_stats.stored_steps += stored;
   G_UNLOCK (coll_stats);
+  if (op->pub.state_free)
+    op->pub.state_free (op->pub.state);
   g_free (op->ranks);
   g_free (op->hosts);
   g_free (op->bufs);
@@ -414,8 +440,8 @@ on_reduced (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   CollRank *rk = &op->ranks[r];
 
   op->outstanding--;
-  g_assert (rk->busy && rank_step (op, r)->type == STEP_RECV);
-  msg_apply (op, m, (PolCollRecvMode) rank_step (op, r)->mode);
+  g_assert (rk->busy && rk->cur.type == POL_COLL_STEP_RECV);
+  msg_apply (op, m, (PolCollRecvMode) rk->cur.mode);
   msg_free (m);
   rk->busy = FALSE;
   rank_next (op, r);
@@ -445,12 +471,9 @@ recv_posted (CollOp *op, int r, int q)
 {
   CollRank *rq = &op->ranks[q];
   const CollChan *in, *out;
-  const CollStep *rs;
 
-  if (rq->busy || rq->finished)
-    return FALSE;
-  rs = rank_step (op, q);
-  if (rs->type != STEP_RECV || rs->peer != r)
+  if (rq->busy || rq->finished || rq->cur.type != POL_COLL_STEP_RECV
+      || rq->cur.peer != r)
     return FALSE;
   in = chan_find (rq, r);
   out = chan_find (&op->ranks[r], q);
@@ -465,15 +488,14 @@ static int
 rank_wake (CollOp *op, int r, int q)
 {
   CollRank *rq = &op->ranks[q];
-  const CollStep *qs;
 
   if (rq->busy || rq->finished)
     return -1;
   if (!rq->started)
     return q;
-  qs = rank_step (op, q);
-  if (qs->type == STEP_SEND && (qs->flags & POL_COLL_SEND_RDV)
-      && qs->peer == r && recv_posted (op, q, r))
+  if (rq->cur.type == POL_COLL_STEP_SEND
+      && (rq->cur.flags & POL_COLL_SEND_RDV) && rq->cur.peer == r
+      && recv_posted (op, q, r))
     return q;
   return -1;
 }
@@ -483,7 +505,7 @@ rank_wake (CollOp *op, int r, int q)
 static void
 issue_send (CollOp *op, int r)
 {
-  const CollStep *s = rank_step (op, r);
+  const PolCollStep *s = &op->ranks[r].cur;
   CollMsg *m = g_new0 (CollMsg, 1);
   gsize len = s->hi - s->lo;
 
@@ -509,7 +531,7 @@ static gboolean
 rank_receive (CollOp *op, int r)
 {
   CollRank *rk = &op->ranks[r];
-  const CollStep *s = rank_step (op, r);
+  const PolCollStep *s = &rk->cur;
   CollMsg *m = chan_take (rk, s->peer);
   double secs;
 
@@ -536,7 +558,7 @@ rank_receive (CollOp *op, int r)
 static void
 rank_local (CollOp *op, int r)
 {
-  if (op->bufs != NULL && rank_step (op, r)->type == STEP_ACC_OWN)
+  if (op->bufs != NULL && op->ranks[r].cur.mode == POL_COLL_ACC_OWN)
     {
       float *acc = coll_acc (op);
 
@@ -558,10 +580,10 @@ rank_run (CollOp *op, int r)
   rk->started = TRUE;
   while (!rk->busy && !rk->finished)
     {
-      const CollStep *s = rank_step (op, r);
+      const PolCollStep *s = &rk->cur;
 
       op->examined++;
-      if (s->type == STEP_SEND)
+      if (s->type == POL_COLL_STEP_SEND)
         {
           if ((s->flags & POL_COLL_SEND_RDV) && !recv_posted (op, r, s->peer))
             return -1;  /* the receiver wakes us when it gets there */
@@ -571,7 +593,7 @@ rank_run (CollOp *op, int r)
           else
             rank_next (op, r);
         }
-      else if (s->type == STEP_RECV)
+      else if (s->type == POL_COLL_STEP_RECV)
         {
           if (!rank_receive (op, r))
             return rank_wake (op, r, s->peer);
@@ -608,6 +630,7 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
   op = g_new0 (CollOp, 1);
+  op->alg = alg;
   op->sim = a->sim;
   op->net = a->net;
   op->pub.p = a->p;
@@ -615,6 +638,7 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   op->bufs = a->bufs ? g_memdup2 (a->bufs, sizeof (float *) * (gsize) a->p)
                      : NULL;
   op->pub.n = a->n;
+  op->pub.kind = kind;
   op->elem_bytes = a->elem_bytes;
   op->reduce_per_byte = a->reduce_per_byte;
   op->pub.root = a->root;
@@ -623,19 +647,16 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   op->ctx = ctx;
   op->data = data;
   op->ranks = g_new0 (CollRank, a->p);
-  for (int r = 0; r < a->p; r++)
-    op->ranks[r].prog = g_array_new (FALSE, FALSE, sizeof (CollStep));
+  if (alg->step == NULL)
+    for (int r = 0; r < a->p; r++)
+      op->ranks[r].prog = g_array_new (FALSE, FALSE, sizeof (PolCollStep));
   if (!alg->build (&op->pub, kind, error))
     {
       coll_op_free (op);
       return FALSE;
     }
   for (int r = 0; r < a->p; r++)
-    if (op->ranks[r].prog->len == 0)
-      {
-        op->ranks[r].finished = TRUE;
-        op->n_finished++;
-      }
+    rank_load (op, r);
   op->outstanding = 1;
   eng_schedule (op->sim, 0, on_start, op, NULL);
   return TRUE;

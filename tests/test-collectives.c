@@ -558,13 +558,15 @@ test_concurrent (void)
   run_free (run);
 }
 
-/* The executor's work per transfer does not grow with p (PolCollStats).  A
- * transfer costs it three looks at a rank's current step: the send, and the
- * receive before and after its message arrives; local steps and ranks with
- * nothing to do add at most one per rank.  (Before ranks were woken exactly,
- * a rank whose message had not arrived ran its sender, which ran its own,
- * around the ring: p + 2 looks per transfer of ring all-reduce, 10 at
- * p = 8.) */
+/* The executor's work per transfer does not grow with p, and only stored
+ * programs take memory per step (PolCollStats).  A transfer costs the
+ * executor three looks at a rank's current step: the send, and the receive
+ * before and after its message arrives; local steps and ranks with nothing
+ * to do add at most one per rank.  (Before ranks were woken exactly, a rank
+ * whose message had not arrived ran its sender, which ran its own, around
+ * the ring: p + 2 looks per transfer of ring all-reduce, 10 at p = 8.)
+ * Ring, tree and halving-doubling generate their steps and store none;
+ * naive stores 2p steps on the root and 2 on each other rank. */
 static void
 test_work_bound (void)
 {
@@ -595,6 +597,11 @@ test_work_bound (void)
             }
           else
             g_assert_cmpuint (examined, <=, 3 * transfers + (guint64) p);
+          if (strcmp (algs[i], "naive") == 0)
+            g_assert_cmpuint (b.stored_steps - a.stored_steps, ==,
+                              4 * (guint64) p - 2);
+          else
+            g_assert_cmpuint (b.stored_steps - a.stored_steps, ==, 0);
           run_free (run);
         }
 }
