@@ -29,7 +29,7 @@ floor_pow2 (int p)
   return q;
 }
 
-/* Halving-doubling geometry shared by the builder and the cost:
+/* Halving-doubling geometry shared by the steps and the cost:
  * p' = largest power of two <= p, r = p - p'.  Old ranks 0..2r-1 pair up
  * (even 2i is removed, odd 2i+1 becomes new rank i); old rank o >= 2r is new
  * rank o - r.  Group j of new rank j is a contiguous element range: for
@@ -38,6 +38,7 @@ floor_pow2 (int p)
  * j + r otherwise).  bound[j] is group j's first element, bound[p'] = n. */
 typedef struct {
   int pp, r;
+  int lg;             /* log2 pp */
   gsize *bound;       /* (pp + 1) */
 } HdGeom;
 
@@ -46,6 +47,8 @@ hd_geom_init (HdGeom *g, int p, gsize n, PolCollKind kind)
 {
   g->pp = floor_pow2 (p);
   g->r = p - g->pp;
+  for (g->lg = 0; (1 << g->lg) < g->pp; g->lg++)
+    ;
   g->bound = g_new (gsize, g->pp + 1);
   for (int j = 0; j < g->pp; j++)
     {
@@ -67,133 +70,131 @@ hd_old (const HdGeom *g, int j)
   return j < g->r ? 2 * j + 1 : j + g->r;
 }
 
-/* --- Programs -------------------------------------------------------------- */
+/* --- Steps ---------------------------------------------------------------- */
+
+/* Frees a geometry made by hd_build. */
+static void
+hd_geom_free (gpointer data)
+{
+  HdGeom *g = data;
+
+  g_free (g->bound);
+  g_free (g);
+}
+
+/* Rabenseifner's algorithm: every kind but broadcast.  Its steps are
+ * generated (hd_step) from the geometry, which this computes once. */
+static gboolean
+hd_build (PolCollOp *op, PolCollKind kind, GError **error)
+{
+  HdGeom *g;
+
+  if (kind == POL_COLL_BROADCAST)
+    return pol_coll_unsupported ("halving-doubling", kind, error);
+  g = g_new (HdGeom, 1);
+  hd_geom_init (g, op->p, op->n, kind);
+  op->state = g;
+  op->state_free = hd_geom_free;
+  return TRUE;
+}
 
 /* Program of an even old rank o < 2r, removed from the power-of-two phase:
  * it hands its vector (all-gather: its block) to o + 1 and gets the result
  * back (reduce-scatter: its block). */
-static void
-hd_build_removed (PolCollOp *op, PolCollKind kind, int o)
+static gboolean
+hd_removed_step (const PolCollOp *op, int o, guint index, PolCollStep *out)
 {
   gsize blo, bhi;
 
   pol_shard_bounds (op->n, op->p, o, &blo, &bhi);
-  if (kind == POL_COLL_ALLGATHER)
-    pol_coll_prog_send (op, o, o + 1, blo, bhi, 0);
-  else
-    pol_coll_prog_send (op, o, o + 1, 0, op->n, 0);
-  if (kind == POL_COLL_REDUCE_SCATTER)
-    pol_coll_prog_recv (op, o, o + 1, blo, bhi, POL_COLL_RECV_COPY);
-  else
-    pol_coll_prog_recv (op, o, o + 1, 0, op->n, POL_COLL_RECV_COPY);
+  if (index == 0 && op->kind == POL_COLL_ALLGATHER)
+    return pol_coll_step_send (out, o + 1, blo, bhi, 0);
+  if (index == 0)
+    return pol_coll_step_send (out, o + 1, 0, op->n, 0);
+  if (index == 1 && op->kind == POL_COLL_REDUCE_SCATTER)
+    return pol_coll_step_recv (out, o + 1, blo, bhi, POL_COLL_RECV_COPY);
+  if (index == 1)
+    return pol_coll_step_recv (out, o + 1, 0, op->n, POL_COLL_RECV_COPY);
+  return FALSE;
 }
 
-/* Recursive halving of new rank j (old rank o): for d = p'/2, ..., 1 it
- * exchanges with j^d: it keeps the half of its current group range that
- * contains j, sends the other half, adds the received half.  It ends owning
- * group j. */
-static void
-hd_build_halving (PolCollOp *op, const HdGeom *g, int o, int j)
+/* Step i (< 2 lg p') of the recursive halving of new rank j: in round
+ * t = i/2, d = p'/2^(t+1), it exchanges with j^d (a send, then a receive).
+ * Its range of groups before the round is the 2d groups from
+ * j & ~(2d-1); it sends the half without j and adds the received half with
+ * it, ending with group j. */
+static gboolean
+hd_halving_step (const HdGeom *g, int j, guint i, PolCollStep *out)
 {
-  int lo = 0, hi = g->pp;   /* current range of groups [lo, hi) */
+  int d = g->pp >> (i / 2 + 1);
+  int peer = hd_old (g, j ^ d), lo = j & ~(2 * d - 1), mid = lo + d;
+  const gsize *b = g->bound;
 
-  for (int d = g->pp / 2; d >= 1; d /= 2)
-    {
-      int peer = hd_old (g, j ^ d), mid = lo + d;
-
-      if (j & d)
-        {
-          pol_coll_prog_send (op, o, peer, g->bound[lo], g->bound[mid], 0);
-          pol_coll_prog_recv (op, o, peer, g->bound[mid], g->bound[hi],
-                              POL_COLL_RECV_REDUCE);
-          lo = mid;
-        }
-      else
-        {
-          pol_coll_prog_send (op, o, peer, g->bound[mid], g->bound[hi], 0);
-          pol_coll_prog_recv (op, o, peer, g->bound[lo], g->bound[mid],
-                              POL_COLL_RECV_REDUCE);
-          hi = mid;
-        }
-    }
-  g_assert (hi == lo + 1 && lo == j);
+  if (i % 2 == 0 && (j & d))
+    return pol_coll_step_send (out, peer, b[lo], b[mid], 0);
+  if (i % 2 == 0)
+    return pol_coll_step_send (out, peer, b[mid], b[mid + d], 0);
+  if (j & d)
+    return pol_coll_step_recv (out, peer, b[mid], b[mid + d],
+                               POL_COLL_RECV_REDUCE);
+  return pol_coll_step_recv (out, peer, b[lo], b[mid], POL_COLL_RECV_REDUCE);
 }
 
-/* Recursive doubling of new rank j (old rank o), from group j: for
- * d = 1, ..., p'/2 it sends its current range and copies its partner's
- * adjacent one. */
-static void
-hd_build_doubling (PolCollOp *op, const HdGeom *g, int o, int j)
+/* Step i (< 2 lg p') of the recursive doubling of new rank j: in round
+ * t = i/2, d = 2^t, it sends its range, the d groups from j & ~(d-1), to
+ * j^d and copies its partner's adjacent one. */
+static gboolean
+hd_doubling_step (const HdGeom *g, int j, guint i, PolCollStep *out)
 {
-  int lo = j, hi = j + 1;   /* current range of groups [lo, hi) */
+  int d = 1 << (i / 2);
+  int peer = hd_old (g, j ^ d), lo = j & ~(d - 1), hi = lo + d;
+  const gsize *b = g->bound;
 
-  for (int d = 1; d < g->pp; d *= 2)
-    {
-      int peer = hd_old (g, j ^ d);
-
-      pol_coll_prog_send (op, o, peer, g->bound[lo], g->bound[hi], 0);
-      if (j & d)
-        {
-          pol_coll_prog_recv (op, o, peer, g->bound[lo - d], g->bound[lo],
-                              POL_COLL_RECV_COPY);
-          lo -= d;
-        }
-      else
-        {
-          pol_coll_prog_recv (op, o, peer, g->bound[hi], g->bound[hi + d],
-                              POL_COLL_RECV_COPY);
-          hi += d;
-        }
-    }
+  if (i % 2 == 0)
+    return pol_coll_step_send (out, peer, b[lo], b[hi], 0);
+  if (j & d)
+    return pol_coll_step_recv (out, peer, b[lo - d], b[lo],
+                               POL_COLL_RECV_COPY);
+  return pol_coll_step_recv (out, peer, b[hi], b[hi + d], POL_COLL_RECV_COPY);
 }
 
-/* Rabenseifner's algorithm [Rabenseifner 2004; Thakur et al. 2005] with the
- * non-power-of-two pre/post steps of Thakur et al. 2005: an odd old rank
+/* Step `index` of old rank o [Rabenseifner 2004; Thakur et al. 2005], with
+ * the non-power-of-two pre/post steps of Thakur et al. 2005: an odd old rank
  * o < 2r first takes in its removed neighbour o - 1's contribution and last
  * hands it the result; every new rank runs halving (not for all-gather) and
  * doubling (not for reduce-scatter). */
 static gboolean
-hd_build (PolCollOp *op, PolCollKind kind, GError **error)
+hd_step (const PolCollOp *op, int o, guint index, PolCollStep *out)
 {
-  int p = op->p;
-  HdGeom g;
+  const HdGeom *g = op->state;
+  guint i = index, rounds = 2 * (guint) g->lg;  /* steps of one phase */
+  gboolean paired = o < 2 * g->r;
+  int j = paired ? o / 2 : o - g->r;
+  gsize blo = 0, bhi = 0;   /* block of the removed partner, for RS and AG */
 
-  if (kind == POL_COLL_BROADCAST)
-    return pol_coll_unsupported ("halving-doubling", kind, error);
-  hd_geom_init (&g, p, op->n, kind);
-  for (int o = 0; o < p; o++)
-    {
-      gsize blo, bhi;   /* block of the removed partner, for RS and AG */
-      int j;
-
-      if (o < 2 * g.r && o % 2 == 0)
-        {
-          hd_build_removed (op, kind, o);
-          continue;
-        }
-      j = o < 2 * g.r ? o / 2 : o - g.r;
-      if (o < 2 * g.r)
-        {
-          pol_shard_bounds (op->n, p, o - 1, &blo, &bhi);
-          if (kind == POL_COLL_ALLGATHER)
-            pol_coll_prog_recv (op, o, o - 1, blo, bhi, POL_COLL_RECV_COPY);
-          else
-            pol_coll_prog_recv (op, o, o - 1, 0, op->n, POL_COLL_RECV_REDUCE);
-        }
-      if (kind != POL_COLL_ALLGATHER)
-        hd_build_halving (op, &g, o, j);
-      if (kind != POL_COLL_REDUCE_SCATTER)
-        hd_build_doubling (op, &g, o, j);
-      if (o < 2 * g.r)
-        {
-          if (kind == POL_COLL_REDUCE_SCATTER)
-            pol_coll_prog_send (op, o, o - 1, blo, bhi, 0);
-          else
-            pol_coll_prog_send (op, o, o - 1, 0, op->n, 0);
-        }
-    }
-  g_free (g.bound);
-  return TRUE;
+  if (paired && o % 2 == 0)
+    return hd_removed_step (op, o, index, out);
+  if (paired)
+    pol_shard_bounds (op->n, op->p, o - 1, &blo, &bhi);
+  if (paired && i == 0)
+    return op->kind == POL_COLL_ALLGATHER
+           ? pol_coll_step_recv (out, o - 1, blo, bhi, POL_COLL_RECV_COPY)
+           : pol_coll_step_recv (out, o - 1, 0, op->n, POL_COLL_RECV_REDUCE);
+  if (paired)
+    i--;
+  if (op->kind != POL_COLL_ALLGATHER && i < rounds)
+    return hd_halving_step (g, j, i, out);
+  if (op->kind != POL_COLL_ALLGATHER)
+    i -= rounds;
+  if (op->kind != POL_COLL_REDUCE_SCATTER && i < rounds)
+    return hd_doubling_step (g, j, i, out);
+  if (op->kind != POL_COLL_REDUCE_SCATTER)
+    i -= rounds;
+  if (paired && i == 0)
+    return op->kind == POL_COLL_REDUCE_SCATTER
+           ? pol_coll_step_send (out, o - 1, blo, bhi, 0)
+           : pol_coll_step_send (out, o - 1, 0, op->n, 0);
+  return FALSE;
 }
 
 /* --- Cost ------------------------------------------------------------------ */
@@ -337,11 +338,12 @@ hd_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
 }
 
 const PolCollAlgorithm pol_coll_hd = {
-  "halving-doubling",
-  "recursive-halving reduce-scatter then recursive-doubling all-gather "
-  "(Rabenseifner)",
-  "Rabenseifner 2004, ICCS LNCS 3036; "
-  "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
-  hd_build,
-  hd_cost,
+  .name = "halving-doubling",
+  .description = "recursive-halving reduce-scatter then recursive-doubling "
+                 "all-gather (Rabenseifner)",
+  .source = "Rabenseifner 2004, ICCS LNCS 3036; "
+            "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
+  .build = hd_build,
+  .step = hd_step,
+  .cost = hd_cost,
 };

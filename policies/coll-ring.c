@@ -11,58 +11,78 @@
 #include "policies/coll-program.h"
 #include "policies/policy.h"
 
-/* p-1 steps of rank r around the ring: in step k it sends block
- * (r-k+off) mod p to r+1 and receives block (r-1-k+off) mod p from r-1,
- * combined per `mode`. */
-static void
-ring_pass (PolCollOp *op, int r, int off, PolCollRecvMode mode)
+/* Ring [Patarasuk & Yuan 2009]: does every kind, and its steps are a
+ * formula of (rank, index) (ring_step): nothing to prepare. */
+static gboolean
+ring_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind G_GNUC_UNUSED,
+            GError **error G_GNUC_UNUSED)
 {
-  int p = op->p;
-  int next = pol_coll_mod (r + 1, p), prev = pol_coll_mod (r - 1, p);
-  gsize lo, hi;
-
-  for (int k = 0; k < p - 1; k++)
-    {
-      pol_shard_bounds (op->n, p, pol_coll_mod (r - k + off, p), &lo, &hi);
-      pol_coll_prog_send (op, r, next, lo, hi, 0);
-      pol_shard_bounds (op->n, p, pol_coll_mod (r - 1 - k + off, p), &lo, &hi);
-      pol_coll_prog_recv (op, r, prev, lo, hi, mode);
-    }
+  return TRUE;
 }
 
-/* Ring [Patarasuk & Yuan 2009]: p-1 reduce-scatter steps, p-1 all-gather
- * steps; in reduce-scatter step k rank r sends block (r-k+off) mod p to r+1
- * and receives block (r-1-k+off) from r-1, adding it in.  off = 0 for
- * all-reduce (rank r ends owning block r+1, which it all-gathers first),
- * off = -1 for reduce-scatter (rank r ends owning block r).  Broadcast is a
- * plain relay of the whole buffer root -> root+1 -> ... */
+/* Broadcast, a plain relay of the whole buffer root -> root+1 -> ...: rank r
+ * (v = r - root mod p) receives from r-1 unless it is the root, then sends
+ * to r+1 unless it is last. */
 static gboolean
-ring_build (PolCollOp *op, PolCollKind kind, GError **error G_GNUC_UNUSED)
+ring_relay_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
 {
-  int p = op->p;
+  int p = op->p, v = pol_coll_mod (r - op->root, p);
 
-  for (int r = 0; r < p; r++)
+  if (v > 0 && index == 0)
+    return pol_coll_step_recv (out, pol_coll_mod (r - 1, p), 0, op->n,
+                               POL_COLL_RECV_COPY);
+  if (v > 0)
+    index--;
+  if (v < p - 1 && index == 0)
+    return pol_coll_step_send (out, pol_coll_mod (r + 1, p), 0, op->n, 0);
+  return FALSE;
+}
+
+/* Step `index` of rank r.  A pass is p-1 steps around the ring, each a send
+ * then a receive: in step k rank r sends block (r-k+off) mod p to r+1 and
+ * receives block (r-1-k+off) mod p from r-1.  All-reduce is a reducing pass
+ * with off = 0 (rank r ends owning block r+1), then a copying pass with
+ * off = 1, which all-gathers it first; reduce-scatter a reducing pass with
+ * off = -1 (rank r ends owning block r); all-gather a copying pass with
+ * off = 0 (rank r starts owning block r). */
+static gboolean
+ring_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
+{
+  int p = op->p, k, off;
+  guint per = 2 * (guint) (p - 1), pass;   /* steps per pass, which pass */
+  PolCollRecvMode mode;
+  gsize lo, hi;
+
+  if (op->kind == POL_COLL_BROADCAST)
+    return ring_relay_step (op, r, index, out);
+  if (p == 1)
+    return FALSE;
+  pass = index / per;
+  k = (int) (index % per / 2);
+  if (op->kind == POL_COLL_ALLREDUCE && pass < 2)
     {
-      if (kind == POL_COLL_BROADCAST)
-        {
-          int v = pol_coll_mod (r - op->root, p);
-
-          if (v > 0)
-            pol_coll_prog_recv (op, r, pol_coll_mod (r - 1, p), 0, op->n,
-                                POL_COLL_RECV_COPY);
-          if (v < p - 1)
-            pol_coll_prog_send (op, r, pol_coll_mod (r + 1, p), 0, op->n, 0);
-          continue;
-        }
-      if (kind == POL_COLL_ALLREDUCE || kind == POL_COLL_REDUCE_SCATTER)
-        ring_pass (op, r, kind == POL_COLL_ALLREDUCE ? 0 : -1,
-                   POL_COLL_RECV_REDUCE);
-      /* All-gather: rank r starts owning block r + off. */
-      if (kind == POL_COLL_ALLREDUCE || kind == POL_COLL_ALLGATHER)
-        ring_pass (op, r, kind == POL_COLL_ALLREDUCE ? 1 : 0,
-                   POL_COLL_RECV_COPY);
+      off = (int) pass;
+      mode = pass == 0 ? POL_COLL_RECV_REDUCE : POL_COLL_RECV_COPY;
     }
-  return TRUE;
+  else if (op->kind == POL_COLL_REDUCE_SCATTER && pass == 0)
+    {
+      off = -1;
+      mode = POL_COLL_RECV_REDUCE;
+    }
+  else if (op->kind == POL_COLL_ALLGATHER && pass == 0)
+    {
+      off = 0;
+      mode = POL_COLL_RECV_COPY;
+    }
+  else
+    return FALSE;
+  if (index % 2 == 0)
+    {
+      pol_shard_bounds (op->n, p, pol_coll_mod (r - k + off, p), &lo, &hi);
+      return pol_coll_step_send (out, pol_coll_mod (r + 1, p), lo, hi, 0);
+    }
+  pol_shard_bounds (op->n, p, pol_coll_mod (r - 1 - k + off, p), &lo, &hi);
+  return pol_coll_step_recv (out, pol_coll_mod (r - 1, p), lo, hi, mode);
 }
 
 /* Patarasuk & Yuan 2009, Thakur et al. 2005:
@@ -94,10 +114,11 @@ ring_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
 }
 
 const PolCollAlgorithm pol_coll_ring = {
-  "ring",
-  "reduce-scatter then all-gather around a ring, p-1 steps each",
-  "Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2); "
-  "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
-  ring_build,
-  ring_cost,
+  .name = "ring",
+  .description = "reduce-scatter then all-gather around a ring, p-1 steps each",
+  .source = "Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2); "
+            "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
+  .build = ring_build,
+  .step = ring_step,
+  .cost = ring_cost,
 };

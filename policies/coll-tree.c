@@ -22,55 +22,63 @@ ceil_log2 (int p)
   return L;
 }
 
-/* Binomial tree [Thakur et al. 2005, MPICH]: v = (r - root) mod p.  Reduce:
- * for mask = 1, 2, 4, ...: if v & mask, send the partial sum to v - mask and
- * stop; else receive from v + mask (if < p) and add.  Broadcast: receive from
- * v - lowbit(v), then send to v + mask for mask = lowbit(v)/2 ... 1 (root:
- * 2^(L-1) ... 1).  One-port: sends wait for arrival, reduce sends are
- * rendezvous, so every round costs exactly alpha + n beta (+ reduction). */
+/* All-reduce and broadcast only; the steps are generated (tree_step). */
 static gboolean
-tree_build (PolCollOp *op, PolCollKind kind, GError **error)
+tree_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind, GError **error)
 {
-  int p = op->p;
-
   if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_BROADCAST)
     return pol_coll_unsupported ("tree", kind, error);
-  for (int r = 0; r < p; r++)
-    {
-      int v = pol_coll_mod (r - op->root, p);
-      int top;   /* first mask of the broadcast's sends, then halving */
+  return TRUE;
+}
+
+/* Step `index` of rank r in the binomial tree [Thakur et al. 2005, MPICH],
+ * v = (r - root) mod p, counting the steps in program order (at most
+ * 2 ceil(lg p) + 1 of them).  Reduce (all-reduce only): for mask = 1, 2, 4,
+ * ...: if v & mask, send the partial sum to v - mask and stop; else receive
+ * from v + mask (if < p) and add.  Broadcast: receive from v - lowbit(v),
+ * then send to v + mask for mask = lowbit(v)/2 ... 1 (root: 2^(L-1) ... 1).
+ * One-port: sends wait for arrival, reduce sends are rendezvous, so every
+ * round costs exactly alpha + n beta (+ reduction). */
+static gboolean
+tree_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
+{
+  int p = op->p, v = pol_coll_mod (r - op->root, p);
+  int top;   /* first mask of the broadcast's sends, then halving */
+  guint i = 0;  /* index of the step considered */
 
 #define REAL(u) pol_coll_mod ((u) + op->root, p)
-      if (kind == POL_COLL_ALLREDUCE)
-        for (int mask = 1; mask < p; mask <<= 1)
+  if (op->kind == POL_COLL_ALLREDUCE)
+    for (int mask = 1; mask < p; mask <<= 1)
+      {
+        if (v & mask)
           {
-            if (v & mask)
-              {
-                pol_coll_prog_send (op, r, REAL (v - mask), 0, op->n,
-                                    POL_COLL_SEND_WAIT | POL_COLL_SEND_RDV);
-                break;
-              }
-            if (v + mask < p)
-              pol_coll_prog_recv (op, r, REAL (v + mask), 0, op->n,
-                                  POL_COLL_RECV_REDUCE);
+            if (i++ == index)
+              return pol_coll_step_send (out, REAL (v - mask), 0, op->n,
+                                         POL_COLL_SEND_WAIT
+                                         | POL_COLL_SEND_RDV);
+            break;
           }
-      if (v == 0)
-        top = p > 1 ? 1 << (ceil_log2 (p) - 1) : 0;
-      else
-        {
-          int low = v & -v;
+        if (v + mask < p && i++ == index)
+          return pol_coll_step_recv (out, REAL (v + mask), 0, op->n,
+                                     POL_COLL_RECV_REDUCE);
+      }
+  if (v == 0)
+    top = p > 1 ? 1 << (ceil_log2 (p) - 1) : 0;
+  else
+    {
+      int low = v & -v;
 
-          pol_coll_prog_recv (op, r, REAL (v - low), 0, op->n,
-                              POL_COLL_RECV_COPY);
-          top = low >> 1;
-        }
-      for (int mask = top; mask >= 1; mask >>= 1)
-        if (v + mask < p)
-          pol_coll_prog_send (op, r, REAL (v + mask), 0, op->n,
-                              POL_COLL_SEND_WAIT);
-#undef REAL
+      if (i++ == index)
+        return pol_coll_step_recv (out, REAL (v - low), 0, op->n,
+                                   POL_COLL_RECV_COPY);
+      top = low >> 1;
     }
-  return TRUE;
+  for (int mask = top; mask >= 1; mask >>= 1)
+    if (v + mask < p && i++ == index)
+      return pol_coll_step_send (out, REAL (v + mask), 0, op->n,
+                                 POL_COLL_SEND_WAIT);
+#undef REAL
+  return FALSE;
 }
 
 /* Thakur et al. 2005: binomial broadcast ceil(lg p)(alpha + n beta); reduce
@@ -94,9 +102,10 @@ tree_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
 }
 
 const PolCollAlgorithm pol_coll_tree = {
-  "tree",
-  "binomial-tree reduce to the root, then binomial broadcast",
-  "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
-  tree_build,
-  tree_cost,
+  .name = "tree",
+  .description = "binomial-tree reduce to the root, then binomial broadcast",
+  .source = "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
+  .build = tree_build,
+  .step = tree_step,
+  .cost = tree_cost,
 };

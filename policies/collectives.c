@@ -1,11 +1,12 @@
 /*
  * collectives.c — the executor of the collective algorithms, and their
  * registry.  Each algorithm is a file of its own (policies/coll-*.c) that
- * writes one *program* per rank: an ordered list of steps (send a range of
+ * gives one *program* per rank: an ordered list of steps (send a range of
  * elements to a rank, receive a range from a rank and add or copy it, and
- * for naive the root's accumulator steps), through coll-program.h.  This
- * interpreter runs every program as events, so the dependency rule is the
- * same for all algorithms (docs/collectives.md):
+ * for naive the root's accumulator steps), generated step by step from a
+ * formula or stored whole by a builder (coll-program.h).  This interpreter
+ * runs every program as events, so the dependency rule is the same for all
+ * algorithms (docs/collectives.md):
  *
  *   - a rank executes its steps in order;
  *   - a send is handed to the network when the rank reaches it, carrying a
@@ -19,6 +20,15 @@
  *     the rank does nothing else (its reductions are serialized); the data are
  *     added or copied into the buffer when the receive completes.
  *
+ * The work per transfer does not grow with p: a rank holds only its current
+ * step and, for each peer it has talked to, a channel with the two message
+ * counters and the messages that arrived before their receive, by sequence
+ * number.  An event runs exactly the ranks it lets go on: the receiver of a
+ * message, the sender of a "wait" send, and a rendezvous sender whose
+ * receiver has just reached the receive (at the start, also a rank not yet
+ * run that a receiver waits for, which keeps the order in which the first
+ * sends are handed to the network).
+ *
  * pol_coll_cost() dispatches to the algorithm's own cost formula.
  */
 #include "config.h"
@@ -30,48 +40,45 @@
 
 G_DEFINE_QUARK (pol-coll-error-quark, pol_coll_error)
 
-/* --- Programs -------------------------------------------------------------- */
-
-typedef enum {
-  STEP_SEND,      /* hand [lo, hi) to `peer` */
-  STEP_RECV,      /* take [lo, hi) from `peer`, combine per `mode` */
-  STEP_ACC_OWN,   /* naive root: acc += own buffer (free) */
-  STEP_ACC_STORE  /* naive root: own buffer = acc */
-} CollStepType;
-
-typedef struct {
-  guint8 type;        /* CollStepType */
-  guint8 mode;        /* PolCollRecvMode, for STEP_RECV */
-  guint8 flags;       /* POL_COLL_SEND_*, for STEP_SEND */
-  int peer;           /* rank sent to or received from */
-  guint32 seq;        /* index among the messages peer->me (or me->peer) */
-  gsize lo, hi;       /* element range [lo, hi) */
-} CollStep;
-
-typedef struct CollOp CollOp;
+/* --- State ----------------------------------------------------------------- */
 
 /* A message between two ranks, from net_send to its receive step. */
 typedef struct {
-  guint64 key;        /* (src << 32) | seq: key in the receiver's table */
   int src, dst;       /* ranks */
+  guint32 seq;        /* index among the messages src -> dst */
+  gboolean wait;      /* the sender waits for its arrival */
   gsize lo, hi;       /* element range */
   float *payload;     /* (hi - lo) floats snapshot, or NULL (timing only) */
-  gboolean wait;      /* the sender waits for its arrival */
 } CollMsg;
 
+/* What a rank knows of one peer it has sent to or received from. */
 typedef struct {
-  GArray *prog;       /* CollStep, in execution order */
+  int peer;
+  guint32 sent;       /* messages handed to the network for peer */
+  guint32 taken;      /* messages from peer taken by receive steps: the next
+                         receive from peer takes message number `taken` */
+  GPtrArray *early;   /* CollMsg arrived and not taken: [i] is message
+                         taken + i, NULL while it has not arrived; NULL
+                         until the first message arrives early */
+} CollChan;
+
+typedef struct {
+  PolCollStep cur;    /* step pc of the program (unless finished) */
   guint pc;           /* index of the current step */
+  gboolean started;   /* has run at least once */
   gboolean busy;      /* the current step is under way (reduction, wait) */
-  gboolean running;   /* coll_advance() is on the stack for this rank */
   gboolean finished;
-  GHashTable *arrived; /* &msg->key -> CollMsg, arrived not yet received */
-  GHashTable *counts;  /* at build: peer+1 -> messages so far, per direction */
+  CollChan *chans;    /* (n_chans) sorted by peer */
+  int n_chans, cap_chans;
+  GArray *prog;       /* PolCollStep: the stored program, or NULL when the
+                         algorithm generates its steps */
 } CollRank;
 
 /* One running collective; owns everything it allocates. */
-struct CollOp {
-  PolCollOp pub;      /* p, n, root: what the builder reads; first member */
+typedef struct {
+  PolCollOp pub;      /* p, n, root, kind, state: what the algorithm reads;
+                         first member */
+  const PolCollAlgorithm *alg;
   EngSim *sim;
   NetNetwork *net;
   int *hosts;         /* (p) host ids */
@@ -83,23 +90,16 @@ struct CollOp {
   float *acc;         /* (n) naive root's accumulator, or NULL */
   int n_finished;     /* ranks whose program has ended */
   int outstanding;    /* events and transfers whose callback is pending */
+  guint64 transfers;  /* work counters (PolCollStats) */
+  guint64 examined;
   PolCollDone done;
   gpointer ctx, data;
-};
+} CollOp;
 
-/* Next message index between `r` and `peer` in one direction (sends and
- * receives are counted in separate keys: +1 and -1 offsets). */
-static guint32
-next_seq (CollRank *rk, int key)
-{
-  gpointer k = GINT_TO_POINTER (key);
-  guint32 c = GPOINTER_TO_UINT (g_hash_table_lookup (rk->counts, k));
+G_LOCK_DEFINE_STATIC (coll_stats);
+static PolCollStats coll_stats;  /* guarded by coll_stats */
 
-  g_hash_table_insert (rk->counts, k, GUINT_TO_POINTER (c + 1));
-  return c;
-}
-
-/* The executor's state of a builder's PolCollOp (its first member). */
+/* The executor's state of an algorithm's PolCollOp (its first member). */
 static CollOp *
 coll_op (PolCollOp *pub)
 {
@@ -107,42 +107,68 @@ coll_op (PolCollOp *pub)
   return (CollOp *) pub;
 }
 
+/* --- Steps and stored programs --------------------------------------------- */
+
+gboolean
+pol_coll_step_send (PolCollStep *out, int dst, gsize lo, gsize hi,
+                    guint flags)
+{
+  *out = (PolCollStep) { POL_COLL_STEP_SEND, 0, (guint8) flags, dst, lo, hi };
+  return TRUE;
+}
+
+gboolean
+pol_coll_step_recv (PolCollStep *out, int src, gsize lo, gsize hi,
+                    PolCollRecvMode mode)
+{
+  *out = (PolCollStep) { POL_COLL_STEP_RECV, (guint8) mode, 0, src, lo, hi };
+  return TRUE;
+}
+
+gboolean
+pol_coll_step_local (PolCollStep *out, PolCollLocal step)
+{
+  *out = (PolCollStep) { POL_COLL_STEP_LOCAL, (guint8) step, 0, -1, 0, 0 };
+  return TRUE;
+}
+
+/* Appends `s` to rank r's stored program. */
+static void
+prog_append (PolCollOp *pub, int r, const PolCollStep *s)
+{
+  CollOp *op = coll_op (pub);
+
+  g_assert (op->alg->step == NULL && r >= 0 && r < pub->p);
+  g_array_append_vals (op->ranks[r].prog, s, 1);
+}
+
 void
 pol_coll_prog_send (PolCollOp *pub, int r, int dst, gsize lo, gsize hi,
                     guint flags)
 {
-  CollOp *op = coll_op (pub);
-  CollRank *rk = &op->ranks[r];
-  CollStep s = { STEP_SEND, 0, (guint8) flags, dst, 0, lo, hi };
+  PolCollStep s;
 
-  g_assert (dst != r && lo <= hi && hi <= op->pub.n);
-  s.seq = next_seq (rk, dst + 1);
-  g_array_append_val (rk->prog, s);
+  pol_coll_step_send (&s, dst, lo, hi, flags);
+  prog_append (pub, r, &s);
 }
 
 void
 pol_coll_prog_recv (PolCollOp *pub, int r, int src, gsize lo, gsize hi,
                     PolCollRecvMode mode)
 {
-  CollOp *op = coll_op (pub);
-  CollRank *rk = &op->ranks[r];
-  CollStep s = { STEP_RECV, (guint8) mode, 0, src, 0, lo, hi };
+  PolCollStep s;
 
-  g_assert (src != r && lo <= hi && hi <= op->pub.n);
-  s.seq = next_seq (rk, -(src + 1));
-  g_array_append_val (rk->prog, s);
+  pol_coll_step_recv (&s, src, lo, hi, mode);
+  prog_append (pub, r, &s);
 }
 
 void
 pol_coll_prog_local (PolCollOp *pub, int r, PolCollLocal step)
 {
-  CollOp *op = coll_op (pub);
-  CollStep s = { step == POL_COLL_ACC_OWN ? STEP_ACC_OWN : STEP_ACC_STORE,
-                 0, 0, r, 0, 0, op->pub.n };
+  PolCollStep s;
 
-  if (op->bufs != NULL && op->acc == NULL)
-    op->acc = g_new0 (float, MAX (op->pub.n, 1));
-  g_array_append_val (op->ranks[r].prog, s);
+  pol_coll_step_local (&s, step);
+  prog_append (pub, r, &s);
 }
 
 gboolean
@@ -157,32 +183,171 @@ pol_coll_unsupported (const char *alg, PolCollKind kind, GError **error)
   return FALSE;
 }
 
+/* Loads step rk->pc of rank r's program into rk->cur, from the generator or
+ * the stored program; marks the rank finished when there is no such step. */
+static void
+rank_load (CollOp *op, int r)
+{
+  CollRank *rk = &op->ranks[r];
+  const PolCollStep *s = &rk->cur;
+  gboolean more;
+
+  if (rk->prog == NULL)
+    more = op->alg->step (&op->pub, r, rk->pc, &rk->cur);
+  else if ((more = rk->pc < rk->prog->len))
+    rk->cur = g_array_index (rk->prog, PolCollStep, rk->pc);
+  if (!more)
+    {
+      rk->finished = TRUE;
+      op->n_finished++;
+      return;
+    }
+  g_assert (s->type == POL_COLL_STEP_LOCAL
+            || (s->peer != r && s->peer >= 0 && s->peer < op->pub.p
+                && s->lo <= s->hi && s->hi <= op->pub.n));
+}
+
+/* Rank r has completed its current step: loads the next. */
+static void
+rank_next (CollOp *op, int r)
+{
+  op->ranks[r].pc++;
+  rank_load (op, r);
+}
+
+/* --- Channels -------------------------------------------------------------- */
+
+/* Where peer's channel is, or would be inserted, in rk->chans. */
+static int
+chan_index (const CollRank *rk, int peer)
+{
+  int lo = 0, hi = rk->n_chans;
+
+  while (lo < hi)
+    {
+      int mid = lo + (hi - lo) / 2;
+
+      if (rk->chans[mid].peer < peer)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo;
+}
+
+/* Rank rk's channel with `peer`, or NULL when they have not talked yet. */
+static CollChan *
+chan_find (CollRank *rk, int peer)
+{
+  int i = chan_index (rk, peer);
+
+  return i < rk->n_chans && rk->chans[i].peer == peer ? &rk->chans[i] : NULL;
+}
+
+/* Rank rk's channel with `peer`, created when missing.  The pointer is valid
+ * until the next channel of rk is created. */
+static CollChan *
+chan_get (CollRank *rk, int peer)
+{
+  int i = chan_index (rk, peer);
+
+  if (i < rk->n_chans && rk->chans[i].peer == peer)
+    return &rk->chans[i];
+  if (rk->n_chans == rk->cap_chans)
+    {
+      rk->cap_chans = MAX (2, 2 * rk->cap_chans);
+      rk->chans = g_renew (CollChan, rk->chans, rk->cap_chans);
+    }
+  memmove (&rk->chans[i + 1], &rk->chans[i],
+           sizeof (CollChan) * (gsize) (rk->n_chans - i));
+  rk->n_chans++;
+  rk->chans[i] = (CollChan) { .peer = peer };
+  return &rk->chans[i];
+}
+
+/* Files an arrived message in its receiver's channel, by sequence number. */
+static void
+chan_put (CollOp *op, CollMsg *m)
+{
+  CollChan *ch = chan_get (&op->ranks[m->dst], m->src);
+  guint i = m->seq - ch->taken;
+
+  g_assert (m->seq >= ch->taken);
+  if (ch->early == NULL)
+    ch->early = g_ptr_array_new ();
+  if (i >= ch->early->len)
+    g_ptr_array_set_size (ch->early, (int) i + 1);
+  g_assert (ch->early->pdata[i] == NULL);
+  ch->early->pdata[i] = m;
+}
+
+/* Takes the next message from `peer` to rank rk if it has arrived, or
+ * returns NULL. */
+static CollMsg *
+chan_take (CollRank *rk, int peer)
+{
+  CollChan *ch = chan_find (rk, peer);
+  CollMsg *m;
+
+  if (ch == NULL || ch->early == NULL || ch->early->len == 0
+      || ch->early->pdata[0] == NULL)
+    return NULL;
+  m = ch->early->pdata[0];
+  g_ptr_array_remove_index (ch->early, 0);
+  ch->taken++;
+  return m;
+}
+
 /* --- Interpreter ----------------------------------------------------------- */
 
 static void coll_advance (CollOp *op, int r);
 
+/* Adds the collective's work counters to the process's, then frees it. */
 static void
 coll_op_free (CollOp *op)
 {
+  guint64 stored = 0;
+
   for (int r = 0; r < op->pub.p; r++)
     {
       CollRank *rk = &op->ranks[r];
 
       if (rk->prog)
-        g_array_unref (rk->prog);
-      if (rk->counts)
-        g_hash_table_unref (rk->counts);
-      if (rk->arrived)
         {
-          g_assert (g_hash_table_size (rk->arrived) == 0);
-          g_hash_table_unref (rk->arrived);
+          stored += rk->prog->len;
+          g_array_unref (rk->prog);
         }
+      for (int c = 0; c < rk->n_chans; c++)
+        if (rk->chans[c].early)
+          {
+            for (guint i = 0; i < rk->chans[c].early->len; i++)
+              g_assert (rk->chans[c].early->pdata[i] == NULL);
+            g_ptr_array_unref (rk->chans[c].early);
+          }
+      g_free (rk->chans);
     }
+  G_LOCK (coll_stats);
+  coll_stats.collectives++;
+  coll_stats.transfers += op->transfers;
+  coll_stats.examined += op->examined;
+  coll_stats.stored_steps += stored;
+  G_UNLOCK (coll_stats);
+  if (op->pub.state_free)
+    op->pub.state_free (op->pub.state);
   g_free (op->ranks);
   g_free (op->hosts);
   g_free (op->bufs);
   g_free (op->acc);
   g_free (op);
+}
+
+void
+pol_coll_stats (PolCollStats *out)
+{
+  g_return_if_fail (out != NULL);
+  G_LOCK (coll_stats);
+  *out = coll_stats;
+  G_UNLOCK (coll_stats);
 }
 
 /* Calls `done` and frees the operation once every rank has finished and no
@@ -211,6 +376,15 @@ msg_free (CollMsg *m)
   g_free (m);
 }
 
+/* The root's accumulator (n floats, zeroed on first use). */
+static float *
+coll_acc (CollOp *op)
+{
+  if (op->acc == NULL)
+    op->acc = g_new0 (float, MAX (op->pub.n, 1));
+  return op->acc;
+}
+
 /* Combines a received message into the receiver's buffer (or accumulator). */
 static void
 msg_apply (CollOp *op, CollMsg *m, PolCollRecvMode mode)
@@ -221,7 +395,7 @@ msg_apply (CollOp *op, CollMsg *m, PolCollRecvMode mode)
   if (op->bufs == NULL || len == 0)
     return;
   g_assert (m->payload != NULL);
-  dst = (mode == POL_COLL_RECV_ACC ? op->acc : op->bufs[m->dst]) + m->lo;
+  dst = (mode == POL_COLL_RECV_ACC ? coll_acc (op) : op->bufs[m->dst]) + m->lo;
   if (mode == POL_COLL_RECV_COPY)
     memcpy (dst, m->payload, len * sizeof (float));
   else
@@ -229,7 +403,8 @@ msg_apply (CollOp *op, CollMsg *m, PolCollRecvMode mode)
       dst[i] += m->payload[i];
 }
 
-/* The last byte of a message has arrived at its receiver. */
+/* The last byte of a message has arrived at its receiver: runs the
+ * receiver, and the sender of a "wait" send. */
 static void
 on_arrival (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
             const NetTransfer *t G_GNUC_UNUSED)
@@ -240,14 +415,14 @@ on_arrival (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
   gboolean wait = m->wait;
 
   op->outstanding--;
-  g_hash_table_insert (op->ranks[dst].arrived, &m->key, m);
+  chan_put (op, m);
   if (wait)
     {
       CollRank *sk = &op->ranks[src];
 
       g_assert (sk->busy);
       sk->busy = FALSE;
-      sk->pc++;
+      rank_next (op, src);
     }
   coll_advance (op, dst);
   if (wait)
@@ -263,18 +438,19 @@ on_reduced (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   CollMsg *m = data;
   int r = m->dst;
   CollRank *rk = &op->ranks[r];
-  const CollStep *s = &g_array_index (rk->prog, CollStep, rk->pc);
 
   op->outstanding--;
-  g_assert (rk->busy && s->type == STEP_RECV);
-  msg_apply (op, m, (PolCollRecvMode) s->mode);
+  g_assert (rk->busy && rk->cur.type == POL_COLL_STEP_RECV);
+  msg_apply (op, m, (PolCollRecvMode) rk->cur.mode);
   msg_free (m);
   rk->busy = FALSE;
-  rk->pc++;
+  rank_next (op, r);
   coll_advance (op, r);
   coll_maybe_finish (op);
 }
 
+/* Runs every rank, in rank order, that has not run yet (an earlier one may
+ * have run it: see rank_wake). */
 static void
 on_start (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
@@ -282,115 +458,158 @@ on_start (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
 
   op->outstanding--;
   for (int r = 0; r < op->pub.p; r++)
-    coll_advance (op, r);
+    if (!op->ranks[r].started)
+      coll_advance (op, r);
   coll_maybe_finish (op);
 }
 
-/* TRUE when rank `r` is waiting at the receive matching send step `s` of
- * rank `src`. */
+/* TRUE when rank q is waiting at the receive that matches rank r's current
+ * step, a send to q: its current receive is from r and takes the message
+ * that r's send will be. */
 static gboolean
-recv_posted (CollOp *op, int src, const CollStep *s)
+recv_posted (CollOp *op, int r, int q)
 {
-  CollRank *rk = &op->ranks[s->peer];
-  const CollStep *rs;
+  CollRank *rq = &op->ranks[q];
+  const CollChan *in, *out;
 
-  if (rk->pc >= rk->prog->len || rk->busy)
+  if (rq->busy || rq->finished || rq->cur.type != POL_COLL_STEP_RECV
+      || rq->cur.peer != r)
     return FALSE;
-  rs = &g_array_index (rk->prog, CollStep, rk->pc);
-  return rs->type == STEP_RECV && rs->peer == src && rs->seq == s->seq;
+  in = chan_find (rq, r);
+  out = chan_find (&op->ranks[r], q);
+  return (in ? in->taken : 0) == (out ? out->sent : 0);
 }
 
-static void
-issue_send (CollOp *op, int r, const CollStep *s)
+/* Rank r stops at a receive from q whose message has not arrived: returns
+ * the rank that this lets go on, q when it is at a rendezvous send to r
+ * (which this receive lets start) or has not run yet (at the start, where a
+ * rank runs the ranks it waits for first, in a chain), or -1. */
+static int
+rank_wake (CollOp *op, int r, int q)
 {
+  CollRank *rq = &op->ranks[q];
+
+  if (rq->busy || rq->finished)
+    return -1;
+  if (!rq->started)
+    return q;
+  if (rq->cur.type == POL_COLL_STEP_SEND
+      && (rq->cur.flags & POL_COLL_SEND_RDV) && rq->cur.peer == r
+      && recv_posted (op, q, r))
+    return q;
+  return -1;
+}
+
+/* Hands rank r's current step, a send, to the network, with a snapshot of
+ * its elements. */
+static void
+issue_send (CollOp *op, int r)
+{
+  const PolCollStep *s = &op->ranks[r].cur;
   CollMsg *m = g_new0 (CollMsg, 1);
   gsize len = s->hi - s->lo;
 
   m->src = r;
   m->dst = s->peer;
-  m->key = ((guint64) (guint32) r << 32) | s->seq;
+  m->seq = chan_get (&op->ranks[r], s->peer)->sent++;
   m->lo = s->lo;
   m->hi = s->hi;
   m->wait = (s->flags & POL_COLL_SEND_WAIT) != 0;
   if (op->bufs != NULL && len > 0)
     m->payload = g_memdup2 (op->bufs[r] + s->lo, len * sizeof (float));
   op->outstanding++;
+  op->transfers++;
   net_send (op->net, op->hosts[r], op->hosts[s->peer],
             (double) len * op->elem_bytes, op->tag, on_arrival, op, m);
 }
 
-/* Runs rank r's program as far as it can go now. */
+/* Rank r's current step, a receive: takes its message if it has arrived and
+ * either starts its reduction (an event reduce_per_byte x bytes later, the
+ * rank busy meanwhile) or combines it at once and goes on.  Returns FALSE
+ * when the message has not arrived. */
+static gboolean
+rank_receive (CollOp *op, int r)
+{
+  CollRank *rk = &op->ranks[r];
+  const PolCollStep *s = &rk->cur;
+  CollMsg *m = chan_take (rk, s->peer);
+  double secs;
+
+  if (m == NULL)
+    return FALSE;
+  secs = s->mode == POL_COLL_RECV_COPY ? 0
+         : op->reduce_per_byte * (double) (s->hi - s->lo) * op->elem_bytes;
+  if (secs > 0)
+    {
+      rk->busy = TRUE;
+      op->outstanding++;
+      eng_schedule (op->sim, secs, on_reduced, op, m);
+    }
+  else
+    {
+      msg_apply (op, m, (PolCollRecvMode) s->mode);
+      msg_free (m);
+      rank_next (op, r);
+    }
+  return TRUE;
+}
+
+/* Rank r's current step, a local step on the accumulator. */
 static void
-coll_advance (CollOp *op, int r)
+rank_local (CollOp *op, int r)
+{
+  if (op->bufs != NULL && op->ranks[r].cur.mode == POL_COLL_ACC_OWN)
+    {
+      float *acc = coll_acc (op);
+
+      for (gsize i = 0; i < op->pub.n; i++)
+        acc[i] += op->bufs[r][i];
+    }
+  else if (op->bufs != NULL)
+    memcpy (op->bufs[r], coll_acc (op), op->pub.n * sizeof (float));
+  rank_next (op, r);
+}
+
+/* Runs rank r's program as far as it can go now.  Returns the rank that r's
+ * progress lets go on (rank_wake), to run next, or -1. */
+static int
+rank_run (CollOp *op, int r)
 {
   CollRank *rk = &op->ranks[r];
 
-  if (rk->running)
-    return;
-  rk->running = TRUE;
-  while (!rk->busy && rk->pc < rk->prog->len)
+  rk->started = TRUE;
+  while (!rk->busy && !rk->finished)
     {
-      const CollStep *s = &g_array_index (rk->prog, CollStep, rk->pc);
+      const PolCollStep *s = &rk->cur;
 
-      if (s->type == STEP_SEND)
+      op->examined++;
+      if (s->type == POL_COLL_STEP_SEND)
         {
-          if ((s->flags & POL_COLL_SEND_RDV) && !recv_posted (op, r, s))
-            break;  /* the receiver wakes us when it gets there */
-          issue_send (op, r, s);
+          if ((s->flags & POL_COLL_SEND_RDV) && !recv_posted (op, r, s->peer))
+            return -1;  /* the receiver wakes us when it gets there */
+          issue_send (op, r);
           if (s->flags & POL_COLL_SEND_WAIT)
             rk->busy = TRUE;
           else
-            rk->pc++;
+            rank_next (op, r);
         }
-      else if (s->type == STEP_RECV)
+      else if (s->type == POL_COLL_STEP_RECV)
         {
-          guint64 key = ((guint64) (guint32) s->peer << 32) | s->seq;
-          CollMsg *m = g_hash_table_lookup (rk->arrived, &key);
-          double secs;
-
-          if (m == NULL)
-            {
-              /* A rendezvous sender may be waiting for us. */
-              coll_advance (op, s->peer);
-              break;
-            }
-          g_hash_table_remove (rk->arrived, &key);
-          secs = s->mode == POL_COLL_RECV_COPY ? 0
-                 : op->reduce_per_byte * (double) (s->hi - s->lo)
-                   * op->elem_bytes;
-          if (secs > 0)
-            {
-              rk->busy = TRUE;
-              op->outstanding++;
-              eng_schedule (op->sim, secs, on_reduced, op, m);
-            }
-          else
-            {
-              msg_apply (op, m, (PolCollRecvMode) s->mode);
-              msg_free (m);
-              rk->pc++;
-            }
-        }
-      else if (s->type == STEP_ACC_OWN)
-        {
-          if (op->bufs != NULL)
-            for (gsize i = 0; i < op->pub.n; i++)
-              op->acc[i] += op->bufs[r][i];
-          rk->pc++;
+          if (!rank_receive (op, r))
+            return rank_wake (op, r, s->peer);
         }
       else
-        {
-          if (op->bufs != NULL)
-            memcpy (op->bufs[r], op->acc, op->pub.n * sizeof (float));
-          rk->pc++;
-        }
+        rank_local (op, r);
     }
-  if (!rk->finished && rk->pc == rk->prog->len)
-    {
-      rk->finished = TRUE;
-      op->n_finished++;
-    }
-  rk->running = FALSE;
+  return -1;
+}
+
+/* Runs rank r, then each rank its progress lets go on, in a chain. */
+static void
+coll_advance (CollOp *op, int r)
+{
+  while (r >= 0)
+    r = rank_run (op, r);
 }
 
 /* --- Start ---------------------------------------------------------------- */
@@ -411,6 +630,7 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
   op = g_new0 (CollOp, 1);
+  op->alg = alg;
   op->sim = a->sim;
   op->net = a->net;
   op->pub.p = a->p;
@@ -418,6 +638,7 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   op->bufs = a->bufs ? g_memdup2 (a->bufs, sizeof (float *) * (gsize) a->p)
                      : NULL;
   op->pub.n = a->n;
+  op->pub.kind = kind;
   op->elem_bytes = a->elem_bytes;
   op->reduce_per_byte = a->reduce_per_byte;
   op->pub.root = a->root;
@@ -426,22 +647,16 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   op->ctx = ctx;
   op->data = data;
   op->ranks = g_new0 (CollRank, a->p);
-  for (int r = 0; r < a->p; r++)
-    {
-      op->ranks[r].prog = g_array_new (FALSE, FALSE, sizeof (CollStep));
-      op->ranks[r].counts = g_hash_table_new (g_direct_hash, g_direct_equal);
-      op->ranks[r].arrived = g_hash_table_new (g_int64_hash, g_int64_equal);
-    }
+  if (alg->step == NULL)
+    for (int r = 0; r < a->p; r++)
+      op->ranks[r].prog = g_array_new (FALSE, FALSE, sizeof (PolCollStep));
   if (!alg->build (&op->pub, kind, error))
     {
       coll_op_free (op);
       return FALSE;
     }
   for (int r = 0; r < a->p; r++)
-    {
-      g_hash_table_unref (op->ranks[r].counts);
-      op->ranks[r].counts = NULL;
-    }
+    rank_load (op, r);
   op->outstanding = 1;
   eng_schedule (op->sim, 0, on_start, op, NULL);
   return TRUE;

@@ -60,9 +60,10 @@ typedef struct {
  * the buffer, block b of p is [lo, hi) with the sizes of pol_shard_bounds()
  * (policy.h): the first n % p blocks have one element more. */
 
-/* The collective being built, as an algorithm's builder sees it
- * (policies/coll-program.h, private to policies/). */
+/* The collective being run, as an algorithm sees it, and one step of a
+ * rank's program (policies/coll-program.h, private to policies/). */
 typedef struct PolCollOp PolCollOp;
+typedef struct PolCollStep PolCollStep;
 
 /* A collective algorithm: one file, policies/coll-<name>.c, defines it and
  * the registry in collectives.c lists it; nothing else names it. */
@@ -71,9 +72,16 @@ typedef struct {
   const char *description;
   const char *source;        /* the paper or document its steps and cost
                                 formula come from */
-  /* Writes every rank's program for `kind` (coll-program.h).  Returns FALSE
-   * (and sets POL_COLL_ERROR_UNSUPPORTED) for a kind it does not do. */
+  /* Prepares `op` for `kind` (coll-program.h): with `step`, sets op->state
+   * if its steps need precomputed data; without, writes every rank's whole
+   * program.  Returns FALSE (and sets POL_COLL_ERROR_UNSUPPORTED) for a kind
+   * it does not do. */
   gboolean (*build) (PolCollOp *op, PolCollKind kind, GError **error);
+  /* Writes step `index` of rank `rank`'s program into *out, or returns FALSE
+   * when the program has fewer steps; called once per step, in order, as the
+   * rank reaches it.  NULL: the programs are the ones `build` stored. */
+  gboolean (*step) (const PolCollOp *op, int rank, guint index,
+                    PolCollStep *out);
   /* Its cost formula, as pol_coll_cost() documents; NaN for a kind it does
    * not do. */
   double (*cost) (PolCollKind kind, int p, gsize n, double elem_bytes,
@@ -101,6 +109,21 @@ gboolean pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
 double pol_coll_cost (const PolCollAlgorithm *alg, PolCollKind kind, int p,
                       gsize n, double elem_bytes, double alpha, double beta,
                       double reduce_per_byte);
+
+/* Work counters of the executor (test-only: tests/test-collectives.c
+ * bounds the work per transfer with them; nothing in a run reads them).
+ * They are sums over every collective of the process, in every thread, added
+ * when the collective is freed (just before its `done`, or when its start
+ * fails). */
+typedef struct {
+  guint64 collectives;  /* collectives freed */
+  guint64 transfers;    /* messages handed to net_send */
+  guint64 examined;     /* times the executor examined a rank's current step */
+  guint64 stored_steps; /* steps of the programs stored by builders */
+} PolCollStats;
+
+/* Copies the counters into *out. */
+void pol_coll_stats (PolCollStats *out);
 
 G_END_DECLS
 

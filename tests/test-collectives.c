@@ -558,6 +558,54 @@ test_concurrent (void)
   run_free (run);
 }
 
+/* The executor's work per transfer does not grow with p, and only stored
+ * programs take memory per step (PolCollStats).  A transfer costs the
+ * executor three looks at a rank's current step: the send, and the receive
+ * before and after its message arrives; local steps and ranks with nothing
+ * to do add at most one per rank.  (Before ranks were woken exactly, a rank
+ * whose message had not arrived ran its sender, which ran its own, around
+ * the ring: p + 2 looks per transfer of ring all-reduce, 10 at p = 8.)
+ * Ring, tree and halving-doubling generate their steps and store none;
+ * naive stores 2p steps on the root and 2 on each other rank. */
+static void
+test_work_bound (void)
+{
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  const int pvals[] = { 8, 64, 256 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
+    for (guint k = 0; k < G_N_ELEMENTS (pvals); k++)
+      for (int g = 0; g < 2; g++)
+        {
+          int p = pvals[k];
+          Run *run = run_new (p, 4 * (gsize) p + 1, NET_CONTENTION_NONE);
+          PolCollStats a, b;
+          guint64 transfers, examined;
+
+          pol_coll_stats (&a);
+          run_coll (run, algs[i], POL_COLL_ALLREDUCE, FALSE, g ? GAMMA : 0,
+                    p / 2);
+          pol_coll_stats (&b);
+          transfers = b.transfers - a.transfers;
+          examined = b.examined - a.examined;
+          g_assert_cmpuint (b.collectives - a.collectives, ==, 1);
+          g_assert_cmpuint (transfers, >=, (guint64) p - 1);
+          if (strcmp (algs[i], "ring") == 0)
+            {
+              g_assert_cmpuint (transfers, ==, 2 * (guint64) p * (p - 1));
+              g_assert_cmpuint (examined, <=, 3 * transfers);
+            }
+          else
+            g_assert_cmpuint (examined, <=, 3 * transfers + (guint64) p);
+          if (strcmp (algs[i], "naive") == 0)
+            g_assert_cmpuint (b.stored_steps - a.stored_steps, ==,
+                              4 * (guint64) p - 2);
+          else
+            g_assert_cmpuint (b.stored_steps - a.stored_steps, ==, 0);
+          run_free (run);
+        }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -567,6 +615,7 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/registry", test_registry);
   g_test_add_func ("/collectives/unsupported", test_unsupported);
   g_test_add_func ("/collectives/concurrent", test_concurrent);
+  g_test_add_func ("/collectives/work-bound", test_work_bound);
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
     {
       const char *a = algs[i];
