@@ -726,16 +726,6 @@ sharing_leave (NetNetwork *net, NetFlow *f)
     }
 }
 
-/* Starts collecting a component: empties the scratch lists and takes a new
- * stamp, so that marks left by earlier walks no longer count. */
-static void
-component_begin (NetNetwork *net)
-{
-  net->epoch++;
-  g_array_set_size (net->comp_links, 0);
-  g_ptr_array_set_size (net->comp_flows, 0);
-}
-
 /* Completes the component from its seed links: every flow on a collected
  * link and every link of a collected flow, until closed.  In full-recompute
  * mode, takes every active link and sharing flow instead. */
@@ -904,7 +894,9 @@ static void on_flow_complete (EngSim *sim, gpointer ctx, gpointer data);
 static void sharing_update (NetNetwork *net);
 
 /* End-of-instant hook: re-shares, once, the components of every link whose
- * flows changed during the instant. */
+ * flows changed during the instant, one component at a time (so that each
+ * filling's heap holds only its own links: many flows starting together on
+ * disjoint routes cost one small filling each). */
 static void
 on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
 {
@@ -912,22 +904,27 @@ on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
 
   if (net->dirty->len == 0)
     return;
-  component_begin (net);
+  net->epoch++;
   for (guint i = 0; i < net->dirty->len; i++)
     {
       int id = g_array_index (net->dirty, int, i);
       NetLink *l = link_at (net, id);
 
-      if (l->mark != net->epoch && l->flows != NULL && l->flows->len > 0)
-        {
-          l->mark = net->epoch;
-          g_array_append_val (net->comp_links, id);
-        }
+      if (l->mark == net->epoch || l->flows == NULL || l->flows->len == 0)
+        continue;
+      /* a new component, walked under the same stamp so that links and
+       * flows of earlier components are not taken again */
+      g_array_set_size (net->comp_links, 0);
+      g_ptr_array_set_size (net->comp_flows, 0);
+      l->mark = net->epoch;
+      g_array_append_val (net->comp_links, id);
+      component_close (net);
+      sharing_update (net);
+      if (net->full_recompute)
+        break; /* that was every sharing flow */
     }
   g_array_set_size (net->dirty, 0);
   net->dirty_epoch++;
-  component_close (net);
-  sharing_update (net);
 }
 
 /* Notes that the flows of f's links changed (f joined or left them): their
