@@ -6,8 +6,8 @@
 set -eu
 cd "$(dirname "$0")"
 
-PACKAGES="gcc make autoconf automake pkg-config libglib2.0-dev libsqlite3-dev
-libopenblas-dev gnuplot-nox sqlite3 dataset-fashion-mnist"
+PACKAGES="gcc g++ make autoconf automake pkg-config libglib2.0-dev libsqlite3-dev
+libopenblas-dev gnuplot-nox sqlite3 dataset-fashion-mnist libsimgrid-dev"
 
 missing=""
 for p in $PACKAGES; do
