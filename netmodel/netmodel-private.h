@@ -31,6 +31,12 @@ EngEventId net_network_flow_event (const NetNetwork *net, int tag);
 /* Completion events scheduled so far (first schedules and moves). */
 guint64 net_network_reschedules (const NetNetwork *net);
 
+/* Flows whose rates re-sharing has computed so far (one per flow per
+ * progressive filling it took part in; the rate checks of
+ * net_network_rate_error() not counted): how much work the changes of the
+ * sharing set caused. */
+guint64 net_network_refilled (const NetNetwork *net);
+
 G_END_DECLS
 
 #endif /* DTSIM_NETMODEL_PRIVATE_H */

@@ -127,6 +127,7 @@ struct NetNetwork {
   gboolean completing;     /* inside on_flow_complete's callback loop */
   gboolean full_recompute; /* debug: re-share every flow at every change */
   guint64 reschedules;     /* completion events scheduled (statistics) */
+  guint64 refilled;        /* flows given to progressive filling (statistics) */
   NetFlow *pool[NET_POOL_HOPS]; /* free flows by n_hops, linked via `net` */
   guint64 next_seq;        /* seq of the next flow */
   NetObserver observer;    /* called after every NetDone, or NULL */
@@ -968,6 +969,7 @@ sharing_update (NetNetwork *net)
   for (guint i = 0; i < flows->len; i++)
     flow_advance (g_ptr_array_index (flows, i), now);
   progressive_fill (net, net->comp_links, flows);
+  net->refilled += flows->len;
 
   for (guint i = 0; i < flows->len; i++)
     {
@@ -1275,6 +1277,14 @@ net_network_reschedules (const NetNetwork *net)
 {
   g_return_val_if_fail (net != NULL, 0);
   return net->reschedules;
+}
+
+/* Flows whose rates re-sharing has computed, summed over re-shares. */
+guint64
+net_network_refilled (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, 0);
+  return net->refilled;
 }
 
 void

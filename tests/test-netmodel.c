@@ -9,6 +9,7 @@
  */
 #include <math.h>
 
+#include "base/keys.h"
 #include "engine/engine.h"
 #include "netmodel/netmodel.h"
 #include "netmodel/netmodel-private.h"
@@ -809,6 +810,220 @@ test_disjoint_component (void)
   fixture_clear (&fx);
 }
 
+/* --- Randomized churn on real topologies -------------------------------- */
+
+/* Transfers join and leave a star, a racks network with oversubscribed rack
+ * links and a fat-tree, at distinct and at equal times: first-generation
+ * transfers start at t = 0, on a coarse grid or at arbitrary times, with
+ * sizes that often repeat (so that many finish together); each finished
+ * transfer may start a child from its destination at that very instant, up
+ * to `depth` generations.  Every draw for a transfer comes from its own
+ * random stream (seed, tag), so the workload does not depend on the order
+ * in which simultaneous completions are reported. */
+typedef struct {
+  EngSim *sim;
+  NetNetwork *net;
+  guint64 seed;
+  int n_hosts;
+  int n_first;     /* first-generation transfers, tags 0 .. n_first - 1 */
+  int depth;       /* generations; tag t's child has tag t + n_first */
+  double *end;     /* (n_first * depth), end time by tag, -1 if never sent */
+  int n_sent, n_done;
+} Churn;
+
+typedef struct {
+  Churn *c;
+  int src, tag;
+} ChurnStart;
+
+static void churn_send (Churn *c, int src, int tag);
+
+static void
+on_churn_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx,
+               gpointer data G_GNUC_UNUSED, const NetTransfer *t)
+{
+  Churn *c = ctx;
+  EngRng rng;
+
+  g_assert_cmpfloat (c->end[t->tag], ==, -2);
+  c->end[t->tag] = t->end;
+  c->n_done++;
+  eng_rng_init (&rng, c->seed, 2 * (guint64) t->tag + 1);
+  if (t->tag + c->n_first < c->n_first * c->depth
+      && eng_rng_below (&rng, 3) != 0)
+    churn_send (c, t->dst, t->tag + c->n_first);
+}
+
+/* Sends transfer `tag` from `src` to a host and of a size drawn from the
+ * tag's stream: a quarter of them MSG, a quarter MSG / 2, the rest between
+ * MSG / 100 and MSG. */
+static void
+churn_send (Churn *c, int src, int tag)
+{
+  EngRng rng;
+  int dst;
+  double bytes;
+
+  eng_rng_init (&rng, c->seed, 2 * (guint64) tag);
+  dst = (int) eng_rng_below (&rng, c->n_hosts - 1);
+  dst += dst >= src;
+  switch (eng_rng_below (&rng, 4))
+    {
+    case 0:
+      bytes = MSG;
+      break;
+    case 1:
+      bytes = MSG / 2;
+      break;
+    default:
+      bytes = (0.01 + 0.99 * eng_rng_uniform (&rng)) * MSG;
+    }
+  c->end[tag] = -2;
+  c->n_sent++;
+  net_send (c->net, src, dst, bytes, tag, on_churn_done, c, NULL);
+}
+
+static void
+on_churn_start (EngSim *sim G_GNUC_UNUSED, gpointer ctx G_GNUC_UNUSED,
+                gpointer data)
+{
+  ChurnStart *s = data;
+  churn_send (s->c, s->src, s->tag);
+}
+
+static void
+on_churn_probe (EngSim *sim G_GNUC_UNUSED, gpointer ctx,
+                gpointer data G_GNUC_UNUSED)
+{
+  Churn *c = ctx;
+  g_assert_cmpfloat (net_network_rate_error (c->net), <=, 1e-9);
+}
+
+/* Builds topology `topo` with n_hosts hosts h0, h1, ... (racks: rack_size 4,
+ * oversubscription 3, so a rack's uplink carries 4/3 of a host link). */
+static void
+churn_build (NetNetwork *net, const char *topo, int n_hosts)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (BaseValues) values = base_values_new ();
+  NetTopologyParams p = { 0 };
+
+  for (int h = 0; h < n_hosts; h++)
+    g_ptr_array_add (names, g_strdup_printf ("h%d", h));
+  base_values_set_int (values, "network.rack_size", 4);
+  base_values_set_double (values, "network.oversubscription", 3);
+  p.n_hosts = n_hosts;
+  p.names = (const char *const *) names->pdata;
+  p.bandwidth = LINK_BW;
+  p.latency = LINK_LAT;
+  p.values = values;
+  g_assert_true (net_topology_lookup (topo)->build (net, &p, &error));
+  g_assert_no_error (error);
+}
+
+/* Runs the churn of `seed` on `topo`, re-sharing incrementally or fully.
+ * With `every_event`, the rates are checked against a full filling after
+ * every event (which re-shares the instant's changes so far at once);
+ * otherwise at random probe times, so changes at equal times are re-shared
+ * together.  Returns the end times by tag (-1: never sent). */
+static double *
+churn_run (const char *topo, guint64 seed, gboolean full,
+           gboolean every_event)
+{
+  const int n_hosts = 24, n_first = 160, depth = 4;
+  Churn c = { 0 };
+  EngRng rng;
+  ChurnStart *starts = g_new (ChurnStart, n_first);
+  double span = 12 * MSG / LINK_BW;   /* s, over which first starts spread */
+
+  c.sim = eng_sim_new ();
+  c.net = net_network_new (c.sim, NET_CONTENTION_MAXMIN);
+  c.seed = seed;
+  c.n_hosts = n_hosts;
+  c.n_first = n_first;
+  c.depth = depth;
+  c.end = g_new (double, n_first * depth);
+  for (int i = 0; i < n_first * depth; i++)
+    c.end[i] = -1;
+  churn_build (c.net, topo, n_hosts);
+  net_network_set_full_recompute (c.net, full);
+
+  eng_rng_init (&rng, seed, 0);
+  for (int i = 0; i < n_first; i++)
+    {
+      double when;
+
+      switch (eng_rng_below (&rng, 3))
+        {
+        case 0:
+          when = 0;
+          break;
+        case 1:
+          when = (double) eng_rng_below (&rng, 24) * span / 24;
+          break;
+        default:
+          when = eng_rng_uniform (&rng) * span;
+        }
+      starts[i] = (ChurnStart) { &c, (int) eng_rng_below (&rng, n_hosts), i };
+      eng_schedule (c.sim, when, on_churn_start, NULL, &starts[i]);
+      if (!every_event)
+        eng_schedule (c.sim, eng_rng_uniform (&rng) * 2 * span,
+                      on_churn_probe, &c, NULL);
+    }
+  if (every_event)
+    while (eng_step (c.sim))
+      g_assert_cmpfloat (net_network_rate_error (c.net), <=, 1e-9);
+  else
+    eng_run (c.sim, INFINITY);
+
+  g_assert_cmpint (c.n_done, ==, c.n_sent);
+  g_assert_cmpint (c.n_sent, >, n_first);
+  g_assert_cmpuint (net_network_active (c.net), ==, 0);
+  net_network_free (c.net);
+  eng_sim_free (c.sim);
+  g_free (starts);
+  return c.end;
+}
+
+/* On `topo`, for several seeds and both ways of probing: the incremental
+ * rates equal a full filling (checked inside churn_run) and every transfer
+ * ends when it does with the full recompute, to 1e-9 relative. */
+static void
+check_churn (const char *topo)
+{
+  for (guint64 seed = 1; seed <= 3; seed++)
+    for (int every_event = 0; every_event <= 1; every_event++)
+      {
+        g_autofree double *inc = churn_run (topo, seed, FALSE, every_event);
+        g_autofree double *full = churn_run (topo, seed, TRUE, every_event);
+
+        for (int i = 0; i < 160 * 4; i++)
+          if (full[i] < 0)
+            g_assert_cmpfloat (inc[i], ==, full[i]);
+          else
+            assert_time (inc[i], full[i]);
+      }
+}
+
+static void
+test_churn_star (void)
+{
+  check_churn ("star");
+}
+
+static void
+test_churn_racks (void)
+{
+  check_churn ("racks");
+}
+
+static void
+test_churn_fat_tree (void)
+{
+  check_churn ("fat-tree");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -835,5 +1050,8 @@ main (int argc, char **argv)
                    test_incremental_shared);
   g_test_add_func ("/netmodel/maxmin/disjoint-component",
                    test_disjoint_component);
+  g_test_add_func ("/netmodel/maxmin/churn-star", test_churn_star);
+  g_test_add_func ("/netmodel/maxmin/churn-racks", test_churn_racks);
+  g_test_add_func ("/netmodel/maxmin/churn-fat-tree", test_churn_fat_tree);
   return g_test_run ();
 }
