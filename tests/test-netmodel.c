@@ -810,6 +810,65 @@ test_disjoint_component (void)
   fixture_clear (&fx);
 }
 
+/* A local change in a large component re-fills few flows.  On a star of N
+ * hosts, every host i sends to i + 1 and i + 2 (mod N): each uplink and
+ * each downlink carries two flows, so the 2N flows form one component, all
+ * at B / 2, every link saturated.  When 0 -> 1 (the only short transfer)
+ * finishes, up0 and down1 keep one flow each, but 0 -> 2 stays bottlenecked
+ * on down2 and N-1 -> 1 on up(N-1), where they tie with flows that have no
+ * more: no rate changes.  When 5 -> 8 joins, up5 and down8 are shared three
+ * ways (B / 3), 6 -> 7 takes the B / 6 freed on up6 and down7 (2 B / 3), and
+ * the links around keep their flows at B / 2.  Either way only a handful of
+ * flows near the change can move, and only they may be re-filled (today's
+ * component re-share would re-fill all 2N). */
+static void
+test_local_change (void)
+{
+  const int N = 256;
+  Fixture fx;
+  double L = 2 * LINK_LAT, B = LINK_BW, b = MSG;
+  double t1 = L + b / (B / 2);   /* 0 -> 1 ends */
+  DelayedSend late;
+  guint64 before;
+
+  fixture_init (&fx, N, NET_CONTENTION_MAXMIN);
+  for (int i = 0; i < N; i++)
+    {
+      start (&fx, i, (i + 1) % N, i == 0 ? b : 100 * b, 2 * i);
+      start (&fx, i, (i + 2) % N, 100 * b, 2 * i + 1);
+    }
+  eng_run (fx.sim, L);   /* every flow joined and was re-filled once */
+  g_assert_cmpuint (net_network_refilled (fx.net), >=, 2 * N);
+  g_assert_cmpfloat (net_network_rate_error (fx.net), <=, 1e-12);
+
+  before = net_network_refilled (fx.net);
+  eng_run (fx.sim, t1);
+  g_assert_cmpuint (fx.done->len, ==, 1);
+  assert_time (by_tag (&fx, 0)->end, t1);
+  g_test_message ("leave: %" G_GUINT64_FORMAT " flows re-filled",
+                  net_network_refilled (fx.net) - before);
+  g_assert_cmpuint (net_network_refilled (fx.net) - before, <=, 16);
+  g_assert_cmpfloat (net_network_rate_error (fx.net), <=, 1e-12);
+
+  late = (DelayedSend) { &fx, 5, 8, 'J', b };
+  eng_schedule (fx.sim, b / B, on_delayed_send, NULL, &late);
+  before = net_network_refilled (fx.net);
+  eng_run (fx.sim, t1 + L + b / B);   /* J's latency is over */
+  g_test_message ("join: %" G_GUINT64_FORMAT " flows re-filled",
+                  net_network_refilled (fx.net) - before);
+  g_assert_cmpuint (net_network_refilled (fx.net) - before, <=, 16);
+  g_assert_cmpfloat (net_network_rate_error (fx.net), <=, 1e-12);
+
+  /* J: alone at B / 3 until it ends; its end re-shares as locally. */
+  before = net_network_refilled (fx.net);
+  eng_run (fx.sim, t1 + L + b / B + b / (B / 3));
+  g_assert_cmpuint (fx.done->len, ==, 2);
+  assert_time (by_tag (&fx, 'J')->end, t1 + L + b / B + b / (B / 3));
+  g_assert_cmpuint (net_network_refilled (fx.net) - before, <=, 16);
+  g_assert_cmpfloat (net_network_rate_error (fx.net), <=, 1e-12);
+  fixture_clear (&fx);
+}
+
 /* --- Randomized churn on real topologies -------------------------------- */
 
 /* Transfers join and leave a star, a racks network with oversubscribed rack
@@ -922,13 +981,21 @@ churn_build (NetNetwork *net, const char *topo, int n_hosts)
   g_assert_no_error (error);
 }
 
-/* Runs the churn of `seed` on `topo`, re-sharing incrementally or fully.
+/* How churn_run re-shares. */
+typedef enum {
+  CHURN_REGION,      /* the default: the flows a change can affect */
+  CHURN_COMPONENT,   /* the same, but a region that fails its first check
+                        takes in its whole component at once */
+  CHURN_FULL         /* every flow at every change (the reference) */
+} ChurnMode;
+
+/* Runs the churn of `seed` on `topo`, re-sharing as `mode` says.
  * With `every_event`, the rates are checked against a full filling after
  * every event (which re-shares the instant's changes so far at once);
  * otherwise at random probe times, so changes at equal times are re-shared
  * together.  Returns the end times by tag (-1: never sent). */
 static double *
-churn_run (const char *topo, guint64 seed, gboolean full,
+churn_run (const char *topo, guint64 seed, ChurnMode mode,
            gboolean every_event)
 {
   const int n_hosts = 24, n_first = 160, depth = 4;
@@ -947,7 +1014,9 @@ churn_run (const char *topo, guint64 seed, gboolean full,
   for (int i = 0; i < n_first * depth; i++)
     c.end[i] = -1;
   churn_build (c.net, topo, n_hosts);
-  net_network_set_full_recompute (c.net, full);
+  net_network_set_full_recompute (c.net, mode == CHURN_FULL);
+  if (mode == CHURN_COMPONENT)
+    net_network_set_region_passes (c.net, 1);
 
   eng_rng_init (&rng, seed, 0);
   for (int i = 0; i < n_first; i++)
@@ -987,22 +1056,29 @@ churn_run (const char *topo, guint64 seed, gboolean full,
 }
 
 /* On `topo`, for several seeds and both ways of probing: the incremental
- * rates equal a full filling (checked inside churn_run) and every transfer
- * ends when it does with the full recompute, to 1e-9 relative. */
+ * rates equal a full filling (checked inside churn_run), and every transfer
+ * ends when it does with the full recompute, to 1e-9 relative, whether
+ * regions that fail a check grow flow by flow or take in their component. */
 static void
 check_churn (const char *topo)
 {
   for (guint64 seed = 1; seed <= 3; seed++)
     for (int every_event = 0; every_event <= 1; every_event++)
       {
-        g_autofree double *inc = churn_run (topo, seed, FALSE, every_event);
-        g_autofree double *full = churn_run (topo, seed, TRUE, every_event);
+        g_autofree double *full = churn_run (topo, seed, CHURN_FULL,
+                                             every_event);
 
-        for (int i = 0; i < 160 * 4; i++)
-          if (full[i] < 0)
-            g_assert_cmpfloat (inc[i], ==, full[i]);
-          else
-            assert_time (inc[i], full[i]);
+        for (ChurnMode mode = CHURN_REGION; mode < CHURN_FULL; mode++)
+          {
+            g_autofree double *inc = churn_run (topo, seed, mode,
+                                                every_event);
+
+            for (int i = 0; i < 160 * 4; i++)
+              if (full[i] < 0)
+                g_assert_cmpfloat (inc[i], ==, full[i]);
+              else
+                assert_time (inc[i], full[i]);
+          }
       }
 }
 
@@ -1050,6 +1126,7 @@ main (int argc, char **argv)
                    test_incremental_shared);
   g_test_add_func ("/netmodel/maxmin/disjoint-component",
                    test_disjoint_component);
+  g_test_add_func ("/netmodel/maxmin/local-change", test_local_change);
   g_test_add_func ("/netmodel/maxmin/churn-star", test_churn_star);
   g_test_add_func ("/netmodel/maxmin/churn-racks", test_churn_racks);
   g_test_add_func ("/netmodel/maxmin/churn-fat-tree", test_churn_fat_tree);
