@@ -4,26 +4,28 @@
  * A transfer handed to net_send() lives as a flow.  It first waits out its
  * route's latency (one engine event), then joins the "sharing" set: the flows
  * in their bandwidth phase.  When flows join or leave that set, only the
- * flows they can affect are re-shared: the connected components of their
- * links in the bipartite graph of sharing flows and the links they cross,
- * once per simulated instant however many flows joined or left at that time
- * (an end-of-instant hook of the engine: rates only matter over intervals).
- * Their bytes sent since their last update are subtracted at their old
- * rates, their new rates are computed by progressive filling (max-min
- * fairness over the component's links, the links kept in a heap by fair
- * share), and the completion event of each flow whose rate changed is
- * cancelled and scheduled again at now + remaining / rate.  Flows in other
- * components are not touched at all.  When a completion event fires,
+ * flows whose max-min rates they can change are re-shared, once per
+ * simulated instant however many flows joined or left at that time (an
+ * end-of-instant hook of the engine: rates only matter over intervals).
+ * Every flow remembers a link that limits it; the re-share starts from the
+ * flows that joined and those limited by a changed link, fills them by
+ * progressive filling (max-min fairness, the links kept in a heap by fair
+ * share) with every other flow held at its rate, checks that the flows
+ * around still have a limiting link, and takes in those that do not until
+ * the rates are the max-min ones (see "Sharing" below).  Each flow whose
+ * rate changed has its bytes sent so far subtracted at its old rate and its
+ * completion event cancelled and scheduled again at now + remaining / rate.
+ * Other flows are not touched at all.  When a completion event fires,
  * every sharing flow that is done at that instant leaves at once (found
- * through a heap of completion times), the components they leave are
- * re-shared, and only then are the callbacks called, in creation order, so
+ * through a heap of completion times), the flows they leave are re-shared,
+ * and only then are the callbacks called, in creation order, so
  * simultaneous completions are reported deterministically.
  *
  * Data layout: each link keeps the list of sharing flows that cross it, each
  * flow keeps its position in those lists (O(1) removal), and the network
  * keeps the list of links crossed by at least one sharing flow, so idle
- * links cost nothing.  Components are found by a walk with per-walk stamps
- * on links and flows (nothing to clear) into reused scratch arrays, and
+ * links cost nothing.  Regions are collected with per-region stamps on
+ * links and flows (nothing to clear) into reused scratch arrays, and
  * finished flows go to per-route-length free lists, so the steady state
  * allocates nothing per transfer.
  * Routes are a dense (n_hosts, n_hosts) table of (offset, length) pairs into
@@ -43,6 +45,16 @@ G_DEFINE_QUARK (net-error, net_error)
  * flow completes is done too: absorbs the rounding of rate * time so that
  * flows finishing together complete in one event. */
 #define NET_DONE_FRACTION 1e-9
+
+/* Relative tolerance of region_verify's comparisons of rates: within it,
+ * rates computed by different fillings count as equal. */
+#define NET_RATE_TOL 1e-12
+
+/* Fillings of a region that fails its checks before it takes in its whole
+ * connected component (which needs no check): a change whose effects ripple
+ * far then costs at most this many fillings of the region plus one of the
+ * component, instead of one filling per step of the ripple. */
+#define NET_REGION_PASSES 16
 
 /* Finished flows with fewer hops than this are kept for reuse. */
 #define NET_POOL_HOPS 8
@@ -64,9 +76,12 @@ struct NetFlow {
   double updated;    /* s, when `remaining` was last brought up to date */
   double rate;       /* bytes/s while sharing, else 0 */
   double new_rate;   /* bytes/s, scratch for progressive filling */
+  int bneck;         /* a link that limits it at `rate` (see region_verify),
+                        -1 before its first rate */
+  int new_bneck;     /* the link it was frozen on, scratch for filling */
   double t_end;      /* s, time of the pending completion event */
   double window;     /* s, NET_DONE_FRACTION * bytes / rate */
-  guint64 mark;      /* == net->epoch when in the component being walked */
+  guint64 mark;      /* == net->epoch when in the region being re-filled */
   gboolean frozen;   /* scratch for progressive filling */
   double start;      /* s, when handed to the network */
   NetDone done;      /* caller's callback and its pointers */
@@ -90,7 +105,12 @@ typedef struct {
   double share;      /* cap_left / n_unfrozen, scratch for progressive filling */
   guint fill_order;  /* its place among the filled links, scratch */
   guint fill_pos;    /* its index in net->fill_heap, scratch */
-  guint64 mark;      /* == net->epoch when in the component being walked */
+  double fill_share; /* bytes/s, the share it froze flows at, scratch */
+  guint64 fill_pass; /* == net->pass when it froze flows in that filling */
+  double load;       /* bytes/s, sum of its flows' rates, scratch */
+  double top;        /* bytes/s, largest rate of its flows, scratch */
+  guint64 stats_pass; /* == net->pass when load and top are up to date */
+  guint64 mark;      /* == net->epoch when crossed by the region's flows */
   guint64 dirty;     /* == net->dirty_epoch when in net->dirty */
 } NetLink;
 
@@ -116,9 +136,11 @@ struct NetNetwork {
   GPtrArray *due;          /* NetFlow*, min-heap of sharing flows by t_end */
   double window_bound;     /* s, >= the window of every flow in `due` */
   guint window_age;        /* completions since window_bound was exact */
-  guint64 epoch;           /* stamp of the current component walk */
-  GArray *comp_links;      /* int link ids of the component, scratch */
-  GPtrArray *comp_flows;   /* NetFlow* of the component, scratch */
+  guint64 epoch;           /* stamp of the current region */
+  guint64 pass;            /* stamp of the current progressive filling */
+  GArray *comp_links;      /* int link ids crossed by the region, scratch */
+  GPtrArray *comp_flows;   /* NetFlow* of the region, scratch */
+  GPtrArray *violators;    /* NetFlow* the region must take in, scratch */
   GPtrArray *finished;     /* NetFlow* completing now, scratch */
   GPtrArray *fill_heap;    /* NetLink*, progressive filling's heap, scratch */
   GArray *dirty;           /* int link ids whose flows changed this instant */
@@ -126,7 +148,10 @@ struct NetNetwork {
   guint flush_id;          /* the engine's end-of-instant hook, 0 = none yet */
   gboolean completing;     /* inside on_flow_complete's callback loop */
   gboolean full_recompute; /* debug: re-share every flow at every change */
+  guint region_passes;     /* fillings of a region before taking in its
+                              whole component (NET_REGION_PASSES) */
   guint64 reschedules;     /* completion events scheduled (statistics) */
+  guint64 refilled;        /* flows filled by re-shares (statistics) */
   NetFlow *pool[NET_POOL_HOPS]; /* free flows by n_hops, linked via `net` */
   guint64 next_seq;        /* seq of the next flow */
   NetObserver observer;    /* called after every NetDone, or NULL */
@@ -191,10 +216,12 @@ net_network_new (EngSim *sim, NetContention contention)
   net->due = g_ptr_array_new ();
   net->comp_links = g_array_new (FALSE, FALSE, sizeof (int));
   net->comp_flows = g_ptr_array_new ();
+  net->violators = g_ptr_array_new ();
   net->finished = g_ptr_array_new ();
   net->fill_heap = g_ptr_array_new ();
   net->dirty = g_array_new (FALSE, FALSE, sizeof (int));
   net->dirty_epoch = 1;
+  net->region_passes = NET_REGION_PASSES;
   return net;
 }
 
@@ -223,6 +250,7 @@ net_network_free (NetNetwork *net)
   g_ptr_array_free (net->due, TRUE);
   g_array_free (net->comp_links, TRUE);
   g_ptr_array_free (net->comp_flows, TRUE);
+  g_ptr_array_free (net->violators, TRUE);
   g_ptr_array_free (net->fill_heap, TRUE);
   g_array_free (net->dirty, TRUE);
   if (net->flush_id)
@@ -536,16 +564,39 @@ net_network_active (const NetNetwork *net)
 
 /* --- Sharing: incremental max-min fairness by progressive filling ------- */
 
-/* Max-min rates depend only on the flows and links connected to a flow
- * through shared links, so when a flow joins or leaves the sharing set only
- * its connected component (in the bipartite graph of sharing flows and the
- * links they cross) is re-shared: the component is collected into
- * net->comp_links / net->comp_flows by a breadth-first walk from the changed
- * flows' links, the flows in it are brought up to date, and progressive
- * filling runs over it alone.  Flows elsewhere keep their rates, their
- * `remaining` (kept per flow, as of f->updated) and their completion events.
- * With net->full_recompute set, the component is every sharing flow and
- * every active link, which is the reference the tests compare against. */
+/* When flows join or leave the sharing set, only the flows whose max-min
+ * rates can change get new ones: the *region*.  Every sharing flow f keeps
+ * in f->bneck a link that limits it: saturated (its flows' rates add up to
+ * its bandwidth), and crossed by no flow with a higher rate than f's.  A
+ * feasible allocation in which every flow has such a link is the max-min
+ * one (Bertsekas and Gallager, Data Networks, section 6.5), so:
+ *
+ * 1. The region starts with the flows that joined and the flows whose
+ *    bottleneck link a flow joined or left (region_seed).
+ * 2. Progressive filling runs over the region's flows alone, on the links
+ *    they cross, each link's capacity being its bandwidth less the rates of
+ *    the flows outside the region that cross it, which keep their rates.
+ * 3. The edge of the region is checked (region_verify): a flow outside it
+ *    must have no higher rate than the share at which a link it crosses
+ *    froze region flows, and a flow outside whose bottleneck link the
+ *    region crosses must still be limited there or on another of its links
+ *    (which becomes its f->bneck).  The flows that fail join the region and
+ *    it is filled again from 2.
+ *
+ * Links that no region flow crosses keep their flows at their rates, so the
+ * flows limited there stay limited: once the checks pass, every flow has a
+ * bottleneck link and the rates are what filling every flow would give, up
+ * to rounding (the checks allow NET_RATE_TOL relative on rates and slack of
+ * the size of rounding on a saturated link).  The region only grows, so
+ * this ends, at worst with every sharing flow.  Region flows are filled in
+ * net->comp_flows, the links they cross in net->comp_links.  Flows outside
+ * the region keep their rates, their `remaining` (kept per flow, as of
+ * f->updated) and their completion events; so do region flows whose rate
+ * comes out unchanged.  With net->full_recompute set, the region is every
+ * sharing flow and no check is needed: the reference the tests compare
+ * against.  A change far from a flow's bottleneck costs nothing there, so
+ * a flow ending among thousands that share links with each other re-fills
+ * the handful around it instead of all of them. */
 
 /* Brings f->remaining up to time `now` at the flow's current rate. */
 static inline void
@@ -661,6 +712,7 @@ sharing_join (NetNetwork *net, NetFlow *f)
 {
   f->share_pos = (gint) net->sharing->len;
   f->rate = 0;
+  f->bneck = -1;
   f->updated = eng_sim_now (net->sim);
   g_ptr_array_add (net->sharing, f);
   for (int i = 0; i < f->n_hops; i++)
@@ -726,51 +778,183 @@ sharing_leave (NetNetwork *net, NetFlow *f)
     }
 }
 
-/* Completes the component from its seed links: every flow on a collected
- * link and every link of a collected flow, until closed.  In full-recompute
- * mode, takes every active link and sharing flow instead. */
+/* Starts a region: empties the scratch lists and takes a new stamp, so that
+ * marks left by earlier regions no longer count. */
 static void
-component_close (NetNetwork *net)
+region_begin (NetNetwork *net)
 {
-  if (net->full_recompute)
+  net->epoch++;
+  g_array_set_size (net->comp_links, 0);
+  g_ptr_array_set_size (net->comp_flows, 0);
+}
+
+/* Puts `f` in the region and the links it crosses in the region's links,
+ * unless it is there already. */
+static void
+region_add (NetNetwork *net, NetFlow *f)
+{
+  if (f->mark == net->epoch)
+    return;
+  f->mark = net->epoch;
+  g_ptr_array_add (net->comp_flows, f);
+  for (int i = 0; i < f->n_hops; i++)
     {
-      g_array_set_size (net->comp_links, 0);
-      g_array_append_vals (net->comp_links, net->active_links->data,
-                           net->active_links->len);
-      g_ptr_array_set_size (net->comp_flows, 0);
-      for (guint i = 0; i < net->sharing->len; i++)
-        g_ptr_array_add (net->comp_flows, net->sharing->pdata[i]);
-      return;
+      NetLink *m = link_at (net, f->hops[i].link);
+
+      if (m->mark != net->epoch)
+        {
+          m->mark = net->epoch;
+          g_array_append_val (net->comp_links, f->hops[i].link);
+        }
     }
+}
+
+/* Grows the region to its connected component: every flow crossing one of
+ * its links, and the links those cross, until closed.  No flow outside it
+ * then crosses its links, so its filling needs no check. */
+static void
+region_close (NetNetwork *net)
+{
   for (guint k = 0; k < net->comp_links->len; k++)
     {
       NetLink *l = link_at (net, g_array_index (net->comp_links, int, k));
 
       for (guint j = 0; j < l->flows->len; j++)
+        region_add (net, g_ptr_array_index (l->flows, j));
+    }
+}
+
+/* Makes the region every sharing flow, over every active link. */
+static void
+region_all (NetNetwork *net)
+{
+  g_array_set_size (net->comp_links, 0);
+  g_array_append_vals (net->comp_links, net->active_links->data,
+                       net->active_links->len);
+  for (guint i = 0; i < net->active_links->len; i++)
+    link_at (net, g_array_index (net->active_links, int, i))->mark
+      = net->epoch;
+  g_ptr_array_set_size (net->comp_flows, 0);
+  for (guint i = 0; i < net->sharing->len; i++)
+    {
+      NetFlow *f = g_ptr_array_index (net->sharing, i);
+
+      f->mark = net->epoch;
+      g_ptr_array_add (net->comp_flows, f);
+    }
+}
+
+/* Seeds the region from the links whose flows changed this instant
+ * (net->dirty): the flows that joined (rate still 0) and the flows limited
+ * by such a link.  Any other flow is limited by a link whose flows and
+ * rates are as they were. */
+static void
+region_seed (NetNetwork *net)
+{
+  for (guint i = 0; i < net->dirty->len; i++)
+    {
+      int id = g_array_index (net->dirty, int, i);
+      NetLink *l = link_at (net, id);
+
+      if (l->flows == NULL)
+        continue;
+      for (guint j = 0; j < l->flows->len; j++)
         {
           NetFlow *f = g_ptr_array_index (l->flows, j);
 
-          if (f->mark == net->epoch)
-            continue;
-          f->mark = net->epoch;
-          g_ptr_array_add (net->comp_flows, f);
-          for (int i = 0; i < f->n_hops; i++)
-            {
-              NetLink *m = link_at (net, f->hops[i].link);
-
-              if (m->mark != net->epoch)
-                {
-                  m->mark = net->epoch;
-                  g_array_append_val (net->comp_links, f->hops[i].link);
-                }
-            }
+          if (f->rate == 0 || f->bneck == id)
+            region_add (net, f);
         }
     }
 }
 
+/* The rate f has in the filling being checked: its new one in the region,
+ * else its current one. */
+static inline double
+rate_now (const NetNetwork *net, const NetFlow *f)
+{
+  return f->mark == net->epoch ? f->new_rate : f->rate;
+}
+
+/* Whether link `id` limits a flow crossing it at rate x, at the rates of the
+ * last filling: saturated up to rounding (slack at most NET_RATE_TOL x plus
+ * a few ulps of its bandwidth per flow, what summing the rates can lose),
+ * and no flow on it above x (NET_RATE_TOL relative). */
+static gboolean
+link_limits (NetNetwork *net, int id, double x)
+{
+  NetLink *l = link_at (net, id);
+  double slack;   /* bytes/s, the most left unused on a saturated link */
+
+  if (l->stats_pass != net->pass)
+    {
+      l->load = 0;
+      l->top = 0;
+      for (guint j = 0; j < l->flows->len; j++)
+        {
+          double y = rate_now (net, g_ptr_array_index (l->flows, j));
+
+          l->load += y;
+          l->top = MAX (l->top, y);
+        }
+      l->stats_pass = net->pass;
+    }
+  slack = NET_RATE_TOL * x
+          + 4 * (l->flows->len + 1) * DBL_EPSILON * l->bandwidth;
+  return l->bandwidth - l->load <= slack && l->top <= x * (1 + NET_RATE_TOL);
+}
+
+/* Checks the last filling of the region at its edge: every flow outside it
+ * that crosses a region link must neither have a higher rate than the share
+ * at which that link froze region flows (they would take from it), nor,
+ * when that link was its bottleneck, be left without a link that limits
+ * it.  A flow outside whose bottleneck link no region flow crosses is
+ * limited there as before.  Returns TRUE when every check passes; else the
+ * flows that failed are in net->violators, to be added to the region. */
+static gboolean
+region_verify (NetNetwork *net)
+{
+  GArray *links = net->comp_links;
+  GPtrArray *violators = net->violators;
+
+  g_ptr_array_set_size (violators, 0);
+  for (guint k = 0; k < links->len; k++)
+    {
+      int id = g_array_index (links, int, k);
+      NetLink *l = link_at (net, id);
+      double most = l->fill_pass == net->pass      /* bytes/s */
+                      ? l->fill_share * (1 + NET_RATE_TOL) : INFINITY;
+
+      for (guint j = 0; j < l->flows->len; j++)
+        {
+          NetFlow *g = g_ptr_array_index (l->flows, j);
+          gboolean limited = FALSE;
+
+          if (g->mark == net->epoch)
+            continue;
+          if (g->rate > most)
+            {
+              g_ptr_array_add (violators, g);
+              continue;
+            }
+          if (g->bneck != id || link_limits (net, id, g->rate))
+            continue;
+          for (int i = 0; i < g->n_hops && !limited; i++)
+            if (g->hops[i].link != id
+                && link_limits (net, g->hops[i].link, g->rate))
+              {
+                g->bneck = g->hops[i].link;
+                limited = TRUE;
+              }
+          if (!limited)
+            g_ptr_array_add (violators, g);
+        }
+    }
+  return violators->len == 0;
+}
+
 /* --- progressive filling's heap: links with unfrozen flows, smallest fair
- * share first, ties broken by their order in the component (the order a
- * scan of the component's links would meet them in) --- */
+ * share first, ties broken by their order in the region's links --- */
 
 static inline gboolean
 fill_before (const NetLink *a, const NetLink *b)
@@ -821,30 +1005,48 @@ fill_remove (GPtrArray *h, NetLink *l)
     }
 }
 
-/* Progressive filling over a closed set of flows (`flows`) and the links
- * they cross (`links`): sets each flow's new_rate to its max-min fair share,
- * touching nothing else.
+/* Progressive filling of the region: `flows` (marked with net->epoch) and
+ * the links they cross (`links`).  Sets each region flow's new_rate to its
+ * max-min fair share and new_bneck to the link that froze it, given that
+ * the flows outside the region keep their rates; sets the links' fill
+ * scratch (fill_share and fill_pass for the links that froze flows), and
+ * touches nothing else.
  *
- * While some flow is unfrozen, take the link with the smallest fair share
- * (capacity left / unfrozen flows crossing it; among equal shares the first
- * in `links`), give that share to each of its unfrozen flows, freeze them
- * and subtract the share from every link they cross.  The links wait in a
- * heap keyed by their share, so a round costs O(log links) plus, per flow
- * it freezes, O(route length x log links): the whole filling is
- * O((links + flows x route length) log links), where scanning every link
- * per round cost O(links) per round and O(links^2) in all. */
+ * Each link starts with its bandwidth less the rates of the flows outside
+ * the region that cross it (its full bandwidth when there are none, as in a
+ * full filling).  While some flow is unfrozen, take the link with the
+ * smallest fair share (capacity left / unfrozen flows crossing it; among
+ * equal shares the first in `links`), give that share to each of its
+ * unfrozen flows, freeze them and subtract the share from every link they
+ * cross.  The links wait in a heap keyed by their share, so a round costs
+ * O(log links) plus, per flow it freezes, O(route length x log links): the
+ * whole filling is O((links + flows x route length) log links) plus a scan
+ * of the flows crossing the links. */
 static void
 progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
 {
   GPtrArray *heap = net->fill_heap;
+  NetLink *first = (NetLink *) (gpointer) net->links->data;
   guint n_unfrozen = flows->len;
 
+  net->pass++;
   g_ptr_array_set_size (heap, 0);
   for (guint i = 0; i < links->len; i++)
     {
       NetLink *l = link_at (net, g_array_index (links, int, i));
+
       l->cap_left = l->bandwidth;
-      l->n_unfrozen = l->flows->len;
+      l->n_unfrozen = 0;
+      for (guint j = 0; j < l->flows->len; j++)
+        {
+          const NetFlow *f = g_ptr_array_index (l->flows, j);
+
+          if (f->mark == net->epoch)
+            l->n_unfrozen++;
+          else
+            l->cap_left -= f->rate;
+        }
+      l->cap_left = MAX (l->cap_left, 0.0);
       l->fill_order = i;
       if (l->n_unfrozen == 0)
         continue;
@@ -857,22 +1059,26 @@ progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
 
   while (n_unfrozen > 0)
     {
-      /* Every unfrozen flow crosses a link with unfrozen flows, and each
-       * link keeps at least (its unfrozen flows) * (the smallest share) of
-       * capacity, so the share is positive up to rounding. */
+      /* Every unfrozen flow crosses a link with unfrozen flows.  Each link
+       * keeps at least (its unfrozen flows) * (the smallest share) of
+       * capacity, so the share is positive up to rounding, unless flows
+       * outside the region took the whole link: then region_verify finds
+       * them above the share. */
       g_assert (heap->len > 0);
       NetLink *bottleneck = heap->pdata[0];
       double share = bottleneck->share;   /* bytes/s */
-      g_assert (share > 0);
 
+      bottleneck->fill_share = share;
+      bottleneck->fill_pass = net->pass;
       for (guint k = 0; k < bottleneck->flows->len; k++)
         {
           NetFlow *f = g_ptr_array_index (bottleneck->flows, k);
 
-          if (f->frozen)
+          if (f->mark != net->epoch || f->frozen)
             continue;
           f->frozen = TRUE;
           f->new_rate = share;
+          f->new_bneck = (int) (bottleneck - first);
           n_unfrozen--;
           for (int i = 0; i < f->n_hops; i++)
             {
@@ -892,12 +1098,9 @@ progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
 
 static void on_flow_complete (EngSim *sim, gpointer ctx, gpointer data);
 static void sharing_update (NetNetwork *net);
-static gboolean sharing_update_alone (NetNetwork *net, NetFlow *f);
 
-/* End-of-instant hook: re-shares, once, the components of every link whose
- * flows changed during the instant, one component at a time (so that each
- * filling's heap holds only its own links: many flows starting together on
- * disjoint routes cost one small filling each). */
+/* End-of-instant hook: re-shares, once, the flows that the changes of the
+ * instant (joins and leaves on the links in net->dirty) can affect. */
 static void
 on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
 {
@@ -905,36 +1108,21 @@ on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
 
   if (net->dirty->len == 0)
     return;
-  net->epoch++;
-  for (guint i = 0; i < net->dirty->len; i++)
-    {
-      int id = g_array_index (net->dirty, int, i);
-      NetLink *l = link_at (net, id);
-
-      if (l->mark == net->epoch || l->flows == NULL || l->flows->len == 0)
-        continue;
-      if (l->flows->len == 1 && !net->full_recompute
-          && sharing_update_alone (net, g_ptr_array_index (l->flows, 0)))
-        continue;
-      /* a new component, walked under the same stamp so that links and
-       * flows of earlier components are not taken again */
-      g_array_set_size (net->comp_links, 0);
-      g_ptr_array_set_size (net->comp_flows, 0);
-      l->mark = net->epoch;
-      g_array_append_val (net->comp_links, id);
-      component_close (net);
-      sharing_update (net);
-      if (net->full_recompute)
-        break; /* that was every sharing flow */
-    }
+  region_begin (net);
+  if (net->full_recompute)
+    region_all (net);
+  else
+    region_seed (net);
   g_array_set_size (net->dirty, 0);
   net->dirty_epoch++;
+  sharing_update (net);
 }
 
-/* Notes that the flows of f's links changed (f joined or left them): their
- * components are re-shared once at the end of the current instant, however
- * many flows join or leave at that time.  Rates only matter over an
- * interval, so deferring to the instant's end changes none of them. */
+/* Notes that the flows of f's links changed (f joined or left them): the
+ * flows this can affect are re-shared once at the end of the current
+ * instant, however many flows join or leave at that time.  Rates only
+ * matter over an interval, so deferring to the instant's end changes none
+ * of them. */
 static void
 sharing_changed (NetNetwork *net, const NetFlow *f)
 {
@@ -952,32 +1140,13 @@ sharing_changed (NetNetwork *net, const NetFlow *f)
   eng_flush_request (net->sim, net->flush_id);
 }
 
-/* Gives f its new_rate, brought up to `now` already: when the rate changed
- * (or f has no completion event yet), its completion moves to now +
- * remaining / rate.  The engine has no move, so the old event is cancelled
- * and a new one scheduled. */
-static void
-flow_take_rate (NetNetwork *net, NetFlow *f, double now)
-{
-  if (f->new_rate == f->rate && f->event != 0)
-    return;
-  f->rate = f->new_rate;
-  f->window = NET_DONE_FRACTION * f->bytes / f->rate;
-  net->window_bound = MAX (net->window_bound, f->window);
-  f->t_end = now + f->remaining / f->rate;
-  if (f->event != 0)
-    eng_cancel (net->sim, f->event);
-  f->event = eng_schedule_at (net->sim, f->t_end, on_flow_complete, net, f);
-  net->reschedules++;
-  due_update (net, f);
-}
-
-/* Re-shares the collected component (component_close() done): brings its
- * flows' remaining bytes up to now, gives them their max-min rates, and
- * moves the completion event of each flow whose rate changed (or that has
- * none yet) to now + remaining / rate.  The engine has no move, so a moved
- * event is cancelled and scheduled again; flows whose rate is unchanged keep
- * their event. */
+/* Re-shares the seeded region: fills it, grown until region_verify() finds
+ * its rates are the max-min ones, then, for each region flow whose rate
+ * changed (or that has no completion event yet), brings its remaining bytes
+ * up to now at its old rate, gives it its new rate and moves its completion
+ * event to now + remaining / rate.  The engine has no move, so a moved event
+ * is cancelled and scheduled again; flows whose rate is unchanged keep their
+ * event. */
 static void
 sharing_update (NetNetwork *net)
 {
@@ -986,38 +1155,38 @@ sharing_update (NetNetwork *net)
 
   if (flows->len == 0)
     return;
-  for (guint i = 0; i < flows->len; i++)
-    flow_advance (g_ptr_array_index (flows, i), now);
-  progressive_fill (net, net->comp_links, flows);
-
-  for (guint i = 0; i < flows->len; i++)
-    flow_take_rate (net, g_ptr_array_index (flows, i), now);
-}
-
-/* A flow alone on every link it crosses is a component of its own, whose
- * max-min rate is its slowest link's bandwidth (what progressive filling
- * gives it, with the same arithmetic): sets it without a walk or a heap.
- * Returns FALSE when another flow shares one of its links. */
-static gboolean
-sharing_update_alone (NetNetwork *net, NetFlow *f)
-{
-  double rate = INFINITY;
-
-  for (int i = 0; i < f->n_hops; i++)
+  for (guint pass = 1;; pass++)
     {
-      NetLink *l = link_at (net, f->hops[i].link);
-      if (l->flows->len != 1)
-        return FALSE;
-      rate = MIN (rate, l->bandwidth);
+      progressive_fill (net, net->comp_links, flows);
+      net->refilled += flows->len;
+      if (net->full_recompute || region_verify (net))
+        break;
+      for (guint i = 0; i < net->violators->len; i++)
+        region_add (net, g_ptr_array_index (net->violators, i));
+      if (pass == net->region_passes)
+        region_close (net);
     }
-  for (int i = 0; i < f->n_hops; i++)
-    link_at (net, f->hops[i].link)->mark = net->epoch;
-  f->mark = net->epoch;
-  double now = eng_sim_now (net->sim);
-  flow_advance (f, now);
-  f->new_rate = rate;
-  flow_take_rate (net, f, now);
-  return TRUE;
+
+  for (guint i = 0; i < flows->len; i++)
+    {
+      NetFlow *f = g_ptr_array_index (flows, i);
+
+      f->bneck = f->new_bneck;
+      if (f->new_rate == f->rate && f->event != 0)
+        continue;
+      g_assert (f->new_rate > 0);
+      flow_advance (f, now);
+      f->rate = f->new_rate;
+      f->window = NET_DONE_FRACTION * f->bytes / f->rate;
+      net->window_bound = MAX (net->window_bound, f->window);
+      f->t_end = now + f->remaining / f->rate;
+      if (f->event != 0)
+        eng_cancel (net->sim, f->event);
+      f->event = eng_schedule_at (net->sim, f->t_end, on_flow_complete,
+                                  net, f);
+      net->reschedules++;
+      due_update (net, f);
+    }
 }
 
 /* --- Flow life cycle ----------------------------------------------------- */
@@ -1093,8 +1262,8 @@ on_flow_finish_unshared (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   flow_finish (ctx, f);
 }
 
-/* Event: a flow's latency is over; it enters its bandwidth phase and its
- * component is re-shared. */
+/* Event: a flow's latency is over; it enters its bandwidth phase, and the
+ * flows it affects are re-shared at the instant's end. */
 static void
 on_latency_over (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
 {
@@ -1122,8 +1291,9 @@ flow_seq_cmp (gconstpointer a, gconstpointer b)
 
 /* Event: a sharing flow has sent its last byte.  Every sharing flow done at
  * this instant (at most NET_DONE_FRACTION of its bytes left) leaves with it,
- * wherever it is in the network; the components they leave are re-shared,
- * then the finished flows are reported in creation order.
+ * wherever it is in the network; the flows they leave behind are re-shared
+ * at the instant's end, and the finished flows are reported in creation
+ * order.
  *
  * The candidates are found in the due heap: a flow with r bytes left at rate
  * x has its event r / x after now, so every flow done now has its event
@@ -1252,13 +1422,24 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
 
 /* --- Test hooks (netmodel-private.h) ------------------------------------ */
 
-/* Switches between re-sharing the changed component (FALSE, the default) and
- * re-sharing every sharing flow at every change (TRUE). */
+/* Switches between re-sharing the flows a change can affect (FALSE, the
+ * default) and re-sharing every sharing flow at every change (TRUE). */
 void
 net_network_set_full_recompute (NetNetwork *net, gboolean full)
 {
   g_return_if_fail (net != NULL);
   net->full_recompute = full;
+}
+
+/* Sets how many fillings a region that fails its checks gets before it
+ * takes in its whole connected component (>= 1; NET_REGION_PASSES by
+ * default). */
+void
+net_network_set_region_passes (NetNetwork *net, guint passes)
+{
+  g_return_if_fail (net != NULL);
+  g_return_if_fail (passes >= 1);
+  net->region_passes = passes;
 }
 
 /* Largest |full-filling rate - current rate| / current rate over the sharing
@@ -1272,12 +1453,8 @@ net_network_rate_error (NetNetwork *net)
   on_instant_end (net->sim, net); /* rates as the instant's end will set them */
   if (net->sharing->len == 0)
     return 0;
-  g_array_set_size (net->comp_links, 0);
-  g_array_append_vals (net->comp_links, net->active_links->data,
-                       net->active_links->len);
-  g_ptr_array_set_size (net->comp_flows, 0);
-  for (guint i = 0; i < net->sharing->len; i++)
-    g_ptr_array_add (net->comp_flows, net->sharing->pdata[i]);
+  region_begin (net);
+  region_all (net);
   progressive_fill (net, net->comp_links, net->comp_flows);
   for (guint i = 0; i < net->sharing->len; i++)
     {
@@ -1307,6 +1484,14 @@ net_network_reschedules (const NetNetwork *net)
 {
   g_return_val_if_fail (net != NULL, 0);
   return net->reschedules;
+}
+
+/* Flows whose rates re-sharing has computed, summed over re-shares. */
+guint64
+net_network_refilled (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, 0);
+  return net->refilled;
 }
 
 void

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 
+#include "base/keys.h"
 #include "engine/engine.h"
 #include "netmodel/netmodel.h"
 #include "netmodel/netmodel-private.h"
@@ -809,6 +810,296 @@ test_disjoint_component (void)
   fixture_clear (&fx);
 }
 
+/* A local change in a large component re-fills few flows.  On a star of N
+ * hosts, every host i sends to i + 1 and i + 2 (mod N): each uplink and
+ * each downlink carries two flows, so the 2N flows form one component, all
+ * at B / 2, every link saturated.  When 0 -> 1 (the only short transfer)
+ * finishes, up0 and down1 keep one flow each, but 0 -> 2 stays bottlenecked
+ * on down2 and N-1 -> 1 on up(N-1), where they tie with flows that have no
+ * more: no rate changes.  When 5 -> 8 joins, up5 and down8 are shared three
+ * ways (B / 3), 6 -> 7 takes the B / 6 freed on up6 and down7 (2 B / 3), and
+ * the links around keep their flows at B / 2.  Either way only a handful of
+ * flows near the change can move, and only they may be re-filled (today's
+ * component re-share would re-fill all 2N). */
+static void
+test_local_change (void)
+{
+  const int N = 256;
+  Fixture fx;
+  double L = 2 * LINK_LAT, B = LINK_BW, b = MSG;
+  double t1 = L + b / (B / 2);   /* 0 -> 1 ends */
+  DelayedSend late;
+  guint64 before;
+
+  fixture_init (&fx, N, NET_CONTENTION_MAXMIN);
+  for (int i = 0; i < N; i++)
+    {
+      start (&fx, i, (i + 1) % N, i == 0 ? b : 100 * b, 2 * i);
+      start (&fx, i, (i + 2) % N, 100 * b, 2 * i + 1);
+    }
+  eng_run (fx.sim, L);   /* every flow joined and was re-filled once */
+  g_assert_cmpuint (net_network_refilled (fx.net), >=, 2 * N);
+  g_assert_cmpfloat (net_network_rate_error (fx.net), <=, 1e-12);
+
+  before = net_network_refilled (fx.net);
+  eng_run (fx.sim, t1);
+  g_assert_cmpuint (fx.done->len, ==, 1);
+  assert_time (by_tag (&fx, 0)->end, t1);
+  g_test_message ("leave: %" G_GUINT64_FORMAT " flows re-filled",
+                  net_network_refilled (fx.net) - before);
+  g_assert_cmpuint (net_network_refilled (fx.net) - before, <=, 16);
+  g_assert_cmpfloat (net_network_rate_error (fx.net), <=, 1e-12);
+
+  late = (DelayedSend) { &fx, 5, 8, 'J', b };
+  eng_schedule (fx.sim, b / B, on_delayed_send, NULL, &late);
+  before = net_network_refilled (fx.net);
+  eng_run (fx.sim, t1 + L + b / B);   /* J's latency is over */
+  g_test_message ("join: %" G_GUINT64_FORMAT " flows re-filled",
+                  net_network_refilled (fx.net) - before);
+  g_assert_cmpuint (net_network_refilled (fx.net) - before, <=, 16);
+  g_assert_cmpfloat (net_network_rate_error (fx.net), <=, 1e-12);
+
+  /* J: alone at B / 3 until it ends; its end re-shares as locally. */
+  before = net_network_refilled (fx.net);
+  eng_run (fx.sim, t1 + L + b / B + b / (B / 3));
+  g_assert_cmpuint (fx.done->len, ==, 2);
+  assert_time (by_tag (&fx, 'J')->end, t1 + L + b / B + b / (B / 3));
+  g_assert_cmpuint (net_network_refilled (fx.net) - before, <=, 16);
+  g_assert_cmpfloat (net_network_rate_error (fx.net), <=, 1e-12);
+  fixture_clear (&fx);
+}
+
+/* --- Randomized churn on real topologies -------------------------------- */
+
+/* Transfers join and leave a star, a racks network with oversubscribed rack
+ * links and a fat-tree, at distinct and at equal times: first-generation
+ * transfers start at t = 0, on a coarse grid or at arbitrary times, with
+ * sizes that often repeat (so that many finish together); each finished
+ * transfer may start a child from its destination at that very instant, up
+ * to `depth` generations.  Every draw for a transfer comes from its own
+ * random stream (seed, tag), so the workload does not depend on the order
+ * in which simultaneous completions are reported. */
+typedef struct {
+  EngSim *sim;
+  NetNetwork *net;
+  guint64 seed;
+  int n_hosts;
+  int n_first;     /* first-generation transfers, tags 0 .. n_first - 1 */
+  int depth;       /* generations; tag t's child has tag t + n_first */
+  double *end;     /* (n_first * depth), end time by tag, -1 if never sent */
+  int n_sent, n_done;
+} Churn;
+
+typedef struct {
+  Churn *c;
+  int src, tag;
+} ChurnStart;
+
+static void churn_send (Churn *c, int src, int tag);
+
+static void
+on_churn_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx,
+               gpointer data G_GNUC_UNUSED, const NetTransfer *t)
+{
+  Churn *c = ctx;
+  EngRng rng;
+
+  g_assert_cmpfloat (c->end[t->tag], ==, -2);
+  c->end[t->tag] = t->end;
+  c->n_done++;
+  eng_rng_init (&rng, c->seed, 2 * (guint64) t->tag + 1);
+  if (t->tag + c->n_first < c->n_first * c->depth
+      && eng_rng_below (&rng, 3) != 0)
+    churn_send (c, t->dst, t->tag + c->n_first);
+}
+
+/* Sends transfer `tag` from `src` to a host and of a size drawn from the
+ * tag's stream: a quarter of them MSG, a quarter MSG / 2, the rest between
+ * MSG / 100 and MSG. */
+static void
+churn_send (Churn *c, int src, int tag)
+{
+  EngRng rng;
+  int dst;
+  double bytes;
+
+  eng_rng_init (&rng, c->seed, 2 * (guint64) tag);
+  dst = (int) eng_rng_below (&rng, c->n_hosts - 1);
+  dst += dst >= src;
+  switch (eng_rng_below (&rng, 4))
+    {
+    case 0:
+      bytes = MSG;
+      break;
+    case 1:
+      bytes = MSG / 2;
+      break;
+    default:
+      bytes = (0.01 + 0.99 * eng_rng_uniform (&rng)) * MSG;
+    }
+  c->end[tag] = -2;
+  c->n_sent++;
+  net_send (c->net, src, dst, bytes, tag, on_churn_done, c, NULL);
+}
+
+static void
+on_churn_start (EngSim *sim G_GNUC_UNUSED, gpointer ctx G_GNUC_UNUSED,
+                gpointer data)
+{
+  ChurnStart *s = data;
+  churn_send (s->c, s->src, s->tag);
+}
+
+static void
+on_churn_probe (EngSim *sim G_GNUC_UNUSED, gpointer ctx,
+                gpointer data G_GNUC_UNUSED)
+{
+  Churn *c = ctx;
+  g_assert_cmpfloat (net_network_rate_error (c->net), <=, 1e-9);
+}
+
+/* Builds topology `topo` with n_hosts hosts h0, h1, ... (racks: rack_size 4,
+ * oversubscription 3, so a rack's uplink carries 4/3 of a host link). */
+static void
+churn_build (NetNetwork *net, const char *topo, int n_hosts)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (BaseValues) values = base_values_new ();
+  NetTopologyParams p = { 0 };
+
+  for (int h = 0; h < n_hosts; h++)
+    g_ptr_array_add (names, g_strdup_printf ("h%d", h));
+  base_values_set_int (values, "network.rack_size", 4);
+  base_values_set_double (values, "network.oversubscription", 3);
+  p.n_hosts = n_hosts;
+  p.names = (const char *const *) names->pdata;
+  p.bandwidth = LINK_BW;
+  p.latency = LINK_LAT;
+  p.values = values;
+  g_assert_true (net_topology_lookup (topo)->build (net, &p, &error));
+  g_assert_no_error (error);
+}
+
+/* How churn_run re-shares. */
+typedef enum {
+  CHURN_REGION,      /* the default: the flows a change can affect */
+  CHURN_COMPONENT,   /* the same, but a region that fails its first check
+                        takes in its whole component at once */
+  CHURN_FULL         /* every flow at every change (the reference) */
+} ChurnMode;
+
+/* Runs the churn of `seed` on `topo`, re-sharing as `mode` says.
+ * With `every_event`, the rates are checked against a full filling after
+ * every event (which re-shares the instant's changes so far at once);
+ * otherwise at random probe times, so changes at equal times are re-shared
+ * together.  Returns the end times by tag (-1: never sent). */
+static double *
+churn_run (const char *topo, guint64 seed, ChurnMode mode,
+           gboolean every_event)
+{
+  const int n_hosts = 24, n_first = 160, depth = 4;
+  Churn c = { 0 };
+  EngRng rng;
+  ChurnStart *starts = g_new (ChurnStart, n_first);
+  double span = 12 * MSG / LINK_BW;   /* s, over which first starts spread */
+
+  c.sim = eng_sim_new ();
+  c.net = net_network_new (c.sim, NET_CONTENTION_MAXMIN);
+  c.seed = seed;
+  c.n_hosts = n_hosts;
+  c.n_first = n_first;
+  c.depth = depth;
+  c.end = g_new (double, n_first * depth);
+  for (int i = 0; i < n_first * depth; i++)
+    c.end[i] = -1;
+  churn_build (c.net, topo, n_hosts);
+  net_network_set_full_recompute (c.net, mode == CHURN_FULL);
+  if (mode == CHURN_COMPONENT)
+    net_network_set_region_passes (c.net, 1);
+
+  eng_rng_init (&rng, seed, 0);
+  for (int i = 0; i < n_first; i++)
+    {
+      double when;
+
+      switch (eng_rng_below (&rng, 3))
+        {
+        case 0:
+          when = 0;
+          break;
+        case 1:
+          when = (double) eng_rng_below (&rng, 24) * span / 24;
+          break;
+        default:
+          when = eng_rng_uniform (&rng) * span;
+        }
+      starts[i] = (ChurnStart) { &c, (int) eng_rng_below (&rng, n_hosts), i };
+      eng_schedule (c.sim, when, on_churn_start, NULL, &starts[i]);
+      if (!every_event)
+        eng_schedule (c.sim, eng_rng_uniform (&rng) * 2 * span,
+                      on_churn_probe, &c, NULL);
+    }
+  if (every_event)
+    while (eng_step (c.sim))
+      g_assert_cmpfloat (net_network_rate_error (c.net), <=, 1e-9);
+  else
+    eng_run (c.sim, INFINITY);
+
+  g_assert_cmpint (c.n_done, ==, c.n_sent);
+  g_assert_cmpint (c.n_sent, >, n_first);
+  g_assert_cmpuint (net_network_active (c.net), ==, 0);
+  net_network_free (c.net);
+  eng_sim_free (c.sim);
+  g_free (starts);
+  return c.end;
+}
+
+/* On `topo`, for several seeds and both ways of probing: the incremental
+ * rates equal a full filling (checked inside churn_run), and every transfer
+ * ends when it does with the full recompute, to 1e-9 relative, whether
+ * regions that fail a check grow flow by flow or take in their component. */
+static void
+check_churn (const char *topo)
+{
+  for (guint64 seed = 1; seed <= 3; seed++)
+    for (int every_event = 0; every_event <= 1; every_event++)
+      {
+        g_autofree double *full = churn_run (topo, seed, CHURN_FULL,
+                                             every_event);
+
+        for (ChurnMode mode = CHURN_REGION; mode < CHURN_FULL; mode++)
+          {
+            g_autofree double *inc = churn_run (topo, seed, mode,
+                                                every_event);
+
+            for (int i = 0; i < 160 * 4; i++)
+              if (full[i] < 0)
+                g_assert_cmpfloat (inc[i], ==, full[i]);
+              else
+                assert_time (inc[i], full[i]);
+          }
+      }
+}
+
+static void
+test_churn_star (void)
+{
+  check_churn ("star");
+}
+
+static void
+test_churn_racks (void)
+{
+  check_churn ("racks");
+}
+
+static void
+test_churn_fat_tree (void)
+{
+  check_churn ("fat-tree");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -835,5 +1126,9 @@ main (int argc, char **argv)
                    test_incremental_shared);
   g_test_add_func ("/netmodel/maxmin/disjoint-component",
                    test_disjoint_component);
+  g_test_add_func ("/netmodel/maxmin/local-change", test_local_change);
+  g_test_add_func ("/netmodel/maxmin/churn-star", test_churn_star);
+  g_test_add_func ("/netmodel/maxmin/churn-racks", test_churn_racks);
+  g_test_add_func ("/netmodel/maxmin/churn-fat-tree", test_churn_fat_tree);
   return g_test_run ();
 }
