@@ -1003,6 +1003,73 @@ test_resource_free_busy (void)
   eng_sim_free (sim);
 }
 
+/* --- end-of-instant hooks ------------------------------------------------ */
+
+typedef struct {
+  GString *log;      /* what happened, in order */
+  guint id;          /* the hook's id */
+  int requests;      /* events left that request the hook */
+  gboolean again;    /* the hook schedules one event at the current time */
+} FlushCase;
+
+static void
+flush_event (EngSim *sim, gpointer ctx, gpointer data)
+{
+  FlushCase *fc = ctx;
+  g_string_append_printf (fc->log, "e%d@%g ", GPOINTER_TO_INT (data), eng_sim_now (sim));
+  if (fc->requests-- > 0)
+    eng_flush_request (sim, fc->id);
+}
+
+static void
+flush_hook (EngSim *sim, gpointer ctx)
+{
+  FlushCase *fc = ctx;
+  g_string_append_printf (fc->log, "F@%g ", eng_sim_now (sim));
+  if (fc->again)
+    {
+      fc->again = FALSE;
+      eng_schedule (sim, 0, flush_event, fc, GINT_TO_POINTER (9));
+    }
+}
+
+/* A requested hook runs once, after the last event of its instant and
+ * before the clock moves; it is not an event; it may schedule at the
+ * current time; an unregistered hook never runs. */
+static void
+test_flush_hooks (void)
+{
+  EngSim *sim = eng_sim_new ();
+  FlushCase fc = { g_string_new (NULL), 0, 3, TRUE };
+  fc.id = eng_flush_register (sim, flush_hook, &fc);
+  g_assert_cmpuint (fc.id, !=, 0);
+  for (int i = 0; i < 3; i++)
+    eng_schedule_at (sim, 1.0, flush_event, &fc, GINT_TO_POINTER (i));
+  eng_schedule_at (sim, 2.0, flush_event, &fc, GINT_TO_POINTER (3));
+  g_assert_cmpuint (eng_run (sim, INFINITY), ==, 5);
+  /* three requests at t = 1 give one flush, after e2; its event e9 at t = 1
+   * runs before t = 2 and requests nothing (requests are used up) */
+  g_assert_cmpstr (fc.log->str, ==, "e0@1 e1@1 e2@1 F@1 e9@1 e3@2 ");
+  g_assert_cmpuint (eng_sim_events (sim), ==, 5);
+
+  g_string_truncate (fc.log, 0);
+  fc.requests = 1;
+  eng_schedule_at (sim, 3.0, flush_event, &fc, GINT_TO_POINTER (4));
+  eng_flush_unregister (sim, fc.id);
+  eng_run (sim, INFINITY);
+  g_assert_cmpstr (fc.log->str, ==, "e4@3 ");
+
+  /* a hook requested by the last event still runs before eng_run returns */
+  FlushCase fd = { g_string_new (NULL), 0, 1, FALSE };
+  fd.id = eng_flush_register (sim, flush_hook, &fd);
+  eng_schedule_at (sim, 4.0, flush_event, &fd, GINT_TO_POINTER (5));
+  eng_run (sim, INFINITY);
+  g_assert_cmpstr (fd.log->str, ==, "e5@4 F@4 ");
+  g_string_free (fc.log, TRUE);
+  g_string_free (fd.log, TRUE);
+  eng_sim_free (sim);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1021,6 +1088,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/cancel/many", test_cancel_many);
   g_test_add_func ("/engine/run/until", test_run_until);
   g_test_add_func ("/engine/run/stop", test_run_stop);
+  g_test_add_func ("/engine/run/flush-hooks", test_flush_hooks);
   g_test_add_func ("/engine/determinism/same-seed", test_same_seed);
   g_test_add_func ("/engine/determinism/different-seed", test_different_seed);
   g_test_add_func ("/engine/rng/reference", test_rng_reference);
