@@ -1005,32 +1005,13 @@ fill_remove (GPtrArray *h, NetLink *l)
     }
 }
 
-/* Progressive filling of the region: `flows` (marked with net->epoch) and
- * the links they cross (`links`).  Sets each region flow's new_rate to its
- * max-min fair share and new_bneck to the link that froze it, given that
- * the flows outside the region keep their rates; sets the links' fill
- * scratch (fill_share and fill_pass for the links that froze flows), and
- * touches nothing else.
- *
- * Each link starts with its bandwidth less the rates of the flows outside
- * the region that cross it (its full bandwidth when there are none, as in a
- * full filling).  While some flow is unfrozen, take the link with the
- * smallest fair share (capacity left / unfrozen flows crossing it; among
- * equal shares the first in `links`), give that share to each of its
- * unfrozen flows, freeze them and subtract the share from every link they
- * cross.  The links wait in a heap keyed by their share, so a round costs
- * O(log links) plus, per flow it freezes, O(route length x log links): the
- * whole filling is O((links + flows x route length) log links) plus a scan
- * of the flows crossing the links. */
+/* Sets up the links of a filling: each starts with its bandwidth less the
+ * rates of the flows outside the region that cross it (its full bandwidth
+ * when there are none, as in a full filling), its count of region flows
+ * and their fair share, and its place in `links`, which breaks ties. */
 static void
-progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
+fill_start (NetNetwork *net, GArray *links)
 {
-  GPtrArray *heap = net->fill_heap;
-  NetLink *first = (NetLink *) (gpointer) net->links->data;
-  guint n_unfrozen = flows->len;
-
-  net->pass++;
-  g_ptr_array_set_size (heap, 0);
   for (guint i = 0; i < links->len; i++)
     {
       NetLink *l = link_at (net, g_array_index (links, int, i));
@@ -1048,14 +1029,112 @@ progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
         }
       l->cap_left = MAX (l->cap_left, 0.0);
       l->fill_order = i;
+      if (l->n_unfrozen > 0)
+        l->share = l->cap_left / l->n_unfrozen;
+    }
+}
+
+/* Freezes region flow f at `share`, on link `bneck`: takes the share from
+ * every link f crosses, and moves those links in `heap` (with heap == NULL,
+ * they are in none). */
+static void
+fill_freeze (NetNetwork *net, GPtrArray *heap, NetFlow *f, NetLink *bneck,
+             double share)
+{
+  f->frozen = TRUE;
+  f->new_rate = share;
+  f->new_bneck = (int) (bneck - (NetLink *) (gpointer) net->links->data);
+  for (int i = 0; i < f->n_hops; i++)
+    {
+      NetLink *l = link_at (net, f->hops[i].link);
+
+      l->cap_left -= share;
+      if (--l->n_unfrozen == 0)
+        {
+          if (heap != NULL)
+            fill_remove (heap, l);
+          continue;
+        }
+      l->share = l->cap_left / l->n_unfrozen;
+      if (heap != NULL)
+        fill_sift (heap, l->fill_pos);
+    }
+}
+
+/* Freezes, without the heap, each region flow that is the only region flow
+ * on every link it crosses: nothing else changes those links' shares, so
+ * the filling freezes it at the smallest of them, on the first link in
+ * `links` that has it, as fill_freeze does here.  Marks the other flows
+ * unfrozen.  Returns the number of flows frozen. */
+static guint
+fill_lone (NetNetwork *net, GPtrArray *flows)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < flows->len; i++)
+    {
+      NetFlow *f = g_ptr_array_index (flows, i);
+      NetLink *best = NULL;
+
+      f->frozen = FALSE;
+      for (int k = 0; k < f->n_hops; k++)
+        {
+          NetLink *l = link_at (net, f->hops[k].link);
+
+          if (l->n_unfrozen != 1)
+            {
+              best = NULL;
+              break;
+            }
+          if (best == NULL || fill_before (l, best))
+            best = l;
+        }
+      if (best == NULL)
+        continue;
+      best->fill_share = best->share;
+      best->fill_pass = net->pass;
+      fill_freeze (net, NULL, f, best, best->share);
+      n++;
+    }
+  return n;
+}
+
+/* Progressive filling of the region: `flows` (marked with net->epoch) and
+ * the links they cross (`links`).  Sets each region flow's new_rate to its
+ * max-min fair share and new_bneck to the link that froze it, given that
+ * the flows outside the region keep their rates; sets the links' fill
+ * scratch (fill_share and fill_pass for the links that froze flows), and
+ * touches nothing else.
+ *
+ * Links start as fill_start() sets them.  While some flow is unfrozen, take
+ * the link with the smallest fair share (capacity left / unfrozen flows
+ * crossing it; among equal shares the first in `links`), give that share to
+ * each of its unfrozen flows, freeze them and subtract the share from every
+ * link they cross.  The links wait in a heap keyed by their share, so a
+ * round costs O(log links) plus, per flow it freezes, O(route length x log
+ * links): the whole filling is O((links + flows x route length) log links)
+ * plus a scan of the flows crossing the links.  Flows alone on their links
+ * (fill_lone) are frozen first, outside the heap: each is a filling of its
+ * own, which the others do not touch, so the rates are the same. */
+static void
+progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
+{
+  GPtrArray *heap = net->fill_heap;
+  guint n_unfrozen;
+
+  net->pass++;
+  fill_start (net, links);
+  n_unfrozen = flows->len - fill_lone (net, flows);
+  g_ptr_array_set_size (heap, 0);
+  for (guint i = 0; i < links->len && n_unfrozen > 0; i++)
+    {
+      NetLink *l = link_at (net, g_array_index (links, int, i));
+
       if (l->n_unfrozen == 0)
         continue;
-      l->share = l->cap_left / l->n_unfrozen;
       g_ptr_array_add (heap, l);
       fill_sift (heap, heap->len - 1);
     }
-  for (guint i = 0; i < flows->len; i++)
-    ((NetFlow *) g_ptr_array_index (flows, i))->frozen = FALSE;
 
   while (n_unfrozen > 0)
     {
@@ -1076,22 +1155,8 @@ progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
 
           if (f->mark != net->epoch || f->frozen)
             continue;
-          f->frozen = TRUE;
-          f->new_rate = share;
-          f->new_bneck = (int) (bottleneck - first);
+          fill_freeze (net, heap, f, bottleneck, share);
           n_unfrozen--;
-          for (int i = 0; i < f->n_hops; i++)
-            {
-              NetLink *l = link_at (net, f->hops[i].link);
-              l->cap_left -= share;
-              if (--l->n_unfrozen == 0)
-                {
-                  fill_remove (heap, l);
-                  continue;
-                }
-              l->share = l->cap_left / l->n_unfrozen;
-              fill_sift (heap, l->fill_pos);
-            }
         }
     }
 }
