@@ -35,6 +35,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "netmodel/netmodel-private.h"
@@ -60,6 +61,34 @@ G_DEFINE_QUARK (net-error, net_error)
 #define NET_POOL_HOPS 8
 
 typedef struct NetFlow NetFlow;
+typedef struct NetLink NetLink;
+
+/* Growable arrays of the sharing code, appended to inline (GLib's appends
+ * are calls, and these run several times per transfer); zeroed = empty. */
+typedef struct {
+  NetFlow **v;
+  guint len, cap;
+} NetFlowVec;
+
+typedef struct {
+  NetLink **v;
+  guint len, cap;
+} NetLinkVec;
+
+typedef struct {
+  int *v;
+  guint len, cap;
+} NetIntVec;
+
+/* Appends x to the vector *a (a NetFlowVec, NetLinkVec or NetIntVec). */
+#define VEC_PUSH(a, x)                                                  \
+  do                                                                    \
+    {                                                                   \
+      if (G_UNLIKELY ((a)->len == (a)->cap))                            \
+        (a)->v = vec_grow ((a)->v, &(a)->cap, sizeof *(a)->v);          \
+      (a)->v[(a)->len++] = (x);                                         \
+    }                                                                   \
+  while (0)
 
 typedef struct {
   int link;  /* link id */
@@ -95,10 +124,10 @@ struct NetFlow {
   NetHop hops[];     /* (n_hops) in crossing order */
 };
 
-typedef struct {
+struct NetLink {
   double bandwidth;  /* bytes/s */
   double latency;    /* s */
-  GPtrArray *flows;  /* NetFlow* sharing this link; NULL until first used */
+  NetFlowVec flows;  /* the sharing flows crossing this link */
   gint active_pos;   /* index in net->active_links, -1 when no flow */
   double cap_left;   /* bytes/s, scratch for progressive filling */
   guint n_unfrozen;  /* scratch for progressive filling */
@@ -112,7 +141,7 @@ typedef struct {
   guint64 stats_pass; /* == net->pass when load and top are up to date */
   guint64 mark;      /* == net->epoch when crossed by the region's flows */
   guint64 dirty;     /* == net->dirty_epoch when in net->dirty */
-} NetLink;
+};
 
 typedef struct {
   guint32 offset;    /* first link id in net->route_links */
@@ -130,20 +159,20 @@ struct NetNetwork {
   NetRoute *routes;        /* (routes_dim, routes_dim) row-major by src */
   int routes_dim;          /* hosts covered by `routes` */
   GArray *route_links;     /* int link ids, pool for every route */
-  GPtrArray *live;         /* NetFlow*, every unfinished transfer */
-  GPtrArray *sharing;      /* NetFlow*, flows in their bandwidth phase */
-  GArray *active_links;    /* int link ids crossed by a sharing flow */
-  GPtrArray *due;          /* NetFlow*, min-heap of sharing flows by t_end */
+  NetFlowVec live;         /* every unfinished transfer */
+  NetFlowVec sharing;      /* flows in their bandwidth phase */
+  NetIntVec active_links;  /* link ids crossed by a sharing flow */
+  NetFlowVec due;          /* min-heap of sharing flows by t_end */
   double window_bound;     /* s, >= the window of every flow in `due` */
   guint window_age;        /* completions since window_bound was exact */
   guint64 epoch;           /* stamp of the current region */
   guint64 pass;            /* stamp of the current progressive filling */
-  GArray *comp_links;      /* int link ids crossed by the region, scratch */
-  GPtrArray *comp_flows;   /* NetFlow* of the region, scratch */
-  GPtrArray *violators;    /* NetFlow* the region must take in, scratch */
-  GPtrArray *finished;     /* NetFlow* completing now, scratch */
-  GPtrArray *fill_heap;    /* NetLink*, progressive filling's heap, scratch */
-  GArray *dirty;           /* int link ids whose flows changed this instant */
+  NetIntVec comp_links;    /* link ids crossed by the region, scratch */
+  NetFlowVec comp_flows;   /* the region's flows, scratch */
+  NetFlowVec violators;    /* flows the region must take in, scratch */
+  NetFlowVec finished;     /* flows completing now, scratch */
+  NetLinkVec fill_heap;    /* progressive filling's heap, scratch */
+  NetIntVec dirty;         /* link ids whose flows changed this instant */
   guint64 dirty_epoch;     /* stamp of the links in `dirty` */
   guint flush_id;          /* the engine's end-of-instant hook, 0 = none yet */
   gboolean completing;     /* inside on_flow_complete's callback loop */
@@ -157,6 +186,16 @@ struct NetNetwork {
   NetObserver observer;    /* called after every NetDone, or NULL */
   gpointer observer_ctx;
 };
+
+/* Grows a vector's storage (v, *cap elements of `size` bytes) for one more
+ * element; returns the new storage. */
+static gpointer
+vec_grow (gpointer v, guint *cap, gsize size)
+{
+  g_assert (*cap < G_MAXUINT / 2);
+  *cap = MAX (8, 2 * *cap);
+  return g_realloc_n (v, *cap, size);
+}
 
 static inline NetLink *
 link_at (const NetNetwork *net, int id)
@@ -210,16 +249,6 @@ net_network_new (EngSim *sim, NetContention contention)
   net->link_names = g_ptr_array_new_with_free_func (g_free);
   net->link_ids = g_hash_table_new (g_str_hash, g_str_equal);
   net->route_links = g_array_new (FALSE, FALSE, sizeof (int));
-  net->live = g_ptr_array_new ();
-  net->sharing = g_ptr_array_new ();
-  net->active_links = g_array_new (FALSE, FALSE, sizeof (int));
-  net->due = g_ptr_array_new ();
-  net->comp_links = g_array_new (FALSE, FALSE, sizeof (int));
-  net->comp_flows = g_ptr_array_new ();
-  net->violators = g_ptr_array_new ();
-  net->finished = g_ptr_array_new ();
-  net->fill_heap = g_ptr_array_new ();
-  net->dirty = g_array_new (FALSE, FALSE, sizeof (int));
   net->dirty_epoch = 1;
   net->region_passes = NET_REGION_PASSES;
   return net;
@@ -233,9 +262,9 @@ net_network_free (NetNetwork *net)
 {
   if (net == NULL)
     return;
-  for (guint i = 0; i < net->live->len; i++)
+  for (guint i = 0; i < net->live.len; i++)
     {
-      NetFlow *f = g_ptr_array_index (net->live, i);
+      NetFlow *f = net->live.v[i];
       if (f->event != 0)
         eng_cancel (net->sim, f->event);
       g_free (f);
@@ -247,21 +276,20 @@ net_network_free (NetNetwork *net)
         net->pool[h] = (NetFlow *) f->net;
         g_free (f);
       }
-  g_ptr_array_free (net->due, TRUE);
-  g_array_free (net->comp_links, TRUE);
-  g_ptr_array_free (net->comp_flows, TRUE);
-  g_ptr_array_free (net->violators, TRUE);
-  g_ptr_array_free (net->fill_heap, TRUE);
-  g_array_free (net->dirty, TRUE);
+  g_free (net->due.v);
+  g_free (net->comp_links.v);
+  g_free (net->comp_flows.v);
+  g_free (net->violators.v);
+  g_free (net->fill_heap.v);
+  g_free (net->dirty.v);
   if (net->flush_id)
     eng_flush_unregister (net->sim, net->flush_id);
-  g_ptr_array_free (net->finished, TRUE);
+  g_free (net->finished.v);
   for (guint i = 0; i < net->links->len; i++)
-    if (link_at (net, i)->flows != NULL)
-      g_ptr_array_free (link_at (net, i)->flows, TRUE);
-  g_ptr_array_free (net->live, TRUE);
-  g_ptr_array_free (net->sharing, TRUE);
-  g_array_free (net->active_links, TRUE);
+    g_free (link_at (net, i)->flows.v);
+  g_free (net->live.v);
+  g_free (net->sharing.v);
+  g_free (net->active_links.v);
   g_array_free (net->route_links, TRUE);
   g_free (net->routes);
   g_array_free (net->links, TRUE);
@@ -461,7 +489,7 @@ net_network_set_link (NetNetwork *net, int link, double bandwidth,
 {
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (link >= 0 && (guint) link < net->links->len, FALSE);
-  g_return_val_if_fail (net->live->len == 0, FALSE);
+  g_return_val_if_fail (net->live.len == 0, FALSE);
 
   if (!(isfinite (bandwidth) && bandwidth > 0)
       || !(isfinite (latency) && latency >= 0))
@@ -559,7 +587,7 @@ gsize
 net_network_active (const NetNetwork *net)
 {
   g_return_val_if_fail (net != NULL, 0);
-  return net->live->len;
+  return net->live.len;
 }
 
 /* --- Sharing: incremental max-min fairness by progressive filling ------- */
@@ -614,19 +642,19 @@ flow_advance (NetFlow *f, double now)
 static inline void
 due_set (NetNetwork *net, guint i, NetFlow *f)
 {
-  net->due->pdata[i] = f;
+  net->due.v[i] = f;
   f->due_pos = (gint) i;
 }
 
 static void
 due_sift_up (NetNetwork *net, guint i)
 {
-  NetFlow *f = net->due->pdata[i];
+  NetFlow *f = net->due.v[i];
 
   while (i > 0)
     {
       guint p = (i - 1) / 2;
-      NetFlow *q = net->due->pdata[p];
+      NetFlow *q = net->due.v[p];
       if (q->t_end <= f->t_end)
         break;
       due_set (net, i, q);
@@ -638,8 +666,8 @@ due_sift_up (NetNetwork *net, guint i)
 static void
 due_sift_down (NetNetwork *net, guint i)
 {
-  guint n = net->due->len;
-  NetFlow *f = net->due->pdata[i];
+  guint n = net->due.len;
+  NetFlow *f = net->due.v[i];
 
   for (;;)
     {
@@ -648,10 +676,10 @@ due_sift_down (NetNetwork *net, guint i)
 
       if (c >= n)
         break;
-      if (c + 1 < n && ((NetFlow *) net->due->pdata[c + 1])->t_end
-                       < ((NetFlow *) net->due->pdata[c])->t_end)
+      if (c + 1 < n && net->due.v[c + 1]->t_end
+                       < net->due.v[c]->t_end)
         c++;
-      m = net->due->pdata[c];
+      m = net->due.v[c];
       if (m->t_end >= f->t_end)
         break;
       due_set (net, i, m);
@@ -666,8 +694,8 @@ due_update (NetNetwork *net, NetFlow *f)
 {
   if (f->due_pos < 0)
     {
-      g_ptr_array_add (net->due, f);
-      f->due_pos = (gint) net->due->len - 1;
+      VEC_PUSH (&net->due, f);
+      f->due_pos = (gint) net->due.len - 1;
     }
   due_sift_up (net, (guint) f->due_pos);
   due_sift_down (net, (guint) f->due_pos);
@@ -677,7 +705,7 @@ static void
 due_remove (NetNetwork *net, NetFlow *f)
 {
   guint i = (guint) f->due_pos;
-  NetFlow *last = g_ptr_array_steal_index (net->due, net->due->len - 1);
+  NetFlow *last = net->due.v[--net->due.len];
 
   f->due_pos = -1;
   if (last == f)
@@ -694,13 +722,13 @@ due_collect (NetNetwork *net, guint i, double limit, NetFlow *except)
 {
   NetFlow *f;
 
-  if (i >= net->due->len)
+  if (i >= net->due.len)
     return;
-  f = net->due->pdata[i];
+  f = net->due.v[i];
   if (f->t_end > limit)
     return;
   if (f != except)
-    g_ptr_array_add (net->finished, f);
+    VEC_PUSH (&net->finished, f);
   due_collect (net, 2 * i + 1, limit, except);
   due_collect (net, 2 * i + 2, limit, except);
 }
@@ -710,23 +738,21 @@ due_collect (NetNetwork *net, guint i, double limit, NetFlow *except)
 static void
 sharing_join (NetNetwork *net, NetFlow *f)
 {
-  f->share_pos = (gint) net->sharing->len;
+  f->share_pos = (gint) net->sharing.len;
   f->rate = 0;
   f->bneck = -1;
   f->updated = eng_sim_now (net->sim);
-  g_ptr_array_add (net->sharing, f);
+  VEC_PUSH (&net->sharing, f);
   for (int i = 0; i < f->n_hops; i++)
     {
       NetLink *l = link_at (net, f->hops[i].link);
 
-      if (l->flows == NULL)
-        l->flows = g_ptr_array_new ();
-      f->hops[i].pos = l->flows->len;
-      g_ptr_array_add (l->flows, f);
+      f->hops[i].pos = l->flows.len;
+      VEC_PUSH (&l->flows, f);
       if (l->active_pos < 0)
         {
-          l->active_pos = (gint) net->active_links->len;
-          g_array_append_val (net->active_links, f->hops[i].link);
+          l->active_pos = (gint) net->active_links.len;
+          VEC_PUSH (&net->active_links, f->hops[i].link);
         }
     }
 }
@@ -739,10 +765,9 @@ sharing_leave (NetNetwork *net, NetFlow *f)
 {
   g_assert (f->share_pos >= 0);
 
-  g_ptr_array_remove_index_fast (net->sharing, f->share_pos);
-  if ((guint) f->share_pos < net->sharing->len)
-    ((NetFlow *) g_ptr_array_index (net->sharing, f->share_pos))->share_pos
-      = f->share_pos;
+  net->sharing.v[f->share_pos] = net->sharing.v[--net->sharing.len];
+  if ((guint) f->share_pos < net->sharing.len)
+    net->sharing.v[f->share_pos]->share_pos = f->share_pos;
   f->share_pos = -1;
   f->rate = 0;
   if (f->due_pos >= 0)
@@ -754,24 +779,25 @@ sharing_leave (NetNetwork *net, NetFlow *f)
       NetLink *l = link_at (net, id);
       guint pos = f->hops[i].pos;
 
-      g_assert (g_ptr_array_index (l->flows, pos) == f);
-      g_ptr_array_remove_index_fast (l->flows, pos);
-      if (pos < l->flows->len)
+      g_assert (l->flows.v[pos] == f);
+      l->flows.v[pos] = l->flows.v[--l->flows.len];
+      if (pos < l->flows.len)
         {
-          NetFlow *moved = g_ptr_array_index (l->flows, pos);
+          NetFlow *moved = l->flows.v[pos];
           int j = 0;
 
           while (moved->hops[j].link != id)
             j++;
           moved->hops[j].pos = pos;
         }
-      if (l->flows->len == 0)
+      if (l->flows.len == 0)
         {
           gint apos = l->active_pos;
 
-          g_array_remove_index_fast (net->active_links, apos);
-          if ((guint) apos < net->active_links->len)
-            link_at (net, g_array_index (net->active_links, int, apos))
+          net->active_links.v[apos]
+            = net->active_links.v[--net->active_links.len];
+          if ((guint) apos < net->active_links.len)
+            link_at (net, net->active_links.v[apos])
               ->active_pos = apos;
           l->active_pos = -1;
         }
@@ -784,8 +810,8 @@ static void
 region_begin (NetNetwork *net)
 {
   net->epoch++;
-  g_array_set_size (net->comp_links, 0);
-  g_ptr_array_set_size (net->comp_flows, 0);
+  net->comp_links.len = 0;
+  net->comp_flows.len = 0;
 }
 
 /* Puts `f` in the region and the links it crosses in the region's links,
@@ -796,7 +822,7 @@ region_add (NetNetwork *net, NetFlow *f)
   if (f->mark == net->epoch)
     return;
   f->mark = net->epoch;
-  g_ptr_array_add (net->comp_flows, f);
+  VEC_PUSH (&net->comp_flows, f);
   for (int i = 0; i < f->n_hops; i++)
     {
       NetLink *m = link_at (net, f->hops[i].link);
@@ -804,7 +830,7 @@ region_add (NetNetwork *net, NetFlow *f)
       if (m->mark != net->epoch)
         {
           m->mark = net->epoch;
-          g_array_append_val (net->comp_links, f->hops[i].link);
+          VEC_PUSH (&net->comp_links, f->hops[i].link);
         }
     }
 }
@@ -815,12 +841,12 @@ region_add (NetNetwork *net, NetFlow *f)
 static void
 region_close (NetNetwork *net)
 {
-  for (guint k = 0; k < net->comp_links->len; k++)
+  for (guint k = 0; k < net->comp_links.len; k++)
     {
-      NetLink *l = link_at (net, g_array_index (net->comp_links, int, k));
+      NetLink *l = link_at (net, net->comp_links.v[k]);
 
-      for (guint j = 0; j < l->flows->len; j++)
-        region_add (net, g_ptr_array_index (l->flows, j));
+      for (guint j = 0; j < l->flows.len; j++)
+        region_add (net, l->flows.v[j]);
     }
 }
 
@@ -828,19 +854,19 @@ region_close (NetNetwork *net)
 static void
 region_all (NetNetwork *net)
 {
-  g_array_set_size (net->comp_links, 0);
-  g_array_append_vals (net->comp_links, net->active_links->data,
-                       net->active_links->len);
-  for (guint i = 0; i < net->active_links->len; i++)
-    link_at (net, g_array_index (net->active_links, int, i))->mark
-      = net->epoch;
-  g_ptr_array_set_size (net->comp_flows, 0);
-  for (guint i = 0; i < net->sharing->len; i++)
+  net->comp_links.len = 0;
+  for (guint i = 0; i < net->active_links.len; i++)
     {
-      NetFlow *f = g_ptr_array_index (net->sharing, i);
+      VEC_PUSH (&net->comp_links, net->active_links.v[i]);
+      link_at (net, net->active_links.v[i])->mark = net->epoch;
+    }
+  net->comp_flows.len = 0;
+  for (guint i = 0; i < net->sharing.len; i++)
+    {
+      NetFlow *f = net->sharing.v[i];
 
       f->mark = net->epoch;
-      g_ptr_array_add (net->comp_flows, f);
+      VEC_PUSH (&net->comp_flows, f);
     }
 }
 
@@ -851,16 +877,14 @@ region_all (NetNetwork *net)
 static void
 region_seed (NetNetwork *net)
 {
-  for (guint i = 0; i < net->dirty->len; i++)
+  for (guint i = 0; i < net->dirty.len; i++)
     {
-      int id = g_array_index (net->dirty, int, i);
+      int id = net->dirty.v[i];
       NetLink *l = link_at (net, id);
 
-      if (l->flows == NULL)
-        continue;
-      for (guint j = 0; j < l->flows->len; j++)
+      for (guint j = 0; j < l->flows.len; j++)
         {
-          NetFlow *f = g_ptr_array_index (l->flows, j);
+          NetFlow *f = l->flows.v[j];
 
           if (f->rate == 0 || f->bneck == id)
             region_add (net, f);
@@ -890,9 +914,9 @@ link_limits (NetNetwork *net, int id, double x)
     {
       l->load = 0;
       l->top = 0;
-      for (guint j = 0; j < l->flows->len; j++)
+      for (guint j = 0; j < l->flows.len; j++)
         {
-          double y = rate_now (net, g_ptr_array_index (l->flows, j));
+          double y = rate_now (net, l->flows.v[j]);
 
           l->load += y;
           l->top = MAX (l->top, y);
@@ -900,7 +924,7 @@ link_limits (NetNetwork *net, int id, double x)
       l->stats_pass = net->pass;
     }
   slack = NET_RATE_TOL * x
-          + 4 * (l->flows->len + 1) * DBL_EPSILON * l->bandwidth;
+          + 4 * (l->flows.len + 1) * DBL_EPSILON * l->bandwidth;
   return l->bandwidth - l->load <= slack && l->top <= x * (1 + NET_RATE_TOL);
 }
 
@@ -914,27 +938,27 @@ link_limits (NetNetwork *net, int id, double x)
 static gboolean
 region_verify (NetNetwork *net)
 {
-  GArray *links = net->comp_links;
-  GPtrArray *violators = net->violators;
+  const NetIntVec *links = &net->comp_links;
+  NetFlowVec *violators = &net->violators;
 
-  g_ptr_array_set_size (violators, 0);
+  violators->len = 0;
   for (guint k = 0; k < links->len; k++)
     {
-      int id = g_array_index (links, int, k);
+      int id = links->v[k];
       NetLink *l = link_at (net, id);
       double most = l->fill_pass == net->pass      /* bytes/s */
                       ? l->fill_share * (1 + NET_RATE_TOL) : INFINITY;
 
-      for (guint j = 0; j < l->flows->len; j++)
+      for (guint j = 0; j < l->flows.len; j++)
         {
-          NetFlow *g = g_ptr_array_index (l->flows, j);
+          NetFlow *g = l->flows.v[j];
           gboolean limited = FALSE;
 
           if (g->mark == net->epoch)
             continue;
           if (g->rate > most)
             {
-              g_ptr_array_add (violators, g);
+              VEC_PUSH (violators, g);
               continue;
             }
           if (g->bneck != id || link_limits (net, id, g->rate))
@@ -947,7 +971,7 @@ region_verify (NetNetwork *net)
                 limited = TRUE;
               }
           if (!limited)
-            g_ptr_array_add (violators, g);
+            VEC_PUSH (violators, g);
         }
     }
   return violators->len == 0;
@@ -963,20 +987,20 @@ fill_before (const NetLink *a, const NetLink *b)
 }
 
 static inline void
-fill_set (GPtrArray *h, guint i, NetLink *l)
+fill_set (NetLinkVec *h, guint i, NetLink *l)
 {
-  h->pdata[i] = l;
+  h->v[i] = l;
   l->fill_pos = i;
 }
 
 /* Moves the link at i up or down to where its share puts it. */
 static void
-fill_sift (GPtrArray *h, guint i)
+fill_sift (NetLinkVec *h, guint i)
 {
-  NetLink *l = h->pdata[i];
-  while (i > 0 && fill_before (l, h->pdata[(i - 1) / 2]))
+  NetLink *l = h->v[i];
+  while (i > 0 && fill_before (l, h->v[(i - 1) / 2]))
     {
-      fill_set (h, i, h->pdata[(i - 1) / 2]);
+      fill_set (h, i, h->v[(i - 1) / 2]);
       i = (i - 1) / 2;
     }
   for (;;)
@@ -984,20 +1008,20 @@ fill_sift (GPtrArray *h, guint i)
       guint c = 2 * i + 1;
       if (c >= h->len)
         break;
-      if (c + 1 < h->len && fill_before (h->pdata[c + 1], h->pdata[c]))
+      if (c + 1 < h->len && fill_before (h->v[c + 1], h->v[c]))
         c++;
-      if (!fill_before (h->pdata[c], l))
+      if (!fill_before (h->v[c], l))
         break;
-      fill_set (h, i, h->pdata[c]);
+      fill_set (h, i, h->v[c]);
       i = c;
     }
   fill_set (h, i, l);
 }
 
 static void
-fill_remove (GPtrArray *h, NetLink *l)
+fill_remove (NetLinkVec *h, NetLink *l)
 {
-  NetLink *last = g_ptr_array_steal_index (h, h->len - 1);
+  NetLink *last = h->v[--h->len];
   if (last != l)
     {
       fill_set (h, l->fill_pos, last);
@@ -1010,17 +1034,17 @@ fill_remove (GPtrArray *h, NetLink *l)
  * when there are none, as in a full filling), its count of region flows
  * and their fair share, and its place in `links`, which breaks ties. */
 static void
-fill_start (NetNetwork *net, GArray *links)
+fill_start (NetNetwork *net, const NetIntVec *links)
 {
   for (guint i = 0; i < links->len; i++)
     {
-      NetLink *l = link_at (net, g_array_index (links, int, i));
+      NetLink *l = link_at (net, links->v[i]);
 
       l->cap_left = l->bandwidth;
       l->n_unfrozen = 0;
-      for (guint j = 0; j < l->flows->len; j++)
+      for (guint j = 0; j < l->flows.len; j++)
         {
-          const NetFlow *f = g_ptr_array_index (l->flows, j);
+          const NetFlow *f = l->flows.v[j];
 
           if (f->mark == net->epoch)
             l->n_unfrozen++;
@@ -1038,7 +1062,7 @@ fill_start (NetNetwork *net, GArray *links)
  * every link f crosses, and moves those links in `heap` (with heap == NULL,
  * they are in none). */
 static void
-fill_freeze (NetNetwork *net, GPtrArray *heap, NetFlow *f, NetLink *bneck,
+fill_freeze (NetNetwork *net, NetLinkVec *heap, NetFlow *f, NetLink *bneck,
              double share)
 {
   f->frozen = TRUE;
@@ -1067,13 +1091,13 @@ fill_freeze (NetNetwork *net, GPtrArray *heap, NetFlow *f, NetLink *bneck,
  * `links` that has it, as fill_freeze does here.  Marks the other flows
  * unfrozen.  Returns the number of flows frozen. */
 static guint
-fill_lone (NetNetwork *net, GPtrArray *flows)
+fill_lone (NetNetwork *net, const NetFlowVec *flows)
 {
   guint n = 0;
 
   for (guint i = 0; i < flows->len; i++)
     {
-      NetFlow *f = g_ptr_array_index (flows, i);
+      NetFlow *f = flows->v[i];
       NetLink *best = NULL;
 
       f->frozen = FALSE;
@@ -1117,22 +1141,23 @@ fill_lone (NetNetwork *net, GPtrArray *flows)
  * (fill_lone) are frozen first, outside the heap: each is a filling of its
  * own, which the others do not touch, so the rates are the same. */
 static void
-progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
+progressive_fill (NetNetwork *net, const NetIntVec *links,
+                  const NetFlowVec *flows)
 {
-  GPtrArray *heap = net->fill_heap;
+  NetLinkVec *heap = &net->fill_heap;
   guint n_unfrozen;
 
   net->pass++;
   fill_start (net, links);
   n_unfrozen = flows->len - fill_lone (net, flows);
-  g_ptr_array_set_size (heap, 0);
+  heap->len = 0;
   for (guint i = 0; i < links->len && n_unfrozen > 0; i++)
     {
-      NetLink *l = link_at (net, g_array_index (links, int, i));
+      NetLink *l = link_at (net, links->v[i]);
 
       if (l->n_unfrozen == 0)
         continue;
-      g_ptr_array_add (heap, l);
+      VEC_PUSH (heap, l);
       fill_sift (heap, heap->len - 1);
     }
 
@@ -1144,14 +1169,14 @@ progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
        * outside the region took the whole link: then region_verify finds
        * them above the share. */
       g_assert (heap->len > 0);
-      NetLink *bottleneck = heap->pdata[0];
+      NetLink *bottleneck = heap->v[0];
       double share = bottleneck->share;   /* bytes/s */
 
       bottleneck->fill_share = share;
       bottleneck->fill_pass = net->pass;
-      for (guint k = 0; k < bottleneck->flows->len; k++)
+      for (guint k = 0; k < bottleneck->flows.len; k++)
         {
-          NetFlow *f = g_ptr_array_index (bottleneck->flows, k);
+          NetFlow *f = bottleneck->flows.v[k];
 
           if (f->mark != net->epoch || f->frozen)
             continue;
@@ -1171,14 +1196,14 @@ on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
 {
   NetNetwork *net = ctx;
 
-  if (net->dirty->len == 0)
+  if (net->dirty.len == 0)
     return;
   region_begin (net);
   if (net->full_recompute)
     region_all (net);
   else
     region_seed (net);
-  g_array_set_size (net->dirty, 0);
+  net->dirty.len = 0;
   net->dirty_epoch++;
   sharing_update (net);
 }
@@ -1198,7 +1223,7 @@ sharing_changed (NetNetwork *net, const NetFlow *f)
       if (l->dirty == net->dirty_epoch)
         continue;
       l->dirty = net->dirty_epoch;
-      g_array_append_val (net->dirty, f->hops[i].link);
+      VEC_PUSH (&net->dirty, f->hops[i].link);
     }
   if (net->flush_id == 0)
     net->flush_id = eng_flush_register (net->sim, on_instant_end, net);
@@ -1216,25 +1241,25 @@ static void
 sharing_update (NetNetwork *net)
 {
   double now = eng_sim_now (net->sim);
-  GPtrArray *flows = net->comp_flows;
+  const NetFlowVec *flows = &net->comp_flows;
 
   if (flows->len == 0)
     return;
   for (guint pass = 1;; pass++)
     {
-      progressive_fill (net, net->comp_links, flows);
+      progressive_fill (net, &net->comp_links, flows);
       net->refilled += flows->len;
       if (net->full_recompute || region_verify (net))
         break;
-      for (guint i = 0; i < net->violators->len; i++)
-        region_add (net, g_ptr_array_index (net->violators, i));
+      for (guint i = 0; i < net->violators.len; i++)
+        region_add (net, net->violators.v[i]);
       if (pass == net->region_passes)
         region_close (net);
     }
 
   for (guint i = 0; i < flows->len; i++)
     {
-      NetFlow *f = g_ptr_array_index (flows, i);
+      NetFlow *f = flows->v[i];
 
       f->bneck = f->new_bneck;
       if (f->new_rate == f->rate && f->event != 0)
@@ -1304,9 +1329,9 @@ flow_finish (NetNetwork *net, NetFlow *f)
   t.end = eng_sim_now (net->sim);
   t.tag = f->tag;
 
-  g_ptr_array_remove_index_fast (net->live, f->live_pos);
-  if (f->live_pos < net->live->len)
-    ((NetFlow *) g_ptr_array_index (net->live, f->live_pos))->live_pos
+  net->live.v[f->live_pos] = net->live.v[--net->live.len];
+  if (f->live_pos < net->live.len)
+    net->live.v[f->live_pos]->live_pos
       = f->live_pos;
   flow_release (net, f);
 
@@ -1373,44 +1398,44 @@ on_flow_complete (EngSim *sim, gpointer ctx, gpointer data)
 {
   NetNetwork *net = ctx;
   NetFlow *f = data;
-  GPtrArray *finished = net->finished;
+  NetFlowVec *finished = &net->finished;
   double now = eng_sim_now (sim);
   guint kept;
 
   g_assert (!net->completing);
   f->event = 0;
 
-  if (++net->window_age >= net->sharing->len)
+  if (++net->window_age >= net->sharing.len)
     {
       net->window_bound = 0;
-      for (guint i = 0; i < net->sharing->len; i++)
+      for (guint i = 0; i < net->sharing.len; i++)
         {
-          NetFlow *g = g_ptr_array_index (net->sharing, i);
+          NetFlow *g = net->sharing.v[i];
           if (g->due_pos >= 0)
             net->window_bound = MAX (net->window_bound, g->window);
         }
       net->window_age = 0;
     }
 
-  g_ptr_array_set_size (finished, 0);
-  g_ptr_array_add (finished, f);
+  finished->len = 0;
+  VEC_PUSH (finished, f);
   due_collect (net, 0, now + net->window_bound * (1 + 1e-6)
                        + 8 * DBL_EPSILON * fabs (now), f);
   kept = 1;
   for (guint i = 1; i < finished->len; i++)
     {
-      NetFlow *g = g_ptr_array_index (finished, i);
+      NetFlow *g = finished->v[i];
 
       flow_advance (g, now);
       if (g->remaining <= NET_DONE_FRACTION * g->bytes)
-        finished->pdata[kept++] = g;
+        finished->v[kept++] = g;
     }
-  g_ptr_array_set_size (finished, kept);
-  g_ptr_array_sort (finished, flow_seq_cmp);
+  finished->len = kept;
+  qsort (finished->v, finished->len, sizeof (NetFlow *), flow_seq_cmp);
 
   for (guint i = 0; i < finished->len; i++)
     {
-      NetFlow *g = g_ptr_array_index (finished, i);
+      NetFlow *g = finished->v[i];
 
       if (g->event != 0)
         {
@@ -1427,7 +1452,7 @@ on_flow_complete (EngSim *sim, gpointer ctx, gpointer data)
    * not touched before the loop ends. */
   net->completing = TRUE;
   for (guint i = 0; i < finished->len; i++)
-    flow_finish (net, g_ptr_array_index (finished, i));
+    flow_finish (net, finished->v[i]);
   net->completing = FALSE;
 }
 
@@ -1470,8 +1495,8 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
   f->n_hops = n_hops;
   for (int i = 0; i < n_hops; i++)
     f->hops[i].link = route_links (net, r)[i];
-  f->live_pos = net->live->len;
-  g_ptr_array_add (net->live, f);
+  f->live_pos = net->live.len;
+  VEC_PUSH (&net->live, f);
 
   if (r == NULL)
     f->event = eng_schedule (net->sim, 0, on_flow_finish_unshared, net, f);
@@ -1516,14 +1541,14 @@ net_network_rate_error (NetNetwork *net)
 
   g_return_val_if_fail (net != NULL, NAN);
   on_instant_end (net->sim, net); /* rates as the instant's end will set them */
-  if (net->sharing->len == 0)
+  if (net->sharing.len == 0)
     return 0;
   region_begin (net);
   region_all (net);
-  progressive_fill (net, net->comp_links, net->comp_flows);
-  for (guint i = 0; i < net->sharing->len; i++)
+  progressive_fill (net, &net->comp_links, &net->comp_flows);
+  for (guint i = 0; i < net->sharing.len; i++)
     {
-      NetFlow *f = g_ptr_array_index (net->sharing, i);
+      NetFlow *f = net->sharing.v[i];
       err = MAX (err, fabs (f->new_rate - f->rate) / f->rate);
     }
   return err;
@@ -1534,9 +1559,9 @@ EngEventId
 net_network_flow_event (const NetNetwork *net, int tag)
 {
   g_return_val_if_fail (net != NULL, 0);
-  for (guint i = 0; i < net->live->len; i++)
+  for (guint i = 0; i < net->live.len; i++)
     {
-      const NetFlow *f = g_ptr_array_index (net->live, i);
+      const NetFlow *f = net->live.v[i];
       if (f->tag == tag)
         return f->event;
     }
