@@ -43,13 +43,15 @@ G_DEFINE_QUARK (pol-coll-error-quark, pol_coll_error)
 /* --- State ----------------------------------------------------------------- */
 
 /* A message between two ranks, from net_send to its receive step. */
-typedef struct {
+typedef struct CollMsg CollMsg;
+struct CollMsg {
+  CollMsg *next;      /* next free message while in CollOp's free list */
   int src, dst;       /* ranks */
   guint32 seq;        /* index among the messages src -> dst */
   gboolean wait;      /* the sender waits for its arrival */
   gsize lo, hi;       /* element range */
   float *payload;     /* (hi - lo) floats snapshot, or NULL (timing only) */
-} CollMsg;
+};
 
 /* What a rank knows of one peer it has sent to or received from. */
 typedef struct {
@@ -92,6 +94,7 @@ typedef struct {
   int outstanding;    /* events and transfers whose callback is pending */
   guint64 transfers;  /* work counters (PolCollStats) */
   guint64 examined;
+  CollMsg *free_msgs; /* messages received, kept for reuse */
   PolCollDone done;
   gpointer ctx, data;
 } CollOp;
@@ -326,6 +329,13 @@ coll_op_free (CollOp *op)
           }
       g_free (rk->chans);
     }
+  while (op->free_msgs != NULL)
+    {
+      CollMsg *m = op->free_msgs;
+
+      op->free_msgs = m->next;
+      g_free (m);
+    }
   G_LOCK (coll_stats);
   coll_stats.collectives++;
   coll_stats.transfers += op->transfers;
@@ -369,11 +379,27 @@ coll_maybe_finish (CollOp *op)
   done (sim, ctx, data);
 }
 
+/* A zeroed message, from op's free list when it has one. */
+static CollMsg *
+msg_new (CollOp *op)
+{
+  CollMsg *m = op->free_msgs;
+
+  if (m == NULL)
+    return g_new0 (CollMsg, 1);
+  op->free_msgs = m->next;
+  memset (m, 0, sizeof *m);
+  return m;
+}
+
+/* Frees a received message's payload and keeps the message for reuse. */
 static void
-msg_free (CollMsg *m)
+msg_free (CollOp *op, CollMsg *m)
 {
   g_free (m->payload);
-  g_free (m);
+  m->payload = NULL;
+  m->next = op->free_msgs;
+  op->free_msgs = m;
 }
 
 /* The root's accumulator (n floats, zeroed on first use). */
@@ -442,7 +468,7 @@ on_reduced (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   op->outstanding--;
   g_assert (rk->busy && rk->cur.type == POL_COLL_STEP_RECV);
   msg_apply (op, m, (PolCollRecvMode) rk->cur.mode);
-  msg_free (m);
+  msg_free (op, m);
   rk->busy = FALSE;
   rank_next (op, r);
   coll_advance (op, r);
@@ -506,7 +532,7 @@ static void
 issue_send (CollOp *op, int r)
 {
   const PolCollStep *s = &op->ranks[r].cur;
-  CollMsg *m = g_new0 (CollMsg, 1);
+  CollMsg *m = msg_new (op);
   gsize len = s->hi - s->lo;
 
   m->src = r;
@@ -548,7 +574,7 @@ rank_receive (CollOp *op, int r)
   else
     {
       msg_apply (op, m, (PolCollRecvMode) s->mode);
-      msg_free (m);
+      msg_free (op, m);
       rank_next (op, r);
     }
   return TRUE;
