@@ -1217,6 +1217,10 @@ on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
 static void
 sharing_changed (NetNetwork *net, const NetFlow *f)
 {
+  /* The hook empties net->dirty, so while it holds links the hook is
+   * requested already. */
+  gboolean requested = net->dirty.len > 0;
+
   for (int i = 0; i < f->n_hops; i++)
     {
       NetLink *l = link_at (net, f->hops[i].link);
@@ -1226,6 +1230,8 @@ sharing_changed (NetNetwork *net, const NetFlow *f)
       l->dirty = net->dirty_epoch;
       VEC_PUSH (&net->dirty, f->hops[i].link);
     }
+  if (requested)
+    return;
   if (net->flush_id == 0)
     net->flush_id = eng_flush_register (net->sim, on_instant_end, net);
   eng_flush_request (net->sim, net->flush_id);
