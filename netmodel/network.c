@@ -60,6 +60,34 @@ G_DEFINE_QUARK (net-error, net_error)
 #define NET_POOL_HOPS 8
 
 typedef struct NetFlow NetFlow;
+typedef struct NetLink NetLink;
+
+/* Growable arrays of the sharing code, appended to inline (GLib's appends
+ * are calls, and these run several times per transfer); zeroed = empty. */
+typedef struct {
+  NetFlow **v;
+  guint len, cap;
+} NetFlowVec;
+
+typedef struct {
+  NetLink **v;
+  guint len, cap;
+} NetLinkVec;
+
+typedef struct {
+  int *v;
+  guint len, cap;
+} NetIntVec;
+
+/* Appends x to the vector *a (a NetFlowVec, NetLinkVec or NetIntVec). */
+#define VEC_PUSH(a, x)                                                  \
+  do                                                                    \
+    {                                                                   \
+      if (G_UNLIKELY ((a)->len == (a)->cap))                            \
+        (a)->v = vec_grow ((a)->v, &(a)->cap, sizeof *(a)->v);          \
+      (a)->v[(a)->len++] = (x);                                         \
+    }                                                                   \
+  while (0)
 
 typedef struct {
   int link;  /* link id */
@@ -95,10 +123,10 @@ struct NetFlow {
   NetHop hops[];     /* (n_hops) in crossing order */
 };
 
-typedef struct {
+struct NetLink {
   double bandwidth;  /* bytes/s */
   double latency;    /* s */
-  GPtrArray *flows;  /* NetFlow* sharing this link; NULL until first used */
+  NetFlowVec flows;  /* the sharing flows crossing this link */
   gint active_pos;   /* index in net->active_links, -1 when no flow */
   double cap_left;   /* bytes/s, scratch for progressive filling */
   guint n_unfrozen;  /* scratch for progressive filling */
@@ -112,7 +140,7 @@ typedef struct {
   guint64 stats_pass; /* == net->pass when load and top are up to date */
   guint64 mark;      /* == net->epoch when crossed by the region's flows */
   guint64 dirty;     /* == net->dirty_epoch when in net->dirty */
-} NetLink;
+};
 
 typedef struct {
   guint32 offset;    /* first link id in net->route_links */
@@ -130,20 +158,21 @@ struct NetNetwork {
   NetRoute *routes;        /* (routes_dim, routes_dim) row-major by src */
   int routes_dim;          /* hosts covered by `routes` */
   GArray *route_links;     /* int link ids, pool for every route */
-  GPtrArray *live;         /* NetFlow*, every unfinished transfer */
-  GPtrArray *sharing;      /* NetFlow*, flows in their bandwidth phase */
-  GArray *active_links;    /* int link ids crossed by a sharing flow */
-  GPtrArray *due;          /* NetFlow*, min-heap of sharing flows by t_end */
+  NetFlowVec live;         /* every unfinished transfer */
+  NetFlowVec sharing;      /* flows in their bandwidth phase */
+  NetIntVec active_links;  /* link ids crossed by a sharing flow */
+  NetFlowVec due;          /* min-heap of sharing flows by t_end */
   double window_bound;     /* s, >= the window of every flow in `due` */
   guint window_age;        /* completions since window_bound was exact */
   guint64 epoch;           /* stamp of the current region */
   guint64 pass;            /* stamp of the current progressive filling */
-  GArray *comp_links;      /* int link ids crossed by the region, scratch */
-  GPtrArray *comp_flows;   /* NetFlow* of the region, scratch */
-  GPtrArray *violators;    /* NetFlow* the region must take in, scratch */
-  GPtrArray *finished;     /* NetFlow* completing now, scratch */
-  GPtrArray *fill_heap;    /* NetLink*, progressive filling's heap, scratch */
-  GArray *dirty;           /* int link ids whose flows changed this instant */
+  NetIntVec comp_links;    /* link ids crossed by the region, scratch */
+  NetFlowVec comp_flows;   /* the region's flows, scratch */
+  NetFlowVec violators;    /* flows the region must take in, scratch */
+  NetFlowVec finished;     /* flows completing now, scratch */
+  NetFlowVec sort_tmp;     /* scratch of flows_sort_seq */
+  NetLinkVec fill_heap;    /* progressive filling's heap, scratch */
+  NetIntVec dirty;         /* link ids whose flows changed this instant */
   guint64 dirty_epoch;     /* stamp of the links in `dirty` */
   guint flush_id;          /* the engine's end-of-instant hook, 0 = none yet */
   gboolean completing;     /* inside on_flow_complete's callback loop */
@@ -157,6 +186,16 @@ struct NetNetwork {
   NetObserver observer;    /* called after every NetDone, or NULL */
   gpointer observer_ctx;
 };
+
+/* Grows a vector's storage (v, *cap elements of `size` bytes) for one more
+ * element; returns the new storage. */
+static gpointer
+vec_grow (gpointer v, guint *cap, gsize size)
+{
+  g_assert (*cap < G_MAXUINT / 2);
+  *cap = MAX (8, 2 * *cap);
+  return g_realloc_n (v, *cap, size);
+}
 
 static inline NetLink *
 link_at (const NetNetwork *net, int id)
@@ -210,16 +249,6 @@ net_network_new (EngSim *sim, NetContention contention)
   net->link_names = g_ptr_array_new_with_free_func (g_free);
   net->link_ids = g_hash_table_new (g_str_hash, g_str_equal);
   net->route_links = g_array_new (FALSE, FALSE, sizeof (int));
-  net->live = g_ptr_array_new ();
-  net->sharing = g_ptr_array_new ();
-  net->active_links = g_array_new (FALSE, FALSE, sizeof (int));
-  net->due = g_ptr_array_new ();
-  net->comp_links = g_array_new (FALSE, FALSE, sizeof (int));
-  net->comp_flows = g_ptr_array_new ();
-  net->violators = g_ptr_array_new ();
-  net->finished = g_ptr_array_new ();
-  net->fill_heap = g_ptr_array_new ();
-  net->dirty = g_array_new (FALSE, FALSE, sizeof (int));
   net->dirty_epoch = 1;
   net->region_passes = NET_REGION_PASSES;
   return net;
@@ -233,9 +262,9 @@ net_network_free (NetNetwork *net)
 {
   if (net == NULL)
     return;
-  for (guint i = 0; i < net->live->len; i++)
+  for (guint i = 0; i < net->live.len; i++)
     {
-      NetFlow *f = g_ptr_array_index (net->live, i);
+      NetFlow *f = net->live.v[i];
       if (f->event != 0)
         eng_cancel (net->sim, f->event);
       g_free (f);
@@ -247,21 +276,21 @@ net_network_free (NetNetwork *net)
         net->pool[h] = (NetFlow *) f->net;
         g_free (f);
       }
-  g_ptr_array_free (net->due, TRUE);
-  g_array_free (net->comp_links, TRUE);
-  g_ptr_array_free (net->comp_flows, TRUE);
-  g_ptr_array_free (net->violators, TRUE);
-  g_ptr_array_free (net->fill_heap, TRUE);
-  g_array_free (net->dirty, TRUE);
+  g_free (net->due.v);
+  g_free (net->comp_links.v);
+  g_free (net->comp_flows.v);
+  g_free (net->violators.v);
+  g_free (net->sort_tmp.v);
+  g_free (net->fill_heap.v);
+  g_free (net->dirty.v);
   if (net->flush_id)
     eng_flush_unregister (net->sim, net->flush_id);
-  g_ptr_array_free (net->finished, TRUE);
+  g_free (net->finished.v);
   for (guint i = 0; i < net->links->len; i++)
-    if (link_at (net, i)->flows != NULL)
-      g_ptr_array_free (link_at (net, i)->flows, TRUE);
-  g_ptr_array_free (net->live, TRUE);
-  g_ptr_array_free (net->sharing, TRUE);
-  g_array_free (net->active_links, TRUE);
+    g_free (link_at (net, i)->flows.v);
+  g_free (net->live.v);
+  g_free (net->sharing.v);
+  g_free (net->active_links.v);
   g_array_free (net->route_links, TRUE);
   g_free (net->routes);
   g_array_free (net->links, TRUE);
@@ -461,7 +490,7 @@ net_network_set_link (NetNetwork *net, int link, double bandwidth,
 {
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (link >= 0 && (guint) link < net->links->len, FALSE);
-  g_return_val_if_fail (net->live->len == 0, FALSE);
+  g_return_val_if_fail (net->live.len == 0, FALSE);
 
   if (!(isfinite (bandwidth) && bandwidth > 0)
       || !(isfinite (latency) && latency >= 0))
@@ -559,7 +588,7 @@ gsize
 net_network_active (const NetNetwork *net)
 {
   g_return_val_if_fail (net != NULL, 0);
-  return net->live->len;
+  return net->live.len;
 }
 
 /* --- Sharing: incremental max-min fairness by progressive filling ------- */
@@ -614,19 +643,19 @@ flow_advance (NetFlow *f, double now)
 static inline void
 due_set (NetNetwork *net, guint i, NetFlow *f)
 {
-  net->due->pdata[i] = f;
+  net->due.v[i] = f;
   f->due_pos = (gint) i;
 }
 
 static void
 due_sift_up (NetNetwork *net, guint i)
 {
-  NetFlow *f = net->due->pdata[i];
+  NetFlow *f = net->due.v[i];
 
   while (i > 0)
     {
       guint p = (i - 1) / 2;
-      NetFlow *q = net->due->pdata[p];
+      NetFlow *q = net->due.v[p];
       if (q->t_end <= f->t_end)
         break;
       due_set (net, i, q);
@@ -638,8 +667,8 @@ due_sift_up (NetNetwork *net, guint i)
 static void
 due_sift_down (NetNetwork *net, guint i)
 {
-  guint n = net->due->len;
-  NetFlow *f = net->due->pdata[i];
+  guint n = net->due.len;
+  NetFlow *f = net->due.v[i];
 
   for (;;)
     {
@@ -648,10 +677,10 @@ due_sift_down (NetNetwork *net, guint i)
 
       if (c >= n)
         break;
-      if (c + 1 < n && ((NetFlow *) net->due->pdata[c + 1])->t_end
-                       < ((NetFlow *) net->due->pdata[c])->t_end)
+      if (c + 1 < n && net->due.v[c + 1]->t_end
+                       < net->due.v[c]->t_end)
         c++;
-      m = net->due->pdata[c];
+      m = net->due.v[c];
       if (m->t_end >= f->t_end)
         break;
       due_set (net, i, m);
@@ -666,8 +695,8 @@ due_update (NetNetwork *net, NetFlow *f)
 {
   if (f->due_pos < 0)
     {
-      g_ptr_array_add (net->due, f);
-      f->due_pos = (gint) net->due->len - 1;
+      VEC_PUSH (&net->due, f);
+      f->due_pos = (gint) net->due.len - 1;
     }
   due_sift_up (net, (guint) f->due_pos);
   due_sift_down (net, (guint) f->due_pos);
@@ -677,7 +706,7 @@ static void
 due_remove (NetNetwork *net, NetFlow *f)
 {
   guint i = (guint) f->due_pos;
-  NetFlow *last = g_ptr_array_steal_index (net->due, net->due->len - 1);
+  NetFlow *last = net->due.v[--net->due.len];
 
   f->due_pos = -1;
   if (last == f)
@@ -694,13 +723,13 @@ due_collect (NetNetwork *net, guint i, double limit, NetFlow *except)
 {
   NetFlow *f;
 
-  if (i >= net->due->len)
+  if (i >= net->due.len)
     return;
-  f = net->due->pdata[i];
+  f = net->due.v[i];
   if (f->t_end > limit)
     return;
   if (f != except)
-    g_ptr_array_add (net->finished, f);
+    VEC_PUSH (&net->finished, f);
   due_collect (net, 2 * i + 1, limit, except);
   due_collect (net, 2 * i + 2, limit, except);
 }
@@ -710,23 +739,21 @@ due_collect (NetNetwork *net, guint i, double limit, NetFlow *except)
 static void
 sharing_join (NetNetwork *net, NetFlow *f)
 {
-  f->share_pos = (gint) net->sharing->len;
+  f->share_pos = (gint) net->sharing.len;
   f->rate = 0;
   f->bneck = -1;
   f->updated = eng_sim_now (net->sim);
-  g_ptr_array_add (net->sharing, f);
+  VEC_PUSH (&net->sharing, f);
   for (int i = 0; i < f->n_hops; i++)
     {
       NetLink *l = link_at (net, f->hops[i].link);
 
-      if (l->flows == NULL)
-        l->flows = g_ptr_array_new ();
-      f->hops[i].pos = l->flows->len;
-      g_ptr_array_add (l->flows, f);
+      f->hops[i].pos = l->flows.len;
+      VEC_PUSH (&l->flows, f);
       if (l->active_pos < 0)
         {
-          l->active_pos = (gint) net->active_links->len;
-          g_array_append_val (net->active_links, f->hops[i].link);
+          l->active_pos = (gint) net->active_links.len;
+          VEC_PUSH (&net->active_links, f->hops[i].link);
         }
     }
 }
@@ -739,10 +766,9 @@ sharing_leave (NetNetwork *net, NetFlow *f)
 {
   g_assert (f->share_pos >= 0);
 
-  g_ptr_array_remove_index_fast (net->sharing, f->share_pos);
-  if ((guint) f->share_pos < net->sharing->len)
-    ((NetFlow *) g_ptr_array_index (net->sharing, f->share_pos))->share_pos
-      = f->share_pos;
+  net->sharing.v[f->share_pos] = net->sharing.v[--net->sharing.len];
+  if ((guint) f->share_pos < net->sharing.len)
+    net->sharing.v[f->share_pos]->share_pos = f->share_pos;
   f->share_pos = -1;
   f->rate = 0;
   if (f->due_pos >= 0)
@@ -754,24 +780,25 @@ sharing_leave (NetNetwork *net, NetFlow *f)
       NetLink *l = link_at (net, id);
       guint pos = f->hops[i].pos;
 
-      g_assert (g_ptr_array_index (l->flows, pos) == f);
-      g_ptr_array_remove_index_fast (l->flows, pos);
-      if (pos < l->flows->len)
+      g_assert (l->flows.v[pos] == f);
+      l->flows.v[pos] = l->flows.v[--l->flows.len];
+      if (pos < l->flows.len)
         {
-          NetFlow *moved = g_ptr_array_index (l->flows, pos);
+          NetFlow *moved = l->flows.v[pos];
           int j = 0;
 
           while (moved->hops[j].link != id)
             j++;
           moved->hops[j].pos = pos;
         }
-      if (l->flows->len == 0)
+      if (l->flows.len == 0)
         {
           gint apos = l->active_pos;
 
-          g_array_remove_index_fast (net->active_links, apos);
-          if ((guint) apos < net->active_links->len)
-            link_at (net, g_array_index (net->active_links, int, apos))
+          net->active_links.v[apos]
+            = net->active_links.v[--net->active_links.len];
+          if ((guint) apos < net->active_links.len)
+            link_at (net, net->active_links.v[apos])
               ->active_pos = apos;
           l->active_pos = -1;
         }
@@ -784,8 +811,8 @@ static void
 region_begin (NetNetwork *net)
 {
   net->epoch++;
-  g_array_set_size (net->comp_links, 0);
-  g_ptr_array_set_size (net->comp_flows, 0);
+  net->comp_links.len = 0;
+  net->comp_flows.len = 0;
 }
 
 /* Puts `f` in the region and the links it crosses in the region's links,
@@ -796,7 +823,7 @@ region_add (NetNetwork *net, NetFlow *f)
   if (f->mark == net->epoch)
     return;
   f->mark = net->epoch;
-  g_ptr_array_add (net->comp_flows, f);
+  VEC_PUSH (&net->comp_flows, f);
   for (int i = 0; i < f->n_hops; i++)
     {
       NetLink *m = link_at (net, f->hops[i].link);
@@ -804,7 +831,7 @@ region_add (NetNetwork *net, NetFlow *f)
       if (m->mark != net->epoch)
         {
           m->mark = net->epoch;
-          g_array_append_val (net->comp_links, f->hops[i].link);
+          VEC_PUSH (&net->comp_links, f->hops[i].link);
         }
     }
 }
@@ -815,12 +842,12 @@ region_add (NetNetwork *net, NetFlow *f)
 static void
 region_close (NetNetwork *net)
 {
-  for (guint k = 0; k < net->comp_links->len; k++)
+  for (guint k = 0; k < net->comp_links.len; k++)
     {
-      NetLink *l = link_at (net, g_array_index (net->comp_links, int, k));
+      NetLink *l = link_at (net, net->comp_links.v[k]);
 
-      for (guint j = 0; j < l->flows->len; j++)
-        region_add (net, g_ptr_array_index (l->flows, j));
+      for (guint j = 0; j < l->flows.len; j++)
+        region_add (net, l->flows.v[j]);
     }
 }
 
@@ -828,19 +855,19 @@ region_close (NetNetwork *net)
 static void
 region_all (NetNetwork *net)
 {
-  g_array_set_size (net->comp_links, 0);
-  g_array_append_vals (net->comp_links, net->active_links->data,
-                       net->active_links->len);
-  for (guint i = 0; i < net->active_links->len; i++)
-    link_at (net, g_array_index (net->active_links, int, i))->mark
-      = net->epoch;
-  g_ptr_array_set_size (net->comp_flows, 0);
-  for (guint i = 0; i < net->sharing->len; i++)
+  net->comp_links.len = 0;
+  for (guint i = 0; i < net->active_links.len; i++)
     {
-      NetFlow *f = g_ptr_array_index (net->sharing, i);
+      VEC_PUSH (&net->comp_links, net->active_links.v[i]);
+      link_at (net, net->active_links.v[i])->mark = net->epoch;
+    }
+  net->comp_flows.len = 0;
+  for (guint i = 0; i < net->sharing.len; i++)
+    {
+      NetFlow *f = net->sharing.v[i];
 
       f->mark = net->epoch;
-      g_ptr_array_add (net->comp_flows, f);
+      VEC_PUSH (&net->comp_flows, f);
     }
 }
 
@@ -851,16 +878,14 @@ region_all (NetNetwork *net)
 static void
 region_seed (NetNetwork *net)
 {
-  for (guint i = 0; i < net->dirty->len; i++)
+  for (guint i = 0; i < net->dirty.len; i++)
     {
-      int id = g_array_index (net->dirty, int, i);
+      int id = net->dirty.v[i];
       NetLink *l = link_at (net, id);
 
-      if (l->flows == NULL)
-        continue;
-      for (guint j = 0; j < l->flows->len; j++)
+      for (guint j = 0; j < l->flows.len; j++)
         {
-          NetFlow *f = g_ptr_array_index (l->flows, j);
+          NetFlow *f = l->flows.v[j];
 
           if (f->rate == 0 || f->bneck == id)
             region_add (net, f);
@@ -890,9 +915,9 @@ link_limits (NetNetwork *net, int id, double x)
     {
       l->load = 0;
       l->top = 0;
-      for (guint j = 0; j < l->flows->len; j++)
+      for (guint j = 0; j < l->flows.len; j++)
         {
-          double y = rate_now (net, g_ptr_array_index (l->flows, j));
+          double y = rate_now (net, l->flows.v[j]);
 
           l->load += y;
           l->top = MAX (l->top, y);
@@ -900,7 +925,7 @@ link_limits (NetNetwork *net, int id, double x)
       l->stats_pass = net->pass;
     }
   slack = NET_RATE_TOL * x
-          + 4 * (l->flows->len + 1) * DBL_EPSILON * l->bandwidth;
+          + 4 * (l->flows.len + 1) * DBL_EPSILON * l->bandwidth;
   return l->bandwidth - l->load <= slack && l->top <= x * (1 + NET_RATE_TOL);
 }
 
@@ -914,27 +939,27 @@ link_limits (NetNetwork *net, int id, double x)
 static gboolean
 region_verify (NetNetwork *net)
 {
-  GArray *links = net->comp_links;
-  GPtrArray *violators = net->violators;
+  const NetIntVec *links = &net->comp_links;
+  NetFlowVec *violators = &net->violators;
 
-  g_ptr_array_set_size (violators, 0);
+  violators->len = 0;
   for (guint k = 0; k < links->len; k++)
     {
-      int id = g_array_index (links, int, k);
+      int id = links->v[k];
       NetLink *l = link_at (net, id);
       double most = l->fill_pass == net->pass      /* bytes/s */
                       ? l->fill_share * (1 + NET_RATE_TOL) : INFINITY;
 
-      for (guint j = 0; j < l->flows->len; j++)
+      for (guint j = 0; j < l->flows.len; j++)
         {
-          NetFlow *g = g_ptr_array_index (l->flows, j);
+          NetFlow *g = l->flows.v[j];
           gboolean limited = FALSE;
 
           if (g->mark == net->epoch)
             continue;
           if (g->rate > most)
             {
-              g_ptr_array_add (violators, g);
+              VEC_PUSH (violators, g);
               continue;
             }
           if (g->bneck != id || link_limits (net, id, g->rate))
@@ -947,7 +972,7 @@ region_verify (NetNetwork *net)
                 limited = TRUE;
               }
           if (!limited)
-            g_ptr_array_add (violators, g);
+            VEC_PUSH (violators, g);
         }
     }
   return violators->len == 0;
@@ -963,20 +988,20 @@ fill_before (const NetLink *a, const NetLink *b)
 }
 
 static inline void
-fill_set (GPtrArray *h, guint i, NetLink *l)
+fill_set (NetLinkVec *h, guint i, NetLink *l)
 {
-  h->pdata[i] = l;
+  h->v[i] = l;
   l->fill_pos = i;
 }
 
 /* Moves the link at i up or down to where its share puts it. */
 static void
-fill_sift (GPtrArray *h, guint i)
+fill_sift (NetLinkVec *h, guint i)
 {
-  NetLink *l = h->pdata[i];
-  while (i > 0 && fill_before (l, h->pdata[(i - 1) / 2]))
+  NetLink *l = h->v[i];
+  while (i > 0 && fill_before (l, h->v[(i - 1) / 2]))
     {
-      fill_set (h, i, h->pdata[(i - 1) / 2]);
+      fill_set (h, i, h->v[(i - 1) / 2]);
       i = (i - 1) / 2;
     }
   for (;;)
@@ -984,25 +1009,119 @@ fill_sift (GPtrArray *h, guint i)
       guint c = 2 * i + 1;
       if (c >= h->len)
         break;
-      if (c + 1 < h->len && fill_before (h->pdata[c + 1], h->pdata[c]))
+      if (c + 1 < h->len && fill_before (h->v[c + 1], h->v[c]))
         c++;
-      if (!fill_before (h->pdata[c], l))
+      if (!fill_before (h->v[c], l))
         break;
-      fill_set (h, i, h->pdata[c]);
+      fill_set (h, i, h->v[c]);
       i = c;
     }
   fill_set (h, i, l);
 }
 
 static void
-fill_remove (GPtrArray *h, NetLink *l)
+fill_remove (NetLinkVec *h, NetLink *l)
 {
-  NetLink *last = g_ptr_array_steal_index (h, h->len - 1);
+  NetLink *last = h->v[--h->len];
   if (last != l)
     {
       fill_set (h, l->fill_pos, last);
       fill_sift (h, last->fill_pos);
     }
+}
+
+/* Sets up the links of a filling: each starts with its bandwidth less the
+ * rates of the flows outside the region that cross it (its full bandwidth
+ * when there are none, as in a full filling), its count of region flows
+ * and their fair share, and its place in `links`, which breaks ties. */
+static void
+fill_start (NetNetwork *net, const NetIntVec *links)
+{
+  for (guint i = 0; i < links->len; i++)
+    {
+      NetLink *l = link_at (net, links->v[i]);
+
+      l->cap_left = l->bandwidth;
+      l->n_unfrozen = 0;
+      for (guint j = 0; j < l->flows.len; j++)
+        {
+          const NetFlow *f = l->flows.v[j];
+
+          if (f->mark == net->epoch)
+            l->n_unfrozen++;
+          else
+            l->cap_left -= f->rate;
+        }
+      l->cap_left = MAX (l->cap_left, 0.0);
+      l->fill_order = i;
+      if (l->n_unfrozen > 0)
+        l->share = l->cap_left / l->n_unfrozen;
+    }
+}
+
+/* Freezes region flow f at `share`, on link `bneck`: takes the share from
+ * every link f crosses, and moves those links in `heap` (with heap == NULL,
+ * they are in none). */
+static void
+fill_freeze (NetNetwork *net, NetLinkVec *heap, NetFlow *f, NetLink *bneck,
+             double share)
+{
+  f->frozen = TRUE;
+  f->new_rate = share;
+  f->new_bneck = (int) (bneck - (NetLink *) (gpointer) net->links->data);
+  for (int i = 0; i < f->n_hops; i++)
+    {
+      NetLink *l = link_at (net, f->hops[i].link);
+
+      l->cap_left -= share;
+      if (--l->n_unfrozen == 0)
+        {
+          if (heap != NULL)
+            fill_remove (heap, l);
+          continue;
+        }
+      l->share = l->cap_left / l->n_unfrozen;
+      if (heap != NULL)
+        fill_sift (heap, l->fill_pos);
+    }
+}
+
+/* Freezes, without the heap, each region flow that is the only region flow
+ * on every link it crosses: nothing else changes those links' shares, so
+ * the filling freezes it at the smallest of them, on the first link in
+ * `links` that has it, as fill_freeze does here.  Marks the other flows
+ * unfrozen.  Returns the number of flows frozen. */
+static guint
+fill_lone (NetNetwork *net, const NetFlowVec *flows)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < flows->len; i++)
+    {
+      NetFlow *f = flows->v[i];
+      NetLink *best = NULL;
+
+      f->frozen = FALSE;
+      for (int k = 0; k < f->n_hops; k++)
+        {
+          NetLink *l = link_at (net, f->hops[k].link);
+
+          if (l->n_unfrozen != 1)
+            {
+              best = NULL;
+              break;
+            }
+          if (best == NULL || fill_before (l, best))
+            best = l;
+        }
+      if (best == NULL)
+        continue;
+      best->fill_share = best->share;
+      best->fill_pass = net->pass;
+      fill_freeze (net, NULL, f, best, best->share);
+      n++;
+    }
+  return n;
 }
 
 /* Progressive filling of the region: `flows` (marked with net->epoch) and
@@ -1012,50 +1131,36 @@ fill_remove (GPtrArray *h, NetLink *l)
  * scratch (fill_share and fill_pass for the links that froze flows), and
  * touches nothing else.
  *
- * Each link starts with its bandwidth less the rates of the flows outside
- * the region that cross it (its full bandwidth when there are none, as in a
- * full filling).  While some flow is unfrozen, take the link with the
- * smallest fair share (capacity left / unfrozen flows crossing it; among
- * equal shares the first in `links`), give that share to each of its
- * unfrozen flows, freeze them and subtract the share from every link they
- * cross.  The links wait in a heap keyed by their share, so a round costs
- * O(log links) plus, per flow it freezes, O(route length x log links): the
- * whole filling is O((links + flows x route length) log links) plus a scan
- * of the flows crossing the links. */
+ * Links start as fill_start() sets them.  While some flow is unfrozen, take
+ * the link with the smallest fair share (capacity left / unfrozen flows
+ * crossing it; among equal shares the first in `links`), give that share to
+ * each of its unfrozen flows, freeze them and subtract the share from every
+ * link they cross.  The links wait in a heap keyed by their share, so a
+ * round costs O(log links) plus, per flow it freezes, O(route length x log
+ * links): the whole filling is O((links + flows x route length) log links)
+ * plus a scan of the flows crossing the links.  Flows alone on their links
+ * (fill_lone) are frozen first, outside the heap: each is a filling of its
+ * own, which the others do not touch, so the rates are the same. */
 static void
-progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
+progressive_fill (NetNetwork *net, const NetIntVec *links,
+                  const NetFlowVec *flows)
 {
-  GPtrArray *heap = net->fill_heap;
-  NetLink *first = (NetLink *) (gpointer) net->links->data;
-  guint n_unfrozen = flows->len;
+  NetLinkVec *heap = &net->fill_heap;
+  guint n_unfrozen;
 
   net->pass++;
-  g_ptr_array_set_size (heap, 0);
-  for (guint i = 0; i < links->len; i++)
+  fill_start (net, links);
+  n_unfrozen = flows->len - fill_lone (net, flows);
+  heap->len = 0;
+  for (guint i = 0; i < links->len && n_unfrozen > 0; i++)
     {
-      NetLink *l = link_at (net, g_array_index (links, int, i));
+      NetLink *l = link_at (net, links->v[i]);
 
-      l->cap_left = l->bandwidth;
-      l->n_unfrozen = 0;
-      for (guint j = 0; j < l->flows->len; j++)
-        {
-          const NetFlow *f = g_ptr_array_index (l->flows, j);
-
-          if (f->mark == net->epoch)
-            l->n_unfrozen++;
-          else
-            l->cap_left -= f->rate;
-        }
-      l->cap_left = MAX (l->cap_left, 0.0);
-      l->fill_order = i;
       if (l->n_unfrozen == 0)
         continue;
-      l->share = l->cap_left / l->n_unfrozen;
-      g_ptr_array_add (heap, l);
+      VEC_PUSH (heap, l);
       fill_sift (heap, heap->len - 1);
     }
-  for (guint i = 0; i < flows->len; i++)
-    ((NetFlow *) g_ptr_array_index (flows, i))->frozen = FALSE;
 
   while (n_unfrozen > 0)
     {
@@ -1065,33 +1170,19 @@ progressive_fill (NetNetwork *net, GArray *links, GPtrArray *flows)
        * outside the region took the whole link: then region_verify finds
        * them above the share. */
       g_assert (heap->len > 0);
-      NetLink *bottleneck = heap->pdata[0];
+      NetLink *bottleneck = heap->v[0];
       double share = bottleneck->share;   /* bytes/s */
 
       bottleneck->fill_share = share;
       bottleneck->fill_pass = net->pass;
-      for (guint k = 0; k < bottleneck->flows->len; k++)
+      for (guint k = 0; k < bottleneck->flows.len; k++)
         {
-          NetFlow *f = g_ptr_array_index (bottleneck->flows, k);
+          NetFlow *f = bottleneck->flows.v[k];
 
           if (f->mark != net->epoch || f->frozen)
             continue;
-          f->frozen = TRUE;
-          f->new_rate = share;
-          f->new_bneck = (int) (bottleneck - first);
+          fill_freeze (net, heap, f, bottleneck, share);
           n_unfrozen--;
-          for (int i = 0; i < f->n_hops; i++)
-            {
-              NetLink *l = link_at (net, f->hops[i].link);
-              l->cap_left -= share;
-              if (--l->n_unfrozen == 0)
-                {
-                  fill_remove (heap, l);
-                  continue;
-                }
-              l->share = l->cap_left / l->n_unfrozen;
-              fill_sift (heap, l->fill_pos);
-            }
         }
     }
 }
@@ -1106,14 +1197,14 @@ on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
 {
   NetNetwork *net = ctx;
 
-  if (net->dirty->len == 0)
+  if (net->dirty.len == 0)
     return;
   region_begin (net);
   if (net->full_recompute)
     region_all (net);
   else
     region_seed (net);
-  g_array_set_size (net->dirty, 0);
+  net->dirty.len = 0;
   net->dirty_epoch++;
   sharing_update (net);
 }
@@ -1126,6 +1217,10 @@ on_instant_end (EngSim *sim G_GNUC_UNUSED, gpointer ctx)
 static void
 sharing_changed (NetNetwork *net, const NetFlow *f)
 {
+  /* The hook empties net->dirty, so while it holds links the hook is
+   * requested already. */
+  gboolean requested = net->dirty.len > 0;
+
   for (int i = 0; i < f->n_hops; i++)
     {
       NetLink *l = link_at (net, f->hops[i].link);
@@ -1133,8 +1228,10 @@ sharing_changed (NetNetwork *net, const NetFlow *f)
       if (l->dirty == net->dirty_epoch)
         continue;
       l->dirty = net->dirty_epoch;
-      g_array_append_val (net->dirty, f->hops[i].link);
+      VEC_PUSH (&net->dirty, f->hops[i].link);
     }
+  if (requested)
+    return;
   if (net->flush_id == 0)
     net->flush_id = eng_flush_register (net->sim, on_instant_end, net);
   eng_flush_request (net->sim, net->flush_id);
@@ -1151,25 +1248,25 @@ static void
 sharing_update (NetNetwork *net)
 {
   double now = eng_sim_now (net->sim);
-  GPtrArray *flows = net->comp_flows;
+  const NetFlowVec *flows = &net->comp_flows;
 
   if (flows->len == 0)
     return;
   for (guint pass = 1;; pass++)
     {
-      progressive_fill (net, net->comp_links, flows);
+      progressive_fill (net, &net->comp_links, flows);
       net->refilled += flows->len;
       if (net->full_recompute || region_verify (net))
         break;
-      for (guint i = 0; i < net->violators->len; i++)
-        region_add (net, g_ptr_array_index (net->violators, i));
+      for (guint i = 0; i < net->violators.len; i++)
+        region_add (net, net->violators.v[i]);
       if (pass == net->region_passes)
         region_close (net);
     }
 
   for (guint i = 0; i < flows->len; i++)
     {
-      NetFlow *f = g_ptr_array_index (flows, i);
+      NetFlow *f = flows->v[i];
 
       f->bneck = f->new_bneck;
       if (f->new_rate == f->rate && f->event != 0)
@@ -1239,9 +1336,9 @@ flow_finish (NetNetwork *net, NetFlow *f)
   t.end = eng_sim_now (net->sim);
   t.tag = f->tag;
 
-  g_ptr_array_remove_index_fast (net->live, f->live_pos);
-  if (f->live_pos < net->live->len)
-    ((NetFlow *) g_ptr_array_index (net->live, f->live_pos))->live_pos
+  net->live.v[f->live_pos] = net->live.v[--net->live.len];
+  if (f->live_pos < net->live.len)
+    net->live.v[f->live_pos]->live_pos
       = f->live_pos;
   flow_release (net, f);
 
@@ -1280,13 +1377,61 @@ on_latency_over (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   sharing_changed (net, f);
 }
 
-static gint
-flow_seq_cmp (gconstpointer a, gconstpointer b)
+/* Merges the runs a[0, na) and b[0, nb), each sorted by seq, into out. */
+static void
+flows_merge (NetFlow **a, guint na, NetFlow **b, guint nb, NetFlow **out)
 {
-  const NetFlow *fa = *(NetFlow *const *) a;
-  const NetFlow *fb = *(NetFlow *const *) b;
+  guint i = 0, j = 0;
 
-  return fa->seq < fb->seq ? -1 : fa->seq > fb->seq;
+  while (i < na && j < nb)
+    *out++ = a[i]->seq < b[j]->seq ? a[i++] : b[j++];
+  while (i < na)
+    *out++ = a[i++];
+  while (j < nb)
+    *out++ = b[j++];
+}
+
+/* Sorts the flows of *a by creation order (seq; no two are equal): runs of
+ * 8 by insertion, then merged pairwise through net->sort_tmp.  Inline
+ * comparisons, unlike g_ptr_array_sort's calls per comparison. */
+static void
+flows_sort_seq (NetNetwork *net, NetFlowVec *a)
+{
+  guint n = a->len;
+  NetFlow **src = a->v, **dst;
+
+  for (guint lo = 0; lo < n; lo += 8)
+    for (guint i = lo + 1; i < MIN (lo + 8, n); i++)
+      {
+        NetFlow *f = src[i];
+        guint j = i;
+
+        for (; j > lo && src[j - 1]->seq > f->seq; j--)
+          src[j] = src[j - 1];
+        src[j] = f;
+      }
+  if (n <= 8)
+    return;
+  while (net->sort_tmp.cap < n)
+    net->sort_tmp.v = vec_grow (net->sort_tmp.v, &net->sort_tmp.cap,
+                                sizeof (NetFlow *));
+  dst = net->sort_tmp.v;
+  for (guint w = 8; w < n; w *= 2)
+    {
+      NetFlow **t;
+
+      for (guint lo = 0; lo < n; lo += 2 * w)
+        {
+          guint mid = MIN (lo + w, n), hi = MIN (lo + 2 * w, n);
+
+          flows_merge (src + lo, mid - lo, src + mid, hi - mid, dst + lo);
+        }
+      t = src;
+      src = dst;
+      dst = t;
+    }
+  if (src != a->v)
+    memcpy (a->v, src, sizeof (NetFlow *) * n);
 }
 
 /* Event: a sharing flow has sent its last byte.  Every sharing flow done at
@@ -1308,44 +1453,44 @@ on_flow_complete (EngSim *sim, gpointer ctx, gpointer data)
 {
   NetNetwork *net = ctx;
   NetFlow *f = data;
-  GPtrArray *finished = net->finished;
+  NetFlowVec *finished = &net->finished;
   double now = eng_sim_now (sim);
   guint kept;
 
   g_assert (!net->completing);
   f->event = 0;
 
-  if (++net->window_age >= net->sharing->len)
+  if (++net->window_age >= net->sharing.len)
     {
       net->window_bound = 0;
-      for (guint i = 0; i < net->sharing->len; i++)
+      for (guint i = 0; i < net->sharing.len; i++)
         {
-          NetFlow *g = g_ptr_array_index (net->sharing, i);
+          NetFlow *g = net->sharing.v[i];
           if (g->due_pos >= 0)
             net->window_bound = MAX (net->window_bound, g->window);
         }
       net->window_age = 0;
     }
 
-  g_ptr_array_set_size (finished, 0);
-  g_ptr_array_add (finished, f);
+  finished->len = 0;
+  VEC_PUSH (finished, f);
   due_collect (net, 0, now + net->window_bound * (1 + 1e-6)
                        + 8 * DBL_EPSILON * fabs (now), f);
   kept = 1;
   for (guint i = 1; i < finished->len; i++)
     {
-      NetFlow *g = g_ptr_array_index (finished, i);
+      NetFlow *g = finished->v[i];
 
       flow_advance (g, now);
       if (g->remaining <= NET_DONE_FRACTION * g->bytes)
-        finished->pdata[kept++] = g;
+        finished->v[kept++] = g;
     }
-  g_ptr_array_set_size (finished, kept);
-  g_ptr_array_sort (finished, flow_seq_cmp);
+  finished->len = kept;
+  flows_sort_seq (net, finished);
 
   for (guint i = 0; i < finished->len; i++)
     {
-      NetFlow *g = g_ptr_array_index (finished, i);
+      NetFlow *g = finished->v[i];
 
       if (g->event != 0)
         {
@@ -1362,7 +1507,7 @@ on_flow_complete (EngSim *sim, gpointer ctx, gpointer data)
    * not touched before the loop ends. */
   net->completing = TRUE;
   for (guint i = 0; i < finished->len; i++)
-    flow_finish (net, g_ptr_array_index (finished, i));
+    flow_finish (net, finished->v[i]);
   net->completing = FALSE;
 }
 
@@ -1405,8 +1550,8 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
   f->n_hops = n_hops;
   for (int i = 0; i < n_hops; i++)
     f->hops[i].link = route_links (net, r)[i];
-  f->live_pos = net->live->len;
-  g_ptr_array_add (net->live, f);
+  f->live_pos = net->live.len;
+  VEC_PUSH (&net->live, f);
 
   if (r == NULL)
     f->event = eng_schedule (net->sim, 0, on_flow_finish_unshared, net, f);
@@ -1451,14 +1596,14 @@ net_network_rate_error (NetNetwork *net)
 
   g_return_val_if_fail (net != NULL, NAN);
   on_instant_end (net->sim, net); /* rates as the instant's end will set them */
-  if (net->sharing->len == 0)
+  if (net->sharing.len == 0)
     return 0;
   region_begin (net);
   region_all (net);
-  progressive_fill (net, net->comp_links, net->comp_flows);
-  for (guint i = 0; i < net->sharing->len; i++)
+  progressive_fill (net, &net->comp_links, &net->comp_flows);
+  for (guint i = 0; i < net->sharing.len; i++)
     {
-      NetFlow *f = g_ptr_array_index (net->sharing, i);
+      NetFlow *f = net->sharing.v[i];
       err = MAX (err, fabs (f->new_rate - f->rate) / f->rate);
     }
   return err;
@@ -1469,9 +1614,9 @@ EngEventId
 net_network_flow_event (const NetNetwork *net, int tag)
 {
   g_return_val_if_fail (net != NULL, 0);
-  for (guint i = 0; i < net->live->len; i++)
+  for (guint i = 0; i < net->live.len; i++)
     {
-      const NetFlow *f = g_ptr_array_index (net->live, i);
+      const NetFlow *f = net->live.v[i];
       if (f->tag == tag)
         return f->event;
     }

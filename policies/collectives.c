@@ -43,13 +43,15 @@ G_DEFINE_QUARK (pol-coll-error-quark, pol_coll_error)
 /* --- State ----------------------------------------------------------------- */
 
 /* A message between two ranks, from net_send to its receive step. */
-typedef struct {
+typedef struct CollMsg CollMsg;
+struct CollMsg {
+  CollMsg *next;      /* next free message while in CollOp's free list */
   int src, dst;       /* ranks */
   guint32 seq;        /* index among the messages src -> dst */
   gboolean wait;      /* the sender waits for its arrival */
   gsize lo, hi;       /* element range */
   float *payload;     /* (hi - lo) floats snapshot, or NULL (timing only) */
-} CollMsg;
+};
 
 /* What a rank knows of one peer it has sent to or received from. */
 typedef struct {
@@ -57,9 +59,11 @@ typedef struct {
   guint32 sent;       /* messages handed to the network for peer */
   guint32 taken;      /* messages from peer taken by receive steps: the next
                          receive from peer takes message number `taken` */
-  GPtrArray *early;   /* CollMsg arrived and not taken: [i] is message
-                         taken + i, NULL while it has not arrived; NULL
-                         until the first message arrives early */
+  CollMsg **early;    /* (n_early, a power of two, or 0) the messages
+                         arrived and not taken, in a circle: message s
+                         (taken <= s < taken + n_early) is at
+                         [s % n_early], NULL while it has not arrived */
+  guint32 n_early;
 } CollChan;
 
 typedef struct {
@@ -92,6 +96,7 @@ typedef struct {
   int outstanding;    /* events and transfers whose callback is pending */
   guint64 transfers;  /* work counters (PolCollStats) */
   guint64 examined;
+  CollMsg *free_msgs; /* messages received, kept for reuse */
   PolCollDone done;
   gpointer ctx, data;
 } CollOp;
@@ -265,20 +270,35 @@ chan_get (CollRank *rk, int peer)
   return &rk->chans[i];
 }
 
+/* Makes room in ch's circle for messages up to number `seq`: doubles it
+ * until it reaches, keeping each waiting message at its place. */
+static void
+chan_grow (CollChan *ch, guint32 seq)
+{
+  guint32 n = MAX (ch->n_early, 4);
+  CollMsg **fresh;
+
+  while (seq - ch->taken >= n)
+    n *= 2;
+  fresh = g_new0 (CollMsg *, n);
+  for (guint32 s = ch->taken; s - ch->taken < ch->n_early; s++)
+    fresh[s % n] = ch->early[s % ch->n_early];
+  g_free (ch->early);
+  ch->early = fresh;
+  ch->n_early = n;
+}
+
 /* Files an arrived message in its receiver's channel, by sequence number. */
 static void
 chan_put (CollOp *op, CollMsg *m)
 {
   CollChan *ch = chan_get (&op->ranks[m->dst], m->src);
-  guint i = m->seq - ch->taken;
 
   g_assert (m->seq >= ch->taken);
-  if (ch->early == NULL)
-    ch->early = g_ptr_array_new ();
-  if (i >= ch->early->len)
-    g_ptr_array_set_size (ch->early, (int) i + 1);
-  g_assert (ch->early->pdata[i] == NULL);
-  ch->early->pdata[i] = m;
+  if (m->seq - ch->taken >= ch->n_early)
+    chan_grow (ch, m->seq);
+  g_assert (ch->early[m->seq % ch->n_early] == NULL);
+  ch->early[m->seq % ch->n_early] = m;
 }
 
 /* Takes the next message from `peer` to rank rk if it has arrived, or
@@ -289,11 +309,10 @@ chan_take (CollRank *rk, int peer)
   CollChan *ch = chan_find (rk, peer);
   CollMsg *m;
 
-  if (ch == NULL || ch->early == NULL || ch->early->len == 0
-      || ch->early->pdata[0] == NULL)
+  if (ch == NULL || ch->n_early == 0
+      || (m = ch->early[ch->taken % ch->n_early]) == NULL)
     return NULL;
-  m = ch->early->pdata[0];
-  g_ptr_array_remove_index (ch->early, 0);
+  ch->early[ch->taken % ch->n_early] = NULL;
   ch->taken++;
   return m;
 }
@@ -318,13 +337,19 @@ coll_op_free (CollOp *op)
           g_array_unref (rk->prog);
         }
       for (int c = 0; c < rk->n_chans; c++)
-        if (rk->chans[c].early)
-          {
-            for (guint i = 0; i < rk->chans[c].early->len; i++)
-              g_assert (rk->chans[c].early->pdata[i] == NULL);
-            g_ptr_array_unref (rk->chans[c].early);
-          }
+        {
+          for (guint32 i = 0; i < rk->chans[c].n_early; i++)
+            g_assert (rk->chans[c].early[i] == NULL);
+          g_free (rk->chans[c].early);
+        }
       g_free (rk->chans);
+    }
+  while (op->free_msgs != NULL)
+    {
+      CollMsg *m = op->free_msgs;
+
+      op->free_msgs = m->next;
+      g_free (m);
     }
   G_LOCK (coll_stats);
   coll_stats.collectives++;
@@ -369,11 +394,27 @@ coll_maybe_finish (CollOp *op)
   done (sim, ctx, data);
 }
 
+/* A zeroed message, from op's free list when it has one. */
+static CollMsg *
+msg_new (CollOp *op)
+{
+  CollMsg *m = op->free_msgs;
+
+  if (m == NULL)
+    return g_new0 (CollMsg, 1);
+  op->free_msgs = m->next;
+  memset (m, 0, sizeof *m);
+  return m;
+}
+
+/* Frees a received message's payload and keeps the message for reuse. */
 static void
-msg_free (CollMsg *m)
+msg_free (CollOp *op, CollMsg *m)
 {
   g_free (m->payload);
-  g_free (m);
+  m->payload = NULL;
+  m->next = op->free_msgs;
+  op->free_msgs = m;
 }
 
 /* The root's accumulator (n floats, zeroed on first use). */
@@ -442,7 +483,7 @@ on_reduced (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   op->outstanding--;
   g_assert (rk->busy && rk->cur.type == POL_COLL_STEP_RECV);
   msg_apply (op, m, (PolCollRecvMode) rk->cur.mode);
-  msg_free (m);
+  msg_free (op, m);
   rk->busy = FALSE;
   rank_next (op, r);
   coll_advance (op, r);
@@ -506,7 +547,7 @@ static void
 issue_send (CollOp *op, int r)
 {
   const PolCollStep *s = &op->ranks[r].cur;
-  CollMsg *m = g_new0 (CollMsg, 1);
+  CollMsg *m = msg_new (op);
   gsize len = s->hi - s->lo;
 
   m->src = r;
@@ -548,7 +589,7 @@ rank_receive (CollOp *op, int r)
   else
     {
       msg_apply (op, m, (PolCollRecvMode) s->mode);
-      msg_free (m);
+      msg_free (op, m);
       rank_next (op, r);
     }
   return TRUE;
