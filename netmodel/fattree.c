@@ -22,14 +22,16 @@
  *                 agg a'->edge', dst.down]                           6 links
  * The hash is static and deterministic, so runs repeat exactly, while the
  * equal-cost paths of different pairs spread over aggregation and core
- * switches (ECMP-like, without its randomness).
+ * switches (ECMP-like, without its randomness).  Routes are computed when
+ * asked (fattree_route) from the link ids of each host and switch port.
  */
 #include "netmodel/netmodel.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
-#define FATTREE_MAX_K 1024 /* k^3/4 = 2^28 hosts: beyond any route table */
+#define FATTREE_MAX_K 1024 /* k^3/4 = 2^28 hosts, far beyond SIM_MAX_HOSTS */
 
 /* The shape of a (partly built) fat-tree. */
 typedef struct {
@@ -145,81 +147,121 @@ fattree_resolve (const NetNetwork *net, const NetTopologyParams *p,
   return TRUE;
 }
 
+/* What a fat-tree's routes are computed from. */
+typedef struct {
+  int first;     /* host id of host 0 */
+  int n;         /* hosts */
+  int half;      /* k / 2 */
+  int *up;       /* (n) host -> edge link ids */
+  int *down;     /* (n) edge -> host */
+  int *ea_up;    /* (n_edges, half) edge -> agg a */
+  int *ea_down;  /* (n_edges, half) agg a -> edge */
+  int *ac_up;    /* (n_pods, half, half) agg a -> core; none with one pod */
+  int *ac_down;  /* (n_pods, half, half) core -> agg a */
+  int links[];   /* storage of the six */
+} FatTreeRoutes;
+
+/* NetRouteFunc: up from src to the lowest switch level it shares with dst,
+ * through the aggregation switch and core port the hash of (src, dst)
+ * picks, then down to dst. */
+static int
+fattree_route (gconstpointer ctx, int src, int dst, int *links, int max)
+{
+  const FatTreeRoutes *s = ctx;
+  int a_src = src - s->first, a_dst = dst - s->first;
+  int es, ed, ps, pd, a, m, n = 0;
+  int route[6];
+  guint32 h;
+
+  if (a_src < 0 || a_src >= s->n || a_dst < 0 || a_dst >= s->n
+      || a_src == a_dst)
+    return 0;
+  es = a_src / s->half;            /* global edge index */
+  ed = a_dst / s->half;
+  ps = es / s->half;               /* pod */
+  pd = ed / s->half;
+  h = fattree_hash (a_src, a_dst);
+  a = h % s->half;
+  m = (h / s->half) % s->half;
+  route[n++] = s->up[a_src];
+  if (es != ed)
+    {
+      route[n++] = s->ea_up[es * s->half + a];
+      if (ps != pd)
+        {
+          route[n++] = s->ac_up[(ps * s->half + a) * s->half + m];
+          route[n++] = s->ac_down[(pd * s->half + a) * s->half + m];
+        }
+      route[n++] = s->ea_down[ed * s->half + a];
+    }
+  route[n++] = s->down[a_dst];
+  if (n <= max)
+    memcpy (links, route, sizeof (int) * n);
+  return n;
+}
+
+/* Adds the switch-to-switch cables of `shape` (edge to aggregation, then
+ * aggregation to core), writing their link ids into s. */
+static void
+fattree_add_switches (NetNetwork *net, const NetTopologyParams *p,
+                      const FatTreeShape *shape, FatTreeRoutes *s)
+{
+  int half = shape->half;
+
+  for (int e = 0; e < shape->n_edges; e++)
+    for (int a = 0; a < half; a++)
+      {
+        g_autofree char *prefix = g_strdup_printf ("pod%d.edge%d.agg%d",
+                                                   e / half, e % half, a);
+        net_network_add_cable (net, prefix, p->bandwidth, shape->sw_lat,
+                               &s->ea_up[e * half + a],
+                               &s->ea_down[e * half + a]);
+      }
+  if (shape->n_cores == 0)
+    return;
+  for (int pod = 0; pod < shape->n_pods; pod++)
+    for (int a = 0; a < half; a++)
+      for (int m = 0; m < half; m++)
+        {
+          int i = (pod * half + a) * half + m;
+          g_autofree char *prefix = g_strdup_printf ("pod%d.agg%d.core%d",
+                                                     pod, a, a * half + m);
+          net_network_add_cable (net, prefix, p->bandwidth, shape->sw_lat,
+                                 &s->ac_up[i], &s->ac_down[i]);
+        }
+}
+
 static gboolean
 fattree_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
-  FatTreeShape s;
-  g_autofree int *host = NULL;    /* (n_hosts) host ids */
-  g_autofree int *up = NULL;      /* (n_hosts) host -> edge */
-  g_autofree int *down = NULL;    /* (n_hosts) edge -> host */
-  g_autofree int *ea_up = NULL;   /* (n_edges, half) edge -> agg a */
-  g_autofree int *ea_down = NULL; /* (n_edges, half) agg a -> edge */
-  g_autofree int *ac_up = NULL;   /* (n_pods, half, half) agg a -> core */
-  g_autofree int *ac_down = NULL; /* (n_pods, half, half) core -> agg a */
+  FatTreeShape shape;
+  FatTreeRoutes *s;
+  gsize n_ea, n_ac, size;
 
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (p != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  if (!fattree_resolve (net, p, &s, error))
+  if (!fattree_resolve (net, p, &shape, error))
     return FALSE;
 
-  host = g_new (int, p->n_hosts);
-  up = g_new (int, p->n_hosts);
-  down = g_new (int, p->n_hosts);
-  net_topology_add_hosts (net, p, host, up, down);
-  ea_up = g_new (int, (gsize) s.n_edges * s.half);
-  ea_down = g_new (int, (gsize) s.n_edges * s.half);
-  for (int e = 0; e < s.n_edges; e++)
-    for (int a = 0; a < s.half; a++)
-      {
-        g_autofree char *prefix = g_strdup_printf ("pod%d.edge%d.agg%d",
-                                                   e / s.half, e % s.half, a);
-        net_network_add_cable (net, prefix, p->bandwidth, s.sw_lat,
-                   &ea_up[e * s.half + a], &ea_down[e * s.half + a]);
-      }
-  if (s.n_cores > 0)
-    {
-      ac_up = g_new (int, (gsize) s.n_pods * s.half * s.half);
-      ac_down = g_new (int, (gsize) s.n_pods * s.half * s.half);
-      for (int pod = 0; pod < s.n_pods; pod++)
-        for (int a = 0; a < s.half; a++)
-          for (int m = 0; m < s.half; m++)
-            {
-              int i = (pod * s.half + a) * s.half + m;
-              g_autofree char *prefix
-                = g_strdup_printf ("pod%d.agg%d.core%d", pod, a,
-                                   a * s.half + m);
-              net_network_add_cable (net, prefix, p->bandwidth, s.sw_lat,
-                         &ac_up[i], &ac_down[i]);
-            }
-    }
-
-  for (int src = 0; src < p->n_hosts; src++)
-    for (int dst = 0; dst < p->n_hosts; dst++)
-      {
-        int es = src / s.half, ed = dst / s.half;  /* global edge index */
-        int ps = es / s.half, pd = ed / s.half;    /* pod */
-        guint32 h = fattree_hash (src, dst);
-        int a = h % s.half, m = (h / s.half) % s.half;
-        int route[6], n = 0;
-
-        if (src == dst)
-          continue;
-        route[n++] = up[src];
-        if (es != ed)
-          {
-            route[n++] = ea_up[es * s.half + a];
-            if (ps != pd)
-              {
-                route[n++] = ac_up[(ps * s.half + a) * s.half + m];
-                route[n++] = ac_down[(pd * s.half + a) * s.half + m];
-              }
-            route[n++] = ea_down[ed * s.half + a];
-          }
-        route[n++] = down[dst];
-        net_network_set_route (net, host[src], host[dst], route, n);
-      }
+  n_ea = (gsize) shape.n_edges * shape.half;
+  n_ac = shape.n_cores > 0 ? (gsize) shape.n_pods * shape.half * shape.half
+                           : 0;
+  size = sizeof (FatTreeRoutes)
+         + sizeof (int) * 2 * ((gsize) p->n_hosts + n_ea + n_ac);
+  s = g_malloc (size);
+  s->n = p->n_hosts;
+  s->half = shape.half;
+  s->up = s->links;
+  s->down = s->up + p->n_hosts;
+  s->ea_up = s->down + p->n_hosts;
+  s->ea_down = s->ea_up + n_ea;
+  s->ac_up = s->ea_down + n_ea;
+  s->ac_down = s->ac_up + n_ac;
+  s->first = net_topology_add_hosts (net, p, s->up, s->down);
+  fattree_add_switches (net, p, &shape, s);
+  net_network_set_router (net, fattree_route, s, g_free, size);
   return TRUE;
 }
 

@@ -3,7 +3,8 @@
  *
  * A network is a set of hosts, one-directional links (a full-duplex cable is
  * two links, one per direction, each with the full bandwidth) and a route for
- * every ordered pair of hosts (a list of links).  A transfer of `b` bytes from
+ * every ordered pair of hosts (a list of links), computed when asked by its
+ * topology's router or set pair by pair.  A transfer of `b` bytes from
  * host s to host d first spends its route's latency (the sum of its links'
  * latencies), then enters its bandwidth phase, where all flows in that phase
  * share every link max-min fairly; rates are recomputed whenever a flow enters
@@ -12,7 +13,9 @@
  * bandwidth whatever else is running (the alpha-beta model).
  *
  * Topologies are builders registered by name (see net_topology_*): each adds
- * hosts, links and routes to an empty network.  Every link has a unique name
+ * hosts and links to an empty network and gives it a router, a function
+ * computing the route between two hosts from the topology's structure, so
+ * that nothing is stored per pair of hosts.  Every link has a unique name
  * ("worker3.up", "rack0.down", ...) so that one can be found and degraded
  * with net_network_set_link() once the network is built.
  *
@@ -72,9 +75,27 @@ int net_network_add_link (NetNetwork *net, double bandwidth, double latency);
 int net_network_add_named_link (NetNetwork *net, const char *name,
                                 double bandwidth, double latency);
 /* Sets the route from src to dst (src != dst) as a list of link ids, in the
- * order a byte crosses them.  The list is copied. */
+ * order a byte crosses them.  The list is copied, and takes precedence over
+ * the router's route for that pair. */
 void net_network_set_route (NetNetwork *net, int src, int dst,
                             const int *links, int n_links);
+
+/* A router: writes the link ids of the route from host src to host dst
+ * (distinct host ids), in crossing order, into `links` when they fit (`max`
+ * ids), and returns their number, whether they fit or not; 0 when it has no
+ * route for that pair (e.g. a host it does not know). */
+typedef int (*NetRouteFunc) (gconstpointer ctx, int src, int dst, int *links,
+                             int max);
+/* Gives the network its routes: `route` with its state `ctx`, asked when a
+ * flow starts and by the route queries, for every pair with no route set by
+ * net_network_set_route.  `ctx_bytes` is the size of that state (reported by
+ * net_network_route_bytes); `ctx_free` (may be NULL) frees it with the
+ * network.  A router set before is freed and replaced. */
+void net_network_set_router (NetNetwork *net, NetRouteFunc route, gpointer ctx,
+                             GDestroyNotify ctx_free, gsize ctx_bytes);
+/* Bytes spent on routes: the routes set pair by pair plus the router's
+ * state, O(hosts + links) for every topology. */
+gsize net_network_route_bytes (const NetNetwork *net);
 
 int net_network_n_hosts (const NetNetwork *net);
 int net_network_n_links (const NetNetwork *net);
@@ -83,12 +104,12 @@ const char *net_network_host_name (const NetNetwork *net, int host);
 int net_network_host_id (const NetNetwork *net, const char *name);
 double net_network_link_bandwidth (const NetNetwork *net, int link);
 double net_network_link_latency (const NetNetwork *net, int link);
-/* Link id by name, or -1. */
 /* Adds a full-duplex cable: the one-way links "<prefix>.up" and
  * "<prefix>.down", each of `bandwidth` bytes/s and `latency` seconds; their
  * ids go to *up and *down. */
 void net_network_add_cable (NetNetwork *net, const char *prefix, double bandwidth,
                             double latency, int *up, int *down);
+/* Link id by name, or -1. */
 int net_network_link_id (const NetNetwork *net, const char *name);
 /* The name of link `link`, owned by the network. */
 const char *net_network_link_name (const NetNetwork *net, int link);
@@ -99,10 +120,11 @@ const char *net_network_link_name (const NetNetwork *net, int link);
  * bandwidth or latency. */
 gboolean net_network_set_link (NetNetwork *net, int link, double bandwidth,
                                double latency);
-/* The route from src to dst (src != dst) as link ids in crossing order, owned
- * by the network; its length in *n_links.  NULL and 0 when none was set. */
-const int *net_network_route_links (const NetNetwork *net, int src, int dst,
-                                    int *n_links);
+/* Writes the route from src to dst as link ids in crossing order into
+ * `links` when they fit (`max_links` ids) and returns their number; 0 when
+ * src == dst or there is no route. */
+int net_network_route_links (const NetNetwork *net, int src, int dst,
+                             int *links, int max_links);
 /* Route latency (seconds) and slowest bandwidth (bytes/s) from src to dst;
  * for src == dst, 0 and INFINITY. */
 double net_network_route_latency (const NetNetwork *net, int src, int dst);
@@ -140,8 +162,8 @@ typedef struct {
   const char *source;       /* paper or document it follows; NULL = none */
   const BaseKey *keys;      /* its own [network] keys, ending with a row
                                whose section is NULL; NULL = none */
-  /* Adds hosts, links and routes to an empty network.  On an error it adds
-   * nothing. */
+  /* Adds hosts and links to an empty network and sets its router (or its
+   * routes).  On an error it adds nothing. */
   gboolean (*build) (NetNetwork *net, const NetTopologyParams *p,
                      GError **error);
   /* Optional: a newly allocated paragraph on the network `p` describes
@@ -167,10 +189,10 @@ gboolean net_topology_check_hosts (const char *topology, const NetNetwork *net,
                                    const NetTopologyParams *p, GError **error);
 
 /* For builders: adds p's hosts in order, each with a cable "<name>.up" /
- * "<name>.down" of p->bandwidth and p->latency; writes (n_hosts) host ids,
- * uplink ids and downlink ids. */
-void net_topology_add_hosts (NetNetwork *net, const NetTopologyParams *p,
-                             int *host, int *up, int *down);
+ * "<name>.down" of p->bandwidth and p->latency; returns the id of the first
+ * (the others follow) and writes (n_hosts) uplink ids and downlink ids. */
+int net_topology_add_hosts (NetNetwork *net, const NetTopologyParams *p,
+                            int *up, int *down);
 
 /* star: every host has one full-duplex link (two one-way links) to a single
  * switch; the route from a to b is a's uplink then b's downlink. */

@@ -28,8 +28,13 @@
  * links and flows (nothing to clear) into reused scratch arrays, and
  * finished flows go to per-route-length free lists, so the steady state
  * allocates nothing per transfer.
- * Routes are a dense (n_hosts, n_hosts) table of (offset, length) pairs into
- * one shared pool of link ids: 8 bytes per ordered pair plus the link ids.
+ * Routes are computed when a flow starts, not stored per pair: the topology
+ * registers a router (net_network_set_router), a function that writes the
+ * links of the route between two hosts from its own compact state (a few
+ * link ids per host or switch), so a network takes memory in proportion to
+ * its hosts and links.  Routes set one by one with net_network_set_route
+ * live in a hash table keyed by (src, dst), holding only those pairs, and
+ * take precedence over the router.
  */
 #include "netmodel/netmodel.h"
 
@@ -58,6 +63,9 @@ G_DEFINE_QUARK (net-error, net_error)
 
 /* Finished flows with fewer hops than this are kept for reuse. */
 #define NET_POOL_HOPS 8
+
+/* Routes up to this many links are read into a buffer on the stack. */
+#define NET_ROUTE_STACK 32
 
 typedef struct NetFlow NetFlow;
 typedef struct NetLink NetLink;
@@ -142,9 +150,11 @@ struct NetLink {
   guint64 dirty;     /* == net->dirty_epoch when in net->dirty */
 };
 
+/* A route set with net_network_set_route: its own key in net->routes. */
 typedef struct {
-  guint32 offset;    /* first link id in net->route_links */
-  guint32 n_links;   /* 0 when no route was set */
+  int src, dst;      /* host ids */
+  int n_links;       /* >= 1 */
+  int links[];       /* (n_links) link ids in crossing order */
 } NetRoute;
 
 struct NetNetwork {
@@ -155,9 +165,14 @@ struct NetNetwork {
   GArray *links;           /* NetLink; index = link id */
   GPtrArray *link_names;   /* char*, owned; index = link id */
   GHashTable *link_ids;    /* name (owned by link_names) -> id + 1 */
-  NetRoute *routes;        /* (routes_dim, routes_dim) row-major by src */
-  int routes_dim;          /* hosts covered by `routes` */
-  GArray *route_links;     /* int link ids, pool for every route */
+  GHashTable *routes;      /* NetRoute* set one by one, keyed by (src, dst)
+                              (key and value are the same); NULL until the
+                              first */
+  gsize route_bytes;       /* bytes of the NetRoutes in `routes` */
+  NetRouteFunc router;     /* the topology's routes, or NULL */
+  gpointer router_ctx;     /* its state, freed with router_free */
+  GDestroyNotify router_free;
+  gsize router_bytes;      /* the size of that state, as declared */
   NetFlowVec live;         /* every unfinished transfer */
   NetFlowVec sharing;      /* flows in their bandwidth phase */
   NetIntVec active_links;  /* link ids crossed by a sharing flow */
@@ -203,22 +218,59 @@ link_at (const NetNetwork *net, int id)
   return &g_array_index (net->links, NetLink, id);
 }
 
-/* The route from src to dst (src != dst), or NULL when none was set. */
-static const NetRoute *
-route_get (const NetNetwork *net, int src, int dst)
+static guint
+route_hash (gconstpointer key)
 {
-  const NetRoute *r;
+  const NetRoute *r = key;
 
-  if (src >= net->routes_dim || dst >= net->routes_dim)
-    return NULL;
-  r = &net->routes[(gsize) src * net->routes_dim + dst];
-  return r->n_links > 0 ? r : NULL;
+  return (guint) r->src * 0x9E3779B1u ^ (guint) r->dst;
 }
 
-static inline const int *
-route_links (const NetNetwork *net, const NetRoute *r)
+static gboolean
+route_equal (gconstpointer a, gconstpointer b)
 {
-  return &g_array_index (net->route_links, int, r->offset);
+  const NetRoute *ra = a, *rb = b;
+
+  return ra->src == rb->src && ra->dst == rb->dst;
+}
+
+/* Writes the route from src to dst (src != dst) into `links` when it fits
+ * (`max` ids) and returns its length: the route set for that pair, else the
+ * router's; 0 when there is neither. */
+static int
+route_get (const NetNetwork *net, int src, int dst, int *links, int max)
+{
+  if (net->routes != NULL)
+    {
+      NetRoute key = { .src = src, .dst = dst };
+      const NetRoute *r = g_hash_table_lookup (net->routes, &key);
+
+      if (r != NULL)
+        {
+          if (r->n_links <= max)
+            memcpy (links, r->links, sizeof (int) * r->n_links);
+          return r->n_links;
+        }
+    }
+  if (net->router == NULL)
+    return 0;
+  return net->router (net->router_ctx, src, dst, links, max);
+}
+
+/* The links of the route from src to dst (src != dst) and their number in
+ * *n (0 when there is no route): in `stack` (NET_ROUTE_STACK ids) when they
+ * fit, else in a new array also stored in *heap for the caller to free. */
+static const int *
+route_links (const NetNetwork *net, int src, int dst, int *stack, int **heap,
+             int *n)
+{
+  *heap = NULL;
+  *n = route_get (net, src, dst, stack, NET_ROUTE_STACK);
+  if (*n <= NET_ROUTE_STACK)
+    return stack;
+  *heap = g_new (int, *n);
+  route_get (net, src, dst, *heap, *n);
+  return *heap;
 }
 
 static gboolean
@@ -248,7 +300,6 @@ net_network_new (EngSim *sim, NetContention contention)
   net->links = g_array_new (FALSE, TRUE, sizeof (NetLink));
   net->link_names = g_ptr_array_new_with_free_func (g_free);
   net->link_ids = g_hash_table_new (g_str_hash, g_str_equal);
-  net->route_links = g_array_new (FALSE, FALSE, sizeof (int));
   net->dirty_epoch = 1;
   net->region_passes = NET_REGION_PASSES;
   return net;
@@ -291,8 +342,10 @@ net_network_free (NetNetwork *net)
   g_free (net->live.v);
   g_free (net->sharing.v);
   g_free (net->active_links.v);
-  g_array_free (net->route_links, TRUE);
-  g_free (net->routes);
+  if (net->routes != NULL)
+    g_hash_table_destroy (net->routes);
+  if (net->router_free != NULL)
+    net->router_free (net->router_ctx);
   g_array_free (net->links, TRUE);
   g_hash_table_destroy (net->link_ids);
   g_ptr_array_free (net->link_names, TRUE);
@@ -357,27 +410,10 @@ net_network_add_link (NetNetwork *net, double bandwidth, double latency)
   return net_network_add_named_link (net, name, bandwidth, latency);
 }
 
-/* Grows the route table to cover every host, keeping the routes set. */
-static void
-routes_grow (NetNetwork *net)
-{
-  int n = (int) net->host_names->len;
-  NetRoute *fresh;
-
-  if (net->routes_dim == n)
-    return;
-  fresh = g_new0 (NetRoute, (gsize) n * n);
-  for (int s = 0; s < net->routes_dim; s++)
-    memcpy (&fresh[(gsize) s * n], &net->routes[(gsize) s * net->routes_dim],
-            sizeof (NetRoute) * net->routes_dim);
-  g_free (net->routes);
-  net->routes = fresh;
-  net->routes_dim = n;
-}
-
 /* Sets the route from src to dst (distinct hosts) to `links` (n_links >= 1
  * valid link ids, each at most once), copying the list.  Setting a route
- * again replaces it; transfers already started keep their old route. */
+ * again replaces it, and a route set here replaces the router's for that
+ * pair; transfers already started keep their old route. */
 void
 net_network_set_route (NetNetwork *net, int src, int dst,
                        const int *links, int n_links)
@@ -395,19 +431,52 @@ net_network_set_route (NetNetwork *net, int src, int dst,
         g_return_if_fail (links[j] != links[i]);
     }
 
-  routes_grow (net);
-  r = &net->routes[(gsize) src * net->routes_dim + dst];
-  if (r->n_links != (guint32) n_links)
-    {
-      /* A replaced route of another length leaves its old ids unused in the
-       * pool; topologies set each route once, so this stays small. */
-      g_return_if_fail (net->route_links->len <= G_MAXUINT32 - (guint) n_links);
-      r->offset = net->route_links->len;
-      r->n_links = n_links;
-      g_array_set_size (net->route_links, net->route_links->len + n_links);
-    }
-  memcpy (&g_array_index (net->route_links, int, r->offset), links,
-          sizeof (int) * n_links);
+  if (net->routes == NULL)
+    net->routes = g_hash_table_new_full (route_hash, route_equal, g_free,
+                                         NULL);
+  r = g_hash_table_lookup (net->routes, &(NetRoute) { .src = src,
+                                                      .dst = dst });
+  if (r != NULL)
+    net->route_bytes -= sizeof (NetRoute) + sizeof (int) * r->n_links;
+  r = g_malloc (sizeof (NetRoute) + sizeof (int) * n_links);
+  r->src = src;
+  r->dst = dst;
+  r->n_links = n_links;
+  memcpy (r->links, links, sizeof (int) * n_links);
+  net->route_bytes += sizeof (NetRoute) + sizeof (int) * n_links;
+  g_hash_table_add (net->routes, r);
+}
+
+/* Gives the network the routes of its topology: `route` (ctx, src, dst,
+ * links, max) writes the links from src to dst when they fit and returns
+ * their number, 0 for no route; it is called when a flow starts and for
+ * every route query, for pairs with no route set by net_network_set_route.
+ * `ctx` is its state, `ctx_bytes` that state's size (what the routes cost,
+ * for net_network_route_bytes) and `ctx_free` (may be NULL) frees it with
+ * the network.  A router set earlier is freed and replaced. */
+void
+net_network_set_router (NetNetwork *net, NetRouteFunc route, gpointer ctx,
+                        GDestroyNotify ctx_free, gsize ctx_bytes)
+{
+  g_return_if_fail (net != NULL);
+  g_return_if_fail (route != NULL);
+
+  if (net->router_free != NULL)
+    net->router_free (net->router_ctx);
+  net->router = route;
+  net->router_ctx = ctx;
+  net->router_free = ctx_free;
+  net->router_bytes = ctx_bytes;
+}
+
+/* Bytes the network spends on routes: the routes set one by one (their
+ * link lists, not the hash table's own nodes) and the router's state as
+ * declared to net_network_set_router. */
+gsize
+net_network_route_bytes (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, 0);
+  return net->route_bytes + net->router_bytes;
 }
 
 /* Number of hosts added so far. */
@@ -500,77 +569,77 @@ net_network_set_link (NetNetwork *net, int link, double bandwidth,
   return TRUE;
 }
 
-/* The link ids of the route from src to dst, owned by the network, and their
- * number in *n_links; NULL and 0 when src == dst or no route was set. */
-const int *
-net_network_route_links (const NetNetwork *net, int src, int dst,
-                         int *n_links)
+/* Writes the link ids of the route from src to dst, in crossing order,
+ * into `links` when they fit (`max_links` ids; `links` may be NULL when
+ * max_links is 0) and returns their number; 0 when src == dst or there is
+ * no route. */
+int
+net_network_route_links (const NetNetwork *net, int src, int dst, int *links,
+                         int max_links)
 {
-  const NetRoute *r;
-
-  g_return_val_if_fail (n_links != NULL, NULL);
-  *n_links = 0;
-  g_return_val_if_fail (net != NULL, NULL);
-  g_return_val_if_fail (host_valid (net, src) && host_valid (net, dst), NULL);
-  r = src == dst ? NULL : route_get (net, src, dst);
-  if (r == NULL)
-    return NULL;
-  *n_links = (int) r->n_links;
-  return route_links (net, r);
+  g_return_val_if_fail (net != NULL, 0);
+  g_return_val_if_fail (host_valid (net, src) && host_valid (net, dst), 0);
+  g_return_val_if_fail (max_links >= 0 && (links != NULL || max_links == 0),
+                        0);
+  if (src == dst)
+    return 0;
+  return route_get (net, src, dst, links, max_links);
 }
 
 static double
-route_latency (const NetNetwork *net, const NetRoute *r)
+route_latency (const NetNetwork *net, const int *ids, int n)
 {
-  const int *ids = route_links (net, r);
   double sum = 0;
 
-  for (guint32 i = 0; i < r->n_links; i++)
+  for (int i = 0; i < n; i++)
     sum += link_at (net, ids[i])->latency;
   return sum;
 }
 
 static double
-route_bandwidth (const NetNetwork *net, const NetRoute *r)
+route_bandwidth (const NetNetwork *net, const int *ids, int n)
 {
-  const int *ids = route_links (net, r);
   double min = INFINITY;
 
-  for (guint32 i = 0; i < r->n_links; i++)
+  for (int i = 0; i < n; i++)
     min = MIN (min, link_at (net, ids[i])->bandwidth);
   return min;
 }
 
 /* Sum of the link latencies from src to dst, seconds; 0 when src == dst.
- * The route must have been set. */
+ * There must be a route. */
 double
 net_network_route_latency (const NetNetwork *net, int src, int dst)
 {
-  const NetRoute *r;
+  int stack[NET_ROUTE_STACK], n;
+  g_autofree int *heap = NULL;
+  const int *ids;
 
   g_return_val_if_fail (net != NULL, NAN);
   g_return_val_if_fail (host_valid (net, src) && host_valid (net, dst), NAN);
   if (src == dst)
     return 0;
-  r = route_get (net, src, dst);
-  g_return_val_if_fail (r != NULL, NAN);
-  return route_latency (net, r);
+  ids = route_links (net, src, dst, stack, &heap, &n);
+  g_return_val_if_fail (n > 0, NAN);
+  return route_latency (net, ids, n);
 }
 
 /* Slowest link bandwidth from src to dst, bytes/s; INFINITY when src == dst.
- * The route must have been set. */
+ * There must be a route. */
 double
 net_network_route_bandwidth (const NetNetwork *net, int src, int dst)
 {
-  const NetRoute *r;
+  int stack[NET_ROUTE_STACK], n;
+  g_autofree int *heap = NULL;
+  const int *ids;
 
   g_return_val_if_fail (net != NULL, NAN);
   g_return_val_if_fail (host_valid (net, src) && host_valid (net, dst), NAN);
   if (src == dst)
     return INFINITY;
-  r = route_get (net, src, dst);
-  g_return_val_if_fail (r != NULL, NAN);
-  return route_bandwidth (net, r);
+  ids = route_links (net, src, dst, stack, &heap, &n);
+  g_return_val_if_fail (n > 0, NAN);
+  return route_bandwidth (net, ids, n);
 }
 
 /* Sets (or, with obs == NULL, clears) the function called with every finished
@@ -1514,12 +1583,14 @@ on_flow_complete (EngSim *sim, gpointer ctx, gpointer data)
 /* Hands `bytes` (finite, >= 0) from host src to host dst to the network now;
  * `done` (may be NULL) is called with ctx, data and the NetTransfer when the
  * last byte arrives, then the observer.  src == dst finishes in an event at
- * the current time; otherwise the route src -> dst must have been set. */
+ * the current time; otherwise there must be a route from src to dst. */
 void
 net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
           NetDone done, gpointer ctx, gpointer data)
 {
-  const NetRoute *r = NULL;
+  int stack[NET_ROUTE_STACK];
+  g_autofree int *heap = NULL;
+  const int *route = NULL;
   NetFlow *f;
   int n_hops = 0;
 
@@ -1528,9 +1599,10 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
   g_return_if_fail (isfinite (bytes) && bytes >= 0);
   if (src != dst)
     {
-      r = route_get (net, src, dst);
-      g_return_if_fail (r != NULL);
-      n_hops = (int) r->n_links;
+      route = route_links (net, src, dst, stack, &heap, &n_hops);
+      g_return_if_fail (n_hops > 0);
+      for (int i = 0; i < n_hops; i++)
+        g_return_if_fail (route[i] >= 0 && (guint) route[i] < net->links->len);
     }
 
   f = flow_alloc (net, n_hops);
@@ -1549,19 +1621,19 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
   f->due_pos = -1;
   f->n_hops = n_hops;
   for (int i = 0; i < n_hops; i++)
-    f->hops[i].link = route_links (net, r)[i];
+    f->hops[i].link = route[i];
   f->live_pos = net->live.len;
   VEC_PUSH (&net->live, f);
 
-  if (r == NULL)
+  if (route == NULL)
     f->event = eng_schedule (net->sim, 0, on_flow_finish_unshared, net, f);
   else if (net->contention == NET_CONTENTION_NONE)
     f->event = eng_schedule (net->sim,
-                             route_latency (net, r)
-                             + bytes / route_bandwidth (net, r),
+                             route_latency (net, route, n_hops)
+                             + bytes / route_bandwidth (net, route, n_hops),
                              on_flow_finish_unshared, net, f);
   else
-    f->event = eng_schedule (net->sim, route_latency (net, r),
+    f->event = eng_schedule (net->sim, route_latency (net, route, n_hops),
                              on_latency_over, net, f);
 }
 

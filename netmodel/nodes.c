@@ -16,6 +16,8 @@
  * gpu(b).nvlink.down]; one NIC per GPU: [gpu(a).nic.up, gpu(b).nic.down].
  * Shared: a GPU's NVLink by its flows (and, with one NIC per node, by its
  * off-node flows too); a node's NIC by every off-node flow of its GPUs.
+ * Routes are computed when asked (nodes_route) from the link ids of each GPU
+ * and NIC.
  */
 #include "netmodel/netmodel.h"
 
@@ -101,82 +103,107 @@ nodes_resolve (const NetNetwork *net, const NetTopologyParams *p,
   return TRUE;
 }
 
+/* What a nodes network's routes are computed from. */
+typedef struct {
+  int first;         /* host id of GPU 0 */
+  int n;             /* GPUs */
+  int gpus;          /* GPUs per node */
+  gboolean per_gpu;  /* one NIC per GPU */
+  int *nv_up;        /* (n) GPU -> node switch link ids */
+  int *nv_down;      /* (n) node switch -> GPU */
+  int *nic_up;       /* (n with per_gpu, else n_nodes) -> switch */
+  int *nic_down;     /* (the same) switch -> */
+  int links[];       /* storage of the four */
+} NodesRoutes;
+
+/* NetRouteFunc: over NVLink within a node; across nodes through the NICs of
+ * both GPUs (per_gpu) or through NVLink and both nodes' NICs. */
+static int
+nodes_route (gconstpointer ctx, int src, int dst, int *links, int max)
+{
+  const NodesRoutes *s = ctx;
+  int a = src - s->first, b = dst - s->first;
+  int na, nb;
+
+  if (a < 0 || a >= s->n || b < 0 || b >= s->n || a == b)
+    return 0;
+  na = a / s->gpus;
+  nb = b / s->gpus;
+  if (na == nb || s->per_gpu)
+    {
+      if (max >= 2)
+        {
+          links[0] = na == nb ? s->nv_up[a] : s->nic_up[a];
+          links[1] = na == nb ? s->nv_down[b] : s->nic_down[b];
+        }
+      return 2;
+    }
+  if (max >= 4)
+    {
+      links[0] = s->nv_up[a];
+      links[1] = s->nic_up[na];
+      links[2] = s->nic_down[nb];
+      links[3] = s->nv_down[b];
+    }
+  return 4;
+}
+
+/* Adds the GPUs with their NVLink cables, then the NICs. */
+static void
+nodes_add (NetNetwork *net, const NetTopologyParams *p, const NodesShape *shape,
+           NodesRoutes *s)
+{
+  int n_nics = shape->per_gpu ? p->n_hosts : shape->n_nodes;
+
+  s->first = net_network_n_hosts (net);
+  for (int h = 0; h < p->n_hosts; h++)
+    {
+      g_autofree char *prefix = g_strdup_printf ("node%d.gpu%d.nvlink",
+                                                 h / shape->gpus,
+                                                 h % shape->gpus);
+
+      net_network_add_host (net, p->names[h]);
+      net_network_add_cable (net, prefix, shape->intra_bw, shape->intra_lat,
+                             &s->nv_up[h], &s->nv_down[h]);
+    }
+  for (int i = 0; i < n_nics; i++)
+    {
+      g_autofree char *prefix
+        = shape->per_gpu ? g_strdup_printf ("node%d.gpu%d.nic",
+                                            i / shape->gpus, i % shape->gpus)
+                         : g_strdup_printf ("node%d.nic", i);
+
+      net_network_add_cable (net, prefix, p->bandwidth, p->latency,
+                             &s->nic_up[i], &s->nic_down[i]);
+    }
+}
+
 static gboolean
 nodes_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
-  NodesShape s;
-  g_autofree int *host = NULL;      /* (n_hosts) host ids */
-  g_autofree int *nv_up = NULL;     /* (n_hosts) GPU -> node switch */
-  g_autofree int *nv_down = NULL;   /* (n_hosts) node switch -> GPU */
-  g_autofree int *nic_up = NULL;    /* (n_nodes or n_hosts) -> switch */
-  g_autofree int *nic_down = NULL;  /* (n_nodes or n_hosts) switch -> */
+  NodesShape shape;
+  NodesRoutes *s;
+  gsize n_nics, size;
 
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (p != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  if (!nodes_resolve (net, p, &s, error))
+  if (!nodes_resolve (net, p, &shape, error))
     return FALSE;
 
-  host = g_new (int, p->n_hosts);
-  nv_up = g_new (int, p->n_hosts);
-  nv_down = g_new (int, p->n_hosts);
-  for (int h = 0; h < p->n_hosts; h++)
-    {
-      g_autofree char *prefix = g_strdup_printf ("node%d.gpu%d.nvlink",
-                                                 h / s.gpus, h % s.gpus);
-
-      host[h] = net_network_add_host (net, p->names[h]);
-      net_network_add_cable (net, prefix, s.intra_bw, s.intra_lat, &nv_up[h],
-                 &nv_down[h]);
-    }
-  if (s.per_gpu)
-    {
-      nic_up = g_new (int, p->n_hosts);
-      nic_down = g_new (int, p->n_hosts);
-      for (int h = 0; h < p->n_hosts; h++)
-        {
-          g_autofree char *prefix = g_strdup_printf ("node%d.gpu%d.nic",
-                                                     h / s.gpus, h % s.gpus);
-          net_network_add_cable (net, prefix, p->bandwidth, p->latency, &nic_up[h],
-                     &nic_down[h]);
-        }
-    }
-  else
-    {
-      nic_up = g_new (int, s.n_nodes);
-      nic_down = g_new (int, s.n_nodes);
-      for (int i = 0; i < s.n_nodes; i++)
-        {
-          g_autofree char *prefix = g_strdup_printf ("node%d.nic", i);
-          net_network_add_cable (net, prefix, p->bandwidth, p->latency, &nic_up[i],
-                     &nic_down[i]);
-        }
-    }
-
-  for (int a = 0; a < p->n_hosts; a++)
-    for (int b = 0; b < p->n_hosts; b++)
-      {
-        int na = a / s.gpus, nb = b / s.gpus;
-
-        if (a == b)
-          continue;
-        if (na == nb)
-          {
-            int route[2] = { nv_up[a], nv_down[b] };
-            net_network_set_route (net, host[a], host[b], route, 2);
-          }
-        else if (s.per_gpu)
-          {
-            int route[2] = { nic_up[a], nic_down[b] };
-            net_network_set_route (net, host[a], host[b], route, 2);
-          }
-        else
-          {
-            int route[4] = { nv_up[a], nic_up[na], nic_down[nb], nv_down[b] };
-            net_network_set_route (net, host[a], host[b], route, 4);
-          }
-      }
+  n_nics = shape.per_gpu ? (gsize) p->n_hosts : (gsize) shape.n_nodes;
+  size = sizeof (NodesRoutes) + sizeof (int) * 2 * ((gsize) p->n_hosts + n_nics);
+  s = g_malloc (size);
+  s->n = p->n_hosts;
+  s->gpus = shape.gpus;
+  s->per_gpu = shape.per_gpu;
+  s->nv_up = s->links;
+  s->nv_down = s->nv_up + p->n_hosts;
+  s->nic_up = s->nv_down + p->n_hosts;
+  s->nic_down = s->nic_up + n_nics;
+  nodes_add (net, p, &shape, s);
+  net_network_set_router (net, nodes_route, s, g_free, size);
   return TRUE;
 }
 

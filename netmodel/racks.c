@@ -14,7 +14,8 @@
  * Routes: same rack, [a.up, b.down] (the rack's cable to the core is never
  * touched); across racks, [a.up, rack(a).up, rack(b).down, b.down].  Shared:
  * what a star shares, plus every flow leaving a rack shares its uplink and
- * every flow entering a rack its downlink.
+ * every flow entering a rack its downlink.  Routes are computed when asked
+ * (racks_route) from the link ids of each host and rack.
  */
 #include "netmodel/netmodel.h"
 
@@ -40,6 +41,28 @@ static const BaseKey keys[] = {
   { .section = NULL },
 };
 
+/* r when `name` is exactly "rack<r>" as printf "%d" writes r >= 0, else -1:
+ * the names a rack's links are made of. */
+static int
+rack_of_name (const char *name)
+{
+  const char *digits;
+  gint64 r = 0;
+
+  if (!g_str_has_prefix (name, "rack"))
+    return -1;
+  digits = name + 4;
+  if (*digits == '\0' || (digits[0] == '0' && digits[1] != '\0'))
+    return -1;
+  for (const char *c = digits; *c != '\0'; c++)
+    {
+      if (!g_ascii_isdigit (*c) || r > G_MAXINT / 10)
+        return -1;
+      r = r * 10 + (*c - '0');
+    }
+  return r <= G_MAXINT ? (int) r : -1;
+}
+
 /* Checks `p` (with `net`, may be NULL) and resolves its defaults. */
 static gboolean
 racks_resolve (const NetNetwork *net, const NetTopologyParams *p,
@@ -48,6 +71,8 @@ racks_resolve (const NetNetwork *net, const NetTopologyParams *p,
   int rack_size = (int) base_values_int (p->values, "network.rack_size");
   double oversubscription = base_values_double (p->values, "network.oversubscription");
   double switch_latency = base_values_double (p->values, "network.switch_latency");
+  int taken;  /* the rack whose link names a host name takes, or -1 */
+
   if (!net_topology_check_hosts ("racks", net, p, error))
     return FALSE;
   if (rack_size < 0)
@@ -79,77 +104,107 @@ racks_resolve (const NetNetwork *net, const NetTopologyParams *p,
   shape->over = oversubscription > 0 ? oversubscription : 1;
   shape->uplink = shape->size * p->bandwidth / shape->over;
   shape->sw_lat = switch_latency;
-  /* A host named rack<r> would give its links the names of rack r's. */
-  for (int r = 0; r < shape->n_racks; r++)
-    for (int h = 0; h < p->n_hosts; h++)
-      if (g_str_has_prefix (p->names[h], "rack"))
-        {
-          g_autofree char *rack = g_strdup_printf ("rack%d", r);
+  /* A host named rack<r> would give its links the names of rack r's; the
+   * lowest such r is reported. */
+  taken = -1;
+  for (int h = 0; h < p->n_hosts; h++)
+    {
+      int r = rack_of_name (p->names[h]);
 
-          if (g_strcmp0 (p->names[h], rack) == 0)
-            {
-              g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
-                           "racks topology: host name '%s' is taken by the "
-                           "links of rack %d (%s.up, %s.down); rename the "
-                           "host", rack, r, rack, rack);
-              return FALSE;
-            }
-        }
+      if (r >= 0 && r < shape->n_racks && (taken < 0 || r < taken))
+        taken = r;
+    }
+  if (taken >= 0)
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "racks topology: host name 'rack%d' is taken by the "
+                   "links of rack %d (rack%d.up, rack%d.down); rename the "
+                   "host", taken, taken, taken, taken);
+      return FALSE;
+    }
   return TRUE;
+}
+
+/* What a racks network's routes are computed from. */
+typedef struct {
+  int first;       /* host id of host 0 */
+  int n;           /* hosts */
+  int size;        /* hosts per rack */
+  int *up;         /* (n) host -> ToR link ids */
+  int *down;       /* (n) ToR -> host link ids */
+  int *rack_up;    /* (n_racks) ToR -> core link ids */
+  int *rack_down;  /* (n_racks) core -> ToR link ids */
+  int links[];     /* storage of the four */
+} RacksRoutes;
+
+/* NetRouteFunc: [a.up, b.down] within a rack, [a.up, rack(a).up,
+ * rack(b).down, b.down] across racks. */
+static int
+racks_route (gconstpointer ctx, int src, int dst, int *links, int max)
+{
+  const RacksRoutes *s = ctx;
+  int a = src - s->first, b = dst - s->first;
+  int ra, rb;
+
+  if (a < 0 || a >= s->n || b < 0 || b >= s->n || a == b)
+    return 0;
+  ra = a / s->size;
+  rb = b / s->size;
+  if (ra == rb)
+    {
+      if (max >= 2)
+        {
+          links[0] = s->up[a];
+          links[1] = s->down[b];
+        }
+      return 2;
+    }
+  if (max >= 4)
+    {
+      links[0] = s->up[a];
+      links[1] = s->rack_up[ra];
+      links[2] = s->rack_down[rb];
+      links[3] = s->down[b];
+    }
+  return 4;
 }
 
 static gboolean
 racks_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
-  RacksShape s;
-  g_autofree int *host = NULL;       /* (n_hosts) host ids */
-  g_autofree int *up = NULL;         /* (n_hosts) host -> ToR link ids */
-  g_autofree int *down = NULL;       /* (n_hosts) ToR -> host link ids */
-  g_autofree int *rack_up = NULL;    /* (n_racks) ToR -> core link ids */
-  g_autofree int *rack_down = NULL;  /* (n_racks) core -> ToR link ids */
+  RacksShape shape;
+  RacksRoutes *s;
+  gsize size;
 
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (p != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  if (!racks_resolve (net, p, &s, error))
+  if (!racks_resolve (net, p, &shape, error))
     return FALSE;
 
-  host = g_new (int, p->n_hosts);
-  up = g_new (int, p->n_hosts);
-  down = g_new (int, p->n_hosts);
-  net_topology_add_hosts (net, p, host, up, down);
-  rack_up = g_new (int, s.n_racks);
-  rack_down = g_new (int, s.n_racks);
-  for (int r = 0; r < s.n_racks; r++)
+  size = sizeof (RacksRoutes)
+         + sizeof (int) * 2 * ((gsize) p->n_hosts + shape.n_racks);
+  s = g_malloc (size);
+  s->n = p->n_hosts;
+  s->size = shape.size;
+  s->up = s->links;
+  s->down = s->up + p->n_hosts;
+  s->rack_up = s->down + p->n_hosts;
+  s->rack_down = s->rack_up + shape.n_racks;
+  s->first = net_topology_add_hosts (net, p, s->up, s->down);
+  for (int r = 0; r < shape.n_racks; r++)
     {
       g_autofree char *up_name = g_strdup_printf ("rack%d.up", r);
       g_autofree char *down_name = g_strdup_printf ("rack%d.down", r);
 
-      rack_up[r] = net_network_add_named_link (net, up_name, s.uplink,
-                                               s.sw_lat);
-      rack_down[r] = net_network_add_named_link (net, down_name, s.uplink,
-                                                 s.sw_lat);
+      s->rack_up[r] = net_network_add_named_link (net, up_name, shape.uplink,
+                                                  shape.sw_lat);
+      s->rack_down[r] = net_network_add_named_link (net, down_name,
+                                                    shape.uplink,
+                                                    shape.sw_lat);
     }
-
-  for (int a = 0; a < p->n_hosts; a++)
-    for (int b = 0; b < p->n_hosts; b++)
-      {
-        int ra = a / s.size, rb = b / s.size;
-
-        if (a == b)
-          continue;
-        if (ra == rb)
-          {
-            int route[2] = { up[a], down[b] };
-            net_network_set_route (net, host[a], host[b], route, 2);
-          }
-        else
-          {
-            int route[4] = { up[a], rack_up[ra], rack_down[rb], down[b] };
-            net_network_set_route (net, host[a], host[b], route, 4);
-          }
-      }
+  net_network_set_router (net, racks_route, s, g_free, size);
   return TRUE;
 }
 

@@ -10,7 +10,8 @@
  * host id) on a tie, and crosses every link between them: d hops cost d
  * links, so latency d * latency.  Shared: every flow crossing a link, which
  * includes flows that only pass through a host on their way; flows going
- * round in opposite directions never compete.
+ * round in opposite directions never compete.  Routes are computed when
+ * asked (ring_route) from the two link ids of each cable.
  */
 #include "netmodel/netmodel.h"
 
@@ -34,14 +35,74 @@ ring_check (const NetNetwork *net, const NetTopologyParams *p, GError **error)
   return TRUE;
 }
 
+/* What a ring's routes are computed from. */
+typedef struct {
+  int first;     /* host id of host 0 */
+  int n;         /* hosts */
+  int *cw;       /* (n) link ids, host i -> host i+1 (none: one host) */
+  int *ccw;      /* (n) link ids, host i+1 -> host i */
+  int links[];   /* storage of cw and ccw */
+} RingRoutes;
+
+/* NetRouteFunc: the shorter way round, clockwise on a tie: hops =
+ * min (cw, n - cw) links, cw = (b - a) mod n. */
+static int
+ring_route (gconstpointer ctx, int src, int dst, int *links, int max)
+{
+  const RingRoutes *s = ctx;
+  int n = s->n, a = src - s->first, b = dst - s->first;
+  int d_cw, hops;
+
+  if (a < 0 || a >= n || b < 0 || b >= n || a == b)
+    return 0;
+  d_cw = (b - a + n) % n;   /* hops clockwise */
+  hops = MIN (d_cw, n - d_cw);
+  if (hops > max)
+    return hops;
+  if (d_cw <= n - d_cw)
+    for (int i = 0; i < hops; i++)
+      links[i] = s->cw[(a + i) % n];
+  else
+    for (int i = 0; i < hops; i++)
+      links[i] = s->ccw[(a - 1 - i + n) % n];
+  return hops;
+}
+
+/* Adds the ring's links, their ids into s->cw and s->ccw (n >= 2). */
+static void
+ring_add_links (NetNetwork *net, const NetTopologyParams *p, RingRoutes *s)
+{
+  int n = p->n_hosts;
+
+  for (int i = 0; i < n; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("%s->%s", p->names[i],
+                                               p->names[(i + 1) % n]);
+      s->cw[i] = net_network_add_named_link (net, name, p->bandwidth,
+                                             p->latency);
+    }
+  for (int i = 0; i < n; i++)
+    {
+      /* With two hosts, i+1 -> i is the clockwise link of i+1. */
+      g_autofree char *name = NULL;
+
+      if (n == 2)
+        {
+          s->ccw[i] = s->cw[(i + 1) % n];
+          continue;
+        }
+      name = g_strdup_printf ("%s->%s", p->names[(i + 1) % n], p->names[i]);
+      s->ccw[i] = net_network_add_named_link (net, name, p->bandwidth,
+                                              p->latency);
+    }
+}
+
 static gboolean
 ring_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
+  RingRoutes *s;
+  gsize size;
   int n;
-  g_autofree int *host = NULL;  /* (n) host ids */
-  g_autofree int *cw = NULL;    /* (n) link ids, host i -> host i+1 */
-  g_autofree int *ccw = NULL;   /* (n) link ids, host i+1 -> host i */
-  g_autofree int *route = NULL; /* (n / 2) scratch */
 
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (p != NULL, FALSE);
@@ -51,59 +112,17 @@ ring_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
     return FALSE;
   n = p->n_hosts;
 
-  host = g_new (int, n);
+  size = sizeof (RingRoutes) + sizeof (int) * 2 * (gsize) n;
+  s = g_malloc (size);
+  s->n = n;
+  s->cw = s->links;
+  s->ccw = s->links + n;
+  s->first = net_network_n_hosts (net);
   for (int h = 0; h < n; h++)
-    host[h] = net_network_add_host (net, p->names[h]);
-  if (n < 2)
-    return TRUE;
-
-  cw = g_new (int, n);
-  ccw = g_new (int, n);
-  for (int i = 0; i < n; i++)
-    {
-      g_autofree char *name = g_strdup_printf ("%s->%s", p->names[i],
-                                               p->names[(i + 1) % n]);
-      cw[i] = net_network_add_named_link (net, name, p->bandwidth,
-                                          p->latency);
-    }
-  for (int i = 0; i < n; i++)
-    {
-      /* With two hosts, i+1 -> i is the clockwise link of i+1. */
-      g_autofree char *name = NULL;
-
-      if (n == 2)
-        {
-          ccw[i] = cw[(i + 1) % n];
-          continue;
-        }
-      name = g_strdup_printf ("%s->%s", p->names[(i + 1) % n], p->names[i]);
-      ccw[i] = net_network_add_named_link (net, name, p->bandwidth,
-                                           p->latency);
-    }
-
-  route = g_new (int, (gsize) n / 2);
-  for (int a = 0; a < n; a++)
-    for (int b = 0; b < n; b++)
-      {
-        int d_cw = (b - a + n) % n;  /* hops clockwise */
-        int hops;
-
-        if (a == b)
-          continue;
-        if (d_cw <= n - d_cw)
-          {
-            hops = d_cw;
-            for (int i = 0; i < hops; i++)
-              route[i] = cw[(a + i) % n];
-          }
-        else
-          {
-            hops = n - d_cw;
-            for (int i = 0; i < hops; i++)
-              route[i] = ccw[(a - 1 - i + n) % n];
-          }
-        net_network_set_route (net, host[a], host[b], route, hops);
-      }
+    net_network_add_host (net, p->names[h]);
+  if (n >= 2)
+    ring_add_links (net, p, s);
+  net_network_set_router (net, ring_route, s, g_free, size);
   return TRUE;
 }
 

@@ -1,5 +1,5 @@
 /*
- * star.c — the "star" topology and the registry of topologies.
+ * star.c — the "star" topology and the helpers every topology uses.
  *
  * A star is the simplest switched cluster: every host has one full-duplex
  * cable to a single non-blocking switch, modelled as two one-way links (the
@@ -9,29 +9,39 @@
  * contention is between flows leaving the same host (they share its uplink)
  * or arriving at the same host (they share its downlink, as in an incast).
  *
- * Its links are named "<host>.up" and "<host>.down".
+ * Its links are named "<host>.up" and "<host>.down".  Routes are computed
+ * when asked (star_route) from each host's two link ids.
  *
- * The registry is a static NULL-terminated table; adding a topology is adding
- * a file with its NetTopology and one line here.  The check of the fields
- * every topology shares (net_topology_check_hosts) lives here too.
+ * The check of the fields every topology shares (net_topology_check_hosts)
+ * and the host cables most of them start with (net_topology_add_hosts) live
+ * here too; the registry is netmodel/topologies.c.
  */
 #include "netmodel/netmodel.h"
 
 #include <math.h>
 
-/* Checks the fields every topology uses, before anything is added to `net`
- * (which may be NULL); messages begin with "<topology> topology: ". */
-void
-net_topology_add_hosts (NetNetwork *net, const NetTopologyParams *p, int *host,
-                        int *up, int *down)
+/* Adds p's hosts in order, each with its cable "<name>.up" / "<name>.down";
+ * returns the id of the first host (the others follow it) and writes every
+ * host's uplink and downlink ids into up and down (n_hosts each). */
+int
+net_topology_add_hosts (NetNetwork *net, const NetTopologyParams *p, int *up,
+                        int *down)
 {
+  int first = net_network_n_hosts (net);
+
   for (int h = 0; h < p->n_hosts; h++)
     {
-      host[h] = net_network_add_host (net, p->names[h]);
-      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency, &up[h], &down[h]);
+      int id = net_network_add_host (net, p->names[h]);
+
+      g_assert (id == first + h);
+      net_network_add_cable (net, p->names[h], p->bandwidth, p->latency,
+                             &up[h], &down[h]);
     }
+  return first;
 }
 
+/* Checks the fields every topology uses, before anything is added to `net`
+ * (which may be NULL); messages begin with "<topology> topology: ". */
 gboolean
 net_topology_check_hosts (const char *topology, const NetNetwork *net,
                           const NetTopologyParams *p, GError **error)
@@ -92,12 +102,37 @@ net_topology_check_hosts (const char *topology, const NetNetwork *net,
   return TRUE;
 }
 
+/* What a star's routes are computed from. */
+typedef struct {
+  int first;     /* host id of the star's host 0 */
+  int n;         /* hosts */
+  int *up;       /* (n) link ids, host -> switch */
+  int *down;     /* (n) link ids, switch -> host */
+  int links[];   /* storage of up and down */
+} StarRoutes;
+
+/* NetRouteFunc: [up(a), down(b)]. */
+static int
+star_route (gconstpointer ctx, int src, int dst, int *links, int max)
+{
+  const StarRoutes *s = ctx;
+  int a = src - s->first, b = dst - s->first;
+
+  if (a < 0 || a >= s->n || b < 0 || b >= s->n || a == b)
+    return 0;
+  if (max >= 2)
+    {
+      links[0] = s->up[a];
+      links[1] = s->down[b];
+    }
+  return 2;
+}
+
 static gboolean
 star_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
-  g_autofree int *host = NULL;  /* (n_hosts) host ids */
-  g_autofree int *up = NULL;    /* (n_hosts) link ids, host -> switch */
-  g_autofree int *down = NULL;  /* (n_hosts) link ids, switch -> host */
+  StarRoutes *s;
+  gsize size;
 
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (p != NULL, FALSE);
@@ -106,17 +141,13 @@ star_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   if (!net_topology_check_hosts ("star", net, p, error))
     return FALSE;
 
-  host = g_new (int, p->n_hosts);
-  up = g_new (int, p->n_hosts);
-  down = g_new (int, p->n_hosts);
-  net_topology_add_hosts (net, p, host, up, down);
-  for (int a = 0; a < p->n_hosts; a++)
-    for (int b = 0; b < p->n_hosts; b++)
-      if (a != b)
-        {
-          int route[2] = { up[a], down[b] };
-          net_network_set_route (net, host[a], host[b], route, 2);
-        }
+  size = sizeof (StarRoutes) + sizeof (int) * 2 * (gsize) p->n_hosts;
+  s = g_malloc (size);
+  s->n = p->n_hosts;
+  s->up = s->links;
+  s->down = s->links + p->n_hosts;
+  s->first = net_topology_add_hosts (net, p, s->up, s->down);
+  net_network_set_router (net, star_route, s, g_free, size);
   return TRUE;
 }
 

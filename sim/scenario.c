@@ -636,6 +636,13 @@ check_cross (SimConfig *c, const char *file, GError **error)
                  "%" G_GINT64_FORMAT " workers and %" G_GINT64_FORMAT " servers make %u hosts, "
                  "more than the %d a run may have; use fewer servers (e.g. servers = 1) or workers",
                  c->workers, c->servers, hosts->len, SIM_MAX_HOSTS);
+  gint64 placed = (gint64) hosts->len - c->workers;  /* servers on the network */
+  if (placed > 0 && c->workers * placed > SIM_MAX_SERVER_PAIRS)
+    return fail (error, file, find_key ("cluster", "servers"),
+                 "%" G_GINT64_FORMAT " workers and %" G_GINT64_FORMAT " servers make %"
+                 G_GINT64_FORMAT " worker-server pairs, each exchanging a shard every step, "
+                 "more than the %d a run may have; use fewer servers (e.g. servers = 1) or workers",
+                 c->workers, placed, c->workers * placed, SIM_MAX_SERVER_PAIRS);
   if (!check_global_batch (c, file, error))
     return FALSE;
   c->math = kern_backend_lookup (c->backend)->create != NULL;

@@ -28,8 +28,12 @@ typedef enum {
 
 /* Limits on what one scenario may ask for (docs/security.md gives the
  * measurements behind them): the hosts the policy places on the network
- * (workers, and servers where it has them), and the points of a sweep. */
-#define SIM_MAX_HOSTS 8192
+ * (workers, and servers where it has them); the pairs of a worker and a
+ * server it places (every worker exchanges a shard with every server in
+ * each step, so their transfers in flight grow with the product); and the
+ * points of a sweep. */
+#define SIM_MAX_HOSTS 65536
+#define SIM_MAX_SERVER_PAIRS (4096 * 4096)
 #define SIM_MAX_SWEEP_POINTS 10000
 /* The most layers a model may have (MLP or layer table). */
 #define SIM_MAX_LAYERS 1024

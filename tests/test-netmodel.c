@@ -479,8 +479,107 @@ test_route_queries (void)
   fixture_clear (&fx);
 }
 
-/* Routes set before later hosts are added survive the growth of the table;
- * route latency is the sum of unequal link latencies. */
+/* A route set pair by pair on a star replaces the router's for that pair
+ * only: h0 -> h1 over [h0.up, detour (B/4, 3 l), h1.down] takes
+ * 5 l + b / (B/4), h1 -> h0 keeps [h1.up, h0.down].  Setting it again
+ * replaces it without storing it twice. */
+static void
+test_route_override (void)
+{
+  Fixture fx;
+  double B = LINK_BW, l = LINK_LAT, b = MSG;
+  int detour, route[3], links[8];
+  gsize bytes, once;
+
+  fixture_init (&fx, 4, NET_CONTENTION_MAXMIN);
+  bytes = net_network_route_bytes (fx.net);
+  detour = net_network_add_named_link (fx.net, "detour", B / 4, 3 * l);
+  route[0] = net_network_link_id (fx.net, "h0.up");
+  route[1] = detour;
+  route[2] = net_network_link_id (fx.net, "h1.down");
+  net_network_set_route (fx.net, 0, 1, route, 3);
+  once = net_network_route_bytes (fx.net);
+  g_assert_cmpuint (once, >, bytes);
+  net_network_set_route (fx.net, 0, 1, route, 3);
+  g_assert_cmpuint (net_network_route_bytes (fx.net), ==, once);
+
+  g_assert_cmpint (net_network_route_links (fx.net, 0, 1, links, 8), ==, 3);
+  g_assert_cmpmem (links, 3 * sizeof (int), route, 3 * sizeof (int));
+  assert_time (net_network_route_latency (fx.net, 0, 1), 5 * l);
+  g_assert_cmpfloat (net_network_route_bandwidth (fx.net, 0, 1), ==, B / 4);
+  g_assert_cmpint (net_network_route_links (fx.net, 1, 0, links, 8), ==, 2);
+  g_assert_cmpstr (net_network_link_name (fx.net, links[0]), ==, "h1.up");
+  g_assert_cmpstr (net_network_link_name (fx.net, links[1]), ==, "h0.down");
+
+  start (&fx, 0, 1, b, 1);
+  start (&fx, 1, 0, b, 2);
+  eng_run (fx.sim, INFINITY);
+  assert_time (by_tag (&fx, 1)->end, 5 * l + b / (B / 4));
+  assert_time (by_tag (&fx, 2)->end, 2 * l + b / B);
+  fixture_clear (&fx);
+}
+
+/* The state of one_link_route: the link every route takes, and how many
+ * times the state was freed. */
+typedef struct {
+  int link;
+  int freed;
+} OneLink;
+
+/* A router that sends every pair over one shared link. */
+static int
+one_link_route (gconstpointer ctx, int src G_GNUC_UNUSED, int dst G_GNUC_UNUSED,
+                int *links, int max)
+{
+  if (max >= 1)
+    links[0] = ((const OneLink *) ctx)->link;
+  return 1;
+}
+
+static void
+one_link_free (gpointer ctx)
+{
+  ((OneLink *) ctx)->freed++;
+}
+
+/* A router set by hand: its routes serve every pair, two transfers share
+ * its one link (each ends at l + 2 b / B); setting another router frees the
+ * first one's state, and so does freeing the network. */
+static void
+test_router (void)
+{
+  EngSim *sim = eng_sim_new ();
+  NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+  Fixture fx = { sim, net,
+                 g_array_new (FALSE, FALSE, sizeof (NetTransfer)),
+                 g_array_new (FALSE, FALSE, sizeof (NetTransfer)), -1 };
+  OneLink one = { 0 };
+  int links[4];
+
+  net_network_add_host (net, "a");
+  net_network_add_host (net, "b");
+  net_network_add_host (net, "c");
+  one.link = net_network_add_link (net, LINK_BW, LINK_LAT);
+  g_assert_cmpint (net_network_route_links (net, 0, 1, links, 4), ==, 0);
+  net_network_set_router (net, one_link_route, &one, one_link_free, 0);
+  net_network_set_router (net, one_link_route, &one, one_link_free, 12);
+  g_assert_cmpint (one.freed, ==, 1);
+  g_assert_cmpuint (net_network_route_bytes (net), ==, 12);
+  g_assert_cmpint (net_network_route_links (net, 2, 0, links, 4), ==, 1);
+  g_assert_cmpint (links[0], ==, one.link);
+  net_network_set_observer (net, record_observed, &fx);
+
+  start (&fx, 0, 1, MSG, 1);
+  start (&fx, 2, 0, MSG, 2);
+  eng_run (sim, INFINITY);
+  assert_time (by_tag (&fx, 1)->end, LINK_LAT + 2 * MSG / LINK_BW);
+  assert_time (by_tag (&fx, 2)->end, LINK_LAT + 2 * MSG / LINK_BW);
+  fixture_clear (&fx);
+  g_assert_cmpint (one.freed, ==, 2);
+}
+
+/* Routes set one by one before later hosts are added stay set; route
+ * latency is the sum of unequal link latencies. */
 static void
 test_route_growth (void)
 {
@@ -1117,6 +1216,8 @@ main (int argc, char **argv)
   g_test_add_func ("/netmodel/star/duplex-and-uplink", test_duplex_and_uplink);
   g_test_add_func ("/netmodel/star/route-queries", test_route_queries);
   g_test_add_func ("/netmodel/network/route-growth", test_route_growth);
+  g_test_add_func ("/netmodel/network/route-override", test_route_override);
+  g_test_add_func ("/netmodel/network/router", test_router);
   g_test_add_func ("/netmodel/topology/lookup", test_topology_lookup);
   g_test_add_func ("/netmodel/star/invalid", test_star_invalid);
   g_test_add_func ("/netmodel/network/free-in-flight", test_free_in_flight);

@@ -19,6 +19,7 @@
 #define SLAT  1e-6    /* s, switch-to-switch links */
 #define MSG   1e6     /* bytes */
 #define MAX_TAGS 64
+#define MAX_ROUTE 64  /* links, longer than any route tested */
 
 /* Asserts that time `got` equals `want` to 1e-9 relative (exactly at 0). */
 #define assert_time(got, want) \
@@ -142,10 +143,9 @@ static void
 assert_route (const NetNetwork *net, int src, int dst,
               const char *const *names)
 {
-  int n;
-  const int *links = net_network_route_links (net, src, dst, &n);
+  int links[MAX_ROUTE];
+  int n = net_network_route_links (net, src, dst, links, MAX_ROUTE);
 
-  g_assert_nonnull (links);
   g_assert_cmpint (n, ==, (int) g_strv_length ((char **) names));
   for (int i = 0; i < n; i++)
     g_assert_cmpstr (net_network_link_name (net, links[i]), ==, names[i]);
@@ -219,6 +219,53 @@ test_racks_routes (void)
   fixture_clear (&fx);
 }
 
+/* A host may not be named rack<r> for a rack r that exists (its links
+ * would take rack r's names): with racks of 2 on 6 hosts (racks 0..2),
+ * "rack2" is refused, naming the lowest such rack, while "rack3", "rack02"
+ * and "rack" are fine. */
+static void
+test_racks_host_names (void)
+{
+  const struct { const char *a, *b; int taken; } cases[] = {
+    { "rack2", "x", 2 }, { "rack2", "rack1", 1 }, { "rack3", "rack02", -1 },
+    { "rack", "racks", -1 },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (GPtrArray) names = host_names (6);
+      g_autoptr (GError) error = NULL;
+      EngSim *sim = eng_sim_new ();
+      NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+      NetTopologyParams p;
+
+      g_free (names->pdata[0]);
+      names->pdata[0] = g_strdup (cases[i].a);
+      g_free (names->pdata[5]);
+      names->pdata[5] = g_strdup (cases[i].b);
+      p = params (names);
+      set_int (&p, "rack_size", 2);
+      if (cases[i].taken < 0)
+        {
+          g_assert_true (net_topology_lookup ("racks")->build (net, &p,
+                                                               &error));
+          g_assert_no_error (error);
+        }
+      else
+        {
+          g_autofree char *want = g_strdup_printf ("'rack%d' is taken",
+                                                   cases[i].taken);
+
+          g_assert_false (net_topology_lookup ("racks")->build (net, &p,
+                                                                &error));
+          g_test_message ("%s", error->message);
+          g_assert_nonnull (strstr (error->message, want));
+        }
+      net_network_free (net);
+      eng_sim_free (sim);
+    }
+}
+
 /* Incast: N = 1..8 senders in rack 0 to host 8 in rack 1 (non-blocking
  * racks) share its downlink: all end at L + N b / B, L = 2 l + 2 sl. */
 static void
@@ -272,7 +319,7 @@ test_fat_tree_route_lengths (void)
 
             if (a == b)
               continue;
-            net_network_route_links (fx.net, a, b, &len);
+            len = net_network_route_links (fx.net, a, b, NULL, 0);
             want = a / half == b / half ? 2
                    : a / (half * half) == b / (half * half) ? 4 : 6;
             g_assert_cmpint (len, ==, want);
@@ -289,8 +336,8 @@ test_fat_tree_route_lengths (void)
 static int
 route_core (const NetNetwork *net, int src, int dst)
 {
-  int n, pod, agg, core;
-  const int *links = net_network_route_links (net, src, dst, &n);
+  int pod, agg, core, links[MAX_ROUTE];
+  int n = net_network_route_links (net, src, dst, links, MAX_ROUTE);
 
   g_assert_cmpint (n, ==, 6);
   g_assert_cmpint (sscanf (net_network_link_name (net, links[2]),
@@ -323,13 +370,12 @@ test_fat_tree_hash_spread (void)
       for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++)
           {
-            int n1, n2;
-            const int *r1, *r2;
+            int n1, n2, r1[MAX_ROUTE], r2[MAX_ROUTE];
 
             if (a == b)
               continue;
-            r1 = net_network_route_links (fx.net, a, b, &n1);
-            r2 = net_network_route_links (again.net, a, b, &n2);
+            n1 = net_network_route_links (fx.net, a, b, r1, MAX_ROUTE);
+            n2 = net_network_route_links (again.net, a, b, r2, MAX_ROUTE);
             g_assert_cmpint (n1, ==, n2);
             g_assert_cmpmem (r1, n1 * sizeof (int), r2, n2 * sizeof (int));
             if (a / per_pod != b / per_pod)
@@ -396,11 +442,11 @@ test_ring_routes (void)
             int cw = (b - a + n) % n, len;
             gboolean clockwise = cw <= n - cw;
             int hops = clockwise ? cw : n - cw;
-            const int *links;
+            int links[MAX_ROUTE];
 
             if (a == b)
               continue;
-            links = net_network_route_links (fx.net, a, b, &len);
+            len = net_network_route_links (fx.net, a, b, links, MAX_ROUTE);
             g_assert_cmpint (len, ==, hops);
             for (int i = 0; i < hops; i++)
               {
@@ -590,8 +636,8 @@ test_link_names (void)
 /* --- every topology ------------------------------------------------------ */
 
 /* Every topology, for several sizes: a route for every ordered pair, link
- * names unique, a summary, and one transfer per ordered pair, all at once,
- * all completing. */
+ * names unique, route storage linear in hosts and links, a summary, and one
+ * transfer per ordered pair, all at once, all completing. */
 static void
 test_all_pairs (void)
 {
@@ -621,11 +667,12 @@ test_all_pairs (void)
           for (int b = 0; b < n; b++)
             if (a != b)
               {
-                int len;
+                int links[MAX_ROUTE];
+                int len = net_network_route_links (fx.net, a, b, links,
+                                                   MAX_ROUTE);
 
-                g_assert_nonnull (net_network_route_links (fx.net, a, b,
-                                                           &len));
                 g_assert_cmpint (len, >=, 1);
+                g_assert_cmpint (len, <=, MAX_ROUTE);
                 g_assert_true (isfinite (net_network_route_latency (fx.net,
                                                                     a, b)));
                 g_assert_cmpfloat (net_network_route_bandwidth (fx.net, a, b),
@@ -633,6 +680,11 @@ test_all_pairs (void)
                 net_send (fx.net, a, b, MSG, -1, NULL, NULL, NULL);
                 n_transfers++;
               }
+        /* Routes take O(hosts + links): at most one id per link or host
+         * link, not one per pair. */
+        g_assert_cmpuint (net_network_route_bytes (fx.net), <=,
+                          256 + sizeof (int) * (net_network_n_links (fx.net)
+                                                + 2 * n));
         g_assert_cmpuint (net_network_active (fx.net), ==, n_transfers);
         eng_run (fx.sim, INFINITY);
         g_assert_cmpuint (net_network_active (fx.net), ==, 0);
@@ -643,6 +695,228 @@ test_all_pairs (void)
         g_test_message ("%s", summary);
         fixture_clear (&fx);
       }
+}
+
+/* --- routes computed on demand against their closed forms --------------- */
+
+/* The static hash of fattree.c, as docs/network.md gives it. */
+static guint32
+doc_fattree_hash (int src, int dst)
+{
+  guint32 x = (guint32) src * 0x9E3779B1u + (guint32) dst;
+
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  x *= 0xC2B2AE35u;
+  x ^= x >> 16;
+  return x;
+}
+
+/* One topology and its parameters, for test_routes_closed_form. */
+typedef struct {
+  const char *topology;
+  int size;        /* rack_size, gpus_per_node or fat_tree_k; 0 = default */
+  gboolean nic;    /* nodes: one NIC per GPU */
+} RouteCase;
+
+/* Appends to `want` the link names of the route a -> b (a != b) of `c` on n
+ * hosts, as docs/network.md writes them: the tables every topology used to
+ * set pair by pair. */
+static void
+expected_route (const RouteCase *c, int n, int a, int b, GPtrArray *want)
+{
+  const char *t = c->topology;
+
+  if (g_str_equal (t, "star")
+      || (g_str_equal (t, "racks") && a / c->size == b / c->size))
+    {
+      g_ptr_array_add (want, g_strdup_printf ("h%d.up", a));
+      g_ptr_array_add (want, g_strdup_printf ("h%d.down", b));
+    }
+  else if (g_str_equal (t, "racks"))
+    {
+      g_ptr_array_add (want, g_strdup_printf ("h%d.up", a));
+      g_ptr_array_add (want, g_strdup_printf ("rack%d.up", a / c->size));
+      g_ptr_array_add (want, g_strdup_printf ("rack%d.down", b / c->size));
+      g_ptr_array_add (want, g_strdup_printf ("h%d.down", b));
+    }
+  else if (g_str_equal (t, "fat-tree"))
+    {
+      int half = c->size / 2, es = a / half, ed = b / half;
+      guint32 h = doc_fattree_hash (a, b);
+      int agg = h % half, m = (h / half) % half;
+
+      g_ptr_array_add (want, g_strdup_printf ("h%d.up", a));
+      if (es != ed)
+        g_ptr_array_add (want, g_strdup_printf ("pod%d.edge%d.agg%d.up",
+                                                es / half, es % half, agg));
+      if (es / half != ed / half)
+        {
+          g_ptr_array_add (want, g_strdup_printf ("pod%d.agg%d.core%d.up",
+                                                  es / half, agg,
+                                                  agg * half + m));
+          g_ptr_array_add (want, g_strdup_printf ("pod%d.agg%d.core%d.down",
+                                                  ed / half, agg,
+                                                  agg * half + m));
+        }
+      if (es != ed)
+        g_ptr_array_add (want, g_strdup_printf ("pod%d.edge%d.agg%d.down",
+                                                ed / half, ed % half, agg));
+      g_ptr_array_add (want, g_strdup_printf ("h%d.down", b));
+    }
+  else if (g_str_equal (t, "ring"))
+    {
+      int cw = (b - a + n) % n, step = cw <= n - cw ? 1 : n - 1;
+
+      for (int h = a; h != b; h = (h + step) % n)
+        g_ptr_array_add (want, g_strdup_printf ("h%d->h%d", h,
+                                                (h + step) % n));
+    }
+  else
+    {
+      int g = c->size, na = a / g, nb = b / g;
+
+      if (na != nb && c->nic)
+        {
+          g_ptr_array_add (want, g_strdup_printf ("node%d.gpu%d.nic.up",
+                                                  na, a % g));
+          g_ptr_array_add (want, g_strdup_printf ("node%d.gpu%d.nic.down",
+                                                  nb, b % g));
+          return;
+        }
+      g_ptr_array_add (want, g_strdup_printf ("node%d.gpu%d.nvlink.up",
+                                              na, a % g));
+      if (na != nb)
+        {
+          g_ptr_array_add (want, g_strdup_printf ("node%d.nic.up", na));
+          g_ptr_array_add (want, g_strdup_printf ("node%d.nic.down", nb));
+        }
+      g_ptr_array_add (want, g_strdup_printf ("node%d.gpu%d.nvlink.down",
+                                              nb, b % g));
+    }
+}
+
+/* Asserts that every route of `fx` (built from `c` on n hosts) is the one
+ * expected_route gives, link by link in order, with the latency the sum of
+ * those links' latencies in that order and the bandwidth their minimum. */
+static void
+assert_routes_closed_form (Fixture *fx, const RouteCase *c, int n)
+{
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++)
+      {
+        g_autoptr (GPtrArray) want = g_ptr_array_new_with_free_func (g_free);
+        int links[MAX_ROUTE], len;
+        double lat = 0, bw = INFINITY;
+
+        if (a == b)
+          continue;
+        expected_route (c, n, a, b, want);
+        len = net_network_route_links (fx->net, a, b, links, MAX_ROUTE);
+        g_assert_cmpint (len, ==, (int) want->len);
+        for (int i = 0; i < len; i++)
+          {
+            int id = link_id (fx->net, want->pdata[i]);
+
+            g_assert_cmpint (links[i], ==, id);
+            lat += net_network_link_latency (fx->net, id);
+            bw = MIN (bw, net_network_link_bandwidth (fx->net, id));
+          }
+        g_assert_cmpfloat (net_network_route_latency (fx->net, a, b), ==, lat);
+        g_assert_cmpfloat (net_network_route_bandwidth (fx->net, a, b), ==,
+                           bw);
+      }
+}
+
+/* Every topology, on sizes that fill their racks, nodes, edges and pods or
+ * leave the last one partly empty: the route of every ordered pair, computed
+ * on demand, is the closed form of docs/network.md (the table the topology
+ * used to store), with the same latency and bandwidth. */
+static void
+test_routes_closed_form (void)
+{
+  const RouteCase cases[] = {
+    { "star", 0, FALSE }, { "racks", 3, FALSE }, { "racks", 8, FALSE },
+    { "fat-tree", 4, FALSE }, { "fat-tree", 6, FALSE }, { "ring", 0, FALSE },
+    { "nodes", 3, FALSE }, { "nodes", 4, TRUE },
+  };
+  int sizes[] = { 1, 2, 3, 7, 8, 9, 16, 17, 27, 54 };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    for (gsize j = 0; j < G_N_ELEMENTS (sizes); j++)
+      {
+        const RouteCase *c = &cases[i];
+        int n = sizes[j];
+        Fixture fx;
+        NetTopologyParams p;
+
+        if (g_str_equal (c->topology, "fat-tree")
+            && n > c->size * c->size * c->size / 4)
+          continue;
+        fx.names = host_names (n);
+        p = params (fx.names);
+        set_double (&p, "switch_latency", SLAT);
+        set_double (&p, "intra_latency", 3 * SLAT);
+        set_int (&p, "rack_size", c->size);
+        set_int (&p, "fat_tree_k", c->size);
+        set_int (&p, "gpus_per_node", c->size);
+        set_int (&p, "nic", c->nic);
+        g_test_message ("%s (%d), %d hosts", c->topology, c->size, n);
+        fixture_init (&fx, c->topology, p);
+        assert_routes_closed_form (&fx, c, n);
+        fixture_clear (&fx);
+      }
+}
+
+/* A star of 50,000 hosts: 100,000 links and route storage of a few ids per
+ * host (a table of every pair held 16 B x 50,000^2 = 40 GB); a transfer
+ * across it takes 2 l + b / B. */
+static void
+test_star_large (void)
+{
+  const int n = 50000;
+  Fixture fx;
+  int links[MAX_ROUTE];
+
+  fx.names = host_names (n);
+  fixture_init (&fx, "star", params (fx.names));
+  g_assert_cmpint (net_network_n_links (fx.net), ==, 2 * n);
+  g_assert_cmpuint (net_network_route_bytes (fx.net), <=,
+                    256 + 2 * sizeof (int) * (gsize) n);
+  g_assert_cmpint (net_network_route_links (fx.net, n - 1, 0, links,
+                                            MAX_ROUTE), ==, 2);
+  g_assert_cmpstr (net_network_link_name (fx.net, links[0]), ==, "h49999.up");
+  g_assert_cmpstr (net_network_link_name (fx.net, links[1]), ==, "h0.down");
+  send (&fx, n - 1, 0, MSG, 0);
+  send (&fx, 12345, 23456, MSG, 1);
+  eng_run (fx.sim, INFINITY);
+  assert_time (fx.end[0], 2 * LAT + MSG / B);
+  assert_time (fx.end[1], 2 * LAT + MSG / B);
+  fixture_clear (&fx);
+}
+
+/* A ring of 81 hosts: h0 -> h40 crosses 40 links, more than the network
+ * reads on its stack; the route, its latency and a transfer still hold. */
+static void
+test_ring_long_route (void)
+{
+  Fixture fx;
+  int links[MAX_ROUTE];
+
+  fx.names = host_names (81);
+  fixture_init (&fx, "ring", params (fx.names));
+  g_assert_cmpint (net_network_route_links (fx.net, 0, 40, NULL, 0), ==, 40);
+  g_assert_cmpint (net_network_route_links (fx.net, 0, 40, links, 39), ==, 40);
+  g_assert_cmpint (net_network_route_links (fx.net, 0, 41, links, MAX_ROUTE),
+                   ==, 40);
+  g_assert_cmpstr (net_network_link_name (fx.net, links[0]), ==, "h0->h80");
+  g_assert_cmpstr (net_network_link_name (fx.net, links[39]), ==, "h42->h41");
+  assert_time (net_network_route_latency (fx.net, 0, 40), 40 * LAT);
+  send (&fx, 0, 40, MSG, 0);
+  eng_run (fx.sim, INFINITY);
+  assert_time (fx.end[0], 40 * LAT + MSG / B);
+  fixture_clear (&fx);
 }
 
 /* Each registered topology is found by name and has a description. */
@@ -746,12 +1020,16 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/topology/registry", test_registry);
   g_test_add_func ("/topology/all-pairs", test_all_pairs);
+  g_test_add_func ("/topology/routes/closed-form", test_routes_closed_form);
+  g_test_add_func ("/topology/routes/large-star", test_star_large);
+  g_test_add_func ("/topology/routes/long-ring", test_ring_long_route);
   g_test_add_func ("/topology/invalid", test_invalid);
   g_test_add_func ("/topology/links/names", test_link_names);
   g_test_add_func ("/topology/links/degraded", test_degraded_link);
   g_test_add_func ("/topology/racks/routes", test_racks_routes);
   g_test_add_func ("/topology/racks/uplink-shared", test_racks_uplink_shared);
   g_test_add_func ("/topology/racks/incast", test_racks_incast);
+  g_test_add_func ("/topology/racks/host-names", test_racks_host_names);
   g_test_add_func ("/topology/fat-tree/route-lengths",
                    test_fat_tree_route_lengths);
   g_test_add_func ("/topology/fat-tree/hash-spread", test_fat_tree_hash_spread);
