@@ -772,7 +772,7 @@ static const char *const ps_tags[] = { [MSG_PULL] = "pull", [MSG_REPLY] = "param
 
 /* The bound of [policy] wait_for as it is parsed: the most hosts a run may
  * have (SIM_MAX_HOSTS); ps_validate then holds it to the workers. */
-#define PS_MAX_WAIT_FOR 65536
+#define PS_MAX_WAIT_FOR 131072
 
 static const BaseChoice consistency_choices[] = {
   { "bsp", POL_BSP, FALSE }, { "ssp", POL_SSP, FALSE }, { "async", POL_ASYNC, FALSE },

@@ -32,7 +32,7 @@ typedef enum {
  * server it places (every worker exchanges a shard with every server in
  * each step, so their transfers in flight grow with the product); and the
  * points of a sweep. */
-#define SIM_MAX_HOSTS 65536
+#define SIM_MAX_HOSTS 131072
 #define SIM_MAX_SERVER_PAIRS (4096 * 4096)
 #define SIM_MAX_SWEEP_POINTS 10000
 /* The most layers a model may have (MLP or layer table). */
