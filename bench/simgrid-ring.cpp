@@ -20,6 +20,8 @@
  */
 #include <simgrid/s4u.hpp>
 
+#include "bench/simgrid-model.h"
+
 #include <sys/resource.h>
 
 #include <chrono>
@@ -73,12 +75,7 @@ main (int argc, char** argv)
   chunk = std::floor (total / n_hosts);
 
   /* The model under comparison: fixed, whatever --cfg said. */
-  sg4::Engine::set_config ("network/model:LV08");
-  sg4::Engine::set_config ("network/latency-factor:1");
-  sg4::Engine::set_config ("network/bandwidth-factor:1");
-  sg4::Engine::set_config ("network/weight-S:0");
-  sg4::Engine::set_config ("network/crosstraffic:0");
-  sg4::Engine::set_config ("network/TCP-gamma:0");
+  dtsim_simgrid_fluid_model ();
 
   auto* zone = sg4::create_star_zone ("star");
   std::vector<sg4::Host*> hosts;

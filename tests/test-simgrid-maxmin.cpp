@@ -13,6 +13,8 @@
  */
 #include <simgrid/s4u.hpp>
 
+#include "bench/simgrid-model.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -141,12 +143,7 @@ run_simgrid (void)
   char *args[] = { prog, quiet, nullptr };
   int n_args = 2;
   sg4::Engine e (&n_args, args);
-  sg4::Engine::set_config ("network/model:LV08");
-  sg4::Engine::set_config ("network/latency-factor:1");
-  sg4::Engine::set_config ("network/bandwidth-factor:1");
-  sg4::Engine::set_config ("network/weight-S:0");
-  sg4::Engine::set_config ("network/crosstraffic:0");
-  sg4::Engine::set_config ("network/TCP-gamma:0");
+  dtsim_simgrid_fluid_model ();
   /* SimGrid's default lazy update drifts from exact max-min on this
    * traffic (up to 23% on a completion time); its full solver agrees with
    * dtsim to 1e-14 */
