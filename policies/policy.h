@@ -225,6 +225,9 @@ typedef struct {
   gboolean failures;           /* simulates [failures] */
   /* Its cross-key rules (NULL = none); FALSE with a POL_ERROR. */
   gboolean (*validate) (PolCheck *chk, GError **error);
+  /* The rules its keys keep when another policy runs (NULL = none): a key
+   * that would silently do nothing there is refused. */
+  gboolean (*foreign) (const PolCheck *chk, GError **error);
   /* Its rules about the model (NULL = none); FALSE with a POL_ERROR. */
   gboolean (*check_model) (const PolModelInfo *mi, GError **error);
   /* How it spreads the model over devices (NULL: every worker holds the

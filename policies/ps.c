@@ -823,6 +823,23 @@ ps_validate (PolCheck *chk, GError **error)
   return TRUE;
 }
 
+/* Another policy runs: waiting for K of N would do nothing there. */
+static gboolean
+ps_foreign (const PolCheck *chk, GError **error)
+{
+  gint64 K = base_values_int (chk->values, "policy.wait_for");
+  if (K > chk->workers)
+    return pol_key_error (error, "policy", "wait_for",
+                          "%" G_GINT64_FORMAT " is more than the %" G_GINT64_FORMAT
+                          " workers; use 1 to %" G_GINT64_FORMAT " (0 = all)",
+                          K, chk->workers, chk->workers);
+  if (K > 0 && K < chk->workers)
+    return pol_key_error (error, "policy", "wait_for",
+                          "waiting for K of N applies only to kind = ps with consistency = bsp; "
+                          "set wait_for = 0 or use consistency = bsp");
+  return TRUE;
+}
+
 /* A shard holds at least one parameter. */
 static gboolean
 ps_check_model (const PolModelInfo *mi, GError **error)
@@ -841,6 +858,7 @@ const PolPolicyOps pol_ps_ops = {
   .keys = ps_keys,
   .failures = TRUE,
   .validate = ps_validate,
+  .foreign = ps_foreign,
   .check_model = ps_check_model,
   .tag_names = ps_tags,
   .n_tags = G_N_ELEMENTS (ps_tags),

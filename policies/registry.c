@@ -97,7 +97,12 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   if (base_values_int (chk->values, "policy.reduce") && chk->memory_bandwidth <= 0)
     return pol_key_error (error, "policy", "reduce",
                           "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
-  return !ops->validate || ops->validate (chk, error);
+  if (ops->validate && !ops->validate (chk, error))
+    return FALSE;
+  for (int i = 0; policies[i]; i++)
+    if (policies[i] != ops && policies[i]->foreign && !policies[i]->foreign (chk, error))
+      return FALSE;
+  return TRUE;
 }
 
 double

@@ -366,6 +366,9 @@ test_errors (void)
     { "[cluster]\nworkers = 4\n[policy]\nwait_for = 5\n", "[policy] wait_for" },
     { "[cluster]\nworkers = 4\n[policy]\nwait_for = 2\nconsistency = ssp\n", "[policy] wait_for" },
     { "[cluster]\nworkers = 4\nservers = 2\n[policy]\nwait_for = 2\n", "[policy] wait_for" },
+    /* K of N would do nothing under another policy: refused, not ignored */
+    { "[cluster]\nworkers = 4\n[policy]\nkind = allreduce\nwait_for = 2\n", "[policy] wait_for" },
+    { "[cluster]\nworkers = 4\n[policy]\nkind = local-sgd\nwait_for = 5\n", "[policy] wait_for" },
     { "[stragglers]\nmodel = pareto\nalpha = 0\n", "[stragglers] alpha" },
     { "[stragglers]\nmodel = exponential\nmean = -1\n", "[stragglers] mean" },
     { "[stragglers]\npersistent = maybe\n", "[stragglers] persistent" },
