@@ -308,12 +308,6 @@ kofn_ready (PsPolicy *ps, gint64 iter)
   return ps->rounds_done == ps->open_round && ps->rounds_done >= iter;
 }
 
-static gint64
-min_applied (PsPolicy *ps G_GNUC_UNUSED, PsServer *srv)
-{
-  return srv->min_applied;
-}
-
 /* Counts one more gradient of worker v applied at srv, keeping the least
  * count and how many workers are at it: the scan for the next least runs
  * once all workers have passed the old one, so O(1) amortized per update
@@ -348,7 +342,7 @@ answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
   gint64 iter = ps->kofn ? ps->rounds_done : p->iter;
   PsMsg *m = msg_new (ps, MSG_REPLY, p->worker, srv->id, iter);
   m->epoch = p->epoch;
-  m->clock = ps->kofn ? ps->rounds_done : min_applied (ps, srv);
+  m->clock = ps->kofn ? ps->rounds_done : srv->min_applied;
   m->hold_start = p->since;
   m->hold_end = now;
   if (ps->env.model)
@@ -360,7 +354,7 @@ answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
 static void
 release_pulls (PsPolicy *ps, PsServer *srv)
 {
-  gint64 m = min_applied (ps, srv);
+  gint64 m = srv->min_applied;
   guint keep = 0;
   for (guint i = 0; i < srv->pending->len; i++)
     {
@@ -795,9 +789,10 @@ static const BaseKey ps_keys[] = {
   { .section = NULL },
 };
 
-/* K of N applies to BSP with one server; worker failures need one server. */
+/* [policy] wait_for = K against the workers, and K of N only where it can
+ * run (`bsp`: the parameter server with consistency = bsp). */
 static gboolean
-ps_validate (PolCheck *chk, GError **error)
+wait_for_check (const PolCheck *chk, gboolean bsp, GError **error)
 {
   gint64 K = base_values_int (chk->values, "policy.wait_for");
   if (K > chk->workers)
@@ -805,17 +800,25 @@ ps_validate (PolCheck *chk, GError **error)
                           "%" G_GINT64_FORMAT " is more than the %" G_GINT64_FORMAT
                           " workers; use 1 to %" G_GINT64_FORMAT " (0 = all)",
                           K, chk->workers, chk->workers);
-  if (K > 0 && K < chk->workers) /* K = workers is plain BSP */
-    {
-      if (base_values_int (chk->values, "policy.consistency") != POL_BSP)
-        return pol_key_error (error, "policy", "wait_for",
-                              "waiting for K of N applies only to kind = ps with consistency = bsp; "
-                              "set wait_for = 0 or use consistency = bsp");
-      if (chk->servers != 1)
-        return pol_key_error (error, "policy", "wait_for",
-                              "K of N needs one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
-                              "; set servers = 1 or wait_for = 0", chk->servers);
-    }
+  if (K > 0 && K < chk->workers && !bsp) /* K = workers is plain BSP */
+    return pol_key_error (error, "policy", "wait_for",
+                          "waiting for K of N applies only to kind = ps with consistency = bsp; "
+                          "set wait_for = 0 or use consistency = bsp");
+  return TRUE;
+}
+
+/* K of N applies to BSP with one server; worker failures need one server. */
+static gboolean
+ps_validate (PolCheck *chk, GError **error)
+{
+  gint64 K = base_values_int (chk->values, "policy.wait_for");
+  if (!wait_for_check (chk, base_values_int (chk->values, "policy.consistency") == POL_BSP,
+                       error))
+    return FALSE;
+  if (K > 0 && K < chk->workers && chk->servers != 1)
+    return pol_key_error (error, "policy", "wait_for",
+                          "K of N needs one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
+                          "; set servers = 1 or wait_for = 0", chk->servers);
   if (chk->n_failures > 0 && chk->servers != 1)
     return pol_key_error (error, "failures", "worker",
                           "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
@@ -827,17 +830,7 @@ ps_validate (PolCheck *chk, GError **error)
 static gboolean
 ps_foreign (const PolCheck *chk, GError **error)
 {
-  gint64 K = base_values_int (chk->values, "policy.wait_for");
-  if (K > chk->workers)
-    return pol_key_error (error, "policy", "wait_for",
-                          "%" G_GINT64_FORMAT " is more than the %" G_GINT64_FORMAT
-                          " workers; use 1 to %" G_GINT64_FORMAT " (0 = all)",
-                          K, chk->workers, chk->workers);
-  if (K > 0 && K < chk->workers)
-    return pol_key_error (error, "policy", "wait_for",
-                          "waiting for K of N applies only to kind = ps with consistency = bsp; "
-                          "set wait_for = 0 or use consistency = bsp");
-  return TRUE;
+  return wait_for_check (chk, FALSE, error);
 }
 
 /* A shard holds at least one parameter. */
