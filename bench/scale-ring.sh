@@ -13,27 +13,24 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 params=$(sed -n 's/^params *= *//p' "$scenario")
 bytes=$((params * 4))
-# the value of KEY in a "KEY=VALUE" list on stdin
-field () { tr ' ' '\n' | sed -n "s/^$1=//p" | tail -n 1; }
+. "$(dirname "$0")/bench-lib.sh"
 for n in "$@"; do
   out=$("$measure" "$dtsim" run "$scenario" --set "cluster.workers=$n" \
           -o "$tmp/run.db" --json 2>"$tmp/err") || { cat "$tmp/err" >&2; exit 1; }
-  m=$(printf '%s\n' "$out" | sed -n 's/^MEASURE //p')
   sim=$(printf '%s\n' "$out" | sed -n 's/^{.*"sim_time": \([^,]*\),.*/\1/p' | head -n 1)
-  wall=$(printf '%s' "$m" | field wall_s)
-  rss=$(printf '%s' "$m" | field rss_kib)
+  wall=$(measured wall_s "$out")
+  rss=$(measured rss_kib "$out")
   transfers=$((2 * n * (n - 1)))
   lines=$(printf 'RESULT dtsim hosts=%d chunk=%d transfers=%d sim_s=%s wall_s=%s transfers_per_s=%.0f rss_kib=%s\n' \
             "$n" $((bytes / n)) "$transfers" "$sim" "$wall" \
-            "$(echo "$transfers $wall" | awk '{ print ($2 > 0 ? $1 / $2 : 0) }')" "$rss")
+            "$(per_second "$transfers" "$wall")" "$rss")
   if test -n "$peer"; then
     pout=$("$measure" "$peer" "$n" "$bytes" 2>/dev/null) || exit 1
     r=$(printf '%s\n' "$pout" | sed -n 's/^RESULT simgrid //p')
-    pm=$(printf '%s\n' "$pout" | sed -n 's/^MEASURE //p')
-    pwall=$(printf '%s' "$pm" | field wall_s)
+    pwall=$(measured wall_s "$pout")
     lines=$(printf '%s\nRESULT simgrid %s wall_s=%s rss_kib=%s transfers_per_s=%.0f\n' "$lines" "$r" \
-              "$pwall" "$(printf '%s' "$pm" | field rss_kib)" \
-              "$(echo "$transfers $pwall" | awk '{ print ($2 > 0 ? $1 / $2 : 0) }')")
+              "$pwall" "$(measured rss_kib "$pout")" \
+              "$(per_second "$transfers" "$pwall")")
   fi
   printf '%s\n' "$lines" | awk -v sgver="$sgver" -v dlabel="dtsim run" -f "$compare"
 done

@@ -12,14 +12,13 @@ shift 4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 iters=$(sed -n 's/^iterations *= *//p' "$scenario")
-field () { tr ' ' '\n' | sed -n "s/^$1=//p" | tail -n 1; }
+. "$(dirname "$0")/bench-lib.sh"
 printf '  %8s %12s %12s %12s %12s %10s\n' workers "dtsim (s)" "dtsim MiB" "SMPI (s)" "SMPI MiB" speedup
 for n in "$@"; do
   out=$("$measure" "$dtsim" run "$scenario" --set "cluster.workers=$n" \
           --set "model.samples=$((256 * n))" -o "$tmp/run.db" --json 2>"$tmp/err") \
     || { cat "$tmp/err" >&2; exit 1; }
-  m=$(printf '%s\n' "$out" | sed -n 's/^MEASURE //p')
-  dw=$(printf '%s' "$m" | field wall_s) dr=$(printf '%s' "$m" | field rss_kib)
+  dw=$(measured wall_s "$out") dr=$(measured rss_kib "$out")
   sw=- sr=- speed=-
   if test -n "$peer"; then
     {
@@ -34,8 +33,7 @@ for n in "$@"; do
     pout=$("$measure" smpirun -np "$n" -platform "$tmp/platform.xml" -hostfile "$tmp/hosts" \
              --cfg=smpi/allreduce:lr --cfg=smpi/host-speed:100Gf --log=root.thres:critical \
              "$peer" "$iters" 2>/dev/null) || exit 1
-    pm=$(printf '%s\n' "$pout" | sed -n 's/^MEASURE //p')
-    sw=$(printf '%s' "$pm" | field wall_s) sr=$(printf '%s' "$pm" | field rss_kib)
+    sw=$(measured wall_s "$pout") sr=$(measured rss_kib "$pout")
     speed=$(echo "$sw $dw" | awk '{ printf "%.1fx", ($2 > 0 ? $1 / $2 : 0) }')
     sr=$(echo "$sr" | awk '{ printf "%.1f", $1 / 1024 }')
   fi
