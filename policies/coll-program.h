@@ -104,7 +104,9 @@ gboolean pol_coll_unsupported (const char *alg, PolCollKind kind,
 static inline int
 pol_coll_mod (int a, int p)
 {
-  return ((a % p) + p) % p;
+  int m = a % p;   /* one division: the steps' hot path */
+
+  return m < 0 ? m + p : m;
 }
 
 G_END_DECLS

@@ -76,13 +76,14 @@ ring_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
     }
   else
     return FALSE;
+  /* the neighbours without a division: this runs twice per transfer */
   if (index % 2 == 0)
     {
       pol_shard_bounds (op->n, p, pol_coll_mod (r - k + off, p), &lo, &hi);
-      return pol_coll_step_send (out, pol_coll_mod (r + 1, p), lo, hi, 0);
+      return pol_coll_step_send (out, r + 1 == p ? 0 : r + 1, lo, hi, 0);
     }
   pol_shard_bounds (op->n, p, pol_coll_mod (r - 1 - k + off, p), &lo, &hi);
-  return pol_coll_step_recv (out, pol_coll_mod (r - 1, p), lo, hi, mode);
+  return pol_coll_step_recv (out, r == 0 ? p - 1 : r - 1, lo, hi, mode);
 }
 
 /* Patarasuk & Yuan 2009, Thakur et al. 2005:

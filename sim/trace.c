@@ -245,7 +245,9 @@ struct SimTraceChunk {
 static char *
 schema_sql (void)
 {
-  GString *s = g_string_new (NULL);
+  /* one transaction: one journal file created and removed, not one per
+   * table */
+  GString *s = g_string_new ("BEGIN;");
   for (int i = 0; i < N_TABLES; i++)
     {
       g_string_append_printf (s, "CREATE TABLE %s (", tables[i].name);
@@ -257,7 +259,7 @@ schema_sql (void)
         }
       g_string_append (s, ");");
     }
-  g_string_append_printf (s, "PRAGMA user_version = %d;", SIM_TRACE_SCHEMA_VERSION);
+  g_string_append_printf (s, "PRAGMA user_version = %d;COMMIT;", SIM_TRACE_SCHEMA_VERSION);
   return g_string_free (s, FALSE);
 }
 
