@@ -89,7 +89,8 @@ hd_build (PolCollOp *op, PolCollKind kind, GError **error)
 {
   HdGeom *g;
 
-  if (kind == POL_COLL_BROADCAST)
+  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE_SCATTER
+      && kind != POL_COLL_ALLGATHER)
     return pol_coll_unsupported ("halving-doubling", kind, error);
   g = g_new (HdGeom, 1);
   hd_geom_init (g, op->p, op->n, kind);
@@ -292,7 +293,8 @@ hd_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
                .gamma = gamma };
   double end = 0;
 
-  if (kind == POL_COLL_BROADCAST)
+  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE_SCATTER
+      && kind != POL_COLL_ALLGATHER)
     return NAN;
   hd_geom_init (&c.g, p, n, kind);
   c.T = g_new0 (double, c.g.pp);

@@ -2,65 +2,192 @@
  * coll-naive.c — the naive collective: every rank sends its buffer to the
  * root, which sums them in rank order and sends the sum back; broadcast is
  * the root sending to every rank at once (direct gather and scatter in the
- * alpha-beta model, Hockney 1994).  All-reduce and broadcast only.  Its
- * steps and cost are in docs/collectives.md, "naive"; the executor that
- * runs them is policies/collectives.c.
+ * alpha-beta model, Hockney 1994).  Every kind, through the root as the
+ * course's "driver": reduce, scatter, gather and all-to-all directly, the
+ * others as two of those.  Its steps and cost are in docs/collectives.md,
+ * "naive"; the executor that runs them is policies/collectives.c.
  */
 #include "config.h"
 
 #include <math.h>
 
 #include "policies/coll-program.h"
+#include "policies/policy.h"
 
-/* Naive: every rank sends its buffer to the root, which sums the p buffers
- * in rank order into an accumulator and sends the sum to everyone.  Its
- * programs are stored (no `step`): 2p steps on the root, 2 on the
- * others, O(p) in all. */
-static gboolean
-naive_build (PolCollOp *op, PolCollKind kind, GError **error)
+/* Rank j's block of the kind: the all-to-all's equal blocks of n / p
+ * floats, else pol_shard_bounds' blocks. */
+static void
+naive_block (const PolCollOp *op, int j, gsize *lo, gsize *hi)
 {
-  int p = op->p, root = op->root;
-
-  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_BROADCAST)
-    return pol_coll_unsupported ("naive", kind, error);
-  if (kind == POL_COLL_ALLREDUCE)
+  if (op->kind == POL_COLL_ALLTOALL)
     {
-      for (int j = 0; j < p; j++)
-        if (j == root)
-          pol_coll_prog_local (op, root, POL_COLL_ACC_OWN);
-        else
-          {
-            pol_coll_prog_send (op, j, root, 0, op->n, 0);
-            pol_coll_prog_recv (op, root, j, 0, op->n, POL_COLL_RECV_ACC);
-          }
-      pol_coll_prog_local (op, root, POL_COLL_ACC_STORE);
+      gsize c = op->n / (gsize) op->p;
+
+      *lo = (gsize) j * c;
+      *hi = *lo + c;
     }
-  for (int j = 0; j < p; j++)
+  else
+    pol_shard_bounds (op->n, op->p, j, lo, hi);
+}
+
+/* The driver's reduce: every rank sends its whole buffer to the root, which
+ * sums the p buffers in rank order into its accumulator (its own at its
+ * place, free), then copies the sum into its buffer. */
+static void
+naive_reduce (PolCollOp *op)
+{
+  int root = op->root;
+
+  for (int j = 0; j < op->p; j++)
+    if (j == root)
+      pol_coll_prog_local (op, root, POL_COLL_ACC_OWN);
+    else
+      {
+        pol_coll_prog_send (op, j, root, 0, op->n, 0);
+        pol_coll_prog_recv (op, root, j, 0, op->n, POL_COLL_RECV_ACC);
+      }
+  pol_coll_prog_local (op, root, POL_COLL_ACC_STORE);
+}
+
+/* The root sends every other rank its block (`whole`: its whole buffer),
+ * all at once; the receivers copy it. */
+static void
+naive_scatter (PolCollOp *op, gboolean whole)
+{
+  int root = op->root;
+
+  for (int j = 0; j < op->p; j++)
     if (j != root)
       {
-        pol_coll_prog_send (op, root, j, 0, op->n, 0);
-        pol_coll_prog_recv (op, j, root, 0, op->n, POL_COLL_RECV_COPY);
+        gsize lo = 0, hi = op->n;
+
+        if (!whole)
+          naive_block (op, j, &lo, &hi);
+        pol_coll_prog_send (op, root, j, lo, hi, 0);
+        pol_coll_prog_recv (op, j, root, lo, hi, POL_COLL_RECV_COPY);
       }
+}
+
+/* Every other rank sends its block to the root at once; the root copies
+ * each into its place, in rank order. */
+static void
+naive_gather (PolCollOp *op)
+{
+  int root = op->root;
+
+  for (int j = 0; j < op->p; j++)
+    if (j != root)
+      {
+        gsize lo, hi;
+
+        naive_block (op, j, &lo, &hi);
+        pol_coll_prog_send (op, j, root, lo, hi, 0);
+        pol_coll_prog_recv (op, root, j, lo, hi, POL_COLL_RECV_COPY);
+      }
+}
+
+/* Every rank r sends its block y to rank y, to r+1, r+2, ... in turn, all
+ * at once, then takes block x of rank x into its block x in the same order:
+ * its sends' snapshots are taken before any receive overwrites them. */
+static void
+naive_alltoall (PolCollOp *op)
+{
+  int p = op->p;
+
+  for (int r = 0; r < p; r++)
+    for (int k = 1; k < p; k++)
+      {
+        int y = (r + k) % p;
+        gsize lo, hi;
+
+        naive_block (op, y, &lo, &hi);
+        pol_coll_prog_send (op, r, y, lo, hi, 0);
+      }
+  for (int r = 0; r < p; r++)
+    for (int k = 1; k < p; k++)
+      {
+        int x = (r + p - k) % p;
+        gsize lo, hi;
+
+        naive_block (op, x, &lo, &hi);
+        pol_coll_prog_recv (op, r, x, lo, hi, POL_COLL_RECV_COPY);
+      }
+}
+
+/* The driver (the root) does every kind: what it gathers or reduces it
+ * sends back out.  The programs are stored (no `step`): O(p) steps, O(p^2)
+ * for all-to-all. */
+static gboolean
+naive_build (PolCollOp *op, PolCollKind kind, GError **error G_GNUC_UNUSED)
+{
+  switch (kind)
+    {
+    case POL_COLL_ALLREDUCE:
+      naive_reduce (op);
+      naive_scatter (op, TRUE);
+      break;
+    case POL_COLL_REDUCE:
+      naive_reduce (op);
+      break;
+    case POL_COLL_REDUCE_SCATTER:
+      naive_reduce (op);
+      naive_scatter (op, FALSE);
+      break;
+    case POL_COLL_BROADCAST:
+      naive_scatter (op, TRUE);
+      break;
+    case POL_COLL_SCATTER:
+      naive_scatter (op, FALSE);
+      break;
+    case POL_COLL_GATHER:
+      naive_gather (op);
+      break;
+    case POL_COLL_ALLGATHER:
+      naive_gather (op);
+      naive_scatter (op, TRUE);
+      break;
+    case POL_COLL_ALLTOALL:
+      naive_alltoall (op);
+      break;
+    }
   return TRUE;
 }
 
-/* p-1 concurrent sends to the root, p-1 reductions in a row, p-1 concurrent
- * sends back: 2 (alpha + n beta) + (p-1) n gamma. */
+/* Direct transfers in the alpha-beta model: each phase's p-1 transfers run
+ * at once, so a phase costs alpha + (its largest message) beta; the root's
+ * p-1 reductions run in a row.  M: the largest block (exact when a rank
+ * other than the root has one of that size: not when n mod p = 1 and the
+ * root is rank 0); C = floor(n/p) floats, all-to-all's block. */
 static double
 naive_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
             double beta, double gamma)
 {
   double N = (double) n * elem_bytes;    /* bytes of the whole buffer */
+  double M = (double) ((n + (gsize) p - 1) / (gsize) p) * elem_bytes;
+  double C = (double) (n / (gsize) p) * elem_bytes;
+  double reduce = alpha + N * beta + (p - 1) * N * gamma;
 
+  if (p == 1)
+    return 0;
   switch (kind)
     {
     case POL_COLL_ALLREDUCE:
-      return p == 1 ? 0 : 2 * (alpha + N * beta) + (p - 1) * N * gamma;
+      return reduce + alpha + N * beta;
+    case POL_COLL_REDUCE:
+      return reduce;
+    case POL_COLL_REDUCE_SCATTER:
+      return reduce + alpha + M * beta;
     case POL_COLL_BROADCAST:
-      return p == 1 ? 0 : alpha + N * beta;
-    default:
-      return NAN;
+      return alpha + N * beta;
+    case POL_COLL_SCATTER:
+    case POL_COLL_GATHER:
+      return alpha + M * beta;
+    case POL_COLL_ALLGATHER:
+      return 2 * alpha + M * beta + N * beta;
+    case POL_COLL_ALLTOALL:
+      return alpha + C * beta;
     }
+  return NAN;
 }
 
 const PolCollAlgorithm pol_coll_naive = {

@@ -11,12 +11,15 @@
 #include "policies/coll-program.h"
 #include "policies/policy.h"
 
-/* Ring [Patarasuk & Yuan 2009]: does every kind, and its steps are a
- * formula of (rank, index) (ring_step): nothing to prepare. */
+/* Ring [Patarasuk & Yuan 2009]: all-reduce, reduce-scatter, all-gather and
+ * broadcast, and its steps are a formula of (rank, index) (ring_step):
+ * nothing to prepare. */
 static gboolean
-ring_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind G_GNUC_UNUSED,
-            GError **error G_GNUC_UNUSED)
+ring_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind, GError **error)
 {
+  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE_SCATTER
+      && kind != POL_COLL_ALLGATHER && kind != POL_COLL_BROADCAST)
+    return pol_coll_unsupported ("ring", kind, error);
   return TRUE;
 }
 
@@ -110,6 +113,8 @@ ring_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
     case POL_COLL_BROADCAST:
       /* Relay of the whole buffer through p-1 hops. */
       return (p - 1) * (alpha + N * beta);
+    default:
+      break;
     }
   return NAN;
 }

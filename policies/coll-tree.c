@@ -1,7 +1,7 @@
 /*
  * coll-tree.c — the binomial-tree collective: reduce to the root, then
  * binomial broadcast, one-port (Thakur, Rabenseifner & Gropp 2005; MPICH's
- * ordering).  All-reduce and broadcast only.  Its steps and cost are in
+ * ordering).  All-reduce, reduce (its first half) and broadcast.  Its steps and cost are in
  * docs/collectives.md, "tree"; the executor that runs them is
  * policies/collectives.c.
  */
@@ -22,18 +22,19 @@ ceil_log2 (int p)
   return L;
 }
 
-/* All-reduce and broadcast only; the steps are generated (tree_step). */
+/* All-reduce, reduce and broadcast; the steps are generated (tree_step). */
 static gboolean
 tree_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind, GError **error)
 {
-  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_BROADCAST)
+  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_BROADCAST
+      && kind != POL_COLL_REDUCE)
     return pol_coll_unsupported ("tree", kind, error);
   return TRUE;
 }
 
 /* Step `index` of rank r in the binomial tree [Thakur et al. 2005, MPICH],
  * v = (r - root) mod p, counting the steps in program order (at most
- * 2 ceil(lg p) + 1 of them).  Reduce (all-reduce only): for mask = 1, 2, 4,
+ * 2 ceil(lg p) + 1 of them).  Reduce (all-reduce and reduce): for mask = 1, 2, 4,
  * ...: if v & mask, send the partial sum to v - mask and stop; else receive
  * from v + mask (if < p) and add.  Broadcast: receive from v - lowbit(v),
  * then send to v + mask for mask = lowbit(v)/2 ... 1 (root: 2^(L-1) ... 1).
@@ -47,7 +48,7 @@ tree_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
   guint i = 0;  /* index of the step considered */
 
 #define REAL(u) pol_coll_mod ((u) + op->root, p)
-  if (op->kind == POL_COLL_ALLREDUCE)
+  if (op->kind == POL_COLL_ALLREDUCE || op->kind == POL_COLL_REDUCE)
     for (int mask = 1; mask < p; mask <<= 1)
       {
         if (v & mask)
@@ -62,6 +63,8 @@ tree_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
           return pol_coll_step_recv (out, REAL (v + mask), 0, op->n,
                                      POL_COLL_RECV_REDUCE);
       }
+  if (op->kind == POL_COLL_REDUCE)
+    return FALSE;
   if (v == 0)
     top = p > 1 ? 1 << (ceil_log2 (p) - 1) : 0;
   else
@@ -96,6 +99,8 @@ tree_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
       return 2 * L * (alpha + N * beta) + L * N * gamma;
     case POL_COLL_BROADCAST:
       return L * (alpha + N * beta);
+    case POL_COLL_REDUCE:
+      return L * (alpha + N * beta) + L * N * gamma;
     default:
       return NAN;
     }

@@ -176,15 +176,23 @@ pol_coll_prog_local (PolCollOp *pub, int r, PolCollLocal step)
   prog_append (pub, r, &s);
 }
 
+const char *
+pol_coll_kind_name (PolCollKind kind)
+{
+  static const char *const names[POL_COLL_N_KINDS] = {
+    "all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce",
+    "scatter", "gather", "all-to-all" };
+
+  g_return_val_if_fail ((guint) kind < POL_COLL_N_KINDS, "?");
+  return names[kind];
+}
+
 gboolean
 pol_coll_unsupported (const char *alg, PolCollKind kind, GError **error)
 {
-  static const char *const names[] = { "all-reduce", "reduce-scatter",
-                                       "all-gather", "broadcast" };
-
   g_set_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED,
                "collective algorithm \"%s\": %s is not supported", alg,
-               names[kind]);
+               pol_coll_kind_name (kind));
   return FALSE;
 }
 
@@ -426,18 +434,23 @@ coll_acc (CollOp *op)
   return op->acc;
 }
 
-/* Combines a received message into the receiver's buffer (or accumulator). */
+/* Combines a received message into the receiver's buffer (or accumulator)
+ * at the range of its receive step `s`, as long as the range sent (the
+ * same, except in all-to-all, where block y of the sender lands in block x
+ * of the receiver). */
 static void
-msg_apply (CollOp *op, CollMsg *m, PolCollRecvMode mode)
+msg_apply (CollOp *op, CollMsg *m, const PolCollStep *s)
 {
   float *dst;
   gsize len = m->hi - m->lo;
 
+  g_assert (s->hi - s->lo == len);
   if (op->bufs == NULL || len == 0)
     return;
   g_assert (m->payload != NULL);
-  dst = (mode == POL_COLL_RECV_ACC ? coll_acc (op) : op->bufs[m->dst]) + m->lo;
-  if (mode == POL_COLL_RECV_COPY)
+  dst = (s->mode == POL_COLL_RECV_ACC ? coll_acc (op) : op->bufs[m->dst])
+        + s->lo;
+  if (s->mode == POL_COLL_RECV_COPY)
     memcpy (dst, m->payload, len * sizeof (float));
   else
     for (gsize i = 0; i < len; i++)
@@ -482,7 +495,7 @@ on_reduced (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
 
   op->outstanding--;
   g_assert (rk->busy && rk->cur.type == POL_COLL_STEP_RECV);
-  msg_apply (op, m, (PolCollRecvMode) rk->cur.mode);
+  msg_apply (op, m, &rk->cur);
   msg_free (op, m);
   rk->busy = FALSE;
   rank_next (op, r);
@@ -588,7 +601,7 @@ rank_receive (CollOp *op, int r)
     }
   else
     {
-      msg_apply (op, m, (PolCollRecvMode) s->mode);
+      msg_apply (op, m, s);
       msg_free (op, m);
       rank_next (op, r);
     }

@@ -36,8 +36,21 @@ typedef enum {
   POL_COLL_ALLREDUCE,      /* every rank ends with the element-wise sum */
   POL_COLL_REDUCE_SCATTER, /* rank r ends with the sum of its block r */
   POL_COLL_ALLGATHER,      /* rank r contributes block r; all end with all */
-  POL_COLL_BROADCAST       /* every rank ends with root's buffer */
+  POL_COLL_BROADCAST,      /* every rank ends with root's buffer */
+  POL_COLL_REDUCE,         /* root ends with the element-wise sum; the other
+                              buffers are scratch (partial sums) */
+  POL_COLL_SCATTER,        /* rank r ends with root's block r */
+  POL_COLL_GATHER,         /* root ends with rank r's block r, for every r */
+  POL_COLL_ALLTOALL        /* a transpose of equal blocks of c = n / p
+                              floats: rank x's block y becomes what rank y
+                              held in its block x; the last n mod p floats
+                              stay as they were */
 } PolCollKind;
+
+#define POL_COLL_N_KINDS (POL_COLL_ALLTOALL + 1)
+
+/* "all-reduce", "reduce-scatter", ... as [policy] operation names them. */
+const char *pol_coll_kind_name (PolCollKind kind);
 
 /* Called once, when every rank has finished its part (simulated time now). */
 typedef void (*PolCollDone) (EngSim *sim, gpointer ctx, gpointer data);

@@ -486,8 +486,15 @@ test_unsupported (void)
     PolCollKind kind;
   } cases[] = {
     { "tree", POL_COLL_REDUCE_SCATTER }, { "tree", POL_COLL_ALLGATHER },
-    { "naive", POL_COLL_REDUCE_SCATTER }, { "naive", POL_COLL_ALLGATHER },
+    { "tree", POL_COLL_SCATTER }, { "tree", POL_COLL_GATHER },
+    { "tree", POL_COLL_ALLTOALL },
+    { "ring", POL_COLL_REDUCE }, { "ring", POL_COLL_SCATTER },
+    { "ring", POL_COLL_GATHER }, { "ring", POL_COLL_ALLTOALL },
     { "halving-doubling", POL_COLL_BROADCAST },
+    { "halving-doubling", POL_COLL_REDUCE },
+    { "halving-doubling", POL_COLL_SCATTER },
+    { "halving-doubling", POL_COLL_GATHER },
+    { "halving-doubling", POL_COLL_ALLTOALL },
   };
   const int pvals[] = { 1, 4 };
 
@@ -606,6 +613,186 @@ test_work_bound (void)
         }
 }
 
+/* --- Every operation, against its definition ----------------------------- */
+
+/* Bytes of block b of pol_shard_bounds (n, p). */
+static double
+block_bytes (gsize n, int p, int b)
+{
+  gsize lo, hi;
+
+  pol_shard_bounds (n, p, b, &lo, &hi);
+  return (double) (hi - lo) * ELEM;
+}
+
+/* The largest block a rank other than the root holds (bytes). */
+static double
+largest_other_block (gsize n, int p, int root)
+{
+  double m = 0;
+
+  for (int b = 0; b < p; b++)
+    if (b != root)
+      m = MAX (m, block_bytes (n, p, b));
+  return m;
+}
+
+/* Asserts a == the sum over ranks of element e of the inputs. */
+static void
+assert_sum_at (Run *run, float a, gsize e)
+{
+  double sum = 0, mag = 0;
+
+  for (int q = 0; q < run->p; q++)
+    {
+      sum += run->orig[q][e];
+      mag += fabs (run->orig[q][e]);
+    }
+  g_assert_cmpfloat_with_epsilon (a, sum, 1e-5 * mag + 1e-30);
+}
+
+/* Asserts rank r's elements [lo, hi) equal rank q's inputs at [qlo, ...). */
+static void
+assert_copied (Run *run, int r, gsize lo, gsize hi, int q, gsize qlo)
+{
+  g_assert_cmpmem (run->bufs[r] + lo, (hi - lo) * sizeof (float),
+                   run->orig[q] + qlo, (hi - lo) * sizeof (float));
+}
+
+/* Each operation's definition (collectives.h), element by element. */
+static void
+assert_operation (Run *run, PolCollKind kind, int root)
+{
+  int p = run->p;
+  gsize n = run->n, c = n / (gsize) p;
+
+  for (int r = 0; r < p; r++)
+    for (int b = 0; b < p; b++)
+      {
+        gsize lo, hi;
+
+        pol_shard_bounds (n, p, b, &lo, &hi);
+        switch (kind)
+          {
+          case POL_COLL_REDUCE:
+            for (gsize e = lo; r == root && e < hi; e++)
+              assert_sum_at (run, run->bufs[r][e], e);
+            break;
+          case POL_COLL_SCATTER:  /* block r from the root, the rest kept */
+            assert_copied (run, r, lo, hi, b == r ? root : r, lo);
+            break;
+          case POL_COLL_GATHER:   /* the root's block b from rank b */
+            assert_copied (run, r, lo, hi, r == root ? b : r, lo);
+            break;
+          case POL_COLL_ALLTOALL: /* a transpose of the blocks of c */
+            assert_copied (run, r, (gsize) b * c, (gsize) (b + 1) * c, b,
+                           (gsize) r * c);
+            if (b == 0)
+              assert_copied (run, r, c * (gsize) p, n, r, c * (gsize) p);
+            break;
+          case POL_COLL_ALLGATHER:
+            assert_copied (run, r, lo, hi, b, lo);
+            break;
+          case POL_COLL_BROADCAST:
+            assert_copied (run, r, lo, hi, root, lo);
+            break;
+          case POL_COLL_REDUCE_SCATTER:
+            for (gsize e = lo; b == r && e < hi; e++)
+              assert_sum_at (run, run->bufs[r][e], e);
+            break;
+          case POL_COLL_ALLREDUCE:
+            for (gsize e = lo; e < hi; e++)
+              assert_sum_at (run, run->bufs[r][e], e);
+            break;
+          }
+      }
+}
+
+/* The naive (driver) closed forms with contention = none (docs/
+ * collectives.md, "naive"), M the largest block of a rank other than the
+ * root, C = floor(n/p) floats. */
+static double
+closed_naive (PolCollKind kind, int p, gsize n, int root, double gamma)
+{
+  double N = (double) n * ELEM, M = largest_other_block (n, p, root);
+  double C = (double) (n / (gsize) p) * ELEM;
+  double reduce = ALPHA + N * BETA + (p - 1) * N * gamma;
+
+  switch (kind)
+    {
+    case POL_COLL_ALLREDUCE:      return reduce + ALPHA + N * BETA;
+    case POL_COLL_REDUCE:         return reduce;
+    case POL_COLL_REDUCE_SCATTER: return reduce + ALPHA + M * BETA;
+    case POL_COLL_BROADCAST:      return ALPHA + N * BETA;
+    case POL_COLL_SCATTER:
+    case POL_COLL_GATHER:         return ALPHA + M * BETA;
+    case POL_COLL_ALLGATHER:      return 2 * ALPHA + M * BETA + N * BETA;
+    case POL_COLL_ALLTOALL:       return ALPHA + C * BETA;
+    }
+  return NAN;
+}
+
+/* Every kind of naive, and reduce of tree, for p = 2..16, roots 0 and 1,
+ * an even and an odd n: data against the definition, time against the
+ * closed form and against pol_coll_cost where its largest block is the
+ * one a non-root rank holds. */
+static void
+test_operations (void)
+{
+  const gsize ns[] = { N_EVEN, N_ODD, 3 };
+
+  for (int kind = 0; kind <= POL_COLL_N_KINDS; kind++)
+    for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+      for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
+        for (int root = 0; root < 2; root++)
+          {
+            gboolean tree = kind == POL_COLL_N_KINDS;
+            PolCollKind kd = tree ? POL_COLL_REDUCE : (PolCollKind) kind;
+            int p = ps[i];
+            gsize n = ns[k];
+            Run *run = run_new (p, n, NET_CONTENTION_NONE);
+            const char *alg = tree ? "tree" : "naive";
+            double t = run_coll (run, alg, kd, TRUE, GAMMA, root);
+            double N = (double) n * ELEM, L = log2_ceil (p);
+            double M = (double) ((n + (gsize) p - 1) / (gsize) p) * ELEM;
+
+            assert_operation (run, kd, root);
+            if (tree)
+              assert_time (t, L * (ALPHA + N * BETA) + L * N * GAMMA);
+            else
+              assert_time (t, closed_naive (kd, p, n, root, GAMMA));
+            if (tree || largest_other_block (n, p, root) == M)
+              assert_time (t, pol_coll_cost (pol_coll_lookup (alg), kd, p, n,
+                                             ELEM, ALPHA, BETA, GAMMA));
+            run_free (run);
+          }
+}
+
+/* With max-min on the star, naive's gather is an incast on the root's
+ * downlink, which stays saturated: alpha + (N - root's block) beta; in
+ * all-to-all every uplink and downlink carries p-1 equal blocks at once:
+ * alpha + (p-1) C beta. */
+static void
+test_operations_maxmin (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+    {
+      int p = ps[i], root = 1;
+      double N = N_ODD * ELEM, C = (double) (N_ODD / p) * ELEM;
+      Run *run = run_new (p, N_ODD, NET_CONTENTION_MAXMIN);
+      double t = run_coll (run, "naive", POL_COLL_GATHER, TRUE, 0, root);
+
+      assert_time (t, ALPHA + (N - block_bytes (N_ODD, p, root)) * BETA);
+      assert_operation (run, POL_COLL_GATHER, root);
+      run_free (run);
+      run = run_new (p, N_ODD, NET_CONTENTION_MAXMIN);
+      t = run_coll (run, "naive", POL_COLL_ALLTOALL, TRUE, 0, 0);
+      assert_time (t, ALPHA + (p - 1) * C * BETA);
+      assert_operation (run, POL_COLL_ALLTOALL, 0);
+      run_free (run);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -616,6 +803,8 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/unsupported", test_unsupported);
   g_test_add_func ("/collectives/concurrent", test_concurrent);
   g_test_add_func ("/collectives/work-bound", test_work_bound);
+  g_test_add_func ("/collectives/operations", test_operations);
+  g_test_add_func ("/collectives/operations/maxmin", test_operations_maxmin);
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
     {
       const char *a = algs[i];
