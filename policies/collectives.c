@@ -746,6 +746,97 @@ pol_coll_all (void)
   return coll_algorithms;
 }
 
+/* The block of pol_shard_bounds (n, p) that holds element e: the first
+ * n mod p blocks hold one element more. */
+static int
+shard_of (gsize n, int p, gsize e)
+{
+  gsize base = n / (gsize) p, extra = n % (gsize) p;
+
+  if (e < extra * (base + 1))
+    return (int) (e / (base + 1));
+  return (int) (extra + (e - extra * (base + 1)) / base);
+}
+
+/* Where element e of rank r comes from after a copying kind: rank *q's
+ * input at *qe; FALSE where the definition sums, or leaves the element as
+ * scratch. */
+static gboolean
+check_source (PolCollKind kind, int p, gsize n, int root, int r, gsize e,
+              int *q, gsize *qe)
+{
+  gsize c = n / (gsize) p;
+  int b = shard_of (n, p, e);
+
+  *qe = e;
+  switch (kind)
+    {
+    case POL_COLL_BROADCAST:
+      *q = root;
+      return TRUE;
+    case POL_COLL_SCATTER:
+      *q = b == r ? root : r;
+      return TRUE;
+    case POL_COLL_GATHER:
+      *q = r == root ? b : r;
+      return TRUE;
+    case POL_COLL_ALLGATHER:
+      *q = b;
+      return TRUE;
+    case POL_COLL_ALLTOALL:
+      if (e >= c * (gsize) p)   /* the tail stays */
+        *q = r;
+      else
+        {
+          *q = (int) (e / c);
+          *qe = (gsize) r * c + e % c;
+        }
+      return TRUE;
+    default:
+      return FALSE;
+    }
+}
+
+gboolean
+pol_coll_check (PolCollKind kind, int p, gsize n, int root,
+                const float *const *in, const float *const *out, int *rank,
+                gsize *elem)
+{
+  g_return_val_if_fail (p >= 1 && root >= 0 && root < p, FALSE);
+  for (gsize e = 0; e < n; e++)
+    {
+      double sum = 0, mag = 0;
+      int b = shard_of (n, p, e);
+
+      for (int q = 0; q < p; q++)
+        {
+          sum += in[q][e];
+          mag += fabs (in[q][e]);
+        }
+      for (int r = 0; r < p; r++)
+        {
+          int q;
+          gsize qe;
+          gboolean ok;
+
+          if (check_source (kind, p, n, root, r, e, &q, &qe))
+            ok = memcmp (&out[r][e], &in[q][qe], sizeof (float)) == 0;
+          else if ((kind == POL_COLL_REDUCE && r != root)
+                   || (kind == POL_COLL_REDUCE_SCATTER && b != r))
+            ok = TRUE;
+          else
+            ok = fabs (out[r][e] - sum) <= 1e-5 * mag + 1e-30;
+          if (!ok)
+            {
+              *rank = r;
+              *elem = e;
+              return FALSE;
+            }
+        }
+    }
+  return TRUE;
+}
+
 double
 pol_coll_cost (const PolCollAlgorithm *alg, PolCollKind kind, int p,
                gsize n, double elem_bytes, double alpha, double beta,

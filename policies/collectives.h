@@ -115,6 +115,16 @@ gboolean pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
                          PolCollKind kind, PolCollDone done, gpointer ctx,
                          gpointer data, GError **error);
 
+/* Whether `out` (p buffers of n floats, after the collective `kind` with
+ * root `root`) holds what the kind's definition gives from the inputs `in`:
+ * copies exactly, sums to 1e-5 of the sum of the magnitudes added (the
+ * algorithms add in different orders); scratch parts (reduce: every rank
+ * but the root; reduce-scatter: every block but the rank's own) are not
+ * checked.  On a difference, sets *rank and *elem to the first one. */
+gboolean pol_coll_check (PolCollKind kind, int p, gsize n, int root,
+                         const float *const *in, const float *const *out,
+                         int *rank, gsize *elem);
+
 /* Simulated time of the collective with contention = none on a network whose
  * every route has latency alpha (s) and bandwidth 1/beta (beta in s/byte),
  * from the algorithm's cost formula (docs/collectives.md); reduction cost

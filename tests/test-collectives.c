@@ -708,6 +708,50 @@ assert_operation (Run *run, PolCollKind kind, int root)
       }
 }
 
+/* pol_coll_check agrees with assert_operation, and finds one element
+ * changed (a copy by one ulp, a sum by 1) in a part the definition fixes:
+ * the last element (of the transposed blocks, for all-to-all) of the
+ * root's buffer, or of its block's owner for reduce-scatter and scatter. */
+static void
+assert_checked (Run *run, PolCollKind kind, int root)
+{
+  int bad_rank = -1, r = root;
+  gsize bad_elem = 0, e;
+  float keep;
+
+  g_assert_true (pol_coll_check (kind, run->p, run->n, root,
+                                 (const float *const *) run->orig,
+                                 (const float *const *) run->bufs,
+                                 &bad_rank, &bad_elem));
+  if (run->n == 0 || (kind == POL_COLL_ALLTOALL && run->n < (gsize) run->p))
+    return;
+  e = run->n - 1;
+  if (kind == POL_COLL_REDUCE_SCATTER || kind == POL_COLL_SCATTER)
+    for (int b = 0; b < run->p; b++)  /* the owner of element e */
+      {
+        gsize lo, hi;
+
+        pol_shard_bounds (run->n, run->p, b, &lo, &hi);
+        if (lo <= e && e < hi)
+          r = b;
+      }
+  if (kind == POL_COLL_ALLTOALL)
+    e = (run->n / run->p) * run->p - 1;
+  keep = run->bufs[r][e];
+  if (kind == POL_COLL_REDUCE || kind == POL_COLL_REDUCE_SCATTER
+      || kind == POL_COLL_ALLREDUCE)
+    run->bufs[r][e] = keep + 1;   /* far beyond the sums' tolerance */
+  else
+    run->bufs[r][e] = nextafterf (keep, INFINITY);
+  g_assert_false (pol_coll_check (kind, run->p, run->n, root,
+                                  (const float *const *) run->orig,
+                                  (const float *const *) run->bufs,
+                                  &bad_rank, &bad_elem));
+  g_assert_cmpint (bad_rank, ==, r);
+  g_assert_cmpuint (bad_elem, ==, e);
+  run->bufs[r][e] = keep;
+}
+
 /* The naive (driver) closed forms with contention = none (docs/
  * collectives.md, "naive"), M the largest block of a rank other than the
  * root, C = floor(n/p) floats. */
@@ -757,6 +801,7 @@ test_operations (void)
             double M = (double) ((n + (gsize) p - 1) / (gsize) p) * ELEM;
 
             assert_operation (run, kd, root);
+            assert_checked (run, kd, root);
             if (tree)
               assert_time (t, L * (ALPHA + N * BETA) + L * N * GAMMA);
             else
