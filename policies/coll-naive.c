@@ -192,8 +192,8 @@ naive_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
 
 const PolCollAlgorithm pol_coll_naive = {
   .name = "naive",
-  .description = "every rank sends its buffer to the root, which sums and "
-                 "sends back",
+  .description = "the root as driver: every rank sends it its part, it sums "
+                 "or collects them and sends the result out",
   .source = "direct gather and scatter, alpha-beta model (Hockney 1994)",
   .build = naive_build,
   .cost = naive_cost,

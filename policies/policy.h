@@ -223,6 +223,9 @@ typedef struct {
    * none.  Keys several policies read are in policies/registry.c. */
   const BaseKey *keys;
   gboolean failures;           /* simulates [failures] */
+  gboolean no_model;           /* trains nothing: the run loads no data set
+                                * and runs no math, whatever [model] and
+                                * [kernels] say */
   /* Its cross-key rules (NULL = none); FALSE with a POL_ERROR. */
   gboolean (*validate) (PolCheck *chk, GError **error);
   /* The rules its keys keep when another policy runs (NULL = none): a key
@@ -233,6 +236,13 @@ typedef struct {
   /* How it spreads the model over devices (NULL: every worker holds the
    * whole model and runs whole batches).  Called after check_model. */
   PolShares *(*shares) (const PolModelInfo *mi);
+  /* The run table's figure of merit when samples per second mean nothing
+   * (NULL: samples/s, and scaling efficiency on a sweep over workers): its
+   * column title, and its value for a run of `workers` whose iterations
+   * took `seconds` each. */
+  const char *figure;
+  double (*figure_of) (const BaseValues *values, gint64 workers,
+                       double seconds);
   /* Names of the tags it gives its transfers (for the messages table). */
   const char *const *tag_names;
   int n_tags;

@@ -18,12 +18,14 @@ extern const PolPolicyOps pol_ps_ops;        /* ps.c */
 extern const PolPolicyOps pol_allreduce_ops; /* allreduce.c */
 extern const PolPolicyOps pol_local_sgd_ops; /* localsgd.c */
 extern const PolPolicyOps pol_pipeline_ops;  /* pipeline.c */
+extern const PolPolicyOps pol_collective_ops; /* collective.c */
 
 static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
   &pol_allreduce_ops,
   &pol_local_sgd_ops,
   &pol_pipeline_ops,
+  &pol_collective_ops,
   NULL,
 };
 
@@ -47,7 +49,7 @@ static const BaseChoice reduce_choices[] = {
  * replicas run. */
 static const BaseKey shared_keys[] = {
   { "policy", "algorithm", BASE_KEY_NAME, 0, "ring", 0, 0, 0, NULL, 0,
-    "Collective algorithm of kind = allreduce, local-sgd and pipeline replicas (docs/collectives.md).", pol_coll_entries },
+    "Collective algorithm of kind = allreduce, local-sgd, pipeline replicas and collective (docs/collectives.md).", pol_coll_entries },
   { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, 0,
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
   { .section = NULL },

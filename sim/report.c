@@ -95,8 +95,14 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
   gboolean scaling = FALSE;
   g_autofree double *eff = g_new0 (double, configs->len);
   g_autoptr (GPtrArray) groups = g_ptr_array_new_with_free_func (g_free);
+  gboolean all_figure = TRUE;  /* every run has its policy's own figure */
   for (guint i = 0; i < configs->len; i++)
-    g_ptr_array_add (groups, scaling_group (g_ptr_array_index (configs, i), &scaling));
+    {
+      const SimConfig *c = g_ptr_array_index (configs, i);
+      g_ptr_array_add (groups, scaling_group (c, &scaling));
+      all_figure = all_figure && pol_lookup (c->policy)->figure_of != NULL;
+    }
+  scaling = scaling && !all_figure;
   for (guint i = 0; scaling && i < configs->len; i++)
     {
       const SimConfig *ci = g_ptr_array_index (configs, i);
@@ -112,10 +118,17 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       double tb = throughput (cb, &sums[base]) / (double) cb->workers;
       eff[i] = tb > 0 ? throughput (ci, &sums[i]) / (double) ci->workers / tb : NAN;
     }
+  /* a policy with its own figure of merit (e.g. bus bandwidth) gets its
+   * column, titled by the first such run's policy */
+  const char *figure = NULL;
+  for (guint i = 0; i < configs->len && !figure; i++)
+    figure = pol_lookup (((SimConfig *) g_ptr_array_index (configs, i))->policy)->figure;
   printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
           "iters", "loss", "accuracy", "compute", "comm", "wait");
   if (scaling)
     printf ("  %12s  %8s", "samples/s", "scaling");
+  if (figure)
+    printf ("  %12s", figure);
   printf ("\n");
   for (guint i = 0; i < configs->len; i++)
     {
@@ -137,13 +150,23 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
               (int) w, c->name, r->sim_time, r->iterations, loss, acc,
               tot > 0 ? 100 * r->compute / tot : 0, tot > 0 ? 100 * r->comm / tot : 0,
               tot > 0 ? 100 * r->wait / tot : 0);
-      if (scaling)
+      const PolPolicyOps *ops = pol_lookup (c->policy);
+      if (scaling && ops->figure_of)
+        printf ("  %12s  %8s", "-", "-");
+      else if (scaling)
         printf ("  %12.6g  %7.1f%%", throughput (c, r), 100 * eff[i]);
+      if (figure && ops->figure_of)
+        printf ("  %12.4g", ops->figure_of (c->values, c->workers,
+                                             r->iterations > 0 ? r->sim_time / (double) r->iterations : 0));
+      else if (figure)
+        printf ("  %12s", "-");
       printf ("\n");
     }
   printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations", db);
   if (scaling)
     printf ("; scaling: samples/s per worker over that of the fewest workers");
+  if (figure)
+    printf ("; %s: docs/policies.md", figure);
   printf (")\n");
 }
 

@@ -645,7 +645,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
                  c->workers, placed, c->workers * placed, SIM_MAX_SERVER_PAIRS);
   if (!check_global_batch (c, file, error))
     return FALSE;
-  c->math = kern_backend_lookup (c->backend)->create != NULL;
+  c->math = kern_backend_lookup (c->backend)->create != NULL
+            && !pol_lookup (c->policy)->no_model;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
   if (!check_policy (c, file, error))

@@ -461,6 +461,82 @@ lab4_winners (void)
   g_assert_cmpfloat (tree, >, 4 * MAX (ring, MAX (hd, ps)));
 }
 
+/* ------------------------------------------------ lab 4, the collectives */
+
+#define COLL_SIZE 1e6         /* bytes per rank (size = 1MB) */
+#define COLL_LINK (10e9 / 8)  /* bytes/s of a link */
+
+/* Seconds per operation of (operation, algorithm) on `workers`. */
+static double
+coll_t (const char *op, const char *alg, int workers)
+{
+  g_autofree char *w = g_strdup_printf ("policy.operation=%s policy.algorithm=%s "
+                                        "cluster.workers=%d", op, alg, workers);
+  return t_iter (lab_db ("collectives", NULL), w);
+}
+
+/* Bus bandwidth (bytes/s) as docs/policies.md defines it. */
+static double
+coll_busbw (const char *op, const char *alg, int workers)
+{
+  double p = workers, factor = (p - 1) / p;
+
+  if (strcmp (op, "all-reduce") == 0)
+    factor = 2 * (p - 1) / p;
+  else if (strcmp (op, "broadcast") == 0 || strcmp (op, "reduce") == 0)
+    factor = 1;
+  return COLL_SIZE / coll_t (op, alg, workers) * factor;
+}
+
+static void
+lab4_coll_correct (void)
+{
+  const char *db = lab_db ("collectives", NULL);
+
+  g_assert_cmpfloat (q (db, "SELECT COUNT(*) FROM runs"), ==, 45);
+  g_assert_cmpfloat (q (db, "SELECT COUNT(*) FROM runs WHERE iterations = 3"), ==, 45);
+  g_assert_cmpfloat (q (db, "SELECT COUNT(*) FROM iterations"), ==,
+                     15 * 3 * (4 + 16 + 64));
+}
+
+static void
+lab4_coll_driver (void)
+{
+  const char *ops[] = { "broadcast", "reduce", "all-reduce" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (ops); i++)
+    test_assert_close (coll_t (ops[i], "naive", 64) / coll_t (ops[i], "naive", 4),
+                       63.0 / 3.0, 0.05);
+}
+
+static void
+lab4_coll_blocks (void)
+{
+  const char *ops[] = { "scatter", "gather", "all-to-all" };
+  const int ws[] = { 4, 16, 64 };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (ops); i++)
+    for (gsize k = 0; k < G_N_ELEMENTS (ws); k++)
+      test_assert_close (coll_busbw (ops[i], "naive", ws[k]), COLL_LINK, 0.02);
+}
+
+static void
+lab4_coll_ring (void)
+{
+  g_assert_cmpfloat (coll_busbw ("all-reduce", "ring", 4), >, 0.9 * COLL_LINK);
+  g_assert_cmpfloat (coll_busbw ("all-reduce", "ring", 64), >,
+                     30 * coll_busbw ("all-reduce", "naive", 64));
+}
+
+static void
+lab4_coll_tree (void)
+{
+  test_assert_close (coll_t ("broadcast", "tree", 64) / coll_t ("broadcast", "tree", 4),
+                     log2 (64) / log2 (4), 0.01);
+  test_assert_close (coll_t ("reduce", "tree", 64) / coll_t ("reduce", "tree", 4),
+                     log2 (64) / log2 (4), 0.01);
+}
+
 /* ---------------------------------------------------------------- lab 5 */
 
 enum { PIPE_P = 4 };
@@ -569,6 +645,11 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/allreduce/3-one-server", lab4_one_server);
   g_test_add_func ("/labs/allreduce/4-sharded", lab4_sharded);
   g_test_add_func ("/labs/allreduce/5-winners", lab4_winners);
+  g_test_add_func ("/labs/collectives/6-correct", lab4_coll_correct);
+  g_test_add_func ("/labs/collectives/7-driver", lab4_coll_driver);
+  g_test_add_func ("/labs/collectives/8-blocks", lab4_coll_blocks);
+  g_test_add_func ("/labs/collectives/9-ring", lab4_coll_ring);
+  g_test_add_func ("/labs/collectives/10-tree", lab4_coll_tree);
   g_test_add_func ("/labs/pipeline/1-same-time", lab5_same_time);
   g_test_add_func ("/labs/pipeline/2-shorter", lab5_shorter);
   g_test_add_func ("/labs/pipeline/3-bubble", lab5_bubble);

@@ -1,0 +1,214 @@
+/*
+ * test-collective.c — the collective policy ([policy] kind = collective,
+ * policies/collective.c): every operation with every algorithm that does
+ * it, run from a scenario.
+ *
+ * With verify = true the policy checks each result against the operation's
+ * definition and aborts on a difference, so a run that completes has moved
+ * the data right; with contention = none every iteration lasts the
+ * algorithm's cost formula (docs/collectives.md), which test-collectives.c
+ * holds to the closed forms.  Rows: one per rank per iteration, all comm.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "policies/collectives.h"
+#include "policies/policy.h"
+#include "sim/run.h"
+#include "sim/scenario.h"
+#include "tests/util.h"
+
+#define LINK_LAT 5e-6           /* s per link */
+#define LINK_BW  (10e9 / 8)     /* bytes/s */
+#define ALPHA    (2 * LINK_LAT) /* route latency on a star */
+#define BETA     (1 / LINK_BW)
+#define SIZE     4004           /* bytes: 1001 floats, odd */
+#define ITERS    3
+
+typedef struct {
+  int worker;
+  gint64 iteration;
+  double start, end, compute, comm, wait;
+} Row;
+
+static void
+on_iteration (gpointer ctx, int worker, gint64 iteration, double start,
+              double end, double compute, double comm, double wait,
+              gint64 staleness)
+{
+  Row row = { worker, iteration, start, end, compute, comm, wait };
+
+  g_assert_cmpint (staleness, ==, 0);
+  g_array_append_val ((GArray *) ctx, row);
+}
+
+static const char scenario[] =
+  "[scenario]\nname = t\niterations = 3\n"
+  "[cluster]\nworkers = 7\n"
+  "[network]\ntopology = star\nbandwidth = 10Gbps\nlatency = 5us\n"
+  "contention = none\n"
+  "[policy]\nkind = collective\n";
+
+/* Runs the scenario with SIZE bytes, root 3 and `sets` (at most 4);
+ * returns its iteration rows. */
+static GArray *
+run_rows (const char *const *sets, SimRunSummary *sum)
+{
+  GArray *rows = g_array_new (FALSE, FALSE, sizeof (Row));
+  PolRecorder rec = { .ctx = rows, .want_iterations = TRUE,
+                      .iteration = on_iteration };
+  const char *all[8] = { "policy.size=4004B", "policy.root=3" };
+
+  for (int i = 0; sets[i]; i++)
+    {
+      g_assert_cmpint (i, <, 4);
+      all[2 + i] = sets[i];
+    }
+  test_run_scenario_text (scenario, all, &rec, sum, NULL);
+  return rows;
+}
+
+/* Every operation with every algorithm that does it (pol_coll_cost not
+ * NaN), p = 7 and root 3: the run completes (verified), with ITERS x p
+ * rows, back to back, each lasting the cost formula, all comm. */
+static void
+test_operations (void)
+{
+  static const char *const ops[] = {
+    "all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce",
+    "scatter", "gather", "all-to-all" };
+  int runs = 0;
+
+  G_STATIC_ASSERT (G_N_ELEMENTS (ops) == POL_COLL_N_KINDS);
+  for (int k = 0; k < POL_COLL_N_KINDS; k++)
+    for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
+      {
+        double want = pol_coll_cost (*a, (PolCollKind) k, 7, SIZE / 4, 4,
+                                     ALPHA, BETA, 0);
+        g_autofree char *s1 = g_strdup_printf ("policy.operation=%s", ops[k]);
+        g_autofree char *s2 = g_strdup_printf ("policy.algorithm=%s",
+                                               (*a)->name);
+        const char *sets[] = { s1, s2, NULL };
+        SimRunSummary sum;
+        GArray *rows;
+
+        g_assert_cmpstr (pol_coll_kind_name ((PolCollKind) k), ==, ops[k]);
+        if (isnan (want))
+          continue;
+        rows = run_rows (sets, &sum);
+        g_assert_cmpuint (rows->len, ==, ITERS * 7);
+        for (guint i = 0; i < rows->len; i++)
+          {
+            Row *r = &g_array_index (rows, Row, i);
+
+            g_assert_cmpfloat_with_epsilon (r->start,
+                                            (double) r->iteration * want,
+                                            1e-9 * ITERS * want);
+            g_assert_cmpfloat_with_epsilon (r->end - r->start, want,
+                                            1e-9 * want);
+            g_assert_cmpfloat (r->comm, ==, r->end - r->start);
+            g_assert_cmpfloat (r->compute + r->wait, ==, 0);
+          }
+        g_assert_cmpfloat_with_epsilon (sum.sim_time, ITERS * want,
+                                        1e-9 * ITERS * want);
+        g_array_unref (rows);
+        runs++;
+      }
+  /* naive does all 8, tree 3, ring 4, halving-doubling 3 */
+  g_assert_cmpint (runs, >=, 18);
+}
+
+/* verify = false: timing only, the same times. */
+static void
+test_timing_only (void)
+{
+  const char *sets[] = { "policy.operation=all-to-all", "policy.algorithm=naive",
+                         NULL };
+  const char *sets_t[] = { "policy.operation=all-to-all", "policy.algorithm=naive",
+                           "policy.verify=false", NULL };
+  SimRunSummary a, b;
+  GArray *ra = run_rows (sets, &a), *rb = run_rows (sets_t, &b);
+
+  g_assert_cmpfloat (a.sim_time, ==, b.sim_time);
+  g_assert_cmpfloat (a.sim_time, >, 0);
+  g_array_unref (ra);
+  g_array_unref (rb);
+}
+
+/* Bad keys: one line naming [policy] and the fix. */
+static void
+test_errors (void)
+{
+  static const struct {
+    const char *extra, *want;
+  } cases[] = {
+    { "operation = scatter\nalgorithm = ring\nsize = 4004B\n",
+      "[policy] algorithm: ring does not do scatter; use one that does: naive" },
+    { "operation = all-to-all\nalgorithm = tree\nsize = 4004B\n",
+      "[policy] algorithm: tree does not do all-to-all; use one that does: naive" },
+    { "root = 7\n", "[policy] root: 7 is not a rank of the 7 workers; use 0 to 6" },
+    { "size = 1GB\n", "[policy] verify: real buffers for 7 ranks" },
+    { "operation = transpose\n", "[policy] operation" },
+    { "operation = all-to-all\nalgorithm = naive\nverify = false\n",
+      "[policy] operation: all-to-all among 4097 workers makes" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_auto (GStrv) parts = g_strsplit (scenario, "workers = 7", 2);
+      /* the case that names 4097 workers runs with them */
+      g_autofree char *base = g_strjoinv (strstr (cases[i].want, "4097")
+                                          ? "workers = 4097" : "workers = 7",
+                                          parts);
+      g_autofree char *text = g_strconcat (base, cases[i].extra, NULL);
+      g_autofree char *msg = test_load_scenario_error (text);
+
+      if (!strstr (msg, cases[i].want))
+        g_error ("case %u: got \"%s\"", i, msg);
+    }
+}
+
+/* `dtsim run` prints the bus bandwidth, size / time x 2(p-1)/p for an
+ * all-reduce, in place of samples/s, and writes the messages. */
+static void
+test_table (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-collective-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename (dir, "c.ini", NULL);
+  g_autofree char *db = g_build_filename (dir, "c.db", NULL);
+  g_autofree char *out = NULL, *err = NULL, *text = NULL;
+  g_autofree char *want = NULL;
+  const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
+  double t = pol_coll_cost (ring, POL_COLL_ALLREDUCE, 7, SIZE / 4, 4, ALPHA,
+                            BETA, 0);
+
+  text = g_strconcat (scenario, "size = 4004B\n[trace]\ndetail = messages\n"
+                      "[sweep]\ncluster.workers = 7\n", NULL);
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db,
+                                   NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "bus GB/s"));
+  g_assert_null (strstr (out, "samples/s"));
+  want = g_strdup_printf (" %.4g\n", SIZE / t * 2 * 6 / 7 / 1e9);
+  if (!strstr (out, want))
+    g_error ("no \"%s\" in:\n%s", want, out);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM messages"), ==,
+                   ITERS * 2 * 7 * 6);
+  g_remove (db);
+  g_remove (ini);
+  g_rmdir (dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/collective/operations", test_operations);
+  g_test_add_func ("/collective/timing-only", test_timing_only);
+  g_test_add_func ("/collective/errors", test_errors);
+  g_test_add_func ("/collective/table", test_table);
+  return g_test_run ();
+}
