@@ -47,7 +47,8 @@ naive_build (PolCollOp *op, PolCollKind kind, GError **error)
 /* p-1 concurrent sends to the root, p-1 reductions in a row, p-1 concurrent
  * sends back: 2 (alpha + n beta) + (p-1) n gamma. */
 static double
-naive_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
+naive_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+            gsize n, double elem_bytes, double alpha,
             double beta, double gamma)
 {
   double N = (double) n * elem_bytes;    /* bytes of the whole buffer */
