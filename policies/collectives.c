@@ -716,9 +716,11 @@ extern const PolCollAlgorithm pol_coll_ring;
 extern const PolCollAlgorithm pol_coll_tree;
 extern const PolCollAlgorithm pol_coll_hd;
 extern const PolCollAlgorithm pol_coll_naive;
+extern const PolCollAlgorithm pol_coll_hier;
 
 static const PolCollAlgorithm *const coll_algorithms[] = {
-  &pol_coll_ring, &pol_coll_tree, &pol_coll_hd, &pol_coll_naive, NULL,
+  &pol_coll_ring, &pol_coll_tree, &pol_coll_hd, &pol_coll_naive,
+  &pol_coll_hier, NULL,
 };
 
 const void *const *
