@@ -102,6 +102,14 @@ int net_network_n_links (const NetNetwork *net);
 const char *net_network_host_name (const NetNetwork *net, int host);
 /* Host id by name, or -1. */
 int net_network_host_id (const NetNetwork *net, const char *name);
+/* Locality: every host has a group id (>= 0), and hosts with the same one
+ * share a node (or a rack), so that a collective can keep traffic inside
+ * it (policies/coll-hier.c).  A new host's group is its own id (alone);
+ * the nodes topology gives each node's GPUs one group, racks each rack's
+ * hosts.  A topology numbering its groups from the id of its first host
+ * never merges them with hosts added before or after it. */
+void net_network_set_host_group (NetNetwork *net, int host, int group);
+int net_network_host_group (const NetNetwork *net, int host);
 double net_network_link_bandwidth (const NetNetwork *net, int link);
 double net_network_link_latency (const NetNetwork *net, int link);
 /* Adds a full-duplex cable: the one-way links "<prefix>.up" and

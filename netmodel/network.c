@@ -162,6 +162,8 @@ struct NetNetwork {
   NetContention contention;
   GPtrArray *host_names;   /* char*, owned; index = host id */
   GHashTable *host_ids;    /* name (owned by host_names) -> id + 1 */
+  GArray *host_groups;     /* int; index = host id: the group (node, rack)
+                              of each host, its own id by default */
   GArray *links;           /* NetLink; index = link id */
   GPtrArray *link_names;   /* char*, owned; index = link id */
   GHashTable *link_ids;    /* name (owned by link_names) -> id + 1 */
@@ -297,6 +299,7 @@ net_network_new (EngSim *sim, NetContention contention)
   net->contention = contention;
   net->host_names = g_ptr_array_new_with_free_func (g_free);
   net->host_ids = g_hash_table_new (g_str_hash, g_str_equal);
+  net->host_groups = g_array_new (FALSE, FALSE, sizeof (int));
   net->links = g_array_new (FALSE, TRUE, sizeof (NetLink));
   net->link_names = g_ptr_array_new_with_free_func (g_free);
   net->link_ids = g_hash_table_new (g_str_hash, g_str_equal);
@@ -351,6 +354,7 @@ net_network_free (NetNetwork *net)
   g_ptr_array_free (net->link_names, TRUE);
   g_hash_table_destroy (net->host_ids);
   g_ptr_array_free (net->host_names, TRUE);
+  g_array_unref (net->host_groups);
   g_free (net);
 }
 
@@ -370,6 +374,7 @@ net_network_add_host (NetNetwork *net, const char *name)
   copy = g_strdup (name);
   g_ptr_array_add (net->host_names, copy);
   g_hash_table_insert (net->host_ids, copy, GINT_TO_POINTER (id + 1));
+  g_array_append_val (net->host_groups, id);
   return id;
 }
 
@@ -502,6 +507,26 @@ net_network_host_name (const NetNetwork *net, int host)
   g_return_val_if_fail (net != NULL, NULL);
   g_return_val_if_fail (host_valid (net, host), NULL);
   return g_ptr_array_index (net->host_names, host);
+}
+
+/* Puts host `host` in group `group` (>= 0): hosts with equal groups share
+ * a node (or rack), which locality-aware collectives read. */
+void
+net_network_set_host_group (NetNetwork *net, int host, int group)
+{
+  g_return_if_fail (net != NULL);
+  g_return_if_fail (host_valid (net, host));
+  g_return_if_fail (group >= 0);
+  g_array_index (net->host_groups, int, host) = group;
+}
+
+/* The group of host `host`: its id unless a topology set another. */
+int
+net_network_host_group (const NetNetwork *net, int host)
+{
+  g_return_val_if_fail (net != NULL, -1);
+  g_return_val_if_fail (host_valid (net, host), -1);
+  return g_array_index (net->host_groups, int, host);
 }
 
 /* The id of the host named `name`, or -1 when there is none. */

@@ -17,7 +17,9 @@
  * Shared: a GPU's NVLink by its flows (and, with one NIC per node, by its
  * off-node flows too); a node's NIC by every off-node flow of its GPUs.
  * Routes are computed when asked (nodes_route) from the link ids of each GPU
- * and NIC.
+ * and NIC.  Each node's GPUs form one host group (net_network_host_group):
+ * group = id of GPU 0 + node index, i.e. the node index when the network
+ * holds nothing else.
  */
 #include "netmodel/netmodel.h"
 
@@ -148,7 +150,7 @@ nodes_route (gconstpointer ctx, int src, int dst, int *links, int max)
   return 4;
 }
 
-/* Adds the GPUs with their NVLink cables, then the NICs. */
+/* Adds the GPUs with their NVLink cables and host groups, then the NICs. */
 static void
 nodes_add (NetNetwork *net, const NetTopologyParams *p, const NodesShape *shape,
            NodesRoutes *s)
@@ -162,7 +164,11 @@ nodes_add (NetNetwork *net, const NetTopologyParams *p, const NodesShape *shape,
                                                  h / shape->gpus,
                                                  h % shape->gpus);
 
-      net_network_add_host (net, p->names[h]);
+      int host = net_network_add_host (net, p->names[h]);
+
+      /* numbered from the first GPU's id, so that no group of these meets
+       * the default group (own id) of a host outside this topology */
+      net_network_set_host_group (net, host, s->first + h / shape->gpus);
       net_network_add_cable (net, prefix, shape->intra_bw, shape->intra_lat,
                              &s->nv_up[h], &s->nv_down[h]);
     }

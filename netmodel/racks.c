@@ -15,7 +15,9 @@
  * touched); across racks, [a.up, rack(a).up, rack(b).down, b.down].  Shared:
  * what a star shares, plus every flow leaving a rack shares its uplink and
  * every flow entering a rack its downlink.  Routes are computed when asked
- * (racks_route) from the link ids of each host and rack.
+ * (racks_route) from the link ids of each host and rack.  Each rack's hosts
+ * form one host group (net_network_host_group): group = id of host 0 + rack
+ * index, i.e. the rack index when the network holds nothing else.
  */
 #include "netmodel/netmodel.h"
 
@@ -193,6 +195,10 @@ racks_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   s->rack_up = s->down + p->n_hosts;
   s->rack_down = s->rack_up + shape.n_racks;
   s->first = net_topology_add_hosts (net, p, s->up, s->down);
+  /* one host group per rack, numbered from the first host's id so that it
+   * meets no default group (own id) of a host outside this topology */
+  for (int h = 0; h < p->n_hosts; h++)
+    net_network_set_host_group (net, s->first + h, s->first + h / s->size);
   for (int r = 0; r < shape.n_racks; r++)
     {
       g_autofree char *up_name = g_strdup_printf ("rack%d.up", r);

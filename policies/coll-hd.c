@@ -286,7 +286,8 @@ hd_cost_doubling (HdCost *c)
  * ((p-1)/p) n gamma; otherwise + (alpha + n beta + n gamma) before and
  * (alpha + n beta) after, lg p' and p' in place of lg p and p. */
 static double
-hd_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
+hd_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+         gsize n, double elem_bytes, double alpha,
          double beta, double gamma)
 {
   HdCost c = { .eb = elem_bytes, .alpha = alpha, .beta = beta,

@@ -159,7 +159,8 @@ naive_build (PolCollOp *op, PolCollKind kind, GError **error G_GNUC_UNUSED)
  * other than the root has one of that size: not when n mod p = 1 and the
  * root is rank 0); C = floor(n/p) floats, all-to-all's block. */
 static double
-naive_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
+naive_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+            gsize n, double elem_bytes, double alpha,
             double beta, double gamma)
 {
   double N = (double) n * elem_bytes;    /* bytes of the whole buffer */

@@ -34,6 +34,10 @@ struct PolCollOp {
   gsize n;            /* floats per buffer */
   int root;           /* broadcast root (and tree/naive driver), in [0, p) */
   PolCollKind kind;   /* the collective asked for */
+  const int *group;   /* (p) locality: the group of each rank's host
+                         (net_network_host_group); ranks with equal values
+                         share a node or rack.  Every rank alone (all
+                         distinct) unless the topology says otherwise */
   gpointer state;     /* the algorithm's own data for `step`, set by `build`
                          (NULL = none) */
   GDestroyNotify state_free; /* frees `state` with the collective, or NULL */

@@ -95,7 +95,8 @@ ring_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
  * 2(p-1) steps is the longest); each of the p-1 reduce-scatter steps
  * reduces one block: + (p-1) M gamma. */
 static double
-ring_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
+ring_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+           gsize n, double elem_bytes, double alpha,
            double beta, double gamma)
 {
   double N = (double) n * elem_bytes;    /* bytes of the whole buffer */

@@ -87,7 +87,8 @@ tree_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
 /* Thakur et al. 2005: binomial broadcast ceil(lg p)(alpha + n beta); reduce
  * the same plus ceil(lg p) n gamma. */
 static double
-tree_cost (PolCollKind kind, int p, gsize n, double elem_bytes, double alpha,
+tree_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+           gsize n, double elem_bytes, double alpha,
            double beta, double gamma)
 {
   double N = (double) n * elem_bytes;    /* bytes of the whole buffer */

@@ -80,12 +80,13 @@ typedef struct {
 
 /* One running collective; owns everything it allocates. */
 typedef struct {
-  PolCollOp pub;      /* p, n, root, kind, state: what the algorithm reads;
-                         first member */
+  PolCollOp pub;      /* p, n, root, kind, group, state: what the algorithm
+                         reads; first member */
   const PolCollAlgorithm *alg;
   EngSim *sim;
   NetNetwork *net;
   int *hosts;         /* (p) host ids */
+  int *groups;        /* (p) their host groups, what pub.group points to */
   float **bufs;       /* (p) borrowed buffers, or NULL (timing only) */
   double elem_bytes;  /* bytes per element on the wire */
   double reduce_per_byte; /* s per byte reduced */
@@ -369,6 +370,7 @@ coll_op_free (CollOp *op)
     op->pub.state_free (op->pub.state);
   g_free (op->ranks);
   g_free (op->hosts);
+  g_free (op->groups);
   g_free (op->bufs);
   g_free (op->acc);
   g_free (op);
@@ -689,6 +691,10 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   op->net = a->net;
   op->pub.p = a->p;
   op->hosts = g_memdup2 (a->hosts, sizeof (int) * (gsize) a->p);
+  op->groups = g_new (int, a->p);
+  for (int r = 0; r < a->p; r++)
+    op->groups[r] = net_network_host_group (a->net, a->hosts[r]);
+  op->pub.group = op->groups;
   op->bufs = a->bufs ? g_memdup2 (a->bufs, sizeof (float *) * (gsize) a->p)
                      : NULL;
   op->pub.n = a->n;
@@ -723,9 +729,11 @@ extern const PolCollAlgorithm pol_coll_ring;
 extern const PolCollAlgorithm pol_coll_tree;
 extern const PolCollAlgorithm pol_coll_hd;
 extern const PolCollAlgorithm pol_coll_naive;
+extern const PolCollAlgorithm pol_coll_hier;
 
 static const PolCollAlgorithm *const coll_algorithms[] = {
-  &pol_coll_ring, &pol_coll_tree, &pol_coll_hd, &pol_coll_naive, NULL,
+  &pol_coll_ring, &pol_coll_tree, &pol_coll_hd, &pol_coll_naive,
+  &pol_coll_hier, NULL,
 };
 
 const void *const *
@@ -842,6 +850,17 @@ pol_coll_cost (const PolCollAlgorithm *alg, PolCollKind kind, int p,
                gsize n, double elem_bytes, double alpha, double beta,
                double reduce_per_byte)
 {
+  return pol_coll_cost_grouped (alg, kind, p, 1, n, elem_bytes, alpha, beta,
+                                reduce_per_byte);
+}
+
+double
+pol_coll_cost_grouped (const PolCollAlgorithm *alg, PolCollKind kind, int p,
+                       int group, gsize n, double elem_bytes, double alpha,
+                       double beta, double reduce_per_byte)
+{
   g_return_val_if_fail (alg != NULL && p >= 1, NAN);
-  return alg->cost (kind, p, n, elem_bytes, alpha, beta, reduce_per_byte);
+  g_return_val_if_fail (group >= 1 && p % group == 0, NAN);
+  return alg->cost (kind, p, group, n, elem_bytes, alpha, beta,
+                    reduce_per_byte);
 }

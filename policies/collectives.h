@@ -9,9 +9,8 @@
  * buffer when the last byte arrives, in the order the algorithm defines.  An
  * optional reduction cost (seconds per byte reduced) delays each reduction.
  *
- * Algorithms are registered by name (PolCollAlgorithm): ring, tree,
- * halving-doubling, naive, each in its own file (policies/coll-*.c) and run
- * by one executor (policies/collectives.c).  docs/collectives.md gives each
+ * Algorithms are registered by name (PolCollAlgorithm), each in its own
+ * file (policies/coll-*.c) and run by one executor (policies/collectives.c).  docs/collectives.md gives each
  * one's steps and cost formula with its source.
  */
 #ifndef DTSIM_COLLECTIVES_H
@@ -95,10 +94,12 @@ typedef struct {
    * rank reaches it.  NULL: the programs are the ones `build` stored. */
   gboolean (*step) (const PolCollOp *op, int rank, guint index,
                     PolCollStep *out);
-  /* Its cost formula, as pol_coll_cost() documents; NaN for a kind it does
-   * not do. */
-  double (*cost) (PolCollKind kind, int p, gsize n, double elem_bytes,
-                  double alpha, double beta, double reduce_per_byte);
+  /* Its cost formula, as pol_coll_cost_grouped() documents (`group` ranks
+   * per node, dividing p; only a locality-aware algorithm reads it); NaN
+   * for a kind it does not do. */
+  double (*cost) (PolCollKind kind, int p, int group, gsize n,
+                  double elem_bytes, double alpha, double beta,
+                  double reduce_per_byte);
 } PolCollAlgorithm;
 
 const PolCollAlgorithm *pol_coll_lookup (const char *name);
@@ -132,6 +133,15 @@ gboolean pol_coll_check (PolCollKind kind, int p, gsize n, int root,
 double pol_coll_cost (const PolCollAlgorithm *alg, PolCollKind kind, int p,
                       gsize n, double elem_bytes, double alpha, double beta,
                       double reduce_per_byte);
+/* The same when the p ranks form groups of `group` ranks each (hosts
+ * sharing a node or rack, net_network_host_group; group >= 1 divides p):
+ * routes inside a group and across still all have alpha and beta, so only
+ * an algorithm that moves data by group (hierarchical) depends on it.
+ * pol_coll_cost() is this with group = 1 (every rank alone, as on a star). */
+double pol_coll_cost_grouped (const PolCollAlgorithm *alg, PolCollKind kind,
+                              int p, int group, gsize n, double elem_bytes,
+                              double alpha, double beta,
+                              double reduce_per_byte);
 
 /* Work counters of the executor (test-only: tests/test-collectives.c
  * bounds the work per transfer with them; nothing in a run reads them).

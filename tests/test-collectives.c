@@ -2,7 +2,8 @@
  * test-collectives.c — unit tests of the collectives (policies/collectives.c).
  *
  * Every run is on a star of p hosts built directly (rank r on host r), so a
- * route has latency alpha = 2 l and bandwidth B: beta = 1 / B s/byte.  With
+ * route has latency alpha = 2 l and bandwidth B: beta = 1 / B s/byte (the
+ * hierarchical tests at the end also run on nodes and racks).  With
  * contention = none the simulated time must equal both pol_coll_cost() and
  * the closed form written out here (docs/collectives.md), to 1e-9 relative.
  * N = n * ELEM bytes is the whole buffer, gamma the reduction cost (s/byte).
@@ -61,8 +62,11 @@ on_done (EngSim *sim, gpointer ctx, gpointer data)
   run->t_done = eng_sim_now (sim);
 }
 
+/* A run on `topology` (its own keys in `values`, NULL = defaults) of p
+ * hosts with links of LINK_BW and LINK_LAT, rank r on host r. */
 static Run *
-run_new (int p, gsize n, NetContention contention)
+run_new_on (const char *topology, const BaseValues *values, int p, gsize n,
+            NetContention contention)
 {
   Run *run = g_new0 (Run, 1);
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
@@ -75,9 +79,11 @@ run_new (int p, gsize n, NetContention contention)
   tp.names = (const char *const *) names->pdata;
   tp.bandwidth = LINK_BW;
   tp.latency = LINK_LAT;
+  tp.values = values;
   run->sim = eng_sim_new ();
   run->net = net_network_new (run->sim, contention);
-  g_assert_true (net_topology_star.build (run->net, &tp, &error));
+  g_assert_true (net_topology_lookup (topology)->build (run->net, &tp,
+                                                         &error));
   g_assert_no_error (error);
   run->p = p;
   run->n = n;
@@ -96,6 +102,12 @@ run_new (int p, gsize n, NetContention contention)
       run->orig[r] = g_memdup2 (run->bufs[r], sizeof (float) * MAX (n, 1));
     }
   return run;
+}
+
+static Run *
+run_new (int p, gsize n, NetContention contention)
+{
+  return run_new_on ("star", NULL, p, n, contention);
 }
 
 static void
@@ -229,7 +241,7 @@ test_allreduce_uneven (gconstpointer alg_data)
       assert_time (t, pol_coll_cost (pol_coll_lookup (alg),
                                      POL_COLL_ALLREDUCE, p, N_ODD, ELEM,
                                      ALPHA, BETA, GAMMA));
-      if (strcmp (alg, "ring") == 0)
+      if (strcmp (alg, "ring") == 0 || strcmp (alg, "hierarchical") == 0)
         assert_time (t, 2.0 * (p - 1) * ALPHA + 2.0 * (p - 1) * M * BETA
                         + (p - 1) * M * GAMMA);
       else if (strcmp (alg, "halving-doubling") != 0)
@@ -297,7 +309,7 @@ test_reduce_cost (gconstpointer alg_data)
       run = run_new (p, N_EVEN, NET_CONTENTION_NONE);
       t1 = run_coll (run, alg, POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
       run_free (run);
-      if (strcmp (alg, "ring") == 0)
+      if (strcmp (alg, "ring") == 0 || strcmp (alg, "hierarchical") == 0)
         term = (double) (p - 1) / p * N * GAMMA;
       else if (strcmp (alg, "tree") == 0)
         term = log2_ceil (p) * N * GAMMA;
@@ -495,6 +507,11 @@ test_unsupported (void)
     { "halving-doubling", POL_COLL_SCATTER },
     { "halving-doubling", POL_COLL_GATHER },
     { "halving-doubling", POL_COLL_ALLTOALL },
+    { "hierarchical", POL_COLL_REDUCE_SCATTER },
+    { "hierarchical", POL_COLL_ALLGATHER },
+    { "hierarchical", POL_COLL_BROADCAST },
+    { "hierarchical", POL_COLL_REDUCE }, { "hierarchical", POL_COLL_SCATTER },
+    { "hierarchical", POL_COLL_GATHER }, { "hierarchical", POL_COLL_ALLTOALL },
   };
   const int pvals[] = { 1, 4 };
 
@@ -520,7 +537,8 @@ test_unsupported (void)
 static void
 test_registry (void)
 {
-  const char *names[] = { "ring", "tree", "halving-doubling", "naive" };
+  const char *names[] = { "ring", "tree", "halving-doubling", "naive",
+                          "hierarchical" };
   const PolCollAlgorithm *const *all = pol_coll_all ();
   int n = 0;
 
@@ -572,12 +590,14 @@ test_concurrent (void)
  * to do add at most one per rank.  (Before ranks were woken exactly, a rank
  * whose message had not arrived ran its sender, which ran its own, around
  * the ring: p + 2 looks per transfer of ring all-reduce, 10 at p = 8.)
- * Ring, tree and halving-doubling generate their steps and store none;
- * naive stores 2p steps on the root and 2 on each other rank. */
+ * Ring, tree, halving-doubling and hierarchical (here, every rank alone:
+ * a ring) generate their steps and store none; naive stores 2p steps on the
+ * root and 2 on each other rank. */
 static void
 test_work_bound (void)
 {
-  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
+                         "hierarchical" };
   const int pvals[] = { 8, 64, 256 };
 
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
@@ -838,10 +858,463 @@ test_operations_maxmin (void)
     }
 }
 
+/* --- hierarchical on groups ---------------------------------------------- */
+
+#define NVL_BW   (8 * LINK_BW)   /* bytes/s, each GPU's link in its node */
+#define NVL_LAT  2e-7            /* s, the same */
+#define SW_LAT   1e-6            /* s, racks: each rack-to-core link */
+#define OVERSUB  2.0             /* racks: oversubscription */
+
+/* A nodes network of p GPUs, `gpus` per node (the last node partly filled
+ * when gpus does not divide p), NVLink of NVL_BW and NVL_LAT, NICs of
+ * LINK_BW and LINK_LAT: one per node, or one per GPU with nic_gpu. */
+static Run *
+run_new_nodes (int p, gsize n, NetContention contention, int gpus,
+               gboolean nic_gpu)
+{
+  BaseValues *v = base_values_new ();
+  Run *run;
+
+  base_values_set_int (v, "network.gpus_per_node", gpus);
+  base_values_set_double (v, "network.intra_bandwidth", NVL_BW);
+  base_values_set_double (v, "network.intra_latency", NVL_LAT);
+  base_values_set_int (v, "network.nic", nic_gpu);
+  run = run_new_on ("nodes", v, p, n, contention);
+  base_values_free (v);
+  return run;
+}
+
+/* A racks network of p hosts, racks of `size`, oversubscription OVERSUB
+ * (a rack's links carry U = size LINK_BW / OVERSUB), switch latency
+ * SW_LAT. */
+static Run *
+run_new_racks (int p, gsize n, NetContention contention, int size)
+{
+  BaseValues *v = base_values_new ();
+  Run *run;
+
+  base_values_set_int (v, "network.rack_size", size);
+  base_values_set_double (v, "network.oversubscription", OVERSUB);
+  base_values_set_double (v, "network.switch_latency", SW_LAT);
+  run = run_new_on ("racks", v, p, n, contention);
+  base_values_free (v);
+  return run;
+}
+
+/* Replaces the inputs by small integers (|x| <= 8), which any order of
+ * additions sums exactly in float. */
+static void
+run_set_integers (Run *run)
+{
+  for (int r = 0; r < run->p; r++)
+    for (gsize i = 0; i < run->n; i++)
+      run->bufs[r][i] = run->orig[r][i]
+        = (float) ((int) ((7 * (gsize) r + 13 * i + i * i % 5) % 17) - 8);
+}
+
+/* Every rank holds exactly the element-wise sum of the inputs. */
+static void
+assert_allreduce_exact (Run *run)
+{
+  for (gsize i = 0; i < run->n; i++)
+    {
+      double sum = 0;
+
+      for (int r = 0; r < run->p; r++)
+        sum += run->orig[r][i];
+      for (int r = 0; r < run->p; r++)
+        g_assert_cmpfloat (run->bufs[r][i], ==, sum);
+    }
+}
+
+/* On nodes of 1, 2, 3, 4 and 8 GPUs, for every p from 2 to 16 (a partly
+ * filled last node whenever the node size does not divide p, a single node
+ * when it exceeds p), both NIC layouts and both contention modes, every
+ * rank ends with exactly the element-wise sum, for n = N_ODD and for n = 5
+ * (fewer elements than blocks: empty ranges); a timing-only run takes the
+ * same time; random inputs give the sum to 1e-5, bit-identical on every
+ * rank. */
+static void
+test_hier_nodes_data (void)
+{
+  const int gpus[] = { 1, 2, 3, 4, 8 };
+  const gsize ns[] = { N_ODD, 5 };
+
+  for (int p = 2; p <= 16; p++)
+    for (guint gi = 0; gi < G_N_ELEMENTS (gpus); gi++)
+      for (int nic = 0; nic < 2; nic++)
+        for (int c = 0; c < 2; c++)
+          for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
+            {
+              NetContention cont = c ? NET_CONTENTION_MAXMIN
+                                     : NET_CONTENTION_NONE;
+              Run *run = run_new_nodes (p, ns[k], cont, gpus[gi], nic);
+              Run *timing = run_new_nodes (p, ns[k], cont, gpus[gi], nic);
+              double t;
+
+              run_set_integers (run);
+              t = run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE,
+                            GAMMA, 0);
+              assert_allreduce_exact (run);
+              g_assert_cmpfloat (run_coll (timing, "hierarchical",
+                                           POL_COLL_ALLREDUCE, FALSE, GAMMA,
+                                           0), ==, t);
+              run_free (timing);
+              run_free (run);
+            }
+  for (int p = 2; p <= 16; p++)
+    for (guint gi = 0; gi < G_N_ELEMENTS (gpus); gi++)
+      {
+        Run *run = run_new_nodes (p, N_ODD, NET_CONTENTION_MAXMIN, gpus[gi],
+                                  FALSE);
+
+        run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
+        assert_allreduce_data (run);
+        run_free (run);
+      }
+}
+
+/* The smallest k >= 5 prime to p: r -> (k r + 3) mod p is a permutation. */
+static int
+coprime_step (int p)
+{
+  int k = 5;
+
+  for (;; k++)
+    {
+      int a = k, b = p;
+
+      while (b != 0)
+        {
+          int t = a % b;
+
+          a = b;
+          b = t;
+        }
+      if (a == 1)
+        return k;
+    }
+}
+
+/* Groups need not be contiguous, equal or in host order: on a star whose
+ * host groups are set by hand (uneven and interleaved: h*h mod 5, h mod 3;
+ * one lone host; fives), with the ranks on a permutation of the hosts,
+ * every rank ends with exactly the sum. */
+static void
+test_hier_scattered_groups (void)
+{
+  for (int p = 2; p <= 16; p++)
+    for (int pattern = 0; pattern < 4; pattern++)
+      {
+        Run *run = run_new (p, N_ODD, NET_CONTENTION_MAXMIN);
+        int k = coprime_step (p);
+
+        for (int h = 0; h < p; h++)
+          {
+            int group = pattern == 0 ? h * h % 5
+                        : pattern == 1 ? h % 3
+                        : pattern == 2 ? (h < p - 1 ? 0 : 1)
+                        : h / 5;
+
+            net_network_set_host_group (run->net, h, 100 + group);
+          }
+        for (int r = 0; r < p; r++)
+          run->hosts[r] = (k * r + 3) % p;
+        run_set_integers (run);
+        run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
+        assert_allreduce_exact (run);
+        run_free (run);
+      }
+}
+
+/* The closed form of hierarchical all-reduce for p ranks in m = p/g groups
+ * of g (docs/collectives.md) when routes inside a group have latency ai
+ * and 1/bi bytes/s, and across groups ao and 1/bo:
+ * (g-1)(2 ai + M1 (2 bi + gamma)) + (m-1)(2 ao + M2 (2 bo + gamma)),
+ * M1 = ceil(n/g) e and M2 = ceil(ceil(n/g)/m) e bytes. */
+static double
+closed_hier (int p, int g, gsize n, double ai, double bi, double ao,
+             double bo, double gamma)
+{
+  int m = p / g;
+  gsize m1 = (n + (gsize) g - 1) / (gsize) g;
+  double M1 = (double) m1 * ELEM;
+  double M2 = (double) ((m1 + (gsize) m - 1) / (gsize) m) * ELEM;
+
+  return (g - 1) * (2 * ai + M1 * (2 * bi + gamma))
+         + (m - 1) * (2 * ao + M2 * (2 * bo + gamma));
+}
+
+/* The same on this file's nodes network (netmodel/nodes.c): in a node the
+ * route is [nvlink up, nvlink down], ai = 2 il, bi = 1/iB; across nodes
+ * with one NIC per node [nvlink up, nic up, nic down, nvlink down],
+ * ao = 2 il + 2 l, bo = 1/min(iB, B), and with one NIC per GPU [nic up,
+ * nic down], ao = 2 l, bo = 1/B.  With max-min and one NIC per node, the
+ * g rings across nodes run in step (equal blocks) and share each node's
+ * NIC, g flows each way: bo = 1/min(iB, B/g), g times the bandwidth term
+ * while B/g <= iB. */
+static double
+closed_hier_nodes (int p, int g, gsize n, gboolean nic_gpu, gboolean maxmin,
+                   double gamma)
+{
+  double ao = nic_gpu ? 2 * LINK_LAT : 2 * NVL_LAT + 2 * LINK_LAT;
+  double bw = nic_gpu ? LINK_BW
+                      : MIN (NVL_BW, maxmin ? LINK_BW / g : LINK_BW);
+
+  return closed_hier (p, g, n, 2 * NVL_LAT, 1 / NVL_BW, ao, 1 / bw, gamma);
+}
+
+/* Simulated time equals the closed form on nodes of g GPUs, g dividing p:
+ * with contention none for any n, with max-min for n divisible by p
+ * (equal blocks keep every ring in step, so a link carries one flow of
+ * each ring crossing it at a time). */
+static void
+test_hier_nodes_time (void)
+{
+  const int gs[] = { 1, 2, 3, 4, 8 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+    for (guint gi = 0; gi < G_N_ELEMENTS (gs); gi++)
+      for (int nic = 0; nic < 2; nic++)
+        for (int c = 0; c < 3; c++)
+          {
+            int p = ps[i], g = gs[gi];
+            gboolean maxmin = c == 2;
+            gsize n = c == 1 ? N_ODD : N_EVEN;
+            Run *run;
+            double t;
+
+            if (p % g != 0)
+              continue;
+            run = run_new_nodes (p, n, maxmin ? NET_CONTENTION_MAXMIN
+                                              : NET_CONTENTION_NONE, g, nic);
+            t = run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE,
+                          GAMMA, 0);
+            assert_time (t, closed_hier_nodes (p, g, n, nic, maxmin, GAMMA));
+            assert_allreduce_data (run);
+            run_free (run);
+          }
+}
+
+/* On racks of g hosts (g dividing p): in a rack [a.up, b.down], ai = 2 l,
+ * bi = 1/B; across [a.up, rack up, rack down, b.down], ao = 2 l + 2 sl,
+ * bo = 1/min(B, U) with U = g B / o, and with max-min the g rings share
+ * the rack's links: bo = 1/min(B, U/g) = o/B. */
+static void
+test_hier_racks_time (void)
+{
+  const int gs[] = { 2, 4, 8 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+    for (guint gi = 0; gi < G_N_ELEMENTS (gs); gi++)
+      for (int c = 0; c < 2; c++)
+        {
+          int p = ps[i], g = gs[gi];
+          double U = g * LINK_BW / OVERSUB, bw;
+          Run *run;
+          double t;
+
+          if (p % g != 0)
+            continue;
+          bw = MIN (LINK_BW, c ? U / g : U);
+          run = run_new_racks (p, N_EVEN, c ? NET_CONTENTION_MAXMIN
+                                            : NET_CONTENTION_NONE, g);
+          t = run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE, GAMMA,
+                        0);
+          assert_time (t, closed_hier (p, g, N_EVEN, 2 * LINK_LAT,
+                                       1 / LINK_BW,
+                                       2 * LINK_LAT + 2 * SW_LAT, 1 / bw,
+                                       GAMMA));
+          assert_allreduce_data (run);
+          run_free (run);
+        }
+}
+
+/* pol_coll_cost_grouped (uniform links) is the time on a star whose hosts
+ * are set in groups of g, in blocks of consecutive ranks or interleaved
+ * (rank r in group r mod m), and on nodes whose NVLink is the NIC (one per
+ * GPU: every route 2 l and 1/B); with g = 1 or g = p it is the ring's. */
+static void
+test_hier_grouped_cost (void)
+{
+  const int gs[] = { 1, 2, 3, 4, 8 };
+  const PolCollAlgorithm *hier = pol_coll_lookup ("hierarchical");
+  const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
+
+  for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+    for (guint gi = 0; gi < G_N_ELEMENTS (gs); gi++)
+      for (int layout = 0; layout < 3; layout++)
+        {
+          int p = ps[i], g = gs[gi], m = p / g;
+          double want;
+          Run *run;
+
+          if (p % g != 0)
+            continue;
+          want = pol_coll_cost_grouped (hier, POL_COLL_ALLREDUCE, p, g, N_ODD,
+                                        ELEM, ALPHA, BETA, GAMMA);
+          assert_time (want, closed_hier (p, g, N_ODD, ALPHA, BETA, ALPHA,
+                                          BETA, GAMMA));
+          if (layout < 2)
+            {
+              run = run_new (p, N_ODD, NET_CONTENTION_NONE);
+              for (int r = 0; r < p; r++)
+                net_network_set_host_group (run->net, r,
+                                            layout == 0 ? r / g : r % m);
+            }
+          else
+            {
+              BaseValues *v = base_values_new ();
+
+              base_values_set_int (v, "network.gpus_per_node", g);
+              base_values_set_double (v, "network.intra_bandwidth", LINK_BW);
+              base_values_set_double (v, "network.intra_latency", LINK_LAT);
+              base_values_set_int (v, "network.nic", TRUE);
+              run = run_new_on ("nodes", v, p, N_ODD, NET_CONTENTION_NONE);
+              base_values_free (v);
+            }
+          assert_time (run_coll (run, "hierarchical", POL_COLL_ALLREDUCE,
+                                 TRUE, GAMMA, 0), want);
+          assert_allreduce_data (run);
+          run_free (run);
+        }
+  for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+    {
+      int p = ps[i];
+      double r = pol_coll_cost (ring, POL_COLL_ALLREDUCE, p, N_ODD, ELEM,
+                                ALPHA, BETA, GAMMA);
+
+      assert_time (pol_coll_cost_grouped (hier, POL_COLL_ALLREDUCE, p, 1,
+                                          N_ODD, ELEM, ALPHA, BETA, GAMMA), r);
+      assert_time (pol_coll_cost_grouped (hier, POL_COLL_ALLREDUCE, p, p,
+                                          N_ODD, ELEM, ALPHA, BETA, GAMMA), r);
+      assert_time (pol_coll_cost (hier, POL_COLL_ALLREDUCE, p, N_ODD, ELEM,
+                                  ALPHA, BETA, GAMMA), r);
+    }
+}
+
+/* Where a flat ring loses.  On nodes with max-min, the ring's link from
+ * the last GPU of node 0 to the first of node 1 carries all 2(p-1) of its
+ * blocks of n/p through one NIC of bandwidth B, so the ring takes at least
+ * 2 (p-1)/p N / B; hierarchical takes its closed form, which puts most
+ * bytes on NVLink.  So t_ring / t_hier >= that bound over the formula:
+ * about g (p-1)/p m/(m-1) with one NIC per GPU (g NICs per node carry the
+ * m-1 cross-node steps' n/(g m) each) and (p-1)/p m/(m-1) with one per
+ * node (its g rings share the NIC), less the NVLink terms.  A flat ring
+ * in place of hierarchical would fail both. */
+static void
+test_hier_vs_ring (void)
+{
+  static const struct {
+    int p, g;
+    gboolean nic_gpu;
+    double factor;  /* the bound over the formula is at least this */
+  } cases[] = {
+    { 16, 4, TRUE, 3.0 }, { 16, 8, TRUE, 5.0 }, { 16, 8, FALSE, 1.5 },
+    { 8, 4, FALSE, 1.4 },
+  };
+  const gsize n = 1024 * N_EVEN;  /* floats: bandwidth-bound */
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      int p = cases[i].p, g = cases[i].g;
+      Run *a = run_new_nodes (p, n, NET_CONTENTION_MAXMIN, g,
+                              cases[i].nic_gpu);
+      Run *b = run_new_nodes (p, n, NET_CONTENTION_MAXMIN, g,
+                              cases[i].nic_gpu);
+      double t_hier = run_coll (a, "hierarchical", POL_COLL_ALLREDUCE, FALSE,
+                                0, 0);
+      double t_ring = run_coll (b, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0);
+      double want = closed_hier_nodes (p, g, n, cases[i].nic_gpu, TRUE, 0);
+      double bound = 2.0 * (p - 1) / p * (double) n * ELEM / LINK_BW;
+
+      assert_time (t_hier, want);
+      g_assert_cmpfloat (t_ring, >=, bound);
+      g_assert_cmpfloat (bound / want, >=, cases[i].factor);
+      g_assert_cmpfloat (t_ring / t_hier, >=, bound / want * (1 - 1e-9));
+      if (g_test_verbose ())
+        g_test_message ("p=%d g=%d nic=%s: ring %.6g s, hierarchical %.6g s "
+                        "(x%.3g, bound x%.3g)", p, g,
+                        cases[i].nic_gpu ? "gpu" : "node", t_ring, t_hier,
+                        t_ring / t_hier, bound / want);
+      run_free (a);
+      run_free (b);
+    }
+}
+
+/* With contention none the flat ring loses much less: a transfer never
+ * waits for bandwidth, and a rank sends its next block as soon as it has
+ * added the one it received, so the slow NIC hop does not hold the ring
+ * back.  Its time is the longest chain of 2(p-1) consecutive hops around
+ * the ring (eager sends; gamma = 0, p dividing n, M = n/p e): with c_o =
+ * ao + M bo a hop across nodes and c_i = ai + M bi one inside,
+ * x c_o + (2(p-1) - x) c_i, where x, the most node boundaries such a chain
+ * crosses, is 2m for g >= 3 (it can leave out two hops inside a node),
+ * 2m - 1 for g = 2 and 2(p-1) for g = 1.  Hierarchical still takes its
+ * closed form, a little less here. */
+static void
+test_hier_vs_ring_none (void)
+{
+  const int cases[][2] = { { 16, 4 }, { 16, 8 }, { 16, 2 }, { 12, 3 } };
+  const gsize n = 1024 * N_EVEN;
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    for (int nic = 0; nic < 2; nic++)
+      {
+        int p = cases[i][0], g = cases[i][1], m = p / g;
+        Run *a = run_new_nodes (p, n, NET_CONTENTION_NONE, g, nic);
+        Run *b = run_new_nodes (p, n, NET_CONTENTION_NONE, g, nic);
+        double M = (double) (n / (gsize) p) * ELEM;
+        double ao = nic ? 2 * LINK_LAT : 2 * NVL_LAT + 2 * LINK_LAT;
+        double c_o = ao + M / (nic ? LINK_BW : MIN (NVL_BW, LINK_BW));
+        double c_i = 2 * NVL_LAT + M / NVL_BW;
+        int x = g >= 3 ? 2 * m : g == 2 ? 2 * m - 1 : 2 * (p - 1);
+        double t_hier = run_coll (a, "hierarchical", POL_COLL_ALLREDUCE,
+                                  FALSE, 0, 0);
+        double t_ring = run_coll (b, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0);
+
+        assert_time (t_ring, x * c_o + (2 * (p - 1) - x) * c_i);
+        assert_time (t_hier, closed_hier_nodes (p, g, n, nic, FALSE, 0));
+        g_assert_cmpfloat (t_hier, <, t_ring);
+        run_free (a);
+        run_free (b);
+      }
+}
+
+/* The executor's work on nodes stays at most 3 looks per transfer plus one
+ * per rank, nothing is stored, and the transfers are those of the steps:
+ * 2(g-1) inside the node and 2(m-1) across per rank. */
+static void
+test_hier_work_bound (void)
+{
+  const int pvals[] = { 64, 256 };
+
+  for (guint k = 0; k < G_N_ELEMENTS (pvals); k++)
+    {
+      int p = pvals[k], g = 8, m = p / g;
+      Run *run = run_new_nodes (p, 4 * (gsize) p + 1, NET_CONTENTION_NONE, g,
+                                FALSE);
+      PolCollStats a, b;
+      guint64 transfers;
+
+      pol_coll_stats (&a);
+      run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, FALSE, GAMMA, 0);
+      pol_coll_stats (&b);
+      transfers = b.transfers - a.transfers;
+      g_assert_cmpuint (transfers, ==,
+                        (guint64) p * (2 * (g - 1) + 2 * (m - 1)));
+      g_assert_cmpuint (b.examined - a.examined, <=,
+                        3 * transfers + (guint64) p);
+      g_assert_cmpuint (b.stored_steps - a.stored_steps, ==, 0);
+      run_free (run);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
-  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
+                         "hierarchical" };
 
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/collectives/registry", test_registry);
@@ -878,5 +1351,20 @@ main (int argc, char **argv)
   g_test_add_data_func ("/collectives/naive/broadcast", "naive",
                         test_broadcast);
   g_test_add_data_func ("/collectives/ring/broadcast", "ring", test_broadcast);
+  g_test_add_func ("/collectives/hierarchical/nodes/data",
+                   test_hier_nodes_data);
+  g_test_add_func ("/collectives/hierarchical/scattered-groups",
+                   test_hier_scattered_groups);
+  g_test_add_func ("/collectives/hierarchical/nodes/time",
+                   test_hier_nodes_time);
+  g_test_add_func ("/collectives/hierarchical/racks/time",
+                   test_hier_racks_time);
+  g_test_add_func ("/collectives/hierarchical/grouped-cost",
+                   test_hier_grouped_cost);
+  g_test_add_func ("/collectives/hierarchical/vs-ring", test_hier_vs_ring);
+  g_test_add_func ("/collectives/hierarchical/vs-ring-none",
+                   test_hier_vs_ring_none);
+  g_test_add_func ("/collectives/hierarchical/work-bound",
+                   test_hier_work_bound);
   return g_test_run ();
 }

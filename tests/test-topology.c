@@ -574,6 +574,72 @@ test_nodes_defaults (void)
   fixture_clear (&fx);
 }
 
+/* --- host groups ------------------------------------------------------- */
+
+/* Locality for the collectives (net_network_host_group): nodes groups a
+ * node's GPUs (10 GPUs, 4 per node: groups 0 0 0 0 1 1 1 1 2 2), racks a
+ * rack's hosts (rack_size 3), every other topology leaves each host alone
+ * (group = its id).  A topology built after other hosts numbers its groups
+ * from its first host, so its groups never meet theirs. */
+static void
+test_host_groups (void)
+{
+  const char *alone[] = { "star", "fat-tree", "ring" };
+  Fixture fx;
+  NetTopologyParams p;
+
+  fx.names = host_names (10);
+  p = params (fx.names);
+  set_int (&p, "gpus_per_node", 4);
+  fixture_init (&fx, "nodes", p);
+  for (int h = 0; h < 10; h++)
+    g_assert_cmpint (net_network_host_group (fx.net, h), ==, h / 4);
+  fixture_clear (&fx);
+
+  fx.names = host_names (10);
+  p = params (fx.names);
+  set_int (&p, "rack_size", 3);
+  fixture_init (&fx, "racks", p);
+  for (int h = 0; h < 10; h++)
+    g_assert_cmpint (net_network_host_group (fx.net, h), ==, h / 3);
+  fixture_clear (&fx);
+
+  for (guint t = 0; t < G_N_ELEMENTS (alone); t++)
+    {
+      fx.names = host_names (8);
+      fixture_init (&fx, alone[t], params (fx.names));
+      for (int h = 0; h < 8; h++)
+        g_assert_cmpint (net_network_host_group (fx.net, h), ==, h);
+      fixture_clear (&fx);
+    }
+
+  /* two hosts before the nodes' GPUs, one after */
+  {
+    EngSim *sim = eng_sim_new ();
+    NetNetwork *net = net_network_new (sim, NET_CONTENTION_NONE);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) names = host_names (6);
+    int last;
+
+    net_network_add_host (net, "a");
+    net_network_add_host (net, "b");
+    p = params (names);
+    set_int (&p, "gpus_per_node", 4);
+    g_assert_true (net_topology_lookup ("nodes")->build (net, &p, &error));
+    g_assert_no_error (error);
+    last = net_network_add_host (net, "c");
+    g_assert_cmpint (net_network_host_group (net, 0), ==, 0);
+    g_assert_cmpint (net_network_host_group (net, 1), ==, 1);
+    for (int h = 2; h < 8; h++)
+      g_assert_cmpint (net_network_host_group (net, h), ==, 2 + (h - 2) / 4);
+    g_assert_cmpint (net_network_host_group (net, last), ==, last);
+    net_network_set_host_group (net, last, 2);
+    g_assert_cmpint (net_network_host_group (net, last), ==, 2);
+    net_network_free (net);
+    eng_sim_free (sim);
+  }
+}
+
 /* --- named links --------------------------------------------------------- */
 
 /* Racks of 4, non-blocking (U = 4 B).  rack0.up degraded to B / 2 with
@@ -1039,6 +1105,7 @@ main (int argc, char **argv)
   g_test_add_func ("/topology/nodes/shared-nic", test_nodes_shared_nic);
   g_test_add_func ("/topology/nodes/nic-per-gpu", test_nodes_nic_per_gpu);
   g_test_add_func ("/topology/nodes/defaults", test_nodes_defaults);
+  g_test_add_func ("/topology/host-groups", test_host_groups);
   int status = g_test_run ();
   base_values_free (values);
   return status;

@@ -37,7 +37,8 @@ int test_run_dtsim_argv (const char *cwd, char **out, char **err, const char *co
 
 /* The closed form of an all-reduce of N bytes among p ranks with contention
  * = none, every route of latency alpha (s) and 1/beta bytes/s, gamma s per
- * byte reduced (docs/collectives.md): ring (Patarasuk & Yuan 2009), tree,
+ * byte reduced (docs/collectives.md): ring (Patarasuk & Yuan 2009; also
+ * hierarchical, whose ranks are each alone on such a network), tree,
  * naive, halving-doubling (Rabenseifner 2004; Thakur et al. 2005 when p is
  * not a power of two).  Ring and halving-doubling assume the element count
  * divisible by p (resp. by the largest power of two <= p). */

@@ -1,0 +1,247 @@
+/*
+ * coll-hier.c — the hierarchical all-reduce: ring reduce-scatter inside
+ * each group of ranks that share a node (or rack), ring all-reduce across
+ * the groups among the ranks holding the same block, ring all-gather
+ * inside each group (Horovod's NCCL reduce-scatter / MPI all-reduce / NCCL
+ * all-gather; Huawei HCCL's hierarchical all-reduce).  The groups are the
+ * host groups the topology gives (PolCollOp.group).  Its steps, its cost
+ * and how it cuts the buffer for groups of unequal sizes are in
+ * docs/collectives.md, "hierarchical"; the executor that runs them is
+ * policies/collectives.c.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/coll-program.h"
+#include "policies/policy.h"
+
+/* The groups of one collective, from `build`: O(p) ints, then every step
+ * is a formula of (rank, index) over them. */
+typedef struct {
+  int m;         /* groups, numbered 0 .. m-1 in order of their lowest rank */
+  int G;         /* blocks the buffer is cut into: the largest group's size */
+  int *grp;      /* (p) each rank's group */
+  int *loc;      /* (p) each rank's local index: its place in its group, by
+                    rank index */
+  int *start;    /* (m + 1) group j's ranks are members[start[j] ..
+                    start[j+1]) */
+  int *members;  /* (p) the ranks, by group, then by rank */
+  int storage[]; /* of the four */
+} HierGroups;
+
+/* Numbers the groups of op->group densely, in order of their lowest rank,
+ * and lists each group's ranks. */
+static HierGroups *
+hier_groups_new (const PolCollOp *op)
+{
+  int p = op->p;
+  g_autoptr (GHashTable) dense = g_hash_table_new (g_int_hash, g_int_equal);
+  HierGroups *h = g_malloc (sizeof (HierGroups)
+                            + sizeof (int) * (4 * (gsize) p + 1));
+  int *fill;     /* (m) next free place of each group in members */
+
+  h->grp = h->storage;
+  h->loc = h->grp + p;
+  h->members = h->loc + p;
+  h->start = h->members + p;  /* m + 1 <= p + 1 ints */
+  h->m = 0;
+  for (int r = 0; r < p; r++)
+    {
+      gpointer j;
+
+      /* keys point into op->group, which lives as long as `dense` */
+      if (!g_hash_table_lookup_extended (dense, &op->group[r], NULL, &j))
+        {
+          j = GINT_TO_POINTER (h->m++);
+          g_hash_table_insert (dense, (gpointer) &op->group[r], j);
+        }
+      h->grp[r] = GPOINTER_TO_INT (j);
+    }
+  memset (h->start, 0, sizeof (int) * ((gsize) h->m + 1));
+  for (int r = 0; r < p; r++)
+    h->start[h->grp[r] + 1]++;
+  h->G = 0;
+  for (int j = 0; j < h->m; j++)
+    {
+      h->G = MAX (h->G, h->start[j + 1]);
+      h->start[j + 1] += h->start[j];
+    }
+  fill = g_memdup2 (h->start, sizeof (int) * (gsize) h->m);
+  for (int r = 0; r < p; r++)  /* in rank order: members sorted by rank */
+    {
+      h->loc[r] = fill[h->grp[r]] - h->start[h->grp[r]];
+      h->members[fill[h->grp[r]]++] = r;
+    }
+  g_free (fill);
+  return h;
+}
+
+/* All-reduce only; the groups are numbered once, here. */
+static gboolean
+hier_build (PolCollOp *op, PolCollKind kind, GError **error)
+{
+  if (kind != POL_COLL_ALLREDUCE)
+    return pol_coll_unsupported ("hierarchical", kind, error);
+  op->state = hier_groups_new (op);
+  op->state_free = g_free;
+  return TRUE;
+}
+
+/* Blocks [*b0, *b1) of G that local rank l of a group of g <= G owns: the
+ * blocks cut in g contiguous shares as pol_shard_bounds() cuts elements,
+ * so a full group (g = G) owns one block per rank. */
+static void
+owned_blocks (int G, int g, int l, int *b0, int *b1)
+{
+  gsize lo, hi;
+
+  pol_shard_bounds ((gsize) G, g, l, &lo, &hi);
+  *b0 = (int) lo;
+  *b1 = (int) hi;
+}
+
+/* The local index, in a group of g <= G ranks, of the owner of block b: the
+ * inverse of owned_blocks (the first G % g ranks own q + 1 blocks). */
+static int
+block_owner (int G, int g, int b)
+{
+  int q = G / g, rem = G % g;
+
+  return b < rem * (q + 1) ? b / (q + 1) : rem + (b - rem * (q + 1)) / q;
+}
+
+/* Elements [*lo, *hi) of local rank l's chunk, its blocks together. */
+static void
+chunk_bounds (const PolCollOp *op, int g, int l, gsize *lo, gsize *hi)
+{
+  const HierGroups *h = op->state;
+  int b0, b1;
+  gsize x;
+
+  owned_blocks (h->G, g, l, &b0, &b1);
+  pol_shard_bounds (op->n, h->G, b0, lo, &x);
+  pol_shard_bounds (op->n, h->G, b1 - 1, &x, hi);
+}
+
+/* Step k of rank r's ring inside its group j (g ranks, local index l), a
+ * send when `send`: the reduce-scatter (rs) leaves local l with the
+ * group's sum of chunk l (in step k it sends chunk l-k-1 to l+1 and adds
+ * chunk l-k-2 from l-1); the all-gather starts from it (sends chunk l-k,
+ * copies chunk l-k-1). */
+static gboolean
+intra_step (const PolCollOp *op, int r, int k, gboolean send, gboolean rs,
+            PolCollStep *out)
+{
+  const HierGroups *h = op->state;
+  int j = h->grp[r], l = h->loc[r];
+  int g = h->start[j + 1] - h->start[j];
+  int c = pol_coll_mod (l - k - (rs ? 1 : 0) - (send ? 0 : 1), g);
+  gsize lo, hi;
+
+  chunk_bounds (op, g, c, &lo, &hi);
+  if (send)
+    return pol_coll_step_send (out, h->members[h->start[j]
+                                               + (l + 1 == g ? 0 : l + 1)],
+                               lo, hi, 0);
+  return pol_coll_step_recv (out, h->members[h->start[j]
+                                             + (l == 0 ? g - 1 : l - 1)],
+                             lo, hi,
+                             rs ? POL_COLL_RECV_REDUCE : POL_COLL_RECV_COPY);
+}
+
+/* The rank of group j that owns block b. */
+static int
+owner_rank (const HierGroups *h, int j, int b)
+{
+  int g = h->start[j + 1] - h->start[j];
+
+  return h->members[h->start[j] + block_owner (h->G, g, b)];
+}
+
+/* Step `i` (< 4(m-1)) of rank r's ring all-reduce of block b across the m
+ * groups, r standing for its group j: the ring of the owners of b, in
+ * group order, cuts it into m sub-blocks; a reducing pass (step k: send
+ * sub-block j-k, add j-k-1) then a copying one (send j-k+1, copy j-k),
+ * as coll-ring.c does for the whole buffer. */
+static gboolean
+cross_step (const PolCollOp *op, int r, int b, int i, PolCollStep *out)
+{
+  const HierGroups *h = op->state;
+  int m = h->m, j = h->grp[r];
+  int pass = i / (2 * (m - 1)), k = i % (2 * (m - 1)) / 2;
+  gboolean send = i % 2 == 0;
+  int s = pol_coll_mod (j - k + pass - (send ? 0 : 1), m);
+  gsize blo, bhi, lo, hi;
+
+  pol_shard_bounds (op->n, h->G, b, &blo, &bhi);
+  pol_shard_bounds (bhi - blo, m, s, &lo, &hi);
+  if (send)
+    return pol_coll_step_send (out, owner_rank (h, j + 1 == m ? 0 : j + 1, b),
+                               blo + lo, blo + hi, 0);
+  return pol_coll_step_recv (out, owner_rank (h, j == 0 ? m - 1 : j - 1, b),
+                             blo + lo, blo + hi,
+                             pass == 0 ? POL_COLL_RECV_REDUCE
+                                       : POL_COLL_RECV_COPY);
+}
+
+/* Step `index` of rank r: 2(g-1) steps of reduce-scatter in its group,
+ * 4(m-1) per block it owns (in increasing block order, which every rank
+ * shares, so no ring waits on a later one), 2(g-1) of all-gather. */
+static gboolean
+hier_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
+{
+  const HierGroups *h = op->state;
+  int j = h->grp[r], g = h->start[j + 1] - h->start[j];
+  guint intra = 2 * (guint) (g - 1), per = 4 * (guint) (h->m - 1);
+  int b0, b1;
+
+  if (index < intra)
+    return intra_step (op, r, (int) index / 2, index % 2 == 0, TRUE, out);
+  index -= intra;
+  owned_blocks (h->G, g, h->loc[r], &b0, &b1);
+  if (index < per * (guint) (b1 - b0))
+    return cross_step (op, r, b0 + (int) (index / per), (int) (index % per),
+                       out);
+  index -= per * (guint) (b1 - b0);
+  if (index < intra)
+    return intra_step (op, r, (int) index / 2, index % 2 == 0, FALSE, out);
+  return FALSE;
+}
+
+/* Uniform links, p ranks in m = p/g groups of g: the reduce-scatter and
+ * the all-gather of block 0 (M1 = ceil(n/g) elements, the largest) are
+ * chains of g-1 transfers each, the ring all-reduce of block 0 across the
+ * groups one of 2(m-1) on sub-blocks of M2 = ceil(M1/m), and every other
+ * block's path is no longer:
+ * (g-1)(2 alpha + M1 (2 beta + gamma)) + (m-1)(2 alpha + M2 (2 beta + gamma)).
+ * g = 1 and g = p give the ring's formula. */
+static double
+hier_cost (PolCollKind kind, int p, int group, gsize n, double elem_bytes,
+           double alpha, double beta, double gamma)
+{
+  int g = group, m;
+  gsize M1, M2;     /* elements */
+
+  if (kind != POL_COLL_ALLREDUCE || g < 1 || p % g != 0)
+    return NAN;
+  m = p / g;
+  M1 = (n + (gsize) g - 1) / (gsize) g;
+  M2 = (M1 + (gsize) m - 1) / (gsize) m;
+  return (g - 1) * (2 * alpha + (double) M1 * elem_bytes * (2 * beta + gamma))
+         + (m - 1) * (2 * alpha
+                      + (double) M2 * elem_bytes * (2 * beta + gamma));
+}
+
+const PolCollAlgorithm pol_coll_hier = {
+  .name = "hierarchical",
+  .description = "ring reduce-scatter inside each node, ring all-reduce "
+                 "across nodes, ring all-gather inside each node",
+  .source = "Horovod hierarchical allreduce (NCCL reduce-scatter, MPI "
+            "allreduce, NCCL allgather; horovod PR 411, 2018); Huawei "
+            "HCCL, Hierarchical Communication Principles",
+  .build = hier_build,
+  .step = hier_step,
+  .cost = hier_cost,
+};
