@@ -347,7 +347,18 @@ test_builtin_matches_file (void)
       g_assert_cmpstr (x->kind, ==, y->kind);
       g_assert_cmpfloat (x->bandwidth, ==, y->bandwidth);
       g_assert_cmpfloat (x->latency, ==, y->latency);
+      g_assert_cmpfloat (x->efficiency, ==, y->efficiency);
     }
+  g_assert_cmpuint (sim_catalog_n_kinds (b), ==, sim_catalog_n_kinds (f));
+  for (guint i = 0; i < sim_catalog_n_kinds (b); i++)
+    {
+      const SimLinkKind *x = sim_catalog_kind_at (b, i), *y = sim_catalog_kind_at (f, i);
+      g_assert_cmpstr (x->name, ==, y->name);
+      g_assert_cmpstr (x->description, ==, y->description);
+      g_assert_cmpfloat (x->efficiency, ==, y->efficiency);
+      g_assert_cmpfloat (x->step_overhead, ==, y->step_overhead);
+    }
+  g_assert_cmpfloat (sim_catalog_launch_overhead (b), ==, sim_catalog_launch_overhead (f));
 }
 
 /* -------------------------------------------------------------- lookup -- */
@@ -381,6 +392,8 @@ write_catalog (const char *name, const char *text)
 #define GOOD_DEVICE \
   "[device:x]\ndescription = test\nflops = 1TFLOPS\nmemory_bandwidth = 1GBps\nefficiency = 0.5\n"
 #define GOOD_LINK "[link:y]\nkind = pcie\ndescription = test\nbandwidth = 1GBps\nlatency = 1us\n"
+#define GOOD_KIND "[kind:pcie]\ndescription = test\nefficiency = 0.75\nstep_overhead = 5us\n"
+#define GOOD_COLLECTIVES "[collectives]\ndescription = test\nlaunch_overhead = 8us\n"
 
 typedef struct {
   const char *test;   /* test path suffix */
@@ -414,6 +427,8 @@ static const BadCase bad_cases[] = {
     "[link:y] kind", "unknown kind 'token-ring'; use one of: ethernet, infiniband, pcie, nvlink" },
   { "group", GOOD_DEVICE "[gpu:z]\nflops = 1TFLOPS\n", NULL,
     "unknown group [gpu:z]; a catalog has only [device:NAME] and [link:NAME] groups" },
+  { "group-help", GOOD_DEVICE "[gpu:z]\nflops = 1TFLOPS\n", NULL,
+    "groups, plus [kind:NAME] and [collectives] (see docs/hardware.md)" },
   { "name", "[device:A 100]\ndescription = t\n", NULL,
     "[device:A 100]: 'A 100' is not a valid name; use lower-case letters" },
   { "twice-group", GOOD_DEVICE "\n" GOOD_DEVICE, NULL,
@@ -421,6 +436,23 @@ static const BadCase bad_cases[] = {
   { "twice-key", GOOD_DEVICE "flops = 2TFLOPS\n", "[device:x] flops",
     "set twice (lines 3 and 6); keep one" },
   { "syntax", "flops = 1TFLOPS\n", NULL, "cannot read hardware catalog:" },
+  { "kind-name", GOOD_LINK "[kind:token-ring]\ndescription = t\nefficiency = 0.5\nstep_overhead = 1us\n",
+    NULL, "[kind:token-ring]: unknown link kind 'token-ring'; use one of: ethernet, infiniband, pcie, nvlink" },
+  { "kind-missing", GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 0.5\n",
+    "[kind:pcie] step_overhead", "missing; every link kind needs it, e.g. step_overhead = 3.4us" },
+  { "kind-unknown-key", GOOD_LINK GOOD_KIND "bandwidth = 1GBps\n", "[kind:pcie] bandwidth",
+    "unknown key; the keys of a link kind are: description, efficiency, step_overhead" },
+  { "kind-percent", GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 80%\nstep_overhead = 1us\n",
+    "[kind:pcie] efficiency", "'80%' is not valid; expected" },
+  { "step-overhead-unit", GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 0.8\nstep_overhead = 3.4\n",
+    "[kind:pcie] step_overhead", "'3.4' has no unit; write it with one, e.g. 3.4us" },
+  { "collectives-name", GOOD_LINK "[collectives:nccl]\ndescription = t\nlaunch_overhead = 8us\n", NULL,
+    "[collectives:nccl]: the [collectives] group takes no name; write [collectives]" },
+  { "collectives-missing", GOOD_LINK "[collectives]\ndescription = t\n",
+    "[collectives] launch_overhead",
+    "missing; every [collectives] group needs it, e.g. launch_overhead = 8.4us" },
+  { "collectives-twice", GOOD_LINK GOOD_COLLECTIVES GOOD_COLLECTIVES, NULL,
+    "[collectives] appears twice" },
   { "empty", "# nothing\n", NULL, "no entries;" },
 };
 
@@ -518,6 +550,72 @@ test_good_small (void)
   g_unlink (path);
 }
 
+/* A bad efficiency, of a kind or of a link, is refused with exactly this
+ * line: the file, the [group] key, the value, the range and a valid value. */
+static void
+test_bad_efficiency_message (void)
+{
+  struct { const char *text, *want; } cases[] = {
+    { GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 1.2\nstep_overhead = 1us\n",
+      "[kind:pcie] efficiency: '1.2' must be in (0, 1]; write a share such as efficiency = 0.8" },
+    { GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 0\nstep_overhead = 1us\n",
+      "[kind:pcie] efficiency: '0' must be in (0, 1]; write a share such as efficiency = 0.8" },
+    { "[link:y]\nkind = nvlink\ndescription = t\nbandwidth = 1GBps\nlatency = 1us\n"
+      "efficiency = -0.5\n",
+      "[link:y] efficiency: '-0.5' must be in (0, 1]; write a share such as efficiency = 0.76667" },
+    { GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency =\nstep_overhead = 1us\n",
+      "[kind:pcie] efficiency: empty value; give one, e.g. efficiency = 0.8" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = write_catalog ("efficiency.ini", cases[i].text);
+      g_autoptr (GError) error = NULL;
+      g_autoptr (SimCatalog) c = sim_catalog_load (path, &error);
+      g_assert_null (c);
+      g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+      g_autofree char *want = g_strdup_printf ("%s: %s", path, cases[i].want);
+      g_assert_cmpstr (error->message, ==, want);
+      g_unlink (path);
+    }
+}
+
+/* A link takes its own efficiency, else its kind's, else 1; the overheads
+ * are the kind's and the [collectives] group's, 0 where absent. */
+static void
+test_good_kinds (void)
+{
+  g_autofree char *path = write_catalog (
+    "kinds.ini", GOOD_LINK
+    "[link:own]\nkind = pcie\ndescription = t\nbandwidth = 2GBps\nlatency = 1us\nefficiency = 0.5\n"
+    "[link:nv]\nkind = nvlink\ndescription = t\nbandwidth = 3GBps\nlatency = 1us\n"
+    GOOD_KIND GOOD_COLLECTIVES);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SimCatalog) c = sim_catalog_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (link_of (c, "y")->efficiency, ==, 0.75);   /* the kind's, written after it */
+  g_assert_cmpfloat (link_of (c, "own")->efficiency, ==, 0.5);  /* its own wins */
+  g_assert_cmpfloat (link_of (c, "nv")->efficiency, ==, 1.0);   /* no [kind:nvlink]: raw */
+  g_assert_cmpuint (sim_catalog_n_kinds (c), ==, 1);
+  const SimLinkKind *k = sim_catalog_kind (c, "PCIe");
+  g_assert_true (k == sim_catalog_kind_at (c, 0));
+  g_assert_cmpstr (k->name, ==, "pcie");
+  g_assert_cmpstr (k->description, ==, "test");
+  g_assert_null (sim_catalog_kind (c, "nvlink"));
+  assert_rel (sim_catalog_step_overhead (c, "pcie"), 5e-6);
+  g_assert_cmpfloat (sim_catalog_step_overhead (c, "nvlink"), ==, 0.0);
+  assert_rel (sim_catalog_launch_overhead (c), 8e-6);
+  g_unlink (path);
+
+  /* no [kind:] and no [collectives]: every figure as before, overheads 0 */
+  g_autofree char *plain = write_catalog ("plain.ini", GOOD_LINK);
+  g_autoptr (SimCatalog) p = sim_catalog_load (plain, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (link_of (p, "y")->efficiency, ==, 1.0);
+  g_assert_cmpuint (sim_catalog_n_kinds (p), ==, 0);
+  g_assert_cmpfloat (sim_catalog_launch_overhead (p), ==, 0.0);
+  g_unlink (plain);
+}
+
 /* -------------------------------------------------------- dtsim hardware -- */
 
 /* dtsim with the arguments (NULL-terminated), run in tmpdir. */
@@ -605,6 +703,8 @@ main (int argc, char **argv)
       g_test_add_data_func (name, &bad_cases[i], test_bad);
     }
   g_test_add_func ("/hardware/bad/missing-file", test_bad_missing_file);
+  g_test_add_func ("/hardware/bad/efficiency-message", test_bad_efficiency_message);
+  g_test_add_func ("/hardware/good/kinds", test_good_kinds);
   for (gsize i = 0; i < G_N_ELEMENTS (fuzz_cases); i++)
     {
       g_autofree char *name = g_strdup_printf ("/hardware/fuzz/%s/%" G_GSIZE_FORMAT,
