@@ -182,6 +182,29 @@ test_builtin_derivations (void)
   assert_rel (link_of (c, "nvlink3")->bandwidth, 600e9 / 2);
   assert_rel (link_of (c, "nvlink4")->bandwidth, 900e9 / 2);
   assert_rel (link_of (c, "ib-hdr")->latency, 600e-9);
+
+  /* what links deliver: every kind has its group; a link without its own
+   * efficiency has its kind's */
+  for (const char *const *k = sim_link_kinds (); *k; k++)
+    g_assert_nonnull (sim_catalog_kind (c, *k));
+  assert_rel (link_of (c, "ib-hdr")->efficiency, 24e9 / 25e9);  /* 24 of 25 GB/s per HDR NIC */
+  assert_rel (link_of (c, "ib-edr")->efficiency, 12e9 / 12.5e9);
+  assert_rel (link_of (c, "200gbe")->efficiency, sim_catalog_kind (c, "ethernet")->efficiency);
+  assert_rel (link_of (c, "pcie4-x16")->efficiency, sim_catalog_kind (c, "pcie")->efficiency);
+  g_assert_cmpfloat_with_epsilon (link_of (c, "pcie4-x16")->efficiency, 25e9 / 31.508e9, 0.005);
+  assert_rel (sim_catalog_kind (c, "nvlink")->efficiency, 20.0 / 25.0);  /* 128-byte payloads */
+  /* TCP/IPv4 with timestamps in 1500-byte frames: 1448 of 1538 bytes on the line */
+  g_assert_cmpfloat_with_epsilon (link_of (c, "10gbe")->efficiency, 1448.0 / (1500 + 14 + 4 + 8 + 12),
+                                  5e-5);
+  /* NCCL's measured peaks: 230 of 300 GB/s (A100), 370 of 450 GB/s (H100) */
+  g_assert_cmpfloat_with_epsilon (link_of (c, "nvlink3")->efficiency, 230.0 / 300, 5e-6);
+  g_assert_cmpfloat_with_epsilon (link_of (c, "nvlink4")->efficiency, 370.0 / 450, 5e-6);
+  /* NCCL tuning.cc, ring, Simple protocol: hwLat per step, baseLat per collective */
+  assert_rel (sim_catalog_step_overhead (c, "nvlink"), 3.4e-6);
+  assert_rel (sim_catalog_step_overhead (c, "pcie"), 5.7e-6);
+  assert_rel (sim_catalog_step_overhead (c, "infiniband"), 14e-6);
+  assert_rel (sim_catalog_step_overhead (c, "ethernet"), 14e-6);
+  assert_rel (sim_catalog_launch_overhead (c), 8.4e-6);
 }
 
 /* ------------------------------------------- docs/hardware.md's tables -- */
@@ -287,14 +310,39 @@ test_docs_match (void)
   for (guint r = 0; r < links->len; r++)
     {
       char **cells = g_ptr_array_index (links, r);
-      g_assert_cmpuint (g_strv_length (cells), ==, 4);
+      g_assert_cmpuint (g_strv_length (cells), ==, 5);
       const SimLinkSpec *l = link_of (c, cells[0]);
       g_assert_cmpstr (cells[1], ==, l->kind);
       check_figure (l->name, "bandwidth",
                     docs_figure (cells[2], SIM_UNIT_BANDWIDTH, l->name, "bandwidth"), l->bandwidth);
       check_figure (l->name, "latency",
                     docs_figure (cells[3], SIM_UNIT_TIME, l->name, "latency"), l->latency);
+      check_figure (l->name, "efficiency",
+                    docs_figure (cells[4], SIM_UNIT_NONE, l->name, "efficiency"), l->efficiency);
     }
+
+  /* What links deliver: every kind's group, and the launch overhead */
+  g_autoptr (GPtrArray) kinds = docs_table (text, "| kind | efficiency | step overhead |");
+  g_assert_cmpuint (kinds->len, ==, sim_catalog_n_kinds (c));
+  for (guint r = 0; r < kinds->len; r++)
+    {
+      char **cells = g_ptr_array_index (kinds, r);
+      g_assert_cmpuint (g_strv_length (cells), ==, 3);
+      const SimLinkKind *k = sim_catalog_kind (c, cells[0]);
+      if (!k)
+        g_error ("docs/hardware.md, What links deliver: no [kind:%s] in the catalog", cells[0]);
+      check_figure (k->name, "efficiency",
+                    docs_figure (cells[1], SIM_UNIT_NONE, k->name, "efficiency"), k->efficiency);
+      check_figure (k->name, "step overhead",
+                    docs_figure (cells[2], SIM_UNIT_TIME, k->name, "step overhead"),
+                    k->step_overhead);
+    }
+  g_autoptr (GPtrArray) launch = docs_table (text, "| collective | launch overhead |");
+  g_assert_cmpuint (launch->len, ==, 1);
+  char **cells = g_ptr_array_index (launch, 0);
+  check_figure ("collectives", "launch overhead",
+                docs_figure (cells[1], SIM_UNIT_TIME, "collectives", "launch overhead"),
+                sim_catalog_launch_overhead (c));
 }
 
 /* The table parser itself: citations and backticks go, "-" is none. */
@@ -648,6 +696,11 @@ test_cli_builtin (void)
   assert_contains (out, "3.35 TB/s");
   assert_contains (out, "50 GB/s");
   assert_contains (out, "(400 Gb/s)");
+  /* nvlink3: its efficiency and what it delivers; the kinds; the launch */
+  assert_contains (out, "0.76667     230 GB/s");
+  assert_contains (out, "\nLink kinds (");
+  assert_contains (out, "\nnvlink      0.8         3.4 us\n");
+  assert_contains (out, "\nCollectives: launch overhead 8.4 us per collective\n");
   const char *header = strstr (out, "name ");
   const char *h100 = strstr (out, "\nh100 ") + 1;
   g_assert_cmpint (strstr (header, "FP32") - header, ==, strstr (h100, "67 TFLOP/s") - h100);
