@@ -79,10 +79,26 @@ fuzz_check_catalog (const SimCatalog *c)
       fuzz_expect (g_strv_contains (sim_link_kinds (), l->kind), l->name, "an unknown kind");
       fuzz_expect (isfinite (l->bandwidth) && l->bandwidth > 0, l->name, "bandwidth not > 0");
       fuzz_expect (isfinite (l->latency) && l->latency >= 0, l->name, "latency not >= 0");
+      fuzz_expect (l->efficiency > 0 && l->efficiency <= 1, l->name,
+                   "efficiency outside (0, 1]");
       const SimLinkSpec *found = sim_catalog_link (c, l->name);
       fuzz_expect (found && g_ascii_strcasecmp (found->name, l->name) == 0, l->name,
                    "a name its lookup does not find");
     }
+  for (guint i = 0; i < sim_catalog_n_kinds (c); i++)
+    {
+      const SimLinkKind *k = sim_catalog_kind_at (c, i);
+      fuzz_expect (k->name && k->description, k->name, "a NULL name or description");
+      fuzz_expect (g_strv_contains (sim_link_kinds (), k->name), k->name, "an unknown kind");
+      fuzz_expect (k->efficiency > 0 && k->efficiency <= 1, k->name,
+                   "efficiency outside (0, 1]");
+      fuzz_expect (isfinite (k->step_overhead) && k->step_overhead >= 0, k->name,
+                   "step_overhead not >= 0");
+      fuzz_expect (sim_catalog_kind (c, k->name) == k, k->name,
+                   "a kind its lookup does not find");
+    }
+  double launch = sim_catalog_launch_overhead (c);
+  fuzz_expect (isfinite (launch) && launch >= 0, "[collectives]", "launch_overhead not >= 0");
   g_free (sim_catalog_names (c, TRUE));
   g_free (sim_catalog_names (c, FALSE));
 }

@@ -4,7 +4,8 @@
  * Hosts are GPUs; they fill nodes of `gpus_per_node` in host order (the last
  * node may hold fewer).  Inside node i, GPU j has a full-duplex NVLink-like
  * cable to the node's internal switch: "node<i>.gpu<j>.nvlink.up" and
- * "node<i>.gpu<j>.nvlink.down", each of `intra_bandwidth` and
+ * "node<i>.gpu<j>.nvlink.down", each of `intra_bandwidth` x
+ * `intra_efficiency` (the share of the raw rate the link delivers) and
  * `intra_latency`.  Between nodes, a non-blocking switch, reached:
  *   - nic_per_gpu FALSE: by one NIC per node, shared by its GPUs:
  *     "node<i>.nic.up" and "node<i>.nic.down", of `bandwidth` and `latency`;
@@ -46,6 +47,9 @@ static const BaseKey keys[] = {
   { .section = "network", .key = "intra_bandwidth", .type = BASE_KEY_QUANTITY,
     .unit = BASE_UNIT_BANDWIDTH, .def = "0", .min = 0, .max = BASE_BIG,
     .doc = "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth)." },
+  { .section = "network", .key = "intra_efficiency", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_NONE, .def = "1", .min = 0, .max = 1, .open = BASE_OPEN_MIN,
+    .doc = "nodes: share of intra_bandwidth each GPU's link delivers, in (0, 1]: it carries intra_bandwidth x intra_efficiency. Default 1; intra_fabric's catalog figure where intra_bandwidth is not set." },
   { .section = "network", .key = "intra_latency", .type = BASE_KEY_QUANTITY,
     .unit = BASE_UNIT_TIME, .def = "0", .min = 0, .max = BASE_BIG,
     .doc = "nodes: latency of each GPU's link inside its node." },
@@ -63,6 +67,7 @@ nodes_resolve (const NetNetwork *net, const NetTopologyParams *p,
   int gpus_per_node = (int) base_values_int (p->values, "network.gpus_per_node");
   double intra_bandwidth = base_values_double (p->values, "network.intra_bandwidth");
   double intra_latency = base_values_double (p->values, "network.intra_latency");
+  double intra_efficiency = base_values_double (p->values, "network.intra_efficiency");
   gboolean nic_per_gpu = base_values_int (p->values, "network.nic") != 0;
   if (!net_topology_check_hosts ("nodes", net, p, error))
     return FALSE;
@@ -88,10 +93,19 @@ nodes_resolve (const NetNetwork *net, const NetTopologyParams *p,
                    intra_latency);
       return FALSE;
     }
+  if (!(intra_efficiency >= 0 && intra_efficiency <= 1))
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "nodes topology: expected intra_efficiency in (0, 1] (or 0 "
+                   "for 1), found %g", intra_efficiency);
+      return FALSE;
+    }
   s->gpus = gpus_per_node > 0 ? gpus_per_node : NODES_DEFAULT_GPUS;
   s->n_nodes = (p->n_hosts + s->gpus - 1) / s->gpus;
   s->intra_bw = intra_bandwidth > 0 ? intra_bandwidth
                                        : NODES_DEFAULT_INTRA_X * p->bandwidth;
+  if (intra_efficiency > 0)
+    s->intra_bw *= intra_efficiency;
   s->intra_lat = intra_latency;
   s->per_gpu = nic_per_gpu != FALSE;
   if (!isfinite (s->intra_bw))

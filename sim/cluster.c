@@ -31,7 +31,9 @@ sim_topology_params (const SimConfig *c, GPtrArray *names)
   NetTopologyParams p = {
     .n_hosts = (int) names->len,
     .names = (const char *const *) names->pdata,
-    .bandwidth = c->bandwidth,
+    /* what the links deliver: 1 x a bandwidth written as a number, unless
+     * the scenario gives an efficiency too */
+    .bandwidth = c->bandwidth * c->net_efficiency,
     .latency = c->latency,
     .values = c->values,
   };

@@ -6,7 +6,11 @@
  * with their unit, whether they are required and their bounds; loading walks
  * the key file's groups against those tables.  Every quantity must carry its
  * unit ("19.5TFLOPS", not "19.5e12"): a catalog is read by people checking it
- * against datasheets, where a bare number's unit is a guess.  The built-in
+ * against datasheets, where a bare number's unit is a guess.  What holds for
+ * a whole kind of link ([kind:NAME]: its efficiency, its collective step
+ * overhead) and for every collective ([collectives]) is written once, not
+ * per entry; after reading, each link's efficiency is resolved from its own
+ * key, else its kind's, so users of a SimLinkSpec never look further.  The built-in
  * catalog is scenarios/hardware.ini as compiled into the binary by
  * glib-compile-resources (sim/dtsim.gresource.xml), at /org/dtsim/hardware.ini.
  */
@@ -29,10 +33,18 @@ GResource *dtsim_get_resource (void);
 #define BUILTIN_PATH "/org/dtsim/hardware.ini"
 #define BUILTIN_LABEL "built-in hardware.ini"
 
+/* The [collectives] group. */
+typedef struct {
+  char *description;      /* one line: where the figures come from */
+  double launch_overhead; /* seconds per collective, >= 0 */
+} CatalogCollectives;
+
 struct SimCatalog {
   char *source;        /* path, or BUILTIN_LABEL */
   GPtrArray *devices;  /* SimDevice*, in file order */
   GPtrArray *links;    /* SimLinkSpec*, in file order */
+  GPtrArray *kinds;    /* SimLinkKind*, in file order */
+  CatalogCollectives *collectives; /* NULL = no [collectives] group */
 };
 
 typedef enum { CK_TEXT, CK_QUANTITY } CatalogKeyType;
@@ -46,11 +58,14 @@ typedef struct {
   double min, max;        /* CK_QUANTITY: bounds, max inclusive */
   gboolean min_open;      /* min itself is not allowed */
   const char *example;    /* a valid value, shown in messages */
-  gsize offset;           /* field in SimDevice or SimLinkSpec */
+  gsize offset;           /* field in SimDevice, SimLinkSpec, SimLinkKind
+                             or CatalogCollectives */
 } CatalogKey;
 
 #define DEV(f) offsetof (SimDevice, f)
 #define LNK(f) offsetof (SimLinkSpec, f)
+#define KND(f) offsetof (SimLinkKind, f)
+#define COL(f) offsetof (CatalogCollectives, f)
 #define BIG 1e300
 
 static const CatalogKey device_keys[] = {
@@ -69,6 +84,19 @@ static const CatalogKey link_keys[] = {
   { "kind", CK_TEXT, 0, TRUE, 0, 0, 0, "infiniband", LNK (kind) },
   { "bandwidth", CK_QUANTITY, SIM_UNIT_BANDWIDTH, TRUE, 0, BIG, TRUE, "200Gbps", LNK (bandwidth) },
   { "latency", CK_QUANTITY, SIM_UNIT_TIME, TRUE, 0, BIG, FALSE, "600ns", LNK (latency) },
+  /* optional: where this entry is measured to differ from its kind */
+  { "efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.76667", LNK (efficiency) },
+};
+
+static const CatalogKey kind_keys[] = {
+  { "description", CK_TEXT, 0, TRUE, 0, 0, 0, "NVLink: 128-byte payloads", KND (description) },
+  { "efficiency", CK_QUANTITY, SIM_UNIT_NONE, TRUE, 0, 1, TRUE, "0.8", KND (efficiency) },
+  { "step_overhead", CK_QUANTITY, SIM_UNIT_TIME, TRUE, 0, BIG, FALSE, "3.4us", KND (step_overhead) },
+};
+
+static const CatalogKey collectives_keys[] = {
+  { "description", CK_TEXT, 0, TRUE, 0, 0, 0, "NCCL's base latency", COL (description) },
+  { "launch_overhead", CK_QUANTITY, SIM_UNIT_TIME, TRUE, 0, BIG, FALSE, "8.4us", COL (launch_overhead) },
 };
 
 static const char *const link_kinds[] = { "ethernet", "infiniband", "pcie", "nvlink", NULL };
@@ -96,6 +124,14 @@ link_free (SimLinkSpec *l)
   g_free (l);
 }
 
+static void
+kind_free (SimLinkKind *k)
+{
+  g_free (k->name);
+  g_free (k->description);
+  g_free (k);
+}
+
 void
 sim_catalog_free (SimCatalog *catalog)
 {
@@ -104,6 +140,10 @@ sim_catalog_free (SimCatalog *catalog)
   g_free (catalog->source);
   g_ptr_array_unref (catalog->devices);
   g_ptr_array_unref (catalog->links);
+  g_ptr_array_unref (catalog->kinds);
+  if (catalog->collectives)
+    g_free (catalog->collectives->description);
+  g_free (catalog->collectives);
   g_free (catalog);
 }
 
@@ -198,11 +238,80 @@ read_group (GKeyFile *kf, const char *file, const char *group, const char *what,
             return fail (error, file, where, "'%s' must be %s 0%s%s", text,
                          k->min_open ? "greater than" : "at least",
                          k->unit != SIM_UNIT_NONE ? " " : "", sim_unit_base_name (k->unit));
-          return fail (error, file, where, "'%s' must be in (0, 1]", text);
+          return fail (error, file, where, "'%s' must be in (0, 1]; write a share such as %s = %s",
+                       text, k->key, k->example);
         }
       *(double *) field = v;
     }
   return TRUE;
+}
+
+/* Reads the [link:NAME] group `group` into a new entry of `c` and checks
+ * its kind. */
+static gboolean
+read_link (SimCatalog *c, GKeyFile *kf, const char *file, const char *group,
+           const char *name, GError **error)
+{
+  SimLinkSpec *l = g_new0 (SimLinkSpec, 1);
+  l->name = g_strdup (name);
+  g_ptr_array_add (c->links, l);
+  if (!read_group (kf, file, group, "link", link_keys, G_N_ELEMENTS (link_keys), l, error))
+    return FALSE;
+  if (!g_strv_contains (link_kinds, l->kind))
+    {
+      g_autofree char *where = g_strdup_printf ("[%s] kind", group);
+      g_autofree char *kinds = g_strjoinv (", ", (char **) link_kinds);
+      return fail (error, file, where, "unknown kind '%s'; use one of: %s", l->kind, kinds);
+    }
+  return TRUE;
+}
+
+/* Reads the [kind:NAME] group `group`; NAME must be a link kind. */
+static gboolean
+read_kind (SimCatalog *c, GKeyFile *kf, const char *file, const char *group,
+           const char *name, GError **error)
+{
+  if (!g_strv_contains (link_kinds, name))
+    {
+      g_autofree char *kinds = g_strjoinv (", ", (char **) link_kinds);
+      return fail (error, file, NULL, "[%s]: unknown link kind '%s'; use one of: %s",
+                   group, name, kinds);
+    }
+  SimLinkKind *k = g_new0 (SimLinkKind, 1);
+  k->name = g_strdup (name);
+  g_ptr_array_add (c->kinds, k);
+  return read_group (kf, file, group, "link kind", kind_keys, G_N_ELEMENTS (kind_keys), k,
+                     error);
+}
+
+/* Reads the [collectives] group (a catalog has at most one: a group written
+ * twice is refused before this). */
+static gboolean
+read_collectives (SimCatalog *c, GKeyFile *kf, const char *file, const char *group,
+                  GError **error)
+{
+  if (strcmp (group, "collectives") != 0)
+    return fail (error, file, NULL, "[%s]: the [collectives] group takes no name; write [collectives]",
+                 group);
+  c->collectives = g_new0 (CatalogCollectives, 1);
+  return read_group (kf, file, group, "[collectives] group", collectives_keys,
+                     G_N_ELEMENTS (collectives_keys), c->collectives, error);
+}
+
+/* Gives every link that states no efficiency of its own its kind's, or 1
+ * where the catalog says nothing of its kind: the raw rate, as before
+ * catalogs had efficiencies. */
+static void
+resolve_link_efficiencies (SimCatalog *c)
+{
+  for (guint i = 0; i < c->links->len; i++)
+    {
+      SimLinkSpec *l = g_ptr_array_index (c->links, i);
+      if (l->efficiency > 0)
+        continue;
+      const SimLinkKind *k = sim_catalog_kind (c, l->kind);
+      l->efficiency = k ? k->efficiency : 1.0;
+    }
 }
 
 /* Fills `c` from the key file; `file` names it in messages. */
@@ -216,44 +325,41 @@ read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
       const char *colon = strchr (group, ':');
       g_autofree char *prefix = colon ? g_strndup (group, colon - group) : g_strdup (group);
       const char *name = colon ? colon + 1 : "";
-      gboolean is_device = strcmp (prefix, "device") == 0;
-      if (!is_device && strcmp (prefix, "link") != 0)
+      gboolean ok;
+      if (strcmp (prefix, "collectives") == 0)
+        {
+          if (!read_collectives (c, kf, file, group, error))
+            return FALSE;
+          continue;
+        }
+      if (strcmp (prefix, "device") != 0 && strcmp (prefix, "link") != 0
+          && strcmp (prefix, "kind") != 0)
         return fail (error, file, NULL,
-                     "unknown group [%s]; a catalog has only [device:NAME] and [link:NAME] groups",
-                     group);
+                     "unknown group [%s]; a catalog has only [device:NAME] and [link:NAME] groups, "
+                     "plus [kind:NAME] and [collectives] (see docs/hardware.md)", group);
       if (!valid_name (name))
         return fail (error, file, NULL,
                      "[%s]: '%s' is not a valid name; use lower-case letters, digits, '.', '_' and '-', e.g. [%s:a100]",
                      group, name, prefix);
-      if (is_device)
+      if (strcmp (prefix, "device") == 0)
         {
           SimDevice *d = g_new0 (SimDevice, 1);
           d->name = g_strdup (name);
           g_ptr_array_add (c->devices, d);
-          if (!read_group (kf, file, group, "device", device_keys, G_N_ELEMENTS (device_keys),
-                           d, error))
-            return FALSE;
+          ok = read_group (kf, file, group, "device", device_keys, G_N_ELEMENTS (device_keys),
+                           d, error);
         }
+      else if (strcmp (prefix, "link") == 0)
+        ok = read_link (c, kf, file, group, name, error);
       else
-        {
-          SimLinkSpec *l = g_new0 (SimLinkSpec, 1);
-          l->name = g_strdup (name);
-          g_ptr_array_add (c->links, l);
-          if (!read_group (kf, file, group, "link", link_keys, G_N_ELEMENTS (link_keys),
-                           l, error))
-            return FALSE;
-          if (!g_strv_contains (link_kinds, l->kind))
-            {
-              g_autofree char *where = g_strdup_printf ("[%s] kind", group);
-              g_autofree char *kinds = g_strjoinv (", ", (char **) link_kinds);
-              return fail (error, file, where, "unknown kind '%s'; use one of: %s", l->kind,
-                           kinds);
-            }
-        }
+        ok = read_kind (c, kf, file, group, name, error);
+      if (!ok)
+        return FALSE;
     }
   if (c->devices->len == 0 && c->links->len == 0)
     return fail (error, file, NULL,
                  "no entries; a catalog holds [device:NAME] and [link:NAME] groups (see docs/hardware.md)");
+  resolve_link_efficiencies (c);
   return TRUE;
 }
 
@@ -299,6 +405,7 @@ sim_catalog_load (const char *path, GError **error)
   c->source = g_strdup (file);
   c->devices = g_ptr_array_new_with_free_func ((GDestroyNotify) device_free);
   c->links = g_ptr_array_new_with_free_func ((GDestroyNotify) link_free);
+  c->kinds = g_ptr_array_new_with_free_func ((GDestroyNotify) kind_free);
   if (!read_catalog (c, kf, file, error))
     {
       sim_catalog_free (c);
@@ -384,6 +491,48 @@ sim_catalog_link_at (const SimCatalog *catalog, guint index)
   return g_ptr_array_index (catalog->links, index);
 }
 
+const SimLinkKind *
+sim_catalog_kind (const SimCatalog *catalog, const char *kind)
+{
+  g_return_val_if_fail (catalog != NULL && kind != NULL, NULL);
+  for (guint i = 0; i < catalog->kinds->len; i++)
+    {
+      const SimLinkKind *k = g_ptr_array_index (catalog->kinds, i);
+      if (g_ascii_strcasecmp (k->name, kind) == 0)
+        return k;
+    }
+  return NULL;
+}
+
+guint
+sim_catalog_n_kinds (const SimCatalog *catalog)
+{
+  g_return_val_if_fail (catalog != NULL, 0);
+  return catalog->kinds->len;
+}
+
+const SimLinkKind *
+sim_catalog_kind_at (const SimCatalog *catalog, guint index)
+{
+  g_return_val_if_fail (catalog != NULL && index < catalog->kinds->len, NULL);
+  return g_ptr_array_index (catalog->kinds, index);
+}
+
+double
+sim_catalog_step_overhead (const SimCatalog *catalog, const char *kind)
+{
+  g_return_val_if_fail (catalog != NULL && kind != NULL, 0.0);
+  const SimLinkKind *k = sim_catalog_kind (catalog, kind);
+  return k ? k->step_overhead : 0.0;
+}
+
+double
+sim_catalog_launch_overhead (const SimCatalog *catalog)
+{
+  g_return_val_if_fail (catalog != NULL, 0.0);
+  return catalog->collectives ? catalog->collectives->launch_overhead : 0.0;
+}
+
 /* ------------------------------------------------------------- tables -- */
 
 /* A quantity for a table cell; "-" where the device has none (0). */
@@ -433,6 +582,61 @@ row_new (const char *first, ...)
   return (GStrv) g_ptr_array_free (a, FALSE);
 }
 
+/* The links table, the link kinds table and the launch overhead, for
+ * sim_catalog_write_tables; `rows` is its emptied row array. */
+static void
+write_link_tables (const SimCatalog *catalog, GString *out, GPtrArray *rows)
+{
+  g_string_append (out, "\nLinks (bandwidth in each direction, raw; delivered = bandwidth x "
+                        "efficiency; latency one-way, per hop):\n");
+  g_ptr_array_set_size (rows, 0);
+  g_ptr_array_add (rows, row_new ("name", "kind", "bandwidth", "", "efficiency", "delivered",
+                                  "latency", NULL));
+  for (guint i = 0; i < catalog->links->len; i++)
+    {
+      const SimLinkSpec *l = g_ptr_array_index (catalog->links, i);
+      g_autofree char *bw = sim_format_quantity (l->bandwidth, SIM_UNIT_BANDWIDTH);
+      g_autofree char *eff = sim_format_quantity (l->efficiency, SIM_UNIT_NONE);
+      g_autofree char *got = sim_format_quantity (l->bandwidth * l->efficiency,
+                                                  SIM_UNIT_BANDWIDTH);
+      g_autofree char *lat = sim_format_quantity (l->latency, SIM_UNIT_TIME);
+      /* networks are sold in bits per second: show that figure too */
+      g_autofree char *bits = NULL;
+      if (strcmp (l->kind, "ethernet") == 0 || strcmp (l->kind, "infiniband") == 0)
+        {
+          g_autofree char *b = sim_format_quantity (l->bandwidth * 8.0, SIM_UNIT_BANDWIDTH);
+          /* "100 GB/s" -> "(100 Gb/s)" */
+          b[strlen (b) - 3] = 'b';
+          bits = g_strdup_printf ("(%s)", b);
+        }
+      g_ptr_array_add (rows, row_new (l->name, l->kind, bw, bits ? bits : "", eff, got, lat,
+                                      NULL));
+    }
+  write_aligned (out, rows);
+
+  if (catalog->kinds->len > 0)
+    {
+      g_string_append (out, "\nLink kinds (efficiency: the default of their links; step "
+                            "overhead: per step of a collective):\n");
+      g_ptr_array_set_size (rows, 0);
+      g_ptr_array_add (rows, row_new ("kind", "efficiency", "step overhead", NULL));
+      for (guint i = 0; i < catalog->kinds->len; i++)
+        {
+          const SimLinkKind *k = g_ptr_array_index (catalog->kinds, i);
+          g_autofree char *eff = sim_format_quantity (k->efficiency, SIM_UNIT_NONE);
+          g_autofree char *step = sim_format_quantity (k->step_overhead, SIM_UNIT_TIME);
+          g_ptr_array_add (rows, row_new (k->name, eff, step, NULL));
+        }
+      write_aligned (out, rows);
+    }
+  if (catalog->collectives)
+    {
+      g_autofree char *launch = sim_format_quantity (catalog->collectives->launch_overhead,
+                                                     SIM_UNIT_TIME);
+      g_string_append_printf (out, "\nCollectives: launch overhead %s per collective\n", launch);
+    }
+}
+
 void
 sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
 {
@@ -456,24 +660,5 @@ sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
     }
   write_aligned (out, rows);
 
-  g_string_append (out, "\nLinks (bandwidth in each direction; latency one-way, per hop):\n");
-  g_ptr_array_set_size (rows, 0);
-  g_ptr_array_add (rows, row_new ("name", "kind", "bandwidth", "", "latency", NULL));
-  for (guint i = 0; i < catalog->links->len; i++)
-    {
-      const SimLinkSpec *l = g_ptr_array_index (catalog->links, i);
-      g_autofree char *bw = sim_format_quantity (l->bandwidth, SIM_UNIT_BANDWIDTH);
-      g_autofree char *lat = sim_format_quantity (l->latency, SIM_UNIT_TIME);
-      /* networks are sold in bits per second: show that figure too */
-      g_autofree char *bits = NULL;
-      if (strcmp (l->kind, "ethernet") == 0 || strcmp (l->kind, "infiniband") == 0)
-        {
-          g_autofree char *b = sim_format_quantity (l->bandwidth * 8.0, SIM_UNIT_BANDWIDTH);
-          /* "100 GB/s" -> "(100 Gb/s)" */
-          b[strlen (b) - 3] = 'b';
-          bits = g_strdup_printf ("(%s)", b);
-        }
-      g_ptr_array_add (rows, row_new (l->name, l->kind, bw, bits ? bits : "", lat, NULL));
-    }
-  write_aligned (out, rows);
+  write_link_tables (catalog, out, rows);
 }

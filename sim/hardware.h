@@ -4,7 +4,10 @@
  *
  * A catalog is a GLib key file with one `[device:NAME]` or `[link:NAME]`
  * group per entry (scenarios/hardware.ini, whose figures and sources are
- * listed in docs/hardware.md).  That file is compiled into dtsim with
+ * listed in docs/hardware.md), plus what is true of a whole kind of link
+ * rather than of one product: a `[kind:NAME]` group per link kind (the share
+ * of the raw rate an application gets, the overhead of one collective step)
+ * and one `[collectives]` group (the overhead of launching a collective).  That file is compiled into dtsim with
  * GResource, so the built-in catalog needs no installed data; a scenario or
  * `dtsim hardware FILE` may load another file of the same form instead.
  * Loading is strict: unknown groups and keys, missing keys, quantities
@@ -40,7 +43,22 @@ typedef struct {
   char *kind;              /* ethernet | infiniband | pcie | nvlink */
   double bandwidth;        /* bytes/s in each direction, after line encoding, > 0 */
   double latency;          /* seconds, one-way, added by one hop, >= 0 */
+  double efficiency;       /* share of `bandwidth` an application gets after
+                              packet and protocol headers, in (0, 1]: the
+                              entry's own `efficiency`, else its kind's, else
+                              1 (a catalog that states neither) */
 } SimLinkSpec;
+
+/* What is true of every link of one kind: a [kind:NAME] group. */
+typedef struct {
+  char *name;              /* ethernet | infiniband | pcie | nvlink */
+  char *description;       /* one line: what the figures count, measured where */
+  double efficiency;       /* default share of a link's bandwidth delivered,
+                              in (0, 1] */
+  double step_overhead;    /* seconds NCCL's cost model charges one step of
+                              a collective over this kind (its per-step
+                              latency, the hop's own latency included), >= 0 */
+} SimLinkKind;
 
 typedef struct SimCatalog SimCatalog;
 
@@ -72,8 +90,26 @@ const SimLinkSpec *sim_catalog_link_at (const SimCatalog *catalog, guint index);
 /* The kinds a link may have, NULL-terminated. */
 const char *const *sim_link_kinds (void);
 
-/* Writes the catalog as two aligned plain-text tables (devices, links) with
- * human units to `out`: what `dtsim hardware` prints. */
+/* The [kind:NAME] group of link kind `kind` (ASCII case ignored), or NULL
+ * where the catalog has none (then its links deliver their full bandwidth
+ * unless they state an efficiency, and its overheads are 0). */
+const SimLinkKind *sim_catalog_kind (const SimCatalog *catalog, const char *kind);
+/* The [kind:NAME] groups in catalog order, for listing: index < the count. */
+guint sim_catalog_n_kinds (const SimCatalog *catalog);
+const SimLinkKind *sim_catalog_kind_at (const SimCatalog *catalog, guint index);
+
+/* Collective overheads: catalog data for the collectives to read (nothing
+ * applies them yet; docs/hardware.md).  The per-step latency of a
+ * collective over links of `kind` (SimLinkKind.step_overhead), seconds; 0
+ * where the catalog has no [kind:NAME] group for it. */
+double sim_catalog_step_overhead (const SimCatalog *catalog, const char *kind);
+/* Seconds launching one collective costs, whatever its size and links;
+ * 0 where the catalog has no [collectives] group. */
+double sim_catalog_launch_overhead (const SimCatalog *catalog);
+
+/* Writes the catalog as aligned plain-text tables (devices, links, link
+ * kinds, then the launch overhead) with human units to `out`: what `dtsim
+ * hardware` prints. */
 void sim_catalog_write_tables (const SimCatalog *catalog, GString *out);
 
 G_END_DECLS

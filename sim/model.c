@@ -5,7 +5,9 @@
  * Catalog: [cluster] device copies the catalog entry's peak (of the chosen
  * [device] precision), efficiency, memory bandwidth and capacity into the
  * [device] keys the file did not set itself; [network] fabric and
- * intra_fabric do the same for link bandwidths and latencies.  The resolved
+ * intra_fabric do the same for link bandwidths, latencies and efficiencies
+ * (an efficiency only with the catalog's bandwidth: a bandwidth the file
+ * writes is kept exactly, unless it writes an efficiency too).  The resolved
  * values replace the defaults in the run's `params` rows, so a trace says
  * which figures were used.
  *
@@ -172,10 +174,20 @@ take (SimConfig *c, const char *dotted, double *field, double v)
   set_param_text (c, dotted, v);
 }
 
+/* Where a catalog link's figures go: their keys ("section.key") and the
+ * fields that hold them. */
+typedef struct {
+  const char *bandwidth_key, *latency_key, *efficiency_key;
+  double *bandwidth, *latency, *efficiency;
+} LinkTarget;
+
+/* Takes the raw bandwidth, the latency and the efficiency of catalog link
+ * `name` (named by [network] `key`) into `t` where the file left them unset.
+ * The efficiency goes with the catalog's bandwidth only: a bandwidth written
+ * as a number is what the scenario wants its links to carry. */
 static gboolean
 take_link (SimConfig *c, const SimCatalog *cat, const char *file, const char *key,
-           const char *name, const char *bw_key, double *bw, const char *lat_key,
-           double *lat, GError **error)
+           const char *name, const LinkTarget *t, GError **error)
 {
   const SimLinkSpec *l = sim_catalog_link (cat, name);
   if (!l)
@@ -186,8 +198,27 @@ take_link (SimConfig *c, const SimCatalog *cat, const char *file, const char *ke
                    file, key, name, names);
       return FALSE;
     }
-  take (c, bw_key, bw, l->bandwidth);
-  take (c, lat_key, lat, l->latency);
+  if (!given (c, t->bandwidth_key))
+    take (c, t->efficiency_key, t->efficiency, l->efficiency);
+  take (c, t->bandwidth_key, t->bandwidth, l->bandwidth);
+  take (c, t->latency_key, t->latency, l->latency);
+  return TRUE;
+}
+
+/* [network] intra_fabric: the nodes topology's own keys, in c->values. */
+static gboolean
+take_intra_link (SimConfig *c, const SimCatalog *cat, const char *file, GError **error)
+{
+  double bw = base_values_double (c->values, "network.intra_bandwidth");
+  double lat = base_values_double (c->values, "network.intra_latency");
+  double eff = base_values_double (c->values, "network.intra_efficiency");
+  LinkTarget t = { "network.intra_bandwidth", "network.intra_latency",
+                   "network.intra_efficiency", &bw, &lat, &eff };
+  if (!take_link (c, cat, file, "intra_fabric", c->intra_fabric, &t, error))
+    return FALSE;
+  base_values_set_double (c->values, "network.intra_bandwidth", bw);
+  base_values_set_double (c->values, "network.intra_latency", lat);
+  base_values_set_double (c->values, "network.intra_efficiency", eff);
   return TRUE;
 }
 
@@ -239,18 +270,13 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
         }
     }
   if (ok && c->fabric)
-    ok = take_link (c, cat, file, "fabric", c->fabric, "network.bandwidth", &c->bandwidth,
-                    "network.latency", &c->latency, error);
-  if (ok && c->intra_fabric)
     {
-      /* the nodes topology's own keys */
-      double bw = base_values_double (c->values, "network.intra_bandwidth");
-      double lat = base_values_double (c->values, "network.intra_latency");
-      ok = take_link (c, cat, file, "intra_fabric", c->intra_fabric,
-                      "network.intra_bandwidth", &bw, "network.intra_latency", &lat, error);
-      base_values_set_double (c->values, "network.intra_bandwidth", bw);
-      base_values_set_double (c->values, "network.intra_latency", lat);
+      LinkTarget t = { "network.bandwidth", "network.latency", "network.efficiency",
+                       &c->bandwidth, &c->latency, &c->net_efficiency };
+      ok = take_link (c, cat, file, "fabric", c->fabric, &t, error);
     }
+  if (ok && c->intra_fabric)
+    ok = take_intra_link (c, cat, file, error);
   sim_catalog_free (cat);
   return ok;
 }

@@ -73,7 +73,9 @@ typedef struct {
   double measured_scale; /* factor applied to measured host seconds */
   /* [network] */
   char *topology;
-  double bandwidth;      /* bytes/s per link and direction */
+  double bandwidth;      /* bytes/s per link and direction, raw: the links
+                            carry bandwidth x net_efficiency */
+  double net_efficiency; /* share of bandwidth the links deliver, (0, 1] */
   double latency;        /* seconds per link */
   int contention;        /* NetContention */
   char *links;           /* per-link overrides, NULL = none */

@@ -182,6 +182,29 @@ test_builtin_derivations (void)
   assert_rel (link_of (c, "nvlink3")->bandwidth, 600e9 / 2);
   assert_rel (link_of (c, "nvlink4")->bandwidth, 900e9 / 2);
   assert_rel (link_of (c, "ib-hdr")->latency, 600e-9);
+
+  /* what links deliver: every kind has its group; a link without its own
+   * efficiency has its kind's */
+  for (const char *const *k = sim_link_kinds (); *k; k++)
+    g_assert_nonnull (sim_catalog_kind (c, *k));
+  assert_rel (link_of (c, "ib-hdr")->efficiency, 24e9 / 25e9);  /* 24 of 25 GB/s per HDR NIC */
+  assert_rel (link_of (c, "ib-edr")->efficiency, 12e9 / 12.5e9);
+  assert_rel (link_of (c, "200gbe")->efficiency, sim_catalog_kind (c, "ethernet")->efficiency);
+  assert_rel (link_of (c, "pcie4-x16")->efficiency, sim_catalog_kind (c, "pcie")->efficiency);
+  g_assert_cmpfloat_with_epsilon (link_of (c, "pcie4-x16")->efficiency, 25e9 / 31.508e9, 0.005);
+  assert_rel (sim_catalog_kind (c, "nvlink")->efficiency, 20.0 / 25.0);  /* 128-byte payloads */
+  /* TCP/IPv4 with timestamps in 1500-byte frames: 1448 of 1538 bytes on the line */
+  g_assert_cmpfloat_with_epsilon (link_of (c, "10gbe")->efficiency, 1448.0 / (1500 + 14 + 4 + 8 + 12),
+                                  5e-5);
+  /* NCCL's measured peaks: 230 of 300 GB/s (A100), 370 of 450 GB/s (H100) */
+  g_assert_cmpfloat_with_epsilon (link_of (c, "nvlink3")->efficiency, 230.0 / 300, 5e-6);
+  g_assert_cmpfloat_with_epsilon (link_of (c, "nvlink4")->efficiency, 370.0 / 450, 5e-6);
+  /* NCCL tuning.cc, ring, Simple protocol: hwLat per step, baseLat per collective */
+  assert_rel (sim_catalog_step_overhead (c, "nvlink"), 3.4e-6);
+  assert_rel (sim_catalog_step_overhead (c, "pcie"), 5.7e-6);
+  assert_rel (sim_catalog_step_overhead (c, "infiniband"), 14e-6);
+  assert_rel (sim_catalog_step_overhead (c, "ethernet"), 14e-6);
+  assert_rel (sim_catalog_launch_overhead (c), 8.4e-6);
 }
 
 /* ------------------------------------------- docs/hardware.md's tables -- */
@@ -287,14 +310,39 @@ test_docs_match (void)
   for (guint r = 0; r < links->len; r++)
     {
       char **cells = g_ptr_array_index (links, r);
-      g_assert_cmpuint (g_strv_length (cells), ==, 4);
+      g_assert_cmpuint (g_strv_length (cells), ==, 5);
       const SimLinkSpec *l = link_of (c, cells[0]);
       g_assert_cmpstr (cells[1], ==, l->kind);
       check_figure (l->name, "bandwidth",
                     docs_figure (cells[2], SIM_UNIT_BANDWIDTH, l->name, "bandwidth"), l->bandwidth);
       check_figure (l->name, "latency",
                     docs_figure (cells[3], SIM_UNIT_TIME, l->name, "latency"), l->latency);
+      check_figure (l->name, "efficiency",
+                    docs_figure (cells[4], SIM_UNIT_NONE, l->name, "efficiency"), l->efficiency);
     }
+
+  /* What links deliver: every kind's group, and the launch overhead */
+  g_autoptr (GPtrArray) kinds = docs_table (text, "| kind | efficiency | step overhead |");
+  g_assert_cmpuint (kinds->len, ==, sim_catalog_n_kinds (c));
+  for (guint r = 0; r < kinds->len; r++)
+    {
+      char **cells = g_ptr_array_index (kinds, r);
+      g_assert_cmpuint (g_strv_length (cells), ==, 3);
+      const SimLinkKind *k = sim_catalog_kind (c, cells[0]);
+      if (!k)
+        g_error ("docs/hardware.md, What links deliver: no [kind:%s] in the catalog", cells[0]);
+      check_figure (k->name, "efficiency",
+                    docs_figure (cells[1], SIM_UNIT_NONE, k->name, "efficiency"), k->efficiency);
+      check_figure (k->name, "step overhead",
+                    docs_figure (cells[2], SIM_UNIT_TIME, k->name, "step overhead"),
+                    k->step_overhead);
+    }
+  g_autoptr (GPtrArray) launch = docs_table (text, "| collective | launch overhead |");
+  g_assert_cmpuint (launch->len, ==, 1);
+  char **cells = g_ptr_array_index (launch, 0);
+  check_figure ("collectives", "launch overhead",
+                docs_figure (cells[1], SIM_UNIT_TIME, "collectives", "launch overhead"),
+                sim_catalog_launch_overhead (c));
 }
 
 /* The table parser itself: citations and backticks go, "-" is none. */
@@ -347,7 +395,18 @@ test_builtin_matches_file (void)
       g_assert_cmpstr (x->kind, ==, y->kind);
       g_assert_cmpfloat (x->bandwidth, ==, y->bandwidth);
       g_assert_cmpfloat (x->latency, ==, y->latency);
+      g_assert_cmpfloat (x->efficiency, ==, y->efficiency);
     }
+  g_assert_cmpuint (sim_catalog_n_kinds (b), ==, sim_catalog_n_kinds (f));
+  for (guint i = 0; i < sim_catalog_n_kinds (b); i++)
+    {
+      const SimLinkKind *x = sim_catalog_kind_at (b, i), *y = sim_catalog_kind_at (f, i);
+      g_assert_cmpstr (x->name, ==, y->name);
+      g_assert_cmpstr (x->description, ==, y->description);
+      g_assert_cmpfloat (x->efficiency, ==, y->efficiency);
+      g_assert_cmpfloat (x->step_overhead, ==, y->step_overhead);
+    }
+  g_assert_cmpfloat (sim_catalog_launch_overhead (b), ==, sim_catalog_launch_overhead (f));
 }
 
 /* -------------------------------------------------------------- lookup -- */
@@ -381,6 +440,8 @@ write_catalog (const char *name, const char *text)
 #define GOOD_DEVICE \
   "[device:x]\ndescription = test\nflops = 1TFLOPS\nmemory_bandwidth = 1GBps\nefficiency = 0.5\n"
 #define GOOD_LINK "[link:y]\nkind = pcie\ndescription = test\nbandwidth = 1GBps\nlatency = 1us\n"
+#define GOOD_KIND "[kind:pcie]\ndescription = test\nefficiency = 0.75\nstep_overhead = 5us\n"
+#define GOOD_COLLECTIVES "[collectives]\ndescription = test\nlaunch_overhead = 8us\n"
 
 typedef struct {
   const char *test;   /* test path suffix */
@@ -414,6 +475,8 @@ static const BadCase bad_cases[] = {
     "[link:y] kind", "unknown kind 'token-ring'; use one of: ethernet, infiniband, pcie, nvlink" },
   { "group", GOOD_DEVICE "[gpu:z]\nflops = 1TFLOPS\n", NULL,
     "unknown group [gpu:z]; a catalog has only [device:NAME] and [link:NAME] groups" },
+  { "group-help", GOOD_DEVICE "[gpu:z]\nflops = 1TFLOPS\n", NULL,
+    "groups, plus [kind:NAME] and [collectives] (see docs/hardware.md)" },
   { "name", "[device:A 100]\ndescription = t\n", NULL,
     "[device:A 100]: 'A 100' is not a valid name; use lower-case letters" },
   { "twice-group", GOOD_DEVICE "\n" GOOD_DEVICE, NULL,
@@ -421,6 +484,23 @@ static const BadCase bad_cases[] = {
   { "twice-key", GOOD_DEVICE "flops = 2TFLOPS\n", "[device:x] flops",
     "set twice (lines 3 and 6); keep one" },
   { "syntax", "flops = 1TFLOPS\n", NULL, "cannot read hardware catalog:" },
+  { "kind-name", GOOD_LINK "[kind:token-ring]\ndescription = t\nefficiency = 0.5\nstep_overhead = 1us\n",
+    NULL, "[kind:token-ring]: unknown link kind 'token-ring'; use one of: ethernet, infiniband, pcie, nvlink" },
+  { "kind-missing", GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 0.5\n",
+    "[kind:pcie] step_overhead", "missing; every link kind needs it, e.g. step_overhead = 3.4us" },
+  { "kind-unknown-key", GOOD_LINK GOOD_KIND "bandwidth = 1GBps\n", "[kind:pcie] bandwidth",
+    "unknown key; the keys of a link kind are: description, efficiency, step_overhead" },
+  { "kind-percent", GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 80%\nstep_overhead = 1us\n",
+    "[kind:pcie] efficiency", "'80%' is not valid; expected" },
+  { "step-overhead-unit", GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 0.8\nstep_overhead = 3.4\n",
+    "[kind:pcie] step_overhead", "'3.4' has no unit; write it with one, e.g. 3.4us" },
+  { "collectives-name", GOOD_LINK "[collectives:nccl]\ndescription = t\nlaunch_overhead = 8us\n", NULL,
+    "[collectives:nccl]: the [collectives] group takes no name; write [collectives]" },
+  { "collectives-missing", GOOD_LINK "[collectives]\ndescription = t\n",
+    "[collectives] launch_overhead",
+    "missing; every [collectives] group needs it, e.g. launch_overhead = 8.4us" },
+  { "collectives-twice", GOOD_LINK GOOD_COLLECTIVES GOOD_COLLECTIVES, NULL,
+    "[collectives] appears twice" },
   { "empty", "# nothing\n", NULL, "no entries;" },
 };
 
@@ -518,6 +598,72 @@ test_good_small (void)
   g_unlink (path);
 }
 
+/* A bad efficiency, of a kind or of a link, is refused with exactly this
+ * line: the file, the [group] key, the value, the range and a valid value. */
+static void
+test_bad_efficiency_message (void)
+{
+  struct { const char *text, *want; } cases[] = {
+    { GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 1.2\nstep_overhead = 1us\n",
+      "[kind:pcie] efficiency: '1.2' must be in (0, 1]; write a share such as efficiency = 0.8" },
+    { GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency = 0\nstep_overhead = 1us\n",
+      "[kind:pcie] efficiency: '0' must be in (0, 1]; write a share such as efficiency = 0.8" },
+    { "[link:y]\nkind = nvlink\ndescription = t\nbandwidth = 1GBps\nlatency = 1us\n"
+      "efficiency = -0.5\n",
+      "[link:y] efficiency: '-0.5' must be in (0, 1]; write a share such as efficiency = 0.76667" },
+    { GOOD_LINK "[kind:pcie]\ndescription = t\nefficiency =\nstep_overhead = 1us\n",
+      "[kind:pcie] efficiency: empty value; give one, e.g. efficiency = 0.8" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = write_catalog ("efficiency.ini", cases[i].text);
+      g_autoptr (GError) error = NULL;
+      g_autoptr (SimCatalog) c = sim_catalog_load (path, &error);
+      g_assert_null (c);
+      g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+      g_autofree char *want = g_strdup_printf ("%s: %s", path, cases[i].want);
+      g_assert_cmpstr (error->message, ==, want);
+      g_unlink (path);
+    }
+}
+
+/* A link takes its own efficiency, else its kind's, else 1; the overheads
+ * are the kind's and the [collectives] group's, 0 where absent. */
+static void
+test_good_kinds (void)
+{
+  g_autofree char *path = write_catalog (
+    "kinds.ini", GOOD_LINK
+    "[link:own]\nkind = pcie\ndescription = t\nbandwidth = 2GBps\nlatency = 1us\nefficiency = 0.5\n"
+    "[link:nv]\nkind = nvlink\ndescription = t\nbandwidth = 3GBps\nlatency = 1us\n"
+    GOOD_KIND GOOD_COLLECTIVES);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SimCatalog) c = sim_catalog_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (link_of (c, "y")->efficiency, ==, 0.75);   /* the kind's, written after it */
+  g_assert_cmpfloat (link_of (c, "own")->efficiency, ==, 0.5);  /* its own wins */
+  g_assert_cmpfloat (link_of (c, "nv")->efficiency, ==, 1.0);   /* no [kind:nvlink]: raw */
+  g_assert_cmpuint (sim_catalog_n_kinds (c), ==, 1);
+  const SimLinkKind *k = sim_catalog_kind (c, "PCIe");
+  g_assert_true (k == sim_catalog_kind_at (c, 0));
+  g_assert_cmpstr (k->name, ==, "pcie");
+  g_assert_cmpstr (k->description, ==, "test");
+  g_assert_null (sim_catalog_kind (c, "nvlink"));
+  assert_rel (sim_catalog_step_overhead (c, "pcie"), 5e-6);
+  g_assert_cmpfloat (sim_catalog_step_overhead (c, "nvlink"), ==, 0.0);
+  assert_rel (sim_catalog_launch_overhead (c), 8e-6);
+  g_unlink (path);
+
+  /* no [kind:] and no [collectives]: every figure as before, overheads 0 */
+  g_autofree char *plain = write_catalog ("plain.ini", GOOD_LINK);
+  g_autoptr (SimCatalog) p = sim_catalog_load (plain, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (link_of (p, "y")->efficiency, ==, 1.0);
+  g_assert_cmpuint (sim_catalog_n_kinds (p), ==, 0);
+  g_assert_cmpfloat (sim_catalog_launch_overhead (p), ==, 0.0);
+  g_unlink (plain);
+}
+
 /* -------------------------------------------------------- dtsim hardware -- */
 
 /* dtsim with the arguments (NULL-terminated), run in tmpdir. */
@@ -550,6 +696,11 @@ test_cli_builtin (void)
   assert_contains (out, "3.35 TB/s");
   assert_contains (out, "50 GB/s");
   assert_contains (out, "(400 Gb/s)");
+  /* nvlink3: its efficiency and what it delivers; the kinds; the launch */
+  assert_contains (out, "0.76667     230 GB/s");
+  assert_contains (out, "\nLink kinds (");
+  assert_contains (out, "\nnvlink      0.8         3.4 us\n");
+  assert_contains (out, "\nCollectives: launch overhead 8.4 us per collective\n");
   const char *header = strstr (out, "name ");
   const char *h100 = strstr (out, "\nh100 ") + 1;
   g_assert_cmpint (strstr (header, "FP32") - header, ==, strstr (h100, "67 TFLOP/s") - h100);
@@ -605,6 +756,8 @@ main (int argc, char **argv)
       g_test_add_data_func (name, &bad_cases[i], test_bad);
     }
   g_test_add_func ("/hardware/bad/missing-file", test_bad_missing_file);
+  g_test_add_func ("/hardware/bad/efficiency-message", test_bad_efficiency_message);
+  g_test_add_func ("/hardware/good/kinds", test_good_kinds);
   for (gsize i = 0; i < G_N_ELEMENTS (fuzz_cases); i++)
     {
       g_autofree char *name = g_strdup_printf ("/hardware/fuzz/%s/%" G_GSIZE_FORMAT,

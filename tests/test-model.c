@@ -1,7 +1,9 @@
 /*
  * test-model.c — the device and time model of sim/model.c: the roofline
  * picks the right bound, step costs are the sums of layer costs, catalog
- * devices fill in unset keys only, models that do not fit are refused, a
+ * devices fill in unset keys only, catalog links deliver their raw rate times
+ * their efficiency while a written bandwidth is kept exactly, models that do
+ * not fit are refused, a
  * timing-only workload matches its closed form under all-reduce, bucket
  * readiness follows the layers, optimizer state lives on the servers, and
  * an unknown workload is refused with the built-in names.
@@ -15,6 +17,7 @@
 #include "kernels/kernels.h"
 #include "policies/collectives.h"
 #include "policies/policy.h"
+#include "sim/cluster.h"
 #include "sim/hardware.h"
 #include "sim/model.h"
 #include "sim/run.h"
@@ -162,6 +165,162 @@ test_catalog_device (void)
   g_assert_nonnull (strstr (e1, "a100"));  /* lists the choices */
   g_autofree char *e2 = test_load_scenario_error ("[network]\nfabric = carrier-pigeon\n");
   g_assert_nonnull (strstr (e2, "[network] fabric"));
+}
+
+/* The params row of `dotted` ("section.key"), as the trace records it. */
+static const char *
+param_of (const SimConfig *c, const char *dotted)
+{
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), dotted) == 0)
+      return g_ptr_array_index (c->param_values, i);
+  g_error ("no params row %s", dotted);
+  return NULL;
+}
+
+/* The network `text` describes, built on `sim`. */
+static NetNetwork *
+network_of (const char *text, const char *const *sets, EngSim *sim, SimConfig **config)
+{
+  g_autoptr (GError) error = NULL;
+  *config = load_one (text, sets);
+  NetNetwork *net = sim_network_build (*config, sim, "test", &error);
+  g_assert_no_error (error);
+  return net;
+}
+
+static double
+link_bandwidth (const NetNetwork *net, const char *name)
+{
+  int id = net_network_link_id (net, name);
+  g_assert_cmpint (id, >=, 0);
+  return net_network_link_bandwidth (net, id);
+}
+
+static void
+record_end (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t)
+{
+  (void) sim;
+  (void) data;
+  *(double *) ctx = t->end;
+}
+
+/* Simulated seconds `bytes` take from host `src` to host `dst`, alone. */
+static double
+transfer_time (NetNetwork *net, EngSim *sim, int src, int dst, double bytes)
+{
+  double start = eng_sim_now (sim), end = -1;
+  net_send (net, src, dst, bytes, 0, record_end, &end, NULL);
+  eng_run (sim, INFINITY);
+  g_assert_cmpfloat (end, >=, start);
+  return end - start;
+}
+
+static const char nodes_net[] =
+  "[cluster]\nworkers = 16\n[model]\nkind = timing\nparams = 1000\nflops = 1000\n"
+  "[policy]\nkind = allreduce\n"
+  "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n";
+
+/* A link named from the catalog carries its raw rate times its efficiency,
+ * NVLink inside a node and the NIC between nodes; a transfer alone on its
+ * route takes latency + bytes / (raw x efficiency). */
+static void
+test_catalog_link_efficiency (void)
+{
+  g_autoptr (SimCatalog) cat = sim_catalog_load (NULL, NULL);
+  const SimLinkSpec *nv3 = sim_catalog_link (cat, "nvlink3");
+  const SimLinkSpec *hdr = sim_catalog_link (cat, "ib-hdr");
+  g_assert_cmpfloat (nv3->bandwidth, ==, 300e9);
+  g_assert_cmpfloat (nv3->efficiency, <, 1);
+  g_assert_cmpfloat (hdr->efficiency, <, 1);
+
+  const char *sets[] = { "network.fabric=ib-hdr", "network.intra_fabric=nvlink3", NULL };
+  EngSim *sim = eng_sim_new ();
+  SimConfig *c;
+  NetNetwork *net = network_of (nodes_net, sets, sim, &c);
+  /* the raw figures stay in the keys, the share beside them */
+  g_assert_cmpfloat (c->bandwidth, ==, hdr->bandwidth);
+  g_assert_cmpfloat (c->net_efficiency, ==, hdr->efficiency);
+  g_assert_cmpfloat (base_values_double (c->values, "network.intra_bandwidth"), ==, 300e9);
+  g_assert_cmpfloat (base_values_double (c->values, "network.intra_efficiency"), ==,
+                     nv3->efficiency);
+  g_assert_cmpfloat (g_ascii_strtod (param_of (c, "network.intra_efficiency"), NULL), ==,
+                     nv3->efficiency);
+  /* the links carry raw x efficiency: about 230 GB/s of NVLink 3 (NCCL's
+   * measured peak) and 24 of HDR's 25 GB/s */
+  double nv_bw = 300e9 * nv3->efficiency, nic_bw = 200e9 / 8 * hdr->efficiency;
+  g_assert_cmpfloat (link_bandwidth (net, "node0.gpu0.nvlink.up"), ==, nv_bw);
+  g_assert_cmpfloat (link_bandwidth (net, "node1.gpu0.nic.down"), ==, nic_bw);
+  g_assert_cmpfloat_with_epsilon (nv_bw, 230e9, 1e7);
+  g_assert_cmpfloat_with_epsilon (nic_bw, 24e9, 1e3);
+
+  /* worker0 -> worker1: two NVLink hops; worker0 -> worker8: two NIC hops */
+  const double bytes = 64e6;
+  test_assert_close (transfer_time (net, sim, 0, 1, bytes),
+                     2 * nv3->latency + bytes / (nv3->bandwidth * nv3->efficiency), 1e-12);
+  test_assert_close (transfer_time (net, sim, 0, 8, bytes),
+                     2 * hdr->latency + bytes / (hdr->bandwidth * hdr->efficiency), 1e-12);
+  net_network_free (net);
+  eng_sim_free (sim);
+  sim_config_free (c);
+}
+
+/* A bandwidth written as a number is what the links carry, catalog or not,
+ * unless the scenario writes an efficiency too; a written efficiency also
+ * scales a catalog link's raw rate. */
+static void
+test_written_bandwidth_kept (void)
+{
+  g_autoptr (SimCatalog) cat = sim_catalog_load (NULL, NULL);
+  const SimLinkSpec *nv3 = sim_catalog_link (cat, "nvlink3");
+  const SimLinkSpec *hdr = sim_catalog_link (cat, "ib-hdr");
+  struct {
+    const char *sets[5];
+    double nic, nvlink;  /* bytes/s the links must carry */
+  } cases[] = {
+    /* numbers alone: exactly them */
+    { { "network.bandwidth=10Gbps", "network.intra_bandwidth=100GBps", NULL },
+      10e9 / 8, 100e9 },
+    /* numbers beside catalog names: still exactly them (the names give the
+     * latencies only) */
+    { { "network.fabric=ib-hdr", "network.bandwidth=10Gbps", "network.intra_fabric=nvlink3",
+        "network.intra_bandwidth=100GBps", NULL },
+      10e9 / 8, 100e9 },
+    /* a number and an efficiency: their product */
+    { { "network.bandwidth=10Gbps", "network.efficiency=0.5", "network.intra_bandwidth=100GBps",
+        "network.intra_efficiency=0.25", NULL },
+      10e9 / 8 * 0.5, 100e9 * 0.25 },
+    /* a catalog name and an efficiency: the raw rate times the written share */
+    { { "network.fabric=ib-hdr", "network.efficiency=0.5", "network.intra_fabric=nvlink3",
+        "network.intra_efficiency=0.5", NULL },
+      hdr->bandwidth * 0.5, nv3->bandwidth * 0.5 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      EngSim *sim = eng_sim_new ();
+      SimConfig *c;
+      NetNetwork *net = network_of (nodes_net, cases[i].sets, sim, &c);
+      g_assert_cmpfloat (link_bandwidth (net, "node0.gpu3.nic.up"), ==, cases[i].nic);
+      g_assert_cmpfloat (link_bandwidth (net, "node1.gpu2.nvlink.down"), ==, cases[i].nvlink);
+      net_network_free (net);
+      eng_sim_free (sim);
+      sim_config_free (c);
+    }
+  /* the default star, nothing named: the default 10 Gb/s exactly */
+  EngSim *sim = eng_sim_new ();
+  SimConfig *c;
+  NetNetwork *net = network_of ("[model]\nbatch = 8\n", NULL, sim, &c);
+  g_assert_cmpfloat (link_bandwidth (net, "worker0.up"), ==, 10e9 / 8);
+  g_assert_cmpstr (param_of (c, "network.efficiency"), ==, "1");
+  net_network_free (net);
+  eng_sim_free (sim);
+  sim_config_free (c);
+
+  g_autofree char *e = test_load_scenario_error ("[network]\nefficiency = 1.5\n");
+  g_assert_nonnull (strstr (e, "[network] efficiency"));
+  g_autofree char *e2 = test_load_scenario_error (
+    "[network]\ntopology = nodes\nintra_efficiency = 0\n");
+  g_assert_nonnull (strstr (e2, "[network] intra_efficiency"));
 }
 
 /* A model larger than the device is refused before anything runs, with the
@@ -461,6 +620,8 @@ main (int argc, char **argv)
   g_test_add_func ("/model/roofline/bound", test_roofline_bound);
   g_test_add_func ("/model/roofline/layers", test_roofline_layers);
   g_test_add_func ("/model/catalog/device", test_catalog_device);
+  g_test_add_func ("/model/catalog/link-efficiency", test_catalog_link_efficiency);
+  g_test_add_func ("/model/catalog/written-bandwidth", test_written_bandwidth_kept);
   g_test_add_func ("/model/memory/refused", test_memory_refused);
   g_test_add_func ("/model/timing/closed-form", test_timing_closed_form);
   g_test_add_func ("/model/buckets/layers", test_bucket_layers);
