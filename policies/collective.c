@@ -116,6 +116,8 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     .reduce_per_byte = pol_reduce_per_byte (&cp->env),
     .root = cp->root,
     .tag = 0,
+    .channels = cp->kind == POL_COLL_ALLREDUCE
+                  ? (int) base_values_int (cp->env.values, "policy.channels") : 0,
   };
   g_autoptr (GError) error = NULL;
 
@@ -253,6 +255,10 @@ coll_validate (PolCheck *chk, GError **error)
                           "workers", chk->workers,
                           (double) chk->workers * (double) (chk->workers - 1),
                           COLL_MAX_ALLTOALL_PAIRS);
+  if (kind != POL_COLL_ALLREDUCE && base_values_int (chk->values, "policy.channels") > 1)
+    return pol_key_error (error, "policy", "channels",
+                          "channels apply to all-reduce only, not %s; set channels = 1 or "
+                          "operation = all-reduce", pol_coll_kind_name (kind));
   if (root >= chk->workers)
     return pol_key_error (error, "policy", "root",
                           "%" G_GINT64_FORMAT " is not a rank of the %" G_GINT64_FORMAT

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "policies/coll-program.h"
+#include "policies/policy.h"
 
 G_DEFINE_QUARK (pol-coll-error-quark, pol_coll_error)
 
@@ -668,6 +669,124 @@ coll_advance (CollOp *op, int r)
     r = rank_run (op, r);
 }
 
+/* --- Channels -------------------------------------------------------------- */
+
+static int
+cmp_rank_group (const void *x, const void *y, void *group)
+{
+  int a = *(const int *) x, b = *(const int *) y;
+  const int *g = group;
+
+  if (g[a] != g[b])
+    return g[a] < g[b] ? -1 : 1;
+  return (a > b) - (a < b);
+}
+
+/* Runs of one group, by their lowest rank. */
+typedef struct {
+  int first;   /* lowest rank of the group */
+  int start, len;
+} GroupRun;
+
+static int
+cmp_run (const void *x, const void *y)
+{
+  const GroupRun *a = x, *b = y;
+
+  return (a->first > b->first) - (a->first < b->first);
+}
+
+void
+pol_coll_channel_order (int p, const int *group, int c, int *order)
+{
+  g_autofree int *idx = g_new (int, p);
+  g_autofree GroupRun *runs = g_new (GroupRun, p);
+  int n_runs = 0, k = 0;
+
+  g_return_if_fail (p >= 1 && group != NULL && c >= 0 && order != NULL);
+  for (int r = 0; r < p; r++)
+    idx[r] = r;
+  g_qsort_with_data (idx, p, sizeof (int), cmp_rank_group, (gpointer) group);
+  for (int s = 0, e; s < p; s = e)
+    {
+      e = s;
+      while (e < p && group[idx[e]] == group[idx[s]])
+        e++;
+      runs[n_runs++] = (GroupRun) { idx[s], s, e - s };
+    }
+  qsort (runs, (gsize) n_runs, sizeof (GroupRun), cmp_run);
+  for (int i = 0; i < n_runs; i++)
+    for (int j = 0; j < runs[i].len; j++)
+      order[k++] = idx[runs[i].start + (j + c) % runs[i].len];
+}
+
+/* The channels of one all-reduce: `done` once the last has finished. */
+typedef struct {
+  int left;
+  PolCollDone done;
+  gpointer ctx, data;
+} CollJoin;
+
+static void
+on_channel_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  CollJoin *j = ctx;
+  PolCollDone done = j->done;
+  gpointer c = j->ctx, d = j->data;
+
+  if (--j->left > 0)
+    return;
+  g_free (j);
+  done (sim, c, d);
+}
+
+/* Starts a->channels concurrent collectives (PolCollArgs.channels), at
+ * least one element each. */
+static gboolean
+coll_start_channels (const PolCollAlgorithm *alg, const PolCollArgs *a,
+                     PolCollKind kind, PolCollDone done, gpointer ctx,
+                     gpointer data, GError **error)
+{
+  int p = a->p, C = (int) MIN ((gsize) a->channels, MAX (a->n, 1));
+  g_autofree int *group = g_new (int, p), *order = g_new (int, p);
+  g_autofree int *hosts = g_new (int, p);
+  g_autofree float **bufs = a->bufs ? g_new (float *, p) : NULL;
+  CollJoin *join = g_new0 (CollJoin, 1);
+
+  *join = (CollJoin) { C, done, ctx, data };
+  for (int r = 0; r < p; r++)
+    group[r] = net_network_host_group (a->net, a->hosts[r]);
+  for (int c = 0; c < C; c++)
+    {
+      PolCollArgs sub = *a;
+      gsize lo, hi;
+
+      pol_shard_bounds (a->n, C, c, &lo, &hi);
+      pol_coll_channel_order (p, group, c, order);
+      for (int j = 0; j < p; j++)
+        {
+          hosts[j] = a->hosts[order[j]];
+          if (bufs)
+            bufs[j] = a->bufs[order[j]] + lo;
+          if (order[j] == a->root)
+            sub.root = j;
+        }
+      sub.hosts = hosts;
+      sub.bufs = bufs;
+      sub.n = hi - lo;
+      sub.channels = 0;
+      /* the same algorithm and kind: only the first can fail */
+      if (!pol_coll_start (alg, &sub, kind, on_channel_done, join, NULL,
+                           error))
+        {
+          g_assert (c == 0);
+          g_free (join);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
 /* --- Start ---------------------------------------------------------------- */
 
 gboolean
@@ -684,6 +803,17 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   g_return_val_if_fail (a->elem_bytes >= 0 && a->reduce_per_byte >= 0, FALSE);
   g_return_val_if_fail (done != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+  g_return_val_if_fail (a->channels >= 0, FALSE);
+
+  if (a->channels > 1 && kind != POL_COLL_ALLREDUCE)
+    {
+      g_set_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED,
+                   "channels: %s is not supported, only all-reduce",
+                   pol_coll_kind_name (kind));
+      return FALSE;
+    }
+  if (a->channels >= 1 && kind == POL_COLL_ALLREDUCE)
+    return coll_start_channels (alg, a, kind, done, ctx, data, error);
 
   op = g_new0 (CollOp, 1);
   op->alg = alg;

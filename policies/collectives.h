@@ -66,6 +66,13 @@ typedef struct {
   double reduce_per_byte;    /* s per byte combined at a receiver (0 = free) */
   int root;                  /* broadcast root (and tree/naive driver) */
   int tag;                   /* tag given to every net_send */
+  int channels;              /* all-reduce only: 0 = as given, one
+                                collective over the ranks in their order;
+                                C >= 1 = C concurrent collectives, each over
+                                1/C of the buffer (pol_shard_bounds), their
+                                ranks in topology order (by host group), the
+                                order inside each group rotated by the
+                                channel's index (pol_coll_channel_order) */
 } PolCollArgs;
 
 /* Blocks: for reduce-scatter and all-gather, and for the algorithms that cut
@@ -115,6 +122,15 @@ const void *const *pol_coll_entries (void);
 gboolean pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
                          PolCollKind kind, PolCollDone done, gpointer ctx,
                          gpointer data, GError **error);
+
+/* The ranks of channel c, in ring order, into order[p]: ranks sorted by
+ * host group (groups in order of their lowest rank), by rank inside a
+ * group, the ranks of each group then rotated by c positions.  With one
+ * NIC per GPU, channel c's ring thus leaves each node from its GPU c - 1
+ * and enters the next at its GPU c: the channels cross nodes through
+ * different NICs, as NCCL's rings do.  `group` (p) is each rank's host
+ * group. */
+void pol_coll_channel_order (int p, const int *group, int c, int *order);
 
 /* Whether `out` (p buffers of n floats, after the collective `kind` with
  * root `root`) holds what the kind's definition gives from the inputs `in`:

@@ -166,6 +166,7 @@ pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg, int p,
     .reduce_per_byte = pol_reduce_per_byte (env),
     .root = 0,
     .tag = tag,
+    .channels = (int) base_values_int (env->values, "policy.channels"),
   };
   g_autoptr (GError) error = NULL;
   if (!pol_coll_start (alg, &a, POL_COLL_ALLREDUCE, done, ctx, data, &error))

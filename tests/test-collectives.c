@@ -129,8 +129,8 @@ run_free (Run *run)
 /* Runs one collective to the end; asserts done fired exactly once, after
  * start returned, with nothing left pending.  Returns the elapsed time (s). */
 static double
-run_coll (Run *run, const char *alg_name, PolCollKind kind, gboolean data,
-          double gamma, int root)
+run_coll_channels (Run *run, const char *alg_name, PolCollKind kind,
+                   gboolean data, double gamma, int root, int channels)
 {
   const PolCollAlgorithm *alg = pol_coll_lookup (alg_name);
   PolCollArgs a = { 0 };
@@ -148,6 +148,7 @@ run_coll (Run *run, const char *alg_name, PolCollKind kind, gboolean data,
   a.reduce_per_byte = gamma;
   a.root = root;
   a.tag = 7;
+  a.channels = channels;
   g_assert_true (pol_coll_start (alg, &a, kind, on_done, run, run, &error));
   g_assert_no_error (error);
   g_assert_cmpint (run->n_done, ==, 0);
@@ -156,6 +157,14 @@ run_coll (Run *run, const char *alg_name, PolCollKind kind, gboolean data,
   g_assert_cmpuint (eng_sim_pending (run->sim), ==, 0);
   g_assert_cmpuint (net_network_active (run->net), ==, 0);
   return run->t_done - t0;
+}
+
+/* run_coll_channels with the ranks as given (channels = 0). */
+static double
+run_coll (Run *run, const char *alg_name, PolCollKind kind, gboolean data,
+          double gamma, int root)
+{
+  return run_coll_channels (run, alg_name, kind, data, gamma, root, 0);
 }
 
 static int
@@ -1310,6 +1319,113 @@ test_hier_work_bound (void)
     }
 }
 
+/* --- channels ------------------------------------------------------------- */
+
+/* Channel order: ranks by group (groups by their lowest rank), by rank
+ * inside, each group rotated by the channel's index. */
+static void
+test_channel_order (void)
+{
+  const int group[] = { 7, 3, 7, 3, 9, 7 };  /* groups {0,2,5} {1,3} {4} */
+  const int want[3][6] = { { 0, 2, 5, 1, 3, 4 }, { 2, 5, 0, 3, 1, 4 },
+                           { 5, 0, 2, 1, 3, 4 } };
+  int order[6];
+
+  for (int c = 0; c < 3; c++)
+    {
+      pol_coll_channel_order (6, group, c, order);
+      g_assert_cmpmem (order, sizeof order, want[c], sizeof want[c]);
+    }
+}
+
+/* C channels on nodes with one NIC per GPU: every rank ends with exactly the
+ * sum; with contention none the channels do not interact, so the run lasts
+ * as long as the slowest of them run alone: channel c's share of the
+ * buffer (block c of C) among the ranks in channel c's order, the root
+ * where rank 0 is in it; ring, tree, halving-doubling and naive alike. */
+static void
+test_channels_none (void)
+{
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  const int Cs[] = { 1, 2, 3, 8 };
+
+  for (guint a = 0; a < G_N_ELEMENTS (algs); a++)
+    for (guint k = 0; k < G_N_ELEMENTS (Cs); k++)
+      for (int p = 2; p <= 16; p += 7)
+        {
+          Run *run = run_new_nodes (p, N_ODD, NET_CONTENTION_NONE, 4, TRUE);
+          g_autofree int *group = g_new (int, p), *order = g_new (int, p);
+          double t, slowest = 0;
+
+          run_set_integers (run);
+          t = run_coll_channels (run, algs[a], POL_COLL_ALLREDUCE, TRUE, 0, 0,
+                                 Cs[k]);
+          assert_allreduce_exact (run);
+          for (int r = 0; r < p; r++)
+            group[r] = r / 4;
+          for (int c = 0; c < Cs[k]; c++)
+            {
+              gsize lo, hi;
+              Run *one;
+              double tc;
+
+              pol_shard_bounds (N_ODD, Cs[k], c, &lo, &hi);
+              one = run_new_nodes (p, hi - lo, NET_CONTENTION_NONE, 4, TRUE);
+              int root = 0;   /* where rank 0, the root, is in channel c */
+
+              pol_coll_channel_order (p, group, c, order);
+              for (int j = 0; j < p; j++)
+                {
+                  one->hosts[j] = order[j];
+                  if (order[j] == 0)
+                    root = j;
+                }
+              tc = run_coll (one, algs[a], POL_COLL_ALLREDUCE, FALSE, 0, root);
+              slowest = MAX (slowest, tc);
+              run_free (one);
+            }
+          assert_time (t, slowest);
+          run_free (run);
+        }
+}
+
+/* The point of channels: a ring over 8 nodes of 8 GPUs with one NIC per GPU
+ * crosses each node through one NIC; 8 channels cross through all 8, so a
+ * large all-reduce under max-min runs more than 7 times faster (the NICs
+ * limit it: 8 B against B). */
+static void
+test_channels_nics (void)
+{
+  Run *one = run_new_nodes (64, 1 << 20, NET_CONTENTION_MAXMIN, 8, TRUE);
+  Run *eight = run_new_nodes (64, 1 << 20, NET_CONTENTION_MAXMIN, 8, TRUE);
+  double t1 = run_coll_channels (one, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0, 1);
+  double t8 = run_coll_channels (eight, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0,
+                                 8);
+
+  g_assert_cmpfloat (t1 / t8, >, 7);
+  /* at least the bytes a NIC must carry: 2 (p-1)/p N / (8 B) */
+  g_assert_cmpfloat (t8, >=, 2.0 * 63 / 64 * (1 << 20) * ELEM / (8 * LINK_BW));
+  run_free (one);
+  run_free (eight);
+}
+
+/* Channels apply to all-reduce only. */
+static void
+test_channels_kinds (void)
+{
+  Run *run = run_new (4, 64, NET_CONTENTION_NONE);
+  PolCollArgs a = { run->sim, run->net, run->p, run->hosts, run->bufs, run->n,
+                    ELEM, 0, 0, 0, 2 };
+  g_autoptr (GError) error = NULL;
+
+  g_assert_false (pol_coll_start (pol_coll_lookup ("ring"), &a,
+                                  POL_COLL_ALLGATHER, on_done, run, run,
+                                  &error));
+  g_assert_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED);
+  g_assert_cmpuint (eng_sim_pending (run->sim), ==, 0);
+  run_free (run);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1322,6 +1438,10 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/concurrent", test_concurrent);
   g_test_add_func ("/collectives/work-bound", test_work_bound);
   g_test_add_func ("/collectives/operations", test_operations);
+  g_test_add_func ("/collectives/channels/order", test_channel_order);
+  g_test_add_func ("/collectives/channels/none", test_channels_none);
+  g_test_add_func ("/collectives/channels/nics", test_channels_nics);
+  g_test_add_func ("/collectives/channels/kinds", test_channels_kinds);
   g_test_add_func ("/collectives/operations/maxmin", test_operations_maxmin);
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
     {
