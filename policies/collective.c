@@ -116,6 +116,9 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     .reduce_per_byte = pol_reduce_per_byte (&cp->env),
     .root = cp->root,
     .tag = 0,
+    .launch_overhead = cp->env.launch_overhead,
+    .step_overhead = cp->env.step_overhead,
+    .intra_step_overhead = cp->env.intra_step_overhead,
     .channels = cp->kind == POL_COLL_ALLREDUCE
                   ? (int) base_values_int (cp->env.values, "policy.channels") : 0,
   };

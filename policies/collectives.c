@@ -91,6 +91,7 @@ typedef struct {
   float **bufs;       /* (p) borrowed buffers, or NULL (timing only) */
   double elem_bytes;  /* bytes per element on the wire */
   double reduce_per_byte; /* s per byte reduced */
+  double step_overhead, intra_step_overhead; /* PolCollArgs' */
   int tag;
   CollRank *ranks;    /* (p) */
   float *acc;         /* (n) naive root's accumulator, or NULL */
@@ -557,6 +558,20 @@ rank_wake (CollOp *op, int r, int q)
   return -1;
 }
 
+/* What a message from rank r to q waits beyond its route's latency: the
+ * step overhead less that latency (the overhead includes the hop's own). */
+static double
+step_delay (CollOp *op, int r, int q)
+{
+  double o = op->groups[r] == op->groups[q] ? op->intra_step_overhead
+                                            : op->step_overhead;
+
+  if (o <= 0)
+    return 0;
+  return MAX (0.0, o - net_network_route_latency (op->net, op->hosts[r],
+                                                  op->hosts[q]));
+}
+
 /* Hands rank r's current step, a send, to the network, with a snapshot of
  * its elements. */
 static void
@@ -576,8 +591,9 @@ issue_send (CollOp *op, int r)
     m->payload = g_memdup2 (op->bufs[r] + s->lo, len * sizeof (float));
   op->outstanding++;
   op->transfers++;
-  net_send (op->net, op->hosts[r], op->hosts[s->peer],
-            (double) len * op->elem_bytes, op->tag, on_arrival, op, m);
+  net_send_after (op->net, op->hosts[r], op->hosts[s->peer],
+                  (double) len * op->elem_bytes, step_delay (op, r, s->peer),
+                  op->tag, on_arrival, op, m);
 }
 
 /* Rank r's current step, a receive: takes its message if it has arrived and
@@ -801,6 +817,8 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   g_return_val_if_fail (a->p >= 1 && a->hosts != NULL, FALSE);
   g_return_val_if_fail (a->root >= 0 && a->root < a->p, FALSE);
   g_return_val_if_fail (a->elem_bytes >= 0 && a->reduce_per_byte >= 0, FALSE);
+  g_return_val_if_fail (a->launch_overhead >= 0 && a->step_overhead >= 0
+                        && a->intra_step_overhead >= 0, FALSE);
   g_return_val_if_fail (done != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
   g_return_val_if_fail (a->channels >= 0, FALSE);
@@ -831,6 +849,8 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   op->pub.kind = kind;
   op->elem_bytes = a->elem_bytes;
   op->reduce_per_byte = a->reduce_per_byte;
+  op->step_overhead = a->step_overhead;
+  op->intra_step_overhead = a->intra_step_overhead;
   op->pub.root = a->root;
   op->tag = a->tag;
   op->done = done;
@@ -848,7 +868,7 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   for (int r = 0; r < a->p; r++)
     rank_load (op, r);
   op->outstanding = 1;
-  eng_schedule (op->sim, 0, on_start, op, NULL);
+  eng_schedule (op->sim, a->launch_overhead, on_start, op, NULL);
   return TRUE;
 }
 

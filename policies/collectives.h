@@ -66,6 +66,12 @@ typedef struct {
   double reduce_per_byte;    /* s per byte combined at a receiver (0 = free) */
   int root;                  /* broadcast root (and tree/naive driver) */
   int tag;                   /* tag given to every net_send */
+  double launch_overhead;    /* s before the first step (a kernel launch) */
+  double step_overhead;      /* s: a message between ranks of different host
+                                groups takes at least this long before its
+                                first byte moves (its latency is the larger
+                                of this and its route's) */
+  double intra_step_overhead; /* the same between ranks of one host group */
   int channels;              /* all-reduce only: 0 = as given, one
                                 collective over the ranks in their order;
                                 C >= 1 = C concurrent collectives, each over

@@ -167,6 +167,9 @@ pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg, int p,
     .root = 0,
     .tag = tag,
     .channels = (int) base_values_int (env->values, "policy.channels"),
+    .launch_overhead = env->launch_overhead,
+    .step_overhead = env->step_overhead,
+    .intra_step_overhead = env->intra_step_overhead,
   };
   g_autoptr (GError) error = NULL;
   if (!pol_coll_start (alg, &a, POL_COLL_ALLREDUCE, done, ctx, data, &error))

@@ -136,6 +136,9 @@ typedef struct {
   int n_failures;
   double memory_bandwidth;    /* bytes/s of a device's memory, 0 = not
                                * modelled ([policy] reduce = memory) */
+  /* Collective overheads ([network] launch_overhead, step_overhead,
+   * intra_step_overhead; PolCollArgs), s */
+  double launch_overhead, step_overhead, intra_step_overhead;
   const KernLayer *layers;    /* (n_layers) the model's layer table */
   PolLayerSeconds layer_seconds; /* with compute_ctx */
   PolScaleTime scale_time;

@@ -271,6 +271,11 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .failures = cl->failures,
     .n_failures = cl->n_failures,
     .memory_bandwidth = c->memory_bandwidth,
+    .launch_overhead = c->launch_overhead,
+    .step_overhead = c->step_overhead,
+    /* one kind of link everywhere but inside the nodes of `nodes` */
+    .intra_step_overhead = strcmp (c->topology, "nodes") == 0
+                             ? c->intra_step_overhead : c->step_overhead,
     .layers = cl->model->layers,
     .layer_seconds = layer_seconds,
     .scale_time = scale_time,

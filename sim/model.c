@@ -274,9 +274,20 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
       LinkTarget t = { "network.bandwidth", "network.latency", "network.efficiency",
                        &c->bandwidth, &c->latency, &c->net_efficiency };
       ok = take_link (c, cat, file, "fabric", c->fabric, &t, error);
+      if (ok)
+        take (c, "network.step_overhead", &c->step_overhead,
+              sim_catalog_step_overhead (cat, sim_catalog_link (cat, c->fabric)->kind));
     }
   if (ok && c->intra_fabric)
-    ok = take_intra_link (c, cat, file, error);
+    {
+      ok = take_intra_link (c, cat, file, error);
+      if (ok)
+        take (c, "network.intra_step_overhead", &c->intra_step_overhead,
+              sim_catalog_step_overhead (cat, sim_catalog_link (cat, c->intra_fabric)->kind));
+    }
+  if (ok && (c->fabric || c->intra_fabric))
+    take (c, "network.launch_overhead", &c->launch_overhead,
+          sim_catalog_launch_overhead (cat));
   sim_catalog_free (cat);
   return ok;
 }

@@ -81,6 +81,10 @@ typedef struct {
   char *links;           /* per-link overrides, NULL = none */
   char *fabric;          /* catalog link for every link, NULL = none */
   char *intra_fabric;    /* nodes: catalog link inside a node, NULL = none */
+  double launch_overhead;     /* s, once per collective */
+  double step_overhead;       /* s, least latency of a collective's message
+                                 between nodes (PolCollArgs) */
+  double intra_step_overhead; /* nodes: the same inside a node */
   /* [model] */
   char *model_kind;      /* linear | softmax | mlp | timing */
   GArray *hidden;        /* int widths of the MLP's hidden layers */

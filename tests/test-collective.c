@@ -17,6 +17,7 @@
 
 #include "policies/collectives.h"
 #include "policies/policy.h"
+#include "sim/hardware.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
 #include "tests/util.h"
@@ -202,6 +203,51 @@ test_table (void)
   g_rmdir (dir);
 }
 
+/* Naming catalog links brings their kinds' step overheads and the launch
+ * overhead (docs/hardware.md) unless the file writes them; each iteration
+ * of a one-node all-reduce then lasts launch + the ring's cost with alpha
+ * = max(route latency, intra step overhead), beta = 1 / the delivered rate. */
+static void
+test_catalog_overheads (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 2\n[cluster]\nworkers = 8\n"
+    "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n"
+    "fabric = ib-hdr\nintra_fabric = nvlink3\ncontention = none\n"
+    "[policy]\nkind = collective\nsize = 4004B\n";
+  const char *sets[] = { NULL };
+  const char *zero[] = { "network.launch_overhead=0", "network.intra_step_overhead=0",
+                         NULL };
+  g_autoptr (SimCatalog) cat = sim_catalog_load (NULL, NULL);
+  const SimLinkSpec *nvl = sim_catalog_link (cat, "nvlink3");
+  const SimLinkSpec *ib = sim_catalog_link (cat, "ib-hdr");
+  double L = sim_catalog_launch_overhead (cat);
+  double o = sim_catalog_step_overhead (cat, nvl->kind);
+  double alpha = 2 * nvl->latency, beta = 1 / (nvl->bandwidth * nvl->efficiency);
+  const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
+  SimRunSummary sum;
+  SimConfig *c = NULL;
+
+  g_assert_cmpfloat (L, >, 0);
+  g_assert_cmpfloat (o, >, alpha);
+  test_run_scenario_text (text, sets, NULL, &sum, &c);
+  g_assert_cmpfloat (c->launch_overhead, ==, L);
+  g_assert_cmpfloat (c->intra_step_overhead, ==, o);
+  g_assert_cmpfloat (c->step_overhead, ==, sim_catalog_step_overhead (cat, ib->kind));
+  g_assert_cmpfloat_with_epsilon (sum.sim_time,
+                                  2 * (L + pol_coll_cost (ring, POL_COLL_ALLREDUCE, 8,
+                                                          SIZE / 4, 4, o, beta, 0)),
+                                  1e-9 * sum.sim_time);
+  sim_config_free (c);
+  test_run_scenario_text (text, zero, NULL, &sum, &c);
+  g_assert_cmpfloat (c->launch_overhead, ==, 0);
+  g_assert_cmpfloat_with_epsilon (sum.sim_time,
+                                  2 * pol_coll_cost (ring, POL_COLL_ALLREDUCE, 8,
+                                                     SIZE / 4, 4, alpha, beta, 0),
+                                  1e-9 * sum.sim_time);
+  sim_config_free (c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -210,5 +256,6 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/timing-only", test_timing_only);
   g_test_add_func ("/collective/errors", test_errors);
   g_test_add_func ("/collective/table", test_table);
+  g_test_add_func ("/collective/catalog-overheads", test_catalog_overheads);
   return g_test_run ();
 }

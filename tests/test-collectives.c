@@ -1414,8 +1414,9 @@ static void
 test_channels_kinds (void)
 {
   Run *run = run_new (4, 64, NET_CONTENTION_NONE);
-  PolCollArgs a = { run->sim, run->net, run->p, run->hosts, run->bufs, run->n,
-                    ELEM, 0, 0, 0, 2 };
+  PolCollArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
+                    .hosts = run->hosts, .bufs = run->bufs, .n = run->n,
+                    .elem_bytes = ELEM, .channels = 2 };
   g_autoptr (GError) error = NULL;
 
   g_assert_false (pol_coll_start (pol_coll_lookup ("ring"), &a,
@@ -1424,6 +1425,59 @@ test_channels_kinds (void)
   g_assert_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED);
   g_assert_cmpuint (eng_sim_pending (run->sim), ==, 0);
   run_free (run);
+}
+
+/* --- overheads ------------------------------------------------------------ */
+
+/* A launch overhead L delays the whole collective; a step overhead o makes
+ * every message's latency max(o, its route's): with contention none the
+ * time is L plus the cost formula with alpha replaced by max(alpha, o), for
+ * o below and above alpha.  On one node the intra-node overhead applies
+ * (groups alike), on a star the other (every rank alone). */
+static void
+test_overheads (void)
+{
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  const double os[] = { 0.5 * ALPHA, 3 * ALPHA }, L = 7e-6;
+
+  for (guint a = 0; a < G_N_ELEMENTS (algs); a++)
+    for (guint k = 0; k < G_N_ELEMENTS (os); k++)
+      for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+        {
+          int p = ps[i];
+          const PolCollAlgorithm *alg = pol_coll_lookup (algs[a]);
+          Run *run = run_new (p, N_EVEN, NET_CONTENTION_NONE);
+          PolCollArgs args = { .sim = run->sim, .net = run->net, .p = p,
+                               .hosts = run->hosts, .bufs = run->bufs,
+                               .n = N_EVEN, .elem_bytes = ELEM,
+                               .launch_overhead = L, .step_overhead = os[k],
+                               .intra_step_overhead = 100 * ALPHA };
+          double want = L + pol_coll_cost (alg, POL_COLL_ALLREDUCE, p, N_EVEN,
+                                           ELEM, MAX (ALPHA, os[k]), BETA, 0);
+
+          g_assert_true (pol_coll_start (alg, &args, POL_COLL_ALLREDUCE, on_done,
+                                         run, run, NULL));
+          eng_run (run->sim, INFINITY);
+          g_assert_cmpint (run->n_done, ==, 1);
+          assert_time (run->t_done, want);
+          assert_allreduce_data (run);
+          run_free (run);
+          /* all on one node: the intra-node overhead */
+          run = run_new_nodes (p, N_EVEN, NET_CONTENTION_NONE, 16, FALSE);
+          args.sim = run->sim;
+          args.net = run->net;
+          args.hosts = run->hosts;
+          args.bufs = run->bufs;
+          args.step_overhead = 100 * ALPHA;
+          args.intra_step_overhead = os[k];
+          want = L + pol_coll_cost (alg, POL_COLL_ALLREDUCE, p, N_EVEN, ELEM,
+                                    MAX (2 * NVL_LAT, os[k]), 1 / NVL_BW, 0);
+          g_assert_true (pol_coll_start (alg, &args, POL_COLL_ALLREDUCE, on_done,
+                                         run, run, NULL));
+          eng_run (run->sim, INFINITY);
+          assert_time (run->t_done, want);
+          run_free (run);
+        }
 }
 
 int
@@ -1438,6 +1492,7 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/concurrent", test_concurrent);
   g_test_add_func ("/collectives/work-bound", test_work_bound);
   g_test_add_func ("/collectives/operations", test_operations);
+  g_test_add_func ("/collectives/overheads", test_overheads);
   g_test_add_func ("/collectives/channels/order", test_channel_order);
   g_test_add_func ("/collectives/channels/none", test_channels_none);
   g_test_add_func ("/collectives/channels/nics", test_channels_nics);
