@@ -98,8 +98,9 @@ const SimLinkKind *sim_catalog_kind (const SimCatalog *catalog, const char *kind
 guint sim_catalog_n_kinds (const SimCatalog *catalog);
 const SimLinkKind *sim_catalog_kind_at (const SimCatalog *catalog, guint index);
 
-/* Collective overheads: catalog data for the collectives to read (nothing
- * applies them yet; docs/hardware.md).  The per-step latency of a
+/* Collective overheads, which a scenario naming a catalog link takes as
+ * its [network] launch_overhead, step_overhead and intra_step_overhead
+ * (docs/hardware.md).  The per-step latency of a
  * collective over links of `kind` (SimLinkKind.step_overhead), seconds; 0
  * where the catalog has no [kind:NAME] group for it. */
 double sim_catalog_step_overhead (const SimCatalog *catalog, const char *kind);
