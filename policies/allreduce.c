@@ -42,6 +42,8 @@ typedef struct {
   double ready;            /* s, when every worker has produced it */
   double start;            /* s, when its all-reduce started */
   float **bufs;            /* (workers) grad_w + lo; NULL without math */
+  const PolCollAlgorithm *alg; /* what runs its all-reduce ([policy]
+                                  algorithm, or what auto picks for it) */
 } ArBucket;
 
 typedef struct {
@@ -118,7 +120,7 @@ on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
   double now = eng_sim_now (sim);
   if (ar->env.rec.bucket)
     ar->env.rec.bucket (ar->env.rec.ctx, ar->iter, j, (double) (b->hi - b->lo) * 4, b->ready,
-                        b->start, now);
+                        b->start, now, b->alg->name);
   if (j + 1 < ar->n_buckets)
     {
       double at = MAX (now, ar->buckets[j + 1].ready);
@@ -140,7 +142,7 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
   int j = GPOINTER_TO_INT (data);
   ArBucket *b = &ar->buckets[j];
   b->start = eng_sim_now (sim);
-  pol_allreduce_start (&ar->env, ar->alg, ar->env.workers, ar->hosts, b->bufs, b->hi - b->lo,
+  pol_allreduce_start (&ar->env, b->alg, ar->env.workers, ar->hosts, b->bufs, b->hi - b->lo,
                        0, on_bucket_done, ar, data);
 }
 
@@ -233,6 +235,10 @@ ar_create (const PolEnv *env, GError **error)
       ArBucket *b = &ar->buckets[j];
       b->hi = P - (gsize) j * per;
       b->lo = b->hi > per ? b->hi - per : 0;
+      /* every bucket but the last has the same size: one choice */
+      b->alg = j > 0 && b->hi - b->lo == ar->buckets[j - 1].hi - ar->buckets[j - 1].lo
+               ? ar->buckets[j - 1].alg
+               : pol_allreduce_resolve (env, alg, W, ar->hosts, b->hi - b->lo);
       if (env->model)
         {
           b->bufs = g_new (float *, W);
@@ -247,6 +253,7 @@ static void
 ar_start (PolPolicy *p)
 {
   ArPolicy *ar = (ArPolicy *) p;
+  pol_report_algorithm (&ar->env, ar->alg, ar->buckets[0].alg);
   pol_run_start (&ar->run, ar->params);
   eng_schedule (ar->env.sim, 0, start_iteration, ar, NULL);
 }

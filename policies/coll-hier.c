@@ -216,22 +216,35 @@ hier_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
  * groups one of 2(m-1) on sub-blocks of M2 = ceil(M1/m), and every other
  * block's path is no longer:
  * (g-1)(2 alpha + M1 (2 beta + gamma)) + (m-1)(2 alpha + M2 (2 beta + gamma)).
- * g = 1 and g = p give the ring's formula. */
+ * g = 1 and g = p give the ring's formula.  On two levels the phases
+ * inside a node run at alpha_in, beta_in and the one across at alpha_out,
+ * beta_out (groups of l->group dividing p). */
+static double
+hier_cost_levels (const PolCollLevels *l)
+{
+  int g = l->group, m;
+  gsize M1, M2;     /* elements */
+  double e = l->elem_bytes, gamma = l->reduce_per_byte;
+
+  if (l->kind != POL_COLL_ALLREDUCE || g < 1 || l->p % g != 0)
+    return NAN;
+  m = l->p / g;
+  M1 = (l->n + (gsize) g - 1) / (gsize) g;
+  M2 = (M1 + (gsize) m - 1) / (gsize) m;
+  return (g - 1) * (2 * l->alpha_in + (double) M1 * e * (2 * l->beta_in + gamma))
+         + (m - 1) * (2 * l->alpha_out
+                      + (double) M2 * e * (2 * l->beta_out + gamma));
+}
+
+/* Uniform links: both levels alike. */
 static double
 hier_cost (PolCollKind kind, int p, int group, gsize n, double elem_bytes,
            double alpha, double beta, double gamma)
 {
-  int g = group, m;
-  gsize M1, M2;     /* elements */
+  PolCollLevels l = { kind, p, group, n, elem_bytes, alpha, beta, alpha, beta,
+                      gamma };
 
-  if (kind != POL_COLL_ALLREDUCE || g < 1 || p % g != 0)
-    return NAN;
-  m = p / g;
-  M1 = (n + (gsize) g - 1) / (gsize) g;
-  M2 = (M1 + (gsize) m - 1) / (gsize) m;
-  return (g - 1) * (2 * alpha + (double) M1 * elem_bytes * (2 * beta + gamma))
-         + (m - 1) * (2 * alpha
-                      + (double) M2 * elem_bytes * (2 * beta + gamma));
+  return hier_cost_levels (&l);
 }
 
 const PolCollAlgorithm pol_coll_hier = {
@@ -244,4 +257,5 @@ const PolCollAlgorithm pol_coll_hier = {
   .build = hier_build,
   .step = hier_step,
   .cost = hier_cost,
+  .cost_levels = hier_cost_levels,
 };

@@ -196,6 +196,7 @@ const PolCollAlgorithm pol_coll_naive = {
   .description = "the root as driver: every rank sends it its part, it sums "
                  "or collects them and sends the result out",
   .source = "direct gather and scatter, alpha-beta model (Hockney 1994)",
+  .baseline = TRUE,
   .build = naive_build,
   .cost = naive_cost,
 };

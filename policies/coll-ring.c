@@ -120,12 +120,35 @@ ring_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
   return NAN;
 }
 
+/* All-reduce on two levels, p = m groups of g ranks in ring order, with
+ * contention none: the chain that decides the time crosses x of its
+ * 2(p-1) steps between groups (x = 2m, or 2m - 1 when g = 2), each
+ * alpha_out + M beta_out, the others alpha_in + M beta_in, plus the p - 1
+ * reductions (docs/collectives.md, hierarchical: the flat ring on nodes). */
+static double
+ring_cost_levels (const PolCollLevels *l)
+{
+  int p = l->p, g = l->group, m, x;
+  double M = (double) ((l->n + (gsize) p - 1) / (gsize) p) * l->elem_bytes;
+
+  if (l->kind != POL_COLL_ALLREDUCE || g < 2 || p % g != 0)
+    return ring_cost (l->kind, p, 1, l->n, l->elem_bytes, l->alpha_out,
+                      l->beta_out, l->reduce_per_byte);
+  m = p / g;
+  x = g == 2 ? 2 * m - 1 : 2 * m;
+  return x * (l->alpha_out + M * l->beta_out)
+         + (2 * (p - 1) - x) * (l->alpha_in + M * l->beta_in)
+         + (p - 1) * M * l->reduce_per_byte;
+}
+
 const PolCollAlgorithm pol_coll_ring = {
   .name = "ring",
   .description = "reduce-scatter then all-gather around a ring, p-1 steps each",
   .source = "Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2); "
             "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
+  .one_route = TRUE,
   .build = ring_build,
   .step = ring_step,
   .cost = ring_cost,
+  .cost_levels = ring_cost_levels,
 };

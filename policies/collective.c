@@ -101,12 +101,12 @@ on_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   start_iteration (sim, cp, NULL);
 }
 
-static void
-start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+/* The operation's arguments. */
+static PolCollArgs
+coll_args (CollPolicy *cp)
 {
-  CollPolicy *cp = ctx;
   PolCollArgs a = {
-    .sim = sim,
+    .sim = cp->env.sim,
     .net = cp->env.net,
     .p = cp->env.workers,
     .hosts = cp->hosts,
@@ -122,6 +122,15 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     .channels = cp->kind == POL_COLL_ALLREDUCE
                   ? (int) base_values_int (cp->env.values, "policy.channels") : 0,
   };
+
+  return a;
+}
+
+static void
+start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  CollPolicy *cp = ctx;
+  PolCollArgs a = coll_args (cp);
   g_autoptr (GError) error = NULL;
 
   cp->iter_start = eng_sim_now (sim);
@@ -168,7 +177,9 @@ static void
 coll_start (PolPolicy *p)
 {
   CollPolicy *cp = (CollPolicy *) p;
+  PolCollArgs a = coll_args (cp);
 
+  pol_report_algorithm (&cp->env, cp->alg, pol_coll_resolve (cp->alg, &a, cp->kind));
   pol_run_start (&cp->run, NULL);
   eng_schedule (cp->env.sim, 0, start_iteration, cp, NULL);
 }

@@ -685,6 +685,14 @@ coll_advance (CollOp *op, int r)
     r = rank_run (op, r);
 }
 
+const PolCollAlgorithm *
+pol_coll_resolve (const PolCollAlgorithm *alg, const PolCollArgs *a,
+                  PolCollKind kind)
+{
+  g_return_val_if_fail (alg != NULL && a != NULL, NULL);
+  return alg->choose ? alg->choose (a, kind) : alg;
+}
+
 /* --- Channels -------------------------------------------------------------- */
 
 static int
@@ -823,6 +831,15 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
   g_return_val_if_fail (a->channels >= 0, FALSE);
 
+  if (alg->choose != NULL)
+    {
+      const PolCollAlgorithm *chosen = alg->choose (a, kind);
+
+      if (chosen == NULL)
+        return pol_coll_unsupported (alg->name, kind, error);
+      alg = chosen;
+    }
+
   if (a->channels > 1 && kind != POL_COLL_ALLREDUCE)
     {
       g_set_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED,
@@ -875,6 +892,7 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
 /* --- Registry ------------------------------------------------------------- */
 
 /* One line per algorithm; each is defined in its own file, policies/coll-*.c. */
+extern const PolCollAlgorithm pol_coll_auto;
 extern const PolCollAlgorithm pol_coll_ring;
 extern const PolCollAlgorithm pol_coll_tree;
 extern const PolCollAlgorithm pol_coll_hd;
@@ -882,8 +900,8 @@ extern const PolCollAlgorithm pol_coll_naive;
 extern const PolCollAlgorithm pol_coll_hier;
 
 static const PolCollAlgorithm *const coll_algorithms[] = {
-  &pol_coll_ring, &pol_coll_tree, &pol_coll_hd, &pol_coll_naive,
-  &pol_coll_hier, NULL,
+  &pol_coll_auto, &pol_coll_ring, &pol_coll_tree, &pol_coll_hd,
+  &pol_coll_naive, &pol_coll_hier, NULL,
 };
 
 const void *const *

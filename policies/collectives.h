@@ -90,9 +90,23 @@ typedef struct {
 typedef struct PolCollOp PolCollOp;
 typedef struct PolCollStep PolCollStep;
 
+/* A two-level network for a cost formula: ranks in groups of `group`
+ * (host groups: a node, a rack), routes inside a group of latency
+ * alpha_in and s/byte beta_in, across groups alpha_out and beta_out. */
+typedef struct {
+  PolCollKind kind;
+  int p, group;
+  gsize n;
+  double elem_bytes;
+  double alpha_in, beta_in, alpha_out, beta_out;
+  double reduce_per_byte;
+} PolCollLevels;
+
+typedef struct PolCollAlgorithm PolCollAlgorithm;
+
 /* A collective algorithm: one file, policies/coll-<name>.c, defines it and
  * the registry in collectives.c lists it; nothing else names it. */
-typedef struct {
+struct PolCollAlgorithm {
   const char *name;          /* as in [policy] algorithm */
   const char *description;
   const char *source;        /* the paper or document its steps and cost
@@ -113,7 +127,28 @@ typedef struct {
   double (*cost) (PolCollKind kind, int p, int group, gsize n,
                   double elem_bytes, double alpha, double beta,
                   double reduce_per_byte);
-} PolCollAlgorithm;
+  /* Its formula on a two-level network (NULL: the algorithm is limited by
+   * the slower level, and `cost` with alpha_out and beta_out applies). */
+  double (*cost_levels) (const PolCollLevels *l);
+  /* It crosses from group to group through one route at a time (the
+   * ring): C channels, crossing through C routes, each carry 1/C of the
+   * buffer in auto's estimate; the others already use every route. */
+  gboolean one_route;
+  /* A teaching baseline (naive): auto picks it only for a kind no other
+   * algorithm does, its contention-free formula ignoring the incast at
+   * its root that max-min charges. */
+  gboolean baseline;
+  /* A selector, not an algorithm (auto): picks the registered algorithm
+   * that runs `kind` for `a`, or NULL when none does.  pol_coll_start()
+   * runs what it picks; build and step are then unused. */
+  const PolCollAlgorithm *(*choose) (const PolCollArgs *a, PolCollKind kind);
+};
+
+/* What pol_coll_start() runs for `alg`: alg itself, or what its `choose`
+ * picks for `a` and `kind` (NULL when none runs the kind). */
+const PolCollAlgorithm *pol_coll_resolve (const PolCollAlgorithm *alg,
+                                          const PolCollArgs *a,
+                                          PolCollKind kind);
 
 const PolCollAlgorithm *pol_coll_lookup (const char *name);
 /* NULL-terminated list of the registered algorithms. */

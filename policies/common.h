@@ -81,6 +81,18 @@ void pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg,
                           gsize n, int tag, PolCollDone done, gpointer ctx,
                           gpointer data);
 
+/* The algorithm pol_allreduce_start() runs for alg (what `auto` picks for
+ * these ranks and n floats, else alg). */
+const PolCollAlgorithm *pol_allreduce_resolve (const PolEnv *env,
+                                               const PolCollAlgorithm *alg,
+                                               int p, const int *hosts,
+                                               gsize n);
+
+/* Where alg is a selector (auto), reports what it chose as the run's
+ * params row policy.algorithm_chosen. */
+void pol_report_algorithm (const PolEnv *env, const PolCollAlgorithm *alg,
+                           const PolCollAlgorithm *chosen);
+
 G_END_DECLS
 
 #endif /* DTSIM_POLICIES_COMMON_H */

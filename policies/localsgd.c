@@ -229,6 +229,9 @@ static void
 ls_start (PolPolicy *p)
 {
   LsPolicy *ls = (LsPolicy *) p;
+  pol_report_algorithm (&ls->env, ls->alg,
+                        pol_allreduce_resolve (&ls->env, ls->alg, ls->env.workers,
+                                               ls->hosts, ls->env.n_params));
   pol_run_start (&ls->run, model_params (ls));
   eng_schedule (ls->env.sim, 0, ls_round_event, ls, NULL);
 }

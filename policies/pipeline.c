@@ -676,6 +676,15 @@ static void
 pl_start (PolPolicy *p)
 {
   PlPolicy *pl = (PlPolicy *) p;
+  if (pl->R > 1)  /* what stage 0's replicas all-reduce with */
+    {
+      for (int r = 0; r < pl->R; r++)
+        pl->reduce_hosts[r] = pl->w[r * pl->P].index;
+      pol_report_algorithm (&pl->env, pl->alg,
+                            pol_allreduce_resolve (&pl->env, pl->alg, pl->R,
+                                                   pl->reduce_hosts,
+                                                   pl->w[0].hi - pl->w[0].lo));
+    }
   pol_run_start (&pl->run, pl->params);
   eng_schedule (pl->env.sim, 0, start_iteration, pl, NULL);
 }

@@ -59,9 +59,14 @@ typedef struct {
   void (*metric) (gpointer ctx, double t, gint64 step, double loss,
                   double accuracy);
   /* One gradient bucket's all-reduce: `ready` when every worker had produced
-   * it, `start` and `end` of its collective (all-reduce policy). */
+   * it, `start` and `end` of its collective, the collective algorithm that
+   * ran it (all-reduce policy). */
   void (*bucket) (gpointer ctx, gint64 iteration, int bucket, double bytes,
-                  double ready, double start, double end);
+                  double ready, double start, double end,
+                  const char *algorithm);
+  /* A value of the run the policy settled when it started (e.g. the
+   * algorithm `auto` chose), as a params row "key" = "value". */
+  void (*param) (gpointer ctx, const char *key, const char *value);
   /* A worker failure: the worker was down from `start` to `end` (its
    * restart), during its iteration `iteration`; `lost` names what it lost:
    * compute (the step it was computing), send (the gradient in flight), recv

@@ -84,13 +84,25 @@ rec_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
 
 static void
 rec_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double ready,
-            double start, double end)
+            double start, double end, const char *algorithm)
 {
   RunCtx *r = ctx;
   if (r->trace && r->c->detail >= SIM_DETAIL_ITERATIONS)
-    sim_trace_bucket (r->trace, r->run, iteration, bucket, bytes, ready, start, end);
+    sim_trace_bucket (r->trace, r->run, iteration, bucket, bytes, ready, start, end,
+                      algorithm);
   if (r->extra && r->extra->bucket)
-    r->extra->bucket (r->extra->ctx, iteration, bucket, bytes, ready, start, end);
+    r->extra->bucket (r->extra->ctx, iteration, bucket, bytes, ready, start, end,
+                      algorithm);
+}
+
+static void
+rec_param (gpointer ctx, const char *key, const char *value)
+{
+  RunCtx *r = ctx;
+  if (r->trace)
+    sim_trace_param (r->trace, r->run, key, value);
+  if (r->extra && r->extra->param)
+    r->extra->param (r->extra->ctx, key, value);
 }
 
 static void
@@ -148,6 +160,7 @@ run_recorder (RunCtx *r)
     .span = rec_span,
     .metric = rec_metric,
     .bucket = rec_bucket,
+    .param = rec_param,
     .failure = rec_failure,
     .progress = rec_progress,
     .stage = rec_stage,

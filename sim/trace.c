@@ -160,6 +160,7 @@ static const Column buckets_columns[] = {
   { "ready", "REAL NOT NULL", COL_REAL, TRUE },
   { "start", "REAL NOT NULL", COL_REAL, FALSE },
   { "end", "REAL NOT NULL", COL_REAL, FALSE },
+  { "algorithm", "TEXT", COL_TEXT, FALSE },
 };
 
 static const Column failures_columns[] = {
@@ -966,11 +967,18 @@ sim_trace_span (SimTrace *t, gint64 run, const char *actor, const char *kind,
 
 void
 sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket, double bytes,
-                  double ready, double start, double end)
+                  double ready, double start, double end, const char *algorithm)
 {
   const Value v[] = { { .i = run }, { .i = iteration }, { .i = bucket }, { .d = bytes },
-                      { .d = ready }, { .d = start }, { .d = end } };
+                      { .d = ready }, { .d = start }, { .d = end }, { .s = algorithm } };
   add_row (t, T_BUCKETS, v, G_N_ELEMENTS (v));
+}
+
+void
+sim_trace_param (SimTrace *t, gint64 run, const char *key, const char *value)
+{
+  const Value v[] = { { .i = run }, { .s = key }, { .s = value } };
+  add_row (t, T_PARAMS, v, G_N_ELEMENTS (v));
 }
 
 void

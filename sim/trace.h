@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/trace.c) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 3
+#define SIM_TRACE_SCHEMA_VERSION 4
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -101,7 +101,11 @@ void sim_trace_span (SimTrace *t, gint64 run, const char *actor,
                      const char *kind, double start, double end,
                      gint64 iteration, double bytes);
 void sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket,
-                       double bytes, double ready, double start, double end);
+                       double bytes, double ready, double start, double end,
+                       const char *algorithm);
+/* A params row the run settled after it started (PolRecorder.param). */
+void sim_trace_param (SimTrace *t, gint64 run, const char *key,
+                      const char *value);
 /* One worker failure (docs/trace.md, failures). */
 void sim_trace_failure (SimTrace *t, gint64 run, int worker, double start,
                         double end, gint64 iteration, const char *lost);

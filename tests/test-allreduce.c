@@ -26,6 +26,7 @@ typedef struct {
   gint64 iteration;
   int bucket;
   double bytes, ready, start, end;
+  const char *algorithm;   /* a registry name: lives as long as the process */
 } Bucket;
 
 typedef struct {
@@ -46,10 +47,10 @@ on_iteration (gpointer ctx, int worker, gint64 iteration, double start, double e
 
 static void
 on_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double ready,
-           double start, double end)
+           double start, double end, const char *algorithm)
 {
   Result *r = ctx;
-  Bucket b = { iteration, bucket, bytes, ready, start, end };
+  Bucket b = { iteration, bucket, bytes, ready, start, end, algorithm };
   g_array_append_val (r->buckets, b);
 }
 

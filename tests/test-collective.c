@@ -147,9 +147,9 @@ test_errors (void)
     const char *extra, *want;
   } cases[] = {
     { "operation = scatter\nalgorithm = ring\nsize = 4004B\n",
-      "[policy] algorithm: ring does not do scatter; use one that does: naive" },
+      "[policy] algorithm: ring does not do scatter; use one that does: auto, naive" },
     { "operation = all-to-all\nalgorithm = tree\nsize = 4004B\n",
-      "[policy] algorithm: tree does not do all-to-all; use one that does: naive" },
+      "[policy] algorithm: tree does not do all-to-all; use one that does: auto, naive" },
     { "root = 7\n", "[policy] root: 7 is not a rank of the 7 workers; use 0 to 6" },
     { "size = 1GB\n", "[policy] verify: real buffers for 7 ranks" },
     { "operation = transpose\n", "[policy] operation" },
@@ -186,7 +186,8 @@ test_table (void)
   double t = pol_coll_cost (ring, POL_COLL_ALLREDUCE, 7, SIZE / 4, 4, ALPHA,
                             BETA, 0);
 
-  text = g_strconcat (scenario, "size = 4004B\n[trace]\ndetail = messages\n"
+  text = g_strconcat (scenario, "size = 4004B\nalgorithm = ring\n"
+                      "[trace]\ndetail = messages\n"
                       "[sweep]\ncluster.workers = 7\n", NULL);
   g_assert_true (g_file_set_contents (ini, text, -1, NULL));
   g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db,
@@ -214,7 +215,7 @@ test_catalog_overheads (void)
     "[scenario]\nname = t\niterations = 2\n[cluster]\nworkers = 8\n"
     "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n"
     "fabric = ib-hdr\nintra_fabric = nvlink3\ncontention = none\n"
-    "[policy]\nkind = collective\nsize = 4004B\n";
+    "[policy]\nkind = collective\nsize = 4004B\nalgorithm = ring\n";
   const char *sets[] = { NULL };
   const char *zero[] = { "network.launch_overhead=0", "network.intra_step_overhead=0",
                          NULL };
@@ -248,6 +249,44 @@ test_catalog_overheads (void)
   sim_config_free (c);
 }
 
+/* algorithm = auto in training: every bucket's row names what ran it, the
+ * largest bucket's choice is the run's policy.algorithm_chosen, and each
+ * is what the cost formulas give on this star: halving-doubling for the
+ * 4 MB buckets among 16 workers (lg p latencies against the ring's 2(p-1),
+ * the same bytes). */
+static void
+test_auto_recorded (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 2\n[cluster]\nworkers = 16\n"
+    "[network]\ntopology = star\nbandwidth = 10Gbps\nlatency = 5us\n"
+    "[model]\nkind = timing\nparams = 2500000\nflops = 1e6\n"
+    "[policy]\nkind = allreduce\nbucket_size = 4MB\n"
+    "[kernels]\nbackend = none\n[trace]\ndetail = iterations\n";
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-auto-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename (dir, "a.ini", NULL);
+  g_autofree char *db = g_build_filename (dir, "a.db", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet",
+                                   NULL), ==, 0);
+  /* 10 MB: two buckets of 4 MB and one of 2 MB, two iterations */
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM buckets"), ==, 6);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM buckets"
+                                            " WHERE algorithm = 'halving-doubling'"
+                                            " AND bytes = 4e6"), ==, 4);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM params"
+                                            " WHERE key = 'policy.algorithm_chosen'"
+                                            " AND value = 'halving-doubling'"), ==, 1);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM buckets"
+                                            " WHERE algorithm IS NULL"
+                                            " OR algorithm = 'auto'"), ==, 0);
+  g_remove (db);
+  g_remove (ini);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -257,5 +296,6 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/errors", test_errors);
   g_test_add_func ("/collective/table", test_table);
   g_test_add_func ("/collective/catalog-overheads", test_catalog_overheads);
+  g_test_add_func ("/collective/auto-recorded", test_auto_recorded);
   return g_test_run ();
 }

@@ -529,8 +529,9 @@ test_unsupported (void)
       {
         Run *run = run_new (pvals[k], 8, NET_CONTENTION_NONE);
         const PolCollAlgorithm *alg = pol_coll_lookup (cases[i].alg);
-        PolCollArgs a = { run->sim, run->net, run->p, run->hosts,
-                          run->bufs, run->n, ELEM, 0, 0, 0 };
+        PolCollArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
+                          .hosts = run->hosts, .bufs = run->bufs,
+                          .n = run->n, .elem_bytes = ELEM };
         g_autoptr (GError) error = NULL;
 
         g_assert_false (pol_coll_start (alg, &a, cases[i].kind, on_done, run,
@@ -546,8 +547,8 @@ test_unsupported (void)
 static void
 test_registry (void)
 {
-  const char *names[] = { "ring", "tree", "halving-doubling", "naive",
-                          "hierarchical" };
+  const char *names[] = { "auto", "ring", "tree", "halving-doubling",
+                          "naive", "hierarchical" };
   const PolCollAlgorithm *const *all = pol_coll_all ();
   int n = 0;
 
@@ -573,8 +574,9 @@ test_concurrent (void)
 {
   Run *run = run_new (4, N_EVEN, NET_CONTENTION_MAXMIN);
   Run other = *run;
-  PolCollArgs a = { run->sim, run->net, 4, run->hosts, NULL, N_EVEN, ELEM,
-                    0, 0, 1 };
+  PolCollArgs a = { .sim = run->sim, .net = run->net, .p = 4,
+                    .hosts = run->hosts, .n = N_EVEN, .elem_bytes = ELEM,
+                    .tag = 1 };
   g_autoptr (GError) error = NULL;
 
   other.n_done = 0;
@@ -1480,6 +1482,113 @@ test_overheads (void)
         }
 }
 
+/* --- auto ------------------------------------------------------------------ */
+
+/* What auto runs for an all-reduce of n floats on `run` (channels C). */
+static const PolCollAlgorithm *
+auto_pick (Run *run, gsize n, int channels)
+{
+  PolCollArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
+                    .hosts = run->hosts, .n = n, .elem_bytes = ELEM,
+                    .channels = channels };
+
+  return pol_coll_resolve (pol_coll_lookup ("auto"), &a, POL_COLL_ALLREDUCE);
+}
+
+/* On a star every route has ALPHA and BETA: auto runs the algorithm of
+ * least pol_coll_cost (the first in the registry on a tie) but the
+ * baseline (naive), for small and large buffers, and its run takes that
+ * least cost, which auto's own pol_coll_cost reports. */
+static void
+test_auto_star (void)
+{
+  const gsize ns[] = { 1, 100, N_EVEN, 1 << 20 };
+  const char *seen[8] = { NULL };
+  int n_seen = 0;
+
+  for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+    for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
+      {
+        int p = ps[i];
+        Run *run = run_new (p, ns[k], NET_CONTENTION_NONE);
+        const PolCollAlgorithm *pick = auto_pick (run, ns[k], 0), *best = NULL;
+        double least = INFINITY, t;
+
+        for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
+          {
+            double c;
+
+            if ((*a)->choose || (*a)->baseline)
+              continue;
+            c = pol_coll_cost (*a, POL_COLL_ALLREDUCE, p, ns[k], ELEM, ALPHA,
+                               BETA, 0);
+            if (c < least)
+              {
+                least = c;
+                best = *a;
+              }
+          }
+        g_assert_true (pick == best);
+        t = run_coll (run, "auto", POL_COLL_ALLREDUCE, TRUE, 0, 0);
+        assert_time (t, least);
+        assert_time (t, pol_coll_cost (pol_coll_lookup ("auto"),
+                                       POL_COLL_ALLREDUCE, p, ns[k], ELEM,
+                                       ALPHA, BETA, 0));
+        assert_allreduce_data (run);
+        for (int j = 0; j <= n_seen; j++)
+          if (j == n_seen)
+            {
+              seen[n_seen++] = pick->name;
+              break;
+            }
+          else if (strcmp (seen[j], pick->name) == 0)
+            break;
+        run_free (run);
+      }
+  /* latency-bound and bandwidth-bound sizes pick differently */
+  g_assert_cmpint (n_seen, >=, 2);
+}
+
+/* On nodes of 8 GPUs whose NVLink is 8 times a NIC, with one NIC per GPU
+ * and max-min: for a large buffer over 4 nodes one ring crosses each node
+ * through one NIC, so auto runs hierarchical, and nothing else runs
+ * faster; with 8 channels the ring crosses through all 8 NICs, and auto
+ * runs it when that is cheaper by its formula.  Either way auto's run is
+ * at most 5% slower than the fastest algorithm's. */
+static void
+test_auto_nodes (void)
+{
+  const int Cs[] = { 1, 8 };
+
+  for (guint k = 0; k < G_N_ELEMENTS (Cs); k++)
+    {
+      gsize n = 1 << 20;
+      Run *run = run_new_nodes (32, n, NET_CONTENTION_MAXMIN, 8, TRUE);
+      const PolCollAlgorithm *pick = auto_pick (run, n, Cs[k]);
+      double t_auto = run_coll_channels (run, "auto", POL_COLL_ALLREDUCE, FALSE,
+                                         0, 0, Cs[k]);
+      double fastest = INFINITY;
+
+      if (Cs[k] == 1)
+        g_assert_cmpstr (pick->name, ==, "hierarchical");
+      for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
+        {
+          Run *other;
+          double t;
+
+          if ((*a)->choose || strcmp ((*a)->name, "naive") == 0)
+            continue;
+          other = run_new_nodes (32, n, NET_CONTENTION_MAXMIN, 8, TRUE);
+          t = run_coll_channels (other, (*a)->name, POL_COLL_ALLREDUCE, FALSE,
+                                 0, 0, Cs[k]);
+          fastest = MIN (fastest, t);
+          run_free (other);
+        }
+      g_assert_cmpfloat (t_auto, <=, 1.05 * fastest);
+      run_free (run);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1493,6 +1602,8 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/work-bound", test_work_bound);
   g_test_add_func ("/collectives/operations", test_operations);
   g_test_add_func ("/collectives/overheads", test_overheads);
+  g_test_add_func ("/collectives/auto/star", test_auto_star);
+  g_test_add_func ("/collectives/auto/nodes", test_auto_nodes);
   g_test_add_func ("/collectives/channels/order", test_channel_order);
   g_test_add_func ("/collectives/channels/none", test_channels_none);
   g_test_add_func ("/collectives/channels/nics", test_channels_nics);

@@ -88,7 +88,7 @@ static const char cluster[] =
   "[device]\nflops = 1GFLOPS\nefficiency = 0.5\nstep_time = 1ms\n"
   "[network]\nbandwidth = 1Gbps\nlatency = 20us\ncontention = none\n"
   "[model]\nfeatures = 15\nclasses = 4\nsamples = 512\ntest_samples = 64\nbatch = 8\n"
-  "[policy]\nkind = local-sgd\n";
+  "[policy]\nkind = local-sgd\nalgorithm = ring\n";
 
 #define P_FLOATS (15 * 4 + 4)
 #define LINK_LAT 20e-6          /* s per link */

@@ -383,7 +383,8 @@ typedef struct {
 
 static void
 on_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes G_GNUC_UNUSED, double ready,
-           double start G_GNUC_UNUSED, double end G_GNUC_UNUSED)
+           double start G_GNUC_UNUSED, double end G_GNUC_UNUSED,
+           const char *algorithm G_GNUC_UNUSED)
 {
   Buckets *b = ctx;
   if (iteration == 0)

@@ -41,7 +41,7 @@ static const char *const schema_v3[] = {
   "  start REAL NOT NULL, end REAL NOT NULL, tag TEXT)",
   "CREATE TABLE buckets (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  iteration INTEGER NOT NULL, bucket INTEGER NOT NULL, bytes REAL NOT NULL,"
-  "  ready REAL NOT NULL, start REAL NOT NULL, end REAL NOT NULL)",
+  "  ready REAL NOT NULL, start REAL NOT NULL, end REAL NOT NULL, algorithm TEXT)",
   "CREATE TABLE failures (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  worker INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL,"
   "  iteration INTEGER NOT NULL, lost TEXT NOT NULL CHECK (lost IN"
@@ -142,7 +142,7 @@ emit_rows (SimTrace *t, gint64 run)
   sim_trace_span (t, run, "server0", "update", 1.0, 2.0, -1, 4096);
   sim_trace_message (t, run, "host0", "host1", 1e6, 0.25, 0.5, "grad");
   sim_trace_message (t, run, "host1", "host0", 8, 0.5, 0.75, NULL);
-  sim_trace_bucket (t, run, 7, 2, 25e6, 0.1, 0.2, 0.3);
+  sim_trace_bucket (t, run, 7, 2, 25e6, 0.1, 0.2, 0.3, "ring");
   sim_trace_failure (t, run, 5, 0.5, 0.7, 7, "send");
   PolStageStats st = { .replica = 1, .stage = 2, .worker = 3, .first_layer = 10,
                        .last_layer = 19, .params = G_GUINT64_CONSTANT (5000000000),
@@ -251,7 +251,7 @@ static const struct {
   { "messages", "i:1|t:host0|t:host1|r:1000000|r:0.25|r:0.5|t:grad\n"
                 "i:1|t:host1|t:host0|r:8|r:0.5|r:0.75|NULL\n", 0 },
   { "buckets", "i:1|i:7|i:2|r:25000000|r:0.10000000000000001|"
-               "r:0.20000000000000001|r:0.29999999999999999\n", 0 },
+               "r:0.20000000000000001|r:0.29999999999999999|t:ring\n", 0 },
   { "failures", "i:1|i:5|r:0.5|r:0.69999999999999996|i:7|t:send\n", 0 },
   /* bubble = idle / (compute + idle), NULL when both are 0 */
   { "stages", "i:1|i:1|i:2|i:3|i:10|i:19|i:5000000000|r:1000000000000|i:4|"
