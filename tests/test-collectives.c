@@ -877,22 +877,31 @@ test_operations_maxmin (void)
 #define OVERSUB  2.0             /* racks: oversubscription */
 
 /* A nodes network of p GPUs, `gpus` per node (the last node partly filled
- * when gpus does not divide p), NVLink of NVL_BW and NVL_LAT, NICs of
- * LINK_BW and LINK_LAT: one per node, or one per GPU with nic_gpu. */
+ * when gpus does not divide p), links inside a node of intra_bw (bytes/s)
+ * and intra_lat (s), NICs of LINK_BW and LINK_LAT: one per node, or one
+ * per GPU with nic_gpu. */
 static Run *
-run_new_nodes (int p, gsize n, NetContention contention, int gpus,
-               gboolean nic_gpu)
+run_new_nodes_at (int p, gsize n, NetContention contention, int gpus,
+                  gboolean nic_gpu, double intra_bw, double intra_lat)
 {
   BaseValues *v = base_values_new ();
   Run *run;
 
   base_values_set_int (v, "network.gpus_per_node", gpus);
-  base_values_set_double (v, "network.intra_bandwidth", NVL_BW);
-  base_values_set_double (v, "network.intra_latency", NVL_LAT);
+  base_values_set_double (v, "network.intra_bandwidth", intra_bw);
+  base_values_set_double (v, "network.intra_latency", intra_lat);
   base_values_set_int (v, "network.nic", nic_gpu);
   run = run_new_on ("nodes", v, p, n, contention);
   base_values_free (v);
   return run;
+}
+
+/* The same with NVLink of NVL_BW and NVL_LAT. */
+static Run *
+run_new_nodes (int p, gsize n, NetContention contention, int gpus,
+               gboolean nic_gpu)
+{
+  return run_new_nodes_at (p, n, contention, gpus, nic_gpu, NVL_BW, NVL_LAT);
 }
 
 /* A racks network of p hosts, racks of `size`, oversubscription OVERSUB
@@ -1174,16 +1183,8 @@ test_hier_grouped_cost (void)
                                             layout == 0 ? r / g : r % m);
             }
           else
-            {
-              BaseValues *v = base_values_new ();
-
-              base_values_set_int (v, "network.gpus_per_node", g);
-              base_values_set_double (v, "network.intra_bandwidth", LINK_BW);
-              base_values_set_double (v, "network.intra_latency", LINK_LAT);
-              base_values_set_int (v, "network.nic", TRUE);
-              run = run_new_on ("nodes", v, p, N_ODD, NET_CONTENTION_NONE);
-              base_values_free (v);
-            }
+            run = run_new_nodes_at (p, N_ODD, NET_CONTENTION_NONE, g, TRUE,
+                                    LINK_BW, LINK_LAT);
           assert_time (run_coll (run, "hierarchical", POL_COLL_ALLREDUCE,
                                  TRUE, GAMMA, 0), want);
           assert_allreduce_data (run);
