@@ -35,6 +35,15 @@ static const BaseKey shared_keys[] = {
   { .section = "network", .key = "switch_latency", .type = BASE_KEY_QUANTITY,
     .unit = BASE_UNIT_TIME, .def = "0", .min = 0, .max = BASE_BIG,
     .doc = "racks, fat-tree: latency of every switch-to-switch link." },
+  { .section = "network", .key = "intra_bandwidth", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_BANDWIDTH, .def = "0", .min = 0, .max = BASE_BIG,
+    .doc = "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth)." },
+  { .section = "network", .key = "intra_efficiency", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_NONE, .def = "1", .min = 0, .max = 1, .open = BASE_OPEN_MIN,
+    .doc = "nodes: share of intra_bandwidth each GPU's link delivers, in (0, 1]: it carries intra_bandwidth x intra_efficiency. Default 1; intra_fabric's catalog figure where intra_bandwidth is not set." },
+  { .section = "network", .key = "intra_latency", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_TIME, .def = "0", .min = 0, .max = BASE_BIG,
+    .doc = "nodes: latency of each GPU's link inside its node." },
   { .section = NULL },
 };
 
