@@ -41,18 +41,11 @@ typedef struct {
 static const BaseChoice nic_choices[] = {
   { "node", FALSE, FALSE }, { "gpu", TRUE, FALSE }, { NULL, 0, FALSE } };
 
+/* intra_bandwidth, intra_efficiency and intra_latency are declared with
+ * the keys several topologies read (topologies.c). */
 static const BaseKey keys[] = {
   { .section = "network", .key = "gpus_per_node", .type = BASE_KEY_INT, .def = "0",
     .min = 0, .max = 1e6, .doc = "nodes: GPUs (hosts) per node, in host order (0 = 8)." },
-  { .section = "network", .key = "intra_bandwidth", .type = BASE_KEY_QUANTITY,
-    .unit = BASE_UNIT_BANDWIDTH, .def = "0", .min = 0, .max = BASE_BIG,
-    .doc = "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth)." },
-  { .section = "network", .key = "intra_efficiency", .type = BASE_KEY_QUANTITY,
-    .unit = BASE_UNIT_NONE, .def = "1", .min = 0, .max = 1, .open = BASE_OPEN_MIN,
-    .doc = "nodes: share of intra_bandwidth each GPU's link delivers, in (0, 1]: it carries intra_bandwidth x intra_efficiency. Default 1; intra_fabric's catalog figure where intra_bandwidth is not set." },
-  { .section = "network", .key = "intra_latency", .type = BASE_KEY_QUANTITY,
-    .unit = BASE_UNIT_TIME, .def = "0", .min = 0, .max = BASE_BIG,
-    .doc = "nodes: latency of each GPU's link inside its node." },
   { .section = "network", .key = "nic", .type = BASE_KEY_ENUM, .def = "node",
     .choices = nic_choices,
     .doc = "nodes: one NIC per node, shared by its GPUs, or one per gpu." },

@@ -13,6 +13,7 @@ extern const NetTopology net_topology_racks;
 extern const NetTopology net_topology_fat_tree;
 extern const NetTopology net_topology_ring;
 extern const NetTopology net_topology_nodes;
+extern const NetTopology net_topology_dgx1;
 
 /* Every registered topology, NULL-terminated. */
 static const NetTopology *const net_topologies[] = {
@@ -21,6 +22,7 @@ static const NetTopology *const net_topologies[] = {
   &net_topology_fat_tree,
   &net_topology_ring,
   &net_topology_nodes,
+  &net_topology_dgx1,
   NULL
 };
 
@@ -35,6 +37,15 @@ static const BaseKey shared_keys[] = {
   { .section = "network", .key = "switch_latency", .type = BASE_KEY_QUANTITY,
     .unit = BASE_UNIT_TIME, .def = "0", .min = 0, .max = BASE_BIG,
     .doc = "racks, fat-tree: latency of every switch-to-switch link." },
+  { .section = "network", .key = "intra_bandwidth", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_BANDWIDTH, .def = "0", .min = 0, .max = BASE_BIG,
+    .doc = "nodes: bandwidth of each GPU's link inside its node, e.g. NVLink (0 = 10 x bandwidth); dgx1: of one NVLink link, a pair wired by two carrying twice this (0 = 25 GB/s, 20 GB/s with mesh = p100; set it rather than intra_fabric, whose catalog figure is all of a GPU's links together)." },
+  { .section = "network", .key = "intra_efficiency", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_NONE, .def = "1", .min = 0, .max = 1, .open = BASE_OPEN_MIN,
+    .doc = "nodes, dgx1: share of intra_bandwidth each GPU's link (dgx1: each NVLink link) delivers, in (0, 1]: it carries intra_bandwidth x intra_efficiency. Default 1; intra_fabric's catalog figure where intra_bandwidth is not set." },
+  { .section = "network", .key = "intra_latency", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_TIME, .def = "0", .min = 0, .max = BASE_BIG,
+    .doc = "nodes: latency of each GPU's link inside its node; dgx1: of each NVLink connection (a transfer relayed by a third GPU crosses two)." },
   { .section = NULL },
 };
 

@@ -492,6 +492,28 @@ test_scenario_cross_rules (Fixture *fx, gconstpointer data)
   assert_contains (samples, "[model] samples");
 }
 
+/* The dgx1 topology's keys through the loader: a bad [network] mesh or
+ * intra_efficiency is one line naming the key and what to write; mesh =
+ * p100 is taken and kept in the params. */
+static void
+test_scenario_dgx1_keys (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *mesh = load_fails (fx, "mesh.ini",
+      "[network]\ntopology = dgx1\nmesh = a100\n", NULL);
+  assert_contains (mesh, "[network] mesh");
+  assert_contains (mesh, "v100, p100");
+  g_autofree char *eff = load_fails (fx, "eff.ini",
+      "[network]\ntopology = dgx1\nintra_efficiency = 1.5\n", NULL);
+  assert_contains (eff, "[network] intra_efficiency");
+  g_autoptr (GPtrArray) configs = load_ok (fx, "p100.ini",
+      "[cluster]\nworkers = 12\n[network]\ntopology = dgx1\nmesh = p100\n"
+      "intra_bandwidth = 20GBps\n", NULL, 1);
+  g_assert_cmpstr (param (CONFIG (configs, 0), "network.mesh"), ==, "p100");
+  g_assert_cmpint (base_values_int (CONFIG (configs, 0)->values, "network.mesh"),
+                   ==, 1);
+}
+
 static void
 test_scenario_missing_file (Fixture *fx, gconstpointer data)
 {
@@ -779,6 +801,7 @@ main (int argc, char **argv)
   ADD ("/sim/scenario/slow-out-of-range", test_scenario_slow_out_of_range);
   ADD ("/sim/scenario/db", test_scenario_db);
   ADD ("/sim/scenario/cross-rules", test_scenario_cross_rules);
+  ADD ("/sim/scenario/dgx1-keys", test_scenario_dgx1_keys);
   ADD ("/sim/scenario/missing-file", test_scenario_missing_file);
   ADD ("/sim/scenario/unreadable", test_scenario_unreadable);
   ADD ("/sim/scenario/sweep/product", test_sweep_product);

@@ -1,6 +1,6 @@
 /*
  * test-topology.c — tests of the topologies (netmodel/racks.c, fattree.c,
- * ring.c, nodes.c, star.c) and of named links.
+ * ring.c, nodes.c, dgx1.c, star.c) and of named links.
  *
  * Expected times are closed forms written as formulas: B is a host link's
  * bandwidth, l its latency, sl a switch-to-switch link's latency, b a
@@ -574,13 +574,418 @@ test_nodes_defaults (void)
   fixture_clear (&fx);
 }
 
+/* --- dgx1 ---------------------------------------------------------------- */
+
+/* The wiring of docs/network.md, written out here rather than read from
+ * netmodel/dgx1.c: the GPU pairs of one DGX-1 joined by NVLink, with their
+ * number of links (V100), each pair once. */
+static const int dgx1_v100_pairs[][3] = {
+  { 0, 1, 1 }, { 0, 2, 1 }, { 0, 3, 2 }, { 0, 4, 2 }, { 1, 2, 2 },
+  { 1, 3, 1 }, { 1, 5, 2 }, { 2, 3, 2 }, { 2, 6, 1 }, { 3, 7, 1 },
+  { 4, 5, 1 }, { 4, 6, 1 }, { 4, 7, 2 }, { 5, 6, 2 }, { 5, 7, 1 },
+  { 6, 7, 2 },
+};
+
+/* The GPU relaying between two unconnected GPUs of a V100 server (each
+ * unordered pair once, lower GPU first): the widest two-hop path, the
+ * lowest GPU on a tie. */
+static const int dgx1_v100_via[][3] = {
+  { 0, 5, 1 }, { 0, 6, 2 }, { 0, 7, 4 }, { 1, 4, 0 }, { 1, 6, 5 },
+  { 1, 7, 3 }, { 2, 4, 0 }, { 2, 5, 1 }, { 2, 7, 3 }, { 3, 4, 0 },
+  { 3, 5, 1 }, { 3, 6, 2 },
+};
+
+/* NVLink links between GPUs a and b of one server (0 = none): V100 as
+ * above; P100 one link wherever V100 has any. */
+static int
+dgx1_links (gboolean p100, int a, int b)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (dgx1_v100_pairs); i++)
+    {
+      const int *e = dgx1_v100_pairs[i];
+
+      if ((e[0] == a && e[1] == b) || (e[0] == b && e[1] == a))
+        return p100 ? 1 : e[2];
+    }
+  return 0;
+}
+
+/* The relaying GPU of unconnected a and b: V100 from the table; P100, where
+ * every connection is one link, the lowest common neighbour, which is the
+ * one in GPUs 0-3. */
+static int
+dgx1_via_of (gboolean p100, int a, int b)
+{
+  int lo = MIN (a, b), hi = MAX (a, b);
+
+  if (p100)
+    return hi - 4;
+  for (gsize i = 0; i < G_N_ELEMENTS (dgx1_v100_via); i++)
+    if (dgx1_v100_via[i][0] == lo && dgx1_v100_via[i][1] == hi)
+      return dgx1_v100_via[i][2];
+  g_assert_not_reached ();
+}
+
+/* Appends to `want` the link names of the route a -> b (a != b) on a dgx1
+ * network, as docs/network.md gives them. */
+static void
+dgx1_expected_route (gboolean p100, int a, int b, GPtrArray *want)
+{
+  int s = a / 8, ga = a % 8, gb = b % 8, via;
+
+  if (s != b / 8)
+    {
+      g_ptr_array_add (want, g_strdup_printf ("dgx%d.nic%d.up", s, ga / 2));
+      g_ptr_array_add (want, g_strdup_printf ("dgx%d.nic%d.down", b / 8,
+                                              gb / 2));
+      return;
+    }
+  if (dgx1_links (p100, ga, gb) > 0)
+    {
+      g_ptr_array_add (want, g_strdup_printf ("dgx%d.gpu%d->gpu%d", s, ga,
+                                              gb));
+      return;
+    }
+  via = dgx1_via_of (p100, ga, gb);
+  g_ptr_array_add (want, g_strdup_printf ("dgx%d.gpu%d->gpu%d", s, ga, via));
+  g_ptr_array_add (want, g_strdup_printf ("dgx%d.gpu%d->gpu%d", s, via, gb));
+}
+
+/* Builds dgx1 on fx->names (already set) with [network] mesh = p100 or not,
+ * intra_bandwidth NVL_BW and intra_latency NVL_LAT. */
+static void
+dgx1_init (Fixture *fx, gboolean p100)
+{
+  NetTopologyParams p = params (fx->names);
+
+  set_int (&p, "mesh", p100 ? 1 : 0);
+  set_double (&p, "intra_bandwidth", NVL_BW);
+  set_double (&p, "intra_latency", NVL_LAT);
+  fixture_init (fx, "dgx1", p);
+}
+
+/* One-way NVLink links among the first `g` GPUs of a server. */
+static int
+dgx1_expected_nvlinks (gboolean p100, int g)
+{
+  int n = 0;
+
+  for (int a = 0; a < g; a++)
+    for (int b = 0; b < g; b++)
+      n += a != b && dgx1_links (p100, a, b) > 0;
+  return n;
+}
+
+/* Links, with the defaults (no intra_bandwidth: 25 GB/s per NVLink link on
+ * V100, 20 on P100): one per direction per connected pair, "dgx<s>.gpu<a>->
+ * gpu<b>", of (links) x the link rate; none between unconnected GPUs; four
+ * NICs per full server, ceil(g / 2) in a last one of g GPUs, of B and l.
+ * One full V100 server: 16 pairs, 32 NVLink links (48 NVLink links of the
+ * hardware, 8 pairs doubled) and 8 NIC links. */
+static void
+test_dgx1_links (void)
+{
+  const int sizes[] = { 8, 10, 13, 16 };
+
+  for (int p100 = 0; p100 <= 1; p100++)
+    for (gsize i = 0; i < G_N_ELEMENTS (sizes); i++)
+      {
+        int n = sizes[i], last = n - (n - 1) / 8 * 8;
+        double link_bw = p100 ? 20e9 : 25e9;
+        Fixture fx;
+        NetTopologyParams p;
+
+        fx.names = host_names (n);
+        p = params (fx.names);
+        set_int (&p, "mesh", p100);
+        fixture_init (&fx, "dgx1", p);
+        g_assert_cmpint (net_network_n_links (fx.net), ==,
+                         (n - 1) / 8 * (dgx1_expected_nvlinks (p100, 8) + 8)
+                         + dgx1_expected_nvlinks (p100, last)
+                         + 2 * ((last + 1) / 2));
+        for (int a = 0; a < n; a++)
+          for (int b = a / 8 * 8; b < MIN (n, a / 8 * 8 + 8); b++)
+            {
+              g_autofree char *name
+                = g_strdup_printf ("dgx%d.gpu%d->gpu%d", a / 8, a % 8, b % 8);
+              int c = dgx1_links (p100, a % 8, b % 8);
+              int id = net_network_link_id (fx.net, name);
+
+              g_assert_cmpint (id >= 0, ==, c > 0);
+              if (c > 0)
+                {
+                  assert_time (net_network_link_bandwidth (fx.net, id),
+                               c * link_bw);
+                  g_assert_cmpfloat (net_network_link_latency (fx.net, id),
+                                     ==, 0);
+                }
+            }
+        for (int k = 0; k < 4; k++)
+          {
+            g_autofree char *up = g_strdup_printf ("dgx%d.nic%d.up",
+                                                   (n - 1) / 8, k);
+            int id = net_network_link_id (fx.net, up);
+
+            g_assert_cmpint (id >= 0, ==, 2 * k < last);
+            if (id >= 0)
+              {
+                assert_time (net_network_link_bandwidth (fx.net, id), B);
+                assert_time (net_network_link_latency (fx.net, id), LAT);
+              }
+          }
+        fixture_clear (&fx);
+      }
+}
+
+/* Every ordered pair of one server, V100 and P100: a connected pair's route
+ * is its one link, of (links) x NVL_BW and latency il; any other pair's is
+ * two links through the GPU of the docs' table, of the thinner link's
+ * bandwidth and latency 2 il. */
+static void
+test_dgx1_server_routes (void)
+{
+  for (int p100 = 0; p100 <= 1; p100++)
+    {
+      Fixture fx;
+      int direct = 0, relayed = 0;
+
+      fx.names = host_names (8);
+      dgx1_init (&fx, p100);
+      for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 8; b++)
+          {
+            g_autoptr (GPtrArray) want
+              = g_ptr_array_new_with_free_func (g_free);
+            int c = dgx1_links (p100, a, b);
+
+            if (a == b)
+              continue;
+            dgx1_expected_route (p100, a, b, want);
+            g_ptr_array_add (want, NULL);
+            assert_route (fx.net, a, b, (const char *const *) want->pdata);
+            if (c > 0)
+              {
+                direct++;
+                assert_time (net_network_route_bandwidth (fx.net, a, b),
+                             c * NVL_BW);
+                assert_time (net_network_route_latency (fx.net, a, b),
+                             NVL_LAT);
+              }
+            else
+              {
+                int via = dgx1_via_of (p100, a, b);
+                int thin = MIN (dgx1_links (p100, a, via),
+                                dgx1_links (p100, via, b));
+
+                relayed++;
+                assert_time (net_network_route_bandwidth (fx.net, a, b),
+                             thin * NVL_BW);
+                assert_time (net_network_route_latency (fx.net, a, b),
+                             2 * NVL_LAT);
+              }
+          }
+      /* 16 connected pairs of 28, both ways */
+      g_assert_cmpint (direct, ==, 32);
+      g_assert_cmpint (relayed, ==, 24);
+      fixture_clear (&fx);
+    }
+}
+
+/* Seconds one transfer of MSG bytes from src to dst takes alone on a V100
+ * dgx1 network of n GPUs. */
+static double
+dgx1_alone (int n, int src, int dst)
+{
+  Fixture fx;
+  double t;
+
+  fx.names = host_names (n);
+  dgx1_init (&fx, FALSE);
+  send (&fx, src, dst, MSG, 0);
+  eng_run (fx.sim, INFINITY);
+  t = fx.end[0];
+  fixture_clear (&fx);
+  return t;
+}
+
+/* A transfer alone, V100: over one NVLink link (0 -> 1) il + b / iB; over a
+ * pair of two (0 -> 3) il + b / (2 iB); relayed 0 -> 1 -> 5 (one link, then
+ * two) 2 il + b / iB; relayed 0 -> 4 -> 7 (two, then two) 2 il + b / (2 iB);
+ * across servers (GPU 0 -> GPU 8) 2 l + b / B. */
+static void
+test_dgx1_transfer_times (void)
+{
+  assert_time (dgx1_alone (8, 0, 1), NVL_LAT + MSG / NVL_BW);
+  assert_time (dgx1_alone (8, 0, 3), NVL_LAT + MSG / (2 * NVL_BW));
+  assert_time (dgx1_alone (8, 0, 5), 2 * NVL_LAT + MSG / NVL_BW);
+  assert_time (dgx1_alone (8, 0, 7), 2 * NVL_LAT + MSG / (2 * NVL_BW));
+  assert_time (dgx1_alone (16, 0, 8), 2 * LAT + MSG / B);
+  assert_time (dgx1_alone (16, 15, 6), 2 * LAT + MSG / B);
+}
+
+/* Max-min on shared links, V100, two servers.  0 -> 5 (relayed by 1: links
+ * 0->1, 1->5) and 4 -> 1 (relayed by 0: 4->0, 0->1) share 0->1, one link:
+ * iB / 2 each, ending at 2 il + b / (iB / 2); 2 -> 3 beside them, on its own
+ * pair of two links, at il + b / (2 iB).  GPUs 0 and 1 share NIC 0: 0 -> 8
+ * and 1 -> 9 get B / 2 each (2 l + b / (B / 2)), while 2 -> 10, on NIC 1,
+ * gets B (2 l + b / B). */
+static void
+test_dgx1_contention (void)
+{
+  Fixture fx;
+
+  fx.names = host_names (16);
+  dgx1_init (&fx, FALSE);
+  send (&fx, 0, 5, MSG, 0);
+  send (&fx, 4, 1, MSG, 1);
+  send (&fx, 2, 3, MSG, 2);
+  send (&fx, 0, 8, MSG, 3);
+  send (&fx, 1, 9, MSG, 4);
+  send (&fx, 2, 10, MSG, 5);
+  eng_run (fx.sim, INFINITY);
+  assert_time (fx.end[0], 2 * NVL_LAT + MSG / (NVL_BW / 2));
+  assert_time (fx.end[1], 2 * NVL_LAT + MSG / (NVL_BW / 2));
+  assert_time (fx.end[2], NVL_LAT + MSG / (2 * NVL_BW));
+  assert_time (fx.end[3], 2 * LAT + MSG / (B / 2));
+  assert_time (fx.end[4], 2 * LAT + MSG / (B / 2));
+  assert_time (fx.end[5], 2 * LAT + MSG / B);
+  fixture_clear (&fx);
+}
+
+/* Every size from 1 to 17 GPUs (a last server of every size), V100 and
+ * P100: the route of every ordered pair, computed on demand, is the one
+ * of docs/network.md (a partial server keeps the full server's wiring among
+ * the GPUs it has, and every relaying GPU of the table is one of them),
+ * with latency and bandwidth from its links; routes take O(GPUs) memory. */
+static void
+test_dgx1_routes_on_demand (void)
+{
+  for (int p100 = 0; p100 <= 1; p100++)
+    for (int n = 1; n <= 17; n++)
+      {
+        Fixture fx;
+
+        fx.names = host_names (n);
+        dgx1_init (&fx, p100);
+        for (int a = 0; a < n; a++)
+          for (int b = 0; b < n; b++)
+            {
+              g_autoptr (GPtrArray) want
+                = g_ptr_array_new_with_free_func (g_free);
+              int links[MAX_ROUTE];
+              double lat = 0, bw = INFINITY;
+              int len;
+
+              if (a == b)
+                continue;
+              dgx1_expected_route (p100, a, b, want);
+              len = net_network_route_links (fx.net, a, b, links, MAX_ROUTE);
+              g_assert_cmpint (len, ==, (int) want->len);
+              for (int i = 0; i < len; i++)
+                {
+                  g_assert_cmpint (links[i], ==, link_id (fx.net,
+                                                          want->pdata[i]));
+                  lat += net_network_link_latency (fx.net, links[i]);
+                  bw = MIN (bw, net_network_link_bandwidth (fx.net,
+                                                            links[i]));
+                }
+              g_assert_cmpfloat (net_network_route_latency (fx.net, a, b),
+                                 ==, lat);
+              g_assert_cmpfloat (net_network_route_bandwidth (fx.net, a, b),
+                                 ==, bw);
+            }
+        g_assert_cmpuint (net_network_route_bytes (fx.net), <=,
+                          256 + sizeof (int) * 6 * (gsize) n);
+        fixture_clear (&fx);
+      }
+}
+
+/* Refused parameters: one line "dgx1 topology: [network] <key>: ..." that
+ * says what to write; nothing added, no summary. */
+static void
+test_dgx1_invalid (void)
+{
+  const struct {
+    const char *key;   /* set to `value`, or NULL: a duplicate host name */
+    double value;
+    const char *want;  /* expected substring */
+  } cases[] = {
+    { "mesh", 2, "[network] mesh: expected v100 or p100" },
+    { "mesh", -1, "write mesh = v100" },
+    { "intra_bandwidth", -1, "[network] intra_bandwidth: expected" },
+    { "intra_bandwidth", INFINITY, "write e.g. intra_bandwidth = 25GBps" },
+    { "intra_bandwidth", 1e308, "[network] intra_bandwidth" },
+    { "intra_latency", NAN, "[network] intra_latency: expected a latency" },
+    { "intra_latency", -1e-6, "write e.g. intra_latency" },
+    { "intra_efficiency", 1.5, "[network] intra_efficiency: expected a share" },
+    { "intra_efficiency", -0.5, "write e.g. intra_efficiency = 0.8" },
+    { NULL, 0, "host name 'h0' is used twice" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const NetTopology *t = net_topology_lookup ("dgx1");
+      g_autoptr (GPtrArray) names = host_names (8);
+      g_autoptr (GError) error = NULL;
+      NetTopologyParams p = params (names);
+      EngSim *sim = eng_sim_new ();
+      NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+
+      if (cases[i].key == NULL)
+        {
+          g_free (names->pdata[7]);
+          names->pdata[7] = g_strdup ("h0");
+        }
+      else if (g_str_equal (cases[i].key, "mesh"))
+        set_int (&p, "mesh", (gint64) cases[i].value);
+      else
+        set_double (&p, cases[i].key, cases[i].value);
+      g_assert_false (t->build (net, &p, &error));
+      g_assert_error (error, NET_ERROR, NET_ERROR_INVALID);
+      g_test_message ("%s", error->message);
+      g_assert_true (g_str_has_prefix (error->message, "dgx1 topology: "));
+      g_assert_nonnull (strstr (error->message, cases[i].want));
+      g_assert_null (strchr (error->message, '\n'));
+      g_assert_cmpint (net_network_n_hosts (net), ==, 0);
+      g_assert_cmpint (net_network_n_links (net), ==, 0);
+      g_assert_null (t->summary (&p));
+      net_network_free (net);
+      eng_sim_free (sim);
+    }
+}
+
+/* The summary of one full V100 server gives its 40 links and its
+ * bisection, the 6 NVLink links between GPUs 0-3 and 4-7 (pairs 0-4 and
+ * 1-5 doubled, 2-6 and 3-7 single): 6 x 25 GB/s = 1200 Gbit/s; across
+ * 4 servers, 2 servers' 8 NICs of B. */
+static void
+test_dgx1_summary (void)
+{
+  g_autoptr (GPtrArray) one = host_names (8);
+  g_autoptr (GPtrArray) four = host_names (32);
+  NetTopologyParams p = params (one);
+  g_autofree char *s1 = net_topology_lookup ("dgx1")->summary (&p);
+  g_autofree char *s4 = NULL;
+  g_autofree char *cut4 = g_strdup_printf ("bisection bandwidth %.4g Gbit/s",
+                                           8 * B * 8 / 1e9);
+
+  g_test_message ("%s", s1);
+  g_assert_nonnull (strstr (s1, "40 one-way links"));
+  g_assert_nonnull (strstr (s1, "bisection bandwidth 1200 Gbit/s"));
+  p = params (four);
+  s4 = net_topology_lookup ("dgx1")->summary (&p);
+  g_test_message ("%s", s4);
+  g_assert_nonnull (strstr (s4, cut4));
+}
+
 /* --- host groups ------------------------------------------------------- */
 
 /* Locality for the collectives (net_network_host_group): nodes groups a
- * node's GPUs (10 GPUs, 4 per node: groups 0 0 0 0 1 1 1 1 2 2), racks a
- * rack's hosts (rack_size 3), every other topology leaves each host alone
- * (group = its id).  A topology built after other hosts numbers its groups
- * from its first host, so its groups never meet theirs. */
+ * node's GPUs (10 GPUs, 4 per node: groups 0 0 0 0 1 1 1 1 2 2), dgx1 a
+ * server's (8 each), racks a rack's hosts (rack_size 3), every other
+ * topology leaves each host alone (group = its id).  A topology built after
+ * other hosts numbers its groups from its first host, so its groups never
+ * meet theirs. */
 static void
 test_host_groups (void)
 {
@@ -602,6 +1007,13 @@ test_host_groups (void)
   fixture_init (&fx, "racks", p);
   for (int h = 0; h < 10; h++)
     g_assert_cmpint (net_network_host_group (fx.net, h), ==, h / 3);
+  fixture_clear (&fx);
+
+  /* dgx1: a server's 8 GPUs, the last server partly filled */
+  fx.names = host_names (20);
+  fixture_init (&fx, "dgx1", params (fx.names));
+  for (int h = 0; h < 20; h++)
+    g_assert_cmpint (net_network_host_group (fx.net, h), ==, h / 8);
   fixture_clear (&fx);
 
   for (guint t = 0; t < G_N_ELEMENTS (alone); t++)
@@ -635,6 +1047,27 @@ test_host_groups (void)
     g_assert_cmpint (net_network_host_group (net, last), ==, last);
     net_network_set_host_group (net, last, 2);
     g_assert_cmpint (net_network_host_group (net, last), ==, 2);
+    net_network_free (net);
+    eng_sim_free (sim);
+  }
+
+  /* the same for dgx1: 3 hosts before 10 GPUs, groups 3 (GPUs 3-10) and
+   * 4 (11-12), never 0-2 */
+  {
+    EngSim *sim = eng_sim_new ();
+    NetNetwork *net = net_network_new (sim, NET_CONTENTION_NONE);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GPtrArray) names = host_names (10);
+
+    net_network_add_host (net, "a");
+    net_network_add_host (net, "b");
+    net_network_add_host (net, "c");
+    p = params (names);
+    g_assert_true (net_topology_lookup ("dgx1")->build (net, &p, &error));
+    g_assert_no_error (error);
+    for (int h = 3; h < 13; h++)
+      g_assert_cmpint (net_network_host_group (net, h), ==, 3 + (h - 3) / 8);
+    g_assert_cmpint (net_network_route_links (net, 3, 11, NULL, 0), ==, 2);
     net_network_free (net);
     eng_sim_free (sim);
   }
@@ -989,7 +1422,8 @@ test_ring_long_route (void)
 static void
 test_registry (void)
 {
-  const char *names[] = { "star", "racks", "fat-tree", "ring", "nodes" };
+  const char *names[] = { "star", "racks", "fat-tree", "ring", "nodes",
+                          "dgx1" };
 
   for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
     {
@@ -1105,6 +1539,14 @@ main (int argc, char **argv)
   g_test_add_func ("/topology/nodes/shared-nic", test_nodes_shared_nic);
   g_test_add_func ("/topology/nodes/nic-per-gpu", test_nodes_nic_per_gpu);
   g_test_add_func ("/topology/nodes/defaults", test_nodes_defaults);
+  g_test_add_func ("/topology/dgx1/links", test_dgx1_links);
+  g_test_add_func ("/topology/dgx1/server-routes", test_dgx1_server_routes);
+  g_test_add_func ("/topology/dgx1/transfer-times", test_dgx1_transfer_times);
+  g_test_add_func ("/topology/dgx1/contention", test_dgx1_contention);
+  g_test_add_func ("/topology/dgx1/routes-on-demand",
+                   test_dgx1_routes_on_demand);
+  g_test_add_func ("/topology/dgx1/invalid", test_dgx1_invalid);
+  g_test_add_func ("/topology/dgx1/summary", test_dgx1_summary);
   g_test_add_func ("/topology/host-groups", test_host_groups);
   int status = g_test_run ();
   base_values_free (values);
