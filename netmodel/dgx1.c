@@ -414,6 +414,7 @@ const NetTopology net_topology_dgx1 = {
             "2017; A. Li et al.: Evaluating Modern GPU Interconnect: PCIe, "
             "NVLink, NV-SLI, NVSwitch and GPUDirect, IEEE TPDS 31(1), 2020",
   .keys = keys,
+  .servers = TRUE,
   .build = dgx1_build,
   .summary = dgx1_summary,
 };

@@ -175,6 +175,9 @@ typedef struct {
   const char *source;       /* paper or document it follows; NULL = none */
   const BaseKey *keys;      /* its own [network] keys, ending with a row
                                whose section is NULL; NULL = none */
+  gboolean servers;         /* its host groups are servers whose GPUs are
+                               joined by the intra_* links (so messages
+                               inside one pay intra_step_overhead) */
   /* Adds hosts and links to an empty network and sets its router (or its
    * routes).  On an error it adds nothing. */
   gboolean (*build) (NetNetwork *net, const NetTopologyParams *p,

@@ -266,6 +266,7 @@ const NetTopology net_topology_nodes = {
                  "links to an internal switch, nodes over one shared NIC "
                  "each (or one NIC per GPU) to a non-blocking switch.",
   .keys = keys,
+  .servers = TRUE,
   .build = nodes_build,
   .summary = nodes_summary,
 };

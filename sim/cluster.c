@@ -273,8 +273,9 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .memory_bandwidth = c->memory_bandwidth,
     .launch_overhead = c->launch_overhead,
     .step_overhead = c->step_overhead,
-    /* one kind of link everywhere but inside the nodes of `nodes` */
-    .intra_step_overhead = strcmp (c->topology, "nodes") == 0
+    /* one kind of link everywhere but inside the servers of a topology
+     * that has them */
+    .intra_step_overhead = net_topology_lookup (c->topology)->servers
                              ? c->intra_step_overhead : c->step_overhead,
     .layers = cl->model->layers,
     .layer_seconds = layer_seconds,

@@ -1023,7 +1023,12 @@ test_host_groups (void)
       for (int h = 0; h < 8; h++)
         g_assert_cmpint (net_network_host_group (fx.net, h), ==, h);
       fixture_clear (&fx);
+      g_assert_false (net_topology_lookup (alone[t])->servers);
     }
+  /* servers (their groups joined by intra_* links): nodes and dgx1 only */
+  g_assert_true (net_topology_lookup ("nodes")->servers);
+  g_assert_true (net_topology_lookup ("dgx1")->servers);
+  g_assert_false (net_topology_lookup ("racks")->servers);
 
   /* two hosts before the nodes' GPUs, one after */
   {
