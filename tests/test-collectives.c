@@ -1392,6 +1392,43 @@ test_channels_none (void)
         }
 }
 
+/* The ring's channels against their closed form on nodes of g = 4 GPUs
+ * with one NIC per GPU, contention none: each channel is a ring over its
+ * share (block 0 of C the largest, n0 floats) whose chain of 2(p-1) steps
+ * crosses x = 2m node boundaries (m = p/g nodes), each
+ * alpha_out + M beta_out, the others alpha_in + M beta_in, M = n0/p floats;
+ * the channels run side by side, so C of them take what channel 0 takes,
+ * as does the ring's two-level formula auto uses. */
+static void
+test_channels_ring_formula (void)
+{
+  static const struct { int p, C; } cases[] = {
+    { 8, 1 }, { 8, 2 }, { 12, 1 }, { 12, 2 }, { 12, 4 } };
+  const double a_in = 2 * NVL_LAT, b_in = 1 / NVL_BW;
+  const double a_out = 2 * LINK_LAT, b_out = 1 / LINK_BW;
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      int p = cases[i].p, C = cases[i].C, m = p / 4, x = 2 * m;
+      gsize lo, hi;
+      Run *run = run_new_nodes (p, N_EVEN, NET_CONTENTION_NONE, 4, TRUE);
+      double t, M, want;
+      PolCollLevels l;
+
+      pol_shard_bounds (N_EVEN, C, 0, &lo, &hi);
+      g_assert_cmpuint ((hi - lo) % (gsize) p, ==, 0);
+      M = (double) (hi - lo) / p * ELEM;
+      want = x * (a_out + M * b_out) + (2 * (p - 1) - x) * (a_in + M * b_in);
+      t = run_coll_channels (run, "ring", POL_COLL_ALLREDUCE, TRUE, 0, 0, C);
+      assert_time (t, want);
+      assert_allreduce_data (run);
+      l = (PolCollLevels) { POL_COLL_ALLREDUCE, p, 4, hi - lo, ELEM, a_in, b_in,
+                            a_out, b_out, 0 };
+      assert_time (pol_coll_lookup ("ring")->cost_levels (&l), want);
+      run_free (run);
+    }
+}
+
 /* The point of channels: a ring over 8 nodes of 8 GPUs with one NIC per GPU
  * crosses each node through one NIC; 8 channels cross through all 8, so a
  * large all-reduce under max-min runs more than 7 times faster (the NICs
@@ -1607,6 +1644,7 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/auto/nodes", test_auto_nodes);
   g_test_add_func ("/collectives/channels/order", test_channel_order);
   g_test_add_func ("/collectives/channels/none", test_channels_none);
+  g_test_add_func ("/collectives/channels/ring-formula", test_channels_ring_formula);
   g_test_add_func ("/collectives/channels/nics", test_channels_nics);
   g_test_add_func ("/collectives/channels/kinds", test_channels_kinds);
   g_test_add_func ("/collectives/operations/maxmin", test_operations_maxmin);
