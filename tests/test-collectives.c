@@ -548,7 +548,7 @@ static void
 test_registry (void)
 {
   const char *names[] = { "auto", "ring", "tree", "halving-doubling",
-                          "naive", "hierarchical" };
+                          "double-tree", "naive", "hierarchical" };
   const PolCollAlgorithm *const *all = pol_coll_all ();
   int n = 0;
 
