@@ -898,9 +898,11 @@ extern const PolCollAlgorithm pol_coll_tree;
 extern const PolCollAlgorithm pol_coll_hd;
 extern const PolCollAlgorithm pol_coll_naive;
 extern const PolCollAlgorithm pol_coll_hier;
+extern const PolCollAlgorithm pol_coll_dbtree;
 
 static const PolCollAlgorithm *const coll_algorithms[] = {
   &pol_coll_auto, &pol_coll_ring, &pol_coll_tree, &pol_coll_hd,
+  &pol_coll_dbtree,
   &pol_coll_naive, &pol_coll_hier, NULL,
 };
 

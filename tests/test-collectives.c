@@ -179,6 +179,16 @@ pow2_floor (int p)
   return 1 << (int) floor (log2 ((double) p) + 1e-12);
 }
 
+/* The double tree's chunks per half (docs/collectives.md, "double-tree"):
+ * C = max(1, min(floor(n/2), 8 ceil(lg p))). */
+static int
+dbt_chunks (int p, gsize n)
+{
+  gsize c = MIN (n / 2, (gsize) (8 * log2_ceil (p)));
+
+  return c < 1 ? 1 : (int) c;
+}
+
 /* The closed forms of all-reduce with contention = none (docs/collectives.md,
  * tests/util.c) for N bytes on this file's star. */
 static double
@@ -521,6 +531,9 @@ test_unsupported (void)
     { "hierarchical", POL_COLL_BROADCAST },
     { "hierarchical", POL_COLL_REDUCE }, { "hierarchical", POL_COLL_SCATTER },
     { "hierarchical", POL_COLL_GATHER }, { "hierarchical", POL_COLL_ALLTOALL },
+    { "double-tree", POL_COLL_REDUCE_SCATTER },
+    { "double-tree", POL_COLL_ALLGATHER }, { "double-tree", POL_COLL_SCATTER },
+    { "double-tree", POL_COLL_GATHER }, { "double-tree", POL_COLL_ALLTOALL },
   };
   const int pvals[] = { 1, 4 };
 
@@ -548,7 +561,7 @@ static void
 test_registry (void)
 {
   const char *names[] = { "auto", "ring", "tree", "halving-doubling",
-                          "naive", "hierarchical" };
+                          "double-tree", "naive", "hierarchical" };
   const PolCollAlgorithm *const *all = pol_coll_all ();
   int n = 0;
 
@@ -601,14 +614,16 @@ test_concurrent (void)
  * to do add at most one per rank.  (Before ranks were woken exactly, a rank
  * whose message had not arrived ran its sender, which ran its own, around
  * the ring: p + 2 looks per transfer of ring all-reduce, 10 at p = 8.)
- * Ring, tree, halving-doubling and hierarchical (here, every rank alone:
- * a ring) generate their steps and store none; naive stores 2p steps on the
- * root and 2 on each other rank. */
+ * Ring, tree, halving-doubling, double-tree and hierarchical (here, every
+ * rank alone: a ring) generate their steps and store none; naive stores 2p
+ * steps on the root and 2 on each other rank.  The double tree makes
+ * 4 C (p-1) transfers: each rank but the root sends C chunks of each half up
+ * and receives them back down. */
 static void
 test_work_bound (void)
 {
   const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
-                         "hierarchical" };
+                         "hierarchical", "double-tree" };
   const int pvals[] = { 8, 64, 256 };
 
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
@@ -633,6 +648,9 @@ test_work_bound (void)
               g_assert_cmpuint (transfers, ==, 2 * (guint64) p * (p - 1));
               g_assert_cmpuint (examined, <=, 3 * transfers);
             }
+          else if (strcmp (algs[i], "double-tree") == 0)
+            g_assert_cmpuint (transfers, ==,
+                              4 * (guint64) dbt_chunks (p, run->n) * (p - 1));
           else
             g_assert_cmpuint (examined, <=, 3 * transfers + (guint64) p);
           if (strcmp (algs[i], "naive") == 0)
@@ -1345,11 +1363,13 @@ test_channel_order (void)
  * sum; with contention none the channels do not interact, so the run lasts
  * as long as the slowest of them run alone: channel c's share of the
  * buffer (block c of C) among the ranks in channel c's order, the root
- * where rank 0 is in it; ring, tree, halving-doubling and naive alike. */
+ * where rank 0 is in it; ring, tree, halving-doubling, naive and
+ * double-tree alike. */
 static void
 test_channels_none (void)
 {
-  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
+                         "double-tree" };
   const int Cs[] = { 1, 2, 3, 8 };
 
   for (guint a = 0; a < G_N_ELEMENTS (algs); a++)
@@ -1477,7 +1497,8 @@ test_channels_kinds (void)
 static void
 test_overheads (void)
 {
-  const char *algs[] = { "ring", "tree", "halving-doubling", "naive" };
+  const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
+                         "double-tree" };
   const double os[] = { 0.5 * ALPHA, 3 * ALPHA }, L = 7e-6;
 
   for (guint a = 0; a < G_N_ELEMENTS (algs); a++)
@@ -1518,6 +1539,183 @@ test_overheads (void)
           assert_time (run->t_done, want);
           run_free (run);
         }
+}
+
+/* --- double-tree ----------------------------------------------------------- */
+
+/* Floats in chunk k of a half of len floats cut in C (pol_shard_bounds). */
+static double
+dbt_len (gsize len, int C, int k)
+{
+  gsize lo, hi;
+
+  pol_shard_bounds (len, C, k, &lo, &hi);
+  return (double) (hi - lo);
+}
+
+/* The double tree's closed forms with contention = none, exact while
+ * gamma <= beta / 2 (docs/collectives.md, "double-tree").  H = floor(lg
+ * (p-1)), C chunks per half.  Reduce, halves a = ceil(n/2) (tree A) and
+ * floor(n/2) (B), chunks A_k and B_k: the longest path climbs tree A with
+ * chunk 0 and then runs through A's top, which handles every chunk:
+ *   (2C + H - [p odd]) alpha + (N + (H A_0 - [p odd] B_0) e) beta
+ *     + (2(H-1) A_0 + 2a + A_{C-1} + B_{C-1}) e gamma,
+ * when p - 1 is a power of two the top has one child: its term 2a
+ * becomes a, or (H >= 2) the path runs through its child instead; p = 2:
+ * 2C alpha + N beta + A_{C-1} e gamma.  Broadcast, halves b = floor(n/2)
+ * (A) and ceil(n/2) (B), chunks A'_k, B'_k: the root sends chunk 0 of A and
+ * B, chunk 0 of B goes down to a deepest rank with two children, which
+ * sends all of B:
+ *   (2C + 2H - 1 + [p = 2^k]) alpha
+ *     + (A'_0 + (2H - 2 + [p = 2^k]) B'_0 + 2(n - b)) e beta,
+ * p = 3: (2C + 1) alpha + (N + B'_{C-1} e) beta; p = 2: 2C alpha + N beta.
+ * All-reduce: the sum. */
+static double
+closed_dbtree (PolCollKind kind, int p, gsize n, double gamma)
+{
+  int C = dbt_chunks (p, n), H = (int) floor (log2 (MAX (p - 1, 1)) + 1e-12);
+  int odd = p % 2, pow2 = (p & (p - 1)) == 0;
+  double N = (double) n * ELEM, e = ELEM, red, bc;
+  gsize a = n - n / 2, b = n / 2;
+  double A0 = dbt_len (a, C, 0), Al = dbt_len (a, C, C - 1);
+  double B0 = dbt_len (n / 2, C, 0), Bl = dbt_len (n / 2, C, C - 1);
+  double A0b = dbt_len (b, C, 0), B0b = dbt_len (n - b, C, 0);
+  double Blb = dbt_len (n - b, C, C - 1);
+
+  if (p == 1)
+    return 0;
+  if (p == 2)
+    red = 2 * C * ALPHA + N * BETA + Al * e * gamma;
+  else if (((p - 1) & (p - 2)) == 0)
+    {
+      double top = (N + (H * A0 - B0) * e) * BETA
+                   + (2 * (H - 1) * A0 + a + Al + Bl) * e * gamma;
+      double sub = (N + ((H - 1) * A0 + Al - B0) * e) * BETA
+                   + (2 * (H - 2) * A0 + 2.0 * a + 2 * Al + Bl) * e * gamma;
+
+      red = (2 * C + H - 1) * ALPHA + (H >= 2 ? MAX (top, sub) : top);
+    }
+  else
+    red = (2 * C + H - odd) * ALPHA + (N + (H * A0 - odd * B0) * e) * BETA
+          + (2 * (H - 1) * A0 + 2.0 * a + Al + Bl) * e * gamma;
+  if (p == 2)
+    bc = 2 * C * ALPHA + N * BETA;
+  else if (p == 3)
+    bc = (2 * C + 1) * ALPHA + (N + Blb * e) * BETA;
+  else
+    bc = (2 * C + 2 * H - 1 + pow2) * ALPHA
+         + (A0b + (2 * H - 2 + pow2) * B0b + 2.0 * (n - b)) * e * BETA;
+  switch (kind)
+    {
+    case POL_COLL_ALLREDUCE: return red + bc;
+    case POL_COLL_REDUCE:    return red;
+    case POL_COLL_BROADCAST: return bc;
+    default:                 return NAN;
+    }
+}
+
+/* Its three kinds for p = 2..16, n even, odd, smaller than p, 1 and 0,
+ * roots 0 and 1, with and without reduction cost: the result against the
+ * definition (and pol_coll_check agreeing), the time against the closed
+ * form above and pol_coll_cost; all-reduce ends bit-identical on every
+ * rank. */
+static void
+test_dbtree_operations (void)
+{
+  const PolCollKind kinds[] = { POL_COLL_ALLREDUCE, POL_COLL_REDUCE,
+                                POL_COLL_BROADCAST };
+  const gsize ns[] = { N_EVEN, N_ODD, 3, 1, 0 };
+
+  for (guint j = 0; j < G_N_ELEMENTS (kinds); j++)
+    for (int p = 2; p <= 16; p++)
+      for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
+        for (int root = 0; root < 2; root++)
+          for (int g = 0; g < 2; g++)
+            {
+              gsize n = ns[k];
+              double gamma = g ? GAMMA : 0;
+              Run *run = run_new (p, n, NET_CONTENTION_NONE);
+              double t = run_coll (run, "double-tree", kinds[j], TRUE, gamma,
+                                   root);
+
+              assert_operation (run, kinds[j], root);
+              assert_checked (run, kinds[j], root);
+              if (kinds[j] == POL_COLL_ALLREDUCE)
+                assert_allreduce_data (run);
+              assert_time (t, closed_dbtree (kinds[j], p, n, gamma));
+              assert_time (t, pol_coll_cost (pol_coll_lookup ("double-tree"),
+                                             kinds[j], p, n, ELEM, ALPHA,
+                                             BETA, gamma));
+              run_free (run);
+            }
+}
+
+/* With max-min on the star a rank's sends go one at a time (wait), so an
+ * uplink carries one flow, but two may arrive at a rank at once (from its
+ * two children, or in the broadcast from its two parents) and share its
+ * downlink: a transfer then takes up to alpha + 2 c beta, never less than
+ * alone.  As the schedule's time only grows with its transfers' times, it
+ * lies between the closed form and the closed form with beta doubled (which
+ * holds while gamma <= beta); p = 2 has one flow at a time: exact. */
+static void
+test_dbtree_maxmin (void)
+{
+  const PolCollKind kinds[] = { POL_COLL_ALLREDUCE, POL_COLL_REDUCE,
+                                POL_COLL_BROADCAST };
+  const gsize ns[] = { N_ODD, 1 << 18 };
+  const PolCollAlgorithm *alg = pol_coll_lookup ("double-tree");
+  gboolean shared = FALSE;
+
+  for (guint j = 0; j < G_N_ELEMENTS (kinds); j++)
+    for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
+      for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
+        {
+          int p = ps[i];
+          Run *run = run_new (p, ns[k], NET_CONTENTION_MAXMIN);
+          double t = run_coll (run, "double-tree", kinds[j], TRUE, GAMMA, 1);
+          double lo = closed_dbtree (kinds[j], p, ns[k], GAMMA);
+          double hi = pol_coll_cost (alg, kinds[j], p, ns[k], ELEM, ALPHA,
+                                     2 * BETA, GAMMA);
+
+          assert_operation (run, kinds[j], 1);
+          if (p == 2)
+            assert_time (t, lo);
+          g_assert_cmpfloat (t, >=, lo * (1 - 1e-9));
+          g_assert_cmpfloat (t, <=, hi * (1 + 1e-9));
+          shared = shared || t > lo * (1 + 1e-3);
+          run_free (run);
+        }
+  g_assert_true (shared);   /* the bound is not idle: flows do share */
+}
+
+/* The point of it: for a large buffer at p = 16 the binomial tree moves the
+ * whole buffer 2 lg p = 8 times in a row, the double tree about twice
+ * (each rank sends and receives each half once per phase, pipelined): the
+ * measured ratio is the formulas' (which predict more than 3), and it
+ * beats the ring's two passes only in latency, not here. */
+static void
+test_dbtree_vs_tree (void)
+{
+  const PolCollAlgorithm *dbt = pol_coll_lookup ("double-tree");
+  const PolCollAlgorithm *tree = pol_coll_lookup ("tree");
+  gsize n = 1 << 22;   /* 16 MiB of float32 */
+  int p = 16;
+  Run *a = run_new (p, 1, NET_CONTENTION_NONE);
+  Run *b = run_new (p, 1, NET_CONTENTION_NONE);
+  double t_dbt, t_tree, predicted;
+
+  a->n = b->n = n;   /* timing only */
+  t_dbt = run_coll (a, "double-tree", POL_COLL_ALLREDUCE, FALSE, GAMMA, 0);
+  t_tree = run_coll (b, "tree", POL_COLL_ALLREDUCE, FALSE, GAMMA, 0);
+  predicted = pol_coll_cost (tree, POL_COLL_ALLREDUCE, p, n, ELEM, ALPHA,
+                             BETA, GAMMA)
+              / pol_coll_cost (dbt, POL_COLL_ALLREDUCE, p, n, ELEM, ALPHA,
+                               BETA, GAMMA);
+  assert_time (t_dbt, closed_dbtree (POL_COLL_ALLREDUCE, p, n, GAMMA));
+  g_assert_cmpfloat (predicted, >, 3);
+  g_assert_cmpfloat (t_tree / t_dbt, >=, predicted * (1 - 1e-9));
+  run_free (a);
+  run_free (b);
 }
 
 /* --- auto ------------------------------------------------------------------ */
@@ -1648,6 +1846,10 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/channels/nics", test_channels_nics);
   g_test_add_func ("/collectives/channels/kinds", test_channels_kinds);
   g_test_add_func ("/collectives/operations/maxmin", test_operations_maxmin);
+  g_test_add_func ("/collectives/double-tree/operations",
+                   test_dbtree_operations);
+  g_test_add_func ("/collectives/double-tree/maxmin", test_dbtree_maxmin);
+  g_test_add_func ("/collectives/double-tree/vs-tree", test_dbtree_vs_tree);
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
     {
       const char *a = algs[i];
@@ -1665,6 +1867,9 @@ main (int argc, char **argv)
       g_test_add_data_func (red, a, test_reduce_cost);
       g_test_add_data_func (tonly, a, test_timing_only);
     }
+  g_test_add_data_func ("/collectives/double-tree/p1", "double-tree", test_p1);
+  g_test_add_data_func ("/collectives/double-tree/allreduce/timing-only",
+                        "double-tree", test_timing_only);
   g_test_add_data_func ("/collectives/ring/reduce-scatter", "ring",
                         test_reduce_scatter);
   g_test_add_data_func ("/collectives/halving-doubling/reduce-scatter",

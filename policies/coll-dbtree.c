@@ -1,0 +1,479 @@
+/*
+ * coll-dbtree.c — the double binary tree, NCCL's "tree" algorithm: the
+ * buffer is cut in two halves, each reduced up and broadcast down a binary
+ * tree of its own, in chunks, so that a rank forwards one chunk while the
+ * next one arrives.  The two trees span the ranks other than the root:
+ * tree A is NCCL's in-order tree (src/graph/trees.cc, ncclGetBtree), tree
+ * B its mirror (p - 1 even) or the same shifted by one rank (p - 1 odd), as
+ * ncclGetDtree builds them, so that a rank inside one tree is a leaf of the
+ * other; the root sits on top of both, as in the two-tree algorithms of
+ * Sanders, Speck & Träff 2009.  All-reduce is a reduce to the root then a
+ * broadcast from it; reduce and broadcast are each half of it.
+ *
+ * The steps are generated from (rank, index) out of a few numbers per rank
+ * computed by build (O(p) for the collective).  Steps, chunk rule and cost
+ * are in docs/collectives.md, "double-tree"; the executor that runs them is
+ * policies/collectives.c.
+ */
+#include "config.h"
+
+#include <math.h>
+
+#include "policies/coll-program.h"
+#include "policies/policy.h"
+
+#define DBT_NAME "double-tree"
+
+/* --- The two trees ---------------------------------------------------------
+ *
+ * Ranks are virtual, v = (r - root) mod p: the root is 0 and the others,
+ * 1 .. m with m = p - 1, fill positions 1 .. m of each tree; position 0 is
+ * the root. */
+
+/* Largest H with 2^H <= x (x >= 1). */
+static int
+floor_log2 (int x)
+{
+  int H = 0;
+
+  while ((x >> (H + 1)) > 0)
+    H++;
+  return H;
+}
+
+/* Parent of position w (1 <= w <= m) in NCCL's in-order tree over 1 .. m
+ * (ncclGetBtree with nranks = m + 1): with b the lowest set bit of w,
+ * (w ^ b) | 2b, or w ^ b when that is past m; 0 for the top, 2^H. */
+static int
+dbt_parent (int m, int w)
+{
+  int b = w & -w, up = (w ^ b) | (b << 1);
+
+  return up > m ? w ^ b : up;
+}
+
+/* Children of position w into down[0..1] (-1 where none); returns how many:
+ * w - b/2 and w + d, d the largest of b/2, b/4, ... with w + d <= m.  Odd
+ * positions are the leaves. */
+static int
+dbt_children (int m, int w, int down[2])
+{
+  int d = (w & -w) >> 1, k = 0;
+
+  down[0] = down[1] = -1;
+  if (d == 0)
+    return 0;
+  down[k++] = w - d;
+  while (d > 0 && w + d > m)
+    d >>= 1;
+  if (d > 0)
+    down[k++] = w + d;
+  return k;
+}
+
+/* The rank at position w of tree t: tree A holds rank w; tree B mirrors
+ * the ranks when m is even and shifts them by one when m is odd (ncclGetDtree),
+ * which makes every odd position of A (a leaf) an even position of B. */
+static int
+dbt_rank_at (int m, int t, int w)
+{
+  if (t == 0 || w == 0)
+    return w;
+  if (m % 2 == 0)
+    return m + 1 - w;
+  return w < m ? w + 1 : 1;
+}
+
+/* The position of rank v in tree t (inverse of dbt_rank_at). */
+static int
+dbt_pos_of (int m, int t, int v)
+{
+  if (t == 0 || v == 0)
+    return v;
+  if (m % 2 == 0)
+    return m + 1 - v;
+  return v >= 2 ? v - 1 : m;
+}
+
+/* --- State ---------------------------------------------------------------- */
+
+/* A rank's place in the two trees, by virtual rank.  Every rank but the
+ * root has children in one tree at most, its inner tree (A when it is a
+ * leaf of both, which happens to one rank when m is odd); the other is its
+ * outer tree. */
+typedef struct {
+  int up[2];     /* parent in tree A and B (virtual; the root: -1) */
+  int down[2];   /* children in the inner tree (the root: the tops of A
+                    and B), -1 where none */
+  int n_down;    /* children in the inner tree (the root: 2) */
+  int inner;     /* 0 = A, 1 = B (the root: -1) */
+  int height;    /* height in the inner tree, leaves 0: the reduce's lag */
+  int depth[2];  /* depth in tree A and B, the tops 1: the broadcast's lags */
+} DbtRank;
+
+typedef struct {
+  int chunks;      /* C: chunks per half */
+  DbtRank *ranks;  /* (p) by virtual rank */
+} DbtState;
+
+static void
+dbt_state_free (gpointer data)
+{
+  DbtState *st = data;
+
+  g_free (st->ranks);
+  g_free (st);
+}
+
+/* Chunks per half: C = max(1, min(floor(n/2), 8 ceil(lg p))).  The pipeline
+ * takes about 2C + 2 lg p chunk times per phase, so C >= 8 lg p keeps its
+ * fill within 1/8 of its steady state; no chunk is empty (n >= 2C), which
+ * the cost formula needs, and C does not depend on bytes, which build does
+ * not know. */
+static int
+dbt_chunks (gsize n, int p)
+{
+  int L = 0;
+  gsize C;
+
+  while ((1 << L) < p)
+    L++;
+  C = MIN (n / 2, (gsize) (8 * L));
+  return C < 1 ? 1 : (int) C;
+}
+
+/* Fills r, rank v's place (v >= 1) in the trees over positions 1 .. m. */
+static void
+dbt_place (int m, int v, DbtRank *r)
+{
+  int down[2][2], n_down[2];
+
+  for (int t = 0; t < 2; t++)
+    {
+      int w = dbt_pos_of (m, t, v);
+
+      r->up[t] = dbt_rank_at (m, t, dbt_parent (m, w));
+      n_down[t] = dbt_children (m, w, down[t]);
+      r->depth[t] = 0;
+      for (int x = w; x > 0; x = dbt_parent (m, x))
+        r->depth[t]++;
+    }
+  g_assert (n_down[0] == 0 || n_down[1] == 0);
+  r->inner = n_down[1] > 0 ? 1 : 0;
+  r->n_down = n_down[r->inner];
+  for (int i = 0; i < 2; i++)
+    r->down[i] = i < r->n_down
+                   ? dbt_rank_at (m, r->inner, down[r->inner][i]) : -1;
+  /* in-order positions: the height of w is the index of its lowest bit */
+  r->height = floor_log2 (dbt_pos_of (m, r->inner, v)
+                          & -dbt_pos_of (m, r->inner, v));
+}
+
+/* All-reduce, reduce and broadcast; the steps are generated (dbt_step) from
+ * each rank's place, computed here. */
+static gboolean
+dbt_build (PolCollOp *op, PolCollKind kind, GError **error)
+{
+  DbtState *st;
+  int m = op->p - 1;
+
+  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE
+      && kind != POL_COLL_BROADCAST)
+    return pol_coll_unsupported (DBT_NAME, kind, error);
+  if (op->p == 1)
+    return TRUE;
+  st = g_new0 (DbtState, 1);
+  st->chunks = dbt_chunks (op->n, op->p);
+  st->ranks = g_new0 (DbtRank, op->p);
+  st->ranks[0] = (DbtRank) {
+    .up = { -1, -1 }, .n_down = 2, .inner = -1,
+    .down = { dbt_rank_at (m, 0, 1 << floor_log2 (m)),
+              dbt_rank_at (m, 1, 1 << floor_log2 (m)) } };
+  for (int v = 1; v < op->p; v++)
+    dbt_place (m, v, &st->ranks[v]);
+  op->state = st;
+  op->state_free = dbt_state_free;
+  return TRUE;
+}
+
+/* --- Steps ----------------------------------------------------------------- *
+ *
+ * A rank's program in a phase is a sequence of periods; in period j it
+ * handles chunk j - first of each of its streams (up to three, in the order
+ * listed) whose chunk is in [0, C). */
+
+typedef enum {
+  DBT_RECV_DOWN,    /* reduce: from each inner child its partial sum, added */
+  DBT_SEND_OUTER,   /* reduce: own chunk of the outer tree to its parent */
+  DBT_SEND_INNER,   /* reduce: the inner tree's sum of the chunk, up */
+  DBT_ROOT_RECV,    /* reduce, root: the chunk of each tree from its top */
+  DBT_RECV_INNER,   /* broadcast: the inner tree's chunk from its parent */
+  DBT_RECV_OUTER,   /* broadcast: the outer tree's chunk from its parent */
+  DBT_SEND_DOWN,    /* broadcast: the inner chunk to each child */
+  DBT_ROOT_SEND     /* broadcast, root: the chunk of each tree to its top */
+} DbtWhat;
+
+typedef struct {
+  DbtWhat what;
+  int first;        /* period of chunk 0 */
+  int per;          /* steps per period (0: none) */
+} DbtStream;
+
+/* Rank v's streams in the reduce (bcast FALSE) or the broadcast; returns
+ * how many.  Reduce: a rank at height h in its inner tree adds chunk k of
+ * its children in period k + h and sends the sum up in the same period,
+ * after sending chunk k of its own outer half in period k (leaves of the
+ * outer tree send at once, their parent needing the chunk later).
+ * Broadcast: a rank at depth d of a tree receives chunk k of it in period
+ * k + d and passes it on to its inner children then. */
+static int
+dbt_streams (const DbtRank *r, gboolean bcast, DbtStream s[3])
+{
+  int outer = 1 - r->inner;
+
+  if (r->inner < 0)   /* the root */
+    {
+      s[0] = (DbtStream) { bcast ? DBT_ROOT_SEND : DBT_ROOT_RECV, 0, 2 };
+      return 1;
+    }
+  if (!bcast)
+    {
+      s[0] = (DbtStream) { DBT_RECV_DOWN, r->height, r->n_down };
+      s[1] = (DbtStream) { DBT_SEND_OUTER, 0, 1 };
+      s[2] = (DbtStream) { DBT_SEND_INNER, r->height, 1 };
+    }
+  else
+    {
+      s[0] = (DbtStream) { DBT_RECV_INNER, r->depth[r->inner], 1 };
+      s[1] = (DbtStream) { DBT_RECV_OUTER, r->depth[outer], 1 };
+      s[2] = (DbtStream) { DBT_SEND_DOWN, r->depth[r->inner], r->n_down };
+    }
+  return 3;
+}
+
+/* Steps in periods 0 .. j-1 of streams s[0..ns). */
+static guint
+dbt_count (const DbtStream *s, int ns, int C, int j)
+{
+  guint c = 0;
+
+  for (int i = 0; i < ns; i++)
+    c += (guint) s[i].per * (guint) CLAMP (j - s[i].first, 0, C);
+  return c;
+}
+
+/* Elements [lo, hi) of chunk k of tree t's half: the reduce gives tree A
+ * the first ceil(n/2) elements, the broadcast the first floor(n/2) (the
+ * larger half goes where it costs least: docs/collectives.md); each half
+ * is cut as pol_shard_bounds (len, C). */
+static void
+dbt_range (gsize n, int C, gboolean bcast, int t, int k, gsize *lo, gsize *hi)
+{
+  gsize a = bcast ? n / 2 : n - n / 2;   /* elements of tree A's half */
+
+  pol_shard_bounds (t == 0 ? a : n - a, C, k, lo, hi);
+  if (t == 1)
+    {
+      *lo += a;
+      *hi += a;
+    }
+}
+
+/* Writes step e (a child, or the root's tree) of stream `what` for chunk k
+ * of rank r. */
+static gboolean
+dbt_emit (const PolCollOp *op, const DbtState *st, const DbtRank *r,
+          DbtWhat what, int e, int k, PolCollStep *out)
+{
+  int t, peer;
+  gsize lo, hi;
+
+  switch (what)
+    {
+    case DBT_RECV_DOWN: case DBT_SEND_DOWN:
+      t = r->inner;
+      peer = r->down[e];
+      break;
+    case DBT_SEND_INNER: case DBT_RECV_INNER:
+      t = r->inner;
+      peer = r->up[t];
+      break;
+    case DBT_SEND_OUTER: case DBT_RECV_OUTER:
+      t = 1 - r->inner;
+      peer = r->up[t];
+      break;
+    default:   /* the root: tree A's top, then B's; for p = 2, whose one
+                  other rank sends its outer (B) chunk first, B's first */
+      t = what == DBT_ROOT_RECV && op->p == 2 ? 1 - e : e;
+      peer = r->down[t];
+      break;
+    }
+  dbt_range (op->n, st->chunks, what >= DBT_RECV_INNER, t, k, &lo, &hi);
+  peer = pol_coll_mod (peer + op->root, op->p);
+  switch (what)
+    {
+    case DBT_RECV_DOWN: case DBT_ROOT_RECV:
+      return pol_coll_step_recv (out, peer, lo, hi, POL_COLL_RECV_REDUCE);
+    case DBT_RECV_INNER: case DBT_RECV_OUTER:
+      return pol_coll_step_recv (out, peer, lo, hi, POL_COLL_RECV_COPY);
+    default:   /* one-port sends: the rank is busy until the last byte has
+                  arrived, so a leaf cannot push all its chunks at once */
+      return pol_coll_step_send (out, peer, lo, hi, POL_COLL_SEND_WAIT);
+    }
+}
+
+/* Step `index` of rank v's program in one phase, or FALSE past its end:
+ * the period holding it by bisection on dbt_count, then the stream. */
+static gboolean
+dbt_phase_step (const PolCollOp *op, const DbtState *st, int v,
+                gboolean bcast, guint index, PolCollStep *out)
+{
+  const DbtRank *r = &st->ranks[v];
+  DbtStream s[3];
+  int ns = dbt_streams (r, bcast, s), C = st->chunks, lo = 0, hi = 0;
+  guint off;
+
+  for (int i = 0; i < ns; i++)
+    hi = MAX (hi, s[i].first + C);
+  if (index >= dbt_count (s, ns, C, hi))
+    return FALSE;
+  while (lo < hi)   /* the first period j with count(j + 1) > index */
+    {
+      int mid = lo + (hi - lo) / 2;
+
+      if (dbt_count (s, ns, C, mid + 1) > index)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+  off = index - dbt_count (s, ns, C, lo);
+  for (int i = 0; i < ns; i++)
+    {
+      int k = lo - s[i].first;
+
+      if (k < 0 || k >= C)
+        continue;
+      if (off < (guint) s[i].per)
+        return dbt_emit (op, st, r, s[i].what, (int) off, k, out);
+      off -= (guint) s[i].per;
+    }
+  g_assert_not_reached ();
+  return FALSE;
+}
+
+/* Step `index` of rank `rank`: the reduce's steps, then (all-reduce) the
+ * broadcast's. */
+static gboolean
+dbt_step (const PolCollOp *op, int rank, guint index, PolCollStep *out)
+{
+  const DbtState *st = op->state;
+  int v = pol_coll_mod (rank - op->root, op->p);
+  DbtStream s[3];
+  guint len;
+
+  if (st == NULL)   /* p = 1 */
+    return FALSE;
+  if (op->kind == POL_COLL_BROADCAST)
+    return dbt_phase_step (op, st, v, TRUE, index, out);
+  if (dbt_phase_step (op, st, v, FALSE, index, out))
+    return TRUE;
+  if (op->kind == POL_COLL_REDUCE)
+    return FALSE;
+  len = 0;
+  for (int i = 0, ns = dbt_streams (&st->ranks[v], FALSE, s); i < ns; i++)
+    len += (guint) s[i].per * (guint) st->chunks;
+  return dbt_phase_step (op, st, v, TRUE, index - len, out);
+}
+
+/* --- Cost ------------------------------------------------------------------ */
+
+/* Elements of chunk k of a half of len elements cut in C. */
+static double
+dbt_chunk_len (gsize len, int C, int k)
+{
+  gsize lo, hi;
+
+  pol_shard_bounds (len, C, k, &lo, &hi);
+  return (double) (hi - lo);
+}
+
+/* The reduce's longest path (docs/collectives.md): chunk 0 of tree A
+ * climbs from position 1 to the top (two sends and two additions per level),
+ * the top then handles every chunk, and the root adds the last two. */
+static double
+dbt_reduce_cost (int p, gsize n, double e, double alpha, double beta,
+                 double gamma)
+{
+  int C = dbt_chunks (n, p), H = floor_log2 (p - 1), odd = p % 2;
+  gsize na = n - n / 2, nb = n / 2;
+  double a0 = dbt_chunk_len (na, C, 0), al = dbt_chunk_len (na, C, C - 1);
+  double b0 = dbt_chunk_len (nb, C, 0), bl = dbt_chunk_len (nb, C, C - 1);
+  double N = (double) n * e, top, sub;
+
+  if (p == 2)
+    return 2 * C * alpha + N * beta + al * e * gamma;
+  if (((p - 1) & (p - 2)) == 0)  /* the top has one child */
+    {
+      top = (N + (H * a0 - b0) * e) * beta
+            + (2 * (H - 1) * a0 + (double) na + al + bl) * e * gamma;
+      sub = H < 2 ? top
+            : (N + ((H - 1) * a0 + al - b0) * e) * beta
+              + (2 * (H - 2) * a0 + 2 * (double) na + 2 * al + bl) * e * gamma;
+      return (2 * C + H - 1) * alpha + MAX (top, sub);
+    }
+  return (2 * C + H - odd) * alpha + (N + (H * a0 - odd * b0) * e) * beta
+         + (2 * (H - 1) * a0 + 2 * (double) na + al + bl) * e * gamma;
+}
+
+/* The broadcast's longest path: the root sends chunk 0 of A and B, then
+ * chunk 0 of B goes down to the deepest rank with two children (two sends
+ * per level), which sends every chunk of B to its children. */
+static double
+dbt_bcast_cost (int p, gsize n, double e, double alpha, double beta)
+{
+  int C = dbt_chunks (n, p), H = floor_log2 (p - 1);
+  int pow2 = (p & (p - 1)) == 0;
+  gsize na = n / 2, nb = n - n / 2;
+  double a0 = dbt_chunk_len (na, C, 0), b0 = dbt_chunk_len (nb, C, 0);
+  double bl = dbt_chunk_len (nb, C, C - 1);
+
+  if (p == 2)
+    return 2 * C * alpha + (double) n * e * beta;
+  if (p == 3)
+    return (2 * C + 1) * alpha + ((double) n + bl) * e * beta;
+  return (2 * C + 2 * H - 1 + pow2) * alpha
+         + (a0 + (2 * H - 2 + pow2) * b0 + 2 * (double) nb) * e * beta;
+}
+
+/* Exact with contention = none when gamma <= beta / 2 (docs/collectives.md). */
+static double
+dbt_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED, gsize n,
+          double elem_bytes, double alpha, double beta, double gamma)
+{
+  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE
+      && kind != POL_COLL_BROADCAST)
+    return NAN;
+  if (p == 1)
+    return 0;
+  switch (kind)
+    {
+    case POL_COLL_REDUCE:
+      return dbt_reduce_cost (p, n, elem_bytes, alpha, beta, gamma);
+    case POL_COLL_BROADCAST:
+      return dbt_bcast_cost (p, n, elem_bytes, alpha, beta);
+    default:
+      return dbt_reduce_cost (p, n, elem_bytes, alpha, beta, gamma)
+             + dbt_bcast_cost (p, n, elem_bytes, alpha, beta);
+    }
+}
+
+const PolCollAlgorithm pol_coll_dbtree = {
+  .name = DBT_NAME,
+  .description = "NCCL's double binary tree: each half of the buffer reduced "
+                 "up and broadcast down its own tree, pipelined in chunks",
+  .source = "NCCL src/graph/trees.cc (ncclGetBtree, ncclGetDtree); "
+            "Sanders, Speck & Träff 2009, Parallel Comput. 35(12)",
+  .build = dbt_build,
+  .step = dbt_step,
+  .cost = dbt_cost,
+};
