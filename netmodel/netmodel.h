@@ -63,6 +63,7 @@ typedef void (*NetDone) (EngSim *sim, gpointer ctx, gpointer data,
 typedef void (*NetObserver) (gpointer ctx, const NetTransfer *t);
 
 NetNetwork *net_network_new (EngSim *sim, NetContention contention);
+NetContention net_network_contention (const NetNetwork *net);
 void net_network_free (NetNetwork *net);
 
 /* Adds a host; returns its id (0, 1, 2, ... in order of addition). */

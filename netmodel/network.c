@@ -311,6 +311,13 @@ net_network_new (EngSim *sim, NetContention contention)
 /* Frees the network.  Unfinished transfers are dropped: their pending events
  * are cancelled (so the engine must still exist) and their callbacks never
  * run. */
+NetContention
+net_network_contention (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, NET_CONTENTION_MAXMIN);
+  return net->contention;
+}
+
 void
 net_network_free (NetNetwork *net)
 {

@@ -59,23 +59,27 @@ auto_levels (const PolCollArgs *a, PolCollKind kind, PolCollLevels *l,
  * where it has one (and the groups divide p), else its formula at the
  * slower level, which the others cross; for the whole buffer, or for one
  * channel's share where the algorithm crosses groups through one route and
- * each channel through another (one NIC per GPU assumed). */
+ * each channel through another (one NIC per GPU assumed); with the
+ * bandwidth terms stretched by its shared_beta where links are shared. */
 static double
 auto_estimate (const PolCollAlgorithm *alg, const PolCollLevels *l,
-               gboolean several, int channels)
+               gboolean several, int channels, gboolean shared)
 {
   gsize share = alg->one_route
                   ? (l->n + (gsize) channels - 1) / (gsize) channels : l->n;
+  double stretch = shared ? MAX (alg->shared_beta, 1.0) : 1.0;
 
   if (alg->cost_levels && several && l->p % l->group == 0)
     {
       PolCollLevels mine = *l;
 
       mine.n = share;
+      mine.beta_in *= stretch;
+      mine.beta_out *= stretch;
       return alg->cost_levels (&mine);
     }
   return alg->cost (l->kind, l->p, 1, share, l->elem_bytes, l->alpha_out,
-                    l->beta_out, l->reduce_per_byte);
+                    stretch * l->beta_out, l->reduce_per_byte);
 }
 
 /* The cheapest algorithm that runs `kind` for `a` among the real ones (the
@@ -89,6 +93,7 @@ auto_choose (const PolCollArgs *a, PolCollKind kind)
   PolCollLevels l;
   gboolean several;
   int channels = kind == POL_COLL_ALLREDUCE ? MAX (a->channels, 1) : 1;
+  gboolean shared = net_network_contention (a->net) == NET_CONTENTION_MAXMIN;
 
   auto_levels (a, kind, &l, &several);
   for (int baselines = 0; baselines < 2 && best == NULL; baselines++)
@@ -98,8 +103,10 @@ auto_choose (const PolCollArgs *a, PolCollKind kind)
 
         if ((*it)->choose != NULL || (*it)->baseline != baselines)
           continue;
-        t = auto_estimate (*it, &l, several, channels);
-        if (!isnan (t) && (best == NULL || t < best_t))
+        t = auto_estimate (*it, &l, several, channels, shared);
+        /* a tie up to rounding (hierarchical with every rank alone is the
+         * ring) goes to the first */
+        if (!isnan (t) && (best == NULL || t < best_t * (1 - 1e-9)))
           {
             best = *it;
             best_t = t;

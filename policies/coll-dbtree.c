@@ -476,4 +476,5 @@ const PolCollAlgorithm pol_coll_dbtree = {
   .build = dbt_build,
   .step = dbt_step,
   .cost = dbt_cost,
+  .shared_beta = 2,
 };

@@ -134,6 +134,11 @@ struct PolCollAlgorithm {
    * ring): C channels, crossing through C routes, each carry 1/C of the
    * buffer in auto's estimate; the others already use every route. */
   gboolean one_route;
+  /* How much max-min sharing can stretch its bandwidth term (1 or 0:
+   * not at all): a rank of the double tree receives from two children at
+   * once, so its bytes can take up to twice its formula's time.  auto
+   * prices it at the worst where links are shared. */
+  double shared_beta;
   /* A teaching baseline (naive): auto picks it only for a kind no other
    * algorithm does, its contention-free formula ignoring the incast at
    * its root that max-min charges. */
