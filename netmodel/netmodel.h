@@ -144,11 +144,12 @@ void net_network_set_observer (NetNetwork *net, NetObserver obs, gpointer ctx);
 /* Starts a transfer of `bytes` (>= 0) from src to dst.  `done` is called at
  * arrival of the last byte.  A transfer from a host to itself completes at
  * once (in a new event at the current time). */
-/* net_send() whose latency phase lasts `delay` (s, >= 0) longer: a sender's
- * fixed cost per message (e.g. a collective step's synchronisation). */
-void net_send_after (NetNetwork *net, int src, int dst, double bytes,
-                     double delay, int tag, NetDone done, gpointer ctx,
-                     gpointer data);
+/* net_send() whose latency phase lasts at least `floor` (s, >= 0): the
+ * larger of it and the route's latency (e.g. a collective step's
+ * synchronisation, which includes the hop's own latency). */
+void net_send_floored (NetNetwork *net, int src, int dst, double bytes,
+                       double floor, int tag, NetDone done, gpointer ctx,
+                       gpointer data);
 void net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
                NetDone done, gpointer ctx, gpointer data);
 

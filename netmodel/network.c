@@ -1620,12 +1620,13 @@ void
 net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
           NetDone done, gpointer ctx, gpointer data)
 {
-  net_send_after (net, src, dst, bytes, 0, tag, done, ctx, data);
+  net_send_floored (net, src, dst, bytes, 0, tag, done, ctx, data);
 }
 
 void
-net_send_after (NetNetwork *net, int src, int dst, double bytes, double delay,
-                int tag, NetDone done, gpointer ctx, gpointer data)
+net_send_floored (NetNetwork *net, int src, int dst, double bytes,
+                  double floor, int tag, NetDone done, gpointer ctx,
+                  gpointer data)
 {
   int stack[NET_ROUTE_STACK];
   g_autofree int *heap = NULL;
@@ -1636,7 +1637,7 @@ net_send_after (NetNetwork *net, int src, int dst, double bytes, double delay,
   g_return_if_fail (net != NULL);
   g_return_if_fail (host_valid (net, src) && host_valid (net, dst));
   g_return_if_fail (isfinite (bytes) && bytes >= 0);
-  g_return_if_fail (isfinite (delay) && delay >= 0);
+  g_return_if_fail (isfinite (floor) && floor >= 0);
   if (src != dst)
     {
       route = route_links (net, src, dst, stack, &heap, &n_hops);
@@ -1666,14 +1667,14 @@ net_send_after (NetNetwork *net, int src, int dst, double bytes, double delay,
   VEC_PUSH (&net->live, f);
 
   if (route == NULL)
-    f->event = eng_schedule (net->sim, delay, on_flow_finish_unshared, net, f);
+    f->event = eng_schedule (net->sim, floor, on_flow_finish_unshared, net, f);
   else if (net->contention == NET_CONTENTION_NONE)
     f->event = eng_schedule (net->sim,
-                             delay + route_latency (net, route, n_hops)
+                             MAX (floor, route_latency (net, route, n_hops))
                              + bytes / route_bandwidth (net, route, n_hops),
                              on_flow_finish_unshared, net, f);
   else
-    f->event = eng_schedule (net->sim, delay + route_latency (net, route, n_hops),
+    f->event = eng_schedule (net->sim, MAX (floor, route_latency (net, route, n_hops)),
                              on_latency_over, net, f);
 }
 

@@ -558,19 +558,15 @@ rank_wake (CollOp *op, int r, int q)
   return -1;
 }
 
-/* What a message from rank r to q waits beyond its route's latency: the
- * step overhead less that latency (the overhead includes the hop's own). */
+/* The least latency of a message from rank r to q: the step overhead
+ * between or inside host groups. */
 static double
-step_delay (CollOp *op, int r, int q)
+step_floor (const CollOp *op, int r, int q)
 {
-  double o = op->groups[r] == op->groups[q] ? op->intra_step_overhead
-                                            : op->step_overhead;
-
-  if (o <= 0)
-    return 0;
-  return MAX (0.0, o - net_network_route_latency (op->net, op->hosts[r],
-                                                  op->hosts[q]));
+  return op->groups[r] == op->groups[q] ? op->intra_step_overhead
+                                        : op->step_overhead;
 }
+
 
 /* Hands rank r's current step, a send, to the network, with a snapshot of
  * its elements. */
@@ -591,9 +587,9 @@ issue_send (CollOp *op, int r)
     m->payload = g_memdup2 (op->bufs[r] + s->lo, len * sizeof (float));
   op->outstanding++;
   op->transfers++;
-  net_send_after (op->net, op->hosts[r], op->hosts[s->peer],
-                  (double) len * op->elem_bytes, step_delay (op, r, s->peer),
-                  op->tag, on_arrival, op, m);
+  net_send_floored (op->net, op->hosts[r], op->hosts[s->peer],
+                    (double) len * op->elem_bytes, step_floor (op, r, s->peer),
+                    op->tag, on_arrival, op, m);
 }
 
 /* Rank r's current step, a receive: takes its message if it has arrived and
