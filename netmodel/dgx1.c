@@ -300,6 +300,34 @@ dgx1_add_server (NetNetwork *net, const Dgx1Shape *shape, Dgx1Routes *s,
     }
 }
 
+/* Ring orders inside a full server for the collectives' channels
+ * (net_network_set_group_order): two Hamiltonian cycles of the cube-mesh,
+ * one over the connections V100 doubles (0-3-2-1-5-6-7-4) and one over the
+ * others (0-1-3-7-5-4-6-2), each of them both ways, as NCCL lays its
+ * rings along NVLink on a DGX-1 instead of through relays; channel c takes
+ * the doubled cycle for c mod 4 in {0, 1}, the single one for {2, 3}, the
+ * reverse direction for odd c, and starts c places further on, so that
+ * channels enter and leave a server through different GPUs and NICs.  A
+ * partial server keeps the default. */
+static gboolean
+dgx1_ring_order (int size, int c, int *order)
+{
+  static const int cycle[2][DGX1_GPUS] = { { 0, 3, 2, 1, 5, 6, 7, 4 },
+                                           { 0, 1, 3, 7, 5, 4, 6, 2 } };
+  const int *ring = cycle[(c / 2) % 2];
+  int shift = c;   /* channels enter the server at different GPUs */
+
+  if (size != DGX1_GPUS)
+    return FALSE;
+  for (int j = 0; j < DGX1_GPUS; j++)
+    {
+      int k = (j + shift) % DGX1_GPUS;
+
+      order[j] = ring[c % 2 ? (DGX1_GPUS - k) % DGX1_GPUS : k];
+    }
+  return TRUE;
+}
+
 static gboolean
 dgx1_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
@@ -339,6 +367,7 @@ dgx1_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
     dgx1_add_server (net, &shape, s, srv,
                      srv == shape.n_servers - 1 ? shape.last : DGX1_GPUS);
   net_network_set_router (net, dgx1_route, s, g_free, size);
+  net_network_set_group_order (net, dgx1_ring_order);
   return TRUE;
 }
 

@@ -64,6 +64,15 @@ typedef void (*NetObserver) (gpointer ctx, const NetTransfer *t);
 
 NetNetwork *net_network_new (EngSim *sim, NetContention contention);
 NetContention net_network_contention (const NetNetwork *net);
+
+/* How a topology lays a ring through the members of one host group for
+ * channel c: fills order[size] with the members' indices (0 .. size-1, in
+ * host order) in ring order and returns TRUE, or returns FALSE to leave
+ * the default (host order rotated by c). */
+typedef gboolean (*NetGroupOrder) (int size, int c, int *order);
+void net_network_set_group_order (NetNetwork *net, NetGroupOrder order);
+/* The network's NetGroupOrder, or NULL (the default everywhere). */
+NetGroupOrder net_network_group_order (const NetNetwork *net);
 void net_network_free (NetNetwork *net);
 
 /* Adds a host; returns its id (0, 1, 2, ... in order of addition). */

@@ -160,6 +160,7 @@ typedef struct {
 struct NetNetwork {
   EngSim *sim;
   NetContention contention;
+  NetGroupOrder group_order;  /* ring order inside a host group, or NULL */
   GPtrArray *host_names;   /* char*, owned; index = host id */
   GHashTable *host_ids;    /* name (owned by host_names) -> id + 1 */
   GArray *host_groups;     /* int; index = host id: the group (node, rack)
@@ -311,6 +312,20 @@ net_network_new (EngSim *sim, NetContention contention)
 /* Frees the network.  Unfinished transfers are dropped: their pending events
  * are cancelled (so the engine must still exist) and their callbacks never
  * run. */
+void
+net_network_set_group_order (NetNetwork *net, NetGroupOrder order)
+{
+  g_return_if_fail (net != NULL);
+  net->group_order = order;
+}
+
+NetGroupOrder
+net_network_group_order (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, NULL);
+  return net->group_order;
+}
+
 NetContention
 net_network_contention (const NetNetwork *net)
 {

@@ -717,10 +717,12 @@ cmp_run (const void *x, const void *y)
 }
 
 void
-pol_coll_channel_order (int p, const int *group, int c, int *order)
+pol_coll_channel_order (int p, const int *group, int c, NetGroupOrder ring,
+                        int *order)
 {
   g_autofree int *idx = g_new (int, p);
   g_autofree GroupRun *runs = g_new (GroupRun, p);
+  g_autofree int *local = g_new (int, p);   /* the topology's ring order */
   int n_runs = 0, k = 0;
 
   g_return_if_fail (p >= 1 && group != NULL && c >= 0 && order != NULL);
@@ -736,8 +738,16 @@ pol_coll_channel_order (int p, const int *group, int c, int *order)
     }
   qsort (runs, (gsize) n_runs, sizeof (GroupRun), cmp_run);
   for (int i = 0; i < n_runs; i++)
-    for (int j = 0; j < runs[i].len; j++)
-      order[k++] = idx[runs[i].start + (j + c) % runs[i].len];
+    {
+      int len = runs[i].len;
+
+      if (ring != NULL && ring (len, c, local))
+        for (int j = 0; j < len; j++)
+          order[k++] = idx[runs[i].start + local[j]];
+      else
+        for (int j = 0; j < len; j++)
+          order[k++] = idx[runs[i].start + (j + c) % len];
+    }
 }
 
 /* The channels of one all-reduce: `done` once the last has finished. */
@@ -782,7 +792,8 @@ coll_start_channels (const PolCollAlgorithm *alg, const PolCollArgs *a,
       gsize lo, hi;
 
       pol_shard_bounds (a->n, C, c, &lo, &hi);
-      pol_coll_channel_order (p, group, c, order);
+      pol_coll_channel_order (p, group, c, net_network_group_order (a->net),
+                              order);
       for (int j = 0; j < p; j++)
         {
           hosts[j] = a->hosts[order[j]];

@@ -171,12 +171,15 @@ gboolean pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
 
 /* The ranks of channel c, in ring order, into order[p]: ranks sorted by
  * host group (groups in order of their lowest rank), by rank inside a
- * group, the ranks of each group then rotated by c positions.  With one
- * NIC per GPU, channel c's ring thus leaves each node from its GPU c - 1
- * and enters the next at its GPU c: the channels cross nodes through
- * different NICs, as NCCL's rings do.  `group` (p) is each rank's host
- * group. */
-void pol_coll_channel_order (int p, const int *group, int c, int *order);
+ * group, the ranks of each group then laid in the order `ring` gives for
+ * channel c (the topology's, net_network_group_order; the members' indices
+ * in rank order), or, where it gives none (ring NULL or FALSE), rotated by
+ * c positions.  With one NIC per GPU, channel c's rotated ring leaves each
+ * node from its GPU c - 1 and enters the next at its GPU c: the channels
+ * cross nodes through different NICs, as NCCL's rings do.  `group` (p) is
+ * each rank's host group. */
+void pol_coll_channel_order (int p, const int *group, int c, NetGroupOrder ring,
+                             int *order);
 
 /* Whether `out` (p buffers of n floats, after the collective `kind` with
  * root `root`) holds what the kind's definition gives from the inputs `in`:

@@ -1354,7 +1354,7 @@ test_channel_order (void)
 
   for (int c = 0; c < 3; c++)
     {
-      pol_coll_channel_order (6, group, c, order);
+      pol_coll_channel_order (6, group, c, NULL, order);
       g_assert_cmpmem (order, sizeof order, want[c], sizeof want[c]);
     }
 }
@@ -1396,7 +1396,7 @@ test_channels_none (void)
               one = run_new_nodes (p, hi - lo, NET_CONTENTION_NONE, 4, TRUE);
               int root = 0;   /* where rank 0, the root, is in channel c */
 
-              pol_coll_channel_order (p, group, c, order);
+              pol_coll_channel_order (p, group, c, NULL, order);
               for (int j = 0; j < p; j++)
                 {
                   one->hosts[j] = order[j];
@@ -1447,6 +1447,46 @@ test_channels_ring_formula (void)
       assert_time (pol_coll_lookup ("ring")->cost_levels (&l), want);
       run_free (run);
     }
+}
+
+/* On a DGX-1 V100 server (dgx1) the channels' rings follow the NVLink
+ * cube-mesh: channel 0 the cycle of doubled connections, so with
+ * contention none every message crosses one link of twice a link's rate:
+ * the ring's formula with alpha = the link's latency, beta = 1 / (2 B),
+ * where host order (channels = 0) relays some steps through a third GPU
+ * and takes over 20% longer; channel 1 runs the same cycle the other way, on the
+ * other direction of each link, so two channels under max-min take what
+ * one takes on half the buffer. */
+static void
+test_channels_dgx1 (void)
+{
+  const double B = 25e9, lat = 1e-6;
+  BaseValues *v = base_values_new ();
+  const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
+  Run *run;
+  double t, t_host;
+  gsize lo, hi;
+
+  base_values_set_double (v, "network.intra_bandwidth", B);
+  base_values_set_double (v, "network.intra_latency", lat);
+  run = run_new_on ("dgx1", v, 8, N_EVEN, NET_CONTENTION_NONE);
+  t = run_coll_channels (run, "ring", POL_COLL_ALLREDUCE, TRUE, 0, 0, 1);
+  assert_time (t, pol_coll_cost (ring, POL_COLL_ALLREDUCE, 8, N_EVEN, ELEM, lat,
+                                 1 / (2 * B), 0));
+  assert_allreduce_data (run);
+  run_free (run);
+  run = run_new_on ("dgx1", v, 8, N_EVEN, NET_CONTENTION_NONE);
+  t_host = run_coll_channels (run, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0, 0);
+  g_assert_cmpfloat (t_host, >, 1.2 * t);
+  run_free (run);
+  run = run_new_on ("dgx1", v, 8, N_EVEN, NET_CONTENTION_MAXMIN);
+  t = run_coll_channels (run, "ring", POL_COLL_ALLREDUCE, TRUE, 0, 0, 2);
+  pol_shard_bounds (N_EVEN, 2, 0, &lo, &hi);
+  assert_time (t, pol_coll_cost (ring, POL_COLL_ALLREDUCE, 8, hi - lo, ELEM, lat,
+                                 1 / (2 * B), 0));
+  assert_allreduce_data (run);
+  run_free (run);
+  base_values_free (v);
 }
 
 /* The point of channels: a ring over 8 nodes of 8 GPUs with one NIC per GPU
@@ -1877,6 +1917,7 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/channels/order", test_channel_order);
   g_test_add_func ("/collectives/channels/none", test_channels_none);
   g_test_add_func ("/collectives/channels/ring-formula", test_channels_ring_formula);
+  g_test_add_func ("/collectives/channels/dgx1", test_channels_dgx1);
   g_test_add_func ("/collectives/channels/nics", test_channels_nics);
   g_test_add_func ("/collectives/channels/kinds", test_channels_kinds);
   g_test_add_func ("/collectives/operations/maxmin", test_operations_maxmin);
