@@ -101,28 +101,17 @@ on_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   start_iteration (sim, cp, NULL);
 }
 
-/* The operation's arguments. */
+/* The operation's arguments: the environment's, with its root, and
+ * channels only for all-reduce. */
 static PolCollArgs
 coll_args (CollPolicy *cp)
 {
-  PolCollArgs a = {
-    .sim = cp->env.sim,
-    .net = cp->env.net,
-    .p = cp->env.workers,
-    .hosts = cp->hosts,
-    .bufs = cp->bufs,
-    .n = cp->n,
-    .elem_bytes = 4,
-    .reduce_per_byte = pol_reduce_per_byte (&cp->env),
-    .root = cp->root,
-    .tag = 0,
-    .launch_overhead = cp->env.launch_overhead,
-    .step_overhead = cp->env.step_overhead,
-    .intra_step_overhead = cp->env.intra_step_overhead,
-    .channels = cp->kind == POL_COLL_ALLREDUCE
-                  ? (int) base_values_int (cp->env.values, "policy.channels") : 0,
-  };
+  PolCollArgs a = pol_coll_args (&cp->env, cp->env.workers, cp->hosts, cp->bufs,
+                                 cp->n, 0);
 
+  a.root = cp->root;
+  if (cp->kind != POL_COLL_ALLREDUCE)
+    a.channels = 0;
   return a;
 }
 

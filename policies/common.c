@@ -150,10 +150,9 @@ pol_env_algorithm (const PolEnv *env, GError **error)
   return alg;
 }
 
-/* The arguments of an all-reduce as every policy gives them. */
-static PolCollArgs
-allreduce_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
-                gsize n, int tag)
+PolCollArgs
+pol_coll_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
+               gsize n, int tag)
 {
   PolCollArgs a = {
     .sim = env->sim,
@@ -179,7 +178,7 @@ pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg, int p,
                      const int *hosts, float *const *bufs, gsize n, int tag,
                      PolCollDone done, gpointer ctx, gpointer data)
 {
-  PolCollArgs a = allreduce_args (env, p, hosts, bufs, n, tag);
+  PolCollArgs a = pol_coll_args (env, p, hosts, bufs, n, tag);
   g_autoptr (GError) error = NULL;
   if (!pol_coll_start (alg, &a, POL_COLL_ALLREDUCE, done, ctx, data, &error))
     g_error ("all-reduce with %s: %s", alg->name, error->message); /* validated before */
@@ -189,7 +188,7 @@ const PolCollAlgorithm *
 pol_allreduce_resolve (const PolEnv *env, const PolCollAlgorithm *alg, int p,
                        const int *hosts, gsize n)
 {
-  PolCollArgs a = allreduce_args (env, p, hosts, NULL, n, 0);
+  PolCollArgs a = pol_coll_args (env, p, hosts, NULL, n, 0);
   const PolCollAlgorithm *chosen = pol_coll_resolve (alg, &a, POL_COLL_ALLREDUCE);
 
   g_assert (chosen != NULL);   /* every registry entry does all-reduce */

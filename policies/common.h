@@ -81,6 +81,11 @@ void pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg,
                           gsize n, int tag, PolCollDone done, gpointer ctx,
                           gpointer data);
 
+/* The arguments of a collective of n floats among the p ranks on hosts, as
+ * env gives them: its reduction cost, overheads and channels, root 0. */
+PolCollArgs pol_coll_args (const PolEnv *env, int p, const int *hosts,
+                           float *const *bufs, gsize n, int tag);
+
 /* The algorithm pol_allreduce_start() runs for alg (what `auto` picks for
  * these ranks and n floats, else alg). */
 const PolCollAlgorithm *pol_allreduce_resolve (const PolEnv *env,
