@@ -82,60 +82,93 @@ auto_estimate (const PolCollAlgorithm *alg, const PolCollLevels *l,
                     stretch * l->beta_out, l->reduce_per_byte);
 }
 
-/* The cheapest algorithm that runs `kind` for `a` among the real ones (the
- * baselines where no other does the kind); ties go to the first in the
- * registry. */
+/* An algorithm's time as one of auto's callers prices it (NaN when it does
+ * not do the kind). */
+typedef double (*AutoPrice) (const PolCollAlgorithm *alg, gconstpointer data);
+
+/* The cheapest algorithm by `price` among the real ones (the baselines
+ * where no other does the kind), its time in *t; NULL when none does it.
+ * A tie up to rounding (hierarchical with every rank alone is the ring)
+ * goes to the first in the registry. */
 static const PolCollAlgorithm *
-auto_choose (const PolCollArgs *a, PolCollKind kind)
+auto_cheapest (AutoPrice price, gconstpointer data, double *t)
 {
   const PolCollAlgorithm *best = NULL;
-  double best_t = INFINITY;
-  PolCollLevels l;
-  gboolean several;
-  int channels = kind == POL_COLL_ALLREDUCE ? MAX (a->channels, 1) : 1;
-  gboolean shared = net_network_contention (a->net) == NET_CONTENTION_MAXMIN;
 
-  auto_levels (a, kind, &l, &several);
+  *t = NAN;
   for (int baselines = 0; baselines < 2 && best == NULL; baselines++)
     for (const PolCollAlgorithm *const *it = pol_coll_all (); *it; it++)
       {
-        double t;
+        double ti;
 
         if ((*it)->choose != NULL || (*it)->baseline != baselines)
           continue;
-        t = auto_estimate (*it, &l, several, channels, shared);
-        /* a tie up to rounding (hierarchical with every rank alone is the
-         * ring) goes to the first */
-        if (!isnan (t) && (best == NULL || t < best_t * (1 - 1e-9)))
+        ti = price (*it, data);
+        if (!isnan (ti) && (best == NULL || ti < *t * (1 - 1e-9)))
           {
             best = *it;
-            best_t = t;
+            *t = ti;
           }
       }
   return best;
 }
 
-/* The formula of what auto picks on uniform links: the least of the real
- * algorithms' (the baselines' where none does the kind; NaN when no
- * algorithm runs it). */
+/* What auto_choose prices on. */
+typedef struct {
+  PolCollLevels l;
+  gboolean several, shared;
+  int channels;
+} AutoNetwork;
+
+static double
+price_network (const PolCollAlgorithm *alg, gconstpointer data)
+{
+  const AutoNetwork *w = data;
+
+  return auto_estimate (alg, &w->l, w->several, w->channels, w->shared);
+}
+
+/* The cheapest algorithm that runs `kind` for `a`. */
+static const PolCollAlgorithm *
+auto_choose (const PolCollArgs *a, PolCollKind kind)
+{
+  AutoNetwork w;
+  double t;
+
+  w.channels = kind == POL_COLL_ALLREDUCE ? MAX (a->channels, 1) : 1;
+  w.shared = net_network_contention (a->net) == NET_CONTENTION_MAXMIN;
+  auto_levels (a, kind, &w.l, &w.several);
+  return auto_cheapest (price_network, &w, &t);
+}
+
+/* What auto_cost prices on: uniform links. */
+typedef struct {
+  PolCollKind kind;
+  int p, group;
+  gsize n;
+  double elem_bytes, alpha, beta, gamma;
+} AutoUniform;
+
+static double
+price_uniform (const PolCollAlgorithm *alg, gconstpointer data)
+{
+  const AutoUniform *u = data;
+
+  return alg->cost (u->kind, u->p, u->group, u->n, u->elem_bytes, u->alpha,
+                    u->beta, u->gamma);
+}
+
+/* The formula of what auto picks on uniform links (NaN when no algorithm
+ * runs the kind). */
 static double
 auto_cost (PolCollKind kind, int p, int group, gsize n, double elem_bytes,
            double alpha, double beta, double gamma)
 {
-  double best = NAN;
+  AutoUniform u = { kind, p, group, n, elem_bytes, alpha, beta, gamma };
+  double t;
 
-  for (int baselines = 0; baselines < 2 && isnan (best); baselines++)
-    for (const PolCollAlgorithm *const *it = pol_coll_all (); *it; it++)
-      {
-        double t;
-
-        if ((*it)->choose != NULL || (*it)->baseline != baselines)
-          continue;
-        t = (*it)->cost (kind, p, group, n, elem_bytes, alpha, beta, gamma);
-        if (!isnan (t) && (isnan (best) || t < best))
-          best = t;
-      }
-  return best;
+  auto_cheapest (price_uniform, &u, &t);
+  return t;
 }
 
 const PolCollAlgorithm pol_coll_auto = {
