@@ -98,6 +98,8 @@ typedef struct {
   gsize lo, hi;          /* shard [lo, hi) of the parameter vector */
   EngResource *fifo;
   KernOptimizer *opt;    /* optimizer state of the shard; NULL without math */
+  float *round_sum;      /* BSP: (hi - lo) sum of the round's gradients so far */
+  gint64 round_n;        /* BSP: gradients in round_sum */
   gint64 *applied;       /* (workers) gradients applied per worker */
   gint64 min_applied;    /* the least of applied[] */
   int n_at_min;          /* workers whose applied count is min_applied */
@@ -431,16 +433,38 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
   if (ps->run.finished)
     return;
   gsize len = srv->hi - srv->lo;
-  if (ps->env.model)
-    kern_optimizer_step (srv->opt, ps->global + srv->lo, m->payload);
-  applied_inc (ps, srv, m->worker);
-  span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
   gboolean round_done = FALSE;
   if (m->accepted && ++ps->accepted_applied == (ps->rounds_done + 1) * ps->wait_for)
     {
       ps->rounds_done++;
       round_done = TRUE;
     }
+  if (ps->consistency == POL_BSP)
+    {
+      /* one optimizer step per round, with the mean of its gradients: the
+       * round ends when every worker's gradient of it (K of N: the K
+       * accepted ones) is applied; kept late gradients join the next mean */
+      if (ps->env.model)
+        for (gsize i = 0; i < len; i++)
+          srv->round_sum[i] += m->payload[i];
+      srv->round_n++;
+      if (ps->kofn ? round_done : srv->round_n == ps->env.workers)
+        {
+          if (ps->env.model)
+            {
+              float inv = 1.0f / (float) srv->round_n;
+              for (gsize i = 0; i < len; i++)
+                srv->round_sum[i] *= inv;
+              kern_optimizer_step (srv->opt, ps->global + srv->lo, srv->round_sum);
+              memset (srv->round_sum, 0, len * sizeof (float));
+            }
+          srv->round_n = 0;
+        }
+    }
+  else if (ps->env.model)
+    kern_optimizer_step (srv->opt, ps->global + srv->lo, m->payload);
+  applied_inc (ps, srv, m->worker);
+  span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
 
   /* a gradient counts once every shard has applied it */
   if (++ps->grad_shards[m->worker] % ps->env.servers == 0)
@@ -697,7 +721,11 @@ ps_create (const PolEnv *env, GError **error)
       srv->n_at_min = W;
       srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
       if (env->model)
-        srv->opt = kern_optimizer_new (&env->opt, srv->hi - srv->lo);
+        {
+          srv->opt = kern_optimizer_new (&env->opt, srv->hi - srv->lo);
+          if (ps->consistency == POL_BSP)
+            srv->round_sum = g_new0 (float, srv->hi - srv->lo);
+        }
     }
   return (PolPolicy *) ps;
 }
@@ -749,6 +777,7 @@ ps_free (PolPolicy *p)
       eng_resource_free (srv->fifo);
       if (srv->opt)
         kern_optimizer_free (srv->opt);
+      g_free (srv->round_sum);
       g_free (srv->applied);
       g_array_unref (srv->pending);
     }
@@ -856,7 +885,7 @@ const PolPolicyOps pol_ps_ops = {
   .tag_names = ps_tags,
   .n_tags = G_N_ELEMENTS (ps_tags),
   .description = "parameter server: workers pull shards, compute a real gradient, push it; "
-                 "servers apply updates one at a time (BSP, SSP or async)",
+                 "servers apply them (BSP: one step per round with the mean; SSP and async: one step per gradient)",
   .host_names = ps_host_names,
   .create = ps_create,
   .start = ps_start,

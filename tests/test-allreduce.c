@@ -226,6 +226,33 @@ test_matches_large_batch (void)
       }
 }
 
+/* [model] lr means the same in every policy: a BSP parameter server takes
+ * one optimizer step per round with the mean of the round's gradients, as
+ * all-reduce does, so both train the same model step for step (one server
+ * or sharded; every optimizer), whatever their timing. */
+static void
+test_ps_bsp_same_math (void)
+{
+  const char *opts[] = { "model.optimizer=sgd", "model.optimizer=momentum",
+                         "model.optimizer=adam" };
+  for (gsize o = 0; o < G_N_ELEMENTS (opts); o++)
+    for (int servers = 1; servers <= 3; servers += 2)
+      {
+        g_autofree char *srv = g_strdup_printf ("cluster.servers=%d", servers);
+        const char *lr = o == 2 ? "model.lr=0.01" : "model.lr=0.1";
+        const char *ar[] = { opts[o], lr, "scenario.iterations=30", "cluster.workers=3", NULL };
+        const char *ps[] = { opts[o], lr, "scenario.iterations=30", "cluster.workers=3",
+                             "policy.kind=ps", "policy.consistency=bsp", srv, NULL };
+        Result *a = run_text (cluster, ar, NULL);
+        Result *p = run_text (cluster, ps, NULL);
+        g_assert_cmpint (a->sum.updates, ==, p->sum.updates);
+        test_assert_close (p->sum.final_loss, a->sum.final_loss, 1e-5);
+        g_assert_cmpfloat (a->sum.final_loss, <, log (4.0)); /* it did learn */
+        result_free (a);
+        result_free (p);
+      }
+}
+
 /* A fixed straggler makes the others wait for it, every iteration. */
 static void
 test_straggler_wait (void)
@@ -249,5 +276,6 @@ main (int argc, char **argv)
   g_test_add_func ("/allreduce/buckets", test_buckets);
   g_test_add_func ("/allreduce/matches-large-batch", test_matches_large_batch);
   g_test_add_func ("/allreduce/straggler-wait", test_straggler_wait);
+  g_test_add_func ("/allreduce/ps-bsp-same-math", test_ps_bsp_same_math);
   return g_test_run ();
 }

@@ -23,9 +23,24 @@ typedef struct {
 } Row;
 
 typedef struct {
+  double t;
+  gint64 updates;
+  double loss, accuracy;
+} Metric;
+
+typedef struct {
   GArray *rows;          /* Row, in recording order */
+  GArray *metrics;       /* Metric, in recording order */
   SimRunSummary sum;
 } Result;
+
+static void
+on_metric (gpointer ctx, double t, gint64 updates, double loss, double accuracy)
+{
+  Result *r = ctx;
+  Metric m = { t, updates, loss, accuracy };
+  g_array_append_val (r->metrics, m);
+}
 
 static void
 on_iteration (gpointer ctx, int worker, gint64 iteration, double start,
@@ -42,7 +57,9 @@ run_config (const SimConfig *c)
 {
   Result *r = g_new0 (Result, 1);
   r->rows = g_array_new (FALSE, FALSE, sizeof (Row));
-  PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration };
+  r->metrics = g_array_new (FALSE, FALSE, sizeof (Metric));
+  PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
+                      .metric = on_metric };
   g_autoptr (GError) error = NULL;
   g_assert_true (sim_run_config (c, NULL, 0, &rec, &r->sum, &error));
   g_assert_no_error (error);
@@ -61,6 +78,7 @@ static void
 result_free (Result *r)
 {
   g_array_unref (r->rows);
+  g_array_unref (r->metrics);
   g_free (r);
 }
 
@@ -159,10 +177,14 @@ static const char straggling[] =
   "[model]\nfeatures = 32\nclasses = 5\nsamples = 1200\ntest_samples = 200\nbatch = 32\n"
   "[stragglers]\nmodel = bernoulli\np = 0.2\nfactor = 4\n";
 
+/* SSP with staleness 0 runs BSP's schedule, but its server takes one SGD
+ * step per gradient where BSP's takes one with the round's mean: W steps of
+ * lr g_w on the same parameters are one step of (W lr) mean(g), so BSP at
+ * lr = W x 0.1 trains as SSP(0) at 0.1 (6 workers; rounding aside). */
 static void
 test_ssp0_is_bsp (void)
 {
-  const char *bsp[] = { "policy.consistency=bsp", NULL };
+  const char *bsp[] = { "policy.consistency=bsp", "model.lr=0.6", NULL };
   const char *ssp0[] = { "policy.consistency=ssp", "policy.staleness=0", NULL };
   Result *a = run_text (straggling, bsp);
   Result *b = run_text (straggling, ssp0);
@@ -178,7 +200,7 @@ test_ssp0_is_bsp (void)
     }
   g_assert_cmpfloat (a->sum.sim_time, ==, b->sum.sim_time);
   g_assert_cmpfloat_with_epsilon (a->sum.final_loss, b->sum.final_loss,
-                                  1e-6 * fabs (a->sum.final_loss));
+                                  1e-5 * fabs (a->sum.final_loss));
   result_free (a);
   result_free (b);
 }
@@ -339,6 +361,61 @@ test_target_loss (void)
   result_free (b);
 }
 
+/* target_accuracy stops the run at the first evaluation whose test
+ * accuracy reaches it: the one a full run records first at or above it. */
+static void
+test_target_accuracy (void)
+{
+  const char *policies[] = { "policy.consistency=bsp", "policy.consistency=async" };
+  for (gsize i = 0; i < G_N_ELEMENTS (policies); i++)
+    {
+      const char *sets[] = { "scenario.iterations=200", policies[i], NULL };
+      Result *a = run_text (fixed_cluster, sets);
+      const Metric *m0 = &g_array_index (a->metrics, Metric, 0);
+      const Metric *mN = &g_array_index (a->metrics, Metric, a->metrics->len - 1);
+      double target = (m0->accuracy + mN->accuracy) / 2;
+      const Metric *first = NULL;
+      for (guint k = 0; k < a->metrics->len && !first; k++)
+        if (g_array_index (a->metrics, Metric, k).accuracy >= target)
+          first = &g_array_index (a->metrics, Metric, k);
+      g_assert_nonnull (first);
+      g_assert_cmpint (first->updates, <, mN->updates);
+      g_autofree char *t = g_strdup_printf ("scenario.target_accuracy=%.17g", target);
+      const char *sets2[] = { "scenario.iterations=200", policies[i], t, NULL };
+      Result *b = run_text (fixed_cluster, sets2);
+      g_assert_cmpstr (b->sum.stop, ==, "target_accuracy");
+      g_assert_cmpint (b->sum.updates, ==, first->updates);
+      g_assert_cmpfloat (b->sum.sim_time, ==, first->t);
+      g_assert_cmpfloat (b->sum.final_accuracy, ==, first->accuracy);
+      result_free (a);
+      result_free (b);
+    }
+}
+
+/* eval_every = 0 evaluates once per round of W gradients, in whole rounds
+ * so that a run makes at most 100 evaluations (plus the start and the end):
+ * every ceil(iterations / 100) rounds. */
+static void
+test_eval_default (void)
+{
+  const int W = 4; /* fixed_cluster's workers */
+  const int iters[] = { 30, 100, 101, 250 };
+  for (gsize i = 0; i < G_N_ELEMENTS (iters); i++)
+    {
+      g_autofree char *it = g_strdup_printf ("scenario.iterations=%d", iters[i]);
+      const char *sets[] = { it, NULL };
+      Result *r = run_text (fixed_cluster, sets);
+      gint64 every = (gint64) W * ((iters[i] + 99) / 100);
+      gint64 total = (gint64) W * iters[i];
+      guint expect = 1 + (guint) (total / every) + (total % every ? 1 : 0);
+      g_assert_cmpuint (r->metrics->len, ==, expect);
+      for (guint k = 1; k + 1 < r->metrics->len; k++)
+        g_assert_cmpint (g_array_index (r->metrics, Metric, k).updates, ==, (gint64) k * every);
+      g_assert_cmpint (g_array_index (r->metrics, Metric, r->metrics->len - 1).updates, ==, total);
+      result_free (r);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -356,5 +433,7 @@ main (int argc, char **argv)
   g_test_add_func ("/ps/compute/timing-without-math", test_timing_without_math);
   g_test_add_func ("/ps/stop/time-limit", test_time_limit);
   g_test_add_func ("/ps/stop/target-loss", test_target_loss);
+  g_test_add_func ("/ps/stop/target-accuracy", test_target_accuracy);
+  g_test_add_func ("/ps/eval/default-every", test_eval_default);
   return g_test_run ();
 }
