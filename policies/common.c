@@ -17,7 +17,10 @@ void
 pol_run_init (PolRun *run, PolEnv *env)
 {
   if (env->eval_every <= 0)
-    env->eval_every = env->workers;
+    {
+      gint64 rounds = MAX (1, (env->iterations + POL_DEFAULT_EVALS - 1) / POL_DEFAULT_EVALS);
+      env->eval_every = (gint64) env->workers * rounds;
+    }
   memset (run, 0, sizeof *run);
   run->env = env;
 }
@@ -34,9 +37,12 @@ pol_run_record_metric (PolRun *run, const float *params)
   pol_evaluate (env, params, &loss, &acc);
   if (env->rec.metric)
     env->rec.metric (env->rec.ctx, now, run->updates, loss, acc);
-  if (env->target_loss > 0 && loss <= env->target_loss)
+  PolTarget hit = env->target_loss > 0 && loss <= env->target_loss ? POL_TARGET_LOSS
+                  : env->target_accuracy > 0 && acc >= env->target_accuracy ? POL_TARGET_ACCURACY
+                  : POL_TARGET_NONE;
+  if (hit != POL_TARGET_NONE)
     {
-      run->reached_target = TRUE;
+      run->reached_target = hit;
       run->finished = TRUE;
       run->end_time = now;
       eng_stop (env->sim);

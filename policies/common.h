@@ -26,13 +26,16 @@ typedef struct {
   gint64 next_eval;        /* evaluate once `updates` reaches it */
   double end_time;         /* s, at the last update (valid once finished) */
   gboolean finished;       /* the run is over: last update or target reached */
-  gboolean reached_target; /* the loss reached env->target_loss */
+  PolTarget reached_target; /* the target an evaluation reached, if any */
   double sum_compute, sum_comm, sum_wait; /* s, over completed worker
                                              iterations */
 } PolRun;
 
-/* Defaults env->eval_every to env->workers when it is not positive, then
- * makes `run` count from zero for that env, which it borrows. */
+/* Defaults env->eval_every, when it is not positive, to once per round of
+ * env->workers gradients, in whole rounds so that a run evaluates at most
+ * POL_DEFAULT_EVALS times; then makes `run` count from zero for that env,
+ * which it borrows. */
+#define POL_DEFAULT_EVALS 100
 void pol_run_init (PolRun *run, PolEnv *env);
 /* Evaluates `params` (NULL without math) at the current simulated time and
  * reports the metric; when the loss reached the target, finishes the run

@@ -27,7 +27,7 @@
  * that its row ends at E.  Every local step counts as one applied gradient
  * (eval_every); the model is evaluated only after an averaging, the first
  * one at which eval_every more gradients have been applied since the last
- * evaluation (default eval_every = W: after every averaging).
+ * evaluation (default: after every averaging, or every few rounds: pol_run_init).
  */
 #include "config.h"
 

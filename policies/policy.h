@@ -133,6 +133,7 @@ typedef struct {
   gint64 iterations;          /* run ends after iterations*workers gradients */
   gint64 eval_every;          /* applied gradients between evaluations */
   double target_loss;         /* stop when reached; 0 = never */
+  double target_accuracy;     /* stop when reached, in (0, 1]; 0 = never */
   guint64 seed;
   /* The policy's own keys ([policy] ..., as its `keys` rows declare them)
    * by "section.key"; each policy reads its own in `create`. */
@@ -153,6 +154,13 @@ typedef struct {
   PolRecorder rec;
 } PolEnv;
 
+/* The target an evaluation reached, stopping the run. */
+typedef enum {
+  POL_TARGET_NONE,
+  POL_TARGET_LOSS,            /* [scenario] target_loss */
+  POL_TARGET_ACCURACY,        /* [scenario] target_accuracy */
+} PolTarget;
+
 /* What a finished (or stopped) run reports. */
 typedef struct {
   gint64 updates;             /* gradients applied in all */
@@ -160,7 +168,7 @@ typedef struct {
   double end_time;            /* simulated seconds at the last update */
   double final_loss;          /* NAN when no math ran */
   double final_accuracy;
-  gboolean reached_target;
+  PolTarget reached_target;   /* which target stopped the run, if any */
   double compute, comm, wait; /* summed over completed worker iterations, s */
 } PolResult;
 

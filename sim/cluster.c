@@ -266,6 +266,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .iterations = c->iterations,
     .eval_every = c->eval_every,
     .target_loss = c->target_loss,
+    .target_accuracy = c->target_accuracy,
     .seed = (guint64) c->seed,
     .values = c->values,
     .failures = cl->failures,

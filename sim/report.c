@@ -123,8 +123,18 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
   const char *figure = NULL;
   for (guint i = 0; i < configs->len && !figure; i++)
     figure = pol_lookup (((SimConfig *) g_ptr_array_index (configs, i))->policy)->figure;
+  /* runs that stop at a target get whether they reached it and the
+   * gradients it took */
+  gboolean targets = FALSE;
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *c = g_ptr_array_index (configs, i);
+      targets = targets || c->target_loss > 0 || c->target_accuracy > 0;
+    }
   printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
           "iters", "loss", "accuracy", "compute", "comm", "wait");
+  if (targets)
+    printf ("  %7s  %9s", "target", "gradients");
   if (scaling)
     printf ("  %12s  %8s", "samples/s", "scaling");
   if (figure)
@@ -150,6 +160,10 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
               (int) w, c->name, r->sim_time, r->iterations, loss, acc,
               tot > 0 ? 100 * r->compute / tot : 0, tot > 0 ? 100 * r->comm / tot : 0,
               tot > 0 ? 100 * r->wait / tot : 0);
+      if (targets)
+        printf ("  %7s  %9" G_GINT64_FORMAT,
+                g_str_has_prefix (r->stop ? r->stop : "", "target_") ? "reached"
+                : c->target_loss > 0 || c->target_accuracy > 0 ? "missed" : "-", r->updates);
       const PolPolicyOps *ops = pol_lookup (c->policy);
       if (scaling && ops->figure_of)
         printf ("  %12s  %8s", "-", "-");
@@ -163,6 +177,9 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       printf ("\n");
     }
   printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations", db);
+  if (targets)
+    printf ("; target: [scenario] target_loss or target_accuracy, reached at sim time"
+            " after that many gradients, or missed");
   if (scaling)
     printf ("; scaling: samples/s per worker over that of the fewest workers");
   if (figure)

@@ -187,7 +187,8 @@ run_engine (const SimConfig *c, SimCluster *cl, SimRunSummary *out)
   out->compute = res.compute;
   out->comm = res.comm;
   out->wait = res.wait;
-  out->stop = res.reached_target ? "target_loss"
+  out->stop = res.reached_target == POL_TARGET_LOSS ? "target_loss"
+              : res.reached_target == POL_TARGET_ACCURACY ? "target_accuracy"
               : res.rounds >= c->iterations ? "iterations"
               : "time_limit";
 }

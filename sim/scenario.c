@@ -68,6 +68,8 @@ static const KeyDef core_keys[] = {
     "Stop at this simulated time (0 = no limit).", NULL },
   { "scenario", "target_loss", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (target_loss),
     "Stop when an evaluation finds the training loss at or below this (0 = never).", NULL },
+  { "scenario", "target_accuracy", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1, 0, NULL, OFF (target_accuracy),
+    "Stop when an evaluation finds the test accuracy at or above this share, e.g. 0.8 (0 = never); the run table then shows the simulated time and the gradients it took.", NULL },
   { "cluster", "workers", BASE_KEY_INT, 0, "4", 1, SIM_MAX_HOSTS, 0, NULL, OFF (workers),
     "Number of workers.", NULL },
   { "cluster", "servers", BASE_KEY_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
@@ -151,9 +153,9 @@ static const KeyDef core_keys[] = {
   { "model", "global_batch", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (global_batch),
     "Strong scaling: samples per step summed over all workers; each worker's batch is global_batch / workers, which must divide exactly (0 = unset, use batch).", NULL },
   { "model", "lr", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
-    "Learning rate applied to every gradient the servers receive.", NULL },
+    "Learning rate of every optimizer step. A synchronous round (parameter-server BSP, all-reduce, pipeline replicas) takes one step with the mean of its gradients; SSP and async servers take one step per gradient they receive (docs/policies.md).", NULL },
   { "model", "eval_every", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
-    "Evaluate loss and accuracy every this many applied gradients (0 = once per round, i.e. every `workers` gradients).", NULL },
+    "Evaluate loss and accuracy every this many applied gradients (0 = once per round of `workers` gradients, or every few rounds so that a run evaluates at most 100 times, plus once at the end).", NULL },
   { "model", "eval_samples", BASE_KEY_INT, 0, "2048", 0, 1e9, 0, NULL, OFF (eval_samples),
     "Training samples the evaluated loss is measured on: the first this many of the (shuffled) training set, the same at every evaluation (0 = all).", NULL },
   { "model", "samples", BASE_KEY_INT, 0, "8192", 1, 1e9, 0, NULL, OFF (samples),
@@ -685,6 +687,9 @@ check_cross (SimConfig *c, const char *file, GError **error)
   if (c->target_loss > 0 && !c->math)
     return fail (error, file, find_key ("scenario", "target_loss"),
                  "needs the loss, but this run does no math ([kernels] backend = none or [model] kind = timing); remove one of them");
+  if (c->target_accuracy > 0 && !c->math)
+    return fail (error, file, find_key ("scenario", "target_accuracy"),
+                 "needs the accuracy, but this run does no math ([kernels] backend = none or [model] kind = timing); remove one of them");
   return TRUE;
 }
 

@@ -56,6 +56,7 @@ typedef struct {
   gint64 iterations;     /* rounds: a run applies iterations*workers gradients */
   double time_limit;     /* seconds, 0 = none */
   double target_loss;    /* stop when the evaluated loss reaches it, 0 = none */
+  double target_accuracy; /* stop when the test accuracy reaches it, 0 = none */
   /* [cluster] */
   gint64 workers;
   gint64 servers;        /* parameter-server shards, one host each */

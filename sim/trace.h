@@ -38,7 +38,8 @@ typedef struct {
   gint64 updates;        /* gradients applied */
   double final_loss, final_accuracy; /* NAN: no math */
   double compute, comm, wait;        /* worker seconds, summed */
-  const char *stop;      /* why it ended: iterations, time_limit, target_loss */
+  const char *stop;      /* why it ended: iterations, time_limit, target_loss,
+                            target_accuracy */
 } SimRunSummary;
 
 /* Whether `path` may receive a new trace: TRUE when nothing is there or it

@@ -484,6 +484,12 @@ test_scenario_cross_rules (Fixture *fx, gconstpointer data)
   g_autofree char *loss = load_fails (fx, "loss.ini",
       "[scenario]\ntarget_loss = 0.5\n[kernels]\nbackend = none\n", NULL);
   assert_contains (loss, "[scenario] target_loss");
+  g_autofree char *acc = load_fails (fx, "acc.ini",
+      "[scenario]\ntarget_accuracy = 0.8\n[model]\nkind = timing\nparams = 100\nflops = 100\n",
+      NULL);
+  assert_contains (acc, "[scenario] target_accuracy");
+  g_autofree char *acc2 = load_fails (fx, "acc2.ini", "[scenario]\ntarget_accuracy = 80\n", NULL);
+  assert_contains (acc2, "[scenario] target_accuracy");
   g_autofree char *topo = load_fails (fx, "topo.ini", "[network]\ntopology = ring9\n", NULL);
   assert_contains (topo, "[network] topology");
   assert_contains (topo, "star");
