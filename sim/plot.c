@@ -618,6 +618,22 @@ time_to_target (sqlite3 *db, gint64 run, double threshold, double *t)
   return first_double (st, rc, t);
 }
 
+/* The simulated time at which run `run` first reports a test accuracy >=
+ * threshold in *t (NAN when never); SQLITE_OK or the failing call's code. */
+static int
+time_to_accuracy (sqlite3 *db, gint64 run, double threshold, double *t)
+{
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2 (db, "SELECT sim_time FROM metrics WHERE run_id = ? AND accuracy"
+                               " IS NOT NULL AND accuracy >= ? ORDER BY sim_time, step LIMIT 1",
+                               -1, &st, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_int64 (st, 1, run);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_double (st, 2, threshold);
+  return first_double (st, rc, t);
+}
+
 double
 sim_plot_time_to_target (sqlite3 *db, gint64 run, double threshold)
 {
@@ -1069,20 +1085,42 @@ lines_draw (Plot *p, Lines *l, gboolean ok, const char *figure, const char *none
   return ok;
 }
 
-/* Loss against simulated time (x = "sim_time") or steps (x = "step"). */
-static gboolean
-plot_loss_by (Plot *p, const char *x, const char *figure, GError **error)
+/* The [scenario] target_accuracy every run with metrics shares in *t (0
+ * when some run has none or they differ); SQLITE_OK or the failing call's
+ * code. */
+static int
+common_target_accuracy (sqlite3 *db, double *t)
 {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2 (db, "SELECT CASE WHEN COUNT(DISTINCT a) = 1 AND MIN(a) > 0 AND"
+                               " COUNT(*) = COUNT(a) THEN MIN(a) ELSE 0 END FROM (SELECT"
+                               " CAST((SELECT value FROM params p WHERE p.run_id = r.id AND"
+                               " p.key = 'scenario.target_accuracy') AS REAL) AS a FROM runs r"
+                               " WHERE EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
+                               " AND m.loss IS NOT NULL))", -1, &st, NULL);
+  return first_double (st, rc, t);
+}
+
+/* Loss (y = "loss") or test accuracy in percent (y = "accuracy") against
+ * simulated time (x = "sim_time") or steps (x = "step").  The loss axis
+ * stops at twice the largest initial loss when some run's loss climbs
+ * higher (a diverging run would otherwise flatten every other line); the
+ * accuracy figure draws the runs' common target_accuracy. */
+static gboolean
+plot_metric_by (Plot *p, const char *x, const char *y, const char *figure, GError **error)
+{
+  gboolean acc = strcmp (y, "accuracy") == 0;
   g_autoptr (sqlite3_stmt) runs
     = q_prepare (p, "SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m"
                  " WHERE m.run_id = r.id AND m.loss IS NOT NULL) ORDER BY r.id", error);
-  g_autofree char *q = g_strdup_printf ("SELECT %s, loss FROM metrics WHERE run_id = ? AND"
-                                        " loss IS NOT NULL ORDER BY sim_time, step", x);
+  g_autofree char *q = g_strdup_printf ("SELECT %s, %s FROM metrics WHERE run_id = ? AND"
+                                        " loss IS NOT NULL ORDER BY sim_time, step", x, y);
   g_autoptr (sqlite3_stmt) pts = runs ? q_prepare (p, q, error) : NULL;
   Lines l;
-  if (!pts || !lines_begin (p, &l, "loss.tsv", error))
+  if (!pts || !lines_begin (p, &l, "metric.tsv", error))
     return FALSE;
   int rc, rc2 = SQLITE_DONE;
+  double first_max = 0, all_max = 0;
   while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0);
@@ -1092,15 +1130,31 @@ plot_loss_by (Plot *p, const char *x, const char *figure, GError **error)
           rc2 = -1;
           break;
         }
+      gboolean first = TRUE;
       while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
         {
           double a = sqlite3_column_double (pts, 0), b = sqlite3_column_double (pts, 1);
-          if (isfinite (a) && isfinite (b))
-            fprintf (l.f, "%.17g\t%.17g\n", a, b);
+          if (!isfinite (a) || !isfinite (b))
+            continue;
+          if (first)
+            first_max = MAX (first_max, b);
+          first = FALSE;
+          all_max = MAX (all_max, b);
+          fprintf (l.f, "%.17g\t%.17g\n", a, acc ? 100 * b : b);
         }
     }
+  g_autoptr (GString) extra = g_string_new (NULL);
+  if (acc)
+    {
+      double target = 0;
+      if (!q_check (p, common_target_accuracy (p->db, &target), error))
+        rc = -1;
+      gp_num (extra, "target", 100 * target);
+    }
+  else
+    gp_num (extra, "ymax", all_max > 2 * first_max && first_max > 0 ? 2 * first_max : 0);
   return lines_draw (p, &l, rc2 >= 0 && rc >= 0, figure,
-                     "no run has loss metrics (timing-only runs)", NULL, error);
+                     "no run has loss metrics (timing-only runs)", extra, error);
 }
 
 typedef struct {
@@ -1315,8 +1369,9 @@ plot_staleness (Plot *p, GError **error)
                      "no iterations table rows ([trace] detail = summary)", NULL, error);
 }
 
-/* Time to reach each run's threshold: its [scenario] target_loss when set
- * (> 0), else sim_plot_default_target(); a bar per run with metrics.  Data
+/* Time to reach each run's threshold: its [scenario] target_accuracy when
+ * set (> 0; the first evaluation at or above it), else its target_loss when
+ * set, else sim_plot_default_target(); a bar per run with metrics.  Data
  * rows: bar number (its label is titles[n]), seconds or nan, 1 when not
  * reached. */
 static gboolean
@@ -1327,26 +1382,34 @@ plot_time_to_target (Plot *p, GError **error)
     return FALSE;
   g_autoptr (sqlite3_stmt) st
     = q_prepare (p, "SELECT r.id, COALESCE(CAST((SELECT value FROM params p WHERE"
-                 " p.run_id = r.id AND p.key = 'scenario.target_loss') AS REAL), 0)"
+                 " p.run_id = r.id AND p.key = 'scenario.target_loss') AS REAL), 0),"
+                 " COALESCE(CAST((SELECT value FROM params p WHERE p.run_id = r.id AND"
+                 " p.key = 'scenario.target_accuracy') AS REAL), 0)"
                  " FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
                  " AND m.loss IS NOT NULL) ORDER BY r.id", error);
   Lines l;
   if (!st || !lines_begin (p, &l, "time-to-target.tsv", error))
     return FALSE;
-  int n_default = 0, rc;
+  int n_default = 0, n_acc = 0, rc;
   double first_thr = NAN;
   gboolean same = TRUE;
   while ((rc = q_step (p, st, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (st, 0);
       double target = sqlite3_column_double (st, 1);
-      double thr = target > 0 ? target : def, t;
-      n_default += target > 0 ? 0 : 1;
+      double target_acc = sqlite3_column_double (st, 2);
+      /* accuracy thresholds are kept negative so that they never equal a
+       * loss threshold in the comparison below */
+      double thr = target_acc > 0 ? -target_acc : target > 0 ? target : def, t;
+      n_default += target_acc > 0 || target > 0 ? 0 : 1;
+      n_acc += target_acc > 0 ? 1 : 0;
       if (l.titles->len == 0)
         first_thr = thr;
       else if (thr != first_thr)
         same = FALSE;
-      if (!q_check (p, time_to_target (p->db, id, thr, &t), error))
+      int q = target_acc > 0 ? time_to_accuracy (p->db, id, target_acc, &t)
+                             : time_to_target (p->db, id, thr, &t);
+      if (!q_check (p, q, error))
         {
           rc = -1;
           break;
@@ -1359,12 +1422,15 @@ plot_time_to_target (Plot *p, GError **error)
     }
   guint n = l.titles->len;
   g_autofree char *thr_text
-    = !same ? g_strdup ("each run's target_loss, else the default threshold")
+    = !same ? g_strdup ("each run's target_accuracy or target_loss, else the default threshold")
+      : n_acc == (int) n && n > 0
+      ? g_strdup_printf ("accuracy >= %.4g%%, [scenario] target_accuracy", -100 * first_thr)
       : n_default == (int) n
       ? g_strdup_printf ("loss <= %.4g, the highest of the runs' lowest losses", first_thr)
       : g_strdup_printf ("loss <= %.4g, [scenario] target_loss", first_thr);
   g_autoptr (GString) extra = g_string_new (NULL);
   gp_str (extra, "thr_text", thr_text);
+  gp_str (extra, "what", same && n_acc == (int) n && n > 0 ? "accuracy" : same ? "loss" : "");
   return lines_draw (p, &l, rc >= 0, "time-to-target",
                      "no run has loss metrics (timing-only runs)", extra, error);
 }
@@ -1688,8 +1754,9 @@ plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
       return 1;
     }
   GError *fail = NULL;
-  gboolean ok = plot_loss_by (p, "sim_time", "loss-time", &fail)
-    && plot_loss_by (p, "step", "loss-step", &fail)
+  gboolean ok = plot_metric_by (p, "sim_time", "loss", "loss-time", &fail)
+    && plot_metric_by (p, "step", "loss", "loss-step", &fail)
+    && plot_metric_by (p, "sim_time", "accuracy", "accuracy-time", &fail)
     && plot_iteration_time (p, &fail)
     && plot_speedup (p, &fail)
     && plot_iteration_cdf (p, &fail)

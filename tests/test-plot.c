@@ -157,7 +157,7 @@ test_figures (void)
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", "--set",
                           "sweep.cluster.workers=1,2,4", NULL), ==, 0);
-  const char *figs[] = { "loss-time", "loss-step", "iteration-time", "speedup",
+  const char *figs[] = { "loss-time", "loss-step", "accuracy-time", "iteration-time", "speedup",
                          "iteration-cdf", "breakdown", "staleness", "time-to-target",
                          "timeline-run1", "timeline-run6" };
   const char *formats[] = { "png", "svg" };
@@ -602,10 +602,10 @@ test_hostile_labels (void)
   assert_nothing_ran ("hl");
   assert_nothing_ran ("hv");
   assert_nothing_ran ("ha");
-  /* drawn: loss-time, loss-step, cdf, breakdown, staleness, time-to-target
-   * and one timeline per run; skipped (every run has 2 workers): speedup and
-   * iteration-time */
-  g_assert_cmpint (count_lines (o), ==, 6 + (int) names->len + 2);
+  /* drawn: loss-time, loss-step, accuracy-time, cdf, breakdown, staleness,
+   * time-to-target and one timeline per run; skipped (every run has 2
+   * workers): speedup and iteration-time */
+  g_assert_cmpint (count_lines (o), ==, 7 + (int) names->len + 2);
   g_assert_nonnull (strstr (o, "skipped speedup: "));
   g_assert_nonnull (strstr (o, "skipped iteration-time: "));
   g_autofree char *text = NULL;

@@ -1,6 +1,7 @@
 # loss-step.gp — training loss against optimizer steps, one line per run.
 # Variables set by `dtsim plot` (strings are values only: never eval them):
-# term, outfile, datafile, nruns, titles[1..nruns].
+# term, outfile, datafile, nruns, titles[1..nruns], ymax (the top of the
+# loss axis, 0 = automatic).
 set terminal term size 960,600 font ",11"
 set output outfile
 set termoption noenhanced
@@ -10,4 +11,5 @@ set ylabel "training loss (mean cross-entropy)"
 set grid
 set key top right
 set datafile separator "\t"
+if (ymax > 0) set yrange [0:ymax]
 plot for [i=1:nruns] datafile index (i-1) using 1:2 with lines lw 2 title titles[i]

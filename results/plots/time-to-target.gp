@@ -1,16 +1,18 @@
-# time-to-target.gp — simulated time until each run's loss first reached its
-# threshold (its [scenario] target_loss, or the default of docs/plots.md),
-# one bar per run; runs that never reached it have no bar and say so.
+# time-to-target.gp — simulated time until each run first reached its
+# threshold (its [scenario] target_accuracy or target_loss, or the default of
+# docs/plots.md), one bar per run; runs that never reached it have no bar and
+# say so.
 # Variables set by `dtsim plot` (strings are values only: never eval them):
-# term, outfile, datafile, nruns, titles[1..nruns] (the run labels), thr_text.
+# term, outfile, datafile, nruns, titles[1..nruns] (the run labels), thr_text,
+# what ("loss", "accuracy", or "" when the runs' targets differ).
 # Data (numbers only): one row per run: its number i (label titles[i]),
 # seconds (or "nan"), 1 when the run never reached the target (else 0).
 set terminal term size 320+110*nruns,640 font ",11"
 set output outfile
 set termoption noenhanced
-set title sprintf("Time to reach the target loss (%s)", thr_text)
+set title sprintf("Time to reach the target%s (%s)", what eq "" ? "" : " ".what, thr_text)
 set xlabel "run"
-set ylabel "simulated time to target loss (s)"
+set ylabel sprintf("simulated time to target%s (s)", what eq "" ? "" : " ".what)
 set style data histograms
 set style histogram clustered
 set style fill solid 0.9 border -1
