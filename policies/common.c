@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "policies/common.h"
@@ -36,7 +37,8 @@ pol_run_record_metric (PolRun *run, const float *params)
   double loss, acc;
   pol_evaluate (env, params, &loss, &acc);
   if (env->rec.metric)
-    env->rec.metric (env->rec.ctx, now, run->updates, loss, acc);
+    env->rec.metric (env->rec.ctx, now, run->updates, loss, acc,
+                     run->consensus ? run->consensus (run->consensus_ctx) : NAN);
   PolTarget hit = env->target_loss > 0 && loss <= env->target_loss ? POL_TARGET_LOSS
                   : env->target_accuracy > 0 && acc >= env->target_accuracy ? POL_TARGET_ACCURACY
                   : POL_TARGET_NONE;

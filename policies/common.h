@@ -29,6 +29,10 @@ typedef struct {
   PolTarget reached_target; /* the target an evaluation reached, if any */
   double sum_compute, sum_comm, sum_wait; /* s, over completed worker
                                              iterations */
+  /* The workers' consensus distance, reported with every evaluation (NULL:
+   * every worker holds the same model, NAN is reported) */
+  double (*consensus) (gpointer ctx);
+  gpointer consensus_ctx;
 } PolRun;
 
 /* Defaults env->eval_every, when it is not positive, to once per round of

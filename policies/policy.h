@@ -57,7 +57,7 @@ typedef struct {
   /* An evaluation of the global model at simulated time t after `step`
    * applied gradients. */
   void (*metric) (gpointer ctx, double t, gint64 step, double loss,
-                  double accuracy);
+                  double accuracy, double consensus);
   /* One gradient bucket's all-reduce: `ready` when every worker had produced
    * it, `start` and `end` of its collective, the collective algorithm that
    * ran it (all-reduce policy). */

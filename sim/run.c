@@ -65,7 +65,8 @@ rec_span (gpointer ctx, const char *actor, const char *kind, double start,
 }
 
 static void
-rec_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
+rec_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy,
+            double consensus)
 {
   RunCtx *r = ctx;
   if (!isfinite (loss) && !r->diverged)
@@ -77,9 +78,9 @@ rec_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
       eng_stop (r->cl->sim);
     }
   if (r->trace)
-    sim_trace_metric (r->trace, r->run, t, step, loss, accuracy);
+    sim_trace_metric (r->trace, r->run, t, step, loss, accuracy, consensus);
   if (r->extra && r->extra->metric)
-    r->extra->metric (r->extra->ctx, t, step, loss, accuracy);
+    r->extra->metric (r->extra->ctx, t, step, loss, accuracy, consensus);
 }
 
 static void

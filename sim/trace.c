@@ -117,6 +117,7 @@ static const Column metrics_columns[] = {
   { "step", "INTEGER NOT NULL", COL_INT, FALSE },
   { "loss", "REAL", COL_REAL, FALSE },
   { "accuracy", "REAL", COL_REAL, FALSE },
+  { "consensus", "REAL", COL_REAL, FALSE },
 };
 
 static const Column iterations_columns[] = {
@@ -938,10 +939,10 @@ sim_trace_fail_run (SimTrace *t, gint64 run, const char *message)
 
 void
 sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step_no,
-                  double loss, double accuracy)
+                  double loss, double accuracy, double consensus)
 {
   const Value v[] = { { .i = run }, { .d = sim_time }, { .i = step_no }, { .d = loss },
-                      { .d = accuracy } };
+                      { .d = accuracy }, { .d = consensus } };
   add_row (t, T_METRICS, v, G_N_ELEMENTS (v));
 }
 

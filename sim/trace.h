@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/trace.c) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 4
+#define SIM_TRACE_SCHEMA_VERSION 5
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -94,7 +94,7 @@ gboolean sim_trace_end_run (SimTrace *t, gint64 run, const SimRunSummary *s,
 void sim_trace_fail_run (SimTrace *t, gint64 run, const char *message);
 
 void sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step,
-                       double loss, double accuracy);
+                       double loss, double accuracy, double consensus);
 void sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
                           double start, double end, double compute,
                           double comm, double wait, gint64 staleness);

@@ -52,7 +52,8 @@ on_iteration (gpointer ctx, int worker, gint64 iteration, double start, double e
 }
 
 static void
-on_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy)
+on_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy,
+           double consensus G_GNUC_UNUSED)
 {
   Result *r = ctx;
   Metric m = { t, step, loss, accuracy };

@@ -48,7 +48,7 @@ on_stage (gpointer ctx, const PolStageStats *st)
 
 static void
 on_metric (gpointer ctx, double t G_GNUC_UNUSED, gint64 step G_GNUC_UNUSED, double loss,
-           double accuracy G_GNUC_UNUSED)
+           double accuracy G_GNUC_UNUSED, double consensus G_GNUC_UNUSED)
 {
   Result *r = ctx;
   g_array_append_val (r->losses, loss);

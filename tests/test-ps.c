@@ -35,7 +35,8 @@ typedef struct {
 } Result;
 
 static void
-on_metric (gpointer ctx, double t, gint64 updates, double loss, double accuracy)
+on_metric (gpointer ctx, double t, gint64 updates, double loss, double accuracy,
+           double consensus G_GNUC_UNUSED)
 {
   Result *r = ctx;
   Metric m = { t, updates, loss, accuracy };

@@ -16,9 +16,9 @@
 
 static char *tmpdir;
 
-/* The CREATE TABLE statements of schema version 3, as sqlite_master keeps
- * them in every trace written since: a change here is a change of schema. */
-static const char *const schema_v3[] = {
+/* The CREATE TABLE statements of the current schema, as sqlite_master keeps
+ * them in every trace it writes: a change here is a change of schema. */
+static const char *const schema_now[] = {
   "CREATE TABLE runs (  id INTEGER PRIMARY KEY, scenario TEXT NOT NULL, name TEXT NOT NULL,"
   "  seed INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('running','done','failed')),"
   "  error TEXT, stop TEXT, sim_time REAL, wall_time REAL, events INTEGER,"
@@ -27,7 +27,7 @@ static const char *const schema_v3[] = {
   "CREATE TABLE params (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  key TEXT NOT NULL, value TEXT NOT NULL)",
   "CREATE TABLE metrics (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  sim_time REAL NOT NULL, step INTEGER NOT NULL, loss REAL, accuracy REAL)",
+  "  sim_time REAL NOT NULL, step INTEGER NOT NULL, loss REAL, accuracy REAL, consensus REAL)",
   "CREATE TABLE iterations (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  worker INTEGER NOT NULL, iteration INTEGER NOT NULL, start REAL NOT NULL,"
   "  end REAL NOT NULL, compute REAL NOT NULL, comm REAL NOT NULL,"
@@ -135,8 +135,8 @@ end (SimTrace *t, gint64 run)
 static void
 emit_rows (SimTrace *t, gint64 run)
 {
-  sim_trace_metric (t, run, 0.5, 3, NAN, 0.25);
-  sim_trace_metric (t, run, 1.0, 4, 2.5, NAN);
+  sim_trace_metric (t, run, 0.5, 3, NAN, 0.25, NAN);
+  sim_trace_metric (t, run, 1.0, 4, 2.5, NAN, 0.125);
   sim_trace_iteration (t, run, 1, 7, 0.125, 1.5, 0.75, 0.5, 0.25, 2);
   sim_trace_span (t, run, "worker0", "compute", 0.0, 1.0 / 3, 7, 0);
   sim_trace_span (t, run, "server0", "update", 1.0, 2.0, -1, 4096);
@@ -210,7 +210,7 @@ write_trace (const char *name, gboolean buffered)
   return path;
 }
 
-/* The tables are created with the text of schema v3, in its order, and the
+/* The tables are created with the text of the current schema, in its order, and the
  * file carries SIM_TRACE_SCHEMA_VERSION. */
 static void
 test_schema_text (void)
@@ -225,11 +225,11 @@ test_schema_text (void)
   gsize n = 0;
   while (sqlite3_step (q) == SQLITE_ROW)
     {
-      g_assert_cmpuint (n, <, G_N_ELEMENTS (schema_v3));
-      g_assert_cmpstr ((const char *) sqlite3_column_text (q, 0), ==, schema_v3[n]);
+      g_assert_cmpuint (n, <, G_N_ELEMENTS (schema_now));
+      g_assert_cmpstr ((const char *) sqlite3_column_text (q, 0), ==, schema_now[n]);
       n++;
     }
-  g_assert_cmpuint (n, ==, G_N_ELEMENTS (schema_v3));
+  g_assert_cmpuint (n, ==, G_N_ELEMENTS (schema_now));
   sqlite3_finalize (q);
   sqlite3_close (db);
   g_assert_cmpint (test_query_number (path, "PRAGMA user_version"), ==,
@@ -243,8 +243,8 @@ static const struct {
   const char *rows;
   int more;              /* rows after those */
 } expected_rows[] = {
-  { "metrics", "i:1|r:0.5|i:3|NULL|r:0.25\n"
-               "i:1|r:1|i:4|r:2.5|NULL\n", 0 },
+  { "metrics", "i:1|r:0.5|i:3|NULL|r:0.25|NULL\n"
+               "i:1|r:1|i:4|r:2.5|NULL|r:0.125\n", 0 },
   { "iterations", "i:1|i:1|i:7|r:0.125|r:1.5|r:0.75|r:0.5|r:0.25|i:2\n", 0 },
   { "spans", "i:1|t:worker0|t:compute|r:0|r:0.33333333333333331|i:7|r:0\n"
              "i:1|t:server0|t:update|r:1|r:2|NULL|r:4096\n", MANY_SPANS },
