@@ -19,6 +19,7 @@ extern const PolPolicyOps pol_allreduce_ops; /* allreduce.c */
 extern const PolPolicyOps pol_local_sgd_ops; /* localsgd.c */
 extern const PolPolicyOps pol_pipeline_ops;  /* pipeline.c */
 extern const PolPolicyOps pol_collective_ops; /* collective.c */
+extern const PolPolicyOps pol_gossip_ops;    /* gossip.c */
 
 static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
@@ -26,6 +27,7 @@ static const PolPolicyOps *const policies[] = {
   &pol_local_sgd_ops,
   &pol_pipeline_ops,
   &pol_collective_ops,
+  &pol_gossip_ops,
   NULL,
 };
 

@@ -1101,6 +1101,51 @@ common_target_accuracy (sqlite3 *db, double *t)
   return first_double (st, rc, t);
 }
 
+/* The consensus distance of gossip runs against simulated time, on a log
+ * scale; considered only when some run is of kind = gossip (other policies
+ * hold one model), so other databases neither draw nor mention it. */
+static gboolean
+plot_consensus (Plot *p, GError **error)
+{
+  g_autoptr (sqlite3_stmt) any
+    = q_prepare (p, "SELECT EXISTS (SELECT 1 FROM params WHERE key = 'policy.kind' AND"
+                 " value = 'gossip') AND EXISTS (SELECT 1 FROM pragma_table_info('metrics')"
+                 " WHERE name = 'consensus')", error);
+  int rc;
+  if (!any || (rc = q_step (p, any, error)) < 0)
+    return FALSE;
+  if (rc != SQLITE_ROW || !sqlite3_column_int (any, 0))
+    return TRUE;
+  g_autoptr (sqlite3_stmt) runs
+    = q_prepare (p, "SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m"
+                 " WHERE m.run_id = r.id AND m.consensus > 0) ORDER BY r.id", error);
+  g_autoptr (sqlite3_stmt) pts
+    = runs ? q_prepare (p, "SELECT sim_time, consensus FROM metrics WHERE run_id = ? AND"
+                        " consensus > 0 ORDER BY sim_time, step", error) : NULL;
+  Lines l;
+  if (!pts || !lines_begin (p, &l, "consensus.tsv", error))
+    return FALSE;
+  int rc2 = SQLITE_DONE;
+  while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
+    {
+      gint64 id = sqlite3_column_int64 (runs, 0);
+      lines_next (&l, label_of (p->labels, id));
+      if (!q_rebind (p, pts, id, error))
+        {
+          rc2 = -1;
+          break;
+        }
+      while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
+        {
+          double a = sqlite3_column_double (pts, 0), b = sqlite3_column_double (pts, 1);
+          if (isfinite (a) && isfinite (b))
+            fprintf (l.f, "%.17g\t%.17g\n", a, b);
+        }
+    }
+  return lines_draw (p, &l, rc2 >= 0 && rc >= 0, "consensus",
+                     "no gossip run has a positive consensus distance", NULL, error);
+}
+
 /* Loss (y = "loss") or test accuracy in percent (y = "accuracy") against
  * simulated time (x = "sim_time") or steps (x = "step").  The loss axis
  * stops at twice the largest initial loss when some run's loss climbs
@@ -1757,6 +1802,7 @@ plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
   gboolean ok = plot_metric_by (p, "sim_time", "loss", "loss-time", &fail)
     && plot_metric_by (p, "step", "loss", "loss-step", &fail)
     && plot_metric_by (p, "sim_time", "accuracy", "accuracy-time", &fail)
+    && plot_consensus (p, &fail)
     && plot_iteration_time (p, &fail)
     && plot_speedup (p, &fail)
     && plot_iteration_cdf (p, &fail)

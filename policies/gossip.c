@@ -1,0 +1,581 @@
+/*
+ * gossip.c — decentralized SGD: no server and no collective; every worker
+ * keeps its own model and averages it with its neighbours' on a graph.
+ *
+ * docs/policies.md ("Gossip") is the normative description:
+ *
+ *   - The graph ([policy] graph) is a ring, a 2-D torus, an exponential
+ *     graph (w and w +- 2^k) or the complete graph, undirected.  Its mixing
+ *     matrix has Metropolis-Hastings weights: M[w][v] = 1 / (1 + max(d_w,
+ *     d_v)) for neighbours, M[w][w] = 1 - their sum (symmetric, doubly
+ *     stochastic; 1 / (d + 1) everywhere on a regular graph).
+ *   - order = d-psgd (Lian et al. 2017): at the start of its iteration k a
+ *     worker sends x_w^k to every neighbour and, at the same time, computes
+ *     its gradient g_w at x_w^k (compute_time).  Once that is done and every
+ *     neighbour's x_v^k has arrived, it applies its optimizer to
+ *     sum_v M[w][v] x_v^k with g_w (update_time(P)) and starts k + 1.
+ *   - order = atc (adapt then combine): the worker first computes g_w and
+ *     applies its optimizer to its own x_w (compute_time + update_time),
+ *     then sends the result y_w^k; once every neighbour's y_v^k has arrived
+ *     its model is sum_v M[w][v] y_v^k (mixing takes no simulated time) and
+ *     it starts k + 1.
+ *   - Workers are not synchronised otherwise: a worker runs ahead of its
+ *     neighbours by at most one iteration (it needs their models of its
+ *     own iteration).  The run ends when every worker has done `iterations`
+ *     iterations (iterations x W applied gradients).
+ *
+ * The math of a model exchange is done when it is sent: the sender adds
+ * M[v][w] x_w into the receiver's sum for that iteration, so no payload is
+ * copied; the receiver reads the sum only after the transfer has arrived.
+ * A receiver is never more than one iteration behind or ahead, so two sums
+ * per worker (by the iteration's parity) suffice, and a transfer carries
+ * only its receiver and that parity (nothing to free when a run stops with
+ * transfers in flight).
+ *
+ * An iteration's row: compute = compute_time + update_time; wait = the time
+ * from the moment the worker could combine until the last neighbour sent
+ * (it was late); comm = the rest until the last model arrived.  Evaluations
+ * report the loss and accuracy of the average model and the consensus
+ * distance (1/W) sum_w |x_w - avg|^2.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/common.h"
+
+/* The random stream of init_spread's noise (apart from the samplers' and
+ * the stragglers' streams). */
+#define GO_SPREAD_STREAM G_GUINT64_CONSTANT (0x6055195)
+
+typedef enum { GRAPH_RING, GRAPH_TORUS, GRAPH_EXPONENTIAL, GRAPH_COMPLETE } GoGraph;
+typedef enum { ORDER_DPSGD, ORDER_ATC } GoOrder;
+
+typedef struct {
+  gint64 iter;           /* iteration in progress */
+  double start;          /* s, when it began */
+  double compute;        /* s, compute_time of its gradient */
+  double own_ready;      /* s, when it could combine; < 0 = not yet */
+  int got[2];            /* neighbour models arrived, by iteration parity */
+  double last_sent[2];   /* s, the latest send to it, by parity */
+  double last_arrival[2];
+} GoWorker;
+
+typedef struct {
+  PolEnv env;
+  GoOrder order;
+  int W;
+  int *deg;              /* (W) */
+  int **nbr;             /* (W) its neighbours, ascending */
+  float **weight;        /* (W) M[w][nbr[w][i]] */
+  float *self_weight;    /* (W) M[w][w] */
+  GoWorker *wk;
+  float **params;        /* (W) x_w; NULL without math */
+  float **sum[2];        /* (W) incoming weighted models, by parity */
+  float **grad;
+  KernOptimizer **opt;
+  PolSampler *samplers;
+  float *avg;            /* the average model, for evaluations */
+  float *x;
+  int *y;
+  int *idx;
+  double update_time;    /* s, one optimizer step on P parameters */
+  gint64 total;          /* iterations x W */
+  PolRun run;
+} GoPolicy;
+
+/* --- the graph ------------------------------------------------------------ */
+
+static int
+cmp_int (gconstpointer a, gconstpointer b)
+{
+  int x = *(const int *) a, y = *(const int *) b;
+  return (x > y) - (x < y);
+}
+
+/* Adds v to w's candidate list (duplicates and w itself are removed later). */
+static void
+cand (GArray *c, int v)
+{
+  g_array_append_val (c, v);
+}
+
+/* The rows and columns of the most nearly square r x c grid with r <= c. */
+static void
+torus_shape (int W, int *r, int *c)
+{
+  *r = 1;
+  for (int d = 1; d * d <= W; d++)
+    if (W % d == 0)
+      *r = d;
+  *c = W / *r;
+}
+
+/* Worker w's neighbours on the graph, ascending, without w. */
+static GArray *
+neighbours (GoGraph g, int W, int w)
+{
+  GArray *c = g_array_new (FALSE, FALSE, sizeof (int));
+  switch (g)
+    {
+    case GRAPH_RING:
+      cand (c, (w + 1) % W);
+      cand (c, (w + W - 1) % W);
+      break;
+    case GRAPH_TORUS:
+      {
+        int r, cols;
+        torus_shape (W, &r, &cols);
+        int a = w / cols, b = w % cols;
+        cand (c, ((a + 1) % r) * cols + b);
+        cand (c, ((a + r - 1) % r) * cols + b);
+        cand (c, a * cols + (b + 1) % cols);
+        cand (c, a * cols + (b + cols - 1) % cols);
+        break;
+      }
+    case GRAPH_EXPONENTIAL:
+      for (gint64 h = 1; h < W; h *= 2)
+        {
+          cand (c, (int) ((w + h) % W));
+          cand (c, (int) ((w + W - h % W) % W));
+        }
+      break;
+    case GRAPH_COMPLETE:
+      for (int v = 0; v < W; v++)
+        cand (c, v);
+      break;
+    }
+  g_array_sort (c, cmp_int);
+  guint k = 0;
+  for (guint i = 0; i < c->len; i++)
+    {
+      int v = g_array_index (c, int, i);
+      if (v != w && (k == 0 || g_array_index (c, int, k - 1) != v))
+        g_array_index (c, int, k++) = v;
+    }
+  g_array_set_size (c, k);
+  return c;
+}
+
+static void
+build_graph (GoPolicy *go, GoGraph g)
+{
+  int W = go->W;
+  go->deg = g_new0 (int, W);
+  go->nbr = g_new0 (int *, W);
+  go->weight = g_new0 (float *, W);
+  go->self_weight = g_new0 (float, W);
+  for (int w = 0; w < W; w++)
+    {
+      GArray *c = neighbours (g, W, w);
+      go->deg[w] = (int) c->len;
+      go->nbr[w] = (int *) g_array_free (c, FALSE);
+    }
+  for (int w = 0; w < W; w++)
+    {
+      double rest = 1;
+      go->weight[w] = g_new0 (float, MAX (go->deg[w], 1));
+      for (int i = 0; i < go->deg[w]; i++)
+        {
+          int v = go->nbr[w][i];
+          double m = 1.0 / (1 + MAX (go->deg[w], go->deg[v]));
+          go->weight[w][i] = (float) m;
+          rest -= m;
+        }
+      go->self_weight[w] = (float) rest;
+    }
+}
+
+/* M[v][w]: the weight v gives w's model. */
+static float
+weight_of (const GoPolicy *go, int v, int w)
+{
+  for (int i = 0; i < go->deg[v]; i++)
+    if (go->nbr[v][i] == w)
+      return go->weight[v][i];
+  g_assert_not_reached ();
+}
+
+/* --- evaluation ----------------------------------------------------------- */
+
+/* The average of the workers' models into go->avg (NULL without math). */
+static const float *
+average (GoPolicy *go)
+{
+  if (!go->params)
+    return NULL;
+  gsize P = go->env.n_params;
+  memset (go->avg, 0, P * sizeof (float));
+  for (int w = 0; w < go->W; w++)
+    for (gsize i = 0; i < P; i++)
+      go->avg[i] += go->params[w][i];
+  float inv = 1.0f / (float) go->W;
+  for (gsize i = 0; i < P; i++)
+    go->avg[i] *= inv;
+  return go->avg;
+}
+
+/* (1/W) sum_w |x_w - avg|^2, the average taken in double precision so
+ * that equal models give exactly 0. */
+static double
+consensus (gpointer ctx)
+{
+  GoPolicy *go = ctx;
+  double s = 0;
+  for (gsize i = 0; i < go->env.n_params; i++)
+    {
+      double m = 0;
+      for (int w = 0; w < go->W; w++)
+        m += go->params[w][i];
+      m /= go->W;
+      for (int w = 0; w < go->W; w++)
+        {
+          double d = (double) go->params[w][i] - m;
+          s += d * d;
+        }
+    }
+  return s / go->W;
+}
+
+/* --- the protocol --------------------------------------------------------- */
+
+static void start_iteration (GoPolicy *go, int w);
+static void on_arrival (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t);
+
+/* Sends x_w (its state now) to every neighbour for iteration k. */
+static void
+send_model (GoPolicy *go, int w, gint64 k)
+{
+  double now = eng_sim_now (go->env.sim);
+  gsize P = go->env.n_params;
+  for (int i = 0; i < go->deg[w]; i++)
+    {
+      int v = go->nbr[w][i];
+      if (go->params)
+        {
+          float m = weight_of (go, v, w), *s = go->sum[k & 1][v];
+          const float *x = go->params[w];
+          for (gsize j = 0; j < P; j++)
+            s[j] += m * x[j];
+        }
+      GoWorker *to = &go->wk[v];
+      to->last_sent[k & 1] = MAX (to->last_sent[k & 1], now);
+      net_send (go->env.net, w, v, (double) P * sizeof (float), 0, on_arrival, go,
+                GINT_TO_POINTER (2 * v + (int) (k & 1)));
+    }
+}
+
+/* x_w = M[w][w] x_w + (the neighbours' weighted models of iteration k). */
+static void
+combine (GoPolicy *go, int w, gint64 k)
+{
+  if (!go->params)
+    return;
+  gsize P = go->env.n_params;
+  float a = go->self_weight[w], *x = go->params[w], *s = go->sum[k & 1][w];
+  for (gsize j = 0; j < P; j++)
+    {
+      x[j] = a * x[j] + s[j];
+      s[j] = 0;
+    }
+}
+
+/* Worker w's iteration has ended now: its row, the counters, the next. */
+static void
+end_iteration (GoPolicy *go, int w)
+{
+  GoWorker *wk = &go->wk[w];
+  EngSim *sim = go->env.sim;
+  double now = eng_sim_now (sim);
+  gint64 k = wk->iter;
+  int p = (int) (k & 1);
+  double ready = MAX (wk->own_ready, wk->last_arrival[p]);
+  double wait = CLAMP (wk->last_sent[p] - wk->own_ready, 0, ready - wk->own_ready);
+  double compute = (now - wk->start) - (ready - wk->own_ready);
+  pol_run_iteration (&go->run, w, k, wk->start, now, compute, ready - wk->own_ready - wait,
+                     wait, 0);
+  pol_worker_span (&go->env, w, "wait", wk->own_ready, wk->own_ready + wait, k, 0);
+  pol_worker_span (&go->env, w, "recv", wk->own_ready + wait, ready, k, 0);
+  if (go->order == ORDER_DPSGD)
+    pol_worker_span (&go->env, w, "compute", ready, now, k, 0);
+  wk->got[p] = 0;
+  wk->last_sent[p] = wk->last_arrival[p] = 0;
+  wk->iter++;
+  go->run.updates++;
+  pol_run_progress (&go->run, now);
+  if (go->run.updates >= go->run.next_eval)
+    {
+      go->run.next_eval += go->env.eval_every;
+      pol_run_record_metric (&go->run, average (go));
+    }
+  if (go->run.finished)
+    return;
+  if (go->run.updates >= go->total)
+    {
+      go->run.finished = TRUE;
+      go->run.end_time = now;
+      if (go->run.updates % go->env.eval_every != 0)
+        pol_run_record_metric (&go->run, average (go));
+      eng_stop (sim);
+      return;
+    }
+  if (wk->iter < go->env.iterations)
+    start_iteration (go, w);
+}
+
+/* d-psgd: the combined model takes the optimizer step; the iteration ends. */
+static void
+on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
+{
+  GoPolicy *go = ctx;
+  int w = GPOINTER_TO_INT (data);
+  if (go->run.finished)
+    return;
+  combine (go, w, go->wk[w].iter);
+  if (go->params)
+    kern_optimizer_step (go->opt[w], go->params[w], go->grad[w]);
+  end_iteration (go, w);
+}
+
+/* Whether worker w can combine now: its own part is done and every
+ * neighbour's model of its iteration has arrived. */
+static void
+try_combine (GoPolicy *go, int w)
+{
+  GoWorker *wk = &go->wk[w];
+  int p = (int) (wk->iter & 1);
+  if (wk->own_ready < 0 || wk->got[p] < go->deg[w])
+    return;
+  if (go->order == ORDER_DPSGD)
+    eng_schedule (go->env.sim, go->update_time, on_update_done, go, GINT_TO_POINTER (w));
+  else
+    {
+      combine (go, w, wk->iter);
+      end_iteration (go, w);
+    }
+}
+
+static void
+on_arrival (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTransfer *t)
+{
+  GoPolicy *go = ctx;
+  int w = GPOINTER_TO_INT (data) / 2, p = GPOINTER_TO_INT (data) % 2;
+  GoWorker *wk = &go->wk[w];
+  wk->got[p]++;
+  wk->last_arrival[p] = MAX (wk->last_arrival[p], t->end);
+  /* the other parity is the next iteration's: a neighbour ahead */
+  if (!go->run.finished && p == (int) (wk->iter & 1))
+    try_combine (go, w);
+}
+
+/* Worker w's own part is done: d-psgd, its gradient; atc, its gradient and
+ * its optimizer step, after which it sends the result. */
+static void
+on_own_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  GoPolicy *go = ctx;
+  int w = GPOINTER_TO_INT (data);
+  GoWorker *wk = &go->wk[w];
+  if (go->run.finished)
+    return;
+  wk->own_ready = eng_sim_now (sim);
+  if (go->order == ORDER_ATC)
+    {
+      if (go->params)
+        kern_optimizer_step (go->opt[w], go->params[w], go->grad[w]);
+      send_model (go, w, wk->iter);
+    }
+  try_combine (go, w);
+}
+
+static void
+start_iteration (GoPolicy *go, int w)
+{
+  const PolEnv *env = &go->env;
+  GoWorker *wk = &go->wk[w];
+  double now = eng_sim_now (env->sim);
+  wk->start = now;
+  wk->own_ready = -1;
+  double host = 0;
+  if (go->params)
+    {
+      pol_sampler_next (&go->samplers[w], env->batch, go->idx);
+      kern_dataset_gather (env->train, go->idx, env->batch, go->x, go->y);
+      gint64 t0 = g_get_monotonic_time ();
+      env->model->ops->loss_grad (env->model, go->params[w], go->x, go->y, env->batch,
+                                  go->grad[w]);
+      host = (double) (g_get_monotonic_time () - t0) / 1e6;
+    }
+  if (go->order == ORDER_DPSGD)
+    send_model (go, w, wk->iter);
+  double T = env->compute_time (env->compute_ctx, w, host);
+  double own = T + (go->order == ORDER_ATC ? go->update_time : 0);
+  wk->compute = T;
+  pol_worker_span (env, w, "compute", now, now + own, wk->iter, 0);
+  eng_schedule (env->sim, own, on_own_done, go, GINT_TO_POINTER (w));
+}
+
+static void
+go_start_event (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  GoPolicy *go = ctx;
+  for (int w = 0; w < go->W && !go->run.finished; w++)
+    start_iteration (go, w);
+}
+
+/* --- the policy ----------------------------------------------------------- */
+
+static PolPolicy *
+go_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
+{
+  GoPolicy *go = g_new0 (GoPolicy, 1);
+  go->env = *env;
+  go->W = env->workers;
+  go->order = (GoOrder) base_values_int (env->values, "policy.order");
+  int W = go->W;
+  gsize P = env->n_params;
+  pol_run_init (&go->run, &go->env);
+  build_graph (go, (GoGraph) base_values_int (env->values, "policy.graph"));
+  go->wk = g_new0 (GoWorker, W);
+  go->total = env->iterations * W;
+  if (env->model)
+    {
+      double spread = base_values_double (env->values, "policy.init_spread");
+      EngRng rng;
+      eng_rng_init (&rng, env->seed, GO_SPREAD_STREAM);
+      go->params = g_new (float *, W);
+      go->sum[0] = g_new (float *, W);
+      go->sum[1] = g_new (float *, W);
+      go->grad = g_new (float *, W);
+      go->opt = g_new (KernOptimizer *, W);
+      go->params[0] = g_new0 (float, P);
+      env->model->ops->init (env->model, go->params[0], env->seed);
+      for (int w = 0; w < W; w++)
+        {
+          if (w > 0)
+            go->params[w] = g_memdup2 (go->params[0], P * sizeof (float));
+          go->sum[0][w] = g_new0 (float, P);
+          go->sum[1][w] = g_new0 (float, P);
+          go->grad[w] = g_new0 (float, P);
+          go->opt[w] = kern_optimizer_new (&env->opt, P);
+        }
+      /* different starting models: Gaussian noise on each copy */
+      if (spread > 0)
+        for (int w = 0; w < W; w++)
+          for (gsize i = 0; i < P; i++)
+            go->params[w][i] += (float) (spread * eng_rng_normal (&rng));
+      go->avg = g_new0 (float, P);
+      go->x = g_new (float, (gsize) env->batch * env->model->d);
+      go->y = g_new (int, env->batch);
+      go->idx = g_new (int, env->batch);
+      go->samplers = pol_samplers_for_env (env);
+      go->run.consensus = consensus;
+      go->run.consensus_ctx = go;
+    }
+  go->update_time = env->update_time (env->compute_ctx, P);
+  return (PolPolicy *) go;
+}
+
+static void
+go_start (PolPolicy *p)
+{
+  GoPolicy *go = (GoPolicy *) p;
+  pol_run_start (&go->run, average (go));
+  eng_schedule (go->env.sim, 0, go_start_event, go, NULL);
+}
+
+static void
+go_finish (PolPolicy *p, PolResult *out)
+{
+  GoPolicy *go = (GoPolicy *) p;
+  pol_run_finish (&go->run, average (go), out);
+}
+
+static void
+go_free (PolPolicy *p)
+{
+  GoPolicy *go = (GoPolicy *) p;
+  if (!go)
+    return;
+  int W = go->W;
+  if (go->params)
+    for (int w = 0; w < W; w++)
+      {
+        g_free (go->params[w]);
+        g_free (go->sum[0][w]);
+        g_free (go->sum[1][w]);
+        g_free (go->grad[w]);
+        kern_optimizer_free (go->opt[w]);
+      }
+  for (int w = 0; w < W; w++)
+    {
+      g_free (go->nbr[w]);
+      g_free (go->weight[w]);
+    }
+  g_free (go->params);
+  g_free (go->sum[0]);
+  g_free (go->sum[1]);
+  g_free (go->grad);
+  g_free (go->opt);
+  g_free (go->avg);
+  g_free (go->x);
+  g_free (go->y);
+  g_free (go->idx);
+  pol_samplers_free (go->samplers, W);
+  g_free (go->deg);
+  g_free (go->nbr);
+  g_free (go->weight);
+  g_free (go->self_weight);
+  g_free (go->wk);
+  g_free (go);
+}
+
+static const char *const go_tags[] = { "model" };
+
+static const BaseChoice graph_choices[] = {
+  { "ring", GRAPH_RING, FALSE }, { "torus", GRAPH_TORUS, FALSE },
+  { "exponential", GRAPH_EXPONENTIAL, FALSE }, { "complete", GRAPH_COMPLETE, FALSE },
+  { NULL, 0, FALSE },
+};
+
+static const BaseChoice order_choices[] = {
+  { "d-psgd", ORDER_DPSGD, FALSE }, { "atc", ORDER_ATC, FALSE }, { NULL, 0, FALSE },
+};
+
+static const BaseKey go_keys[] = {
+  { "policy", "graph", BASE_KEY_ENUM, 0, "ring", 0, 0, 0, graph_choices, 0,
+    "kind = gossip: the graph workers average their models on: ring (w +- 1), torus (2-D, the most nearly square grid, wrapping), exponential (w +- 2^k) or complete; Metropolis-Hastings mixing weights (docs/policies.md).", NULL },
+  { "policy", "order", BASE_KEY_ENUM, 0, "d-psgd", 0, 0, 0, order_choices, 0,
+    "kind = gossip: d-psgd (send the model and compute the gradient at once, then step from the neighbours' average; Lian et al. 2017) or atc (step first, then send and average: adapt then combine).", NULL },
+  { "policy", "init_spread", BASE_KEY_QUANTITY, 0, "0", 0, 1e6, 0, NULL, 0,
+    "kind = gossip: standard deviation of Gaussian noise added to each worker's copy of the initial model (0 = every worker starts from the same model).", NULL },
+  { .section = NULL },
+};
+
+/* Its keys would do nothing under another policy. */
+static gboolean
+go_foreign (const PolCheck *chk, GError **error)
+{
+  if (base_values_double (chk->values, "policy.init_spread") != 0)
+    return pol_key_error (error, "policy", "init_spread",
+                          "applies only to kind = gossip; remove it or set kind = gossip");
+  return TRUE;
+}
+
+const PolPolicyOps pol_gossip_ops = {
+  .name = "gossip",
+  .source = "X. Lian et al.: Can decentralized algorithms outperform centralized algorithms? "
+            "NeurIPS 2017",
+  .keys = go_keys,
+  .description = "decentralized SGD: every worker keeps its own model, exchanges it with its "
+                 "neighbours on [policy] graph and steps from their weighted average",
+  .foreign = go_foreign,
+  .tag_names = go_tags,
+  .n_tags = G_N_ELEMENTS (go_tags),
+  .host_names = pol_worker_host_names,
+  .create = go_create,
+  .start = go_start,
+  .finish = go_finish,
+  .free = go_free,
+};
