@@ -27,6 +27,12 @@
  * products as single GEMMs (the numbers are those of separate calls up to
  * float rounding).
  *
+ * With [policy] compression (compress.h) every worker compresses each
+ * bucket of its gradient as it is produced (error feedback per worker);
+ * the bucket's exchange is then an all-gather of the W compressed blocks
+ * (wire bytes each, timing only: they cannot be summed on the way), and at
+ * its end the decoded gradients are summed, worker by worker.
+ *
  * Worker w's iteration: compute = T_w + update; wait = max_v T_v - T_w (time
  * its gradients waited for the slowest worker's); comm = the rest, from the
  * slowest worker's end of backward to the last all-reduce's end.
@@ -36,6 +42,7 @@
 #include <math.h>
 
 #include "policies/common.h"
+#include "policies/compress.h"
 
 typedef struct {
   gsize lo, hi;            /* parameters [lo, hi) */
@@ -43,7 +50,10 @@ typedef struct {
   double start;            /* s, when its all-reduce started */
   float **bufs;            /* (workers) grad_w + lo; NULL without math */
   const PolCollAlgorithm *alg; /* what runs its all-reduce ([policy]
-                                  algorithm, or what auto picks for it) */
+                                  algorithm, or what auto picks for it);
+                                  with compression, its all-gather */
+  double wire;             /* bytes each worker sends: 4 (hi - lo), or
+                              what the compressor makes of them */
 } ArBucket;
 
 typedef struct {
@@ -60,6 +70,9 @@ typedef struct {
   PolSampler *samplers;
   ArBucket *buckets;
   int n_buckets;
+  const PolCompressor *cmp; /* [policy] compression; NULL = none */
+  float **memory;          /* (workers) error feedback, (n_params) each */
+  EngRng *rngs;            /* (workers) the compressors' streams */
   double update_time;      /* s */
   double *step_time;       /* (workers) T_w of the current iteration */
   double max_step;         /* max_w T_w */
@@ -118,9 +131,17 @@ on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
   int j = GPOINTER_TO_INT (data);
   ArBucket *b = &ar->buckets[j];
   double now = eng_sim_now (sim);
+  if (ar->cmp && ar->grad)
+    {
+      /* the decoded gradients, summed in worker order */
+      float *sum = ar->grad[0];
+      for (int w = 1; w < ar->env.workers; w++)
+        for (gsize i = b->lo; i < b->hi; i++)
+          sum[i] += ar->grad[w][i];
+    }
   if (ar->env.rec.bucket)
-    ar->env.rec.bucket (ar->env.rec.ctx, ar->iter, j, (double) (b->hi - b->lo) * 4, b->ready,
-                        b->start, now, b->alg->name);
+    ar->env.rec.bucket (ar->env.rec.ctx, ar->iter, j, b->wire, b->ready, b->start, now,
+                        b->alg->name);
   if (j + 1 < ar->n_buckets)
     {
       double at = MAX (now, ar->buckets[j + 1].ready);
@@ -142,8 +163,20 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
   int j = GPOINTER_TO_INT (data);
   ArBucket *b = &ar->buckets[j];
   b->start = eng_sim_now (sim);
-  pol_allreduce_start (&ar->env, b->alg, ar->env.workers, ar->hosts, b->bufs, b->hi - b->lo,
-                       0, on_bucket_done, ar, data);
+  if (!ar->cmp)
+    {
+      pol_allreduce_start (&ar->env, b->alg, ar->env.workers, ar->hosts, b->bufs,
+                           b->hi - b->lo, 0, on_bucket_done, ar, data);
+      return;
+    }
+  /* all-gather of W blocks of `wire` bytes, one byte per element */
+  int W = ar->env.workers;
+  PolCollArgs a = pol_coll_args (&ar->env, W, ar->hosts, NULL, (gsize) W * (gsize) ceil (b->wire), 0);
+  a.elem_bytes = 1;
+  a.channels = 1;
+  g_autoptr (GError) error = NULL;
+  if (!pol_coll_start (b->alg, &a, POL_COLL_ALLGATHER, on_bucket_done, ar, data, &error))
+    g_error ("all-gather with %s: %s", b->alg->name, error->message); /* chosen to run it */
 }
 
 static void
@@ -169,6 +202,15 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       env->model->ops->loss_grad_groups (env->model, ar->params, ar->x, ar->y, env->batch,
                                          W, ar->grad, ar->losses);
       host = (double) (g_get_monotonic_time () - t0) / 1e6 / W;
+      if (ar->cmp)
+        for (int j = 0; j < ar->n_buckets; j++)
+          {
+            ArBucket *b = &ar->buckets[j];
+            for (int w = 0; w < W; w++)
+              ar->cmp->apply (env->values, ar->grad[w] + b->lo,
+                              ar->memory ? ar->memory[w] + b->lo : NULL, b->hi - b->lo,
+                              &ar->rngs[w]);
+          }
     }
   for (int w = 0; w < W; w++)
     {
@@ -188,6 +230,22 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
                  : now + ar->max_step * (env->n_layers > 0 ? env->layer_ready[l] : 1.0);
     }
   eng_schedule_at (sim, ar->buckets[0].ready, start_bucket, ar, GINT_TO_POINTER (0));
+}
+
+/* What all-gathers compressed blocks of `wire` bytes: [policy] algorithm
+ * (or what auto picks for the all-gather) where it does all-gathers, else
+ * the ring. */
+static const PolCollAlgorithm *
+allgather_algorithm (ArPolicy *ar, double wire)
+{
+  int W = ar->env.workers;
+  PolCollArgs a = pol_coll_args (&ar->env, W, ar->hosts, NULL, (gsize) W * (gsize) ceil (wire), 0);
+  a.elem_bytes = 1;
+  a.channels = 1;
+  const PolCollAlgorithm *alg = pol_coll_resolve (ar->alg, &a, POL_COLL_ALLGATHER);
+  if (alg && !isnan (alg->cost (POL_COLL_ALLGATHER, W, 1, a.n, 1, 1e-6, 1e-9, 0)))
+    return alg;
+  return pol_coll_lookup ("ring");
 }
 
 static PolPolicy *
@@ -223,6 +281,19 @@ ar_create (const PolEnv *env, GError **error)
       ar->opt = kern_optimizer_new (&env->opt, P);
     }
   ar->update_time = env->update_time (env->compute_ctx, P);
+  ar->cmp = pol_compress_of (env->values);
+  if (ar->cmp && env->model)
+    {
+      ar->rngs = g_new (EngRng, W);
+      for (int w = 0; w < W; w++)
+        eng_rng_init (&ar->rngs[w], env->seed, POL_COMPRESS_STREAM + (guint64) w);
+      if (ar->cmp->feedback)
+        {
+          ar->memory = g_new (float *, W);
+          for (int w = 0; w < W; w++)
+            ar->memory[w] = g_new0 (float, P);
+        }
+    }
 
   /* buckets of bucket_size bytes from the end of the parameter vector */
   double bucket_bytes = base_values_double (env->values, "policy.bucket_size");
@@ -244,6 +315,12 @@ ar_create (const PolEnv *env, GError **error)
           b->bufs = g_new (float *, W);
           for (int w = 0; w < W; w++)
             b->bufs[w] = ar->grad[w] + b->lo;
+        }
+      b->wire = 4.0 * (double) (b->hi - b->lo);
+      if (ar->cmp)
+        {
+          b->wire = ar->cmp->wire_bytes (env->values, b->hi - b->lo);
+          b->alg = allgather_algorithm (ar, b->wire);
         }
     }
   return (PolPolicy *) ar;
@@ -278,6 +355,11 @@ ar_free (PolPolicy *p)
   if (ar->grad)
     for (int w = 0; w < W; w++)
       g_free (ar->grad[w]);
+  if (ar->memory)
+    for (int w = 0; w < W; w++)
+      g_free (ar->memory[w]);
+  g_free (ar->memory);
+  g_free (ar->rngs);
   g_free (ar->grad);
   g_free (ar->hosts);
   g_free (ar->params);

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "policies/common.h"
+#include "policies/compress.h"
 
 typedef struct PsPolicy PsPolicy;
 
@@ -59,6 +60,8 @@ typedef struct {
   int host;
   float *params;         /* (n_params) its copy as last pulled */
   float *grad;           /* (n_params) */
+  float *memory;         /* (n_params) compression's error feedback, or NULL */
+  EngRng rng;            /* compression's stream */
   float *x;              /* (batch, d) */
   int *y;                /* (batch) */
   int *idx;              /* (batch) sample indices of the batch */
@@ -128,6 +131,7 @@ struct PsPolicy {
   float *global;         /* (n_params) the servers' parameters, by shard */
   gint64 *grad_shards;   /* per (worker): shards of its latest gradient applied */
   PolSampler *samplers;  /* (workers) */
+  const PolCompressor *cmp; /* [policy] compression; NULL = none */
   gint64 total;          /* iterations * workers */
   PolRun run;            /* counters (updates: gradients applied to every
                             shard), evaluation, end of the run */
@@ -233,9 +237,18 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
       PsServer *srv = &ps->servers[s];
       gsize len = srv->hi - srv->lo;
       PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, w->iter);
+      double bytes = (double) len * sizeof (float);
+      if (ps->cmp)
+        {
+          /* each shard compressed on its own; the server gets what it decodes */
+          if (ps->env.model)
+            ps->cmp->apply (ps->env.values, w->grad + srv->lo,
+                            w->memory ? w->memory + srv->lo : NULL, len, &w->rng);
+          bytes = ps->cmp->wire_bytes (ps->env.values, len);
+        }
       if (ps->env.model)
         m->payload = g_memdup2 (w->grad + srv->lo, len * sizeof (float));
-      send_msg (ps, m, w->host, srv->host, (double) len * sizeof (float));
+      send_msg (ps, m, w->host, srv->host, bytes);
     }
 }
 
@@ -657,6 +670,7 @@ ps_create (const PolEnv *env, GError **error)
   gsize P = env->n_params;
   ps->total = env->iterations * W;
   ps->consistency = (PolConsistency) base_values_int (env->values, "policy.consistency");
+  ps->cmp = pol_compress_of (env->values);
   ps->staleness = base_values_int (env->values, "policy.staleness");
   ps->wait_for = base_values_int (env->values, "policy.wait_for");
   ps->late_keep = base_values_int (env->values, "policy.late") != 0;
@@ -706,6 +720,9 @@ ps_create (const PolEnv *env, GError **error)
           wk->x = g_new (float, (gsize) env->batch * env->model->d);
           wk->y = g_new (int, env->batch);
           wk->idx = g_new (int, env->batch);
+          if (ps->cmp && ps->cmp->feedback)
+            wk->memory = g_new0 (float, P);
+          eng_rng_init (&wk->rng, env->seed, POL_COMPRESS_STREAM + (guint64) w);
         }
     }
   ps->servers = g_new0 (PsServer, S);
@@ -766,6 +783,7 @@ ps_free (PolPolicy *p)
       g_free (wk->name);
       g_free (wk->params);
       g_free (wk->grad);
+      g_free (wk->memory);
       g_free (wk->x);
       g_free (wk->y);
       g_free (wk->idx);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "policies/collectives.h"
+#include "policies/compress.h"
 #include "policies/policy.h"
 
 extern const PolPolicyOps pol_ps_ops;        /* ps.c */
@@ -54,6 +55,8 @@ static const BaseKey shared_keys[] = {
     "Collective algorithm of kind = allreduce, local-sgd, pipeline replicas and collective (docs/collectives.md); auto picks, for each collective, the one whose cost formula is least on the network (the run's params and buckets tables say which).", pol_coll_entries },
   { "policy", "channels", BASE_KEY_INT, 0, "1", 1, 64, 0, NULL, 0,
     "All-reduce as this many concurrent collectives, each over its share of the buffer, the ranks in topology order (by node or rack); channel c enters each node at its GPU c, so with [network] nic = gpu each channel crosses nodes through a different NIC, as NCCL's channels do (docs/collectives.md).", NULL },
+  { "policy", "compression", BASE_KEY_NAME, 0, "none", 0, 0, 0, NULL, 0,
+    "Gradient compression of kind = allreduce and ps (docs/policies.md): what each worker sends instead of its whole gradient; the math uses what a receiver decodes. With all-reduce the compressed gradients are all-gathered (they cannot be summed on the way).", pol_compress_entries },
   { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, 0,
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
   { .section = NULL },
@@ -64,6 +67,7 @@ pol_keys (GPtrArray *rows)
 {
   base_registry_keys (rows, shared_keys, (const void *const *) policies,
                       G_STRUCT_OFFSET (PolPolicyOps, keys));
+  pol_compress_keys (rows);
 }
 
 G_DEFINE_QUARK (pol-error, pol_error)
@@ -103,6 +107,19 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   if (base_values_int (chk->values, "policy.reduce") && chk->memory_bandwidth <= 0)
     return pol_key_error (error, "policy", "reduce",
                           "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
+  const PolCompressor *cmp = pol_compress_of (chk->values);
+  if (cmp && strcmp (ops->name, "allreduce") != 0 && strcmp (ops->name, "ps") != 0)
+    return pol_key_error (error, "policy", "compression",
+                          "%s applies to kind = allreduce and ps, not %s; set compression = none",
+                          cmp->name, ops->name);
+  if (base_values_double (chk->values, "policy.ratio") != 0.01
+      && (!cmp || strcmp (cmp->name, "top-k") != 0))
+    return pol_key_error (error, "policy", "ratio",
+                          "applies only to compression = top-k; remove it or set compression = top-k");
+  if (base_values_int (chk->values, "policy.bits") != 4
+      && (!cmp || strcmp (cmp->name, "qsgd") != 0))
+    return pol_key_error (error, "policy", "bits",
+                          "applies only to compression = qsgd; remove it or set compression = qsgd");
   if (ops->validate && !ops->validate (chk, error))
     return FALSE;
   for (int i = 0; policies[i]; i++)
