@@ -21,6 +21,7 @@ extern const PolPolicyOps pol_local_sgd_ops; /* localsgd.c */
 extern const PolPolicyOps pol_pipeline_ops;  /* pipeline.c */
 extern const PolPolicyOps pol_collective_ops; /* collective.c */
 extern const PolPolicyOps pol_gossip_ops;    /* gossip.c */
+extern const PolPolicyOps pol_fedavg_ops;    /* fedavg.c */
 
 static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
@@ -29,6 +30,7 @@ static const PolPolicyOps *const policies[] = {
   &pol_pipeline_ops,
   &pol_collective_ops,
   &pol_gossip_ops,
+  &pol_fedavg_ops,
   NULL,
 };
 

@@ -1,0 +1,434 @@
+/*
+ * fedavg.c — federated averaging (McMahan et al., "Communication-efficient
+ * learning of deep networks from decentralized data", AISTATS 2017): a
+ * server samples clients each round, they train on their own data for a
+ * few local epochs, and the server averages their models by data size.
+ *
+ * docs/policies.md ("Federated averaging") is the normative description:
+ *
+ *   - Hosts: the W workers are the clients, host W is the server.  Every
+ *     client's data is its part of the training set ([model] partition);
+ *     n_c samples.
+ *   - Round r starts at R (0 for the first).  The server draws m =
+ *     max(1, round(fraction x W)) distinct clients (its own random stream),
+ *     and for each a drop with probability `drop`; it sends the global model
+ *     (4P bytes, tag model) to the m clients.
+ *   - A client that receives it and is not dropped copies it and takes
+ *     H_c = max(1, ceil(local_epochs x n_c / batch)) local steps, each a
+ *     real gradient on its next batch and a step of its own optimizer
+ *     (compute_time(c) + update_time(P) each), then sends its model back.
+ *     A dropped client never answers.
+ *   - The round closes when every selected client that is not dropped has
+ *     answered, or at R + deadline (deadline > 0) if that comes first: the
+ *     clients still training or sending then are cut off (their work of the
+ *     round is lost).  The global model becomes the average of the
+ *     answers weighted by n_c (unchanged if none came), the round's local
+ *     steps count as applied gradients, and round r + 1 starts at once.
+ *   - The run ends after `iterations` rounds.
+ *
+ * A selected, not dropped client's iteration row for round r runs from R to
+ * the close: compute = its local steps; wait = from its answer's arrival to
+ * the close (waiting for the others); comm = the rest (the model's two
+ * transfers).  A client cut off has wait = 0.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/common.h"
+
+/* The server's random stream (client sampling and drops), apart from the
+ * samplers', the stragglers' and the compressors'. */
+#define FA_STREAM G_GUINT64_CONSTANT (0xFEDA0000)
+
+typedef struct {
+  gboolean selected, dropped;
+  gboolean done;          /* its answer of this round has arrived */
+  gint64 steps_left;      /* local steps still to take this round */
+  gint64 steps;           /* local steps this round */
+  double compute;         /* s of local steps this round */
+  double answered;        /* s, when its answer arrived */
+  EngEventId step_ev;     /* its pending step, 0 = none */
+} FaClient;
+
+typedef struct {
+  PolEnv env;
+  int W;
+  int server;             /* host id */
+  FaClient *cl;
+  float *global;          /* (P) the server's model; NULL without math */
+  float **local;          /* (W) each client's model */
+  double *sum;            /* (P) weighted sum of this round's answers */
+  double sum_n;           /* their weights */
+  float *grad;
+  KernOptimizer **opt;    /* (W) each client's optimizer state */
+  PolSampler *samplers;
+  float *x;
+  int *y;
+  int *idx;
+  int *order;             /* (W) scratch for sampling */
+  EngRng rng;
+  double fraction, local_epochs, drop, deadline;
+  double update_time;
+  gint64 round;
+  double round_start;
+  int pending;            /* selected, not dropped, not yet answered */
+  gint64 round_steps;     /* local steps of the answers of this round */
+  EngEventId deadline_ev;
+  PolRun run;
+} FaPolicy;
+
+static void start_round (FaPolicy *fa);
+
+/* An event's or a transfer's data: its client and its round (low 12
+ * bits); one of an earlier round (a client cut off at the deadline, a
+ * dropped client's model arriving late) is void. */
+static gpointer
+tag_of (const FaPolicy *fa, int c)
+{
+  return GSIZE_TO_POINTER (((gsize) (fa->round & 0xFFF) << 20) | (gsize) c);
+}
+
+static int
+client_of (gpointer data)
+{
+  return (int) (GPOINTER_TO_SIZE (data) & 0xFFFFF);
+}
+
+static gboolean
+current (const FaPolicy *fa, gpointer data)
+{
+  return !fa->run.finished && (GPOINTER_TO_SIZE (data) >> 20) == (gsize) (fa->round & 0xFFF);
+}
+
+/* The round closes now: average, rows, evaluation, the next round. */
+static void
+close_round (FaPolicy *fa)
+{
+  EngSim *sim = fa->env.sim;
+  double now = eng_sim_now (sim);
+  gsize P = fa->env.n_params;
+  if (fa->deadline_ev)
+    eng_cancel (sim, fa->deadline_ev);
+  fa->deadline_ev = 0;
+  if (fa->global && fa->sum_n > 0)
+    for (gsize i = 0; i < P; i++)
+      fa->global[i] = (float) (fa->sum[i] / fa->sum_n);
+  for (int c = 0; c < fa->W; c++)
+    {
+      FaClient *k = &fa->cl[c];
+      if (!k->selected || k->dropped)
+        continue;
+      if (!k->done)
+        {
+          /* cut off: its step and its transfer are void */
+          if (k->step_ev)
+            eng_cancel (sim, k->step_ev);
+          k->step_ev = 0;
+          k->answered = now;
+        }
+      double wait = now - k->answered;
+      double comm = MAX (0, (now - fa->round_start) - k->compute - wait);
+      pol_run_iteration (&fa->run, c, fa->round, fa->round_start, now, k->compute, comm, wait,
+                         0);
+      pol_worker_span (&fa->env, c, "wait", k->answered, now, fa->round, 0);
+    }
+  fa->run.updates += fa->round_steps;
+  pol_run_progress (&fa->run, now);
+  fa->round++;
+  if (pol_run_round_end (&fa->run, fa->global, fa->round >= fa->env.iterations))
+    start_round (fa);
+}
+
+static void
+on_deadline (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  FaPolicy *fa = ctx;
+  fa->deadline_ev = 0;
+  close_round (fa);
+}
+
+/* A client's answer has arrived at the server. */
+static void
+on_answer (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t G_GNUC_UNUSED)
+{
+  FaPolicy *fa = ctx;
+  int c = client_of (data);
+  FaClient *k = &fa->cl[c];
+  if (!current (fa, data) || k->done)
+    return;
+  k->done = TRUE;
+  k->answered = eng_sim_now (sim);
+  if (fa->global)
+    {
+      double n = fa->samplers[c].len;
+      const float *x = fa->local[c];
+      for (gsize i = 0; i < fa->env.n_params; i++)
+        fa->sum[i] += n * x[i];
+      fa->sum_n += n;
+    }
+  fa->round_steps += k->steps;
+  if (--fa->pending == 0)
+    close_round (fa);
+}
+
+static void take_step (FaPolicy *fa, int c);
+
+static void
+on_step_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
+{
+  FaPolicy *fa = ctx;
+  int c = client_of (data);
+  FaClient *k = &fa->cl[c];
+  k->step_ev = 0;
+  if (!current (fa, data))
+    return;
+  if (--k->steps_left > 0)
+    {
+      take_step (fa, c);
+      return;
+    }
+  net_send (fa->env.net, c, fa->server, (double) fa->env.n_params * sizeof (float), 0,
+            on_answer, fa, tag_of (fa, c));
+}
+
+/* One local step of client c, starting now. */
+static void
+take_step (FaPolicy *fa, int c)
+{
+  const PolEnv *env = &fa->env;
+  FaClient *k = &fa->cl[c];
+  double now = eng_sim_now (env->sim), host = 0;
+  if (fa->global)
+    {
+      pol_sampler_next (&fa->samplers[c], env->batch, fa->idx);
+      kern_dataset_gather (env->train, fa->idx, env->batch, fa->x, fa->y);
+      gint64 t0 = g_get_monotonic_time ();
+      env->model->ops->loss_grad (env->model, fa->local[c], fa->x, fa->y, env->batch, fa->grad);
+      host = (double) (g_get_monotonic_time () - t0) / 1e6;
+      kern_optimizer_step (fa->opt[c], fa->local[c], fa->grad);
+    }
+  double dt = env->compute_time (env->compute_ctx, c, host) + fa->update_time;
+  k->compute += dt;
+  pol_worker_span (env, c, "compute", now, now + dt, fa->round, 0);
+  k->step_ev = eng_schedule (env->sim, dt, on_step_done, fa, tag_of (fa, c));
+}
+
+/* The global model has reached client c. */
+static void
+on_model (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
+          const NetTransfer *t G_GNUC_UNUSED)
+{
+  FaPolicy *fa = ctx;
+  int c = client_of (data);
+  FaClient *k = &fa->cl[c];
+  if (!current (fa, data) || k->dropped)
+    return;
+  if (fa->global)
+    memcpy (fa->local[c], fa->global, fa->env.n_params * sizeof (float));
+  take_step (fa, c);
+}
+
+static void
+start_round (FaPolicy *fa)
+{
+  const PolEnv *env = &fa->env;
+  double now = eng_sim_now (env->sim);
+  int W = fa->W;
+  int m = (int) CLAMP (floor (fa->fraction * W + 0.5), 1, W);
+  fa->round_start = now;
+  fa->pending = 0;
+  fa->round_steps = 0;
+  fa->sum_n = 0;
+  if (fa->sum)
+    memset (fa->sum, 0, env->n_params * sizeof (double));
+  for (int c = 0; c < W; c++)
+    {
+      fa->order[c] = c;
+      FaClient *k = &fa->cl[c];
+      k->selected = k->dropped = k->done = FALSE;
+      k->compute = 0;
+    }
+  if (m < W)
+    eng_rng_shuffle (&fa->rng, fa->order, (gsize) W);
+  for (int i = 0; i < m; i++)
+    fa->cl[fa->order[i]].selected = TRUE;
+  for (int c = 0; c < W; c++)
+    {
+      FaClient *k = &fa->cl[c];
+      if (!k->selected)
+        continue;
+      k->dropped = fa->drop > 0 && eng_rng_uniform (&fa->rng) < fa->drop;
+      double n = fa->samplers ? fa->samplers[c].len : (double) env->batch;
+      k->steps = (gint64) MAX (1.0, ceil (fa->local_epochs * n / env->batch));
+      k->steps_left = k->steps;
+      if (!k->dropped)
+        fa->pending++;
+      net_send (env->net, fa->server, c, (double) env->n_params * sizeof (float), 0, on_model,
+                fa, tag_of (fa, c));
+    }
+  if (fa->pending == 0)
+    {
+      close_round (fa);
+      return;
+    }
+  if (fa->deadline > 0)
+    fa->deadline_ev = eng_schedule (env->sim, fa->deadline, on_deadline, fa, NULL);
+}
+
+static void
+fa_start_event (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  start_round (ctx);
+}
+
+static PolPolicy *
+fa_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
+{
+  FaPolicy *fa = g_new0 (FaPolicy, 1);
+  fa->env = *env;
+  fa->W = env->workers;
+  fa->server = env->workers;
+  int W = fa->W;
+  gsize P = env->n_params;
+  fa->fraction = base_values_double (env->values, "policy.fraction");
+  fa->local_epochs = base_values_double (env->values, "policy.local_epochs");
+  fa->drop = base_values_double (env->values, "policy.drop");
+  fa->deadline = base_values_double (env->values, "policy.deadline");
+  eng_rng_init (&fa->rng, env->seed, FA_STREAM);
+  pol_run_init (&fa->run, &fa->env);
+  fa->cl = g_new0 (FaClient, W);
+  fa->order = g_new (int, W);
+  if (env->model)
+    {
+      fa->global = g_new0 (float, P);
+      env->model->ops->init (env->model, fa->global, env->seed);
+      fa->local = g_new (float *, W);
+      fa->opt = g_new (KernOptimizer *, W);
+      for (int c = 0; c < W; c++)
+        {
+          fa->local[c] = g_new0 (float, P);
+          fa->opt[c] = kern_optimizer_new (&env->opt, P);
+        }
+      fa->sum = g_new0 (double, P);
+      fa->grad = g_new0 (float, P);
+      fa->x = g_new (float, (gsize) env->batch * env->model->d);
+      fa->y = g_new (int, env->batch);
+      fa->idx = g_new (int, env->batch);
+      fa->samplers = pol_samplers_for_env (env);
+    }
+  fa->update_time = env->update_time (env->compute_ctx, P);
+  return (PolPolicy *) fa;
+}
+
+static void
+fa_start (PolPolicy *p)
+{
+  FaPolicy *fa = (FaPolicy *) p;
+  pol_run_start (&fa->run, fa->global);
+  eng_schedule (fa->env.sim, 0, fa_start_event, fa, NULL);
+}
+
+static void
+fa_finish (PolPolicy *p, PolResult *out)
+{
+  FaPolicy *fa = (FaPolicy *) p;
+  pol_run_finish (&fa->run, fa->global, out);
+  out->rounds = fa->round;
+}
+
+static void
+fa_free (PolPolicy *p)
+{
+  FaPolicy *fa = (FaPolicy *) p;
+  if (!fa)
+    return;
+  if (fa->local)
+    for (int c = 0; c < fa->W; c++)
+      {
+        g_free (fa->local[c]);
+        kern_optimizer_free (fa->opt[c]);
+      }
+  g_free (fa->local);
+  g_free (fa->opt);
+  g_free (fa->global);
+  g_free (fa->sum);
+  g_free (fa->grad);
+  g_free (fa->x);
+  g_free (fa->y);
+  g_free (fa->idx);
+  g_free (fa->order);
+  pol_samplers_free (fa->samplers, fa->W);
+  g_free (fa->cl);
+  g_free (fa);
+}
+
+static GPtrArray *
+fa_host_names (int workers, int servers G_GNUC_UNUSED)
+{
+  GPtrArray *names = pol_worker_host_names (workers, 0);
+  g_ptr_array_add (names, g_strdup ("server0"));
+  return names;
+}
+
+static const char *const fa_tags[] = { "model" };
+
+static const BaseKey fa_keys[] = {
+  { "policy", "fraction", BASE_KEY_QUANTITY, 0, "0.1", 0, 1, BASE_OPEN_MIN, NULL, 0,
+    "kind = fedavg: share C of the clients the server samples each round, m = max(1, round(C x workers)).", NULL },
+  { "policy", "local_epochs", BASE_KEY_QUANTITY, 0, "1", 0, 1e6, BASE_OPEN_MIN, NULL, 0,
+    "kind = fedavg: passes E over its own data a sampled client makes per round: max(1, ceil(E x its samples / batch)) local steps.", NULL },
+  { "policy", "drop", BASE_KEY_QUANTITY, 0, "0", 0, 1, 0, NULL, 0,
+    "kind = fedavg: probability that a sampled client drops out of the round (it never answers).", NULL },
+  { "policy", "deadline", BASE_KEY_QUANTITY, BASE_UNIT_TIME, "0", 0, BASE_BIG, 0, NULL, 0,
+    "kind = fedavg: a round closes this long after it starts even if clients are still training; their work is lost (0 = wait for every client that did not drop).", NULL },
+  { .section = NULL },
+};
+
+/* The server is the one host after the clients. */
+static gboolean
+fa_validate (PolCheck *chk, GError **error)
+{
+  if (chk->servers != 1)
+    return pol_key_error (error, "cluster", "servers",
+                          "kind = fedavg has one aggregation server, found %" G_GINT64_FORMAT
+                          "; set servers = 1", chk->servers);
+  return TRUE;
+}
+
+/* Its keys would do nothing under another policy. */
+static gboolean
+fa_foreign (const PolCheck *chk, GError **error)
+{
+  static const struct { const char *key; double def; } keys[] = {
+    { "fraction", 0.1 }, { "local_epochs", 1 }, { "drop", 0 }, { "deadline", 0 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      g_autofree char *name = g_strconcat ("policy.", keys[i].key, NULL);
+      if (base_values_double (chk->values, name) != keys[i].def)
+        return pol_key_error (error, "policy", keys[i].key,
+                              "applies only to kind = fedavg; remove it or set kind = fedavg");
+    }
+  return TRUE;
+}
+
+const PolPolicyOps pol_fedavg_ops = {
+  .name = "fedavg",
+  .source = "H. B. McMahan et al.: Communication-efficient learning of deep networks from "
+            "decentralized data, AISTATS 2017",
+  .keys = fa_keys,
+  .description = "federated averaging: each round the server samples a fraction of the "
+                 "clients, they train on their own data for local_epochs and the server "
+                 "averages their models by data size",
+  .validate = fa_validate,
+  .foreign = fa_foreign,
+  .tag_names = fa_tags,
+  .n_tags = G_N_ELEMENTS (fa_tags),
+  .host_names = fa_host_names,
+  .create = fa_create,
+  .start = fa_start,
+  .finish = fa_finish,
+  .free = fa_free,
+};
