@@ -651,6 +651,92 @@ lab5_memory (void)
   test_assert_close (pipe_q ("1f1b", 16, act), pipe_q ("gpipe", 16, act) * PIPE_P / 16.0, 1e-9);
 }
 
+/* ---------------------------------------------------------------- lab 6 */
+
+static const char *const graphs[] = { "gossip/ring", "gossip/torus", "gossip/exponential",
+                                      "gossip/complete" };
+
+static double
+gossip_q (const char *run, const char *expr)
+{
+  const char *db = lab_db ("gossip", NULL);
+  g_auto (GStrv) kg = g_strsplit (run, "/", 2);
+  g_autofree char *where = g_strdup_printf ("policy.kind=%s policy.graph=%s", kg[0], kg[1]);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs WHERE id = %s", expr, id);
+}
+
+static double
+consensus_mean (const char *graph)
+{
+  const char *db = lab_db ("gossip", NULL);
+  g_autofree char *where = g_strdup_printf ("policy.kind=gossip policy.graph=%s", graph);
+  g_autofree char *id = run_with (where);
+  g_assert_cmpfloat (q (db, "SELECT MIN(consensus) FROM metrics WHERE run_id = %s AND step > 0",
+                        id), >, 0);
+  return q (db, "SELECT AVG(consensus) FROM metrics WHERE run_id = %s", id);
+}
+
+static void
+lab6_faster (void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (graphs); i++)
+    {
+      g_assert_cmpfloat (gossip_q (graphs[i], "stop = 'target_accuracy'"), ==, 1);
+      g_assert_cmpfloat (gossip_q ("allreduce/ring", "updates"), <=,
+                         gossip_q (graphs[i], "updates"));
+    }
+  g_assert_cmpfloat (gossip_q ("gossip/ring", "sim_time"), <,
+                     0.75 * gossip_q ("allreduce/ring", "sim_time"));
+}
+
+static void
+lab6_barrier (void)
+{
+  const char *wait = "wait / (compute + comm + wait)";
+  g_assert_cmpfloat (gossip_q ("allreduce/ring", wait), >, 0.5);
+  g_assert_cmpfloat (gossip_q ("gossip/ring", wait), <, 0.35);
+}
+
+static void
+lab6_consensus (void)
+{
+  double complete = consensus_mean ("complete");
+  g_assert_cmpfloat (complete, <, consensus_mean ("ring"));
+  g_assert_cmpfloat (complete, <, consensus_mean ("torus"));
+  consensus_mean ("exponential");
+}
+
+static double
+fed_q (const char *partition, const char *epochs, const char *expr)
+{
+  const char *db = lab_db ("federated", NULL);
+  g_autofree char *where = g_strdup_printf ("model.partition=%s policy.local_epochs=%s",
+                                            partition, epochs);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs WHERE id = %s", expr, id);
+}
+
+static void
+lab6_local_work (void)
+{
+  g_assert_cmpfloat (fed_q ("iid", "1", "stop = 'target_accuracy'"), ==, 1);
+  g_assert_cmpfloat (fed_q ("iid", "1", "iterations"), <=,
+                     0.1 * fed_q ("iid", "0.05", "iterations"));
+}
+
+static void
+lab6_non_iid (void)
+{
+  g_assert_cmpfloat (fed_q ("by-label", "1", "stop = 'target_accuracy'"), ==, 1);
+  g_assert_cmpfloat (fed_q ("by-label", "1", "iterations"), >=,
+                     3 * fed_q ("iid", "1", "iterations"));
+  g_assert_cmpfloat (fed_q ("by-label", "5", "iterations"), >=,
+                     fed_q ("by-label", "1", "iterations"));
+  g_assert_cmpfloat (fed_q ("by-label", "0.05", "stop = 'target_accuracy'"), ==, 0);
+  g_assert_cmpfloat (fed_q ("by-label", "0.05", "iterations"), ==, 50);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -689,6 +775,11 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/pipeline/3-bubble", lab5_bubble);
   g_test_add_func ("/labs/pipeline/4-stash", lab5_stash);
   g_test_add_func ("/labs/pipeline/5-memory", lab5_memory);
+  g_test_add_func ("/labs/decentralized/1-faster", lab6_faster);
+  g_test_add_func ("/labs/decentralized/2-barrier", lab6_barrier);
+  g_test_add_func ("/labs/decentralized/3-consensus", lab6_consensus);
+  g_test_add_func ("/labs/decentralized/4-local-work", lab6_local_work);
+  g_test_add_func ("/labs/decentralized/5-non-iid", lab6_non_iid);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
   return rc;
