@@ -737,6 +737,31 @@ lab6_non_iid (void)
   g_assert_cmpfloat (fed_q ("by-label", "0.05", "iterations"), ==, 50);
 }
 
+/* ------------------------------------------------- studies of the README */
+
+/* backup-workers.ini: every run reaches 80%; one backup worker (K = 15)
+ * gets there in less than half of BSP's time, each further one faster
+ * still; async at its own rate is fastest. */
+static void
+study_backup_workers (void)
+{
+  const char *db = lab_db ("backup-workers", NULL);
+  const int K[] = { 16, 15, 14, 12, 8 };
+  double prev = INFINITY;
+  for (gsize i = 0; i < G_N_ELEMENTS (K); i++)
+    {
+      g_autofree char *w = g_strdup_printf ("policy.consistency=bsp policy.wait_for=%d", K[i]);
+      g_autofree char *id = run_with (w);
+      g_assert_cmpfloat (q (db, "SELECT stop = 'target_accuracy' FROM runs WHERE id = %s", id),
+                         ==, 1);
+      double t = q (db, "SELECT sim_time FROM runs WHERE id = %s", id);
+      g_assert_cmpfloat (t, <, i == 1 ? 0.5 * prev : prev);
+      prev = t;
+    }
+  g_autofree char *as = run_with ("policy.consistency=async");
+  g_assert_cmpfloat (q (db, "SELECT sim_time FROM runs WHERE id = %s", as), <, prev);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -780,6 +805,7 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/decentralized/3-consensus", lab6_consensus);
   g_test_add_func ("/labs/decentralized/4-local-work", lab6_local_work);
   g_test_add_func ("/labs/decentralized/5-non-iid", lab6_non_iid);
+  g_test_add_func ("/studies/backup-workers", study_backup_workers);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
   return rc;
