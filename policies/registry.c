@@ -22,6 +22,7 @@ extern const PolPolicyOps pol_pipeline_ops;  /* pipeline.c */
 extern const PolPolicyOps pol_collective_ops; /* collective.c */
 extern const PolPolicyOps pol_gossip_ops;    /* gossip.c */
 extern const PolPolicyOps pol_fedavg_ops;    /* fedavg.c */
+extern const PolPolicyOps pol_hogwild_ops;   /* hogwild.c */
 
 static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
@@ -31,6 +32,7 @@ static const PolPolicyOps *const policies[] = {
   &pol_collective_ops,
   &pol_gossip_ops,
   &pol_fedavg_ops,
+  &pol_hogwild_ops,
   NULL,
 };
 

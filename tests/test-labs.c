@@ -762,6 +762,28 @@ study_backup_workers (void)
   g_assert_cmpfloat (q (db, "SELECT sim_time FROM runs WHERE id = %s", as), <, prev);
 }
 
+/* hogwild.ini: at 64 cores the lock makes cores wait over half the time,
+ * yet ends more accurate than the lock-free run, whose reads tear and whose
+ * steps are staler. */
+static void
+study_hogwild (void)
+{
+  const char *db = lab_db ("hogwild", NULL);
+  g_autofree char *n64 = run_with ("cluster.workers=64 policy.lock=none");
+  g_autofree char *l64 = run_with ("cluster.workers=64 policy.lock=lock");
+  const char *torn = "SELECT CAST(value AS INTEGER) FROM params WHERE run_id = %s AND"
+                     " key = 'policy.torn_reads'";
+  const char *stale = "SELECT AVG(staleness) FROM iterations WHERE run_id = %s";
+  g_assert_cmpfloat (q (db, "SELECT wait / (compute + comm + wait) FROM runs WHERE id = %s", l64),
+                     >, 0.5);
+  g_assert_cmpfloat (q (db, "SELECT wait FROM runs WHERE id = %s", n64), ==, 0);
+  g_assert_cmpfloat (q (db, "SELECT final_accuracy FROM runs WHERE id = %s", l64), >,
+                     q (db, "SELECT final_accuracy FROM runs WHERE id = %s", n64));
+  g_assert_cmpfloat (q (db, torn, n64), >, 0);
+  g_assert_cmpfloat (q (db, torn, l64), ==, 0);
+  g_assert_cmpfloat (q (db, stale, n64), >, q (db, stale, l64));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -806,6 +828,7 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/decentralized/4-local-work", lab6_local_work);
   g_test_add_func ("/labs/decentralized/5-non-iid", lab6_non_iid);
   g_test_add_func ("/studies/backup-workers", study_backup_workers);
+  g_test_add_func ("/studies/hogwild", study_hogwild);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
   return rc;

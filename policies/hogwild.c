@@ -1,0 +1,378 @@
+/*
+ * hogwild.c — Hogwild!: the cores of one machine update one shared model
+ * without locks (Niu, Recht, Re and Wright, "Hogwild!: a lock-free approach
+ * to parallelizing stochastic gradient descent", NeurIPS 2011), or, for
+ * comparison, behind one lock.
+ *
+ * docs/policies.md ("Hogwild!") is the normative description:
+ *
+ *   - The W workers are cores sharing the model x (P floats) in memory; no
+ *     transfer crosses the network.  Every core has its own batches and its
+ *     own optimizer state.
+ *   - lock = none: a core's step reads x as it is at its start, computes a
+ *     real gradient there (compute_time) and writes its update, taking u =
+ *     update_time(P): the write sweeps the components in order, component i
+ *     being written at s + u (i + 1) / P (component-wise atomic adds, as
+ *     the paper assumes).  A read while other writes are in progress sees
+ *     the components they have already written and not the others (a torn
+ *     read).  Writes never wait.
+ *   - lock = lock: a core copies x under the lock (u seconds) at the start
+ *     of its step and writes its update under the lock (u seconds); the
+ *     lock serves reads and writes one at a time, in request order.
+ *   - The update a core writes is what its optimizer does to its copy
+ *     (-lr g for SGD).  The run ends when iterations x W updates have been
+ *     written.
+ *
+ * A core's iteration runs from its read to the end of its write: compute =
+ * its gradient and the lock's service (none: its write); wait = time queued
+ * for the lock; staleness = updates written by other cores between its read
+ * and the start of its write that the read did not see whole.  The run's params record
+ * policy.torn_reads: reads that saw a write half done.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/common.h"
+
+typedef struct {
+  gint64 iter;
+  double start;           /* s, the iteration's start (its read request) */
+  double compute;         /* s, gradient time */
+  double service;         /* s, lock service (read and write) or the write */
+  double queued;          /* s, waiting for the lock */
+  double requested;       /* s, when its pending lock request was made */
+  gint64 read_applied;    /* updates written when it read */
+  gint64 staleness;
+  gboolean writing;       /* lock = none: its write is in progress */
+  double write_start;
+} HwCore;
+
+typedef struct {
+  PolEnv env;
+  int W;
+  gboolean lock;
+  HwCore *core;
+  float *x;               /* the shared model (completed writes) */
+  float **local;          /* (W) each core's copy as read */
+  float **delta;          /* (W) each core's update */
+  float *grad;
+  KernOptimizer **opt;
+  PolSampler *samplers;
+  float *xb;
+  int *y;
+  int *idx;
+  EngResource *res;       /* lock = lock: the lock */
+  double u;               /* s, update_time(P): a write, or a locked read */
+  gint64 applied;         /* updates written */
+  gint64 total;
+  gint64 torn;
+  PolRun run;
+} HwPolicy;
+
+static void start_step (HwPolicy *hw, int c);
+
+/* Core c's copy of x now (lock = none: with the written part of every
+ * write in progress). */
+static void
+read_model (HwPolicy *hw, int c)
+{
+  gsize P = hw->env.n_params;
+  double now = eng_sim_now (hw->env.sim);
+  /* the updates it sees whole: the written ones and those whose last
+   * component lands now */
+  hw->core[c].read_applied = hw->applied;
+  if (hw->x)
+    memcpy (hw->local[c], hw->x, P * sizeof (float));
+  if (hw->lock)
+    return;
+  for (int v = 0; v < hw->W; v++)
+    {
+      HwCore *k = &hw->core[v];
+      if (v == c || !k->writing)
+        continue;
+      /* its last component lands at write_start + u, the instant of its
+       * completion event (which may not have run yet at this instant) */
+      double f = now >= k->write_start + hw->u ? 1 : (now - k->write_start) / hw->u;
+      gsize done = (gsize) CLAMP (floor (f * (double) P), 0, (double) P);
+      if (done > 0 && done < P)
+        hw->torn++;
+      if (done == P)
+        hw->core[c].read_applied++;
+      for (gsize i = 0; hw->x && i < done; i++)
+        hw->local[c][i] += hw->delta[v][i];
+    }
+}
+
+/* Core c's gradient at its copy, and the update its optimizer makes of it. */
+static void
+compute_update (HwPolicy *hw, int c)
+{
+  const PolEnv *env = &hw->env;
+  gsize P = env->n_params;
+  pol_sampler_next (&hw->samplers[c], env->batch, hw->idx);
+  kern_dataset_gather (env->train, hw->idx, env->batch, hw->xb, hw->y);
+  env->model->ops->loss_grad (env->model, hw->local[c], hw->xb, hw->y, env->batch, hw->grad);
+  /* the optimizers' steps do not depend on the parameters: applied to
+   * zeros, a step gives the update itself, with no rounding of x in it */
+  memset (hw->delta[c], 0, P * sizeof (float));
+  kern_optimizer_step (hw->opt[c], hw->delta[c], hw->grad);
+}
+
+/* Core c's update is in x: close its iteration, start the next. */
+static void
+write_done (HwPolicy *hw, int c)
+{
+  HwCore *k = &hw->core[c];
+  double now = eng_sim_now (hw->env.sim);
+  if (hw->x)
+    for (gsize i = 0; i < hw->env.n_params; i++)
+      hw->x[i] += hw->delta[c][i];
+  k->writing = FALSE;
+  hw->applied++;
+  pol_run_iteration (&hw->run, c, k->iter, k->start, now, k->compute + k->service, 0,
+                     k->queued, k->staleness);
+  hw->run.updates++;
+  pol_run_progress (&hw->run, now);
+  if (hw->run.updates >= hw->run.next_eval)
+    {
+      hw->run.next_eval += hw->env.eval_every;
+      pol_run_record_metric (&hw->run, hw->x);
+    }
+  if (hw->run.finished)
+    return;
+  if (hw->run.updates >= hw->total)
+    {
+      hw->run.finished = TRUE;
+      hw->run.end_time = now;
+      if (hw->run.updates % hw->env.eval_every != 0)
+        pol_run_record_metric (&hw->run, hw->x);
+      eng_stop (hw->env.sim);
+      return;
+    }
+  k->iter++;
+  if (k->iter < hw->env.iterations)
+    start_step (hw, c);
+}
+
+static void
+on_write_event (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
+{
+  HwPolicy *hw = ctx;
+  if (!hw->run.finished)
+    write_done (hw, GPOINTER_TO_INT (data));
+}
+
+static void
+on_locked_write (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double start,
+                 double end)
+{
+  HwPolicy *hw = ctx;
+  HwCore *k = &hw->core[GPOINTER_TO_INT (data)];
+  k->queued += start - k->requested;
+  k->service += end - start;
+  if (!hw->run.finished)
+    write_done (hw, GPOINTER_TO_INT (data));
+}
+
+/* Core c's gradient is done: write. */
+static void
+on_compute_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  HwPolicy *hw = ctx;
+  int c = GPOINTER_TO_INT (data);
+  HwCore *k = &hw->core[c];
+  double now = eng_sim_now (sim);
+  if (hw->run.finished)
+    return;
+  k->staleness = hw->applied - k->read_applied;
+  if (hw->lock)
+    {
+      k->requested = now;
+      eng_resource_request (hw->res, hw->u, on_locked_write, hw, data);
+      return;
+    }
+  k->writing = TRUE;
+  k->write_start = now;
+  k->service = hw->u;
+  pol_worker_span (&hw->env, c, "update", now, now + hw->u, k->iter, 0);
+  eng_schedule (sim, hw->u, on_write_event, hw, data);
+}
+
+/* Core c has its copy: compute. */
+static void
+compute (HwPolicy *hw, int c)
+{
+  const PolEnv *env = &hw->env;
+  HwCore *k = &hw->core[c];
+  double now = eng_sim_now (env->sim), host = 0;
+  if (hw->x)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+      compute_update (hw, c);
+      host = (double) (g_get_monotonic_time () - t0) / 1e6;
+    }
+  k->compute = env->compute_time (env->compute_ctx, c, host);
+  pol_worker_span (env, c, "compute", now, now + k->compute, k->iter, 0);
+  eng_schedule (env->sim, k->compute, on_compute_done, hw, GINT_TO_POINTER (c));
+}
+
+static void
+on_locked_read (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double start,
+                double end)
+{
+  HwPolicy *hw = ctx;
+  int c = GPOINTER_TO_INT (data);
+  HwCore *k = &hw->core[c];
+  if (hw->run.finished)
+    return;
+  k->queued += start - k->requested;
+  k->service += end - start;
+  pol_worker_span (&hw->env, c, "wait", k->requested, start, k->iter, 0);
+  read_model (hw, c);
+  compute (hw, c);
+}
+
+static void
+start_step (HwPolicy *hw, int c)
+{
+  HwCore *k = &hw->core[c];
+  double now = eng_sim_now (hw->env.sim);
+  k->start = now;
+  k->queued = k->service = 0;
+  if (hw->lock)
+    {
+      k->requested = now;
+      eng_resource_request (hw->res, hw->u, on_locked_read, hw, GINT_TO_POINTER (c));
+      return;
+    }
+  read_model (hw, c);
+  compute (hw, c);
+}
+
+static void
+hw_start_event (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  HwPolicy *hw = ctx;
+  for (int c = 0; c < hw->W && !hw->run.finished; c++)
+    start_step (hw, c);
+}
+
+static PolPolicy *
+hw_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
+{
+  HwPolicy *hw = g_new0 (HwPolicy, 1);
+  hw->env = *env;
+  hw->W = env->workers;
+  hw->lock = base_values_int (env->values, "policy.lock") != 0;
+  int W = hw->W;
+  gsize P = env->n_params;
+  pol_run_init (&hw->run, &hw->env);
+  hw->core = g_new0 (HwCore, W);
+  hw->total = env->iterations * W;
+  hw->u = env->update_time (env->compute_ctx, P);
+  hw->res = eng_resource_new (env->sim);
+  if (env->model)
+    {
+      hw->x = g_new0 (float, P);
+      env->model->ops->init (env->model, hw->x, env->seed);
+      hw->local = g_new (float *, W);
+      hw->delta = g_new (float *, W);
+      hw->opt = g_new (KernOptimizer *, W);
+      for (int c = 0; c < W; c++)
+        {
+          hw->local[c] = g_new0 (float, P);
+          hw->delta[c] = g_new0 (float, P);
+          hw->opt[c] = kern_optimizer_new (&env->opt, P);
+        }
+      hw->grad = g_new0 (float, P);
+      hw->xb = g_new (float, (gsize) env->batch * env->model->d);
+      hw->y = g_new (int, env->batch);
+      hw->idx = g_new (int, env->batch);
+      hw->samplers = pol_samplers_for_env (env);
+    }
+  return (PolPolicy *) hw;
+}
+
+static void
+hw_start (PolPolicy *p)
+{
+  HwPolicy *hw = (HwPolicy *) p;
+  pol_run_start (&hw->run, hw->x);
+  eng_schedule (hw->env.sim, 0, hw_start_event, hw, NULL);
+}
+
+static void
+hw_finish (PolPolicy *p, PolResult *out)
+{
+  HwPolicy *hw = (HwPolicy *) p;
+  pol_run_finish (&hw->run, hw->x, out);
+  if (hw->env.rec.param)
+    {
+      g_autofree char *n = g_strdup_printf ("%" G_GINT64_FORMAT, hw->torn);
+      hw->env.rec.param (hw->env.rec.ctx, "policy.torn_reads", n);
+    }
+}
+
+static void
+hw_free (PolPolicy *p)
+{
+  HwPolicy *hw = (HwPolicy *) p;
+  if (!hw)
+    return;
+  if (hw->local)
+    for (int c = 0; c < hw->W; c++)
+      {
+        g_free (hw->local[c]);
+        g_free (hw->delta[c]);
+        kern_optimizer_free (hw->opt[c]);
+      }
+  g_free (hw->local);
+  g_free (hw->delta);
+  g_free (hw->opt);
+  g_free (hw->x);
+  g_free (hw->grad);
+  g_free (hw->xb);
+  g_free (hw->y);
+  g_free (hw->idx);
+  pol_samplers_free (hw->samplers, hw->W);
+  eng_resource_free (hw->res);
+  g_free (hw->core);
+  g_free (hw);
+}
+
+static const BaseChoice lock_choices[] = {
+  { "none", 0, FALSE }, { "lock", 1, FALSE }, { NULL, 0, FALSE },
+};
+
+static const BaseKey hw_keys[] = {
+  { "policy", "lock", BASE_KEY_ENUM, 0, "none", 0, 0, 0, lock_choices, 0,
+    "kind = hogwild: none (lock-free: reads may see writes half done, writes never wait) or lock (reads and writes of the shared model one at a time).", NULL },
+  { .section = NULL },
+};
+
+/* Its key would do nothing under another policy. */
+static gboolean
+hw_foreign (const PolCheck *chk, GError **error)
+{
+  if (base_values_int (chk->values, "policy.lock") != 0)
+    return pol_key_error (error, "policy", "lock",
+                          "applies only to kind = hogwild; remove it or set kind = hogwild");
+  return TRUE;
+}
+
+const PolPolicyOps pol_hogwild_ops = {
+  .name = "hogwild",
+  .source = "F. Niu, B. Recht, C. Re, S. J. Wright: Hogwild!: a lock-free approach to "
+            "parallelizing stochastic gradient descent, NeurIPS 2011",
+  .keys = hw_keys,
+  .description = "Hogwild!: the workers are the cores of one machine, updating one shared "
+                 "model in memory without locks (or behind one lock: [policy] lock)",
+  .foreign = hw_foreign,
+  .host_names = pol_worker_host_names,
+  .create = hw_create,
+  .start = hw_start,
+  .finish = hw_finish,
+  .free = hw_free,
+};
