@@ -105,40 +105,63 @@ main (int argc, char **argv)
                          BATCH, grads[w]);
   double separate = step_flops * WORKERS * reps / (now () - t0) / 1e9;
 
-  /* a whole all-reduce training run: 1 + iters iterations minus 1 */
-  double walls[2];
-  for (int r = 0; r < 2; r++)
+  /* whole training runs, one per policy: 1 + iters iterations minus 1 */
+  static const struct { const char *label, *policy; } runs[] = {
+    { "all-reduce (ring, Adam)", "kind = allreduce\nalgorithm = ring\nbucket_size = 25MB\n" },
+    { "parameter server BSP (SGD)", "kind = ps\nconsistency = bsp\n" },
+    { "parameter server BSP (Adam)", "kind = ps\nconsistency = bsp\n" },
+    { "parameter server async (SGD)", "kind = ps\nconsistency = async\n" },
+    { "parameter server, a server per worker", "kind = ps\nconsistency = bsp\n" },
+    { "local SGD (H = 4)", "kind = local-sgd\nsync_every = 4\nalgorithm = ring\n" },
+    { "gossip (ring)", "kind = gossip\n" },
+    { "Hogwild! (lock-free)", "kind = hogwild\n" },
+    { "pipeline 1F1B, 2 stages x 8 replicas", "kind = pipeline\nschedule = 1f1b\nreplicas = 8\nmicrobatches = 4\n" },
+  };
+  double shares[G_N_ELEMENTS (runs)];
+  for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
     {
-      g_autofree char *ini = NULL;
-      int fd = g_file_open_tmp ("bench-kernels-XXXXXX.ini", &ini, NULL);
-      g_autofree char *text = g_strdup_printf (
-        "[scenario]\nname = bench\niterations = %d\n[cluster]\nworkers = %d\n"
-        "[model]\nkind = mlp\nhidden = 512,512\nbatch = %d\nfeatures = %d\nclasses = %d\n"
-        "samples = %d\neval_samples = 64\ntest_samples = 64\neval_every = 1000000000\n"
-        "optimizer = adam\nlr = 0.001\n[policy]\nkind = allreduce\nalgorithm = ring\n"
-        "bucket_size = 25MB\n[trace]\ndetail = summary\n",
-        r == 0 ? 1 : 1 + iters, WORKERS, BATCH, D, K, WORKERS * BATCH * 4);
-      if (fd < 0 || write (fd, text, strlen (text)) != (ssize_t) strlen (text))
-        return 1;
-      close (fd);
-      GError *error = NULL;
-      GPtrArray *configs = sim_scenario_load (ini, NULL, &error);
-      if (!configs)
+      gboolean adam = strstr (runs[k].label, "Adam") != NULL;
+      gboolean per_worker = strstr (runs[k].label, "per worker") != NULL;
+      int workers = strstr (runs[k].policy, "pipeline") ? 16 : WORKERS;
+      double walls[2];
+      for (int r = 0; r < 2; r++)
         {
-          fprintf (stderr, "bench-kernels: %s\n", error->message);
-          return 1;
+          g_autofree char *ini = NULL;
+          int fd = g_file_open_tmp ("bench-kernels-XXXXXX.ini", &ini, NULL);
+          g_autofree char *text = g_strdup_printf (
+            "[scenario]\nname = bench\niterations = %d\n[cluster]\nworkers = %d\nservers = %d\n"
+            "[model]\nkind = mlp\nhidden = 512,512\nbatch = %d\nfeatures = %d\nclasses = %d\n"
+            "samples = %d\neval_samples = 64\ntest_samples = 64\neval_every = 1000000000\n"
+            "optimizer = %s\nlr = %s\n[policy]\n%s[trace]\ndetail = summary\n",
+            r == 0 ? 1 : 1 + iters, workers, per_worker ? 0 : 1, BATCH, D, K, WORKERS * BATCH * 4,
+            adam ? "adam" : "sgd", adam ? "0.001" : "0.01", runs[k].policy);
+          if (fd < 0 || write (fd, text, strlen (text)) != (ssize_t) strlen (text))
+            return 1;
+          close (fd);
+          GError *error = NULL;
+          GPtrArray *configs = sim_scenario_load (ini, NULL, &error);
+          if (!configs)
+            {
+              fprintf (stderr, "bench-kernels: %s: %s\n", runs[k].label, error->message);
+              return 1;
+            }
+          SimRunSummary sum;
+          if (!sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, NULL, &sum, &error))
+            {
+              fprintf (stderr, "bench-kernels: %s: %s\n", runs[k].label, error->message);
+              return 1;
+            }
+          walls[r] = sum.wall_time;
+          g_unlink (ini);
+          g_ptr_array_unref (configs);
         }
-      SimRunSummary sum;
-      if (!sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, NULL, &sum, &error))
-        {
-          fprintf (stderr, "bench-kernels: %s\n", error->message);
-          return 1;
-        }
-      walls[r] = sum.wall_time;
-      g_unlink (ini);
-      g_ptr_array_unref (configs);
+      /* every worker computes one batch per iteration (the pipeline's
+       * stages share one, so its workers count once per replica... of the
+       * whole model: stages x replicas = workers, each a part) */
+      double flops = step_flops * (strstr (runs[k].policy, "pipeline") ? workers / 2 : workers)
+                     * iters;
+      shares[k] = flops / (walls[1] - walls[0]) / 1e9;
     }
-  double run = step_flops * WORKERS * iters / (walls[1] - walls[0]) / 1e9;
 
   printf ("threads: OPENBLAS_NUM_THREADS=%s\n", threads ? threads : "(unset: dtsim uses 1)");
   printf ("%-44s %8.1f GFLOP/s\n", "peer: cblas_sgemm 2048 x 2048 x 2048", peer);
@@ -146,8 +169,11 @@ main (int argc, char **argv)
           stacked, 100 * stacked / peer);
   printf ("%-44s %8.1f GFLOP/s  %5.1f%% of sgemm\n", "separate gradients (64 calls)", separate,
           100 * separate / peer);
-  printf ("%-44s %8.1f GFLOP/s  %5.1f%% of sgemm  (target 60%%)\n",
-          "whole all-reduce training run (ring, Adam)", run, 100 * run / peer);
+  printf ("whole training runs (%d workers but the pipeline's 16, batch %d, MLP 784-512-512-10;"
+          " target 75%% of sgemm):\n", WORKERS, BATCH);
+  for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
+    printf ("  %-42s %8.1f GFLOP/s  %5.1f%% of sgemm\n", runs[k].label, shares[k],
+            100 * shares[k] / peer);
 
   for (int w = 0; w < WORKERS; w++)
     g_free (grads[w]);

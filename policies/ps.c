@@ -54,11 +54,45 @@
 
 typedef struct PsPolicy PsPolicy;
 
+/* A snapshot of a server's shard, shared by every reply that carries the
+ * same version of it (and, with one server, by the workers that hold it as
+ * their parameters) instead of a copy each. */
+typedef struct {
+  int ref;
+  float data[];
+} PsSnap;
+
+static PsSnap *
+snap_new (const float *src, gsize n)
+{
+  PsSnap *s = g_malloc (sizeof (PsSnap) + n * sizeof (float));
+  s->ref = 1;
+  memcpy (s->data, src, n * sizeof (float));
+  return s;
+}
+
+static PsSnap *
+snap_ref (PsSnap *s)
+{
+  s->ref++;
+  return s;
+}
+
+static void
+snap_unref (PsSnap *s)
+{
+  if (s && --s->ref == 0)
+    g_free (s);
+}
+
 typedef struct {
   int id;
   char *name;
   int host;
-  float *params;         /* (n_params) its copy as last pulled */
+  float *params;         /* (n_params) its copy as last pulled: with one
+                          * server, the data of `snap` */
+  float *own;            /* (n_params) its own copy (several servers) */
+  PsSnap *snap;          /* one server: the snapshot it holds */
   float *grad;           /* (n_params) */
   float *memory;         /* (n_params) compression's error feedback, or NULL */
   EngRng rng;            /* compression's stream */
@@ -101,6 +135,9 @@ typedef struct {
   gsize lo, hi;          /* shard [lo, hi) of the parameter vector */
   EngResource *fifo;
   KernOptimizer *opt;    /* optimizer state of the shard; NULL without math */
+  gint64 version;        /* changes of the shard's parameters so far */
+  PsSnap *snap;          /* the latest snapshot sent, of version snap_version */
+  gint64 snap_version;
   float *round_sum;      /* BSP: (hi - lo) sum of the round's gradients so far */
   gint64 round_n;        /* BSP: gradients in round_sum */
   gint64 *applied;       /* (workers) gradients applied per worker */
@@ -119,7 +156,11 @@ typedef struct {
   gint64 iter;
   gint64 clock;          /* REPLY: min applied count when the snapshot was taken */
   double hold_start, hold_end; /* REPLY: the hold at the server */
-  float *payload;        /* REPLY: shard snapshot; GRAD: gradient shard */
+  PsSnap *snap;          /* REPLY: the shard's snapshot (a reference) */
+  const float *grad;     /* GRAD: the gradient shard: the worker's buffer,
+                          * or `copy` */
+  float *copy;           /* GRAD: its own copy, where the worker's buffer
+                          * may change before the server applies it */
   guint epoch;           /* of the worker it is from or for */
   gboolean accepted;     /* GRAD, K of N: counted in its round */
 } PsMsg;
@@ -143,6 +184,10 @@ struct PsPolicy {
   gboolean late_keep;    /* K of N: apply late gradients (else drop) */
   /* K of N (wait_for), one server */
   gboolean kofn;
+  /* a pushed gradient is copied (else borrowed from the worker's buffer,
+   * which the protocol leaves alone until it is applied): with failures a
+   * restarted worker may compute again while its old push waits */
+  gboolean copy_grads;
   gint64 open_round;     /* the round accepting gradients */
   gint64 got;            /* gradients accepted in open_round */
   gint64 rounds_done;    /* rounds whose accepted gradients are all applied */
@@ -189,7 +234,8 @@ static void
 msg_free (gpointer p)
 {
   PsMsg *m = p;
-  g_free (m->payload);
+  snap_unref (m->snap);
+  g_free (m->copy);
   g_free (m);
 }
 
@@ -246,8 +292,10 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
                             w->memory ? w->memory + srv->lo : NULL, len, &w->rng);
           bytes = ps->cmp->wire_bytes (ps->env.values, len);
         }
-      if (ps->env.model)
-        m->payload = g_memdup2 (w->grad + srv->lo, len * sizeof (float));
+      if (ps->env.model && ps->copy_grads)
+        m->grad = m->copy = g_memdup2 (w->grad + srv->lo, len * sizeof (float));
+      else if (ps->env.model)
+        m->grad = w->grad + srv->lo;
       send_msg (ps, m, w->host, srv->host, bytes);
     }
 }
@@ -361,7 +409,15 @@ answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
   m->hold_start = p->since;
   m->hold_end = now;
   if (ps->env.model)
-    m->payload = g_memdup2 (ps->global + srv->lo, len * sizeof (float));
+    {
+      if (!srv->snap || srv->snap_version != srv->version)
+        {
+          snap_unref (srv->snap);
+          srv->snap = snap_new (ps->global + srv->lo, len);
+          srv->snap_version = srv->version;
+        }
+      m->snap = snap_ref (srv->snap);
+    }
   send_msg (ps, m, srv->host, w->host, (double) len * sizeof (float));
 }
 
@@ -459,7 +515,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
        * accepted ones) is applied; kept late gradients join the next mean */
       if (ps->env.model)
         for (gsize i = 0; i < len; i++)
-          srv->round_sum[i] += m->payload[i];
+          srv->round_sum[i] += m->grad[i];
       srv->round_n++;
       if (ps->kofn ? round_done : srv->round_n == ps->env.workers)
         {
@@ -469,13 +525,17 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
               for (gsize i = 0; i < len; i++)
                 srv->round_sum[i] *= inv;
               kern_optimizer_step (srv->opt, ps->global + srv->lo, srv->round_sum);
+              srv->version++;
               memset (srv->round_sum, 0, len * sizeof (float));
             }
           srv->round_n = 0;
         }
     }
   else if (ps->env.model)
-    kern_optimizer_step (srv->opt, ps->global + srv->lo, m->payload);
+    {
+      kern_optimizer_step (srv->opt, ps->global + srv->lo, m->grad);
+      srv->version++;
+    }
   applied_inc (ps, srv, m->worker);
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
 
@@ -534,8 +594,16 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
           w->iter = m->iter;
         }
       /* the worker no longer needs its copy: its gradient is computed */
-      if (ps->env.model)
-        memcpy (w->params + srv->lo, m->payload, (srv->hi - srv->lo) * sizeof (float));
+      if (ps->env.model && ps->env.servers == 1)
+        {
+          /* take the message's reference to the snapshot */
+          snap_unref (w->snap);
+          w->snap = m->snap;
+          m->snap = NULL;
+          w->params = w->snap->data;
+        }
+      else if (ps->env.model)
+        memcpy (w->params + srv->lo, m->snap->data, (srv->hi - srv->lo) * sizeof (float));
       w->acc_staleness = MAX (w->acc_staleness, m->iter - m->clock);
       if (w->replies_got == 0
           || m->hold_end - m->hold_start > w->acc_hold_end - w->acc_hold_start)
@@ -675,6 +743,7 @@ ps_create (const PolEnv *env, GError **error)
   ps->wait_for = base_values_int (env->values, "policy.wait_for");
   ps->late_keep = base_values_int (env->values, "policy.late") != 0;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
+  ps->copy_grads = env->n_failures > 0;
   if (ps->kofn && S != 1)
     {
       g_set_error (error, POL_ERROR, 0,
@@ -715,7 +784,8 @@ ps_create (const PolEnv *env, GError **error)
       wk->accepted_round = -1;
       if (env->model)
         {
-          wk->params = g_new0 (float, P);
+          if (S > 1)
+            wk->params = wk->own = g_new0 (float, P);
           wk->grad = g_new0 (float, P);
           wk->x = g_new (float, (gsize) env->batch * env->model->d);
           wk->y = g_new (int, env->batch);
@@ -781,7 +851,8 @@ ps_free (PolPolicy *p)
     {
       PsWorker *wk = &ps->workers[w];
       g_free (wk->name);
-      g_free (wk->params);
+      g_free (wk->own);
+      snap_unref (wk->snap);
       g_free (wk->grad);
       g_free (wk->memory);
       g_free (wk->x);
@@ -795,6 +866,7 @@ ps_free (PolPolicy *p)
       eng_resource_free (srv->fifo);
       if (srv->opt)
         kern_optimizer_free (srv->opt);
+      snap_unref (srv->snap);
       g_free (srv->round_sum);
       g_free (srv->applied);
       g_array_unref (srv->pending);
