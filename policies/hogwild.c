@@ -55,7 +55,8 @@ typedef struct {
   gboolean lock;
   HwCore *core;
   float *x;               /* the shared model (completed writes) */
-  float **local;          /* (W) each core's copy as read */
+  float *view;            /* (P) what a read sees, where writes are in
+                           * progress (used at once: one for all cores) */
   float **delta;          /* (W) each core's update */
   float *grad;
   KernOptimizer **opt;
@@ -73,20 +74,19 @@ typedef struct {
 
 static void start_step (HwPolicy *hw, int c);
 
-/* Core c's copy of x now (lock = none: with the written part of every
- * write in progress). */
-static void
+/* What core c reads now: x, or (lock = none) x with the written part of
+ * every write in progress, assembled in hw->view.  NULL without math. */
+static const float *
 read_model (HwPolicy *hw, int c)
 {
   gsize P = hw->env.n_params;
   double now = eng_sim_now (hw->env.sim);
+  const float *seen = hw->x;
   /* the updates it sees whole: the written ones and those whose last
    * component lands now */
   hw->core[c].read_applied = hw->applied;
-  if (hw->x)
-    memcpy (hw->local[c], hw->x, P * sizeof (float));
   if (hw->lock)
-    return;
+    return seen;
   for (int v = 0; v < hw->W; v++)
     {
       HwCore *k = &hw->core[v];
@@ -100,20 +100,29 @@ read_model (HwPolicy *hw, int c)
         hw->torn++;
       if (done == P)
         hw->core[c].read_applied++;
-      for (gsize i = 0; hw->x && i < done; i++)
-        hw->local[c][i] += hw->delta[v][i];
+      if (!hw->x || done == 0)
+        continue;
+      if (seen == hw->x)
+        {
+          memcpy (hw->view, hw->x, P * sizeof (float));
+          seen = hw->view;
+        }
+      for (gsize i = 0; i < done; i++)
+        hw->view[i] += hw->delta[v][i];
     }
+  return seen;
 }
 
-/* Core c's gradient at its copy, and the update its optimizer makes of it. */
+/* Core c's gradient at what it read, and the update its optimizer makes
+ * of it. */
 static void
-compute_update (HwPolicy *hw, int c)
+compute_update (HwPolicy *hw, int c, const float *seen)
 {
   const PolEnv *env = &hw->env;
   gsize P = env->n_params;
   pol_sampler_next (&hw->samplers[c], env->batch, hw->idx);
   kern_dataset_gather (env->train, hw->idx, env->batch, hw->xb, hw->y);
-  env->model->ops->loss_grad (env->model, hw->local[c], hw->xb, hw->y, env->batch, hw->grad);
+  env->model->ops->loss_grad (env->model, seen, hw->xb, hw->y, env->batch, hw->grad);
   /* the optimizers' steps do not depend on the parameters: applied to
    * zeros, a step gives the update itself, with no rounding of x in it */
   memset (hw->delta[c], 0, P * sizeof (float));
@@ -200,9 +209,9 @@ on_compute_done (EngSim *sim, gpointer ctx, gpointer data)
   eng_schedule (sim, hw->u, on_write_event, hw, data);
 }
 
-/* Core c has its copy: compute. */
+/* Core c has read `seen`: compute. */
 static void
-compute (HwPolicy *hw, int c)
+compute (HwPolicy *hw, int c, const float *seen)
 {
   const PolEnv *env = &hw->env;
   HwCore *k = &hw->core[c];
@@ -210,7 +219,7 @@ compute (HwPolicy *hw, int c)
   if (hw->x)
     {
       gint64 t0 = g_get_monotonic_time ();
-      compute_update (hw, c);
+      compute_update (hw, c, seen);
       host = (double) (g_get_monotonic_time () - t0) / 1e6;
     }
   k->compute = env->compute_time (env->compute_ctx, c, host);
@@ -230,8 +239,7 @@ on_locked_read (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
   k->queued += start - k->requested;
   k->service += end - start;
   pol_worker_span (&hw->env, c, "wait", k->requested, start, k->iter, 0);
-  read_model (hw, c);
-  compute (hw, c);
+  compute (hw, c, read_model (hw, c));
 }
 
 static void
@@ -247,8 +255,7 @@ start_step (HwPolicy *hw, int c)
       eng_resource_request (hw->res, hw->u, on_locked_read, hw, GINT_TO_POINTER (c));
       return;
     }
-  read_model (hw, c);
-  compute (hw, c);
+  compute (hw, c, read_model (hw, c));
 }
 
 static void
@@ -277,12 +284,11 @@ hw_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
     {
       hw->x = g_new0 (float, P);
       env->model->ops->init (env->model, hw->x, env->seed);
-      hw->local = g_new (float *, W);
+      hw->view = g_new0 (float, P);
       hw->delta = g_new (float *, W);
       hw->opt = g_new (KernOptimizer *, W);
       for (int c = 0; c < W; c++)
         {
-          hw->local[c] = g_new0 (float, P);
           hw->delta[c] = g_new0 (float, P);
           hw->opt[c] = kern_optimizer_new (&env->opt, P);
         }
@@ -321,14 +327,13 @@ hw_free (PolPolicy *p)
   HwPolicy *hw = (HwPolicy *) p;
   if (!hw)
     return;
-  if (hw->local)
+  if (hw->delta)
     for (int c = 0; c < hw->W; c++)
       {
-        g_free (hw->local[c]);
         g_free (hw->delta[c]);
         kern_optimizer_free (hw->opt[c]);
       }
-  g_free (hw->local);
+  g_free (hw->view);
   g_free (hw->delta);
   g_free (hw->opt);
   g_free (hw->x);
