@@ -22,10 +22,14 @@
  *     optimizer to the mean gradient, taking update_time(P) seconds; the
  *     iteration ends (time E) and the next starts.
  *
- * The workers' gradients are computed together: their batches are stacked
+ * The workers' gradients are computed together, in groups of up to G
+ * workers whose buffers fit in AR_GROUP_BYTES: their batches are stacked
  * and the model's loss_grad_groups runs the forward and input-gradient
  * products as single GEMMs (the numbers are those of separate calls up to
- * float rounding).
+ * float rounding), and each group's gradients are added to the sum, in
+ * worker order.  The collectives then run for their timing only (no
+ * buffers): the sum is what they would deliver, up to the order of the
+ * additions, and a run of 10,000 workers holds G gradients, not 10,000.
  *
  * With [policy] compression (compress.h) every worker compresses each
  * bucket of its gradient as it is produced (error feedback per worker);
@@ -40,6 +44,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "policies/common.h"
 #include "policies/compress.h"
@@ -48,7 +53,6 @@ typedef struct {
   gsize lo, hi;            /* parameters [lo, hi) */
   double ready;            /* s, when every worker has produced it */
   double start;            /* s, when its all-reduce started */
-  float **bufs;            /* (workers) grad_w + lo; NULL without math */
   const PolCollAlgorithm *alg; /* what runs its all-reduce ([policy]
                                   algorithm, or what auto picks for it);
                                   with compression, its all-gather */
@@ -61,11 +65,13 @@ typedef struct {
   const PolCollAlgorithm *alg;
   int *hosts;              /* (workers) */
   float *params;           /* (n_params) the one shared copy */
-  float **grad;            /* (workers) gradient buffers, (n_params) each */
-  float *x;                /* (workers x batch, d) stacked batches */
-  int *y;                  /* (workers x batch) */
+  float *sum;              /* (n_params) the workers' gradients, summed */
+  int group;               /* G: workers whose gradients are computed at once */
+  float **grad;            /* (G) gradient buffers, (n_params) each */
+  float *x;                /* (G x batch, d) stacked batches */
+  int *y;                  /* (G x batch) */
   int *idx;                /* (batch) scratch */
-  double *losses;          /* (workers) */
+  double *losses;          /* (G) */
   KernOptimizer *opt;      /* the shared optimizer state; NULL without math */
   PolSampler *samplers;
   ArBucket *buckets;
@@ -98,7 +104,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   int W = ar->env.workers;
   if (ar->env.model)
     {
-      float *g = ar->grad[0];
+      float *g = ar->sum;
       float inv = 1.0f / (float) W;
       for (gsize i = 0; i < ar->env.n_params; i++)
         g[i] *= inv;
@@ -131,14 +137,6 @@ on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
   int j = GPOINTER_TO_INT (data);
   ArBucket *b = &ar->buckets[j];
   double now = eng_sim_now (sim);
-  if (ar->cmp && ar->grad)
-    {
-      /* the decoded gradients, summed in worker order */
-      float *sum = ar->grad[0];
-      for (int w = 1; w < ar->env.workers; w++)
-        for (gsize i = b->lo; i < b->hi; i++)
-          sum[i] += ar->grad[w][i];
-    }
   if (ar->env.rec.bucket)
     ar->env.rec.bucket (ar->env.rec.ctx, ar->iter, j, b->wire, b->ready, b->start, now,
                         b->alg->name);
@@ -165,7 +163,7 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
   b->start = eng_sim_now (sim);
   if (!ar->cmp)
     {
-      pol_allreduce_start (&ar->env, b->alg, ar->env.workers, ar->hosts, b->bufs,
+      pol_allreduce_start (&ar->env, b->alg, ar->env.workers, ar->hosts, NULL,
                            b->hi - b->lo, 0, on_bucket_done, ar, data);
       return;
     }
@@ -191,26 +189,37 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   double host = 0;
   if (env->model)
     {
-      gsize stride = (gsize) env->batch * (gsize) env->model->d;
-      for (int w = 0; w < W; w++)
+      gsize stride = (gsize) env->batch * (gsize) env->model->d, P = env->n_params;
+      memset (ar->sum, 0, P * sizeof (float));
+      for (int w0 = 0; w0 < W; w0 += ar->group)
         {
-          pol_sampler_next (&ar->samplers[w], env->batch, ar->idx);
-          kern_dataset_gather (env->train, ar->idx, env->batch, ar->x + (gsize) w * stride,
-                               ar->y + (gsize) w * env->batch);
+          int n = MIN (ar->group, W - w0);
+          for (int i = 0; i < n; i++)
+            {
+              pol_sampler_next (&ar->samplers[w0 + i], env->batch, ar->idx);
+              kern_dataset_gather (env->train, ar->idx, env->batch, ar->x + (gsize) i * stride,
+                                   ar->y + (gsize) i * env->batch);
+            }
+          gint64 t0 = g_get_monotonic_time ();
+          env->model->ops->loss_grad_groups (env->model, ar->params, ar->x, ar->y, env->batch,
+                                             n, ar->grad, ar->losses);
+          host += (double) (g_get_monotonic_time () - t0) / 1e6 / W;
+          for (int i = 0; i < n; i++)
+            {
+              int w = w0 + i;
+              /* compressed: what the others decode, bucket by bucket */
+              for (int j = 0; ar->cmp && j < ar->n_buckets; j++)
+                {
+                  ArBucket *b = &ar->buckets[j];
+                  ar->cmp->apply (env->values, ar->grad[i] + b->lo,
+                                  ar->memory ? ar->memory[w] + b->lo : NULL, b->hi - b->lo,
+                                  &ar->rngs[w]);
+                }
+              const float *g = ar->grad[i];
+              for (gsize k = 0; k < P; k++)
+                ar->sum[k] += g[k];
+            }
         }
-      gint64 t0 = g_get_monotonic_time ();
-      env->model->ops->loss_grad_groups (env->model, ar->params, ar->x, ar->y, env->batch,
-                                         W, ar->grad, ar->losses);
-      host = (double) (g_get_monotonic_time () - t0) / 1e6 / W;
-      if (ar->cmp)
-        for (int j = 0; j < ar->n_buckets; j++)
-          {
-            ArBucket *b = &ar->buckets[j];
-            for (int w = 0; w < W; w++)
-              ar->cmp->apply (env->values, ar->grad[w] + b->lo,
-                              ar->memory ? ar->memory[w] + b->lo : NULL, b->hi - b->lo,
-                              &ar->rngs[w]);
-          }
     }
   for (int w = 0; w < W; w++)
     {
@@ -230,6 +239,19 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
                  : now + ar->max_step * (env->n_layers > 0 ? env->layer_ready[l] : 1.0);
     }
   eng_schedule_at (sim, ar->buckets[0].ready, start_bucket, ar, GINT_TO_POINTER (0));
+}
+
+/* Bytes the gradients of a group of workers may take at once. */
+#define AR_GROUP_BYTES (256.0 * 1024 * 1024)
+
+/* G: the workers whose gradients are computed together (their buffers,
+ * stacked batches and activations within AR_GROUP_BYTES), 1 to W. */
+static int
+ar_group (const KernModel *m, int batch, const KernOptConfig *opt G_GNUC_UNUSED, int W)
+{
+  double one = kern_model_memory_bytes (m, batch, 0)
+               + 4.0 * (double) batch * (double) m->d;
+  return (int) CLAMP (floor (AR_GROUP_BYTES / one), 1, W);
 }
 
 /* What all-gathers compressed blocks of `wire` bytes: [policy] algorithm
@@ -270,13 +292,16 @@ ar_create (const PolEnv *env, GError **error)
     {
       ar->params = g_new0 (float, P);
       env->model->ops->init (env->model, ar->params, env->seed);
-      ar->grad = g_new (float *, W);
-      for (int w = 0; w < W; w++)
-        ar->grad[w] = g_new0 (float, P);
-      ar->x = g_new (float, (gsize) W * env->batch * env->model->d);
-      ar->y = g_new (int, (gsize) W * env->batch);
+      ar->group = ar_group (env->model, env->batch, &env->opt, W);
+      int G = ar->group;
+      ar->sum = g_new0 (float, P);
+      ar->grad = g_new (float *, G);
+      for (int i = 0; i < G; i++)
+        ar->grad[i] = g_new0 (float, P);
+      ar->x = g_new (float, (gsize) G * env->batch * env->model->d);
+      ar->y = g_new (int, (gsize) G * env->batch);
       ar->idx = g_new (int, env->batch);
-      ar->losses = g_new (double, W);
+      ar->losses = g_new (double, G);
       ar->samplers = pol_samplers_for_env (env);
       ar->opt = kern_optimizer_new (&env->opt, P);
     }
@@ -310,12 +335,6 @@ ar_create (const PolEnv *env, GError **error)
       b->alg = j > 0 && b->hi - b->lo == ar->buckets[j - 1].hi - ar->buckets[j - 1].lo
                ? ar->buckets[j - 1].alg
                : pol_allreduce_resolve (env, alg, W, ar->hosts, b->hi - b->lo);
-      if (env->model)
-        {
-          b->bufs = g_new (float *, W);
-          for (int w = 0; w < W; w++)
-            b->bufs[w] = ar->grad[w] + b->lo;
-        }
       b->wire = 4.0 * (double) (b->hi - b->lo);
       if (ar->cmp)
         {
@@ -349,12 +368,11 @@ ar_free (PolPolicy *p)
   if (!ar)
     return;
   int W = ar->env.workers;
-  for (int j = 0; j < ar->n_buckets; j++)
-    g_free (ar->buckets[j].bufs);
   g_free (ar->buckets);
   if (ar->grad)
-    for (int w = 0; w < W; w++)
-      g_free (ar->grad[w]);
+    for (int i = 0; i < ar->group; i++)
+      g_free (ar->grad[i]);
+  g_free (ar->sum);
   if (ar->memory)
     for (int w = 0; w < W; w++)
       g_free (ar->memory[w]);
@@ -406,11 +424,28 @@ ar_check_model (const PolModelInfo *mi, GError **error)
                         4.0 * ceil ((double) P / AR_MAX_BUCKETS));
 }
 
+/* One shared copy of the model and its optimizer state, the sum, G
+ * workers' gradients and activations at once, and error feedback per
+ * worker where the compressor keeps it. */
+static double
+ar_host_bytes (const PolModelInfo *mi, double per_model)
+{
+  int W = (int) mi->workers;
+  int G = ar_group (mi->model, (int) mi->batch, NULL, W);
+  double one = kern_model_memory_bytes (mi->model, (int) mi->batch, 0)
+               + 4.0 * (double) mi->batch * (double) mi->model->d;
+  const PolCompressor *cmp = pol_compress_of (mi->values);
+  double feedback = cmp && cmp->feedback
+                    ? 4.0 * (double) W * (double) mi->model->ops->n_params (mi->model) : 0;
+  return per_model + G * one + feedback;
+}
+
 const PolPolicyOps pol_allreduce_ops = {
   .name = "allreduce",
   .source = "S. Li et al.: PyTorch Distributed: experiences on accelerating data parallel training, VLDB 2020 (gradient buckets)",
   .keys = ar_keys,
   .check_model = ar_check_model,
+  .host_bytes = ar_host_bytes,
   .description = "data parallel: every worker computes a real gradient, buckets are all-reduced "
                  "as backward produces them, every worker applies the averaged update",
   .tag_names = ar_tags,

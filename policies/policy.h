@@ -249,6 +249,10 @@ typedef struct {
   gboolean (*foreign) (const PolCheck *chk, GError **error);
   /* Its rules about the model (NULL = none); FALSE with a POL_ERROR. */
   gboolean (*check_model) (const PolModelInfo *mi, GError **error);
+  /* Bytes of host memory its real math holds for the model as `mi` places
+   * it, `per_model` being one copy of the parameters, gradients, optimizer
+   * state and a batch's activations (NULL: one per worker and server). */
+  double (*host_bytes) (const PolModelInfo *mi, double per_model);
   /* How it spreads the model over devices (NULL: every worker holds the
    * whole model and runs whole batches).  Called after check_model. */
   PolShares *(*shares) (const PolModelInfo *mi);

@@ -792,15 +792,19 @@ host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GEr
   double data = samples * (features + 1) * 4.0;
   double per_worker = sim_model_memory_bytes (c, m);
   double hosts = (double) (c->workers + c->servers);
-  double need = data + hosts * per_worker;
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  LayerCtx lc = { c, m };
+  PolModelInfo mi = model_info (c, &lc);
+  double state = ops->host_bytes ? ops->host_bytes (&mi, per_worker) : hosts * per_worker;
+  double need = data + state;
   if (need <= SIM_MAX_HOST_BYTES)
     return TRUE;
   g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                "%s: [kernels] backend: the real math of this run needs about %.3g GiB of host "
-               "memory (%.0f hosts x %.3g GiB of model, gradients, optimizer state and "
-               "activations + %.3g GiB of data), over the limit of %.3g GiB; use backend = none "
+               "memory (%.3g GiB of models, gradients, optimizer state and activations for %.0f "
+               "hosts + %.3g GiB of data), over the limit of %.3g GiB; use backend = none "
                "for timing only, or a smaller model, batch, data set or cluster",
-               file, gib (need), hosts, gib (per_worker), gib (data), gib (SIM_MAX_HOST_BYTES));
+               file, gib (need), gib (state), hosts, gib (data), gib (SIM_MAX_HOST_BYTES));
   return FALSE;
 }
 
