@@ -2,9 +2,9 @@
  * allreduce.c — data parallelism with all-reduce and gradient buckets.
  *
  * Every worker computes a real gradient on its own batch at the shared
- * parameters; the gradients are summed across workers by a collective
- * algorithm (collectives.h) that moves the real buffers over the simulated
- * network; every worker then applies the same update, params -= lr × sum / W.
+ * parameters; the gradients are summed across workers while a collective
+ * algorithm (collectives.h) prices the all-reduce on the simulated network;
+ * every worker then applies the same update, params -= lr × sum / W.
  * Since every worker applies the same update to the same parameters, dtsim
  * keeps one copy of them.  docs/policies.md is the normative description:
  *

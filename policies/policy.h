@@ -149,6 +149,8 @@ typedef struct {
   PolLayerSeconds layer_seconds; /* with compute_ctx */
   PolScaleTime scale_time;
   PolComputeTime compute_time;
+  gboolean host_timed;        /* compute_time uses the host's time of the
+                               * math (compute_time = measured) */
   PolUpdateTime update_time;
   gpointer compute_ctx;       /* of compute_time and update_time */
   PolRecorder rec;
@@ -207,6 +209,8 @@ typedef struct {
   const BaseValues *values;
   const KernModel *model;     /* layers, n_layers, ops->n_params */
   gint64 workers, servers, batch;
+  gboolean failures;          /* [failures] lists some */
+  gboolean host_timed;        /* compute_time = measured */
   PolLayerSeconds layer_seconds;
   gpointer ctx;               /* of layer_seconds */
 } PolModelInfo;

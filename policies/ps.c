@@ -188,6 +188,14 @@ struct PsPolicy {
    * which the protocol leaves alone until it is applied): with failures a
    * restarted worker may compute again while its old push waits */
   gboolean copy_grads;
+  /* one server, no failures, simulated compute time: a gradient is
+   * computed when the server applies it, from the snapshot and batch the
+   * worker holds until then (the same numbers, in the same order), so no
+   * worker keeps a gradient buffer */
+  gboolean deferred;
+  float *scratch;        /* deferred: (n_params) the gradient being applied */
+  float *scratch_x;      /* deferred: (batch, d) its batch */
+  int *scratch_y;
   gint64 open_round;     /* the round accepting gradients */
   gint64 got;            /* gradients accepted in open_round */
   gint64 rounds_done;    /* rounds whose accepted gradients are all applied */
@@ -287,14 +295,14 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
       if (ps->cmp)
         {
           /* each shard compressed on its own; the server gets what it decodes */
-          if (ps->env.model)
+          if (ps->env.model && !ps->deferred)
             ps->cmp->apply (ps->env.values, w->grad + srv->lo,
                             w->memory ? w->memory + srv->lo : NULL, len, &w->rng);
           bytes = ps->cmp->wire_bytes (ps->env.values, len);
         }
       if (ps->env.model && ps->copy_grads)
         m->grad = m->copy = g_memdup2 (w->grad + srv->lo, len * sizeof (float));
-      else if (ps->env.model)
+      else if (ps->env.model && !ps->deferred)
         m->grad = w->grad + srv->lo;
       send_msg (ps, m, w->host, srv->host, bytes);
     }
@@ -319,7 +327,9 @@ start_compute (PsPolicy *ps, PsWorker *w)
   w->acc_staleness = 0;
   w->acc_hold_start = w->acc_hold_end = 0;
   double host = 0;
-  if (ps->env.model)
+  if (ps->env.model && ps->deferred)
+    pol_sampler_next (&ps->samplers[w->id], ps->env.batch, w->idx);
+  else if (ps->env.model)
     {
       next_batch (ps, w);
       gint64 t0 = g_get_monotonic_time ();
@@ -492,6 +502,21 @@ preempt_late (PsPolicy *ps, PsServer *srv)
     }
 }
 
+/* Deferred: worker w's gradient, at the snapshot it still holds and on the
+ * batch it drew, compressed as the push was (one server: the whole
+ * vector), into ps->scratch. */
+static const float *
+deferred_gradient (PsPolicy *ps, PsWorker *w)
+{
+  const PolEnv *env = &ps->env;
+  kern_dataset_gather (env->train, w->idx, env->batch, ps->scratch_x, ps->scratch_y);
+  env->model->ops->loss_grad (env->model, w->params, ps->scratch_x, ps->scratch_y, env->batch,
+                              ps->scratch);
+  if (ps->cmp)
+    ps->cmp->apply (env->values, ps->scratch, w->memory, env->n_params, &w->rng);
+  return ps->scratch;
+}
+
 static void
 on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
                 double end)
@@ -503,6 +528,8 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
     return;
   gsize len = srv->hi - srv->lo;
   gboolean round_done = FALSE;
+  if (ps->env.model && ps->deferred)
+    m->grad = deferred_gradient (ps, &ps->workers[m->worker]);
   if (m->accepted && ++ps->accepted_applied == (ps->rounds_done + 1) * ps->wait_for)
     {
       ps->rounds_done++;
@@ -744,6 +771,7 @@ ps_create (const PolEnv *env, GError **error)
   ps->late_keep = base_values_int (env->values, "policy.late") != 0;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
   ps->copy_grads = env->n_failures > 0;
+  ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed;
   if (ps->kofn && S != 1)
     {
       g_set_error (error, POL_ERROR, 0,
@@ -786,14 +814,23 @@ ps_create (const PolEnv *env, GError **error)
         {
           if (S > 1)
             wk->params = wk->own = g_new0 (float, P);
-          wk->grad = g_new0 (float, P);
-          wk->x = g_new (float, (gsize) env->batch * env->model->d);
-          wk->y = g_new (int, env->batch);
+          if (!ps->deferred)
+            {
+              wk->grad = g_new0 (float, P);
+              wk->x = g_new (float, (gsize) env->batch * env->model->d);
+              wk->y = g_new (int, env->batch);
+            }
           wk->idx = g_new (int, env->batch);
           if (ps->cmp && ps->cmp->feedback)
             wk->memory = g_new0 (float, P);
           eng_rng_init (&wk->rng, env->seed, POL_COMPRESS_STREAM + (guint64) w);
         }
+    }
+  if (ps->deferred)
+    {
+      ps->scratch = g_new0 (float, P);
+      ps->scratch_x = g_new (float, (gsize) env->batch * env->model->d);
+      ps->scratch_y = g_new (int, env->batch);
     }
   ps->servers = g_new0 (PsServer, S);
   for (int s = 0; s < S; s++)
@@ -873,6 +910,9 @@ ps_free (PolPolicy *p)
     }
   g_free (ps->workers);
   g_free (ps->servers);
+  g_free (ps->scratch);
+  g_free (ps->scratch_x);
+  g_free (ps->scratch_y);
   g_free (ps->global);
   g_free (ps->grad_shards);
   pol_samplers_free (ps->samplers, ps->env.workers);
@@ -964,8 +1004,26 @@ ps_check_model (const PolModelInfo *mi, GError **error)
   return TRUE;
 }
 
+/* Deferred gradients (one server, no failures, simulated compute time):
+ * the servers' model, optimizer state and round sum, the snapshots the
+ * workers hold (BSP: the round's, and the one before; SSP and async: up
+ * to one version per worker), error feedback per worker where the
+ * compressor keeps it.  Otherwise every worker and server holds a model. */
+static double
+ps_host_bytes (const PolModelInfo *mi, double per_model)
+{
+  double W = (double) mi->workers;
+  if (mi->servers != 1 || mi->failures || mi->host_timed)
+    return (W + (double) mi->servers) * per_model;
+  double shard = 4.0 * (double) mi->model->ops->n_params (mi->model);
+  gboolean bsp = base_values_int (mi->values, "policy.consistency") == POL_BSP;
+  const PolCompressor *cmp = pol_compress_of (mi->values);
+  return 2 * per_model + (bsp ? 2 : W) * shard + (cmp && cmp->feedback ? W * shard : 0);
+}
+
 const PolPolicyOps pol_ps_ops = {
   .name = "ps",
+  .host_bytes = ps_host_bytes,
   .source = "M. Li et al.: Scaling distributed machine learning with the parameter server, OSDI 2014; SSP: Q. Ho et al.: More effective distributed ML via a stale synchronous parallel parameter server, NIPS 2013",
   .keys = ps_keys,
   .failures = TRUE,

@@ -282,6 +282,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .layer_seconds = layer_seconds,
     .scale_time = scale_time,
     .compute_time = compute_time,
+    .host_timed = c->measured && c->step_time < 0,
     .update_time = update_time,
     .compute_ctx = cl,
     .rec = *rec,

@@ -601,6 +601,8 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .workers = c->workers,
     .servers = c->servers,
     .batch = c->batch,
+    .failures = c->fail_worker != NULL && c->fail_worker->len > 0,
+    .host_timed = c->measured && c->step_time < 0,
     .layer_seconds = layer_ctx_seconds,
     .ctx = lc,
   };
