@@ -59,14 +59,22 @@ typedef struct PsPolicy PsPolicy;
  * their parameters) instead of a copy each. */
 typedef struct {
   int ref;
+  GPtrArray *spare;      /* its server's released snapshots, for reuse */
   float data[];
 } PsSnap;
 
+/* A server keeps at most this many released snapshots for reuse (a fresh
+ * buffer of a large shard costs page faults; async makes a version per
+ * gradient). */
+#define PS_SPARE_SNAPS 64
+
 static PsSnap *
-snap_new (const float *src, gsize n)
+snap_new (const float *src, gsize n, GPtrArray *spare)
 {
-  PsSnap *s = g_malloc (sizeof (PsSnap) + n * sizeof (float));
+  PsSnap *s = spare->len ? g_ptr_array_steal_index_fast (spare, spare->len - 1)
+                         : g_malloc (sizeof (PsSnap) + n * sizeof (float));
   s->ref = 1;
+  s->spare = spare;
   memcpy (s->data, src, n * sizeof (float));
   return s;
 }
@@ -81,7 +89,11 @@ snap_ref (PsSnap *s)
 static void
 snap_unref (PsSnap *s)
 {
-  if (s && --s->ref == 0)
+  if (!s || --s->ref > 0)
+    return;
+  if (s->spare->len < PS_SPARE_SNAPS)
+    g_ptr_array_add (s->spare, s);
+  else
     g_free (s);
 }
 
@@ -177,6 +189,8 @@ struct PsPolicy {
   PolRun run;            /* counters (updates: gradients applied to every
                             shard), evaluation, end of the run */
   GHashTable *live;      /* PsMsg* in flight or queued, freed at the end */
+  GPtrArray **spare;     /* (servers) released snapshots of each shard;
+                          * freed last, after every holder of one */
   /* its keys ([policy] consistency, staleness, wait_for, late) */
   PolConsistency consistency;
   gint64 staleness;      /* SSP bound */
@@ -423,7 +437,7 @@ answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
       if (!srv->snap || srv->snap_version != srv->version)
         {
           snap_unref (srv->snap);
-          srv->snap = snap_new (ps->global + srv->lo, len);
+          srv->snap = snap_new (ps->global + srv->lo, len, ps->spare[srv->id]);
           srv->snap_version = srv->version;
         }
       m->snap = snap_ref (srv->snap);
@@ -798,6 +812,9 @@ ps_create (const PolEnv *env, GError **error)
     }
   ps->grad_shards = g_new0 (gint64, W);
   ps->live = g_hash_table_new_full (g_direct_hash, g_direct_equal, msg_free, NULL);
+  ps->spare = g_new (GPtrArray *, S);
+  for (int s = 0; s < S; s++)
+    ps->spare[s] = g_ptr_array_new_with_free_func (g_free);
 
   if (env->model)
     ps->samplers = pol_samplers_for_env (env);
@@ -917,6 +934,9 @@ ps_free (PolPolicy *p)
   g_free (ps->grad_shards);
   pol_samplers_free (ps->samplers, ps->env.workers);
   g_hash_table_unref (ps->live);
+  for (int s = 0; ps->spare && s < ps->env.servers; s++)
+    g_ptr_array_unref (ps->spare[s]);
+  g_free (ps->spare);
   g_free (ps);
 }
 
