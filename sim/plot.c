@@ -1101,65 +1101,24 @@ common_target_accuracy (sqlite3 *db, double *t)
   return first_double (st, rc, t);
 }
 
-/* The consensus distance of gossip runs against simulated time, on a log
- * scale; considered only when some run is of kind = gossip (other policies
- * hold one model), so other databases neither draw nor mention it. */
-static gboolean
-plot_consensus (Plot *p, GError **error)
-{
-  g_autoptr (sqlite3_stmt) any
-    = q_prepare (p, "SELECT EXISTS (SELECT 1 FROM params WHERE key = 'policy.kind' AND"
-                 " value = 'gossip') AND EXISTS (SELECT 1 FROM pragma_table_info('metrics')"
-                 " WHERE name = 'consensus')", error);
-  int rc;
-  if (!any || (rc = q_step (p, any, error)) < 0)
-    return FALSE;
-  if (rc != SQLITE_ROW || !sqlite3_column_int (any, 0))
-    return TRUE;
-  g_autoptr (sqlite3_stmt) runs
-    = q_prepare (p, "SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m"
-                 " WHERE m.run_id = r.id AND m.consensus > 0) ORDER BY r.id", error);
-  g_autoptr (sqlite3_stmt) pts
-    = runs ? q_prepare (p, "SELECT sim_time, consensus FROM metrics WHERE run_id = ? AND"
-                        " consensus > 0 ORDER BY sim_time, step", error) : NULL;
-  Lines l;
-  if (!pts || !lines_begin (p, &l, "consensus.tsv", error))
-    return FALSE;
-  int rc2 = SQLITE_DONE;
-  while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
-    {
-      gint64 id = sqlite3_column_int64 (runs, 0);
-      lines_next (&l, label_of (p->labels, id));
-      if (!q_rebind (p, pts, id, error))
-        {
-          rc2 = -1;
-          break;
-        }
-      while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
-        {
-          double a = sqlite3_column_double (pts, 0), b = sqlite3_column_double (pts, 1);
-          if (isfinite (a) && isfinite (b))
-            fprintf (l.f, "%.17g\t%.17g\n", a, b);
-        }
-    }
-  return lines_draw (p, &l, rc2 >= 0 && rc >= 0, "consensus",
-                     "no gossip run has a positive consensus distance", NULL, error);
-}
-
-/* Loss (y = "loss") or test accuracy in percent (y = "accuracy") against
- * simulated time (x = "sim_time") or steps (x = "step").  The loss axis
+/* Loss (y = "loss"), test accuracy in percent (y = "accuracy") or the
+ * positive consensus distances (y = "consensus") against simulated time
+ * (x = "sim_time") or steps (x = "step").  The loss axis
  * stops at twice the largest initial loss when some run's loss climbs
  * higher (a diverging run would otherwise flatten every other line); the
  * accuracy figure draws the runs' common target_accuracy. */
 static gboolean
 plot_metric_by (Plot *p, const char *x, const char *y, const char *figure, GError **error)
 {
-  gboolean acc = strcmp (y, "accuracy") == 0;
-  g_autoptr (sqlite3_stmt) runs
-    = q_prepare (p, "SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m"
-                 " WHERE m.run_id = r.id AND m.loss IS NOT NULL) ORDER BY r.id", error);
+  gboolean acc = strcmp (y, "accuracy") == 0, cons = strcmp (y, "consensus") == 0;
+  /* the rows drawn: with a loss, or with a positive consensus distance */
+  const char *has = cons ? "consensus > 0" : "loss IS NOT NULL";
+  g_autofree char *rq = g_strdup_printf ("SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM"
+                                         " metrics m WHERE m.run_id = r.id AND m.%s) ORDER BY"
+                                         " r.id", has);
+  g_autoptr (sqlite3_stmt) runs = q_prepare (p, rq, error);
   g_autofree char *q = g_strdup_printf ("SELECT %s, %s FROM metrics WHERE run_id = ? AND"
-                                        " loss IS NOT NULL ORDER BY sim_time, step", x, y);
+                                        " %s ORDER BY sim_time, step", x, y, has);
   g_autoptr (sqlite3_stmt) pts = runs ? q_prepare (p, q, error) : NULL;
   Lines l;
   if (!pts || !lines_begin (p, &l, "metric.tsv", error))
@@ -1196,11 +1155,31 @@ plot_metric_by (Plot *p, const char *x, const char *y, const char *figure, GErro
         rc = -1;
       gp_num (extra, "target", 100 * target);
     }
-  else
+  else if (!cons)
     gp_num (extra, "ymax", all_max > 2 * first_max && first_max > 0 ? 2 * first_max : 0);
   return lines_draw (p, &l, rc2 >= 0 && rc >= 0, figure,
-                     "no run has loss metrics (timing-only runs)", extra, error);
+                     cons ? "no gossip run has a positive consensus distance"
+                          : "no run has loss metrics (timing-only runs)", extra, error);
 }
+
+/* The consensus distance of gossip runs against simulated time, on a log
+ * scale; considered only when some run is of kind = gossip (other policies
+ * hold one model), so other databases neither draw nor mention it. */
+static gboolean
+plot_consensus (Plot *p, GError **error)
+{
+  g_autoptr (sqlite3_stmt) any
+    = q_prepare (p, "SELECT EXISTS (SELECT 1 FROM params WHERE key = 'policy.kind' AND"
+                 " value = 'gossip') AND EXISTS (SELECT 1 FROM pragma_table_info('metrics')"
+                 " WHERE name = 'consensus')", error);
+  int rc;
+  if (!any || (rc = q_step (p, any, error)) < 0)
+    return FALSE;
+  if (rc != SQLITE_ROW || !sqlite3_column_int (any, 0))
+    return TRUE;
+  return plot_metric_by (p, "sim_time", "consensus", "consensus", error);
+}
+
 
 typedef struct {
   double workers, thr;   /* workers; samples per simulated second */

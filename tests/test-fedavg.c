@@ -19,55 +19,6 @@
 #include "sim/scenario.h"
 #include "tests/util.h"
 
-typedef struct {
-  int worker;
-  gint64 iteration;
-  double start, end, compute, comm, wait;
-} Row;
-
-typedef struct {
-  GArray *rows;      /* Row */
-  GArray *losses;    /* double, every evaluation */
-  SimRunSummary sum;
-} Result;
-
-static void
-on_iteration (gpointer ctx, int worker, gint64 iteration, double start, double end,
-              double compute, double comm, double wait, gint64 staleness G_GNUC_UNUSED)
-{
-  Result *r = ctx;
-  Row row = { worker, iteration, start, end, compute, comm, wait };
-  g_array_append_val (r->rows, row);
-}
-
-static void
-on_metric (gpointer ctx, double t G_GNUC_UNUSED, gint64 step G_GNUC_UNUSED, double loss,
-           double accuracy G_GNUC_UNUSED, double consensus G_GNUC_UNUSED)
-{
-  Result *r = ctx;
-  g_array_append_val (r->losses, loss);
-}
-
-static Result *
-run_text (const char *text, const char *const *sets)
-{
-  Result *r = g_new0 (Result, 1);
-  r->rows = g_array_new (FALSE, FALSE, sizeof (Row));
-  r->losses = g_array_new (FALSE, FALSE, sizeof (double));
-  PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
-                      .metric = on_metric };
-  test_run_scenario_text (text, sets, &rec, &r->sum, NULL);
-  return r;
-}
-
-static void
-result_free (Result *r)
-{
-  g_array_unref (r->rows);
-  g_array_unref (r->losses);
-  g_free (r);
-}
-
 /* 512 samples: 128 per client of 4, 16 batches of 8 each. */
 static const char cluster[] =
   "[scenario]\nname = t\nseed = 5\niterations = 10\n"
@@ -94,17 +45,17 @@ test_fedsgd_is_allreduce (void)
     "[network]\nbandwidth = 1Gbps\nlatency = 20us\ncontention = none\n"
     "[model]\nfeatures = 15\nclasses = 4\nsamples = 512\ntest_samples = 64\nbatch = 8\n"
     "[policy]\nkind = allreduce\nalgorithm = ring\nbucket_size = 0\n";
-  Result *f = run_text (cluster, fa_sets);
-  Result *a = run_text (ar_cluster, ar);
+  TestRun *f = test_run_collect (cluster, fa_sets);
+  TestRun *a = test_run_collect (ar_cluster, ar);
   g_assert_cmpint (f->sum.updates, ==, a->sum.updates);
   g_assert_cmpint (f->sum.iterations, ==, 30);
-  g_assert_cmpuint (f->losses->len, ==, a->losses->len);
-  for (guint i = 0; i < f->losses->len; i++)
-    test_assert_close (g_array_index (f->losses, double, i),
-                       g_array_index (a->losses, double, i), 1e-5);
+  g_assert_cmpuint (f->metrics->len, ==, a->metrics->len);
+  for (guint i = 0; i < f->metrics->len; i++)
+    test_assert_close (g_array_index (f->metrics, TestMetric, i).loss,
+                       g_array_index (a->metrics, TestMetric, i).loss, 1e-5);
   g_assert_cmpfloat (f->sum.final_loss, <, log (4.0));
-  result_free (f);
-  result_free (a);
+  test_run_free (f);
+  test_run_free (a);
 }
 
 /* Fixed step time, contention none, every client: a round lasts
@@ -119,7 +70,7 @@ test_closed_form (void)
     {
       g_autofree char *e = g_strdup_printf ("policy.local_epochs=%.17g", Es[i]);
       const char *sets[] = { e, NULL };
-      Result *r = run_text (cluster, sets);
+      TestRun *r = test_run_collect (cluster, sets);
       double H = MAX (1, ceil (Es[i] * 128 / 8));
       double round = 2 * (a + m) + H * (T + u);
       test_assert_close (r->sum.sim_time, 10 * round, 1e-9);
@@ -127,13 +78,13 @@ test_closed_form (void)
       g_assert_cmpuint (r->rows->len, ==, 40);
       for (guint k = 0; k < r->rows->len; k++)
         {
-          const Row *x = &g_array_index (r->rows, Row, k);
+          const TestRow *x = &g_array_index (r->rows, TestRow, k);
           test_assert_close (x->end - x->start, round, 1e-9);
           test_assert_close (x->compute, H * (T + u), 1e-9);
           test_assert_close (x->comm, 2 * (a + m), 1e-6);
           g_assert_cmpfloat (fabs (x->wait), <, 1e-12);
         }
-      result_free (r);
+      test_run_free (r);
     }
 }
 
@@ -144,14 +95,14 @@ test_sampling (void)
 {
   const char *sets[] = { "cluster.workers=8", "policy.fraction=0.5", "scenario.iterations=40",
                          NULL };
-  Result *r = run_text (cluster, sets);
-  Result *s = run_text (cluster, sets);
+  TestRun *r = test_run_collect (cluster, sets);
+  TestRun *s = test_run_collect (cluster, sets);
   g_assert_cmpuint (r->rows->len, ==, 40 * 4);
   g_assert_cmpuint (s->rows->len, ==, r->rows->len);
   int seen[8] = { 0 };
   for (guint k = 0; k < r->rows->len; k++)
     {
-      const Row *x = &g_array_index (r->rows, Row, k), *y = &g_array_index (s->rows, Row, k);
+      const TestRow *x = &g_array_index (r->rows, TestRow, k), *y = &g_array_index (s->rows, TestRow, k);
       g_assert_cmpint (x->worker, ==, y->worker);
       g_assert_cmpint (x->iteration, ==, (gint64) (k / 4));
       if (k % 4 > 0)
@@ -161,8 +112,8 @@ test_sampling (void)
   for (int c = 0; c < 8; c++)
     g_assert_cmpint (seen[c], >, 0);
   test_assert_close (r->sum.final_loss, s->sum.final_loss, 0);
-  result_free (r);
-  result_free (s);
+  test_run_free (r);
+  test_run_free (s);
 }
 
 /* drop = 1: no client ever answers, so the model never changes. */
@@ -170,12 +121,12 @@ static void
 test_all_dropped (void)
 {
   const char *sets[] = { "policy.drop=1", NULL };
-  Result *r = run_text (cluster, sets);
+  TestRun *r = test_run_collect (cluster, sets);
   g_assert_cmpuint (r->rows->len, ==, 0);
   g_assert_cmpint (r->sum.updates, ==, 0);
   g_assert_cmpint (r->sum.iterations, ==, 10);
-  test_assert_close (r->sum.final_loss, g_array_index (r->losses, double, 0), 0);
-  result_free (r);
+  test_assert_close (r->sum.final_loss, g_array_index (r->metrics, TestMetric, 0).loss, 0);
+  test_run_free (r);
 }
 
 /* Client 0 ten times slower and a deadline between the others' round and
@@ -190,18 +141,18 @@ test_deadline (void)
   g_autofree char *d = g_strdup_printf ("policy.deadline=%.17g", deadline);
   const char *sets[] = { "policy.local_epochs=0.25", "stragglers.model=fixed",
                          "stragglers.slow=0", "stragglers.factor=10", d, NULL };
-  Result *r = run_text (cluster, sets);
+  TestRun *r = test_run_collect (cluster, sets);
   test_assert_close (r->sum.sim_time, 10 * deadline, 1e-9);
   g_assert_cmpint (r->sum.updates, ==, (gint64) (10 * 3 * H));
   for (guint k = 0; k < r->rows->len; k++)
     {
-      const Row *x = &g_array_index (r->rows, Row, k);
+      const TestRow *x = &g_array_index (r->rows, TestRow, k);
       if (x->worker == 0)
         g_assert_cmpfloat (x->wait, ==, 0);
       else
         test_assert_close (x->wait, deadline - normal, 1e-6);
     }
-  result_free (r);
+  test_run_free (r);
 }
 
 int

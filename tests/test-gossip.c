@@ -21,63 +21,6 @@
 #include "sim/scenario.h"
 #include "tests/util.h"
 
-typedef struct {
-  int worker;
-  gint64 iteration;
-  double start, end, compute, comm, wait;
-} Row;
-
-typedef struct {
-  double t;
-  gint64 step;
-  double loss, accuracy, consensus;
-} Metric;
-
-typedef struct {
-  GArray *rows;      /* Row */
-  GArray *metrics;   /* Metric */
-  SimRunSummary sum;
-} Result;
-
-static void
-on_iteration (gpointer ctx, int worker, gint64 iteration, double start, double end,
-              double compute, double comm, double wait, gint64 staleness)
-{
-  Result *r = ctx;
-  Row row = { worker, iteration, start, end, compute, comm, wait };
-  g_array_append_val (r->rows, row);
-  g_assert_cmpint (staleness, ==, 0);
-}
-
-static void
-on_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy,
-           double consensus)
-{
-  Result *r = ctx;
-  Metric m = { t, step, loss, accuracy, consensus };
-  g_array_append_val (r->metrics, m);
-}
-
-static Result *
-run_text (const char *text, const char *const *sets)
-{
-  Result *r = g_new0 (Result, 1);
-  r->rows = g_array_new (FALSE, FALSE, sizeof (Row));
-  r->metrics = g_array_new (FALSE, FALSE, sizeof (Metric));
-  PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
-                      .metric = on_metric };
-  test_run_scenario_text (text, sets, &rec, &r->sum, NULL);
-  return r;
-}
-
-static void
-result_free (Result *r)
-{
-  g_array_unref (r->rows);
-  g_array_unref (r->metrics);
-  g_free (r);
-}
-
 /* Softmax regression of 15 features and 4 classes: P = 64 parameters. */
 static const char cluster[] =
   "[scenario]\nname = t\nseed = 5\niterations = 10\n"
@@ -108,7 +51,7 @@ test_ring_consensus (void)
         g_autofree char *e = g_strdup_printf ("model.eval_every=%d", n);
         const char *sets[] = { w, e, orders[o], "model.lr=1e-30", "policy.init_spread=1",
                                "scenario.iterations=30", NULL };
-        Result *r = run_text (cluster, sets);
+        TestRun *r = test_run_collect (cluster, sets);
         /* the second-largest modulus of (1 + 2 cos(2 pi m / n)) / 3, m = 1..n-1 */
         double lambda = 0;
         for (int m = 1; m < n; m++)
@@ -116,8 +59,8 @@ test_ring_consensus (void)
         g_assert_cmpuint (r->metrics->len, ==, 31);
         for (guint k = 0; k + 1 < r->metrics->len; k++)
           {
-            const Metric *a = &g_array_index (r->metrics, Metric, k);
-            const Metric *b = &g_array_index (r->metrics, Metric, k + 1);
+            const TestMetric *a = &g_array_index (r->metrics, TestMetric, k);
+            const TestMetric *b = &g_array_index (r->metrics, TestMetric, k + 1);
             g_assert_cmpint (b->step, ==, (gint64) (k + 1) * n);
             g_assert_cmpfloat (a->consensus, >, 0);
             double ratio = b->consensus / a->consensus;
@@ -125,7 +68,7 @@ test_ring_consensus (void)
             if (k >= 15) /* the other modes have died out */
               test_assert_close (ratio, lambda * lambda, 1e-3);
           }
-        result_free (r);
+        test_run_free (r);
       }
 }
 
@@ -144,22 +87,22 @@ test_complete_is_allreduce (void)
       const char *ar_sets[] = { "policy.kind=allreduce", "policy.algorithm=ring",
                                 "policy.bucket_size=0", opts[o], "scenario.iterations=30",
                                 "cluster.workers=5", "model.eval_every=5", NULL };
-      Result *go = run_text (cluster, go_sets);
-      Result *ar = run_text (cluster, ar_sets);
+      TestRun *go = test_run_collect (cluster, go_sets);
+      TestRun *ar = test_run_collect (cluster, ar_sets);
       g_assert_cmpuint (go->metrics->len, ==, 31);
       g_assert_cmpuint (go->metrics->len, ==, ar->metrics->len);
       for (guint i = 0; i < go->metrics->len; i++)
         {
-          const Metric *x = &g_array_index (go->metrics, Metric, i);
-          const Metric *y = &g_array_index (ar->metrics, Metric, i);
+          const TestMetric *x = &g_array_index (go->metrics, TestMetric, i);
+          const TestMetric *y = &g_array_index (ar->metrics, TestMetric, i);
           g_assert_cmpint (x->step, ==, y->step);
           test_assert_close (x->loss, y->loss, 1e-5);
           g_assert_cmpfloat (x->consensus, <, 1e-10);
           g_assert_true (isnan (y->consensus)); /* one model: no consensus */
         }
       g_assert_cmpfloat (go->sum.final_loss, <, log (4.0)); /* it learnt */
-      result_free (go);
-      result_free (ar);
+      test_run_free (go);
+      test_run_free (ar);
     }
 }
 
@@ -179,21 +122,22 @@ test_closed_form (void)
           g_autofree char *s2 = g_strdup_printf ("cluster.workers=%d", n);
           const char *sets[] = { s1, s2, atc ? "policy.order=atc" : "policy.order=d-psgd",
                                  NULL };
-          Result *r = run_text (cluster, sets);
+          TestRun *r = test_run_collect (cluster, sets);
           double iter = atc ? T + u + a + m : MAX (T, a + m) + u;
           g_assert_cmpuint (r->rows->len, ==, 10 * (guint) n);
           for (guint i = 0; i < r->rows->len; i++)
             {
-              const Row *x = &g_array_index (r->rows, Row, i);
+              const TestRow *x = &g_array_index (r->rows, TestRow, i);
               test_assert_close (x->end - x->start, iter, 1e-9);
               test_assert_close (x->start, (double) x->iteration * iter, 1e-9);
               test_assert_close (x->compute + x->comm + x->wait, x->end - x->start, 1e-9);
               test_assert_close (x->comm, atc ? a + m : MAX (0, a + m - T), 1e-9);
               g_assert_cmpfloat (fabs (x->wait), <, 1e-12);
+              g_assert_cmpint (x->staleness, ==, 0);
             }
           test_assert_close (r->sum.sim_time, 10 * iter, 1e-9);
           g_assert_cmpint (r->sum.updates, ==, 10 * n);
-          result_free (r);
+          test_run_free (r);
         }
 }
 
@@ -207,19 +151,19 @@ test_straggler_local (void)
 {
   const char *sets[] = { "cluster.workers=8", "stragglers.model=fixed", "stragglers.slow=0",
                          "stragglers.factor=3", "device.step_time=10ms", NULL };
-  Result *r = run_text (cluster, sets);
+  TestRun *r = test_run_collect (cluster, sets);
   const double T = 10e-3, u = kern_sgd_flops (P_FLOATS) / ACHIEVED;
   test_assert_close (r->sum.sim_time, 10 * (3 * T + u), 1e-9);
   for (guint i = 0; i < r->rows->len; i++)
     {
-      const Row *x = &g_array_index (r->rows, Row, i);
+      const TestRow *x = &g_array_index (r->rows, TestRow, i);
       int hops = MIN (x->worker, 8 - x->worker);
       if (hops == 1 && x->iteration >= 1)
         g_assert_cmpfloat (x->wait, >, 0);
       if (hops == 0 || x->iteration < hops - 1)
         g_assert_cmpfloat (x->wait, ==, 0);
     }
-  result_free (r);
+  test_run_free (r);
 }
 
 int

@@ -20,53 +20,13 @@
 #include "sim/scenario.h"
 #include "tests/util.h"
 
-typedef struct {
-  GArray *rows;        /* Row */
-  gint64 torn;         /* policy.torn_reads, -1 = not reported */
-  SimRunSummary sum;
-} Result;
-
-typedef struct {
-  int worker;
-  gint64 iteration;
-  double start, end, compute, comm, wait;
-  gint64 staleness;
-} Row;
-
-static void
-on_iteration (gpointer ctx, int worker, gint64 iteration, double start, double end,
-              double compute, double comm, double wait, gint64 staleness)
+/* The run's count of torn reads (its params row). */
+static gint64
+torn_reads (const TestRun *r)
 {
-  Result *r = ctx;
-  Row row = { worker, iteration, start, end, compute, comm, wait, staleness };
-  g_array_append_val (r->rows, row);
-}
-
-static void
-on_param (gpointer ctx, const char *key, const char *value)
-{
-  Result *r = ctx;
-  if (strcmp (key, "policy.torn_reads") == 0)
-    r->torn = g_ascii_strtoll (value, NULL, 10);
-}
-
-static Result *
-run_text (const char *text, const char *const *sets)
-{
-  Result *r = g_new0 (Result, 1);
-  r->rows = g_array_new (FALSE, FALSE, sizeof (Row));
-  r->torn = -1;
-  PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = on_iteration,
-                      .param = on_param };
-  test_run_scenario_text (text, sets, &rec, &r->sum, NULL);
-  return r;
-}
-
-static void
-result_free (Result *r)
-{
-  g_array_unref (r->rows);
-  g_free (r);
+  const char *v = g_hash_table_lookup (r->params, "policy.torn_reads");
+  g_assert_nonnull (v);
+  return g_ascii_strtoll (v, NULL, 10);
 }
 
 static const char cluster[] =
@@ -92,17 +52,17 @@ test_one_core (void)
     "[device]\nflops = 1GFLOPS\nefficiency = 0.5\nstep_time = 1ms\n"
     "[model]\nfeatures = 15\nclasses = 4\nsamples = 512\ntest_samples = 64\nbatch = 8\n"
     "[policy]\n";
-  Result *a = run_text (ps_cluster, ps);
+  TestRun *a = test_run_collect (ps_cluster, ps);
   for (gsize i = 0; i < G_N_ELEMENTS (locks); i++)
     {
       const char *sets[] = { locks[i], "cluster.workers=1", "scenario.iterations=40", NULL };
-      Result *h = run_text (cluster, sets);
+      TestRun *h = test_run_collect (cluster, sets);
       test_assert_close (h->sum.final_loss, a->sum.final_loss, 1e-6);
-      g_assert_cmpint (h->torn, ==, 0);
-      result_free (h);
+      g_assert_cmpint (torn_reads (h), ==, 0);
+      test_run_free (h);
     }
   g_assert_cmpfloat (a->sum.final_loss, <, log (4.0));
-  result_free (a);
+  test_run_free (a);
 }
 
 /* Lockstep without the lock: x -= lr sum_w g_w each round, all-reduce SGD
@@ -118,22 +78,22 @@ test_lockstep (void)
     "[policy]\nkind = allreduce\nalgorithm = ring\nbucket_size = 0\n";
   const char *hw[] = { "scenario.iterations=30", "model.lr=0.05", NULL };
   const char *ar[] = { "scenario.iterations=30", "model.lr=0.2", NULL };
-  Result *h = run_text (cluster, hw);
-  Result *a = run_text (ar_cluster, ar);
+  TestRun *h = test_run_collect (cluster, hw);
+  TestRun *a = test_run_collect (ar_cluster, ar);
   test_assert_close (h->sum.final_loss, a->sum.final_loss, 1e-5);
   const double T = 1e-3, u = kern_sgd_flops (P_FLOATS) / (1e9 * 0.5);
   test_assert_close (h->sum.sim_time, 30 * (T + u), 1e-9);
   g_assert_cmpuint (h->rows->len, ==, 120);
   for (guint i = 0; i < h->rows->len; i++)
     {
-      const Row *x = &g_array_index (h->rows, Row, i);
+      const TestRow *x = &g_array_index (h->rows, TestRow, i);
       test_assert_close (x->end - x->start, T + u, 1e-9);
       g_assert_cmpfloat (x->wait, ==, 0);
       g_assert_cmpint (x->staleness, ==, 0);
     }
-  g_assert_cmpint (h->torn, ==, 0);
-  result_free (h);
-  result_free (a);
+  g_assert_cmpint (torn_reads (h), ==, 0);
+  test_run_free (h);
+  test_run_free (a);
 }
 
 /* Tiny steps behind the lock: the lock serves every read and write, 2u per
@@ -146,16 +106,16 @@ test_lock_bound (void)
   const int W = 8, iters = 20;
   const char *sets[] = { "policy.lock=lock", "cluster.workers=8", "device.step_time=1e-7",
                          "scenario.iterations=20", NULL };
-  Result *r = run_text (cluster, sets);
+  TestRun *r = test_run_collect (cluster, sets);
   double N = (double) W * iters;
   g_assert_cmpfloat (r->sum.sim_time, >=, N * 2 * u * (1 - 1e-9));
   g_assert_cmpfloat (r->sum.sim_time, <=, N * 2 * u + T + 2 * u);
   double waited = 0;
   for (guint i = 0; i < r->rows->len; i++)
-    waited += g_array_index (r->rows, Row, i).wait;
+    waited += g_array_index (r->rows, TestRow, i).wait;
   g_assert_cmpfloat (waited, >, 0);
-  g_assert_cmpint (r->torn, ==, 0);
-  result_free (r);
+  g_assert_cmpint (torn_reads (r), ==, 0);
+  test_run_free (r);
 }
 
 /* Writes as long as half a step and one core slower: without the lock,
@@ -170,13 +130,13 @@ test_torn_reads (void)
                            "stragglers.model=fixed", "stragglers.slow=1",
                            "stragglers.factor=1.3", "scenario.iterations=20",
                            "policy.lock=lock", NULL };
-  Result *r = run_text (cluster, sets);
-  Result *l = run_text (cluster, locked);
-  g_assert_cmpint (r->torn, >, 0);
-  g_assert_cmpint (l->torn, ==, 0);
+  TestRun *r = test_run_collect (cluster, sets);
+  TestRun *l = test_run_collect (cluster, locked);
+  g_assert_cmpint (torn_reads (r), >, 0);
+  g_assert_cmpint (torn_reads (l), ==, 0);
   g_assert_cmpfloat (r->sum.final_loss, <, log (4.0));
-  result_free (r);
-  result_free (l);
+  test_run_free (r);
+  test_run_free (l);
 }
 
 int

@@ -50,6 +50,53 @@ test_run_scenario_text (const char *text, const char *const *sets, const PolReco
     *config_out = g_ptr_array_steal_index (configs, 0);
 }
 
+static void
+collect_iteration (gpointer ctx, int worker, gint64 iteration, double start, double end,
+                   double compute, double comm, double wait, gint64 staleness)
+{
+  TestRun *r = ctx;
+  TestRow row = { worker, iteration, start, end, compute, comm, wait, staleness };
+  g_array_append_val (r->rows, row);
+}
+
+static void
+collect_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy,
+                double consensus)
+{
+  TestRun *r = ctx;
+  TestMetric m = { t, step, loss, accuracy, consensus };
+  g_array_append_val (r->metrics, m);
+}
+
+static void
+collect_param (gpointer ctx, const char *key, const char *value)
+{
+  TestRun *r = ctx;
+  g_hash_table_replace (r->params, g_strdup (key), g_strdup (value));
+}
+
+TestRun *
+test_run_collect (const char *text, const char *const *sets)
+{
+  TestRun *r = g_new0 (TestRun, 1);
+  r->rows = g_array_new (FALSE, FALSE, sizeof (TestRow));
+  r->metrics = g_array_new (FALSE, FALSE, sizeof (TestMetric));
+  r->params = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  PolRecorder rec = { .ctx = r, .want_iterations = TRUE, .iteration = collect_iteration,
+                      .metric = collect_metric, .param = collect_param };
+  test_run_scenario_text (text, sets, &rec, &r->sum, NULL);
+  return r;
+}
+
+void
+test_run_free (TestRun *r)
+{
+  g_array_unref (r->rows);
+  g_array_unref (r->metrics);
+  g_hash_table_unref (r->params);
+  g_free (r);
+}
+
 char *
 test_load_scenario_error (const char *text)
 {

@@ -23,6 +23,33 @@ void test_run_scenario_text (const char *text, const char *const *sets,
                              const PolRecorder *rec, SimRunSummary *sum,
                              SimConfig **config_out);
 
+/* What a run reports, collected by test_run_collect(): every iteration row
+ * and every evaluation, in recording order, the params the policy adds,
+ * and the summary. */
+typedef struct {
+  int worker;
+  gint64 iteration;
+  double start, end, compute, comm, wait;
+  gint64 staleness;
+} TestRow;
+
+typedef struct {
+  double t;
+  gint64 step;
+  double loss, accuracy, consensus;
+} TestMetric;
+
+typedef struct {
+  GArray *rows;          /* TestRow */
+  GArray *metrics;       /* TestMetric */
+  GHashTable *params;    /* key -> value, the rows the policy added */
+  SimRunSummary sum;
+} TestRun;
+
+/* test_run_scenario_text() with a recorder that collects into a TestRun. */
+TestRun *test_run_collect (const char *text, const char *const *sets);
+void test_run_free (TestRun *r);
+
 /* Loads a scenario given as text, which must fail: asserts a one-line
  * SIM_ERROR_INPUT naming the file and returns its message. */
 char *test_load_scenario_error (const char *text);
