@@ -377,7 +377,7 @@ static const char *const fa_tags[] = { "model" };
 static const BaseKey fa_keys[] = {
   { "policy", "fraction", BASE_KEY_QUANTITY, 0, "0.1", 0, 1, BASE_OPEN_MIN, NULL, 0,
     "kind = fedavg: share C of the clients the server samples each round, m = max(1, round(C x workers)).", NULL },
-  { "policy", "local_epochs", BASE_KEY_QUANTITY, 0, "1", 0, 1e6, BASE_OPEN_MIN, NULL, 0,
+  { "policy", "local_epochs", BASE_KEY_QUANTITY, 0, "1", 0, 1000, BASE_OPEN_MIN, NULL, 0,
     "kind = fedavg: passes E over its own data a sampled client makes per round: max(1, ceil(E x its samples / batch)) local steps.", NULL },
   { "policy", "drop", BASE_KEY_QUANTITY, 0, "0", 0, 1, 0, NULL, 0,
     "kind = fedavg: probability that a sampled client drops out of the round (it never answers).", NULL },

@@ -553,6 +553,32 @@ static const BaseKey go_keys[] = {
   { .section = NULL },
 };
 
+/* The most workers of a complete graph: every worker keeps W - 1
+ * neighbours and weights, and an iteration sends W (W - 1) models. */
+#define GO_MAX_COMPLETE 4096
+
+static gboolean
+go_validate (PolCheck *chk, GError **error)
+{
+  if (base_values_int (chk->values, "policy.graph") == GRAPH_COMPLETE
+      && chk->workers > GO_MAX_COMPLETE)
+    return pol_key_error (error, "policy", "graph",
+                          "complete with %" G_GINT64_FORMAT " workers would send %.4g models "
+                          "an iteration; use at most %d workers, or graph = exponential",
+                          chk->workers, (double) chk->workers * (double) (chk->workers - 1),
+                          GO_MAX_COMPLETE);
+  return TRUE;
+}
+
+/* Every worker holds its model, gradient and optimizer state (per_model)
+ * and two sums of incoming models. */
+static double
+go_host_bytes (const PolModelInfo *mi, double per_model)
+{
+  double P = (double) mi->model->ops->n_params (mi->model);
+  return (double) mi->workers * (per_model + 2 * 4.0 * P) + 4.0 * P;
+}
+
 /* Its keys would do nothing under another policy. */
 static gboolean
 go_foreign (const PolCheck *chk, GError **error)
@@ -570,6 +596,8 @@ const PolPolicyOps pol_gossip_ops = {
   .keys = go_keys,
   .description = "decentralized SGD: every worker keeps its own model, exchanges it with its "
                  "neighbours on [policy] graph and steps from their weighted average",
+  .validate = go_validate,
+  .host_bytes = go_host_bytes,
   .foreign = go_foreign,
   .tag_names = go_tags,
   .n_tags = G_N_ELEMENTS (go_tags),

@@ -166,6 +166,17 @@ test_straggler_local (void)
   test_run_free (r);
 }
 
+/* A complete graph of more than 4,096 workers is refused before the run. */
+static void
+test_complete_bounded (void)
+{
+  g_autofree char *msg = test_load_scenario_error (
+    "[cluster]\nworkers = 5000\n[model]\nkind = timing\nparams = 100\nflops = 100\n"
+    "[policy]\nkind = gossip\ngraph = complete\n");
+  g_assert_nonnull (strstr (msg, "[policy] graph"));
+  g_assert_nonnull (strstr (msg, "4096"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -174,5 +185,6 @@ main (int argc, char **argv)
   g_test_add_func ("/gossip/complete-is-allreduce", test_complete_is_allreduce);
   g_test_add_func ("/gossip/closed-form", test_closed_form);
   g_test_add_func ("/gossip/straggler-local", test_straggler_local);
+  g_test_add_func ("/gossip/complete-bounded", test_complete_bounded);
   return g_test_run ();
 }
