@@ -81,11 +81,17 @@ pol_run_iteration (PolRun *run, int w, gint64 iteration, double start, double en
 }
 
 gboolean
+pol_run_eval_due (const PolRun *run, gboolean last)
+{
+  return run->updates >= run->next_eval || last;
+}
+
+gboolean
 pol_run_round_end (PolRun *run, const float *params, gboolean last)
 {
   EngSim *sim = run->env->sim;
 
-  if (run->updates >= run->next_eval || last)
+  if (pol_run_eval_due (run, last))
     {
       while (run->next_eval <= run->updates)
         run->next_eval += run->env->eval_every;

@@ -42,8 +42,8 @@ typedef struct {
 #define POL_DEFAULT_EVALS 100
 void pol_run_init (PolRun *run, PolEnv *env);
 /* Evaluates `params` (NULL without math) at the current simulated time and
- * reports the metric; when the loss reached the target, finishes the run
- * now and stops the engine. */
+ * reports the metric; when it reached a target (loss or accuracy),
+ * finishes the run now and stops the engine. */
 void pol_run_record_metric (PolRun *run, const float *params);
 /* The start of a run: the initial model's metric at time 0, and the first
  * evaluation due after eval_every applied gradients. */
@@ -56,11 +56,15 @@ void pol_run_progress (const PolRun *run, double t);
 void pol_run_iteration (PolRun *run, int w, gint64 iteration, double start,
                         double end, double compute, double comm, double wait,
                         gint64 staleness);
-/* A synchronous round has applied its gradients (`updates` counts them):
- * evaluates `params` when eval_every more have been applied since the last
- * evaluation or when the round is the `last`, and finishes the run (now,
- * stopping the engine) when it is the last.  Returns TRUE when the run goes
- * on, FALSE when it has finished (here or earlier). */
+/* Whether pol_run_round_end() evaluates now: eval_every more gradients
+ * have been applied since the last evaluation, or this is the `last`
+ * (for a policy whose evaluated model costs work to assemble). */
+gboolean pol_run_eval_due (const PolRun *run, gboolean last);
+/* Gradients have been applied (`updates` counts them): a synchronous
+ * round's, or one asynchronous update.  Evaluates `params` when
+ * pol_run_eval_due(), and finishes the run (now, stopping the engine) when
+ * it is the `last`.  Returns TRUE when the run goes on, FALSE when it has
+ * finished (here or earlier). */
 gboolean pol_run_round_end (PolRun *run, const float *params, gboolean last);
 /* Fills in the result: counters, end time (now when not finished), the
  * final evaluation of `params`; rounds = updates / workers. */

@@ -144,22 +144,8 @@ write_done (HwPolicy *hw, int c)
                      k->queued, k->staleness);
   hw->run.updates++;
   pol_run_progress (&hw->run, now);
-  if (hw->run.updates >= hw->run.next_eval)
-    {
-      hw->run.next_eval += hw->env.eval_every;
-      pol_run_record_metric (&hw->run, hw->x);
-    }
-  if (hw->run.finished)
+  if (!pol_run_round_end (&hw->run, hw->x, hw->run.updates >= hw->total))
     return;
-  if (hw->run.updates >= hw->total)
-    {
-      hw->run.finished = TRUE;
-      hw->run.end_time = now;
-      if (hw->run.updates % hw->env.eval_every != 0)
-        pol_run_record_metric (&hw->run, hw->x);
-      eng_stop (hw->env.sim);
-      return;
-    }
   k->iter++;
   if (k->iter < hw->env.iterations)
     start_step (hw, c);

@@ -532,7 +532,7 @@ deferred_gradient (PsPolicy *ps, PsWorker *w)
 }
 
 static void
-on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
+on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double start,
                 double end)
 {
   PsPolicy *ps = ctx;
@@ -585,20 +585,9 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data, double start,
     {
       ps->run.updates++;
       pol_run_progress (&ps->run, end);
-      if (ps->run.updates >= ps->run.next_eval)
-        {
-          ps->run.next_eval += ps->env.eval_every;
-          pol_run_record_metric (&ps->run, ps->global);
-        }
-      if ((ps->kofn ? ps->rounds_done >= ps->env.iterations : ps->run.updates >= ps->total)
-          && !ps->run.finished)
-        {
-          ps->run.finished = TRUE;
-          ps->run.end_time = end;
-          if (ps->run.updates % ps->env.eval_every != 0)
-            pol_run_record_metric (&ps->run, ps->global);
-          eng_stop (sim);
-        }
+      pol_run_round_end (&ps->run, ps->global,
+                         ps->kofn ? ps->rounds_done >= ps->env.iterations
+                                  : ps->run.updates >= ps->total);
     }
   if (!ps->run.finished)
     hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
