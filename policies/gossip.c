@@ -55,7 +55,6 @@ typedef enum { ORDER_DPSGD, ORDER_ATC } GoOrder;
 typedef struct {
   gint64 iter;           /* iteration in progress */
   double start;          /* s, when it began */
-  double compute;        /* s, compute_time of its gradient */
   double own_ready;      /* s, when it could combine; < 0 = not yet */
   int got[2];            /* neighbour models arrived, by iteration parity */
   double last_sent[2];   /* s, the latest send to it, by parity */
@@ -187,16 +186,6 @@ build_graph (GoPolicy *go, GoGraph g)
     }
 }
 
-/* M[v][w]: the weight v gives w's model. */
-static float
-weight_of (const GoPolicy *go, int v, int w)
-{
-  for (int i = 0; i < go->deg[v]; i++)
-    if (go->nbr[v][i] == w)
-      return go->weight[v][i];
-  g_assert_not_reached ();
-}
-
 /* --- evaluation ----------------------------------------------------------- */
 
 /* The average of the workers' models into go->avg (NULL without math). */
@@ -254,7 +243,8 @@ send_model (GoPolicy *go, int w, gint64 k)
       int v = go->nbr[w][i];
       if (go->params)
         {
-          float m = weight_of (go, v, w), *s = go->sum[k & 1][v];
+          /* M[v][w] = M[w][v]: the Metropolis weights are symmetric */
+          float m = go->weight[w][i], *s = go->sum[k & 1][v];
           const float *x = go->params[w];
           for (gsize j = 0; j < P; j++)
             s[j] += m * x[j];
@@ -304,22 +294,11 @@ end_iteration (GoPolicy *go, int w)
   wk->iter++;
   go->run.updates++;
   pol_run_progress (&go->run, now);
-  if (go->run.updates >= go->run.next_eval)
-    {
-      go->run.next_eval += go->env.eval_every;
-      pol_run_record_metric (&go->run, average (go));
-    }
-  if (go->run.finished)
+  gboolean last = go->run.updates >= go->total;
+  /* the average model is assembled only for an evaluation */
+  if (!pol_run_round_end (&go->run, pol_run_eval_due (&go->run, last) ? average (go) : NULL,
+                          last))
     return;
-  if (go->run.updates >= go->total)
-    {
-      go->run.finished = TRUE;
-      go->run.end_time = now;
-      if (go->run.updates % go->env.eval_every != 0)
-        pol_run_record_metric (&go->run, average (go));
-      eng_stop (sim);
-      return;
-    }
   if (wk->iter < go->env.iterations)
     start_iteration (go, w);
 }
@@ -411,7 +390,6 @@ start_iteration (GoPolicy *go, int w)
     send_model (go, w, wk->iter);
   double T = env->compute_time (env->compute_ctx, w, host);
   double own = T + (go->order == ORDER_ATC ? go->update_time : 0);
-  wk->compute = T;
   pol_worker_span (env, w, "compute", now, now + own, wk->iter, 0);
   eng_schedule (env->sim, own, on_own_done, go, GINT_TO_POINTER (w));
 }
