@@ -154,6 +154,51 @@ on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
   eng_schedule (sim, ar->update_time, on_update_done, ar, NULL);
 }
 
+/* Bytes the gradients of a group of workers may take at once. */
+#define AR_GROUP_BYTES (256.0 * 1024 * 1024)
+
+/* Bytes one worker of a group takes: its gradient buffer and activations
+ * (kern_model_memory_bytes: model and gradient, no optimizer state) and its
+ * stacked batch. */
+static double
+ar_worker_bytes (const KernModel *m, int batch)
+{
+  return kern_model_memory_bytes (m, batch, 0) + 4.0 * (double) batch * (double) m->d;
+}
+
+/* G: the workers whose gradients are computed together (within
+ * AR_GROUP_BYTES), 1 to W. */
+static int
+ar_group (const KernModel *m, int batch, int W)
+{
+  return (int) CLAMP (floor (AR_GROUP_BYTES / ar_worker_bytes (m, batch)), 1, W);
+}
+
+/* The all-gather of the W compressed blocks of `wire` bytes: one byte per
+ * element, one channel. */
+static PolCollArgs
+allgather_args (ArPolicy *ar, double wire)
+{
+  int W = ar->env.workers;
+  PolCollArgs a = pol_coll_args (&ar->env, W, ar->hosts, NULL, (gsize) W * (gsize) ceil (wire), 0);
+  a.elem_bytes = 1;
+  a.channels = 1;
+  return a;
+}
+
+/* What all-gathers compressed blocks of `wire` bytes: [policy] algorithm
+ * (or what auto picks for the all-gather) where it does all-gathers, else
+ * the ring. */
+static const PolCollAlgorithm *
+allgather_algorithm (ArPolicy *ar, double wire)
+{
+  PolCollArgs a = allgather_args (ar, wire);
+  const PolCollAlgorithm *alg = pol_coll_resolve (ar->alg, &a, POL_COLL_ALLGATHER);
+  if (alg && !isnan (alg->cost (POL_COLL_ALLGATHER, a.p, 1, a.n, 1, 1e-6, 1e-9, 0)))
+    return alg;
+  return pol_coll_lookup ("ring");
+}
+
 static void
 start_bucket (EngSim *sim, gpointer ctx, gpointer data)
 {
@@ -167,11 +212,7 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
                            b->hi - b->lo, 0, on_bucket_done, ar, data);
       return;
     }
-  /* all-gather of W blocks of `wire` bytes, one byte per element */
-  int W = ar->env.workers;
-  PolCollArgs a = pol_coll_args (&ar->env, W, ar->hosts, NULL, (gsize) W * (gsize) ceil (b->wire), 0);
-  a.elem_bytes = 1;
-  a.channels = 1;
+  PolCollArgs a = allgather_args (ar, b->wire);
   g_autoptr (GError) error = NULL;
   if (!pol_coll_start (b->alg, &a, POL_COLL_ALLGATHER, on_bucket_done, ar, data, &error))
     g_error ("all-gather with %s: %s", b->alg->name, error->message); /* chosen to run it */
@@ -241,35 +282,6 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   eng_schedule_at (sim, ar->buckets[0].ready, start_bucket, ar, GINT_TO_POINTER (0));
 }
 
-/* Bytes the gradients of a group of workers may take at once. */
-#define AR_GROUP_BYTES (256.0 * 1024 * 1024)
-
-/* G: the workers whose gradients are computed together (their buffers,
- * stacked batches and activations within AR_GROUP_BYTES), 1 to W. */
-static int
-ar_group (const KernModel *m, int batch, const KernOptConfig *opt G_GNUC_UNUSED, int W)
-{
-  double one = kern_model_memory_bytes (m, batch, 0)
-               + 4.0 * (double) batch * (double) m->d;
-  return (int) CLAMP (floor (AR_GROUP_BYTES / one), 1, W);
-}
-
-/* What all-gathers compressed blocks of `wire` bytes: [policy] algorithm
- * (or what auto picks for the all-gather) where it does all-gathers, else
- * the ring. */
-static const PolCollAlgorithm *
-allgather_algorithm (ArPolicy *ar, double wire)
-{
-  int W = ar->env.workers;
-  PolCollArgs a = pol_coll_args (&ar->env, W, ar->hosts, NULL, (gsize) W * (gsize) ceil (wire), 0);
-  a.elem_bytes = 1;
-  a.channels = 1;
-  const PolCollAlgorithm *alg = pol_coll_resolve (ar->alg, &a, POL_COLL_ALLGATHER);
-  if (alg && !isnan (alg->cost (POL_COLL_ALLGATHER, W, 1, a.n, 1, 1e-6, 1e-9, 0)))
-    return alg;
-  return pol_coll_lookup ("ring");
-}
-
 static PolPolicy *
 ar_create (const PolEnv *env, GError **error)
 {
@@ -292,7 +304,7 @@ ar_create (const PolEnv *env, GError **error)
     {
       ar->params = g_new0 (float, P);
       env->model->ops->init (env->model, ar->params, env->seed);
-      ar->group = ar_group (env->model, env->batch, &env->opt, W);
+      ar->group = ar_group (env->model, env->batch, W);
       int G = ar->group;
       ar->sum = g_new0 (float, P);
       ar->grad = g_new (float *, G);
@@ -331,16 +343,13 @@ ar_create (const PolEnv *env, GError **error)
       ArBucket *b = &ar->buckets[j];
       b->hi = P - (gsize) j * per;
       b->lo = b->hi > per ? b->hi - per : 0;
+      gsize n = b->hi - b->lo;
+      b->wire = ar->cmp ? ar->cmp->wire_bytes (env->values, n) : 4.0 * (double) n;
       /* every bucket but the last has the same size: one choice */
-      b->alg = j > 0 && b->hi - b->lo == ar->buckets[j - 1].hi - ar->buckets[j - 1].lo
+      b->alg = j > 0 && n == ar->buckets[j - 1].hi - ar->buckets[j - 1].lo
                ? ar->buckets[j - 1].alg
-               : pol_allreduce_resolve (env, alg, W, ar->hosts, b->hi - b->lo);
-      b->wire = 4.0 * (double) (b->hi - b->lo);
-      if (ar->cmp)
-        {
-          b->wire = ar->cmp->wire_bytes (env->values, b->hi - b->lo);
-          b->alg = allgather_algorithm (ar, b->wire);
-        }
+               : ar->cmp ? allgather_algorithm (ar, b->wire)
+               : pol_allreduce_resolve (env, alg, W, ar->hosts, n);
     }
   return (PolPolicy *) ar;
 }
@@ -431,13 +440,11 @@ static double
 ar_host_bytes (const PolModelInfo *mi, double per_model)
 {
   int W = (int) mi->workers;
-  int G = ar_group (mi->model, (int) mi->batch, NULL, W);
-  double one = kern_model_memory_bytes (mi->model, (int) mi->batch, 0)
-               + 4.0 * (double) mi->batch * (double) mi->model->d;
+  int G = ar_group (mi->model, (int) mi->batch, W);
   const PolCompressor *cmp = pol_compress_of (mi->values);
   double feedback = cmp && cmp->feedback
                     ? 4.0 * (double) W * (double) mi->model->ops->n_params (mi->model) : 0;
-  return per_model + G * one + feedback;
+  return per_model + G * ar_worker_bytes (mi->model, (int) mi->batch) + feedback;
 }
 
 const PolPolicyOps pol_allreduce_ops = {
