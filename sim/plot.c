@@ -602,15 +602,16 @@ first_double (sqlite3_stmt *st, int rc, double *t)
   return rc;
 }
 
-/* The simulated time at which run `run` first reports a loss <= threshold
- * in *t (NAN when never); SQLITE_OK or the failing call's code. */
+/* The simulated time at which run `run` first reports a metric meeting
+ * `cond` (a condition on the bound threshold, `?`) in *t (NAN when never);
+ * SQLITE_OK or the failing call's code. */
 static int
-time_to_target (sqlite3 *db, gint64 run, double threshold, double *t)
+first_time (sqlite3 *db, gint64 run, const char *cond, double threshold, double *t)
 {
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2 (db, "SELECT sim_time FROM metrics WHERE run_id = ? AND loss IS"
-                               " NOT NULL AND loss <= ? ORDER BY sim_time, step LIMIT 1", -1,
-                               &st, NULL);
+  g_autofree char *q = g_strdup_printf ("SELECT sim_time FROM metrics WHERE run_id = ? AND %s"
+                                        " ORDER BY sim_time, step LIMIT 1", cond);
+  int rc = sqlite3_prepare_v2 (db, q, -1, &st, NULL);
   if (rc == SQLITE_OK)
     rc = sqlite3_bind_int64 (st, 1, run);
   if (rc == SQLITE_OK)
@@ -618,20 +619,18 @@ time_to_target (sqlite3 *db, gint64 run, double threshold, double *t)
   return first_double (st, rc, t);
 }
 
-/* The simulated time at which run `run` first reports a test accuracy >=
- * threshold in *t (NAN when never); SQLITE_OK or the failing call's code. */
+/* ... the first loss <= threshold. */
+static int
+time_to_target (sqlite3 *db, gint64 run, double threshold, double *t)
+{
+  return first_time (db, run, "loss IS NOT NULL AND loss <= ?", threshold, t);
+}
+
+/* ... the first test accuracy >= threshold. */
 static int
 time_to_accuracy (sqlite3 *db, gint64 run, double threshold, double *t)
 {
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2 (db, "SELECT sim_time FROM metrics WHERE run_id = ? AND accuracy"
-                               " IS NOT NULL AND accuracy >= ? ORDER BY sim_time, step LIMIT 1",
-                               -1, &st, NULL);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_bind_int64 (st, 1, run);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_bind_double (st, 2, threshold);
-  return first_double (st, rc, t);
+  return first_time (db, run, "accuracy IS NOT NULL AND accuracy >= ?", threshold, t);
 }
 
 double
