@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "policies/compress.h"
+#include "policies/policy.h"
 
 extern const PolCompressor pol_compress_top_k;  /* compress-topk.c */
 extern const PolCompressor pol_compress_qsgd;   /* compress-qsgd.c */
@@ -38,6 +39,24 @@ pol_compress_of (const BaseValues *v)
   const char *name = base_values_string (v, "policy.compression");
   const PolCompressor *c = name ? base_registry_find (pol_compress_entries (), name) : NULL;
   return c == &none ? NULL : c;
+}
+
+gboolean
+pol_compress_validate (const BaseValues *v, const char *policy, GError **error)
+{
+  const PolCompressor *cmp = pol_compress_of (v);
+  if (cmp && strcmp (policy, "allreduce") != 0 && strcmp (policy, "ps") != 0)
+    return pol_key_error (error, "policy", "compression",
+                          "%s applies to kind = allreduce and ps, not %s; set compression = none",
+                          cmp->name, policy);
+  for (int i = 0; compressors[i]; i++)
+    if (compressors[i] != cmp && compressors[i]->keys)
+      {
+        g_autofree char *owner = g_strconcat ("compression = ", compressors[i]->name, NULL);
+        if (!pol_keys_at_default (v, compressors[i]->keys, owner, error))
+          return FALSE;
+      }
+  return TRUE;
 }
 
 void

@@ -401,17 +401,7 @@ fa_validate (PolCheck *chk, GError **error)
 static gboolean
 fa_foreign (const PolCheck *chk, GError **error)
 {
-  static const struct { const char *key; double def; } keys[] = {
-    { "fraction", 0.1 }, { "local_epochs", 1 }, { "drop", 0 }, { "deadline", 0 },
-  };
-  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
-    {
-      g_autofree char *name = g_strconcat ("policy.", keys[i].key, NULL);
-      if (base_values_double (chk->values, name) != keys[i].def)
-        return pol_key_error (error, "policy", keys[i].key,
-                              "applies only to kind = fedavg; remove it or set kind = fedavg");
-    }
-  return TRUE;
+  return pol_keys_at_default (chk->values, fa_keys, "kind = fedavg", error);
 }
 
 const PolPolicyOps pol_fedavg_ops = {

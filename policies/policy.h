@@ -200,6 +200,13 @@ struct PolCheck {
   gpointer ctx;
 };
 
+/* Whether every key of `keys` (INT or QUANTITY rows, ending with a NULL
+ * section) holds its default in v; else FALSE with the POL_ERROR "[section]
+ * key: applies only to OWNER; remove it or set OWNER" (owner e.g. "kind =
+ * fedavg"): for keys that would silently do nothing elsewhere. */
+gboolean pol_keys_at_default (const BaseValues *v, const BaseKey *keys, const char *owner,
+                              GError **error);
+
 /* Sets `name` to v in chk's values and reports it through chk->resolved. */
 void pol_check_resolve_int (PolCheck *chk, const char *name, gint64 v);
 

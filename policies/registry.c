@@ -111,24 +111,30 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   if (base_values_int (chk->values, "policy.reduce") && chk->memory_bandwidth <= 0)
     return pol_key_error (error, "policy", "reduce",
                           "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
-  const PolCompressor *cmp = pol_compress_of (chk->values);
-  if (cmp && strcmp (ops->name, "allreduce") != 0 && strcmp (ops->name, "ps") != 0)
-    return pol_key_error (error, "policy", "compression",
-                          "%s applies to kind = allreduce and ps, not %s; set compression = none",
-                          cmp->name, ops->name);
-  if (base_values_double (chk->values, "policy.ratio") != 0.01
-      && (!cmp || strcmp (cmp->name, "top-k") != 0))
-    return pol_key_error (error, "policy", "ratio",
-                          "applies only to compression = top-k; remove it or set compression = top-k");
-  if (base_values_int (chk->values, "policy.bits") != 4
-      && (!cmp || strcmp (cmp->name, "qsgd") != 0))
-    return pol_key_error (error, "policy", "bits",
-                          "applies only to compression = qsgd; remove it or set compression = qsgd");
+  if (!pol_compress_validate (chk->values, ops->name, error))
+    return FALSE;
   if (ops->validate && !ops->validate (chk, error))
     return FALSE;
   for (int i = 0; policies[i]; i++)
     if (policies[i] != ops && policies[i]->foreign && !policies[i]->foreign (chk, error))
       return FALSE;
+  return TRUE;
+}
+
+gboolean
+pol_keys_at_default (const BaseValues *v, const BaseKey *keys, const char *owner,
+                     GError **error)
+{
+  for (const BaseKey *k = keys; k->section; k++)
+    {
+      g_return_val_if_fail (k->type == BASE_KEY_INT || k->type == BASE_KEY_QUANTITY, FALSE);
+      g_autofree char *name = g_strconcat (k->section, ".", k->key, NULL);
+      double x = k->type == BASE_KEY_INT ? (double) base_values_int (v, name)
+                                         : base_values_double (v, name);
+      if (x != g_ascii_strtod (k->def, NULL))
+        return pol_key_error (error, k->section, k->key,
+                              "applies only to %s; remove it or set %s", owner, owner);
+    }
   return TRUE;
 }
 
