@@ -3,18 +3,20 @@
  * it is built on.
  *
  * The peer figure is cblas_sgemm on one large square product (N = 2048),
- * best of three, on the same thread count.  Against it, three figures for an
- * MLP 784-512-512-10 with batch 64 per worker and 64 workers, all counting
- * the model's exact FLOPs (forward + backward, docs/kernels.md):
+ * best of three, on the same thread count.  Against it, figures for an MLP
+ * 784-512-512-10 with batch 64 per worker, all counting the model's exact
+ * FLOPs (forward + backward, docs/kernels.md):
  *
- *   stacked   loss_grad_groups over the 64 workers' batches (one GEMM per
+ *   stacked   loss_grad_groups over 64 workers' batches (one GEMM per
  *             layer for the forward and input-gradient products);
  *   separate  64 calls of loss_grad, one per worker;
- *   run       a whole all-reduce training run (ring, real gradient buffers
- *             moved through the collective, Adam on the mean gradient): the
- *             wall time of a run of 1 + N iterations minus that of a run of
- *             1 iteration, so that set-up (data generation, first touch of
- *             the buffers) is not counted as training.
+ *   runs      a whole training run of each policy (64 workers, the
+ *             pipeline's 16): the wall time of a run of 1 + N iterations
+ *             minus that of a run of 1 iteration, so that set-up (data
+ *             generation, first touch of the buffers) is not counted as
+ *             training; on one host thread, then the all-reduce and the
+ *             pipeline again on every core (policies/parallel.h), beside
+ *             as many single-thread sgemm.
  *
  * Usage: bench-kernels [iterations]  (default 10 for the run)
  * Prints figures only; asserts nothing about time.
@@ -30,6 +32,7 @@
 #include <glib/gstdio.h>
 
 #include "kernels/kernels.h"
+#include "policies/parallel.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
 
@@ -67,6 +70,60 @@ sgemm_gflops (void)
   g_free (b);
   g_free (c);
   return 2.0 * SQ * (double) SQ * SQ / best / 1e9;
+}
+
+/* GFLOP/s of a whole training run of `policy` (bench scenario, `threads`
+ * host threads): the work of `iters` iterations over the wall time they
+ * add to a one-iteration run; < 0 on error. */
+static double
+run_gflops (const char *label, const char *policy, int iters, int threads)
+{
+  gboolean adam = strstr (label, "Adam") != NULL;
+  gboolean per_worker = strstr (label, "per worker") != NULL;
+  gboolean pipeline = strstr (policy, "pipeline") != NULL;
+  int workers = pipeline ? 16 : WORKERS;
+  int hidden[] = { 512, 512 };
+  KernModel *m = kern_mlp_new (D, hidden, 2, K, KERN_LOSS_XENT, NULL);
+  double step_flops = m->ops->flops_forward (m, BATCH) + m->ops->flops_backward (m, BATCH);
+  kern_model_free (m);
+  double walls[2];
+  pol_parallel_set_threads (threads);
+  for (int r = 0; r < 2; r++)
+    {
+      g_autofree char *ini = NULL;
+      int fd = g_file_open_tmp ("bench-kernels-XXXXXX.ini", &ini, NULL);
+      g_autofree char *text = g_strdup_printf (
+        "[scenario]\nname = bench\niterations = %d\n[cluster]\nworkers = %d\nservers = %d\n"
+        "[model]\nkind = mlp\nhidden = 512,512\nbatch = %d\nfeatures = %d\nclasses = %d\n"
+        "samples = %d\neval_samples = 64\ntest_samples = 64\neval_every = 1000000000\n"
+        "optimizer = %s\nlr = %s\n[policy]\n%s[trace]\ndetail = summary\n",
+        r == 0 ? 1 : 1 + iters, workers, per_worker ? 0 : 1, BATCH, D, K, WORKERS * BATCH * 4,
+        adam ? "adam" : "sgd", adam ? "0.001" : "0.01", policy);
+      if (fd < 0 || write (fd, text, strlen (text)) != (ssize_t) strlen (text))
+        return -1;
+      close (fd);
+      GError *error = NULL;
+      GPtrArray *configs = sim_scenario_load (ini, NULL, &error);
+      if (!configs)
+        {
+          fprintf (stderr, "bench-kernels: %s: %s\n", label, error->message);
+          return -1;
+        }
+      SimRunSummary sum;
+      if (!sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, NULL, &sum, &error))
+        {
+          fprintf (stderr, "bench-kernels: %s: %s\n", label, error->message);
+          return -1;
+        }
+      walls[r] = sum.wall_time;
+      g_unlink (ini);
+      g_ptr_array_unref (configs);
+    }
+  pol_parallel_set_threads (1);
+  /* every worker computes one batch per iteration (the pipeline's stages
+   * share one: stages x replicas = workers, each a part of the model) */
+  double flops = step_flops * (pipeline ? workers / 2 : workers) * iters;
+  return flops / (walls[1] - walls[0]) / 1e9;
 }
 
 int
@@ -119,49 +176,17 @@ main (int argc, char **argv)
   };
   double shares[G_N_ELEMENTS (runs)];
   for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
-    {
-      gboolean adam = strstr (runs[k].label, "Adam") != NULL;
-      gboolean per_worker = strstr (runs[k].label, "per worker") != NULL;
-      int workers = strstr (runs[k].policy, "pipeline") ? 16 : WORKERS;
-      double walls[2];
-      for (int r = 0; r < 2; r++)
-        {
-          g_autofree char *ini = NULL;
-          int fd = g_file_open_tmp ("bench-kernels-XXXXXX.ini", &ini, NULL);
-          g_autofree char *text = g_strdup_printf (
-            "[scenario]\nname = bench\niterations = %d\n[cluster]\nworkers = %d\nservers = %d\n"
-            "[model]\nkind = mlp\nhidden = 512,512\nbatch = %d\nfeatures = %d\nclasses = %d\n"
-            "samples = %d\neval_samples = 64\ntest_samples = 64\neval_every = 1000000000\n"
-            "optimizer = %s\nlr = %s\n[policy]\n%s[trace]\ndetail = summary\n",
-            r == 0 ? 1 : 1 + iters, workers, per_worker ? 0 : 1, BATCH, D, K, WORKERS * BATCH * 4,
-            adam ? "adam" : "sgd", adam ? "0.001" : "0.01", runs[k].policy);
-          if (fd < 0 || write (fd, text, strlen (text)) != (ssize_t) strlen (text))
-            return 1;
-          close (fd);
-          GError *error = NULL;
-          GPtrArray *configs = sim_scenario_load (ini, NULL, &error);
-          if (!configs)
-            {
-              fprintf (stderr, "bench-kernels: %s: %s\n", runs[k].label, error->message);
-              return 1;
-            }
-          SimRunSummary sum;
-          if (!sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, NULL, &sum, &error))
-            {
-              fprintf (stderr, "bench-kernels: %s: %s\n", runs[k].label, error->message);
-              return 1;
-            }
-          walls[r] = sum.wall_time;
-          g_unlink (ini);
-          g_ptr_array_unref (configs);
-        }
-      /* every worker computes one batch per iteration (the pipeline's
-       * stages share one, so its workers count once per replica... of the
-       * whole model: stages x replicas = workers, each a part) */
-      double flops = step_flops * (strstr (runs[k].policy, "pipeline") ? workers / 2 : workers)
-                     * iters;
-      shares[k] = flops / (walls[1] - walls[0]) / 1e9;
-    }
+    if ((shares[k] = run_gflops (runs[k].label, runs[k].policy, iters, 1)) < 0)
+      return 1;
+  /* one run on every core (policies/parallel.h), where a policy spreads a
+   * round's gradients over threads */
+  int cores = (int) g_get_num_processors ();
+  static const gsize spread[] = { 0, 8 };
+  double spread_gflops[G_N_ELEMENTS (spread)];
+  for (gsize i = 0; i < G_N_ELEMENTS (spread); i++)
+    if ((spread_gflops[i] = run_gflops (runs[spread[i]].label, runs[spread[i]].policy, iters,
+                                        cores)) < 0)
+      return 1;
 
   printf ("threads: OPENBLAS_NUM_THREADS=%s\n", threads ? threads : "(unset: dtsim uses 1)");
   printf ("%-44s %8.1f GFLOP/s\n", "peer: cblas_sgemm 2048 x 2048 x 2048", peer);
@@ -174,6 +199,11 @@ main (int argc, char **argv)
   for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
     printf ("  %-42s %8.1f GFLOP/s  %5.1f%% of sgemm\n", runs[k].label, shares[k],
             100 * shares[k] / peer);
+  printf ("one run on all %d cores (--threads %d; the same numbers as on one):\n", cores, cores);
+  for (gsize i = 0; i < G_N_ELEMENTS (spread); i++)
+    printf ("  %-42s %8.1f GFLOP/s  %5.2fx one thread, %5.1f%% of %d x sgemm\n",
+            runs[spread[i]].label, spread_gflops[i], spread_gflops[i] / shares[spread[i]],
+            100 * spread_gflops[i] / (cores * peer), cores);
 
   for (int w = 0; w < WORKERS; w++)
     g_free (grads[w]);

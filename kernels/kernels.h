@@ -117,6 +117,11 @@ typedef struct {
    * for timing-only models. */
   KernStage *(*stage_new) (KernModel *m, int first, int last, int n, int slots,
                            float grad_scale);
+  /* A model of the same architecture with its own scratch and its own CPU
+   * backend, for another host thread: the same numbers for the same
+   * inputs.  NULL (or a NULL op) where the math cannot be cloned (a GPU
+   * backend, timing-only models).  Free with kern_model_free(). */
+  KernModel *(*clone) (const KernModel *m);
   void (*free) (KernModel *m);
 } KernModelOps;
 

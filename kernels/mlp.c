@@ -688,6 +688,15 @@ mlp_free (KernModel *m)
   g_free (m);
 }
 
+static KernModel *
+mlp_clone (const KernModel *m)
+{
+  const MlpPriv *p = m->priv;
+  if (!p->host)
+    return NULL;
+  return kern_mlp_new (m->d, p->width + 1, p->n_dense - 1, m->k, p->loss, NULL);
+}
+
 /* Three names, one implementation: the name says which model a scenario
  * asked for. */
 #define MLP_OPS(ident, model_name)                \
@@ -701,6 +710,7 @@ mlp_free (KernModel *m)
     .flops_forward = mlp_flops_forward,           \
     .flops_backward = mlp_flops_backward,         \
     .stage_new = mlp_stage_new,                   \
+    .clone = mlp_clone,                           \
     .free = mlp_free,                             \
   }
 MLP_OPS (softmax_ops, "softmax");

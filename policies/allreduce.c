@@ -27,7 +27,9 @@
  * and the model's loss_grad_groups runs the forward and input-gradient
  * products as single GEMMs (the numbers are those of separate calls up to
  * float rounding), and each group's gradients are added to the sum, in
- * worker order.  The collectives then run for their timing only (no
+ * worker order.  A group runs as tasks of pol_task_groups(batch) workers on
+ * the run's lanes (parallel.h): the same numbers on any number of host
+ * threads.  The collectives then run for their timing only (no
  * buffers): the sum is what they would deliver, up to the order of the
  * additions, and a run of 10,000 workers holds G gradients, not 10,000.
  *
@@ -48,6 +50,7 @@
 
 #include "policies/common.h"
 #include "policies/compress.h"
+#include "policies/parallel.h"
 
 typedef struct {
   gsize lo, hi;            /* parameters [lo, hi) */
@@ -68,6 +71,9 @@ typedef struct {
   float *sum;              /* (n_params) the workers' gradients, summed */
   int group;               /* G: workers whose gradients are computed at once */
   float **grad;            /* (G) gradient buffers, (n_params) each */
+  PolLanes *lanes;         /* host threads for a group's gradients */
+  int chunk;               /* workers per task (pol_task_groups) */
+  int group_n;             /* workers in the group being computed */
   float *x;                /* (G x batch, d) stacked batches */
   int *y;                  /* (G x batch) */
   int *idx;                /* (batch) scratch */
@@ -218,6 +224,19 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
     g_error ("all-gather with %s: %s", b->alg->name, error->message); /* chosen to run it */
 }
 
+/* Task t of the group being computed: its workers' stacked gradients. */
+static void
+group_task (gpointer ctx, int t, KernModel *model)
+{
+  ArPolicy *ar = ctx;
+  const PolEnv *env = &ar->env;
+  int i0 = t * ar->chunk, n = MIN (ar->chunk, ar->group_n - i0);
+  gsize stride = (gsize) env->batch * (gsize) env->model->d;
+  model->ops->loss_grad_groups (model, ar->params, ar->x + (gsize) i0 * stride,
+                                ar->y + (gsize) i0 * env->batch, env->batch, n, ar->grad + i0,
+                                ar->losses + i0);
+}
+
 static void
 start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
@@ -242,8 +261,8 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
                                    ar->y + (gsize) i * env->batch);
             }
           gint64 t0 = g_get_monotonic_time ();
-          env->model->ops->loss_grad_groups (env->model, ar->params, ar->x, ar->y, env->batch,
-                                             n, ar->grad, ar->losses);
+          ar->group_n = n;
+          pol_lanes_run (ar->lanes, (n + ar->chunk - 1) / ar->chunk, group_task, ar);
           host += (double) (g_get_monotonic_time () - t0) / 1e6 / W;
           for (int i = 0; i < n; i++)
             {
@@ -256,10 +275,8 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
                                   ar->memory ? ar->memory[w] + b->lo : NULL, b->hi - b->lo,
                                   &ar->rngs[w]);
                 }
-              const float *g = ar->grad[i];
-              for (gsize k = 0; k < P; k++)
-                ar->sum[k] += g[k];
             }
+          pol_lanes_sum (ar->lanes, ar->sum, (const float *const *) ar->grad, n, P);
         }
     }
   for (int w = 0; w < W; w++)
@@ -316,6 +333,8 @@ ar_create (const PolEnv *env, GError **error)
       ar->losses = g_new (double, G);
       ar->samplers = pol_samplers_for_env (env);
       ar->opt = kern_optimizer_new (&env->opt, P);
+      ar->lanes = pol_lanes_new (env->model, env->host_timed);
+      ar->chunk = pol_task_groups (env->batch);
     }
   ar->update_time = env->update_time (env->compute_ctx, P);
   ar->cmp = pol_compress_of (env->values);
@@ -382,6 +401,7 @@ ar_free (PolPolicy *p)
     for (int i = 0; i < ar->group; i++)
       g_free (ar->grad[i]);
   g_free (ar->sum);
+  pol_lanes_free (ar->lanes);
   if (ar->memory)
     for (int w = 0; w < W; w++)
       g_free (ar->memory[w]);

@@ -27,9 +27,17 @@
  *     replica has done so, the iteration ends (flush) and the next starts.
  *
  * Replicas apply identical updates, so one copy of the parameters is kept.
- * The math of a stage runs when its operation starts (kernels' KernStage);
- * activations and gradients live in host buffers per boundary and
- * micro-batch, which the simulated transfers stand for.
+ * An iteration's math does not depend on when its operations run: every
+ * replica's micro-batches see the parameters of the last flush, and a
+ * stage's gradient is the sum of its micro-batches'.  So, unless compute
+ * time is measured on the host (which needs each operation's own time),
+ * the whole iteration's gradients are computed when it starts, all
+ * replicas' batches stacked in one pass (loss_grad_groups: the same
+ * numbers up to float rounding), and the operations only take their
+ * simulated time.  With measured compute, the math of a stage runs when its
+ * operation starts (kernels' KernStage); activations and gradients then
+ * live in host buffers per boundary and micro-batch, which the simulated
+ * transfers stand for.
  */
 #include "config.h"
 
@@ -37,6 +45,7 @@
 #include <string.h>
 
 #include "policies/common.h"
+#include "policies/parallel.h"
 
 enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE };
 
@@ -79,8 +88,15 @@ typedef struct {
   float **grad;               /* (R) gradients, (n_params) each */
   KernOptimizer **opt;        /* (P) one per stage; NULL without math */
   PolSampler *samplers;       /* (R) */
-  float **x;                  /* (R) (batch, d) this iteration's batch */
-  int **y;                    /* (R) (batch) */
+  gboolean stacked;           /* the iteration's math at its start, all
+                               * replicas in one pass (see above) */
+  float *xs;                  /* (R x batch, d) every replica's batch */
+  int *ys;                    /* (R x batch) */
+  double *losses;             /* (R) */
+  PolLanes *lanes;            /* stacked: host threads for the replicas */
+  int chunk;                  /* stacked: replicas per task */
+  float **x;                  /* (R) (batch, d) this iteration's batch, in xs */
+  int **y;                    /* (R) (batch), in ys */
   int *idx;                   /* (batch) scratch */
   float ***act;               /* (R)(P - 1) (m x n, width) stage outputs */
   float ***dact;              /* (R)(P - 1) their gradients */
@@ -320,12 +336,13 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
     {
       PlWorker *o = &pl->w[r * pl->P + s];
       pl->reduce_hosts[r] = o->index;
-      if (pl->env.model)
+      if (pl->env.model && !pl->stacked)
         pl->reduce_bufs[r] = pl->grad[r] + o->lo;
       o->blocked_since = now;
     }
   pol_allreduce_start (&pl->env, pl->alg, pl->R, pl->reduce_hosts,
-                       pl->env.model ? pl->reduce_bufs : NULL, wk->hi - wk->lo, TAG_ALLREDUCE,
+                       pl->env.model && !pl->stacked ? pl->reduce_bufs : NULL,
+                       wk->hi - wk->lo, TAG_ALLREDUCE,
                        on_reduce_done, pl, GINT_TO_POINTER (s));
 }
 
@@ -439,6 +456,17 @@ try_next (PlPolicy *pl, PlWorker *wk)
   eng_schedule (sim, dt, on_op_done, pl, wk);
 }
 
+/* Stacked: task t's replicas' gradients of the iteration. */
+static void
+replicas_task (gpointer ctx, int t, KernModel *model)
+{
+  PlPolicy *pl = ctx;
+  const PolEnv *env = &pl->env;
+  int r0 = t * pl->chunk, n = MIN (pl->chunk, pl->R - r0);
+  model->ops->loss_grad_groups (model, pl->params, pl->x[r0], pl->y[r0], env->batch, n,
+                                pl->grad + r0, pl->losses + r0);
+}
+
 static void
 start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
@@ -454,6 +482,14 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
         pol_sampler_next (&pl->samplers[r], env->batch, pl->idx);
         kern_dataset_gather (env->train, pl->idx, env->batch, pl->x[r], pl->y[r]);
       }
+  if (pl->stacked)
+    {
+      /* every replica's gradient, summed into grad[0] in replica order: the
+       * stages' all-reduces then only take their time */
+      pol_lanes_run (pl->lanes, (pl->R + pl->chunk - 1) / pl->chunk, replicas_task, pl);
+      pol_lanes_sum (pl->lanes, pl->grad[0], (const float *const *) pl->grad + 1, pl->R - 1,
+                     env->n_params);
+    }
   for (int k = 0; k < pl->W; k++)
     {
       PlWorker *wk = &pl->w[k];
@@ -573,7 +609,7 @@ pl_worker_init (PlPolicy *pl, int r, int s, int first)
   wk->in_sent = g_new0 (double, M);
   wk->grad_sent = g_new0 (double, M);
   wk->blocked_since = -1;
-  if (env->model)
+  if (env->model && !pl->stacked)
     wk->ks = kern_stage_new (env->model, wk->first, wk->last, pl->n, wk->slots,
                              1.0f / (float) env->batch);
   if (r == 0)
@@ -598,13 +634,24 @@ pl_math_new (PlPolicy *pl)
   pl->y = g_new (int *, R);
   pl->act = g_new0 (float **, R);
   pl->dact = g_new0 (float **, R);
+  gsize xlen = (gsize) env->batch * (gsize) env->model->d;
+  pl->xs = g_new (float, xlen * (gsize) R);
+  pl->ys = g_new (int, (gsize) env->batch * (gsize) R);
+  pl->losses = g_new0 (double, R);
+  if (pl->stacked)
+    {
+      pl->lanes = pol_lanes_new (env->model, FALSE);
+      pl->chunk = pol_task_groups (env->batch);
+    }
   for (int r = 0; r < R; r++)
     {
       pl->grad[r] = g_new0 (float, NP);
-      pl->x[r] = g_new (float, (gsize) env->batch * env->model->d);
-      pl->y[r] = g_new (int, env->batch);
+      pl->x[r] = pl->xs + xlen * (gsize) r;
+      pl->y[r] = pl->ys + (gsize) env->batch * (gsize) r;
       pl->act[r] = g_new0 (float *, P);
       pl->dact[r] = g_new0 (float *, P);
+      if (pl->stacked)
+        continue;
       for (int s = 0; s + 1 < P; s++)
         {
           gsize len = (gsize) env->batch * (gsize) pl->w[s].ks->out_width;
@@ -636,6 +683,7 @@ pl_create (const PolEnv *env, GError **error)
   pl->W = P * R;
   pl->n = env->batch / M;
   pl->schedule = (PolSchedule) base_values_int (env->values, "policy.schedule");
+  pl->stacked = env->model && !env->host_timed && env->model->ops->loss_grad_groups;
   pl->layer_fwd = g_new (double, env->n_layers);
   pl->layer_bwd = g_new (double, env->n_layers);
   env->layer_seconds (env->compute_ctx, pl->n, pl->layer_fwd, pl->layer_bwd);
@@ -738,8 +786,6 @@ pl_free (PolPolicy *p)
       for (int r = 0; r < pl->R; r++)
         {
           g_free (pl->grad[r]);
-          g_free (pl->x[r]);
-          g_free (pl->y[r]);
           for (int s = 0; s + 1 < pl->P; s++)
             {
               g_free (pl->act[r][s]);
@@ -753,6 +799,10 @@ pl_free (PolPolicy *p)
       pol_samplers_free (pl->samplers, pl->R);
     }
   g_free (pl->grad);
+  g_free (pl->xs);
+  g_free (pl->ys);
+  g_free (pl->losses);
+  pol_lanes_free (pl->lanes);
   g_free (pl->x);
   g_free (pl->y);
   g_free (pl->act);

@@ -2,7 +2,7 @@
  * main.c — the `dtsim` command: run, check, plot, hardware.
  *
  *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
- *             [--jobs N]
+ *             [--jobs N] [--threads N]
  *   dtsim plot DB [-o DIR] [--format png|svg]
  *   dtsim check FILE.ini [--set section.key=value]...
  *   dtsim hardware [FILE]
@@ -36,6 +36,7 @@ static const char usage[] =
   "usage:\n"
   "  dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]\n"
   "            [--jobs N]    # sweep points at once (default: the online cores)\n"
+  "            [--threads N] # host threads per point (default: the cores left)\n"
   "  dtsim check FILE.ini [--set section.key=value]...\n"
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
   "  dtsim keys                # the reference of every scenario key (markdown)\n"
@@ -85,6 +86,7 @@ cmd_run (int argc, char **argv)
   g_auto (GStrv) sets = NULL;
   gboolean json = FALSE, quiet = FALSE;
   int jobs = -1;   /* -1: not given */
+  int threads = -1;
   GOptionEntry entries[] = {
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &db, "Trace database to write", "DB" },
     { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
@@ -93,15 +95,22 @@ cmd_run (int argc, char **argv)
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress and no table", NULL },
     { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
       "Sweep points run at once (default: the online cores)", "N" },
+    { "threads", 't', 0, G_OPTION_ARG_INT, &threads,
+      "Host threads each point's math may use (default: the online cores / jobs; "
+      "the results are the same)", "N" },
     { NULL }
   };
   if (!parse (&argc, &argv, entries, "run FILE.ini"))
     return 2;
   if (jobs == 0 || jobs < -1)
     return bad_usage ("--jobs: needs a number of points at least 1 (default: the online cores)");
+  if (threads == 0 || threads < -1)
+    return bad_usage ("--threads: needs a number of threads at least 1 "
+                      "(default: the online cores / jobs)");
   if (argc != 2)
     return bad_usage ("run needs exactly one scenario file");
-  SimRunOptions opt = { .db = db, .json = json, .quiet = quiet, .jobs = jobs };
+  SimRunOptions opt = { .db = db, .json = json, .quiet = quiet, .jobs = jobs,
+                        .threads = threads };
   GError *error = NULL;
   int code = sim_run_scenario (argv[1], (const char *const *) sets, &opt, &error);
   if (code != 0)

@@ -22,6 +22,8 @@ typedef struct {
   gboolean json;         /* print one JSON object instead of the table */
   gboolean quiet;        /* no progress, no table */
   int jobs;              /* points run at once; <= 0: the number of online cores */
+  int threads;           /* host threads per point's math (parallel.h); <= 0:
+                          * the online cores / jobs, at least 1 */
 } SimRunOptions;
 
 /* Assembles and runs one configuration.  Rows go to `trace` under run id

@@ -21,6 +21,7 @@
 #include <cblas.h>
 #endif
 
+#include "policies/parallel.h"
 #include "sim/sweep.h"
 
 typedef struct Sweep Sweep;
@@ -206,6 +207,10 @@ sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimR
   if (jobs > 1)
     openblas_set_num_threads (1);
 #endif
+  /* the cores the points leave go to each point's independent math
+   * (policies/parallel.h: the same numbers on any number of threads) */
+  pol_parallel_set_threads (opt->threads > 0 ? opt->threads
+                                             : MAX (1, (int) g_get_num_processors () / jobs));
   Sweep sw = { .queue = g_async_queue_new () };
   g_mutex_init (&sw.lock);
   g_cond_init (&sw.drained);

@@ -155,6 +155,28 @@ test_jobs (void)
   g_assert_nonnull (strstr (e3, "--jobs"));
 }
 
+/* One all-reduce run with real math on 1 and on 3 host threads per point
+ * writes the same database (tests/test-parallel.c checks the lanes); 0
+ * threads is bad usage. */
+static void
+test_threads (void)
+{
+  g_autofree char *ini = tmp ("threads.ini");
+  g_assert_true (g_file_set_contents (ini,
+    "[scenario]\nname = t\niterations = 4\n[cluster]\nworkers = 48\n"
+    "[model]\nkind = mlp\nhidden = 128\nfeatures = 128\nclasses = 4\nsamples = 2048\n"
+    "test_samples = 64\neval_samples = 128\nbatch = 16\n"
+    "[policy]\nkind = allreduce\n", -1, NULL));
+  g_autofree char *a = tmp ("t1.db"), *b = tmp ("t3.db");
+  g_autofree char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL, *o3 = NULL, *e3 = NULL;
+  g_assert_cmpint (dtsim (&o1, &e1, "run", ini, "-o", a, "--threads", "1", "-q", NULL), ==, 0);
+  g_assert_cmpint (dtsim (&o2, &e2, "run", ini, "-o", b, "--threads", "3", "-q", NULL), ==, 0);
+  g_autofree char *da = dump (a), *db = dump (b);
+  g_assert_cmpstr (da, ==, db);
+  g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", a, "--threads", "0", NULL), ==, 2);
+  g_assert_nonnull (strstr (e3, "--threads"));
+}
+
 /* The tables only some policies write (a pipeline's stages, a parameter
  * server's failures) come through a parallel sweep as through a serial one. */
 static void
@@ -904,6 +926,7 @@ main (int argc, char **argv)
   tmpdir = g_dir_make_tmp ("dtsim-cli-XXXXXX", NULL);
   g_test_add_func ("/cli/run/deterministic", test_deterministic);
   g_test_add_func ("/cli/run/jobs", test_jobs);
+  g_test_add_func ("/cli/run/threads", test_threads);
   g_test_add_func ("/cli/run/jobs-failure", test_jobs_failure);
   g_test_add_func ("/cli/run/jobs-tables", test_jobs_tables);
   g_test_add_func ("/cli/run/trace-contents", test_trace_contents);

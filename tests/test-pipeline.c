@@ -263,7 +263,9 @@ assert_same_losses (const Result *a, const Result *b)
 }
 
 /* Pipelined MLP = one worker training on the same batches (its sampler is
- * the single data-parallel worker's), whatever the schedule and the cut. */
+ * the single data-parallel worker's), whatever the schedule and the cut,
+ * and whether the math runs operation by operation on the stages (compute
+ * time measured on the host) or all at once when the iteration starts. */
 static void
 test_mlp_equivalence (void)
 {
@@ -275,6 +277,9 @@ test_mlp_equivalence (void)
     { "policy.schedule=1f1b", "policy.stage_layers=1,2,3", NULL, NULL },
     { "policy.schedule=gpipe", "policy.stage_layers=3,2,1", NULL, NULL },
     { "policy.microbatches=16", "model.optimizer=adam", "model.lr=0.01", NULL },
+    { "device.compute_time=measured", "policy.schedule=1f1b", "policy.stage_layers=1,2,3",
+      NULL },
+    { "device.compute_time=measured", "policy.schedule=gpipe", NULL, NULL },
   };
   for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
     {
@@ -294,18 +299,24 @@ test_mlp_equivalence (void)
   result_free (ref);
 }
 
-/* Two replicas of a 3-stage pipeline = all-reduce over two workers. */
+/* Two replicas of a 3-stage pipeline = all-reduce over two workers, the
+ * math stage by stage (measured compute) or both replicas in one pass. */
 static void
 test_replicas (void)
 {
   const char *pipe_sets[] = { "cluster.workers=6", "policy.replicas=2", NULL };
+  const char *staged_sets[] = { "cluster.workers=6", "policy.replicas=2",
+                                "device.compute_time=measured", NULL };
   const char *ar_sets[] = { "policy.kind=allreduce", "cluster.workers=2", NULL };
   Result *a = run_text (mlp, pipe_sets);
+  Result *s = run_text (mlp, staged_sets);
   Result *b = run_text (mlp, ar_sets);
   assert_same_losses (a, b);
+  assert_same_losses (s, b);
   g_assert_cmpuint (a->stages->len, ==, 6);
   g_assert_cmpuint (a->iter_len->len, ==, 6 * 12);
   result_free (a);
+  result_free (s);
   result_free (b);
 }
 
