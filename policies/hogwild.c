@@ -46,6 +46,7 @@ typedef struct {
   gint64 read_applied;    /* updates written when it read */
   gint64 staleness;
   gboolean writing;       /* lock = none: its write is in progress */
+  gboolean flushed;       /* its write, whole, is already in x */
   double write_start;
 } HwCore;
 
@@ -58,6 +59,8 @@ typedef struct {
   float *view;            /* (P) what a read sees, where writes are in
                            * progress (used at once: one for all cores) */
   float **delta;          /* (W) each core's update */
+  int *partial;           /* (W) scratch: writes half done at a read */
+  gsize *partial_done;    /* (W) components each has written */
   float *grad;
   KernOptimizer **opt;
   PolSampler *samplers;
@@ -75,18 +78,28 @@ typedef struct {
 static void start_step (HwPolicy *hw, int c);
 
 /* What core c reads now: x, or (lock = none) x with the written part of
- * every write in progress, assembled in hw->view.  NULL without math. */
+ * every write in progress, assembled in hw->view.  NULL without math.
+ *
+ * A write whose last component lands now is whole in memory: it is added
+ * to x here (`flushed`; its completion event, due at this instant, then
+ * only closes the iteration), so that reads at the instant writes end,
+ * the common case, see x itself and copy nothing.  The torn part is
+ * assembled block by block (a block of the view stays in cache while
+ * every partial write adds to it), each component summing x and the
+ * writes in core order. */
+enum { HW_VIEW_BLOCK = 4096 };
+
 static const float *
 read_model (HwPolicy *hw, int c)
 {
   gsize P = hw->env.n_params;
   double now = eng_sim_now (hw->env.sim);
-  const float *seen = hw->x;
   /* the updates it sees whole: the written ones and those whose last
    * component lands now */
   hw->core[c].read_applied = hw->applied;
   if (hw->lock)
-    return seen;
+    return hw->x;
+  int partial = 0;
   for (int v = 0; v < hw->W; v++)
     {
       HwCore *k = &hw->core[v];
@@ -96,21 +109,39 @@ read_model (HwPolicy *hw, int c)
        * completion event (which may not have run yet at this instant) */
       double f = now >= k->write_start + hw->u ? 1 : (now - k->write_start) / hw->u;
       gsize done = (gsize) CLAMP (floor (f * (double) P), 0, (double) P);
-      if (done > 0 && done < P)
-        hw->torn++;
       if (done == P)
-        hw->core[c].read_applied++;
-      if (!hw->x || done == 0)
-        continue;
-      if (seen == hw->x)
         {
-          memcpy (hw->view, hw->x, P * sizeof (float));
-          seen = hw->view;
+          hw->core[c].read_applied++;
+          if (hw->x && !k->flushed)
+            {
+              for (gsize i = 0; i < P; i++)
+                hw->x[i] += hw->delta[v][i];
+              k->flushed = TRUE;
+            }
+          continue;
         }
-      for (gsize i = 0; i < done; i++)
-        hw->view[i] += hw->delta[v][i];
+      if (done > 0)
+        {
+          hw->torn++;
+          hw->partial[partial] = v;
+          hw->partial_done[partial++] = done;
+        }
     }
-  return seen;
+  if (!hw->x || partial == 0)
+    return hw->x;
+  for (gsize b = 0; b < P; b += HW_VIEW_BLOCK)
+    {
+      gsize e = MIN (b + HW_VIEW_BLOCK, P);
+      memcpy (hw->view + b, hw->x + b, (e - b) * sizeof (float));
+      for (int j = 0; j < partial; j++)
+        {
+          const float *d = hw->delta[hw->partial[j]];
+          gsize upto = MIN (hw->partial_done[j], e);
+          for (gsize i = b; i < upto; i++)
+            hw->view[i] += d[i];
+        }
+    }
+  return hw->view;
 }
 
 /* Core c's gradient at what it read, and the update its optimizer makes
@@ -135,10 +166,10 @@ write_done (HwPolicy *hw, int c)
 {
   HwCore *k = &hw->core[c];
   double now = eng_sim_now (hw->env.sim);
-  if (hw->x)
+  if (hw->x && !k->flushed)
     for (gsize i = 0; i < hw->env.n_params; i++)
       hw->x[i] += hw->delta[c][i];
-  k->writing = FALSE;
+  k->writing = k->flushed = FALSE;
   hw->applied++;
   pol_run_iteration (&hw->run, c, k->iter, k->start, now, k->compute + k->service, 0,
                      k->queued, k->staleness);
@@ -263,6 +294,8 @@ hw_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
   gsize P = env->n_params;
   pol_run_init (&hw->run, &hw->env);
   hw->core = g_new0 (HwCore, W);
+  hw->partial = g_new (int, W);
+  hw->partial_done = g_new (gsize, W);
   hw->total = env->iterations * W;
   hw->u = env->update_time (env->compute_ctx, P);
   hw->res = eng_resource_new (env->sim);
@@ -320,6 +353,8 @@ hw_free (PolPolicy *p)
         kern_optimizer_free (hw->opt[c]);
       }
   g_free (hw->view);
+  g_free (hw->partial);
+  g_free (hw->partial_done);
   g_free (hw->delta);
   g_free (hw->opt);
   g_free (hw->x);
