@@ -272,6 +272,11 @@ void kern_optimizer_free (KernOptimizer *o);
 /* One step on params (n) with grad (n): increments the step counter, then
  * applies the formula above on the CPU. */
 void kern_optimizer_step (KernOptimizer *o, float *params, const float *grad);
+/* The same step written elsewhere: dst = what kern_optimizer_step makes of
+ * a copy of src (the same floats), src left as it is; for SGD in one pass.
+ * dst must not overlap src or grad. */
+void kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src,
+                               const float *grad);
 gint64 kern_optimizer_steps (const KernOptimizer *o);
 /* Floats of state per parameter: 0 (SGD), 1 (momentum), 2 (Adam). */
 int kern_opt_state_per_param (KernOptKind kind);

@@ -138,6 +138,27 @@ kern_optimizer_step (KernOptimizer *o, float *params, const float *grad)
 }
 
 /* Steps taken so far (the t of the last step; 0 before the first). */
+void
+kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src, const float *grad)
+{
+  g_return_if_fail (o != NULL);
+  g_return_if_fail (o->n == 0 || (dst != NULL && src != NULL && grad != NULL));
+  if (o->cfg.kind != KERN_OPT_SGD)
+    {
+      memcpy (dst, src, o->n * sizeof (float));
+      kern_optimizer_step (o, dst, grad);
+      return;
+    }
+  /* cpu_sgd's p -= lr g with p read from src */
+  o->t++;
+  double lr = o->cfg.lr;
+  if (o->cfg.warmup > 0 && o->t < o->cfg.warmup)
+    lr *= (double) o->t / (double) o->cfg.warmup;
+  float lr_f = (float) lr;
+  for (gsize i = 0; i < o->n; i++)
+    dst[i] = src[i] - lr_f * grad[i];
+}
+
 gint64
 kern_optimizer_steps (const KernOptimizer *o)
 {

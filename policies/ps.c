@@ -68,13 +68,21 @@ typedef struct {
  * gradient). */
 #define PS_SPARE_SNAPS 64
 
+/* A snapshot of n floats, contents undefined. */
 static PsSnap *
-snap_new (const float *src, gsize n, GPtrArray *spare)
+snap_alloc (gsize n, GPtrArray *spare)
 {
   PsSnap *s = spare->len ? g_ptr_array_steal_index_fast (spare, spare->len - 1)
                          : g_malloc (sizeof (PsSnap) + n * sizeof (float));
   s->ref = 1;
   s->spare = spare;
+  return s;
+}
+
+static PsSnap *
+snap_new (const float *src, gsize n, GPtrArray *spare)
+{
+  PsSnap *s = snap_alloc (n, spare);
   memcpy (s->data, src, n * sizeof (float));
   return s;
 }
@@ -148,7 +156,9 @@ typedef struct {
   EngResource *fifo;
   KernOptimizer *opt;    /* optimizer state of the shard; NULL without math */
   gint64 version;        /* changes of the shard's parameters so far */
-  PsSnap *snap;          /* the latest snapshot sent, of version snap_version */
+  PsSnap *snap;          /* the latest snapshot sent, of version snap_version;
+                          * with one server, always the current version,
+                          * whose data is ps->global */
   gint64 snap_version;
   float *round_sum;      /* BSP: (hi - lo) sum of the round's gradients so far */
   gint64 round_n;        /* BSP: gradients in round_sum */
@@ -207,6 +217,11 @@ struct PsPolicy {
    * worker holds until then (the same numbers, in the same order), so no
    * worker keeps a gradient buffer */
   gboolean deferred;
+  /* several servers, BSP: when a worker has every shard of round r and
+   * computes, no server can be past r (each waits for its push), so the
+   * servers' vector is exactly what it pulled; workers compute there and
+   * keep no copy */
+  gboolean shared_global;
   float *scratch;        /* deferred: (n_params) the gradient being applied */
   float *scratch_x;      /* deferred: (batch, d) its batch */
   int *scratch_y;
@@ -531,6 +546,28 @@ deferred_gradient (PsPolicy *ps, PsWorker *w)
   return ps->scratch;
 }
 
+/* One optimizer step of server srv with `grad` (its shard).  With one
+ * server the current version is the snapshot the replies share: stepped in
+ * place when no one else holds it, else written into a fresh snapshot
+ * (workers keep theirs) in the same pass as the step, with no copy. */
+static void
+server_step (PsPolicy *ps, PsServer *srv, const float *grad)
+{
+  if (ps->env.servers == 1 && srv->snap->ref > 1)
+    {
+      PsSnap *n = snap_alloc (srv->hi - srv->lo, ps->spare[srv->id]);
+      kern_optimizer_step_into (srv->opt, n->data, srv->snap->data, grad);
+      snap_unref (srv->snap);
+      srv->snap = n;
+      ps->global = n->data;
+    }
+  else
+    kern_optimizer_step (srv->opt, ps->global + srv->lo, grad);
+  srv->version++;
+  if (ps->env.servers == 1)
+    srv->snap_version = srv->version;
+}
+
 static void
 on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double start,
                 double end)
@@ -565,18 +602,14 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
               float inv = 1.0f / (float) srv->round_n;
               for (gsize i = 0; i < len; i++)
                 srv->round_sum[i] *= inv;
-              kern_optimizer_step (srv->opt, ps->global + srv->lo, srv->round_sum);
-              srv->version++;
+              server_step (ps, srv, srv->round_sum);
               memset (srv->round_sum, 0, len * sizeof (float));
             }
           srv->round_n = 0;
         }
     }
   else if (ps->env.model)
-    {
-      kern_optimizer_step (srv->opt, ps->global + srv->lo, m->grad);
-      srv->version++;
-    }
+    server_step (ps, srv, m->grad);
   applied_inc (ps, srv, m->worker);
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
 
@@ -632,7 +665,7 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
           m->snap = NULL;
           w->params = w->snap->data;
         }
-      else if (ps->env.model)
+      else if (ps->env.model && !ps->shared_global)
         memcpy (w->params + srv->lo, m->snap->data, (srv->hi - srv->lo) * sizeof (float));
       w->acc_staleness = MAX (w->acc_staleness, m->iter - m->clock);
       if (w->replies_got == 0
@@ -792,6 +825,7 @@ ps_create (const PolEnv *env, GError **error)
     }
   if (!ps->kofn)
     ps->wait_for = 0;
+  ps->shared_global = env->model && S > 1 && ps->consistency == POL_BSP;
   /* the parameters only where the math runs: a timing-only model may be of
    * any size (its messages carry sizes, not floats) */
   if (env->model)
@@ -818,7 +852,9 @@ ps_create (const PolEnv *env, GError **error)
       wk->accepted_round = -1;
       if (env->model)
         {
-          if (S > 1)
+          if (ps->shared_global)
+            wk->params = ps->global;
+          else if (S > 1)
             wk->params = wk->own = g_new0 (float, P);
           if (!ps->deferred)
             {
@@ -856,6 +892,15 @@ ps_create (const PolEnv *env, GError **error)
           if (ps->consistency == POL_BSP)
             srv->round_sum = g_new0 (float, srv->hi - srv->lo);
         }
+    }
+  if (env->model && S == 1)
+    {
+      /* one server: its parameters live in the snapshot replies share */
+      PsServer *srv = &ps->servers[0];
+      srv->snap = snap_new (ps->global, P, ps->spare[0]);
+      srv->snap_version = srv->version;
+      g_free (ps->global);
+      ps->global = srv->snap->data;
     }
   return (PolPolicy *) ps;
 }
@@ -919,7 +964,8 @@ ps_free (PolPolicy *p)
   g_free (ps->scratch);
   g_free (ps->scratch_x);
   g_free (ps->scratch_y);
-  g_free (ps->global);
+  if (ps->env.servers != 1)  /* else the data of servers[0].snap */
+    g_free (ps->global);
   g_free (ps->grad_shards);
   pol_samplers_free (ps->samplers, ps->env.workers);
   g_hash_table_unref (ps->live);
@@ -1022,10 +1068,12 @@ static double
 ps_host_bytes (const PolModelInfo *mi, double per_model)
 {
   double W = (double) mi->workers;
-  if (mi->servers != 1 || mi->failures || mi->host_timed)
-    return (W + (double) mi->servers) * per_model;
   double shard = 4.0 * (double) mi->model->ops->n_params (mi->model);
   gboolean bsp = base_values_int (mi->values, "policy.consistency") == POL_BSP;
+  if (mi->servers > 1 && bsp) /* shared_global: no worker copies */
+    return (W + (double) mi->servers) * per_model - W * shard;
+  if (mi->servers != 1 || mi->failures || mi->host_timed)
+    return (W + (double) mi->servers) * per_model;
   const PolCompressor *cmp = pol_compress_of (mi->values);
   return 2 * per_model + (bsp ? 2 : W) * shard + (cmp && cmp->feedback ? W * shard : 0);
 }

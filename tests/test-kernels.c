@@ -1570,6 +1570,42 @@ test_opt_warmup (void)
   kern_optimizer_free (o);
 }
 
+/* kern_optimizer_step_into writes the floats kern_optimizer_step makes in
+ * place, step after step (the state advances the same way), for every
+ * optimizer, with warm-up, and leaves its source alone. */
+static void
+test_opt_step_into (void)
+{
+  const gsize n = 1031;
+  const KernOptKind kinds[] = { KERN_OPT_SGD, KERN_OPT_MOMENTUM, KERN_OPT_ADAM };
+  GRand *rng = g_rand_new_with_seed (17);
+  g_autofree float *a = g_new (float, n);
+  g_autofree float *b = g_new (float, n);
+  g_autofree float *c = g_new (float, n);
+  g_autofree float *g = g_new (float, n);
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    {
+      const KernOptConfig cfg = { .kind = kinds[k], .lr = 0.037, .warmup = 3, .momentum = 0.9,
+                                  .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8 };
+      KernOptimizer *in = kern_optimizer_new (&cfg, n), *out = kern_optimizer_new (&cfg, n);
+      for (gsize i = 0; i < n; i++)
+        a[i] = b[i] = (float) g_rand_double_range (rng, -1, 1);
+      for (int t = 0; t < 5; t++)
+        {
+          for (gsize i = 0; i < n; i++)
+            g[i] = (float) g_rand_double_range (rng, -1, 1);
+          kern_optimizer_step (in, a, g);
+          memcpy (c, b, n * sizeof (float));
+          kern_optimizer_step_into (out, b, c, g);
+          g_assert_cmpmem (a, n * sizeof (float), b, n * sizeof (float));
+          g_assert_true (memcmp (b, c, n * sizeof (float)) != 0);  /* c: the step before */
+        }
+      g_assert_cmpint (kern_optimizer_steps (out), ==, 5);
+      kern_optimizer_free (in);
+      kern_optimizer_free (out);
+    }
+  g_rand_free (rng);
+}
 
 int
 main (int argc, char **argv)
@@ -1616,6 +1652,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/optim/momentum", test_opt_momentum);
   g_test_add_func ("/kernels/optim/adam", test_opt_adam);
   g_test_add_func ("/kernels/optim/warmup", test_opt_warmup);
+  g_test_add_func ("/kernels/optim/step-into", test_opt_step_into);
 
   return g_test_run ();
 }
