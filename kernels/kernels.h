@@ -277,6 +277,15 @@ void kern_optimizer_step (KernOptimizer *o, float *params, const float *grad);
  * dst must not overlap src or grad. */
 void kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src,
                                const float *grad);
+/* dst = sum_j weights[j] srcs[j] over j = 0..n_srcs-1 (in that order),
+ * then, unless grad is NULL, one step with grad: a model averaged with
+ * others' before its update (gossip).  Block by block, so that a block of
+ * every source stays in cache; for SGD the step is in the same pass.  dst
+ * (o's n floats) must not overlap the sources or grad.  o may be NULL when
+ * grad is: then len gives the length. */
+void kern_optimizer_mix_step (KernOptimizer *o, float *dst, int n_srcs,
+                              const float *const *srcs, const float *weights,
+                              const float *grad, gsize len);
 gint64 kern_optimizer_steps (const KernOptimizer *o);
 /* Floats of state per parameter: 0 (SGD), 1 (momentum), 2 (Adam). */
 int kern_opt_state_per_param (KernOptKind kind);

@@ -159,6 +159,70 @@ kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src, const 
     dst[i] = src[i] - lr_f * grad[i];
 }
 
+/* Floats per block of kern_optimizer_mix_step. */
+enum { MIX_BLOCK = 4096 };
+
+void
+kern_optimizer_mix_step (KernOptimizer *o, float *dst, int n_srcs, const float *const *srcs,
+                         const float *weights, const float *grad, gsize len)
+{
+  g_return_if_fail (n_srcs >= 1 && srcs != NULL && weights != NULL);
+  g_return_if_fail (grad == NULL || (o != NULL && o->n == len));
+  gboolean fused = grad && o->cfg.kind == KERN_OPT_SGD;
+  float lr_f = 0;
+  if (fused)
+    {
+      o->t++;
+      double lr = o->cfg.lr;
+      if (o->cfg.warmup > 0 && o->t < o->cfg.warmup)
+        lr *= (double) o->t / (double) o->cfg.warmup;
+      lr_f = (float) lr;
+    }
+  if (n_srcs == 3)  /* a ring: one loop, every stream at once */
+    {
+      const float *s0 = srcs[0], *s1 = srcs[1], *s2 = srcs[2];
+      float w0 = weights[0], w1 = weights[1], w2 = weights[2];
+      if (fused)
+        for (gsize i = 0; i < len; i++)
+          {
+            float y = w0 * s0[i];
+            y += w1 * s1[i];
+            y += w2 * s2[i];
+            dst[i] = y - lr_f * grad[i];
+          }
+      else
+        for (gsize i = 0; i < len; i++)
+          {
+            float y = w0 * s0[i];
+            y += w1 * s1[i];
+            dst[i] = y + w2 * s2[i];
+          }
+      if (grad && !fused)
+        kern_optimizer_step (o, dst, grad);
+      return;
+    }
+  for (gsize b = 0; b < len; b += MIX_BLOCK)
+    {
+      gsize e = MIN (b + MIX_BLOCK, len);
+      const float *s0 = srcs[0];
+      float w0 = weights[0];
+      for (gsize i = b; i < e; i++)
+        dst[i] = w0 * s0[i];
+      for (int j = 1; j < n_srcs; j++)
+        {
+          const float *sj = srcs[j];
+          float wj = weights[j];
+          for (gsize i = b; i < e; i++)
+            dst[i] += wj * sj[i];
+        }
+      if (fused)
+        for (gsize i = b; i < e; i++)
+          dst[i] -= lr_f * grad[i];
+    }
+  if (grad && !fused)
+    kern_optimizer_step (o, dst, grad);
+}
+
 gint64
 kern_optimizer_steps (const KernOptimizer *o)
 {

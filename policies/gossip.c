@@ -24,13 +24,16 @@
  *     own iteration).  The run ends when every worker has done `iterations`
  *     iterations (iterations x W applied gradients).
  *
- * The math of a model exchange is done when it is sent: the sender adds
- * M[v][w] x_w into the receiver's sum for that iteration, so no payload is
- * copied; the receiver reads the sum only after the transfer has arrived.
- * A receiver is never more than one iteration behind or ahead, so two sums
- * per worker (by the iteration's parity) suffice, and a transfer carries
- * only its receiver and that parity (nothing to free when a run stops with
- * transfers in flight).
+ * No payload is copied: every worker keeps its models of the last two
+ * iterations, by parity (x_w^k in xs[k & 1][w]), and a combine reads the
+ * neighbours' models of its iteration where they are, once their transfers
+ * have arrived, writing the next model into the other parity's buffer (for
+ * d-psgd with the optimizer step in the same pass: kern_optimizer_mix_step).
+ * That is safe because a neighbour can be at most one iteration ahead: v
+ * overwrites xs[k & 1][v] only when it combines iteration k + 1, which
+ * needs w's model of k + 1, which w has only after its combine of k.  So a
+ * transfer carries only its receiver and parity (nothing to free when a
+ * run stops with transfers in flight).
  *
  * An iteration's row: compute = compute_time + update_time; wait = the time
  * from the moment the worker could combine until the last neighbour sent
@@ -48,6 +51,10 @@
 /* The random stream of init_spread's noise (apart from the samplers' and
  * the stragglers' streams). */
 #define GO_SPREAD_STREAM G_GUINT64_CONSTANT (0x6055195)
+
+/* Floats per block of the passes over several models (a send to every
+ * neighbour, the consensus distance): a block of each stays in cache. */
+enum { GO_BLOCK = 4096 };
 
 typedef enum { GRAPH_RING, GRAPH_TORUS, GRAPH_EXPONENTIAL, GRAPH_COMPLETE } GoGraph;
 typedef enum { ORDER_DPSGD, ORDER_ATC } GoOrder;
@@ -70,8 +77,9 @@ typedef struct {
   float **weight;        /* (W) M[w][nbr[w][i]] */
   float *self_weight;    /* (W) M[w][w] */
   GoWorker *wk;
-  float **params;        /* (W) x_w; NULL without math */
-  float **sum[2];        /* (W) incoming weighted models, by parity */
+  float **xs[2];         /* (W) x_w^k in xs[k & 1][w]; NULL without math */
+  const float **mix_src; /* (W) scratch: the models a combine sums */
+  float *mix_weight;     /* (W) scratch: their weights */
   float **grad;
   KernOptimizer **opt;
   PolSampler *samplers;
@@ -83,6 +91,14 @@ typedef struct {
   gint64 total;          /* iterations x W */
   PolRun run;
 } GoPolicy;
+
+/* Worker w's model now: that of its current iteration (NULL without
+ * math). */
+static float *
+cur (GoPolicy *go, int w)
+{
+  return go->xs[0] ? go->xs[go->wk[w].iter & 1][w] : NULL;
+}
 
 /* --- the graph ------------------------------------------------------------ */
 
@@ -192,13 +208,16 @@ build_graph (GoPolicy *go, GoGraph g)
 static const float *
 average (GoPolicy *go)
 {
-  if (!go->params)
+  if (!go->xs[0])
     return NULL;
   gsize P = go->env.n_params;
   memset (go->avg, 0, P * sizeof (float));
   for (int w = 0; w < go->W; w++)
-    for (gsize i = 0; i < P; i++)
-      go->avg[i] += go->params[w][i];
+    {
+      const float *x = cur (go, w);
+      for (gsize i = 0; i < P; i++)
+        go->avg[i] += x[i];
+    }
   float inv = 1.0f / (float) go->W;
   for (gsize i = 0; i < P; i++)
     go->avg[i] *= inv;
@@ -206,22 +225,34 @@ average (GoPolicy *go)
 }
 
 /* (1/W) sum_w |x_w - avg|^2, the average taken in double precision so
- * that equal models give exactly 0. */
+ * that equal models give exactly 0; block by block, so that a block of
+ * every model stays in cache for both passes. */
 static double
 consensus (gpointer ctx)
 {
   GoPolicy *go = ctx;
-  double s = 0;
-  for (gsize i = 0; i < go->env.n_params; i++)
+  gsize P = go->env.n_params;
+  double s = 0, mean[GO_BLOCK];
+  for (gsize b = 0; b < P; b += GO_BLOCK)
     {
-      double m = 0;
-      for (int w = 0; w < go->W; w++)
-        m += go->params[w][i];
-      m /= go->W;
+      gsize n = MIN ((gsize) GO_BLOCK, P - b);
+      memset (mean, 0, n * sizeof (double));
       for (int w = 0; w < go->W; w++)
         {
-          double d = (double) go->params[w][i] - m;
-          s += d * d;
+          const float *x = cur (go, w) + b;
+          for (gsize i = 0; i < n; i++)
+            mean[i] += x[i];
+        }
+      for (gsize i = 0; i < n; i++)
+        mean[i] /= go->W;
+      for (int w = 0; w < go->W; w++)
+        {
+          const float *x = cur (go, w) + b;
+          for (gsize i = 0; i < n; i++)
+            {
+              double d = (double) x[i] - mean[i];
+              s += d * d;
+            }
         }
     }
   return s / go->W;
@@ -232,43 +263,40 @@ consensus (gpointer ctx)
 static void start_iteration (GoPolicy *go, int w);
 static void on_arrival (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t);
 
-/* Sends x_w (its state now) to every neighbour for iteration k. */
+/* Sends x_w^k to every neighbour: a transfer only (see above). */
 static void
 send_model (GoPolicy *go, int w, gint64 k)
 {
   double now = eng_sim_now (go->env.sim);
-  gsize P = go->env.n_params;
+  int p = (int) (k & 1);
   for (int i = 0; i < go->deg[w]; i++)
     {
       int v = go->nbr[w][i];
-      if (go->params)
-        {
-          /* M[v][w] = M[w][v]: the Metropolis weights are symmetric */
-          float m = go->weight[w][i], *s = go->sum[k & 1][v];
-          const float *x = go->params[w];
-          for (gsize j = 0; j < P; j++)
-            s[j] += m * x[j];
-        }
       GoWorker *to = &go->wk[v];
-      to->last_sent[k & 1] = MAX (to->last_sent[k & 1], now);
-      net_send (go->env.net, w, v, (double) P * sizeof (float), 0, on_arrival, go,
-                GINT_TO_POINTER (2 * v + (int) (k & 1)));
+      to->last_sent[p] = MAX (to->last_sent[p], now);
+      net_send (go->env.net, w, v, (double) go->env.n_params * sizeof (float), 0, on_arrival,
+                go, GINT_TO_POINTER (2 * v + p));
     }
 }
 
-/* x_w = M[w][w] x_w + (the neighbours' weighted models of iteration k). */
+/* x_w^{k+1} = M[w][w] x_w^k + sum_v M[w][v] x_v^k (the neighbours in
+ * ascending order), then, with grad (d-psgd), w's optimizer step. */
 static void
-combine (GoPolicy *go, int w, gint64 k)
+combine (GoPolicy *go, int w, gint64 k, const float *grad)
 {
-  if (!go->params)
+  if (!go->xs[0])
     return;
-  gsize P = go->env.n_params;
-  float a = go->self_weight[w], *x = go->params[w], *s = go->sum[k & 1][w];
-  for (gsize j = 0; j < P; j++)
+  int p = (int) (k & 1), d = go->deg[w];
+  go->mix_src[0] = go->xs[p][w];
+  go->mix_weight[0] = go->self_weight[w];
+  /* M[w][v] = M[v][w]: the Metropolis weights are symmetric */
+  for (int i = 0; i < d; i++)
     {
-      x[j] = a * x[j] + s[j];
-      s[j] = 0;
+      go->mix_src[i + 1] = go->xs[p][go->nbr[w][i]];
+      go->mix_weight[i + 1] = go->weight[w][i];
     }
+  kern_optimizer_mix_step (go->opt[w], go->xs[p ^ 1][w], d + 1, go->mix_src, go->mix_weight,
+                           grad, go->env.n_params);
 }
 
 /* Worker w's iteration has ended now: its row, the counters, the next. */
@@ -311,9 +339,7 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   int w = GPOINTER_TO_INT (data);
   if (go->run.finished)
     return;
-  combine (go, w, go->wk[w].iter);
-  if (go->params)
-    kern_optimizer_step (go->opt[w], go->params[w], go->grad[w]);
+  combine (go, w, go->wk[w].iter, go->grad ? go->grad[w] : NULL);
   end_iteration (go, w);
 }
 
@@ -330,7 +356,7 @@ try_combine (GoPolicy *go, int w)
     eng_schedule (go->env.sim, go->update_time, on_update_done, go, GINT_TO_POINTER (w));
   else
     {
-      combine (go, w, wk->iter);
+      combine (go, w, wk->iter, NULL);
       end_iteration (go, w);
     }
 }
@@ -361,8 +387,8 @@ on_own_done (EngSim *sim, gpointer ctx, gpointer data)
   wk->own_ready = eng_sim_now (sim);
   if (go->order == ORDER_ATC)
     {
-      if (go->params)
-        kern_optimizer_step (go->opt[w], go->params[w], go->grad[w]);
+      if (go->xs[0])
+        kern_optimizer_step (go->opt[w], cur (go, w), go->grad[w]);
       send_model (go, w, wk->iter);
     }
   try_combine (go, w);
@@ -377,12 +403,12 @@ start_iteration (GoPolicy *go, int w)
   wk->start = now;
   wk->own_ready = -1;
   double host = 0;
-  if (go->params)
+  if (go->xs[0])
     {
       pol_sampler_next (&go->samplers[w], env->batch, go->idx);
       kern_dataset_gather (env->train, go->idx, env->batch, go->x, go->y);
       gint64 t0 = g_get_monotonic_time ();
-      env->model->ops->loss_grad (env->model, go->params[w], go->x, go->y, env->batch,
+      env->model->ops->loss_grad (env->model, cur (go, w), go->x, go->y, env->batch,
                                   go->grad[w]);
       host = (double) (g_get_monotonic_time () - t0) / 1e6;
     }
@@ -422,19 +448,19 @@ go_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
       double spread = base_values_double (env->values, "policy.init_spread");
       EngRng rng;
       eng_rng_init (&rng, env->seed, GO_SPREAD_STREAM);
-      go->params = g_new (float *, W);
-      go->sum[0] = g_new (float *, W);
-      go->sum[1] = g_new (float *, W);
+      go->xs[0] = g_new (float *, W);
+      go->xs[1] = g_new (float *, W);
+      go->mix_src = g_new (const float *, W);
+      go->mix_weight = g_new (float, W);
       go->grad = g_new (float *, W);
       go->opt = g_new (KernOptimizer *, W);
-      go->params[0] = g_new0 (float, P);
-      env->model->ops->init (env->model, go->params[0], env->seed);
+      go->xs[0][0] = g_new0 (float, P);
+      env->model->ops->init (env->model, go->xs[0][0], env->seed);
       for (int w = 0; w < W; w++)
         {
           if (w > 0)
-            go->params[w] = g_memdup2 (go->params[0], P * sizeof (float));
-          go->sum[0][w] = g_new0 (float, P);
-          go->sum[1][w] = g_new0 (float, P);
+            go->xs[0][w] = g_memdup2 (go->xs[0][0], P * sizeof (float));
+          go->xs[1][w] = g_new (float, P);
           go->grad[w] = g_new0 (float, P);
           go->opt[w] = kern_optimizer_new (&env->opt, P);
         }
@@ -442,7 +468,7 @@ go_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
       if (spread > 0)
         for (int w = 0; w < W; w++)
           for (gsize i = 0; i < P; i++)
-            go->params[w][i] += (float) (spread * eng_rng_normal (&rng));
+            go->xs[0][w][i] += (float) (spread * eng_rng_normal (&rng));
       go->avg = g_new0 (float, P);
       go->x = g_new (float, (gsize) env->batch * env->model->d);
       go->y = g_new (int, env->batch);
@@ -477,12 +503,11 @@ go_free (PolPolicy *p)
   if (!go)
     return;
   int W = go->W;
-  if (go->params)
+  if (go->xs[0])
     for (int w = 0; w < W; w++)
       {
-        g_free (go->params[w]);
-        g_free (go->sum[0][w]);
-        g_free (go->sum[1][w]);
+        g_free (go->xs[0][w]);
+        g_free (go->xs[1][w]);
         g_free (go->grad[w]);
         kern_optimizer_free (go->opt[w]);
       }
@@ -491,9 +516,10 @@ go_free (PolPolicy *p)
       g_free (go->nbr[w]);
       g_free (go->weight[w]);
     }
-  g_free (go->params);
-  g_free (go->sum[0]);
-  g_free (go->sum[1]);
+  g_free (go->xs[0]);
+  g_free (go->xs[1]);
+  g_free (go->mix_src);
+  g_free (go->mix_weight);
   g_free (go->grad);
   g_free (go->opt);
   g_free (go->avg);
@@ -549,12 +575,12 @@ go_validate (PolCheck *chk, GError **error)
 }
 
 /* Every worker holds its model, gradient and optimizer state (per_model)
- * and two sums of incoming models. */
+ * and its model of the iteration before. */
 static double
 go_host_bytes (const PolModelInfo *mi, double per_model)
 {
   double P = (double) mi->model->ops->n_params (mi->model);
-  return (double) mi->workers * (per_model + 2 * 4.0 * P) + 4.0 * P;
+  return (double) mi->workers * (per_model + 4.0 * P) + 4.0 * P;
 }
 
 /* Its keys would do nothing under another policy. */

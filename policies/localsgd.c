@@ -14,9 +14,9 @@
  *     update_time(P).  Workers do not wait for one another inside a round.
  *   - When the last worker has finished its last local step of the round
  *     (time M), the parameter vectors (P floats, one buffer) are summed with
- *     an all-reduce of [policy] algorithm (collectives.h, real buffers); when
- *     it ends (time E) every worker divides the sum by W (taking no simulated
- *     time) and the next round starts at E.
+ *     an all-reduce of [policy] algorithm (collectives.h); when it ends (time
+ *     E) every worker divides the sum by W (taking no simulated time) and
+ *     the next round starts at E.
  *   - The run has `iterations` local steps per worker; a last round shorter
  *     than H (iterations not a multiple of H) is averaged too, so a run
  *     always ends on an averaged model.
@@ -28,20 +28,33 @@
  * (eval_every); the model is evaluated only after an averaging, the first
  * one at which eval_every more gradients have been applied since the last
  * evaluation (default: after every averaging, or every few rounds: pol_run_init).
+ *
+ * The math keeps one averaged model that every worker shares after an
+ * averaging (copy on write): a worker's first local step of a round writes
+ * its own copy in the same pass as the optimizer step
+ * (kern_optimizer_step_into), later steps update that copy in place.  The
+ * all-reduce runs for its timing only; the sum it delivers is formed at its
+ * end, worker by worker (pol_lanes_sum: the same floats on any number of
+ * host threads), then divided by W.
  */
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "policies/common.h"
+#include "policies/parallel.h"
 
 typedef struct {
   PolEnv env;
   const PolCollAlgorithm *alg;
   gint64 H;                /* local steps per round */
   int *hosts;              /* (workers) */
-  float **params;          /* (workers) x_w, (n_params) each; NULL without math */
-  float **grad;            /* (workers) scratch gradients, (n_params) each */
+  float *avg;              /* (n_params) the last averaged model; NULL without math */
+  float **own;             /* (workers) x_w once it has diverged, (n_params) each */
+  float **cur;             /* (workers) x_w: avg or own[w] */
+  float *grad;             /* (n_params) scratch gradient */
+  PolLanes *lanes;         /* for the averaging's sum */
   KernOptimizer **opt;     /* (workers) each worker's optimizer state */
   PolSampler *samplers;
   float *x;                /* (batch, d) scratch batch */
@@ -68,7 +81,7 @@ static void start_round (LsPolicy *ls);
 static const float *
 model_params (LsPolicy *ls)
 {
-  return ls->params ? ls->params[0] : NULL;
+  return ls->avg;
 }
 
 /* The averaging all-reduce has ended: divide, close the round. */
@@ -79,15 +92,16 @@ on_sync_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   const PolEnv *env = &ls->env;
   double now = eng_sim_now (sim);
   int W = env->workers;
-  if (ls->params)
+  if (ls->avg)
     {
+      gsize P = env->n_params;
       float inv = 1.0f / (float) W;
+      memset (ls->avg, 0, P * sizeof (float));
+      pol_lanes_sum (ls->lanes, ls->avg, (const float *const *) ls->own, W, P);
+      for (gsize i = 0; i < P; i++)
+        ls->avg[i] *= inv;
       for (int w = 0; w < W; w++)
-        {
-          float *p = ls->params[w];
-          for (gsize i = 0; i < env->n_params; i++)
-            p[i] *= inv;
-        }
+        ls->cur[w] = ls->avg;
     }
   gint64 iter = ls->round_first + ls->round_steps - 1;
   for (int w = 0; w < W; w++)
@@ -111,7 +125,7 @@ start_sync (LsPolicy *ls)
 {
   const PolEnv *env = &ls->env;
   ls->sync_start = eng_sim_now (env->sim);
-  pol_allreduce_start (env, ls->alg, env->workers, ls->hosts, ls->params, env->n_params, 0,
+  pol_allreduce_start (env, ls->alg, env->workers, ls->hosts, NULL, env->n_params, 0,
                        on_sync_done, ls, NULL);
 }
 
@@ -147,16 +161,20 @@ start_step (LsPolicy *ls, int w)
   double now = eng_sim_now (env->sim);
   gint64 iter = ls->round_first + ls->steps[w];
   double host = 0;
-  if (ls->params)
+  if (ls->avg)
     {
       pol_sampler_next (&ls->samplers[w], env->batch, ls->idx);
       kern_dataset_gather (env->train, ls->idx, env->batch, ls->x, ls->y);
       gint64 t0 = g_get_monotonic_time ();
-      env->model->ops->loss_grad (env->model, ls->params[w], ls->x, ls->y, env->batch,
-                                  ls->grad[w]);
+      env->model->ops->loss_grad (env->model, ls->cur[w], ls->x, ls->y, env->batch, ls->grad);
       host = (double) (g_get_monotonic_time () - t0) / 1e6;
-      /* x_w is read by no one before the step ends: update it now */
-      kern_optimizer_step (ls->opt[w], ls->params[w], ls->grad[w]);
+      /* x_w is read by no one before the step ends: update it now, into
+       * its own copy (written by this step when it still shares avg) */
+      if (ls->cur[w] == ls->avg)
+        kern_optimizer_step_into (ls->opt[w], ls->own[w], ls->avg, ls->grad);
+      else
+        kern_optimizer_step (ls->opt[w], ls->own[w], ls->grad);
+      ls->cur[w] = ls->own[w];
     }
   double T = env->compute_time (env->compute_ctx, w, host);
   ls->step_start[w] = now;
@@ -204,18 +222,19 @@ ls_create (const PolEnv *env, GError **error)
   ls->phase_end = g_new0 (double, W);
   if (env->model)
     {
-      ls->params = g_new (float *, W);
-      ls->grad = g_new (float *, W);
+      ls->avg = g_new0 (float, P);
+      env->model->ops->init (env->model, ls->avg, env->seed);
+      ls->own = g_new (float *, W);
+      ls->cur = g_new (float *, W);
       ls->opt = g_new (KernOptimizer *, W);
-      ls->params[0] = g_new0 (float, P);
-      env->model->ops->init (env->model, ls->params[0], env->seed);
+      ls->grad = g_new0 (float, P);
       for (int w = 0; w < W; w++)
         {
-          if (w > 0)
-            ls->params[w] = g_memdup2 (ls->params[0], P * sizeof (float));
-          ls->grad[w] = g_new0 (float, P);
+          ls->own[w] = g_new (float, P);
+          ls->cur[w] = ls->avg;
           ls->opt[w] = kern_optimizer_new (&env->opt, P);
         }
+      ls->lanes = pol_lanes_new (env->model, env->host_timed);
       ls->x = g_new (float, (gsize) env->batch * env->model->d);
       ls->y = g_new (int, env->batch);
       ls->idx = g_new (int, env->batch);
@@ -250,15 +269,17 @@ ls_free (PolPolicy *p)
   if (!ls)
     return;
   int W = ls->env.workers;
-  if (ls->params)
+  if (ls->avg)
     for (int w = 0; w < W; w++)
       {
-        g_free (ls->params[w]);
-        g_free (ls->grad[w]);
+        g_free (ls->own[w]);
         kern_optimizer_free (ls->opt[w]);
       }
-  g_free (ls->params);
+  g_free (ls->avg);
+  g_free (ls->own);
+  g_free (ls->cur);
   g_free (ls->grad);
+  pol_lanes_free (ls->lanes);
   g_free (ls->opt);
   g_free (ls->x);
   g_free (ls->y);

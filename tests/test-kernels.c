@@ -1607,6 +1607,55 @@ test_opt_step_into (void)
   g_rand_free (rng);
 }
 
+/* kern_optimizer_mix_step = the weighted sum of the sources, in order,
+ * then one step (or none without a gradient), for every optimizer (to
+ * float rounding: SGD fuses both in one pass), over a length that is not a
+ * multiple of its blocks. */
+static void
+test_opt_mix_step (void)
+{
+  const gsize n = 9001;
+  const KernOptKind kinds[] = { KERN_OPT_SGD, KERN_OPT_MOMENTUM, KERN_OPT_ADAM };
+  const float weights[] = { 0.5f, 0.3f, 0.2f };
+  GRand *rng = g_rand_new_with_seed (23);
+  float *src[3];
+  for (int j = 0; j < 3; j++)
+    src[j] = g_new (float, n);
+  g_autofree float *want = g_new (float, n);
+  g_autofree float *got = g_new (float, n);
+  g_autofree float *g = g_new (float, n);
+  for (gsize k = 0; k <= G_N_ELEMENTS (kinds); k++)  /* the last: no step */
+    {
+      gboolean step = k < G_N_ELEMENTS (kinds);
+      const KernOptConfig cfg = { .kind = step ? kinds[k] : KERN_OPT_SGD, .lr = 0.05,
+                                  .warmup = 2, .momentum = 0.9, .beta1 = 0.9,
+                                  .beta2 = 0.999, .eps = 1e-8 };
+      KernOptimizer *ref = kern_optimizer_new (&cfg, n), *fused = kern_optimizer_new (&cfg, n);
+      for (int t = 0; t < 3; t++)
+        {
+          for (gsize i = 0; i < n; i++)
+            {
+              for (int j = 0; j < 3; j++)
+                src[j][i] = (float) g_rand_double_range (rng, -1, 1);
+              g[i] = (float) g_rand_double_range (rng, -1, 1);
+              want[i] = weights[0] * src[0][i] + weights[1] * src[1][i] + weights[2] * src[2][i];
+            }
+          if (step)
+            kern_optimizer_step (ref, want, g);
+          kern_optimizer_mix_step (step ? fused : NULL, got, 3, (const float *const *) src,
+                                   weights, step ? g : NULL, n);
+          for (gsize i = 0; i < n; i++)
+            g_assert_cmpfloat_with_epsilon (want[i], got[i], 1e-6 * MAX (1.0, fabs (want[i])));
+        }
+      g_assert_cmpint (kern_optimizer_steps (fused), ==, step ? 3 : 0);
+      kern_optimizer_free (ref);
+      kern_optimizer_free (fused);
+    }
+  for (int j = 0; j < 3; j++)
+    g_free (src[j]);
+  g_rand_free (rng);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1653,6 +1702,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/optim/adam", test_opt_adam);
   g_test_add_func ("/kernels/optim/warmup", test_opt_warmup);
   g_test_add_func ("/kernels/optim/step-into", test_opt_step_into);
+  g_test_add_func ("/kernels/optim/mix-step", test_opt_mix_step);
 
   return g_test_run ();
 }
