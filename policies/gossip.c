@@ -35,6 +35,13 @@
  * transfer carries only its receiver and parity (nothing to free when a
  * run stops with transfers in flight).
  *
+ * Unless compute time is measured on the host, a worker's gradient is
+ * computed when it is used (at the combine for d-psgd, at the end of its
+ * own part for atc) rather than when its iteration starts: its model of
+ * the iteration and its batch (drawn at the start) are unchanged until
+ * then, so the numbers are the same, and one gradient buffer, still in
+ * cache, serves every worker.
+ *
  * An iteration's row: compute = compute_time + update_time; wait = the time
  * from the moment the worker could combine until the last neighbour sent
  * (it was late); comm = the rest until the last model arrived.  Evaluations
@@ -80,7 +87,10 @@ typedef struct {
   float **xs[2];         /* (W) x_w^k in xs[k & 1][w]; NULL without math */
   const float **mix_src; /* (W) scratch: the models a combine sums */
   float *mix_weight;     /* (W) scratch: their weights */
-  float **grad;
+  gboolean deferred;      /* gradients computed when used (see above) */
+  float **grad;          /* (W) each worker's gradient; deferred: grad[0]
+                          * only, the one being used */
+  int *idxs;             /* deferred: (W x batch) each worker's batch */
   KernOptimizer **opt;
   PolSampler *samplers;
   float *avg;            /* the average model, for evaluations */
@@ -331,6 +341,26 @@ end_iteration (GoPolicy *go, int w)
     start_iteration (go, w);
 }
 
+/* Worker w's gradient at its model of this iteration on the batch it drew
+ * (deferred), in grad[0]. */
+static const float *
+deferred_gradient (GoPolicy *go, int w)
+{
+  const PolEnv *env = &go->env;
+  kern_dataset_gather (env->train, go->idxs + (gsize) w * env->batch, env->batch, go->x, go->y);
+  env->model->ops->loss_grad (env->model, cur (go, w), go->x, go->y, env->batch, go->grad[0]);
+  return go->grad[0];
+}
+
+/* The gradient worker w uses now (NULL without math). */
+static const float *
+gradient (GoPolicy *go, int w)
+{
+  if (!go->xs[0])
+    return NULL;
+  return go->deferred ? deferred_gradient (go, w) : go->grad[w];
+}
+
 /* d-psgd: the combined model takes the optimizer step; the iteration ends. */
 static void
 on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
@@ -339,7 +369,7 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   int w = GPOINTER_TO_INT (data);
   if (go->run.finished)
     return;
-  combine (go, w, go->wk[w].iter, go->grad ? go->grad[w] : NULL);
+  combine (go, w, go->wk[w].iter, gradient (go, w));
   end_iteration (go, w);
 }
 
@@ -388,7 +418,7 @@ on_own_done (EngSim *sim, gpointer ctx, gpointer data)
   if (go->order == ORDER_ATC)
     {
       if (go->xs[0])
-        kern_optimizer_step (go->opt[w], cur (go, w), go->grad[w]);
+        kern_optimizer_step (go->opt[w], cur (go, w), gradient (go, w));
       send_model (go, w, wk->iter);
     }
   try_combine (go, w);
@@ -403,7 +433,9 @@ start_iteration (GoPolicy *go, int w)
   wk->start = now;
   wk->own_ready = -1;
   double host = 0;
-  if (go->xs[0])
+  if (go->xs[0] && go->deferred)
+    pol_sampler_next (&go->samplers[w], env->batch, go->idxs + (gsize) w * env->batch);
+  else if (go->xs[0])
     {
       pol_sampler_next (&go->samplers[w], env->batch, go->idx);
       kern_dataset_gather (env->train, go->idx, env->batch, go->x, go->y);
@@ -452,7 +484,10 @@ go_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
       go->xs[1] = g_new (float *, W);
       go->mix_src = g_new (const float *, W);
       go->mix_weight = g_new (float, W);
-      go->grad = g_new (float *, W);
+      go->deferred = !env->host_timed;
+      go->grad = g_new0 (float *, W);
+      if (go->deferred)
+        go->idxs = g_new (int, (gsize) W * env->batch);
       go->opt = g_new (KernOptimizer *, W);
       go->xs[0][0] = g_new0 (float, P);
       env->model->ops->init (env->model, go->xs[0][0], env->seed);
@@ -461,7 +496,8 @@ go_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
           if (w > 0)
             go->xs[0][w] = g_memdup2 (go->xs[0][0], P * sizeof (float));
           go->xs[1][w] = g_new (float, P);
-          go->grad[w] = g_new0 (float, P);
+          if (w == 0 || !go->deferred)
+            go->grad[w] = g_new0 (float, P);
           go->opt[w] = kern_optimizer_new (&env->opt, P);
         }
       /* different starting models: Gaussian noise on each copy */
@@ -521,6 +557,7 @@ go_free (PolPolicy *p)
   g_free (go->mix_src);
   g_free (go->mix_weight);
   g_free (go->grad);
+  g_free (go->idxs);
   g_free (go->opt);
   g_free (go->avg);
   g_free (go->x);
@@ -574,8 +611,9 @@ go_validate (PolCheck *chk, GError **error)
   return TRUE;
 }
 
-/* Every worker holds its model, gradient and optimizer state (per_model)
- * and its model of the iteration before. */
+/* Every worker holds its model, gradient and optimizer state (per_model:
+ * an upper bound, a deferred gradient is one buffer for all) and its model
+ * of the iteration before. */
 static double
 go_host_bytes (const PolModelInfo *mi, double per_model)
 {

@@ -177,6 +177,31 @@ test_complete_bounded (void)
   g_assert_nonnull (strstr (msg, "4096"));
 }
 
+/* A worker's gradient is computed when it is used unless compute time is
+ * measured on the host, when it is computed as its iteration starts: the
+ * same model and batch either way, so the final model is the same (the
+ * iterations' times differ, not their math), under both orders and with
+ * stragglers reordering the events. */
+static void
+test_deferred_same_math (void)
+{
+  const char *orders[] = { "policy.order=d-psgd", "policy.order=atc" };
+  for (gsize o = 0; o < G_N_ELEMENTS (orders); o++)
+    {
+      const char *model_sets[] = { orders[o], "cluster.workers=6", "stragglers.model=lognormal",
+                                   "device.step_time=-1", NULL };
+      const char *host_sets[] = { orders[o], "cluster.workers=6", "stragglers.model=lognormal",
+                                  "device.step_time=-1", "device.compute_time=measured", NULL };
+      TestRun *a = test_run_collect (cluster, model_sets);
+      TestRun *b = test_run_collect (cluster, host_sets);
+      g_assert_cmpfloat (a->sum.final_loss, ==, b->sum.final_loss);
+      g_assert_cmpfloat (a->sum.final_accuracy, ==, b->sum.final_accuracy);
+      g_assert_cmpint (a->sum.updates, ==, b->sum.updates);
+      test_run_free (a);
+      test_run_free (b);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -186,5 +211,6 @@ main (int argc, char **argv)
   g_test_add_func ("/gossip/closed-form", test_closed_form);
   g_test_add_func ("/gossip/straggler-local", test_straggler_local);
   g_test_add_func ("/gossip/complete-bounded", test_complete_bounded);
+  g_test_add_func ("/gossip/deferred-same-math", test_deferred_same_math);
   return g_test_run ();
 }
