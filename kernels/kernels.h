@@ -63,6 +63,26 @@ KernDataset *kern_dataset_idx_load (const char *images_path,
 
 /* --- Models --------------------------------------------------------------- */
 
+/* What a layer's kernels are, which decides the share of the device's peak
+ * they reach (docs/compute.md): dense matrix products, convolutions,
+ * attention's batched matrix products, element-wise passes (activations,
+ * residual adds, dropout, softmax, pooling, the loss), normalisation (batch
+ * and layer norm) and embedding lookups. */
+typedef enum {
+  KERN_LAYER_GEMM,
+  KERN_LAYER_CONV,
+  KERN_LAYER_ATTENTION,
+  KERN_LAYER_ELEMENTWISE,
+  KERN_LAYER_NORM,
+  KERN_LAYER_EMBEDDING,
+  KERN_LAYER_N_KINDS
+} KernLayerKind;
+
+/* "gemm", "conv", "attention", "elementwise", "norm", "embedding". */
+const char *kern_layer_kind_name (KernLayerKind kind);
+/* Parses one of those names; FALSE for anything else. */
+gboolean kern_layer_kind_parse (const char *name, KernLayerKind *out);
+
 /* One layer of a model, in parameter order (the first layer's parameters
  * come first in the flat vector) and in forward order.  Costs of a batch of
  * n samples are fixed + per_sample x n.  `fwd_bytes` and `bwd_bytes` count
@@ -79,6 +99,7 @@ typedef struct {
   double fwd_bytes_fixed, fwd_bytes;   /* per batch, per sample */
   double bwd_bytes_fixed, bwd_bytes;
   double activations;      /* floats per sample kept from forward for backward */
+  KernLayerKind kind;
   double outputs;          /* floats per sample handed to the next layer (its
                             * output width; 0 for the loss) */
 } KernLayer;

@@ -725,6 +725,7 @@ dense_layer (KernLayer *ly, const MlpPriv *p, int l)
   double in = p->width[l], out = p->width[l + 1];
   gboolean first = (l == 0);
   g_snprintf (ly->name, sizeof ly->name, "fc%d", l + 1);
+  ly->kind = KERN_LAYER_GEMM;
   ly->param_offset = p->w_off[l];
   ly->params = (gsize) p->width[l] * p->width[l + 1] + p->width[l + 1];
   /* Z = b rows (copy) + A W: 2 in out per row */
@@ -754,6 +755,7 @@ relu_layer (KernLayer *ly, const MlpPriv *p, int l)
 {
   double w = p->width[l + 1];
   g_snprintf (ly->name, sizeof ly->name, "relu%d", l + 1);
+  ly->kind = KERN_LAYER_ELEMENTWISE;
   ly->param_offset = p->w_off[l + 1];
   ly->params = 0;
   ly->fwd_bytes = 4.0 * 2.0 * w;       /* reads and writes A */
@@ -771,6 +773,7 @@ loss_layer (KernLayer *ly, const MlpPriv *p)
   double k = p->width[p->n_dense];
   gboolean xent = (p->loss == KERN_LOSS_XENT);
   g_strlcpy (ly->name, xent ? "xent" : "mse", sizeof ly->name);
+  ly->kind = KERN_LAYER_ELEMENTWISE;
   ly->param_offset = p->n_params;
   ly->params = 0;
   /* xent: 3k + 1 per row in the op; mse: 3k */

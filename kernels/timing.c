@@ -38,8 +38,8 @@ G_DEFINE_QUARK (kern-timing-error-quark, kern_timing_error)
 /* Bytes of one float32 value. */
 #define TIMING_FLOAT_BYTES 4.0
 
-/* Fields of a layer line. */
-#define TIMING_FIELDS 4
+/* Fields of a layer line: NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND]. */
+#define TIMING_FIELDS 5
 
 /* One parsed layer line. */
 typedef struct {
@@ -47,6 +47,7 @@ typedef struct {
   guint64 params;
   double fwd_flops;     /* per sample */
   double activations;   /* floats per sample */
+  KernLayerKind kind;
 } TimingRow;
 
 static gsize
@@ -112,10 +113,11 @@ static const KernModelOps timing_ops = {
  * `activations` are floats per sample. */
 static void
 timing_layer_set (KernLayer *l, const char *name, gsize offset, gsize params,
-                  double fwd_flops, double inputs, double activations)
+                  double fwd_flops, double inputs, double activations, KernLayerKind kind)
 {
   memset (l, 0, sizeof *l);
   g_strlcpy (l->name, name, sizeof l->name);
+  l->kind = kind;
   l->param_offset = offset;
   l->params = params;
   l->fwd_flops_fixed = 0.0;
@@ -140,6 +142,36 @@ timing_model_new (KernLayer *layers, int n_layers)
   m->n_layers = n_layers;
   m->layers = layers;
   return m;
+}
+
+/* --- layer kinds ------------------------------------------------------------ */
+
+static const char *const kind_names[KERN_LAYER_N_KINDS] = {
+  [KERN_LAYER_GEMM] = "gemm",
+  [KERN_LAYER_CONV] = "conv",
+  [KERN_LAYER_ATTENTION] = "attention",
+  [KERN_LAYER_ELEMENTWISE] = "elementwise",
+  [KERN_LAYER_NORM] = "norm",
+  [KERN_LAYER_EMBEDDING] = "embedding",
+};
+
+const char *
+kern_layer_kind_name (KernLayerKind kind)
+{
+  g_return_val_if_fail (kind < KERN_LAYER_N_KINDS, "gemm");
+  return kind_names[kind];
+}
+
+gboolean
+kern_layer_kind_parse (const char *name, KernLayerKind *out)
+{
+  for (int k = 0; k < KERN_LAYER_N_KINDS; k++)
+    if (name && strcmp (name, kind_names[k]) == 0)
+      {
+        *out = (KernLayerKind) k;
+        return TRUE;
+      }
+  return FALSE;
 }
 
 /* --- parsing ---------------------------------------------------------------- */
@@ -320,6 +352,15 @@ timing_add_row (TimingTable *t, int lineno, const char *const *f,
       || !timing_parse_number (t->table, lineno, "ACTIVATIONS", f[3],
                                &row.activations, error))
     return FALSE;
+  /* no KIND: a matrix product if it has FLOPs, else an element-wise pass */
+  row.kind = row.fwd_flops > 0 ? KERN_LAYER_GEMM : KERN_LAYER_ELEMENTWISE;
+  if (f[4] && !kern_layer_kind_parse (f[4], &row.kind))
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: KIND: expected gemm, conv, attention, elementwise, norm "
+                   "or embedding, found \"%s\"", t->table, lineno, f[4]);
+      return FALSE;
+    }
   if (row.params > G_MAXSIZE - t->total)
     {
       g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
@@ -344,15 +385,15 @@ timing_parse_layer (TimingTable *t, int lineno, char *line, GError **error)
   if (!timing_check_printable (t->table, lineno, line, error))
     return FALSE;
   g_auto (GStrv) words = g_strsplit_set (line, " \t", -1);
-  const char *f[TIMING_FIELDS];
+  const char *f[TIMING_FIELDS] = { NULL };
   int n = timing_words (words, f, TIMING_FIELDS);
   if (n == 0)
     return TRUE;
-  if (n != TIMING_FIELDS)
+  if (n < TIMING_FIELDS - 1 || n > TIMING_FIELDS)
     {
       g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
-                   "%s line %d: expected 4 fields NAME PARAMS FWD_FLOPS "
-                   "ACTIVATIONS, found %d", t->table, lineno, n);
+                   "%s line %d: expected 4 or 5 fields NAME PARAMS FWD_FLOPS "
+                   "ACTIVATIONS [KIND], found %d", t->table, lineno, n);
       return FALSE;
     }
   return timing_add_row (t, lineno, f, error);
@@ -387,7 +428,7 @@ timing_table_model (const TimingTable *t, GError **error)
     {
       const TimingRow *r = &g_array_index (t->rows, TimingRow, i);
       timing_layer_set (&layers[i], r->name, offset, (gsize) r->params,
-                        r->fwd_flops, inputs, r->activations);
+                        r->fwd_flops, inputs, r->activations, r->kind);
       offset += (gsize) r->params;
       inputs = r->activations;
     }
@@ -440,6 +481,6 @@ kern_timing_new (gsize params, double flops_per_sample)
                         NULL);
 
   KernLayer *l = g_new0 (KernLayer, 1);
-  timing_layer_set (l, "all", 0, params, flops_per_sample / 3.0, 0.0, 0.0);
+  timing_layer_set (l, "all", 0, params, flops_per_sample / 3.0, 0.0, 0.0, KERN_LAYER_GEMM);
   return timing_model_new (l, 1);
 }

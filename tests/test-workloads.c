@@ -224,6 +224,30 @@ static const char small_table[] =
   "pool 0 0 25   # a trailing comment\n"
   "\tfc 260 1.5e3 10\n";
 
+/* KIND names each layer's kernels; without it a layer with FLOPs is a
+ * dense product and one without an element-wise pass. */
+static void
+test_parse_kinds (void)
+{
+  g_autoptr (GError) error = NULL;
+  KernModel *m = kern_timing_parse ("k", "# input 4\na 0 8 4 conv\nb 0 0 4\nc 8 16 2\n"
+                                    "d 2 0 2 norm\ne 0 10 2 attention\nf 10 0 4 embedding\n"
+                                    "g 0 0 4 elementwise\nh 4 4 4 gemm\n", &error);
+  g_assert_no_error (error);
+  const KernLayerKind want[] = { KERN_LAYER_CONV, KERN_LAYER_ELEMENTWISE, KERN_LAYER_GEMM,
+                                 KERN_LAYER_NORM, KERN_LAYER_ATTENTION, KERN_LAYER_EMBEDDING,
+                                 KERN_LAYER_ELEMENTWISE, KERN_LAYER_GEMM };
+  g_assert_cmpint (m->n_layers, ==, G_N_ELEMENTS (want));
+  for (int i = 0; i < m->n_layers; i++)
+    {
+      g_assert_cmpint (m->layers[i].kind, ==, want[i]);
+      KernLayerKind back;
+      g_assert_true (kern_layer_kind_parse (kern_layer_kind_name (want[i]), &back));
+      g_assert_cmpint (back, ==, want[i]);
+    }
+  kern_model_free (m);
+}
+
 static void
 test_parse_costs (void)
 {
@@ -314,9 +338,11 @@ static const BadTable bad_tables[] = {
   { "negative-activations", "# input 1\nb 1 2 -3\n", KERN_TIMING_ERROR_PARSE,
     "t line 2: ACTIVATIONS: expected a non-negative number" },
   { "too-few-fields", "# input 1\n# c\nb 1 2\n", KERN_TIMING_ERROR_PARSE,
-    "t line 3: expected 4 fields NAME PARAMS FWD_FLOPS ACTIVATIONS, found 3" },
-  { "too-many-fields", "# input 1\nb 1 2 3 4\n", KERN_TIMING_ERROR_PARSE,
-    "t line 2: expected 4 fields NAME PARAMS FWD_FLOPS ACTIVATIONS, found 5" },
+    "t line 3: expected 4 or 5 fields NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND], found 3" },
+  { "too-many-fields", "# input 1\nb 1 2 3 conv 4\n", KERN_TIMING_ERROR_PARSE,
+    "t line 2: expected 4 or 5 fields NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND], found 6" },
+  { "bad-kind", "# input 1\nb 1 2 3 4\n", KERN_TIMING_ERROR_PARSE,
+    "t line 2: KIND: expected gemm, conv, attention, elementwise, norm or embedding, found \"4\"" },
   { "duplicate-name", "# input 1\nb 1 2 3\nc 1 2 3\nb 1 2 3\n", KERN_TIMING_ERROR_PARSE,
     "t line 4: duplicate layer name \"b\" (first on line 2)" },
   { "long-name", "# input 1\nabcdefghijklmnopqrstuvwxyz0123456 1 2 3\n",
@@ -427,6 +453,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/workloads/published-extra", test_table_extra);
   g_test_add_func ("/workloads/parse/costs", test_parse_costs);
+  g_test_add_func ("/workloads/parse/kinds", test_parse_kinds);
   g_test_add_func ("/workloads/parse/input-last", test_parse_input_last);
   for (gsize i = 0; i < G_N_ELEMENTS (bad_tables); i++)
     {

@@ -7,7 +7,7 @@ transformers) and written as scenarios/workloads/NAME.txt, the text format
 kern_timing_parse() reads (kernels/kernels.h, docs/workloads.md):
 
     # comments, one of them "# input N" (floats per sample the first layer reads)
-    NAME PARAMS FWD_FLOPS ACTIVATIONS
+    NAME PARAMS FWD_FLOPS ACTIVATIONS KIND
 
 all per sample: PARAMS float32 parameters of the layer, FWD_FLOPS forward
 FLOPs counting a multiply-add as 2, ACTIVATIONS floats of the layer's output.
@@ -19,12 +19,14 @@ beside published multiply-add counts:
     layers and the two attention matmuls (Q K^T and scores x V).  Bias adds,
     normalisation, activation functions, softmax, residual adds, pooling and
     embedding lookups count 0; together they are under 1% of any total here.
-  * Batch norm (gamma, beta) and layer norm parameters are folded into the
-    conv or linear line next to them; running statistics are buffers, not
-    parameters, and are not counted.
-  * Pooling layers get a line of their own (0 parameters, 0 FLOPs) because
-    they change the size of the activations the next layer reads.
-    Activation functions, dropout, flatten and concatenation have no line.
+  * Batch norm and layer norm (gamma, beta: 2 per channel or feature; KIND
+    norm), activation functions, residual adds, softmax and the loss (KIND
+    elementwise), pooling (elementwise) and embedding lookups (KIND
+    embedding) have lines of their own with 0 FLOPs: what they cost is the
+    memory traffic of reading and writing their tensors, which the time
+    model prices by KIND.  Running statistics are buffers, not parameters.
+    Dropout runs inside the softmax and residual-add kernels (no line);
+    flatten and concatenation move nothing (no line).
 
 Usage: python3 tools/workloads.py [OUTDIR]   (default: scenarios/workloads
 next to this script's parent).  Prints a summary table on stdout.
@@ -43,10 +45,15 @@ class Table:
         self.rows = []          # (name, params, fwd_flops, activations)
         self.notes = []         # header lines describing the network
 
-    def add(self, name, params, flops, acts):
+    def add(self, name, params, flops, acts, kind=None):
+        """kind: gemm (the default with FLOPs), attention, elementwise (the
+        default without), norm or embedding."""
         assert len(name) <= 31, name
         assert all(r[0] != name for r in self.rows), name
-        self.rows.append((name, int(params), int(flops), int(acts)))
+        if kind is None:
+            kind = "gemm" if flops > 0 else "elementwise"
+        assert kind in ("gemm", "conv", "attention", "elementwise", "norm", "embedding"), kind
+        self.rows.append((name, int(params), int(flops), int(acts), kind))
 
     def params(self, prefix=""):
         return sum(r[1] for r in self.rows if r[0].startswith(prefix))
@@ -56,6 +63,15 @@ class Table:
 
     def activations(self):
         return sum(r[3] for r in self.rows)
+
+    def kinds(self):
+        """Lines per kind, in a fixed order."""
+        out = []
+        for k in ("gemm", "conv", "attention", "elementwise", "norm", "embedding"):
+            n = sum(1 for r in self.rows if r[4] == k)
+            if n:
+                out.append("%d %s" % (n, k))
+        return ", ".join(out)
 
 
 # --- convolutional networks -------------------------------------------------
@@ -68,18 +84,25 @@ class ConvNet(Table):
         self.shape = (c, h, w)
 
     def conv(self, name, cout, k, stride=1, pad=0, bn=True, bias=False,
-             shape=None):
+             shape=None, relu=True, bn_name=None, relu_name=None):
         """k is an int or (kh, kw); pad likewise.  `shape` overrides the
-        input shape (for the branches of an Inception module).  Returns and
-        records the output shape."""
+        input shape (for the branches of an Inception module).  The conv's
+        batch norm (gamma, beta: 2 per channel) and ReLU get lines of their
+        own, named NAME.bn and NAME.relu unless bn_name / relu_name say
+        otherwise.  Returns and records the output shape."""
         cin, h, w = shape if shape is not None else self.shape
         kh, kw = (k, k) if isinstance(k, int) else k
         ph, pw = (pad, pad) if isinstance(pad, int) else pad
         ho = (h + 2 * ph - kh) // stride + 1
         wo = (w + 2 * pw - kw) // stride + 1
-        params = cin * kh * kw * cout + (cout if bias else 0) + (2 * cout if bn else 0)
+        params = cin * kh * kw * cout + (cout if bias else 0)
         macs = cout * ho * wo * cin * kh * kw
-        self.add(name, params, 2 * macs, cout * ho * wo)
+        out = cout * ho * wo
+        self.add(name, params, 2 * macs, out, "conv")
+        if bn:
+            self.add(bn_name or name + ".bn", 2 * cout, 0, out, "norm")
+        if relu:
+            self.add(relu_name or name + ".relu", 0, 0, out, "elementwise")
         self.shape = (cout, ho, wo)
         return self.shape
 
@@ -87,20 +110,20 @@ class ConvNet(Table):
         c, h, w = shape if shape is not None else self.shape
         ho = (h + 2 * pad - k) // stride + 1
         wo = (w + 2 * pad - k) // stride + 1
-        self.add(name, 0, 0, c * ho * wo)
+        self.add(name, 0, 0, c * ho * wo, "elementwise")
         self.shape = (c, ho, wo)
         return self.shape
 
     def global_pool(self, name):
         c, _, _ = self.shape
-        self.add(name, 0, 0, c)
+        self.add(name, 0, 0, c, "elementwise")
         self.shape = (c, 1, 1)
         return self.shape
 
     def fc(self, name, out, shape=None):
         c, h, w = shape if shape is not None else self.shape
         fin = c * h * w
-        self.add(name, fin * out + out, 2 * fin * out, out)
+        self.add(name, fin * out + out, 2 * fin * out, out, "gemm")
         self.shape = (out, 1, 1)
         return self.shape
 
@@ -110,7 +133,7 @@ def resnet(name, blocks, stride_in_3x3=True):
     stride_in_3x3=True is "v1.5" (torchvision, NVIDIA, MLPerf); False puts the
     stride in the first 1x1 conv as in the original Caffe model."""
     n = ConvNet(name, 3, 224, 224)
-    n.conv("conv1", 64, 7, stride=2, pad=3)
+    n.conv("conv1", 64, 7, stride=2, pad=3, bn_name="bn1", relu_name="relu")
     n.pool("pool1", 3, 2, pad=1)
     cin = 64
     for stage, (width, count) in enumerate(zip((64, 128, 256, 512), blocks)):
@@ -118,12 +141,18 @@ def resnet(name, blocks, stride_in_3x3=True):
             stride = 2 if (b == 0 and stage > 0) else 1
             x = n.shape
             p = "layer%d.%d." % (stage + 1, b)
-            n.conv(p + "conv1", width, 1, stride=1 if stride_in_3x3 else stride)
-            n.conv(p + "conv2", width, 3, stride=stride if stride_in_3x3 else 1, pad=1)
-            out = n.conv(p + "conv3", 4 * width, 1)
+            n.conv(p + "conv1", width, 1, stride=1 if stride_in_3x3 else stride,
+                   bn_name=p + "bn1", relu_name=p + "relu1")
+            n.conv(p + "conv2", width, 3, stride=stride if stride_in_3x3 else 1, pad=1,
+                   bn_name=p + "bn2", relu_name=p + "relu2")
+            out = n.conv(p + "conv3", 4 * width, 1, bn_name=p + "bn3", relu=False)
             if b == 0:
-                n.conv(p + "downsample", 4 * width, 1, stride=stride, shape=x)
+                n.conv(p + "downsample", 4 * width, 1, stride=stride, shape=x,
+                       bn_name=p + "downsample.bn", relu=False)
             assert n.shape == out
+            c, h, w = out
+            n.add(p + "add", 0, 0, c * h * w, "elementwise")
+            n.add(p + "relu3", 0, 0, c * h * w, "elementwise")
             cin = 4 * width
     assert cin == 2048
     n.global_pool("pool5")
@@ -142,7 +171,9 @@ def vgg16():
         n.pool("pool%d" % (s + 1), 2, 2)
     assert n.shape == (512, 7, 7)
     n.fc("fc6", 4096)
+    n.add("fc6.relu", 0, 0, 4096, "elementwise")
     n.fc("fc7", 4096)
+    n.add("fc7.relu", 0, 0, 4096, "elementwise")
     n.fc("fc8", 1000)
     return n
 
@@ -254,39 +285,53 @@ def inception_v3():
 
 def attention_block(t, p, s, d, heads, pre_ln):
     """One transformer block of width d on s tokens: fused Q,K,V projection,
-    scores Q K^T (heads x s x s), context scores x V, output projection,
-    then the MLP d -> 4d -> d.  Layer norm parameters (2d each) go on the line
-    they precede (pre-LN, GPT-2) or follow (post-LN, BERT).  The attention
+    scores Q K^T (heads x s x s), softmax, context scores x V, output
+    projection, residual add, then the MLP d -> 4d -> d with GELU and its
+    residual add.  Each layer norm (2d parameters) has a line, before the
+    attention and the MLP (pre-LN, GPT-2) or after each residual add
+    (post-LN, BERT).  Dropout (on the probabilities and before each add)
+    runs in the softmax and add kernels and has no line.  The attention
     matmuls are counted over the full s x s matrix, as dense kernels compute
     it, also where a causal mask discards half of it."""
     ln = 2 * d
-    t.add(p + "attn.qkv", 3 * d * d + 3 * d + (ln if pre_ln else 0),
-          2 * s * d * 3 * d, 3 * s * d)
-    t.add(p + "attn.score", 0, 2 * s * s * d, heads * s * s)
-    t.add(p + "attn.context", 0, 2 * s * s * d, s * d)
-    t.add(p + "attn.proj", d * d + d + (0 if pre_ln else ln),
-          2 * s * d * d, s * d)
-    t.add(p + "mlp.fc", d * 4 * d + 4 * d + (ln if pre_ln else 0),
-          2 * s * d * 4 * d, 4 * s * d)
-    t.add(p + "mlp.proj", 4 * d * d + d + (0 if pre_ln else ln),
-          2 * s * 4 * d * d, s * d)
+    if pre_ln:
+        t.add(p + "ln_1", ln, 0, s * d, "norm")
+    t.add(p + "attn.qkv", 3 * d * d + 3 * d, 2 * s * d * 3 * d, 3 * s * d, "gemm")
+    t.add(p + "attn.score", 0, 2 * s * s * d, heads * s * s, "attention")
+    t.add(p + "attn.softmax", 0, 0, heads * s * s, "elementwise")
+    t.add(p + "attn.context", 0, 2 * s * s * d, s * d, "attention")
+    t.add(p + "attn.proj", d * d + d, 2 * s * d * d, s * d, "gemm")
+    t.add(p + "attn.add", 0, 0, s * d, "elementwise")
+    if pre_ln:
+        t.add(p + "ln_2", ln, 0, s * d, "norm")
+    else:
+        t.add(p + "attn.ln", ln, 0, s * d, "norm")
+    t.add(p + "mlp.fc", d * 4 * d + 4 * d, 2 * s * d * 4 * d, 4 * s * d, "gemm")
+    t.add(p + "mlp.gelu", 0, 0, 4 * s * d, "elementwise")
+    t.add(p + "mlp.proj", 4 * d * d + d, 2 * s * 4 * d * d, s * d, "gemm")
+    t.add(p + "mlp.add", 0, 0, s * d, "elementwise")
+    if not pre_ln:
+        t.add(p + "mlp.ln", ln, 0, s * d, "norm")
 
 
-def bert_large(s=128, masked=20):
+def bert_large(s=128, masked=20, name="bert-large"):
     """BERT-large (Devlin et al. 2019, Section 3): L=24, H=1024, A=16, FFN
     4096, WordPiece vocabulary 30522, 512 positions, 2 segment types; with
     the pre-training heads: pooler, masked-LM head (dense + LN, decoder tied
     to the word embeddings with its own bias) on the `masked` predicted
     positions, next-sentence classifier."""
     L, d, heads, vocab, npos = 24, 1024, 16, 30522, 512
-    t = Table("bert-large", 2 * s)
-    t.add("embed", vocab * d + npos * d + 2 * d + 2 * d, 0, s * d)
+    t = Table(name, 2 * s)
+    t.add("embed", vocab * d + npos * d + 2 * d, 0, s * d, "embedding")
+    t.add("embed.ln", 2 * d, 0, s * d, "norm")
     for i in range(L):
         attention_block(t, "enc.%d." % i, s, d, heads, pre_ln=False)
-    t.add("pooler", d * d + d, 2 * d * d, d)
-    t.add("mlm.transform", d * d + d + 2 * d, 2 * masked * d * d, masked * d)
-    t.add("mlm.decoder", vocab, 2 * masked * d * vocab, masked * vocab)
-    t.add("nsp", 2 * d + 2, 2 * d * 2, 2)
+    t.add("pooler", d * d + d, 2 * d * d, d, "gemm")
+    t.add("mlm.transform", d * d + d, 2 * masked * d * d, masked * d, "gemm")
+    t.add("mlm.transform.ln", 2 * d, 0, masked * d, "norm")
+    t.add("mlm.decoder", vocab, 2 * masked * d * vocab, masked * vocab, "gemm")
+    t.add("mlm.loss", 0, 0, masked * vocab, "elementwise")
+    t.add("nsp", 2 * d + 2, 2 * d * 2, 2, "gemm")
     t.seq, t.L, t.d, t.vocab, t.masked = s, L, d, vocab, masked
     return t
 
@@ -297,10 +342,12 @@ def gpt2(name, L, d, heads, s=1024):
     LM head tied to the token embedding."""
     vocab, npos = 50257, 1024
     t = Table(name, s)
-    t.add("embed", vocab * d + npos * d, 0, s * d)
+    t.add("embed", vocab * d + npos * d, 0, s * d, "embedding")
     for i in range(L):
         attention_block(t, "h.%d." % i, s, d, heads, pre_ln=True)
-    t.add("lm_head", 2 * d, 2 * s * d * vocab, s * vocab)
+    t.add("ln_f", 2 * d, 0, s * d, "norm")
+    t.add("lm_head", 0, 2 * s * d * vocab, s * vocab, "gemm")
+    t.add("lm_loss", 0, 0, s * vocab, "elementwise")
     t.seq, t.L, t.d, t.vocab = s, L, d, vocab
     return t
 
@@ -318,20 +365,23 @@ def write(t, outdir, describe):
         f.write("# Generated by tools/workloads.py from the architecture; do not edit.\n#\n")
         for line in describe:
             f.write(("# " + line).rstrip() + "\n")
-        f.write("#\n# Columns, per sample: NAME PARAMS FWD_FLOPS ACTIVATIONS\n"
+        f.write("#\n# Columns, per sample: NAME PARAMS FWD_FLOPS ACTIVATIONS KIND\n"
                 "#   PARAMS float32 parameters, FWD_FLOPS forward FLOPs (a multiply-add\n"
-                "#   counts 2), ACTIVATIONS floats of the layer's output.\n"
+                "#   counts 2), ACTIVATIONS floats of the layer's output, KIND what its\n"
+                "#   kernels are: gemm, conv, attention, elementwise, norm or embedding.\n"
                 "# Counted: multiply-adds of conv, linear and attention matmuls only;\n"
-                "# bias, normalisation, activation, softmax, residual adds and pooling\n"
-                "# count 0 FLOPs.  Norm parameters are folded into the adjacent line.\n#\n")
-        f.write("# Totals: %d layers, %d parameters,\n"
+                "# normalisation, activation, softmax, residual adds, pooling and\n"
+                "# lookups have lines of their own (their memory traffic is most of\n"
+                "# their cost) with 0 FLOPs.\n#\n")
+        f.write("# Totals: %d layers (%s), %d parameters,\n"
                 "#   %d forward FLOPs per sample (%s multiply-adds),\n"
                 "#   %d activation floats per sample.\n#\n"
-                % (len(t.rows), t.params(), t.flops(), g(t.flops() / 2), t.activations()))
+                % (len(t.rows), t.kinds(), t.params(), t.flops(), g(t.flops() / 2),
+                   t.activations()))
         f.write("# Floats per sample the first layer reads:\n# input %d\n\n" % t.input_floats)
         width = max(len(r[0]) for r in t.rows)
         for r in t.rows:
-            f.write("%-*s %d %d %d\n" % (width, r[0], r[1], r[2], r[3]))
+            f.write("%-*s %d %d %d %s\n" % (width, r[0], r[1], r[2], r[3], r[4]))
     return path
 
 
@@ -354,10 +404,11 @@ def main():
             "%s v1.5, as torchvision and NVIDIA/MLPerf train it: bottleneck" % title,
             "blocks %s, stride 2 in the 3x3 conv of the first block of stages 3-5."
             % "-".join(map(str, blocks)),
-            "Input 3 x 224 x 224; 1000 classes.  BN gamma/beta (2 x channels) folded",
-            "into each conv line; the projection shortcut is the 'downsample' line",
-            "after conv3 of each stage's first block.  ReLU and residual adds omitted;",
-            "max pool after conv1 and global average pool before fc have lines.",
+            "Input 3 x 224 x 224; 1000 classes.  Every conv is followed by its batch",
+            "norm (gamma/beta on the bn line) and, but conv3 and the shortcut, ReLU;",
+            "the projection shortcut is the 'downsample' line after conv3 of each",
+            "stage's first block; each block ends with the residual add and ReLU.",
+            "Max pool after conv1 and global average pool before fc have lines.",
             "",
             "Published: He et al. 2016, Table 1: %s FLOPs (multiply-adds) for the" % g(paper_macs),
             "original v1 (stride in the first 1x1 conv), which this generator gives as",
@@ -375,8 +426,8 @@ def main():
     write(t, outdir, [
         "VGG-16, configuration D of Simonyan & Zisserman 2015 (Table 1): thirteen",
         "3x3 convs (pad 1, with bias, no batch norm), five 2x2 max pools, fully",
-        "connected 25088-4096-4096-1000.  Input 3 x 224 x 224.  ReLU and dropout",
-        "omitted; the pools have lines.",
+        "connected 25088-4096-4096-1000.  Input 3 x 224 x 224.  Every ReLU and",
+        "pool has a line; dropout (in the fully connected part) has none.",
         "",
         "Published: Simonyan & Zisserman 2015, Table 2: 138M parameters (D).",
         "torchvision vgg16: 138357544 params, 15.47e9 multiply-adds.  Here: %s"
@@ -389,7 +440,7 @@ def main():
     aux_p, aux_f = t.params("aux."), t.flops("aux.")
     write(t, outdir, [
         "Inception-v3 (Szegedy et al. 2016) as torchvision builds it: every conv",
-        "is conv without bias + BN (gamma/beta folded in) + ReLU.  Input",
+        "is conv without bias + BN + ReLU, each with a line.  Input",
         "3 x 299 x 299; 1000 classes.  The auxiliary classifier on the 17x17",
         "grid (lines 'aux.*', after Mixed_6e as torchvision runs it) is included:",
         "it runs and is trained in every training step.  Branch convs of an",
@@ -432,6 +483,22 @@ def main():
     ])
     summary.append(("bert-large", t.params(), 340e6, t.flops() / 2, narayanan / 2,
                     "s=128; ref FLOPs = Narayanan blocks"))
+
+    t = bert_large(s=512, masked=80, name="bert-large-512")
+    s, L, d = t.seq, t.L, t.d
+    narayanan = 24 * L * s * d * d * (1 + s / (6.0 * d))
+    write(t, outdir, [
+        "BERT-large at sequence length %d (pre-training phase 2): the model of" % s,
+        "bert-large.txt with %d masked-LM predictions per sequence" % t.masked,
+        "(max_predictions_per_seq of the reference pre-training at 512).",
+        "Input: token ids and segment ids, 2 x %d values per sample." % s,
+        "",
+        "Forward FLOPs of the 24 blocks (Narayanan et al. 2021, 24 B s l h^2",
+        "(1 + s/6h)): %s; the pooler and pre-training heads add %s."
+        % (g(narayanan), g(t.flops() - narayanan)),
+    ])
+    summary.append(("bert-large-512", t.params(), 340e6, t.flops() / 2, narayanan / 2,
+                    "s=512; ref FLOPs = Narayanan blocks"))
 
     for name, title, L, d, heads, paper, release in (
             ("gpt-2", "GPT-2 small", 12, 768, 12, 117e6, 124e6),
