@@ -77,6 +77,15 @@ static const CatalogKey device_keys[] = {
   { "memory_bandwidth", CK_QUANTITY, SIM_UNIT_BANDWIDTH, TRUE, 0, BIG, TRUE, "2039GBps", DEV (memory_bandwidth) },
   { "memory", CK_QUANTITY, SIM_UNIT_SIZE, FALSE, 0, BIG, TRUE, "80GB", DEV (memory) },
   { "efficiency", CK_QUANTITY, SIM_UNIT_NONE, TRUE, 0, 1, TRUE, "0.5", DEV (efficiency) },
+  { "tf32_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (tf32_efficiency) },
+  { "bf16_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (bf16_efficiency) },
+  { "fp16_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (fp16_efficiency) },
+  { "conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.5", DEV (conv_efficiency) },
+  { "tf32_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.25", DEV (tf32_conv_efficiency) },
+  { "bf16_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (bf16_conv_efficiency) },
+  { "fp16_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (fp16_conv_efficiency) },
+  { "attention_factor", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.5", DEV (attention_factor) },
+  { "memory_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.8", DEV (memory_efficiency) },
 };
 
 static const CatalogKey link_keys[] = {
@@ -657,6 +666,24 @@ sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
       g_autofree char *mem = cell (d->memory, SIM_UNIT_SIZE);
       g_autofree char *eff = sim_format_quantity (d->efficiency, SIM_UNIT_NONE);
       g_ptr_array_add (rows, row_new (d->name, f32, tf32, bf16, f16, bw, mem, eff, NULL));
+    }
+  write_aligned (out, rows);
+
+  g_string_append (out, "\nDevice efficiencies by layer kind ('-' = not stated: convolutions at "
+                        "the dense efficiency, factors 1; docs/compute.md):\n");
+  g_ptr_array_set_size (rows, 0);
+  g_ptr_array_add (rows, row_new ("name", "conv FP32", "conv TF32", "conv BF16", "conv FP16",
+                                  "attention", "memory", NULL));
+  for (guint i = 0; i < catalog->devices->len; i++)
+    {
+      const SimDevice *d = g_ptr_array_index (catalog->devices, i);
+      g_autofree char *c32 = cell (d->conv_efficiency, SIM_UNIT_NONE);
+      g_autofree char *ctf = cell (d->tf32_conv_efficiency, SIM_UNIT_NONE);
+      g_autofree char *cbf = cell (d->bf16_conv_efficiency, SIM_UNIT_NONE);
+      g_autofree char *c16 = cell (d->fp16_conv_efficiency, SIM_UNIT_NONE);
+      g_autofree char *att = cell (d->attention_factor, SIM_UNIT_NONE);
+      g_autofree char *mem = cell (d->memory_efficiency, SIM_UNIT_NONE);
+      g_ptr_array_add (rows, row_new (d->name, c32, ctf, cbf, c16, att, mem, NULL));
     }
   write_aligned (out, rows);
 

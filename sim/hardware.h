@@ -33,7 +33,21 @@ typedef struct {
   double memory_bandwidth; /* bytes/s, peak DRAM/HBM bandwidth, > 0 */
   double memory;           /* bytes, capacity as the vendor states it,
                               0 = not stated (CPUs share host memory) */
-  double efficiency;       /* default share of peak achieved, in (0, 1] */
+  double efficiency;       /* share of the FP32 peak matrix products
+                              achieve, in (0, 1] */
+  double tf32_efficiency;  /* share of each tensor-core peak they achieve,
+                              0 = not stated: efficiency */
+  double bf16_efficiency;
+  double fp16_efficiency;
+  double conv_efficiency;  /* share of each peak convolutions achieve, 0 =
+                              not stated: the efficiency of that peak */
+  double tf32_conv_efficiency;
+  double bf16_conv_efficiency;
+  double fp16_conv_efficiency;
+  double attention_factor; /* attention matmuls' share of the matrix
+                              products' rate, 0 = not stated: 1 */
+  double memory_efficiency; /* share of memory_bandwidth kernels achieve,
+                               0 = not stated: 1 */
 } SimDevice;
 
 /* One kind of link (a cable, a bus, a GPU's NVLink ports together). */

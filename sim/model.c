@@ -56,6 +56,29 @@ sim_roofline_seconds (double flops, double bytes, double achieved, double bandwi
   return t;
 }
 
+/* Bytes per sample of activation traffic relative to 4-byte floats: 2-byte
+ * values under bf16 and fp16. */
+static double
+activation_scale (const SimConfig *c)
+{
+  return c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 0.5 : 1.0;
+}
+
+/* One pass of layer ly over n samples: `flops`, and bytes_fixed (weights,
+ * in 4-byte floats) + n x bytes_sample (activations, at the precision's
+ * size), at its kind's rate (docs/compute.md). */
+static double
+layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, double bytes_fixed,
+                    double bytes_sample, double n)
+{
+  double eff = ly->kind == KERN_LAYER_CONV && c->conv_efficiency > 0 ? c->conv_efficiency
+               : ly->kind == KERN_LAYER_ATTENTION ? c->efficiency * c->attention_factor
+               : c->efficiency;
+  double rate = c->flops * eff;
+  return sim_roofline_seconds (flops, bytes_fixed + bytes_sample * n * activation_scale (c), rate,
+                               c->memory_bandwidth * c->memory_efficiency);
+}
+
 KernOptConfig
 sim_opt_config (const SimConfig *c)
 {
@@ -76,7 +99,8 @@ sim_update_seconds (const SimConfig *c, gsize n)
 {
   KernOptKind kind = (KernOptKind) c->optimizer;
   return sim_roofline_seconds (kern_opt_flops (kind, n), kern_opt_bytes (kind, n),
-                               c->flops * c->efficiency, c->memory_bandwidth);
+                               c->flops * c->efficiency,
+                               c->memory_bandwidth * c->memory_efficiency);
 }
 
 void
@@ -98,8 +122,8 @@ sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
       double fb = ly->bwd_flops_fixed + ly->bwd_flops * n;
       f_fwd += ff;
       f_bwd += fb;
-      t_fwd += sim_roofline_seconds (ff, ly->fwd_bytes_fixed + ly->fwd_bytes * n, achieved, bw);
-      bwd[l] = sim_roofline_seconds (fb, ly->bwd_bytes_fixed + ly->bwd_bytes * n, achieved, bw);
+      t_fwd += layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, ly->fwd_bytes, n);
+      bwd[l] = layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, ly->bwd_bytes, n);
       t_bwd += bwd[l];
       out->layer_lo[l] = ly->param_offset;
     }
@@ -262,8 +286,22 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
             }
           else
             {
+              double eff = c->precision == SIM_PREC_TF32 ? d->tf32_efficiency
+                           : c->precision == SIM_PREC_BF16 ? d->bf16_efficiency
+                           : c->precision == SIM_PREC_FP16 ? d->fp16_efficiency : 0;
               take (c, "device.flops", &c->flops, peak);
-              take (c, "device.efficiency", &c->efficiency, d->efficiency);
+              take (c, "device.efficiency", &c->efficiency, eff > 0 ? eff : d->efficiency);
+              double conv = c->precision == SIM_PREC_TF32 ? d->tf32_conv_efficiency
+                            : c->precision == SIM_PREC_BF16 ? d->bf16_conv_efficiency
+                            : c->precision == SIM_PREC_FP16 ? d->fp16_conv_efficiency
+                            : d->conv_efficiency;
+              /* a file that sets efficiency itself keeps convolutions at it */
+              if (!given (c, "device.efficiency"))
+                take (c, "device.conv_efficiency", &c->conv_efficiency, conv);
+              take (c, "device.attention_factor", &c->attention_factor,
+                    d->attention_factor > 0 ? d->attention_factor : 1.0);
+              take (c, "device.memory_efficiency", &c->memory_efficiency,
+                    d->memory_efficiency > 0 ? d->memory_efficiency : 1.0);
               take (c, "device.memory_bandwidth", &c->memory_bandwidth, d->memory_bandwidth);
               take (c, "device.memory", &c->memory, d->memory);
             }
@@ -574,7 +612,11 @@ sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
 {
   gsize P = m->ops->n_params (m);
   int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
-  return kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
+  /* parameters, gradients and optimizer state in 4-byte floats; the
+   * activations at the precision's size */
+  double fixed = 4.0 * (double) P * (2.0 + per);
+  double act = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P) - fixed;
+  return fixed + act * activation_scale (c);
 }
 
 /* A model and the scenario that prices its layers, for PolLayerSeconds. */
@@ -674,8 +716,10 @@ sim_layer_seconds (const SimConfig *c, const KernModel *m, int n, double *fwd, d
         }
       else
         {
-          fwd[l] = sim_roofline_seconds (ff, ly->fwd_bytes_fixed + ly->fwd_bytes * n, achieved, bw);
-          bwd[l] = sim_roofline_seconds (fb, ly->bwd_bytes_fixed + ly->bwd_bytes * n, achieved, bw);
+          fwd[l] = bw > 0 ? layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, ly->fwd_bytes, n)
+                          : ff / achieved;
+          bwd[l] = bw > 0 ? layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, ly->bwd_bytes, n)
+                          : fb / achieved;
         }
     }
 }
@@ -792,7 +836,10 @@ host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GEr
   double features = model_inputs (c);
   double samples = dataset_of (c)->samples (c);
   double data = samples * (features + 1) * 4.0;
-  double per_worker = sim_model_memory_bytes (c, m);
+  /* the host's math is float32 whatever [device] precision says */
+  gsize P = m->ops->n_params (m);
+  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  double per_worker = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
   double hosts = (double) (c->workers + c->servers);
   const PolPolicyOps *ops = pol_lookup (c->policy);
   LayerCtx lc = { c, m };

@@ -64,7 +64,10 @@ typedef struct {
   char *catalog;         /* hardware catalog file, NULL = built-in */
   /* [device] */
   double flops;          /* peak FLOP/s */
-  double efficiency;     /* share of peak achieved, (0, 1] */
+  double efficiency;     /* share of peak matrix products achieve, (0, 1] */
+  double conv_efficiency; /* share of peak convolutions achieve; 0 = efficiency */
+  double attention_factor; /* attention matmuls reach this share of it */
+  double memory_efficiency; /* share of memory_bandwidth kernels achieve */
   double step_time;      /* seconds per step; < 0 = use FLOPs */
   double serial_time;    /* seconds per step that do not parallelise, added */
   double memory_bandwidth; /* bytes/s, 0 = not modelled */

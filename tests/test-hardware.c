@@ -286,6 +286,25 @@ test_docs_match (void)
   g_assert_true (g_file_get_contents (path, &text, NULL, &error));
   g_assert_no_error (error);
 
+  g_autoptr (GPtrArray) effs = docs_table (text, "| name | conv FP32 |");
+  g_assert_cmpuint (effs->len, ==, sim_catalog_n_devices (c));
+  for (guint r = 0; r < effs->len; r++)
+    {
+      char **cells = g_ptr_array_index (effs, r);
+      g_assert_cmpuint (g_strv_length (cells), ==, 7);
+      const SimDevice *d = device_of (c, cells[0]);
+      const struct { const char *column; double v; } cols[] = {
+        { "conv FP32", d->conv_efficiency }, { "conv TF32", d->tf32_conv_efficiency },
+        { "conv BF16", d->bf16_conv_efficiency }, { "conv FP16", d->fp16_conv_efficiency },
+        { "attention factor", d->attention_factor },
+        { "memory efficiency", d->memory_efficiency },
+      };
+      for (gsize k = 0; k < G_N_ELEMENTS (cols); k++)
+        check_figure (d->name, cols[k].column,
+                      docs_figure (cells[k + 1], SIM_UNIT_NONE, d->name, cols[k].column),
+                      cols[k].v);
+    }
+
   g_autoptr (GPtrArray) devices = docs_table (text, "| name | FP32 |");
   g_assert_cmpuint (devices->len, ==, sim_catalog_n_devices (c));
   for (guint r = 0; r < devices->len; r++)
@@ -421,7 +440,7 @@ test_lookup (void)
   g_assert_null (sim_catalog_device (c, "ib-hdr")); /* a link is not a device */
   g_assert_null (sim_catalog_link (c, "a100"));
   g_autofree char *names = sim_catalog_names (c, TRUE);
-  assert_contains (names, "p100, v100, a100, h100");
+  assert_contains (names, "p100, v100, a100, a100-40gb, h100");
   g_autofree char *lnames = sim_catalog_names (c, FALSE);
   assert_contains (lnames, "ib-edr, ib-hdr, ib-ndr");
   g_assert_true (g_strv_contains (sim_link_kinds (), "nvlink"));

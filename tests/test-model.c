@@ -111,6 +111,62 @@ test_roofline_layers (void)
   sim_config_free (c);
 }
 
+/* Each layer at its kind's rate: a convolution at conv_efficiency, an
+ * attention matmul at attention_factor x efficiency, a dense layer at
+ * efficiency, every memory term at memory_bandwidth x memory_efficiency,
+ * and activations at 2 bytes under bf16 (weights stay 4).  Closed form per
+ * layer of a table whose kinds are written out. */
+static void
+test_roofline_kinds (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-kinds-XXXXXX", NULL);
+  g_autofree char *table = g_build_filename (dir, "kinds.txt", NULL);
+  /* input 1000 floats; conv 1 GFLOP, attention 0.5 GFLOP, dense 2 GFLOP,
+   * a norm and an element-wise pass with no FLOPs */
+  g_assert_true (g_file_set_contents (table,
+    "# input 1000\nconv 5000 1e9 4000 conv\nbn 64 0 4000 norm\natt 0 5e8 2000 attention\n"
+    "relu 0 0 2000 elementwise\nfc 20000 2e9 10\n", -1, NULL));
+  g_autofree char *text = g_strdup_printf (
+    "[scenario]\nname = k\niterations = 1\n[cluster]\nworkers = 1\n"
+    "[device]\nflops = 100TFLOPS\nefficiency = 0.6\nconv_efficiency = 0.3\n"
+    "attention_factor = 0.5\nmemory_bandwidth = 1TBps\nmemory_efficiency = 0.8\n"
+    "[model]\nkind = timing\nworkload = %s\nbatch = 32\n[policy]\nkind = allreduce\n", table);
+  for (int bf16 = 0; bf16 <= 1; bf16++)
+    {
+      const char *sets[] = { bf16 ? "device.precision=bf16" : "device.precision=fp32", NULL };
+      SimConfig *c = load_one (text, sets);
+      KernModel *m = sim_model_new (c, NULL, NULL);
+      g_assert_nonnull (m);
+      const double n = 32, peak = 100e12, M = 1e12 * 0.8, act = bf16 ? 2.0 : 4.0;
+      const struct { double params, flops, in, out, eff; } L[] = {
+        { 5000, 1e9, 1000, 4000, 0.3 },       /* conv: conv_efficiency */
+        { 64, 0, 4000, 4000, 0.6 },           /* norm: memory-bound */
+        { 0, 5e8, 4000, 2000, 0.6 * 0.5 },    /* attention */
+        { 0, 0, 2000, 2000, 0.6 },            /* element-wise */
+        { 20000, 2e9, 2000, 10, 0.6 },        /* dense (no KIND: it has FLOPs) */
+      };
+      g_assert_cmpint (m->n_layers, ==, 5);
+      double want = 0;
+      for (int l = 0; l < 5; l++)
+        {
+          double rate = peak * L[l].eff;
+          double fwd = MAX (n * L[l].flops / rate,
+                            (4.0 * L[l].params + n * act * (L[l].in + L[l].out)) / M);
+          double bwd = MAX (2.0 * n * L[l].flops / rate,
+                            (8.0 * L[l].params + 2.0 * n * act * (L[l].in + L[l].out)) / M);
+          want += fwd + bwd;
+        }
+      SimStepCost cost;
+      sim_step_cost (c, m, &cost);
+      test_assert_close (cost.step, want, 1e-12);
+      sim_step_cost_clear (&cost);
+      kern_model_free (m);
+      sim_config_free (c);
+    }
+  g_unlink (table);
+  g_rmdir (dir);
+}
+
 /* [cluster] device copies the catalog's figures into the keys not set. */
 static void
 test_catalog_device (void)
@@ -147,8 +203,24 @@ test_catalog_device (void)
   const char *bf16[] = { "cluster.device=a100", "device.precision=bf16", NULL };
   c = load_one ("[model]\nbatch = 8\n", bf16);
   g_assert_cmpfloat (c->flops, ==, a100->bf16_flops);
-  g_assert_cmpfloat (c->efficiency, ==, a100->efficiency);
+  g_assert_cmpfloat (c->efficiency, ==, a100->efficiency); /* no bf16_efficiency stated */
+  g_assert_cmpfloat (c->conv_efficiency, ==, a100->bf16_conv_efficiency);
+  g_assert_cmpfloat (c->memory_efficiency, ==, a100->memory_efficiency);
   g_assert_cmpfloat (c->memory_bandwidth, ==, a100->memory_bandwidth);
+  sim_config_free (c);
+
+  /* each precision's convolution efficiency; a file's own efficiency keeps
+   * convolutions at it */
+  const char *tf32[] = { "cluster.device=a100", "device.precision=tf32", NULL };
+  c = load_one ("[model]\nbatch = 8\n", tf32);
+  g_assert_cmpfloat (c->conv_efficiency, ==, a100->tf32_conv_efficiency);
+  g_assert_cmpfloat (c->conv_efficiency, !=, a100->bf16_conv_efficiency);
+  sim_config_free (c);
+  const char *own[] = { "cluster.device=a100", "device.precision=tf32", "device.efficiency=0.4",
+                        NULL };
+  c = load_one ("[model]\nbatch = 8\n", own);
+  g_assert_cmpfloat (c->efficiency, ==, 0.4);
+  g_assert_cmpfloat (c->conv_efficiency, ==, 0);
   sim_config_free (c);
 
   const SimLinkSpec *hdr = sim_catalog_link (cat, "ib-hdr");
@@ -620,6 +692,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/model/roofline/bound", test_roofline_bound);
   g_test_add_func ("/model/roofline/layers", test_roofline_layers);
+  g_test_add_func ("/model/roofline/kinds", test_roofline_kinds);
   g_test_add_func ("/model/catalog/device", test_catalog_device);
   g_test_add_func ("/model/catalog/link-efficiency", test_catalog_link_efficiency);
   g_test_add_func ("/model/catalog/written-bandwidth", test_written_bandwidth_kept);
