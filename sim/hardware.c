@@ -372,6 +372,19 @@ read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
   return TRUE;
 }
 
+char *
+sim_catalog_text (const char *path, GError **error)
+{
+  if (path)
+    return sim_input_read_text (path, "hardware catalog", error);
+  g_autoptr (GBytes) data = g_resource_lookup_data (dtsim_get_resource (), BUILTIN_PATH,
+                                                    G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  g_assert (data);  /* compiled in */
+  gsize size = 0;
+  const char *bytes = g_bytes_get_data (data, &size);
+  return g_strndup (bytes, size);
+}
+
 SimCatalog *
 sim_catalog_load (const char *path, GError **error)
 {

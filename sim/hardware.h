@@ -80,6 +80,9 @@ typedef struct SimCatalog SimCatalog;
  * Returns NULL with a SIM_ERROR_INPUT error (sim/scenario.h) whose message is
  * one line naming the file, the [group] key, what is wrong and the fix. */
 SimCatalog *sim_catalog_load (const char *path, GError **error);
+/* The text of the catalog at `path`, or of the built-in one (NULL); NULL
+ * with an error when the file cannot be read. */
+char *sim_catalog_text (const char *path, GError **error);
 
 void sim_catalog_free (SimCatalog *catalog);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SimCatalog, sim_catalog_free)

@@ -6,6 +6,7 @@
  *   dtsim plot DB [-o DIR] [--format png|svg]
  *   dtsim check FILE.ini [--set section.key=value]...
  *   dtsim hardware [FILE]
+ *   dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]
  *
  * Exit codes: 0 success, 1 failure while running, 2 bad input (one line on
  * stderr names the file, the [section] key, what is wrong and the fix).
@@ -27,6 +28,7 @@
 #include "sim/hardware.h"
 #include "sim/input.h"
 #include "sim/model.h"
+#include "sim/calibrate.h"
 #include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
@@ -41,6 +43,8 @@ static const char usage[] =
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
   "  dtsim keys                # the reference of every scenario key (markdown)\n"
   "  dtsim hardware [FILE]     # the hardware catalog (built-in, or FILE) as tables\n"
+  "  dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]\n"
+  "                            # fit device efficiencies to measured step times\n"
   "  dtsim --version\n"
   "Scenario keys: docs/scenarios.md.  Trace schema: docs/trace.md.\n"
   "Hardware catalog: docs/hardware.md.\n";
@@ -229,6 +233,32 @@ cmd_hardware (int argc, char **argv)
   return 0;
 }
 
+static int
+cmd_calibrate (int argc, char **argv)
+{
+  g_autofree char *out = NULL, *base = NULL;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Calibrated catalog to write",
+      "CATALOG.ini" },
+    { "catalog", 0, 0, G_OPTION_ARG_FILENAME, &base,
+      "Catalog to start from (default: the built-in one)", "BASE.ini" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "calibrate MEASURED.csv"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("calibrate needs exactly one file of measured steps "
+                      "(device,precision,workload,batch,seconds[,optimizer])");
+  if (!out)
+    return bad_usage ("calibrate needs -o CATALOG.ini, the catalog to write");
+  GError *error = NULL;
+  g_autoptr (GString) report = g_string_new (NULL);
+  if (!sim_calibrate (argv[1], base, out, report, &error))
+    return die (error, 2);
+  fputs (report->str, stdout);
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -270,6 +300,8 @@ main (int argc, char **argv)
     return cmd_plot (argc - 1, argv + 1);
   if (strcmp (cmd, "hardware") == 0)
     return cmd_hardware (argc - 1, argv + 1);
+  if (strcmp (cmd, "calibrate") == 0)
+    return cmd_calibrate (argc - 1, argv + 1);
   g_autofree char *msg = g_strdup_printf ("unknown command '%s'", cmd);
   return bad_usage (msg);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "sim/trace.h"
+#include "sim/hardware.h"
 #include "tests/util.h"
 
 static char *tmpdir;
@@ -175,6 +176,112 @@ test_threads (void)
   g_assert_cmpstr (da, ==, db);
   g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", a, "--threads", "0", NULL), ==, 2);
   g_assert_nonnull (strstr (e3, "--threads"));
+}
+
+/* The step time dtsim predicts for one worker of `device` in `precision`
+ * training `workload` at `batch`, with `extra` [device] lines: the run's
+ * simulated time over its iterations. */
+static double
+step_seconds (const char *device, const char *precision, const char *workload, int batch,
+              const char *catalog, const char *extra)
+{
+  static int n;
+  g_autofree char *name = g_strdup_printf ("step%d", n++);
+  g_autofree char *ini = tmp (name);
+  g_autofree char *db = g_strdup_printf ("%s.db", ini);
+  g_autofree char *cat = catalog ? g_strdup_printf ("catalog = %s\n", catalog) : g_strdup ("");
+  g_autofree char *text = g_strdup_printf (
+    "[scenario]\nname = s\niterations = 2\n[cluster]\ndevice = %s\nworkers = 1\n%s"
+    "[device]\nprecision = %s\nmemory = 0\n%s[model]\nkind = timing\nworkload = %s\n"
+    "batch = %d\noptimizer = momentum\n[policy]\nkind = allreduce\n",
+    device, cat, precision, extra, workload, batch);
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "-q", NULL), ==, 0);
+  return test_query_number (db, "SELECT sim_time / iterations FROM runs");
+}
+
+/* dtsim calibrate recovers the efficiencies that produced a set of step
+ * times (dense from BERT's rows, convolutions from ResNet's), keeps the
+ * catalog's where the rows do not determine them, writes a catalog that
+ * then predicts the steps, and refuses bad input in one line. */
+static void
+test_calibrate (void)
+{
+  const char *truth = "efficiency = 0.62\nconv_efficiency = 0.31\n";
+  struct { const char *wl; int batch; } rows[] = {
+    { "resnet-50", 64 }, { "resnet-50", 256 }, { "bert-large", 32 }, { "bert-large", 8 },
+  };
+  GString *csv = g_string_new ("# measured on our A100s\ndevice,precision,workload,batch,"
+                               "seconds,optimizer\n");
+  double want[G_N_ELEMENTS (rows)];
+  for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      want[i] = step_seconds ("a100", "tf32", rows[i].wl, rows[i].batch, NULL, truth);
+      g_string_append_printf (csv, "a100,tf32,%s,%d,%.9g,momentum\n", rows[i].wl,
+                              rows[i].batch, want[i]);
+    }
+  /* CNN rows alone do not determine the dense efficiency */
+  double v100 = step_seconds ("v100", "fp32", "resnet-50", 96, NULL,
+                              "conv_efficiency = 0.7\n");
+  g_string_append_printf (csv, "v100,fp32,resnet-50,96,%.9g,momentum\n", v100);
+  g_autofree char *path = tmp ("measured.csv");
+  g_assert_true (g_file_set_contents (path, csv->str, -1, NULL));
+  g_string_free (csv, TRUE);
+  g_autofree char *out = tmp ("calibrated.ini");
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "calibrate", path, "-o", out, NULL), ==, 0);
+  g_assert_nonnull (strstr (o, "a100 tf32: dense efficiency 0.62, convolution efficiency 0.31"));
+  g_assert_nonnull (strstr (o, "v100 fp32: dense efficiency 0.5 (not determined"));
+  g_assert_nonnull (strstr (o, "convolution efficiency 0.7\n"));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (SimCatalog) cat = sim_catalog_load (out, &error);
+  g_assert_no_error (error);
+  const SimDevice *a100 = sim_catalog_device (cat, "a100");
+  test_assert_close (a100->tf32_efficiency, 0.62, 1e-9);
+  test_assert_close (a100->tf32_conv_efficiency, 0.31, 1e-9);
+  g_assert_cmpfloat (sim_catalog_device (cat, "v100")->conv_efficiency, ==, 0.7);
+  g_assert_cmpfloat (sim_catalog_device (cat, "v100")->efficiency, ==, 0.5);
+  /* the written catalog predicts the measured steps */
+  for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
+    test_assert_close (step_seconds ("a100", "tf32", rows[i].wl, rows[i].batch, out, ""),
+                       want[i], 1e-6);
+
+  /* bad input: one line naming the file, the line and the fix; nothing written */
+  const struct { const char *text, *needle; } bad[] = {
+    { "dev,prec\na100,tf32,resnet-50,64,0.1\n", "line 1: expected the header line" },
+    { "device,precision,workload,batch,seconds\nb200,tf32,resnet-50,64,0.1\n",
+      "line 2: device: unknown device 'b200'" },
+    { "device,precision,workload,batch,seconds\nv100,tf32,resnet-50,64,0.1\n",
+      "line 2: precision: 'tf32'" },
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,0,0.1\n",
+      "line 2: batch:" },
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,8,-1\n",
+      "line 2: seconds:" },
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,8\n",
+      "line 2: expected 5 or 6 fields" },
+    { "device,precision,workload,batch,seconds\na100,tf32,nosuchnet,8,0.1\n",
+      "line 2: " },
+    { "device,precision,workload,batch,seconds\n", "no measured steps" },
+  };
+  g_autofree char *badcsv = tmp ("bad.csv");
+  g_autofree char *fresh = tmp ("fresh.ini");
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_assert_true (g_file_set_contents (badcsv, bad[i].text, -1, NULL));
+      g_autofree char *bo = NULL, *be = NULL;
+      g_assert_cmpint (dtsim (&bo, &be, "calibrate", badcsv, "-o", fresh, NULL), ==, 2);
+      if (!strstr (be, bad[i].needle) || strchr (be, '\n') != be + strlen (be) - 1)
+        g_error ("case %zu: expected one line with '%s', got: %s", i, bad[i].needle, be);
+      g_assert_false (g_file_test (fresh, G_FILE_TEST_EXISTS));
+    }
+  /* a file that is not a catalog is never replaced */
+  g_autofree char *notes = tmp ("notes.ini");
+  g_assert_true (g_file_set_contents (notes, "my notes\n", -1, NULL));
+  g_autofree char *no = NULL, *ne = NULL;
+  g_assert_cmpint (dtsim (&no, &ne, "calibrate", path, "-o", notes, NULL), ==, 2);
+  g_autofree char *kept = test_read_file (notes, NULL);
+  g_assert_cmpstr (kept, ==, "my notes\n");
 }
 
 /* The tables only some policies write (a pipeline's stages, a parameter
@@ -927,6 +1034,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/run/deterministic", test_deterministic);
   g_test_add_func ("/cli/run/jobs", test_jobs);
   g_test_add_func ("/cli/run/threads", test_threads);
+  g_test_add_func ("/cli/calibrate", test_calibrate);
   g_test_add_func ("/cli/run/jobs-failure", test_jobs_failure);
   g_test_add_func ("/cli/run/jobs-tables", test_jobs_tables);
   g_test_add_func ("/cli/run/trace-contents", test_trace_contents);
