@@ -79,6 +79,15 @@ layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, doubl
                                c->memory_bandwidth * c->memory_efficiency);
 }
 
+/* Whether layer ly's forward runs again in backward ([model] recompute). */
+static gboolean
+recomputed (const SimConfig *c, const KernLayer *ly)
+{
+  return c->recompute == SIM_RECOMPUTE_FULL
+         || (c->recompute == SIM_RECOMPUTE_SELECTIVE
+             && (ly->kind == KERN_LAYER_ELEMENTWISE || ly->kind == KERN_LAYER_NORM));
+}
+
 KernOptConfig
 sim_opt_config (const SimConfig *c)
 {
@@ -120,10 +129,17 @@ sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
       const KernLayer *ly = &m->layers[l];
       double ff = ly->fwd_flops_fixed + ly->fwd_flops * n;
       double fb = ly->bwd_flops_fixed + ly->bwd_flops * n;
+      double tf = layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, ly->fwd_bytes, n);
       f_fwd += ff;
-      f_bwd += fb;
-      t_fwd += layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, ly->fwd_bytes, n);
+      t_fwd += tf;
       bwd[l] = layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, ly->bwd_bytes, n);
+      /* recomputation: the layer's forward again, just before its backward */
+      if (recomputed (c, ly))
+        {
+          fb += ff;
+          bwd[l] += tf;
+        }
+      f_bwd += fb;
       t_bwd += bwd[l];
       out->layer_lo[l] = ly->param_offset;
     }
@@ -138,7 +154,8 @@ sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
       for (int l = 0; l < L; l++)
         {
           const KernLayer *ly = &m->layers[l];
-          bwd[l] = (ly->bwd_flops_fixed + ly->bwd_flops * n) * scale;
+          double ff = recomputed (c, ly) ? ly->fwd_flops_fixed + ly->fwd_flops * n : 0;
+          bwd[l] = (ly->bwd_flops_fixed + ly->bwd_flops * n + ff) * scale;
         }
     }
   else
@@ -616,6 +633,23 @@ sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
    * activations at the precision's size */
   double fixed = 4.0 * (double) P * (2.0 + per);
   double act = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P) - fixed;
+  if (c->recompute != SIM_RECOMPUTE_NONE && m->n_layers > 0)
+    {
+      /* floats per sample held: selective, the layers not recomputed; full,
+       * the model's input (4(I + A) bytes of the first layer's forward)
+       * and the largest layer's output while it is recomputed */
+      double kept = 0, largest = 0;
+      for (int l = 0; l < m->n_layers; l++)
+        {
+          const KernLayer *ly = &m->layers[l];
+          largest = MAX (largest, ly->activations);
+          if (!recomputed (c, ly))
+            kept += ly->activations;
+        }
+      if (c->recompute == SIM_RECOMPUTE_FULL)
+        kept = m->layers[0].fwd_bytes / 4.0 - m->layers[0].activations + largest;
+      act = 4.0 * (double) c->batch * kept;
+    }
   return fixed + act * activation_scale (c);
 }
 
@@ -721,6 +755,8 @@ sim_layer_seconds (const SimConfig *c, const KernModel *m, int n, double *fwd, d
           bwd[l] = bw > 0 ? layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, ly->bwd_bytes, n)
                           : fb / achieved;
         }
+      if (recomputed (c, ly))
+        bwd[l] += fwd[l];
     }
 }
 
@@ -794,6 +830,10 @@ static gboolean
 policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
 {
   const PolPolicyOps *ops = pol_lookup (c->policy);
+  if (c->recompute != SIM_RECOMPUTE_NONE && ops->shares)
+    return sim_key_error (error, file, "model", "recompute",
+                          "not modelled under [policy] kind = %s, whose stages hold their own "
+                          "stash; use recompute = none", c->policy);
   LayerCtx lc = { c, m };
   PolModelInfo mi = model_info (c, &lc);
   g_autoptr (GError) local = NULL;

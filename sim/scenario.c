@@ -46,6 +46,9 @@ static const BaseChoice partition_choices[] = {
 static const BaseChoice optimizer_choices[] = {
   { "sgd", KERN_OPT_SGD, FALSE }, { "momentum", KERN_OPT_MOMENTUM, FALSE },
   { "adam", KERN_OPT_ADAM, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice recompute_choices[] = {
+  { "none", SIM_RECOMPUTE_NONE, FALSE }, { "selective", SIM_RECOMPUTE_SELECTIVE, FALSE },
+  { "full", SIM_RECOMPUTE_FULL, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice precision_choices[] = {
   { "fp32", SIM_PREC_FP32, FALSE }, { "tf32", SIM_PREC_TF32, FALSE },
   { "bf16", SIM_PREC_BF16, FALSE }, { "fp16", SIM_PREC_FP16, FALSE }, { NULL, 0, FALSE } };
@@ -142,6 +145,8 @@ static const KeyDef core_keys[] = {
     "How the training set is shared among workers: iid (shuffled shards) or by-label (each worker sees classes_per_worker classes; docs/policies.md).", NULL },
   { "model", "classes_per_worker", BASE_KEY_INT, 0, "2", 1, 1e5, 0, NULL, OFF (classes_per_worker),
     "partition = by-label: classes each worker sees.", NULL },
+  { "model", "recompute", BASE_KEY_ENUM, 0, "none", 0, 0, 0, recompute_choices, OFF (recompute),
+    "Activation recomputation: none; selective (element-wise and norm layers keep nothing and run their forward again in backward); full (every layer's forward runs again in backward; only the model's input and one layer's activations are held). Time and the memory check follow (docs/compute.md).", NULL },
   { "model", "optimizer", BASE_KEY_ENUM, 0, "sgd", 0, 0, 0, optimizer_choices, OFF (optimizer),
     "sgd, momentum or adam; its state lives where updates are applied (on the parameter servers for kind = ps).", NULL },
   { "model", "momentum", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (momentum),

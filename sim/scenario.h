@@ -42,6 +42,8 @@ typedef enum {
 #define SIM_MAX_HOST_BYTES (16.0 * 1024 * 1024 * 1024)
 
 typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
+/* [model] recompute (docs/compute.md, "Activation recomputation"). */
+typedef enum { SIM_RECOMPUTE_NONE, SIM_RECOMPUTE_SELECTIVE, SIM_RECOMPUTE_FULL } SimRecompute;
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
 } SimDetail;
@@ -100,6 +102,7 @@ typedef struct {
   int partition;         /* PolPartition: iid | by-label */
   gint64 classes_per_worker; /* by-label */
   int optimizer;         /* KernOptKind */
+  int recompute;         /* SimRecompute: activations recomputed in backward */
   double momentum, beta1, beta2, eps;
   gint64 warmup;         /* steps of learning-rate warm-up */
   gint64 batch;          /* samples per worker step */
