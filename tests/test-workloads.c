@@ -104,12 +104,17 @@ static const Published published[] = {
   /* Devlin et al. give "340M", rounded to 2 digits: within 2%.  FLOPs: the
    * 24 encoder blocks exactly as Narayanan et al. count them (same rule). */
   { "bert-large", 340e6, 0.02, "enc.", NULL, NARAYANAN_BLOCKS (24, 128, 1024), 1e-12 },
+  { "bert-large-512", 340e6, 0.02, "enc.", NULL, NARAYANAN_BLOCKS (24, 512, 1024), 1e-12 },
   /* released as "124M" and "1558M": 3 and 4 digits, within 0.5% and 0.05%.
    * FLOPs: blocks and tied LM head, Narayanan et al.'s rule exactly. */
   { "gpt-2", 124e6, 0.005, "", NULL,
     NARAYANAN_BLOCKS (12, 1024, 768) + NARAYANAN_HEAD (1024, 768, 50257), 1e-12 },
   { "gpt-2-xl", 1558e6, 0.0005, "", NULL,
     NARAYANAN_BLOCKS (48, 1024, 1600) + NARAYANAN_HEAD (1024, 1600, 50257), 1e-12 },
+  /* Megatron-LM's "1.7B" (2 digits; 12 l h^2 (1 + 13/12h + (V + s)/12lh) =
+   * 1.652e9, which this table holds, within 3%) */
+  { "gpt-1.7b", 1.7e9, 0.03, "", NULL,
+    NARAYANAN_BLOCKS (24, 2048, 2304) + NARAYANAN_HEAD (2048, 2304, 51200), 1e-12 },
 };
 
 /* Every table parses; its layers tile the parameter vector in order. */

@@ -336,11 +336,11 @@ def bert_large(s=128, masked=20, name="bert-large"):
     return t
 
 
-def gpt2(name, L, d, heads, s=1024):
+def gpt2(name, L, d, heads, s=1024, vocab=50257, npos=1024):
     """GPT-2 (Radford et al. 2019; sizes from the released checkpoints):
     pre-LN blocks, BPE vocabulary 50257, 1024 positions, final layer norm,
-    LM head tied to the token embedding."""
-    vocab, npos = 50257, 1024
+    LM head tied to the token embedding.  Megatron-LM's GPT is the same
+    network with its own vocabulary (padded to 51200) and context."""
     t = Table(name, s)
     t.add("embed", vocab * d + npos * d, 0, s * d, "embedding")
     for i in range(L):
@@ -510,8 +510,8 @@ def main():
         write(t, outdir, [
             "%s (Radford et al. 2019): %d pre-LN blocks of width %d, %d heads," % (title, L, d, heads),
             "BPE vocabulary 50257, context 1024; sequence length %d." % s,
-            "LN parameters go on the line they precede (ln_1 on attn.qkv, ln_2 on",
-            "mlp.fc, ln_f on lm_head).  'embed' holds token and position embeddings",
+            "Each layer norm has its line (ln_1 and ln_2 in every block, ln_f at the",
+            "end).  'embed' holds token and position embeddings",
             "(lookups count 0 FLOPs); lm_head is tied to the token embedding, so",
             "it has FLOPs (2 s d V) but no parameters of its own.  Attention",
             "matmuls counted over the full s x s matrix (no causal halving).",
@@ -531,6 +531,26 @@ def main():
         ])
         summary.append((name, t.params(), release, t.flops() / 2, narayanan / 2,
                         "ref FLOPs = Narayanan"))
+
+    # Megatron-LM's 1.7B GPT (Narayanan et al. 2021, Table 1 / the Megatron-LM
+    # README's weak-scaling table): 24 layers of width 2304, 24 heads,
+    # vocabulary padded to 51200, sequence length 2048.
+    L, d, heads, s, V = 24, 2304, 24, 2048, 51200
+    t = gpt2("gpt-1.7b", L, d, heads, s=s, vocab=V, npos=s)
+    narayanan = 24 * L * s * d * d * (1 + s / (6.0 * d) + V / (12.0 * L * d))
+    write(t, outdir, [
+        "GPT of 1.7B parameters as Megatron-LM trains it (Narayanan et al. 2021,",
+        "the first row of their weak-scaling table): %d pre-LN blocks of width %d," % (L, d),
+        "%d heads, vocabulary 51200 (GPT-2's BPE padded), learned positions and" % heads,
+        "sequence length %d; LM head tied to the token embedding.  Layer lines" % s,
+        "as in gpt-2.txt.  Input: %d token ids per sample." % s,
+        "",
+        "Here: %d parameters (the paper's 1.7B)." % t.params(),
+        "Forward FLOPs equal Narayanan et al. 2021's count (24 B s l h^2 (1 +",
+        "s/6h + V/(12 l h)) per pass): %s." % g(narayanan),
+    ])
+    summary.append(("gpt-1.7b", t.params(), 1.7e9, t.flops() / 2, narayanan / 2,
+                    "ref FLOPs = Narayanan"))
 
     print("%-13s %14s %14s %8s %12s %12s %8s  %s"
           % ("network", "params", "published", "diff", "fwd MACs", "reference", "diff", "note"))
