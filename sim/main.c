@@ -175,6 +175,28 @@ cmd_check (int argc, char **argv)
               cost.update,
               pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
               mem / (1024.0 * 1024.0 * 1024.0), of);
+      /* where the step goes, by layer kind (the roofline prices each kind
+       * at its own rate: docs/compute.md) */
+      if (c->step_time < 0 && c->memory_bandwidth > 0 && m->n_layers > 0)
+        {
+          g_autofree double *fwd = g_new (double, m->n_layers);
+          g_autofree double *bwd = g_new (double, m->n_layers);
+          sim_layer_seconds (c, m, (int) c->batch, fwd, bwd);
+          double by_kind[KERN_LAYER_N_KINDS] = { 0 }, total = 0;
+          for (int l = 0; l < m->n_layers; l++)
+            {
+              by_kind[m->layers[l].kind] += fwd[l] + bwd[l];
+              total += fwd[l] + bwd[l];
+            }
+          g_autoptr (GString) line = g_string_new ("  step by layer kind:");
+          for (int k = 0; k < KERN_LAYER_N_KINDS; k++)
+            if (by_kind[k] > 0)
+              g_string_append_printf (line, "%s %s %.4g s (%.0f%%)",
+                                      line->str[line->len - 1] == ':' ? "" : ",",
+                                      kern_layer_kind_name ((KernLayerKind) k), by_kind[k],
+                                      100 * by_kind[k] / total);
+          printf ("%s\n", line->str);
+        }
       /* each share on its own device: what the memory check priced */
       int n;
       PolShares *plan;

@@ -964,6 +964,28 @@ test_check_main_scenario (void)
   g_assert_nonnull (strstr (o, "6 runs"));
   g_assert_nonnull (strstr (o, "star"));
   g_assert_nonnull (strstr (o, "17 hosts"));
+
+  /* a catalog device prices by layer kind: check says where the step goes,
+   * and the parts add up to the step */
+  g_autofree char *r50 = g_build_filename (src, "scenarios", "validation",
+                                           "resnet50-a100-tf32-pytorch.ini", NULL);
+  g_autofree char *ro = NULL, *re = NULL;
+  g_assert_cmpint (dtsim (&ro, &re, "check", r50, NULL), ==, 0);
+  const char *kinds = strstr (ro, "step by layer kind: ");
+  g_assert_nonnull (kinds);
+  const char *step = strstr (ro, "step of batch 256: ");
+  g_assert_nonnull (step);
+  double want = g_ascii_strtod (step + strlen ("step of batch 256: "), NULL), sum = 0;
+  for (const char *k = kinds; (k = strstr (k, " s (")) != NULL; k++)
+    {
+      const char *num = k;
+      while (num > kinds && num[-1] != ' ')
+        num--;
+      sum += g_ascii_strtod (num, NULL);
+    }
+  test_assert_close (sum, want, 1e-3);
+  g_assert_nonnull (strstr (kinds, "conv "));
+  g_assert_nonnull (strstr (kinds, "norm "));
 }
 
 /* docs/scenarios.md holds the reference the program prints, verbatim. */
