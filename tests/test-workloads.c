@@ -105,6 +105,8 @@ static const Published published[] = {
    * 24 encoder blocks exactly as Narayanan et al. count them (same rule). */
   { "bert-large", 340e6, 0.02, "enc.", NULL, NARAYANAN_BLOCKS (24, 128, 1024), 1e-12 },
   { "bert-large-512", 340e6, 0.02, "enc.", NULL, NARAYANAN_BLOCKS (24, 512, 1024), 1e-12 },
+  /* the encoder and the span head: 335M of the encoder, 2050 of the head */
+  { "bert-large-squad", 335e6, 0.005, "enc.", NULL, NARAYANAN_BLOCKS (24, 384, 1024), 1e-12 },
   /* released as "124M" and "1558M": 3 and 4 digits, within 0.5% and 0.05%.
    * FLOPs: blocks and tied LM head, Narayanan et al.'s rule exactly. */
   { "gpt-2", 124e6, 0.005, "", NULL,

@@ -336,6 +336,24 @@ def bert_large(s=128, masked=20, name="bert-large"):
     return t
 
 
+def bert_large_squad(s=384):
+    """BERT-large fine-tuned for SQuAD question answering (Devlin et al.
+    2019, Section 4.2): the encoder of bert_large with the span head (a
+    linear layer d -> 2 giving start and end logits per token) instead of
+    the pre-training heads; every sequence padded to s tokens, as the
+    reference fine-tuning feeds them."""
+    L, d, heads, vocab, npos = 24, 1024, 16, 30522, 512
+    t = Table("bert-large-squad", 2 * s)
+    t.add("embed", vocab * d + npos * d + 2 * d, 0, s * d, "embedding")
+    t.add("embed.ln", 2 * d, 0, s * d, "norm")
+    for i in range(L):
+        attention_block(t, "enc.%d." % i, s, d, heads, pre_ln=False)
+    t.add("qa_outputs", 2 * d + 2, 2 * s * d * 2, 2 * s, "gemm")
+    t.add("qa.loss", 0, 0, 2 * s, "elementwise")
+    t.seq, t.L, t.d = s, L, d
+    return t
+
+
 def gpt2(name, L, d, heads, s=1024, vocab=50257, npos=1024):
     """GPT-2 (Radford et al. 2019; sizes from the released checkpoints):
     pre-LN blocks, BPE vocabulary 50257, 1024 positions, final layer norm,
@@ -531,6 +549,21 @@ def main():
         ])
         summary.append((name, t.params(), release, t.flops() / 2, narayanan / 2,
                         "ref FLOPs = Narayanan"))
+
+    t = bert_large_squad()
+    s, L, d = t.seq, t.L, t.d
+    narayanan = 24 * L * s * d * d * (1 + s / (6.0 * d))
+    write(t, outdir, [
+        "BERT-large fine-tuned on SQuAD (Devlin et al. 2019, Section 4.2): the",
+        "encoder of bert-large.txt at sequence length %d (every sequence padded" % s,
+        "to it) and the span head (start and end logits per token) in place of",
+        "the pre-training heads.  Input: token ids and segment ids, 2 x %d." % s,
+        "",
+        "Forward FLOPs of the 24 blocks (Narayanan et al. 2021, 24 B s l h^2",
+        "(1 + s/6h)): %s; the span head adds %s." % (g(narayanan), g(t.flops() - narayanan)),
+    ])
+    summary.append(("bert-large-squad", t.params(), 335e6, t.flops() / 2, narayanan / 2,
+                    "s=384; ref FLOPs = Narayanan blocks"))
 
     # Megatron-LM's 1.7B GPT (Narayanan et al. 2021, Table 1 / the Megatron-LM
     # README's weak-scaling table): 24 layers of width 2304, 24 heads,
