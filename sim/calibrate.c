@@ -213,7 +213,13 @@ read_rows (const char *csv, const char *base, const SimCatalog *cat, GError **er
       int n = (int) g_strv_length (f);
       if (!header)
         {
+          /* case and blanks around the commas do not matter */
           g_autofree char *h = g_ascii_strdown (l, -1);
+          char *w = h;
+          for (const char *r = h; *r; r++)
+            if (*r != ' ' && *r != '\t')
+              *w++ = *r;
+          *w = '\0';
           if (!g_str_has_prefix (h, "device,precision,workload,batch,seconds"))
             {
               csv_error (error, csv, i + 1, "expected the header line "

@@ -212,8 +212,8 @@ test_calibrate (void)
   struct { const char *wl; int batch; } rows[] = {
     { "resnet-50", 64 }, { "resnet-50", 256 }, { "bert-large", 32 }, { "bert-large", 8 },
   };
-  GString *csv = g_string_new ("# measured on our A100s\ndevice,precision,workload,batch,"
-                               "seconds,optimizer\n");
+  GString *csv = g_string_new ("# measured on our A100s\r\nDevice, Precision, Workload, Batch,"
+                               " Seconds, Optimizer\r\n");
   double want[G_N_ELEMENTS (rows)];
   for (gsize i = 0; i < G_N_ELEMENTS (rows); i++)
     {
