@@ -43,6 +43,8 @@ typedef struct {
   SimConfig *c;
   KernModel *m;
   double before, after;
+  double eff, conv;      /* its device and precision's figures in the fit */
+  double before_eff, before_conv; /* the catalog's, as dtsim run resolves them */
 } Row;
 
 static void
@@ -245,12 +247,13 @@ read_rows (const char *csv, const char *base, const SimCatalog *cat, GError **er
   return g_steal_pointer (&rows);
 }
 
-/* Row r's step time at efficiencies (eff, conv). */
+/* Row r's step time at efficiencies (eff, conv) and kernel overhead t0. */
 static double
-predict (Row *r, double eff, double conv)
+predict (Row *r, double eff, double conv, double t0)
 {
   r->c->efficiency = eff;
   r->c->conv_efficiency = conv;
+  r->c->kernel_overhead = t0;
   SimStepCost cost;
   sim_step_cost (r->c, r->m, &cost);
   double t = cost.step + sim_update_seconds (r->c, r->m->ops->n_params (r->m));
@@ -258,52 +261,88 @@ predict (Row *r, double eff, double conv)
   return t;
 }
 
+/* The figure being searched: the dense or convolution efficiency of the
+ * rows of one precision, or the kernel overhead of every row of a device. */
+typedef enum { FIT_EFF, FIT_CONV, FIT_T0 } FitWhat;
+
+/* Sum over the rows of (log predicted - log measured)^2 with figure
+ * `what` at x and the rows' others as they stand. */
 static double
-objective (GPtrArray *g, double eff, double conv)
+objective (GPtrArray *g, FitWhat what, double x, double t0)
 {
   double s = 0;
   for (guint i = 0; i < g->len; i++)
     {
       Row *r = g_ptr_array_index (g, i);
-      double e = log (predict (r, eff, conv) / r->seconds);
+      double e = log (predict (r, what == FIT_EFF ? x : r->eff, what == FIT_CONV ? x : r->conv,
+                               what == FIT_T0 ? x : t0) / r->seconds);
       s += e * e;
     }
   return s;
 }
 
-/* Whether a fifth more of the efficiency `which` (0 dense, 1 conv) moves
- * some row's time by more than 1%. */
+/* Whether changing figure `what` from x to x2 moves some row's time by
+ * more than 1%. */
 static gboolean
-determined (GPtrArray *g, double eff, double conv, int which)
+determined (GPtrArray *g, FitWhat what, double x, double x2, double t0)
 {
   for (guint i = 0; i < g->len; i++)
     {
       Row *r = g_ptr_array_index (g, i);
-      double a = predict (r, eff, conv);
-      double b = which == 0 ? predict (r, eff * 1.2, conv) : predict (r, eff, conv * 1.2);
+      double e = what == FIT_EFF ? x : r->eff, c = what == FIT_CONV ? x : r->conv;
+      double a = predict (r, e, c, what == FIT_T0 ? x : t0);
+      double b = predict (r, what == FIT_EFF ? x2 : e, what == FIT_CONV ? x2 : c,
+                          what == FIT_T0 ? x2 : t0);
       if (fabs (log (b / a)) > 0.01)
         return TRUE;
     }
   return FALSE;
 }
 
-/* Golden-section search of log x in [LOG_LO, 0] for the efficiency
- * `which`, the other held. */
+/* Golden-section search of figure `what`: efficiencies over log x in
+ * [LOG_LO, 0], the overhead over [0, 1 ms]. */
 static double
-search (GPtrArray *g, double eff, double conv, int which)
+search (GPtrArray *g, FitWhat what, double t0)
 {
-  double a = LOG_LO, b = 0;
+  gboolean lin = what == FIT_T0;
+  double a = lin ? 0 : LOG_LO, b = lin ? 1e-3 : 0;
   for (int it = 0; it < 60; it++)
     {
       double x1 = b - GOLDEN * (b - a), x2 = a + GOLDEN * (b - a);
-      double f1 = which == 0 ? objective (g, exp (x1), conv) : objective (g, eff, exp (x1));
-      double f2 = which == 0 ? objective (g, exp (x2), conv) : objective (g, eff, exp (x2));
-      if (f1 <= f2)
+      if (objective (g, what, lin ? x1 : exp (x1), t0)
+          <= objective (g, what, lin ? x2 : exp (x2), t0))
         b = x2;
       else
         a = x1;
     }
-  return exp ((a + b) / 2);
+  return lin ? (a + b) / 2 : exp ((a + b) / 2);
+}
+
+/* Whether some workload of precision p appears at two batch sizes among
+ * the rows of g: what tells a per-layer overhead from an efficiency. */
+static gboolean
+two_batches (GPtrArray *g)
+{
+  for (guint i = 0; i < g->len; i++)
+    for (guint j = i + 1; j < g->len; j++)
+      {
+        Row *a = g_ptr_array_index (g, i), *b = g_ptr_array_index (g, j);
+        if (a->precision == b->precision && strcmp (a->workload, b->workload) == 0
+            && a->batch != b->batch)
+          return TRUE;
+      }
+  return FALSE;
+}
+
+static void
+set_figure (GKeyFile *kf, const char *group, const char *key, double v, const char *comment,
+            const char *unit)
+{
+  char num[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd (num, sizeof num, "%.3g", v);
+  g_autofree char *text = g_strconcat (num, unit, NULL);
+  g_key_file_set_string (kf, group, key, text);
+  g_key_file_set_comment (kf, group, key, comment, NULL);
 }
 
 /* The catalog group of device `name` in kf ("device:NAME", any case). */
@@ -373,74 +412,108 @@ sim_calibrate (const char *csv, const char *base, const char *out, GString *repo
       return FALSE;
     }
 
-  /* every device and precision, in order of first appearance */
+  /* every device, in order of first appearance: its precisions' efficiencies
+   * and its kernel overhead, in alternate searches */
   g_autoptr (GPtrArray) done = g_ptr_array_new_with_free_func (g_free);
   GString *fits = g_string_new (NULL);
   for (guint i = 0; i < rows->len; i++)
     {
       Row *first = g_ptr_array_index (rows, i);
-      g_autofree char *id = g_strdup_printf ("%s/%d", first->device, first->precision);
-      if (g_ptr_array_find_with_equal_func (done, id, g_str_equal, NULL))
+      if (g_ptr_array_find_with_equal_func (done, first->device, g_str_equal, NULL))
         continue;
-      g_ptr_array_add (done, g_strdup (id));
-      g_autoptr (GPtrArray) g = g_ptr_array_new ();
+      g_ptr_array_add (done, g_strdup (first->device));
+      g_autoptr (GPtrArray) dev = g_ptr_array_new ();
       for (guint j = i; j < rows->len; j++)
         {
           Row *r = g_ptr_array_index (rows, j);
-          if (g_ascii_strcasecmp (r->device, first->device) == 0
-              && r->precision == first->precision)
-            g_ptr_array_add (g, r);
+          if (g_ascii_strcasecmp (r->device, first->device) == 0)
+            g_ptr_array_add (dev, r);
         }
       /* the catalog's figures, as `dtsim run` resolves them */
-      double eff0 = first->c->efficiency, conv0 = first->c->conv_efficiency;
-      double conv_start = conv0 > 0 ? conv0 : eff0;
-      for (guint j = 0; j < g->len; j++)
+      double t0 = first->c->kernel_overhead, t00 = t0;
+      gboolean fit[4][2] = { { FALSE } };
+      GPtrArray *byprec[4] = { NULL };
+      for (guint j = 0; j < dev->len; j++)
         {
-          Row *r = g_ptr_array_index (g, j);
-          r->before = predict (r, eff0, conv0);
+          Row *r = g_ptr_array_index (dev, j);
+          r->before_eff = r->eff = r->c->efficiency;
+          r->before_conv = r->c->conv_efficiency;
+          r->conv = r->before_conv > 0 ? r->before_conv : r->eff;
+          r->before = predict (r, r->before_eff, r->before_conv, t0);
+          if (!byprec[r->precision])
+            byprec[r->precision] = g_ptr_array_new ();
+          g_ptr_array_add (byprec[r->precision], r);
         }
-      gboolean fit_eff = determined (g, eff0, conv_start, 0);
-      gboolean fit_conv = determined (g, eff0, conv_start, 1);
-      double eff = eff0, conv = conv_start;
-      for (int round = 0; round < 6; round++)
+      for (int p = 0; p < 4; p++)
+        if (byprec[p])
+          {
+            Row *r = g_ptr_array_index (byprec[p], 0);
+            fit[p][0] = determined (byprec[p], FIT_EFF, r->eff, r->eff * 1.2, t0);
+            fit[p][1] = determined (byprec[p], FIT_CONV, r->conv, r->conv * 1.2, t0);
+          }
+      gboolean fit_t0 = two_batches (dev) && determined (dev, FIT_T0, t0, t0 + 2e-5, t0);
+      /* alternate until a round improves the fit by nothing measurable (the
+       * figures are correlated: a higher overhead trades for a higher
+       * efficiency, so this takes tens of rounds) */
+      double last = G_MAXDOUBLE;
+      for (int round = 0; round < 400; round++)
         {
-          if (fit_eff)
-            eff = search (g, eff, conv, 0);
-          if (fit_conv)
-            conv = search (g, eff, conv, 1);
+          for (int p = 0; p < 4; p++)
+            for (int k = 0; k < 2 && byprec[p]; k++)
+              if (fit[p][k])
+                {
+                  double v = search (byprec[p], k ? FIT_CONV : FIT_EFF, t0);
+                  for (guint j = 0; j < byprec[p]->len; j++)
+                    {
+                      Row *r = g_ptr_array_index (byprec[p], j);
+                      *(k ? &r->conv : &r->eff) = v;
+                    }
+                }
+          if (fit_t0)
+            t0 = search (dev, FIT_T0, t0);
+          double now = objective (dev, FIT_T0, t0, t0);
+          if (last - now <= 1e-14 * MAX (now, 1e-300) || now < 1e-20)
+            break;
+          last = now;
         }
       /* what is written is what is used: the figures rounded to 3 digits */
-      eff = round3 (eff);
-      conv = round3 (conv);
-      for (guint j = 0; j < g->len; j++)
-        {
-          Row *r = g_ptr_array_index (g, j);
-          r->after = predict (r, eff, fit_conv ? conv : conv0);
-        }
+      t0 = fit_t0 ? round3 (t0) : t00;
       g_autofree char *group = device_group (kf, first->device);
       g_autofree char *comment = g_strdup_printf (" calibrated by dtsim calibrate on %u "
-                                                  "measured step%s of %s", g->len,
-                                                  g->len == 1 ? "" : "s", csv);
-      const char *pname = prec_names[first->precision];
-      if (fit_eff)
+                                                  "measured step%s of %s", dev->len,
+                                                  dev->len == 1 ? "" : "s", csv);
+      for (int p = 0; p < 4; p++)
         {
-          char v[G_ASCII_DTOSTR_BUF_SIZE];
-          g_ascii_formatd (v, sizeof v, "%.3g", eff);
-          g_key_file_set_string (kf, group, key_of (first->precision, FALSE), v);
-          g_key_file_set_comment (kf, group, key_of (first->precision, FALSE), comment, NULL);
+          if (!byprec[p])
+            continue;
+          Row *r0 = g_ptr_array_index (byprec[p], 0);
+          /* not fitted: the catalog's (a convolution efficiency of 0 follows
+           * the dense one, as in `dtsim run`) */
+          double eff = fit[p][0] ? round3 (r0->eff) : r0->before_eff;
+          double conv = fit[p][1] ? round3 (r0->conv) : r0->before_conv;
+          if (fit[p][0])
+            set_figure (kf, group, key_of (p, FALSE), eff, comment, "");
+          if (fit[p][1])
+            set_figure (kf, group, key_of (p, TRUE), conv, comment, "");
+          for (guint j = 0; j < byprec[p]->len; j++)
+            {
+              Row *r = g_ptr_array_index (byprec[p], j);
+              r->after = predict (r, eff, conv, t0);
+            }
+          g_string_append_printf (fits, "%s %s: dense efficiency %.3g%s, convolution "
+                                  "efficiency %.3g%s\n", first->device, prec_names[p], eff,
+                                  fit[p][0] ? "" : " (not determined by these rows: the "
+                                  "catalog's)", conv > 0 ? conv : eff,
+                                  fit[p][1] ? "" : " (not determined by these rows: the "
+                                  "catalog's)");
+          g_ptr_array_unref (byprec[p]);
         }
-      if (fit_conv)
-        {
-          char v[G_ASCII_DTOSTR_BUF_SIZE];
-          g_ascii_formatd (v, sizeof v, "%.3g", conv);
-          g_key_file_set_string (kf, group, key_of (first->precision, TRUE), v);
-          g_key_file_set_comment (kf, group, key_of (first->precision, TRUE), comment, NULL);
-        }
-      g_string_append_printf (fits, "%s %s: dense efficiency %.3g%s, convolution efficiency "
-                              "%.3g%s\n", first->device, pname, fit_eff ? eff : eff0,
-                              fit_eff ? "" : " (not determined by these rows: the catalog's)",
-                              fit_conv ? conv : (conv0 > 0 ? conv0 : eff0),
-                              fit_conv ? "" : " (not determined by these rows: the catalog's)");
+      if (fit_t0)
+        set_figure (kf, group, "kernel_overhead", t0 * 1e6, comment, "us");
+      g_string_append_printf (fits, "%s: kernel overhead %.3g us per layer pass%s\n",
+                              first->device, t0 * 1e6,
+                              fit_t0 ? "" : " (not determined by these rows: the catalog's; "
+                              "rows of one workload at two batch sizes determine it)");
     }
 
   g_string_append_printf (report, "%-10s %-5s %-16s %6s %12s %12s %8s %12s %8s\n", "device",

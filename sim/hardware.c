@@ -86,6 +86,7 @@ static const CatalogKey device_keys[] = {
   { "fp16_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (fp16_conv_efficiency) },
   { "attention_factor", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.5", DEV (attention_factor) },
   { "memory_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.8", DEV (memory_efficiency) },
+  { "kernel_overhead", CK_QUANTITY, SIM_UNIT_TIME, FALSE, 0, BIG, FALSE, "5us", DEV (kernel_overhead) },
 };
 
 static const CatalogKey link_keys[] = {
@@ -686,7 +687,7 @@ sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
                         "the dense efficiency, factors 1; docs/compute.md):\n");
   g_ptr_array_set_size (rows, 0);
   g_ptr_array_add (rows, row_new ("name", "conv FP32", "conv TF32", "conv BF16", "conv FP16",
-                                  "attention", "memory", NULL));
+                                  "attention", "memory", "kernel overhead", NULL));
   for (guint i = 0; i < catalog->devices->len; i++)
     {
       const SimDevice *d = g_ptr_array_index (catalog->devices, i);
@@ -696,7 +697,8 @@ sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
       g_autofree char *c16 = cell (d->fp16_conv_efficiency, SIM_UNIT_NONE);
       g_autofree char *att = cell (d->attention_factor, SIM_UNIT_NONE);
       g_autofree char *mem = cell (d->memory_efficiency, SIM_UNIT_NONE);
-      g_ptr_array_add (rows, row_new (d->name, c32, ctf, cbf, c16, att, mem, NULL));
+      g_autofree char *ko = cell (d->kernel_overhead, SIM_UNIT_TIME);
+      g_ptr_array_add (rows, row_new (d->name, c32, ctf, cbf, c16, att, mem, ko, NULL));
     }
   write_aligned (out, rows);
 

@@ -46,6 +46,7 @@ typedef struct {
   double fp16_conv_efficiency;
   double attention_factor; /* attention matmuls' share of the matrix
                               products' rate, 0 = not stated: 1 */
+  double kernel_overhead;  /* seconds each layer pass adds, 0 = none */
   double memory_efficiency; /* share of memory_bandwidth kernels achieve,
                                0 = not stated: 1 */
 } SimDevice;

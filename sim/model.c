@@ -75,8 +75,9 @@ layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, doubl
                : ly->kind == KERN_LAYER_ATTENTION ? c->efficiency * c->attention_factor
                : c->efficiency;
   double rate = c->flops * eff;
-  return sim_roofline_seconds (flops, bytes_fixed + bytes_sample * n * activation_scale (c), rate,
-                               c->memory_bandwidth * c->memory_efficiency);
+  return c->kernel_overhead
+         + sim_roofline_seconds (flops, bytes_fixed + bytes_sample * n * activation_scale (c),
+                                 rate, c->memory_bandwidth * c->memory_efficiency);
 }
 
 /* Whether layer ly's forward runs again in backward ([model] recompute). */
@@ -319,6 +320,7 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
                     d->attention_factor > 0 ? d->attention_factor : 1.0);
               take (c, "device.memory_efficiency", &c->memory_efficiency,
                     d->memory_efficiency > 0 ? d->memory_efficiency : 1.0);
+              take (c, "device.kernel_overhead", &c->kernel_overhead, d->kernel_overhead);
               take (c, "device.memory_bandwidth", &c->memory_bandwidth, d->memory_bandwidth);
               take (c, "device.memory", &c->memory, d->memory);
             }
@@ -948,6 +950,10 @@ model_fits_check (const SimConfig *c, const char *file, GError **error)
                    SIM_MAX_LAYERS);
       ok = FALSE;
     }
+  if (ok && c->kernel_overhead > 0 && c->memory_bandwidth <= 0)
+    ok = sim_key_error (error, file, "device", "kernel_overhead",
+                        "needs [device] memory_bandwidth (the per-layer model prices it); set "
+                        "memory_bandwidth, or [cluster] device");
   ok = ok && step_cost_check (c, m, file, error) && policy_model_check (c, m, file, error);
   if (ok && c->memory > 0)
     ok = pol_lookup (c->policy)->shares ? shares_memory_check (c, m, file, error)

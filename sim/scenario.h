@@ -70,6 +70,7 @@ typedef struct {
   double conv_efficiency; /* share of peak convolutions achieve; 0 = efficiency */
   double attention_factor; /* attention matmuls reach this share of it */
   double memory_efficiency; /* share of memory_bandwidth kernels achieve */
+  double kernel_overhead; /* seconds every layer pass adds to its roofline */
   double step_time;      /* seconds per step; < 0 = use FLOPs */
   double serial_time;    /* seconds per step that do not parallelise, added */
   double memory_bandwidth; /* bytes/s, 0 = not modelled */

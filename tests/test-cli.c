@@ -201,14 +201,15 @@ step_seconds (const char *device, const char *precision, const char *workload, i
   return test_query_number (db, "SELECT sim_time / iterations FROM runs");
 }
 
-/* dtsim calibrate recovers the efficiencies that produced a set of step
- * times (dense from BERT's rows, convolutions from ResNet's), keeps the
+/* dtsim calibrate recovers the efficiencies and the kernel overhead that
+ * produced a set of step times (dense from BERT's rows, convolutions from
+ * ResNet's, the overhead from one workload at two batches), keeps the
  * catalog's where the rows do not determine them, writes a catalog that
  * then predicts the steps, and refuses bad input in one line. */
 static void
 test_calibrate (void)
 {
-  const char *truth = "efficiency = 0.62\nconv_efficiency = 0.31\n";
+  const char *truth = "efficiency = 0.62\nconv_efficiency = 0.31\nkernel_overhead = 20us\n";
   struct { const char *wl; int batch; } rows[] = {
     { "resnet-50", 64 }, { "resnet-50", 256 }, { "bert-large", 32 }, { "bert-large", 8 },
   };
@@ -231,15 +232,19 @@ test_calibrate (void)
   g_autofree char *out = tmp ("calibrated.ini");
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "calibrate", path, "-o", out, NULL), ==, 0);
-  g_assert_nonnull (strstr (o, "a100 tf32: dense efficiency 0.62, convolution efficiency 0.31"));
+  if (!strstr (o, "a100 tf32: dense efficiency 0.62, convolution efficiency 0.31\n")
+      || !strstr (o, "a100: kernel overhead 20 us per layer pass\n"))
+    g_error ("calibrate did not recover the figures: %s", o);
   g_assert_nonnull (strstr (o, "v100 fp32: dense efficiency 0.5 (not determined"));
   g_assert_nonnull (strstr (o, "convolution efficiency 0.7\n"));
+  g_assert_nonnull (strstr (o, "v100: kernel overhead 0 us per layer pass (not determined"));
   g_autoptr (GError) error = NULL;
   g_autoptr (SimCatalog) cat = sim_catalog_load (out, &error);
   g_assert_no_error (error);
   const SimDevice *a100 = sim_catalog_device (cat, "a100");
   test_assert_close (a100->tf32_efficiency, 0.62, 1e-9);
   test_assert_close (a100->tf32_conv_efficiency, 0.31, 1e-9);
+  test_assert_close (a100->kernel_overhead, 20e-6, 1e-9);
   g_assert_cmpfloat (sim_catalog_device (cat, "v100")->conv_efficiency, ==, 0.7);
   g_assert_cmpfloat (sim_catalog_device (cat, "v100")->efficiency, ==, 0.5);
   /* the written catalog predicts the measured steps */

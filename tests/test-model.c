@@ -131,9 +131,13 @@ test_roofline_kinds (void)
     "[device]\nflops = 100TFLOPS\nefficiency = 0.6\nconv_efficiency = 0.3\n"
     "attention_factor = 0.5\nmemory_bandwidth = 1TBps\nmemory_efficiency = 0.8\n"
     "[model]\nkind = timing\nworkload = %s\nbatch = 32\n[policy]\nkind = allreduce\n", table);
-  for (int bf16 = 0; bf16 <= 1; bf16++)
+  for (int variant = 0; variant < 3; variant++)
     {
-      const char *sets[] = { bf16 ? "device.precision=bf16" : "device.precision=fp32", NULL };
+      /* fp32; bf16; fp32 with 3 us per layer pass */
+      int bf16 = variant == 1;
+      double k = variant == 2 ? 3e-6 : 0;
+      const char *sets[] = { bf16 ? "device.precision=bf16" : "device.precision=fp32",
+                             k > 0 ? "device.kernel_overhead=3us" : NULL, NULL };
       SimConfig *c = load_one (text, sets);
       KernModel *m = sim_model_new (c, NULL, NULL);
       g_assert_nonnull (m);
@@ -154,7 +158,7 @@ test_roofline_kinds (void)
                             (4.0 * L[l].params + n * act * (L[l].in + L[l].out)) / M);
           double bwd = MAX (2.0 * n * L[l].flops / rate,
                             (8.0 * L[l].params + 2.0 * n * act * (L[l].in + L[l].out)) / M);
-          want += fwd + bwd;
+          want += fwd + bwd + 2 * k;
         }
       SimStepCost cost;
       sim_step_cost (c, m, &cost);
@@ -163,6 +167,13 @@ test_roofline_kinds (void)
       kern_model_free (m);
       sim_config_free (c);
     }
+  /* the overhead is a per-layer term: it needs the per-layer model */
+  g_autofree char *flat = g_strdup_printf (
+    "[scenario]\nname = k\niterations = 1\n[cluster]\nworkers = 1\n"
+    "[device]\nflops = 100TFLOPS\nkernel_overhead = 3us\n"
+    "[model]\nkind = timing\nworkload = %s\nbatch = 32\n[policy]\nkind = allreduce\n", table);
+  g_autofree char *msg = test_load_scenario_error (flat);
+  g_assert_nonnull (strstr (msg, "[device] kernel_overhead: needs [device] memory_bandwidth"));
   g_unlink (table);
   g_rmdir (dir);
 }
