@@ -156,8 +156,7 @@ parse_row (const char *csv, int line, char **f, int n, const SimCatalog *cat, GE
   for (int k = 0; k < 4; k++)
     if (g_ascii_strcasecmp (p, prec_names[k]) == 0)
       r->precision = k;
-  double peaks[] = { d->flops, d->tf32_flops, d->bf16_flops, d->fp16_flops };
-  if (r->precision < 0 || !(peaks[r->precision] > 0))
+  if (r->precision < 0 || !(sim_device_precision (d, r->precision).peak > 0))
     {
       csv_error (error, csv, line, "precision: '%s' is not fp32, tf32, bf16 or fp16 with a "
                  "peak in the catalog for %s; use one of those", p, d->name);
@@ -318,7 +317,7 @@ search (GPtrArray *g, FitWhat what, double t0)
   return lin ? (a + b) / 2 : exp ((a + b) / 2);
 }
 
-/* Whether some workload of precision p appears at two batch sizes among
+/* Whether some workload appears at two batch sizes in one precision among
  * the rows of g: what tells a per-layer overhead from an efficiency. */
 static gboolean
 two_batches (GPtrArray *g)

@@ -373,6 +373,19 @@ read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
   return TRUE;
 }
 
+SimDevicePrecision
+sim_device_precision (const SimDevice *d, int precision)
+{
+  g_return_val_if_fail (d != NULL && precision >= 0 && precision < 4, (SimDevicePrecision) { 0 });
+  const SimDevicePrecision all[] = {
+    { d->flops, d->efficiency, d->conv_efficiency },
+    { d->tf32_flops, d->tf32_efficiency, d->tf32_conv_efficiency },
+    { d->bf16_flops, d->bf16_efficiency, d->bf16_conv_efficiency },
+    { d->fp16_flops, d->fp16_efficiency, d->fp16_conv_efficiency },
+  };
+  return all[precision];
+}
+
 char *
 sim_catalog_text (const char *path, GError **error)
 {

@@ -51,6 +51,17 @@ typedef struct {
                                0 = not stated: 1 */
 } SimDevice;
 
+/* Device d's figures for one precision (0 fp32, 1 tf32, 2 bf16, 3 fp16:
+ * SimPrecision's order): its peak (0 = none) and, as the catalog states
+ * them (0 = not stated), the dense and the convolution efficiency. */
+typedef struct {
+  double peak;
+  double efficiency;
+  double conv_efficiency;
+} SimDevicePrecision;
+
+SimDevicePrecision sim_device_precision (const SimDevice *d, int precision);
+
 /* One kind of link (a cable, a bus, a GPU's NVLink ports together). */
 typedef struct {
   char *name;              /* catalog name, e.g. "ib-hdr" */

@@ -292,9 +292,8 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
       else
         {
           static const char *const prec[] = { "fp32", "tf32", "bf16", "fp16" };
-          double peak = c->precision == SIM_PREC_TF32 ? d->tf32_flops
-                        : c->precision == SIM_PREC_BF16 ? d->bf16_flops
-                        : c->precision == SIM_PREC_FP16 ? d->fp16_flops : d->flops;
+          SimDevicePrecision dp = sim_device_precision (d, c->precision);
+          double peak = dp.peak;
           if (!(peak > 0) && !given (c, "device.flops"))
             {
               g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
@@ -304,18 +303,12 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
             }
           else
             {
-              double eff = c->precision == SIM_PREC_TF32 ? d->tf32_efficiency
-                           : c->precision == SIM_PREC_BF16 ? d->bf16_efficiency
-                           : c->precision == SIM_PREC_FP16 ? d->fp16_efficiency : 0;
               take (c, "device.flops", &c->flops, peak);
-              take (c, "device.efficiency", &c->efficiency, eff > 0 ? eff : d->efficiency);
-              double conv = c->precision == SIM_PREC_TF32 ? d->tf32_conv_efficiency
-                            : c->precision == SIM_PREC_BF16 ? d->bf16_conv_efficiency
-                            : c->precision == SIM_PREC_FP16 ? d->fp16_conv_efficiency
-                            : d->conv_efficiency;
+              take (c, "device.efficiency", &c->efficiency,
+                    dp.efficiency > 0 ? dp.efficiency : d->efficiency);
               /* a file that sets efficiency itself keeps convolutions at it */
               if (!given (c, "device.efficiency"))
-                take (c, "device.conv_efficiency", &c->conv_efficiency, conv);
+                take (c, "device.conv_efficiency", &c->conv_efficiency, dp.conv_efficiency);
               take (c, "device.attention_factor", &c->attention_factor,
                     d->attention_factor > 0 ? d->attention_factor : 1.0);
               take (c, "device.memory_efficiency", &c->memory_efficiency,
