@@ -18,6 +18,17 @@
  *     first parameter.  Buckets are all-reduced one at a time, in order:
  *     bucket j starts at max(ready_j, end of bucket j - 1).  With one bucket
  *     nothing overlaps.
+ *   - A bucket's all-reduce starts bucket_overhead ([policy]) after that:
+ *     the framework's time to launch it (a fusion cycle, a flattening copy).
+ *   - While a bucket's all-reduce runs, the workers' compute takes 1 + s as
+ *     long, s = [device] overlap_slowdown (the collective's kernels take SMs
+ *     and memory bandwidth): worker w's compute is W_w = T_w seconds of
+ *     work, done at rate 1 outside the all-reduces and 1 / (1 + s) inside
+ *     them, so it ends at tau(T_w), tau the inverse of the work done by a
+ *     time; layer l's gradient is complete at tau(T_w × layer_ready[l]).
+ *     All-reduces run one at a time and span every worker, so tau is the
+ *     same for all workers and the slowest one (max T_w) makes the buckets
+ *     ready.  s = 0: tau(x) = E_prev + x.
  *   - When the last bucket's all-reduce ends, every worker applies the
  *     optimizer to the mean gradient, taking update_time(P) seconds; the
  *     iteration ends (time E) and the next starts.
@@ -39,9 +50,10 @@
  * (wire bytes each, timing only: they cannot be summed on the way), and at
  * its end the decoded gradients are summed, worker by worker.
  *
- * Worker w's iteration: compute = T_w + update; wait = max_v T_v - T_w (time
- * its gradients waited for the slowest worker's); comm = the rest, from the
- * slowest worker's end of backward to the last all-reduce's end.
+ * Worker w's iteration: compute = tau(T_w) - E_prev + update (its slowed
+ * compute included); wait = tau(max_v T_v) - tau(T_w) (time its gradients
+ * waited for the slowest worker's); comm = the rest, from the slowest
+ * worker's end of backward to the last all-reduce's end.
  */
 #include "config.h"
 
@@ -56,6 +68,9 @@ typedef struct {
   gsize lo, hi;            /* parameters [lo, hi) */
   double ready;            /* s, when every worker has produced it */
   double start;            /* s, when its all-reduce started */
+  double end;              /* s, when it ended */
+  double work;             /* s of compute the slowest worker had done at
+                              its start (slowdown > 0 only) */
   const PolCollAlgorithm *alg; /* what runs its all-reduce ([policy]
                                   algorithm, or what auto picks for it);
                                   with compression, its all-gather */
@@ -86,8 +101,13 @@ typedef struct {
   float **memory;          /* (workers) error feedback, (n_params) each */
   EngRng *rngs;            /* (workers) the compressors' streams */
   double update_time;      /* s */
+  double slowdown;         /* [device] overlap_slowdown */
+  double bucket_overhead;  /* [policy] bucket_overhead, s */
+  int done;                /* buckets whose all-reduce has ended this
+                              iteration */
   double *step_time;       /* (workers) T_w of the current iteration */
   double max_step;         /* max_w T_w */
+  double max_end;          /* tau(max_w T_w): the slowest compute's end */
   gint64 iter;             /* iteration in progress */
   double iter_start;       /* s */
   PolRun run;              /* counters, evaluation, end of the run */
@@ -118,8 +138,10 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     }
   for (int w = 0; w < W; w++)
     {
+      /* step_time[w] holds tau(T_w) - E_prev by now */
       double compute = ar->step_time[w] + ar->update_time;
-      double wait = ar->max_step - ar->step_time[w];
+      double wait = (ar->slowdown > 0 ? ar->max_end - ar->iter_start : ar->max_step)
+                    - ar->step_time[w];
       double comm = (now - ar->iter_start) - compute - wait;
       if (comm < 0) /* rounding only */
         comm = 0;
@@ -136,6 +158,45 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 
 static void start_bucket (EngSim *sim, gpointer ctx, gpointer data);
 
+/* tau(x): when a worker has done x seconds of compute work this iteration,
+ * compute slowed by 1 + slowdown inside the all-reduces of buckets
+ * [0, n), which have ended. */
+static double
+work_done_at (const ArPolicy *ar, int n, double x)
+{
+  double k = 1 + ar->slowdown;
+  for (int j = n - 1; j >= 0; j--)
+    {
+      const ArBucket *b = &ar->buckets[j];
+      double end_work = b->work + (b->end - b->start) / k;
+      if (x >= end_work)
+        return b->end + (x - end_work);
+      if (x >= b->work)
+        return b->start + (x - b->work) * k;
+    }
+  return ar->iter_start + x;
+}
+
+/* When bucket j is complete: once the layer holding its first parameter
+ * has its gradient, on the slowest worker. */
+static double
+bucket_ready (ArPolicy *ar, int j)
+{
+  const PolEnv *env = &ar->env;
+  const ArBucket *b = &ar->buckets[j];
+  if (b->lo == 0) /* exactly the end of compute, whatever the rounding */
+    {
+      ar->max_end = ar->slowdown > 0 ? work_done_at (ar, ar->done, ar->max_step)
+                                     : ar->iter_start + ar->max_step;
+      return ar->max_end;
+    }
+  int l = env->n_layers - 1;
+  while (l > 0 && env->layer_lo[l] > b->lo)
+    l--;
+  double x = ar->max_step * (env->n_layers > 0 ? env->layer_ready[l] : 1.0);
+  return ar->slowdown > 0 ? work_done_at (ar, ar->done, x) : ar->iter_start + x;
+}
+
 static void
 on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
 {
@@ -143,19 +204,38 @@ on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
   int j = GPOINTER_TO_INT (data);
   ArBucket *b = &ar->buckets[j];
   double now = eng_sim_now (sim);
+  b->end = now;
+  ar->done = j + 1;
   if (ar->env.rec.bucket)
     ar->env.rec.bucket (ar->env.rec.ctx, ar->iter, j, b->wire, b->ready, b->start, now,
                         b->alg->name);
   if (j + 1 < ar->n_buckets)
     {
-      double at = MAX (now, ar->buckets[j + 1].ready);
+      ArBucket *next = &ar->buckets[j + 1];
+      next->ready = bucket_ready (ar, j + 1);
+      double at = MAX (now, next->ready) + ar->bucket_overhead;
       eng_schedule_at (sim, at, start_bucket, ar, GINT_TO_POINTER (j + 1));
       return;
     }
+  double last_work = -1, last_end = 0; /* workers often share a T_w */
   for (int w = 0; w < ar->env.workers; w++)
     {
-      span (ar, w, "wait", ar->iter_start + ar->step_time[w], ar->iter_start + ar->max_step);
-      span (ar, w, "send", ar->iter_start + ar->max_step, now);
+      if (ar->slowdown > 0)
+        {
+          /* the all-reduces that slowed it are those before the last
+           * bucket's, which started after every worker's compute */
+          if (ar->step_time[w] != last_work)
+            {
+              last_work = ar->step_time[w];
+              last_end = last_work == ar->max_step
+                         ? ar->max_end
+                         : work_done_at (ar, ar->n_buckets - 1, last_work);
+            }
+          ar->step_time[w] = last_end - ar->iter_start;
+          span (ar, w, "compute", ar->iter_start, last_end);
+        }
+      span (ar, w, "wait", ar->iter_start + ar->step_time[w], ar->max_end);
+      span (ar, w, "send", ar->max_end, now);
     }
   eng_schedule (sim, ar->update_time, on_update_done, ar, NULL);
 }
@@ -212,6 +292,14 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
   int j = GPOINTER_TO_INT (data);
   ArBucket *b = &ar->buckets[j];
   b->start = eng_sim_now (sim);
+  if (ar->slowdown > 0)
+    {
+      /* the work done by now: at full rate since the last all-reduce */
+      const ArBucket *prev = j > 0 ? &ar->buckets[j - 1] : NULL;
+      b->work = prev ? prev->work + (prev->end - prev->start) / (1 + ar->slowdown)
+                         + (b->start - prev->end)
+                     : b->start - ar->iter_start;
+    }
   if (!ar->cmp)
     {
       pol_allreduce_start (&ar->env, b->alg, ar->env.workers, ar->hosts, NULL,
@@ -283,20 +371,13 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     {
       ar->step_time[w] = env->compute_time (env->compute_ctx, w, host);
       ar->max_step = MAX (ar->max_step, ar->step_time[w]);
-      span (ar, w, "compute", now, now + ar->step_time[w]);
+      if (!(ar->slowdown > 0)) /* else known when the all-reduces have run */
+        span (ar, w, "compute", now, now + ar->step_time[w]);
     }
-  /* bucket j is complete once the layer holding its first parameter has its
-   * gradient, on the slowest worker */
-  for (int j = 0; j < ar->n_buckets; j++)
-    {
-      ArBucket *b = &ar->buckets[j];
-      int l = env->n_layers - 1;
-      while (l > 0 && env->layer_lo[l] > b->lo)
-        l--;
-      b->ready = b->lo == 0 ? now + ar->max_step /* exactly, whatever the rounding */
-                 : now + ar->max_step * (env->n_layers > 0 ? env->layer_ready[l] : 1.0);
-    }
-  eng_schedule_at (sim, ar->buckets[0].ready, start_bucket, ar, GINT_TO_POINTER (0));
+  ar->done = 0;
+  ar->buckets[0].ready = bucket_ready (ar, 0);
+  eng_schedule_at (sim, ar->buckets[0].ready + ar->bucket_overhead, start_bucket, ar,
+                   GINT_TO_POINTER (0));
 }
 
 static PolPolicy *
@@ -337,6 +418,8 @@ ar_create (const PolEnv *env, GError **error)
       ar->chunk = pol_task_groups (env->batch);
     }
   ar->update_time = env->update_time (env->compute_ctx, P);
+  ar->slowdown = env->overlap_slowdown;
+  ar->bucket_overhead = base_values_double (env->values, "policy.bucket_overhead");
   ar->cmp = pol_compress_of (env->values);
   if (ar->cmp && env->model)
     {
@@ -430,6 +513,8 @@ static const char *const ar_tags[] = { "allreduce" };
 static const BaseKey ar_keys[] = {
   { "policy", "bucket_size", BASE_KEY_QUANTITY, BASE_UNIT_SIZE, "25MB", 0, BASE_BIG, 0, NULL, 0,
     "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap.", NULL },
+  { "policy", "bucket_overhead", BASE_KEY_QUANTITY, BASE_UNIT_TIME, "0", 0, BASE_BIG, 0, NULL, 0,
+    "Framework time before each gradient bucket's all-reduce starts (kind = allreduce): a fusion cycle, the bucket's flattening copy; added once per bucket and iteration.", NULL },
   { .section = NULL },
 };
 

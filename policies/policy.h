@@ -142,6 +142,9 @@ typedef struct {
   int n_failures;
   double memory_bandwidth;    /* bytes/s of a device's memory, 0 = not
                                * modelled ([policy] reduce = memory) */
+  double overlap_slowdown;    /* [device] overlap_slowdown: compute takes
+                               * 1 + this as long while a collective runs
+                               * on the device */
   /* Collective overheads ([network] launch_overhead, step_overhead,
    * intra_step_overhead; PolCollArgs), s */
   double launch_overhead, step_overhead, intra_step_overhead;

@@ -272,6 +272,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .failures = cl->failures,
     .n_failures = cl->n_failures,
     .memory_bandwidth = c->memory_bandwidth * c->memory_efficiency,
+    .overlap_slowdown = c->overlap_slowdown,
     .launch_overhead = c->launch_overhead,
     .step_overhead = c->step_overhead,
     /* one kind of link everywhere but inside the servers of a topology

@@ -87,6 +87,7 @@ static const CatalogKey device_keys[] = {
   { "attention_factor", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.5", DEV (attention_factor) },
   { "memory_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.8", DEV (memory_efficiency) },
   { "kernel_overhead", CK_QUANTITY, SIM_UNIT_TIME, FALSE, 0, BIG, FALSE, "5us", DEV (kernel_overhead) },
+  { "overlap_slowdown", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 10, FALSE, "0.19", DEV (overlap_slowdown) },
 };
 
 static const CatalogKey link_keys[] = {
@@ -700,7 +701,8 @@ sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
                         "the dense efficiency, factors 1; docs/compute.md):\n");
   g_ptr_array_set_size (rows, 0);
   g_ptr_array_add (rows, row_new ("name", "conv FP32", "conv TF32", "conv BF16", "conv FP16",
-                                  "attention", "memory", "kernel overhead", NULL));
+                                  "attention", "memory", "kernel overhead", "overlap slowdown",
+                                  NULL));
   for (guint i = 0; i < catalog->devices->len; i++)
     {
       const SimDevice *d = g_ptr_array_index (catalog->devices, i);
@@ -711,7 +713,8 @@ sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
       g_autofree char *att = cell (d->attention_factor, SIM_UNIT_NONE);
       g_autofree char *mem = cell (d->memory_efficiency, SIM_UNIT_NONE);
       g_autofree char *ko = cell (d->kernel_overhead, SIM_UNIT_TIME);
-      g_ptr_array_add (rows, row_new (d->name, c32, ctf, cbf, c16, att, mem, ko, NULL));
+      g_autofree char *ov = cell (d->overlap_slowdown, SIM_UNIT_NONE);
+      g_ptr_array_add (rows, row_new (d->name, c32, ctf, cbf, c16, att, mem, ko, ov, NULL));
     }
   write_aligned (out, rows);
 

@@ -49,6 +49,8 @@ typedef struct {
   double kernel_overhead;  /* seconds each layer pass adds, 0 = none */
   double memory_efficiency; /* share of memory_bandwidth kernels achieve,
                                0 = not stated: 1 */
+  double overlap_slowdown; /* compute takes 1 + this as long while a
+                              collective runs on the device, 0 = none */
 } SimDevice;
 
 /* Device d's figures for one precision (0 fp32, 1 tf32, 2 bf16, 3 fp16:

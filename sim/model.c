@@ -314,6 +314,7 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
               take (c, "device.memory_efficiency", &c->memory_efficiency,
                     d->memory_efficiency > 0 ? d->memory_efficiency : 1.0);
               take (c, "device.kernel_overhead", &c->kernel_overhead, d->kernel_overhead);
+              take (c, "device.overlap_slowdown", &c->overlap_slowdown, d->overlap_slowdown);
               take (c, "device.memory_bandwidth", &c->memory_bandwidth, d->memory_bandwidth);
               take (c, "device.memory", &c->memory, d->memory);
             }

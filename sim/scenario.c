@@ -95,6 +95,8 @@ static const KeyDef core_keys[] = {
     "Fixed compute time of one worker step (forward + backward), zero allowed; overrides the FLOP model. Default: unset (-1), use FLOPs / (flops x efficiency).", NULL },
   { "device", "kernel_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (kernel_overhead),
     "Time every layer pass (a layer's forward, its backward) adds to its roofline time: kernel launches and the tail of small kernels, so that small layers and micro-batches run below the efficiency. Needs memory_bandwidth (the per-layer model); the catalog's where [cluster] device is set, else 0.", NULL },
+  { "device", "overlap_slowdown", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 10, 0, NULL, OFF (overlap_slowdown),
+    "While a collective runs on a device (a gradient bucket's all-reduce during backward, kind = allreduce), its compute takes 1 + overlap_slowdown as long: the collective's kernels take SMs and memory bandwidth (the catalog's where [cluster] device is set, else 0).", NULL },
   { "device", "serial_time", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (serial_time),
     "Time of every worker step that does not parallelise (Amdahl's serial part: input pipeline, host work), added before the forward pass of every step, with step_time or the FLOP model.", NULL },
   { "device", "memory_bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (memory_bandwidth),

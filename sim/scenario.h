@@ -71,6 +71,8 @@ typedef struct {
   double attention_factor; /* attention matmuls reach this share of it */
   double memory_efficiency; /* share of memory_bandwidth kernels achieve */
   double kernel_overhead; /* seconds every layer pass adds to its roofline */
+  double overlap_slowdown; /* compute takes 1 + this as long while a
+                              collective runs on the device */
   double step_time;      /* seconds per step; < 0 = use FLOPs */
   double serial_time;    /* seconds per step that do not parallelise, added */
   double memory_bandwidth; /* bytes/s, 0 = not modelled */

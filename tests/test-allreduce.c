@@ -163,6 +163,62 @@ test_buckets (void)
   result_free (c);
 }
 
+/* Overlap that costs, in closed form.  Buckets of 16 floats cut the 15-3-4
+ * MLP (64 parameters) into the last layer's 16 (bucket 0, ready at T f1
+ * before backward ends) and three of the first layer, ready when backward
+ * ends.  Each all-reduce starts o = bucket_overhead after it may and takes
+ * C; while bucket 0's runs, compute takes 1 + s as long.  If compute
+ * outlasts it (T (1 - f1) >= o + C / (1 + s)), backward ends at
+ * T + C s / (1 + s); else at T f1 + o + (T (1 - f1) - o)(1 + s).  The
+ * iteration is that end + 3 (o + C) + the update. */
+static void
+test_overlap_slowdown (void)
+{
+  const struct { double s, o, latency; gboolean outlasts; } cases[] = {
+    { 0.5, 50e-6, 20e-6, TRUE },   /* C about 240 us */
+    { 9, 0, 1e-3, FALSE },         /* C about 12 ms */
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      g_autofree char *s1 = g_strdup_printf ("device.overlap_slowdown=%g", cases[k].s);
+      g_autofree char *s2 = g_strdup_printf ("policy.bucket_overhead=%gs", cases[k].o);
+      g_autofree char *s3 = g_strdup_printf ("network.latency=%gs", cases[k].latency);
+      const char *sets[] = { s1, s2, s3, "policy.bucket_size=64B", "policy.algorithm=ring",
+                             "model.kind=mlp", "model.hidden=3", NULL };
+      Result *r = run_text (cluster, sets, NULL);
+      const int W = 4, per_iter = 4;
+      const double T = 1e-3, B = 1e9 / 8, F = 1e9 * 0.5, P = 64;
+      const double s = cases[k].s, o = cases[k].o, alpha = 2 * cases[k].latency;
+      double C = pol_coll_cost (pol_coll_lookup ("ring"), POL_COLL_ALLREDUCE, W, 16, 4, alpha,
+                                1 / B, 0);
+      g_assert_cmpuint (r->buckets->len, ==, 5 * per_iter);
+      const Bucket *b = &g_array_index (r->buckets, Bucket, 0);
+      double f1 = b->ready / T; /* iteration 0 starts at 0 */
+      g_assert_cmpfloat (f1, >, 0);
+      g_assert_cmpfloat (f1, <, 1);
+      g_assert_true ((T * (1 - f1) >= o + C / (1 + s)) == cases[k].outlasts);
+      double end = cases[k].outlasts ? T + C * s / (1 + s)
+                                     : T * f1 + o + (T * (1 - f1) - o) * (1 + s);
+      test_assert_close (b[0].start, b[0].ready + o, 1e-12);
+      test_assert_close (b[0].end - b[0].start, C, 1e-9);
+      for (int j = 1; j < per_iter; j++)
+        {
+          test_assert_close (b[j].ready, end, 1e-9);
+          test_assert_close (b[j].start, MAX (end, b[j - 1].end) + o, 1e-9);
+          test_assert_close (b[j].end - b[j].start, C, 1e-9);
+        }
+      double iter = MAX (end, b[0].end) + 3 * (o + C) + kern_sgd_flops ((gsize) P) / F;
+      for (guint i = 0; i < r->iters->len; i++)
+        {
+          const double *row = g_array_index (r->iters, Row, i).v;
+          test_assert_close (row[2], iter, 1e-9);
+          test_assert_close (row[4], row[2], 1e-9);
+        }
+      test_assert_close (r->sum.sim_time, 5 * iter, 1e-9);
+      result_free (r);
+    }
+}
+
 /* All-reduce SGD over N workers of batch b is single-worker SGD of batch N·b
  * on the concatenated batches. */
 static void
@@ -274,6 +330,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/allreduce/closed-form", test_closed_form);
   g_test_add_func ("/allreduce/buckets", test_buckets);
+  g_test_add_func ("/allreduce/overlap-slowdown", test_overlap_slowdown);
   g_test_add_func ("/allreduce/matches-large-batch", test_matches_large_batch);
   g_test_add_func ("/allreduce/straggler-wait", test_straggler_wait);
   g_test_add_func ("/allreduce/ps-bsp-same-math", test_ps_bsp_same_math);

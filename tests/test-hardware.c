@@ -291,8 +291,11 @@ test_docs_match (void)
   for (guint r = 0; r < effs->len; r++)
     {
       char **cells = g_ptr_array_index (effs, r);
-      g_assert_cmpuint (g_strv_length (cells), ==, 8);
+      g_assert_cmpuint (g_strv_length (cells), ==, 9);
       const SimDevice *d = device_of (c, cells[0]);
+      check_figure (d->name, "overlap slowdown",
+                    docs_figure (cells[8], SIM_UNIT_NONE, d->name, "overlap slowdown"),
+                    d->overlap_slowdown);
       check_figure (d->name, "kernel overhead",
                     docs_figure (cells[7], SIM_UNIT_TIME, d->name, "kernel overhead"),
                     d->kernel_overhead);
