@@ -64,13 +64,16 @@ KernDataset *kern_dataset_idx_load (const char *images_path,
 /* --- Models --------------------------------------------------------------- */
 
 /* What a layer's kernels are, which decides the share of the device's peak
- * they reach (docs/compute.md): dense matrix products, convolutions,
- * attention's batched matrix products, element-wise passes (activations,
+ * they reach (docs/compute.md): dense matrix products, convolutions, 3 x 3
+ * convolutions of stride 1 (which libraries run with Winograd's algorithm
+ * in FP32, at fewer multiplications than their FLOPs say), attention's
+ * batched matrix products, element-wise passes (activations,
  * residual adds, dropout, softmax, pooling, the loss), normalisation (batch
  * and layer norm) and embedding lookups. */
 typedef enum {
   KERN_LAYER_GEMM,
   KERN_LAYER_CONV,
+  KERN_LAYER_CONV3X3,
   KERN_LAYER_ATTENTION,
   KERN_LAYER_ELEMENTWISE,
   KERN_LAYER_NORM,
@@ -78,7 +81,8 @@ typedef enum {
   KERN_LAYER_N_KINDS
 } KernLayerKind;
 
-/* "gemm", "conv", "attention", "elementwise", "norm", "embedding". */
+/* "gemm", "conv", "conv3x3", "attention", "elementwise", "norm",
+ * "embedding". */
 const char *kern_layer_kind_name (KernLayerKind kind);
 /* Parses one of those names; FALSE for anything else. */
 gboolean kern_layer_kind_parse (const char *name, KernLayerKind *out);

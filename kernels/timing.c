@@ -149,6 +149,7 @@ timing_model_new (KernLayer *layers, int n_layers)
 static const char *const kind_names[KERN_LAYER_N_KINDS] = {
   [KERN_LAYER_GEMM] = "gemm",
   [KERN_LAYER_CONV] = "conv",
+  [KERN_LAYER_CONV3X3] = "conv3x3",
   [KERN_LAYER_ATTENTION] = "attention",
   [KERN_LAYER_ELEMENTWISE] = "elementwise",
   [KERN_LAYER_NORM] = "norm",

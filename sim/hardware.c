@@ -84,6 +84,7 @@ static const CatalogKey device_keys[] = {
   { "tf32_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.25", DEV (tf32_conv_efficiency) },
   { "bf16_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (bf16_conv_efficiency) },
   { "fp16_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (fp16_conv_efficiency) },
+  { "conv3x3_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 4, TRUE, "1.2", DEV (conv3x3_efficiency) },
   { "attention_factor", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.5", DEV (attention_factor) },
   { "memory_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.8", DEV (memory_efficiency) },
   { "kernel_overhead", CK_QUANTITY, SIM_UNIT_TIME, FALSE, 0, BIG, FALSE, "5us", DEV (kernel_overhead) },
@@ -701,7 +702,7 @@ sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
                         "the dense efficiency, factors 1; docs/compute.md):\n");
   g_ptr_array_set_size (rows, 0);
   g_ptr_array_add (rows, row_new ("name", "conv FP32", "conv TF32", "conv BF16", "conv FP16",
-                                  "attention", "memory", "kernel overhead", "overlap slowdown",
+                                  "conv3x3 FP32", "attention", "memory", "kernel overhead", "overlap slowdown",
                                   NULL));
   for (guint i = 0; i < catalog->devices->len; i++)
     {
@@ -710,11 +711,12 @@ sim_catalog_write_tables (const SimCatalog *catalog, GString *out)
       g_autofree char *ctf = cell (d->tf32_conv_efficiency, SIM_UNIT_NONE);
       g_autofree char *cbf = cell (d->bf16_conv_efficiency, SIM_UNIT_NONE);
       g_autofree char *c16 = cell (d->fp16_conv_efficiency, SIM_UNIT_NONE);
+      g_autofree char *c3 = cell (d->conv3x3_efficiency, SIM_UNIT_NONE);
       g_autofree char *att = cell (d->attention_factor, SIM_UNIT_NONE);
       g_autofree char *mem = cell (d->memory_efficiency, SIM_UNIT_NONE);
       g_autofree char *ko = cell (d->kernel_overhead, SIM_UNIT_TIME);
       g_autofree char *ov = cell (d->overlap_slowdown, SIM_UNIT_NONE);
-      g_ptr_array_add (rows, row_new (d->name, c32, ctf, cbf, c16, att, mem, ko, ov, NULL));
+      g_ptr_array_add (rows, row_new (d->name, c32, ctf, cbf, c16, c3, att, mem, ko, ov, NULL));
     }
   write_aligned (out, rows);
 

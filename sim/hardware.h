@@ -44,6 +44,9 @@ typedef struct {
   double tf32_conv_efficiency;
   double bf16_conv_efficiency;
   double fp16_conv_efficiency;
+  double conv3x3_efficiency; /* FP32 3 x 3 stride-1 convolutions, by their
+                                direct FLOPs (Winograd), 0 = not stated:
+                                conv_efficiency */
   double attention_factor; /* attention matmuls' share of the matrix
                               products' rate, 0 = not stated: 1 */
   double kernel_overhead;  /* seconds each layer pass adds, 0 = none */

@@ -71,7 +71,10 @@ static double
 layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, double bytes_fixed,
                     double bytes_sample, double n)
 {
-  double eff = ly->kind == KERN_LAYER_CONV && c->conv_efficiency > 0 ? c->conv_efficiency
+  double conv = c->conv_efficiency > 0 ? c->conv_efficiency : c->efficiency;
+  double eff = ly->kind == KERN_LAYER_CONV ? conv
+               : ly->kind == KERN_LAYER_CONV3X3
+                 ? (c->conv3x3_efficiency > 0 ? c->conv3x3_efficiency : conv)
                : ly->kind == KERN_LAYER_ATTENTION ? c->efficiency * c->attention_factor
                : c->efficiency;
   double rate = c->flops * eff;
@@ -309,6 +312,12 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
               /* a file that sets efficiency itself keeps convolutions at it */
               if (!given (c, "device.efficiency"))
                 take (c, "device.conv_efficiency", &c->conv_efficiency, dp.conv_efficiency);
+              /* the catalog's 3 x 3 figure is FP32's (Winograd), and goes
+               * with its convolution figure */
+              if (!given (c, "device.efficiency") && !given (c, "device.conv_efficiency")
+                  && c->precision == SIM_PREC_FP32)
+                take (c, "device.conv3x3_efficiency", &c->conv3x3_efficiency,
+                      d->conv3x3_efficiency);
               take (c, "device.attention_factor", &c->attention_factor,
                     d->attention_factor > 0 ? d->attention_factor : 1.0);
               take (c, "device.memory_efficiency", &c->memory_efficiency,

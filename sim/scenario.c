@@ -87,6 +87,8 @@ static const KeyDef core_keys[] = {
     "Share of peak FLOP/s that dense matrix products (layer kind gemm) achieve, in (0, 1]; the catalog's for its precision where [cluster] device is set.", NULL },
   { "device", "conv_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1, 0, NULL, OFF (conv_efficiency),
     "Share of peak FLOP/s that convolutions (layer kind conv) achieve, in (0, 1]; 0 = the same as efficiency (the catalog's for its precision where [cluster] device is set).", NULL },
+  { "device", "conv3x3_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 4, 0, NULL, OFF (conv3x3_efficiency),
+    "Share of peak FLOP/s that 3 x 3 convolutions of stride 1 (layer kind conv3x3) achieve, counted in their direct FLOPs: libraries run them with Winograd's algorithm in FP32, at fewer multiplications, so it may pass 1 (up to 4); 0 = conv_efficiency (the catalog's FP32 figure where [cluster] device is set and precision = fp32).", NULL },
   { "device", "attention_factor", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (attention_factor),
     "Attention's batched matrix products (layer kind attention) run at this share of the matrix products' rate, in (0, 1] (the catalog's where [cluster] device is set).", NULL },
   { "device", "memory_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (memory_efficiency),

@@ -68,6 +68,9 @@ typedef struct {
   double flops;          /* peak FLOP/s */
   double efficiency;     /* share of peak matrix products achieve, (0, 1] */
   double conv_efficiency; /* share of peak convolutions achieve; 0 = efficiency */
+  double conv3x3_efficiency; /* the same for 3 x 3 stride-1 convolutions,
+                                by their direct FLOPs (Winograd: may pass
+                                1); 0 = conv_efficiency */
   double attention_factor; /* attention matmuls reach this share of it */
   double memory_efficiency; /* share of memory_bandwidth kernels achieve */
   double kernel_overhead; /* seconds every layer pass adds to its roofline */

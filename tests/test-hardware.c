@@ -291,18 +291,18 @@ test_docs_match (void)
   for (guint r = 0; r < effs->len; r++)
     {
       char **cells = g_ptr_array_index (effs, r);
-      g_assert_cmpuint (g_strv_length (cells), ==, 9);
+      g_assert_cmpuint (g_strv_length (cells), ==, 10);
       const SimDevice *d = device_of (c, cells[0]);
       check_figure (d->name, "overlap slowdown",
-                    docs_figure (cells[8], SIM_UNIT_NONE, d->name, "overlap slowdown"),
+                    docs_figure (cells[9], SIM_UNIT_NONE, d->name, "overlap slowdown"),
                     d->overlap_slowdown);
       check_figure (d->name, "kernel overhead",
-                    docs_figure (cells[7], SIM_UNIT_TIME, d->name, "kernel overhead"),
+                    docs_figure (cells[8], SIM_UNIT_TIME, d->name, "kernel overhead"),
                     d->kernel_overhead);
       const struct { const char *column; double v; } cols[] = {
         { "conv FP32", d->conv_efficiency }, { "conv TF32", d->tf32_conv_efficiency },
         { "conv BF16", d->bf16_conv_efficiency }, { "conv FP16", d->fp16_conv_efficiency },
-        { "attention factor", d->attention_factor },
+        { "conv3x3 FP32", d->conv3x3_efficiency }, { "attention factor", d->attention_factor },
         { "memory efficiency", d->memory_efficiency },
       };
       for (gsize k = 0; k < G_N_ELEMENTS (cols); k++)

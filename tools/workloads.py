@@ -36,6 +36,9 @@ import os
 import sys
 
 
+KINDS = ("gemm", "conv", "conv3x3", "attention", "elementwise", "norm", "embedding")
+
+
 class Table:
     """Layers of one network in forward order, plus header text."""
 
@@ -46,13 +49,14 @@ class Table:
         self.notes = []         # header lines describing the network
 
     def add(self, name, params, flops, acts, kind=None):
-        """kind: gemm (the default with FLOPs), attention, elementwise (the
-        default without), norm or embedding."""
+        """kind: gemm (the default with FLOPs), conv, conv3x3 (3 x 3, stride
+        1: the convolutions Winograd's algorithm applies to), attention,
+        elementwise (the default without), norm or embedding."""
         assert len(name) <= 31, name
         assert all(r[0] != name for r in self.rows), name
         if kind is None:
             kind = "gemm" if flops > 0 else "elementwise"
-        assert kind in ("gemm", "conv", "attention", "elementwise", "norm", "embedding"), kind
+        assert kind in KINDS, kind
         self.rows.append((name, int(params), int(flops), int(acts), kind))
 
     def params(self, prefix=""):
@@ -67,7 +71,7 @@ class Table:
     def kinds(self):
         """Lines per kind, in a fixed order."""
         out = []
-        for k in ("gemm", "conv", "attention", "elementwise", "norm", "embedding"):
+        for k in KINDS:
             n = sum(1 for r in self.rows if r[4] == k)
             if n:
                 out.append("%d %s" % (n, k))
@@ -98,7 +102,8 @@ class ConvNet(Table):
         params = cin * kh * kw * cout + (cout if bias else 0)
         macs = cout * ho * wo * cin * kh * kw
         out = cout * ho * wo
-        self.add(name, params, 2 * macs, out, "conv")
+        kind = "conv3x3" if (kh, kw) == (3, 3) and stride == 1 else "conv"
+        self.add(name, params, 2 * macs, out, kind)
         if bn:
             self.add(bn_name or name + ".bn", 2 * cout, 0, out, "norm")
         if relu:
