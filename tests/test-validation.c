@@ -200,19 +200,31 @@ table (GPtrArray *checks)
                               c->predicted, error_of (c), eff ? " pts" : "%", c->tolerance,
                               eff ? " pts" : "%", c->source);
     }
-  double sum[2] = { 0, 0 };
-  int n[2] = { 0, 0 };
+  /* by role (calibration, validation) and measure (throughput, scaling):
+   * the mean absolute error and how many are within the goal (10 %, 5
+   * points) */
+  double sum[2][2] = { { 0 } };
+  int n[2][2] = { { 0 } }, within[2][2] = { { 0 } };
   for (guint i = 0; i < checks->len; i++)
     {
       const Check *c = g_ptr_array_index (checks, i);
-      int k = strcmp (c->role, "validation") == 0;
-      sum[k] += fabs (error_of (c));
-      n[k]++;
+      int r = strcmp (c->role, "validation") == 0;
+      int m = strcmp (c->measure, "scaling-efficiency") == 0;
+      double e = fabs (error_of (c));
+      sum[r][m] += e;
+      n[r][m]++;
+      within[r][m] += e <= (m ? 5.0 : 10.0);
     }
-  g_string_append_printf (s, "\nMean absolute error: calibration %.1f (%d checks), "
-                             "validation %.1f (%d checks); per cent of throughput, "
-                             "points of efficiency.\n\n" END_MARK,
-                          n[0] ? sum[0] / n[0] : 0.0, n[0], n[1] ? sum[1] / n[1] : 0.0, n[1]);
+  static const char *const roles[] = { "Calibration", "Validation" };
+  g_string_append (s, "\n");
+  for (int r = 0; r < 2; r++)
+    g_string_append_printf (s, "%s: throughput %d checks, mean absolute error %.1f %%, %d within "
+                               "10 %%; scaling %d checks, mean %.1f points, %d within 5 "
+                               "points.\n",
+                            roles[r], n[r][0], n[r][0] ? sum[r][0] / n[r][0] : 0.0,
+                            within[r][0], n[r][1], n[r][1] ? sum[r][1] / n[r][1] : 0.0,
+                            within[r][1]);
+  g_string_append (s, "\n" END_MARK);
   return g_string_free (s, FALSE);
 }
 
