@@ -26,7 +26,7 @@
  *    system, backquotes or @macros, and every file name handed to gnuplot is
  *    an absolute path in the private temporary folder (a name starting with
  *    < or | would be a pipe to gnuplot).
- *  - Text from the database passes clean_text() before it is shown anywhere
+ *  - Text from the database passes sim_clean_text() before it is shown anywhere
  *    (figures, stdout, stderr): valid UTF-8, no control characters, at most
  *    LABEL_MAX characters.
  *  - The database must be a regular file (checked before SQLite opens it,
@@ -36,7 +36,7 @@
  *    no views, triggers, extensions or attached files, and values of at most
  *    VALUE_MAX bytes; the tables and columns the figures read must exist as
  *    ordinary tables.  Every query is checked (every SQLite call that
- *    returns a status goes through q_check()); a failure is one line,
+ *    returns a status goes through sim_tracedb_check()); a failure is one line,
  *    "FILE: what is wrong; the fix", and exit code 2.
  *  - Runs still 'running' (killed) or 'failed' are drawn from the rows they
  *    wrote, marked [running] or [failed] in their labels, left out of the
@@ -60,6 +60,7 @@
 #include "sim/plot.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
+#include "sim/tracedb.h"
 
 #define TIMELINE_ROUNDS 12
 /* a timeline taller than this many actors gets thinner rows and sparse tics */
@@ -67,12 +68,8 @@
 /* characters of a label or name from the database shown in a figure or a
  * message (runs are grouped by their whole labels, never by cut ones) */
 #define LABEL_MAX 120
-/* bytes of one value read from the database (SQLITE_LIMIT_LENGTH) */
-#define VALUE_MAX (1 << 20)
 /* run ids listed in the line about running or failed runs */
 #define LIST_MAX 8
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (sqlite3_stmt, sqlite3_finalize)
 
 /* The gnuplot program: $DTSIM_GNUPLOT, else the one configure found. */
 static const char *
@@ -130,31 +127,6 @@ sim_amdahl_fit (const double *n, const double *s, int k, double *f_out, double *
 
 
 /* --- text from the database, strings for gnuplot ------------------------- */
-
-/* Text from an untrusted source made fit to show: valid UTF-8, every control
- * character (C0, DEL, C1) a space, at most `max` characters (a longer text is
- * cut and ends in "..."). */
-static char *
-clean_text (const char *s, gsize max)
-{
-  g_autofree char *valid = g_utf8_make_valid (s ? s : "", -1);
-  GString *o = g_string_new (NULL);
-  gsize n = 0;
-  for (const char *c = valid; *c; c = g_utf8_next_char (c), n++)
-    {
-      if (n == max)
-        {
-          g_string_append (o, "...");
-          break;
-        }
-      gunichar u = g_utf8_get_char (c);
-      if (u < 0x20 || (u >= 0x7f && u <= 0x9f))
-        g_string_append_c (o, ' ');
-      else
-        g_string_append_unichar (o, u);
-    }
-  return g_string_free (o, FALSE);
-}
 
 char *
 sim_plot_gp_quote (const char *s)
@@ -218,8 +190,7 @@ gp_nums (GString *v, const char *name, GArray *x)
 
 /* One `dtsim plot` invocation. */
 typedef struct {
-  sqlite3 *db;
-  char *shown;            /* the database's path as given, fit for messages */
+  SimTraceDb t;           /* the database (t.shown: its path, fit for messages) */
   char *tmp;              /* private temporary folder: data, variables, figures */
   const char *outdir;     /* where figures land */
   char *base;             /* BASE of BASE-FIGURE.EXT */
@@ -228,364 +199,12 @@ typedef struct {
   GHashTable *labels;     /* run id (gint64 *) -> label (clean text) */
 } Plot;
 
-/* Sets *error to the one line for SQLite's failure `code` (extended) with
- * message `msg` on the database shown as `shown`; returns FALSE. */
-static gboolean
-sql_error (const char *shown, int code, const char *msg, GError **error)
-{
-  const char *what = "not a dtsim trace this version can read";
-  const char *fix = "plot a database written by `dtsim run`";
-  switch (code & 0xff)
-    {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-    case SQLITE_FORMAT:
-    case SQLITE_RANGE:
-      what = "damaged or truncated trace database";
-      fix = "run its scenario again to write it anew";
-      break;
-    case SQLITE_READONLY:
-      if (code == SQLITE_READONLY_ROLLBACK)
-        {
-          g_autofree char *arg = g_shell_quote (shown);
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: a killed run left an unfinished transaction in %s-journal, which"
-                       " plot (read-only) does not roll back; run its scenario again, or roll"
-                       " it back with: sqlite3 %s 'PRAGMA quick_check'", shown, shown, arg);
-          return FALSE;
-        }
-      break;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      what = "locked by another program";
-      fix = "wait until the run writing it has finished";
-      break;
-    case SQLITE_TOOBIG:
-      what = "holds a value too large for a dtsim trace";
-      break;
-    case SQLITE_NOMEM:
-      what = "needs more memory than is available";
-      fix = "close other programs or plot it on a larger machine";
-      break;
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-    case SQLITE_PERM:
-    case SQLITE_AUTH:
-      what = "cannot be read";
-      fix = "check the file, its permissions and the disk";
-      break;
-    default:
-      break;
-    }
-  g_autofree char *m = clean_text (msg, 200);
-  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s (SQLite: %s); %s", shown, what, m,
-               fix);
-  return FALSE;
-}
-
-/* The last query on p's database failed: its one line. */
-static gboolean
-db_error (Plot *p, GError **error)
-{
-  return sql_error (p->shown, sqlite3_extended_errcode (p->db), sqlite3_errmsg (p->db), error);
-}
-
-/* Checks `rc`, the result of a SQLite call on p->db that returns a status
- * (open, config, bind, reset, or a helper passing one on): TRUE for
- * SQLITE_OK, else FALSE with *error set to its one line, from
- * sqlite3_errmsg() like trace.c's sql_fail().  Some calls (sqlite3_db_config,
- * a bind undone by the sqlite3_finalize() after it) return a failure without
- * leaving it on the connection; their line is then built from `rc` and
- * sqlite3_errstr().  Every status-returning call in this file goes through
- * here, q_prepare() or q_step(). */
-static gboolean
-q_check (Plot *p, int rc, GError **error)
-{
-  if (rc == SQLITE_OK)
-    return TRUE;
-  if ((sqlite3_extended_errcode (p->db) & 0xff) != (rc & 0xff))
-    return sql_error (p->shown, rc, sqlite3_errstr (rc), error);
-  return db_error (p, error);
-}
-
-/* The statement `sql`, or NULL with *error set. */
-static sqlite3_stmt *
-q_prepare (Plot *p, const char *sql, GError **error)
-{
-  sqlite3_stmt *st = NULL;
-  if (!q_check (p, sqlite3_prepare_v2 (p->db, sql, -1, &st, NULL), error))
-    {
-      sqlite3_finalize (st);   /* st is NULL or unusable; its status repeats the prepare's */
-      return NULL;
-    }
-  return st;
-}
-
-/* Steps `st`: SQLITE_ROW, SQLITE_DONE, or -1 with *error set. */
-static int
-q_step (Plot *p, sqlite3_stmt *st, GError **error)
-{
-  int rc = sqlite3_step (st);
-  if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-    return rc;
-  q_check (p, rc, error);
-  return -1;
-}
-
-/* Resets `st` for another run with ?1 bound to `id` (a run id); its other
- * parameters keep their values.  FALSE with *error set on failure. */
-static gboolean
-q_rebind (Plot *p, sqlite3_stmt *st, gint64 id, GError **error)
-{
-  return q_check (p, sqlite3_reset (st), error)
-         && q_check (p, sqlite3_bind_int64 (st, 1, id), error);
-}
-
-/* Binds the text `v` (kept alive by the caller until the statement is reset)
- * to parameter i of `st`.  FALSE with *error set on failure. */
-static gboolean
-q_bind_text (Plot *p, sqlite3_stmt *st, int i, const char *v, GError **error)
-{
-  return q_check (p, sqlite3_bind_text (st, i, v, -1, SQLITE_STATIC), error);
-}
-
-/* Column i as text; "" for NULL. */
-static const char *
-col_text (sqlite3_stmt *st, int i)
-{
-  const char *t = (const char *) sqlite3_column_text (st, i);
-  return t ? t : "";
-}
-
-static guint32
-be32 (const guint8 *b)
-{
-  return (guint32) b[0] << 24 | (guint32) b[1] << 16 | (guint32) b[2] << 8 | b[3];
-}
-
-/* Checks that `path` is a regular file holding a whole SQLite database,
- * before SQLite opens it: a folder, FIFO or device, an empty, foreign or
- * truncated file each get their line. */
-static gboolean
-check_file (const char *path, const char *shown, GError **error)
-{
-  const char *fix = "plot the .db file that `dtsim run` wrote";
-  GStatBuf sb;
-  if (g_stat (path, &sb) != 0)
-    {
-      int e = errno;
-      if (e == ENOENT)
-        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                     "%s: no such trace database; run `dtsim run SCENARIO.ini` first", shown);
-      else
-        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                     "%s: cannot read (%s); check the path and its permissions", shown,
-                     g_strerror (e));
-      return FALSE;
-    }
-  if (S_ISDIR (sb.st_mode))
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: a folder, not a trace database; %s",
-                   shown, fix);
-      return FALSE;
-    }
-  /* O_NONBLOCK: should a FIFO replace the file after the check, open
-   * returns at once rather than wait for a writer */
-  int fd = S_ISREG (sb.st_mode) ? g_open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0) : -1;
-  struct stat fs;
-  if (fd >= 0 && (fstat (fd, &fs) != 0 || !S_ISREG (fs.st_mode)))
-    {
-      close (fd);
-      fd = -1;
-      sb.st_mode = 0;
-    }
-  if (fd < 0)
-    {
-      int e = errno;
-      if (!S_ISREG (sb.st_mode))
-        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                     "%s: not a regular file (a FIFO, socket or device), so not a trace"
-                     " database; %s", shown, fix);
-      else
-        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                     "%s: cannot read (%s); check its permissions", shown, g_strerror (e));
-      return FALSE;
-    }
-  guint8 h[100];
-  gssize n = read (fd, h, sizeof h);
-  close (fd);
-  if (fs.st_size == 0)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: empty file, not a trace database; run its scenario again to write it",
-                   shown);
-      return FALSE;
-    }
-  if (n != (gssize) sizeof h || memcmp (h, "SQLite format 3", 16) != 0)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: not a SQLite database (no SQLite header), so not a dtsim trace; %s",
-                   shown, fix);
-      return FALSE;
-    }
-  /* the header's page count is valid when its "version valid for" number
-   * equals the change counter (https://sqlite.org/fileformat.html) */
-  guint64 page = (guint64) h[16] << 8 | h[17];
-  if (page == 1)
-    page = 65536;
-  guint64 pages = be32 (h + 28);
-  if (page >= 512 && (page & (page - 1)) == 0 && pages > 0 && be32 (h + 24) == be32 (h + 92)
-      && (guint64) fs.st_size < pages * page)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: truncated (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-                   " bytes: copied while written, or a transfer cut short?); copy it again or"
-                   " run its scenario again", shown, (guint64) fs.st_size, pages * page);
-      return FALSE;
-    }
-  return TRUE;
-}
-
-/* Sets the on/off setting `op` (SQLITE_DBCONFIG_...) of p->db to `on`. */
-static gboolean
-db_flag (Plot *p, int op, int on, GError **error)
-{
-  return q_check (p, sqlite3_db_config (p->db, op, on, NULL), error);
-}
-
-/* Opens `path` read-only into p->db, hardened for an untrusted file: FALSE
- * with *error set when it cannot be opened or a hardening setting fails (the
- * caller closes p->db, which may be set even then). */
-static gboolean
-open_trace (Plot *p, const char *path, GError **error)
-{
-  /* absolute, so that a name starting with "file:" is never read as a URI */
-  g_autofree char *abs = g_canonicalize_filename (path, NULL);
-  /* p->db stays NULL only when SQLite is out of memory; q_check() copes */
-  if (!q_check (p, sqlite3_open_v2 (abs, &p->db, SQLITE_OPEN_READONLY, NULL), error)
-      || !q_check (p, sqlite3_extended_result_codes (p->db, 1), error))
-    return FALSE;
-  /* each setting that this SQLite knows, in turn until one fails */
-  gboolean ok = TRUE;
-#ifdef SQLITE_DBCONFIG_DEFENSIVE
-  ok = ok && db_flag (p, SQLITE_DBCONFIG_DEFENSIVE, 1, error);
-#endif
-#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
-  ok = ok && db_flag (p, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, error);
-#endif
-#ifdef SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION
-  ok = ok && db_flag (p, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, error);
-#endif
-#ifdef SQLITE_DBCONFIG_ENABLE_TRIGGER
-  ok = ok && db_flag (p, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, error);
-#endif
-#ifdef SQLITE_DBCONFIG_ENABLE_VIEW
-  ok = ok && db_flag (p, SQLITE_DBCONFIG_ENABLE_VIEW, 0, error);
-#endif
-  if (!ok)
-    return FALSE;
-  /* sqlite3_limit() returns the previous limit, not a status: nothing to check */
-  sqlite3_limit (p->db, SQLITE_LIMIT_LENGTH, VALUE_MAX);
-  sqlite3_limit (p->db, SQLITE_LIMIT_ATTACHED, 0);
-  return q_check (p, sqlite3_busy_timeout (p->db, 2000), error);
-}
-
-/* The tables and columns the figures read (schema versions 1 to 3). */
-static const struct {
-  const char *table;
-  const char *columns[9];
-} required[] = {
-  { "runs", { "id", "name", "status", "sim_time", "iterations", "updates", NULL } },
-  { "params", { "run_id", "key", "value", NULL } },
-  { "metrics", { "run_id", "sim_time", "step", "loss", NULL } },
-  { "iterations", { "run_id", "iteration", "start", "end", "compute", "comm", "wait",
-                    "staleness", NULL } },
-  { "spans", { "run_id", "actor", "kind", "start", "end", NULL } },
-};
-
-/* Checks the schema version and that every table of `required` is an
- * ordinary table with its columns. */
-static gboolean
-check_schema (Plot *p, GError **error)
-{
-  const char *fix = "plot a database written by `dtsim run`";
-  g_autoptr (sqlite3_stmt) st = q_prepare (p, "PRAGMA user_version", error);
-  int rc;
-  if (!st || (rc = q_step (p, st, error)) < 0)
-    return FALSE;
-  gint64 version = rc == SQLITE_ROW ? sqlite3_column_int64 (st, 0) : 0;
-  if (version < 1)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: not a dtsim trace (schema version %" G_GINT64_FORMAT ", expected 1 to"
-                   " %d); %s", p->shown, version, SIM_TRACE_SCHEMA_VERSION, fix);
-      return FALSE;
-    }
-  if (version > SIM_TRACE_SCHEMA_VERSION)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "%s: trace schema version %" G_GINT64_FORMAT " is newer than this dtsim"
-                   " reads (1 to %d); plot it with a newer dtsim", p->shown, version,
-                   SIM_TRACE_SCHEMA_VERSION);
-      return FALSE;
-    }
-  g_autoptr (sqlite3_stmt) kind
-    = q_prepare (p, "SELECT type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' FROM"
-                 " sqlite_master WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view')",
-                 error);
-  g_autoptr (sqlite3_stmt) cols
-    = kind ? q_prepare (p, "SELECT 1 FROM pragma_table_info(?) WHERE name = ? COLLATE NOCASE",
-                        error)
-           : NULL;
-  if (!kind || !cols)
-    return FALSE;
-  for (gsize i = 0; i < G_N_ELEMENTS (required); i++)
-    {
-      const char *t = required[i].table;
-      if (!q_check (p, sqlite3_reset (kind), error) || !q_bind_text (p, kind, 1, t, error))
-        return FALSE;
-      rc = q_step (p, kind, error);
-      if (rc < 0)
-        return FALSE;
-      if (rc == SQLITE_DONE)
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: not a dtsim trace (no table '%s'); %s", p->shown, t, fix);
-          return FALSE;
-        }
-      if (!sqlite3_column_int (kind, 0))
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: not a dtsim trace ('%s' is a view or virtual table, not a table);"
-                       " %s", p->shown, t, fix);
-          return FALSE;
-        }
-      for (int c = 0; required[i].columns[c]; c++)
-        {
-          if (!q_check (p, sqlite3_reset (cols), error) || !q_bind_text (p, cols, 1, t, error)
-              || !q_bind_text (p, cols, 2, required[i].columns[c], error))
-            return FALSE;
-          rc = q_step (p, cols, error);
-          if (rc < 0)
-            return FALSE;
-          if (rc == SQLITE_DONE)
-            {
-              g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                           "%s: not a dtsim trace (table '%s' has no column '%s'); %s",
-                           p->shown, t, required[i].columns[c], fix);
-              return FALSE;
-            }
-        }
-    }
-  return TRUE;
-}
-
 /* Steps `st`, prepared and bound with the status `rc` so far, once: *t is
  * its first column, NAN when there is no row or the value is NULL.
  * Finalizes st (which may be NULL) and returns SQLITE_OK or the code of the
  * first call that failed.  The message of a failed step stays on the
  * connection; that of a failed prepare or bind may not, so the code is what
- * a caller reports (q_check() does). */
+ * a caller reports (sim_tracedb_check() does). */
 static int
 first_double (sqlite3_stmt *st, int rc, double *t)
 {
@@ -717,7 +336,7 @@ land (const char *fig, const char *out, GError **error)
     {
       if (fd >= 0)
         g_unlink (hidden);
-      g_autofree char *shown = clean_text (out, 4096);
+      g_autofree char *shown = sim_clean_text (out, 4096);
       g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
                    "%s: cannot write (%s); check the folder and its permissions", shown,
                    g_strerror (e));
@@ -736,7 +355,7 @@ last_line (const char *err)
   for (int i = 0; lines[i]; i++)
     if (*g_strstrip (lines[i]))
       last = lines[i];
-  return clean_text (last, 200);
+  return sim_clean_text (last, 200);
 }
 
 /* Runs gnuplot on `template` with the assignments `vars` (term and outfile
@@ -784,7 +403,7 @@ draw (Plot *p, const char *template, GString *vars, const char *out, GError **er
       g_autofree char *why = last_line (err);
       g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
                    "%s: gnuplot could not draw the %s figure (%s); please report it with this"
-                   " database attached", p->shown, figure, why);
+                   " database attached", p->t.shown, figure, why);
       return FALSE;
     }
   if (!land (fig, out, error))
@@ -831,33 +450,6 @@ run_label (const char *name, const char *scenario_name)
   return g_string_free (out, FALSE);
 }
 
-/* The swept keys of the database: params whose value differs between runs,
- * in the order they first appear, but those of `omit` (a NULL-terminated
- * list, or NULL).  NULL with *error set when the query fails. */
-static GPtrArray *
-swept_keys (Plot *p, const char *const *omit, GError **error)
-{
-  g_autoptr (sqlite3_stmt) st
-    = q_prepare (p, "SELECT key FROM params GROUP BY key HAVING COUNT(DISTINCT value) > 1"
-                 " OR COUNT(*) < (SELECT COUNT(*) FROM runs) ORDER BY MIN(rowid)", error);
-  if (!st)
-    return NULL;
-  GPtrArray *keys = g_ptr_array_new_with_free_func (g_free);
-  int rc;
-  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
-    {
-      const char *k = col_text (st, 0);
-      gboolean keep = TRUE;
-      for (const char *const *o = omit; o && *o; o++)
-        keep = keep && strcmp (k, *o) != 0;
-      if (keep)
-        g_ptr_array_add (keys, g_strdup (k));
-    }
-  if (rc < 0)
-    g_clear_pointer (&keys, g_ptr_array_unref);
-  return keys;
-}
-
 /* The mark of a run that is not 'done' in its labels: " [running]". */
 static char *
 status_mark (const char *status)
@@ -877,7 +469,7 @@ status_mark (const char *status)
 static GHashTable *
 run_labels (Plot *p, const char *const *omit, const char *fallback, GError **error)
 {
-  g_autoptr (GPtrArray) keys = swept_keys (p, omit, error);
+  g_autoptr (GPtrArray) keys = sim_tracedb_swept_keys (&p->t, omit, error);
   if (!keys)
     return NULL;
   g_autoptr (GPtrArray) shorts = g_ptr_array_new ();
@@ -894,28 +486,28 @@ run_labels (Plot *p, const char *const *omit, const char *fallback, GError **err
       g_ptr_array_add (shorts, (gpointer) sh);
     }
   g_autoptr (sqlite3_stmt) runs
-    = q_prepare (p, "SELECT id, name, status FROM runs ORDER BY id", error);
+    = sim_tracedb_prepare (&p->t, "SELECT id, name, status FROM runs ORDER BY id", error);
   g_autoptr (sqlite3_stmt) val
-    = runs ? q_prepare (p, "SELECT value FROM params WHERE run_id = ? AND key = ?", error)
+    = runs ? sim_tracedb_prepare (&p->t, "SELECT value FROM params WHERE run_id = ? AND key = ?", error)
            : NULL;
   if (!val)
     return NULL;
   GHashTable *labels = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
   int rc;
-  while ((rc = q_step (p, runs, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
     {
       GString *l = g_string_new (NULL);
       gint64 id = sqlite3_column_int64 (runs, 0);
       for (guint i = 0; rc >= 0 && i < keys->len; i++)
         {
-          if (q_rebind (p, val, id, error)
-              && q_bind_text (p, val, 2, g_ptr_array_index (keys, i), error))
-            rc = q_step (p, val, error);
+          if (sim_tracedb_rebind (&p->t, val, id, error)
+              && sim_tracedb_bind_text (&p->t, val, 2, g_ptr_array_index (keys, i), error))
+            rc = sim_tracedb_step (&p->t, val, error);
           else
             rc = -1;
           g_string_append_printf (l, "%s%s=%s", l->len ? " " : "",
                                   (const char *) g_ptr_array_index (shorts, i),
-                                  rc == SQLITE_ROW ? col_text (val, 0) : "-");
+                                  rc == SQLITE_ROW ? sim_tracedb_text (val, 0) : "-");
         }
       if (rc < 0)
         {
@@ -923,9 +515,9 @@ run_labels (Plot *p, const char *const *omit, const char *fallback, GError **err
           break;
         }
       if (l->len == 0)
-        g_string_assign (l, fallback ? fallback : col_text (runs, 1));
-      g_autofree char *text = clean_text (l->str, G_MAXSIZE);
-      g_autofree char *mark = status_mark (col_text (runs, 2));
+        g_string_assign (l, fallback ? fallback : sim_tracedb_text (runs, 1));
+      g_autofree char *text = sim_clean_text (l->str, G_MAXSIZE);
+      g_autofree char *mark = status_mark (sim_tracedb_text (runs, 2));
       g_string_free (l, TRUE);
       g_hash_table_insert (labels, g_memdup2 (&id, sizeof id),
                            g_strconcat (text, mark, NULL));
@@ -957,7 +549,7 @@ note_unfinished (Plot *p, GError **error)
     " database written by `dtsim run`",
   };
   g_autoptr (sqlite3_stmt) st
-    = q_prepare (p, "SELECT id, status FROM runs WHERE status IS NOT 'done' ORDER BY id",
+    = sim_tracedb_prepare (&p->t, "SELECT id, status FROM runs WHERE status IS NOT 'done' ORDER BY id",
                  error);
   if (!st)
     return FALSE;
@@ -966,9 +558,9 @@ note_unfinished (Plot *p, GError **error)
   for (int k = 0; k < 3; k++)
     ids[k] = g_string_new (NULL);
   int rc;
-  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
-      const char *s = col_text (st, 1);
+      const char *s = sim_tracedb_text (st, 1);
       int k = strcmp (s, "running") == 0 ? 0 : strcmp (s, "failed") == 0 ? 1 : 2;
       if (++count[k] <= LIST_MAX)
         g_string_append_printf (ids[k], "%s%" G_GINT64_FORMAT, count[k] > 1 ? ", " : "",
@@ -979,7 +571,7 @@ note_unfinished (Plot *p, GError **error)
       {
         if (count[k] > LIST_MAX)
           g_string_append_printf (ids[k], " and %d more", count[k] - LIST_MAX);
-        g_printerr ("dtsim: %s: run%s %s %s %s\n", p->shown, count[k] > 1 ? "s" : "",
+        g_printerr ("dtsim: %s: run%s %s %s %s\n", p->t.shown, count[k] > 1 ? "s" : "",
                     ids[k]->str, count[k] > 1 ? "are" : "is", says[k]);
       }
   for (int k = 0; k < 3; k++)
@@ -1019,7 +611,7 @@ lines_begin (Plot *p, Lines *l, const char *file, GError **error)
 static void
 lines_title (Lines *l, const char *title)
 {
-  g_ptr_array_add (l->titles, clean_text (title, LABEL_MAX));
+  g_ptr_array_add (l->titles, sim_clean_text (title, LABEL_MAX));
 }
 
 /* Starts the next block, titled `title`. */
@@ -1115,26 +707,26 @@ plot_metric_by (Plot *p, const char *x, const char *y, const char *figure, GErro
   g_autofree char *rq = g_strdup_printf ("SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM"
                                          " metrics m WHERE m.run_id = r.id AND m.%s) ORDER BY"
                                          " r.id", has);
-  g_autoptr (sqlite3_stmt) runs = q_prepare (p, rq, error);
+  g_autoptr (sqlite3_stmt) runs = sim_tracedb_prepare (&p->t, rq, error);
   g_autofree char *q = g_strdup_printf ("SELECT %s, %s FROM metrics WHERE run_id = ? AND"
                                         " %s ORDER BY sim_time, step", x, y, has);
-  g_autoptr (sqlite3_stmt) pts = runs ? q_prepare (p, q, error) : NULL;
+  g_autoptr (sqlite3_stmt) pts = runs ? sim_tracedb_prepare (&p->t, q, error) : NULL;
   Lines l;
   if (!pts || !lines_begin (p, &l, "metric.tsv", error))
     return FALSE;
   int rc, rc2 = SQLITE_DONE;
   double first_max = 0, all_max = 0;
-  while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
+  while (rc2 >= 0 && (rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0);
       lines_next (&l, label_of (p->labels, id));
-      if (!q_rebind (p, pts, id, error))
+      if (!sim_tracedb_rebind (&p->t, pts, id, error))
         {
           rc2 = -1;
           break;
         }
       gboolean first = TRUE;
-      while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
+      while ((rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
         {
           double a = sqlite3_column_double (pts, 0), b = sqlite3_column_double (pts, 1);
           if (!isfinite (a) || !isfinite (b))
@@ -1150,7 +742,7 @@ plot_metric_by (Plot *p, const char *x, const char *y, const char *figure, GErro
   if (acc)
     {
       double target = 0;
-      if (!q_check (p, common_target_accuracy (p->db, &target), error))
+      if (!sim_tracedb_check (&p->t, common_target_accuracy (p->t.db, &target), error))
         rc = -1;
       gp_num (extra, "target", 100 * target);
     }
@@ -1168,11 +760,11 @@ static gboolean
 plot_consensus (Plot *p, GError **error)
 {
   g_autoptr (sqlite3_stmt) any
-    = q_prepare (p, "SELECT EXISTS (SELECT 1 FROM params WHERE key = 'policy.kind' AND"
+    = sim_tracedb_prepare (&p->t, "SELECT EXISTS (SELECT 1 FROM params WHERE key = 'policy.kind' AND"
                  " value = 'gossip') AND EXISTS (SELECT 1 FROM pragma_table_info('metrics')"
                  " WHERE name = 'consensus')", error);
   int rc;
-  if (!any || (rc = q_step (p, any, error)) < 0)
+  if (!any || (rc = sim_tracedb_step (&p->t, any, error)) < 0)
     return FALSE;
   if (rc != SQLITE_ROW || !sqlite3_column_int (any, 0))
     return TRUE;
@@ -1195,17 +787,17 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, GError **error)
   /* With [model] global_batch set in every run, model.batch follows from the
    * workers (global_batch / workers): it is no grouping key either. */
   g_autoptr (sqlite3_stmt) gb
-    = q_prepare (p, "SELECT COUNT(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM params p"
+    = sim_tracedb_prepare (&p->t, "SELECT COUNT(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM params p"
                  " WHERE p.run_id = r.id AND p.key = 'model.global_batch' AND"
                  " CAST(p.value AS INTEGER) > 0)", error);
   int rc;
-  if (!gb || (rc = q_step (p, gb, error)) < 0)
+  if (!gb || (rc = sim_tracedb_step (&p->t, gb, error)) < 0)
     return FALSE;
   gboolean derived = rc == SQLITE_ROW && sqlite3_column_int64 (gb, 0) == 0;
   const char *omit[] = { "cluster.workers", derived ? "model.batch" : NULL, NULL };
   g_autoptr (GHashTable) groups = run_labels (p, omit, "all runs", error);
   g_autoptr (sqlite3_stmt) st
-    = groups ? q_prepare (p, "SELECT r.id, CAST((SELECT value FROM params p WHERE"
+    = groups ? sim_tracedb_prepare (&p->t, "SELECT r.id, CAST((SELECT value FROM params p WHERE"
                           " p.run_id = r.id AND p.key = 'cluster.workers') AS REAL),"
                           " r.updates * CAST((SELECT value FROM params p WHERE p.run_id = r.id"
                           " AND p.key = 'model.batch') AS REAL) / r.sim_time FROM runs r"
@@ -1214,7 +806,7 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, GError **error)
              : NULL;
   if (!st)
     return FALSE;
-  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
       ScalePoint pt = { sqlite3_column_double (st, 1), sqlite3_column_double (st, 2) };
       if (!(isfinite (pt.workers) && pt.workers >= 1 && isfinite (pt.thr) && pt.thr > 0))
@@ -1266,7 +858,7 @@ plot_speedup (Plot *p, GError **error)
         }
       double f = 0;
       sim_amdahl_fit (n, s, (int) a->len, &f, NULL);
-      g_autofree char *shown = clean_text (g_ptr_array_index (names, i), LABEL_MAX);
+      g_autofree char *shown = sim_clean_text (g_ptr_array_index (names, i), LABEL_MAX);
       printf ("serial fraction (Amdahl fit): f = %.6g  [%s]\n", f, shown);
       g_array_append_val (fs, f);
       g_array_append_val (n0s, sp[0].workers);
@@ -1294,27 +886,27 @@ static gboolean
 plot_iteration_cdf (Plot *p, GError **error)
 {
   g_autoptr (sqlite3_stmt) runs
-    = q_prepare (p, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
+    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
                  " run_id", error);
   g_autoptr (sqlite3_stmt) pts
-    = runs ? q_prepare (p, "SELECT end - start FROM iterations WHERE run_id = ? ORDER BY 1",
+    = runs ? sim_tracedb_prepare (&p->t, "SELECT end - start FROM iterations WHERE run_id = ? ORDER BY 1",
                         error)
            : NULL;
   Lines l;
   if (!pts || !lines_begin (p, &l, "iteration-cdf.tsv", error))
     return FALSE;
   int rc, rc2 = SQLITE_DONE;
-  while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
+  while (rc2 >= 0 && (rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0), count = sqlite3_column_int64 (runs, 1);
       gint64 every = MAX (1, count / CDF_POINTS), k = 0;
       lines_next (&l, label_of (p->labels, id));
-      if (!q_rebind (p, pts, id, error))
+      if (!sim_tracedb_rebind (&p->t, pts, id, error))
         {
           rc2 = -1;
           break;
         }
-      while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
+      while ((rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
         {
           k++;
           double t = sqlite3_column_double (pts, 0);
@@ -1333,13 +925,13 @@ static gboolean
 plot_breakdown (Plot *p, GError **error)
 {
   g_autoptr (sqlite3_stmt) st
-    = q_prepare (p, "SELECT run_id, AVG(compute), AVG(comm), AVG(wait) FROM iterations"
+    = sim_tracedb_prepare (&p->t, "SELECT run_id, AVG(compute), AVG(comm), AVG(wait) FROM iterations"
                  " GROUP BY run_id ORDER BY run_id", error);
   Lines l;
   if (!st || !lines_begin (p, &l, "breakdown.tsv", error))
     return FALSE;
   int rc, maxlabel = 0;   /* characters of the longest bar label */
-  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
       const char *label = label_of (p->labels, sqlite3_column_int64 (st, 0));
       double c[3];
@@ -1364,27 +956,27 @@ static gboolean
 plot_staleness (Plot *p, GError **error)
 {
   g_autoptr (sqlite3_stmt) runs
-    = q_prepare (p, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
+    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
                  " run_id", error);
   g_autoptr (sqlite3_stmt) pts
-    = runs ? q_prepare (p, "SELECT staleness, COUNT(*) FROM iterations WHERE run_id = ?"
+    = runs ? sim_tracedb_prepare (&p->t, "SELECT staleness, COUNT(*) FROM iterations WHERE run_id = ?"
                         " GROUP BY staleness ORDER BY staleness", error)
            : NULL;
   Lines l;
   if (!pts || !lines_begin (p, &l, "staleness.tsv", error))
     return FALSE;
   int rc, rc2 = SQLITE_DONE;
-  while (rc2 >= 0 && (rc = q_step (p, runs, error)) == SQLITE_ROW)
+  while (rc2 >= 0 && (rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0);
       double count = (double) sqlite3_column_int64 (runs, 1);
       lines_next (&l, label_of (p->labels, id));
-      if (!q_rebind (p, pts, id, error))
+      if (!sim_tracedb_rebind (&p->t, pts, id, error))
         {
           rc2 = -1;
           break;
         }
-      while ((rc2 = q_step (p, pts, error)) == SQLITE_ROW)
+      while ((rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
         fprintf (l.f, "%" G_GINT64_FORMAT "\t%.17g\n", (gint64) sqlite3_column_int64 (pts, 0),
                  100.0 * (double) sqlite3_column_int64 (pts, 1) / count);
     }
@@ -1401,10 +993,10 @@ static gboolean
 plot_time_to_target (Plot *p, GError **error)
 {
   double def;
-  if (!q_check (p, default_target (p->db, &def), error))
+  if (!sim_tracedb_check (&p->t, default_target (p->t.db, &def), error))
     return FALSE;
   g_autoptr (sqlite3_stmt) st
-    = q_prepare (p, "SELECT r.id, COALESCE(CAST((SELECT value FROM params p WHERE"
+    = sim_tracedb_prepare (&p->t, "SELECT r.id, COALESCE(CAST((SELECT value FROM params p WHERE"
                  " p.run_id = r.id AND p.key = 'scenario.target_loss') AS REAL), 0),"
                  " COALESCE(CAST((SELECT value FROM params p WHERE p.run_id = r.id AND"
                  " p.key = 'scenario.target_accuracy') AS REAL), 0)"
@@ -1416,7 +1008,7 @@ plot_time_to_target (Plot *p, GError **error)
   int n_default = 0, n_acc = 0, rc;
   double first_thr = NAN;
   gboolean same = TRUE;
-  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (st, 0);
       double target = sqlite3_column_double (st, 1);
@@ -1430,9 +1022,9 @@ plot_time_to_target (Plot *p, GError **error)
         first_thr = thr;
       else if (thr != first_thr)
         same = FALSE;
-      int q = target_acc > 0 ? time_to_accuracy (p->db, id, target_acc, &t)
-                             : time_to_target (p->db, id, thr, &t);
-      if (!q_check (p, q, error))
+      int q = target_acc > 0 ? time_to_accuracy (p->t.db, id, target_acc, &t)
+                             : time_to_target (p->t.db, id, thr, &t);
+      if (!sim_tracedb_check (&p->t, q, error))
         {
           rc = -1;
           break;
@@ -1472,7 +1064,7 @@ line_label (const char *name, const char *scenario_name)
   if (out->len == 0 || g_strcmp0 (out->str, name) == 0)
     g_string_assign (out, scenario_name ? scenario_name : "runs");
   g_autofree char *raw = g_string_free (out, FALSE);
-  return clean_text (raw, G_MAXSIZE);
+  return sim_clean_text (raw, G_MAXSIZE);
 }
 
 typedef struct {
@@ -1484,7 +1076,7 @@ static gboolean
 plot_iteration_time (Plot *p, GError **error)
 {
   g_autoptr (sqlite3_stmt) st
-    = q_prepare (p, "SELECT r.name, (SELECT value FROM params p WHERE p.run_id = r.id AND"
+    = sim_tracedb_prepare (&p->t, "SELECT r.name, (SELECT value FROM params p WHERE p.run_id = r.id AND"
                  " p.key = 'scenario.name'), CAST((SELECT value FROM params p WHERE"
                  " p.run_id = r.id AND p.key = 'cluster.workers') AS INTEGER),"
                  " r.sim_time / r.iterations FROM runs r WHERE r.status = 'done' AND"
@@ -1497,15 +1089,15 @@ plot_iteration_time (Plot *p, GError **error)
     = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   g_autoptr (GHashTable) workers_seen = g_hash_table_new (g_direct_hash, g_direct_equal);
   int rc;
-  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
       Point pt = { (double) sqlite3_column_int64 (st, 2), sqlite3_column_double (st, 3) };
       /* both axes are logarithmic */
       if (!(pt.x >= 1 && pt.x <= G_MAXINT && isfinite (pt.y) && pt.y > 0))
         continue;
       /* the scenario's name, NULL when the run has none */
-      const char *sc = sqlite3_column_type (st, 1) == SQLITE_NULL ? NULL : col_text (st, 1);
-      g_autofree char *label = line_label (col_text (st, 0), sc);
+      const char *sc = sqlite3_column_type (st, 1) == SQLITE_NULL ? NULL : sim_tracedb_text (st, 1);
+      g_autofree char *label = line_label (sim_tracedb_text (st, 0), sc);
       guint i;
       for (i = 0; i < labels->len; i++)
         if (strcmp (g_ptr_array_index (labels, i), label) == 0)
@@ -1551,13 +1143,13 @@ timeline_window (Plot *p, gint64 run, double *xmax, GError **error)
 {
   *xmax = 0;
   g_autoptr (sqlite3_stmt) w
-    = q_prepare (p, "SELECT MAX(end) FROM iterations WHERE run_id = ?1 AND iteration < ?2"
+    = sim_tracedb_prepare (&p->t, "SELECT MAX(end) FROM iterations WHERE run_id = ?1 AND iteration < ?2"
                  " UNION ALL SELECT MAX(end) FROM spans WHERE run_id = ?1", error);
-  if (!w || !q_rebind (p, w, run, error)
-      || !q_check (p, sqlite3_bind_int (w, 2, TIMELINE_ROUNDS), error))
+  if (!w || !sim_tracedb_rebind (&p->t, w, run, error)
+      || !sim_tracedb_check (&p->t, sqlite3_bind_int (w, 2, TIMELINE_ROUNDS), error))
     return FALSE;
   int rc = SQLITE_DONE;
-  while (!(*xmax > 0) && (rc = q_step (p, w, error)) == SQLITE_ROW)
+  while (!(*xmax > 0) && (rc = sim_tracedb_step (&p->t, w, error)) == SQLITE_ROW)
     if (sqlite3_column_type (w, 0) != SQLITE_NULL)
       *xmax = sqlite3_column_double (w, 0);
   return rc >= 0;
@@ -1571,15 +1163,15 @@ static gboolean
 timeline_actors (Plot *p, gint64 run, GHashTable *index, GPtrArray *actors, GError **error)
 {
   g_autoptr (sqlite3_stmt) st
-    = q_prepare (p, "SELECT DISTINCT actor FROM spans WHERE run_id = ? ORDER BY"
+    = sim_tracedb_prepare (&p->t, "SELECT DISTINCT actor FROM spans WHERE run_id = ? ORDER BY"
                  " (actor LIKE 'server%'), length(actor), actor", error);
-  if (!st || !q_rebind (p, st, run, error))
+  if (!st || !sim_tracedb_rebind (&p->t, st, run, error))
     return FALSE;
   int rc;
-  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
-    if (!g_hash_table_contains (index, col_text (st, 0)))
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
+    if (!g_hash_table_contains (index, sim_tracedb_text (st, 0)))
       {
-        char *a = g_strdup (col_text (st, 0));
+        char *a = g_strdup (sim_tracedb_text (st, 0));
         g_hash_table_insert (index, a, GINT_TO_POINTER ((int) actors->len));
         g_ptr_array_add (actors, a);
       }
@@ -1598,9 +1190,9 @@ timeline_spans (Plot *p, Lines *l, gint64 run, double xmax, GHashTable *index,
     { "update", NULL, NULL },
   };
   g_autoptr (sqlite3_stmt) sp
-    = q_prepare (p, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
+    = sim_tracedb_prepare (&p->t, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
                  " AND start < ? ORDER BY start", error);
-  if (!sp || !q_check (p, sqlite3_bind_double (sp, 3, xmax), error))
+  if (!sp || !sim_tracedb_check (&p->t, sqlite3_bind_double (sp, 3, xmax), error))
     return FALSE;
   int rc = SQLITE_DONE;
   for (int g = 0; rc >= 0 && g < 4; g++)
@@ -1610,11 +1202,11 @@ timeline_spans (Plot *p, Lines *l, gint64 run, double xmax, GHashTable *index,
       fprintf (l->f, "0\t%.17g\t%.17g\n", -2 * xmax, -xmax);
       for (int k = 0; rc >= 0 && k < 3 && groups[g][k]; k++)
         {
-          if (!q_rebind (p, sp, run, error) || !q_bind_text (p, sp, 2, groups[g][k], error))
+          if (!sim_tracedb_rebind (&p->t, sp, run, error) || !sim_tracedb_bind_text (&p->t, sp, 2, groups[g][k], error))
             return FALSE;
-          while ((rc = q_step (p, sp, error)) == SQLITE_ROW)
+          while ((rc = sim_tracedb_step (&p->t, sp, error)) == SQLITE_ROW)
             {
-              gpointer idx = g_hash_table_lookup (index, col_text (sp, 0));
+              gpointer idx = g_hash_table_lookup (index, sim_tracedb_text (sp, 0));
               double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
               if (isfinite (a) && isfinite (b))
                 fprintf (l->f, "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx), a, b);
@@ -1640,7 +1232,7 @@ timeline_draw (Plot *p, Lines *l, gint64 run, const char *title, GPtrArray *acto
     if (i % every == 0 || i == n - 1)
       {
         double y = i;
-        g_ptr_array_add (shown, clean_text (g_ptr_array_index (actors, i), LABEL_MAX));
+        g_ptr_array_add (shown, sim_clean_text (g_ptr_array_index (actors, i), LABEL_MAX));
         g_array_append_val (pos, y);
       }
   /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
@@ -1688,20 +1280,20 @@ static gboolean
 plot_timelines (Plot *p, GError **error)
 {
   g_autoptr (sqlite3_stmt) st
-    = q_prepare (p, "SELECT id, name, status FROM runs r WHERE EXISTS (SELECT 1 FROM spans s"
+    = sim_tracedb_prepare (&p->t, "SELECT id, name, status FROM runs r WHERE EXISTS (SELECT 1 FROM spans s"
                  " WHERE s.run_id = r.id) ORDER BY id", error);
   if (!st)
     return FALSE;
   int rc, timelines = 0, more = 0;
-  while ((rc = q_step (p, st, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
       if (timelines == SIM_PLOT_MAX_TIMELINES)
         {
           more++; /* one gnuplot per timeline: a database sets no bound on it */
           continue;
         }
-      g_autofree char *name = clean_text (col_text (st, 1), LABEL_MAX);
-      g_autofree char *mark = status_mark (col_text (st, 2));
+      g_autofree char *name = sim_clean_text (sim_tracedb_text (st, 1), LABEL_MAX);
+      g_autofree char *mark = status_mark (sim_tracedb_text (st, 2));
       g_autofree char *title = g_strconcat (name, mark, NULL);
       if (!plot_timeline (p, sqlite3_column_int64 (st, 0), title, error))
         return FALSE;
@@ -1742,7 +1334,15 @@ remove_tree (const char *dir)
 static int
 plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
 {
-  if (!check_file (dbpath, p->shown, error))
+  static const SimTraceTable required[] = {
+    { "runs", { "id", "name", "status", "sim_time", "iterations", "updates", NULL } },
+    { "params", { "run_id", "key", "value", NULL } },
+    { "metrics", { "run_id", "sim_time", "step", "loss", NULL } },
+    { "iterations", { "run_id", "iteration", "start", "end", "compute", "comm", "wait",
+                      "staleness", NULL } },
+    { "spans", { "run_id", "actor", "kind", "start", "end", NULL } },
+  };
+  if (!sim_tracedb_open (&p->t, dbpath, "plot", required, G_N_ELEMENTS (required), error))
     return 2;
   g_autofree char *outdir = dir ? g_strdup (dir) : g_path_get_dirname (dbpath);
   /* -o DIR is created when its parent exists (as mkdir would) */
@@ -1751,15 +1351,14 @@ plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
     g_mkdir (outdir, 0755);
   if (!g_file_test (outdir, G_FILE_TEST_IS_DIR))
     {
-      g_autofree char *o = clean_text (outdir, 4096);
+      g_autofree char *o = sim_clean_text (outdir, 4096);
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "-o: directory '%s' cannot be created (does its parent exist?); create it"
                    " or choose another", o);
       return 2;
     }
   p->outdir = outdir;
-  if (!open_trace (p, dbpath, error) || !check_schema (p, error)
-      || !(p->labels = run_labels (p, NULL, NULL, error)) || !note_unfinished (p, error))
+  if (!(p->labels = run_labels (p, NULL, NULL, error)) || !note_unfinished (p, error))
     return 2;
   /* BASE: the database's name without its extension, control characters as _ */
   p->base = g_path_get_basename (dbpath);
@@ -1808,7 +1407,7 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
     term = "svg";
   else
     {
-      g_autofree char *f = clean_text (format, 40);
+      g_autofree char *f = sim_clean_text (format, 40);
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "--format: unknown format '%s'; use png or svg", f);
       return 2;
@@ -1821,17 +1420,14 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
                    gnuplot_program ());
       return 2;
     }
-  Plot p = { .format = format, .term = term, .shown = clean_text (dbpath, 4096) };
+  Plot p = { .format = format, .term = term };
   int code = plot_db (&p, dbpath, dir, error);
   if (p.labels)
     g_hash_table_unref (p.labels);
-  /* Fails only with a statement left unfinalized: a bug here, not a fault of
-   * the database, so a warning rather than a GError (every statement is
-   * finalized by now: g_autoptr, or at once by first_double()). */
-  int rc = sqlite3_close (p.db);
-  g_warn_if_fail (rc == SQLITE_OK);
+  /* every statement is finalized by now: g_autoptr, or at once by
+   * first_double() */
+  sim_tracedb_close (&p.t);
   g_free (p.tmp);
   g_free (p.base);
-  g_free (p.shown);
   return code;
 }

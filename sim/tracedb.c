@@ -1,0 +1,471 @@
+/*
+ * tracedb.c — reading a trace database that may come from someone else, as
+ * safely as a text file is read: `dtsim plot` and `dtsim export` open
+ * databases through it.  The rules, which every change here must keep:
+ *  - The database must be a regular file (checked before SQLite opens it,
+ *    with O_NONBLOCK so that a FIFO cannot block) with a SQLite header whose
+ *    page count fits the file's size.  It is opened read-only by its absolute
+ *    path (never read as a file: URI), defensive, with an untrusted schema,
+ *    no views, triggers, extensions or attached files, and values of at most
+ *    SIM_TRACEDB_VALUE_MAX bytes; the tables and columns a caller reads must
+ *    exist as ordinary tables.  Every query is checked; a failure is one
+ *    line, "FILE: what is wrong; the fix", and exit code 2.
+ *  - Text from the database passes sim_clean_text() before it is shown
+ *    anywhere: valid UTF-8, no control characters, bounded length.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "sim/scenario.h"
+#include "sim/trace.h"
+#include "sim/tracedb.h"
+
+/* Text from an untrusted source made fit to show: valid UTF-8, every control
+ * character (C0, DEL, C1) a space, at most `max` characters (a longer text is
+ * cut and ends in "..."). */
+char *
+sim_clean_text (const char *s, gsize max)
+{
+  g_autofree char *valid = g_utf8_make_valid (s ? s : "", -1);
+  GString *o = g_string_new (NULL);
+  gsize n = 0;
+  for (const char *c = valid; *c; c = g_utf8_next_char (c), n++)
+    {
+      if (n == max)
+        {
+          g_string_append (o, "...");
+          break;
+        }
+      gunichar u = g_utf8_get_char (c);
+      if (u < 0x20 || (u >= 0x7f && u <= 0x9f))
+        g_string_append_c (o, ' ');
+      else
+        g_string_append_unichar (o, u);
+    }
+  return g_string_free (o, FALSE);
+}
+
+
+/* Sets *error to the one line for SQLite's failure `code` (extended) with
+ * message `msg` on t's database; returns FALSE. */
+static gboolean
+sql_error (const SimTraceDb *t, int code, const char *msg, GError **error)
+{
+  const char *shown = t->shown;
+  const char *what = "not a dtsim trace this version can read";
+  g_autofree char *use = g_strdup_printf ("%s a database written by `dtsim run`", t->verb);
+  g_autofree char *larger = g_strdup_printf ("close other programs or %s it on a larger machine",
+                                             t->verb);
+  const char *fix = use;
+  switch (code & 0xff)
+    {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_FORMAT:
+    case SQLITE_RANGE:
+      what = "damaged or truncated trace database";
+      fix = "run its scenario again to write it anew";
+      break;
+    case SQLITE_READONLY:
+      if (code == SQLITE_READONLY_ROLLBACK)
+        {
+          g_autofree char *arg = g_shell_quote (shown);
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: a killed run left an unfinished transaction in %s-journal, which"
+                       " %s (read-only) does not roll back; run its scenario again, or roll"
+                       " it back with: sqlite3 %s 'PRAGMA quick_check'", shown, shown, t->verb,
+                       arg);
+          return FALSE;
+        }
+      break;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      what = "locked by another program";
+      fix = "wait until the run writing it has finished";
+      break;
+    case SQLITE_TOOBIG:
+      what = "holds a value too large for a dtsim trace";
+      break;
+    case SQLITE_NOMEM:
+      what = "needs more memory than is available";
+      fix = larger;
+      break;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      what = "cannot be read";
+      fix = "check the file, its permissions and the disk";
+      break;
+    default:
+      break;
+    }
+  g_autofree char *m = sim_clean_text (msg, 200);
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s (SQLite: %s); %s", shown, what, m,
+               fix);
+  return FALSE;
+}
+
+/* The last query on p's database failed: its one line. */
+static gboolean
+db_error (SimTraceDb *t, GError **error)
+{
+  return sql_error (t, sqlite3_extended_errcode (t->db), sqlite3_errmsg (t->db), error);
+}
+
+/* Checks `rc`, the result of a SQLite call on t->db that returns a status
+ * (open, config, bind, reset, or a helper passing one on): TRUE for
+ * SQLITE_OK, else FALSE with *error set to its one line, from
+ * sqlite3_errmsg() like trace.c's sql_fail().  Some calls (sqlite3_db_config,
+ * a bind undone by the sqlite3_finalize() after it) return a failure without
+ * leaving it on the connection; their line is then built from `rc` and
+ * sqlite3_errstr().  Every status-returning call in this file goes through
+ * here, sim_tracedb_prepare() or sim_tracedb_step(). */
+gboolean
+sim_tracedb_check (SimTraceDb *t, int rc, GError **error)
+{
+  if (rc == SQLITE_OK)
+    return TRUE;
+  if ((sqlite3_extended_errcode (t->db) & 0xff) != (rc & 0xff))
+    return sql_error (t, rc, sqlite3_errstr (rc), error);
+  return db_error (t, error);
+}
+
+/* The statement `sql`, or NULL with *error set. */
+sqlite3_stmt *
+sim_tracedb_prepare (SimTraceDb *t, const char *sql, GError **error)
+{
+  sqlite3_stmt *st = NULL;
+  if (!sim_tracedb_check (t, sqlite3_prepare_v2 (t->db, sql, -1, &st, NULL), error))
+    {
+      sqlite3_finalize (st);   /* st is NULL or unusable; its status repeats the prepare's */
+      return NULL;
+    }
+  return st;
+}
+
+/* Steps `st`: SQLITE_ROW, SQLITE_DONE, or -1 with *error set. */
+int
+sim_tracedb_step (SimTraceDb *t, sqlite3_stmt *st, GError **error)
+{
+  int rc = sqlite3_step (st);
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+    return rc;
+  sim_tracedb_check (t, rc, error);
+  return -1;
+}
+
+/* Resets `st` for another run with ?1 bound to `id` (a run id); its other
+ * parameters keep their values.  FALSE with *error set on failure. */
+gboolean
+sim_tracedb_rebind (SimTraceDb *t, sqlite3_stmt *st, gint64 id, GError **error)
+{
+  return sim_tracedb_check (t, sqlite3_reset (st), error)
+         && sim_tracedb_check (t, sqlite3_bind_int64 (st, 1, id), error);
+}
+
+/* Binds the text `v` (kept alive by the caller until the statement is reset)
+ * to parameter i of `st`.  FALSE with *error set on failure. */
+gboolean
+sim_tracedb_bind_text (SimTraceDb *t, sqlite3_stmt *st, int i, const char *v, GError **error)
+{
+  return sim_tracedb_check (t, sqlite3_bind_text (st, i, v, -1, SQLITE_STATIC), error);
+}
+
+/* Column i as text; "" for NULL. */
+const char *
+sim_tracedb_text (sqlite3_stmt *st, int i)
+{
+  const char *t = (const char *) sqlite3_column_text (st, i);
+  return t ? t : "";
+}
+
+static guint32
+be32 (const guint8 *b)
+{
+  return (guint32) b[0] << 24 | (guint32) b[1] << 16 | (guint32) b[2] << 8 | b[3];
+}
+
+/* Checks that `path` is a regular file holding a whole SQLite database,
+ * before SQLite opens it: a folder, FIFO or device, an empty, foreign or
+ * truncated file each get their line. */
+static gboolean
+check_file (const SimTraceDb *t, const char *path, GError **error)
+{
+  const char *shown = t->shown;
+  g_autofree char *fix = g_strdup_printf ("%s the .db file that `dtsim run` wrote", t->verb);
+  GStatBuf sb;
+  if (g_stat (path, &sb) != 0)
+    {
+      int e = errno;
+      if (e == ENOENT)
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: no such trace database; run `dtsim run SCENARIO.ini` first", shown);
+      else
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: cannot read (%s); check the path and its permissions", shown,
+                     g_strerror (e));
+      return FALSE;
+    }
+  if (S_ISDIR (sb.st_mode))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: a folder, not a trace database; %s",
+                   shown, fix);
+      return FALSE;
+    }
+  /* O_NONBLOCK: should a FIFO replace the file after the check, open
+   * returns at once rather than wait for a writer */
+  int fd = S_ISREG (sb.st_mode) ? g_open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0) : -1;
+  struct stat fs;
+  if (fd >= 0 && (fstat (fd, &fs) != 0 || !S_ISREG (fs.st_mode)))
+    {
+      close (fd);
+      fd = -1;
+      sb.st_mode = 0;
+    }
+  if (fd < 0)
+    {
+      int e = errno;
+      if (!S_ISREG (sb.st_mode))
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: not a regular file (a FIFO, socket or device), so not a trace"
+                     " database; %s", shown, fix);
+      else
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: cannot read (%s); check its permissions", shown, g_strerror (e));
+      return FALSE;
+    }
+  guint8 h[100];
+  gssize n = read (fd, h, sizeof h);
+  close (fd);
+  if (fs.st_size == 0)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: empty file, not a trace database; run its scenario again to write it",
+                   shown);
+      return FALSE;
+    }
+  if (n != (gssize) sizeof h || memcmp (h, "SQLite format 3", 16) != 0)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: not a SQLite database (no SQLite header), so not a dtsim trace; %s",
+                   shown, fix);
+      return FALSE;
+    }
+  /* the header's page count is valid when its "version valid for" number
+   * equals the change counter (https://sqlite.org/fileformat.html) */
+  guint64 page = (guint64) h[16] << 8 | h[17];
+  if (page == 1)
+    page = 65536;
+  guint64 pages = be32 (h + 28);
+  if (page >= 512 && (page & (page - 1)) == 0 && pages > 0 && be32 (h + 24) == be32 (h + 92)
+      && (guint64) fs.st_size < pages * page)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: truncated (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                   " bytes: copied while written, or a transfer cut short?); copy it again or"
+                   " run its scenario again", shown, (guint64) fs.st_size, pages * page);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Sets the on/off setting `op` (SQLITE_DBCONFIG_...) of t->db to `on`. */
+static gboolean
+db_flag (SimTraceDb *t, int op, int on, GError **error)
+{
+  return sim_tracedb_check (t, sqlite3_db_config (t->db, op, on, NULL), error);
+}
+
+/* Opens `path` read-only into t->db, hardened for an untrusted file: FALSE
+ * with *error set when it cannot be opened or a hardening setting fails (the
+ * caller closes t->db, which may be set even then). */
+static gboolean
+open_trace (SimTraceDb *t, const char *path, GError **error)
+{
+  /* absolute, so that a name starting with "file:" is never read as a URI */
+  g_autofree char *abs = g_canonicalize_filename (path, NULL);
+  /* t->db stays NULL only when SQLite is out of memory; sim_tracedb_check() copes */
+  if (!sim_tracedb_check (t, sqlite3_open_v2 (abs, &t->db, SQLITE_OPEN_READONLY, NULL), error)
+      || !sim_tracedb_check (t, sqlite3_extended_result_codes (t->db, 1), error))
+    return FALSE;
+  /* each setting that this SQLite knows, in turn until one fails */
+  gboolean ok = TRUE;
+#ifdef SQLITE_DBCONFIG_DEFENSIVE
+  ok = ok && db_flag (t, SQLITE_DBCONFIG_DEFENSIVE, 1, error);
+#endif
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+  ok = ok && db_flag (t, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, error);
+#endif
+#ifdef SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION
+  ok = ok && db_flag (t, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, error);
+#endif
+#ifdef SQLITE_DBCONFIG_ENABLE_TRIGGER
+  ok = ok && db_flag (t, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, error);
+#endif
+#ifdef SQLITE_DBCONFIG_ENABLE_VIEW
+  ok = ok && db_flag (t, SQLITE_DBCONFIG_ENABLE_VIEW, 0, error);
+#endif
+  if (!ok)
+    return FALSE;
+  /* sqlite3_limit() returns the previous limit, not a status: nothing to check */
+  sqlite3_limit (t->db, SQLITE_LIMIT_LENGTH, SIM_TRACEDB_VALUE_MAX);
+  sqlite3_limit (t->db, SQLITE_LIMIT_ATTACHED, 0);
+  return sim_tracedb_check (t, sqlite3_busy_timeout (t->db, 2000), error);
+}
+
+/* What table `name` is: 0 absent, 1 a view or virtual table, 2 a table
+ * without column *missing of `columns` (NULL-terminated), 3 a table with
+ * them all; -1 with *error set when a query fails. */
+static int
+table_state (SimTraceDb *t, const char *name, const char *const *columns, const char **missing,
+             GError **error)
+{
+  g_autoptr (sqlite3_stmt) kind
+    = sim_tracedb_prepare (t, "SELECT type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%' FROM"
+                              " sqlite_master WHERE name = ? COLLATE NOCASE AND type IN"
+                              " ('table', 'view')", error);
+  g_autoptr (sqlite3_stmt) cols
+    = kind ? sim_tracedb_prepare (t, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?"
+                                     " COLLATE NOCASE", error)
+           : NULL;
+  if (!cols || !sim_tracedb_bind_text (t, kind, 1, name, error))
+    return -1;
+  int rc = sim_tracedb_step (t, kind, error);
+  if (rc < 0)
+    return -1;
+  if (rc == SQLITE_DONE)
+    return 0;
+  if (!sqlite3_column_int (kind, 0))
+    return 1;
+  for (int c = 0; columns && columns[c]; c++)
+    {
+      if (!sim_tracedb_check (t, sqlite3_reset (cols), error)
+          || !sim_tracedb_bind_text (t, cols, 1, name, error)
+          || !sim_tracedb_bind_text (t, cols, 2, columns[c], error))
+        return -1;
+      rc = sim_tracedb_step (t, cols, error);
+      if (rc < 0)
+        return -1;
+      if (rc == SQLITE_DONE)
+        {
+          *missing = columns[c];
+          return 2;
+        }
+    }
+  return 3;
+}
+
+int
+sim_tracedb_has (SimTraceDb *t, const char *name, const char *const *columns, GError **error)
+{
+  const char *missing = NULL;
+  int state = table_state (t, name, columns, &missing, error);
+  return state < 0 ? -1 : state == 3;
+}
+
+/* Checks the schema version and that every table of `required` (n of
+ * them) is an ordinary table with its columns. */
+static gboolean
+check_schema (SimTraceDb *t, const SimTraceTable *required, gsize n, GError **error)
+{
+  g_autofree char *fix = g_strdup_printf ("%s a database written by `dtsim run`", t->verb);
+  g_autoptr (sqlite3_stmt) st = sim_tracedb_prepare (t, "PRAGMA user_version", error);
+  int rc;
+  if (!st || (rc = sim_tracedb_step (t, st, error)) < 0)
+    return FALSE;
+  gint64 version = rc == SQLITE_ROW ? sqlite3_column_int64 (st, 0) : 0;
+  if (version < 1)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: not a dtsim trace (schema version %" G_GINT64_FORMAT ", expected 1 to"
+                   " %d); %s", t->shown, version, SIM_TRACE_SCHEMA_VERSION, fix);
+      return FALSE;
+    }
+  if (version > SIM_TRACE_SCHEMA_VERSION)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: trace schema version %" G_GINT64_FORMAT " is newer than this dtsim"
+                   " reads (1 to %d); %s it with a newer dtsim", t->shown, version,
+                   SIM_TRACE_SCHEMA_VERSION, t->verb);
+      return FALSE;
+    }
+  for (gsize i = 0; i < n; i++)
+    {
+      const char *name = required[i].table, *missing = NULL;
+      int state = table_state (t, name, required[i].columns, &missing, error);
+      if (state < 0)
+        return FALSE;
+      if (state == 0)
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: not a dtsim trace (no table '%s'); %s", t->shown, name, fix);
+      else if (state == 1)
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: not a dtsim trace ('%s' is a view or virtual table, not a table);"
+                     " %s", t->shown, name, fix);
+      else if (state == 2)
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: not a dtsim trace (table '%s' has no column '%s'); %s", t->shown,
+                     name, missing, fix);
+      if (state < 3)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The swept keys of the database: params whose value differs between runs,
+ * in the order they first appear, but those of `omit` (a NULL-terminated
+ * list, or NULL).  NULL with *error set when the query fails. */
+GPtrArray *
+sim_tracedb_swept_keys (SimTraceDb *t, const char *const *omit, GError **error)
+{
+  g_autoptr (sqlite3_stmt) st
+    = sim_tracedb_prepare (t, "SELECT key FROM params GROUP BY key HAVING COUNT(DISTINCT value) > 1"
+                 " OR COUNT(*) < (SELECT COUNT(*) FROM runs) ORDER BY MIN(rowid)", error);
+  if (!st)
+    return NULL;
+  GPtrArray *keys = g_ptr_array_new_with_free_func (g_free);
+  int rc;
+  while ((rc = sim_tracedb_step (t, st, error)) == SQLITE_ROW)
+    {
+      const char *k = sim_tracedb_text (st, 0);
+      gboolean keep = TRUE;
+      for (const char *const *o = omit; o && *o; o++)
+        keep = keep && strcmp (k, *o) != 0;
+      if (keep)
+        g_ptr_array_add (keys, g_strdup (k));
+    }
+  if (rc < 0)
+    g_clear_pointer (&keys, g_ptr_array_unref);
+  return keys;
+}
+
+
+gboolean
+sim_tracedb_open (SimTraceDb *t, const char *path, const char *verb,
+                  const SimTraceTable *required, gsize n_required, GError **error)
+{
+  g_return_val_if_fail (t && path && verb, FALSE);
+  t->verb = verb;
+  if (!t->shown)
+    t->shown = sim_clean_text (path, 4096);
+  return check_file (t, path, error) && open_trace (t, path, error)
+         && check_schema (t, required, n_required, error);
+}
+
+void
+sim_tracedb_close (SimTraceDb *t)
+{
+  /* Fails only with a statement left unfinalized: a bug in the caller, not
+   * a fault of the database, so a warning rather than a GError. */
+  int rc = sqlite3_close (t->db);
+  g_warn_if_fail (rc == SQLITE_OK);
+  t->db = NULL;
+  g_clear_pointer (&t->shown, g_free);
+}
