@@ -139,18 +139,25 @@ pol_span (const PolEnv *env, const char *actor, const char *kind, double a, doub
           gint64 iteration, double bytes)
 {
   if (env->rec.want_spans && env->rec.span && b > a)
-    env->rec.span (env->rec.ctx, actor, kind, a, b, iteration, bytes);
+    env->rec.span (env->rec.ctx, actor, kind, a, b, iteration, bytes, NULL);
+}
+
+void
+pol_worker_span_detail (const PolEnv *env, int w, const char *kind, double a, double b,
+                        gint64 iteration, double bytes, const PolSpanDetail *detail)
+{
+  if (!env->rec.want_spans || !env->rec.span || !(b > a))
+    return;
+  char name[32];
+  g_snprintf (name, sizeof name, "worker%d", w);
+  env->rec.span (env->rec.ctx, name, kind, a, b, iteration, bytes, detail);
 }
 
 void
 pol_worker_span (const PolEnv *env, int w, const char *kind, double a, double b,
                  gint64 iteration, double bytes)
 {
-  if (!env->rec.want_spans || !env->rec.span || !(b > a))
-    return;
-  char name[32];
-  g_snprintf (name, sizeof name, "worker%d", w);
-  pol_span (env, name, kind, a, b, iteration, bytes);
+  pol_worker_span_detail (env, w, kind, a, b, iteration, bytes, NULL);
 }
 
 const PolCollAlgorithm *

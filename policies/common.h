@@ -78,6 +78,9 @@ void pol_span (const PolEnv *env, const char *actor, const char *kind,
 /* pol_span() for worker w (actor "worker<w>"). */
 void pol_worker_span (const PolEnv *env, int w, const char *kind, double a,
                       double b, gint64 iteration, double bytes);
+/* pol_worker_span() with what a pipeline stage's compute also tells. */
+void pol_worker_span_detail (const PolEnv *env, int w, const char *kind, double a, double b,
+                             gint64 iteration, double bytes, const PolSpanDetail *detail);
 
 /* The collective algorithm [policy] algorithm names; NULL (and an error naming it) when
  * none has that name. */

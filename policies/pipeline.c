@@ -452,7 +452,8 @@ try_next (PlPolicy *pl, PlWorker *wk)
   double dt = env->scale_time (env->compute_ctx, wk->index, fwd ? wk->t_fwd : wk->t_bwd, host);
   wk->busy = TRUE;
   wk->op_start = now;
-  span (pl, wk->index, "compute", now, now + dt, 0);
+  PolSpanDetail d = { fwd ? "forward" : "backward", micro, wk->first, wk->last };
+  pol_worker_span_detail (&pl->env, wk->index, "compute", now, now + dt, pl->iter, 0, &d);
   eng_schedule (sim, dt, on_op_done, pl, wk);
 }
 

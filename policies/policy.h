@@ -40,6 +40,13 @@ typedef struct {
   double idle;                  /* the rest of its iterations (bubble) */
 } PolStageStats;
 
+/* What a span of pipeline compute also tells (docs/trace.md, spans). */
+typedef struct {
+  const char *phase;          /* "forward" or "backward" */
+  gint64 microbatch;          /* its micro-batch in the iteration */
+  int first_layer, last_layer; /* the stage's layers, inclusive */
+} PolSpanDetail;
+
 /* Where a policy reports what happened.  Any callback may be NULL. */
 typedef struct {
   gpointer ctx;
@@ -51,9 +58,11 @@ typedef struct {
                      double end, double compute, double comm, double wait,
                      gint64 staleness);
   /* One interval of an actor's activity: kind is compute, send, recv, wait,
-   * update or idle; bytes 0 where none moved. */
+   * update or idle; bytes 0 where none moved; detail NULL but for a
+   * pipeline stage's forward or backward. */
   void (*span) (gpointer ctx, const char *actor, const char *kind,
-                double start, double end, gint64 iteration, double bytes);
+                double start, double end, gint64 iteration, double bytes,
+                const PolSpanDetail *detail);
   /* An evaluation of the global model at simulated time t after `step`
    * applied gradients. */
   void (*metric) (gpointer ctx, double t, gint64 step, double loss,

@@ -1,9 +1,10 @@
 /*
- * main.c — the `dtsim` command: run, check, plot, hardware.
+ * main.c — the `dtsim` command: run, check, plot, export, hardware, calibrate.
  *
  *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
  *             [--jobs N] [--threads N]
  *   dtsim plot DB [-o DIR] [--format png|svg]
+ *   dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]
  *   dtsim check FILE.ini [--set section.key=value]...
  *   dtsim hardware [FILE]
  *   dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]
@@ -29,6 +30,7 @@
 #include "sim/input.h"
 #include "sim/model.h"
 #include "sim/calibrate.h"
+#include "sim/export.h"
 #include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
@@ -41,6 +43,8 @@ static const char usage[] =
   "            [--threads N] # host threads per point (default: the cores left)\n"
   "  dtsim check FILE.ini [--set section.key=value]...\n"
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
+  "  dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]\n"
+  "                            # runs as a table (csv, json) or a timeline (perfetto)\n"
   "  dtsim keys                # the reference of every scenario key (markdown)\n"
   "  dtsim hardware [FILE]     # the hardware catalog (built-in, or FILE) as tables\n"
   "  dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]\n"
@@ -238,6 +242,33 @@ cmd_plot (int argc, char **argv)
 }
 
 static int
+cmd_export (int argc, char **argv)
+{
+  g_autofree char *out = NULL, *format = NULL;
+  gint64 run = 0;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "File to write (default: standard output)",
+      "FILE" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format,
+      "csv (default): one row per run; json: the same rows; perfetto: a timeline for"
+      " ui.perfetto.dev", "FORMAT" },
+    { "run", 0, 0, G_OPTION_ARG_INT64, &run, "Export run N only (default: every run)", "N" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "export DB"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("export needs exactly one trace database");
+  if (run < 0)
+    return bad_usage ("--run: a run id is 1 or more");
+  GError *error = NULL;
+  int code = sim_export (argv[1], format ? format : "csv", out, run, &error);
+  if (code != 0)
+    return die (error, code);
+  return 0;
+}
+
+static int
 cmd_hardware (int argc, char **argv)
 {
   GOptionEntry entries[] = { { NULL } };
@@ -320,6 +351,8 @@ main (int argc, char **argv)
     return cmd_check (argc - 1, argv + 1);
   if (strcmp (cmd, "plot") == 0)
     return cmd_plot (argc - 1, argv + 1);
+  if (strcmp (cmd, "export") == 0)
+    return cmd_export (argc - 1, argv + 1);
   if (strcmp (cmd, "hardware") == 0)
     return cmd_hardware (argc - 1, argv + 1);
   if (strcmp (cmd, "calibrate") == 0)

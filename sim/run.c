@@ -55,13 +55,13 @@ rec_iteration (gpointer ctx, int worker, gint64 iteration, double start,
 
 static void
 rec_span (gpointer ctx, const char *actor, const char *kind, double start,
-          double end, gint64 iteration, double bytes)
+          double end, gint64 iteration, double bytes, const PolSpanDetail *detail)
 {
   RunCtx *r = ctx;
   if (r->trace)
-    sim_trace_span (r->trace, r->run, actor, kind, start, end, iteration, bytes);
+    sim_trace_span (r->trace, r->run, actor, kind, start, end, iteration, bytes, detail);
   if (r->extra && r->extra->span)
-    r->extra->span (r->extra->ctx, actor, kind, start, end, iteration, bytes);
+    r->extra->span (r->extra->ctx, actor, kind, start, end, iteration, bytes, detail);
 }
 
 static void

@@ -141,6 +141,10 @@ static const Column spans_columns[] = {
   { "end", "REAL NOT NULL", COL_REAL, TRUE },
   { "iteration", "INTEGER", COL_INT_OR_NULL, FALSE },
   { "bytes", "REAL NOT NULL", COL_REAL, FALSE },
+  { "phase", "TEXT CHECK (phase IN ('forward','backward'))", COL_TEXT, TRUE },
+  { "microbatch", "INTEGER", COL_INT_OR_NULL, FALSE },
+  { "first_layer", "INTEGER", COL_INT_OR_NULL, FALSE },
+  { "last_layer", "INTEGER", COL_INT_OR_NULL, FALSE },
 };
 
 static const Column messages_columns[] = {
@@ -959,10 +963,15 @@ sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
 
 void
 sim_trace_span (SimTrace *t, gint64 run, const char *actor, const char *kind,
-                double start, double end, gint64 iteration, double bytes)
+                double start, double end, gint64 iteration, double bytes,
+                const PolSpanDetail *detail)
 {
   const Value v[] = { { .i = run }, { .s = actor }, { .s = kind }, { .d = start },
-                      { .d = end }, { .i = iteration }, { .d = bytes } };
+                      { .d = end }, { .i = iteration }, { .d = bytes },
+                      { .s = detail ? detail->phase : NULL },
+                      { .i = detail ? detail->microbatch : -1 },
+                      { .i = detail ? detail->first_layer : -1 },
+                      { .i = detail ? detail->last_layer : -1 } };
   add_row (t, T_SPANS, v, G_N_ELEMENTS (v));
 }
 

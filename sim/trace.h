@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/trace.c) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 5
+#define SIM_TRACE_SCHEMA_VERSION 6
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -100,7 +100,7 @@ void sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
                           double comm, double wait, gint64 staleness);
 void sim_trace_span (SimTrace *t, gint64 run, const char *actor,
                      const char *kind, double start, double end,
-                     gint64 iteration, double bytes);
+                     gint64 iteration, double bytes, const PolSpanDetail *detail);
 void sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket,
                        double bytes, double ready, double start, double end,
                        const char *algorithm);

@@ -447,6 +447,54 @@ sim_tracedb_swept_keys (SimTraceDb *t, const char *const *omit, GError **error)
 }
 
 
+GPtrArray *
+sim_tracedb_sweep_keys (SimTraceDb *t, GError **error)
+{
+  g_autoptr (sqlite3_stmt) st
+    = sim_tracedb_prepare (t, "SELECT r.name, (SELECT value FROM params p WHERE p.run_id = r.id"
+                              " AND p.key = 'scenario.name') FROM runs r ORDER BY r.id", error);
+  g_autoptr (sqlite3_stmt) known
+    = st ? sim_tracedb_prepare (t, "SELECT 1 FROM params WHERE key = ? LIMIT 1", error) : NULL;
+  if (!known)
+    return NULL;
+  g_autoptr (GPtrArray) keys = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  int rc;
+  while ((rc = sim_tracedb_step (t, st, error)) == SQLITE_ROW)
+    {
+      const char *name = sim_tracedb_text (st, 0), *scen = sim_tracedb_text (st, 1);
+      gsize n = strlen (scen);
+      if (n == 0 || strncmp (name, scen, n) != 0 || name[n] != ' ')
+        continue;
+      g_auto (GStrv) words = g_strsplit (name + n + 1, " ", -1);
+      for (int i = 0; words[i]; i++)
+        {
+          char *eq = strchr (words[i], '=');
+          if (!eq)
+            continue;
+          *eq = '\0';
+          g_auto (GStrv) parts = g_strsplit (words[i], "/", -1);
+          for (int j = 0; parts[j]; j++)
+            {
+              if (!strchr (parts[j], '.') || g_hash_table_contains (seen, parts[j]))
+                continue;
+              if (!sim_tracedb_check (t, sqlite3_reset (known), error)
+                  || !sim_tracedb_bind_text (t, known, 1, parts[j], error))
+                return NULL;
+              int kr = sim_tracedb_step (t, known, error);
+              if (kr < 0)
+                return NULL;
+              g_hash_table_add (seen, g_strdup (parts[j]));
+              if (kr == SQLITE_ROW)
+                g_ptr_array_add (keys, g_strdup (parts[j]));
+            }
+        }
+    }
+  if (rc < 0)
+    return NULL;
+  return g_steal_pointer (&keys);
+}
+
 gboolean
 sim_tracedb_open (SimTraceDb *t, const char *path, const char *verb,
                   const SimTraceTable *required, gsize n_required, GError **error)

@@ -61,6 +61,12 @@ const char *sim_tracedb_text (sqlite3_stmt *st, int i);
  * `omit` (NULL-terminated, or NULL).  NULL with *error set on failure. */
 GPtrArray *sim_tracedb_swept_keys (SimTraceDb *t, const char *const *omit, GError **error);
 
+/* The keys a sweep varied, in order: read from the runs' names, which are
+ * "[scenario] name" and then the point's "section.key=value" words (a joint
+ * key "a.b/c.d=x/y" gives both keys), keeping those the params table holds.
+ * Runs of no sweep give none.  NULL with *error set on failure. */
+GPtrArray *sim_tracedb_sweep_keys (SimTraceDb *t, GError **error);
+
 /* Text from an untrusted source made fit to show: valid UTF-8, every control
  * character (C0, DEL, C1) a space, at most `max` characters (a longer text
  * is cut and ends in "..."). */

@@ -199,3 +199,18 @@ sim_format_quantity (double value, SimUnitKind kind)
   g_autofree char *n = format_number (value / unit);
   return g_strdup_printf ("%s %s%s", n, decimal[k], symbol);
 }
+
+void
+sim_append_double (GString *s, double v)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  for (int digits = 15; digits <= 17; digits++)
+    {
+      char fmt[8];
+      g_snprintf (fmt, sizeof fmt, "%%.%dg", digits);
+      g_ascii_formatd (buf, sizeof buf, fmt, v);
+      if (digits == 17 || g_ascii_strtod (buf, NULL) == v)
+        break;
+    }
+  g_string_append (s, buf);
+}

@@ -39,6 +39,11 @@ const char *sim_unit_base_name (SimUnitKind kind);
  * Free with g_free. */
 char *sim_format_quantity (double value, SimUnitKind kind);
 
+/* Appends finite `v` to s in the fewest significant digits (15 to 17) that
+ * read back as the same double, with a '.' whatever the locale: numbers
+ * that data files carry exactly. */
+void sim_append_double (GString *s, double v);
+
 G_END_DECLS
 
 #endif

@@ -923,9 +923,9 @@ test_row_error_own_run (void)
   gint64 good = sim_trace_begin_run (t, c, "r.ini", &error);
   gint64 bad = sim_trace_begin_run (t, c, "r.ini", &error);
   g_assert_no_error (error);
-  sim_trace_span (t, good, "worker0", "compute", 0, 1, 0, 0);
-  sim_trace_span (t, bad, "worker0", "no-such-kind", 0, 1, 0, 0); /* CHECK fails */
-  sim_trace_span (t, good, "worker0", "send", 1, 2, 0, 8);
+  sim_trace_span (t, good, "worker0", "compute", 0, 1, 0, 0, NULL);
+  sim_trace_span (t, bad, "worker0", "no-such-kind", 0, 1, 0, 0, NULL); /* CHECK fails */
+  sim_trace_span (t, good, "worker0", "send", 1, 2, 0, 8, NULL);
   SimRunSummary s = { .sim_time = 2, .final_loss = NAN, .final_accuracy = NAN,
                       .stop = "iterations" };
   g_assert_false (sim_trace_end_run (t, bad, &s, &error));

@@ -35,7 +35,9 @@ static const char *const schema_now[] = {
   "CREATE TABLE spans (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  actor TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN"
   "  ('compute','send','recv','wait','update','idle')), start REAL NOT NULL,"
-  "  end REAL NOT NULL, iteration INTEGER, bytes REAL NOT NULL)",
+  "  end REAL NOT NULL, iteration INTEGER, bytes REAL NOT NULL,"
+  "  phase TEXT CHECK (phase IN ('forward','backward')), microbatch INTEGER,"
+  " first_layer INTEGER, last_layer INTEGER)",
   "CREATE TABLE messages (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  src TEXT NOT NULL, dst TEXT NOT NULL, bytes REAL NOT NULL,"
   "  start REAL NOT NULL, end REAL NOT NULL, tag TEXT)",
@@ -138,8 +140,10 @@ emit_rows (SimTrace *t, gint64 run)
   sim_trace_metric (t, run, 0.5, 3, NAN, 0.25, NAN);
   sim_trace_metric (t, run, 1.0, 4, 2.5, NAN, 0.125);
   sim_trace_iteration (t, run, 1, 7, 0.125, 1.5, 0.75, 0.5, 0.25, 2);
-  sim_trace_span (t, run, "worker0", "compute", 0.0, 1.0 / 3, 7, 0);
-  sim_trace_span (t, run, "server0", "update", 1.0, 2.0, -1, 4096);
+  sim_trace_span (t, run, "worker0", "compute", 0.0, 1.0 / 3, 7, 0, NULL);
+  sim_trace_span (t, run, "server0", "update", 1.0, 2.0, -1, 4096, NULL);
+  PolSpanDetail d = { "backward", 3, 10, 19 };
+  sim_trace_span (t, run, "worker3", "compute", 2.0, 2.5, 7, 0, &d);
   sim_trace_message (t, run, "host0", "host1", 1e6, 0.25, 0.5, "grad");
   sim_trace_message (t, run, "host1", "host0", 8, 0.5, 0.75, NULL);
   sim_trace_bucket (t, run, 7, 2, 25e6, 0.1, 0.2, 0.3, "ring");
@@ -152,7 +156,7 @@ emit_rows (SimTrace *t, gint64 run)
   st.compute = st.idle = 0;
   sim_trace_stage (t, run, &st);
   for (int i = 0; i < MANY_SPANS; i++)
-    sim_trace_span (t, run, i % 2 ? "worker1" : "worker2", "send", i, i + 0.5, i, i);
+    sim_trace_span (t, run, i % 2 ? "worker1" : "worker2", "send", i, i + 0.5, i, i, NULL);
 }
 
 static char *
@@ -246,8 +250,10 @@ static const struct {
   { "metrics", "i:1|r:0.5|i:3|NULL|r:0.25|NULL\n"
                "i:1|r:1|i:4|r:2.5|NULL|r:0.125\n", 0 },
   { "iterations", "i:1|i:1|i:7|r:0.125|r:1.5|r:0.75|r:0.5|r:0.25|i:2\n", 0 },
-  { "spans", "i:1|t:worker0|t:compute|r:0|r:0.33333333333333331|i:7|r:0\n"
-             "i:1|t:server0|t:update|r:1|r:2|NULL|r:4096\n", MANY_SPANS },
+  { "spans", "i:1|t:worker0|t:compute|r:0|r:0.33333333333333331|i:7|r:0|NULL|NULL|NULL|NULL\n"
+             "i:1|t:server0|t:update|r:1|r:2|NULL|r:4096|NULL|NULL|NULL|NULL\n"
+             "i:1|t:worker3|t:compute|r:2|r:2.5|i:7|r:0|t:backward|i:3|i:10|i:19\n",
+    MANY_SPANS },
   { "messages", "i:1|t:host0|t:host1|r:1000000|r:0.25|r:0.5|t:grad\n"
                 "i:1|t:host1|t:host0|r:8|r:0.5|r:0.75|NULL\n", 0 },
   { "buckets", "i:1|i:7|i:2|r:25000000|r:0.10000000000000001|"

@@ -1,0 +1,560 @@
+/*
+ * export.c — `dtsim export DB --format csv | json | perfetto`.
+ *
+ * CSV and JSON give one row per run: its id, name, status, error and stop,
+ * every swept parameter as a column of its own (the keys of the sweep, as
+ * the runs' names give them, with the values the params table holds), then
+ * the summary the run table shows: simulated time, iterations, updates,
+ * samples per simulated second (updates x [model] batch / sim_time), scaling
+ * efficiency where the runs differ in cluster.workers (samples/s per worker
+ * over that of the run with the fewest workers and the same other swept
+ * values), the final loss and accuracy, the shares of compute, communication
+ * and waiting, and the wall time.  Perfetto's format is perfetto.c's.
+ *
+ * The database may come from someone else (tracedb.c has the rules for
+ * reading it).  What is written from it: text made valid UTF-8 with control
+ * characters as spaces; in CSV, a text cell that a spreadsheet would read as
+ * a formula (starting with =, +, -, @) is prefixed with ', and every cell
+ * with a comma, quote or line break is quoted (RFC 4180); in JSON, strings
+ * escaped and numbers finite (NaN and missing values are null).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "sim/export.h"
+#include "sim/perfetto.h"
+#include "sim/scenario.h"
+#include "sim/tracedb.h"
+#include "sim/units.h"
+
+/* One run of the database, as its row. */
+typedef struct {
+  gint64 id;
+  char *scenario, *name, *status, *error, *stop, *version;   /* clean text */
+  double seed, sim_time, wall_time, events, iterations, updates;
+  double final_loss, final_accuracy, compute, comm, wait;    /* NAN: NULL */
+  char **swept;            /* (n swept keys) clean text, NULL where absent */
+  double batch, workers;   /* [model] batch, [cluster] workers; NAN: absent */
+  double samples_per_s, scaling;
+} Run;
+
+static void
+run_free (Run *r)
+{
+  g_free (r->scenario);
+  g_free (r->name);
+  g_free (r->status);
+  g_free (r->error);
+  g_free (r->stop);
+  g_free (r->version);
+  g_strfreev (r->swept);
+  g_free (r);
+}
+
+/* Column i as a number; NAN for NULL. */
+static double
+col_number (sqlite3_stmt *st, int i)
+{
+  return sqlite3_column_type (st, i) == SQLITE_NULL ? NAN : sqlite3_column_double (st, i);
+}
+
+/* Column i as clean text; NULL for NULL. */
+static char *
+col_clean (sqlite3_stmt *st, int i)
+{
+  if (sqlite3_column_type (st, i) == SQLITE_NULL)
+    return NULL;
+  return sim_clean_text (sim_tracedb_text (st, i), G_MAXSIZE);
+}
+
+/* `s` as a finite number when all of it is one. */
+static gboolean
+as_number (const char *s, double *v)
+{
+  if (!s || !*s)
+    return FALSE;
+  char *end = NULL;
+  *v = g_ascii_strtod (s, &end);
+  return end && *end == '\0' && isfinite (*v) && !g_ascii_isspace (s[0]);
+}
+
+/* The runs (all, or `only`), each with its swept values. */
+static GPtrArray *
+load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
+{
+  g_autoptr (sqlite3_stmt) st
+    = sim_tracedb_prepare (t, "SELECT id, scenario, name, seed, status, error, stop, sim_time,"
+                              " wall_time, events, iterations, updates, final_loss,"
+                              " final_accuracy, compute, comm, wait, version FROM runs"
+                              " WHERE ?1 <= 0 OR id = ?1 ORDER BY id", error);
+  g_autoptr (sqlite3_stmt) val
+    = st ? sim_tracedb_prepare (t, "SELECT value FROM params WHERE run_id = ? AND key = ?"
+                                   " ORDER BY rowid LIMIT 1", error)
+         : NULL;
+  if (!val || !sim_tracedb_check (t, sqlite3_bind_int64 (st, 1, only), error))
+    return NULL;
+  g_autoptr (GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) run_free);
+  int rc;
+  while ((rc = sim_tracedb_step (t, st, error)) == SQLITE_ROW)
+    {
+      Run *r = g_new0 (Run, 1);
+      g_ptr_array_add (runs, r);
+      r->id = sqlite3_column_int64 (st, 0);
+      r->scenario = col_clean (st, 1);
+      r->name = col_clean (st, 2);
+      r->seed = col_number (st, 3);
+      r->status = col_clean (st, 4);
+      r->error = col_clean (st, 5);
+      r->stop = col_clean (st, 6);
+      double *nums[] = { &r->sim_time, &r->wall_time, &r->events, &r->iterations, &r->updates,
+                         &r->final_loss, &r->final_accuracy, &r->compute, &r->comm, &r->wait };
+      for (gsize k = 0; k < G_N_ELEMENTS (nums); k++)
+        *nums[k] = col_number (st, 7 + (int) k);
+      r->version = col_clean (st, 17);
+      r->swept = g_new0 (char *, keys->len + 1);
+      r->batch = r->workers = NAN;
+      const char *wanted[] = { "model.batch", "cluster.workers" };
+      double *into[] = { &r->batch, &r->workers };
+      for (guint k = 0; k < keys->len + G_N_ELEMENTS (wanted); k++)
+        {
+          const char *key = k < keys->len ? g_ptr_array_index (keys, k)
+                                          : wanted[k - keys->len];
+          if (!sim_tracedb_rebind (t, val, r->id, error)
+              || !sim_tracedb_bind_text (t, val, 2, key, error))
+            return NULL;
+          int vr = sim_tracedb_step (t, val, error);
+          if (vr < 0)
+            return NULL;
+          if (vr != SQLITE_ROW)
+            continue;
+          if (k < keys->len)
+            r->swept[k] = col_clean (val, 0);
+          else if (!as_number (sim_tracedb_text (val, 0), into[k - keys->len]))
+            *into[k - keys->len] = NAN;
+        }
+      r->samples_per_s = r->sim_time > 0 && isfinite (r->batch)
+                         ? r->updates * r->batch / r->sim_time : NAN;
+      r->scaling = NAN;
+    }
+  if (rc < 0)
+    return NULL;
+  return g_steal_pointer (&runs);
+}
+
+/* Scaling efficiency of every finished run when cluster.workers is swept:
+ * samples/s per worker over that of the finished run with the fewest
+ * workers among those with the same other swept values. */
+static void
+scaling (GPtrArray *runs, GPtrArray *keys)
+{
+  int wk = -1;
+  for (guint k = 0; k < keys->len; k++)
+    if (strcmp (g_ptr_array_index (keys, k), "cluster.workers") == 0)
+      wk = (int) k;
+  if (wk < 0)
+    return;
+  for (guint i = 0; i < runs->len; i++)
+    {
+      Run *r = g_ptr_array_index (runs, i);
+      if (g_strcmp0 (r->status, "done") != 0 || !(r->workers > 0) || !isfinite (r->samples_per_s))
+        continue;
+      const Run *base = NULL;
+      for (guint j = 0; j < runs->len; j++)
+        {
+          const Run *o = g_ptr_array_index (runs, j);
+          gboolean same = g_strcmp0 (o->status, "done") == 0 && o->workers > 0
+                          && isfinite (o->samples_per_s);
+          for (guint k = 0; same && k < keys->len; k++)
+            same = (int) k == wk || g_strcmp0 (o->swept[k], r->swept[k]) == 0;
+          if (same && (!base || o->workers < base->workers))
+            base = o;
+        }
+      double b = base->samples_per_s / base->workers;
+      r->scaling = b > 0 ? r->samples_per_s / r->workers / b : NAN;
+    }
+}
+
+/* --- writing ------------------------------------------------------------- */
+
+/* The summary columns after the swept ones, in order. */
+static const char *const summary[] = {
+  "sim_time", "iterations", "updates", "samples_per_s", "scaling_efficiency", "final_loss",
+  "final_accuracy", "compute_share", "comm_share", "wait_share", "wall_time", "events", "seed",
+  "scenario", "version",
+};
+
+static void
+summary_values (const Run *r, double *v)
+{
+  double tot = r->compute + r->comm + r->wait;
+  gboolean shares = isfinite (tot) && tot > 0;
+  double vals[] = { r->sim_time, r->iterations, r->updates, r->samples_per_s, r->scaling,
+                    r->final_loss, r->final_accuracy, shares ? r->compute / tot : NAN,
+                    shares ? r->comm / tot : NAN, shares ? r->wait / tot : NAN, r->wall_time,
+                    r->events, r->seed };
+  memcpy (v, vals, sizeof vals);
+}
+
+#define N_SUMMARY_NUMBERS 13
+
+static void
+csv_text (GString *s, const char *v)
+{
+  if (!v)
+    return;
+  double d;
+  gboolean formula = v[0] && strchr ("=+-@", v[0]) && !as_number (v, &d);
+  gboolean quote = formula || strpbrk (v, ",\"\r\n") != NULL;
+  if (quote)
+    g_string_append_c (s, '"');
+  if (formula)
+    g_string_append_c (s, '\'');
+  for (const char *c = v; *c; c++)
+    {
+      if (*c == '"')
+        g_string_append_c (s, '"');
+      g_string_append_c (s, *c);
+    }
+  if (quote)
+    g_string_append_c (s, '"');
+}
+
+static void
+csv_number (GString *s, double v)
+{
+  if (isfinite (v))
+    sim_append_double (s, v);
+}
+
+static void
+json_text (GString *s, const char *v)
+{
+  if (!v)
+    {
+      g_string_append (s, "null");
+      return;
+    }
+  g_string_append_c (s, '"');
+  for (const char *c = v; *c; c++)
+    {
+      if (*c == '"' || *c == '\\')
+        g_string_append_printf (s, "\\%c", *c);
+      else if ((unsigned char) *c < 0x20)
+        g_string_append_printf (s, "\\u%04x", (unsigned char) *c);
+      else
+        g_string_append_c (s, *c);
+    }
+  g_string_append_c (s, '"');
+}
+
+static void
+json_number (GString *s, double v)
+{
+  if (isfinite (v))
+    sim_append_double (s, v);
+  else
+    g_string_append (s, "null");
+}
+
+/* A swept value: a number where all of it is one, else text. */
+static void
+json_value (GString *s, const char *v)
+{
+  double d;
+  if (as_number (v, &d))
+    json_number (s, d);
+  else
+    json_text (s, v);
+}
+
+static void
+write_csv (GString *s, GPtrArray *runs, GPtrArray *keys)
+{
+  g_string_append (s, "run,name,status,error,stop");
+  for (guint k = 0; k < keys->len; k++)
+    {
+      g_string_append_c (s, ',');
+      g_autofree char *key = sim_clean_text (g_ptr_array_index (keys, k), G_MAXSIZE);
+      csv_text (s, key);
+    }
+  for (gsize k = 0; k < G_N_ELEMENTS (summary); k++)
+    g_string_append_printf (s, ",%s", summary[k]);
+  g_string_append (s, "\r\n");
+  for (guint i = 0; i < runs->len; i++)
+    {
+      const Run *r = g_ptr_array_index (runs, i);
+      g_string_append_printf (s, "%" G_GINT64_FORMAT ",", r->id);
+      csv_text (s, r->name);
+      g_string_append_c (s, ',');
+      csv_text (s, r->status);
+      g_string_append_c (s, ',');
+      csv_text (s, r->error);
+      g_string_append_c (s, ',');
+      csv_text (s, r->stop);
+      for (guint k = 0; k < keys->len; k++)
+        {
+          g_string_append_c (s, ',');
+          csv_text (s, r->swept[k]);
+        }
+      double v[N_SUMMARY_NUMBERS];
+      summary_values (r, v);
+      for (int k = 0; k < N_SUMMARY_NUMBERS; k++)
+        {
+          g_string_append_c (s, ',');
+          csv_number (s, v[k]);
+        }
+      g_string_append_c (s, ',');
+      csv_text (s, r->scenario);
+      g_string_append_c (s, ',');
+      csv_text (s, r->version);
+      g_string_append (s, "\r\n");
+    }
+}
+
+static void
+write_json (GString *s, GPtrArray *runs, GPtrArray *keys)
+{
+  g_string_append (s, "[");
+  for (guint i = 0; i < runs->len; i++)
+    {
+      const Run *r = g_ptr_array_index (runs, i);
+      g_string_append_printf (s, "%s\n  {\"run\": %" G_GINT64_FORMAT ", \"name\": ", i ? "," : "",
+                              r->id);
+      json_text (s, r->name);
+      g_string_append (s, ", \"status\": ");
+      json_text (s, r->status);
+      g_string_append (s, ", \"error\": ");
+      json_text (s, r->error);
+      g_string_append (s, ", \"stop\": ");
+      json_text (s, r->stop);
+      for (guint k = 0; k < keys->len; k++)
+        {
+          g_autofree char *key = sim_clean_text (g_ptr_array_index (keys, k), G_MAXSIZE);
+          g_string_append (s, ", ");
+          json_text (s, key);
+          g_string_append (s, ": ");
+          json_value (s, r->swept[k]);
+        }
+      double v[N_SUMMARY_NUMBERS];
+      summary_values (r, v);
+      for (int k = 0; k < N_SUMMARY_NUMBERS; k++)
+        {
+          g_string_append_printf (s, ", \"%s\": ", summary[k]);
+          json_number (s, v[k]);
+        }
+      g_string_append (s, ", \"scenario\": ");
+      json_text (s, r->scenario);
+      g_string_append (s, ", \"version\": ");
+      json_text (s, r->version);
+      g_string_append (s, "}");
+    }
+  g_string_append (s, runs->len ? "\n]\n" : "]\n");
+}
+
+/* --- the output file ----------------------------------------------------- */
+
+/* An output being written: stdout, or a hidden file beside `path`. */
+typedef struct {
+  FILE *f;
+  char *path;       /* NULL: stdout */
+  char *tmp;
+  char *shown;
+} Out;
+
+static gboolean
+out_open (Out *o, const char *path, const char *db, GError **error)
+{
+  if (!path || strcmp (path, "-") == 0)
+    {
+      o->f = stdout;
+      return TRUE;
+    }
+  o->shown = sim_clean_text (path, 4096);
+  o->path = g_strdup (path);
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
+  GStatBuf sb, sd;
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "-o: %s: its folder does not exist; create it or choose another", o->shown);
+      return FALSE;
+    }
+  if (g_stat (path, &sb) == 0 && S_ISDIR (sb.st_mode))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "-o: %s is a folder; name the file to write, e.g. %s/runs.csv", o->shown,
+                   o->shown);
+      return FALSE;
+    }
+  if (g_stat (path, &sb) == 0 && g_stat (db, &sd) == 0 && sb.st_dev == sd.st_dev
+      && sb.st_ino == sd.st_ino)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "-o: %s is the database being exported; write to another file", o->shown);
+      return FALSE;
+    }
+  g_autofree char *name = g_strdup_printf (".%s.XXXXXX", base);
+  o->tmp = g_build_filename (dir, name, NULL);
+  int fd = g_mkstemp_full (o->tmp, O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0 || !(o->f = fdopen (fd, "w")))
+    {
+      int e = errno;
+      if (fd >= 0)
+        close (fd);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "-o: %s: cannot write in its folder (%s); check its permissions", o->shown,
+                   g_strerror (e));
+      g_clear_pointer (&o->tmp, g_free);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Writes `s` (the whole text, or a part of it) to o. */
+static gboolean
+out_write (Out *o, const GString *s, GError **error)
+{
+  if (s->len && fwrite (s->str, 1, s->len, o->f) != s->len)
+    {
+      int e = errno;
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot write (%s)",
+                   o->shown ? o->shown : "standard output", g_strerror (e));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Finishes o: renames the hidden file over the path when `ok`, else removes
+ * it; TRUE when all of it was written. */
+static gboolean
+out_close (Out *o, gboolean ok, GError **error)
+{
+  if (!o->f)
+    goto done;
+  if (o->f == stdout)
+    {
+      if (fflush (stdout) != 0 && ok)
+        {
+          int e = errno;
+          g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "standard output: cannot write (%s)",
+                       g_strerror (e));
+          ok = FALSE;
+        }
+      goto done;
+    }
+  if (fflush (o->f) != 0 || fsync (fileno (o->f)) != 0)
+    {
+      if (ok)
+        {
+          int e = errno;
+          g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot write (%s)", o->shown,
+                       g_strerror (e));
+        }
+      ok = FALSE;
+    }
+  if (fclose (o->f) != 0 && ok)
+    {
+      int e = errno;
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot write (%s)", o->shown,
+                   g_strerror (e));
+      ok = FALSE;
+    }
+  if (ok && g_rename (o->tmp, o->path) != 0)
+    {
+      int e = errno;
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot replace it (%s)", o->shown,
+                   g_strerror (e));
+      ok = FALSE;
+    }
+  if (!ok)
+    g_unlink (o->tmp);
+done:
+  g_free (o->path);
+  g_free (o->tmp);
+  g_free (o->shown);
+  return ok;
+}
+
+/* --- the command --------------------------------------------------------- */
+
+static int
+export_table (SimTraceDb *t, Out *o, gboolean csv, gint64 only, GError **error)
+{
+  /* the sweep's keys, from the runs' names; without them (a database whose
+   * names were changed), the params that differ between runs */
+  g_autoptr (GPtrArray) keys = sim_tracedb_sweep_keys (t, error);
+  if (keys && keys->len == 0)
+    {
+      g_ptr_array_unref (keys);
+      keys = sim_tracedb_swept_keys (t, NULL, error);
+    }
+  if (!keys)
+    return 2;
+  g_autoptr (GPtrArray) runs = load_runs (t, keys, only, error);
+  if (!runs)
+    return 2;
+  if (only > 0 && runs->len == 0)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "--run: %s has no run %" G_GINT64_FORMAT "; `dtsim export %s` lists them",
+                   t->shown, only, t->shown);
+      return 2;
+    }
+  scaling (runs, keys);
+  g_autoptr (GString) s = g_string_new (NULL);
+  if (csv)
+    write_csv (s, runs, keys);
+  else
+    write_json (s, runs, keys);
+  return out_write (o, s, error) ? 0 : 1;
+}
+
+int
+sim_export (const char *db, const char *format, const char *out, gint64 run, GError **error)
+{
+  g_return_val_if_fail (db && format, 2);
+  gboolean csv = strcmp (format, "csv") == 0, json = strcmp (format, "json") == 0;
+  gboolean perfetto = strcmp (format, "perfetto") == 0;
+  if (!csv && !json && !perfetto)
+    {
+      g_autofree char *f = sim_clean_text (format, 40);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "--format: unknown format '%s'; use csv, json or perfetto", f);
+      return 2;
+    }
+  static const SimTraceTable required[] = {
+    { "runs", { "id", "scenario", "name", "seed", "status", "error", "stop", "sim_time",
+                "wall_time", "events", "iterations", NULL } },
+    { "runs", { "updates", "final_loss", "final_accuracy", "compute", "comm", "wait",
+                "version", NULL } },
+    { "params", { "run_id", "key", "value", NULL } },
+  };
+  SimTraceDb t = { 0 };
+  Out o = { 0 };
+  int code = 2;
+  if (sim_tracedb_open (&t, db, "export", required, G_N_ELEMENTS (required), error)
+      && out_open (&o, out, db, error))
+    {
+      if (perfetto)
+        code = sim_perfetto_write (&t, o.f, run, error);
+      else
+        code = export_table (&t, &o, csv, run, error);
+    }
+  GError *late = NULL;
+  if (!out_close (&o, code == 0, code == 0 ? &late : NULL) && code == 0)
+    {
+      g_propagate_error (error, late);
+      code = 1;
+    }
+  sim_tracedb_close (&t);
+  return code;
+}

@@ -1,0 +1,479 @@
+/*
+ * test-export.c — `dtsim export` (docs/analysis.md, docs/trace.md): the CSV
+ * and JSON tables hold what the database holds, one row per run with the
+ * swept keys as columns and throughput and scaling by their formulas; the
+ * Perfetto timeline follows the trace event format's rules; hostile
+ * databases and outputs are handled as the safety rules say.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/json.h"
+#include "tests/util.h"
+
+static char *tmpdir;
+
+#define dtsim(out, err, ...) test_run_dtsim (tmpdir, (out), (err), __VA_ARGS__)
+
+static const char sweep_ini[] =
+  "[scenario]\nname = ex\nseed = 3\niterations = 4\n"
+  "[cluster]\nworkers = 2\n"
+  "[device]\nflops = 1GFLOPS\nstep_time = 1ms\n"
+  "[network]\nbandwidth = 1Gbps\nlatency = 20us\n"
+  "[model]\nfeatures = 15\nclasses = 4\nsamples = 256\ntest_samples = 64\nbatch = 8\n"
+  "[policy]\nkind = allreduce\n"
+  "[trace]\ndetail = spans\n"
+  "[sweep]\ncluster.workers = 1, 2, 4\nmodel.lr = 0.1, 0.05\n";
+
+static char *
+path_in (const char *name)
+{
+  return g_build_filename (tmpdir, name, NULL);
+}
+
+/* Runs the sweep once into sweep.db; returns its path. */
+static char *
+sweep_db (void)
+{
+  char *db = path_in ("sweep.db");
+  if (g_file_test (db, G_FILE_TEST_EXISTS))
+    return db;
+  g_autofree char *ini = path_in ("sweep.ini");
+  g_assert_true (g_file_set_contents (ini, sweep_ini, -1, NULL));
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", "sweep.ini", "-o", "sweep.db", "-q", NULL), ==, 0);
+  return db;
+}
+
+/* RFC 4180 rows of `text`. */
+static GPtrArray *
+csv_rows (const char *text)
+{
+  GPtrArray *rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
+  GPtrArray *row = g_ptr_array_new_with_free_func (g_free);
+  GString *cell = g_string_new (NULL);
+  gboolean quoted = FALSE, any = FALSE;
+  for (const char *c = text; *c; c++)
+    {
+      if (quoted)
+        {
+          if (*c == '"' && c[1] == '"')
+            g_string_append_c (cell, *c++);
+          else if (*c == '"')
+            quoted = FALSE;
+          else
+            g_string_append_c (cell, *c);
+          continue;
+        }
+      if (*c == '"')
+        quoted = any = TRUE;
+      else if (*c == ',')
+        {
+          g_ptr_array_add (row, g_string_free (cell, FALSE));
+          cell = g_string_new (NULL);
+        }
+      else if (*c == '\r' && c[1] == '\n')
+        {
+          c++;
+          g_ptr_array_add (row, g_string_free (cell, FALSE));
+          cell = g_string_new (NULL);
+          g_ptr_array_add (rows, row);
+          row = g_ptr_array_new_with_free_func (g_free);
+        }
+      else
+        {
+          g_assert_true (*c != '\n' && *c != '\r'); /* line breaks only inside quotes */
+          g_string_append_c (cell, *c);
+        }
+    }
+  g_assert_false (quoted);
+  g_assert_cmpuint (row->len, ==, 0); /* every row ends with CRLF */
+  g_assert_cmpuint (cell->len, ==, 0);
+  (void) any;
+  g_string_free (cell, TRUE);
+  g_ptr_array_unref (row);
+  return rows;
+}
+
+static int
+column (GPtrArray *header, const char *name)
+{
+  for (guint i = 0; i < header->len; i++)
+    if (strcmp (g_ptr_array_index (header, i), name) == 0)
+      return (int) i;
+  g_error ("no column %s", name);
+}
+
+static double
+cell_number (GPtrArray *row, int i)
+{
+  const char *s = g_ptr_array_index (row, i);
+  return *s ? g_ascii_strtod (s, NULL) : NAN;
+}
+
+static double
+run_number (const char *db, gint64 run, const char *what)
+{
+  g_autofree char *q = g_strdup_printf ("SELECT %s FROM runs WHERE id = %" G_GINT64_FORMAT, what,
+                                        run);
+  return test_query_number (db, q);
+}
+
+/* One row per run; the swept keys as columns; samples/s = updates x batch /
+ * sim_time; scaling = (samples/s / W) over that of the run with the fewest
+ * workers and the same lr. */
+static void
+test_csv (void)
+{
+  g_autofree char *db = sweep_db ();
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "export", "sweep.db", NULL), ==, 0);
+  g_autoptr (GPtrArray) rows = csv_rows (o);
+  g_assert_cmpuint (rows->len, ==, 1 + 6);
+  GPtrArray *h = g_ptr_array_index (rows, 0);
+  int id = column (h, "run"), st = column (h, "status"), w = column (h, "cluster.workers");
+  int lr = column (h, "model.lr"), sim = column (h, "sim_time"), sps = column (h, "samples_per_s");
+  int sc = column (h, "scaling_efficiency"), upd = column (h, "updates");
+  g_assert_cmpint (id, ==, 0);
+  g_assert_cmpint (w, <, sim); /* swept keys before the summary */
+  for (guint r = 1; r < rows->len; r++)
+    {
+      GPtrArray *row = g_ptr_array_index (rows, r);
+      g_assert_cmpuint (row->len, ==, h->len);
+      gint64 run = (gint64) cell_number (row, id);
+      g_assert_cmpint (run, ==, (gint64) r);
+      g_assert_cmpstr (g_ptr_array_index (row, st), ==, "done");
+      g_assert_cmpfloat (cell_number (row, sim), ==, run_number (db, run, "sim_time"));
+      g_assert_cmpfloat (cell_number (row, upd), ==, run_number (db, run, "updates"));
+      double want = cell_number (row, upd) * 8 / cell_number (row, sim);
+      test_assert_close (cell_number (row, sps), want, 1e-12);
+      /* the base: the fewest workers with the same lr */
+      double base = NAN;
+      for (guint b = 1; b < rows->len; b++)
+        {
+          GPtrArray *o2 = g_ptr_array_index (rows, b);
+          if (strcmp (g_ptr_array_index (o2, lr), g_ptr_array_index (row, lr)) == 0
+              && cell_number (o2, w) == 1)
+            base = cell_number (o2, sps);
+        }
+      test_assert_close (cell_number (row, sc),
+                         cell_number (row, sps) / cell_number (row, w) / base, 1e-12);
+    }
+}
+
+/* The same rows as JSON: numbers as numbers, missing values null. */
+static void
+test_json (void)
+{
+  g_autofree char *db = sweep_db ();
+  g_autofree char *o = NULL, *e = NULL, *co = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "export", "sweep.db", "--format", "json", NULL), ==, 0);
+  g_assert_cmpint (dtsim (&co, &e, "export", "sweep.db", "--format", "csv", NULL), ==, 0);
+  g_autofree char *err = NULL;
+  TjNode *doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  g_assert_cmpint (doc->type, ==, TJ_ARRAY);
+  g_autoptr (GPtrArray) rows = csv_rows (co);
+  g_assert_cmpuint (doc->items->len, ==, rows->len - 1);
+  GPtrArray *h = g_ptr_array_index (rows, 0);
+  for (guint i = 0; i < doc->items->len; i++)
+    {
+      const TjNode *r = g_ptr_array_index (doc->items, i);
+      GPtrArray *row = g_ptr_array_index (rows, i + 1);
+      g_assert_cmpuint (r->keys->len, ==, h->len); /* the CSV's columns, in its order */
+      for (guint k = 0; k < h->len; k++)
+        {
+          g_assert_cmpstr (g_ptr_array_index (r->keys, k), ==, g_ptr_array_index (h, k));
+          const TjNode *v = g_ptr_array_index (r->items, k);
+          const char *c = g_ptr_array_index (row, k);
+          if (v->type == TJ_NUMBER)
+            g_assert_cmpfloat (v->number, ==, g_ascii_strtod (c, NULL));
+          else if (v->type == TJ_STRING)
+            g_assert_cmpstr (v->string, ==, c);
+          else
+            {
+              g_assert_cmpint (v->type, ==, TJ_NULL);
+              g_assert_cmpstr (c, ==, "");
+            }
+        }
+      g_assert_cmpint (tj_get (r, "cluster.workers")->type, ==, TJ_NUMBER);
+      g_assert_cmpint (tj_get (r, "final_loss")->type, ==, TJ_NUMBER);
+      g_assert_cmpint (tj_get (r, "error")->type, ==, TJ_NULL);
+    }
+  tj_free (doc);
+}
+
+/* Checks a trace event file against the format's rules and returns its
+ * events; counts slices (B) and flows. */
+static TjNode *
+check_trace_events (const char *text, int *slices, int *flows)
+{
+  g_autofree char *err = NULL;
+  TjNode *doc = tj_parse (text, strlen (text), &err);
+  if (!doc)
+    g_error ("not JSON: %s", err);
+  const TjNode *ev = tj_get (doc, "traceEvents");
+  g_assert_nonnull (ev);
+  g_assert_cmpint (ev->type, ==, TJ_ARRAY);
+  g_autoptr (GHashTable) stacks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                         (GDestroyNotify) g_ptr_array_unref);
+  g_autoptr (GHashTable) last_ts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr (GHashTable) starts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
+                                                         g_free);
+  g_autoptr (GHashTable) finished = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
+                                                           NULL);
+  *slices = *flows = 0;
+  for (guint i = 0; i < ev->items->len; i++)
+    {
+      const TjNode *e = g_ptr_array_index (ev->items, i);
+      const char *ph = tj_string (e, "ph");
+      g_assert_nonnull (ph);
+      g_assert_true (strlen (ph) == 1 && strchr ("BEMsfC", ph[0]));
+      double pid = tj_number (e, "pid"), tid = tj_number (e, "tid");
+      g_assert_true (isfinite (pid) && isfinite (tid));
+      if (ph[0] == 'M')
+        {
+          g_assert_nonnull (tj_get (e, "args"));
+          continue;
+        }
+      double ts = tj_number (e, "ts");
+      g_assert_true (isfinite (ts) && ts >= 0); /* microseconds of simulated time */
+      if (ph[0] == 'C')
+        {
+          g_assert_nonnull (tj_string (e, "name"));
+          continue;
+        }
+      g_autofree char *track = g_strdup_printf ("%.0f/%.0f", pid, tid);
+      double *last = g_hash_table_lookup (last_ts, track);
+      if (last)
+        g_assert_cmpfloat (ts, >=, *last); /* time order within a track */
+      g_hash_table_insert (last_ts, g_strdup (track), g_memdup2 (&ts, sizeof ts));
+      if (ph[0] == 's' || ph[0] == 'f')
+        {
+          gint64 id = (gint64) tj_number (e, "id");
+          if (ph[0] == 's')
+            {
+              g_assert_false (g_hash_table_contains (starts, &id));
+              g_hash_table_insert (starts, g_memdup2 (&id, sizeof id),
+                                   g_memdup2 (&ts, sizeof ts));
+              (*flows)++;
+            }
+          else
+            {
+              double *s = g_hash_table_lookup (starts, &id);
+              g_assert_nonnull (s); /* an f follows its s */
+              g_assert_cmpfloat (ts, >=, *s);
+              g_assert_false (g_hash_table_contains (finished, &id));
+              g_hash_table_add (finished, g_memdup2 (&id, sizeof id));
+            }
+          continue;
+        }
+      GPtrArray *stack = g_hash_table_lookup (stacks, track);
+      if (!stack)
+        {
+          stack = g_ptr_array_new_with_free_func (g_free);
+          g_hash_table_insert (stacks, g_strdup (track), stack);
+        }
+      if (ph[0] == 'B')
+        {
+          g_assert_nonnull (tj_string (e, "name"));
+          g_ptr_array_add (stack, g_strdup (tj_string (e, "name")));
+          (*slices)++;
+        }
+      else
+        {
+          g_assert_cmpuint (stack->len, >, 0); /* every E closes a B */
+          g_ptr_array_remove_index (stack, stack->len - 1);
+        }
+    }
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init (&it, stacks);
+  while (g_hash_table_iter_next (&it, &k, &v))
+    g_assert_cmpuint (((GPtrArray *) v)->len, ==, 0); /* every B has its E */
+  g_assert_cmpuint (g_hash_table_size (finished), ==, g_hash_table_size (starts));
+  return doc;
+}
+
+/* A pipeline with messages: forward and backward slices with their
+ * micro-batch and layers, stage names, one slice per span, two per message
+ * with a flow between, stash counters back at 0. */
+static void
+test_perfetto (void)
+{
+  g_autofree char *ini = g_build_filename (g_getenv ("DTSIM_SRCDIR"), "scenarios",
+                                           "pipeline.ini", NULL);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", "pl.db", "-q", "--set",
+                          "trace.detail=messages", NULL), ==, 0);
+  g_autofree char *db = path_in ("pl.db");
+  g_clear_pointer (&o, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "export", "pl.db", "--format", "perfetto", "--run", "2",
+                          "-o", "pl.json", NULL), ==, 0);
+  g_assert_cmpstr (o, ==, "");
+  g_autofree char *json = path_in ("pl.json");
+  g_autofree char *text = test_read_file (json, NULL);
+  int slices, flows;
+  TjNode *doc = check_trace_events (text, &slices, &flows);
+  double spans = test_query_number (db, "SELECT COUNT(*) FROM spans WHERE run_id = 2");
+  double msgs = test_query_number (db, "SELECT COUNT(*) FROM messages WHERE run_id = 2");
+  g_assert_cmpfloat (spans, >, 0);
+  g_assert_cmpfloat (msgs, >, 0);
+  g_assert_cmpint (slices, ==, (int) (spans + 2 * msgs));
+  g_assert_cmpint (flows, ==, (int) msgs);
+  const TjNode *ev = tj_get (doc, "traceEvents");
+  int fwd = 0, bwd = 0, stage_names = 0, stash = 0;
+  g_autoptr (GHashTable) stash_last = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint i = 0; i < ev->items->len; i++)
+    {
+      const TjNode *x = g_ptr_array_index (ev->items, i);
+      const char *ph = tj_string (x, "ph"), *name = tj_string (x, "name");
+      g_assert_cmpfloat (tj_number (x, "pid"), ==, 2);
+      if (ph[0] == 'B' && (strcmp (name, "forward") == 0 || strcmp (name, "backward") == 0))
+        {
+          const TjNode *args = tj_get (x, "args");
+          g_assert_true (isfinite (tj_number (args, "microbatch")));
+          g_assert_cmpfloat (tj_number (args, "first_layer"), <=, tj_number (args, "last_layer"));
+          g_assert_true (isfinite (tj_number (args, "iteration")));
+          *(name[0] == 'f' ? &fwd : &bwd) += 1;
+        }
+      if (ph[0] == 'M' && strcmp (name, "thread_name") == 0
+          && strstr (tj_string (tj_get (x, "args"), "name"), "(stage "))
+        stage_names++;
+      if (ph[0] == 'C' && g_str_has_suffix (name, " stash"))
+        {
+          double n = tj_number (tj_get (x, "args"), "micro-batches");
+          g_assert_cmpfloat (n, >=, 0);
+          g_hash_table_insert (stash_last, (gpointer) name, GINT_TO_POINTER ((int) n + 1));
+          stash++;
+        }
+    }
+  double computes = test_query_number (db, "SELECT COUNT(*) FROM spans WHERE run_id = 2 AND"
+                                           " kind = 'compute' AND phase IS NOT NULL");
+  g_assert_cmpint (fwd + bwd, ==, (int) computes);
+  g_assert_cmpint (fwd, ==, bwd);
+  g_assert_cmpfloat (stage_names, ==,
+                     test_query_number (db, "SELECT COUNT(*) FROM stages WHERE run_id = 2"));
+  g_assert_cmpint (stash, >, 0);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init (&it, stash_last);
+  while (g_hash_table_iter_next (&it, &k, &v))
+    g_assert_cmpint (GPOINTER_TO_INT (v), ==, 1); /* every stash empties by the end */
+  tj_free (doc);
+}
+
+/* Text a spreadsheet would run, control characters, quotes and commas in a
+ * database's names and params: quoted, ' before a formula, valid JSON. */
+static void
+test_hostile_text (void)
+{
+  g_autofree char *db = sweep_db ();
+  g_autofree char *copy = path_in ("hostile.db");
+  g_autofree char *bytes = NULL;
+  gsize len;
+  g_assert_true (g_file_get_contents (db, &bytes, &len, NULL));
+  g_assert_true (g_file_set_contents (copy, bytes, (gssize) len, NULL));
+  sqlite3 *h = NULL;
+  g_assert_cmpint (sqlite3_open (copy, &h), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (h, "UPDATE runs SET name = '=HYPERLINK(\"http://x\",\"a,b\")'"
+                                    " || char(10) || 'line' WHERE id = 1;"
+                                    "UPDATE params SET value = '@SUM(1)' || char(27) || '[1m'"
+                                    " WHERE key = 'model.lr' AND run_id = 2;"
+                                    "UPDATE runs SET error = '-2+3' WHERE id = 3;",
+                                 NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (h);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "export", "hostile.db", NULL), ==, 0);
+  g_autoptr (GPtrArray) rows = csv_rows (o);
+  GPtrArray *h0 = g_ptr_array_index (rows, 0), *r1 = g_ptr_array_index (rows, 1);
+  GPtrArray *r2 = g_ptr_array_index (rows, 2), *r3 = g_ptr_array_index (rows, 3);
+  g_assert_cmpstr (g_ptr_array_index (r1, column (h0, "name")), ==,
+                   "'=HYPERLINK(\"http://x\",\"a,b\") line");
+  g_assert_cmpstr (g_ptr_array_index (r2, column (h0, "model.lr")), ==, "'@SUM(1) [1m");
+  g_assert_cmpstr (g_ptr_array_index (r3, column (h0, "error")), ==, "'-2+3");
+  g_assert_null (strchr (o, 27));
+  g_clear_pointer (&o, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "export", "hostile.db", "--format", "json", NULL), ==, 0);
+  g_autofree char *err = NULL;
+  TjNode *doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  const TjNode *first = g_ptr_array_index (doc->items, 0);
+  g_assert_cmpstr (tj_string (first, "name"), ==, "=HYPERLINK(\"http://x\",\"a,b\") line");
+  tj_free (doc);
+  g_clear_pointer (&o, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "export", "hostile.db", "--format", "perfetto", NULL), ==, 0);
+  int slices, flows;
+  tj_free (check_trace_events (o, &slices, &flows));
+}
+
+/* Bad input: one line, exit 2, nothing written, a file at -o unchanged; -o
+ * never replaces the database, and replaces a symlink without following it. */
+static void
+test_bad_input (void)
+{
+  g_autofree char *db = sweep_db ();
+  g_autofree char *keep = path_in ("keep.csv");
+  g_assert_true (g_file_set_contents (keep, "precious\n", -1, NULL));
+  g_autofree char *notes = path_in ("notes.txt");
+  g_assert_true (g_file_set_contents (notes, "not a database\n", -1, NULL));
+  struct {
+    const char *args[8];
+    const char *says;
+  } cases[] = {
+    { { "export", "notes.txt", "-o", "keep.csv", NULL }, "not a SQLite database" },
+    { { "export", "missing.db", "-o", "keep.csv", NULL }, "no such trace database" },
+    { { "export", "sweep.db", "--format", "xml", "-o", "keep.csv", NULL }, "use csv, json or perfetto" },
+    { { "export", "sweep.db", "--run", "99", "-o", "keep.csv", NULL }, "has no run 99" },
+    { { "export", "sweep.db", "-o", "sweep.db", NULL }, "is the database being exported" },
+    { { "export", "sweep.db", "-o", "no-such-dir/x.csv", NULL }, "its folder does not exist" },
+    { { "export", "sweep.db", "-o", ".", NULL }, "is a folder" },
+  };
+  g_autofree char *before = test_read_file (db, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *o = NULL, *e = NULL;
+      g_assert_cmpint (test_run_dtsim_argv (tmpdir, &o, &e, cases[i].args), ==, 2);
+      if (!strstr (e, cases[i].says))
+        g_error ("case %zu: '%s' lacks '%s'", i, e, cases[i].says);
+      g_assert_cmpint ((int) (strchr (e, '\n') - e), ==, (int) strlen (e) - 1); /* one line */
+      g_autofree char *k = test_read_file (keep, NULL);
+      g_assert_cmpstr (k, ==, "precious\n");
+      g_assert_cmpuint (test_count_entries (tmpdir, ".keep.csv."), ==, 0);
+    }
+  g_autofree char *after = test_read_file (db, NULL);
+  g_assert_true (strcmp (before, after) == 0);
+  /* a symlink at -o is replaced by the file, its target left alone */
+  g_autofree char *target = path_in ("target.txt");
+  g_autofree char *link = path_in ("link.csv");
+  g_assert_true (g_file_set_contents (target, "target\n", -1, NULL));
+  g_assert_cmpint (symlink (target, link), ==, 0);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "export", "sweep.db", "-o", "link.csv", NULL), ==, 0);
+  g_assert_false (g_file_test (link, G_FILE_TEST_IS_SYMLINK));
+  g_autofree char *t = test_read_file (target, NULL);
+  g_assert_cmpstr (t, ==, "target\n");
+  g_autofree char *l = test_read_file (link, NULL);
+  g_assert_true (g_str_has_prefix (l, "run,name,status"));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  tmpdir = g_dir_make_tmp ("dtsim-export-XXXXXX", NULL);
+  g_test_add_func ("/export/csv", test_csv);
+  g_test_add_func ("/export/json", test_json);
+  g_test_add_func ("/export/perfetto", test_perfetto);
+  g_test_add_func ("/export/hostile-text", test_hostile_text);
+  g_test_add_func ("/export/bad-input", test_bad_input);
+  int rc = g_test_run ();
+  test_remove_tree (tmpdir);
+  g_free (tmpdir);
+  return rc;
+}
