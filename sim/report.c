@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sim/report.h"
+#include "sim/units.h"
 
 static void
 json_number (GString *s, const char *key, double v)
@@ -36,11 +37,59 @@ json_escape (const char *in)
   return g_string_free (s, FALSE);
 }
 
+/* A swept value: a number where all of it is one, else a string. */
 static void
-json_run (GString *s, const SimConfig *c, const SimRunSummary *r)
+json_value (GString *s, const char *v)
+{
+  char *end = NULL;
+  double d = g_ascii_strtod (v, &end);
+  if (*v && end && *end == '\0' && isfinite (d) && !g_ascii_isspace (*v))
+    {
+      sim_append_double (s, d);
+      return;
+    }
+  g_autofree char *e = json_escape (v);
+  g_string_append_printf (s, "\"%s\"", e);
+}
+
+/* "params": the swept keys of c and their values (both keys of a joint
+ * sweep "a/b=x/y"). */
+static void
+json_swept (GString *s, const SimConfig *c)
+{
+  g_string_append (s, "\"params\": {");
+  int n = 0;
+  for (guint i = 0; c->swept && i < c->swept->len; i++)
+    {
+      const char *label = g_ptr_array_index (c->swept, i), *eq = strchr (label, '=');
+      if (!eq)
+        continue;
+      g_autofree char *lhs = g_strndup (label, (gsize) (eq - label));
+      g_auto (GStrv) keys = g_strsplit (lhs, "/", -1);
+      g_auto (GStrv) vals = g_strsplit (eq + 1, "/", -1);
+      gboolean joint = g_strv_length (keys) == g_strv_length (vals);
+      for (int k = 0; keys[k]; k++)
+        {
+          g_autofree char *ek = json_escape (keys[k]);
+          g_string_append_printf (s, "%s\"%s\": ", n++ ? ", " : "", ek);
+          json_value (s, joint ? vals[k] : eq + 1);
+        }
+    }
+  g_string_append (s, "}, ");
+}
+
+static void
+json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const GError *err)
 {
   g_autofree char *name = json_escape (c->name);
-  g_string_append_printf (s, "\"name\": \"%s\", ", name);
+  g_string_append_printf (s, "\"run\": %d, \"name\": \"%s\", \"status\": \"%s\", ", id, name,
+                          err ? "failed" : "done");
+  if (err)
+    {
+      g_autofree char *e = json_escape (err->message);
+      g_string_append_printf (s, "\"error\": \"%s\", ", e);
+    }
+  json_swept (s, c);
   json_number (s, "sim_time", r->sim_time);
   g_string_append_printf (s, ", \"iterations\": %" G_GINT64_FORMAT ", \"updates\": %"
                           G_GINT64_FORMAT ", ", r->iterations, r->updates);
@@ -56,7 +105,13 @@ json_run (GString *s, const SimConfig *c, const SimRunSummary *r)
   json_number (s, "comm_share", tot > 0 ? r->comm / tot : NAN);
   g_string_append (s, ", ");
   json_number (s, "wait_share", tot > 0 ? r->wait / tot : NAN);
-  g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
+  g_string_append (s, ", ");
+  json_number (s, "samples_per_s", r->sim_time > 0 ? (double) r->updates * (double) c->batch
+                                                     / r->sim_time : NAN);
+  if (r->stop)
+    g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
+  else
+    g_string_append (s, ", \"stop\": null");
 }
 
 /* The swept labels of c other than cluster.workers, joined: runs with the
@@ -188,7 +243,7 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
 }
 
 void
-sim_report_json (GPtrArray *configs, const SimRunSummary *sums, const char *db)
+sim_report_json (GPtrArray *configs, const SimRunSummary *sums, GError **errors, const char *db)
 {
   GString *s = g_string_new ("{");
   g_autofree char *edb = json_escape (db);
@@ -200,14 +255,14 @@ sim_report_json (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       wall += sums[i].wall_time;
     }
   g_string_append_printf (s, "\"db\": \"%s\", ", edb);
-  json_run (s, g_ptr_array_index (configs, 0), &sums[0]);
-  g_string_append_printf (s, ", \"total_events\": %" G_GUINT64_FORMAT ", ", events);
+  g_string_append_printf (s, "\"total_events\": %" G_GUINT64_FORMAT ", ", events);
   json_number (s, "total_wall_time", wall);
   g_string_append (s, ", \"runs\": [");
   for (guint i = 0; i < configs->len; i++)
     {
       g_string_append (s, i ? ", {" : "{");
-      json_run (s, g_ptr_array_index (configs, i), &sums[i]);
+      json_run (s, g_ptr_array_index (configs, i), &sums[i], (int) i + 1,
+                errors ? errors[i] : NULL);
       g_string_append (s, "}");
     }
   g_string_append (s, "]}\n");

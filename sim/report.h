@@ -16,9 +16,11 @@ G_BEGIN_DECLS
  * over cluster.workers adds throughput and scaling efficiency. */
 void sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db);
 
-/* The same as one JSON object on stdout: the first run's fields, totals, and
- * every run in "runs". */
-void sim_report_json (GPtrArray *configs, const SimRunSummary *sums, const char *db);
+/* The same as one JSON object on stdout: the database, totals, and every
+ * run in "runs" with its id, status (and error: errors[i], when set), its
+ * swept keys in "params" and its summary. */
+void sim_report_json (GPtrArray *configs, const SimRunSummary *sums, GError **errors,
+                      const char *db);
 
 /* After a run in which some points failed (errors[i] set for point i): for
  * a sweep, one line per failed point on stderr ("dtsim: ERROR (run I/N:

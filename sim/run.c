@@ -301,16 +301,17 @@ sim_run_scenario (const char *path, const char *const *sets,
     }
   else if (!sim_trace_close (trace, error))
     code = 1;
-  else if (failed)
-    code = sim_report_failures (configs, errors, db, TRUE, error);
+  else
+    {
+      if (failed)
+        code = sim_report_failures (configs, errors, db, TRUE, error);
+      /* the database holds every point: --json tells each one's status */
+      if (opt->json)
+        sim_report_json (configs, sums, errors, db);
+      else if (!opt->quiet && !failed)
+        sim_report_table (configs, sums, db);
+    }
   for (guint i = 0; i < n; i++)
     g_clear_error (&errors[i]);
-  if (code != 0)
-    return code;
-
-  if (opt->json)
-    sim_report_json (configs, sums, db);
-  else if (!opt->quiet)
-    sim_report_table (configs, sums, db);
-  return 0;
+  return code;
 }

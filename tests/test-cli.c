@@ -22,6 +22,7 @@
 
 #include "sim/trace.h"
 #include "sim/hardware.h"
+#include "tests/json.h"
 #include "tests/util.h"
 
 static char *tmpdir;
@@ -409,6 +410,47 @@ test_json (void)
   g_assert_cmpint (count (a, "SELECT COUNT(*) FROM runs"), ==, 1);
   g_assert_cmpint (o[0], ==, '{');
   g_assert_cmpint (strchr (o, '\n') - o, ==, (long) strlen (o) - 1);
+  /* one valid JSON object; the runs in "runs", nothing of run 1 repeated
+   * at the top */
+  g_autofree char *err = NULL;
+  TjNode *doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  g_assert_null (tj_get (doc, "sim_time"));
+  g_assert_null (tj_get (doc, "name"));
+  const TjNode *runs = tj_get (doc, "runs");
+  g_assert_cmpuint (runs->items->len, ==, 1);
+  const TjNode *r = g_ptr_array_index (runs->items, 0);
+  g_assert_cmpfloat (tj_number (r, "run"), ==, 1);
+  g_assert_cmpstr (tj_string (r, "status"), ==, "done");
+  g_assert_cmpint (tj_get (r, "params")->type, ==, TJ_OBJECT);
+  g_assert_cmpfloat (tj_number (r, "sim_time"), ==,
+                     test_query_number (a, "SELECT sim_time FROM runs WHERE id = 1"));
+  tj_free (doc);
+  /* a sweep: each run its swept keys; a failed point is in "runs" too,
+   * with its error, and the exit code says it failed */
+  g_autofree char *b = tmp ("j2.db");
+  g_clear_pointer (&o, g_free);
+  g_clear_pointer (&e, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", b, "--json", "--set",
+                          "sweep.model.lr=0.1,1e300", "--set", "policy.consistency=bsp", NULL),
+                   !=, 0);
+  doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  runs = tj_get (doc, "runs");
+  g_assert_cmpuint (runs->items->len, ==, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      r = g_ptr_array_index (runs->items, i);
+      g_assert_cmpfloat (tj_number (r, "run"), ==, i + 1);
+      g_assert_cmpfloat (tj_number (tj_get (r, "params"), "model.lr"), ==, i ? 1e300 : 0.1);
+      g_autofree char *q = g_strdup_printf ("SELECT status = '%s' FROM runs WHERE id = %u",
+                                            tj_string (r, "status"), i + 1);
+      g_assert_cmpint (count (b, q), ==, 1);
+    }
+  r = g_ptr_array_index (runs->items, 1);
+  g_assert_cmpstr (tj_string (r, "status"), ==, "failed");
+  g_assert_nonnull (tj_string (r, "error"));
+  tj_free (doc);
 }
 
 /* Bad input: exit 2, one line naming the file and the key, no database. */
