@@ -147,7 +147,14 @@ cmd_check (int argc, char **argv)
   printf ("%s: valid, %u run%s, trace to %s\n", argv[1], configs->len,
           configs->len == 1 ? "" : "s", c->db);
   for (guint i = 0; i < configs->len; i++)
-    printf ("  run %u: %s\n", i + 1, ((SimConfig *) g_ptr_array_index (configs, i))->name);
+    {
+      const SimConfig *ci = g_ptr_array_index (configs, i);
+      if (ci->infeasible)
+        printf ("  run %u: %s: infeasible, will be recorded without running: %s\n", i + 1,
+                ci->name, ci->infeasible);
+      else
+        printf ("  run %u: %s\n", i + 1, ci->name);
+    }
   const NetTopology *t = net_topology_lookup (c->topology);
   const PolPolicyOps *p = pol_lookup (c->policy);
   g_autoptr (GPtrArray) names = p->host_names ((int) c->workers, (int) c->servers);

@@ -794,7 +794,7 @@ shares_memory_check (const SimConfig *c, const KernModel *m, const char *file,
       const SimStageMemory *x = &st[s];
       if (x->total <= c->memory)
         continue;
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INFEASIBLE,
                    "%s: %s: %s %s %d (layers %d-%d) does not fit in %.3g GiB of "
                    "device memory: parameters %.3g GiB + gradients %.3g GiB + optimizer state "
                    "%.3g GiB + activations %.3g GiB (%d stashed micro-batches of %d samples, %s) "
@@ -820,7 +820,7 @@ whole_memory_check (const SimConfig *c, const KernModel *m, const char *file, GE
   if (need <= c->memory)
     return TRUE;
   double pb = 4.0 * (double) P, ob = 4.0 * (double) per * (double) P;
-  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INFEASIBLE,
                "%s: %s: the model does not fit in %.3g GiB of device memory: "
                "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB + "
                "activations %.3g GiB (batch %" G_GINT64_FORMAT ") = %.3g GiB; "

@@ -456,7 +456,8 @@ status_mark (const char *status)
 {
   if (strcmp (status, "done") == 0)
     return g_strdup ("");
-  if (strcmp (status, "running") == 0 || strcmp (status, "failed") == 0)
+  if (strcmp (status, "running") == 0 || strcmp (status, "failed") == 0
+      || strcmp (status, "infeasible") == 0)
     return g_strdup_printf (" [%s]", status);
   return g_strdup (" [?]");
 }
@@ -535,16 +536,20 @@ label_of (GHashTable *labels, gint64 id)
 }
 
 /* Tells, in one line on stderr per kind, which runs are still 'running'
- * (killed, or not finished) or 'failed', or have another status. */
+ * (killed, or not finished), 'failed' or 'infeasible', or have another
+ * status. */
 static gboolean
 note_unfinished (Plot *p, GError **error)
 {
-  static const char *const says[3] = {
+  enum { N_KINDS = 4 };
+  static const char *const says[N_KINDS] = {
     "still 'running' (killed, or not finished yet): drawn from the rows written so far,"
     " marked [running], left out of speedup and iteration-time; run the scenario again for"
     " complete figures",
     "'failed' (runs.error says why): drawn from the rows written before the failure, marked"
     " [failed], left out of speedup and iteration-time; fix the scenario and run it again",
+    "'infeasible' (the model does not fit device memory; runs.error says by how much): not"
+    " run, so in no figure",
     "of unknown status: drawn, marked [?], left out of speedup and iteration-time; plot a"
     " database written by `dtsim run`",
   };
@@ -553,20 +558,21 @@ note_unfinished (Plot *p, GError **error)
                  error);
   if (!st)
     return FALSE;
-  GString *ids[3];
-  int count[3] = { 0, 0, 0 };
-  for (int k = 0; k < 3; k++)
+  GString *ids[N_KINDS];
+  int count[N_KINDS] = { 0 };
+  for (int k = 0; k < N_KINDS; k++)
     ids[k] = g_string_new (NULL);
   int rc;
   while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
       const char *s = sim_tracedb_text (st, 1);
-      int k = strcmp (s, "running") == 0 ? 0 : strcmp (s, "failed") == 0 ? 1 : 2;
+      int k = strcmp (s, "running") == 0 ? 0 : strcmp (s, "failed") == 0 ? 1
+              : strcmp (s, "infeasible") == 0 ? 2 : 3;
       if (++count[k] <= LIST_MAX)
         g_string_append_printf (ids[k], "%s%" G_GINT64_FORMAT, count[k] > 1 ? ", " : "",
                                 (gint64) sqlite3_column_int64 (st, 0));
     }
-  for (int k = 0; rc >= 0 && k < 3; k++)
+  for (int k = 0; rc >= 0 && k < N_KINDS; k++)
     if (count[k])
       {
         if (count[k] > LIST_MAX)
@@ -574,7 +580,7 @@ note_unfinished (Plot *p, GError **error)
         g_printerr ("dtsim: %s: run%s %s %s %s\n", p->t.shown, count[k] > 1 ? "s" : "",
                     ids[k]->str, count[k] > 1 ? "are" : "is", says[k]);
       }
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < N_KINDS; k++)
     g_string_free (ids[k], TRUE);
   return rc >= 0;
 }

@@ -83,10 +83,10 @@ json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const 
 {
   g_autofree char *name = json_escape (c->name);
   g_string_append_printf (s, "\"run\": %d, \"name\": \"%s\", \"status\": \"%s\", ", id, name,
-                          err ? "failed" : "done");
-  if (err)
+                          err ? "failed" : c->infeasible ? "infeasible" : "done");
+  if (err || c->infeasible)
     {
-      g_autofree char *e = json_escape (err->message);
+      g_autofree char *e = json_escape (err ? err->message : c->infeasible);
       g_string_append_printf (s, "\"error\": \"%s\", ", e);
     }
   json_swept (s, c);
@@ -165,9 +165,15 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       for (guint j = 0; j < configs->len; j++)
         {
           const SimConfig *cj = g_ptr_array_index (configs, j);
-          if (strcmp (g_ptr_array_index (groups, i), g_ptr_array_index (groups, j)) == 0
+          if (!cj->infeasible
+              && strcmp (g_ptr_array_index (groups, i), g_ptr_array_index (groups, j)) == 0
               && (base < 0 || cj->workers < ((SimConfig *) g_ptr_array_index (configs, base))->workers))
             base = (int) j;
+        }
+      if (ci->infeasible || base < 0)
+        {
+          eff[i] = NAN;
+          continue;
         }
       const SimConfig *cb = g_ptr_array_index (configs, base);
       double tb = throughput (cb, &sums[base]) / (double) cb->workers;
@@ -199,6 +205,12 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
     {
       const SimConfig *c = g_ptr_array_index (configs, i);
       const SimRunSummary *r = &sums[i];
+      if (c->infeasible)
+        {
+          printf ("%-*s  %12s  (does not fit device memory: below)\n", (int) w, c->name,
+                  "infeasible");
+          continue;
+        }
       double tot = r->compute + r->comm + r->wait;
       char loss[32], acc[32];
       if (isnan (r->final_loss))
@@ -240,6 +252,12 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
   if (figure)
     printf ("; %s: docs/policies.md", figure);
   printf (")\n");
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *c = g_ptr_array_index (configs, i);
+      if (c->infeasible)
+        printf ("infeasible: run %u (%s): %s\n", i + 1, c->name, c->infeasible);
+    }
 }
 
 void

@@ -699,8 +699,18 @@ check_cross (SimConfig *c, const char *file, GError **error)
     if (!net)
       return FALSE;
   }
-  if (!sim_model_check (c, file, error))
-    return FALSE;
+  /* a model that does not fit the device is this point's fate, not the
+   * scenario's fault: the point is recorded infeasible, the others run */
+  g_autoptr (GError) fit = NULL;
+  if (!sim_model_check (c, file, &fit))
+    {
+      if (!g_error_matches (fit, SIM_ERROR, SIM_ERROR_INFEASIBLE))
+        {
+          g_propagate_error (error, g_steal_pointer (&fit));
+          return FALSE;
+        }
+      c->infeasible = g_strdup (fit->message);
+    }
   if (c->target_loss > 0 && !c->math)
     return fail (error, file, find_key ("scenario", "target_loss"),
                  "needs the loss, but this run does no math ([kernels] backend = none or [model] kind = timing); remove one of them");
@@ -746,6 +756,7 @@ sim_config_free (SimConfig *c)
     g_ptr_array_unref (c->param_values);
   if (c->swept)
     g_ptr_array_unref (c->swept);
+  g_free (c->infeasible);
   g_free (c);
 }
 
@@ -1042,12 +1053,27 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
       || !sweep_values (kf, sweep_keys, path, values, &points, error))
     return NULL;
   g_autoptr (GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) sim_config_free);
+  const SimConfig *first_infeasible = NULL;
+  guint n_infeasible = 0;
   for (gsize p = 0; p < points; p++)
     {
       SimConfig *c = sweep_point (kf, sweep_keys, values, p, path, db_trusted, error);
       if (!c)
         return NULL;
       g_ptr_array_add (configs, c);
+      if (c->infeasible && !n_infeasible++)
+        first_infeasible = c;
+    }
+  /* a run with nothing that fits is bad input */
+  if (n_infeasible == configs->len)
+    {
+      if (configs->len == 1)
+        g_set_error_literal (error, SIM_ERROR, SIM_ERROR_INPUT, first_infeasible->infeasible);
+      else
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "no point of the sweep fits device memory; the first, %s: %s",
+                     first_infeasible->name, first_infeasible->infeasible);
+      return NULL;
     }
   return g_steal_pointer (&configs);
 }

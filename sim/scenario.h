@@ -23,7 +23,10 @@ G_BEGIN_DECLS
 GQuark sim_error_quark (void);
 typedef enum {
   SIM_ERROR_INPUT,   /* bad scenario, key, value or file: exit code 2 */
-  SIM_ERROR_RUNTIME  /* failure while running (I/O, SQLite): exit code 1 */
+  SIM_ERROR_RUNTIME, /* failure while running (I/O, SQLite): exit code 1 */
+  SIM_ERROR_INFEASIBLE /* the model does not fit the device's memory: a
+                        * sweep records the point `infeasible` and runs the
+                        * others; a lone run is bad input (exit code 2) */
 } SimErrorCode;
 
 /* Limits on what one scenario may ask for (docs/security.md gives the
@@ -137,6 +140,8 @@ typedef struct {
   GPtrArray *param_keys;   /* char* */
   GPtrArray *param_values; /* char* */
   GPtrArray *swept;        /* char* "section.key=value" labels of this point */
+  char *infeasible;        /* why this point cannot run (it does not fit
+                              device memory), NULL when it can */
   GHashTable *given;       /* "section.key" set in the file (or --set, sweep) */
 } SimConfig;
 

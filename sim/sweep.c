@@ -145,7 +145,8 @@ draw_bar (Point *pts, guint n, guint done, gint64 t0)
  * then no longer ok).  Returns the number of points now running. */
 static guint
 sweep_start_points (Point *pts, guint n, guint *next, guint running, int jobs,
-                    SimTrace *trace, const char *path, GThreadPool *pool)
+                    SimTrace *trace, const char *path, GThreadPool *pool, guint *done,
+                    gboolean lines)
 {
   while (sim_trace_ok (trace, NULL) && running < (guint) jobs && *next < n)
     {
@@ -155,6 +156,16 @@ sweep_start_points (Point *pts, guint n, guint *next, guint running, int jobs,
         {
           p->run = 0;
           break;
+        }
+      if (p->c->infeasible)
+        {
+          /* recorded with its reason; the other points run */
+          sim_trace_infeasible_run (trace, p->run, p->c->infeasible);
+          (*done)++;
+          if (lines)
+            fprintf (stderr, "run %u/%u infeasible: %s: %s\n", p->index + 1, n, p->c->name,
+                     p->c->infeasible);
+          continue;
         }
       running++;
       p->running = TRUE;
@@ -230,7 +241,8 @@ sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimR
   guint next = 0, running = 0, done = 0, n_ok = 0;
   for (;;)
     {
-      running = sweep_start_points (pts, n, &next, running, jobs, trace, path, pool);
+      running = sweep_start_points (pts, n, &next, running, jobs, trace, path, pool, &done,
+                                    lines);
       if (running == 0)
         break;
       if (tty && g_get_monotonic_time () - last_draw >= 200000)

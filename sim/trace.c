@@ -89,7 +89,8 @@ static const Column runs_columns[] = {
   { "scenario", "TEXT NOT NULL", COL_TEXT, FALSE },
   { "name", "TEXT NOT NULL", COL_TEXT, FALSE },
   { "seed", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "status", "TEXT NOT NULL CHECK (status IN ('running','done','failed'))", COL_TEXT, FALSE },
+  { "status", "TEXT NOT NULL CHECK (status IN ('running','done','failed','infeasible'))",
+    COL_TEXT, FALSE },
   { "error", "TEXT", COL_TEXT, TRUE },
   { "stop", "TEXT", COL_TEXT, FALSE },
   { "sim_time", "REAL", COL_REAL, FALSE },
@@ -922,14 +923,16 @@ sim_trace_end_run (SimTrace *t, gint64 run, const SimRunSummary *s, GError **err
   return TRUE;
 }
 
-void
-sim_trace_fail_run (SimTrace *t, gint64 run, const char *message)
+/* Ends run `run` with `status` (failed or infeasible) and `message`. */
+static void
+end_run_as (SimTrace *t, gint64 run, const char *status, const char *message)
 {
   sqlite3_stmt *st = NULL;
   commit (t, NULL);
   g_hash_table_remove (t->run_errors, GSIZE_TO_POINTER ((gsize) run));
-  if (sqlite3_prepare_v2 (t->db, "UPDATE runs SET status = 'failed', error = ? WHERE id = ?",
-                          -1, &st, NULL) != SQLITE_OK)
+  g_autofree char *sql = g_strdup_printf ("UPDATE runs SET status = '%s', error = ? WHERE id = ?",
+                                          status);
+  if (sqlite3_prepare_v2 (t->db, sql, -1, &st, NULL) != SQLITE_OK)
     {
       db_failed (t, sqlite3_errmsg (t->db));
       return;
@@ -939,6 +942,18 @@ sim_trace_fail_run (SimTrace *t, gint64 run, const char *message)
   if (sqlite3_step (st) != SQLITE_DONE)
     db_failed (t, sqlite3_errmsg (t->db));
   sqlite3_finalize (st);
+}
+
+void
+sim_trace_fail_run (SimTrace *t, gint64 run, const char *message)
+{
+  end_run_as (t, run, "failed", message);
+}
+
+void
+sim_trace_infeasible_run (SimTrace *t, gint64 run, const char *reason)
+{
+  end_run_as (t, run, "infeasible", reason);
 }
 
 void

@@ -92,6 +92,9 @@ gboolean sim_trace_end_run (SimTrace *t, gint64 run, const SimRunSummary *s,
                             GError **error);
 /* Marks the run failed with `message`; forgets its row errors. */
 void sim_trace_fail_run (SimTrace *t, gint64 run, const char *message);
+/* Records that run `run` did not run: its model does not fit the device
+ * (status infeasible, error = reason). */
+void sim_trace_infeasible_run (SimTrace *t, gint64 run, const char *reason);
 
 void sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step,
                        double loss, double accuracy, double consensus);

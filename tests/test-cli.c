@@ -453,6 +453,60 @@ test_json (void)
   tj_free (doc);
 }
 
+/* A sweep whose points do not all fit device memory: those are recorded
+ * `infeasible` with their reason, the others run (exit 0); the table, --json
+ * and `check` say which; a sweep where none fits is bad input. */
+static void
+test_infeasible_points (void)
+{
+  g_autofree char *ini = tmp ("inf.ini");
+  g_assert_true (g_file_set_contents (ini,
+    "[scenario]\nname = inf\niterations = 2\n"
+    "[cluster]\ndevice = a100\nworkers = 2\n"
+    "[device]\nprecision = bf16\n"
+    "[model]\nkind = timing\nworkload = gpt-1.7b\noptimizer = adam\n"
+    "[policy]\nkind = allreduce\n"
+    "[sweep]\nmodel.batch = 1, 4, 64\n", -1, NULL));
+  g_autofree char *db = tmp ("inf.db");
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, NULL), ==, 0);
+  g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), ==, 1);
+  g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs WHERE status = 'infeasible' AND"
+                              " error LIKE '%does not fit in 74.5 GiB%' AND id IN (2, 3)"), ==, 2);
+  g_assert_cmpint (count (db, "SELECT COUNT(*) FROM iterations WHERE run_id > 1"), ==, 0);
+  g_assert_nonnull (strstr (o, "inf model.batch=4     infeasible"));
+  g_assert_nonnull (strstr (o, "infeasible: run 3 (inf model.batch=64): "));
+  /* --json: each point's status and reason */
+  g_autofree char *db2 = tmp ("inf2.db");
+  g_clear_pointer (&o, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db2, "--json", NULL), ==, 0);
+  g_autofree char *err = NULL;
+  TjNode *doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  const TjNode *runs = tj_get (doc, "runs");
+  static const char *const want[] = { "done", "infeasible", "infeasible" };
+  for (guint i = 0; i < 3; i++)
+    {
+      const TjNode *r = g_ptr_array_index (runs->items, i);
+      g_assert_cmpstr (tj_string (r, "status"), ==, want[i]);
+      g_assert_true ((tj_string (r, "error") != NULL) == (i > 0));
+    }
+  tj_free (doc);
+  /* check names them before anything runs */
+  g_clear_pointer (&o, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "check", ini, NULL), ==, 0);
+  g_assert_nonnull (strstr (o, "run 2: inf model.batch=4: infeasible, will be recorded"));
+  /* nothing fits: bad input, one line, no database */
+  g_autofree char *db3 = tmp ("inf3.db");
+  g_clear_pointer (&o, g_free);
+  g_clear_pointer (&e, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db3, "--set", "sweep.model.batch=4,64", NULL),
+                   ==, 2);
+  g_assert_nonnull (strstr (e, "no point of the sweep fits device memory"));
+  g_assert_true (strchr (e, '\n') == e + strlen (e) - 1);
+  g_assert_false (g_file_test (db3, G_FILE_TEST_EXISTS));
+}
+
 /* Bad input: exit 2, one line naming the file and the key, no database. */
 static void
 check_bad (const char *file, const char *const *expect, const char *set)
@@ -1108,6 +1162,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/run/jobs-tables", test_jobs_tables);
   g_test_add_func ("/cli/run/trace-contents", test_trace_contents);
   g_test_add_func ("/cli/run/json", test_json);
+  g_test_add_func ("/cli/run/infeasible-points", test_infeasible_points);
   g_test_add_func ("/cli/bad/unknown-key", test_bad_unknown_key);
   g_test_add_func ("/cli/bad/negative-bandwidth", test_bad_negative_bandwidth);
   g_test_add_func ("/cli/bad/unit", test_bad_unit);

@@ -20,7 +20,7 @@ static char *tmpdir;
  * them in every trace it writes: a change here is a change of schema. */
 static const char *const schema_now[] = {
   "CREATE TABLE runs (  id INTEGER PRIMARY KEY, scenario TEXT NOT NULL, name TEXT NOT NULL,"
-  "  seed INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('running','done','failed')),"
+  "  seed INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('running','done','failed','infeasible')),"
   "  error TEXT, stop TEXT, sim_time REAL, wall_time REAL, events INTEGER,"
   "  iterations INTEGER, updates INTEGER, final_loss REAL, final_accuracy REAL,"
   "  compute REAL, comm REAL, wait REAL, version TEXT NOT NULL)",
