@@ -14,6 +14,20 @@
 #include "sim/scenario.h"
 #include "tests/util.h"
 
+/* A test program run by hand (build/tests/test-labs -p /labs/NAME, as
+ * docs/labs/README.md says) gets what `make check` would give it: the source
+ * tree, its test data and the dtsim of this build.  Set before main(), so
+ * every test sees them; a value in the environment wins. */
+static void __attribute__ ((constructor))
+test_environment_defaults (void)
+{
+  g_setenv ("DTSIM_SRCDIR", TEST_SRCDIR, FALSE);
+  g_setenv ("DTSIM_TEST_DATA", TEST_SRCDIR "/tests/data", FALSE);
+  g_setenv ("DTSIM_BIN", TEST_BUILDDIR "/dtsim", FALSE);
+  g_setenv ("DTSIM_CUDA_PLUGIN", TEST_BUILDDIR "/dtsim-cuda.so", FALSE);
+  g_setenv ("OPENBLAS_NUM_THREADS", "1", FALSE);
+}
+
 /* Loads `text` through a temporary file t.ini; the file is gone after. */
 static GPtrArray *
 load_text (const char *text, const char *const *sets, GError **error)
