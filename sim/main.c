@@ -96,7 +96,7 @@ cmd_run (int argc, char **argv)
   int jobs = -1;   /* -1: not given */
   int threads = -1;
   GOptionEntry entries[] = {
-    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &db, "Trace database to write", "DB" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &db, "Trace database to write (default: [trace] db, else results/NAME.db with NAME the [scenario] name)", "DB" },
     { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
       "section.key=value" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
@@ -163,7 +163,9 @@ cmd_check (int argc, char **argv)
   printf ("network: %s Contention: %s.%s%s\n", summary ? summary : t->description,
           c->contention == 0 ? "max-min" : "none", c->links ? " Link overrides: " : "",
           c->links ? c->links : "");
-  printf ("policy: %s: %s\n", p->name, p->description);
+  /* a timing-only run computes no gradient, whatever the policy's words */
+  printf ("policy: %s: %s%s\n", p->name, p->description,
+          c->math ? "" : " (here timing only: no gradient is computed, only its time)");
   /* what one step costs on the device (first run) */
   KernModel *m = sim_model_new (c, NULL, NULL);
   if (m)
@@ -176,10 +178,16 @@ cmd_check (int argc, char **argv)
         ? g_strdup_printf (" of %.4g GiB%s%s", c->memory / (1024.0 * 1024.0 * 1024.0),
                            c->device ? " on " : "", c->device ? c->device : "")
         : g_strdup ("");
-      printf ("model: %s, %d layers, %" G_GSIZE_FORMAT " parameters; step of batch %"
+      g_autofree char *what
+        = c->math ? g_strdup (c->workload ? c->workload : m->ops->name)
+          : c->workload ? g_strdup_printf ("%s (timing only)", c->workload)
+          : sim_model_kind (c)->math
+            ? g_strdup_printf ("%s (timing only: [kernels] backend = none)", m->ops->name)
+            : g_strdup ("timing only ([model] params and flops)");
+      printf ("model: %s, %d layer%s, %" G_GSIZE_FORMAT " parameters; step of batch %"
               G_GINT64_FORMAT ": %.6g s (serial %.6g s, forward %.6g s), %.4g GFLOP; update %.6g s; "
               "device memory needed %s%.4g GiB%s\n",
-              c->workload ? c->workload : m->ops->name, m->n_layers, P, c->batch, cost.step,
+              what, m->n_layers, m->n_layers == 1 ? "" : "s", P, c->batch, cost.step,
               cost.serial, cost.forward,
               (m->ops->flops_forward (m, (int) c->batch)
                + m->ops->flops_backward (m, (int) c->batch)) / 1e9,

@@ -1360,7 +1360,7 @@ plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
       g_autofree char *o = sim_clean_text (outdir, 4096);
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "-o: directory '%s' cannot be created (does its parent exist?); create it"
-                   " or choose another", o);
+                   " or choose another folder", o);
       return 2;
     }
   p->outdir = outdir;

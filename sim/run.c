@@ -258,15 +258,19 @@ sim_run_scenario (const char *path, const char *const *sets,
     return 2;
   if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
     {
-      /* the default results/ folder is created; other folders must exist */
+      /* the default results/ folder is created; so is the folder -o names
+       * when its parent exists (as mkdir would, and as plot -o does) */
+      g_autofree char *parent = g_path_get_dirname (dir);
       if (!opt->db && g_str_has_prefix (first->db, "results/")
           && g_mkdir_with_parents (dir, 0755) == 0)
+        ;
+      else if (opt->db && g_file_test (parent, G_FILE_TEST_IS_DIR) && g_mkdir (dir, 0755) == 0)
         ;
       else
         {
           g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: directory '%s' does not exist; create it or choose another path",
-                       opt->db ? "-o" : path, dir);
+                       "%s: directory '%s' does not exist%s; create it or choose another path",
+                       opt->db ? "-o" : path, dir, opt->db ? " and neither does its parent" : "");
           return 2;
         }
     }

@@ -1035,12 +1035,16 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
     }
   /* the database path is the user's own choice when it comes from --set */
   gboolean db_trusted = FALSE;
+  g_autoptr (GPtrArray) set_sweeps = g_ptr_array_new_with_free_func (g_free);
   for (int i = 0; sets && sets[i]; i++)
     {
       if (!apply_set (kf, sets[i], error))
         return NULL;
       g_autofree char *lhs = g_strndup (sets[i], strcspn (sets[i], "="));
-      db_trusted = db_trusted || strcmp (g_strstrip (lhs), "trace.db") == 0;
+      g_strstrip (lhs);
+      db_trusted = db_trusted || strcmp (lhs, "trace.db") == 0;
+      if (g_str_has_prefix (lhs, "sweep."))
+        g_ptr_array_add (set_sweeps, g_strdup (lhs + strlen ("sweep.")));
     }
   if (!check_known (kf, path, error))
     return NULL;
@@ -1052,6 +1056,24 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
   if (!check_sweep_keys (sweep_keys, path, error)
       || !sweep_values (kf, sweep_keys, path, values, &points, error))
     return NULL;
+  /* a --set sweep crossing the file's own sweep multiplies its points: say
+   * so rather than surprise */
+  if (set_sweeps->len)
+    {
+      g_autoptr (GString) own = g_string_new (NULL);
+      for (int i = 0; sweep_keys && sweep_keys[i]; i++)
+        {
+          gboolean from_set = FALSE;
+          for (guint j = 0; j < set_sweeps->len; j++)
+            from_set = from_set || strcmp (sweep_keys[i], g_ptr_array_index (set_sweeps, j)) == 0;
+          if (!from_set)
+            g_string_append_printf (own, "%s%s", own->len ? ", " : "", sweep_keys[i]);
+        }
+      if (own->len)
+        g_printerr ("dtsim: --set sweep.%s crosses the file's own [sweep] (%s): %" G_GSIZE_FORMAT
+                    " points; --set a key of it to fix it instead\n",
+                    (const char *) g_ptr_array_index (set_sweeps, 0), own->str, points);
+    }
   g_autoptr (GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) sim_config_free);
   const SimConfig *first_infeasible = NULL;
   guint n_infeasible = 0;
@@ -1097,6 +1119,54 @@ append_entries (GString *out, const void *const *entries)
 void
 sim_scenario_write_reference (GString *out)
 {
+  /* what every key's value may look like, and how to sweep: docs/scenarios.md
+   * holds this text as printed */
+  g_string_append (out,
+    "## Quantities and units\n"
+    "\n"
+    "Keys that hold a quantity accept a unit after the number, with or without a\n"
+    "space; a bare number is read in the SI base unit.\n"
+    "\n"
+    "| kind | base unit | examples |\n"
+    "| --- | --- | --- |\n"
+    "| time | second | `5us`, `2.5 ms`, `1s`, `20ns` |\n"
+    "| size | byte | `512`, `64KiB`, `4MB`, `1GiB` (`b` = bits) |\n"
+    "| bandwidth | byte/s | `10Gbps` (bits/s), `1.25GBps` (bytes/s) |\n"
+    "| compute | FLOP/s | `19.5TFLOPS`, `100GFLOPS` |\n"
+    "\n"
+    "Decimal prefixes (`n u m k M G T P`) are powers of 1000; binary prefixes (`Ki Mi\n"
+    "Gi Ti`) powers of 1024. A unit of another kind (`latency = 5GB`) is an error.\n"
+    "\n"
+    "## Sweeps and overrides\n"
+    "\n"
+    "`[sweep]` maps `section.key` to comma-separated values; the runs are the\n"
+    "cartesian product, in the order the keys are written, the last key varying\n"
+    "fastest. Each run is named `NAME section.key=value ...` and all go into one\n"
+    "database.\n"
+    "\n"
+    "```ini\n"
+    "[sweep]\n"
+    "policy.consistency = bsp, ssp, async\n"
+    "cluster.workers = 4, 8\n"
+    "```\n"
+    "\n"
+    "Keys that only make sense together are swept together: a sweep key may name\n"
+    "several keys joined by `/`, and each of its values gives one value per key,\n"
+    "joined by `/` the same way.\n"
+    "\n"
+    "```ini\n"
+    "[sweep]\n"
+    "policy.kind/cluster.servers/policy.algorithm = ps/1/ring, ps/0/ring, allreduce/1/ring\n"
+    "cluster.workers = 2, 4, 8\n"
+    "```\n"
+    "\n"
+    "`--set section.key=value` (repeatable) overrides a key of the file; when that\n"
+    "key is swept, the override fixes it and removes it from the sweep.\n"
+    "`--set sweep.section.key=a,b` adds or replaces a sweep; added to a file that\n"
+    "has its own `[sweep]`, it crosses with it (`dtsim run` and `dtsim check` say\n"
+    "so, with the number of points).\n"
+    "\n"
+    "## Keys\n");
   const char *section = NULL;
   for (guint i = 0; i < N_KEYS; i++)
     {

@@ -531,6 +531,45 @@ test_labs_by_hand (void)
   g_assert_nonnull (strstr (o, "ok 1 /labs/allreduce/1-latency-bound"));
 }
 
+/* Small things a new user met: run -o into a folder that does not exist
+ * yet (created when its parent exists, as plot -o does); a --set sweep
+ * crossing the file's sweep is announced with the points; check does not
+ * promise gradients in a timing-only run; keys prints the units and the
+ * sweep syntax; run --help names the default database. */
+static void
+test_frictions (void)
+{
+  g_autofree char *ini = data ("small.ini");
+  g_autofree char *db = tmp ("newdir/f.db");
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "-q", "--set", "policy.consistency=bsp",
+                          NULL), ==, 0);
+  g_assert_true (g_file_test (db, G_FILE_TEST_IS_REGULAR));
+  g_autofree char *deep = tmp ("no1/no2/f.db");
+  g_clear_pointer (&e, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", deep, "-q", NULL), ==, 2);
+  g_assert_nonnull (strstr (e, "neither does its parent"));
+  /* small.ini sweeps policy.consistency */
+  g_clear_pointer (&o, g_free);
+  g_clear_pointer (&e, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "check", ini, "--set", "sweep.model.lr=0.1,0.2", NULL), ==, 0);
+  g_assert_nonnull (strstr (e, "--set sweep.model.lr crosses the file's own [sweep] "
+                               "(policy.consistency): 4 points"));
+  g_clear_pointer (&o, g_free);
+  g_clear_pointer (&e, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "check", ini, "--set", "kernels.backend=none", "--set",
+                          "policy.consistency=bsp", NULL), ==, 0);
+  g_assert_nonnull (strstr (o, "(here timing only: no gradient is computed"));
+  g_assert_nonnull (strstr (o, "(timing only: [kernels] backend = none)"));
+  g_clear_pointer (&o, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "keys", NULL), ==, 0);
+  g_assert_nonnull (strstr (o, "## Sweeps and overrides"));
+  g_assert_nonnull (strstr (o, "| bandwidth | byte/s |"));
+  g_clear_pointer (&o, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "run", "--help", NULL), ==, 0);
+  g_assert_nonnull (strstr (o, "results/NAME.db"));
+}
+
 /* Bad input: exit 2, one line naming the file and the key, no database. */
 static void
 check_bad (const char *file, const char *const *expect, const char *set)
@@ -1188,6 +1227,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/run/json", test_json);
   g_test_add_func ("/cli/run/infeasible-points", test_infeasible_points);
   g_test_add_func ("/cli/labs-by-hand", test_labs_by_hand);
+  g_test_add_func ("/cli/frictions", test_frictions);
   g_test_add_func ("/cli/bad/unknown-key", test_bad_unknown_key);
   g_test_add_func ("/cli/bad/negative-bandwidth", test_bad_negative_bandwidth);
   g_test_add_func ("/cli/bad/unit", test_bad_unit);
