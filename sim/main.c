@@ -1,5 +1,6 @@
 /*
- * main.c — the `dtsim` command: run, check, plot, export, hardware, calibrate.
+ * main.c — the `dtsim` command: run, check, plot, export, keys, hardware, calibrate,
+ * completion, man.
  *
  *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
  *             [--jobs N] [--threads N]
@@ -30,6 +31,7 @@
 #include "sim/input.h"
 #include "sim/model.h"
 #include "sim/calibrate.h"
+#include "sim/docgen.h"
 #include "sim/export.h"
 #include "sim/plot.h"
 #include "sim/run.h"
@@ -49,6 +51,8 @@ static const char usage[] =
   "  dtsim hardware [FILE]     # the hardware catalog (built-in, or FILE) as tables\n"
   "  dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]\n"
   "                            # fit device efficiencies to measured step times\n"
+  "  dtsim completion bash     # the bash completion script (make install installs it)\n"
+  "  dtsim man                 # the manual page, roff (make install installs it)\n"
   "  dtsim --version\n"
   "Scenario keys: docs/scenarios.md.  Trace schema: docs/trace.md.\n"
   "Hardware catalog: docs/hardware.md.\n";
@@ -357,6 +361,22 @@ main (int argc, char **argv)
       g_autoptr (GString) ref = g_string_new (NULL);
       sim_scenario_write_reference (ref);
       fputs (ref->str, stdout);
+      return 0;
+    }
+  if (strcmp (cmd, "man") == 0)
+    {
+      g_autoptr (GString) page = g_string_new (NULL);
+      sim_write_man (page);
+      fputs (page->str, stdout);
+      return 0;
+    }
+  if (strcmp (cmd, "completion") == 0)
+    {
+      if (argc != 3 || strcmp (argv[2], "bash") != 0)
+        return bad_usage ("completion: give the shell: dtsim completion bash");
+      g_autoptr (GString) script = g_string_new (NULL);
+      sim_write_bash_completion (script);
+      fputs (script->str, stdout);
       return 0;
     }
   argv[1] = argv[0];

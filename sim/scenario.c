@@ -1117,6 +1117,62 @@ append_entries (GString *out, const void *const *entries)
 }
 
 void
+sim_scenario_foreach_key (void (*fn) (const SimKeyInfo *k, gpointer ctx), gpointer ctx)
+{
+  for (guint i = 0; i < N_KEYS; i++)
+    {
+      const KeyDef *k = KEY (i);
+      const char *type = "text";
+      g_autofree char *shown = NULL;
+      g_auto (GStrv) choices = NULL;
+      switch (k->type)
+        {
+        case BASE_KEY_INT: type = "integer"; break;
+        case BASE_KEY_QUANTITY:
+          type = k->unit == SIM_UNIT_NONE ? "number" : sim_unit_base_name (k->unit);
+          break;
+        case BASE_KEY_ENUM:
+        case BASE_KEY_NAME:
+          {
+            g_autofree char *list = choice_list (k, "\n");
+            choices = g_strsplit (list, "\n", -1);
+            shown = choice_list (k, " \\| ");
+            type = shown;
+            break;
+          }
+        case BASE_KEY_INTLIST: type = "list of integers"; break;
+        case BASE_KEY_TIMELIST: type = "list of times"; break;
+        default: break;
+        }
+      g_autoptr (GString) doc = g_string_new (k->doc);
+      if (k->entries)
+        append_entries (doc, k->entries ());
+      SimKeyInfo info = { k->section, k->key, type, k->def, doc->str, choices };
+      fn (&info, ctx);
+    }
+}
+
+typedef struct {
+  GString *out;
+  const char **section;
+} ReferenceCtx;
+
+/* One row of the reference, after its section's heading when it opens one. */
+static void
+reference_row (const SimKeyInfo *k, gpointer data)
+{
+  ReferenceCtx *rc = data;
+  if (!*rc->section || strcmp (*rc->section, k->section) != 0)
+    {
+      *rc->section = k->section;
+      g_string_append_printf (rc->out, "\n### [%s]\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n",
+                              k->section);
+    }
+  g_string_append_printf (rc->out, "| `%s` | %s | %s | %s |\n", k->key, k->type,
+                          k->def ? (k->def[0] ? k->def : "(empty)") : "(derived)", k->doc);
+}
+
+void
 sim_scenario_write_reference (GString *out)
 {
   /* what every key's value may look like, and how to sweep: docs/scenarios.md
@@ -1168,36 +1224,6 @@ sim_scenario_write_reference (GString *out)
     "\n"
     "## Keys\n");
   const char *section = NULL;
-  for (guint i = 0; i < N_KEYS; i++)
-    {
-      const KeyDef *k = KEY (i);
-      if (!section || strcmp (section, k->section) != 0)
-        {
-          section = k->section;
-          g_string_append_printf (out, "\n### [%s]\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n",
-                                  section);
-        }
-      const char *type = "text";
-      g_autofree char *choices = NULL;
-      switch (k->type)
-        {
-        case BASE_KEY_INT: type = "integer"; break;
-        case BASE_KEY_QUANTITY:
-          type = k->unit == SIM_UNIT_NONE ? "number" : sim_unit_base_name (k->unit);
-          break;
-        case BASE_KEY_ENUM:
-        case BASE_KEY_NAME:
-          choices = choice_list (k, " \\| ");
-          type = choices;
-          break;
-        case BASE_KEY_INTLIST: type = "list of integers"; break;
-        case BASE_KEY_TIMELIST: type = "list of times"; break;
-        default: break;
-        }
-      g_string_append_printf (out, "| `%s` | %s | %s | %s", k->key, type,
-                              k->def ? (k->def[0] ? k->def : "(empty)") : "(derived)", k->doc);
-      if (k->entries)
-        append_entries (out, k->entries ());
-      g_string_append (out, " |\n");
-    }
+  ReferenceCtx rc = { out, &section };
+  sim_scenario_foreach_key (reference_row, &rc);
 }

@@ -171,6 +171,18 @@ gboolean sim_config_check_workers (const SimConfig *c, const GArray *list,
 /* Writes the reference of every key (markdown table rows) to `out`. */
 void sim_scenario_write_reference (GString *out);
 
+/* One scenario key, as the reference describes it. */
+typedef struct {
+  const char *section, *key;
+  const char *type;        /* "integer", "number", a unit ("s"), "a \\| b", ... */
+  const char *def;         /* default as written; NULL: derived */
+  const char *doc;         /* meaning (markdown), registry entries included */
+  char **choices;          /* the names it accepts, NULL-terminated; NULL if free */
+} SimKeyInfo;
+
+/* Calls fn on every scenario key, in the reference's order. */
+void sim_scenario_foreach_key (void (*fn) (const SimKeyInfo *k, gpointer ctx), gpointer ctx);
+
 G_END_DECLS
 
 #endif

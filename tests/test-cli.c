@@ -570,6 +570,108 @@ test_frictions (void)
   g_assert_nonnull (strstr (o, "results/NAME.db"));
 }
 
+/* Runs bash with the completion script sourced and COMP_WORDS = words:
+ * COMPREPLY, joined by spaces. */
+static char *
+complete_words (const char *script, const char *words)
+{
+  g_autofree char *cmd = g_strdup_printf ("source '%s'; COMP_WORDS=(%s); "
+                                          "COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _dtsim; "
+                                          "echo \"${COMPREPLY[*]}\"", script, words);
+  const char *argv[] = { "bash", "-c", cmd, NULL };
+  char *o = NULL;
+  int status = -1;
+  g_assert_true (g_spawn_sync (tmpdir, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &o,
+                               NULL, &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  return g_strstrip (o);
+}
+
+/* The bash completion and the manual page come from the key table: every
+ * key is in both; completion gives subcommands, options, keys after --set
+ * and their choices after '='; the page is roff groff reads without a
+ * warning; every option they list is one the subcommand knows. */
+static void
+test_completion_and_man (void)
+{
+  g_autofree char *o = NULL, *e = NULL, *keys = NULL, *man = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "completion", "bash", NULL), ==, 0);
+  g_autofree char *script = tmp ("dtsim.bash");
+  g_assert_true (g_file_set_contents (script, o, -1, NULL));
+  g_assert_cmpint (dtsim (&keys, &e, "keys", NULL), ==, 0);
+  g_assert_cmpint (dtsim (&man, &e, "man", NULL), ==, 0);
+  /* every key of the reference, in both */
+  const char *kl = strstr (o, "_dtsim_keys='");
+  g_assert_nonnull (kl);
+  g_autofree char *klist = g_strndup (kl + 13, strcspn (kl + 13, "'"));
+  g_auto (GStrv) script_keys = g_strsplit (klist, " ", -1);
+  int n = 0;
+  g_auto (GStrv) lines = g_strsplit (keys, "\n", -1);
+  const char *section = NULL;
+  g_autofree char *sec = NULL;
+  for (int i = 0; lines[i]; i++)
+    {
+      if (g_str_has_prefix (lines[i], "### ["))
+        {
+          g_free (sec);
+          sec = g_strndup (lines[i] + 5, strcspn (lines[i] + 5, "]"));
+          section = sec;
+        }
+      if (!section || !g_str_has_prefix (lines[i], "| `"))
+        continue;
+      g_autofree char *key = g_strndup (lines[i] + 3, strcspn (lines[i] + 3, "`"));
+      g_autofree char *dotted = g_strdup_printf ("%s.%s", section, key);
+      if (!g_strv_contains ((const char *const *) script_keys, dotted))
+        g_error ("completion lacks %s", dotted);
+      g_autoptr (GString) roffkey = g_string_new (".B ");
+      for (const char *c = key; *c; c++)
+        g_string_append (roffkey, *c == '-' ? "\\-" : (char[]) { *c, 0 });
+      if (!strstr (man, roffkey->str))
+        g_error ("dtsim.1 lacks %s", roffkey->str);
+      n++;
+    }
+  g_assert_cmpint (n, >, 100);
+  struct { const char *words, *want; } cases[] = {
+    { "dtsim ex", "export" },
+    { "dtsim run x.ini --set policy.ki", "policy.kind=" },
+    { "dtsim run x.ini --set policy.kind = al", "allreduce" },
+    { "dtsim run x.ini --set policy.kind=al", "policy.kind=allreduce" },
+    { "dtsim run x.ini --set sweep.cluster.wo", "sweep.cluster.workers=" },
+    { "dtsim export a.db --format ''", "csv json perfetto" },
+    { "dtsim plot --f", "--format" },
+    { "dtsim completion ''", "bash" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *got = complete_words (script, cases[i].words);
+      if (strcmp (got, cases[i].want) != 0)
+        g_error ("completing '%s': got '%s', want '%s'", cases[i].words, got, cases[i].want);
+    }
+  /* every option the script offers, the subcommand's --help knows */
+  const char *subs[] = { "run", "check", "plot", "export", "calibrate" };
+  for (gsize i = 0; i < G_N_ELEMENTS (subs); i++)
+    {
+      g_autofree char *w = g_strdup_printf ("dtsim %s -", subs[i]);
+      g_autofree char *opts = complete_words (script, w);
+      g_autofree char *help = NULL, *he = NULL;
+      g_assert_cmpint (dtsim (&help, &he, subs[i], "--help", NULL), ==, 0);
+      g_auto (GStrv) list = g_strsplit (opts, " ", -1);
+      for (int k = 0; list[k]; k++)
+        if (!strstr (help, list[k]))
+          g_error ("%s --help does not know %s", subs[i], list[k]);
+    }
+  /* groff reads the page without a warning */
+  g_autofree char *page = tmp ("dtsim.1");
+  g_assert_true (g_file_set_contents (page, man, -1, NULL));
+  const char *argv[] = { "groff", "-man", "-Tutf8", "-ww", "-z", page, NULL };
+  g_autofree char *go = NULL, *ge = NULL;
+  int status = -1;
+  g_assert_true (g_spawn_sync (tmpdir, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &go,
+                               &ge, &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_assert_cmpstr (ge, ==, "");
+}
+
 /* Bad input: exit 2, one line naming the file and the key, no database. */
 static void
 check_bad (const char *file, const char *const *expect, const char *set)
@@ -1228,6 +1330,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/run/infeasible-points", test_infeasible_points);
   g_test_add_func ("/cli/labs-by-hand", test_labs_by_hand);
   g_test_add_func ("/cli/frictions", test_frictions);
+  g_test_add_func ("/cli/completion-and-man", test_completion_and_man);
   g_test_add_func ("/cli/bad/unknown-key", test_bad_unknown_key);
   g_test_add_func ("/cli/bad/negative-bandwidth", test_bad_negative_bandwidth);
   g_test_add_func ("/cli/bad/unit", test_bad_unit);
