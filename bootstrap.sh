@@ -6,8 +6,10 @@
 set -eu
 cd "$(dirname "$0")"
 
+# chromium and groff-base: the tests load `dtsim report`'s page in a real
+# browser and check the manual page with groff.
 PACKAGES="gcc g++ make autoconf automake pkg-config libglib2.0-dev libsqlite3-dev
-libopenblas-dev gnuplot-nox sqlite3 dataset-fashion-mnist libsimgrid-dev"
+libopenblas-dev gnuplot-nox sqlite3 dataset-fashion-mnist libsimgrid-dev chromium groff-base"
 
 missing=""
 for p in $PACKAGES; do

@@ -56,6 +56,10 @@ static const Command commands[] = {
     { { "output", 'o', "FILE", "file to write (default: standard output)" },
       { "format", 0, "csv|json|perfetto", "what to write (default: csv)" },
       { "run", 0, "N", "export run N only" } } },
+  { "report", "DB", "db",
+    "Writes one self-contained HTML page of a trace database: the run table, the parameters, "
+    "every figure and what it shows.",
+    { { "output", 'o', "FILE.html", "page to write (default: the database's path with .html)" } } },
   { "keys", NULL, NULL, "Prints the reference of every scenario key (markdown).", { { NULL } } },
   { "hardware", "[CATALOG.ini]", "ini",
     "Prints the hardware catalog (built-in, or the file) as tables.", { { NULL } } },

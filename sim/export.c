@@ -30,21 +30,13 @@
 #include <glib/gstdio.h>
 
 #include "sim/export.h"
+#include "sim/outfile.h"
 #include "sim/perfetto.h"
 #include "sim/scenario.h"
 #include "sim/tracedb.h"
 #include "sim/units.h"
 
-/* One run of the database, as its row. */
-typedef struct {
-  gint64 id;
-  char *scenario, *name, *status, *error, *stop, *version;   /* clean text */
-  double seed, sim_time, wall_time, events, iterations, updates;
-  double final_loss, final_accuracy, compute, comm, wait;    /* NAN: NULL */
-  char **swept;            /* (n swept keys) clean text, NULL where absent */
-  double batch, workers;   /* [model] batch, [cluster] workers; NAN: absent */
-  double samples_per_s, scaling;
-} Run;
+typedef SimExportRun Run;
 
 static void
 run_free (Run *r)
@@ -359,135 +351,10 @@ write_json (GString *s, GPtrArray *runs, GPtrArray *keys)
   g_string_append (s, runs->len ? "\n]\n" : "]\n");
 }
 
-/* --- the output file ----------------------------------------------------- */
-
-/* An output being written: stdout, or a hidden file beside `path`. */
-typedef struct {
-  FILE *f;
-  char *path;       /* NULL: stdout */
-  char *tmp;
-  char *shown;
-} Out;
-
-static gboolean
-out_open (Out *o, const char *path, const char *db, GError **error)
-{
-  if (!path || strcmp (path, "-") == 0)
-    {
-      o->f = stdout;
-      return TRUE;
-    }
-  o->shown = sim_clean_text (path, 4096);
-  o->path = g_strdup (path);
-  g_autofree char *dir = g_path_get_dirname (path);
-  g_autofree char *base = g_path_get_basename (path);
-  GStatBuf sb, sd;
-  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "-o: %s: its folder does not exist; create it or choose another", o->shown);
-      return FALSE;
-    }
-  if (g_stat (path, &sb) == 0 && S_ISDIR (sb.st_mode))
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "-o: %s is a folder; name the file to write, e.g. %s/runs.csv", o->shown,
-                   o->shown);
-      return FALSE;
-    }
-  if (g_stat (path, &sb) == 0 && g_stat (db, &sd) == 0 && sb.st_dev == sd.st_dev
-      && sb.st_ino == sd.st_ino)
-    {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "-o: %s is the database being exported; write to another file", o->shown);
-      return FALSE;
-    }
-  g_autofree char *name = g_strdup_printf (".%s.XXXXXX", base);
-  o->tmp = g_build_filename (dir, name, NULL);
-  int fd = g_mkstemp_full (o->tmp, O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0 || !(o->f = fdopen (fd, "w")))
-    {
-      int e = errno;
-      if (fd >= 0)
-        close (fd);
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                   "-o: %s: cannot write in its folder (%s); check its permissions", o->shown,
-                   g_strerror (e));
-      g_clear_pointer (&o->tmp, g_free);
-      return FALSE;
-    }
-  return TRUE;
-}
-
-/* Writes `s` (the whole text, or a part of it) to o. */
-static gboolean
-out_write (Out *o, const GString *s, GError **error)
-{
-  if (s->len && fwrite (s->str, 1, s->len, o->f) != s->len)
-    {
-      int e = errno;
-      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot write (%s)",
-                   o->shown ? o->shown : "standard output", g_strerror (e));
-      return FALSE;
-    }
-  return TRUE;
-}
-
-/* Finishes o: renames the hidden file over the path when `ok`, else removes
- * it; TRUE when all of it was written. */
-static gboolean
-out_close (Out *o, gboolean ok, GError **error)
-{
-  if (!o->f)
-    goto done;
-  if (o->f == stdout)
-    {
-      if (fflush (stdout) != 0 && ok)
-        {
-          int e = errno;
-          g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "standard output: cannot write (%s)",
-                       g_strerror (e));
-          ok = FALSE;
-        }
-      goto done;
-    }
-  if (fflush (o->f) != 0 || fsync (fileno (o->f)) != 0)
-    {
-      if (ok)
-        {
-          int e = errno;
-          g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot write (%s)", o->shown,
-                       g_strerror (e));
-        }
-      ok = FALSE;
-    }
-  if (fclose (o->f) != 0 && ok)
-    {
-      int e = errno;
-      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot write (%s)", o->shown,
-                   g_strerror (e));
-      ok = FALSE;
-    }
-  if (ok && g_rename (o->tmp, o->path) != 0)
-    {
-      int e = errno;
-      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot replace it (%s)", o->shown,
-                   g_strerror (e));
-      ok = FALSE;
-    }
-  if (!ok)
-    g_unlink (o->tmp);
-done:
-  g_free (o->path);
-  g_free (o->tmp);
-  g_free (o->shown);
-  return ok;
-}
-
 /* --- the command --------------------------------------------------------- */
 
-static int
-export_table (SimTraceDb *t, Out *o, gboolean csv, gint64 only, GError **error)
+GPtrArray *
+sim_export_runs (SimTraceDb *t, gint64 only, GPtrArray **keys_out, GError **error)
 {
   /* the sweep's keys, from the runs' names; without them (a database whose
    * names were changed), the params that differ between runs */
@@ -498,24 +365,36 @@ export_table (SimTraceDb *t, Out *o, gboolean csv, gint64 only, GError **error)
       keys = sim_tracedb_swept_keys (t, NULL, error);
     }
   if (!keys)
-    return 2;
-  g_autoptr (GPtrArray) runs = load_runs (t, keys, only, error);
+    return NULL;
+  GPtrArray *runs = load_runs (t, keys, only, error);
   if (!runs)
-    return 2;
+    return NULL;
   if (only > 0 && runs->len == 0)
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "--run: %s has no run %" G_GINT64_FORMAT "; `dtsim export %s` lists them",
                    t->shown, only, t->shown);
-      return 2;
+      g_ptr_array_unref (runs);
+      return NULL;
     }
   scaling (runs, keys);
+  *keys_out = g_steal_pointer (&keys);
+  return runs;
+}
+
+static int
+export_table (SimTraceDb *t, SimOutFile *o, gboolean csv, gint64 only, GError **error)
+{
+  g_autoptr (GPtrArray) keys = NULL;
+  g_autoptr (GPtrArray) runs = sim_export_runs (t, only, &keys, error);
+  if (!runs)
+    return 2;
   g_autoptr (GString) s = g_string_new (NULL);
   if (csv)
     write_csv (s, runs, keys);
   else
     write_json (s, runs, keys);
-  return out_write (o, s, error) ? 0 : 1;
+  return sim_outfile_write (o, s, error) ? 0 : 1;
 }
 
 int
@@ -539,10 +418,10 @@ sim_export (const char *db, const char *format, const char *out, gint64 run, GEr
     { "params", { "run_id", "key", "value", NULL } },
   };
   SimTraceDb t = { 0 };
-  Out o = { 0 };
+  SimOutFile o = { 0 };
   int code = 2;
   if (sim_tracedb_open (&t, db, "export", required, G_N_ELEMENTS (required), error)
-      && out_open (&o, out, db, error))
+      && sim_outfile_open (&o, out, db, error))
     {
       if (perfetto)
         code = sim_perfetto_write (&t, o.f, run, error);
@@ -550,7 +429,7 @@ sim_export (const char *db, const char *format, const char *out, gint64 run, GEr
         code = export_table (&t, &o, csv, run, error);
     }
   GError *late = NULL;
-  if (!out_close (&o, code == 0, code == 0 ? &late : NULL) && code == 0)
+  if (!sim_outfile_close (&o, code == 0, code == 0 ? &late : NULL) && code == 0)
     {
       g_propagate_error (error, late);
       code = 1;

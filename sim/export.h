@@ -8,6 +8,8 @@
 
 #include <glib.h>
 
+#include "sim/tracedb.h"
+
 G_BEGIN_DECLS
 
 /* Writes database `db` in `format` ("csv", "json" or "perfetto") to `out`
@@ -19,6 +21,22 @@ G_BEGIN_DECLS
  * while writing, 2 bad input) and sets *error. */
 int sim_export (const char *db, const char *format, const char *out, gint64 run,
                 GError **error);
+
+/* One run of a database, as the run table shows it. */
+typedef struct {
+  gint64 id;
+  char *scenario, *name, *status, *error, *stop, *version;   /* clean text */
+  double seed, sim_time, wall_time, events, iterations, updates;
+  double final_loss, final_accuracy, compute, comm, wait;    /* NAN: NULL */
+  char **swept;            /* (n swept keys) clean text, NULL where absent */
+  double batch, workers;   /* [model] batch, [cluster] workers; NAN: absent */
+  double samples_per_s;    /* updates x batch / sim_time */
+  double scaling;          /* NAN unless cluster.workers is swept */
+} SimExportRun;
+
+/* The runs of t (all, or run `only`), SimExportRun * each, with the sweep's
+ * keys in *keys_out (char *, their swept values in each run's `swept`). */
+GPtrArray *sim_export_runs (SimTraceDb *t, gint64 only, GPtrArray **keys_out, GError **error);
 
 G_END_DECLS
 

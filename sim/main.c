@@ -1,11 +1,12 @@
 /*
- * main.c — the `dtsim` command: run, check, plot, export, keys, hardware, calibrate,
+ * main.c — the `dtsim` command: run, check, plot, export, report, keys, hardware, calibrate,
  * completion, man.
  *
  *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
  *             [--jobs N] [--threads N]
  *   dtsim plot DB [-o DIR] [--format png|svg]
  *   dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]
+ *   dtsim report DB [-o FILE.html]
  *   dtsim check FILE.ini [--set section.key=value]...
  *   dtsim hardware [FILE]
  *   dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]
@@ -33,6 +34,7 @@
 #include "sim/calibrate.h"
 #include "sim/docgen.h"
 #include "sim/export.h"
+#include "sim/report-html.h"
 #include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
@@ -47,6 +49,7 @@ static const char usage[] =
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
   "  dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]\n"
   "                            # runs as a table (csv, json) or a timeline (perfetto)\n"
+  "  dtsim report DB [-o FILE.html]  # one self-contained page: runs, params, figures\n"
   "  dtsim keys                # the reference of every scenario key (markdown)\n"
   "  dtsim hardware [FILE]     # the hardware catalog (built-in, or FILE) as tables\n"
   "  dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]\n"
@@ -288,6 +291,26 @@ cmd_export (int argc, char **argv)
 }
 
 static int
+cmd_report (int argc, char **argv)
+{
+  g_autofree char *out = NULL;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out,
+      "HTML file to write (default: the database's path with .html)", "FILE" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "report DB"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("report needs exactly one trace database");
+  GError *error = NULL;
+  int code = sim_report_html (argv[1], out, &error);
+  if (code != 0)
+    return die (error, code);
+  return 0;
+}
+
+static int
 cmd_hardware (int argc, char **argv)
 {
   GOptionEntry entries[] = { { NULL } };
@@ -388,6 +411,8 @@ main (int argc, char **argv)
     return cmd_plot (argc - 1, argv + 1);
   if (strcmp (cmd, "export") == 0)
     return cmd_export (argc - 1, argv + 1);
+  if (strcmp (cmd, "report") == 0)
+    return cmd_report (argc - 1, argv + 1);
   if (strcmp (cmd, "hardware") == 0)
     return cmd_hardware (argc - 1, argv + 1);
   if (strcmp (cmd, "calibrate") == 0)

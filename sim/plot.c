@@ -197,6 +197,7 @@ typedef struct {
   const char *format;     /* png | svg */
   const char *term;       /* gnuplot terminal */
   GHashTable *labels;     /* run id (gint64 *) -> label (clean text) */
+  const SimPlotSink *sink; /* where figures and notes go; NULL: stdout */
 } Plot;
 
 /* Steps `st`, prepared and bound with the status `rc` so far, once: *t is
@@ -408,15 +409,28 @@ draw (Plot *p, const char *template, GString *vars, const char *out, GError **er
     }
   if (!land (fig, out, error))
     return FALSE;
-  printf ("%s\n", out);
+  if (p->sink)
+    {
+      /* the figure's name in its file: BASE-NAME.EXT */
+      g_autofree char *bn = g_path_get_basename (out);
+      gsize skip = g_str_has_prefix (bn, p->base) && bn[strlen (p->base)] == '-'
+                   ? strlen (p->base) + 1 : 0;
+      g_autofree char *name = g_strndup (bn + skip, strcspn (bn + skip, "."));
+      p->sink->figure (p->sink->ctx, name, out);
+    }
+  else
+    printf ("%s\n", out);
   return TRUE;
 }
 
 /* What sim_plot tells the user about a figure it does not draw. */
 static void
-skipped (const char *figure, const char *why)
+skipped (Plot *p, const char *figure, const char *why)
 {
-  printf ("skipped %s: %s\n", figure, why);
+  if (p->sink)
+    p->sink->skipped (p->sink->ctx, figure, why);
+  else
+    printf ("skipped %s: %s\n", figure, why);
 }
 
 /* --- labels -------------------------------------------------------------- */
@@ -669,7 +683,7 @@ lines_draw (Plot *p, Lines *l, gboolean ok, const char *figure, const char *none
             const GString *extra, GError **error)
 {
   if (ok && l->titles->len == 0)
-    skipped (figure, none);
+    skipped (p, figure, none);
   else if (ok)
     {
       g_autoptr (GString) v = lines_vars (l, "nruns");
@@ -865,13 +879,18 @@ plot_speedup (Plot *p, GError **error)
       double f = 0;
       sim_amdahl_fit (n, s, (int) a->len, &f, NULL);
       g_autofree char *shown = sim_clean_text (g_ptr_array_index (names, i), LABEL_MAX);
-      printf ("serial fraction (Amdahl fit): f = %.6g  [%s]\n", f, shown);
+      g_autofree char *note = g_strdup_printf ("serial fraction (Amdahl fit): f = %.6g  [%s]", f,
+                                               shown);
+      if (p->sink)
+        p->sink->note (p->sink->ctx, note);
+      else
+        printf ("%s\n", note);
       g_array_append_val (fs, f);
       g_array_append_val (n0s, sp[0].workers);
     }
   gboolean ok = TRUE;
   if (l.titles->len == 0)
-    skipped ("speedup", "the runs do not differ in cluster.workers");
+    skipped (p, "speedup", "the runs do not differ in cluster.workers");
   else
     {
       g_autoptr (GString) v = lines_vars (&l, "ngroups");
@@ -1120,7 +1139,7 @@ plot_iteration_time (Plot *p, GError **error)
     return FALSE;
   if (g_hash_table_size (workers_seen) < 2)
     {
-      skipped ("iteration-time", "the runs do not differ in cluster.workers");
+      skipped (p, "iteration-time", "the runs do not differ in cluster.workers");
       return TRUE;
     }
   Lines l;
@@ -1308,12 +1327,12 @@ plot_timelines (Plot *p, GError **error)
   if (rc < 0)
     return FALSE;
   if (timelines == 0)
-    skipped ("timeline", "no spans table rows ([trace] detail below spans)");
+    skipped (p, "timeline", "no spans table rows ([trace] detail below spans)");
   if (more > 0)
     {
       g_autofree char *why = g_strdup_printf ("%d more runs with spans; the first %d are drawn",
                                               more, SIM_PLOT_MAX_TIMELINES);
-      skipped ("timeline", why);
+      skipped (p, "timeline", why);
     }
   return TRUE;
 }
@@ -1406,6 +1425,13 @@ plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
 int
 sim_plot (const char *dbpath, const char *dir, const char *format, GError **error)
 {
+  return sim_plot_to (dbpath, dir, format, NULL, error);
+}
+
+int
+sim_plot_to (const char *dbpath, const char *dir, const char *format, const SimPlotSink *sink,
+             GError **error)
+{
   const char *term;
   if (g_strcmp0 (format, "png") == 0)
     term = "pngcairo";
@@ -1426,7 +1452,7 @@ sim_plot (const char *dbpath, const char *dir, const char *format, GError **erro
                    gnuplot_program ());
       return 2;
     }
-  Plot p = { .format = format, .term = term };
+  Plot p = { .format = format, .term = term, .sink = sink };
   int code = plot_db (&p, dbpath, dir, error);
   if (p.labels)
     g_hash_table_unref (p.labels);

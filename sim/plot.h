@@ -21,6 +21,20 @@ G_BEGIN_DECLS
  * Returns the exit code (0, 1 failure, 2 bad input) and sets *error. */
 int sim_plot (const char *db, const char *dir, const char *format, GError **error);
 
+/* Where sim_plot_to() reports instead of stdout: each figure drawn (its
+ * name, e.g. "loss-time" or "timeline-run3", and its file), each figure not
+ * drawn and why, and each note (the Amdahl fits). */
+typedef struct {
+  void (*figure) (gpointer ctx, const char *figure, const char *path);
+  void (*skipped) (gpointer ctx, const char *figure, const char *why);
+  void (*note) (gpointer ctx, const char *line);
+  gpointer ctx;
+} SimPlotSink;
+
+/* sim_plot() reporting to `sink` (NULL: stdout, as sim_plot). */
+int sim_plot_to (const char *db, const char *dir, const char *format, const SimPlotSink *sink,
+                 GError **error);
+
 /* Least-squares fit of Amdahl's law s(n) = 1 / (f + (1 - f) / n) to k
  * points (n[i] workers relative to the reference, s[i] speedups): the serial
  * fraction f in [0, 1] minimising sum (s[i] - s(n[i]))^2 (start from the

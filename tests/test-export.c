@@ -430,7 +430,7 @@ test_bad_input (void)
     { { "export", "missing.db", "-o", "keep.csv", NULL }, "no such trace database" },
     { { "export", "sweep.db", "--format", "xml", "-o", "keep.csv", NULL }, "use csv, json or perfetto" },
     { { "export", "sweep.db", "--run", "99", "-o", "keep.csv", NULL }, "has no run 99" },
-    { { "export", "sweep.db", "-o", "sweep.db", NULL }, "is the database being exported" },
+    { { "export", "sweep.db", "-o", "sweep.db", NULL }, "is the database being read" },
     { { "export", "sweep.db", "-o", "no-such-dir/x.csv", NULL }, "its folder does not exist" },
     { { "export", "sweep.db", "-o", ".", NULL }, "is a folder" },
   };
@@ -462,6 +462,130 @@ test_bad_input (void)
   g_assert_true (g_str_has_prefix (l, "run,name,status"));
 }
 
+/* Chromium, Debian's `chromium`; NULL when absent. */
+static char *
+chromium (void)
+{
+  char *c = g_find_program_in_path ("chromium");
+  return c ? c : g_find_program_in_path ("chromium-browser");
+}
+
+/* Runs headless Chromium on `url` with `what` (e.g. --dump-dom); returns
+ * its stdout, and its stderr in *err. */
+static char *
+headless (const char *bin, const char *what, const char *url, char **err)
+{
+  g_autofree char *profile = path_in ("chromium-profile");
+  g_autofree char *dir_arg = g_strdup_printf ("--user-data-dir=%s", profile);
+  const char *argv[] = { bin, "--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
+                         dir_arg, "--enable-logging=stderr", "--v=0",
+                         "--window-size=1200,2400", what, url, NULL };
+  char *o = NULL;
+  int status = -1;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_sync (tmpdir, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &o, err,
+                               &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  return o;
+}
+
+/* dtsim report: one HTML file needing nothing else (a policy that loads
+ * nothing and runs nothing, the figures inside it), holding the run table;
+ * a real browser loads it with no console message and draws it. */
+static void
+test_report (void)
+{
+  g_autofree char *db = sweep_db ();
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "report", "sweep.db", NULL), ==, 0);
+  g_autofree char *html = path_in ("sweep.html");
+  g_assert_cmpstr (g_strstrip (o), ==, "sweep.html"); /* the path, as given */
+  g_autofree char *page = test_read_file (html, NULL);
+  g_assert_true (g_str_has_prefix (page, "<!DOCTYPE html>"));
+  g_assert_nonnull (strstr (page, "Content-Security-Policy\" content=\"default-src 'none'; "
+                                  "img-src data:"));
+  g_assert_null (strstr (page, "<script"));
+  g_assert_null (strstr (page, "http:"));
+  g_assert_null (strstr (page, "https:"));
+  g_assert_nonnull (strstr (page, "<table id=\"runs\">"));
+  g_assert_nonnull (strstr (page, "<img alt=\"Training loss against simulated time\" "
+                                  "src=\"data:image/svg+xml;base64,"));
+  g_assert_nonnull (strstr (page, "<figure id=\"fig-timeline-run1\">"));
+  g_autofree char *bin = chromium ();
+  if (!bin)
+    {
+      /* CI installs it (bootstrap.sh): there this is a failure */
+      if (g_getenv ("CI"))
+        g_error ("chromium is not installed; bootstrap.sh installs it");
+      g_test_skip ("chromium is not installed (apt-get install chromium)");
+      return;
+    }
+  g_autofree char *url = g_strdup_printf ("file://%s", html);
+  g_autofree char *shot = path_in ("screenshot.png");
+  g_autofree char *shot_arg = g_strdup_printf ("--screenshot=%s", shot);
+  g_autofree char *err = NULL, *err2 = NULL;
+  g_autofree char *out = headless (bin, shot_arg, url, &err);
+  if (strstr (err, ":CONSOLE"))
+    g_error ("the page logged to the console: %s", err);
+  gsize len = 0;
+  g_autofree char *png = NULL;
+  g_assert_true (g_file_get_contents (shot, &png, &len, NULL));
+  g_assert_cmpuint (len, >, 10000);
+  g_assert_true (memcmp (png, "\x89PNG", 4) == 0);
+  /* the DOM the browser built holds the run table: one row per run, with
+   * each run's simulated time as the database has it */
+  g_autofree char *dom = headless (bin, "--dump-dom", url, &err2);
+  g_assert_null (strstr (err2, ":CONSOLE"));
+  const char *table = strstr (dom, "<table id=\"runs\">");
+  g_assert_nonnull (table);
+  for (gint64 run = 1; run <= 6; run++)
+    {
+      g_autofree char *cell = g_strdup_printf ("<td class=\"n\">%.6g</td>",
+                                               run_number (db, run, "sim_time"));
+      if (!strstr (table, cell))
+        g_error ("run %" G_GINT64_FORMAT ": %s not in the page's table", run, cell);
+    }
+}
+
+/* A database's text reaches the page as text: escaped, never markup. */
+static void
+test_report_hostile (void)
+{
+  g_autofree char *db = sweep_db ();
+  g_autofree char *copy = path_in ("evil.db");
+  g_autofree char *bytes = NULL;
+  gsize len;
+  g_assert_true (g_file_get_contents (db, &bytes, &len, NULL));
+  g_assert_true (g_file_set_contents (copy, bytes, (gssize) len, NULL));
+  sqlite3 *h = NULL;
+  g_assert_cmpint (sqlite3_open (copy, &h), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (h, "UPDATE runs SET status = 'failed', error ="
+                                    " '<script>alert(1)</script><img src=x onerror=alert(2)>'"
+                                    " WHERE id = 2; UPDATE params SET value ="
+                                    " '\"><script>x</script>' WHERE key = 'model.lr'"
+                                    " AND run_id = 3;", NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (h);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "report", "evil.db", "-o", "evil.html", NULL), ==, 0);
+  g_autofree char *html = path_in ("evil.html");
+  g_autofree char *page = test_read_file (html, NULL);
+  g_assert_null (strstr (page, "<script"));
+  g_assert_null (strstr (page, "<img src=x"));
+  g_assert_nonnull (strstr (page, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+  g_assert_nonnull (strstr (page, "&quot;&gt;&lt;script&gt;x"));
+  /* not a database: one line, exit 2, no page */
+  g_autofree char *notes = path_in ("notes.txt");
+  g_assert_true (g_file_set_contents (notes, "text\n", -1, NULL));
+  g_clear_pointer (&o, g_free);
+  g_clear_pointer (&e, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "report", "notes.txt", "-o", "n.html", NULL), ==, 2);
+  g_assert_nonnull (strstr (e, "not a SQLite database"));
+  g_autofree char *nh = path_in ("n.html");
+  g_assert_false (g_file_test (nh, G_FILE_TEST_EXISTS));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -472,6 +596,8 @@ main (int argc, char **argv)
   g_test_add_func ("/export/perfetto", test_perfetto);
   g_test_add_func ("/export/hostile-text", test_hostile_text);
   g_test_add_func ("/export/bad-input", test_bad_input);
+  g_test_add_func ("/export/report", test_report);
+  g_test_add_func ("/export/report-hostile", test_report_hostile);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
   g_free (tmpdir);
