@@ -412,10 +412,13 @@ try_next (PlPolicy *pl, PlWorker *wk)
     }
   if (wk->blocked_since >= 0)
     {
-      /* blocked time after the input was sent is communication */
+      /* blocked time after the input was sent is communication (a recv
+       * span, as the summary counts it); before, the bubble (idle) */
       double sent = fwd ? wk->in_sent[micro] : wk->grad_sent[micro];
-      wk->it_comm += now - MAX (wk->blocked_since, sent);
-      span (pl, wk->index, "idle", wk->blocked_since, now, 0);
+      double from = MAX (wk->blocked_since, sent);
+      wk->it_comm += now - from;
+      span (pl, wk->index, "idle", wk->blocked_since, from, 0);
+      span (pl, wk->index, "recv", from, now, 0);
       wk->blocked_since = -1;
     }
   const PolEnv *env = &pl->env;

@@ -361,6 +361,63 @@ last_line (const char *err)
 
 /* Runs gnuplot on `template` with the assignments `vars` (term and outfile
  * are added here), lands the figure at `out` and prints its path. */
+/* Adds the numbers of `text` (data or variables) to `sum` at six
+ * significant digits, what a figure can show, so that the last bits of a
+ * computation (which BLAS kernels may change from one CPU to another) do
+ * not count; every other character as it is. */
+static void
+digest_add (GChecksum *sum, const char *text, gsize len)
+{
+  const char *c = text, *end = text + len;
+  while (c < end)
+    {
+      char *stop = NULL;
+      if ((g_ascii_isdigit (*c) || *c == '-' || *c == '.')
+          && (c == text || !g_ascii_isalnum (c[-1])))
+        {
+          double v = g_ascii_strtod (c, &stop);
+          if (stop && stop > c && stop <= end)
+            {
+              char buf[40];
+              g_snprintf (buf, sizeof buf, "%.6g", v);
+              g_checksum_update (sum, (const guchar *) buf, -1);
+              c = stop;
+              continue;
+            }
+        }
+      g_checksum_update (sum, (const guchar *) c, 1);
+      c++;
+    }
+}
+
+/* SHA-256 of what a figure shows: its template, its variables (paths in
+ * the private folder made relative), and the data files they name, numbers
+ * at six significant digits (tests/test-docs-img.c checks README images
+ * against it). */
+static char *
+figure_digest (Plot *p, const char *template_path, const GString *vars)
+{
+  g_autoptr (GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_autofree char *tmpl = NULL;
+  gsize len = 0;
+  if (g_file_get_contents (template_path, &tmpl, &len, NULL))
+    g_checksum_update (sum, (const guchar *) tmpl, (gssize) len);
+  g_auto (GStrv) parts = g_strsplit (vars->str, p->tmp, -1);
+  g_autofree char *rel = g_strjoinv ("TMP", parts);
+  digest_add (sum, rel, strlen (rel));
+  /* the data files: every quoted path into the private folder */
+  for (int i = 1; parts[i]; i++)
+    {
+      gsize n = strcspn (parts[i], "'");
+      g_autofree char *name = g_strndup (parts[i], n);
+      g_autofree char *file = g_strconcat (p->tmp, name, NULL);
+      g_autofree char *data = NULL;
+      if (g_str_has_suffix (name, ".tsv") && g_file_get_contents (file, &data, &len, NULL))
+        digest_add (sum, data, len);
+    }
+  return g_strdup (g_checksum_get_string (sum));
+}
+
 static gboolean
 draw (Plot *p, const char *template, GString *vars, const char *out, GError **error)
 {
@@ -375,6 +432,8 @@ draw (Plot *p, const char *template, GString *vars, const char *out, GError **er
       return FALSE;
     }
   g_autofree char *figure = g_strndup (template, strcspn (template, "."));
+  /* what the figure shows, before the paths and terminal are added */
+  g_autofree char *digest = p->sink ? figure_digest (p, path, vars) : NULL;
   g_autofree char *fig_name = g_strdup_printf ("%s.%s", figure, p->format);
   g_autofree char *fig = g_build_filename (p->tmp, fig_name, NULL);
   g_autofree char *vars_path = g_build_filename (p->tmp, "vars.gp", NULL);
@@ -416,7 +475,7 @@ draw (Plot *p, const char *template, GString *vars, const char *out, GError **er
       gsize skip = g_str_has_prefix (bn, p->base) && bn[strlen (p->base)] == '-'
                    ? strlen (p->base) + 1 : 0;
       g_autofree char *name = g_strndup (bn + skip, strcspn (bn + skip, "."));
-      p->sink->figure (p->sink->ctx, name, out);
+      p->sink->figure (p->sink->ctx, name, out, digest);
     }
   else
     printf ("%s\n", out);
@@ -484,9 +543,24 @@ status_mark (const char *status)
 static GHashTable *
 run_labels (Plot *p, const char *const *omit, const char *fallback, GError **error)
 {
-  g_autoptr (GPtrArray) keys = sim_tracedb_swept_keys (&p->t, omit, error);
+  /* the sweep's own keys (from the runs' names): a value a run settles
+   * itself, such as the algorithm auto chose, is no label; without them,
+   * the params that differ */
+  g_autoptr (GPtrArray) keys = sim_tracedb_sweep_keys (&p->t, error);
+  if (keys && keys->len == 0)
+    {
+      g_ptr_array_unref (keys);
+      keys = sim_tracedb_swept_keys (&p->t, omit, error);
+    }
   if (!keys)
     return NULL;
+  for (guint i = keys->len; i-- > 0;)
+    for (const char *const *o = omit; o && *o; o++)
+      if (strcmp (g_ptr_array_index (keys, i), *o) == 0)
+        {
+          g_ptr_array_remove_index (keys, i);
+          break;
+        }
   g_autoptr (GPtrArray) shorts = g_ptr_array_new ();
   for (guint i = 0; i < keys->len; i++)
     {
@@ -802,7 +876,7 @@ typedef struct {
  * GArray of their ScalePoints in `pts`, by workers.  FALSE with *error set
  * when a query fails. */
 static gboolean
-speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, GError **error)
+speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, gboolean *strong, GError **error)
 {
   /* With [model] global_batch set in every run, model.batch follows from the
    * workers (global_batch / workers): it is no grouping key either. */
@@ -814,6 +888,8 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, GError **error)
   if (!gb || (rc = sim_tracedb_step (&p->t, gb, error)) < 0)
     return FALSE;
   gboolean derived = rc == SQLITE_ROW && sqlite3_column_int64 (gb, 0) == 0;
+  if (strong)
+    *strong = derived;
   const char *omit[] = { "cluster.workers", derived ? "model.batch" : NULL, NULL };
   g_autoptr (GHashTable) groups = run_labels (p, omit, "all runs", error);
   g_autoptr (sqlite3_stmt) st
@@ -856,7 +932,12 @@ plot_speedup (Plot *p, GError **error)
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) pts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   Lines l;
-  if (!speedup_points (p, names, pts, error) || !lines_begin (p, &l, "speedup.tsv", error))
+  /* strong scaling (a fixed global batch) is what Amdahl's law describes;
+   * under weak scaling (a fixed batch per worker) the speedup is drawn
+   * without a fit */
+  gboolean strong = FALSE;
+  if (!speedup_points (p, names, pts, &strong, error)
+      || !lines_begin (p, &l, "speedup.tsv", error))
     return FALSE;
   g_autoptr (GArray) fs = g_array_new (FALSE, FALSE, sizeof (double));
   g_autoptr (GArray) n0s = g_array_new (FALSE, FALSE, sizeof (double));
@@ -876,15 +957,18 @@ plot_speedup (Plot *p, GError **error)
           fprintf (l.f, "%.17g\t%.17g\n", sp[j].workers, s[j]);
           xmax = MAX (xmax, sp[j].workers);
         }
-      double f = 0;
-      sim_amdahl_fit (n, s, (int) a->len, &f, NULL);
-      g_autofree char *shown = sim_clean_text (g_ptr_array_index (names, i), LABEL_MAX);
-      g_autofree char *note = g_strdup_printf ("serial fraction (Amdahl fit): f = %.6g  [%s]", f,
-                                               shown);
-      if (p->sink)
-        p->sink->note (p->sink->ctx, note);
-      else
-        printf ("%s\n", note);
+      double f = NAN;
+      if (strong)
+        {
+          sim_amdahl_fit (n, s, (int) a->len, &f, NULL);
+          g_autofree char *shown = sim_clean_text (g_ptr_array_index (names, i), LABEL_MAX);
+          g_autofree char *note = g_strdup_printf ("serial fraction (Amdahl fit): f = %.6g  [%s]",
+                                                   f, shown);
+          if (p->sink)
+            p->sink->note (p->sink->ctx, note);
+          else
+            printf ("%s\n", note);
+        }
       g_array_append_val (fs, f);
       g_array_append_val (n0s, sp[0].workers);
     }
@@ -897,6 +981,7 @@ plot_speedup (Plot *p, GError **error)
       gp_nums (v, "f", fs);
       gp_nums (v, "n0", n0s);
       gp_num (v, "xmax", xmax);
+      gp_num (v, "fit", strong);
       g_autofree char *out = out_path (p, "speedup");
       ok = draw (p, "speedup.gp", v, out, error);
     }
@@ -976,10 +1061,23 @@ plot_breakdown (Plot *p, GError **error)
                      "no iterations table rows ([trace] detail = summary)", extra, error);
 }
 
-/* Share of worker iterations at each staleness, per run. */
+/* Share of worker iterations at each staleness, per run; not drawn when
+ * every gradient was fresh (all at 0: nothing to read). */
 static gboolean
 plot_staleness (Plot *p, GError **error)
 {
+  g_autoptr (sqlite3_stmt) any
+    = sim_tracedb_prepare (&p->t, "SELECT COUNT(*), MAX(staleness) FROM iterations", error);
+  int ra;
+  if (!any || (ra = sim_tracedb_step (&p->t, any, error)) < 0)
+    return FALSE;
+  if (ra == SQLITE_ROW && sqlite3_column_int64 (any, 0) > 0
+      && sqlite3_column_int64 (any, 1) <= 0)
+    {
+      skipped (p, "staleness", "every gradient was applied fresh (staleness 0 in every run: "
+                               "synchronous updates)");
+      return TRUE;
+    }
   g_autoptr (sqlite3_stmt) runs
     = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
                  " run_id", error);
@@ -1187,6 +1285,7 @@ timeline_window (Plot *p, gint64 run, double *xmax, GError **error)
 static gboolean
 timeline_actors (Plot *p, gint64 run, GHashTable *index, GPtrArray *actors, GError **error)
 {
+  /* a pipeline's workers sort by replica and stage, as the pipeline runs */
   g_autoptr (sqlite3_stmt) st
     = sim_tracedb_prepare (&p->t, "SELECT DISTINCT actor FROM spans WHERE run_id = ? ORDER BY"
                  " (actor LIKE 'server%'), length(actor), actor", error);
@@ -1203,40 +1302,74 @@ timeline_actors (Plot *p, gint64 run, GHashTable *index, GPtrArray *actors, GErr
   return rc >= 0;
 }
 
+/* The kinds of spans a timeline draws, one data block each, in the
+ * template's order (timeline.gp): compute without a phase, a pipeline
+ * stage's forward and backward, communication, waiting (and, in a
+ * pipeline, its bubble: idle), server updates, a failed worker's downtime
+ * (idle elsewhere).  A last block holds the micro-batch numbers. */
+enum { TL_COMPUTE, TL_FORWARD, TL_BACKWARD, TL_COMM, TL_WAIT, TL_UPDATE, TL_DOWN, TL_GROUPS };
+
 /* Writes to `l` the spans of run `run` that start before `xmax` (seconds),
- * one block per group of kinds (compute; send and recv; wait; update), as
- * rows "actor row, start, end".  FALSE with *error set when a query fails. */
+ * one block per kind group, as rows "actor row, start, end", then the
+ * forward and backward spans' micro-batches as "middle, row, micro-batch".
+ * `pipeline`: the run has stages (idle is the bubble).  FALSE with *error
+ * set when a query fails. */
 static gboolean
 timeline_spans (Plot *p, Lines *l, gint64 run, double xmax, GHashTable *index,
-                GError **error)
+                gboolean pipeline, GArray *has, GError **error)
 {
-  static const char *const groups[4][3] = {
-    { "compute", NULL, NULL }, { "send", "recv", NULL }, { "wait", NULL, NULL },
-    { "update", NULL, NULL },
-  };
-  g_autoptr (sqlite3_stmt) sp
-    = sim_tracedb_prepare (&p->t, "SELECT actor, start, end FROM spans WHERE run_id = ? AND kind = ?"
-                 " AND start < ? ORDER BY start", error);
-  if (!sp || !sim_tracedb_check (&p->t, sqlite3_bind_double (sp, 3, xmax), error))
+  static const char *const phase_cols[] = { "phase", "microbatch", NULL };
+  int phased = sim_tracedb_has (&p->t, "spans", phase_cols, error);
+  if (phased < 0)
     return FALSE;
-  int rc = SQLITE_DONE;
-  for (int g = 0; rc >= 0 && g < 4; g++)
+  g_autofree char *sql = g_strdup_printf (
+    "SELECT actor, start, end, kind, %s FROM spans WHERE run_id = ? AND start < ?"
+    " ORDER BY start", phased ? "phase, microbatch" : "NULL, NULL");
+  g_autoptr (sqlite3_stmt) sp = sim_tracedb_prepare (&p->t, sql, error);
+  if (!sp || !sim_tracedb_rebind (&p->t, sp, run, error)
+      || !sim_tracedb_check (&p->t, sqlite3_bind_double (sp, 2, xmax), error))
+    return FALSE;
+  GString *blocks[TL_GROUPS + 1];
+  for (int g = 0; g <= TL_GROUPS; g++)
     {
-      lines_next (l, groups[g][0]);
+      blocks[g] = g_string_new (NULL);
       /* a point outside the window keeps every block non-empty */
-      fprintf (l->f, "0\t%.17g\t%.17g\n", -2 * xmax, -xmax);
-      for (int k = 0; rc >= 0 && k < 3 && groups[g][k]; k++)
-        {
-          if (!sim_tracedb_rebind (&p->t, sp, run, error) || !sim_tracedb_bind_text (&p->t, sp, 2, groups[g][k], error))
-            return FALSE;
-          while ((rc = sim_tracedb_step (&p->t, sp, error)) == SQLITE_ROW)
-            {
-              gpointer idx = g_hash_table_lookup (index, sim_tracedb_text (sp, 0));
-              double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
-              if (isfinite (a) && isfinite (b))
-                fprintf (l->f, "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx), a, b);
-            }
-        }
+      g_string_append_printf (blocks[g], g < TL_GROUPS ? "0\t%.17g\t%.17g\n" : "%.17g\t0\t0\n",
+                              -2 * xmax, -xmax);
+    }
+  int rc;
+  while ((rc = sim_tracedb_step (&p->t, sp, error)) == SQLITE_ROW)
+    {
+      gpointer idx = g_hash_table_lookup (index, sim_tracedb_text (sp, 0));
+      double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
+      const char *kind = sim_tracedb_text (sp, 3), *phase = sim_tracedb_text (sp, 4);
+      if (!(isfinite (a) && isfinite (b)))
+        continue;
+      int g = strcmp (kind, "compute") == 0
+                ? (strcmp (phase, "forward") == 0 ? TL_FORWARD
+                   : strcmp (phase, "backward") == 0 ? TL_BACKWARD : TL_COMPUTE)
+              : strcmp (kind, "send") == 0 || strcmp (kind, "recv") == 0 ? TL_COMM
+              : strcmp (kind, "wait") == 0 ? TL_WAIT
+              : strcmp (kind, "update") == 0 ? TL_UPDATE
+              : strcmp (kind, "idle") == 0 ? (pipeline ? TL_WAIT : TL_DOWN)
+              : -1;
+      if (g < 0)
+        continue;
+      g_string_append_printf (blocks[g], "%d\t%.17g\t%.17g\n", GPOINTER_TO_INT (idx), a, b);
+      g_array_index (has, double, g) = 1;
+      if ((g == TL_FORWARD || g == TL_BACKWARD) && sqlite3_column_type (sp, 5) != SQLITE_NULL)
+        g_string_append_printf (blocks[TL_GROUPS], "%.17g\t%d\t%" G_GINT64_FORMAT "\n",
+                                (a + b) / 2, GPOINTER_TO_INT (idx),
+                                (gint64) sqlite3_column_int64 (sp, 5));
+    }
+  static const char *const names[TL_GROUPS + 1] = {
+    "compute", "forward", "backward", "communication", "waiting", "update", "down", "micro-batches"
+  };
+  for (int g = 0; g <= TL_GROUPS; g++)
+    {
+      lines_next (l, names[g]);
+      fputs (blocks[g]->str, l->f);
+      g_string_free (blocks[g], TRUE);
     }
   return rc >= 0;
 }
@@ -1246,7 +1379,7 @@ timeline_spans (Plot *p, Lines *l, gint64 run, double xmax, GHashTable *index,
  * seconds, titled `title` (clean text). */
 static gboolean
 timeline_draw (Plot *p, Lines *l, gint64 run, const char *title, GPtrArray *actors,
-               double xmax, GError **error)
+               GHashTable *stage_of, GArray *has, double xmax, GError **error)
 {
   /* many actors: label every k-th row only (the first and last always) */
   int n = (int) actors->len;
@@ -1257,7 +1390,9 @@ timeline_draw (Plot *p, Lines *l, gint64 run, const char *title, GPtrArray *acto
     if (i % every == 0 || i == n - 1)
       {
         double y = i;
-        g_ptr_array_add (shown, sim_clean_text (g_ptr_array_index (actors, i), LABEL_MAX));
+        const char *a = g_ptr_array_index (actors, i);
+        const char *stage = g_hash_table_lookup (stage_of, a);
+        g_ptr_array_add (shown, sim_clean_text (stage ? stage : a, LABEL_MAX));
         g_array_append_val (pos, y);
       }
   /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
@@ -1271,6 +1406,8 @@ timeline_draw (Plot *p, Lines *l, gint64 run, const char *title, GPtrArray *acto
   gp_nums (v, "actor_rows", pos);
   gp_num (v, "xmax", xmax);
   gp_num (v, "height", MIN (height, 4000));
+  gp_num (v, "pipeline", g_hash_table_size (stage_of) > 0);
+  gp_nums (v, "has", has);
   fflush (l->f);
   g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
   g_autofree char *out = out_path (p, name);
@@ -1294,8 +1431,48 @@ plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
   if (!timeline_actors (p, run, index, actors, error)
       || !lines_begin (p, &l, "timeline.tsv", error))
     return FALSE;
-  gboolean ok = timeline_spans (p, &l, run, xmax, index, error)
-                && timeline_draw (p, &l, run, title, actors, xmax, error);
+  /* a pipeline's rows say their stage (the stages table, when it has it) */
+  g_autoptr (GHashTable) stage_of = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                           g_free);
+  static const char *const scols[] = { "run_id", "replica", "stage", "worker", NULL };
+  int staged = sim_tracedb_has (&p->t, "stages", scols, error);
+  if (staged < 0)
+    {
+      lines_end (&l);
+      return FALSE;
+    }
+  if (staged)
+    {
+      g_autoptr (sqlite3_stmt) st
+        = sim_tracedb_prepare (&p->t, "SELECT worker, stage, replica FROM stages WHERE"
+                                      " run_id = ?", error);
+      int rc;
+      if (!st || !sim_tracedb_rebind (&p->t, st, run, error))
+        {
+          lines_end (&l);
+          return FALSE;
+        }
+      while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
+        g_hash_table_insert (stage_of,
+                             g_strdup_printf ("worker%" G_GINT64_FORMAT,
+                                              (gint64) sqlite3_column_int64 (st, 0)),
+                             g_strdup_printf ("stage %" G_GINT64_FORMAT " (worker%"
+                                              G_GINT64_FORMAT ", replica %" G_GINT64_FORMAT ")",
+                                              (gint64) sqlite3_column_int64 (st, 1),
+                                              (gint64) sqlite3_column_int64 (st, 0),
+                                              (gint64) sqlite3_column_int64 (st, 2)));
+      if (rc < 0)
+        {
+          lines_end (&l);
+          return FALSE;
+        }
+    }
+  gboolean pipeline = g_hash_table_size (stage_of) > 0;
+  /* which kinds have spans: only those get a key entry */
+  g_autoptr (GArray) has = g_array_new (FALSE, TRUE, sizeof (double));
+  g_array_set_size (has, TL_GROUPS);
+  gboolean ok = timeline_spans (p, &l, run, xmax, index, pipeline, has, error)
+                && timeline_draw (p, &l, run, title, actors, stage_of, has, xmax, error);
   lines_end (&l);
   return ok;
 }

@@ -22,10 +22,11 @@ G_BEGIN_DECLS
 int sim_plot (const char *db, const char *dir, const char *format, GError **error);
 
 /* Where sim_plot_to() reports instead of stdout: each figure drawn (its
- * name, e.g. "loss-time" or "timeline-run3", and its file), each figure not
- * drawn and why, and each note (the Amdahl fits). */
+ * name, e.g. "loss-time" or "timeline-run3", its file, and a SHA-256 of
+ * what it shows: template, variables and data at six significant digits),
+ * each figure not drawn and why, and each note (the Amdahl fits). */
 typedef struct {
-  void (*figure) (gpointer ctx, const char *figure, const char *path);
+  void (*figure) (gpointer ctx, const char *figure, const char *path, const char *digest);
   void (*skipped) (gpointer ctx, const char *figure, const char *why);
   void (*note) (gpointer ctx, const char *line);
   gpointer ctx;

@@ -78,7 +78,8 @@ typedef struct {
 } Collected;
 
 static void
-got_figure (gpointer ctx, const char *figure, const char *path)
+got_figure (gpointer ctx, const char *figure, const char *path,
+            const char *digest G_GNUC_UNUSED)
 {
   Collected *c = ctx;
   g_ptr_array_add (c->figures, g_strdup (figure));

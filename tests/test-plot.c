@@ -172,20 +172,20 @@ test_figures (void)
           g_assert_nonnull (strstr (o2, name));
         }
       g_assert_null (strstr (o2, "skipped"));
-      /* one serial fraction per group (bsp, async), f in [0, 1] */
-      const char *line = strstr (o2, "serial fraction (Amdahl fit): f = ");
-      g_assert_nonnull (line);
-      double f = g_ascii_strtod (line + strlen ("serial fraction (Amdahl fit): f = "), NULL);
-      g_assert_cmpfloat (f, >=, 0.0);
-      g_assert_cmpfloat (f, <=, 1.0);
-      g_assert_nonnull (strstr (line, "[consistency=bsp]"));
-      g_assert_nonnull (strstr (o2, "[consistency=async]"));
+      /* a batch per worker is weak scaling: no Amdahl fit */
+      g_assert_null (strstr (o2, "serial fraction"));
     }
-  /* the fitted f is in the key of the figure, with the labelled axes */
+  /* the speedup says which scaling, and draws the ideal N / N0 */
   g_autofree char *svg = g_build_filename (tmpdir, "sw-speedup.svg", NULL), *text = NULL;
   g_assert_true (g_file_get_contents (svg, &text, NULL, NULL));
-  g_assert_nonnull (strstr (text, "Amdahl fit, f = "));
+  g_assert_null (strstr (text, "Amdahl fit, f = "));
+  g_assert_nonnull (strstr (text, "fixed batch per worker"));
+  g_assert_nonnull (strstr (text, "ideal: N / N0"));
   g_assert_nonnull (strstr (text, "workers"));
+  /* staleness is in iterations behind */
+  g_autofree char *st = g_build_filename (tmpdir, "sw-staleness.svg", NULL), *t3 = NULL;
+  g_assert_true (g_file_get_contents (st, &t3, NULL, NULL));
+  g_assert_nonnull (strstr (t3, "iterations behind"));
   g_autofree char *cdf = g_build_filename (tmpdir, "sw-iteration-cdf.svg", NULL), *t2 = NULL;
   g_assert_true (g_file_get_contents (cdf, &t2, NULL, NULL));
   g_assert_nonnull (strstr (t2, "simulated time per worker iteration (s)"));
@@ -210,15 +210,25 @@ test_global_batch (void)
   g_autofree char *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", "--set",
                           "sweep.cluster.workers=1,2,4", NULL), ==, 0);
-  g_assert_cmpint (dtsim (&o2, &e2, "plot", db, NULL), ==, 0);
-  g_assert_nonnull (strstr (o2, "gb-speedup.png"));
+  g_assert_cmpint (dtsim (&o2, &e2, "plot", db, "--format", "svg", NULL), ==, 0);
+  g_assert_nonnull (strstr (o2, "gb-speedup.svg"));
   g_assert_null (strstr (o2, "skipped speedup"));
-  /* two groups, bsp and async, whose labels do not name the batch */
+  /* two groups, bsp and async, whose labels do not name the batch; one
+   * serial fraction each, f in [0, 1] */
   const char *line = strstr (o2, "serial fraction (Amdahl fit): f = ");
   g_assert_nonnull (line);
+  double f = g_ascii_strtod (line + strlen ("serial fraction (Amdahl fit): f = "), NULL);
+  g_assert_cmpfloat (f, >=, 0.0);
+  g_assert_cmpfloat (f, <=, 1.0);
   g_assert_nonnull (strstr (line, "[consistency=bsp]"));
   g_assert_nonnull (strstr (o2, "[consistency=async]"));
   g_assert_null (strstr (o2, "batch="));
+  /* the fitted f is in the key of the figure, beside the ideal N / N0 */
+  g_autofree char *svg = g_build_filename (tmpdir, "gb-speedup.svg", NULL), *t = NULL;
+  g_assert_true (g_file_get_contents (svg, &t, NULL, NULL));
+  g_assert_nonnull (strstr (t, "Amdahl fit, f = "));
+  g_assert_nonnull (strstr (t, "fixed global batch"));
+  g_assert_nonnull (strstr (t, "ideal: N / N0"));
 }
 
 /* Figures whose data is absent are skipped, and said so. */
@@ -238,6 +248,15 @@ test_skipped (void)
   g_assert_nonnull (strstr (o2, "skipped timeline: "));
   g_autofree char *bd = g_build_filename (tmpdir, "sum-breakdown.png", NULL);
   g_assert_false (g_file_test (bd, G_FILE_TEST_EXISTS));
+  /* BSP alone: every gradient fresh, no staleness histogram to read */
+  g_autofree char *db2 = g_build_filename (tmpdir, "bsp.db", NULL);
+  g_autofree char *o3 = NULL, *e3 = NULL, *o4 = NULL, *e4 = NULL;
+  g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", db2, "--quiet", "--set",
+                          "policy.consistency=bsp", NULL), ==, 0);
+  g_assert_cmpint (dtsim (&o4, &e4, "plot", db2, NULL), ==, 0);
+  g_assert_nonnull (strstr (o4, "skipped staleness: every gradient was applied fresh"));
+  g_autofree char *sp = g_build_filename (tmpdir, "bsp-staleness.png", NULL);
+  g_assert_false (g_file_test (sp, G_FILE_TEST_EXISTS));
 }
 
 /* Without gnuplot: the apt-get command and exit code 2. */
