@@ -42,6 +42,8 @@ typedef struct {
   GHashTable *stage_of;  /* clean actor name -> "stage S, replica R" */
   int n_actors;
   gboolean detail;       /* spans have phase, microbatch, first_layer, last_layer */
+  gboolean routes;       /* messages have route, and the links table names them */
+  GHashTable *links;     /* link id (GINT_TO_POINTER) -> Link */
   gint64 skipped;        /* rows left out: bad times */
   gint64 crowded;        /* spans left out: too many overlapping */
   gboolean write_failed;
@@ -54,6 +56,18 @@ typedef struct {
   int lanes[TRACK_KINDS];                     /* lanes opened */
 } Actor;
 
+/* One step of a counter: at `t`, add `delta`. */
+typedef struct {
+  double t, delta;
+} Step;
+
+/* A link the run's messages crossed: a track of its own, and its load. */
+typedef struct {
+  Actor *track;
+  double bandwidth;      /* bytes/s */
+  GArray *steps;         /* Step: the messages' mean rates on it */
+} Link;
+
 static void
 actor_free (Actor *a)
 {
@@ -61,6 +75,14 @@ actor_free (Actor *a)
     g_free (a->ends[k]);
   g_free (a->name);
   g_free (a);
+}
+
+static void
+link_free (Link *l)
+{
+  actor_free (l->track);
+  g_array_unref (l->steps);
+  g_free (l);
 }
 
 static void
@@ -242,6 +264,45 @@ load_actors (Writer *w, gboolean messages, GError **error)
   return TRUE;
 }
 
+/* The links of the run (table links), each a track after the actors' and
+ * the buckets'. */
+static gboolean
+load_links (Writer *w, GError **error)
+{
+  static const char *const cols[] = { "run_id", "link", "name", "bandwidth", NULL };
+  static const char *const mcols[] = { "route", NULL };
+  int has = sim_tracedb_has (w->t, "links", cols, error);
+  int routed = has > 0 ? sim_tracedb_has (w->t, "messages", mcols, error) : 0;
+  if (has < 0 || routed < 0)
+    return FALSE;
+  w->routes = has > 0 && routed > 0;
+  if (!w->routes)
+    return TRUE;
+  g_autoptr (sqlite3_stmt) st
+    = sim_tracedb_prepare (w->t, "SELECT link, name, bandwidth FROM links WHERE run_id = ?"
+                                 " ORDER BY link", error);
+  if (!st || !sim_tracedb_rebind (w->t, st, w->pid, error))
+    return FALSE;
+  int rc, k = 0;
+  while ((rc = sim_tracedb_step (w->t, st, error)) == SQLITE_ROW)
+    {
+      gint64 id = sqlite3_column_int64 (st, 0);
+      double bw = sqlite3_column_double (st, 2);
+      if (id < 0 || id > G_MAXINT || !(bw > 0 && isfinite (bw))
+          || g_hash_table_contains (w->links, GINT_TO_POINTER ((int) id)))
+        continue;
+      Link *l = g_new0 (Link, 1);
+      l->track = g_new0 (Actor, 1);
+      l->track->index = w->n_actors + 1 + k++;
+      g_autofree char *name = sim_clean_text (sim_tracedb_text (st, 1), 120);
+      l->track->name = g_strdup_printf ("link %s", name);
+      l->bandwidth = bw;
+      l->steps = g_array_new (FALSE, FALSE, sizeof (Step));
+      g_hash_table_insert (w->links, GINT_TO_POINTER ((int) id), l);
+    }
+  return rc >= 0;
+}
+
 static Actor *
 actor_of (Writer *w, sqlite3_stmt *st, int col)
 {
@@ -328,6 +389,50 @@ write_spans (Writer *w, GError **error)
   return rc >= 0;
 }
 
+static gint
+step_compare (gconstpointer pa, gconstpointer pb)
+{
+  const Step *a = pa, *b = pb;
+  if (a->t != b->t)
+    return a->t < b->t ? -1 : 1;
+  /* what ends at t ends before what starts at t */
+  return (a->delta > b->delta) - (a->delta < b->delta);
+}
+
+/* Emits counter `name` of the process: the running sum of `steps` (sorted
+ * here), one value per distinct time, as {"unit": value}. */
+static void
+counter (Writer *w, const char *name, const char *unit, GArray *steps, double scale)
+{
+  g_array_sort (steps, step_compare);
+  double v = 0, peak = 0;
+  for (guint i = 0; i < steps->len; i++)
+    {
+      const Step *s = &g_array_index (steps, Step, i);
+      v += s->delta;
+      peak = MAX (peak, fabs (v));
+      if (i + 1 < steps->len && g_array_index (steps, Step, i + 1).t == s->t)
+        continue;
+      /* sums of rates that cancel leave rounding: show them as 0 */
+      double shown = fabs (v) <= 1e-9 * peak ? 0 : v * scale;
+      event (w, 'C', 0);
+      ts (w, s->t);
+      g_string_append (w->s, ",\"name\":");
+      json_string (w->s, name);
+      g_string_append (w->s, ",\"args\":{");
+      json_string (w->s, unit);
+      g_string_append_c (w->s, ':');
+      sim_append_double (w->s, shown);
+      g_string_append (w->s, "}}");
+    }
+}
+
+static gint
+link_order (gconstpointer a, gconstpointer b)
+{
+  return ((const Link *) a)->track->index - ((const Link *) b)->track->index;
+}
+
 /* Messages: a slice on the sender's sends and one on the receiver's
  * receives, and a flow from the first to the second. */
 static gboolean
@@ -340,8 +445,8 @@ write_messages (Writer *w, GError **error)
   for (int side = 0; side < 2; side++)
     {
       g_autofree char *sql = g_strdup_printf (
-        "SELECT src, dst, bytes, start, end, tag, rowid FROM messages WHERE run_id = ?"
-        " ORDER BY %s, start, end, rowid", side ? "dst" : "src");
+        "SELECT src, dst, bytes, start, end, tag, rowid, %s FROM messages WHERE run_id = ?"
+        " ORDER BY %s, start, end, rowid", w->routes ? "route" : "NULL", side ? "dst" : "src");
       g_autoptr (sqlite3_stmt) st = sim_tracedb_prepare (w->t, sql, error);
       if (!st || !sim_tracedb_rebind (w->t, st, w->pid, error))
         return FALSE;
@@ -400,54 +505,52 @@ write_messages (Writer *w, GError **error)
           event (w, 'E', tid);
           ts (w, s1);
           g_string_append (w->s, "}");
+          /* the links it crossed: a slice on each, and its mean rate */
+          if (side || sqlite3_column_type (st, 7) == SQLITE_NULL)
+            continue;
+          g_auto (GStrv) hops = g_strsplit (sim_tracedb_text (st, 7), " ", 64);
+          double rate = s1 > s0 ? bytes / (s1 - s0) : NAN;
+          for (int h = 0; hops[h]; h++)
+            {
+              char *end = NULL;
+              gint64 lid = g_ascii_strtoll (hops[h], &end, 10);
+              Link *lk = end && *end == '\0' && lid >= 0 && lid <= G_MAXINT
+                         ? g_hash_table_lookup (w->links, GINT_TO_POINTER ((int) lid)) : NULL;
+              if (!lk)
+                continue;
+              int ll = lane_for (w, lk->track, TRACK_SPANS, s0, s1);
+              if (ll >= 0)
+                slice (w, tid_of (lk->track, TRACK_SPANS, ll), s0, s1, name, "link", args->str);
+              else
+                w->crowded++;
+              if (isfinite (rate) && rate > 0)
+                {
+                  Step up = { s0, rate }, down = { s1, -rate };
+                  g_array_append_val (lk->steps, up);
+                  g_array_append_val (lk->steps, down);
+                }
+            }
         }
       if (rc < 0)
         return FALSE;
     }
-  return TRUE;
-}
-
-/* One step of a counter: at `t`, add `delta`. */
-typedef struct {
-  double t, delta;
-} Step;
-
-static gint
-step_compare (gconstpointer pa, gconstpointer pb)
-{
-  const Step *a = pa, *b = pb;
-  if (a->t != b->t)
-    return a->t < b->t ? -1 : 1;
-  /* what ends at t ends before what starts at t */
-  return (a->delta > b->delta) - (a->delta < b->delta);
-}
-
-/* Emits counter `name` of the process: the running sum of `steps` (sorted
- * here), one value per distinct time, as {"unit": value}. */
-static void
-counter (Writer *w, const char *name, const char *unit, GArray *steps, double scale)
-{
-  g_array_sort (steps, step_compare);
-  double v = 0, peak = 0;
-  for (guint i = 0; i < steps->len; i++)
+  /* each link's use: its messages' mean rates over its bandwidth */
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init (&it, w->links);
+  g_autoptr (GList) order = NULL;
+  while (g_hash_table_iter_next (&it, &key, &value))
+    order = g_list_prepend (order, value);
+  order = g_list_sort (order, link_order);
+  for (GList *e = order; e; e = e->next)
     {
-      const Step *s = &g_array_index (steps, Step, i);
-      v += s->delta;
-      peak = MAX (peak, fabs (v));
-      if (i + 1 < steps->len && g_array_index (steps, Step, i + 1).t == s->t)
+      Link *lk = e->data;
+      if (lk->steps->len == 0)
         continue;
-      /* sums of rates that cancel leave rounding: show them as 0 */
-      double shown = fabs (v) <= 1e-9 * peak ? 0 : v * scale;
-      event (w, 'C', 0);
-      ts (w, s->t);
-      g_string_append (w->s, ",\"name\":");
-      json_string (w->s, name);
-      g_string_append (w->s, ",\"args\":{");
-      json_string (w->s, unit);
-      g_string_append_c (w->s, ':');
-      sim_append_double (w->s, shown);
-      g_string_append (w->s, "}}");
+      g_autofree char *cname = g_strdup_printf ("%s utilisation", lk->track->name);
+      counter (w, cname, "%", lk->steps, 100 / lk->bandwidth);
     }
+  return TRUE;
 }
 
 /* Counters: each pipeline worker's stashed micro-batches (+1 as a forward
@@ -581,6 +684,7 @@ write_run (Writer *w, const char *name, GError **error)
     return FALSE;
   w->detail = detail > 0;
   gboolean ok = load_actors (w, messages > 0, error) && load_stages (w, error)
+                && (messages == 0 || load_links (w, error))
                 && write_spans (w, error) && (messages == 0 || write_messages (w, error))
                 && write_buckets (w, error) && write_counters (w, messages > 0, error);
   return ok;
@@ -606,9 +710,13 @@ sim_perfetto_write (SimTraceDb *t, FILE *f, gint64 run, GError **error)
       w.actors = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                         (GDestroyNotify) actor_free);
       w.stage_of = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      w.links = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
+                                       (GDestroyNotify) link_free);
+      w.routes = FALSE;
       ok = write_run (&w, name, error);
       g_hash_table_unref (w.actors);
       g_hash_table_unref (w.stage_of);
+      g_hash_table_unref (w.links);
     }
   int code = !ok || rc < 0 ? 2 : 0;
   if (code == 0 && run > 0 && n == 0)

@@ -37,6 +37,7 @@ typedef struct {
   double diverged_at;    /* simulated seconds */
   gint64 diverged_step;
   double diverged_loss;
+  GHashTable *links_used; /* link ids (GINT_TO_POINTER + 1) messages crossed */
 } RunCtx;
 
 static void
@@ -135,15 +136,48 @@ rec_progress (gpointer ctx, double t, gint64 done, gint64 total)
     r->extra->progress (r->extra->ctx, t, done, total);
 }
 
+static gint
+compare_ids (gconstpointer a, gconstpointer b)
+{
+  return GPOINTER_TO_INT (a) - GPOINTER_TO_INT (b);
+}
+
 static void
 on_transfer (gpointer ctx, const NetTransfer *t)
 {
   RunCtx *r = ctx;
   const PolPolicyOps *ops = r->cl->ops;
   const char *tag = (t->tag >= 0 && t->tag < ops->n_tags) ? ops->tag_names[t->tag] : NULL;
+  /* its route, by link id (the links table names them at the run's end) */
+  int links[64];
+  int n = net_network_route_links (r->cl->net, t->src, t->dst, links, G_N_ELEMENTS (links));
+  char route[64 * 12];
+  gsize len = 0;
+  route[0] = '\0';
+  for (int i = 0; i < n && i < (int) G_N_ELEMENTS (links); i++)
+    {
+      len += (gsize) g_snprintf (route + len, sizeof route - len, "%s%d", i ? " " : "", links[i]);
+      g_hash_table_add (r->links_used, GINT_TO_POINTER (links[i] + 1));
+    }
   sim_trace_message (r->trace, r->run, net_network_host_name (r->cl->net, t->src),
                      net_network_host_name (r->cl->net, t->dst), t->bytes, t->start,
-                     t->end, tag);
+                     t->end, tag, n > 0 && n <= (int) G_N_ELEMENTS (links) ? route : NULL);
+}
+
+/* The links the run's messages crossed, in id order. */
+static void
+record_links (RunCtx *r)
+{
+  GList *ids = g_hash_table_get_keys (r->links_used);
+  ids = g_list_sort (ids, (GCompareFunc) compare_ids);
+  for (GList *e = ids; e; e = e->next)
+    {
+      int link = GPOINTER_TO_INT (e->data) - 1;
+      sim_trace_link (r->trace, r->run, link, net_network_link_name (r->cl->net, link),
+                      net_network_link_bandwidth (r->cl->net, link),
+                      net_network_link_latency (r->cl->net, link));
+    }
+  g_list_free (ids);
 }
 
 /* The recorder the policy reports to: the trace at c's detail, and extra. */
@@ -234,8 +268,16 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   if (ok)
     {
       if (trace && c->detail >= SIM_DETAIL_MESSAGES)
-        net_network_set_observer (r.cl->net, on_transfer, &r);
+        {
+          r.links_used = g_hash_table_new (g_direct_hash, g_direct_equal);
+          net_network_set_observer (r.cl->net, on_transfer, &r);
+        }
       run_engine (c, r.cl, out);
+      if (r.links_used)
+        {
+          record_links (&r);
+          g_hash_table_unref (r.links_used);
+        }
       ok = run_verdict (&r, error);
       sim_cluster_free (r.cl);
     }

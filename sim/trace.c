@@ -156,6 +156,17 @@ static const Column messages_columns[] = {
   { "start", "REAL NOT NULL", COL_REAL, TRUE },
   { "end", "REAL NOT NULL", COL_REAL, FALSE },
   { "tag", "TEXT", COL_TEXT, FALSE },
+  { "route", "TEXT", COL_TEXT, FALSE },
+};
+
+/* The links the messages of a run crossed (messages.route names them by
+ * link id). */
+static const Column links_columns[] = {
+  RUN_ID,
+  { "link", "INTEGER NOT NULL", COL_INT, TRUE },
+  { "name", "TEXT NOT NULL", COL_TEXT, FALSE },
+  { "bandwidth", "REAL NOT NULL", COL_REAL, FALSE },
+  { "latency", "REAL NOT NULL", COL_REAL, FALSE },
 };
 
 static const Column buckets_columns[] = {
@@ -198,7 +209,7 @@ static const Column stages_columns[] = {
 
 /* In the order of the schema text. */
 enum { T_RUNS, T_PARAMS, T_METRICS, T_ITERATIONS, T_SPANS, T_MESSAGES, T_BUCKETS,
-       T_FAILURES, T_STAGES, N_TABLES };
+       T_FAILURES, T_STAGES, T_LINKS, N_TABLES };
 
 #define TABLE(n) { #n, n##_columns, G_N_ELEMENTS (n##_columns) }
 static const Table tables[N_TABLES] = {
@@ -211,6 +222,7 @@ static const Table tables[N_TABLES] = {
   [T_BUCKETS] = TABLE (buckets),
   [T_FAILURES] = TABLE (failures),
   [T_STAGES] = TABLE (stages),
+  [T_LINKS] = TABLE (links),
 };
 #undef TABLE
 
@@ -1022,11 +1034,20 @@ sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st)
 
 void
 sim_trace_message (SimTrace *t, gint64 run, const char *src, const char *dst,
-                   double bytes, double start, double end, const char *tag)
+                   double bytes, double start, double end, const char *tag, const char *route)
 {
   const Value v[] = { { .i = run }, { .s = src }, { .s = dst }, { .d = bytes },
-                      { .d = start }, { .d = end }, { .s = tag } };
+                      { .d = start }, { .d = end }, { .s = tag }, { .s = route } };
   add_row (t, T_MESSAGES, v, G_N_ELEMENTS (v));
+}
+
+void
+sim_trace_link (SimTrace *t, gint64 run, int link, const char *name, double bandwidth,
+                double latency)
+{
+  const Value v[] = { { .i = run }, { .i = link }, { .s = name }, { .d = bandwidth },
+                      { .d = latency } };
+  add_row (t, T_LINKS, v, G_N_ELEMENTS (v));
 }
 
 void

@@ -116,8 +116,12 @@ void sim_trace_failure (SimTrace *t, gint64 run, int worker, double start,
 /* One pipeline stage worker's summary (the `stages` table). */
 void sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st);
 void sim_trace_message (SimTrace *t, gint64 run, const char *src,
-                        const char *dst, double bytes, double start,
-                        double end, const char *tag);
+                        const char *dst, double bytes, double start, double end,
+                        const char *tag, const char *route);
+/* A link the run's messages crossed: its id (as messages.route names it),
+ * name, bandwidth (bytes/s, delivered) and latency (s). */
+void sim_trace_link (SimTrace *t, gint64 run, int link, const char *name, double bandwidth,
+                     double latency);
 
 G_END_DECLS
 

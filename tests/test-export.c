@@ -324,10 +324,16 @@ test_perfetto (void)
   double msgs = test_query_number (db, "SELECT COUNT(*) FROM messages WHERE run_id = 2");
   g_assert_cmpfloat (spans, >, 0);
   g_assert_cmpfloat (msgs, >, 0);
-  g_assert_cmpint (slices, ==, (int) (spans + 2 * msgs));
+  /* a slice per span, two per message (sender, receiver), one per link of
+   * its route */
+  double hops = test_query_number (db, "SELECT SUM(length(route) - length(replace(route, ' ',"
+                                       " '')) + 1) FROM messages WHERE run_id = 2 AND route IS"
+                                       " NOT NULL");
+  g_assert_cmpfloat (hops, >=, msgs);
+  g_assert_cmpint (slices, ==, (int) (spans + 2 * msgs + hops));
   g_assert_cmpint (flows, ==, (int) msgs);
   const TjNode *ev = tj_get (doc, "traceEvents");
-  int fwd = 0, bwd = 0, stage_names = 0, stash = 0;
+  int fwd = 0, bwd = 0, stage_names = 0, stash = 0, link_tracks = 0, util = 0;
   g_autoptr (GHashTable) stash_last = g_hash_table_new (g_str_hash, g_str_equal);
   for (guint i = 0; i < ev->items->len; i++)
     {
@@ -345,6 +351,14 @@ test_perfetto (void)
       if (ph[0] == 'M' && strcmp (name, "thread_name") == 0
           && strstr (tj_string (tj_get (x, "args"), "name"), "(stage "))
         stage_names++;
+      if (ph[0] == 'M' && strcmp (name, "thread_name") == 0
+          && g_str_has_prefix (tj_string (tj_get (x, "args"), "name"), "link "))
+        link_tracks++;
+      if (ph[0] == 'C' && g_str_has_suffix (name, " utilisation"))
+        {
+          g_assert_cmpfloat (tj_number (tj_get (x, "args"), "%"), >=, 0);
+          util++;
+        }
       if (ph[0] == 'C' && g_str_has_suffix (name, " stash"))
         {
           double n = tj_number (tj_get (x, "args"), "micro-batches");
@@ -360,6 +374,10 @@ test_perfetto (void)
   g_assert_cmpfloat (stage_names, ==,
                      test_query_number (db, "SELECT COUNT(*) FROM stages WHERE run_id = 2"));
   g_assert_cmpint (stash, >, 0);
+  /* every link the messages crossed has its track and its use */
+  g_assert_cmpint (link_tracks, >=,
+                   (int) test_query_number (db, "SELECT COUNT(*) FROM links WHERE run_id = 2"));
+  g_assert_cmpint (util, >, 0);
   GHashTableIter it;
   gpointer k, v;
   g_hash_table_iter_init (&it, stash_last);

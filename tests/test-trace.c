@@ -40,7 +40,7 @@ static const char *const schema_now[] = {
   " first_layer INTEGER, last_layer INTEGER)",
   "CREATE TABLE messages (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  src TEXT NOT NULL, dst TEXT NOT NULL, bytes REAL NOT NULL,"
-  "  start REAL NOT NULL, end REAL NOT NULL, tag TEXT)",
+  "  start REAL NOT NULL, end REAL NOT NULL, tag TEXT, route TEXT)",
   "CREATE TABLE buckets (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  iteration INTEGER NOT NULL, bucket INTEGER NOT NULL, bytes REAL NOT NULL,"
   "  ready REAL NOT NULL, start REAL NOT NULL, end REAL NOT NULL, algorithm TEXT)",
@@ -54,6 +54,9 @@ static const char *const schema_now[] = {
   "  flops REAL NOT NULL, peak_stash INTEGER NOT NULL, activation_bytes REAL NOT NULL,"
   "  boundary_bytes REAL NOT NULL, compute REAL NOT NULL, idle REAL NOT NULL,"
   "  bubble REAL)",
+  "CREATE TABLE links (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  link INTEGER NOT NULL, name TEXT NOT NULL, bandwidth REAL NOT NULL,"
+  " latency REAL NOT NULL)",
 };
 
 static const char *const row_tables[] = { "params", "metrics", "iterations", "spans",
@@ -144,8 +147,9 @@ emit_rows (SimTrace *t, gint64 run)
   sim_trace_span (t, run, "server0", "update", 1.0, 2.0, -1, 4096, NULL);
   PolSpanDetail d = { "backward", 3, 10, 19 };
   sim_trace_span (t, run, "worker3", "compute", 2.0, 2.5, 7, 0, &d);
-  sim_trace_message (t, run, "host0", "host1", 1e6, 0.25, 0.5, "grad");
-  sim_trace_message (t, run, "host1", "host0", 8, 0.5, 0.75, NULL);
+  sim_trace_message (t, run, "host0", "host1", 1e6, 0.25, 0.5, "grad", "0 3");
+  sim_trace_message (t, run, "host1", "host0", 8, 0.5, 0.75, NULL, NULL);
+  sim_trace_link (t, run, 3, "host1.down", 1.25e9, 5e-6);
   sim_trace_bucket (t, run, 7, 2, 25e6, 0.1, 0.2, 0.3, "ring");
   sim_trace_failure (t, run, 5, 0.5, 0.7, 7, "send");
   PolStageStats st = { .replica = 1, .stage = 2, .worker = 3, .first_layer = 10,
@@ -254,8 +258,9 @@ static const struct {
              "i:1|t:server0|t:update|r:1|r:2|NULL|r:4096|NULL|NULL|NULL|NULL\n"
              "i:1|t:worker3|t:compute|r:2|r:2.5|i:7|r:0|t:backward|i:3|i:10|i:19\n",
     MANY_SPANS },
-  { "messages", "i:1|t:host0|t:host1|r:1000000|r:0.25|r:0.5|t:grad\n"
-                "i:1|t:host1|t:host0|r:8|r:0.5|r:0.75|NULL\n", 0 },
+  { "messages", "i:1|t:host0|t:host1|r:1000000|r:0.25|r:0.5|t:grad|t:0 3\n"
+                "i:1|t:host1|t:host0|r:8|r:0.5|r:0.75|NULL|NULL\n", 0 },
+  { "links", "i:1|i:3|t:host1.down|r:1250000000|r:5.0000000000000004e-06\n", 0 },
   { "buckets", "i:1|i:7|i:2|r:25000000|r:0.10000000000000001|"
                "r:0.20000000000000001|r:0.29999999999999999|t:ring\n", 0 },
   { "failures", "i:1|i:5|r:0.5|r:0.69999999999999996|i:7|t:send\n", 0 },
