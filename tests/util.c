@@ -135,6 +135,11 @@ test_run_dtsim_argv (const char *cwd, char **out, char **err, const char *const 
   g_ptr_array_add (argv, NULL);
   int status = 0;
   g_autoptr (GError) error = NULL;
+  /* a test reuses its o and e from one run to the next */
+  if (out)
+    g_clear_pointer (out, g_free);
+  if (err)
+    g_clear_pointer (err, g_free);
   g_assert_true (g_spawn_sync (cwd, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
                                out, err, &status, &error));
   g_assert_no_error (error);

@@ -55,7 +55,8 @@ void test_run_free (TestRun *r);
 char *test_load_scenario_error (const char *text);
 
 /* Runs $DTSIM_BIN in folder `cwd` with the arguments (NULL-terminated);
- * returns its exit status, its output in *out and *err. */
+ * returns its exit status, its output in *out and *err (each NULL or a
+ * string a previous run left, which is freed first). */
 int test_run_dtsim (const char *cwd, char **out, char **err, const char *first, ...)
   G_GNUC_NULL_TERMINATED;
 
