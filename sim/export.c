@@ -234,17 +234,7 @@ json_text (GString *s, const char *v)
       g_string_append (s, "null");
       return;
     }
-  g_string_append_c (s, '"');
-  for (const char *c = v; *c; c++)
-    {
-      if (*c == '"' || *c == '\\')
-        g_string_append_printf (s, "\\%c", *c);
-      else if ((unsigned char) *c < 0x20)
-        g_string_append_printf (s, "\\u%04x", (unsigned char) *c);
-      else
-        g_string_append_c (s, *c);
-    }
-  g_string_append_c (s, '"');
+  sim_append_json_string (s, v);
 }
 
 static void
@@ -353,6 +343,20 @@ write_json (GString *s, GPtrArray *runs, GPtrArray *keys)
 
 /* --- the command --------------------------------------------------------- */
 
+const SimTraceTable *
+sim_export_required (gsize *n)
+{
+  static const SimTraceTable required[] = {
+    { "runs", { "id", "scenario", "name", "seed", "status", "error", "stop", "sim_time",
+                "wall_time", "events", "iterations", NULL } },
+    { "runs", { "updates", "final_loss", "final_accuracy", "compute", "comm", "wait",
+                "version", NULL } },
+    { "params", { "run_id", "key", "value", NULL } },
+  };
+  *n = G_N_ELEMENTS (required);
+  return required;
+}
+
 GPtrArray *
 sim_export_runs (SimTraceDb *t, gint64 only, GPtrArray **keys_out, GError **error)
 {
@@ -410,17 +414,12 @@ sim_export (const char *db, const char *format, const char *out, gint64 run, GEr
                    "--format: unknown format '%s'; use csv, json or perfetto", f);
       return 2;
     }
-  static const SimTraceTable required[] = {
-    { "runs", { "id", "scenario", "name", "seed", "status", "error", "stop", "sim_time",
-                "wall_time", "events", "iterations", NULL } },
-    { "runs", { "updates", "final_loss", "final_accuracy", "compute", "comm", "wait",
-                "version", NULL } },
-    { "params", { "run_id", "key", "value", NULL } },
-  };
   SimTraceDb t = { 0 };
   SimOutFile o = { 0 };
   int code = 2;
-  if (sim_tracedb_open (&t, db, "export", required, G_N_ELEMENTS (required), error)
+  gsize n_required;
+  const SimTraceTable *required = sim_export_required (&n_required);
+  if (sim_tracedb_open (&t, db, "export", required, n_required, error)
       && sim_outfile_open (&o, out, db, error))
     {
       if (perfetto)

@@ -34,6 +34,10 @@ typedef struct {
   double scaling;          /* NAN unless cluster.workers is swept */
 } SimExportRun;
 
+/* The tables and columns sim_export_runs() reads (n of them), for
+ * sim_tracedb_open(). */
+const SimTraceTable *sim_export_required (gsize *n);
+
 /* The runs of t (all, or run `only`), SimExportRun * each, with the sweep's
  * keys in *keys_out (char *, their swept values in each run's `swept`). */
 GPtrArray *sim_export_runs (SimTraceDb *t, gint64 only, GPtrArray **keys_out, GError **error);

@@ -93,22 +93,6 @@ flush (Writer *w)
   g_string_truncate (w->s, 0);
 }
 
-static void
-json_string (GString *s, const char *v)
-{
-  g_string_append_c (s, '"');
-  for (const char *c = v; *c; c++)
-    {
-      if (*c == '"' || *c == '\\')
-        g_string_append_printf (s, "\\%c", *c);
-      else if ((unsigned char) *c < 0x20)
-        g_string_append_printf (s, "\\u%04x", (unsigned char) *c);
-      else
-        g_string_append_c (s, *c);
-    }
-  g_string_append_c (s, '"');
-}
-
 /* Opens an event: {"ph":PH,"pid":..,"tid":TID; the caller adds the rest
  * and the closing brace. */
 static void
@@ -151,7 +135,7 @@ name_track (Writer *w, const Actor *a, int kind, int lane)
     g_string_append_printf (name, " #%d", lane + 1);
   event (w, 'M', tid);
   g_string_append (w->s, ",\"name\":\"thread_name\",\"args\":{\"name\":");
-  json_string (w->s, name->str);
+  sim_append_json_string (w->s, name->str);
   g_string_append (w->s, "}}");
   event (w, 'M', tid);
   g_string_append_printf (w->s, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%"
@@ -341,7 +325,7 @@ slice (Writer *w, gint64 tid, double a, double b, const char *name, const char *
   event (w, 'B', tid);
   ts (w, a);
   g_string_append (w->s, ",\"name\":");
-  json_string (w->s, name);
+  sim_append_json_string (w->s, name);
   g_string_append_printf (w->s, ",\"cat\":\"%s\",\"args\":{%s}}", cat, args);
   event (w, 'E', tid);
   ts (w, b);
@@ -418,9 +402,9 @@ counter (Writer *w, const char *name, const char *unit, GArray *steps, double sc
       event (w, 'C', 0);
       ts (w, s->t);
       g_string_append (w->s, ",\"name\":");
-      json_string (w->s, name);
+      sim_append_json_string (w->s, name);
       g_string_append (w->s, ",\"args\":{");
-      json_string (w->s, unit);
+      sim_append_json_string (w->s, unit);
       g_string_append_c (w->s, ':');
       sim_append_double (w->s, shown);
       g_string_append (w->s, "}}");
@@ -484,9 +468,9 @@ write_messages (Writer *w, GError **error)
           double bytes = sqlite3_column_double (st, 2);
           g_autoptr (GString) args = g_string_new (NULL);
           g_string_append (args, "\"from\":");
-          json_string (args, src);
+          sim_append_json_string (args, src);
           g_string_append (args, ",\"to\":");
-          json_string (args, dst);
+          sim_append_json_string (args, dst);
           g_string_append_printf (args, ",\"bytes\":%.17g", isfinite (bytes) ? bytes : 0.0);
           g_autofree char *name = g_strdup_printf ("%s %s %s", *tag ? tag : "message",
                                                    side ? "from" : "to", side ? src : dst);
@@ -494,7 +478,7 @@ write_messages (Writer *w, GError **error)
           event (w, 'B', tid);
           ts (w, s0);
           g_string_append (w->s, ",\"name\":");
-          json_string (w->s, name);
+          sim_append_json_string (w->s, name);
           g_string_append_printf (w->s, ",\"cat\":\"message\",\"args\":{%s}}", args->str);
           /* the flow: leaves the send as it starts, enters the receive as
            * it ends (bound to the slice enclosing each point) */
@@ -662,7 +646,7 @@ write_run (Writer *w, const char *name, GError **error)
   g_autofree char *title = g_strdup_printf ("run %" G_GINT64_FORMAT ": %s", w->pid, name);
   event (w, 'M', 0);
   g_string_append (w->s, ",\"name\":\"process_name\",\"args\":{\"name\":");
-  json_string (w->s, title);
+  sim_append_json_string (w->s, title);
   g_string_append (w->s, "}}");
   event (w, 'M', 0);
   g_string_append_printf (w->s, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%"

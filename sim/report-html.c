@@ -297,15 +297,10 @@ static const char style[] =
 int
 sim_report_html (const char *db, const char *out, GError **error)
 {
-  static const SimTraceTable required[] = {
-    { "runs", { "id", "scenario", "name", "seed", "status", "error", "stop", "sim_time",
-                "wall_time", "events", "iterations", NULL } },
-    { "runs", { "updates", "final_loss", "final_accuracy", "compute", "comm", "wait",
-                "version", NULL } },
-    { "params", { "run_id", "key", "value", NULL } },
-  };
   SimTraceDb t = { 0 };
-  if (!sim_tracedb_open (&t, db, "report", required, G_N_ELEMENTS (required), error))
+  gsize n_required;
+  const SimTraceTable *required = sim_export_required (&n_required);
+  if (!sim_tracedb_open (&t, db, "report", required, n_required, error))
     {
       sim_tracedb_close (&t);
       return 2;

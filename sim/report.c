@@ -21,21 +21,6 @@ json_number (GString *s, const char *key, double v)
     g_string_append_printf (s, "\"%s\": %.17g", key, v);
 }
 
-static char *
-json_escape (const char *in)
-{
-  GString *s = g_string_new (NULL);
-  for (const char *p = in; *p; p++)
-    {
-      if (*p == '"' || *p == '\\')
-        g_string_append_printf (s, "\\%c", *p);
-      else if ((unsigned char) *p < 0x20)
-        g_string_append_printf (s, "\\u%04x", *p);
-      else
-        g_string_append_c (s, *p);
-    }
-  return g_string_free (s, FALSE);
-}
 
 /* A swept value: a number where all of it is one, else a string. */
 static void
@@ -48,8 +33,7 @@ json_value (GString *s, const char *v)
       sim_append_double (s, d);
       return;
     }
-  g_autofree char *e = json_escape (v);
-  g_string_append_printf (s, "\"%s\"", e);
+  sim_append_json_string (s, v);
 }
 
 /* "params": the swept keys of c and their values (both keys of a joint
@@ -70,8 +54,9 @@ json_swept (GString *s, const SimConfig *c)
       gboolean joint = g_strv_length (keys) == g_strv_length (vals);
       for (int k = 0; keys[k]; k++)
         {
-          g_autofree char *ek = json_escape (keys[k]);
-          g_string_append_printf (s, "%s\"%s\": ", n++ ? ", " : "", ek);
+          g_string_append (s, n++ ? ", " : "");
+          sim_append_json_string (s, keys[k]);
+          g_string_append (s, ": ");
           json_value (s, joint ? vals[k] : eq + 1);
         }
     }
@@ -81,13 +66,15 @@ json_swept (GString *s, const SimConfig *c)
 static void
 json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const GError *err)
 {
-  g_autofree char *name = json_escape (c->name);
-  g_string_append_printf (s, "\"run\": %d, \"name\": \"%s\", \"status\": \"%s\", ", id, name,
+  g_string_append_printf (s, "\"run\": %d, \"name\": ", id);
+  sim_append_json_string (s, c->name);
+  g_string_append_printf (s, ", \"status\": \"%s\", ",
                           err ? "failed" : c->infeasible ? "infeasible" : "done");
   if (err || c->infeasible)
     {
-      g_autofree char *e = json_escape (err ? err->message : c->infeasible);
-      g_string_append_printf (s, "\"error\": \"%s\", ", e);
+      g_string_append (s, "\"error\": ");
+      sim_append_json_string (s, err ? err->message : c->infeasible);
+      g_string_append (s, ", ");
     }
   json_swept (s, c);
   json_number (s, "sim_time", r->sim_time);
@@ -264,7 +251,7 @@ void
 sim_report_json (GPtrArray *configs, const SimRunSummary *sums, GError **errors, const char *db)
 {
   GString *s = g_string_new ("{");
-  g_autofree char *edb = json_escape (db);
+
   guint64 events = 0;
   double wall = 0;
   for (guint i = 0; i < configs->len; i++)
@@ -272,7 +259,9 @@ sim_report_json (GPtrArray *configs, const SimRunSummary *sums, GError **errors,
       events += sums[i].events;
       wall += sums[i].wall_time;
     }
-  g_string_append_printf (s, "\"db\": \"%s\", ", edb);
+  g_string_append (s, "\"db\": ");
+  sim_append_json_string (s, db);
+  g_string_append (s, ", ");
   g_string_append_printf (s, "\"total_events\": %" G_GUINT64_FORMAT ", ", events);
   json_number (s, "total_wall_time", wall);
   g_string_append (s, ", \"runs\": [");

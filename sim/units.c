@@ -214,3 +214,19 @@ sim_append_double (GString *s, double v)
     }
   g_string_append (s, buf);
 }
+
+void
+sim_append_json_string (GString *s, const char *v)
+{
+  g_string_append_c (s, '"');
+  for (const char *c = v; *c; c++)
+    {
+      if (*c == '"' || *c == '\\')
+        g_string_append_printf (s, "\\%c", *c);
+      else if ((unsigned char) *c < 0x20)
+        g_string_append_printf (s, "\\u%04x", (unsigned char) *c);
+      else
+        g_string_append_c (s, *c);
+    }
+  g_string_append_c (s, '"');
+}

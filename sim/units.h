@@ -44,6 +44,10 @@ char *sim_format_quantity (double value, SimUnitKind kind);
  * that data files carry exactly. */
 void sim_append_double (GString *s, double v);
 
+/* Appends `v` as a JSON string: quoted, " and \\ escaped, control
+ * characters as \\u00XX (the caller makes the text valid UTF-8). */
+void sim_append_json_string (GString *s, const char *v);
+
 G_END_DECLS
 
 #endif

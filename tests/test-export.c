@@ -386,26 +386,32 @@ test_perfetto (void)
   tj_free (doc);
 }
 
-/* Text a spreadsheet would run, control characters, quotes and commas in a
- * database's names and params: quoted, ' before a formula, valid JSON. */
+/* A copy of the sweep's database, `name` in tmpdir, changed by `sql`. */
 static void
-test_hostile_text (void)
+hostile_copy (const char *name, const char *sql)
 {
   g_autofree char *db = sweep_db ();
-  g_autofree char *copy = path_in ("hostile.db");
+  g_autofree char *copy = path_in (name);
   g_autofree char *bytes = NULL;
   gsize len;
   g_assert_true (g_file_get_contents (db, &bytes, &len, NULL));
   g_assert_true (g_file_set_contents (copy, bytes, (gssize) len, NULL));
   sqlite3 *h = NULL;
   g_assert_cmpint (sqlite3_open (copy, &h), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_exec (h, "UPDATE runs SET name = '=HYPERLINK(\"http://x\",\"a,b\")'"
-                                    " || char(10) || 'line' WHERE id = 1;"
-                                    "UPDATE params SET value = '@SUM(1)' || char(27) || '[1m'"
-                                    " WHERE key = 'model.lr' AND run_id = 2;"
-                                    "UPDATE runs SET error = '-2+3' WHERE id = 3;",
-                                 NULL, NULL, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (h, sql, NULL, NULL, NULL), ==, SQLITE_OK);
   sqlite3_close (h);
+}
+
+/* Text a spreadsheet would run, control characters, quotes and commas in a
+ * database's names and params: quoted, ' before a formula, valid JSON. */
+static void
+test_hostile_text (void)
+{
+  hostile_copy ("hostile.db", "UPDATE runs SET name = '=HYPERLINK(\"http://x\",\"a,b\")'"
+                              " || char(10) || 'line' WHERE id = 1;"
+                              "UPDATE params SET value = '@SUM(1)' || char(27) || '[1m'"
+                              " WHERE key = 'model.lr' AND run_id = 2;"
+                              "UPDATE runs SET error = '-2+3' WHERE id = 3;");
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "export", "hostile.db", NULL), ==, 0);
   g_autoptr (GPtrArray) rows = csv_rows (o);
@@ -571,20 +577,10 @@ test_report (void)
 static void
 test_report_hostile (void)
 {
-  g_autofree char *db = sweep_db ();
-  g_autofree char *copy = path_in ("evil.db");
-  g_autofree char *bytes = NULL;
-  gsize len;
-  g_assert_true (g_file_get_contents (db, &bytes, &len, NULL));
-  g_assert_true (g_file_set_contents (copy, bytes, (gssize) len, NULL));
-  sqlite3 *h = NULL;
-  g_assert_cmpint (sqlite3_open (copy, &h), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_exec (h, "UPDATE runs SET status = 'failed', error ="
-                                    " '<script>alert(1)</script><img src=x onerror=alert(2)>'"
-                                    " WHERE id = 2; UPDATE params SET value ="
-                                    " '\"><script>x</script>' WHERE key = 'model.lr'"
-                                    " AND run_id = 3;", NULL, NULL, NULL), ==, SQLITE_OK);
-  sqlite3_close (h);
+  hostile_copy ("evil.db", "UPDATE runs SET status = 'failed', error ="
+                           " '<script>alert(1)</script><img src=x onerror=alert(2)>'"
+                           " WHERE id = 2; UPDATE params SET value ="
+                           " '\"><script>x</script>' WHERE key = 'model.lr' AND run_id = 3;");
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "report", "evil.db", "-o", "evil.html", NULL), ==, 0);
   g_autofree char *html = path_in ("evil.html");
