@@ -1129,6 +1129,7 @@ plot_time_to_target (Plot *p, GError **error)
   if (!st || !lines_begin (p, &l, "time-to-target.tsv", error))
     return FALSE;
   int n_default = 0, n_acc = 0, rc;
+  int maxlabel = 0;   /* characters of the longest bar label */
   double first_thr = NAN;
   gboolean same = TRUE;
   while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
@@ -1153,6 +1154,8 @@ plot_time_to_target (Plot *p, GError **error)
           break;
         }
       lines_title (&l, label_of (p->labels, id));
+      maxlabel = MAX (maxlabel,
+                      (int) g_utf8_strlen (g_ptr_array_index (l.titles, l.titles->len - 1), -1));
       if (isfinite (t))
         fprintf (l.f, "%u\t%.17g\t0\n", l.titles->len, t);
       else
@@ -1167,6 +1170,7 @@ plot_time_to_target (Plot *p, GError **error)
       ? g_strdup_printf ("loss <= %.4g, the highest of the runs' lowest losses", first_thr)
       : g_strdup_printf ("loss <= %.4g, [scenario] target_loss", first_thr);
   g_autoptr (GString) extra = g_string_new (NULL);
+  gp_num (extra, "maxlabel", maxlabel);
   gp_str (extra, "thr_text", thr_text);
   gp_str (extra, "what", same && n_acc == (int) n && n > 0 ? "accuracy" : same ? "loss" : "");
   return lines_draw (p, &l, rc >= 0, "time-to-target",

@@ -3,11 +3,14 @@
 # docs/plots.md), one bar per run; runs that never reached it have no bar and
 # say so.
 # Variables set by `dtsim plot` (strings are values only: never eval them):
-# term, outfile, datafile, nruns, titles[1..nruns] (the run labels), thr_text,
-# what ("loss", "accuracy", or "" when the runs' targets differ).
+# term, outfile, datafile, nruns, titles[1..nruns] (the run labels), maxlabel
+# (characters of the longest), thr_text, what ("loss", "accuracy", or "" when
+# the runs' targets differ).
 # Data (numbers only): one row per run: its number i (label titles[i]),
 # seconds (or "nan"), 1 when the run never reached the target (else 0).
-set terminal term size 320+110*nruns,640 font ",11"
+# the labels slant down to the right: room for the longest below and beside
+rm = maxlabel * 0.8 > 14 ? maxlabel * 0.8 : 14
+set terminal term size 320+110*nruns+8*rm,560+3*maxlabel font ",11"
 set output outfile
 set termoption noenhanced
 set title sprintf("Time to reach the target%s (%s)", what eq "" ? "" : " ".what, thr_text)
@@ -20,8 +23,8 @@ set boxwidth 0.7
 set grid y
 set key off
 set xtics rotate by -30
-set rmargin 14
-set bmargin 9
+set rmargin rm
+set bmargin 3 + 0.25 * maxlabel
 set yrange [0:*]
 set datafile separator "\t"
 set datafile missing "nan"
