@@ -39,7 +39,7 @@ typedef struct {
   gint64 pid;
   gboolean first;        /* no event written yet (no comma before it) */
   GHashTable *actors;    /* clean name -> Actor */
-  GHashTable *stage_of;  /* clean actor name -> "stage S, replica R" */
+  GHashTable *stage_of;  /* actor name -> SimTraceStage * (pipeline workers) */
   int n_actors;
   gboolean detail;       /* spans have phase, microbatch, first_layer, last_layer */
   gboolean routes;       /* messages have route, and the links table names them */
@@ -126,10 +126,11 @@ name_track (Writer *w, const Actor *a, int kind, int lane)
 {
   gint64 tid = tid_of (a, kind, lane);
   static const char *const suffix[] = { "", " sends", " receives" };
-  const char *stage = g_hash_table_lookup (w->stage_of, a->name);
+  const SimTraceStage *stage = g_hash_table_lookup (w->stage_of, a->name);
   g_autoptr (GString) name = g_string_new (a->name);
   if (stage && kind == TRACK_SPANS)
-    g_string_append_printf (name, " (%s)", stage);
+    g_string_append_printf (name, " (stage %" G_GINT64_FORMAT ", replica %" G_GINT64_FORMAT ")",
+                            stage->stage, stage->replica);
   g_string_append (name, suffix[kind]);
   if (lane > 0)
     g_string_append_printf (name, " #%d", lane + 1);
@@ -292,30 +293,6 @@ actor_of (Writer *w, sqlite3_stmt *st, int col)
 {
   g_autofree char *n = sim_clean_text (sim_tracedb_text (st, col), 120);
   return g_hash_table_lookup (w->actors, n);
-}
-
-/* "stage S, replica R" of every pipeline worker, from `stages`. */
-static gboolean
-load_stages (Writer *w, GError **error)
-{
-  static const char *const cols[] = { "run_id", "replica", "stage", "worker", NULL };
-  int has = sim_tracedb_has (w->t, "stages", cols, error);
-  if (has <= 0)
-    return has == 0;
-  g_autoptr (sqlite3_stmt) st
-    = sim_tracedb_prepare (w->t, "SELECT worker, stage, replica FROM stages WHERE run_id = ?",
-                           error);
-  if (!st || !sim_tracedb_rebind (w->t, st, w->pid, error))
-    return FALSE;
-  int rc;
-  while ((rc = sim_tracedb_step (w->t, st, error)) == SQLITE_ROW)
-    g_hash_table_insert (w->stage_of,
-                         g_strdup_printf ("worker%" G_GINT64_FORMAT,
-                                          (gint64) sqlite3_column_int64 (st, 0)),
-                         g_strdup_printf ("stage %" G_GINT64_FORMAT ", replica %" G_GINT64_FORMAT,
-                                          (gint64) sqlite3_column_int64 (st, 1),
-                                          (gint64) sqlite3_column_int64 (st, 2)));
-  return rc >= 0;
 }
 
 static void
@@ -667,7 +644,8 @@ write_run (Writer *w, const char *name, GError **error)
   if (detail < 0)
     return FALSE;
   w->detail = detail > 0;
-  gboolean ok = load_actors (w, messages > 0, error) && load_stages (w, error)
+  gboolean ok = load_actors (w, messages > 0, error)
+                && (w->stage_of = sim_tracedb_stages (w->t, w->pid, error)) != NULL
                 && (messages == 0 || load_links (w, error))
                 && write_spans (w, error) && (messages == 0 || write_messages (w, error))
                 && write_buckets (w, error) && write_counters (w, messages > 0, error);
@@ -693,13 +671,13 @@ sim_perfetto_write (SimTraceDb *t, FILE *f, gint64 run, GError **error)
       g_autofree char *name = sim_clean_text (sim_tracedb_text (runs, 1), 120);
       w.actors = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                         (GDestroyNotify) actor_free);
-      w.stage_of = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      w.stage_of = NULL;
       w.links = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
                                        (GDestroyNotify) link_free);
       w.routes = FALSE;
       ok = write_run (&w, name, error);
       g_hash_table_unref (w.actors);
-      g_hash_table_unref (w.stage_of);
+      g_clear_pointer (&w.stage_of, g_hash_table_unref);
       g_hash_table_unref (w.links);
     }
   int code = !ok || rc < 0 ? 2 : 0;

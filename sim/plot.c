@@ -1395,8 +1395,12 @@ timeline_draw (Plot *p, Lines *l, gint64 run, const char *title, GPtrArray *acto
       {
         double y = i;
         const char *a = g_ptr_array_index (actors, i);
-        const char *stage = g_hash_table_lookup (stage_of, a);
-        g_ptr_array_add (shown, sim_clean_text (stage ? stage : a, LABEL_MAX));
+        const SimTraceStage *st = g_hash_table_lookup (stage_of, a);
+        g_autofree char *row
+          = st ? g_strdup_printf ("stage %" G_GINT64_FORMAT " (%s, replica %" G_GINT64_FORMAT ")",
+                                  st->stage, a, st->replica)
+               : g_strdup (a);
+        g_ptr_array_add (shown, sim_clean_text (row, LABEL_MAX));
         g_array_append_val (pos, y);
       }
   /* rows of 40 px, thinner past TIMELINE_MAX_LABELS actors, at most 4000 px */
@@ -1436,40 +1440,11 @@ plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
       || !lines_begin (p, &l, "timeline.tsv", error))
     return FALSE;
   /* a pipeline's rows say their stage (the stages table, when it has it) */
-  g_autoptr (GHashTable) stage_of = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                                           g_free);
-  static const char *const scols[] = { "run_id", "replica", "stage", "worker", NULL };
-  int staged = sim_tracedb_has (&p->t, "stages", scols, error);
-  if (staged < 0)
+  g_autoptr (GHashTable) stage_of = sim_tracedb_stages (&p->t, run, error);
+  if (!stage_of)
     {
       lines_end (&l);
       return FALSE;
-    }
-  if (staged)
-    {
-      g_autoptr (sqlite3_stmt) st
-        = sim_tracedb_prepare (&p->t, "SELECT worker, stage, replica FROM stages WHERE"
-                                      " run_id = ?", error);
-      int rc;
-      if (!st || !sim_tracedb_rebind (&p->t, st, run, error))
-        {
-          lines_end (&l);
-          return FALSE;
-        }
-      while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
-        g_hash_table_insert (stage_of,
-                             g_strdup_printf ("worker%" G_GINT64_FORMAT,
-                                              (gint64) sqlite3_column_int64 (st, 0)),
-                             g_strdup_printf ("stage %" G_GINT64_FORMAT " (worker%"
-                                              G_GINT64_FORMAT ", replica %" G_GINT64_FORMAT ")",
-                                              (gint64) sqlite3_column_int64 (st, 1),
-                                              (gint64) sqlite3_column_int64 (st, 0),
-                                              (gint64) sqlite3_column_int64 (st, 2)));
-      if (rc < 0)
-        {
-          lines_end (&l);
-          return FALSE;
-        }
     }
   gboolean pipeline = g_hash_table_size (stage_of) > 0;
   /* which kinds have spans: only those get a key entry */

@@ -495,6 +495,34 @@ sim_tracedb_sweep_keys (SimTraceDb *t, GError **error)
   return g_steal_pointer (&keys);
 }
 
+GHashTable *
+sim_tracedb_stages (SimTraceDb *t, gint64 run, GError **error)
+{
+  static const char *const cols[] = { "run_id", "replica", "stage", "worker", NULL };
+  int has = sim_tracedb_has (t, "stages", cols, error);
+  if (has < 0)
+    return NULL;
+  g_autoptr (GHashTable) stages = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  if (!has)
+    return g_steal_pointer (&stages);
+  g_autoptr (sqlite3_stmt) st
+    = sim_tracedb_prepare (t, "SELECT worker, stage, replica FROM stages WHERE run_id = ?",
+                           error);
+  if (!st || !sim_tracedb_rebind (t, st, run, error))
+    return NULL;
+  int rc;
+  while ((rc = sim_tracedb_step (t, st, error)) == SQLITE_ROW)
+    {
+      SimTraceStage *s = g_new (SimTraceStage, 1);
+      s->stage = sqlite3_column_int64 (st, 1);
+      s->replica = sqlite3_column_int64 (st, 2);
+      g_hash_table_insert (stages,
+                           g_strdup_printf ("worker%" G_GINT64_FORMAT,
+                                            (gint64) sqlite3_column_int64 (st, 0)), s);
+    }
+  return rc < 0 ? NULL : g_steal_pointer (&stages);
+}
+
 gboolean
 sim_tracedb_open (SimTraceDb *t, const char *path, const char *verb,
                   const SimTraceTable *required, gsize n_required, GError **error)

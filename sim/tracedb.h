@@ -67,6 +67,16 @@ GPtrArray *sim_tracedb_swept_keys (SimTraceDb *t, const char *const *omit, GErro
  * Runs of no sweep give none.  NULL with *error set on failure. */
 GPtrArray *sim_tracedb_sweep_keys (SimTraceDb *t, GError **error);
 
+/* A pipeline worker's place: its stage and replica (table stages). */
+typedef struct {
+  gint64 stage, replica;
+} SimTraceStage;
+
+/* The pipeline workers of run `run`: actor name ("worker<N>") ->
+ * SimTraceStage *, empty when the database has no stages table or the run
+ * no pipeline.  NULL with *error set when a query fails. */
+GHashTable *sim_tracedb_stages (SimTraceDb *t, gint64 run, GError **error);
+
 /* Text from an untrusted source made fit to show: valid UTF-8, every control
  * character (C0, DEL, C1) a space, at most `max` characters (a longer text
  * is cut and ends in "..."). */
