@@ -82,6 +82,14 @@ void sim_trace_free_buffer (SimTrace *t);
 void sim_trace_write_chunk (SimTrace *t, SimTraceChunk *chunk);
 void sim_trace_chunk_free (SimTraceChunk *chunk);
 
+/* A chunk as bytes, to be sent to the process that writes the database
+ * (sim/mpi.c), and back.  The reader checks every table and length, and that
+ * every row is run `run`'s: damaged bytes give NULL and a SIM_ERROR_RUNTIME,
+ * never a bad read. */
+GBytes *sim_trace_chunk_serialize (const SimTraceChunk *chunk);
+SimTraceChunk *sim_trace_chunk_deserialize (const guint8 *data, gsize len, gint64 run,
+                                            GError **error);
+
 /* Inserts the run (status 'running') and its params; returns its id or -1. */
 gint64 sim_trace_begin_run (SimTrace *t, const SimConfig *c,
                             const char *scenario_path, GError **error);

@@ -1,8 +1,9 @@
 /*
  * test-trace.c — the trace writer (sim/trace.c) on its own: the schema text
  * it creates, byte for byte, and the rows of every table, the same whether
- * they are written directly or through a buffer and its chunks (the path of
- * parallel sweeps), with each column's NULL rule.
+ * they are written directly, through a buffer and its chunks (the path of
+ * parallel sweeps) or through those chunks as bytes (the path of sweeps over
+ * MPI, which also refuses damaged bytes), with each column's NULL rule.
  */
 #include "config.h"
 
@@ -60,7 +61,8 @@ static const char *const schema_now[] = {
 };
 
 static const char *const row_tables[] = { "params", "metrics", "iterations", "spans",
-                                          "messages", "buckets", "failures", "stages" };
+                                          "messages", "buckets", "failures", "stages",
+                                          "links" };
 
 /* More spans than a chunk holds, so that a buffer hands on full chunks. */
 #define MANY_SPANS 10000
@@ -195,16 +197,53 @@ write_to (SimTraceChunk *chunk, gpointer data)
   sim_trace_write_chunk (data, chunk);
 }
 
-/* Writes one run of emit_rows's rows to a new trace `name` in tmpdir,
- * directly or through a buffer whose chunks are written as they fill;
- * returns its path. */
+/* What a buffer's sink does with a chunk on its way to the trace. */
+typedef struct {
+  SimTrace *t;
+  gint64 run;
+  guint chunks;          /* chunks that went through */
+} Carry;
+
+/* The sink of a buffer whose chunks cross a process boundary (sim/mpi.c):
+ * each is turned to bytes and read back before it is written. */
+static void
+write_through_bytes (SimTraceChunk *chunk, gpointer data)
+{
+  Carry *c = data;
+  g_autoptr (GBytes) bytes = sim_trace_chunk_serialize (chunk);
+  sim_trace_chunk_free (chunk);
+  gsize len;
+  const guint8 *p = g_bytes_get_data (bytes, &len);
+  g_autoptr (GError) error = NULL;
+  SimTraceChunk *back = sim_trace_chunk_deserialize (p, len, c->run, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (back);
+  sim_trace_write_chunk (c->t, back);
+  c->chunks++;
+}
+
+enum { DIRECT, BUFFERED, AS_BYTES };
+
+/* Writes one run of emit_rows's rows to a new trace `name` in tmpdir:
+ * directly, through a buffer whose chunks are written as they fill, or
+ * through a buffer whose chunks go through bytes; returns its path. */
 static char *
-write_trace (const char *name, gboolean buffered)
+write_trace (const char *name, int how)
 {
   char *path = fresh_path (name);
   SimTrace *t = open_trace (path);
   gint64 run = begin (t, "rows");
-  if (buffered)
+  if (how == AS_BYTES)
+    {
+      Carry c = { .t = t, .run = run };
+      SimTrace *b = sim_trace_new_buffer (write_through_bytes, &c);
+      emit_rows (b, run);
+      sim_trace_flush (b);
+      sim_trace_free_buffer (b);
+      /* MANY_SPANS rows fill more than one chunk */
+      g_assert_cmpuint (c.chunks, >=, 2);
+    }
+  else if (how == BUFFERED)
     {
       SimTrace *b = sim_trace_new_buffer (write_to, t);
       emit_rows (b, run);
@@ -275,7 +314,7 @@ static const struct {
 static void
 test_row_values (void)
 {
-  g_autofree char *path = write_trace ("values.db", FALSE);
+  g_autofree char *path = write_trace ("values.db", DIRECT);
   for (gsize i = 0; i < G_N_ELEMENTS (expected_rows); i++)
     {
       const char *want = expected_rows[i].rows;
@@ -295,14 +334,76 @@ test_row_values (void)
 static void
 test_buffer_same_rows (void)
 {
-  g_autofree char *direct = write_trace ("direct.db", FALSE);
-  g_autofree char *buffered = write_trace ("buffered.db", TRUE);
+  g_autofree char *direct = write_trace ("direct.db", DIRECT);
+  g_autofree char *buffered = write_trace ("buffered.db", BUFFERED);
+  g_autofree char *bytes = write_trace ("bytes.db", AS_BYTES);
   for (gsize i = 0; i < G_N_ELEMENTS (row_tables); i++)
     {
       g_autofree char *want = dump_table (direct, row_tables[i]);
       g_autofree char *got = dump_table (buffered, row_tables[i]);
+      g_autofree char *got_bytes = dump_table (bytes, row_tables[i]);
       g_assert_cmpstr (got, ==, want);
+      g_assert_cmpstr (got_bytes, ==, want);
+      g_assert_cmpuint (strlen (want), >, 0);
     }
+}
+
+/* The sink that keeps the first chunk a buffer hands on. */
+static void
+keep_first (SimTraceChunk *chunk, gpointer data)
+{
+  SimTraceChunk **first = data;
+  if (*first)
+    sim_trace_chunk_free (chunk);
+  else
+    *first = chunk;
+}
+
+/* Damaged bytes of a chunk are refused, never read past: every cut short
+ * inside a record, a table byte out of range, a row of another run. */
+static void
+test_chunk_damaged (void)
+{
+  SimTraceChunk *chunk = NULL;
+  SimTrace *b = sim_trace_new_buffer (keep_first, &chunk);
+  emit_rows (b, 4);
+  sim_trace_flush (b);
+  sim_trace_free_buffer (b);
+  g_assert_nonnull (chunk);
+  g_autoptr (GBytes) bytes = sim_trace_chunk_serialize (chunk);
+  sim_trace_chunk_free (chunk);
+  gsize len;
+  const guint8 *p = g_bytes_get_data (bytes, &len);
+  /* whole: read back; another run's id: refused */
+  SimTraceChunk *whole = sim_trace_chunk_deserialize (p, len, 4, NULL);
+  g_assert_nonnull (whole);
+  sim_trace_chunk_free (whole);
+  g_autoptr (GError) other = NULL;
+  g_assert_null (sim_trace_chunk_deserialize (p, len, 5, &other));
+  g_assert_error (other, SIM_ERROR, SIM_ERROR_RUNTIME);
+  /* every prefix (each its own allocation, so that a read past it is
+   * caught under AddressSanitizer) is refused or ends at a record */
+  guint whole_ends = 0;
+  for (gsize n = 0; n < MIN (len, 4000); n++)
+    {
+      g_autofree guint8 *cut = g_memdup2 (p, n);
+      g_autoptr (GError) error = NULL;
+      SimTraceChunk *c = sim_trace_chunk_deserialize (cut, n, 4, &error);
+      if (c)
+        whole_ends++;
+      else
+        g_assert_error (error, SIM_ERROR, SIM_ERROR_RUNTIME);
+      sim_trace_chunk_free (c);
+    }
+  /* a few record ends among thousands of cuts, not every cut accepted */
+  g_assert_cmpuint (whole_ends, >, 1);
+  g_assert_cmpuint (whole_ends, <, 200);
+  /* a table byte that names no row table */
+  g_autofree guint8 *bad = g_memdup2 (p, len);
+  bad[0] = 0xee;
+  g_assert_null (sim_trace_chunk_deserialize (bad, len, 4, NULL));
+  bad[0] = 0; /* the runs table is not sent as rows */
+  g_assert_null (sim_trace_chunk_deserialize (bad, len, 4, NULL));
 }
 
 int
@@ -313,6 +414,7 @@ main (int argc, char **argv)
   g_test_add_func ("/trace/schema/text", test_schema_text);
   g_test_add_func ("/trace/rows/values", test_row_values);
   g_test_add_func ("/trace/rows/buffer-same", test_buffer_same_rows);
+  g_test_add_func ("/trace/chunk/damaged", test_chunk_damaged);
   int rc = g_test_run ();
   test_remove_tree (tmpdir);
   g_free (tmpdir);
