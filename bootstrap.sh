@@ -7,9 +7,11 @@ set -eu
 cd "$(dirname "$0")"
 
 # chromium and groff-base: the tests load `dtsim report`'s page in a real
-# browser and check the manual page with groff.
+# browser and check the manual page with groff.  Open MPI: sweeps over MPI
+# ranks (docs/cluster.md), built and tested with mpirun on this machine.
 PACKAGES="gcc g++ make autoconf automake pkg-config libglib2.0-dev libsqlite3-dev
-libopenblas-dev gnuplot-nox sqlite3 dataset-fashion-mnist libsimgrid-dev chromium groff-base"
+libopenblas-dev gnuplot-nox sqlite3 dataset-fashion-mnist libsimgrid-dev chromium groff-base
+libopenmpi-dev openmpi-bin"
 
 missing=""
 for p in $PACKAGES; do

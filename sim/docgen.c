@@ -41,7 +41,9 @@ static const Command commands[] = {
       { "quiet", 'q', NULL, "no progress and no table" },
       { "jobs", 'j', "N", "sweep points run at once (default: the online cores)" },
       { "threads", 't', "N", "host threads each point's math may use (the results are the "
-                             "same)" } } },
+                             "same)" },
+      { "rank-timeout", 0, "S", "under mpirun: seconds of silence after which an MPI rank is "
+                                "lost (default: 60)" } } },
   { "check", "FILE.ini", "ini",
     "Validates the scenario and describes it without running: network, policy, one step's "
     "time and memory, infeasible points.",
@@ -309,7 +311,7 @@ sim_write_bash_completion (GString *out)
     "        -o|--output|--catalog)\n"
     "            COMPREPLY=( $(compgen -f -- \"$cur\") )\n"
     "            return ;;\n"
-    "        -j|--jobs|-t|--threads|--run)\n"
+    "        -j|--jobs|-t|--threads|--run|--rank-timeout)\n"
     "            return ;;\n"
     "    esac\n"
     "    if [[ $cur == -* ]]; then\n"

@@ -3,7 +3,8 @@
  * completion, man.
  *
  *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
- *             [--jobs N] [--threads N]
+ *             [--jobs N] [--threads N] [--rank-timeout S]
+ *   mpirun -n N dtsim run FILE.ini ...   (the sweep over MPI ranks: sim/mpi.h)
  *   dtsim plot DB [-o DIR] [--format png|svg]
  *   dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]
  *   dtsim report DB [-o FILE.html]
@@ -31,6 +32,7 @@
 #include "sim/hardware.h"
 #include "sim/input.h"
 #include "sim/model.h"
+#include "sim/mpi.h"
 #include "sim/calibrate.h"
 #include "sim/docgen.h"
 #include "sim/export.h"
@@ -45,6 +47,8 @@ static const char usage[] =
   "  dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]\n"
   "            [--jobs N]    # sweep points at once (default: the online cores)\n"
   "            [--threads N] # host threads per point (default: the cores left)\n"
+  "  mpirun -n N dtsim run FILE.ini ...  # the sweep's points over N MPI ranks\n"
+  "            [--rank-timeout S]  # a rank silent this long is lost (default: 60)\n"
   "  dtsim check FILE.ini [--set section.key=value]...\n"
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
   "  dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]\n"
@@ -102,6 +106,7 @@ cmd_run (int argc, char **argv)
   gboolean json = FALSE, quiet = FALSE;
   int jobs = -1;   /* -1: not given */
   int threads = -1;
+  double rank_timeout = SIM_MPI_TIMEOUT;
   GOptionEntry entries[] = {
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &db, "Trace database to write (default: [trace] db, else results/NAME.db with NAME the [scenario] name)", "DB" },
     { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
@@ -113,10 +118,14 @@ cmd_run (int argc, char **argv)
     { "threads", 't', 0, G_OPTION_ARG_INT, &threads,
       "Host threads each point's math may use (default: the online cores / jobs; "
       "the results are the same)", "N" },
+    { "rank-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &rank_timeout,
+      "Under mpirun: seconds of silence after which an MPI rank is lost (default: 60)", "S" },
     { NULL }
   };
   if (!parse (&argc, &argv, entries, "run FILE.ini"))
     return 2;
+  if (!(rank_timeout > 0) || rank_timeout > 1e6)
+    return bad_usage ("--rank-timeout: needs a number of seconds above 0 (default: 60)");
   if (jobs == 0 || jobs < -1)
     return bad_usage ("--jobs: needs a number of points at least 1 (default: the online cores)");
   if (threads == 0 || threads < -1)
@@ -127,7 +136,18 @@ cmd_run (int argc, char **argv)
   SimRunOptions opt = { .db = db, .json = json, .quiet = quiet, .jobs = jobs,
                         .threads = threads };
   GError *error = NULL;
+  if (!sim_mpi_start (rank_timeout, &error))
+    {
+      /* every rank would say it: rank 0 does */
+      if (sim_mpi_rank () > 0)
+        {
+          g_error_free (error);
+          return 2;
+        }
+      return die (error, 2);
+    }
   int code = sim_run_scenario (argv[1], (const char *const *) sets, &opt, &error);
+  sim_mpi_end ();
   if (code != 0)
     return die (error, code);
   return 0;

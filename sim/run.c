@@ -10,7 +10,8 @@
  *
  * `dtsim run` loads the scenario, checks the output path, runs the points
  * (sim/sweep.c), puts the database in place and prints the report
- * (sim/report.c).
+ * (sim/report.c).  Under mpirun, ranks other than 0 run the points rank 0
+ * hands them instead (sim/mpi.h).
  */
 #include "config.h"
 
@@ -22,6 +23,7 @@
 #include "netmodel/netmodel.h"
 #include "sim/run.h"
 #include "sim/cluster.h"
+#include "sim/mpi.h"
 #include "sim/report.h"
 #include "sim/sweep.h"
 
@@ -289,6 +291,13 @@ int
 sim_run_scenario (const char *path, const char *const *sets,
                   const SimRunOptions *opt, GError **error)
 {
+  if (sim_mpi_rank () > 0)
+    {
+      /* a worker of rank 0's sweep: it reports what went wrong here */
+      g_autoptr (GError) problem = NULL;
+      g_autoptr (GPtrArray) mine = sim_scenario_load (path, sets, &problem);
+      return sim_sweep_serve (mine, path, problem ? problem->message : NULL, opt);
+    }
   g_autoptr (GPtrArray) configs = sim_scenario_load (path, sets, error);
   if (!configs)
     return 2;

@@ -1,0 +1,460 @@
+/*
+ * test-mpi.c — a sweep over MPI ranks (sim/mpi.c, docs/cluster.md), with the
+ * mpirun of this machine: `mpirun --oversubscribe -n 4 dtsim run` writes the
+ * database `dtsim run --jobs 1` writes, row for row; a worker killed mid-sweep
+ * under --enable-recovery loses only its point; without it, the job ends and
+ * the good database already at -o survives, with no file left beside it.
+ *
+ * Skipped, saying so, when dtsim was configured without MPI (CI installs
+ * Open MPI, so there it runs).
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/sweep.h"
+#include "tests/util.h"
+
+static char *tmpdir;
+
+/* The scenario of these tests: tests/data/small.ini, its sweep crossed with
+ * three cluster sizes (6 points), each point `iterations` long. */
+static char *
+scenario (void)
+{
+  return g_build_filename (g_getenv ("DTSIM_TEST_DATA"), "small.ini", NULL);
+}
+
+#ifdef HAVE_MPI
+
+/* Every table of rows, in the order a run writes them. */
+static const char *const row_tables[] = { "params", "metrics", "iterations", "spans", "messages",
+                                          "buckets", "failures", "stages", "links" };
+
+static char *
+tmp (const char *name)
+{
+  return g_build_filename (tmpdir, name, NULL);
+}
+
+/* Appends the rows `sql` returns, every value with its type, one line each. */
+static void
+append_rows (GString *s, sqlite3 *db, const char *sql)
+{
+  sqlite3_stmt *st = NULL;
+  g_assert_cmpint (sqlite3_prepare_v2 (db, sql, -1, &st, NULL), ==, SQLITE_OK);
+  while (sqlite3_step (st) == SQLITE_ROW)
+    {
+      for (int c = 0; c < sqlite3_column_count (st); c++)
+        if (sqlite3_column_type (st, c) == SQLITE_FLOAT)
+          g_string_append_printf (s, "%.17g|", sqlite3_column_double (st, c));
+        else if (sqlite3_column_type (st, c) == SQLITE_NULL)
+          g_string_append (s, "NULL|");
+        else
+          g_string_append_printf (s, "%s|", (const char *) sqlite3_column_text (st, c));
+      g_string_append_c (s, '\n');
+    }
+  sqlite3_finalize (st);
+}
+
+/* Run `run`'s rows of table `table` in their order (run 0: every run's, in
+ * run order); for the runs table, every column but the wall-clock time. */
+static char *
+rows_of (const char *path, const char *table, gint64 run)
+{
+  sqlite3 *db = NULL;
+  g_assert_cmpint (sqlite3_open_v2 (path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  GString *s = g_string_new (NULL);
+  g_autofree char *where = run > 0 ? g_strdup_printf ("WHERE run_id = %" G_GINT64_FORMAT, run)
+                                   : g_strdup ("");
+  g_autofree char *sql
+    = strcmp (table, "runs") == 0
+        ? g_strdup ("SELECT id, scenario, name, seed, status, error, stop, sim_time, events,"
+                    " iterations, updates, final_loss, final_accuracy, compute, comm, wait,"
+                    " version FROM runs ORDER BY id")
+        : g_strdup_printf ("SELECT * FROM %s %s ORDER BY run_id, rowid", table, where);
+  append_rows (s, db, sql);
+  sqlite3_close (db);
+  return g_string_free (s, FALSE);
+}
+
+/* The environment of mpirun: root may run it (CI is root), and `tag`
+ * marks this test's ranks (found in /proc).  In an AddressSanitizer build
+ * the ranks check memory but not leaks: Open MPI unloads its components at
+ * the end, and what they keep is reported with no frame to tell it from
+ * dtsim's (the messages' packing is leak-checked in tests/test-trace). */
+static char **
+mpi_env (const char *tag)
+{
+  char **env = g_get_environ ();
+  env = g_environ_setenv (env, "OMPI_ALLOW_RUN_AS_ROOT", "1", TRUE);
+  env = g_environ_setenv (env, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", TRUE);
+  const char *asan = g_environ_getenv (env, "ASAN_OPTIONS");
+  g_autofree char *no_leaks = g_strdup_printf ("%s%sdetect_leaks=0", asan ? asan : "",
+                                               asan && *asan ? ":" : "");
+  env = g_environ_setenv (env, "ASAN_OPTIONS", no_leaks, TRUE);
+  env = g_environ_setenv (env, "DTSIM_TEST_MPI_TAG", tag, TRUE);
+  return env;
+}
+
+/* mpirun's argument vector: `mpirun_args`, then dtsim and `args`. */
+static GPtrArray *
+mpi_argv (const char *const *mpirun_args, const char *const *args)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (char *) MPIRUN_PATH);
+  g_ptr_array_add (argv, (char *) "--oversubscribe");
+  for (int i = 0; mpirun_args[i]; i++)
+    g_ptr_array_add (argv, (char *) mpirun_args[i]);
+  g_ptr_array_add (argv, (char *) g_getenv ("DTSIM_BIN"));
+  for (int i = 0; args[i]; i++)
+    g_ptr_array_add (argv, (char *) args[i]);
+  g_ptr_array_add (argv, NULL);
+  return argv;
+}
+
+/* The pid of the process whose environment holds `tag` and MPI rank `rank`,
+ * or 0 when there is none (yet). */
+static GPid
+find_rank (const char *tag, int rank)
+{
+  g_autofree char *want_tag = g_strdup_printf ("DTSIM_TEST_MPI_TAG=%s", tag);
+  g_autofree char *want_rank = g_strdup_printf ("OMPI_COMM_WORLD_RANK=%d", rank);
+  GDir *proc = g_dir_open ("/proc", 0, NULL);
+  g_assert_nonnull (proc);
+  GPid found = 0;
+  const char *name;
+  while (!found && (name = g_dir_read_name (proc)))
+    {
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      g_autofree char *path = g_build_filename ("/proc", name, "environ", NULL);
+      g_autofree char *env = NULL;
+      gsize len = 0;
+      if (!g_file_get_contents (path, &env, &len, NULL))
+        continue;
+      gboolean has_tag = FALSE, has_rank = FALSE;
+      for (gsize at = 0; at < len; at += strlen (env + at) + 1)
+        {
+          has_tag = has_tag || strcmp (env + at, want_tag) == 0;
+          has_rank = has_rank || strcmp (env + at, want_rank) == 0;
+        }
+      if (has_tag && has_rank)
+        found = (GPid) atoi (name);
+    }
+  g_dir_close (proc);
+  return found;
+}
+
+/* Seconds of CPU the process has used (user + system), -1 once it is gone. */
+static double
+cpu_seconds (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+  g_autofree char *stat = NULL;
+  if (!g_file_get_contents (path, &stat, NULL, NULL))
+    return -1;
+  /* the fields after the command's closing parenthesis: state is the 1st,
+   * utime the 12th, stime the 13th */
+  const char *rest = strrchr (stat, ')');
+  g_assert_nonnull (rest);
+  g_auto (GStrv) f = g_strsplit (rest + 2, " ", 0);
+  g_assert_cmpuint (g_strv_length (f), >, 13);
+  return (g_ascii_strtod (f[11], NULL) + g_ascii_strtod (f[12], NULL))
+         / (double) sysconf (_SC_CLK_TCK);
+}
+
+/* Runs mpirun with `args`, kills rank `victim` (with SIGKILL) once it has
+ * used `cpu` s of CPU (past its start, so in the middle of its first point),
+ * and waits for mpirun; its stderr in *err. */
+static void
+run_and_kill (const char *const *mpirun_args, const char *const *args, int victim, double cpu,
+              char **err)
+{
+  g_autofree char *tag = g_strdup_printf ("%d-%d", (int) getpid (), g_random_int ());
+  g_auto (GStrv) env = mpi_env (tag);
+  g_autoptr (GPtrArray) argv = mpi_argv (mpirun_args, args);
+  GPid child;
+  int err_fd;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_async_with_pipes (tmpdir, (char **) argv->pdata, env,
+                                           G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
+                                           NULL, NULL, &child, NULL, NULL, &err_fd, &error));
+  g_assert_no_error (error);
+  /* up to 60 s for the rank to start and reach `cpu` */
+  GPid pid = 0;
+  gboolean killed = FALSE;
+  for (int i = 0; i < 6000 && !killed; i++)
+    {
+      g_usleep (10000);
+      if (!pid)
+        pid = find_rank (tag, victim);
+      if (pid && cpu_seconds (pid) >= cpu)
+        killed = kill (pid, SIGKILL) == 0;
+    }
+  g_assert_true (killed);
+  /* mpirun's stderr, to its end, then its exit */
+  GString *s = g_string_new (NULL);
+  char buf[4096];
+  gssize n;
+  while ((n = read (err_fd, buf, sizeof buf)) > 0)
+    g_string_append_len (s, buf, n);
+  close (err_fd);
+  int status;
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  g_spawn_close_pid (child);
+  *err = g_string_free (s, FALSE);
+}
+
+/* Runs mpirun with `args` to its end; its exit status, stderr in *err. */
+static int
+run_mpi (const char *const *mpirun_args, const char *const *args, char **err)
+{
+  g_auto (GStrv) env = mpi_env ("plain");
+  g_autoptr (GPtrArray) argv = mpi_argv (mpirun_args, args);
+  int status = 0;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_sync (tmpdir, (char **) argv->pdata, env, G_SPAWN_STDOUT_TO_DEV_NULL,
+                               NULL, NULL, NULL, err, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+/* The database of `dtsim run --jobs 1` (one process) of the same sweep. */
+static char *
+reference (const char *name, const char *const *sets)
+{
+  g_autofree char *ini = scenario ();
+  char *db = tmp (name);
+  GPtrArray *args = g_ptr_array_new ();
+  const char *head[] = { "run", ini, "-o", db, "--jobs", "1", "--quiet" };
+  for (gsize i = 0; i < G_N_ELEMENTS (head); i++)
+    g_ptr_array_add (args, (char *) head[i]);
+  for (int i = 0; sets[i]; i++)
+    g_ptr_array_add (args, (char *) sets[i]);
+  g_ptr_array_add (args, NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_run_dtsim_argv (tmpdir, &out, &err, (const char *const *) args->pdata),
+                   ==, 0);
+  g_ptr_array_unref (args);
+  return db;
+}
+
+/* The sweep of the row-for-row test: 6 points, messages recorded. */
+static const char *const quick[] = { "--set", "sweep.cluster.workers=2,4,8",
+                                     "--set", "sweep.policy.consistency=bsp,async",
+                                     "--set", "scenario.iterations=200", NULL };
+
+/* Four ranks write the database one process writes, row for row in every
+ * table (wall-clock times aside), and the points went to several ranks. */
+static void
+test_same_rows (void)
+{
+  g_autofree char *want = reference ("one.db", quick);
+  g_autofree char *ini = scenario ();
+  g_autofree char *got = tmp ("four.db");
+  const char *mpirun_args[] = { "-n", "4", NULL };
+  const char *args[] = { "run", ini, "-o", got, "--jobs", "1", quick[0], quick[1], quick[2],
+                         quick[3], quick[4], quick[5], NULL };
+  g_autofree char *err = NULL;
+  int status = run_mpi (mpirun_args, args, &err);
+  if (status != 0)
+    g_error ("mpirun exited %d; stderr:\n%s", status, err);
+  g_autofree char *runs_want = rows_of (want, "runs", 0), *runs_got = rows_of (got, "runs", 0);
+  g_assert_cmpstr (runs_got, ==, runs_want);
+  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM runs WHERE status = 'done'"),
+                   ==, 6);
+  for (gsize i = 0; i < G_N_ELEMENTS (row_tables); i++)
+    {
+      g_autofree char *a = rows_of (want, row_tables[i], 0), *b = rows_of (got, row_tables[i], 0);
+      g_assert_cmpstr (b, ==, a);
+    }
+  /* not trivially equal: the tables of this detail have rows */
+  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM messages"), >, 1000);
+  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM links"), >, 0);
+  /* the points were spread: at least two other ranks ran some (the line of
+   * each point names the rank that ran it, when not rank 0) */
+  int ranks = 0;
+  for (int r = 1; r < 4; r++)
+    {
+      g_autofree char *mark = g_strdup_printf ("(rank %d)", r);
+      ranks += strstr (err, mark) != NULL;
+    }
+  if (ranks < 2)
+    g_error ("points went to %d other ranks; stderr:\n%s", ranks, err);
+}
+
+/* A rank that read other points (another seed), or none (a file missing
+ * there), runs nothing, and rank 0 says which and why in one line each; the
+ * sweep is done by the ranks that agree, the same as one process's.  (MPMD:
+ * each rank its own command line, as a host with other files would be.) */
+static void
+test_refused (void)
+{
+  g_autofree char *want = reference ("agree.db", quick);
+  g_autofree char *ini = scenario ();
+  g_autofree char *got = tmp ("refused.db");
+  g_autofree char *missing = tmp ("nowhere.ini");
+  const char *bin = g_getenv ("DTSIM_BIN");
+  const char *mpirun_args[] = { "-n", "1", NULL };
+  const char *args[] = { "run", ini, "-o", got, "--jobs", "1", quick[0], quick[1], quick[2],
+                         quick[3], quick[4], quick[5],
+                         ":", "-n", "1", bin, "run", ini, "-o", got, "--jobs", "1", quick[0],
+                         quick[1], quick[2], quick[3], quick[4], quick[5], "--set",
+                         "scenario.seed=99",
+                         ":", "-n", "1", bin, "run", missing, "-o", got, "--jobs", "1",
+                         ":", "-n", "1", bin, "run", ini, "-o", got, "--jobs", "1", quick[0],
+                         quick[1], quick[2], quick[3], quick[4], quick[5], NULL };
+  g_autofree char *err = NULL;
+  int status = run_mpi (mpirun_args, args, &err);
+  if (status != 0)
+    g_error ("mpirun exited %d; stderr:\n%s", status, err);
+  g_autofree char *runs_want = rows_of (want, "runs", 0), *runs_got = rows_of (got, "runs", 0);
+  g_assert_cmpstr (runs_got, ==, runs_want);
+  for (gsize i = 0; i < G_N_ELEMENTS (row_tables); i++)
+    {
+      g_autofree char *a = rows_of (want, row_tables[i], 0), *b = rows_of (got, row_tables[i], 0);
+      g_assert_cmpstr (b, ==, a);
+    }
+  if (!strstr (err, "dtsim: MPI rank 1 (host ") || !strstr (err, "runs no point: it read other "
+                                                                  "points from the scenario")
+      || !strstr (err, "dtsim: MPI rank 2 (host ") || !strstr (err, "nowhere.ini")
+      || strstr (err, "(rank 1)") || strstr (err, "(rank 2)") || strstr (err, "MPI rank 3"))
+    g_error ("ranks 1 and 2 should run nothing, each saying why; stderr:\n%s", err);
+}
+
+/* The longer sweep of the fault tests: 6 points of about a second of CPU
+ * each (an MLP), their iterations recorded. */
+static const char *const slow[] = { "--set", "sweep.scenario.seed=1,2,3",
+                                    "--set", "cluster.workers=2",
+                                    "--set", "scenario.iterations=2500",
+                                    "--set", "trace.detail=iterations",
+                                    "--set", "model.kind=mlp",
+                                    "--set", "model.hidden=256,256",
+                                    "--set", "model.batch=32", NULL };
+#define SLOW_ARGS slow[0], slow[1], slow[2], slow[3], slow[4], slow[5], slow[6], slow[7], \
+                  slow[8], slow[9], slow[10], slow[11], slow[12], slow[13]
+
+/* Under --enable-recovery, a worker killed in the middle of a point loses
+ * that point only: it is recorded failed, naming the rank, with the rows
+ * that arrived (a prefix of its rows); every other point is the same as in
+ * a one-process run. */
+static void
+test_rank_killed (void)
+{
+  g_autofree char *want = reference ("slow.db", slow);
+  g_autofree char *ini = scenario ();
+  g_autofree char *got = tmp ("killed.db");
+  const char *mpirun_args[] = { "--enable-recovery", "-n", "4", NULL };
+  const char *args[] = { "run", ini, "-o", got, "--jobs", "1", "--rank-timeout", "2", SLOW_ARGS,
+                         NULL };
+  g_autofree char *err = NULL;
+  /* Open MPI's mpirun exits 0 under --enable-recovery whatever rank 0
+   * returns: the database and stderr tell */
+  run_and_kill (mpirun_args, args, 2, 0.6, &err);
+  g_assert_true (g_file_test (got, G_FILE_TEST_IS_REGULAR));
+  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM runs"), ==, 6);
+  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM runs WHERE status = 'failed'"),
+                   ==, 1);
+  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM runs WHERE status = 'failed'"
+                                      " AND error LIKE 'MPI rank 2 (host %) was lost while "
+                                      "running this point: no message from it for 2 s%'"), ==, 1);
+  gint64 lost = (gint64) test_query_number (got, "SELECT id FROM runs WHERE status = 'failed'");
+  g_autofree char *line = g_strdup_printf ("run %" G_GINT64_FORMAT "/6 failed: ", lost);
+  if (!strstr (err, line) || !strstr (err, "MPI rank 2"))
+    g_error ("no line for the lost point in stderr:\n%s", err);
+  for (gint64 run = 1; run <= 6; run++)
+    for (gsize i = 0; i < G_N_ELEMENTS (row_tables); i++)
+      {
+        g_autofree char *a = rows_of (want, row_tables[i], run);
+        g_autofree char *b = rows_of (got, row_tables[i], run);
+        if (run != lost)
+          g_assert_cmpstr (b, ==, a);
+        else if (!g_str_has_prefix (a, b))
+          g_error ("run %" G_GINT64_FORMAT "'s %s rows are not a prefix of its rows",
+                   run, row_tables[i]);
+      }
+}
+
+/* Without --enable-recovery mpirun ends the job when a rank dies: rank 0
+ * is stopped with SIGTERM before it writes anything, so the database that
+ * was at -o is as it was and no temporary file is left beside it. */
+static void
+test_job_ended (void)
+{
+  g_autofree char *ini = scenario ();
+  g_autofree char *dir = tmp ("ended");
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  g_autofree char *db = g_build_filename (dir, "kept.db", NULL);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (test_run_dtsim (tmpdir, &o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
+  g_autofree char *before = rows_of (db, "runs", 0);
+  g_autofree char *metrics_before = rows_of (db, "metrics", 0);
+  const char *mpirun_args[] = { "-n", "4", NULL };
+  const char *args[] = { "run", ini, "-o", db, "--jobs", "1", SLOW_ARGS, NULL };
+  g_autofree char *err = NULL;
+  run_and_kill (mpirun_args, args, 1, 0.6, &err);
+  g_autofree char *after = rows_of (db, "runs", 0);
+  g_autofree char *metrics_after = rows_of (db, "metrics", 0);
+  g_assert_cmpstr (after, ==, before);
+  g_assert_cmpstr (metrics_after, ==, metrics_before);
+  /* the database and nothing else */
+  g_assert_cmpuint (test_count_entries (dir, ""), ==, 1);
+}
+
+#else
+
+static void
+test_not_built (void)
+{
+  g_test_skip ("dtsim was configured without MPI (apt-get install libopenmpi-dev "
+               "openmpi-bin, then configure again)");
+}
+
+#endif
+
+/* Ranks compare the digest of the points they read (a rank whose points
+ * differ runs none): the same scenario gives the same digest, another seed
+ * another. */
+static void
+test_digest (void)
+{
+  g_autofree char *ini = scenario ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) a = sim_scenario_load (ini, NULL, &error);
+  g_assert_no_error (error);
+  const char *seed[] = { "scenario.seed=8", NULL };
+  g_autoptr (GPtrArray) b = sim_scenario_load (ini, seed, &error);
+  g_assert_no_error (error);
+  g_autofree char *da = sim_sweep_digest (a, ini), *da2 = sim_sweep_digest (a, ini);
+  g_autofree char *db = sim_sweep_digest (b, ini);
+  g_assert_cmpstr (da, ==, da2);
+  g_assert_cmpstr (da, !=, db);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  tmpdir = g_dir_make_tmp ("dtsim-mpi-XXXXXX", NULL);
+  g_test_add_func ("/mpi/digest", test_digest);
+#ifdef HAVE_MPI
+  g_test_add_func ("/mpi/same-rows", test_same_rows);
+  g_test_add_func ("/mpi/refused", test_refused);
+  g_test_add_func ("/mpi/rank-killed", test_rank_killed);
+  g_test_add_func ("/mpi/job-ended", test_job_ended);
+#else
+  g_test_add_func ("/mpi/not-built", test_not_built);
+#endif
+  int rc = g_test_run ();
+  test_remove_tree (tmpdir);
+  g_free (tmpdir);
+  return rc;
+}
