@@ -78,7 +78,8 @@ die (GError *error, int code)
 static int
 bad_usage (const char *what)
 {
-  fprintf (stderr, "dtsim: %s\n%s", what, usage);
+  if (sim_mpi_launch_rank () == 0) /* under mpirun, once */
+    fprintf (stderr, "dtsim: %s\n%s", what, usage);
   return 2;
 }
 
@@ -92,7 +93,8 @@ parse (int *argc, char ***argv, GOptionEntry *entries, const char *what)
   g_autoptr (GError) error = NULL;
   if (!g_option_context_parse (ctx, argc, argv, &error))
     {
-      fprintf (stderr, "dtsim: %s\n%s", error->message, usage);
+      if (sim_mpi_launch_rank () == 0) /* under mpirun, once */
+        fprintf (stderr, "dtsim: %s\n%s", error->message, usage);
       return FALSE;
     }
   return TRUE;

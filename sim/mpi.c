@@ -24,10 +24,13 @@
 #include "sim/input.h"
 #include "sim/mpi.h"
 
-/* The launchers' variables that give the number of ranks: Open MPI's
- * mpirun, MPICH's and Intel's (PMI), Slurm's srun (PMIx, PMI2). */
-static const char *const size_vars[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
-                                         "SLURM_NTASKS" };
+/* The launchers' variables that give the number of ranks and this one's:
+ * Open MPI's mpirun, MPICH's and Intel's (PMI), Slurm's srun (a job step's
+ * tasks; not SLURM_NTASKS, which a batch script sees too). */
+static const char *const size_vars[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                         "SLURM_STEP_NUM_TASKS" };
+static const char *const rank_vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                         "SLURM_PROCID" };
 
 static int the_rank = 0, the_size = 1, the_local_size = 1;
 #ifdef HAVE_MPI
@@ -54,11 +57,13 @@ env_int (const char *const *vars, gsize n)
 gboolean
 sim_mpi_launched (void)
 {
-  /* SLURM_NTASKS is set in a whole allocation, also for a process srun did
-   * not start as a task: only a task (SLURM_PROCID) counts */
-  if (g_getenv ("SLURM_NTASKS") && !g_getenv ("SLURM_PROCID"))
-    return env_int (size_vars, G_N_ELEMENTS (size_vars) - 1) > 1;
   return env_int (size_vars, G_N_ELEMENTS (size_vars)) > 1;
+}
+
+int
+sim_mpi_launch_rank (void)
+{
+  return sim_mpi_launched () ? MAX (0, env_int (rank_vars, G_N_ELEMENTS (rank_vars))) : 0;
 }
 
 int
@@ -81,16 +86,13 @@ sim_mpi_local_size (void)
 
 #ifndef HAVE_MPI
 
-static const char *const rank_vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
-                                         "SLURM_PROCID" };
-
 gboolean
 sim_mpi_start (double timeout G_GNUC_UNUSED, GError **error)
 {
   if (!sim_mpi_launched ())
     return TRUE;
   /* every rank would run the whole sweep: only rank 0 says so */
-  the_rank = MAX (0, env_int (rank_vars, G_N_ELEMENTS (rank_vars)));
+  the_rank = sim_mpi_launch_rank ();
   g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                "started as one of %d MPI ranks, but this dtsim was built without MPI; "
                "configure it --with-mpi (Debian: apt-get install libopenmpi-dev openmpi-bin), "

@@ -33,6 +33,10 @@ G_BEGIN_DECLS
 /* Whether an MPI launcher (mpirun, mpiexec, srun) started this process as
  * one of several ranks: read from the environment, without MPI. */
 gboolean sim_mpi_launched (void);
+/* This process's rank as the launcher's environment gives it, before MPI
+ * starts (0 when not launched): the ranks but 0 keep quiet about bad
+ * usage, which every rank would print. */
+int sim_mpi_launch_rank (void);
 /* Starts MPI when launched (sim_mpi_launched); otherwise does nothing.
  * FALSE (SIM_ERROR_INPUT) when launched but dtsim was built without MPI.
  * `timeout`: seconds of silence after which a peer is lost. */

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sim/mpi.h"
 #include "sim/sweep.h"
 #include "tests/util.h"
 
@@ -439,12 +440,48 @@ test_digest (void)
   g_assert_cmpstr (da, !=, db);
 }
 
+/* Whether a launcher started this process as one of several ranks, read
+ * from its environment: mpirun's and srun's steps count; a Slurm batch
+ * script (SLURM_NTASKS without a step) and a single rank do not. */
+static void
+test_launched (void)
+{
+  const char *vars[] = { "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
+                         "PMIX_RANK", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "SLURM_NTASKS" };
+  for (gsize i = 0; i < G_N_ELEMENTS (vars); i++)
+    g_unsetenv (vars[i]);
+  g_assert_false (sim_mpi_launched ());
+  g_assert_cmpint (sim_mpi_launch_rank (), ==, 0);
+  /* sbatch's script with --ntasks=8, dtsim started by hand */
+  g_setenv ("SLURM_NTASKS", "8", TRUE);
+  g_setenv ("SLURM_PROCID", "0", TRUE);
+  g_assert_false (sim_mpi_launched ());
+  /* srun's third task of four */
+  g_setenv ("SLURM_STEP_NUM_TASKS", "4", TRUE);
+  g_setenv ("SLURM_PROCID", "2", TRUE);
+  g_assert_true (sim_mpi_launched ());
+  g_assert_cmpint (sim_mpi_launch_rank (), ==, 2);
+  for (gsize i = 0; i < G_N_ELEMENTS (vars); i++)
+    g_unsetenv (vars[i]);
+  /* mpirun -n 1, then -n 3's rank 1 */
+  g_setenv ("OMPI_COMM_WORLD_SIZE", "1", TRUE);
+  g_setenv ("OMPI_COMM_WORLD_RANK", "0", TRUE);
+  g_assert_false (sim_mpi_launched ());
+  g_setenv ("OMPI_COMM_WORLD_SIZE", "3", TRUE);
+  g_setenv ("OMPI_COMM_WORLD_RANK", "1", TRUE);
+  g_assert_true (sim_mpi_launched ());
+  g_assert_cmpint (sim_mpi_launch_rank (), ==, 1);
+  for (gsize i = 0; i < G_N_ELEMENTS (vars); i++)
+    g_unsetenv (vars[i]);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   tmpdir = g_dir_make_tmp ("dtsim-mpi-XXXXXX", NULL);
   g_test_add_func ("/mpi/digest", test_digest);
+  g_test_add_func ("/mpi/launched", test_launched);
 #ifdef HAVE_MPI
   g_test_add_func ("/mpi/same-rows", test_same_rows);
   g_test_add_func ("/mpi/refused", test_refused);
