@@ -2,8 +2,8 @@
  * mpi.c — the messages between rank 0 and the workers of a sweep over MPI
  * (sim/mpi.h, docs/cluster.md).
  *
- * Every message is a few bytes packed here (integers little-endian, reals as
- * their bits, texts with their length), one tag per kind.  Only the calling
+ * Every message is a few values packed as sim/wire.h says, one tag per
+ * kind.  Only the calling
  * thread of each rank uses MPI (MPI_THREAD_FUNNELED): the points' pool
  * threads hand their rows to it (sim/sweep.c).  Nothing waits without a
  * deadline: a send or a receive that does not complete within the timeout
@@ -23,6 +23,7 @@
 
 #include "sim/input.h"
 #include "sim/mpi.h"
+#include "sim/wire.h"
 
 /* The launchers' variables that give the number of ranks and this one's:
  * Open MPI's mpirun, MPICH's and Intel's (PMI), Slurm's srun (a job step's
@@ -216,80 +217,6 @@ sim_mpi_start (double timeout, GError **error)
   return TRUE;
 }
 
-/* --- packing ---------------------------------------------------------------- */
-
-static void
-put_u64 (GByteArray *b, guint64 x)
-{
-  guint64 le = GUINT64_TO_LE (x);
-  g_byte_array_append (b, (const guint8 *) &le, sizeof le);
-}
-
-static void
-put_f64 (GByteArray *b, double d)
-{
-  guint64 x;
-  memcpy (&x, &d, sizeof x);
-  put_u64 (b, x);
-}
-
-/* A text as its length (G_MAXUINT64: NULL) and bytes. */
-static void
-put_str (GByteArray *b, const char *s)
-{
-  gsize n = s ? strlen (s) : 0;
-  put_u64 (b, s ? n : G_MAXUINT64);
-  if (s)
-    g_byte_array_append (b, (const guint8 *) s, (guint) n);
-}
-
-/* Reads a message; `bad` once anything was missing or out of range. */
-typedef struct {
-  const guint8 *p;
-  gsize len, at;
-  gboolean bad;
-} Reader;
-
-static guint64
-get_u64 (Reader *r)
-{
-  guint64 x = 0;
-  if (r->len - r->at < sizeof x)
-    {
-      r->bad = TRUE;
-      return 0;
-    }
-  memcpy (&x, r->p + r->at, sizeof x);
-  r->at += sizeof x;
-  return GUINT64_FROM_LE (x);
-}
-
-static double
-get_f64 (Reader *r)
-{
-  guint64 x = get_u64 (r);
-  double d;
-  memcpy (&d, &x, sizeof d);
-  return d;
-}
-
-/* A new string, NULL for NULL; a text with a NUL byte is damage. */
-static char *
-get_str (Reader *r)
-{
-  guint64 n = get_u64 (r);
-  if (r->bad || n == G_MAXUINT64)
-    return NULL;
-  if (r->len - r->at < n || memchr (r->p + r->at, '\0', n))
-    {
-      r->bad = TRUE;
-      return NULL;
-    }
-  char *s = g_strndup ((const char *) r->p + r->at, n);
-  r->at += n;
-  return s;
-}
-
 /* --- sending and receiving with deadlines ------------------------------------ */
 
 /* Waits for `req` until the timeout; FALSE (the request cancelled) when it
@@ -481,8 +408,8 @@ sim_mpi_hub_send_point (SimMpiHub *h, int rank, guint point, gint64 run)
 {
   Peer *p = &h->peers[rank];
   GByteArray *b = g_byte_array_new ();
-  put_u64 (b, point);
-  put_u64 (b, (guint64) run);
+  sim_wire_put_u64 (b, point);
+  sim_wire_put_u64 (b, (guint64) run);
   p->busy++;
   g_hash_table_insert (p->points, GUINT_TO_POINTER (point), GSIZE_TO_POINTER (run + 1));
   if (!send_array (rank, TAG_POINT, b))
@@ -495,21 +422,21 @@ sim_mpi_hub_send_point (SimMpiHub *h, int rank, guint point, gint64 run)
 
 /* A worker's hello: its slots, or why it runs none. */
 static gboolean
-read_hello (SimMpiHub *h, Message *m, Reader *r, SimMpiEvent *ev)
+read_hello (SimMpiHub *h, Message *m, SimWireReader *r, SimMpiEvent *ev)
 {
   Peer *p = &h->peers[m->source];
-  gint64 capacity = (gint64) get_u64 (r);
-  guint64 n = get_u64 (r);
-  g_autofree char *digest = get_str (r);
+  gint64 capacity = (gint64) sim_wire_get_u64 (r);
+  guint64 n = sim_wire_get_u64 (r);
+  g_autofree char *digest = sim_wire_get_str (r);
   g_free (p->host);
-  p->host = get_str (r);
+  p->host = sim_wire_get_str (r);
   if (p->host)
     {
       char *shown = sim_input_printable (p->host);
       g_free (p->host);
       p->host = shown;
     }
-  g_autofree char *problem = get_str (r);
+  g_autofree char *problem = sim_wire_get_str (r);
   if (r->bad)
     return FALSE;
   const char *why = problem ? NULL
@@ -544,7 +471,7 @@ static gboolean
 read_message (SimMpiHub *h, Message *m, SimMpiEvent *ev)
 {
   Peer *p = &h->peers[m->source];
-  Reader r = { .p = m->data, .len = m->len };
+  SimWireReader r = { .p = m->data, .len = m->len };
   memset (ev, 0, sizeof *ev);
   ev->rank = m->source;
   if (m->tag == TAG_HELLO)
@@ -553,7 +480,7 @@ read_message (SimMpiHub *h, Message *m, SimMpiEvent *ev)
     return TRUE;
   if (m->tag != TAG_ROWS && m->tag != TAG_PROGRESS && m->tag != TAG_END)
     return FALSE;
-  guint64 point = get_u64 (&r);
+  guint64 point = sim_wire_get_u64 (&r);
   gpointer run1 = r.bad ? NULL : g_hash_table_lookup (p->points, GUINT_TO_POINTER ((guint) point));
   if (!run1 || point >= h->n_points)
     return FALSE;
@@ -568,26 +495,26 @@ read_message (SimMpiHub *h, Message *m, SimMpiEvent *ev)
   if (m->tag == TAG_PROGRESS)
     {
       ev->kind = SIM_MPI_PROGRESS;
-      guint64 permille = get_u64 (&r);
+      guint64 permille = sim_wire_get_u64 (&r);
       ev->permille = (int) MIN (permille, 1000);
       return !r.bad;
     }
   ev->kind = SIM_MPI_END;
-  ev->ok = get_u64 (&r) != 0;
+  ev->ok = sim_wire_get_u64 (&r) != 0;
   SimRunSummary *s = &ev->sum;
-  s->sim_time = get_f64 (&r);
-  s->wall_time = get_f64 (&r);
-  s->events = get_u64 (&r);
-  s->iterations = (gint64) get_u64 (&r);
-  s->updates = (gint64) get_u64 (&r);
-  s->final_loss = get_f64 (&r);
-  s->final_accuracy = get_f64 (&r);
-  s->compute = get_f64 (&r);
-  s->comm = get_f64 (&r);
-  s->wait = get_f64 (&r);
-  g_autofree char *stop = get_str (&r);
-  gint64 code = (gint64) get_u64 (&r);
-  g_autofree char *message = get_str (&r);
+  s->sim_time = sim_wire_get_f64 (&r);
+  s->wall_time = sim_wire_get_f64 (&r);
+  s->events = sim_wire_get_u64 (&r);
+  s->iterations = (gint64) sim_wire_get_u64 (&r);
+  s->updates = (gint64) sim_wire_get_u64 (&r);
+  s->final_loss = sim_wire_get_f64 (&r);
+  s->final_accuracy = sim_wire_get_f64 (&r);
+  s->compute = sim_wire_get_f64 (&r);
+  s->comm = sim_wire_get_f64 (&r);
+  s->wait = sim_wire_get_f64 (&r);
+  g_autofree char *stop = sim_wire_get_str (&r);
+  gint64 code = (gint64) sim_wire_get_u64 (&r);
+  g_autofree char *message = sim_wire_get_str (&r);
   if (r.bad || (ev->ok && !stop) || (!ev->ok && !message))
     return FALSE;
   s->stop = stop ? g_intern_string (stop) : NULL;
@@ -708,11 +635,11 @@ sim_mpi_worker_new (int capacity, guint n_points, const char *digest, const char
   SimMpiWorker *w = g_new0 (SimMpiWorker, 1);
   w->heard = w->last_sent = g_get_monotonic_time ();
   GByteArray *b = g_byte_array_new ();
-  put_u64 (b, (guint64) (problem ? 0 : capacity));
-  put_u64 (b, n_points);
-  put_str (b, digest);
-  put_str (b, g_get_host_name ());
-  put_str (b, problem);
+  sim_wire_put_u64 (b, (guint64) (problem ? 0 : capacity));
+  sim_wire_put_u64 (b, n_points);
+  sim_wire_put_str (b, digest);
+  sim_wire_put_str (b, g_get_host_name ());
+  sim_wire_put_str (b, problem);
   send_array (0, TAG_HELLO, b);
   return w;
 }
@@ -735,11 +662,11 @@ sim_mpi_worker_next (SimMpiWorker *w)
   int lost = -1;
   while (receive_any (&m, &lost))
     {
-      Reader r = { .p = m.data, .len = m.len };
+      SimWireReader r = { .p = m.data, .len = m.len };
       int tag = m.tag, source = m.source;
       guint8 data0 = m.len >= 1 ? m.data[0] : 0;
-      guint64 point = tag == TAG_POINT ? get_u64 (&r) : 0;
-      gint64 run = tag == TAG_POINT ? (gint64) get_u64 (&r) : 0;
+      guint64 point = tag == TAG_POINT ? sim_wire_get_u64 (&r) : 0;
+      gint64 run = tag == TAG_POINT ? (gint64) sim_wire_get_u64 (&r) : 0;
       g_free (m.data);
       if (source != 0)
         continue;
@@ -778,7 +705,7 @@ sim_mpi_worker_send_rows (SimMpiWorker *w, guint point, SimTraceChunk *chunk)
   gsize len;
   const guint8 *p = g_bytes_get_data (rows, &len);
   GByteArray *b = g_byte_array_sized_new ((guint) len + 8);
-  put_u64 (b, point);
+  sim_wire_put_u64 (b, point);
   g_byte_array_append (b, p, (guint) len);
   return worker_send (w, TAG_ROWS, b);
 }
@@ -787,8 +714,8 @@ gboolean
 sim_mpi_worker_send_progress (SimMpiWorker *w, guint point, int permille)
 {
   GByteArray *b = g_byte_array_new ();
-  put_u64 (b, point);
-  put_u64 (b, (guint64) permille);
+  sim_wire_put_u64 (b, point);
+  sim_wire_put_u64 (b, (guint64) permille);
   return worker_send (w, TAG_PROGRESS, b);
 }
 
@@ -797,21 +724,21 @@ sim_mpi_worker_send_end (SimMpiWorker *w, guint point, gboolean ok, const SimRun
                          const GError *error)
 {
   GByteArray *b = g_byte_array_new ();
-  put_u64 (b, point);
-  put_u64 (b, ok ? 1 : 0);
-  put_f64 (b, s->sim_time);
-  put_f64 (b, s->wall_time);
-  put_u64 (b, s->events);
-  put_u64 (b, (guint64) s->iterations);
-  put_u64 (b, (guint64) s->updates);
-  put_f64 (b, s->final_loss);
-  put_f64 (b, s->final_accuracy);
-  put_f64 (b, s->compute);
-  put_f64 (b, s->comm);
-  put_f64 (b, s->wait);
-  put_str (b, ok ? s->stop : NULL);
-  put_u64 (b, (guint64) (error ? error->code : 0));
-  put_str (b, error ? error->message : NULL);
+  sim_wire_put_u64 (b, point);
+  sim_wire_put_u64 (b, ok ? 1 : 0);
+  sim_wire_put_f64 (b, s->sim_time);
+  sim_wire_put_f64 (b, s->wall_time);
+  sim_wire_put_u64 (b, s->events);
+  sim_wire_put_u64 (b, (guint64) s->iterations);
+  sim_wire_put_u64 (b, (guint64) s->updates);
+  sim_wire_put_f64 (b, s->final_loss);
+  sim_wire_put_f64 (b, s->final_accuracy);
+  sim_wire_put_f64 (b, s->compute);
+  sim_wire_put_f64 (b, s->comm);
+  sim_wire_put_f64 (b, s->wait);
+  sim_wire_put_str (b, ok ? s->stop : NULL);
+  sim_wire_put_u64 (b, (guint64) (error ? error->code : 0));
+  sim_wire_put_str (b, error ? error->message : NULL);
   return worker_send (w, TAG_END, b);
 }
 

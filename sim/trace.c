@@ -41,6 +41,7 @@
 
 #include "sim/input.h"
 #include "sim/trace.h"
+#include "sim/wire.h"
 
 /* --- the tables ------------------------------------------------------------ */
 
@@ -858,18 +859,10 @@ sim_trace_write_chunk (SimTrace *t, SimTraceChunk *c)
 
 /* --- chunks between processes (sim/mpi.c) ------------------------------------
  *
- * A chunk as bytes: per record, its table (one byte), then each column of
- * that table in order: an integer or a real as 8 bytes little-endian (a
- * real's bits), a text as a 4-byte little-endian length (0xffffffff: NULL)
- * and its bytes.  Nothing else: the reader knows the tables, and checks
- * every length against what is left. */
-
-static void
-put_u64 (GByteArray *b, guint64 x)
-{
-  guint64 le = GUINT64_TO_LE (x);
-  g_byte_array_append (b, (const guint8 *) &le, sizeof le);
-}
+ * A chunk as bytes (sim/wire.h): per record, its table (one byte), then each
+ * column of that table in order, an integer or a real as such, a text as a
+ * text.  Nothing else: the reader knows the tables, and checks every length
+ * against what is left. */
 
 GBytes *
 sim_trace_chunk_serialize (const SimTraceChunk *c)
@@ -882,26 +875,12 @@ sim_trace_chunk_serialize (const SimTraceChunk *c)
       guint8 table = (guint8) r->table;
       g_byte_array_append (b, &table, 1);
       for (int j = 0; j < tb->n_columns; j++)
-        {
-          Value v = r->v[j];
-          if (tb->columns[j].kind == COL_TEXT)
-            {
-              gsize len = v.s ? strlen (v.s) : 0;
-              guint32 le = GUINT32_TO_LE (v.s ? (guint32) len : G_MAXUINT32);
-              g_byte_array_append (b, (const guint8 *) &le, sizeof le);
-              if (v.s)
-                g_byte_array_append (b, (const guint8 *) v.s, (guint) len);
-            }
-          else
-            {
-              guint64 x;
-              if (tb->columns[j].kind == COL_REAL)
-                memcpy (&x, &v.d, sizeof x);
-              else
-                x = (guint64) v.i;
-              put_u64 (b, x);
-            }
-        }
+        if (tb->columns[j].kind == COL_TEXT)
+          sim_wire_put_str (b, r->v[j].s);
+        else if (tb->columns[j].kind == COL_REAL)
+          sim_wire_put_f64 (b, r->v[j].d);
+        else
+          sim_wire_put_u64 (b, (guint64) r->v[j].i);
     }
   return g_byte_array_free_to_bytes (b);
 }
@@ -912,10 +891,10 @@ sim_trace_chunk_deserialize (const guint8 *data, gsize len, gint64 run, GError *
   SimTraceChunk *c = g_new0 (SimTraceChunk, 1);
   c->records = g_array_new (FALSE, TRUE, sizeof (Record));
   c->strings = g_string_chunk_new (1024);
-  gsize at = 0;
-  while (at < len)
+  SimWireReader rd = { .p = data, .len = len };
+  while (rd.at < len)
     {
-      int table = data[at++];
+      int table = data[rd.at++];
       if (table == T_RUNS || table >= N_TABLES)
         goto bad;
       const Table *tb = &tables[table];
@@ -923,33 +902,15 @@ sim_trace_chunk_deserialize (const guint8 *data, gsize len, gint64 run, GError *
       for (int j = 0; j < tb->n_columns; j++)
         if (tb->columns[j].kind == COL_TEXT)
           {
-            guint32 n;
-            if (len - at < sizeof n)
-              goto bad;
-            memcpy (&n, data + at, sizeof n);
-            at += sizeof n;
-            n = GUINT32_FROM_LE (n);
-            if (n == G_MAXUINT32)
-              continue; /* NULL */
-            if (len - at < n || memchr (data + at, '\0', n))
-              goto bad;
-            r.v[j].s = g_string_chunk_insert_len (c->strings, (const char *) data + at, n);
-            at += n;
+            gsize n;
+            const char *s = sim_wire_get_text (&rd, &n);
+            r.v[j].s = s ? g_string_chunk_insert_len (c->strings, s, (gssize) n) : NULL;
           }
+        else if (tb->columns[j].kind == COL_REAL)
+          r.v[j].d = sim_wire_get_f64 (&rd);
         else
-          {
-            guint64 x;
-            if (len - at < sizeof x)
-              goto bad;
-            memcpy (&x, data + at, sizeof x);
-            at += sizeof x;
-            x = GUINT64_FROM_LE (x);
-            if (tb->columns[j].kind == COL_REAL)
-              memcpy (&r.v[j].d, &x, sizeof x);
-            else
-              r.v[j].i = (gint64) x;
-          }
-      if (r.v[0].i != run)
+          r.v[j].i = (gint64) sim_wire_get_u64 (&rd);
+      if (rd.bad || r.v[0].i != run)
         goto bad;
       g_array_append_val (c->records, r);
     }
@@ -957,7 +918,7 @@ sim_trace_chunk_deserialize (const guint8 *data, gsize len, gint64 run, GError *
 bad:
   g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
                "a chunk of rows arrived damaged (byte %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT ")",
-               at, len);
+               rd.at, len);
   sim_trace_chunk_free (c);
   return NULL;
 }

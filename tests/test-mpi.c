@@ -12,6 +12,7 @@
 
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,19 +214,36 @@ run_and_kill (const char *const *mpirun_args, const char *const *args, int victi
   *err = g_string_free (s, FALSE);
 }
 
-/* Runs mpirun with `args` to its end; its exit status, stderr in *err. */
-static int
-run_mpi (const char *const *mpirun_args, const char *const *args, char **err)
+/* Runs mpirun with `args` to its end, which must be a success; returns its
+ * stderr. */
+static char *
+run_mpi_ok (const char *const *mpirun_args, const char *const *args)
 {
   g_auto (GStrv) env = mpi_env ("plain");
   g_autoptr (GPtrArray) argv = mpi_argv (mpirun_args, args);
   int status = 0;
+  char *err = NULL;
   g_autoptr (GError) error = NULL;
   g_assert_true (g_spawn_sync (tmpdir, (char **) argv->pdata, env, G_SPAWN_STDOUT_TO_DEV_NULL,
-                               NULL, NULL, NULL, err, &status, &error));
+                               NULL, NULL, NULL, &err, &status, &error));
   g_assert_no_error (error);
-  g_assert_true (WIFEXITED (status));
-  return WEXITSTATUS (status);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    g_error ("mpirun ended with status %d; stderr:\n%s", status, err);
+  return err;
+}
+
+/* Database `got` holds the rows of `want`, in every table, run by run
+ * (wall-clock times aside). */
+static void
+assert_same_database (const char *got, const char *want)
+{
+  g_autofree char *runs_want = rows_of (want, "runs", 0), *runs_got = rows_of (got, "runs", 0);
+  g_assert_cmpstr (runs_got, ==, runs_want);
+  for (gsize i = 0; i < G_N_ELEMENTS (row_tables); i++)
+    {
+      g_autofree char *a = rows_of (want, row_tables[i], 0), *b = rows_of (got, row_tables[i], 0);
+      g_assert_cmpstr (b, ==, a);
+    }
 }
 
 /* The database of `dtsim run --jobs 1` (one process) of the same sweep. */
@@ -264,19 +282,10 @@ test_same_rows (void)
   const char *mpirun_args[] = { "-n", "4", NULL };
   const char *args[] = { "run", ini, "-o", got, "--jobs", "1", quick[0], quick[1], quick[2],
                          quick[3], quick[4], quick[5], NULL };
-  g_autofree char *err = NULL;
-  int status = run_mpi (mpirun_args, args, &err);
-  if (status != 0)
-    g_error ("mpirun exited %d; stderr:\n%s", status, err);
-  g_autofree char *runs_want = rows_of (want, "runs", 0), *runs_got = rows_of (got, "runs", 0);
-  g_assert_cmpstr (runs_got, ==, runs_want);
+  g_autofree char *err = run_mpi_ok (mpirun_args, args);
+  assert_same_database (got, want);
   g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM runs WHERE status = 'done'"),
                    ==, 6);
-  for (gsize i = 0; i < G_N_ELEMENTS (row_tables); i++)
-    {
-      g_autofree char *a = rows_of (want, row_tables[i], 0), *b = rows_of (got, row_tables[i], 0);
-      g_assert_cmpstr (b, ==, a);
-    }
   /* not trivially equal: the tables of this detail have rows */
   g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM messages"), >, 1000);
   g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM links"), >, 0);
@@ -313,17 +322,8 @@ test_refused (void)
                          ":", "-n", "1", bin, "run", missing, "-o", got, "--jobs", "1",
                          ":", "-n", "1", bin, "run", ini, "-o", got, "--jobs", "1", quick[0],
                          quick[1], quick[2], quick[3], quick[4], quick[5], NULL };
-  g_autofree char *err = NULL;
-  int status = run_mpi (mpirun_args, args, &err);
-  if (status != 0)
-    g_error ("mpirun exited %d; stderr:\n%s", status, err);
-  g_autofree char *runs_want = rows_of (want, "runs", 0), *runs_got = rows_of (got, "runs", 0);
-  g_assert_cmpstr (runs_got, ==, runs_want);
-  for (gsize i = 0; i < G_N_ELEMENTS (row_tables); i++)
-    {
-      g_autofree char *a = rows_of (want, row_tables[i], 0), *b = rows_of (got, row_tables[i], 0);
-      g_assert_cmpstr (b, ==, a);
-    }
+  g_autofree char *err = run_mpi_ok (mpirun_args, args);
+  assert_same_database (got, want);
   if (!strstr (err, "dtsim: MPI rank 1 (host ") || !strstr (err, "runs no point: it read other "
                                                                   "points from the scenario")
       || !strstr (err, "dtsim: MPI rank 2 (host ") || !strstr (err, "nowhere.ini")
@@ -440,39 +440,53 @@ test_digest (void)
   g_assert_cmpstr (da, !=, db);
 }
 
+/* The launchers' variables sim/mpi.c reads. */
+static const char *const launch_vars[] = { "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                                           "PMI_SIZE", "PMI_RANK", "PMIX_RANK",
+                                           "SLURM_STEP_NUM_TASKS", "SLURM_PROCID",
+                                           "SLURM_NTASKS" };
+
+/* Sets the environment to `vars` (NAME, VALUE pairs, NULL-terminated), the
+ * other launch variables unset; returns whether it reads as one rank of
+ * several, and that rank in *rank. */
+static gboolean
+launched_with (int *rank, ...)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (launch_vars); i++)
+    g_unsetenv (launch_vars[i]);
+  va_list ap;
+  va_start (ap, rank);
+  for (const char *name; (name = va_arg (ap, const char *));)
+    g_setenv (name, va_arg (ap, const char *), TRUE);
+  va_end (ap);
+  *rank = sim_mpi_launch_rank ();
+  gboolean launched = sim_mpi_launched ();
+  for (gsize i = 0; i < G_N_ELEMENTS (launch_vars); i++)
+    g_unsetenv (launch_vars[i]);
+  return launched;
+}
+
 /* Whether a launcher started this process as one of several ranks, read
  * from its environment: mpirun's and srun's steps count; a Slurm batch
  * script (SLURM_NTASKS without a step) and a single rank do not. */
 static void
 test_launched (void)
 {
-  const char *vars[] = { "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
-                         "PMIX_RANK", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "SLURM_NTASKS" };
-  for (gsize i = 0; i < G_N_ELEMENTS (vars); i++)
-    g_unsetenv (vars[i]);
-  g_assert_false (sim_mpi_launched ());
-  g_assert_cmpint (sim_mpi_launch_rank (), ==, 0);
+  int rank = -1;
+  g_assert_false (launched_with (&rank, NULL));
+  g_assert_cmpint (rank, ==, 0);
   /* sbatch's script with --ntasks=8, dtsim started by hand */
-  g_setenv ("SLURM_NTASKS", "8", TRUE);
-  g_setenv ("SLURM_PROCID", "0", TRUE);
-  g_assert_false (sim_mpi_launched ());
+  g_assert_false (launched_with (&rank, "SLURM_NTASKS", "8", "SLURM_PROCID", "0", NULL));
   /* srun's third task of four */
-  g_setenv ("SLURM_STEP_NUM_TASKS", "4", TRUE);
-  g_setenv ("SLURM_PROCID", "2", TRUE);
-  g_assert_true (sim_mpi_launched ());
-  g_assert_cmpint (sim_mpi_launch_rank (), ==, 2);
-  for (gsize i = 0; i < G_N_ELEMENTS (vars); i++)
-    g_unsetenv (vars[i]);
+  g_assert_true (launched_with (&rank, "SLURM_NTASKS", "4", "SLURM_STEP_NUM_TASKS", "4",
+                               "SLURM_PROCID", "2", NULL));
+  g_assert_cmpint (rank, ==, 2);
   /* mpirun -n 1, then -n 3's rank 1 */
-  g_setenv ("OMPI_COMM_WORLD_SIZE", "1", TRUE);
-  g_setenv ("OMPI_COMM_WORLD_RANK", "0", TRUE);
-  g_assert_false (sim_mpi_launched ());
-  g_setenv ("OMPI_COMM_WORLD_SIZE", "3", TRUE);
-  g_setenv ("OMPI_COMM_WORLD_RANK", "1", TRUE);
-  g_assert_true (sim_mpi_launched ());
-  g_assert_cmpint (sim_mpi_launch_rank (), ==, 1);
-  for (gsize i = 0; i < G_N_ELEMENTS (vars); i++)
-    g_unsetenv (vars[i]);
+  g_assert_false (launched_with (&rank, "OMPI_COMM_WORLD_SIZE", "1",
+                                 "OMPI_COMM_WORLD_RANK", "0", NULL));
+  g_assert_true (launched_with (&rank, "OMPI_COMM_WORLD_SIZE", "3",
+                                "OMPI_COMM_WORLD_RANK", "1", NULL));
+  g_assert_cmpint (rank, ==, 1);
 }
 
 int
