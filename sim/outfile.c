@@ -129,3 +129,20 @@ done:
   return ok;
 }
 
+void
+sim_remove_tree (const char *dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const char *n;
+  while (d && (n = g_dir_read_name (d)))
+    {
+      g_autofree char *p = g_build_filename (dir, n, NULL);
+      if (g_file_test (p, G_FILE_TEST_IS_DIR) && !g_file_test (p, G_FILE_TEST_IS_SYMLINK))
+        sim_remove_tree (p);
+      else
+        g_unlink (p);
+    }
+  if (d)
+    g_dir_close (d);
+  g_rmdir (dir);
+}

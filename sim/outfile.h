@@ -28,6 +28,11 @@ gboolean sim_outfile_write (SimOutFile *o, const GString *s, GError **error);
  * it; TRUE when all of it was written. */
 gboolean sim_outfile_close (SimOutFile *o, gboolean ok, GError **error);
 
+/* Removes the folder `dir` and everything below it (a private temporary
+ * folder, say).  A symbolic link inside is removed, never followed: one to a
+ * folder outside must not empty that folder. */
+void sim_remove_tree (const char *dir);
+
 G_END_DECLS
 
 #endif

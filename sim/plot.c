@@ -57,6 +57,7 @@
 #include <unistd.h>
 #include <glib/gstdio.h>
 
+#include "sim/outfile.h"
 #include "sim/plot.h"
 #include "sim/scenario.h"
 #include "sim/trace.h"
@@ -1493,23 +1494,6 @@ plot_timelines (Plot *p, GError **error)
   return TRUE;
 }
 
-static void
-remove_tree (const char *dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  if (d)
-    {
-      const char *e;
-      while ((e = g_dir_read_name (d)))
-        {
-          g_autofree char *path = g_build_filename (dir, e, NULL);
-          g_unlink (path);
-        }
-      g_dir_close (d);
-    }
-  g_rmdir (dir);
-}
-
 /* Everything sim_plot does once its arguments are checked; the caller frees
  * p's members. */
 static int
@@ -1568,7 +1552,7 @@ plot_db (Plot *p, const char *dbpath, const char *dir, GError **error)
     && plot_staleness (p, &fail)
     && plot_time_to_target (p, &fail)
     && plot_timelines (p, &fail);
-  remove_tree (p->tmp);
+  sim_remove_tree (p->tmp);
   p->outdir = NULL;
   if (ok)
     return 0;

@@ -371,16 +371,7 @@ sim_report_html (const char *db, const char *out, GError **error)
   g_ptr_array_unref (c.skipped);
   g_ptr_array_unref (c.notes);
   /* the private folder and its figures */
-  GDir *d = g_dir_open (tmp, 0, NULL);
-  const char *e;
-  while (d && (e = g_dir_read_name (d)))
-    {
-      g_autofree char *f = g_build_filename (tmp, e, NULL);
-      g_unlink (f);
-    }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (tmp);
+  sim_remove_tree (tmp);
   if (code != 0)
     return code;
 

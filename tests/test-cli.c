@@ -780,7 +780,7 @@ static char *
 fresh_dir (const char *name)
 {
   char *dir = tmp (name);
-  test_remove_tree (dir);
+  sim_remove_tree (dir);
   g_assert_cmpint (g_mkdir (dir, 0755), ==, 0);
   return dir;
 }
@@ -1358,7 +1358,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/docs/keys", test_keys_documented);
   g_test_add_func ("/cli/version", test_version);
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

@@ -989,7 +989,7 @@ run_dtsim (const char *const *args, const char *var, const char *value, char **e
                 &status, &error);
   g_assert_no_error (error);
   g_assert_true (WIFEXITED (status));
-  test_remove_tree (dir);
+  sim_remove_tree (dir);
   return WEXITSTATUS (status);
 }
 

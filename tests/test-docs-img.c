@@ -146,7 +146,7 @@ main (int argc, char **argv)
   tmpdir = g_dir_make_tmp ("dtsim-docs-img-XXXXXX", NULL);
   g_test_add_func ("/docs-img/fresh", test_fresh);
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

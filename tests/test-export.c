@@ -613,7 +613,7 @@ main (int argc, char **argv)
   g_test_add_func ("/export/report", test_report);
   g_test_add_func ("/export/report-hostile", test_report_hostile);
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

@@ -98,7 +98,7 @@ main (int argc, char **argv)
       g_test_add_data_func (name, &goldens[i], test_golden);
     }
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

@@ -333,7 +333,7 @@ test_small_dataset (void)
   g_assert_cmpint (mkfifo (labels, 0600), ==, 0);
   const char *want2[] = { "small-data.ini", "[model] data_dir", "not a regular file", NULL };
   refused (ok, want2);
-  test_remove_tree (dir);
+  sim_remove_tree (dir);
 }
 
 /* A learning rate that makes the loss infinite or NaN fails the run with exit
@@ -469,7 +469,7 @@ main (int argc, char **argv)
   g_test_add_func ("/hostile/run/huge-timing-model", test_huge_timing_model);
   g_test_add_func ("/hostile/fuzz/reproducers", test_fuzz_reproducers);
   int r = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return r;
 }

@@ -830,6 +830,6 @@ main (int argc, char **argv)
   g_test_add_func ("/studies/backup-workers", study_backup_workers);
   g_test_add_func ("/studies/hogwild", study_hogwild);
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   return rc;
 }

@@ -505,7 +505,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mpi/not-built", test_not_built);
 #endif
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

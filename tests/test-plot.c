@@ -537,7 +537,7 @@ static void
 expect_bad (const char *path, const char *what)
 {
   g_autofree char *outdir = g_build_filename (tmpdir, "bad-out", NULL);
-  test_remove_tree (outdir);
+  sim_remove_tree (outdir);
   g_autofree char *o = NULL, *e = NULL;
   int code = dtsim (&o, &e, "plot", path, "-o", outdir, NULL);
   g_test_message ("%s: %s", path, e);
@@ -806,7 +806,7 @@ test_many_timelines (void)
   g_assert_nonnull (strstr (o, line));
   g_ptr_array_unref (names);
   g_ptr_array_unref (values);
-  test_remove_tree (dir);
+  sim_remove_tree (dir);
 }
 
 int
@@ -832,7 +832,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plot/bad/killed-mid-write", test_killed_mid_write);
   g_test_add_func ("/plot/many-timelines", test_many_timelines);
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

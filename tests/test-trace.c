@@ -416,7 +416,7 @@ main (int argc, char **argv)
   g_test_add_func ("/trace/rows/buffer-same", test_buffer_same_rows);
   g_test_add_func ("/trace/chunk/damaged", test_chunk_damaged);
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

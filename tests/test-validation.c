@@ -278,7 +278,7 @@ main (int argc, char **argv)
   g_assert_nonnull (tmpdir);
   g_test_add_func ("/validation/published", test_validation);
   int rc = g_test_run ();
-  test_remove_tree (tmpdir);
+  sim_remove_tree (tmpdir);
   g_free (tmpdir);
   return rc;
 }

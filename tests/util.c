@@ -204,25 +204,6 @@ test_read_file (const char *path, gsize *len)
   return text;
 }
 
-void
-test_remove_tree (const char *dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const char *n;
-  while (d && (n = g_dir_read_name (d)))
-    {
-      g_autofree char *p = g_build_filename (dir, n, NULL);
-      /* a symbolic link is removed, never followed: one to a folder
-       * outside the tree must not empty that folder */
-      if (g_file_test (p, G_FILE_TEST_IS_DIR) && !g_file_test (p, G_FILE_TEST_IS_SYMLINK))
-        test_remove_tree (p);
-      else
-        g_unlink (p);
-    }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (dir);
-}
 
 double
 test_harmonic (int n)

@@ -7,6 +7,7 @@
 #include <glib.h>
 
 #include "policies/policy.h"
+#include "sim/outfile.h"   /* sim_remove_tree, for temporary folders */
 #include "sim/run.h"
 #include "sim/scenario.h"
 
@@ -85,8 +86,6 @@ guint test_count_entries (const char *dir, const char *prefix);
  * when len is not NULL. */
 char *test_read_file (const char *path, gsize *len);
 
-/* Removes the folder `dir` and everything below it. */
-void test_remove_tree (const char *dir);
 
 /* The harmonic number H_n = 1 + 1/2 + ... + 1/n (H_0 = 0). */
 double test_harmonic (int n);
