@@ -180,15 +180,6 @@ sim_mpi_worker_free (SimMpiWorker *w G_GNUC_UNUSED)
 
 #else /* HAVE_MPI */
 
-enum {
-  TAG_HELLO = 1,         /* worker -> 0: capacity, points, digest, host, problem */
-  TAG_POINT,             /* 0 -> worker: point, run */
-  TAG_ROWS,              /* worker -> 0: point, a chunk's bytes */
-  TAG_PROGRESS,          /* worker -> 0: point, permille */
-  TAG_END,               /* worker -> 0: point, ok, summary, error */
-  TAG_BEAT,              /* either way: alive */
-  TAG_STOP,              /* 0 -> worker: no more points */
-};
 
 gboolean
 sim_mpi_start (double timeout, GError **error)
@@ -206,6 +197,8 @@ sim_mpi_start (double timeout, GError **error)
   MPI_Comm_set_errhandler (MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank (MPI_COMM_WORLD, &the_rank);
   MPI_Comm_size (MPI_COMM_WORLD, &the_size);
+  /* collective: a program that stands in for a rank does it too
+   * (tests/test-mpi.c) */
   MPI_Comm local;
   if (MPI_Comm_split_type (MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local)
       == MPI_SUCCESS)
@@ -303,7 +296,7 @@ static void
 send_stop (int rank)
 {
   guint8 lost = skip_finalize;
-  send_bytes (rank, TAG_STOP, &lost, 1);
+  send_bytes (rank, SIM_MPI_TAG_STOP, &lost, 1);
 }
 
 void
@@ -412,7 +405,7 @@ sim_mpi_hub_send_point (SimMpiHub *h, int rank, guint point, gint64 run)
   sim_wire_put_u64 (b, (guint64) run);
   p->busy++;
   g_hash_table_insert (p->points, GUINT_TO_POINTER (point), GSIZE_TO_POINTER (run + 1));
-  if (!send_array (rank, TAG_POINT, b))
+  if (!send_array (rank, SIM_MPI_TAG_POINT, b))
     {
       SimMpiEvent *ev = g_new0 (SimMpiEvent, 1);
       lose (h, rank, ev, "it did not take a point");
@@ -474,11 +467,11 @@ read_message (SimMpiHub *h, Message *m, SimMpiEvent *ev)
   SimWireReader r = { .p = m->data, .len = m->len };
   memset (ev, 0, sizeof *ev);
   ev->rank = m->source;
-  if (m->tag == TAG_HELLO)
+  if (m->tag == SIM_MPI_TAG_HELLO)
     return read_hello (h, m, &r, ev);
-  if (m->tag == TAG_BEAT || p->refused)
+  if (m->tag == SIM_MPI_TAG_BEAT || p->refused)
     return TRUE;
-  if (m->tag != TAG_ROWS && m->tag != TAG_PROGRESS && m->tag != TAG_END)
+  if (m->tag != SIM_MPI_TAG_ROWS && m->tag != SIM_MPI_TAG_PROGRESS && m->tag != SIM_MPI_TAG_END)
     return FALSE;
   guint64 point = sim_wire_get_u64 (&r);
   gpointer run1 = r.bad ? NULL : g_hash_table_lookup (p->points, GUINT_TO_POINTER ((guint) point));
@@ -486,13 +479,13 @@ read_message (SimMpiHub *h, Message *m, SimMpiEvent *ev)
     return FALSE;
   ev->point = (guint) point;
   gint64 run = (gint64) GPOINTER_TO_SIZE (run1) - 1;
-  if (m->tag == TAG_ROWS)
+  if (m->tag == SIM_MPI_TAG_ROWS)
     {
       ev->kind = SIM_MPI_ROWS;
       ev->chunk = sim_trace_chunk_deserialize (m->data + r.at, m->len - r.at, run, NULL);
       return ev->chunk != NULL;
     }
-  if (m->tag == TAG_PROGRESS)
+  if (m->tag == SIM_MPI_TAG_PROGRESS)
     {
       ev->kind = SIM_MPI_PROGRESS;
       guint64 permille = sim_wire_get_u64 (&r);
@@ -534,7 +527,7 @@ send_beats (SimMpiHub *h, gint64 now)
   h->last_beat = now;
   for (int r = 1; r < the_size; r++)
     if (!h->peers[r].gone)
-      send_bytes (r, TAG_BEAT, NULL, 0);
+      send_bytes (r, SIM_MPI_TAG_BEAT, NULL, 0);
 }
 
 gboolean
@@ -640,7 +633,7 @@ sim_mpi_worker_new (int capacity, guint n_points, const char *digest, const char
   sim_wire_put_str (b, digest);
   sim_wire_put_str (b, g_get_host_name ());
   sim_wire_put_str (b, problem);
-  send_array (0, TAG_HELLO, b);
+  send_array (0, SIM_MPI_TAG_HELLO, b);
   return w;
 }
 
@@ -651,7 +644,7 @@ sim_mpi_worker_next (SimMpiWorker *w)
   gint64 now = g_get_monotonic_time ();
   if (now - w->last_sent >= (gint64) (SIM_MPI_BEAT * 1e6))
     {
-      if (!send_bytes (0, TAG_BEAT, NULL, 0))
+      if (!send_bytes (0, SIM_MPI_TAG_BEAT, NULL, 0))
         {
           o.kind = SIM_MPI_ORDER_LOST;
           return o;
@@ -665,18 +658,18 @@ sim_mpi_worker_next (SimMpiWorker *w)
       SimWireReader r = { .p = m.data, .len = m.len };
       int tag = m.tag, source = m.source;
       guint8 data0 = m.len >= 1 ? m.data[0] : 0;
-      guint64 point = tag == TAG_POINT ? sim_wire_get_u64 (&r) : 0;
-      gint64 run = tag == TAG_POINT ? (gint64) sim_wire_get_u64 (&r) : 0;
+      guint64 point = tag == SIM_MPI_TAG_POINT ? sim_wire_get_u64 (&r) : 0;
+      gint64 run = tag == SIM_MPI_TAG_POINT ? (gint64) sim_wire_get_u64 (&r) : 0;
       g_free (m.data);
       if (source != 0)
         continue;
       w->heard = g_get_monotonic_time ();
-      if (tag == TAG_STOP)
+      if (tag == SIM_MPI_TAG_STOP)
         {
           o.kind = SIM_MPI_ORDER_STOP;
           skip_finalize = skip_finalize || (m.len >= 1 && data0 != 0);
         }
-      else if (tag == TAG_POINT && !r.bad && point <= G_MAXUINT)
+      else if (tag == SIM_MPI_TAG_POINT && !r.bad && point <= G_MAXUINT)
         {
           o.kind = SIM_MPI_ORDER_POINT;
           o.point = (guint) point;
@@ -707,7 +700,7 @@ sim_mpi_worker_send_rows (SimMpiWorker *w, guint point, SimTraceChunk *chunk)
   GByteArray *b = g_byte_array_sized_new ((guint) len + 8);
   sim_wire_put_u64 (b, point);
   g_byte_array_append (b, p, (guint) len);
-  return worker_send (w, TAG_ROWS, b);
+  return worker_send (w, SIM_MPI_TAG_ROWS, b);
 }
 
 gboolean
@@ -716,7 +709,7 @@ sim_mpi_worker_send_progress (SimMpiWorker *w, guint point, int permille)
   GByteArray *b = g_byte_array_new ();
   sim_wire_put_u64 (b, point);
   sim_wire_put_u64 (b, (guint64) permille);
-  return worker_send (w, TAG_PROGRESS, b);
+  return worker_send (w, SIM_MPI_TAG_PROGRESS, b);
 }
 
 gboolean
@@ -739,7 +732,7 @@ sim_mpi_worker_send_end (SimMpiWorker *w, guint point, gboolean ok, const SimRun
   sim_wire_put_str (b, ok ? s->stop : NULL);
   sim_wire_put_u64 (b, (guint64) (error ? error->code : 0));
   sim_wire_put_str (b, error ? error->message : NULL);
-  return worker_send (w, TAG_END, b);
+  return worker_send (w, SIM_MPI_TAG_END, b);
 }
 
 void

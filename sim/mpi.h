@@ -25,6 +25,21 @@
 
 G_BEGIN_DECLS
 
+/* The messages, by MPI tag; each is values packed as sim/wire.h says.  A
+ * worker says hello, then sends rows, progress and ends of the points it is
+ * given, and a beat when it has sent nothing for SIM_MPI_BEAT s. */
+typedef enum {
+  SIM_MPI_TAG_HELLO = 1, /* worker -> 0: slots, points, digest, host, problem (text or NULL) */
+  SIM_MPI_TAG_POINT,     /* 0 -> worker: point, run */
+  SIM_MPI_TAG_ROWS,      /* worker -> 0: point, then a chunk's bytes (sim/trace.h) */
+  SIM_MPI_TAG_PROGRESS,  /* worker -> 0: point, permille */
+  SIM_MPI_TAG_END,       /* worker -> 0: point, ok, the summary's fields, stop (text),
+                            error code, error message (text) */
+  SIM_MPI_TAG_BEAT,      /* either way, no values: alive */
+  SIM_MPI_TAG_STOP,      /* 0 -> worker: one byte, 1 when a rank was lost (then no
+                            rank calls MPI_Finalize) */
+} SimMpiTag;
+
 /* Seconds between the messages that tell a rank its peer is alive. */
 #define SIM_MPI_BEAT 0.5
 /* Default seconds of silence after which a peer is lost. */

@@ -10,7 +10,11 @@
  */
 #include "config.h"
 
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
 #include <glib/gstdio.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sqlite3.h>
@@ -21,6 +25,8 @@
 
 #include "sim/mpi.h"
 #include "sim/sweep.h"
+#include "sim/trace.h"
+#include "sim/wire.h"
 #include "tests/util.h"
 
 static char *tmpdir;
@@ -331,6 +337,167 @@ test_refused (void)
     g_error ("ranks 1 and 2 should run nothing, each saying why; stderr:\n%s", err);
 }
 
+/* --- a rank that misbehaves ----------------------------------------------------
+ *
+ * `test-mpi --fake-rank MODE SCENARIO SET...` is started by mpirun beside
+ * dtsim as rank 1: it says hello as a worker would (the digest of the
+ * scenario read with the --set values SET, one slot, host "fake"), then
+ * answers the first point it is given with a message that MODE spoils, and
+ * stays alive (beats) until rank 0 says stop. */
+
+static void
+send_to_0 (int tag, GByteArray *b)
+{
+  MPI_Send (b ? b->data : NULL, b ? (int) b->len : 0, MPI_BYTE, 0, tag, MPI_COMM_WORLD);
+  if (b)
+    g_byte_array_unref (b);
+}
+
+/* The sink of the buffer fake_rank fills: keeps its one chunk. */
+static void
+keep_chunk (SimTraceChunk *chunk, gpointer data)
+{
+  SimTraceChunk **kept = data;
+  sim_trace_chunk_free (*kept);
+  *kept = chunk;
+}
+
+/* The spoilt answer to point `point` of run `run`. */
+static void
+fake_answer (const char *mode, guint64 point, gint64 run)
+{
+  GByteArray *b = g_byte_array_new ();
+  if (strcmp (mode, "foreign-point") == 0)
+    {
+      /* progress of a point it was not given */
+      sim_wire_put_u64 (b, point + 1);
+      sim_wire_put_u64 (b, 500);
+      send_to_0 (SIM_MPI_TAG_PROGRESS, b);
+      return;
+    }
+  sim_wire_put_u64 (b, point);
+  if (strcmp (mode, "truncated-end") == 0)
+    {
+      /* an end that stops after its ok flag */
+      sim_wire_put_u64 (b, 1);
+      send_to_0 (SIM_MPI_TAG_END, b);
+      return;
+    }
+  if (strcmp (mode, "damaged-rows") == 0)
+    {
+      /* a table byte that names no table, and a text longer than the message */
+      static const guint8 junk[] = { 0xee, 1, 2, 3, 2, 0xff, 0xff, 0xff, 0x7f };
+      g_byte_array_append (b, junk, sizeof junk);
+      send_to_0 (SIM_MPI_TAG_ROWS, b);
+      return;
+    }
+  g_assert_cmpstr (mode, ==, "other-run");
+  /* well-formed rows, but of another run than the point's */
+  SimTraceChunk *chunk = NULL;
+  SimTrace *buf = sim_trace_new_buffer (keep_chunk, &chunk);
+  sim_trace_metric (buf, run + 1, 0.5, 1, 1.0, 0.5, NAN);
+  sim_trace_flush (buf);
+  sim_trace_free_buffer (buf);
+  g_autoptr (GBytes) rows = sim_trace_chunk_serialize (chunk);
+  sim_trace_chunk_free (chunk);
+  gsize len;
+  const guint8 *p = g_bytes_get_data (rows, &len);
+  g_byte_array_append (b, p, (guint) len);
+  send_to_0 (SIM_MPI_TAG_ROWS, b);
+}
+
+static int
+fake_rank (const char *mode, const char *path, const char *const *sets, int argc, char **argv)
+{
+  int provided;
+  MPI_Init_thread (&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  /* as sim_mpi_start does, with every rank */
+  MPI_Comm local;
+  MPI_Comm_split_type (MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  MPI_Comm_free (&local);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) configs = sim_scenario_load (path, sets, &error);
+  g_assert_no_error (error);
+  g_autofree char *digest = sim_sweep_digest (configs, path);
+  GByteArray *hello = g_byte_array_new ();
+  sim_wire_put_u64 (hello, 1);
+  sim_wire_put_u64 (hello, configs->len);
+  sim_wire_put_str (hello, digest);
+  sim_wire_put_str (hello, "fake");
+  sim_wire_put_str (hello, NULL);
+  send_to_0 (SIM_MPI_TAG_HELLO, hello);
+  gboolean answered = FALSE;
+  for (;;)
+    {
+      guint8 buf[64];
+      MPI_Status st;
+      MPI_Recv (buf, sizeof buf, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+      if (st.MPI_TAG == SIM_MPI_TAG_STOP)
+        break;
+      if (st.MPI_TAG == SIM_MPI_TAG_BEAT)
+        send_to_0 (SIM_MPI_TAG_BEAT, NULL);
+      if (st.MPI_TAG == SIM_MPI_TAG_POINT && !answered)
+        {
+          int count;
+          MPI_Get_count (&st, MPI_BYTE, &count);
+          SimWireReader r = { .p = buf, .len = (gsize) count };
+          guint64 point = sim_wire_get_u64 (&r);
+          gint64 run = (gint64) sim_wire_get_u64 (&r);
+          g_assert_false (r.bad);
+          fake_answer (mode, point, run);
+          answered = TRUE;
+        }
+    }
+  /* rank 0 lost this rank: no one calls MPI_Finalize */
+  fflush (NULL);
+  _exit (0);
+}
+
+/* A rank that sends a damaged message, or one about a point it was not
+ * given, is lost at once: the point it had is recorded failed saying so, it
+ * gets no other, and rank 0 runs the rest, the same as one process would. */
+static void
+test_hostile_rank (void)
+{
+  g_autofree char *want = reference ("plain.db", quick);
+  g_autofree char *ini = scenario ();
+  const char *self = g_getenv ("DTSIM_TEST_MPI_SELF");
+  g_assert_nonnull (self);
+  const char *modes[] = { "damaged-rows", "truncated-end", "foreign-point", "other-run" };
+  for (gsize m = 0; m < G_N_ELEMENTS (modes); m++)
+    {
+      g_autofree char *name = g_strdup_printf ("%s.db", modes[m]);
+      g_autofree char *got = tmp (name);
+      /* the fake rank reads the scenario with the same --set values */
+      const char *mpirun_args[] = { "--enable-recovery", "-n", "1", NULL };
+      const char *args[] = { "run", ini, "-o", got, "--jobs", "1", quick[0], quick[1], quick[2],
+                             quick[3], quick[4], quick[5], ":", "-n", "1", self, "--fake-rank",
+                             modes[m], ini, quick[1], quick[3], quick[5], NULL };
+      g_autofree char *err = run_mpi_ok (mpirun_args, args);
+      g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM runs"), ==, 6);
+      gint64 failed = (gint64) test_query_number (got, "SELECT COUNT(*) FROM runs WHERE "
+                                                  "status = 'failed' AND error = 'MPI rank 1 "
+                                                  "(host fake) was lost while running this "
+                                                  "point: it sent a damaged message; the rows "
+                                                  "it sent are kept; run the point again'");
+      if (failed != 1)
+        g_error ("%s: %" G_GINT64_FORMAT " runs failed as expected; stderr:\n%s", modes[m],
+                 failed, err);
+      /* every other point ran at rank 0, as in one process */
+      gint64 lost = (gint64) test_query_number (got, "SELECT id FROM runs WHERE status = 'failed'");
+      for (gint64 run = 1; run <= 6; run++)
+        for (gsize i = 0; run != lost && i < G_N_ELEMENTS (row_tables); i++)
+          {
+            g_autofree char *a = rows_of (want, row_tables[i], run);
+            g_autofree char *b = rows_of (got, row_tables[i], run);
+            g_assert_cmpstr (b, ==, a);
+          }
+      /* nothing of the damaged message reached the database */
+      g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM metrics WHERE run_id = "
+                                          "(SELECT id FROM runs WHERE status = 'failed')"), ==, 0);
+    }
+}
+
 /* The longer sweep of the fault tests: 6 points of about a second of CPU
  * each (an MLP), their iterations recorded. */
 static const char *const slow[] = { "--set", "sweep.scenario.seed=1,2,3",
@@ -492,6 +659,19 @@ test_launched (void)
 int
 main (int argc, char **argv)
 {
+#ifdef HAVE_MPI
+  if (argc >= 4 && strcmp (argv[1], "--fake-rank") == 0)
+    {
+      /* the --set values of the sweep follow the scenario's path */
+      g_autoptr (GPtrArray) sets = g_ptr_array_new ();
+      for (int i = 4; i < argc; i++)
+        g_ptr_array_add (sets, argv[i]);
+      g_ptr_array_add (sets, NULL);
+      return fake_rank (argv[2], argv[3], (const char *const *) sets->pdata, argc, argv);
+    }
+  g_autofree char *self = g_canonicalize_filename (argv[0], NULL);
+  g_setenv ("DTSIM_TEST_MPI_SELF", self, TRUE);
+#endif
   g_test_init (&argc, &argv, NULL);
   tmpdir = g_dir_make_tmp ("dtsim-mpi-XXXXXX", NULL);
   g_test_add_func ("/mpi/digest", test_digest);
@@ -499,6 +679,7 @@ main (int argc, char **argv)
 #ifdef HAVE_MPI
   g_test_add_func ("/mpi/same-rows", test_same_rows);
   g_test_add_func ("/mpi/refused", test_refused);
+  g_test_add_func ("/mpi/hostile-rank", test_hostile_rank);
   g_test_add_func ("/mpi/rank-killed", test_rank_killed);
   g_test_add_func ("/mpi/job-ended", test_job_ended);
 #else
