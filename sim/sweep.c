@@ -107,10 +107,15 @@ format_seconds (char *buf, gsize n, double s)
     g_snprintf (buf, n, "%dh%02dm", (int) s / 3600, ((int) s % 3600) / 60);
 }
 
-/* The sweep's progress line on a terminal: points done / total, the running
- * points with their progress, elapsed time and ETA (from the share done). */
+/* Seconds between two progress lines when stderr is not a terminal. */
+#define SWEEP_LINE_EVERY 30
+
+/* The sweep's progress: on a terminal, a bar redrawn in place (points done /
+ * total, the running points with their progress, elapsed time and ETA from
+ * the share done); elsewhere (a log file, mpirun's forwarding, a batch
+ * job's output) the same as a line of its own, every SWEEP_LINE_EVERY s. */
 static void
-draw_bar (Point *pts, guint n, guint done, gint64 t0)
+draw_progress (Point *pts, guint n, guint done, gint64 t0, gboolean tty)
 {
   double frac = done;
   GString *running = g_string_new (NULL);
@@ -130,13 +135,19 @@ draw_bar (Point *pts, guint n, guint done, gint64 t0)
   format_seconds (el, sizeof el, elapsed);
   if (frac > 0)
     format_seconds (eta, sizeof eta, elapsed * (1 - frac) / frac);
-  int width = 24, fill = (int) (width * frac);
-  char bar[32];
-  memset (bar, '#', fill);
-  memset (bar + fill, '.', width - fill);
-  bar[width] = '\0';
-  fprintf (stderr, "\r\033[K[%s] %u/%u done, running%s, elapsed %s, ETA %s", bar, done, n,
-           running->len ? running->str : " -", el, eta);
+  if (tty)
+    {
+      int width = 24, fill = (int) (width * frac);
+      char bar[32];
+      memset (bar, '#', fill);
+      memset (bar + fill, '.', width - fill);
+      bar[width] = '\0';
+      fprintf (stderr, "\r\033[K[%s] %u/%u done, running%s, elapsed %s, ETA %s", bar, done, n,
+               running->len ? running->str : " -", el, eta);
+    }
+  else
+    fprintf (stderr, "progress: %u/%u done (%.0f%%), running%s, elapsed %s, ETA %s\n", done, n,
+             100 * frac, running->len ? running->str : " -", el, eta);
   fflush (stderr);
   g_string_free (running, TRUE);
 }
@@ -345,10 +356,13 @@ sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimR
                                     hub, &done, lines);
       if (running == 0)
         break;
-      if (tty && g_get_monotonic_time () - last_draw >= 200000)
+      gint64 now = g_get_monotonic_time ();
+      if ((tty && now - last_draw >= 200000)
+          || (lines && now - last_draw >= SWEEP_LINE_EVERY * G_USEC_PER_SEC))
         {
-          draw_bar (pts, n, done, t0);
-          last_draw = g_get_monotonic_time ();
+          if (last_draw || tty) /* no line before the first interval */
+            draw_progress (pts, n, done, t0, tty);
+          last_draw = now;
         }
       /* with MPI ranks, their messages are looked at every 2 ms */
       SweepMsg *m = g_async_queue_timeout_pop (sw.queue, hub ? 2000 : 200000);
