@@ -401,21 +401,36 @@ sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimR
   return n_ok;
 }
 
+/* Adds the bytes of file `path` (when it is one) to the digest. */
+static void
+digest_file (GChecksum *sum, const char *path)
+{
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  if (path && g_file_test (path, G_FILE_TEST_IS_REGULAR)
+      && g_file_get_contents (path, &text, &len, NULL))
+    g_checksum_update (sum, (const guchar *) text, (gssize) len);
+}
+
 char *
 sim_sweep_digest (GPtrArray *configs, const char *path)
 {
   GChecksum *sum = g_checksum_new (G_CHECKSUM_SHA256);
-  g_autofree char *text = NULL;
-  gsize len = 0;
-  if (path && g_file_get_contents (path, &text, &len, NULL))
-    g_checksum_update (sum, (const guchar *) text, (gssize) len);
+  digest_file (sum, path);
   for (guint i = 0; configs && i < configs->len; i++)
     {
       const SimConfig *c = g_ptr_array_index (configs, i);
-      g_autofree char *line = g_strdup_printf ("\n%s\n%" G_GUINT64_FORMAT "\n%s", c->name,
-                                               (guint64) c->seed,
-                                               c->infeasible ? c->infeasible : "");
-      g_checksum_update (sum, (const guchar *) line, -1);
+      GString *s = g_string_new (NULL);
+      g_string_append_printf (s, "\n%s\n%" G_GINT64_FORMAT "\n%s", c->name, c->seed,
+                              c->infeasible ? c->infeasible : "");
+      /* every resolved key, and the files whose contents are not keys */
+      for (guint k = 0; k < c->param_keys->len; k++)
+        g_string_append_printf (s, "\n%s=%s", (const char *) g_ptr_array_index (c->param_keys, k),
+                                (const char *) g_ptr_array_index (c->param_values, k));
+      g_checksum_update (sum, (const guchar *) s->str, (gssize) s->len);
+      g_string_free (s, TRUE);
+      digest_file (sum, c->catalog);
+      digest_file (sum, c->workload);
     }
   char *hex = g_strdup (g_checksum_get_string (sum));
   g_checksum_free (sum);

@@ -20,9 +20,10 @@ G_BEGIN_DECLS
 guint sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace,
                      const SimRunOptions *opt, SimRunSummary *sums, GError **errors);
 
-/* A digest of the sweep's points (the scenario file's bytes, each point's
- * name, seed and infeasibility): MPI ranks that share it run the same
- * points. */
+/* A digest of the sweep's points: the scenario file's bytes, each point's
+ * name, seed, feasibility and every resolved key, and the bytes of the
+ * hardware catalog and layer-table files they name.  MPI ranks that share
+ * it run the same points (data files are not read: too large). */
 char *sim_sweep_digest (GPtrArray *configs, const char *path);
 
 /* An MPI rank other than 0 (sim/mpi.h): runs the points rank 0 hands it,

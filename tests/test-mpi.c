@@ -39,17 +39,17 @@ scenario (void)
   return g_build_filename (g_getenv ("DTSIM_TEST_DATA"), "small.ini", NULL);
 }
 
-#ifdef HAVE_MPI
-
-/* Every table of rows, in the order a run writes them. */
-static const char *const row_tables[] = { "params", "metrics", "iterations", "spans", "messages",
-                                          "buckets", "failures", "stages", "links" };
-
 static char *
 tmp (const char *name)
 {
   return g_build_filename (tmpdir, name, NULL);
 }
+
+#ifdef HAVE_MPI
+
+/* Every table of rows, in the order a run writes them. */
+static const char *const row_tables[] = { "params", "metrics", "iterations", "spans", "messages",
+                                          "buckets", "failures", "stages", "links" };
 
 /* Appends the rows `sql` returns, every value with its type, one line each. */
 static void
@@ -588,23 +588,44 @@ test_not_built (void)
 
 #endif
 
+/* The digest of a scenario's points read with `sets`. */
+static char *
+digest_of (const char *ini, const char *const *sets)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) configs = sim_scenario_load (ini, sets, &error);
+  g_assert_no_error (error);
+  return sim_sweep_digest (configs, ini);
+}
+
 /* Ranks compare the digest of the points they read (a rank whose points
- * differ runs none): the same scenario gives the same digest, another seed
- * another. */
+ * differ runs none): the same scenario gives the same digest; another seed,
+ * another value of a key that is not in the points' names, or another
+ * catalog file's contents, another. */
 static void
 test_digest (void)
 {
   g_autofree char *ini = scenario ();
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GPtrArray) a = sim_scenario_load (ini, NULL, &error);
-  g_assert_no_error (error);
+  g_autofree char *a = digest_of (ini, NULL), *a2 = digest_of (ini, NULL);
+  g_assert_cmpstr (a, ==, a2);
   const char *seed[] = { "scenario.seed=8", NULL };
-  g_autoptr (GPtrArray) b = sim_scenario_load (ini, seed, &error);
-  g_assert_no_error (error);
-  g_autofree char *da = sim_sweep_digest (a, ini), *da2 = sim_sweep_digest (a, ini);
-  g_autofree char *db = sim_sweep_digest (b, ini);
-  g_assert_cmpstr (da, ==, da2);
-  g_assert_cmpstr (da, !=, db);
+  const char *lr[] = { "model.lr=0.0123", NULL };
+  g_autofree char *b = digest_of (ini, seed), *c = digest_of (ini, lr);
+  g_assert_cmpstr (a, !=, b);
+  g_assert_cmpstr (a, !=, c);
+  /* the same catalog name, another file content */
+  g_autofree char *src = g_build_filename (g_getenv ("DTSIM_SRCDIR"), "scenarios",
+                                           "hardware.ini", NULL);
+  g_autofree char *text = test_read_file (src, NULL);
+  g_autofree char *cat = tmp ("catalog.ini");
+  g_autofree char *set = g_strdup_printf ("cluster.catalog=%s", cat);
+  const char *with_catalog[] = { set, NULL };
+  g_assert_true (g_file_set_contents (cat, text, -1, NULL));
+  g_autofree char *d = digest_of (ini, with_catalog);
+  g_autofree char *edited = g_strconcat (text, "\n# edited on one host\n", NULL);
+  g_assert_true (g_file_set_contents (cat, edited, -1, NULL));
+  g_autofree char *e = digest_of (ini, with_catalog);
+  g_assert_cmpstr (d, !=, e);
 }
 
 /* The launchers' variables sim/mpi.c reads. */
