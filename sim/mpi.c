@@ -212,8 +212,10 @@ sim_mpi_start (double timeout, GError **error)
 
 /* --- sending and receiving with deadlines ------------------------------------ */
 
-/* Waits for `req` until the timeout; FALSE (the request cancelled) when it
- * did not complete: the peer is lost. */
+/* Waits for `req` until the timeout; FALSE when it did not complete: the
+ * peer is lost.  The request is then cancelled and freed, but MPI may still
+ * use its buffer (a matched receive cannot be cancelled): the caller must
+ * not free that buffer, and leaves it be, once per lost peer. */
 static gboolean
 wait_until (MPI_Request *req)
 {
@@ -235,6 +237,7 @@ wait_until (MPI_Request *req)
     }
 }
 
+/* Sends `len` bytes at p, which must outlive a failed send (wait_until). */
 static gboolean
 send_bytes (int dest, int tag, const guint8 *p, gsize len)
 {
@@ -246,11 +249,13 @@ send_bytes (int dest, int tag, const guint8 *p, gsize len)
   return wait_until (&req);
 }
 
+/* Sends the array and frees it, or leaves it to MPI when the send failed. */
 static gboolean
 send_array (int dest, int tag, GByteArray *b)
 {
   gboolean ok = send_bytes (dest, tag, b->data, b->len);
-  g_byte_array_unref (b);
+  if (ok)
+    g_byte_array_unref (b);
   return ok;
 }
 
@@ -284,7 +289,7 @@ receive_any (Message *m, int *lost_source)
   if (MPI_Imrecv (m->data, count, MPI_BYTE, &handle, &req) != MPI_SUCCESS
       || !wait_until (&req))
     {
-      g_free (m->data);
+      /* m->data is left to MPI (wait_until) */
       *lost_source = m->source;
       return FALSE;
     }
@@ -295,8 +300,9 @@ receive_any (Message *m, int *lost_source)
 static void
 send_stop (int rank)
 {
-  guint8 lost = skip_finalize;
-  send_bytes (rank, SIM_MPI_TAG_STOP, &lost, 1);
+  /* static: the bytes of a send outlive it when it fails */
+  static const guint8 lost[2] = { 0, 1 };
+  send_bytes (rank, SIM_MPI_TAG_STOP, &lost[skip_finalize ? 1 : 0], 1);
 }
 
 void
@@ -551,11 +557,10 @@ sim_mpi_hub_next (SimMpiHub *h, SimMpiEvent *ev)
    * delay in reading it */
   while (receive_any (&m, &lost))
     {
-      Peer *p = &h->peers[m.source];
-      gboolean ok = m.source > 0 && m.source < the_size && !p->gone;
+      gboolean ok = m.source > 0 && m.source < the_size && !h->peers[m.source].gone;
       if (ok)
         {
-          p->heard = g_get_monotonic_time ();
+          h->peers[m.source].heard = g_get_monotonic_time ();
           ok = read_message (h, &m, ev);
           if (!ok)
             {
