@@ -307,6 +307,25 @@ test_same_rows (void)
     g_error ("points went to %d other ranks; stderr:\n%s", ranks, err);
 }
 
+/* Two ranks of two slots each (--jobs inside a rank): a worker runs two
+ * points at once, their rows interleaved in its messages, and the database
+ * is still the one process's. */
+static void
+test_slots (void)
+{
+  g_autofree char *want = reference ("one-slots.db", quick);
+  g_autofree char *ini = scenario ();
+  g_autofree char *got = tmp ("slots.db");
+  const char *mpirun_args[] = { "-n", "2", NULL };
+  const char *args[] = { "run", ini, "-o", got, "--jobs", "2", quick[0], quick[1], quick[2],
+                         quick[3], quick[4], quick[5], NULL };
+  g_autofree char *err = run_mpi_ok (mpirun_args, args);
+  assert_same_database (got, want);
+  /* rank 1 ran some points */
+  if (!strstr (err, "(rank 1)"))
+    g_error ("rank 1 ran no point; stderr:\n%s", err);
+}
+
 /* A rank that read other points (another seed), or none (a file missing
  * there), runs nothing, and rank 0 says which and why in one line each; the
  * sweep is done by the ranks that agree, the same as one process's.  (MPMD:
@@ -699,6 +718,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mpi/launched", test_launched);
 #ifdef HAVE_MPI
   g_test_add_func ("/mpi/same-rows", test_same_rows);
+  g_test_add_func ("/mpi/slots", test_slots);
   g_test_add_func ("/mpi/refused", test_refused);
   g_test_add_func ("/mpi/hostile-rank", test_hostile_rank);
   g_test_add_func ("/mpi/rank-killed", test_rank_killed);
