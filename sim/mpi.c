@@ -3,9 +3,9 @@
  * (sim/mpi.h, docs/cluster.md).
  *
  * Every message is a few values packed as sim/wire.h says, one tag per
- * kind.  Only the calling
- * thread of each rank uses MPI (MPI_THREAD_FUNNELED): the points' pool
- * threads hand their rows to it (sim/sweep.c).  Nothing waits without a
+ * kind (SimMpiTag).  Only the calling thread of each rank uses MPI
+ * (MPI_THREAD_FUNNELED): the points' pool threads hand their rows to it
+ * (sim/sweep.c).  Nothing waits without a
  * deadline: a send or a receive that does not complete within the timeout
  * means the peer is lost, so a dead rank never hangs the others.  Rank 0
  * reads what the workers send as untrusted: every length is checked and a

@@ -344,8 +344,9 @@ sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimR
   g_autofree Point *pts = sweep_points (&sw, configs, sums);
   GThreadPool *pool = g_thread_pool_new (sweep_point, &sw, jobs, TRUE, NULL);
   g_assert (pool); /* exclusive threads are created lazily, never fail here */
-  g_autofree char *digest = sim_sweep_digest (configs, path);
-  SimMpiHub *hub = sim_mpi_hub_new (n, digest);
+  /* the digest reads files: only for ranks to compare */
+  g_autofree char *digest = sim_mpi_size () > 1 ? sim_sweep_digest (configs, path) : NULL;
+  SimMpiHub *hub = digest ? sim_mpi_hub_new (n, digest) : NULL;
   gboolean tty = !opt->quiet && !opt->json && isatty (STDERR_FILENO);
   gboolean lines = !opt->quiet && !opt->json && !tty;
   gint64 t0 = g_get_monotonic_time (), last_draw = 0;
@@ -401,14 +402,17 @@ sim_sweep_run (GPtrArray *configs, const char *path, SimTrace *trace, const SimR
   return n_ok;
 }
 
-/* Adds the bytes of file `path` (when it is one) to the digest. */
+/* Adds file `path`'s name and bytes (when it is a file) to the digest, the
+ * first time it is named: points share a catalog, read once. */
 static void
-digest_file (GChecksum *sum, const char *path)
+digest_file (GChecksum *sum, GHashTable *seen, const char *path)
 {
+  if (!path || !g_hash_table_add (seen, (gpointer) path))
+    return;
   g_autofree char *text = NULL;
   gsize len = 0;
-  if (path && g_file_test (path, G_FILE_TEST_IS_REGULAR)
-      && g_file_get_contents (path, &text, &len, NULL))
+  g_checksum_update (sum, (const guchar *) path, -1);
+  if (g_file_test (path, G_FILE_TEST_IS_REGULAR) && g_file_get_contents (path, &text, &len, NULL))
     g_checksum_update (sum, (const guchar *) text, (gssize) len);
 }
 
@@ -416,22 +420,23 @@ char *
 sim_sweep_digest (GPtrArray *configs, const char *path)
 {
   GChecksum *sum = g_checksum_new (G_CHECKSUM_SHA256);
-  digest_file (sum, path);
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  digest_file (sum, seen, path);
+  GString *s = g_string_new (NULL);
   for (guint i = 0; configs && i < configs->len; i++)
     {
       const SimConfig *c = g_ptr_array_index (configs, i);
-      GString *s = g_string_new (NULL);
-      g_string_append_printf (s, "\n%s\n%" G_GINT64_FORMAT "\n%s", c->name, c->seed,
-                              c->infeasible ? c->infeasible : "");
+      g_string_printf (s, "\n%s\n%" G_GINT64_FORMAT "\n%s", c->name, c->seed,
+                       c->infeasible ? c->infeasible : "");
       /* every resolved key, and the files whose contents are not keys */
       for (guint k = 0; k < c->param_keys->len; k++)
         g_string_append_printf (s, "\n%s=%s", (const char *) g_ptr_array_index (c->param_keys, k),
                                 (const char *) g_ptr_array_index (c->param_values, k));
       g_checksum_update (sum, (const guchar *) s->str, (gssize) s->len);
-      g_string_free (s, TRUE);
-      digest_file (sum, c->catalog);
-      digest_file (sum, c->workload);
+      digest_file (sum, seen, c->catalog);
+      digest_file (sum, seen, c->workload);
     }
+  g_string_free (s, TRUE);
   char *hex = g_strdup (g_checksum_get_string (sum));
   g_checksum_free (sum);
   return hex;
