@@ -277,34 +277,55 @@ static const char *const quick[] = { "--set", "sweep.cluster.workers=2,4,8",
                                      "--set", "sweep.policy.consistency=bsp,async",
                                      "--set", "scenario.iterations=200", NULL };
 
-/* Four ranks write the database one process writes, row for row in every
- * table (wall-clock times aside), and the points went to several ranks. */
+/* The quick sweep's database from one process, made once. */
+static const char *
+quick_reference (void)
+{
+  static char *db;
+  if (!db)
+    db = reference ("quick.db", quick);
+  return db;
+}
+
+/* Runs the quick sweep with `ranks` ranks of `jobs` slots each into `name`,
+ * asserts that it wrote the one-process database, row for row in every
+ * table (wall-clock times aside), and returns mpirun's stderr and the
+ * number of ranks but 0 that ran a point (each point's line names the rank
+ * that ran it, when not rank 0). */
+static char *
+run_quick (const char *ranks, const char *jobs, const char *name, int *others)
+{
+  g_autofree char *ini = scenario ();
+  g_autofree char *got = tmp (name);
+  const char *mpirun_args[] = { "-n", ranks, NULL };
+  const char *args[] = { "run", ini, "-o", got, "--jobs", jobs, quick[0], quick[1], quick[2],
+                         quick[3], quick[4], quick[5], NULL };
+  char *err = run_mpi_ok (mpirun_args, args);
+  assert_same_database (got, quick_reference ());
+  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM runs WHERE status = 'done'"),
+                   ==, 6);
+  *others = 0;
+  for (int r = 1; r < atoi (ranks); r++)
+    {
+      g_autofree char *mark = g_strdup_printf ("(rank %d)", r);
+      *others += strstr (err, mark) != NULL;
+    }
+  return err;
+}
+
+/* Four ranks write the database one process writes, and the points went to
+ * several ranks. */
 static void
 test_same_rows (void)
 {
-  g_autofree char *want = reference ("one.db", quick);
-  g_autofree char *ini = scenario ();
-  g_autofree char *got = tmp ("four.db");
-  const char *mpirun_args[] = { "-n", "4", NULL };
-  const char *args[] = { "run", ini, "-o", got, "--jobs", "1", quick[0], quick[1], quick[2],
-                         quick[3], quick[4], quick[5], NULL };
-  g_autofree char *err = run_mpi_ok (mpirun_args, args);
-  assert_same_database (got, want);
-  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM runs WHERE status = 'done'"),
-                   ==, 6);
+  int others;
+  g_autofree char *err = run_quick ("4", "1", "four.db", &others);
   /* not trivially equal: the tables of this detail have rows */
-  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM messages"), >, 1000);
-  g_assert_cmpint (test_query_number (got, "SELECT COUNT(*) FROM links"), >, 0);
-  /* the points were spread: at least two other ranks ran some (the line of
-   * each point names the rank that ran it, when not rank 0) */
-  int ranks = 0;
-  for (int r = 1; r < 4; r++)
-    {
-      g_autofree char *mark = g_strdup_printf ("(rank %d)", r);
-      ranks += strstr (err, mark) != NULL;
-    }
-  if (ranks < 2)
-    g_error ("points went to %d other ranks; stderr:\n%s", ranks, err);
+  const char *want = quick_reference ();
+  g_assert_cmpint (test_query_number (want, "SELECT COUNT(*) FROM messages"), >, 1000);
+  g_assert_cmpint (test_query_number (want, "SELECT COUNT(*) FROM links"), >, 0);
+  if (others < 2)
+    g_error ("points went to %d other ranks; stderr:\n%s", others, err);
 }
 
 /* Two ranks of two slots each (--jobs inside a rank): a worker runs two
@@ -313,16 +334,9 @@ test_same_rows (void)
 static void
 test_slots (void)
 {
-  g_autofree char *want = reference ("one-slots.db", quick);
-  g_autofree char *ini = scenario ();
-  g_autofree char *got = tmp ("slots.db");
-  const char *mpirun_args[] = { "-n", "2", NULL };
-  const char *args[] = { "run", ini, "-o", got, "--jobs", "2", quick[0], quick[1], quick[2],
-                         quick[3], quick[4], quick[5], NULL };
-  g_autofree char *err = run_mpi_ok (mpirun_args, args);
-  assert_same_database (got, want);
-  /* rank 1 ran some points */
-  if (!strstr (err, "(rank 1)"))
+  int others;
+  g_autofree char *err = run_quick ("2", "2", "slots.db", &others);
+  if (others < 1)
     g_error ("rank 1 ran no point; stderr:\n%s", err);
 }
 
@@ -333,7 +347,7 @@ test_slots (void)
 static void
 test_refused (void)
 {
-  g_autofree char *want = reference ("agree.db", quick);
+  const char *want = quick_reference ();
   g_autofree char *ini = scenario ();
   g_autofree char *got = tmp ("refused.db");
   g_autofree char *missing = tmp ("nowhere.ini");
@@ -372,13 +386,11 @@ send_to_0 (int tag, GByteArray *b)
     g_byte_array_unref (b);
 }
 
-/* The sink of the buffer fake_rank fills: keeps its one chunk. */
+/* The one row of another run that the "other-run" mode sends. */
 static void
-keep_chunk (SimTraceChunk *chunk, gpointer data)
+emit_one_metric (SimTrace *t, gint64 run)
 {
-  SimTraceChunk **kept = data;
-  sim_trace_chunk_free (*kept);
-  *kept = chunk;
+  sim_trace_metric (t, run, 0.5, 1, 1.0, 0.5, NAN);
 }
 
 /* The spoilt answer to point `point` of run `run`. */
@@ -412,13 +424,7 @@ fake_answer (const char *mode, guint64 point, gint64 run)
     }
   g_assert_cmpstr (mode, ==, "other-run");
   /* well-formed rows, but of another run than the point's */
-  SimTraceChunk *chunk = NULL;
-  SimTrace *buf = sim_trace_new_buffer (keep_chunk, &chunk);
-  sim_trace_metric (buf, run + 1, 0.5, 1, 1.0, 0.5, NAN);
-  sim_trace_flush (buf);
-  sim_trace_free_buffer (buf);
-  g_autoptr (GBytes) rows = sim_trace_chunk_serialize (chunk);
-  sim_trace_chunk_free (chunk);
+  g_autoptr (GBytes) rows = test_chunk_bytes (emit_one_metric, run + 1);
   gsize len;
   const guint8 *p = g_bytes_get_data (rows, &len);
   g_byte_array_append (b, p, (guint) len);
@@ -478,7 +484,7 @@ fake_rank (const char *mode, const char *path, const char *const *sets, int argc
 static void
 test_hostile_rank (void)
 {
-  g_autofree char *want = reference ("plain.db", quick);
+  const char *want = quick_reference ();
   g_autofree char *ini = scenario ();
   const char *self = g_getenv ("DTSIM_TEST_MPI_SELF");
   g_assert_nonnull (self);

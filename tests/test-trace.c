@@ -348,30 +348,12 @@ test_buffer_same_rows (void)
     }
 }
 
-/* The sink that keeps the first chunk a buffer hands on. */
-static void
-keep_first (SimTraceChunk *chunk, gpointer data)
-{
-  SimTraceChunk **first = data;
-  if (*first)
-    sim_trace_chunk_free (chunk);
-  else
-    *first = chunk;
-}
-
 /* Damaged bytes of a chunk are refused, never read past: every cut short
  * inside a record, a table byte out of range, a row of another run. */
 static void
 test_chunk_damaged (void)
 {
-  SimTraceChunk *chunk = NULL;
-  SimTrace *b = sim_trace_new_buffer (keep_first, &chunk);
-  emit_rows (b, 4);
-  sim_trace_flush (b);
-  sim_trace_free_buffer (b);
-  g_assert_nonnull (chunk);
-  g_autoptr (GBytes) bytes = sim_trace_chunk_serialize (chunk);
-  sim_trace_chunk_free (chunk);
+  g_autoptr (GBytes) bytes = test_chunk_bytes (emit_rows, 4);
   gsize len;
   const guint8 *p = g_bytes_get_data (bytes, &len);
   /* whole: read back; another run's id: refused */

@@ -205,6 +205,31 @@ test_read_file (const char *path, gsize *len)
 }
 
 
+/* The sink of test_chunk_bytes's buffer: keeps the first chunk. */
+static void
+keep_first_chunk (SimTraceChunk *chunk, gpointer data)
+{
+  SimTraceChunk **first = data;
+  if (*first)
+    sim_trace_chunk_free (chunk);
+  else
+    *first = chunk;
+}
+
+GBytes *
+test_chunk_bytes (void (*emit) (SimTrace *t, gint64 run), gint64 run)
+{
+  SimTraceChunk *chunk = NULL;
+  SimTrace *b = sim_trace_new_buffer (keep_first_chunk, &chunk);
+  emit (b, run);
+  sim_trace_flush (b);
+  sim_trace_free_buffer (b);
+  g_assert_nonnull (chunk);
+  GBytes *bytes = sim_trace_chunk_serialize (chunk);
+  sim_trace_chunk_free (chunk);
+  return bytes;
+}
+
 double
 test_harmonic (int n)
 {

@@ -10,6 +10,7 @@
 #include "sim/outfile.h"   /* sim_remove_tree, for temporary folders */
 #include "sim/run.h"
 #include "sim/scenario.h"
+#include "sim/trace.h"
 
 /* Loads a scenario given as text (plus `sets` overrides, may be NULL) through
  * the real loader, via a temporary file; asserts it is valid.  Returns the
@@ -86,6 +87,10 @@ guint test_count_entries (const char *dir, const char *prefix);
  * when len is not NULL. */
 char *test_read_file (const char *path, gsize *len);
 
+
+/* The rows `emit` writes for run `run` into a trace buffer, as the bytes
+ * of their first chunk (sim_trace_chunk_serialize): what a rank sends. */
+GBytes *test_chunk_bytes (void (*emit) (SimTrace *t, gint64 run), gint64 run);
 
 /* The harmonic number H_n = 1 + 1/2 + ... + 1/n (H_0 = 0). */
 double test_harmonic (int n);
