@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "base/rng.h"
+#include "base/fmath.h"
 #include "engine/engine.h"
 
 /* MurmurHash3's 64-bit finaliser, a bijection distinct from SplitMix64's,
@@ -97,7 +98,7 @@ double
 eng_rng_exponential (EngRng *rng, double mean)
 {
   g_return_val_if_fail (mean > 0.0, 0.0);
-  return -mean * log1p (-eng_rng_uniform (rng));
+  return -mean * base_log1p (-eng_rng_uniform (rng));
 }
 
 /* Standard normal N(0, 1) by Box–Muller, using one of the pair and keeping
@@ -107,7 +108,7 @@ eng_rng_normal (EngRng *rng)
 {
   double u1 = 1.0 - eng_rng_uniform (rng); /* (0, 1] */
   double u2 = eng_rng_uniform (rng);
-  return sqrt (-2.0 * log (u1)) * cos (2.0 * G_PI * u2);
+  return sqrt (-2.0 * base_log (u1)) * base_cos (2.0 * G_PI * u2);
 }
 
 /* Shuffles v[0..n) in place (Fisher–Yates); every permutation is equally

@@ -15,16 +15,32 @@
 #include <string.h>
 
 static KernBackend *
-cpu_new (GError **error G_GNUC_UNUSED)
+cpu_new (gboolean reproducible, GError **error G_GNUC_UNUSED)
 {
-  return kern_backend_cpu_new ();
+  return kern_backend_cpu_new_full (reproducible);
+}
+
+/* cuBLAS picks its algorithms by GPU and may split a sum over threads in
+ * any order: it promises no bits. */
+static KernBackend *
+cuda_new (gboolean reproducible, GError **error)
+{
+  if (reproducible)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                   "the CUDA backend's sums depend on the GPU; set [kernels] reproducible = false");
+      return NULL;
+    }
+  return kern_backend_cuda_new (error);
 }
 
 static const KernBackendEntry cpu = {
-  "cpu", "real math on CBLAS (the reference)", cpu_new };
+  "cpu", "real math on the CPU (the reference): fixed-order products, or OpenBLAS with reproducible = false",
+  cpu_new, TRUE, TRUE };
 static const KernBackendEntry cuda = {
-  "cuda", "real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build)", kern_backend_cuda_new };
-static const KernBackendEntry none = { "none", "timing only, no math (no loss)", NULL };
+  "cuda", "real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build)", cuda_new,
+  FALSE, FALSE };
+static const KernBackendEntry none = { "none", "timing only, no math (no loss)", NULL, TRUE, TRUE };
 
 static const KernBackendEntry *const backends[] = { &cpu, &cuda, &none, NULL };
 
@@ -46,17 +62,25 @@ kern_backend_lookup (const char *name)
  * Any other name is G_IO_ERROR_INVALID_ARGUMENT naming the valid ones.
  * Free with kern_backend_free(). */
 KernBackend *
-kern_backend_new (const char *name, GError **error)
+kern_backend_new (const char *name, gboolean reproducible, GError **error)
 {
   g_return_val_if_fail (name != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   const KernBackendEntry *e = kern_backend_lookup (name);
   if (e && e->create)
-    return e->create (error);
+    return e->create (reproducible, error);
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                "unknown kernel backend '%s': expected 'cpu' or 'cuda'", name);
   return NULL;
+}
+
+char *
+kern_backend_kernel_name (const char *name, gboolean reproducible)
+{
+  if (strcmp (name, "cpu") != 0)
+    return g_strdup (name);
+  return reproducible ? g_strdup ("fixed-order") : kern_openblas_describe ();
 }
 
 /* Releases a backend and everything it holds (but not buffers still

@@ -79,22 +79,41 @@ struct KernBackend {
   gpointer priv;
 };
 
-/* The CPU backend (never fails). */
+/* The CPU backend (never fails), its matrix products in the fixed order
+ * of kern_gemm_fixed: the same bits on every CPU. */
 KernBackend *kern_backend_cpu_new (void);
+/* The CPU backend, reproducible as above or (FALSE) on OpenBLAS's sgemm. */
+KernBackend *kern_backend_cpu_new_full (gboolean reproducible);
+/* "OpenBLAS <version> <core>" for the OpenBLAS this process uses, the
+ * core being the kernel family it chose for this CPU (OPENBLAS_CORETYPE
+ * overrides the choice); a new string (cpu.c). */
+char *kern_openblas_describe (void);
+/* What does the math of backend `name` (reproducible or not), as --version
+ * and the trace's runs.kernel record it: "fixed-order" for the
+ * reproducible CPU backend, kern_openblas_describe() for the other, the
+ * backend's name otherwise (a new string). */
+char *kern_backend_kernel_name (const char *name, gboolean reproducible);
 /* The CUDA backend on device 0, or NULL with a message in `error` when the
  * build has no CUDA, the CUDA plugin or runtime cannot be loaded, or no
  * device is usable.  Loads the plugin on the first call (cuda.c). */
 KernBackend *kern_backend_cuda_new (GError **error);
-/* "cpu" or "cuda"; NULL with an error otherwise or when unavailable. */
-KernBackend *kern_backend_new (const char *name, GError **error);
+/* "cpu" or "cuda"; NULL with an error otherwise or when unavailable.
+ * `reproducible` as KernBackendEntry's create. */
+KernBackend *kern_backend_new (const char *name, gboolean reproducible, GError **error);
 
 /* The backends a scenario may name ([kernels] backend), in backend.c. */
 typedef struct {
   const char *name;
   const char *description;
   /* The backend, or NULL with `error` set; NULL for "none", which runs no
-   * math (timing only). */
-  KernBackend *(*create) (GError **error);
+   * math (timing only).  `reproducible`: the products must give the same
+   * bits on every CPU ([kernels] reproducible); a backend that cannot
+   * promise it fails. */
+  KernBackend *(*create) (gboolean reproducible, GError **error);
+  /* Whether the backend can be reproducible ([kernels] reproducible =
+   * true is refused otherwise), and whether it is unless told not to
+   * ([kernels] reproducible = auto). */
+  gboolean can_reproduce, reproducible_by_default;
 } KernBackendEntry;
 
 /* The entry of that name, or NULL. */

@@ -5,8 +5,12 @@
  * tested element by element against it, so each operation below follows the
  * formula written in backend.h literally, in the same floating-point types:
  * float throughout, except where backend.h asks for double (the row sums of
- * softmax_xent and of mse).  Matrix products go through cblas_sgemm; all
- * other operations are plain loops the compiler vectorises.
+ * softmax_xent and of mse).  Matrix products go through kern_gemm_fixed
+ * (gemm.c: one summation order, the same bits on every CPU) or, in the
+ * backend kern_backend_cpu_new_full (FALSE) gives, through OpenBLAS's
+ * cblas_sgemm (faster; its last bits depend on the kernel OpenBLAS picks
+ * for the CPU); all other operations are plain loops the compiler
+ * vectorises, with exp, log and pow from base/fmath.c.
  *
  * Buffers are ordinary g_malloc'd host memory, so upload and download are
  * memcpy and a caller that knows it holds the CPU backend may pass host
@@ -19,7 +23,11 @@
  * (add, subtract, multiply, divide, exp, log, sqrt, pow: 1 each; compares,
  * copies and conversions: 0; a sum of r terms: r - 1 adds).
  */
+#include "config.h"
+
 #include "kernels/backend.h"
+#include "kernels/kernels.h"
+#include "base/fmath.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -89,7 +97,7 @@ cpu_download_int (KernBackend *be G_GNUC_UNUSED, int *host, const int *src, gsiz
  * k = 0 leaves beta C, done here because BLAS rejects the zero strides such
  * a call may carry. */
 static void
-cpu_gemm (KernBackend *be G_GNUC_UNUSED, gboolean trans_a, gboolean trans_b, int m, int n,
+cpu_gemm (KernBackend *be, gboolean trans_a, gboolean trans_b, int m, int n,
           int k, float alpha, const float *A, int lda, const float *B, int ldb,
           float beta, float *C, int ldc)
 {
@@ -101,6 +109,11 @@ cpu_gemm (KernBackend *be G_GNUC_UNUSED, gboolean trans_a, gboolean trans_b, int
       for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++)
           C[(gsize) i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(gsize) i * ldc + j];
+      return;
+    }
+  if (be->priv == NULL)
+    {
+      kern_gemm_fixed (trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
       return;
     }
   cblas_sgemm (CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -194,13 +207,13 @@ cpu_softmax_xent (KernBackend *be G_GNUC_UNUSED, float *Z, const int *y, int n, 
           float t = z[j] - zmax;               /* k */
           if (j == yi)
             zy = t;
-          float e = expf (t);                  /* k */
+          float e = base_expf (t);                  /* k */
           s = j == 0 ? e : s + e;              /* k - 1 */
           if (scale != 0.0f)
             z[j] = e;
         }
       if (loss != NULL)
-        loss[i] = (float) (log (s) - zy);      /* 2 */
+        loss[i] = (float) (base_log (s) - zy);      /* 2 */
 
       if (scale != 0.0f)
         {
@@ -273,8 +286,8 @@ cpu_adam (KernBackend *be G_GNUC_UNUSED, float *p, float *m, float *v, const flo
   g_return_if_fail (t >= 1);
   float omb1 = 1.0f - beta1;                               /* 1 */
   float omb2 = 1.0f - beta2;                               /* 1 */
-  float c1 = (float) (1.0 - pow (beta1, (double) t));      /* 2 */
-  float c2 = (float) (1.0 - pow (beta2, (double) t));      /* 2 */
+  float c1 = (float) (1.0 - base_pow (beta1, (double) t));      /* 2 */
+  float c2 = (float) (1.0 - base_pow (beta2, (double) t));      /* 2 */
   for (gsize i = 0; i < len; i++)
     {
       float gi = g[i];
@@ -314,13 +327,45 @@ static const KernBackendOps cpu_ops = {
   .destroy = cpu_destroy,
 };
 
-/* A new CPU backend.  It holds no resources beyond its own struct, never
+/* Marks a backend whose products go to OpenBLAS (priv is otherwise NULL). */
+static char openblas_mark;
+
+/* A new CPU backend: reproducible (every product by kern_gemm_fixed) or
+ * not (OpenBLAS).  It holds no resources beyond its own struct, never
  * fails, and may be shared by any number of models used from one thread.
  * Free with kern_backend_free(). */
 KernBackend *
-kern_backend_cpu_new (void)
+kern_backend_cpu_new_full (gboolean reproducible)
 {
   KernBackend *be = g_new0 (KernBackend, 1);
   be->ops = &cpu_ops;
+  be->priv = reproducible ? NULL : &openblas_mark;
   return be;
+}
+
+/* The reproducible CPU backend: kern_backend_cpu_new_full (TRUE). */
+KernBackend *
+kern_backend_cpu_new (void)
+{
+  return kern_backend_cpu_new_full (TRUE);
+}
+
+/* "OpenBLAS <version> <core>", as far as this OpenBLAS says. */
+char *
+kern_openblas_describe (void)
+{
+  g_autofree char *version = NULL;
+#ifdef HAVE_OPENBLAS_GET_CONFIG
+  /* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
+   * its second word is the version */
+  g_auto (GStrv) words = g_strsplit (openblas_get_config (), " ", 3);
+  if (words[0] && words[1])
+    version = g_strdup (words[1]);
+#endif
+#ifdef HAVE_OPENBLAS_GET_CORENAME
+  const char *core = openblas_get_corename ();
+#else
+  const char *core = "unknown core";
+#endif
+  return g_strdup_printf ("OpenBLAS%s%s %s", version ? " " : "", version ? version : "", core);
 }

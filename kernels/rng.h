@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "base/rng.h"
+#include "base/fmath.h"
 
 typedef struct {
   guint64 s[4];      /* xoshiro256** state (base/rng.h), never all zero */
@@ -78,11 +79,11 @@ kern_rng_normal (KernRng *rng)
     }
   double u1 = kern_rng_uniform_pos (rng);
   double u2 = kern_rng_uniform_pos (rng);
-  double r = sqrt (-2.0 * log (u1));
+  double r = sqrt (-2.0 * base_log (u1));
   double theta = 2.0 * G_PI * u2;
-  rng->spare = r * sin (theta);
+  rng->spare = r * base_sin (theta);
   rng->has_spare = TRUE;
-  return r * cos (theta);
+  return r * base_cos (theta);
 }
 
 #endif /* DTSIM_KERNELS_RNG_H */

@@ -216,7 +216,7 @@ cluster_load_model (SimCluster *cl, GError **error)
       cl->eval = *cl->train;
       if (c->eval_samples > 0 && c->eval_samples < cl->eval.n)
         cl->eval.n = (int) c->eval_samples;
-      cl->backend = kern_backend_new (c->backend, error);
+      cl->backend = kern_backend_new (c->backend, c->reproducible_math, error);
       if (!cl->backend)
         return FALSE;
     }

@@ -392,8 +392,11 @@ main (int argc, char **argv)
   const char *cmd = argv[1];
   if (strcmp (cmd, "--version") == 0 || strcmp (cmd, "version") == 0)
     {
-      printf ("dtsim %s (trace schema %d, CUDA devices: %d)\n", PACKAGE_VERSION,
-              SIM_TRACE_SCHEMA_VERSION, kern_cuda_device_count ());
+      g_autofree char *blas = kern_openblas_describe ();
+      printf ("dtsim %s (trace schema %d, CUDA devices: %d)\n"
+              "real math on the CPU: fixed-order products (reproducible, the default); "
+              "with [kernels] reproducible = false: %s\n",
+              PACKAGE_VERSION, SIM_TRACE_SCHEMA_VERSION, kern_cuda_device_count (), blas);
       return 0;
     }
   if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "help") == 0 || strcmp (cmd, "-h") == 0)

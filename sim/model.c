@@ -1012,7 +1012,7 @@ static gboolean
 backend_check (const SimConfig *c, const char *file, GError **error)
 {
   g_autoptr (GError) e = NULL;
-  KernBackend *be = kern_backend_new (c->backend, &e);
+  KernBackend *be = kern_backend_new (c->backend, c->reproducible_math, &e);
   if (!be)
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,

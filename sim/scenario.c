@@ -40,6 +40,9 @@ static const BaseChoice detail_choices[] = {
   { "summary", SIM_DETAIL_SUMMARY, FALSE }, { "iterations", SIM_DETAIL_ITERATIONS, FALSE },
   { "spans", SIM_DETAIL_SPANS, FALSE }, { "messages", SIM_DETAIL_MESSAGES, FALSE },
   { NULL, 0, FALSE } };
+static const BaseChoice reproducible_choices[] = {
+  { "auto", SIM_REPRODUCIBLE_AUTO, FALSE }, { "true", SIM_REPRODUCIBLE_TRUE, FALSE },
+  { "false", SIM_REPRODUCIBLE_FALSE, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice partition_choices[] = {
   { "iid", POL_PARTITION_IID, FALSE }, { "by-label", POL_PARTITION_BY_LABEL, FALSE },
   { NULL, 0, FALSE } };
@@ -195,6 +198,8 @@ static const KeyDef core_keys[] = {
     "Delay from a failure until the worker is back: it then pulls fresh parameters and starts a new step (kind = ps only).", NULL },
   { "kernels", "backend", BASE_KEY_NAME, 0, "cpu", 0, 0, 0, NULL, OFF (backend),
     "Where the real math runs.", kern_backend_entries },
+  { "kernels", "reproducible", BASE_KEY_ENUM, 0, "auto", 0, 0, 0, reproducible_choices, OFF (reproducible),
+    "true: the real math gives the same bits on every x86-64 CPU and thread count (products summed in one fixed order, docs/kernels.md); false: the CPU backend's products go to OpenBLAS, faster, with last bits that depend on the CPU; auto: true where the backend can (cpu), false otherwise (cuda).", NULL },
   { "trace", "detail", BASE_KEY_ENUM, 0, "iterations", 0, 0, 0, detail_choices, OFF (detail),
     "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before.", NULL },
   { "trace", "db", BASE_KEY_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
@@ -674,6 +679,16 @@ check_cross (SimConfig *c, const char *file, GError **error)
     return FALSE;
   c->math = kern_backend_lookup (c->backend)->create != NULL
             && !pol_lookup (c->policy)->no_model;
+  {
+    const KernBackendEntry *be = kern_backend_lookup (c->backend);
+    if (c->reproducible == SIM_REPRODUCIBLE_TRUE && !be->can_reproduce)
+      return fail (error, file, find_key ("kernels", "reproducible"),
+                   "the %s backend cannot give the same bits on every machine; "
+                   "set reproducible = false (or auto) or use backend = cpu", c->backend);
+    c->reproducible_math = c->reproducible == SIM_REPRODUCIBLE_AUTO
+                           ? be->reproducible_by_default
+                           : c->reproducible == SIM_REPRODUCIBLE_TRUE;
+  }
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
   if (!check_policy (c, file, error))

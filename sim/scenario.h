@@ -47,6 +47,9 @@ typedef enum {
 typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
 /* [model] recompute (docs/compute.md, "Activation recomputation"). */
 typedef enum { SIM_RECOMPUTE_NONE, SIM_RECOMPUTE_SELECTIVE, SIM_RECOMPUTE_FULL } SimRecompute;
+/* [kernels] reproducible: auto (what the backend does by default), true,
+ * false. */
+typedef enum { SIM_REPRODUCIBLE_AUTO, SIM_REPRODUCIBLE_TRUE, SIM_REPRODUCIBLE_FALSE } SimReproducible;
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
 } SimDetail;
@@ -130,6 +133,8 @@ typedef struct {
   /* [kernels] */
   gboolean math;         /* backend cpu or cuda: TRUE; none: timing only */
   char *backend;         /* cpu | cuda | none */
+  int reproducible;      /* SimReproducible: [kernels] reproducible as given */
+  gboolean reproducible_math;   /* resolved: products in the fixed order */
   /* [trace] */
   SimDetail detail;
   char *db;              /* output database path */

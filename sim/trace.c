@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/backend.h"
 #include "sim/input.h"
 #include "sim/trace.h"
 #include "sim/wire.h"
@@ -105,6 +106,7 @@ static const Column runs_columns[] = {
   { "comm", "REAL", COL_REAL, FALSE },
   { "wait", "REAL", COL_REAL, FALSE },
   { "version", "TEXT NOT NULL", COL_TEXT, FALSE },
+  { "kernel", "TEXT", COL_TEXT, FALSE },
 };
 
 static const Column params_columns[] = {
@@ -931,8 +933,8 @@ sim_trace_begin_run (SimTrace *t, const SimConfig *c, const char *scenario_path,
   if (!commit (t, error))
     return -1;
   if (sqlite3_prepare_v2 (t->db,
-                          "INSERT INTO runs (scenario, name, seed, status, version)"
-                          " VALUES (?, ?, ?, 'running', ?)", -1, &st, NULL) != SQLITE_OK)
+                          "INSERT INTO runs (scenario, name, seed, status, version, kernel)"
+                          " VALUES (?, ?, ?, 'running', ?, ?)", -1, &st, NULL) != SQLITE_OK)
     {
       db_fail (t, "adding a run", error);
       return -1;
@@ -941,6 +943,11 @@ sim_trace_begin_run (SimTrace *t, const SimConfig *c, const char *scenario_path,
   sqlite3_bind_text (st, 2, c->name, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64 (st, 3, c->seed);
   sqlite3_bind_text (st, 4, PACKAGE_VERSION, -1, SQLITE_STATIC);
+  /* what did the math: a difference between two machines' traces is
+   * explained from the databases alone (docs/kernels.md) */
+  g_autofree char *kernel = c->math ? kern_backend_kernel_name (c->backend, c->reproducible_math)
+                                    : g_strdup ("none");
+  sqlite3_bind_text (st, 5, kernel, -1, SQLITE_TRANSIENT);
   if (sqlite3_step (st) != SQLITE_DONE)
     {
       db_fail (t, "adding a run", error);

@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/trace.c) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 6
+#define SIM_TRACE_SCHEMA_VERSION 7
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;

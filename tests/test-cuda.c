@@ -911,7 +911,7 @@ test_lazy_cpu_maps (void)
     g_test_fail_printf ("%s is mapped at start, before anything asked for CUDA", found);
 
   g_autoptr (GError) error = NULL;
-  KernBackend *cpu = kern_backend_new ("cpu", &error);
+  KernBackend *cpu = kern_backend_new ("cpu", TRUE, &error);
   g_assert_no_error (error);
   float a[4] = { 1, 2, 3, 4 }, c[4] = { 0 };
   float *da = cpu->ops->alloc (cpu, 4), *dc = cpu->ops->alloc (cpu, 4);

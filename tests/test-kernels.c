@@ -15,6 +15,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda.h"
 #include "kernels/rng.h"
+#include "base/fmath.h"
 
 #include <gio/gio.h>
 
@@ -684,6 +685,165 @@ test_cpu_gemm (void)
   kern_backend_free (be);
 }
 
+/* kern_gemm_fixed computes, bit for bit, the formula gemm.c states:
+ * S_ij = sum_p a_ip b_pj, products and sum in double, p in increasing
+ * order from 0; C_ij = (float) (alpha S_ij + beta C_ij), or (float) (alpha
+ * S_ij) when beta = 0 (C then not read: it may hold NaN).  Checked for every
+ * vector width this CPU runs, both transpositions, padded strides, shapes
+ * on either side of the block and panel sizes (narrow products take the
+ * transposed path), k = 0, and the OpenBLAS backend within its error bound
+ * of the same formula. */
+static void
+test_gemm_fixed (void)
+{
+  guint64 seed = 20261126;
+  const int shapes[][3] = {
+    { 1, 1, 1 }, { 7, 5, 9 }, { 33, 10, 128 }, { 10, 33, 17 }, { 2048, 10, 12 },
+    { 5, 70, 3 }, { 17, 16, 0 }, { 64, 48, 100 }, { 3, 2, 513 },
+  };
+  KernBackend *blas = kern_backend_cpu_new_full (FALSE);
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    for (int variant = 0; variant < 8; variant++)
+      {
+        int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        gboolean ta = variant & 1, tb = (variant >> 1) & 1;
+        float alpha = variant & 4 ? 0.75f : 1.0f;
+        float beta = variant == 0 ? 0.0f : variant & 4 ? -1.5f : 1.0f;
+        int pad = (int) (s % 3);
+        int a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+        int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+        g_autofree float *A = g_new (float, (gsize) MAX (a_rows, 1) * lda + 1);
+        g_autofree float *B = g_new (float, (gsize) MAX (b_rows, 1) * ldb + 1);
+        g_autofree float *C0 = g_new (float, (gsize) m * ldc);
+        g_autofree float *want = g_new (float, (gsize) m * ldc);
+        g_autofree float *got = g_new (float, (gsize) m * ldc);
+        KernRng rng;
+        kern_rng_init (&rng, seed++, 0);
+        for (gsize i = 0; i < (gsize) MAX (a_rows, 1) * lda + 1; i++)
+          A[i] = (float) (2 * kern_rng_uniform_pos (&rng) - 1);
+        for (gsize i = 0; i < (gsize) MAX (b_rows, 1) * ldb + 1; i++)
+          B[i] = (float) (2 * kern_rng_uniform_pos (&rng) - 1);
+        for (gsize i = 0; i < (gsize) m * ldc; i++)
+          C0[i] = beta == 0.0f ? NAN : (float) (2 * kern_rng_uniform_pos (&rng) - 1);
+        for (int i = 0; i < m; i++)
+          for (int j = 0; j < ldc; j++)
+            {
+              gsize at = (gsize) i * ldc + j;
+              if (j >= n)
+                {
+                  want[at] = C0[at];   /* padding is left alone */
+                  continue;
+                }
+              double S = 0.0;
+              for (int p = 0; p < k; p++)
+                S += (double) (ta ? A[(gsize) p * lda + i] : A[(gsize) i * lda + p])
+                     * (double) (tb ? B[(gsize) j * ldb + p] : B[(gsize) p * ldb + j]);
+              want[at] = beta == 0.0f ? (float) ((double) alpha * S)
+                                      : (float) ((double) alpha * S + (double) beta * (double) C0[at]);
+            }
+        for (const int *w = kern_gemm_fixed_widths (); *w; w++)
+          {
+            memcpy (got, C0, (gsize) m * ldc * sizeof (float));
+            kern_gemm_fixed_width (*w, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, got, ldc);
+            for (gsize i = 0; i < (gsize) m * ldc; i++)
+              if (memcmp (&got[i], &want[i], sizeof (float)) != 0)
+                g_error ("width %d, (m, n, k) = (%d, %d, %d), trans %d %d: C[%" G_GSIZE_FORMAT
+                         "] = %.9g, the formula gives %.9g", *w, m, n, k, ta, tb, i,
+                         got[i], want[i]);
+          }
+        /* OpenBLAS sums in its own order: within gamma_k of the formula */
+        if (beta != 0.0f)
+          {
+            memcpy (got, C0, (gsize) m * ldc * sizeof (float));
+            blas->ops->gemm (blas, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, got, ldc);
+            double gamma = (k + 2) * 0x1p-24 / (1 - (k + 2) * 0x1p-24);
+            for (int i = 0; i < m; i++)
+              for (int j = 0; j < n; j++)
+                {
+                  double mag = fabs ((double) beta * C0[(gsize) i * ldc + j]);
+                  for (int p = 0; p < k; p++)
+                    mag += fabs ((double) alpha
+                                 * (ta ? A[(gsize) p * lda + i] : A[(gsize) i * lda + p])
+                                 * (tb ? B[(gsize) j * ldb + p] : B[(gsize) p * ldb + j]));
+                  gsize at = (gsize) i * ldc + j;
+                  g_assert_cmpfloat (fabs ((double) got[at] - want[at]), <=, 2 * gamma * mag);
+                }
+          }
+      }
+  kern_backend_free (blas);
+}
+
+/* The backends name what does their products: the fixed order, or
+ * OpenBLAS and the core it chose. */
+static void
+test_gemm_kernel_name (void)
+{
+  g_autofree char *fixed = kern_backend_kernel_name ("cpu", TRUE);
+  g_autofree char *blas = kern_backend_kernel_name ("cpu", FALSE);
+  g_autofree char *cuda = kern_backend_kernel_name ("cuda", FALSE);
+  g_assert_cmpstr (fixed, ==, "fixed-order");
+  g_assert_true (g_str_has_prefix (blas, "OpenBLAS "));
+  g_assert_cmpuint (strlen (blas), >, strlen ("OpenBLAS "));
+  g_assert_cmpstr (cuda, ==, "cuda");
+}
+
+/* Units in the last place between a and b (b the reference). */
+static double
+ulps (double a, double b)
+{
+  if (a == b || (isnan (a) && isnan (b)))
+    return 0.0;
+  double u = nextafter (fabs (b), HUGE_VAL) - fabs (b);
+  return fabs (a - b) / u;
+}
+
+/* base/fmath.c against the C library (itself within one unit in the last
+ * place): within 2 units more for exp, log, log1p, sin and cos, and 2 +
+ * 3 |y log x| units for pow; special values as C99 Annex F. */
+static void
+test_fmath_accuracy (void)
+{
+  KernRng rng;
+  kern_rng_init (&rng, 7, 0);
+  for (int i = 0; i < 200000; i++)
+    {
+      double u = kern_rng_uniform_pos (&rng);
+      double xe = (u - 0.5) * 1450, xl = exp ((u - 0.5) * 1400), xs = (u - 0.5) * 60;
+      double x1 = (u - 0.5) * 2 * (i % 2 ? 1e-6 : 1.0), px = 2 * u, py = 30 * u - 9;
+      g_assert_cmpfloat (ulps (base_exp (xe), exp (xe)), <=, 3);
+      g_assert_cmpfloat (ulps (base_log (xl), log (xl)), <=, 3);
+      g_assert_cmpfloat (ulps (base_sin (xs), sin (xs)), <=, 3);
+      g_assert_cmpfloat (ulps (base_cos (xs), cos (xs)), <=, 3);
+      g_assert_cmpfloat (ulps (base_log1p (x1), log1p (x1)), <=, 3);
+      if (px > 0)
+        g_assert_cmpfloat (ulps (base_pow (px, py), pow (px, py)), <=,
+                           3 + 3 * fabs (py * log (px)));
+      float xf = (float) ((u - 0.5) * 170);   /* expf finite */
+      float ef = base_expf (xf), lf = expf (xf);
+      g_assert_cmpfloat (fabsf (ef - lf), <=, nextafterf (fabsf (lf), HUGE_VALF) - fabsf (lf));
+    }
+  g_assert_cmpfloat (base_exp (0), ==, 1);
+  g_assert_cmpfloat (base_exp (800), ==, HUGE_VAL);
+  g_assert_cmpfloat (base_exp (-800), ==, 0);
+  g_assert_cmpfloat (base_exp (-745.0), ==, exp (-745.0));   /* the smallest subnormal */
+  g_assert_true (isnan (base_exp (NAN)));
+  g_assert_cmpfloat (base_log (1), ==, 0);
+  g_assert_cmpfloat (base_log (0), ==, -HUGE_VAL);
+  g_assert_true (isnan (base_log (-1)));
+  g_assert_cmpfloat (base_log (HUGE_VAL), ==, HUGE_VAL);
+  g_assert_cmpfloat (ulps (base_log (4.9e-324), log (4.9e-324)), <=, 1);
+  g_assert_cmpfloat (base_log1p (-1), ==, -HUGE_VAL);
+  g_assert_true (isnan (base_log1p (-2)));
+  g_assert_cmpfloat (base_log1p (1e-300), ==, 1e-300);
+  g_assert_true (isnan (base_sin (HUGE_VAL)) && isnan (base_cos (-HUGE_VAL)));
+  g_assert_cmpfloat (base_pow (2, 10), ==, 1024);
+  g_assert_cmpfloat (base_pow (-2, 3), ==, -8);
+  g_assert_true (isnan (base_pow (-2, 0.5)));
+  g_assert_cmpfloat (base_pow (0, -1), ==, HUGE_VAL);
+  g_assert_cmpfloat (base_pow (0.5, HUGE_VAL), ==, 0);
+  g_assert_cmpfloat (base_pow (NAN, 0), ==, 1);
+}
+
 static void
 test_cpu_fill_rows (void)
 {
@@ -932,19 +1092,19 @@ static void
 test_backend_new (void)
 {
   GError *error = NULL;
-  KernBackend *be = kern_backend_new ("cpu", &error);
+  KernBackend *be = kern_backend_new ("cpu", TRUE, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (be->ops->name, ==, "cpu");
   kern_backend_free (be);
   kern_backend_free (NULL);
 
-  g_assert_null (kern_backend_new ("tpu", &error));
+  g_assert_null (kern_backend_new ("tpu", TRUE, &error));
   g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
   g_assert_nonnull (strstr (error->message, "tpu"));
   g_clear_error (&error);
 
   /* "cuda" either works or says why not; without devices it cannot work */
-  be = kern_backend_new ("cuda", &error);
+  be = kern_backend_new ("cuda", FALSE, &error);
   if (be == NULL)
     {
       g_assert_nonnull (error);
@@ -960,7 +1120,7 @@ test_backend_new (void)
     }
   if (kern_cuda_device_count () == 0)
     {
-      g_assert_null (kern_backend_new ("cuda", &error));
+      g_assert_null (kern_backend_new ("cuda", FALSE, &error));
       g_assert_nonnull (error);
       g_clear_error (&error);
     }
@@ -1674,6 +1834,9 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/softmax/flops", test_softmax_flops);
   g_test_add_func ("/kernels/softmax/bytes", test_softmax_bytes);
   g_test_add_func ("/kernels/cpu/gemm", test_cpu_gemm);
+  g_test_add_func ("/kernels/gemm/fixed", test_gemm_fixed);
+  g_test_add_func ("/kernels/gemm/kernel-name", test_gemm_kernel_name);
+  g_test_add_func ("/kernels/fmath/accuracy", test_fmath_accuracy);
   g_test_add_func ("/kernels/cpu/fill-rows", test_cpu_fill_rows);
   g_test_add_func ("/kernels/cpu/col-sum", test_cpu_col_sum);
   g_test_add_func ("/kernels/cpu/relu", test_cpu_relu);

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "sim/stragglers.h"
+#include "base/fmath.h"
 
 typedef struct {
   double base;  /* the smallest factor */
@@ -37,7 +38,7 @@ lognormal_draw (gconstpointer state, EngRng *rng, int worker G_GNUC_UNUSED)
 {
   const Lognormal *l = state;
   double z = eng_rng_normal (rng);
-  return l->base + l->mean * exp (l->sigma * z - 0.5 * l->sigma * l->sigma);
+  return l->base + l->mean * base_exp (l->sigma * z - 0.5 * l->sigma * l->sigma);
 }
 
 const SimStragglerModel sim_straggler_lognormal = {

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "sim/stragglers.h"
+#include "base/fmath.h"
 
 typedef struct {
   double scale; /* x_m, the smallest factor */
@@ -38,7 +39,7 @@ pareto_draw (gconstpointer state, EngRng *rng, int worker G_GNUC_UNUSED)
 {
   const Pareto *p = state;
   double u = 1.0 - eng_rng_uniform (rng); /* (0, 1] */
-  return p->scale * pow (u, -1.0 / p->alpha);
+  return p->scale * base_pow (u, -1.0 / p->alpha);
 }
 
 const SimStragglerModel sim_straggler_pareto = {
