@@ -17,7 +17,10 @@
  * wrong; a wrong transpose, stride or index is off by O(|terms|) and still
  * fails by orders of magnitude.  The row sums of softmax_xent and mse are
  * accumulated in double on both sides and need no extra term.  Integer
- * outputs (pred) must be equal.
+ * outputs (pred) must be equal.  The model-level cases (a chain of ops, the
+ * MLP through the model API) use instead a bound carried through the whole
+ * network, derived in the section "model-level bounds" below and checked
+ * there on the CPU alone.
  *
  * Every device buffer has a guard tail of TEST_GUARD floats holding the same
  * random values on both backends, compared with the rest, so a kernel that
@@ -738,140 +741,835 @@ test_adam (void)
   pair_close (&p);
 }
 
-/* --- a chain -------------------------------------------------------------- */
+/* --- model-level bounds --------------------------------------------------- */
 
-/* One SGD step of a one-hidden-layer MLP, issued back to back with no
- * download in between, so that the CUDA ops must run in issue order:
- *   H = relu (x W1 + b1)     x (n, d), W1 (d, h), H (n, h)
- *   Z = H W2 + b2            W2 (h, k), Z (n, k)
- *   dZ = softmax_xent (Z, y, scale 1/n)
- *   dW2 = H^T dZ, db2 = col_sum dZ, dH = dZ W2^T, relu_backward (dH, H)
- *   dW1 = x^T dH, db1 = col_sum dH, then sgd on all four.
- * The updated parameters carry the products' rounding times lr = 0.1, well
- * inside the tolerance. */
-static void
-test_chain_mlp_step (void)
+/*
+ * The model-level cases (a chain of ops, the MLP through the model API)
+ * compare results that went through a dozen stacked operations.  The per-op
+ * rule above does not carry over, and no relative tolerance does either: a
+ * gradient element is a sum with cancellation, far smaller than its terms,
+ * so a fixed relative bound fails right answers (on an H200 an MLP
+ * gradient element of 2.5e-4 differed from the CPU's by 3.7e-4 relative,
+ * both within their bound) or, loosened, passes wrong ones.  Instead the
+ * test carries a running error bound through the network.
+ *
+ * Notation: u = 2^-24 (float), gamma(n) = n u / (1 - n u).  For every
+ * quantity X (pre-activations Z_l, activations A_l, dZ_l, dA_l, dW_l, db_l,
+ * the row losses) the test computes in double X' (the exact value of the
+ * formulas of backend.h and mlp.c at the float inputs) and an element-wise
+ * bound e_X such that each backend's float result X_b obeys
+ * |X_b - X'| <= e_X.  M_X = |X'| + e_X then bounds |X'| and |X_b|.  Two
+ * backends differ by at most 2 e_X: that is the comparison.  Products of
+ * bounds below are matrix products of non-negative matrices (in double).
+ *
+ * (G) GEMM C = A B (+ c): a float sum of K products, in any order, with or
+ *     without FMA, is within gamma(K) sum_q |a_q b_q| of the exact sum of
+ *     its float inputs; the bias row added in the same accumulation (beta =
+ *     1) makes it K + 1 terms.  The inputs are off by e_A and e_B, so
+ *     |A_b B_b - A' B'| <= e_A M_B + M_A e_B, and
+ *       e_C = gamma(K) (M_A M_B + |c|) + e_A M_B + M_A e_B.
+ *     Forward Z_l = A_{l-1} W_l + b_l: K = w_{l-1} + 1; the parameters are
+ *     the same floats on both sides (e_W = 0).  Backward dW_l = A^T dZ_l:
+ *     K = n rows of the group; dA_{l-1} = dZ_l W_l^T: K = w_l.
+ * (C) col_sum over n rows: e_db = gamma(n) sum_i M_dZ + sum_i e_dZ.
+ * (R) ReLU is 1-Lipschitz: e_A = e_Z.
+ * (K) ReLU mask in backward: where |Z'| > 2 e_Z, Z has the same sign on
+ *     both backends as in the exact network, the masks agree and
+ *     e_dZ = mask e_dA.  Elsewhere a backend may keep an element the exact
+ *     mask drops, or drop one it keeps: e_dZ = M_dA.
+ * (S) softmax_xent on a row with logits off by at most d = max_j e_Z, with
+ *     range R = max - min + 2 d: each exp(z_j) and their sum move by a
+ *     factor within e^{+-d}, so softmax p_j within e^{+-2d}.  The op's own
+ *     rounding (cpu.c, cuda_backend.cu): t_j = z_j - max rounds with
+ *     |t_j| <= R (factor e^{+-R u} after exp); expf is within 2 ulp <= 4 u
+ *     (CUDA's bound; glibc's is 1 ulp), taken as 5 u to cover the double
+ *     row sum; r = scale / s rounds in double then float (2 u); e_j r rounds
+ *     (u).  So the computed scale p_j is within a factor e^{+-lambda} of
+ *     the exact one, lambda = 2 d + (2 R + 16) u (13 u counted, 3 u spare),
+ *     and subtracting scale at the label rounds once more:
+ *       e_dZ = scale p_j (e^lambda - 1)(1 + u) + u scale |p_j - onehot_j|
+ *              + FLT_MIN (FLT_MIN: an expf that underflows).
+ *     The row loss log s - t_y moves by d in log-sum-exp and d in z_y;
+ *     rounding adds (R + 5) u in log s and R u in t_y, then the float
+ *     result rounds: e_loss = l + u (|loss'| + l), l = 2 d + (2 R + 6) u.
+ *     The mean of n row losses, summed in double, adds n 2^-52 mean.
+ *     The first argmax can differ only in a row where another logit lies
+ *     within 2 (e_Z(top) + e_Z(j)) of the top one.
+ * (U) sgd p -= lr g (with or without FMA): e_p = (1 + u)(lr e_g +
+ *     u lr M_g) + u |p'|.
+ * The double reference is itself off the exact values by gamma(K) with
+ * 2^-53 in place of u, 2^-29 of the float bounds: every bound is rounded up
+ * by TEST_REF_SLACK to cover that, and the "2" in (K) and in the argmax
+ * rule leaves the same room.
+ *
+ * To first order each gradient bound is sum over the stacked ops of
+ * gamma(K_op) times that op's magnitude (the network run on |W|, |x| and
+ * |dZ|), i.e. at most about c gamma(K) M with K = w_0 + 1 the longest
+ * accumulation chain and c the number of GEMMs between the input and the
+ * element; the computed bound is sharper, element by element.
+ *
+ * A bound loose enough to pass a wrong kernel would be worthless:
+ * /cuda/model/bound/catches-bugs feeds the same comparison a CPU result
+ * made wrong on purpose (a transposed operand, a misread weight, another
+ * group's rows) and requires it to fail by a wide margin, and
+ * /cuda/model/bound/cpu-within checks the CPU backend against the double
+ * reference with the one-sided bound.  Both run without a GPU.
+ */
+
+/* Unit roundoff of float. */
+#define TEST_U 0x1.0p-24
+/* Bounds derived through the double reference are rounded up by this. */
+#define TEST_REF_SLACK (1.0 + 0x1.0p-20)
+/* A wrong result must exceed the bound by at least this factor. */
+#define TEST_BUG_MARGIN 10.0
+
+static double
+gamma_n (int n)
 {
-  Pair p;
-  if (!pair_open (&p))
-    return;
-  enum { N = 64, D = 20, H = 48, K = 10 };
-  KernRng rng;
-  kern_rng_init (&rng, 1100, TEST_RNG_STREAM);
-  g_autofree float *x = random_floats (&rng, N * D + TEST_GUARD, -1, 1);
-  g_autofree int *y = random_labels (&rng, N, K);
-  g_autofree float *w1 = random_floats (&rng, D * H + TEST_GUARD, -0.3, 0.3);
-  g_autofree float *b1 = random_floats (&rng, H + TEST_GUARD, -0.1, 0.1);
-  g_autofree float *w2 = random_floats (&rng, H * K + TEST_GUARD, -0.3, 0.3);
-  g_autofree float *b2 = random_floats (&rng, K + TEST_GUARD, -0.1, 0.1);
-  g_autofree float *scratch = random_floats (&rng, N * H + TEST_GUARD, -1, 1);
-
-  Twin tx = twin_new (&p, x, N * D), tW1 = twin_new (&p, w1, D * H);
-  Twin tb1 = twin_new (&p, b1, H), tW2 = twin_new (&p, w2, H * K);
-  Twin tb2 = twin_new (&p, b2, K);
-  Twin tH = twin_new (&p, scratch, N * H), tZ = twin_new (&p, scratch, N * K);
-  Twin tdH = twin_new (&p, scratch, N * H);
-  Twin tdW1 = twin_new (&p, scratch, D * H), tdb1 = twin_new (&p, scratch, H);
-  Twin tdW2 = twin_new (&p, scratch, H * K), tdb2 = twin_new (&p, scratch, K);
-  TwinInt ty = twin_int_new (&p, y, N);
-
-  for (int side = 0; side < 2; side++)
-    {
-      KernBackend *be = side ? p.gpu : p.cpu;
-      const KernBackendOps *o = be->ops;
-#define S(t) (side ? (t).gpu : (t).cpu)
-      o->fill_rows (be, S (tH), S (tb1), N, H);
-      o->gemm (be, FALSE, FALSE, N, H, D, 1.0f, S (tx), D, S (tW1), H, 1.0f,
-               S (tH), H);
-      o->relu (be, S (tH), N * H);
-      o->fill_rows (be, S (tZ), S (tb2), N, K);
-      o->gemm (be, FALSE, FALSE, N, K, H, 1.0f, S (tH), H, S (tW2), K, 1.0f,
-               S (tZ), K);
-      o->softmax_xent (be, S (tZ), S (ty), N, K, 1.0f / N, NULL, NULL);
-      o->gemm (be, TRUE, FALSE, H, K, N, 1.0f, S (tH), H, S (tZ), K, 0.0f,
-               S (tdW2), K);
-      o->col_sum (be, S (tZ), N, K, S (tdb2));
-      o->gemm (be, FALSE, TRUE, N, H, K, 1.0f, S (tZ), K, S (tW2), K, 0.0f,
-               S (tdH), H);
-      o->relu_backward (be, S (tdH), S (tH), N * H);
-      o->gemm (be, TRUE, FALSE, D, H, N, 1.0f, S (tx), D, S (tdH), H, 0.0f,
-               S (tdW1), H);
-      o->col_sum (be, S (tdH), N, H, S (tdb1));
-      o->sgd (be, S (tW1), S (tdW1), D * H, 0.1f);
-      o->sgd (be, S (tb1), S (tdb1), H, 0.1f);
-      o->sgd (be, S (tW2), S (tdW2), H * K, 0.1f);
-      o->sgd (be, S (tb2), S (tdb2), K, 0.1f);
-#undef S
-    }
-  assert_twin_close (&p, "mlp step W1", &tW1, H, NULL);
-  assert_twin_close (&p, "mlp step b1", &tb1, 0, NULL);
-  assert_twin_close (&p, "mlp step W2", &tW2, K, NULL);
-  assert_twin_close (&p, "mlp step b2", &tb2, 0, NULL);
-
-  Twin *all[] = { &tx, &tW1, &tb1, &tW2, &tb2, &tH, &tZ, &tdH, &tdW1, &tdb1,
-                  &tdW2, &tdb2 };
-  for (gsize i = 0; i < G_N_ELEMENTS (all); i++)
-    twin_free (&p, all[i]);
-  twin_int_free (&p, &ty);
-  pair_close (&p);
+  return n * TEST_U / (1.0 - n * TEST_U);
 }
 
-/* The whole MLP (784-64-32-10, loss and gradients of 3 stacked groups, then
- * evaluation) on the CUDA backend against the same model on the CPU: the
- * public model API, with its uploads and downloads, agrees to 1e-4 relative
- * on every gradient element (GEMM sums of up to 784 terms in another order)
- * and exactly on accuracy. */
+/* C (m, n) (+)= op(A) op(B) in double, row-major and dense: A is (m, k)
+ * after op (stored (k, m) when ta), B (k, n) after op (stored (n, k) when
+ * tb).  acc adds onto C instead of overwriting it. */
+static void
+dmm (gboolean ta, gboolean tb, int m, int n, int k, const double *A,
+     const double *B, gboolean acc, double *C)
+{
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++)
+      {
+        double s = acc ? C[(gsize) i * n + j] : 0.0;
+        for (int q = 0; q < k; q++)
+          {
+            double a = ta ? A[(gsize) q * m + i] : A[(gsize) i * k + q];
+            double b = tb ? B[(gsize) j * k + q] : B[(gsize) q * n + j];
+            s += a * b;
+          }
+        C[(gsize) i * n + j] = s;
+      }
+}
+
+/* n floats as doubles; with `absolute`, their absolute values. */
+static double *
+to_double (const float *x, gsize n, gboolean absolute)
+{
+  double *d = g_new (double, n);
+  for (gsize i = 0; i < n; i++)
+    d[i] = absolute ? fabs ((double) x[i]) : (double) x[i];
+  return d;
+}
+
+/* M = |X'| + e_X over n elements. */
+static double *
+magnitude (const double *x, const double *e, gsize n)
+{
+  double *m = g_new (double, n);
+  for (gsize i = 0; i < n; i++)
+    m[i] = fabs (x[i]) + (e != NULL ? e[i] : 0.0);
+  return m;
+}
+
+/* The exact loss and gradients of the dense network of mlp.c (ReLU hidden
+ * layers, softmax cross-entropy) and their error bounds (rules above), for
+ * `groups` groups of n rows, each group's loss the mean of its rows and its
+ * gradient that of the mean (scale 1/n in float). */
+typedef struct {
+  gsize n_params;
+  int groups;
+  double *grad;       /* (groups, n_params) exact gradients */
+  double *grad_err;   /* (groups, n_params) |backend - exact| <= grad_err */
+  double *loss;       /* (groups) exact mean losses */
+  double *loss_err;   /* (groups) */
+  int pred_unsure;    /* rows whose first argmax a backend may get wrong */
+} RefNet;
+
+static void
+ref_net_free (RefNet *r)
+{
+  g_free (r->grad);
+  g_free (r->grad_err);
+  g_free (r->loss);
+  g_free (r->loss_err);
+  g_free (r);
+}
+
+/* The softmax_xent rows of logits Z (rows, k) with bounds eZ, labels y,
+ * scale s: fills r's losses and pred_unsure, and dZ, e_dZ (rows, k). */
+static void
+ref_net_xent (RefNet *r, const double *Z, const double *eZ, const int *y,
+              int n, int k, double s, double *dZ, double *e_dZ)
+{
+  int rows = n * r->groups;
+  for (int i = 0; i < rows; i++)
+    {
+      const double *z = Z + (gsize) i * k, *ez = eZ + (gsize) i * k;
+      int top = 0;
+      double d = 0.0, zmin = z[0];
+      for (int j = 0; j < k; j++)
+        {
+          d = MAX (d, ez[j]);
+          zmin = MIN (zmin, z[j]);
+          if (z[j] > z[top])
+            top = j;
+        }
+      for (int j = 0; j < k; j++)
+        if (j != top && z[top] - z[j] <= 2.0 * (ez[top] + ez[j]))
+          {
+            r->pred_unsure++;
+            break;
+          }
+      double range = z[top] - zmin + 2.0 * d, sum = 0.0;
+      for (int j = 0; j < k; j++)
+        sum += exp (z[j] - z[top]);
+      double loss = log (sum) - (z[y[i]] - z[top]);
+      double l = 2.0 * d + (2.0 * range + 6.0) * TEST_U;
+      int g = i / n;
+      r->loss[g] += loss / n;
+      r->loss_err[g] += (l + TEST_U * (fabs (loss) + l)) / n;
+      double lambda = 2.0 * d + (2.0 * range + 16.0) * TEST_U;
+      for (int j = 0; j < k; j++)
+        {
+          double pj = exp (z[j] - z[top]) / sum;
+          double t = pj - (j == y[i] ? 1.0 : 0.0);
+          dZ[(gsize) i * k + j] = s * t;
+          e_dZ[(gsize) i * k + j] = s * pj * expm1 (lambda) * (1.0 + TEST_U)
+                                    + TEST_U * s * fabs (t) + FLT_MIN;
+        }
+    }
+  for (int g = 0; g < r->groups; g++)
+    r->loss_err[g] += n * DBL_EPSILON * r->loss[g];
+}
+
+/* Backward rules (G), (C), (K) from dZ_L; see ref_net_new. */
+static void
+ref_net_backward (RefNet *r, int n_dense, const int *width,
+                  const float *params, const gsize *w_off, const double *xd,
+                  double **Z, double **eZ, double **act, int n, double *dZ,
+                  double *e_dZ)
+{
+  int rows = n * r->groups;
+  for (int l = n_dense - 1; l >= 0; l--)
+    {
+      int in = width[l], out = width[l + 1];
+      const double *A = l == 0 ? xd : act[l - 1];      /* (rows, in) */
+      const double *eA = l == 0 ? NULL : eZ[l - 1];    /* (rows, in) */
+      g_autofree double *MA = magnitude (A, eA, (gsize) rows * in);
+      g_autofree double *MdZ = magnitude (dZ, e_dZ, (gsize) rows * out);
+      g_autofree double *t = g_new (double, (gsize) in * out);
+      for (int g = 0; g < r->groups; g++)
+        {
+          gsize r0 = (gsize) g * n;
+          double *dW = r->grad + g * r->n_params + w_off[l];
+          double *edW = r->grad_err + g * r->n_params + w_off[l];
+          double *db = dW + (gsize) in * out, *edb = edW + (gsize) in * out;
+          dmm (TRUE, FALSE, in, out, n, A + r0 * in, dZ + r0 * out, FALSE, dW);
+          dmm (TRUE, FALSE, in, out, n, MA + r0 * in, MdZ + r0 * out, FALSE, edW);
+          for (gsize q = 0; q < (gsize) in * out; q++)
+            edW[q] *= gamma_n (n);
+          dmm (TRUE, FALSE, in, out, n, MA + r0 * in, e_dZ + r0 * out, TRUE, edW);
+          if (eA != NULL)
+            dmm (TRUE, FALSE, in, out, n, eA + r0 * in, MdZ + r0 * out, TRUE, edW);
+          for (int j = 0; j < out; j++)
+            {
+              double s = 0.0, ms = 0.0, es = 0.0;
+              for (int i = 0; i < n; i++)
+                {
+                  gsize at = (r0 + i) * out + j;
+                  s += dZ[at];
+                  ms += MdZ[at];
+                  es += e_dZ[at];
+                }
+              db[j] = s;
+              edb[j] = gamma_n (n) * ms + es;
+            }
+        }
+      if (l == 0)
+        break;
+      g_autofree double *W = to_double (params + w_off[l], (gsize) in * out, FALSE);
+      g_autofree double *aW = to_double (params + w_off[l], (gsize) in * out, TRUE);
+      g_autofree double *dA = g_new (double, (gsize) rows * in);
+      g_autofree double *edA = g_new (double, (gsize) rows * in);
+      dmm (FALSE, TRUE, rows, in, out, dZ, W, FALSE, dA);
+      dmm (FALSE, TRUE, rows, in, out, MdZ, aW, FALSE, edA);
+      for (gsize q = 0; q < (gsize) rows * in; q++)
+        edA[q] *= gamma_n (out);
+      dmm (FALSE, TRUE, rows, in, out, e_dZ, aW, TRUE, edA);
+      /* dZ_{l-1}, overwriting dZ (rows, out): out >= in is not needed, the
+       * caller sized both for the widest layer */
+      for (gsize q = 0; q < (gsize) rows * in; q++)
+        {
+          double z = Z[l - 1][q], ez = eZ[l - 1][q];
+          if (fabs (z) <= 2.0 * ez)
+            {
+              dZ[q] = z > 0.0 ? dA[q] : 0.0;
+              e_dZ[q] = fabs (dA[q]) + edA[q];
+            }
+          else
+            {
+              dZ[q] = z > 0.0 ? dA[q] : 0.0;
+              e_dZ[q] = z > 0.0 ? edA[q] : 0.0;
+            }
+        }
+    }
+}
+
+/* The reference of a dense network with n_dense layers of widths width
+ * (n_dense + 1) at params (mlp.c's layout: W_l (in, out) then b_l), on
+ * `groups` groups of n rows of x (groups n, width[0]) and labels y; the
+ * gradients only when `grads`.  Free with ref_net_free. */
+static RefNet *
+ref_net_new (int n_dense, const int *width, const float *params,
+             const float *x, const int *y, int n, int groups, gboolean grads)
+{
+  RefNet *r = g_new0 (RefNet, 1);
+  int rows = n * groups, widest = 0;
+  g_autofree gsize *w_off = g_new (gsize, n_dense);
+  for (int l = 0; l < n_dense; l++)
+    {
+      w_off[l] = r->n_params;
+      r->n_params += (gsize) width[l] * width[l + 1] + width[l + 1];
+      widest = MAX (widest, width[l + 1]);
+    }
+  r->groups = groups;
+  r->grad = g_new0 (double, (gsize) groups * r->n_params);
+  r->grad_err = g_new0 (double, (gsize) groups * r->n_params);
+  r->loss = g_new0 (double, groups);
+  r->loss_err = g_new0 (double, groups);
+
+  /* forward, rules (G) and (R): Z[l], eZ[l] (rows, w_{l+1}); act[l] the
+   * ReLU of Z[l] for hidden layers, whose bound is eZ[l] */
+  g_autofree double *xd = to_double (x, (gsize) rows * width[0], FALSE);
+  double **Z = g_new0 (double *, n_dense), **eZ = g_new0 (double *, n_dense);
+  double **act = g_new0 (double *, n_dense);
+  for (int l = 0; l < n_dense; l++)
+    {
+      int in = width[l], out = width[l + 1];
+      const double *A = l == 0 ? xd : act[l - 1];
+      const double *eA = l == 0 ? NULL : eZ[l - 1];
+      g_autofree double *MA = magnitude (A, eA, (gsize) rows * in);
+      g_autofree double *W = to_double (params + w_off[l], (gsize) in * out, FALSE);
+      g_autofree double *aW = to_double (params + w_off[l], (gsize) in * out, TRUE);
+      const float *b = params + w_off[l] + (gsize) in * out;
+      Z[l] = g_new (double, (gsize) rows * out);
+      eZ[l] = g_new (double, (gsize) rows * out);
+      for (int i = 0; i < rows; i++)
+        for (int j = 0; j < out; j++)
+          {
+            Z[l][(gsize) i * out + j] = b[j];
+            eZ[l][(gsize) i * out + j] = fabs (b[j]);
+          }
+      dmm (FALSE, FALSE, rows, out, in, A, W, TRUE, Z[l]);
+      dmm (FALSE, FALSE, rows, out, in, MA, aW, TRUE, eZ[l]);
+      for (gsize q = 0; q < (gsize) rows * out; q++)
+        eZ[l][q] *= gamma_n (in + 1);
+      if (eA != NULL)
+        dmm (FALSE, FALSE, rows, out, in, eA, aW, TRUE, eZ[l]);
+      if (l < n_dense - 1)
+        {
+          act[l] = g_new (double, (gsize) rows * out);
+          for (gsize q = 0; q < (gsize) rows * out; q++)
+            act[l][q] = MAX (Z[l][q], 0.0);
+        }
+    }
+
+  /* loss, rule (S), then backward */
+  int k = width[n_dense];
+  double s = (double) (1.0f / (float) n);
+  g_autofree double *dZ = g_new (double, (gsize) rows * MAX (widest, width[0]));
+  g_autofree double *e_dZ = g_new (double, (gsize) rows * MAX (widest, width[0]));
+  ref_net_xent (r, Z[n_dense - 1], eZ[n_dense - 1], y, n, k, s, dZ, e_dZ);
+  if (grads)
+    ref_net_backward (r, n_dense, width, params, w_off, xd, Z, eZ, act, n, dZ, e_dZ);
+
+  for (gsize q = 0; q < (gsize) groups * r->n_params; q++)
+    r->grad_err[q] *= TEST_REF_SLACK;
+  for (int g = 0; g < groups; g++)
+    r->loss_err[g] *= TEST_REF_SLACK;
+  for (int l = 0; l < n_dense; l++)
+    {
+      g_free (Z[l]);
+      g_free (eZ[l]);
+      g_free (act[l]);
+    }
+  g_free (Z);
+  g_free (eZ);
+  g_free (act);
+  return r;
+}
+
+/* The comparison of every model-level case: counts the elements i < len
+ * with |got[i] - ref[i]| > tol[i] (a NaN counts), prints the first
+ * TEST_MAX_REPORT of them, and sets *worst to the largest
+ * |got[i] - ref[i]| / tol[i]. */
+static gsize
+bound_count (const char *what, const double *ref, const float *got,
+             const double *tol, gsize len, double *worst)
+{
+  gsize bad = 0;
+  *worst = 0.0;
+  for (gsize i = 0; i < len; i++)
+    {
+      double diff = fabs ((double) got[i] - ref[i]);
+      if (!(diff <= tol[i]))
+        {
+          if (bad < TEST_MAX_REPORT)
+            g_test_message ("%s: [%" G_GSIZE_FORMAT "] ref %.9g got %.9g "
+                            "|diff| %.3g bound %.3g", what, i, ref[i], got[i],
+                            diff, tol[i]);
+          bad++;
+        }
+      if (tol[i] > 0.0)
+        *worst = MAX (*worst, isnan (diff) ? INFINITY : diff / tol[i]);
+      else if (diff > 0.0)
+        *worst = INFINITY;
+    }
+  g_test_message ("%s: %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT
+                  " elements beyond the bound (largest |diff|/bound %.3g)",
+                  what, bad, len, *worst);
+  return bad;
+}
+
+/* Two backends' gradients a[g], b[g] (n_params each) of r's groups against
+ * 2 grad_err (each within grad_err of the exact): elements beyond the
+ * bound, over all groups; *worst as bound_count's. */
+static gsize
+grads_beyond (const RefNet *r, const char *what, float *const *a,
+              float *const *b, double *worst)
+{
+  gsize bad = 0;
+  *worst = 0.0;
+  g_autofree double *tol = g_new (double, r->n_params);
+  for (int g = 0; g < r->groups; g++)
+    {
+      g_autofree double *ad = to_double (a[g], r->n_params, FALSE);
+      for (gsize q = 0; q < r->n_params; q++)
+        tol[q] = 2.0 * r->grad_err[(gsize) g * r->n_params + q];
+      g_autofree char *w = g_strdup_printf ("%s, group %d gradient", what, g);
+      double wg;
+      bad += bound_count (w, ad, b[g], tol, r->n_params, &wg);
+      *worst = MAX (*worst, wg);
+    }
+  return bad;
+}
+
+/* --- the MLP through the model API ----------------------------------------- */
+
+/* 784-64-32-10 with softmax cross-entropy: 3 groups of 32 rows of blobs for
+ * loss_grad_groups, 64 more for evaluate. */
+enum { MLP_N = 32, MLP_GROUPS = 3, MLP_TEST_ROWS = 64 };
+static const int mlp_width[] = { 784, 64, 32, 10 };
+
+typedef struct {
+  KernDataset *train, *test;
+  gsize n_params;
+  float *params;       /* (n_params) */
+  RefNet *ref;         /* the loss_grad_groups call */
+  RefNet *ref_eval;    /* evaluate on test: one group of MLP_TEST_ROWS */
+} MlpCase;
+
+/* The MLP on `be` (NULL: a CPU backend of its own). */
+static KernModel *
+mlp_case_model (KernBackend *be)
+{
+  return kern_mlp_new (mlp_width[0], mlp_width + 1, 2, mlp_width[3],
+                       KERN_LOSS_XENT, be);
+}
+
+static void
+mlp_case_init (MlpCase *c)
+{
+  KernModel *m = mlp_case_model (NULL);
+  c->n_params = m->ops->n_params (m);
+  c->params = g_new (float, c->n_params);
+  m->ops->init (m, c->params, 11);
+  kern_model_free (m);
+  kern_dataset_blobs (MLP_N * MLP_GROUPS, MLP_TEST_ROWS, mlp_width[0],
+                      mlp_width[3], 2.0, 5, &c->train, &c->test);
+  c->ref = ref_net_new (3, mlp_width, c->params, c->train->x, c->train->y,
+                        MLP_N, MLP_GROUPS, TRUE);
+  g_assert_cmpuint (c->ref->n_params, ==, c->n_params);
+  c->ref_eval = ref_net_new (3, mlp_width, c->params, c->test->x, c->test->y,
+                             MLP_TEST_ROWS, 1, FALSE);
+}
+
+static void
+mlp_case_clear (MlpCase *c)
+{
+  g_free (c->params);
+  kern_dataset_free (c->train);
+  kern_dataset_free (c->test);
+  ref_net_free (c->ref);
+  ref_net_free (c->ref_eval);
+}
+
+/* The model's loss_grad_groups at `params` (c->params or a variant):
+ * grads[g] newly allocated (free with g_free), losses[g]. */
+static void
+mlp_case_run (const MlpCase *c, KernModel *m, const float *params,
+              float **grads, double *losses)
+{
+  for (int g = 0; g < MLP_GROUPS; g++)
+    grads[g] = g_new (float, c->n_params);
+  m->ops->loss_grad_groups (m, params, c->train->x, c->train->y, MLP_N,
+                            MLP_GROUPS, grads, losses);
+}
+
+static void
+free_groups (float **grads)
+{
+  for (int g = 0; g < MLP_GROUPS; g++)
+    g_free (grads[g]);
+}
+
+/* The whole MLP on the CUDA backend against the same model on the CPU: the
+ * public model API, with its uploads and downloads.  Every gradient element
+ * and every loss within twice its derived bound (rules above); accuracy
+ * equal but for rows whose first argmax the bound leaves open. */
 static void
 test_model_mlp (void)
 {
   Pair p;
   if (!pair_open (&p))
     return;
-  int hidden[] = { 64, 32 };
-  KernModel *mc = kern_mlp_new (784, hidden, 2, 10, KERN_LOSS_XENT, p.cpu);
-  KernModel *mg = kern_mlp_new (784, hidden, 2, 10, KERN_LOSS_XENT, p.gpu);
-  gsize P = mc->ops->n_params (mc);
-  g_assert_cmpuint (P, ==, mg->ops->n_params (mg));
-  g_autofree float *params = g_new (float, P);
-  mc->ops->init (mc, params, 11);
-  KernDataset *train, *test;
-  kern_dataset_blobs (96, 64, 784, 10, 2.0, 5, &train, &test);
-  const int n = 32, groups = 3;
-  float *gc[3], *gg[3];
-  double lc[3], lg[3];
-  for (int g = 0; g < groups; g++)
+  MlpCase c;
+  mlp_case_init (&c);
+  KernModel *mc = mlp_case_model (p.cpu), *mg = mlp_case_model (p.gpu);
+  g_assert_cmpuint (mg->ops->n_params (mg), ==, c.n_params);
+  float *gc[MLP_GROUPS], *gg[MLP_GROUPS];
+  double lc[MLP_GROUPS], lg[MLP_GROUPS];
+  mlp_case_run (&c, mc, c.params, gc, lc);
+  mlp_case_run (&c, mg, c.params, gg, lg);
+  double worst;
+  g_assert_cmpuint (grads_beyond (c.ref, "cpu vs cuda", gc, gg, &worst), ==, 0);
+  for (int g = 0; g < MLP_GROUPS; g++)
     {
-      gc[g] = g_new (float, P);
-      gg[g] = g_new (float, P);
+      g_test_message ("group %d loss: cpu %.9g cuda %.9g bound %.3g", g, lc[g],
+                      lg[g], 2.0 * c.ref->loss_err[g]);
+      g_assert_cmpfloat (fabs (lc[g] - lg[g]), <=, 2.0 * c.ref->loss_err[g]);
     }
-  mc->ops->loss_grad_groups (mc, params, train->x, train->y, n, groups, gc, lc);
-  mg->ops->loss_grad_groups (mg, params, train->x, train->y, n, groups, gg, lg);
-  for (int g = 0; g < groups; g++)
-    {
-      g_assert_cmpfloat (fabs (lc[g] - lg[g]), <=, 1e-5 * MAX (1.0, fabs (lc[g])));
-      double scale = 0;
-      for (gsize i = 0; i < P; i++)
-        scale = MAX (scale, fabs (gc[g][i]));
-      for (gsize i = 0; i < P; i++)
-        if (fabs (gc[g][i] - gg[g][i]) > 1e-4 * MAX (fabs (gc[g][i]), 1e-3 * scale))
-          g_error ("group %d gradient %" G_GSIZE_FORMAT ": cpu %.9g cuda %.9g", g, i,
-                   gc[g][i], gg[g][i]);
-    }
+
   double loss_c, acc_c, loss_g, acc_g;
-  mc->ops->evaluate (mc, params, test, &loss_c, &acc_c);
-  mg->ops->evaluate (mg, params, test, &loss_g, &acc_g);
-  g_assert_cmpfloat (fabs (loss_c - loss_g), <=, 1e-5 * MAX (1.0, loss_c));
-  g_assert_cmpfloat (acc_c, ==, acc_g);
-  for (int g = 0; g < groups; g++)
-    {
-      g_free (gc[g]);
-      g_free (gg[g]);
-    }
-  kern_dataset_free (train);
-  kern_dataset_free (test);
+  mc->ops->evaluate (mc, c.params, c.test, &loss_c, &acc_c);
+  mg->ops->evaluate (mg, c.params, c.test, &loss_g, &acc_g);
+  g_assert_cmpfloat (fabs (loss_c - loss_g), <=, 2.0 * c.ref_eval->loss_err[0]);
+  g_test_message ("evaluate: %d of %d rows with an argmax the bound leaves open",
+                  c.ref_eval->pred_unsure, MLP_TEST_ROWS);
+  g_assert_cmpfloat (fabs (acc_c - acc_g) * MLP_TEST_ROWS, <=,
+                     c.ref_eval->pred_unsure + 1e-9);
+
+  free_groups (gc);
+  free_groups (gg);
   kern_model_free (mc);
   kern_model_free (mg);
+  mlp_case_clear (&c);
   pair_close (&p);
+}
+
+/* --- a chain -------------------------------------------------------------- */
+
+/* One SGD step of a one-hidden-layer MLP written op by op, x (N, D), W1
+ * (D, H), W2 (H, K), y (N); mlp.c's parameter layout W1, b1, W2, b2. */
+enum { CHAIN_N = 64, CHAIN_D = 20, CHAIN_H = 48, CHAIN_K = 10 };
+enum {
+  CHAIN_W1 = 0,
+  CHAIN_B1 = CHAIN_W1 + CHAIN_D * CHAIN_H,
+  CHAIN_W2 = CHAIN_B1 + CHAIN_H,
+  CHAIN_B2 = CHAIN_W2 + CHAIN_H * CHAIN_K,
+  CHAIN_PARAMS = CHAIN_B2 + CHAIN_K
+};
+static const int chain_width[] = { CHAIN_D, CHAIN_H, CHAIN_K };
+#define CHAIN_LR 0.1f
+
+typedef struct {
+  float *x;          /* (N D + TEST_GUARD) */
+  int *y;            /* (N) */
+  float *params;     /* (CHAIN_PARAMS + TEST_GUARD) */
+  float *scratch;    /* (N H + TEST_GUARD): first contents of every output */
+  RefNet *ref;       /* the step's gradients */
+  double *p_new;     /* (CHAIN_PARAMS) exact parameters after the step */
+  double *p_err;     /* (CHAIN_PARAMS) their bound, rule (U) */
+} ChainCase;
+
+static void
+chain_case_init (ChainCase *c)
+{
+  KernRng rng;
+  kern_rng_init (&rng, 1100, TEST_RNG_STREAM);
+  c->x = random_floats (&rng, CHAIN_N * CHAIN_D + TEST_GUARD, -1, 1);
+  c->y = random_labels (&rng, CHAIN_N, CHAIN_K);
+  c->params = random_floats (&rng, CHAIN_PARAMS + TEST_GUARD, -0.3, 0.3);
+  for (int j = 0; j < CHAIN_H; j++)     /* biases in [-0.1, 0.1) */
+    c->params[CHAIN_B1 + j] /= 3.0f;
+  for (int j = 0; j < CHAIN_K; j++)
+    c->params[CHAIN_B2 + j] /= 3.0f;
+  c->scratch = random_floats (&rng, CHAIN_N * CHAIN_H + TEST_GUARD, -1, 1);
+  c->ref = ref_net_new (2, chain_width, c->params, c->x, c->y, CHAIN_N, 1, TRUE);
+  g_assert_cmpuint (c->ref->n_params, ==, CHAIN_PARAMS);
+  c->p_new = g_new (double, CHAIN_PARAMS);
+  c->p_err = g_new (double, CHAIN_PARAMS);
+  double lr = CHAIN_LR;
+  for (gsize q = 0; q < CHAIN_PARAMS; q++)
+    {
+      double g = c->ref->grad[q], eg = c->ref->grad_err[q];
+      c->p_new[q] = c->params[q] - lr * g;
+      c->p_err[q] = ((1.0 + TEST_U) * (lr * eg + TEST_U * lr * (fabs (g) + eg))
+                     + TEST_U * fabs (c->p_new[q])) * TEST_REF_SLACK;
+    }
+}
+
+static void
+chain_case_clear (ChainCase *c)
+{
+  g_free (c->x);
+  g_free (c->y);
+  g_free (c->params);
+  g_free (c->scratch);
+  ref_net_free (c->ref);
+  g_free (c->p_new);
+  g_free (c->p_err);
+}
+
+/* The step on `be`, all buffers its own, issued back to back:
+ *   H = relu (x W1 + b1)     H (N, H)
+ *   Z = H W2 + b2            Z (N, K)
+ *   dZ = softmax_xent (Z, y, scale 1/N)
+ *   dW2 = H^T dZ, db2 = col_sum dZ, dH = dZ W2^T, relu_backward (dH, H)
+ *   dW1 = x^T dH, db1 = col_sum dH, then sgd on all four (lr CHAIN_LR). */
+static void
+chain_step (KernBackend *be, const float *x, const int *y, float *W1,
+            float *b1, float *W2, float *b2, float *Hb, float *Z, float *dH,
+            float *dW1, float *db1, float *dW2, float *db2)
+{
+  const KernBackendOps *o = be->ops;
+  enum { N = CHAIN_N, D = CHAIN_D, H = CHAIN_H, K = CHAIN_K };
+  o->fill_rows (be, Hb, b1, N, H);
+  o->gemm (be, FALSE, FALSE, N, H, D, 1.0f, x, D, W1, H, 1.0f, Hb, H);
+  o->relu (be, Hb, N * H);
+  o->fill_rows (be, Z, b2, N, K);
+  o->gemm (be, FALSE, FALSE, N, K, H, 1.0f, Hb, H, W2, K, 1.0f, Z, K);
+  o->softmax_xent (be, Z, y, N, K, 1.0f / N, NULL, NULL);
+  o->gemm (be, TRUE, FALSE, H, K, N, 1.0f, Hb, H, Z, K, 0.0f, dW2, K);
+  o->col_sum (be, Z, N, K, db2);
+  o->gemm (be, FALSE, TRUE, N, H, K, 1.0f, Z, K, W2, K, 0.0f, dH, H);
+  o->relu_backward (be, dH, Hb, N * H);
+  o->gemm (be, TRUE, FALSE, D, H, N, 1.0f, x, D, dH, H, 0.0f, dW1, H);
+  o->col_sum (be, dH, N, H, db1);
+  o->sgd (be, W1, dW1, D * H, CHAIN_LR);
+  o->sgd (be, b1, db1, H, CHAIN_LR);
+  o->sgd (be, W2, dW2, H * K, CHAIN_LR);
+  o->sgd (be, b2, db2, K, CHAIN_LR);
+}
+
+/* Both sides of t: its n elements within tol (n) of each other
+ * (bound_count), its guard tail equal on both. */
+static void
+assert_twin_within (Pair *p, const char *what, const Twin *t, const double *tol)
+{
+  g_autofree float *ref = twin_get (p, t, FALSE);
+  g_autofree float *got = twin_get (p, t, TRUE);
+  g_autofree double *refd = to_double (ref, t->n, FALSE);
+  double worst;
+  g_assert_cmpuint (bound_count (what, refd, got, tol, t->n, &worst), ==, 0);
+  g_autofree char *guard = g_strdup_printf ("%s: guard", what);
+  assert_close (guard, ref + t->n, got + t->n, TEST_GUARD, 0, NULL);
+}
+
+/* 2 err[first..first+n): two backends each within err of the exact. */
+static double *
+pair_tol (const double *err, gsize first, gsize n)
+{
+  double *tol = g_new (double, n);
+  for (gsize i = 0; i < n; i++)
+    tol[i] = 2.0 * err[first + i];
+  return tol;
+}
+
+/* The step with no download in between, so that the CUDA ops must run in
+ * issue order; the four gradients and the four updated parameter blocks
+ * within their derived bounds (rules above, (U) for the update). */
+static void
+test_chain_mlp_step (void)
+{
+  Pair p;
+  if (!pair_open (&p))
+    return;
+  enum { N = CHAIN_N, D = CHAIN_D, H = CHAIN_H, K = CHAIN_K };
+  ChainCase c;
+  chain_case_init (&c);
+  float *w = c.params;
+  Twin tx = twin_new (&p, c.x, N * D), tW1 = twin_new (&p, w + CHAIN_W1, D * H);
+  Twin tb1 = twin_new (&p, w + CHAIN_B1, H), tW2 = twin_new (&p, w + CHAIN_W2, H * K);
+  Twin tb2 = twin_new (&p, w + CHAIN_B2, K);
+  Twin tH = twin_new (&p, c.scratch, N * H), tZ = twin_new (&p, c.scratch, N * K);
+  Twin tdH = twin_new (&p, c.scratch, N * H);
+  Twin tdW1 = twin_new (&p, c.scratch, D * H), tdb1 = twin_new (&p, c.scratch, H);
+  Twin tdW2 = twin_new (&p, c.scratch, H * K), tdb2 = twin_new (&p, c.scratch, K);
+  TwinInt ty = twin_int_new (&p, c.y, N);
+
+  for (int side = 0; side < 2; side++)
+    {
+#define S(t) (side ? (t).gpu : (t).cpu)
+      chain_step (side ? p.gpu : p.cpu, S (tx), S (ty), S (tW1), S (tb1),
+                  S (tW2), S (tb2), S (tH), S (tZ), S (tdH), S (tdW1),
+                  S (tdb1), S (tdW2), S (tdb2));
+#undef S
+    }
+  struct { const char *what; Twin *t; gsize at; } out[] = {
+    { "mlp step dW1", &tdW1, CHAIN_W1 }, { "mlp step db1", &tdb1, CHAIN_B1 },
+    { "mlp step dW2", &tdW2, CHAIN_W2 }, { "mlp step db2", &tdb2, CHAIN_B2 },
+    { "mlp step W1", &tW1, CHAIN_W1 }, { "mlp step b1", &tb1, CHAIN_B1 },
+    { "mlp step W2", &tW2, CHAIN_W2 }, { "mlp step b2", &tb2, CHAIN_B2 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (out); i++)
+    {
+      const double *err = i < 4 ? c.ref->grad_err : c.p_err;
+      g_autofree double *tol = pair_tol (err, out[i].at, out[i].t->n);
+      assert_twin_within (&p, out[i].what, out[i].t, tol);
+    }
+
+  Twin *all[] = { &tx, &tW1, &tb1, &tW2, &tb2, &tH, &tZ, &tdH, &tdW1, &tdb1,
+                  &tdW2, &tdb2 };
+  for (gsize i = 0; i < G_N_ELEMENTS (all); i++)
+    twin_free (&p, all[i]);
+  twin_int_free (&p, &ty);
+  chain_case_clear (&c);
+  pair_close (&p);
+}
+
+/* The chain step on the CPU backend against the double reference, with the
+ * one-sided bounds (no GPU needed): gradients and updated parameters. */
+static void
+test_bound_chain_cpu_within (void)
+{
+  enum { N = CHAIN_N, D = CHAIN_D, H = CHAIN_H, K = CHAIN_K };
+  ChainCase c;
+  chain_case_init (&c);
+  KernBackend *cpu = kern_backend_cpu_new ();
+  g_autofree float *w = g_memdup2 (c.params, CHAIN_PARAMS * sizeof (float));
+  g_autofree float *grad = g_new (float, CHAIN_PARAMS);
+  g_autofree float *Hb = g_new (float, N * H), *Z = g_new (float, N * K);
+  g_autofree float *dH = g_new (float, N * H);
+  chain_step (cpu, c.x, c.y, w + CHAIN_W1, w + CHAIN_B1, w + CHAIN_W2,
+              w + CHAIN_B2, Hb, Z, dH, grad + CHAIN_W1, grad + CHAIN_B1,
+              grad + CHAIN_W2, grad + CHAIN_B2);
+  double worst;
+  g_assert_cmpuint (bound_count ("chain cpu vs exact: gradient", c.ref->grad, grad,
+                                 c.ref->grad_err, CHAIN_PARAMS, &worst), ==, 0);
+  g_assert_cmpuint (bound_count ("chain cpu vs exact: parameters", c.p_new, w,
+                                 c.p_err, CHAIN_PARAMS, &worst), ==, 0);
+  kern_backend_free (cpu);
+  chain_case_clear (&c);
+}
+
+/* The CPU backend against the double reference, with the one-sided bound:
+ * a bound too tight for float (a rule missing a term) fails here, without
+ * a GPU.  Gradients and group losses of the MLP, and evaluate's loss. */
+static void
+test_bound_cpu_within (void)
+{
+  MlpCase c;
+  mlp_case_init (&c);
+  KernModel *m = mlp_case_model (NULL);
+  float *gc[MLP_GROUPS];
+  double lc[MLP_GROUPS];
+  mlp_case_run (&c, m, c.params, gc, lc);
+  for (int g = 0; g < MLP_GROUPS; g++)
+    {
+      g_autofree char *what = g_strdup_printf ("cpu vs exact, group %d gradient", g);
+      double worst;
+      gsize off = (gsize) g * c.n_params;
+      g_assert_cmpuint (bound_count (what, c.ref->grad + off, gc[g],
+                                     c.ref->grad_err + off, c.n_params, &worst),
+                        ==, 0);
+      g_assert_cmpfloat (fabs (lc[g] - c.ref->loss[g]), <=, c.ref->loss_err[g]);
+    }
+  double loss, acc;
+  m->ops->evaluate (m, c.params, c.test, &loss, &acc);
+  g_assert_cmpfloat (fabs (loss - c.ref_eval->loss[0]), <=, c.ref_eval->loss_err[0]);
+  free_groups (gc);
+  kern_model_free (m);
+  mlp_case_clear (&c);
+}
+
+/* --- deliberately wrong CPU results ---------------------------------------- */
+
+/* gemm that reads a square A^T operand as A: the MLP's dW of its 32-wide
+ * last hidden layer over a group of 32 rows (m = k = lda = 32). */
+static void
+bug_gemm_transpose (KernBackend *be, gboolean ta, gboolean tb, int m, int n,
+                    int k, float alpha, const float *A, int lda, const float *B,
+                    int ldb, float beta, float *C, int ldc)
+{
+  const KernBackendOps *cpu = be->priv;
+  if (ta && m == k && lda == m)
+    ta = FALSE;
+  cpu->gemm (be, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* The MLP's gradients on a CPU backend whose gemm is bug_gemm_transpose;
+ * the CPU's own table rides in the backend's priv (its ops ignore priv). */
+static void
+bug_grads (const MlpCase *c, float **grads, double *losses)
+{
+  KernBackend *be = kern_backend_cpu_new ();
+  KernBackendOps *ops = g_new (KernBackendOps, 1);
+  *ops = *be->ops;
+  be->priv = (gpointer) be->ops;
+  ops->gemm = bug_gemm_transpose;
+  be->ops = ops;
+  KernModel *m = mlp_case_model (be);
+  mlp_case_run (c, m, c->params, grads, losses);
+  kern_model_free (m);
+  kern_backend_free (be);
+  g_free (ops);
+}
+
+/* The comparison of /cuda/model/mlp, fed the CPU reference and a CPU result
+ * made wrong on purpose, must fail, and by at least TEST_BUG_MARGIN times
+ * the bound somewhere: one transposed operand; one hidden-layer weight read
+ * from its neighbour (an index off by one); the gradient of another group
+ * (a row slice off by one group).  What it cannot catch: a loss of
+ * precision the size of TF32's (2^-11 per operand) stays within the
+ * worst-case bound of the 785-term first-layer products and of the
+ * errors they carry forward, about 1e-3 of each first-layer output. */
+static void
+test_bound_catches_bugs (void)
+{
+  MlpCase c;
+  mlp_case_init (&c);
+  KernModel *m = mlp_case_model (NULL);
+  float *gc[MLP_GROUPS];
+  double lc[MLP_GROUPS];
+  mlp_case_run (&c, m, c.params, gc, lc);
+  double worst;
+
+  float *gt[MLP_GROUPS];
+  double lt[MLP_GROUPS];
+  bug_grads (&c, gt, lt);
+  g_assert_cmpuint (grads_beyond (c.ref, "transposed operand", gc, gt, &worst), >, 0);
+  g_assert_cmpfloat (worst, >=, TEST_BUG_MARGIN);
+  free_groups (gt);
+
+  /* W_2[5][3] read from W_2[5][4] */
+  g_autofree float *moved = g_memdup2 (c.params, c.n_params * sizeof (float));
+  gsize at = (gsize) mlp_width[0] * mlp_width[1] + mlp_width[1] + 5 * mlp_width[2] + 3;
+  moved[at] = moved[at + 1];
+  g_assert_cmpfloat (moved[at], !=, c.params[at]);
+  float *gw[MLP_GROUPS];
+  double lw[MLP_GROUPS];
+  mlp_case_run (&c, m, moved, gw, lw);
+  g_assert_cmpuint (grads_beyond (c.ref, "one weight misread", gc, gw, &worst), >, 0);
+  g_assert_cmpfloat (worst, >=, TEST_BUG_MARGIN);
+  free_groups (gw);
+
+  float *rotated[MLP_GROUPS] = { gc[1], gc[2], gc[0] };
+  g_assert_cmpuint (grads_beyond (c.ref, "another group", gc, rotated, &worst), >, 0);
+  g_assert_cmpfloat (worst, >=, TEST_BUG_MARGIN);
+
+  free_groups (gc);
+  kern_model_free (m);
+  mlp_case_clear (&c);
 }
 
 /* --- loading on demand ------------------------------------------------------ */
@@ -1130,5 +1828,9 @@ main (int argc, char **argv)
   g_test_add_func ("/cuda/adam", test_adam);
   g_test_add_func ("/cuda/chain/mlp-step", test_chain_mlp_step);
   g_test_add_func ("/cuda/model/mlp", test_model_mlp);
+  /* the bounds of the two cases above, checked on the CPU alone */
+  g_test_add_func ("/cuda/model/bound/cpu-within", test_bound_cpu_within);
+  g_test_add_func ("/cuda/model/bound/chain-cpu-within", test_bound_chain_cpu_within);
+  g_test_add_func ("/cuda/model/bound/catches-bugs", test_bound_catches_bugs);
   return g_test_run ();
 }
