@@ -18,7 +18,12 @@
  * SIGHUP delete the temporary file and its journal before the process dies
  * of the signal, so an interrupted run leaves the target as it was.
  * sim_trace_check_target() decides beforehand whether the target may be
- * replaced at all: only a missing path or a dtsim trace may.
+ * replaced at all: only a missing path or a dtsim trace may.  One process at
+ * a time writes a target: sim_trace_open_run() takes a flock() on
+ * ".NAME.lock" beside it (lock_target) and refuses the run while another
+ * holds it; with the lock held it deletes the temporaries that killed runs
+ * left for that target (remove_stale_temporaries), each writer holding a
+ * flock() on its own temporary so that a live one is never taken.
  *
  * A trace can also be a buffer (sim_trace_new_buffer): the same row calls then
  * append records to a chunk, in memory, that is handed to a sink when full.
