@@ -304,17 +304,21 @@ insert_sql (const Table *tb)
   return g_string_free (s, FALSE);
 }
 
+static char *explain_failure (const SimTrace *t, const char *why);
+
 static gboolean
 sql_fail (SimTrace *t, const char *what, GError **error)
 {
-  g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error while %s: %s",
-               t->path, what, sqlite3_errmsg (t->db));
+  g_autofree char *why = explain_failure (t, sqlite3_errmsg (t->db));
+  if (g_str_has_prefix (why, "SQLite error: "))
+    g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error while %s: %s",
+                 t->path, what, sqlite3_errmsg (t->db));
+  else
+    g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: %s", t->path, why);
   return FALSE;
 }
 
 /* Keeps the first error that hit the database as a whole. */
-static char *explain_failure (const SimTrace *t, const char *why);
-
 /* Keeps the first error that hit the database as a whole, explained
  * (explain_failure). */
 static void
@@ -755,8 +759,10 @@ explain_failure (const SimTrace *t, const char *why)
   if (stat (dir, &st) != 0 && errno == ENOENT)
     {
       g_autofree char *shown = sim_input_printable (dir);
-      return g_strdup_printf ("its folder '%s' was removed during the run (%s); create the"
-                              " folder again and rerun, or choose another -o", shown, why);
+      /* SQLite's own words ("attempt to write a readonly database", "disk
+       * I/O error") would only mislead */
+      return g_strdup_printf ("its folder '%s' was removed during the run; create the"
+                              " folder again and rerun, or choose another -o", shown);
     }
   if (lstat (t->tmp_path, &st) != 0 && errno == ENOENT)
     {
