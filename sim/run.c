@@ -328,9 +328,10 @@ sim_run_scenario (const char *path, const char *const *sets,
   /* only a dtsim trace is replaced; checked before anything runs */
   if (!sim_trace_check_target (db, what, error))
     return 2;
-  SimTrace *trace = sim_trace_open (db, error);
+  /* refused (exit 2) while another run writes the same database */
+  SimTrace *trace = sim_trace_open_run (db, path, error);
   if (!trace)
-    return 1;
+    return error && g_error_matches (*error, SIM_ERROR, SIM_ERROR_INPUT) ? 2 : 1;
   guint n = configs->len;
   g_autofree SimRunSummary *sums = g_new0 (SimRunSummary, n);
   g_autofree GError **errors = g_new0 (GError *, n);
@@ -345,8 +346,12 @@ sim_run_scenario (const char *path, const char *const *sets,
   if (!sim_trace_ok (trace, &db_error))
     {
       sim_trace_abandon (trace);
-      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s; %s was left as it was",
-                   db_error->message, db);
+      /* when the folder went away, so did the database that was there */
+      if (g_file_test (dir, G_FILE_TEST_IS_DIR))
+        g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s; %s was left as it was",
+                     db_error->message, db);
+      else
+        g_propagate_error (error, g_steal_pointer (&db_error));
       code = 1;
     }
   else if (n_ok == 0)

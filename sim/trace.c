@@ -18,7 +18,12 @@
  * SIGHUP delete the temporary file and its journal before the process dies
  * of the signal, so an interrupted run leaves the target as it was.
  * sim_trace_check_target() decides beforehand whether the target may be
- * replaced at all: only a missing path or a dtsim trace may.
+ * replaced at all: only a missing path or a dtsim trace may.  One process at
+ * a time writes a target: sim_trace_open_run() takes a flock() on
+ * ".NAME.lock" beside it (lock_target) and refuses the run while another
+ * holds it; with the lock held it deletes the temporaries that killed runs
+ * left for that target (remove_stale_temporaries), each writer holding a
+ * flock() on its own temporary so that a live one is never taken.
  *
  * A trace can also be a buffer (sim_trace_new_buffer): the same row calls then
  * append records to a chunk, in memory, that is handed to a sink when full.
@@ -36,6 +41,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -236,6 +242,9 @@ struct SimTrace {
   sqlite3 *db;
   char *path;            /* the target, as given: named in messages */
   char *tmp_path;        /* the file being written, renamed to path at the end */
+  int tmp_fd;            /* open on tmp_path, flock()ed: the file is in use */
+  char *lock_path;       /* ".NAME.lock" beside path, flock()ed while open */
+  int lock_fd;           /* holds that lock; -1: none */
   int cleanup_slot;      /* its entry in cleanup[] (signals), -1: none */
   sqlite3_stmt *st[N_TABLES]; /* each table's INSERT (none for runs) */
   int rows;              /* rows in the open transaction */
@@ -297,20 +306,28 @@ insert_sql (const Table *tb)
   return g_string_free (s, FALSE);
 }
 
+static char *explain_failure (const SimTrace *t, const char *why);
+
 static gboolean
 sql_fail (SimTrace *t, const char *what, GError **error)
 {
-  g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error while %s: %s",
-               t->path, what, sqlite3_errmsg (t->db));
+  g_autofree char *why = explain_failure (t, sqlite3_errmsg (t->db));
+  if (g_str_has_prefix (why, "SQLite error: "))
+    g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error while %s: %s",
+                 t->path, what, sqlite3_errmsg (t->db));
+  else
+    g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: %s", t->path, why);
   return FALSE;
 }
 
 /* Keeps the first error that hit the database as a whole. */
+/* Keeps the first error that hit the database as a whole, explained
+ * (explain_failure). */
 static void
 db_failed (SimTrace *t, const char *message)
 {
   if (!t->db_error)
-    t->db_error = g_strdup (message);
+    t->db_error = explain_failure (t, message);
 }
 
 /* An error of the database itself, as a GError too. */
@@ -327,8 +344,8 @@ exec (SimTrace *t, const char *sql, GError **error)
   char *msg = NULL;
   if (sqlite3_exec (t->db, sql, NULL, NULL, &msg) != SQLITE_OK)
     {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error: %s", t->path,
-                   msg ? msg : "unknown");
+      g_autofree char *why = explain_failure (t, msg ? msg : "unknown");
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: %s", t->path, why);
       db_failed (t, msg ? msg : "unknown");
       sqlite3_free (msg);
       return FALSE;
@@ -389,6 +406,7 @@ static struct {
   volatile sig_atomic_t armed;
   char db[PATH_MAX];
   char journal[PATH_MAX + 16];
+  char lock[PATH_MAX];   /* the target's lock file, "" when none */
 } cleanup[CLEANUP_SLOTS];
 static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP };
 
@@ -401,6 +419,10 @@ on_fatal_signal (int sig)
       {
         unlink (cleanup[i].db);
         unlink (cleanup[i].journal);
+        /* still held: removing it before the lock dies with the process is
+         * what the owner of a lock may do (lock_target) */
+        if (cleanup[i].lock[0])
+          unlink (cleanup[i].lock);
       }
   /* SA_RESETHAND restored the default action; the signal is blocked until
    * the handler returns, then kills the process as it would have */
@@ -431,14 +453,15 @@ install_handlers (void)
   g_once_init_leave (&done, 1);
 }
 
-/* Registers `tmp` (and its journal) for deletion on a fatal signal; returns
- * the slot, or -1 when the path is too long or every slot is taken (the file
- * is then only deleted by sim_trace_abandon). */
+/* Registers `tmp` (and its journal) and the lock file `lock` for deletion on
+ * a fatal signal; returns the slot, or -1 when a path is too long or every
+ * slot is taken (the files are then only deleted by sim_trace_abandon, and
+ * by the next run for the same target). */
 static int
-cleanup_arm (const char *tmp)
+cleanup_arm (const char *tmp, const char *lock)
 {
   install_handlers ();
-  if (strlen (tmp) >= PATH_MAX)
+  if (strlen (tmp) >= PATH_MAX || strlen (lock) >= PATH_MAX)
     return -1;
   G_LOCK_DEFINE_STATIC (slots);
   G_LOCK (slots);
@@ -450,6 +473,7 @@ cleanup_arm (const char *tmp)
     {
       g_strlcpy (cleanup[slot].db, tmp, sizeof cleanup[slot].db);
       g_snprintf (cleanup[slot].journal, sizeof cleanup[slot].journal, "%s-journal", tmp);
+      g_strlcpy (cleanup[slot].lock, lock, sizeof cleanup[slot].lock);
       __atomic_store_n (&cleanup[slot].armed, 1, __ATOMIC_RELEASE);
     }
   G_UNLOCK (slots);
@@ -556,23 +580,241 @@ sim_trace_check_target (const char *path, const char *what, GError **error)
   return FALSE;
 }
 
+/* --- one run per target, and the leftovers of killed ones ------------------ */
+
+/* Bytes of the lock file's text that are read: "pid N, scenario FILE". */
+#define LOCK_TEXT_MAX 200
+
+/* Who holds the lock file open on `fd`, as its holder wrote it, cleaned for
+ * a message; "" when it says nothing yet.  The holder writes its line just
+ * after taking the lock, so an empty file is read again for a short while. */
+static char *
+lock_holder (int fd)
+{
+  char text[LOCK_TEXT_MAX + 1];
+  for (int tries = 0; tries < 40; tries++)
+    {
+      ssize_t n = pread (fd, text, LOCK_TEXT_MAX, 0);
+      if (n > 0)
+        {
+          text[n] = '\0';
+          text[strcspn (text, "\n")] = '\0';
+          if (text[0])
+            {
+              g_autofree char *valid = g_utf8_make_valid (text, -1);
+              return sim_input_printable (valid);
+            }
+        }
+      g_usleep (5000);
+    }
+  return g_strdup ("");
+}
+
+/* Takes the lock that makes this process the one writing `path`: an
+ * exclusive flock() on the file `lock` beside it, created when absent, into
+ * which the holder writes "pid N, scenario FILE".  The kernel drops the lock
+ * when its process dies, however it dies, so it is never stale; the holder
+ * removes the file before it lets go, and a process that locked a file
+ * removed meanwhile tries again, so only one process ever holds the lock of
+ * the name `lock` at a time.  Returns the descriptor, or -1 with a
+ * SIM_ERROR_INPUT error naming the holder when another run writes `path`,
+ * SIM_ERROR_RUNTIME when the lock cannot be taken. */
+static int
+lock_target (const char *path, const char *lock, const char *scenario, GError **error)
+{
+  g_autofree char *shown = sim_input_printable (path);
+  for (int tries = 0; tries < 100; tries++)
+    {
+      int fd = open (lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+      struct stat held, named;
+      if (fd < 0 || fstat (fd, &held) != 0 || !S_ISREG (held.st_mode))
+        {
+          int err = fd < 0 ? errno : EINVAL;
+          if (fd >= 0)
+            close (fd);
+          g_autofree char *lk = sim_input_printable (lock);
+          g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+                       "%s: cannot create its lock file %s: %s; choose a folder you can write"
+                       " to, or remove %s if it is not a regular file", shown, lk,
+                       err == EINVAL ? "not a regular file" : g_strerror (err), lk);
+          return -1;
+        }
+      if (flock (fd, LOCK_EX | LOCK_NB) != 0)
+        {
+          int err = errno;
+          if (err == EWOULDBLOCK)
+            {
+              g_autofree char *who = lock_holder (fd);
+              close (fd);
+              g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                           "%s: in use by dtsim run (%s); wait for it to finish or choose"
+                           " another output path (-o)", shown,
+                           who[0] ? who : "a process that has just started");
+              return -1;
+            }
+          close (fd);
+          g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+                       "%s: cannot lock it against another run writing it at once (%s);"
+                       " write the trace to a local folder", shown, g_strerror (err));
+          return -1;
+        }
+      /* the holder before us may have removed the file we locked */
+      if (lstat (lock, &named) == 0 && named.st_dev == held.st_dev
+          && named.st_ino == held.st_ino)
+        {
+          g_autofree char *line = g_strdup_printf ("pid %ld, scenario %s\n", (long) getpid (),
+                                                   scenario ? scenario : "(unknown)");
+          /* the line only names the holder in the others' messages: a failed
+           * write costs nothing else */
+          if (ftruncate (fd, 0) == 0 && pwrite (fd, line, strlen (line), 0) < 0)
+            g_debug ("%s: cannot write its lock file", shown);
+          return fd;
+        }
+      close (fd);
+    }
+  g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
+               "%s: its lock file keeps being replaced; is another program removing files"
+               " in its folder?", shown);
+  return -1;
+}
+
+/* Whether `name` is one of the temporary files of target `base`:
+ * ".BASE.XXXXXX" (mkstemp's six letters and digits), or its journal. */
+static gboolean
+is_temporary_of (const char *name, const char *base, gboolean *journal)
+{
+  gsize nb = strlen (base);
+  if (name[0] != '.' || strncmp (name + 1, base, nb) != 0 || name[nb + 1] != '.')
+    return FALSE;
+  const char *x = name + nb + 2;
+  for (int i = 0; i < 6; i++)
+    if (!g_ascii_isalnum (x[i]))
+      return FALSE;
+  *journal = strcmp (x + 6, "-journal") == 0;
+  return *journal || x[6] == '\0';
+}
+
+/* Removes the temporary files (and journals) that runs killed before they
+ * could delete them left beside target `path` (kill -9, a crash, a power
+ * cut).  Called with the target's lock held, so no other dtsim writes one;
+ * still, a temporary is removed only when no process holds its flock()
+ * (every writer holds one on its own) and it is empty or an SQLite file.
+ * A journal goes with its database, or alone when that is gone. */
+static void
+remove_stale_temporaries (const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
+  GDir *d = g_dir_open (dir, 0, NULL);
+  if (!d)
+    return;
+  g_autoptr (GPtrArray) journals = g_ptr_array_new_with_free_func (g_free);
+  const char *name;
+  while ((name = g_dir_read_name (d)))
+    {
+      gboolean journal = FALSE;
+      if (!is_temporary_of (name, base, &journal))
+        continue;
+      g_autofree char *file = g_build_filename (dir, name, NULL);
+      if (journal)
+        {
+          g_ptr_array_add (journals, g_steal_pointer (&file));
+          continue;
+        }
+      int fd = open (file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+      struct stat st;
+      char head[16];
+      if (fd < 0)
+        continue;
+      if (fstat (fd, &st) == 0 && S_ISREG (st.st_mode)
+          && (st.st_size == 0 || (read (fd, head, sizeof head) == (ssize_t) sizeof head
+                                  && memcmp (head, "SQLite format 3", 16) == 0))
+          && flock (fd, LOCK_EX | LOCK_NB) == 0)
+        {
+          g_autofree char *j = g_strconcat (file, "-journal", NULL);
+          g_unlink (file);
+          g_unlink (j);
+        }
+      close (fd);
+    }
+  g_dir_close (d);
+  for (guint i = 0; i < journals->len; i++)
+    {
+      const char *j = g_ptr_array_index (journals, i);
+      g_autofree char *db = g_strndup (j, strlen (j) - strlen ("-journal"));
+      struct stat st;
+      if (lstat (db, &st) != 0 && errno == ENOENT && lstat (j, &st) == 0
+          && S_ISREG (st.st_mode))
+        g_unlink (j);
+    }
+}
+
+/* Why writing the trace failed, with the fix, given SQLite's or the system's
+ * message `why`: the folder or the temporary file removed during the run is
+ * said as such (SQLite would only say "attempt to write a readonly
+ * database" or "disk I/O error"). */
+static char *
+explain_failure (const SimTrace *t, const char *why)
+{
+  struct stat st;
+  g_autofree char *dir = g_path_get_dirname (t->tmp_path);
+  if (stat (dir, &st) != 0 && errno == ENOENT)
+    {
+      g_autofree char *shown = sim_input_printable (dir);
+      /* SQLite's own words ("attempt to write a readonly database", "disk
+       * I/O error") would only mislead */
+      return g_strdup_printf ("its folder '%s' was removed during the run; create the"
+                              " folder again and rerun, or choose another -o", shown);
+    }
+  if (lstat (t->tmp_path, &st) != 0 && errno == ENOENT)
+    {
+      g_autofree char *shown = sim_input_printable (t->tmp_path);
+      return g_strdup_printf ("the new trace %s was deleted during the run (%s); run again",
+                              shown, why);
+    }
+  return g_strdup_printf ("SQLite error: %s", why);
+}
+
 SimTrace *
 sim_trace_open (const char *path, GError **error)
+{
+  return sim_trace_open_run (path, NULL, error);
+}
+
+SimTrace *
+sim_trace_open_run (const char *path, const char *scenario, GError **error)
 {
   g_autofree char *dir = g_path_get_dirname (path);
   g_autofree char *base = g_path_get_basename (path);
   g_autofree char *name = g_strdup_printf (".%s.XXXXXX", base);
   g_autofree char *tmp = g_build_filename (dir, name, NULL);
-  /* no signal between the file's creation and its registration */
+  g_autofree char *lock_name = g_strdup_printf (".%s.lock", base);
+  g_autofree char *lock = g_build_filename (dir, lock_name, NULL);
+  /* no signal between the files' creation and their registration */
   sigset_t block, old;
   sigemptyset (&block);
   for (gsize i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
     sigaddset (&block, cleanup_signals[i]);
   pthread_sigmask (SIG_BLOCK, &block, &old);
+  int lock_fd = lock_target (path, lock, scenario, error);
+  if (lock_fd < 0)
+    {
+      pthread_sigmask (SIG_SETMASK, &old, NULL);
+      return NULL;
+    }
+  remove_stale_temporaries (path);
   /* 0644 as SQLite creates its files, less the umask */
   int fd = g_mkstemp_full (tmp, O_RDWR | O_CLOEXEC, 0644);
   int err = errno;
-  int slot = fd >= 0 ? cleanup_arm (tmp) : -1;
+  /* in use: the next run for this target leaves it alone */
+  if (fd >= 0)
+    flock (fd, LOCK_EX | LOCK_NB);
+  int slot = fd >= 0 ? cleanup_arm (tmp, lock) : -1;
+  if (fd < 0)
+    {
+      g_unlink (lock);
+      close (lock_fd);
+    }
   pthread_sigmask (SIG_SETMASK, &old, NULL);
   if (fd < 0)
     {
@@ -582,10 +824,12 @@ sim_trace_open (const char *path, GError **error)
                    " write to", shown, g_strerror (err));
       return NULL;
     }
-  close (fd);
   SimTrace *t = g_new0 (SimTrace, 1);
   t->path = g_strdup (path);
   t->tmp_path = g_steal_pointer (&tmp);
+  t->tmp_fd = fd;
+  t->lock_path = g_steal_pointer (&lock);
+  t->lock_fd = lock_fd;
   t->cleanup_slot = slot;
   t->run_errors = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
   g_autofree char *schema = schema_sql ();
@@ -618,8 +862,7 @@ sim_trace_ok (const SimTrace *t, GError **error)
 {
   if (!t->db_error)
     return TRUE;
-  g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: SQLite error: %s", t->path,
-               t->db_error);
+  g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: %s", t->path, t->db_error);
   return FALSE;
 }
 
@@ -633,10 +876,20 @@ close_db (SimTrace *t)
   t->db = NULL;
 }
 
+/* Forgets the trace.  Its lock file is removed before the lock is let go
+ * (lock_target says why). */
 static void
 free_trace (SimTrace *t)
 {
   cleanup_disarm (t->cleanup_slot);
+  if (t->tmp_path)
+    close (t->tmp_fd);
+  if (t->lock_path)
+    {
+      g_unlink (t->lock_path);
+      close (t->lock_fd);
+      g_free (t->lock_path);
+    }
   if (t->run_errors)
     g_hash_table_unref (t->run_errors);
   g_free (t->db_error);
@@ -676,7 +929,16 @@ sim_trace_close (SimTrace *t, GError **error)
   g_autofree char *shown = sim_input_printable (t->path);
   if (why)
     {
-      g_autofree char *tmp = sim_input_printable (t->tmp_path);
+      /* kept under a name without the leading dot, which the next run for
+       * this target would take for a killed run's leftover */
+      g_autofree char *dir = g_path_get_dirname (t->tmp_path);
+      g_autofree char *name = g_path_get_basename (t->tmp_path);
+      g_autofree char *kept = g_build_filename (dir, name + 1, NULL);
+      if (link (t->tmp_path, kept) == 0)
+        g_unlink (t->tmp_path);
+      else
+        g_free (g_steal_pointer (&kept));
+      g_autofree char *tmp = sim_input_printable (kept ? kept : t->tmp_path);
       g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME,
                    "%s: changed during the run and now %s; the new trace is kept in %s",
                    shown, why, tmp);
@@ -693,8 +955,13 @@ sim_trace_close (SimTrace *t, GError **error)
   if (g_rename (t->tmp_path, t->path) != 0)
     {
       int err = errno;
-      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot replace it with the new"
-                   " trace: %s", shown, g_strerror (err));
+      g_autofree char *cause = explain_failure (t, g_strerror (err));
+      if (g_str_has_prefix (cause, "SQLite error: "))
+        g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot replace it with the new"
+                     " trace: %s", shown, g_strerror (err));
+      else
+        g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s: cannot replace it with the new"
+                     " trace: %s", shown, cause);
       remove_temporary (t);
       free_trace (t);
       return FALSE;

@@ -53,7 +53,17 @@ gboolean sim_trace_check_target (const char *path, const char *what, GError **er
 /* Creates a new, empty trace that will replace `path`: it is written to a
  * hidden temporary file in the same folder (".NAME.XXXXXX"), deleted if a
  * SIGINT, SIGTERM or SIGHUP ends the process.  `path` is not touched.  Check
- * it with sim_trace_check_target() first. */
+ * it with sim_trace_check_target() first.
+ * Only one process at a time writes a given `path`: the trace holds a lock
+ * (flock on ".NAME.lock" beside it, removed at the end) from here until it is
+ * closed or abandoned; while another process holds it, NULL with a one-line
+ * SIM_ERROR_INPUT "PATH: in use by dtsim run (pid N, scenario FILE); ..."
+ * (`scenario` is what this one writes there; NULL: unknown).  With the lock
+ * taken, the temporary files of runs killed before they could delete them
+ * are removed (sim/trace.c, remove_stale_temporaries).  Other failures are
+ * SIM_ERROR_RUNTIME. */
+SimTrace *sim_trace_open_run (const char *path, const char *scenario, GError **error);
+/* sim_trace_open_run() with no scenario to name. */
 SimTrace *sim_trace_open (const char *path, GError **error);
 /* Commits pending rows, closes, and renames the new file over `path` (after
  * checking again that `path` is still absent or a trace).  Returns FALSE, the

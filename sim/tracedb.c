@@ -5,7 +5,9 @@
  *  - The database must be a regular file (checked before SQLite opens it,
  *    with O_NONBLOCK so that a FIFO cannot block) with a SQLite header whose
  *    page count fits the file's size.  It is opened read-only by its absolute
- *    path (never read as a file: URI), defensive, with an untrusted schema,
+ *    path, made a URI here (immutable unless a journal or WAL beside it says
+ *    it is written in place: reader_uri), so reading never writes or creates
+ *    a file beside it; defensive, with an untrusted schema,
  *    no views, triggers, extensions or attached files, and values of at most
  *    SIM_TRACEDB_VALUE_MAX bytes; the tables and columns a caller reads must
  *    exist as ordinary tables.  Every query is checked; a failure is one
@@ -283,17 +285,56 @@ db_flag (SimTraceDb *t, int op, int on, GError **error)
   return sim_tracedb_check (t, sqlite3_db_config (t->db, op, on, NULL), error);
 }
 
+/* Whether the file `path` exists, and holds at least `min` bytes. */
+static gboolean
+sidecar_exists (const char *path, goffset min)
+{
+  struct stat st;
+  return lstat (path, &st) == 0 && st.st_size >= min;
+}
+
+/* The URI that opens the database `abs` (an absolute path) for reading
+ * without writing or creating anything beside it.  A trace that `dtsim run`
+ * wrote was renamed into place complete and is never written in place
+ * again, so it is opened immutable: no lock, no journal, WAL or shared
+ * memory file read or created, even when someone set it to WAL mode.  A
+ * journal or a non-empty WAL beside it says some program writes or wrote it
+ * in place, and that file holds part of its content: it is then opened
+ * read-only the ordinary way (SQLite honours the locks, and says when a
+ * journal needs rolling back), with the WAL's shared memory file used
+ * read-only, never created.  *wal is set when that shared memory is needed. */
+static char *
+reader_uri (const char *abs, gboolean *wal)
+{
+  g_autofree char *journal = g_strconcat (abs, "-journal", NULL);
+  g_autofree char *wal_file = g_strconcat (abs, "-wal", NULL);
+  /* every character outside the unreserved set and '/' as %XX: a '?' or
+   * '#' of the name is no parameter */
+  g_autofree char *escaped = g_uri_escape_string (abs, "/", TRUE);
+  *wal = sidecar_exists (wal_file, 1);
+  if (*wal)
+    return g_strdup_printf ("file:%s?mode=ro&readonly_shm=1", escaped);
+  if (sidecar_exists (journal, 0))
+    return g_strdup_printf ("file:%s?mode=ro", escaped);
+  return g_strdup_printf ("file:%s?immutable=1", escaped);
+}
+
 /* Opens `path` read-only into t->db, hardened for an untrusted file: FALSE
  * with *error set when it cannot be opened or a hardening setting fails (the
  * caller closes t->db, which may be set even then). */
 static gboolean
 open_trace (SimTraceDb *t, const char *path, GError **error)
 {
-  /* absolute, so that a name starting with "file:" is never read as a URI */
+  /* absolute, and made a URI here: a name starting with "file:" is never
+   * read as one */
   g_autofree char *abs = g_canonicalize_filename (path, NULL);
+  gboolean wal = FALSE;
+  g_autofree char *uri = reader_uri (abs, &wal);
   /* t->db stays NULL only when SQLite is out of memory; sim_tracedb_check() copes */
-  if (!sim_tracedb_check (t, sqlite3_open_v2 (abs, &t->db, SQLITE_OPEN_READONLY, NULL), error)
-      || !sim_tracedb_check (t, sqlite3_extended_result_codes (t->db, 1), error))
+  int rc = sqlite3_open_v2 (uri, &t->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_extended_result_codes (t->db, 1);
+  if (!sim_tracedb_check (t, rc, error))
     return FALSE;
   /* each setting that this SQLite knows, in turn until one fails */
   gboolean ok = TRUE;
@@ -317,7 +358,27 @@ open_trace (SimTraceDb *t, const char *path, GError **error)
   /* sqlite3_limit() returns the previous limit, not a status: nothing to check */
   sqlite3_limit (t->db, SQLITE_LIMIT_LENGTH, SIM_TRACEDB_VALUE_MAX);
   sqlite3_limit (t->db, SQLITE_LIMIT_ATTACHED, 0);
-  return sim_tracedb_check (t, sqlite3_busy_timeout (t->db, 2000), error);
+  rc = sqlite3_busy_timeout (t->db, 2000);
+  if (!sim_tracedb_check (t, rc, error))
+    return FALSE;
+  if (wal)
+    {
+      /* the WAL is read at the first query: try one, to say what a
+       * missing or unusable shared memory file means */
+      rc = sqlite3_exec (t->db, "SELECT COUNT(*) FROM sqlite_master", NULL, NULL, NULL);
+      if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY)
+        {
+          g_autofree char *arg = g_shell_quote (t->shown);
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: part of it is still in %s-wal, which %s (read-only) can only read"
+                       " with the %s-shm file of a program that has it open; fold it in with:"
+                       " sqlite3 %s 'PRAGMA wal_checkpoint(TRUNCATE)'", t->shown, t->shown,
+                       t->verb, t->shown, arg);
+          return FALSE;
+        }
+      /* any other failure shows again at the schema checks */
+    }
+  return TRUE;
 }
 
 /* What table `name` is: 0 absent, 1 a view or virtual table, 2 a table
