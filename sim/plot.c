@@ -74,7 +74,7 @@
 /* the largest magnitude a figure draws: gnuplot widens an axis to its next
  * tics and takes differences of its ends, which overflow (an "invalid
  * range") for values near DBL_MAX, such as 1e308 */
-#define DRAWABLE_MAX 1e300
+#define DRAWABLE_MAX 1e300   /* the notes say "1e300": change both together */
 
 /* The gnuplot program: $DTSIM_GNUPLOT, else the one configure found. */
 static const char *
@@ -687,9 +687,9 @@ static void
 note_left_out (Plot *p, const char *figure, gint64 n)
 {
   g_autofree char *note
-    = g_strdup_printf ("%" G_GINT64_FORMAT " row%s left out of %s: not finite, or beyond"
-                       " +-%g (gnuplot cannot draw them)", n, n == 1 ? "" : "s", figure,
-                       DRAWABLE_MAX);
+    = g_strdup_printf ("%" G_GINT64_FORMAT " row%s left out of %s: not finite or beyond"
+                       " 1e300 in magnitude, which gnuplot cannot draw", n, n == 1 ? "" : "s",
+                       figure);
   if (p->sink)
     p->sink->note (p->sink->ctx, note);
   else
@@ -789,7 +789,7 @@ lines_draw (Plot *p, Lines *l, gboolean ok, const char *figure, const char *none
   if (ok && l->titles->len == 0)
     skipped (p, figure, none);
   else if (ok && l->points == 0)
-    skipped (p, figure, "no row it could draw (every value not finite or beyond +-1e300)");
+    skipped (p, figure, "no row it could draw (every value not finite or beyond 1e300 in magnitude)");
   else if (ok)
     {
       g_autoptr (GString) v = lines_vars (l, "nruns");
@@ -1070,7 +1070,7 @@ plot_speedup (Plot *p, GError **error)
   if (l.titles->len == 0)
     skipped (p, "speedup", "the runs do not differ in cluster.workers");
   else if (l.points == 0)
-    skipped (p, "speedup", "no point it could draw (speedups not finite or beyond +-1e300)");
+    skipped (p, "speedup", "no point it could draw (speedups not finite or beyond 1e300 in magnitude)");
   else
     {
       g_autoptr (GString) v = lines_vars (&l, "ngroups");
@@ -1601,7 +1601,7 @@ plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
   if (!drawable (xmax))
     {
       g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
-      skipped (p, name, "its window ends at a time that is not finite or beyond +-1e300");
+      skipped (p, name, "its window ends at a time not finite or beyond 1e300 in magnitude");
       return TRUE;
     }
   g_autoptr (GHashTable) index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
