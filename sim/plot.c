@@ -996,18 +996,19 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, gboolean *strong, GEr
     return FALSE;
   /* by workers, then id: groups in the order their first point comes */
   g_array_sort (rows, run_point_cmp);
+  /* label -> its index in names + 1 */
+  g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);
   for (guint r = 0; r < rows->len; r++)
     {
       const RunPoint *rp = &g_array_index (rows, RunPoint, r);
       const char *g = label_of (groups, rp->id);
-      guint i;
-      for (i = 0; i < names->len; i++)
-        if (strcmp (g_ptr_array_index (names, i), g) == 0)
-          break;
-      if (i == names->len)
+      guint i = GPOINTER_TO_UINT (g_hash_table_lookup (index, g));
+      if (i-- == 0)
         {
+          i = names->len;
           g_ptr_array_add (names, g_strdup (g));
           g_ptr_array_add (pts, g_array_new (FALSE, FALSE, sizeof (ScalePoint)));
+          g_hash_table_insert (index, g_ptr_array_index (names, i), GUINT_TO_POINTER (i + 1));
         }
       g_array_append_val (g_ptr_array_index (pts, i), rp->pt);
     }
@@ -1370,6 +1371,8 @@ plot_iteration_time (Plot *p, GError **error)
   g_autoptr (GPtrArray) points
     = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   g_autoptr (GHashTable) workers_seen = g_hash_table_new (g_direct_hash, g_direct_equal);
+  /* label (owned by labels) -> its index in labels + 1 */
+  g_autoptr (GHashTable) line_of = g_hash_table_new (g_str_hash, g_str_equal);
   int rc;
   gint64 left_out = 0;
   while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
@@ -1388,12 +1391,11 @@ plot_iteration_time (Plot *p, GError **error)
         }
       /* the scenario's name, NULL when the run has none */
       g_autofree char *label = line_label (sim_tracedb_text (st, 1), sc ? sc->text : NULL);
-      guint i;
-      for (i = 0; i < labels->len; i++)
-        if (strcmp (g_ptr_array_index (labels, i), label) == 0)
-          break;
-      if (i == labels->len)
+      guint i = GPOINTER_TO_UINT (g_hash_table_lookup (line_of, label));
+      if (i-- == 0)
         {
+          i = labels->len;
+          g_hash_table_insert (line_of, label, GUINT_TO_POINTER (i + 1));
           g_ptr_array_add (labels, g_steal_pointer (&label));
           g_ptr_array_add (points, g_array_new (FALSE, FALSE, sizeof (Point)));
         }
