@@ -78,20 +78,23 @@ as_number (const char *s, double *v)
   return end && *end == '\0' && isfinite (*v) && !g_ascii_isspace (s[0]);
 }
 
-/* The runs (all, or `only`), each with its swept values. */
+/* The runs (all, or `only`), each with its swept values: one scan of runs
+ * and one of params, whatever the number of runs and keys. */
 static GPtrArray *
 load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
 {
+  const char *wanted[] = { "model.batch", "cluster.workers" };
+  g_autofree const char **all = g_new (const char *, keys->len + G_N_ELEMENTS (wanted));
+  for (guint k = 0; k < keys->len + G_N_ELEMENTS (wanted); k++)
+    all[k] = k < keys->len ? g_ptr_array_index (keys, k) : wanted[k - keys->len];
+  if (!sim_tracedb_params_load (t, all, keys->len + G_N_ELEMENTS (wanted), error))
+    return NULL;
   g_autoptr (sqlite3_stmt) st
     = sim_tracedb_prepare (t, "SELECT id, scenario, name, seed, status, error, stop, sim_time,"
                               " wall_time, events, iterations, updates, final_loss,"
                               " final_accuracy, compute, comm, wait, version FROM runs"
                               " WHERE ?1 <= 0 OR id = ?1 ORDER BY id", error);
-  g_autoptr (sqlite3_stmt) val
-    = st ? sim_tracedb_prepare (t, "SELECT value FROM params WHERE run_id = ? AND key = ?"
-                                   " ORDER BY rowid LIMIT 1", error)
-         : NULL;
-  if (!val || !sim_tracedb_check (t, sqlite3_bind_int64 (st, 1, only), error))
+  if (!st || !sim_tracedb_check (t, sqlite3_bind_int64 (st, 1, only), error))
     return NULL;
   g_autoptr (GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) run_free);
   int rc;
@@ -113,23 +116,15 @@ load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
       r->version = col_clean (st, 17);
       r->swept = g_new0 (char *, keys->len + 1);
       r->batch = r->workers = NAN;
-      const char *wanted[] = { "model.batch", "cluster.workers" };
       double *into[] = { &r->batch, &r->workers };
       for (guint k = 0; k < keys->len + G_N_ELEMENTS (wanted); k++)
         {
-          const char *key = k < keys->len ? g_ptr_array_index (keys, k)
-                                          : wanted[k - keys->len];
-          if (!sim_tracedb_rebind (t, val, r->id, error)
-              || !sim_tracedb_bind_text (t, val, 2, key, error))
-            return NULL;
-          int vr = sim_tracedb_step (t, val, error);
-          if (vr < 0)
-            return NULL;
-          if (vr != SQLITE_ROW)
+          const SimTraceParam *v = sim_tracedb_param (t, r->id, all[k]);
+          if (!v)
             continue;
           if (k < keys->len)
-            r->swept[k] = col_clean (val, 0);
-          else if (!as_number (sim_tracedb_text (val, 0), into[k - keys->len]))
+            r->swept[k] = v->text ? sim_clean_text (v->text, G_MAXSIZE) : NULL;
+          else if (!as_number (v->text, into[k - keys->len]))
             *into[k - keys->len] = NAN;
         }
       r->samples_per_s = r->sim_time > 0 && isfinite (r->batch)
@@ -141,9 +136,28 @@ load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
   return g_steal_pointer (&runs);
 }
 
+/* The swept values of r but the key at `skip`, as one text: runs with the
+ * same text differ in that key only.  Each value is preceded by its length,
+ * so that no value can pass for two. */
+static char *
+group_of (const Run *r, GPtrArray *keys, guint skip)
+{
+  GString *g = g_string_new (NULL);
+  for (guint k = 0; k < keys->len; k++)
+    if (k != skip)
+      {
+        if (r->swept[k])
+          g_string_append_printf (g, "%zu:%s;", strlen (r->swept[k]), r->swept[k]);
+        else
+          g_string_append (g, "-;");
+      }
+  return g_string_free (g, FALSE);
+}
+
 /* Scaling efficiency of every finished run when cluster.workers is swept:
  * samples/s per worker over that of the finished run with the fewest
- * workers among those with the same other swept values. */
+ * workers among those with the same other swept values (the first such run,
+ * by id, on a tie).  Two passes over the runs, grouped by a hash table. */
 static void
 scaling (GPtrArray *runs, GPtrArray *keys)
 {
@@ -153,24 +167,28 @@ scaling (GPtrArray *runs, GPtrArray *keys)
       wk = (int) k;
   if (wk < 0)
     return;
+  /* group text -> its base run (const Run *) */
+  g_autoptr (GHashTable) base = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autofree char **group = g_new0 (char *, runs->len);
+  for (guint i = 0; i < runs->len; i++)
+    {
+      const Run *o = g_ptr_array_index (runs, i);
+      if (g_strcmp0 (o->status, "done") != 0 || !(o->workers > 0) || !isfinite (o->samples_per_s))
+        continue;
+      group[i] = group_of (o, keys, (guint) wk);
+      const Run *b = g_hash_table_lookup (base, group[i]);
+      if (!b || o->workers < b->workers)
+        g_hash_table_insert (base, g_strdup (group[i]), (gpointer) o);
+    }
   for (guint i = 0; i < runs->len; i++)
     {
       Run *r = g_ptr_array_index (runs, i);
-      if (g_strcmp0 (r->status, "done") != 0 || !(r->workers > 0) || !isfinite (r->samples_per_s))
+      if (!group[i])
         continue;
-      const Run *base = NULL;
-      for (guint j = 0; j < runs->len; j++)
-        {
-          const Run *o = g_ptr_array_index (runs, j);
-          gboolean same = g_strcmp0 (o->status, "done") == 0 && o->workers > 0
-                          && isfinite (o->samples_per_s);
-          for (guint k = 0; same && k < keys->len; k++)
-            same = (int) k == wk || g_strcmp0 (o->swept[k], r->swept[k]) == 0;
-          if (same && (!base || o->workers < base->workers))
-            base = o;
-        }
-      double b = base->samples_per_s / base->workers;
-      r->scaling = b > 0 ? r->samples_per_s / r->workers / b : NAN;
+      const Run *b = g_hash_table_lookup (base, group[i]);
+      double per = b->samples_per_s / b->workers;
+      r->scaling = per > 0 ? r->samples_per_s / r->workers / per : NAN;
+      g_free (group[i]);
     }
 }
 

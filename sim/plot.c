@@ -71,6 +71,10 @@
 #define LABEL_MAX 120
 /* run ids listed in the line about running or failed runs */
 #define LIST_MAX 8
+/* the largest magnitude a figure draws: gnuplot widens an axis to its next
+ * tics and takes differences of its ends, which overflow (an "invalid
+ * range") for values near DBL_MAX, such as 1e308 */
+#define DRAWABLE_MAX 1e300   /* the notes say "1e300": change both together */
 
 /* The gnuplot program: $DTSIM_GNUPLOT, else the one configure found. */
 static const char *
@@ -245,13 +249,6 @@ static int
 time_to_target (sqlite3 *db, gint64 run, double threshold, double *t)
 {
   return first_time (db, run, "loss IS NOT NULL AND loss <= ?", threshold, t);
-}
-
-/* ... the first test accuracy >= threshold. */
-static int
-time_to_accuracy (sqlite3 *db, gint64 run, double threshold, double *t)
-{
-  return first_time (db, run, "accuracy IS NOT NULL AND accuracy >= ?", threshold, t);
 }
 
 double
@@ -575,12 +572,11 @@ run_labels (Plot *p, const char *const *omit, const char *fallback, GError **err
         }
       g_ptr_array_add (shorts, (gpointer) sh);
     }
+  if (!sim_tracedb_params_load (&p->t, (const char *const *) keys->pdata, keys->len, error))
+    return NULL;
   g_autoptr (sqlite3_stmt) runs
     = sim_tracedb_prepare (&p->t, "SELECT id, name, status FROM runs ORDER BY id", error);
-  g_autoptr (sqlite3_stmt) val
-    = runs ? sim_tracedb_prepare (&p->t, "SELECT value FROM params WHERE run_id = ? AND key = ?", error)
-           : NULL;
-  if (!val)
+  if (!runs)
     return NULL;
   GHashTable *labels = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
   int rc;
@@ -588,21 +584,12 @@ run_labels (Plot *p, const char *const *omit, const char *fallback, GError **err
     {
       GString *l = g_string_new (NULL);
       gint64 id = sqlite3_column_int64 (runs, 0);
-      for (guint i = 0; rc >= 0 && i < keys->len; i++)
+      for (guint i = 0; i < keys->len; i++)
         {
-          if (sim_tracedb_rebind (&p->t, val, id, error)
-              && sim_tracedb_bind_text (&p->t, val, 2, g_ptr_array_index (keys, i), error))
-            rc = sim_tracedb_step (&p->t, val, error);
-          else
-            rc = -1;
+          const SimTraceParam *v = sim_tracedb_param (&p->t, id, g_ptr_array_index (keys, i));
           g_string_append_printf (l, "%s%s=%s", l->len ? " " : "",
                                   (const char *) g_ptr_array_index (shorts, i),
-                                  rc == SQLITE_ROW ? sim_tracedb_text (val, 0) : "-");
-        }
-      if (rc < 0)
-        {
-          g_string_free (l, TRUE);
-          break;
+                                  v ? (v->text ? v->text : "") : "-");
         }
       if (l->len == 0)
         g_string_assign (l, fallback ? fallback : sim_tracedb_text (runs, 1));
@@ -682,13 +669,53 @@ typedef struct {
   FILE *f;
   char *data;            /* path of the data file */
   GPtrArray *titles;     /* clean text, one per block */
+  gint64 points;         /* rows written */
+  gint64 left_out;       /* rows with a value gnuplot cannot draw (drawable()) */
 } Lines;
+
+/* Whether gnuplot can place `v` on an axis: finite and at most
+ * DRAWABLE_MAX in magnitude. */
+static gboolean
+drawable (double v)
+{
+  return isfinite (v) && fabs (v) <= DRAWABLE_MAX;
+}
+
+/* Tells that `n` rows of the database were left out of `figure`, where the
+ * notes go (on stderr for `dtsim plot`). */
+static void
+note_left_out (Plot *p, const char *figure, gint64 n)
+{
+  g_autofree char *note
+    = g_strdup_printf ("%" G_GINT64_FORMAT " row%s left out of %s: not finite or beyond"
+                       " 1e300 in magnitude, which gnuplot cannot draw", n, n == 1 ? "" : "s",
+                       figure);
+  if (p->sink)
+    p->sink->note (p->sink->ctx, note);
+  else
+    g_printerr ("dtsim: %s: %s\n", p->t.shown, note);
+}
+
+/* Writes the row "x TAB y" of the current block when gnuplot can draw both
+ * values, else counts it left out. */
+static void
+lines_point (Lines *l, double x, double y)
+{
+  if (!drawable (x) || !drawable (y))
+    {
+      l->left_out++;
+      return;
+    }
+  fprintf (l->f, "%.17g\t%.17g\n", x, y);
+  l->points++;
+}
 
 static gboolean
 lines_begin (Plot *p, Lines *l, const char *file, GError **error)
 {
   l->data = g_build_filename (p->tmp, file, NULL);
   l->f = fopen (l->data, "w");
+  l->points = l->left_out = 0;
   l->titles = g_ptr_array_new_with_free_func (g_free);
   if (!l->f)
     {
@@ -757,8 +784,12 @@ static gboolean
 lines_draw (Plot *p, Lines *l, gboolean ok, const char *figure, const char *none,
             const GString *extra, GError **error)
 {
+  if (ok && l->left_out > 0)
+    note_left_out (p, figure, l->left_out);
   if (ok && l->titles->len == 0)
     skipped (p, figure, none);
+  else if (ok && l->points == 0)
+    skipped (p, figure, "no row it could draw (every value not finite or beyond 1e300 in magnitude)");
   else if (ok)
     {
       g_autoptr (GString) v = lines_vars (l, "nruns");
@@ -771,20 +802,48 @@ lines_draw (Plot *p, Lines *l, gboolean ok, const char *figure, const char *none
   return ok;
 }
 
-/* The [scenario] target_accuracy every run with metrics shares in *t (0
- * when some run has none or they differ); SQLITE_OK or the failing call's
- * code. */
-static int
-common_target_accuracy (sqlite3 *db, double *t)
+/* The ids of the runs (of the runs table) with a loss in metrics, by id,
+ * in one scan of each table; NULL with *error set when a query fails. */
+static GArray *
+loss_runs (Plot *p, GError **error)
 {
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2 (db, "SELECT CASE WHEN COUNT(DISTINCT a) = 1 AND MIN(a) > 0 AND"
-                               " COUNT(*) = COUNT(a) THEN MIN(a) ELSE 0 END FROM (SELECT"
-                               " CAST((SELECT value FROM params p WHERE p.run_id = r.id AND"
-                               " p.key = 'scenario.target_accuracy') AS REAL) AS a FROM runs r"
-                               " WHERE EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
-                               " AND m.loss IS NOT NULL))", -1, &st, NULL);
-  return first_double (st, rc, t);
+  g_autoptr (sqlite3_stmt) st
+    = sim_tracedb_prepare (&p->t, "SELECT id FROM runs WHERE id IN (SELECT run_id FROM metrics"
+                                  " WHERE loss IS NOT NULL) ORDER BY id", error);
+  if (!st)
+    return NULL;
+  g_autoptr (GArray) ids = g_array_new (FALSE, FALSE, sizeof (gint64));
+  int rc;
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
+    {
+      gint64 id = sqlite3_column_int64 (st, 0);
+      g_array_append_val (ids, id);
+    }
+  return rc < 0 ? NULL : g_steal_pointer (&ids);
+}
+
+/* The [scenario] target_accuracy every run with metrics shares in *t (0
+ * when some run has none or they differ).  FALSE with *error set when a
+ * query fails. */
+static gboolean
+common_target_accuracy (Plot *p, double *t, GError **error)
+{
+  static const char *const key[] = { "scenario.target_accuracy" };
+  *t = 0;
+  g_autoptr (GArray) ids = loss_runs (p, error);
+  if (!ids || !sim_tracedb_params_load (&p->t, key, 1, error))
+    return FALSE;
+  for (guint i = 0; i < ids->len; i++)
+    {
+      const SimTraceParam *v = sim_tracedb_param (&p->t, g_array_index (ids, gint64, i), key[0]);
+      if (!v || !v->text || !(v->real > 0) || (i > 0 && v->real != *t))
+        {
+          *t = 0;
+          return TRUE;
+        }
+      *t = v->real;
+    }
+  return TRUE;
 }
 
 /* Loss (y = "loss"), test accuracy in percent (y = "accuracy") or the
@@ -799,45 +858,45 @@ plot_metric_by (Plot *p, const char *x, const char *y, const char *figure, GErro
   gboolean acc = strcmp (y, "accuracy") == 0, cons = strcmp (y, "consensus") == 0;
   /* the rows drawn: with a loss, or with a positive consensus distance */
   const char *has = cons ? "consensus > 0" : "loss IS NOT NULL";
-  g_autofree char *rq = g_strdup_printf ("SELECT r.id FROM runs r WHERE EXISTS (SELECT 1 FROM"
-                                         " metrics m WHERE m.run_id = r.id AND m.%s) ORDER BY"
-                                         " r.id", has);
-  g_autoptr (sqlite3_stmt) runs = sim_tracedb_prepare (&p->t, rq, error);
-  g_autofree char *q = g_strdup_printf ("SELECT %s, %s FROM metrics WHERE run_id = ? AND"
-                                        " %s ORDER BY sim_time, step", x, y, has);
-  g_autoptr (sqlite3_stmt) pts = runs ? sim_tracedb_prepare (&p->t, q, error) : NULL;
+  /* one scan of metrics, sorted by run: a block per run of the runs table */
+  g_autofree char *q = g_strdup_printf ("SELECT run_id, %s, %s FROM metrics WHERE %s AND run_id"
+                                        " IN (SELECT id FROM runs) ORDER BY run_id, sim_time,"
+                                        " step", x, y, has);
+  g_autoptr (sqlite3_stmt) pts = sim_tracedb_prepare (&p->t, q, error);
   Lines l;
   if (!pts || !lines_begin (p, &l, "metric.tsv", error))
     return FALSE;
-  int rc, rc2 = SQLITE_DONE;
+  int rc = SQLITE_DONE, rc2;
   double first_max = 0, all_max = 0;
-  while (rc2 >= 0 && (rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
+  gboolean first = TRUE;
+  gint64 run = 0;
+  while ((rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
     {
-      gint64 id = sqlite3_column_int64 (runs, 0);
-      lines_next (&l, label_of (p->labels, id));
-      if (!sim_tracedb_rebind (&p->t, pts, id, error))
+      gint64 id = sqlite3_column_int64 (pts, 0);
+      if (l.titles->len == 0 || id != run)
         {
-          rc2 = -1;
-          break;
+          lines_next (&l, label_of (p->labels, id));
+          run = id;
+          first = TRUE;
         }
-      gboolean first = TRUE;
-      while ((rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
+      double a = sqlite3_column_double (pts, 1), b = sqlite3_column_double (pts, 2);
+      double shown = acc ? 100 * b : b;
+      if (!drawable (a) || !drawable (shown))
         {
-          double a = sqlite3_column_double (pts, 0), b = sqlite3_column_double (pts, 1);
-          if (!isfinite (a) || !isfinite (b))
-            continue;
-          if (first)
-            first_max = MAX (first_max, b);
-          first = FALSE;
-          all_max = MAX (all_max, b);
-          fprintf (l.f, "%.17g\t%.17g\n", a, acc ? 100 * b : b);
+          l.left_out++;
+          continue;
         }
+      if (first)
+        first_max = MAX (first_max, b);
+      first = FALSE;
+      all_max = MAX (all_max, b);
+      lines_point (&l, a, shown);
     }
   g_autoptr (GString) extra = g_string_new (NULL);
   if (acc)
     {
       double target = 0;
-      if (!sim_tracedb_check (&p->t, common_target_accuracy (p->t.db, &target), error))
+      if (!common_target_accuracy (p, &target, error))
         rc = -1;
       gp_num (extra, "target", 100 * target);
     }
@@ -871,6 +930,20 @@ typedef struct {
   double workers, thr;   /* workers; samples per simulated second */
 } ScalePoint;
 
+typedef struct {
+  gint64 id;             /* the run */
+  ScalePoint pt;
+} RunPoint;
+
+/* RunPoints by workers; g_array_sort() is stable, so runs keep their
+ * order (by id) among equal workers. */
+static gint
+run_point_cmp (gconstpointer a, gconstpointer b)
+{
+  double x = ((const RunPoint *) a)->pt.workers, y = ((const RunPoint *) b)->pt.workers;
+  return (x > y) - (x < y);
+}
+
 /* The finished runs' throughputs, grouped by every swept key but
  * cluster.workers (and model.batch where [model] global_batch sets it):
  * the groups' labels into `names` (owned copies) and, at the same index, a
@@ -881,46 +954,65 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, gboolean *strong, GEr
 {
   /* With [model] global_batch set in every run, model.batch follows from the
    * workers (global_batch / workers): it is no grouping key either. */
-  g_autoptr (sqlite3_stmt) gb
-    = sim_tracedb_prepare (&p->t, "SELECT COUNT(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM params p"
-                 " WHERE p.run_id = r.id AND p.key = 'model.global_batch' AND"
-                 " CAST(p.value AS INTEGER) > 0)", error);
-  int rc;
-  if (!gb || (rc = sim_tracedb_step (&p->t, gb, error)) < 0)
+  static const char *const used[] = { "model.global_batch", "cluster.workers", "model.batch" };
+  if (!sim_tracedb_params_load (&p->t, used, G_N_ELEMENTS (used), error))
     return FALSE;
-  gboolean derived = rc == SQLITE_ROW && sqlite3_column_int64 (gb, 0) == 0;
+  g_autoptr (sqlite3_stmt) all = sim_tracedb_prepare (&p->t, "SELECT id FROM runs", error);
+  int rc;
+  gboolean derived = TRUE;
+  while (all && (rc = sim_tracedb_step (&p->t, all, error)) == SQLITE_ROW)
+    {
+      const SimTraceParam *g = sim_tracedb_param (&p->t, sqlite3_column_int64 (all, 0), used[0]);
+      derived = derived && g && g->text && g->integer > 0;
+    }
+  if (!all || rc < 0)
+    return FALSE;
   if (strong)
     *strong = derived;
   const char *omit[] = { "cluster.workers", derived ? "model.batch" : NULL, NULL };
   g_autoptr (GHashTable) groups = run_labels (p, omit, "all runs", error);
   g_autoptr (sqlite3_stmt) st
-    = groups ? sim_tracedb_prepare (&p->t, "SELECT r.id, CAST((SELECT value FROM params p WHERE"
-                          " p.run_id = r.id AND p.key = 'cluster.workers') AS REAL),"
-                          " r.updates * CAST((SELECT value FROM params p WHERE p.run_id = r.id"
-                          " AND p.key = 'model.batch') AS REAL) / r.sim_time FROM runs r"
-                          " WHERE r.status = 'done' AND r.sim_time > 0 AND r.updates > 0"
-                          " ORDER BY 2, r.id", error)
+    = groups ? sim_tracedb_prepare (&p->t, "SELECT id, updates, sim_time FROM runs WHERE status"
+                                           " = 'done' AND sim_time > 0 AND updates > 0 ORDER BY"
+                                           " id", error)
              : NULL;
   if (!st)
     return FALSE;
+  g_autoptr (GArray) rows = g_array_new (FALSE, FALSE, sizeof (RunPoint));
   while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
-      ScalePoint pt = { sqlite3_column_double (st, 1), sqlite3_column_double (st, 2) };
+      gint64 id = sqlite3_column_int64 (st, 0);
+      const SimTraceParam *w = sim_tracedb_param (&p->t, id, used[1]);
+      const SimTraceParam *b = sim_tracedb_param (&p->t, id, used[2]);
+      ScalePoint pt = { w && w->text ? w->real : 0,
+                        b && b->text ? sqlite3_column_double (st, 1) * b->real
+                                       / sqlite3_column_double (st, 2) : 0 };
       if (!(isfinite (pt.workers) && pt.workers >= 1 && isfinite (pt.thr) && pt.thr > 0))
         continue;
-      const char *g = label_of (groups, sqlite3_column_int64 (st, 0));
-      guint i;
-      for (i = 0; i < names->len; i++)
-        if (strcmp (g_ptr_array_index (names, i), g) == 0)
-          break;
-      if (i == names->len)
+      RunPoint rp = { id, pt };
+      g_array_append_val (rows, rp);
+    }
+  if (rc < 0)
+    return FALSE;
+  /* by workers, then id: groups in the order their first point comes */
+  g_array_sort (rows, run_point_cmp);
+  /* label -> its index in names + 1 */
+  g_autoptr (GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint r = 0; r < rows->len; r++)
+    {
+      const RunPoint *rp = &g_array_index (rows, RunPoint, r);
+      const char *g = label_of (groups, rp->id);
+      guint i = GPOINTER_TO_UINT (g_hash_table_lookup (index, g));
+      if (i-- == 0)
         {
+          i = names->len;
           g_ptr_array_add (names, g_strdup (g));
           g_ptr_array_add (pts, g_array_new (FALSE, FALSE, sizeof (ScalePoint)));
+          g_hash_table_insert (index, g_ptr_array_index (names, i), GUINT_TO_POINTER (i + 1));
         }
-      g_array_append_val (g_ptr_array_index (pts, i), pt);
+      g_array_append_val (g_ptr_array_index (pts, i), rp->pt);
     }
-  return rc >= 0;
+  return TRUE;
 }
 
 /* Speedup against workers with the Amdahl fit, per group of runs that agree
@@ -955,7 +1047,7 @@ plot_speedup (Plot *p, GError **error)
         {
           n[j] = sp[j].workers / sp[0].workers;
           s[j] = sp[j].thr / sp[0].thr;
-          fprintf (l.f, "%.17g\t%.17g\n", sp[j].workers, s[j]);
+          lines_point (&l, sp[j].workers, s[j]);
           xmax = MAX (xmax, sp[j].workers);
         }
       double f = NAN;
@@ -974,8 +1066,12 @@ plot_speedup (Plot *p, GError **error)
       g_array_append_val (n0s, sp[0].workers);
     }
   gboolean ok = TRUE;
+  if (l.left_out > 0)
+    note_left_out (p, "speedup", l.left_out);
   if (l.titles->len == 0)
     skipped (p, "speedup", "the runs do not differ in cluster.workers");
+  else if (l.points == 0)
+    skipped (p, "speedup", "no point it could draw (speedups not finite or beyond 1e300 in magnitude)");
   else
     {
       g_autoptr (GString) v = lines_vars (&l, "ngroups");
@@ -996,34 +1092,42 @@ plot_speedup (Plot *p, GError **error)
 static gboolean
 plot_iteration_cdf (Plot *p, GError **error)
 {
+  /* the rows of each run, then all rows in one scan sorted by run */
   g_autoptr (sqlite3_stmt) runs
-    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
-                 " run_id", error);
+    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id", error);
   g_autoptr (sqlite3_stmt) pts
-    = runs ? sim_tracedb_prepare (&p->t, "SELECT end - start FROM iterations WHERE run_id = ? ORDER BY 1",
-                        error)
+    = runs ? sim_tracedb_prepare (&p->t, "SELECT run_id, end - start FROM iterations ORDER BY"
+                                         " run_id, 2", error)
            : NULL;
   Lines l;
   if (!pts || !lines_begin (p, &l, "iteration-cdf.tsv", error))
     return FALSE;
+  g_autoptr (GHashTable) counts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
   int rc, rc2 = SQLITE_DONE;
-  while (rc2 >= 0 && (rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
     {
-      gint64 id = sqlite3_column_int64 (runs, 0), count = sqlite3_column_int64 (runs, 1);
-      gint64 every = MAX (1, count / CDF_POINTS), k = 0;
-      lines_next (&l, label_of (p->labels, id));
-      if (!sim_tracedb_rebind (&p->t, pts, id, error))
+      gint64 id = sqlite3_column_int64 (runs, 0);
+      g_hash_table_insert (counts, g_memdup2 (&id, sizeof id),
+                           GSIZE_TO_POINTER ((gsize) sqlite3_column_int64 (runs, 1)));
+    }
+  gint64 run = 0, count = 0, every = 1, k = 0;
+  while (rc >= 0 && (rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
+    {
+      gint64 id = sqlite3_column_int64 (pts, 0);
+      if (l.titles->len == 0 || id != run)
         {
-          rc2 = -1;
-          break;
+          run = id;
+          count = (gint64) GPOINTER_TO_SIZE (g_hash_table_lookup (counts, &id));
+          every = MAX (1, count / CDF_POINTS);
+          k = 0;
+          lines_next (&l, label_of (p->labels, id));
         }
-      while ((rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
-        {
-          k++;
-          double t = sqlite3_column_double (pts, 0);
-          if ((k % every == 0 || k == count || k == 1) && isfinite (t))
-            fprintf (l.f, "%.17g\t%.17g\n", t, (double) k / (double) count);
-        }
+      k++;
+      double t = sqlite3_column_double (pts, 1);
+      if (!drawable (t))
+        l.left_out++;
+      else if (k % every == 0 || k == count || k == 1)
+        lines_point (&l, t, (double) k / (double) count);
     }
   return lines_draw (p, &l, rc >= 0 && rc2 >= 0, "iteration-cdf",
                      "no iterations table rows ([trace] detail = summary)", NULL, error);
@@ -1046,11 +1150,19 @@ plot_breakdown (Plot *p, GError **error)
     {
       const char *label = label_of (p->labels, sqlite3_column_int64 (st, 0));
       double c[3];
+      gboolean bar = TRUE;
       for (int i = 0; i < 3; i++)
         {
           c[i] = sqlite3_column_double (st, i + 1);
-          c[i] = isfinite (c[i]) ? c[i] : 0;
+          bar = bar && drawable (c[i]);
         }
+      /* a run whose means overflow (a row of 1e308, of infinity) gets no bar */
+      if (!bar)
+        {
+          l.left_out++;
+          continue;
+        }
+      l.points++;
       lines_title (&l, label);
       fprintf (l.f, "%u\t%.17g\t%.17g\t%.17g\n", l.titles->len, c[0], c[1], c[2]);
       maxlabel = MAX (maxlabel,
@@ -1079,30 +1191,38 @@ plot_staleness (Plot *p, GError **error)
                                "synchronous updates)");
       return TRUE;
     }
+  /* the rows of each run, then every run's histogram in one scan */
   g_autoptr (sqlite3_stmt) runs
-    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id ORDER BY"
-                 " run_id", error);
+    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id", error);
   g_autoptr (sqlite3_stmt) pts
-    = runs ? sim_tracedb_prepare (&p->t, "SELECT staleness, COUNT(*) FROM iterations WHERE run_id = ?"
-                        " GROUP BY staleness ORDER BY staleness", error)
+    = runs ? sim_tracedb_prepare (&p->t, "SELECT run_id, staleness, COUNT(*) FROM iterations"
+                                         " GROUP BY run_id, staleness ORDER BY run_id, staleness",
+                                  error)
            : NULL;
   Lines l;
   if (!pts || !lines_begin (p, &l, "staleness.tsv", error))
     return FALSE;
+  g_autoptr (GHashTable) counts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
   int rc, rc2 = SQLITE_DONE;
-  while (rc2 >= 0 && (rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (runs, 0);
-      double count = (double) sqlite3_column_int64 (runs, 1);
-      lines_next (&l, label_of (p->labels, id));
-      if (!sim_tracedb_rebind (&p->t, pts, id, error))
+      g_hash_table_insert (counts, g_memdup2 (&id, sizeof id),
+                           GSIZE_TO_POINTER ((gsize) sqlite3_column_int64 (runs, 1)));
+    }
+  gint64 run = 0;
+  double count = 1;
+  while (rc >= 0 && (rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
+    {
+      gint64 id = sqlite3_column_int64 (pts, 0);
+      if (l.titles->len == 0 || id != run)
         {
-          rc2 = -1;
-          break;
+          run = id;
+          count = (double) GPOINTER_TO_SIZE (g_hash_table_lookup (counts, &id));
+          lines_next (&l, label_of (p->labels, id));
         }
-      while ((rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
-        fprintf (l.f, "%" G_GINT64_FORMAT "\t%.17g\n", (gint64) sqlite3_column_int64 (pts, 0),
-                 100.0 * (double) sqlite3_column_int64 (pts, 1) / count);
+      lines_point (&l, (double) sqlite3_column_int64 (pts, 1),
+                   100.0 * (double) sqlite3_column_int64 (pts, 2) / count);
     }
   return lines_draw (p, &l, rc >= 0 && rc2 >= 0, "staleness",
                      "no iterations table rows ([trace] detail = summary)", NULL, error);
@@ -1119,48 +1239,85 @@ plot_time_to_target (Plot *p, GError **error)
   double def;
   if (!sim_tracedb_check (&p->t, default_target (p->t.db, &def), error))
     return FALSE;
-  g_autoptr (sqlite3_stmt) st
-    = sim_tracedb_prepare (&p->t, "SELECT r.id, COALESCE(CAST((SELECT value FROM params p WHERE"
-                 " p.run_id = r.id AND p.key = 'scenario.target_loss') AS REAL), 0),"
-                 " COALESCE(CAST((SELECT value FROM params p WHERE p.run_id = r.id AND"
-                 " p.key = 'scenario.target_accuracy') AS REAL), 0)"
-                 " FROM runs r WHERE EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id"
-                 " AND m.loss IS NOT NULL) ORDER BY r.id", error);
-  Lines l;
-  if (!st || !lines_begin (p, &l, "time-to-target.tsv", error))
+  static const char *const keys[] = { "scenario.target_loss", "scenario.target_accuracy" };
+  g_autoptr (GArray) ids = loss_runs (p, error);
+  if (!ids || !sim_tracedb_params_load (&p->t, keys, G_N_ELEMENTS (keys), error))
     return FALSE;
-  int n_default = 0, n_acc = 0, rc;
+  /* each run's threshold, then the time it first meets it, found in one
+   * scan of metrics sorted by run (a query per run would read the table
+   * once per run) */
+  g_autoptr (GHashTable) thr_of = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
+                                                         g_free);
+  for (guint i = 0; i < ids->len; i++)
+    {
+      gint64 id = g_array_index (ids, gint64, i);
+      const SimTraceParam *tl = sim_tracedb_param (&p->t, id, keys[0]);
+      const SimTraceParam *ta = sim_tracedb_param (&p->t, id, keys[1]);
+      double target = tl && tl->text ? tl->real : 0, target_acc = ta && ta->text ? ta->real : 0;
+      /* accuracy thresholds are kept negative so that they never equal a
+       * loss threshold in the comparison below */
+      double *thr = g_new (double, 3);
+      thr[0] = target_acc > 0 ? -target_acc : target > 0 ? target : def;
+      thr[1] = NAN;   /* the time it is met */
+      thr[2] = target_acc > 0 || target > 0 ? 0 : 1;   /* 1: the default threshold */
+      g_hash_table_insert (thr_of, g_memdup2 (&id, sizeof id), thr);
+    }
+  g_autoptr (sqlite3_stmt) scan
+    = sim_tracedb_prepare (&p->t, "SELECT run_id, sim_time, loss, accuracy FROM metrics WHERE"
+                                  " run_id IN (SELECT id FROM runs) ORDER BY run_id, sim_time,"
+                                  " step", error);
+  int rc;
+  while (scan && (rc = sim_tracedb_step (&p->t, scan, error)) == SQLITE_ROW)
+    {
+      gint64 id = sqlite3_column_int64 (scan, 0);
+      double *thr = g_hash_table_lookup (thr_of, &id);
+      if (!thr || !isnan (thr[1]))
+        continue;
+      /* the value compared: accuracy or loss, numbers only (not NULL) */
+      int col = thr[0] < 0 ? 3 : 2, type = sqlite3_column_type (scan, col);
+      if (type != SQLITE_INTEGER && type != SQLITE_FLOAT)
+        continue;
+      double v = sqlite3_column_double (scan, col);
+      if (thr[0] < 0 ? v >= -thr[0] : v <= thr[0])
+        thr[1] = sqlite3_column_type (scan, 1) == SQLITE_NULL ? NAN
+                                                              : sqlite3_column_double (scan, 1);
+      /* a time of NULL reads as never reached, as one query per run gave */
+      if (isnan (thr[1]))
+        thr[1] = INFINITY;
+    }
+  if (!scan || rc < 0)
+    return FALSE;
+  Lines l;
+  if (!lines_begin (p, &l, "time-to-target.tsv", error))
+    return FALSE;
+  int n_default = 0, n_acc = 0;
   int maxlabel = 0;   /* characters of the longest bar label */
   double first_thr = NAN;
   gboolean same = TRUE;
-  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
+  for (guint i = 0; i < ids->len; i++)
     {
-      gint64 id = sqlite3_column_int64 (st, 0);
-      double target = sqlite3_column_double (st, 1);
-      double target_acc = sqlite3_column_double (st, 2);
-      /* accuracy thresholds are kept negative so that they never equal a
-       * loss threshold in the comparison below */
-      double thr = target_acc > 0 ? -target_acc : target > 0 ? target : def, t;
-      n_default += target_acc > 0 || target > 0 ? 0 : 1;
-      n_acc += target_acc > 0 ? 1 : 0;
+      gint64 id = g_array_index (ids, gint64, i);
+      const double *thr = g_hash_table_lookup (thr_of, &id);
+      n_default += (int) thr[2];
+      n_acc += thr[0] < 0 ? 1 : 0;
       if (l.titles->len == 0)
-        first_thr = thr;
-      else if (thr != first_thr)
+        first_thr = thr[0];
+      else if (thr[0] != first_thr)
         same = FALSE;
-      int q = target_acc > 0 ? time_to_accuracy (p->t.db, id, target_acc, &t)
-                             : time_to_target (p->t.db, id, thr, &t);
-      if (!sim_tracedb_check (&p->t, q, error))
-        {
-          rc = -1;
-          break;
-        }
       lines_title (&l, label_of (p->labels, id));
       maxlabel = MAX (maxlabel,
                       (int) g_utf8_strlen (g_ptr_array_index (l.titles, l.titles->len - 1), -1));
-      if (isfinite (t))
-        fprintf (l.f, "%u\t%.17g\t0\n", l.titles->len, t);
-      else
+      double t = thr[1];
+      if (isnan (t) || isinf (t))
         fprintf (l.f, "%u\tnan\t1\n", l.titles->len);
+      else if (!drawable (t))
+        {
+          l.left_out++;
+          fprintf (l.f, "%u\tnan\t0\n", l.titles->len);
+        }
+      else
+        fprintf (l.f, "%u\t%.17g\t0\n", l.titles->len, t);
+      l.points++;
     }
   guint n = l.titles->len;
   g_autofree char *thr_text
@@ -1204,34 +1361,41 @@ static gboolean
 plot_iteration_time (Plot *p, GError **error)
 {
   g_autoptr (sqlite3_stmt) st
-    = sim_tracedb_prepare (&p->t, "SELECT r.name, (SELECT value FROM params p WHERE p.run_id = r.id AND"
-                 " p.key = 'scenario.name'), CAST((SELECT value FROM params p WHERE"
-                 " p.run_id = r.id AND p.key = 'cluster.workers') AS INTEGER),"
-                 " r.sim_time / r.iterations FROM runs r WHERE r.status = 'done' AND"
-                 " r.iterations > 0 ORDER BY r.id", error);
-  if (!st)
+    = sim_tracedb_prepare (&p->t, "SELECT id, name, sim_time / iterations FROM runs WHERE"
+                                  " status = 'done' AND iterations > 0 ORDER BY id", error);
+  static const char *const keys[] = { "scenario.name", "cluster.workers" };
+  if (!st || !sim_tracedb_params_load (&p->t, keys, G_N_ELEMENTS (keys), error))
     return FALSE;
   /* lines in order of first appearance; points sorted by workers */
   g_autoptr (GPtrArray) labels = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) points
     = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   g_autoptr (GHashTable) workers_seen = g_hash_table_new (g_direct_hash, g_direct_equal);
+  /* label (owned by labels) -> its index in labels + 1 */
+  g_autoptr (GHashTable) line_of = g_hash_table_new (g_str_hash, g_str_equal);
   int rc;
+  gint64 left_out = 0;
   while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
     {
-      Point pt = { (double) sqlite3_column_int64 (st, 2), sqlite3_column_double (st, 3) };
+      gint64 id = sqlite3_column_int64 (st, 0);
+      const SimTraceParam *sc = sim_tracedb_param (&p->t, id, keys[0]);
+      const SimTraceParam *w = sim_tracedb_param (&p->t, id, keys[1]);
+      Point pt = { w && w->text ? (double) w->integer : 0, sqlite3_column_double (st, 2) };
       /* both axes are logarithmic */
       if (!(pt.x >= 1 && pt.x <= G_MAXINT && isfinite (pt.y) && pt.y > 0))
         continue;
-      /* the scenario's name, NULL when the run has none */
-      const char *sc = sqlite3_column_type (st, 1) == SQLITE_NULL ? NULL : sim_tracedb_text (st, 1);
-      g_autofree char *label = line_label (sim_tracedb_text (st, 0), sc);
-      guint i;
-      for (i = 0; i < labels->len; i++)
-        if (strcmp (g_ptr_array_index (labels, i), label) == 0)
-          break;
-      if (i == labels->len)
+      if (!drawable (pt.y))
         {
+          left_out++;
+          continue;
+        }
+      /* the scenario's name, NULL when the run has none */
+      g_autofree char *label = line_label (sim_tracedb_text (st, 1), sc ? sc->text : NULL);
+      guint i = GPOINTER_TO_UINT (g_hash_table_lookup (line_of, label));
+      if (i-- == 0)
+        {
+          i = labels->len;
+          g_hash_table_insert (line_of, label, GUINT_TO_POINTER (i + 1));
           g_ptr_array_add (labels, g_steal_pointer (&label));
           g_ptr_array_add (points, g_array_new (FALSE, FALSE, sizeof (Point)));
         }
@@ -1240,6 +1404,8 @@ plot_iteration_time (Plot *p, GError **error)
     }
   if (rc < 0)
     return FALSE;
+  if (left_out > 0)
+    note_left_out (p, "iteration-time", left_out);
   if (g_hash_table_size (workers_seen) < 2)
     {
       skipped (p, "iteration-time", "the runs do not differ in cluster.workers");
@@ -1348,7 +1514,7 @@ timeline_spans (Plot *p, Lines *l, gint64 run, double xmax, GHashTable *index,
       gpointer idx = g_hash_table_lookup (index, sim_tracedb_text (sp, 0));
       double a = sqlite3_column_double (sp, 1), b = sqlite3_column_double (sp, 2);
       const char *kind = sim_tracedb_text (sp, 3), *phase = sim_tracedb_text (sp, 4);
-      if (!(isfinite (a) && isfinite (b)))
+      if (!(drawable (a) && drawable (b)))
         continue;
       int g = strcmp (kind, "compute") == 0
                 ? (strcmp (phase, "forward") == 0 ? TL_FORWARD
@@ -1432,8 +1598,14 @@ plot_timeline (Plot *p, gint64 run, const char *title, GError **error)
   double xmax;
   if (!timeline_window (p, run, &xmax, error))
     return FALSE;
-  if (!(xmax > 0 && isfinite (xmax)))
+  if (!(xmax > 0))
     return TRUE;
+  if (!drawable (xmax))
+    {
+      g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
+      skipped (p, name, "its window ends at a time not finite or beyond 1e300 in magnitude");
+      return TRUE;
+    }
   g_autoptr (GHashTable) index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr (GPtrArray) actors = g_ptr_array_new ();   /* keys of index, in row order */
   Lines l;
@@ -1462,8 +1634,8 @@ static gboolean
 plot_timelines (Plot *p, GError **error)
 {
   g_autoptr (sqlite3_stmt) st
-    = sim_tracedb_prepare (&p->t, "SELECT id, name, status FROM runs r WHERE EXISTS (SELECT 1 FROM spans s"
-                 " WHERE s.run_id = r.id) ORDER BY id", error);
+    = sim_tracedb_prepare (&p->t, "SELECT id, name, status FROM runs WHERE id IN (SELECT run_id FROM"
+                                  " spans) ORDER BY id", error);
   if (!st)
     return FALSE;
   int rc, timelines = 0, more = 0;

@@ -262,14 +262,45 @@ figures (GString *s, const Collected *c, GError **error)
       esc (s, title);
       g_string_append_printf (s, "\" src=\"data:image/svg+xml;base64,%s\">\n<figcaption>", b64);
       esc (s, text);
-      if (strcmp (name, "speedup") == 0)
-        for (guint n = 0; n < c->notes->len; n++)
-          {
-            g_string_append (s, "<br>");
-            esc (s, g_ptr_array_index (c->notes, n));
-          }
+      /* the Amdahl fits under the speedup; the rows a figure left out
+       * under it ("N rows left out of NAME: ...") */
+      g_autofree char *mine = g_strdup_printf (" left out of %s:", name);
+      for (guint n = 0; n < c->notes->len; n++)
+        {
+          const char *note = g_ptr_array_index (c->notes, n);
+          if ((strcmp (name, "speedup") == 0 && g_str_has_prefix (note, "serial fraction"))
+              || strstr (note, mine))
+            {
+              g_string_append (s, "<br>");
+              esc (s, note);
+            }
+        }
       g_string_append (s, "</figcaption>\n</figure>\n");
     }
+  /* rows left out of figures that were not drawn at all */
+  gboolean any = FALSE;
+  for (guint n = 0; n < c->notes->len; n++)
+    {
+      const char *note = g_ptr_array_index (c->notes, n), *of = strstr (note, " left out of ");
+      gboolean drawn = FALSE;
+      for (guint i = 0; of && i + 1 < c->figures->len; i += 2)
+        {
+          g_autofree char *mine
+            = g_strdup_printf (" left out of %s:", (char *) g_ptr_array_index (c->figures, i));
+          drawn = drawn || g_str_has_prefix (of, mine);
+        }
+      if (!of || drawn)
+        continue;
+      if (!any)
+        g_string_append (s, "<p>Rows of the database no figure could draw:</p>\n"
+                            "<ul class=\"skipped\">\n");
+      any = TRUE;
+      g_string_append (s, "<li>");
+      esc (s, note);
+      g_string_append (s, "</li>\n");
+    }
+  if (any)
+    g_string_append (s, "</ul>\n");
   if (c->skipped->len)
     {
       g_string_append (s, "<p>Not drawn, for lack of data:</p>\n<ul class=\"skipped\">\n");

@@ -290,6 +290,15 @@ schema_sql (void)
         }
       g_string_append (s, ");");
     }
+  /* Readers look up one run's spans, messages, links, buckets, stages (a
+   * timeline, a Perfetto process) and metrics or iterations: an index on
+   * run_id finds them without a scan of the table.  Rows arrive run by run,
+   * so each index grows at its end.  params has none: readers take it in
+   * one scan (tracedb.c), and an index on it would double a sweep's file. */
+  for (int i = 0; i < N_TABLES; i++)
+    if (i != T_RUNS && i != T_PARAMS)
+      g_string_append_printf (s, "CREATE INDEX %s_run ON %s (run_id);", tables[i].name,
+                              tables[i].name);
   g_string_append_printf (s, "PRAGMA user_version = %d;COMMIT;", SIM_TRACE_SCHEMA_VERSION);
   return g_string_free (s, FALSE);
 }

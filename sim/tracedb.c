@@ -54,6 +54,35 @@ sim_clean_text (const char *s, gsize max)
 }
 
 
+/* What every reader connection has run, for sim_tracedb_counts(): a
+ * process-wide tally like sqlite3_status()'s, the one mutable state of this
+ * file, atomic since readers may run on several threads. */
+static gsize n_statements, n_vm_steps;   /* pointer-sized, as g_atomic_pointer_add wants */
+
+/* SQLITE_TRACE_PROFILE: a statement has finished one run (stepped to its
+ * end, reset or finalized); its virtual machine steps since the last run are
+ * added and its counter restarts. */
+static int
+count_run (unsigned type, void *ctx G_GNUC_UNUSED, void *p, void *x G_GNUC_UNUSED)
+{
+  if (type == SQLITE_TRACE_PROFILE)
+    {
+      g_atomic_pointer_add (&n_statements, 1);
+      g_atomic_pointer_add (&n_vm_steps,
+                            sqlite3_stmt_status (p, SQLITE_STMTSTATUS_VM_STEP, 1));
+    }
+  return 0;
+}
+
+void
+sim_tracedb_counts (guint64 *statements, guint64 *vm_steps)
+{
+  if (statements)
+    *statements = (guint64) g_atomic_pointer_get (&n_statements);
+  if (vm_steps)
+    *vm_steps = (guint64) g_atomic_pointer_get (&n_vm_steps);
+}
+
 /* Sets *error to the one line for SQLite's failure `code` (extended) with
  * message `msg` on t's database; returns FALSE. */
 static gboolean
@@ -358,6 +387,9 @@ open_trace (SimTraceDb *t, const char *path, GError **error)
   /* sqlite3_limit() returns the previous limit, not a status: nothing to check */
   sqlite3_limit (t->db, SQLITE_LIMIT_LENGTH, SIM_TRACEDB_VALUE_MAX);
   sqlite3_limit (t->db, SQLITE_LIMIT_ATTACHED, 0);
+  if (!sim_tracedb_check (t, sqlite3_trace_v2 (t->db, SQLITE_TRACE_PROFILE, count_run, NULL),
+                          error))
+    return FALSE;
   rc = sqlite3_busy_timeout (t->db, 2000);
   if (!sim_tracedb_check (t, rc, error))
     return FALSE;
@@ -508,22 +540,88 @@ sim_tracedb_swept_keys (SimTraceDb *t, const char *const *omit, GError **error)
 }
 
 
-GPtrArray *
-sim_tracedb_sweep_keys (SimTraceDb *t, GError **error)
+static void
+param_free (SimTraceParam *p)
 {
+  g_free (p->text);
+  g_free (p);
+}
+
+gboolean
+sim_tracedb_params_load (SimTraceDb *t, const char *const *keys, gsize n, GError **error)
+{
+  if (!t->params)
+    t->params = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                       (GDestroyNotify) g_hash_table_unref);
+  /* the keys not read yet: key -> its new table */
+  g_autoptr (GHashTable) wanted = g_hash_table_new (g_str_hash, g_str_equal);
+  for (gsize i = 0; i < n; i++)
+    if (keys[i] && !g_hash_table_contains (t->params, keys[i]))
+      {
+        GHashTable *runs = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
+                                                  (GDestroyNotify) param_free);
+        g_hash_table_insert (t->params, g_strdup (keys[i]), runs);
+        g_hash_table_insert (wanted, (gpointer) keys[i], runs);
+      }
+  if (g_hash_table_size (wanted) == 0)
+    return TRUE;
+  /* one scan in rowid order (no sort on an ordinary table): the first row
+   * of a run and key is the one kept */
   g_autoptr (sqlite3_stmt) st
-    = sim_tracedb_prepare (t, "SELECT r.name, (SELECT value FROM params p WHERE p.run_id = r.id"
-                              " AND p.key = 'scenario.name') FROM runs r ORDER BY r.id", error);
-  g_autoptr (sqlite3_stmt) known
-    = st ? sim_tracedb_prepare (t, "SELECT 1 FROM params WHERE key = ? LIMIT 1", error) : NULL;
-  if (!known)
-    return NULL;
-  g_autoptr (GPtrArray) keys = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    = sim_tracedb_prepare (t, "SELECT run_id, key, value, CAST (value AS REAL), CAST (value AS"
+                              " INTEGER) FROM params ORDER BY rowid", error);
+  if (!st)
+    return FALSE;
   int rc;
   while ((rc = sim_tracedb_step (t, st, error)) == SQLITE_ROW)
     {
-      const char *name = sim_tracedb_text (st, 0), *scen = sim_tracedb_text (st, 1);
+      GHashTable *runs = g_hash_table_lookup (wanted, sim_tracedb_text (st, 1));
+      gint64 run = sqlite3_column_int64 (st, 0);
+      if (!runs || g_hash_table_contains (runs, &run))
+        continue;
+      SimTraceParam *p = g_new (SimTraceParam, 1);
+      p->text = sqlite3_column_type (st, 2) == SQLITE_NULL ? NULL
+                                                           : g_strdup (sim_tracedb_text (st, 2));
+      p->real = sqlite3_column_double (st, 3);
+      p->integer = sqlite3_column_int64 (st, 4);
+      g_hash_table_insert (runs, g_memdup2 (&run, sizeof run), p);
+    }
+  return rc >= 0;
+}
+
+const SimTraceParam *
+sim_tracedb_param (SimTraceDb *t, gint64 run, const char *key)
+{
+  GHashTable *runs = t->params ? g_hash_table_lookup (t->params, key) : NULL;
+  return runs ? g_hash_table_lookup (runs, &run) : NULL;
+}
+
+GPtrArray *
+sim_tracedb_sweep_keys (SimTraceDb *t, GError **error)
+{
+  static const char *const scenario_name[] = { "scenario.name" };
+  if (!sim_tracedb_params_load (t, scenario_name, 1, error))
+    return NULL;
+  g_autoptr (sqlite3_stmt) st
+    = sim_tracedb_prepare (t, "SELECT id, name FROM runs ORDER BY id", error);
+  /* the keys params holds, read once */
+  g_autoptr (sqlite3_stmt) known
+    = st ? sim_tracedb_prepare (t, "SELECT DISTINCT key FROM params", error) : NULL;
+  if (!known)
+    return NULL;
+  g_autoptr (GHashTable) held = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  int rc;
+  while ((rc = sim_tracedb_step (t, known, error)) == SQLITE_ROW)
+    g_hash_table_add (held, g_strdup (sim_tracedb_text (known, 0)));
+  if (rc < 0)
+    return NULL;
+  g_autoptr (GPtrArray) keys = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  while ((rc = sim_tracedb_step (t, st, error)) == SQLITE_ROW)
+    {
+      const SimTraceParam *sp = sim_tracedb_param (t, sqlite3_column_int64 (st, 0),
+                                                   "scenario.name");
+      const char *name = sim_tracedb_text (st, 1), *scen = sp && sp->text ? sp->text : "";
       gsize n = strlen (scen);
       if (n == 0 || strncmp (name, scen, n) != 0 || name[n] != ' ')
         continue;
@@ -539,14 +637,8 @@ sim_tracedb_sweep_keys (SimTraceDb *t, GError **error)
             {
               if (!strchr (parts[j], '.') || g_hash_table_contains (seen, parts[j]))
                 continue;
-              if (!sim_tracedb_check (t, sqlite3_reset (known), error)
-                  || !sim_tracedb_bind_text (t, known, 1, parts[j], error))
-                return NULL;
-              int kr = sim_tracedb_step (t, known, error);
-              if (kr < 0)
-                return NULL;
               g_hash_table_add (seen, g_strdup (parts[j]));
-              if (kr == SQLITE_ROW)
+              if (g_hash_table_contains (held, parts[j]))
                 g_ptr_array_add (keys, g_strdup (parts[j]));
             }
         }
@@ -605,4 +697,5 @@ sim_tracedb_close (SimTraceDb *t)
   g_warn_if_fail (rc == SQLITE_OK);
   t->db = NULL;
   g_clear_pointer (&t->shown, g_free);
+  g_clear_pointer (&t->params, g_hash_table_unref);
 }

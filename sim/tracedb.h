@@ -19,7 +19,17 @@ typedef struct {
   sqlite3 *db;
   char *shown;        /* the path as given, clean text, for messages */
   const char *verb;   /* the command reading it ("plot", "export"), for fixes */
+  GHashTable *params; /* key -> (run id (gint64 *) -> SimTraceParam *): the keys
+                       * sim_tracedb_params_load() has read, NULL before */
 } SimTraceDb;
+
+/* One run's value of one key of the params table, read once: the text and
+ * what SQLite's CAST makes of it, so that readers keep SQL's conversions. */
+typedef struct {
+  char *text;         /* as stored (untrusted: clean it before showing it) */
+  double real;        /* CAST (value AS REAL) */
+  gint64 integer;     /* CAST (value AS INTEGER) */
+} SimTraceParam;
 
 /* A table a reader needs, with the columns it reads (NULL-terminated). */
 typedef struct {
@@ -66,6 +76,25 @@ GPtrArray *sim_tracedb_swept_keys (SimTraceDb *t, const char *const *omit, GErro
  * key "a.b/c.d=x/y" gives both keys), keeping those the params table holds.
  * Runs of no sweep give none.  NULL with *error set on failure. */
 GPtrArray *sim_tracedb_sweep_keys (SimTraceDb *t, GError **error);
+
+/* Reads the values of `keys` (n of them, those not read before) for every
+ * run in one scan of the params table, so that a reader's cost grows with
+ * the database, never with runs x keys (an index is not needed, and a
+ * database written before indexes existed reads as fast).  Where a run has
+ * a key twice, the first row (by rowid) counts, as a query with LIMIT 1
+ * would give.  FALSE with *error set when the query fails. */
+gboolean sim_tracedb_params_load (SimTraceDb *t, const char *const *keys, gsize n,
+                                  GError **error);
+/* Run `run`'s value of `key`, read by sim_tracedb_params_load(); NULL when
+ * the run has none (or the key was not loaded). */
+const SimTraceParam *sim_tracedb_param (SimTraceDb *t, gint64 run, const char *key);
+
+/* The statements that readers (every connection opened by
+ * sim_tracedb_open) have run in this process and the virtual machine steps
+ * they took, counted as sqlite3_status() counts memory: for tests and
+ * benchmarks that check a reader's cost grows linearly with the database.
+ * Either pointer may be NULL. */
+void sim_tracedb_counts (guint64 *statements, guint64 *vm_steps);
 
 /* A pipeline worker's place: its stage and replica (table stages). */
 typedef struct {

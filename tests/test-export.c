@@ -3,7 +3,9 @@
  * and JSON tables hold what the database holds, one row per run with the
  * swept keys as columns and throughput and scaling by their formulas; the
  * Perfetto timeline follows the trace event format's rules; hostile
- * databases and outputs are handled as the safety rules say.
+ * databases and outputs are handled as the safety rules say.  The readers
+ * (export, plot, report) cost the same number of queries whatever the number
+ * of runs, and virtual machine steps linear in them.
  */
 #include "config.h"
 
@@ -13,6 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim/export.h"
+#include "sim/plot.h"
+#include "sim/report-html.h"
+#include "sim/tracedb.h"
 #include "tests/json.h"
 #include "tests/util.h"
 
@@ -600,6 +606,103 @@ test_report_hostile (void)
   g_assert_false (g_file_test (nh, G_FILE_TEST_EXISTS));
 }
 
+/* A timing-only sweep of 2 x `n` points into `name`; returns its path. */
+static char *
+timing_sweep (const char *name, int n)
+{
+  GString *serial = g_string_new (NULL);
+  for (int i = 1; i <= n; i++)
+    g_string_append_printf (serial, "%s%dus", i > 1 ? ", " : "", i);
+  g_autofree char *text
+    = g_strdup_printf ("[scenario]\nname = big\nseed = 1\niterations = 2\n"
+                       "[cluster]\nworkers = 2\n"
+                       "[device]\nflops = 15TFLOPS\nefficiency = 0.5\n"
+                       "[network]\ntopology = star\nbandwidth = 100Gbps\n"
+                       "[model]\nkind = timing\nparams = 1000000\nflops = 1e9\nbatch = 32\n"
+                       "[policy]\nkind = allreduce\nalgorithm = ring\n"
+                       "[kernels]\nbackend = none\n"
+                       "[trace]\ndetail = iterations\n"
+                       "[sweep]\ndevice.serial_time = %s\nnetwork.latency = 1us, 2us\n",
+                       serial->str);
+  g_string_free (serial, TRUE);
+  g_autofree char *ini_name = g_strconcat (name, ".ini", NULL);
+  g_autofree char *ini = path_in (ini_name);
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  char *db = path_in (name);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
+  return db;
+}
+
+static void
+sink_figure (gpointer ctx, const char *figure G_GNUC_UNUSED, const char *path G_GNUC_UNUSED,
+             const char *digest G_GNUC_UNUSED)
+{
+  (*(int *) ctx)++;
+}
+
+static void
+sink_line (gpointer ctx G_GNUC_UNUSED, const char *a G_GNUC_UNUSED, const char *b G_GNUC_UNUSED)
+{
+}
+
+static void
+sink_note (gpointer ctx G_GNUC_UNUSED, const char *line G_GNUC_UNUSED)
+{
+}
+
+/* The statements and VM steps that export (csv, json), plot and report run
+ * on `db`, in cost[0..3] and steps[0..3]. */
+static void
+reader_costs (const char *db, guint64 *cost, guint64 *steps)
+{
+  g_autofree char *csv = path_in ("cost.csv"), *json = path_in ("cost.json");
+  g_autofree char *html = path_in ("cost.html"), *figs = path_in ("cost-figures");
+  int drawn = 0;
+  SimPlotSink sink = { sink_figure, sink_line, sink_note, &drawn };
+  for (int k = 0; k < 4; k++)
+    {
+      guint64 s0, v0, s1, v1;
+      g_autoptr (GError) err = NULL;
+      sim_tracedb_counts (&s0, &v0);
+      int code = k == 0 ? sim_export (db, "csv", csv, 0, &err)
+                 : k == 1 ? sim_export (db, "json", json, 0, &err)
+                 : k == 2 ? sim_plot_to (db, figs, "svg", &sink, &err)
+                 : sim_report_html (db, html, &err);
+      g_assert_no_error (err);
+      g_assert_cmpint (code, ==, 0);
+      sim_tracedb_counts (&s1, &v1);
+      cost[k] = s1 - s0;
+      steps[k] = v1 - v0;
+    }
+  /* the plot drew something (iteration-cdf and breakdown) */
+  g_assert_cmpint (drawn, >=, 2);
+}
+
+/* Twice the runs: the same number of queries (a constant per table, none
+ * per run or per key) and at most 2.2 times the VM steps (linear, with room
+ * for an n log n sort), where one query per run and key made them grow with
+ * the square of the runs. */
+static void
+test_readers_linear (void)
+{
+  const int n = 60;
+  g_autofree char *small = timing_sweep ("lin1.db", n), *large = timing_sweep ("lin2.db", 2 * n);
+  guint64 cost1[4], steps1[4], cost2[4], steps2[4];
+  reader_costs (small, cost1, steps1);
+  reader_costs (large, cost2, steps2);
+  const char *what[] = { "csv", "json", "plot", "report" };
+  for (int k = 0; k < 4; k++)
+    {
+      g_test_message ("%s: %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " statements, %"
+                      G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " VM steps", what[k], cost1[k],
+                      cost2[k], steps1[k], steps2[k]);
+      g_assert_cmpuint (cost1[k], >, 0);
+      g_assert_cmpuint (cost2[k], ==, cost1[k]);
+      g_assert_cmpfloat ((double) steps2[k], <=, 2.2 * (double) steps1[k]);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -612,6 +715,7 @@ main (int argc, char **argv)
   g_test_add_func ("/export/bad-input", test_bad_input);
   g_test_add_func ("/export/report", test_report);
   g_test_add_func ("/export/report-hostile", test_report_hostile);
+  g_test_add_func ("/export/readers-linear", test_readers_linear);
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
   g_free (tmpdir);

@@ -259,6 +259,93 @@ test_skipped (void)
   g_assert_false (g_file_test (sp, G_FILE_TEST_EXISTS));
 }
 
+/* Runs `sql` on a copy of `db` named `name`; returns the copy's path. */
+static char *
+spoiled_copy (const char *db, const char *name, const char *sql)
+{
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (db, &bytes, &len, NULL));
+  char *copy = g_build_filename (tmpdir, name, NULL);
+  g_assert_true (g_file_set_contents (copy, bytes, (gssize) len, NULL));
+  sqlite3 *h = NULL;
+  g_assert_cmpint (sqlite3_open (copy, &h), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (h, sql, NULL, NULL, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_changes (h), >, 0);
+  sqlite3_close (h);
+  return copy;
+}
+
+/* Values gnuplot cannot draw (infinite, or so large that an axis range
+ * overflows) are left out of their figure with a note giving their count;
+ * the rest is drawn, a figure with nothing left is skipped, and the report
+ * still writes its page.  NaN, which SQLite stores as NULL, is no loss. */
+static void
+test_not_finite (void)
+{
+  const char *d = g_getenv ("DTSIM_TEST_DATA");
+  g_autofree char *ini = g_build_filename (d, "small.ini", NULL);
+  g_autofree char *db = g_build_filename (tmpdir, "nf.db", NULL);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
+  /* the first metric row of run 1 */
+  const char *first = " WHERE rowid = (SELECT MIN(rowid) FROM metrics WHERE run_id = 1"
+                      " AND loss IS NOT NULL)";
+  const struct {
+    const char *sql;        /* the change, before `first` where it ends in WHERE */
+    gboolean one_row;       /* it applies to `first` */
+    const char *note;       /* in stderr: the rows left out, or NULL */
+    const char *skipped;    /* in stdout, or NULL */
+  } cases[] = {
+    { "UPDATE metrics SET loss = 9e999", TRUE, "1 row left out of loss-time: not finite", NULL },
+    { "UPDATE metrics SET loss = -9e999", TRUE, "1 row left out of loss-step: not finite",
+      NULL },
+    { "UPDATE metrics SET sim_time = 1e308", TRUE, "1 row left out of loss-time: not finite",
+      NULL },
+    { "UPDATE metrics SET sim_time = -1e308", TRUE, "1 row left out of accuracy-time: not finite",
+      NULL },
+    { "UPDATE metrics SET loss = 9e999", FALSE, "rows left out of loss-time: not finite",
+      "skipped loss-time: no row it could draw" },
+    { "UPDATE metrics SET loss = 0.0 / 0.0", FALSE, NULL,
+      "skipped loss-time: no run has loss metrics" },
+    { "UPDATE iterations SET end = 1e308 WHERE rowid = 1", FALSE,
+      "1 row left out of iteration-cdf: not finite", NULL },
+    { "UPDATE iterations SET compute = 9e999 WHERE rowid = 1", FALSE,
+      "1 row left out of breakdown: not finite", NULL },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *sql = g_strconcat (cases[i].sql, cases[i].one_row ? first : "", NULL);
+      g_autofree char *name = g_strdup_printf ("nf%zu.db", i);
+      g_autofree char *bad = spoiled_copy (db, name, sql);
+      g_autofree char *o2 = NULL, *e2 = NULL;
+      g_test_message ("%s", sql);
+      g_assert_cmpint (dtsim (&o2, &e2, "plot", bad, "--format", "svg", NULL), ==, 0);
+      g_assert_null (strstr (e2, "please report it"));
+      if (cases[i].note)
+        g_assert_nonnull (strstr (e2, cases[i].note));
+      else
+        g_assert_null (strstr (e2, "left out of"));
+      if (cases[i].skipped)
+        g_assert_nonnull (strstr (o2, cases[i].skipped));
+      else
+        {
+          /* what was left drawn: the loss figures stay */
+          g_autofree char *fig = g_strdup_printf ("nf%zu-loss-time.svg", i);
+          g_assert_nonnull (strstr (o2, fig));
+        }
+      /* the report writes its page, the note under its figure or in the list */
+      g_autofree char *html = g_strdup_printf ("%s/nf%zu.html", tmpdir, i);
+      g_autofree char *o3 = NULL, *e3 = NULL, *page = NULL;
+      g_assert_cmpint (dtsim (&o3, &e3, "report", bad, "-o", html, NULL), ==, 0);
+      g_assert_true (g_file_get_contents (html, &page, NULL, NULL));
+      g_assert_nonnull (strstr (page, "</html>"));
+      g_assert_nonnull (strstr (page, "<img"));
+      if (cases[i].note)
+        g_assert_nonnull (strstr (page, cases[i].note));
+    }
+}
+
 /* Without gnuplot: the apt-get command and exit code 2. */
 static void
 test_no_gnuplot (void)
@@ -829,6 +916,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plot/hostile/labels", test_hostile_labels);
   g_test_add_func ("/plot/unfinished-runs", test_unfinished_runs);
   g_test_add_func ("/plot/bad/files", test_bad_files);
+  g_test_add_func ("/plot/bad/not-finite", test_not_finite);
   g_test_add_func ("/plot/bad/killed-mid-write", test_killed_mid_write);
   g_test_add_func ("/plot/many-timelines", test_many_timelines);
   int rc = g_test_run ();

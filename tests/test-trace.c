@@ -58,6 +58,14 @@ static const char *const schema_now[] = {
   "CREATE TABLE links (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  link INTEGER NOT NULL, name TEXT NOT NULL, bandwidth REAL NOT NULL,"
   " latency REAL NOT NULL)",
+  "CREATE INDEX metrics_run ON metrics (run_id)",
+  "CREATE INDEX iterations_run ON iterations (run_id)",
+  "CREATE INDEX spans_run ON spans (run_id)",
+  "CREATE INDEX messages_run ON messages (run_id)",
+  "CREATE INDEX buckets_run ON buckets (run_id)",
+  "CREATE INDEX failures_run ON failures (run_id)",
+  "CREATE INDEX stages_run ON stages (run_id)",
+  "CREATE INDEX links_run ON links (run_id)",
 };
 
 static const char *const row_tables[] = { "params", "metrics", "iterations", "spans",
