@@ -135,6 +135,7 @@ close_round (FaPolicy *fa)
       pol_worker_span (&fa->env, c, "wait", k->answered, now, fa->round, 0);
     }
   fa->run.updates += fa->round_steps;
+  fa->run.samples += fa->round_steps * fa->env.batch;
   pol_run_progress (&fa->run, now);
   fa->round++;
   if (pol_run_round_end (&fa->run, fa->global, fa->round >= fa->env.iterations))

@@ -253,6 +253,9 @@ end_iteration (PlPolicy *pl)
       pol_run_iteration (&pl->run, k, pl->iter, pl->iter_start, now, compute, comm, wait, 0);
     }
   pl->run.updates += pl->W;
+  /* each replica's batch went through every stage once: the stages share
+   * its samples, which count once */
+  pl->run.samples += (gint64) pl->R * pl->env.batch;
   pol_run_progress (&pl->run, now);
   if (!pol_run_round_end (&pl->run, pl->params, pl->iter + 1 >= pl->env.iterations))
     return;

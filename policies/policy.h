@@ -178,6 +178,11 @@ typedef enum {
 /* What a finished (or stopped) run reports. */
 typedef struct {
   gint64 updates;             /* gradients applied in all */
+  /* Samples that went through a forward and a backward whose gradient was
+   * applied: updates x batch for the data-parallel policies, replicas x
+   * batch per iteration for the pipeline (its stages share each sample),
+   * 0 for a policy that trains nothing.  Throughput is samples / end_time. */
+  gint64 samples;
   gint64 rounds;              /* updates / workers, rounded down */
   double end_time;            /* simulated seconds at the last update */
   double final_loss;          /* NAN when no math ran */

@@ -893,14 +893,20 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, gboolean *strong, GEr
     *strong = derived;
   const char *omit[] = { "cluster.workers", derived ? "model.batch" : NULL, NULL };
   g_autoptr (GHashTable) groups = run_labels (p, omit, "all runs", error);
-  g_autoptr (sqlite3_stmt) st
-    = groups ? sim_tracedb_prepare (&p->t, "SELECT r.id, CAST((SELECT value FROM params p WHERE"
-                          " p.run_id = r.id AND p.key = 'cluster.workers') AS REAL),"
-                          " r.updates * CAST((SELECT value FROM params p WHERE p.run_id = r.id"
-                          " AND p.key = 'model.batch') AS REAL) / r.sim_time FROM runs r"
-                          " WHERE r.status = 'done' AND r.sim_time > 0 AND r.updates > 0"
-                          " ORDER BY 2, r.id", error)
-             : NULL;
+  /* throughput: the samples the policy counted (schema 7 on), else, in an
+   * older trace, gradients x batch */
+  const char *const samples_col[] = { "samples", NULL };
+  int counted = groups ? sim_tracedb_has (&p->t, "runs", samples_col, error) : -1;
+  g_autofree char *sql
+    = g_strdup_printf ("SELECT r.id, CAST((SELECT value FROM params p WHERE"
+                       " p.run_id = r.id AND p.key = 'cluster.workers') AS REAL), %s"
+                       " / r.sim_time FROM runs r WHERE r.status = 'done' AND r.sim_time > 0"
+                       " AND r.%s > 0 ORDER BY 2, r.id",
+                       counted > 0 ? "CAST(r.samples AS REAL)"
+                                   : "r.updates * CAST((SELECT value FROM params p WHERE"
+                                     " p.run_id = r.id AND p.key = 'model.batch') AS REAL)",
+                       counted > 0 ? "samples" : "updates");
+  g_autoptr (sqlite3_stmt) st = counted >= 0 ? sim_tracedb_prepare (&p->t, sql, error) : NULL;
   if (!st)
     return FALSE;
   while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
@@ -925,7 +931,7 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, gboolean *strong, GEr
 
 /* Speedup against workers with the Amdahl fit, per group of runs that agree
  * in every swept key but cluster.workers (speedup_points()).  Speedup of a
- * run with N workers: its throughput (updates x batch / sim_time) over that
+ * run with N workers: its throughput (samples / sim_time) over that
  * of the group's run with the fewest workers N0; the fit uses n = N / N0. */
 static gboolean
 plot_speedup (Plot *p, GError **error)

@@ -356,8 +356,9 @@ sim_report_html (const char *db, const char *out, GError **error)
       esc (s, first ? first->version : "");
       g_string_append_printf (s, ", reported by dtsim %s.</p>\n", PACKAGE_VERSION);
       g_string_append (s, "<h2>Runs</h2>\n<p>One row per run (sweep point); the swept keys "
-                          "are the columns after the status. Samples/s is gradients applied x "
-                          "batch over simulated time; compute, comm and wait are shares of "
+                          "are the columns after the status. Samples/s is the samples "
+                          "trained on (each once, however many pipeline stages it crossed) "
+                          "over simulated time; compute, comm and wait are shares of "
                           "worker time.</p>\n");
       run_table (s, runs, keys);
       g_string_append (s, "<h2>Parameters</h2>\n");

@@ -63,6 +63,15 @@ json_swept (GString *s, const SimConfig *c)
   g_string_append (s, "}, ");
 }
 
+/* Training throughput of a run: samples per simulated second, the samples
+ * its policy counted (PolResult.samples) over its simulated time; NAN for a
+ * policy that trains nothing or a run that took no time. */
+static double
+throughput (const SimRunSummary *r)
+{
+  return r->samples >= 0 && r->sim_time > 0 ? (double) r->samples / r->sim_time : NAN;
+}
+
 static void
 json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const GError *err)
 {
@@ -93,8 +102,7 @@ json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const 
   g_string_append (s, ", ");
   json_number (s, "wait_share", tot > 0 ? r->wait / tot : NAN);
   g_string_append (s, ", ");
-  json_number (s, "samples_per_s", r->sim_time > 0 ? (double) r->updates * (double) c->batch
-                                                     / r->sim_time : NAN);
+  json_number (s, "samples_per_s", throughput (r));
   if (r->stop)
     g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
   else
@@ -116,13 +124,6 @@ scaling_group (const SimConfig *c, gboolean *has_workers)
         g_string_append_printf (g, "%s;", l);
     }
   return g_string_free (g, FALSE);
-}
-
-/* Training throughput of a run: samples per simulated second. */
-static double
-throughput (const SimConfig *c, const SimRunSummary *r)
-{
-  return r->sim_time > 0 ? (double) r->updates * (double) c->batch / r->sim_time : 0;
 }
 
 void
@@ -163,8 +164,8 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
           continue;
         }
       const SimConfig *cb = g_ptr_array_index (configs, base);
-      double tb = throughput (cb, &sums[base]) / (double) cb->workers;
-      eff[i] = tb > 0 ? throughput (ci, &sums[i]) / (double) ci->workers / tb : NAN;
+      double tb = throughput (&sums[base]) / (double) cb->workers;
+      eff[i] = tb > 0 ? throughput (&sums[i]) / (double) ci->workers / tb : NAN;
     }
   /* a policy with its own figure of merit (e.g. bus bandwidth) gets its
    * column, titled by the first such run's policy */
@@ -183,8 +184,10 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
           "iters", "loss", "accuracy", "compute", "comm", "wait");
   if (targets)
     printf ("  %7s  %9s", "target", "gradients");
+  if (!all_figure)
+    printf ("  %12s", "samples/s");
   if (scaling)
-    printf ("  %12s  %8s", "samples/s", "scaling");
+    printf ("  %8s", "scaling");
   if (figure)
     printf ("  %12s", figure);
   printf ("\n");
@@ -219,10 +222,15 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
                 g_str_has_prefix (r->stop ? r->stop : "", "target_") ? "reached"
                 : c->target_loss > 0 || c->target_accuracy > 0 ? "missed" : "-", r->updates);
       const PolPolicyOps *ops = pol_lookup (c->policy);
-      if (scaling && ops->figure_of)
-        printf ("  %12s  %8s", "-", "-");
+      double sps = throughput (r);
+      if (!all_figure && isfinite (sps))
+        printf ("  %12.6g", sps);
+      else if (!all_figure)
+        printf ("  %12s", "-");
+      if (scaling && !ops->figure_of && isfinite (eff[i]))
+        printf ("  %7.1f%%", 100 * eff[i]);
       else if (scaling)
-        printf ("  %12.6g  %7.1f%%", throughput (c, r), 100 * eff[i]);
+        printf ("  %8s", "-");
       if (figure && ops->figure_of)
         printf ("  %12.4g", ops->figure_of (c->values, c->workers,
                                              r->iterations > 0 ? r->sim_time / (double) r->iterations : 0));
@@ -231,6 +239,9 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       printf ("\n");
     }
   printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations", db);
+  if (!all_figure)
+    printf ("; samples/s: samples trained on (each once, however many stages it crossed) per"
+            " simulated second");
   if (targets)
     printf ("; target: [scenario] target_loss or target_accuracy, reached at sim time"
             " after that many gradients, or missed");

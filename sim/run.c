@@ -219,6 +219,7 @@ run_engine (const SimConfig *c, SimCluster *cl, SimRunSummary *out)
   out->events = eng_sim_events (cl->sim);
   out->iterations = res.rounds;
   out->updates = res.updates;
+  out->samples = cl->ops->no_model ? -1 : res.samples;
   out->final_loss = res.final_loss;
   out->final_accuracy = res.final_accuracy;
   out->compute = res.compute;

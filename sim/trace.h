@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/trace.c) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 6
+#define SIM_TRACE_SCHEMA_VERSION 7
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -36,6 +36,8 @@ typedef struct {
   guint64 events;
   gint64 iterations;     /* completed rounds */
   gint64 updates;        /* gradients applied */
+  gint64 samples;        /* samples trained on (PolResult.samples); -1: the
+                            policy trains nothing (the trace holds NULL) */
   double final_loss, final_accuracy; /* NAN: no math */
   double compute, comm, wait;        /* worker seconds, summed */
   const char *stop;      /* why it ended: iterations, time_limit, target_loss,

@@ -125,7 +125,7 @@ run_number (const char *db, gint64 run, const char *what)
 }
 
 /* One row per run; the swept keys as columns; samples/s = updates x batch /
- * sim_time; scaling = (samples/s / W) over that of the run with the fewest
+ * sim_time (all-reduce: every gradient is one worker's batch); scaling = (samples/s / W) over that of the run with the fewest
  * workers and the same lr. */
 static void
 test_csv (void)
@@ -600,6 +600,157 @@ test_report_hostile (void)
   g_assert_false (g_file_test (nh, G_FILE_TEST_EXISTS));
 }
 
+/* --- throughput of every policy ------------------------------------------ */
+
+/* One policy's scenario and the samples its run trains on, in closed form:
+ * what the run table, --json and both exports must divide by sim_time. */
+typedef struct {
+  const char *name;
+  const char *policy;         /* the [policy] section's lines */
+  double (*samples) (void);   /* NAN: the policy trains nothing */
+} Throughput;
+
+/* The shared part of the scenarios: I iterations, W workers, B samples a
+ * batch, N training samples. */
+enum { TP_I = 3, TP_W = 4, TP_B = 8, TP_N = 256 };
+
+static const char tp_base[] =
+  "[scenario]\nname = tp\nseed = 3\niterations = 3\n"
+  "[cluster]\nworkers = 4\n"
+  "[device]\nflops = 1GFLOPS\n"
+  "[network]\nbandwidth = 1Gbps\nlatency = 20us\n"
+  "[model]\nkind = mlp\nhidden = 16\nfeatures = 15\nclasses = 4\nsamples = 256\n"
+  "test_samples = 64\nbatch = 8\n"
+  "[policy]\n";
+
+/* PS (every consistency), all-reduce, local SGD, gossip, Hogwild: the run
+ * ends after I x W gradients, each of one worker's batch of B samples. */
+static double
+tp_per_gradient (void)
+{
+  return (double) TP_I * TP_W * TP_B;
+}
+
+/* FedAvg, fraction 1/2, 2 local epochs: each round, W/2 clients each take
+ * ceil(2 x (N / W) / B) local steps of B samples. */
+static double
+tp_fedavg (void)
+{
+  return (double) TP_I * (TP_W / 2) * ceil (2.0 * (TP_N / TP_W) / TP_B) * TP_B;
+}
+
+/* Pipeline, 2 stages x 2 replicas, 4 micro-batches of B / 4: per iteration
+ * replicas x micro-batches x micro-batch size samples, each once however
+ * many stages it crosses. */
+static double
+tp_pipeline (void)
+{
+  return (double) TP_I * 2 * 4 * (TP_B / 4);
+}
+
+static double
+tp_none (void)
+{
+  return NAN;
+}
+
+static const Throughput throughputs[] = {
+  { "ps-bsp", "kind = ps\nconsistency = bsp\n", tp_per_gradient },
+  { "ps-ssp", "kind = ps\nconsistency = ssp\nstaleness = 2\n", tp_per_gradient },
+  { "ps-async", "kind = ps\nconsistency = async\n", tp_per_gradient },
+  { "allreduce", "kind = allreduce\n", tp_per_gradient },
+  { "local-sgd", "kind = local-sgd\nsync_every = 2\n", tp_per_gradient },
+  { "gossip", "kind = gossip\n", tp_per_gradient },
+  { "hogwild", "kind = hogwild\n", tp_per_gradient },
+  { "fedavg", "kind = fedavg\nfraction = 0.5\nlocal_epochs = 2\n", tp_fedavg },
+  { "pipeline", "kind = pipeline\nstages = 2\nreplicas = 2\nmicrobatches = 4\n", tp_pipeline },
+  { "collective", "kind = collective\nsize = 1MB\n", tp_none },
+};
+
+/* The last whitespace-separated field of the table's first run row (the
+ * samples/s column when there is neither target, scaling nor figure). */
+static char *
+table_last_field (const char *out)
+{
+  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+  g_assert_nonnull (lines[0]);
+  g_assert_nonnull (lines[1]);
+  g_auto (GStrv) fields = g_strsplit_set (g_strstrip (lines[1]), " ", -1);
+  guint n = g_strv_length (fields);
+  g_assert_cmpuint (n, >, 0);
+  return g_strdup (fields[n - 1]);
+}
+
+/* samples/s = the closed form's samples / sim_time in the run table, the
+ * JSON of --json, and the CSV and JSON exports; no figure where the policy
+ * trains nothing. */
+static void
+test_throughput (gconstpointer data)
+{
+  const Throughput *tp = data;
+  g_autofree char *ini_name = g_strdup_printf ("tp-%s.ini", tp->name);
+  g_autofree char *db_name = g_strdup_printf ("tp-%s.db", tp->name);
+  g_autofree char *ini = path_in (ini_name), *db = path_in (db_name);
+  g_autofree char *text = g_strconcat (tp_base, tp->policy, NULL);
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  double want = tp->samples ();
+
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini_name, "-o", db_name, NULL), ==, 0);
+  double sim_time = run_number (db, 1, "sim_time");
+  g_assert_cmpfloat (sim_time, >, 0);
+  g_autofree char *cell = table_last_field (o);
+  if (isnan (want))
+    {
+      g_assert_null (strstr (o, "samples/s"));
+      g_assert_cmpfloat (test_query_number (db, "SELECT samples IS NULL FROM runs"), ==, 1);
+    }
+  else
+    {
+      g_assert_nonnull (strstr (o, "samples/s"));
+      /* printed with 6 significant digits: within half a unit of the 6th */
+      test_assert_close (g_ascii_strtod (cell, NULL), want / sim_time, 5e-6);
+      g_assert_cmpfloat (run_number (db, 1, "samples"), ==, want);
+    }
+
+  g_assert_cmpint (dtsim (&o, &e, "run", ini_name, "-o", db_name, "--json", NULL), ==, 0);
+  g_autofree char *err = NULL;
+  TjNode *doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  const TjNode *runs = tj_get (doc, "runs");
+  g_assert_nonnull (runs);
+  const TjNode *r = g_ptr_array_index (runs->items, 0);
+  const TjNode *sps = tj_get (r, "samples_per_s");
+  g_assert_nonnull (sps);
+  if (isnan (want))
+    g_assert_cmpint (sps->type, ==, TJ_NULL);
+  else
+    test_assert_close (sps->number, want / tj_number (r, "sim_time"), 1e-12);
+  tj_free (doc);
+
+  g_assert_cmpint (dtsim (&o, &e, "export", db_name, NULL), ==, 0);
+  g_autoptr (GPtrArray) rows = csv_rows (o);
+  g_assert_cmpuint (rows->len, ==, 2);
+  GPtrArray *h = g_ptr_array_index (rows, 0), *row = g_ptr_array_index (rows, 1);
+  double csv_sps = cell_number (row, column (h, "samples_per_s"));
+  if (isnan (want))
+    g_assert_true (isnan (csv_sps));
+  else
+    test_assert_close (csv_sps, want / cell_number (row, column (h, "sim_time")), 1e-12);
+
+  g_assert_cmpint (dtsim (&o, &e, "export", db_name, "--format", "json", NULL), ==, 0);
+  doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  r = g_ptr_array_index (doc->items, 0);
+  sps = tj_get (r, "samples_per_s");
+  g_assert_nonnull (sps);
+  if (isnan (want))
+    g_assert_cmpint (sps->type, ==, TJ_NULL);
+  else
+    test_assert_close (sps->number, want / tj_number (r, "sim_time"), 1e-12);
+  tj_free (doc);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -612,6 +763,11 @@ main (int argc, char **argv)
   g_test_add_func ("/export/bad-input", test_bad_input);
   g_test_add_func ("/export/report", test_report);
   g_test_add_func ("/export/report-hostile", test_report_hostile);
+  for (gsize i = 0; i < G_N_ELEMENTS (throughputs); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/export/throughput/%s", throughputs[i].name);
+      g_test_add_data_func (path, &throughputs[i], test_throughput);
+    }
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
   g_free (tmpdir);
