@@ -291,6 +291,10 @@ typedef struct {
   const char *figure;
   double (*figure_of) (const BaseValues *values, gint64 workers,
                        double seconds);
+  /* What went wrong and what to change, "[section] key: ...", when a run
+   * reached its iteration count without applying a single gradient (NULL:
+   * a line of the caller's; the run fails either way). */
+  const char *no_update_hint;
   /* Names of the tags it gives its transfers (for the messages table). */
   const char *const *tag_names;
   int n_tags;
