@@ -214,11 +214,11 @@ static const char *const summary[] = {
 static void
 summary_values (const Run *r, double *v)
 {
-  double tot = r->compute + r->comm + r->wait;
-  gboolean shares = isfinite (tot) && tot > 0;
+  const double parts[] = { r->compute, r->comm, r->wait };
+  double share[3];
+  sim_time_shares (parts, 3, share);
   double vals[] = { r->sim_time, r->iterations, r->updates, r->samples_per_s, r->scaling,
-                    r->final_loss, r->final_accuracy, shares ? r->compute / tot : NAN,
-                    shares ? r->comm / tot : NAN, shares ? r->wait / tot : NAN, r->wall_time,
+                    r->final_loss, r->final_accuracy, share[0], share[1], share[2], r->wall_time,
                     r->events, r->seed };
   memcpy (v, vals, sizeof vals);
 }

@@ -164,8 +164,9 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
           esc (s, r->swept[k] ? r->swept[k] : "");
           g_string_append (s, "</td>");
         }
-      double tot = r->compute + r->comm + r->wait;
-      gboolean shares = isfinite (tot) && tot > 0;
+      const double parts[] = { r->compute, r->comm, r->wait };
+      double share[3];
+      sim_time_shares (parts, 3, share);
       cell_number (s, r->sim_time, "%.6g");
       cell_number (s, r->iterations, "%.0f");
       cell_number (s, r->samples_per_s, "%.6g");
@@ -176,9 +177,8 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
           cell_number (s, r->final_loss, "%.4f");
           cell_number (s, 100 * r->final_accuracy, "%.2f%%");
         }
-      cell_number (s, shares ? 100 * r->compute / tot : NAN, "%.1f%%");
-      cell_number (s, shares ? 100 * r->comm / tot : NAN, "%.1f%%");
-      cell_number (s, shares ? 100 * r->wait / tot : NAN, "%.1f%%");
+      for (int k = 0; k < 3; k++)
+        cell_number (s, 100 * share[k], "%.1f%%");
       g_string_append (s, "</tr>\n");
     }
   g_string_append (s, "</tbody></table>\n");

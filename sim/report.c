@@ -94,13 +94,15 @@ json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const 
   json_number (s, "final_accuracy", r->final_accuracy);
   g_string_append_printf (s, ", \"events\": %" G_GUINT64_FORMAT ", ", r->events);
   json_number (s, "wall_time", r->wall_time);
-  double tot = r->compute + r->comm + r->wait;
+  const double parts[] = { r->compute, r->comm, r->wait };
+  double share[3];
+  sim_time_shares (parts, 3, share);
   g_string_append (s, ", ");
-  json_number (s, "compute_share", tot > 0 ? r->compute / tot : NAN);
+  json_number (s, "compute_share", share[0]);
   g_string_append (s, ", ");
-  json_number (s, "comm_share", tot > 0 ? r->comm / tot : NAN);
+  json_number (s, "comm_share", share[1]);
   g_string_append (s, ", ");
-  json_number (s, "wait_share", tot > 0 ? r->wait / tot : NAN);
+  json_number (s, "wait_share", share[2]);
   g_string_append (s, ", ");
   json_number (s, "samples_per_s", throughput (r));
   if (r->stop)
@@ -201,8 +203,15 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
                   "infeasible");
           continue;
         }
-      double tot = r->compute + r->comm + r->wait;
-      char loss[32], acc[32];
+      const double parts[] = { r->compute, r->comm, r->wait };
+      double share[3];
+      sim_time_shares (parts, 3, share);
+      char loss[32], acc[32], pct[3][32];
+      for (int k = 0; k < 3; k++)
+        if (isnan (share[k]))
+          g_strlcpy (pct[k], "-", sizeof pct[k]);
+        else
+          g_snprintf (pct[k], sizeof pct[k], "%.1f%%", 100 * share[k]);
       if (isnan (r->final_loss))
         {
           g_strlcpy (loss, "-", sizeof loss);
@@ -213,10 +222,9 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
           g_snprintf (loss, sizeof loss, "%.4f", r->final_loss);
           g_snprintf (acc, sizeof acc, "%.2f%%", 100 * r->final_accuracy);
         }
-      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %7.1f%%  %7.1f%%  %7.1f%%",
-              (int) w, c->name, r->sim_time, r->iterations, loss, acc,
-              tot > 0 ? 100 * r->compute / tot : 0, tot > 0 ? 100 * r->comm / tot : 0,
-              tot > 0 ? 100 * r->wait / tot : 0);
+      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %8s  %8s  %8s",
+              (int) w, c->name, r->sim_time, r->iterations, loss, acc, pct[0], pct[1],
+              pct[2]);
       if (targets)
         printf ("  %7s  %9" G_GINT64_FORMAT,
                 g_str_has_prefix (r->stop ? r->stop : "", "target_") ? "reached"

@@ -8,11 +8,13 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <float.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "sim/units.h"
 #include "tests/json.h"
 #include "tests/util.h"
 
@@ -751,6 +753,73 @@ test_throughput (gconstpointer data)
   tj_free (doc);
 }
 
+/* --- shares of huge times ------------------------------------------------ */
+
+/* Shares of parts near DBL_MAX, whose sum overflows: finite, by the
+ * formula x_i / sum x_j (with sum = DBL_MAX x 2.5 here, computed on the
+ * parts over the largest), summing to 1; NAN for no time or an infinite
+ * part. */
+static void
+test_shares_unit (void)
+{
+  const double big[] = { DBL_MAX, DBL_MAX, DBL_MAX / 2 };
+  double share[3];
+  sim_time_shares (big, 3, share);
+  test_assert_close (share[0], 1 / (1 + 1 + 0.5), 1e-15);
+  test_assert_close (share[1], 1 / (1 + 1 + 0.5), 1e-15);
+  test_assert_close (share[2], 0.5 / (1 + 1 + 0.5), 1e-15);
+  const double zero[] = { 0, 0, 0 }, inf[] = { 1, INFINITY, 0 };
+  sim_time_shares (zero, 3, share);
+  g_assert_true (isnan (share[0]) && isnan (share[1]) && isnan (share[2]));
+  sim_time_shares (inf, 3, share);
+  g_assert_true (isnan (share[0]) && isnan (share[1]) && isnan (share[2]));
+}
+
+/* A device of 1e-300 FLOP/s with real math: steps of ~1e300 s whose summed
+ * worker time overflows.  The run table's compute/comm/wait shares are the
+ * export's (to their printed digit) and finite. */
+static void
+test_shares_huge (void)
+{
+  g_autofree char *ini = path_in ("huge.ini"), *db = path_in ("huge.db");
+  g_autofree char *text = g_strconcat (tp_base, "kind = allreduce\n", NULL);
+  g_autofree char *slow = NULL;
+  {
+    g_auto (GStrv) parts = g_strsplit (text, "flops = 1GFLOPS", 2);
+    slow = g_strjoinv ("flops = 1e-300", parts);
+  }
+  g_assert_true (g_file_set_contents (ini, slow, -1, NULL));
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", "huge.ini", "-o", "huge.db", NULL), ==, 0);
+  g_assert_cmpfloat (run_number (db, 1, "compute + comm + wait"), >, 1e300);
+  g_auto (GStrv) lines = g_strsplit (o, "\n", -1);
+  g_auto (GStrv) fields = g_strsplit_set (g_strstrip (lines[1]), " ", -1);
+  /* run, sim time, iters, loss, accuracy, compute, comm, wait (no spaces
+   * inside: empty fields are the runs of blanks between them) */
+  GPtrArray *cells = g_ptr_array_new ();
+  for (int i = 0; fields[i]; i++)
+    if (*fields[i])
+      g_ptr_array_add (cells, fields[i]);
+  g_assert_cmpuint (cells->len, >=, 8);
+  g_assert_cmpint (dtsim (&o, &e, "export", "huge.db", NULL), ==, 0);
+  g_autoptr (GPtrArray) rows = csv_rows (o);
+  GPtrArray *h = g_ptr_array_index (rows, 0), *row = g_ptr_array_index (rows, 1);
+  const char *cols[] = { "compute_share", "comm_share", "wait_share" };
+  double sum = 0;
+  for (int k = 0; k < 3; k++)
+    {
+      const char *cell = g_ptr_array_index (cells, 5 + k);
+      g_assert_true (g_str_has_suffix (cell, "%"));
+      double table = g_ascii_strtod (cell, NULL), exported = cell_number (row, column (h, cols[k]));
+      g_assert_true (isfinite (exported));
+      /* printed to 0.1 %: within half of that */
+      g_assert_cmpfloat (fabs (table - 100 * exported), <=, 0.05 + 1e-9);
+      sum += exported;
+    }
+  test_assert_close (sum, 1, 1e-12);
+  g_ptr_array_unref (cells);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -763,6 +832,8 @@ main (int argc, char **argv)
   g_test_add_func ("/export/bad-input", test_bad_input);
   g_test_add_func ("/export/report", test_report);
   g_test_add_func ("/export/report-hostile", test_report_hostile);
+  g_test_add_func ("/export/shares/unit", test_shares_unit);
+  g_test_add_func ("/export/shares/huge", test_shares_huge);
   for (gsize i = 0; i < G_N_ELEMENTS (throughputs); i++)
     {
       g_autofree char *path = g_strdup_printf ("/export/throughput/%s", throughputs[i].name);
