@@ -517,6 +517,14 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     try_next (pl, &pl->w[k]);
 }
 
+/* Replicas draw batches as data-parallel workers do: one part of the
+ * training set each. */
+static gint64
+pl_data_parts (const BaseValues *values, gint64 workers G_GNUC_UNUSED)
+{
+  return MAX (base_values_int (values, "policy.replicas"), 1);
+}
+
 /* The pipeline's shape from its keys: stages, replicas, micro-batches. */
 static void
 pl_shape (const BaseValues *v, int *P, int *R, int *M)
@@ -955,6 +963,7 @@ const PolPolicyOps pol_pipeline_ops = {
                  "at the flush",
   .tag_names = pl_tags,
   .n_tags = G_N_ELEMENTS (pl_tags),
+  .data_parts = pl_data_parts,
   .host_names = pol_worker_host_names,
   .create = pl_create,
   .start = pl_start,

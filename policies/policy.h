@@ -291,6 +291,11 @@ typedef struct {
   const char *figure;
   double (*figure_of) (const BaseValues *values, gint64 workers,
                        double seconds);
+  /* How many parts the training set is cut into, each drawn by one
+   * sampler (docs/policies.md, "Data partitioning"), for a run of
+   * `workers` with these keys (NULL: one per worker).  A worker's batch
+   * must fit in its part. */
+  gint64 (*data_parts) (const BaseValues *values, gint64 workers);
   /* What went wrong and what to change, "[section] key: ...", when a run
    * reached its iteration count without applying a single gradient (NULL:
    * a line of the caller's; the run fails either way). */

@@ -1314,6 +1314,48 @@ test_version (void)
   g_assert_cmpint (count (db, "PRAGMA user_version"), ==, SIM_TRACE_SCHEMA_VERSION);
 }
 
+/* A batch larger than a worker's shard of the training set (samples /
+ * data-parallel parts) would reuse each sample within a step: refused with
+ * one line naming [model] batch and the shard size; a batch of exactly the
+ * shard runs.  A pipeline's parts are its replicas, not its workers. */
+static void
+test_bad_batch_over_shard (void)
+{
+  static const char base[] =
+    "[scenario]\nname = b\niterations = 2\n"
+    "[cluster]\nworkers = 4\n"
+    "[device]\nflops = 1GFLOPS\n"
+    "[network]\nbandwidth = 1Gbps\n"
+    "[model]\nkind = mlp\nhidden = 8\nfeatures = 15\nclasses = 4\nsamples = 256\n"
+    "test_samples = 64\n";
+  const struct { const char *rest; int code; const char *shard; } cases[] = {
+    /* 256 / 4 workers = 64 */
+    { "batch = 65\n[policy]\nkind = allreduce\n", 2, "(256 samples / 4 = 64)" },
+    { "batch = 64\n[policy]\nkind = allreduce\n", 0, NULL },
+    { "batch = 65\n[policy]\nkind = ps\n", 2, "(256 samples / 4 = 64)" },
+    /* 2 stages x 2 replicas: 256 / 2 replicas = 128 */
+    { "batch = 128\n[policy]\nkind = pipeline\nstages = 2\nreplicas = 2\nmicrobatches = 2\n",
+      0, NULL },
+    { "batch = 130\n[policy]\nkind = pipeline\nstages = 2\nreplicas = 2\nmicrobatches = 2\n",
+      2, "(256 samples / 2 = 128)" },
+  };
+  g_autofree char *ini = tmp ("batch.ini");
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *text = g_strconcat (base, cases[i].rest, NULL);
+      g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+      g_autofree char *o = NULL, *e = NULL;
+      int rc = dtsim (&o, &e, "run", "batch.ini", "-o", "batch.db", "-q", NULL);
+      if (rc != cases[i].code)
+        g_error ("case %" G_GSIZE_FORMAT ": exit %d, %s", i, rc, e);
+      if (cases[i].code == 0)
+        continue;
+      g_assert_true (g_str_has_prefix (e, "dtsim: batch.ini: [model] batch: "));
+      g_assert_nonnull (strstr (e, cases[i].shard));
+      g_assert_cmpint (strchr (e, '\n') - e, ==, (int) strlen (e) - 1); /* one line */
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1337,6 +1379,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/bad/missing-folder", test_bad_missing_folder);
   g_test_add_func ("/cli/bad/missing-scenario", test_bad_missing_scenario);
   g_test_add_func ("/cli/bad/set", test_bad_set);
+  g_test_add_func ("/cli/bad/batch-over-shard", test_bad_batch_over_shard);
   g_test_add_func ("/cli/bad/keeps-old-db", test_bad_keeps_old_db);
   g_test_add_func ("/cli/bad/link", test_bad_link);
   g_test_add_func ("/cli/output/refuse-text", test_refuse_text);
