@@ -269,6 +269,17 @@ test_calibrate (void)
     { "device,precision,workload,batch,seconds\na100,tf32,nosuchnet,8,0.1\n",
       "line 2: " },
     { "device,precision,workload,batch,seconds\n", "no measured steps" },
+    /* implausible measurements: the file, the row's line and the column */
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,64,0.1\n"
+      "a100,tf32,resnet-50,64,1e300\n", "bad.csv line 3: seconds: 1e+300 s is no plausible" },
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,64,inf\n",
+      "bad.csv line 2: seconds:" },
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,64,1e-9\n",
+      "bad.csv line 2: seconds: 1e-09 s is faster than this step takes at the device's peak" },
+    /* a fit worse than the base: refused, nothing written */
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,64,0.1\n"
+      "a100,tf32,resnet-50,256,9e5\n", "bad.csv: the fit predicts these steps worse than the"
+      " base catalog" },
   };
   g_autofree char *badcsv = tmp ("bad.csv");
   g_autofree char *fresh = tmp ("fresh.ini");
@@ -281,6 +292,11 @@ test_calibrate (void)
         g_error ("case %zu: expected one line with '%s', got: %s", i, bad[i].needle, be);
       g_assert_false (g_file_test (fresh, G_FILE_TEST_EXISTS));
     }
+  /* the worse fit is written with --force, and the report shows both errors */
+  g_autofree char *fo = NULL, *fe = NULL;
+  g_assert_cmpint (dtsim (&fo, &fe, "calibrate", badcsv, "-o", fresh, "--force", NULL), ==, 0);
+  g_assert_nonnull (strstr (fo, "mean absolute error: "));
+  g_assert_true (g_file_test (fresh, G_FILE_TEST_EXISTS));
   /* a file that is not a catalog is never replaced */
   g_autofree char *notes = tmp ("notes.ini");
   g_assert_true (g_file_set_contents (notes, "my notes\n", -1, NULL));
