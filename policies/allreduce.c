@@ -149,6 +149,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       span (ar, w, "compute", now - ar->update_time, now);
     }
   ar->run.updates += W;
+  ar->run.samples += (gint64) W * ar->env.batch;
   pol_run_progress (&ar->run, now);
   if (!pol_run_round_end (&ar->run, ar->params, ar->iter + 1 >= ar->env.iterations))
     return;

@@ -116,6 +116,7 @@ pol_run_finish (const PolRun *run, const float *params, PolResult *out)
 
   memset (out, 0, sizeof *out);
   out->updates = run->updates;
+  out->samples = run->samples;
   out->rounds = run->updates / env->workers;
   out->end_time = run->finished ? run->end_time : eng_sim_now (env->sim);
   pol_evaluate (env, params, &out->final_loss, &out->final_accuracy);

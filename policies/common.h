@@ -23,6 +23,9 @@ G_BEGIN_DECLS
 typedef struct {
   const PolEnv *env;       /* the policy's own copy, which outlives this */
   gint64 updates;          /* gradients applied in all */
+  gint64 samples;          /* samples whose forward and backward ended in
+                            * an applied gradient (every policy adds its
+                            * own count beside `updates`) */
   gint64 next_eval;        /* evaluate once `updates` reaches it */
   double end_time;         /* s, at the last update (valid once finished) */
   gboolean finished;       /* the run is over: last update or target reached */
@@ -66,8 +69,8 @@ gboolean pol_run_eval_due (const PolRun *run, gboolean last);
  * it is the `last`.  Returns TRUE when the run goes on, FALSE when it has
  * finished (here or earlier). */
 gboolean pol_run_round_end (PolRun *run, const float *params, gboolean last);
-/* Fills in the result: counters, end time (now when not finished), the
- * final evaluation of `params`; rounds = updates / workers. */
+/* Fills in the result: counters (samples included), end time (now when not
+ * finished), the final evaluation of `params`; rounds = updates / workers. */
 void pol_run_finish (const PolRun *run, const float *params, PolResult *out);
 
 /* Host names "worker0" ... "worker{W-1}" (no servers; caller frees). */

@@ -135,6 +135,7 @@ close_round (FaPolicy *fa)
       pol_worker_span (&fa->env, c, "wait", k->answered, now, fa->round, 0);
     }
   fa->run.updates += fa->round_steps;
+  fa->run.samples += fa->round_steps * fa->env.batch;
   pol_run_progress (&fa->run, now);
   fa->round++;
   if (pol_run_round_end (&fa->run, fa->global, fa->round >= fa->env.iterations))
@@ -380,13 +381,13 @@ static const BaseKey fa_keys[] = {
   { "policy", "local_epochs", BASE_KEY_QUANTITY, 0, "1", 0, 1000, BASE_OPEN_MIN, NULL, 0,
     "kind = fedavg: passes E over its own data a sampled client makes per round: max(1, ceil(E x its samples / batch)) local steps.", NULL },
   { "policy", "drop", BASE_KEY_QUANTITY, 0, "0", 0, 1, 0, NULL, 0,
-    "kind = fedavg: probability that a sampled client drops out of the round (it never answers).", NULL },
+    "kind = fedavg: probability that a sampled client drops out of the round (it never answers); below 1.", NULL },
   { "policy", "deadline", BASE_KEY_QUANTITY, BASE_UNIT_TIME, "0", 0, BASE_BIG, 0, NULL, 0,
     "kind = fedavg: a round closes this long after it starts even if clients are still training; their work is lost (0 = wait for every client that did not drop).", NULL },
   { .section = NULL },
 };
 
-/* The server is the one host after the clients. */
+/* The server is the one host after the clients; some client can answer. */
 static gboolean
 fa_validate (PolCheck *chk, GError **error)
 {
@@ -394,6 +395,10 @@ fa_validate (PolCheck *chk, GError **error)
     return pol_key_error (error, "cluster", "servers",
                           "kind = fedavg has one aggregation server, found %" G_GINT64_FORMAT
                           "; set servers = 1", chk->servers);
+  if (base_values_double (chk->values, "policy.drop") >= 1)
+    return pol_key_error (error, "policy", "drop",
+                          "1 drops every sampled client, so no round would ever train; use a "
+                          "probability below 1");
   return TRUE;
 }
 
@@ -414,6 +419,9 @@ const PolPolicyOps pol_fedavg_ops = {
                  "averages their models by data size",
   .validate = fa_validate,
   .foreign = fa_foreign,
+  .no_update_hint = "[policy] deadline: no client answered in any round (each was cut off at "
+                    "the deadline or dropped out), so the model never changed; raise [policy] "
+                    "deadline above a client's local training time, or lower [policy] drop",
   .tag_names = fa_tags,
   .n_tags = G_N_ELEMENTS (fa_tags),
   .host_names = fa_host_names,

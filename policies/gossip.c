@@ -331,6 +331,7 @@ end_iteration (GoPolicy *go, int w)
   wk->last_sent[p] = wk->last_arrival[p] = 0;
   wk->iter++;
   go->run.updates++;
+  go->run.samples += go->env.batch;
   pol_run_progress (&go->run, now);
   gboolean last = go->run.updates >= go->total;
   /* the average model is assembled only for an evaluation */

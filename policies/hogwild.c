@@ -174,6 +174,7 @@ write_done (HwPolicy *hw, int c)
   pol_run_iteration (&hw->run, c, k->iter, k->start, now, k->compute + k->service, 0,
                      k->queued, k->staleness);
   hw->run.updates++;
+  hw->run.samples += hw->env.batch;
   pol_run_progress (&hw->run, now);
   if (!pol_run_round_end (&hw->run, hw->x, hw->run.updates >= hw->total))
     return;

@@ -140,6 +140,7 @@ on_step_done (EngSim *sim, gpointer ctx, gpointer data)
   double now = eng_sim_now (sim);
   ls->steps[w]++;
   ls->run.updates++;
+  ls->run.samples += ls->env.batch;
   pol_run_progress (&ls->run, now);
   if (ls->steps[w] < ls->round_steps)
     {

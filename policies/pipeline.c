@@ -253,6 +253,9 @@ end_iteration (PlPolicy *pl)
       pol_run_iteration (&pl->run, k, pl->iter, pl->iter_start, now, compute, comm, wait, 0);
     }
   pl->run.updates += pl->W;
+  /* each replica's batch went through every stage once: the stages share
+   * its samples, which count once */
+  pl->run.samples += (gint64) pl->R * pl->env.batch;
   pol_run_progress (&pl->run, now);
   if (!pol_run_round_end (&pl->run, pl->params, pl->iter + 1 >= pl->env.iterations))
     return;
@@ -512,6 +515,14 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     }
   for (int k = 0; k < pl->W; k++)
     try_next (pl, &pl->w[k]);
+}
+
+/* Replicas draw batches as data-parallel workers do: one part of the
+ * training set each. */
+static gint64
+pl_data_parts (const BaseValues *values, gint64 workers G_GNUC_UNUSED)
+{
+  return MAX (base_values_int (values, "policy.replicas"), 1);
 }
 
 /* The pipeline's shape from its keys: stages, replicas, micro-batches. */
@@ -952,6 +963,7 @@ const PolPolicyOps pol_pipeline_ops = {
                  "at the flush",
   .tag_names = pl_tags,
   .n_tags = G_N_ELEMENTS (pl_tags),
+  .data_parts = pl_data_parts,
   .host_names = pol_worker_host_names,
   .create = pl_create,
   .start = pl_start,

@@ -178,6 +178,11 @@ typedef enum {
 /* What a finished (or stopped) run reports. */
 typedef struct {
   gint64 updates;             /* gradients applied in all */
+  /* Samples that went through a forward and a backward whose gradient was
+   * applied: updates x batch for the data-parallel policies, replicas x
+   * batch per iteration for the pipeline (its stages share each sample),
+   * 0 for a policy that trains nothing.  Throughput is samples / end_time. */
+  gint64 samples;
   gint64 rounds;              /* updates / workers, rounded down */
   double end_time;            /* simulated seconds at the last update */
   double final_loss;          /* NAN when no math ran */
@@ -286,6 +291,15 @@ typedef struct {
   const char *figure;
   double (*figure_of) (const BaseValues *values, gint64 workers,
                        double seconds);
+  /* How many parts the training set is cut into, each drawn by one
+   * sampler (docs/policies.md, "Data partitioning"), for a run of
+   * `workers` with these keys (NULL: one per worker).  A worker's batch
+   * must fit in its part. */
+  gint64 (*data_parts) (const BaseValues *values, gint64 workers);
+  /* What went wrong and what to change, "[section] key: ...", when a run
+   * reached its iteration count without applying a single gradient (NULL:
+   * a line of the caller's; the run fails either way). */
+  const char *no_update_hint;
   /* Names of the tags it gives its transfers (for the messages table). */
   const char *const *tag_names;
   int n_tags;

@@ -617,6 +617,7 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
   if (++ps->grad_shards[m->worker] % ps->env.servers == 0)
     {
       ps->run.updates++;
+      ps->run.samples += ps->env.batch;
       pol_run_progress (&ps->run, end);
       pol_run_round_end (&ps->run, ps->global,
                          ps->kofn ? ps->rounds_done >= ps->env.iterations

@@ -47,6 +47,9 @@ typedef struct {
   double before_eff, before_conv; /* the catalog's, as dtsim run resolves them */
 } Row;
 
+/* The longest step a measurement may report, s (about 11.6 days). */
+#define CAL_MAX_STEP 1e6
+
 static void
 row_free (Row *r)
 {
@@ -180,6 +183,13 @@ parse_row (const char *csv, int line, char **f, int n, const SimCatalog *cat, GE
     {
       csv_error (error, csv, line, "seconds: expected the measured time of one training "
                  "step in seconds (> 0), found '%s'", s);
+      row_free (r);
+      return NULL;
+    }
+  if (r->seconds > CAL_MAX_STEP)
+    {
+      csv_error (error, csv, line, "seconds: %g s is no plausible training step (at most %g s);"
+                 " give one step's time in seconds", r->seconds, CAL_MAX_STEP);
       row_free (r);
       return NULL;
     }
@@ -374,8 +384,8 @@ key_of (int precision, gboolean conv)
 }
 
 gboolean
-sim_calibrate (const char *csv, const char *base, const char *out, GString *report,
-               GError **error)
+sim_calibrate (const char *csv, const char *base, const char *out, gboolean force,
+               GString *report, GError **error)
 {
   g_return_val_if_fail (csv && out && report, FALSE);
   g_autofree char *base_abs = base ? absolute (base) : NULL;
@@ -400,6 +410,24 @@ sim_calibrate (const char *csv, const char *base, const char *out, GString *repo
   g_autoptr (GPtrArray) rows = read_rows (csv, base_abs, cat, error);
   if (!rows)
     return FALSE;
+
+  /* no device beats its own peak: a step faster than the catalog's
+   * prediction at efficiency 1 and no overhead is a mismeasured row */
+  for (guint i = 0; i < rows->len; i++)
+    {
+      Row *r = g_ptr_array_index (rows, i);
+      /* predict() sets the figures it prices with: the catalog's come back */
+      double e = r->c->efficiency, ce = r->c->conv_efficiency, t0 = r->c->kernel_overhead;
+      double peak = predict (r, 1, 1, 0);
+      r->c->efficiency = e;
+      r->c->conv_efficiency = ce;
+      r->c->kernel_overhead = t0;
+      if (r->seconds < peak * (1 - 1e-9))
+        return csv_error (error, csv, r->line, "seconds: %g s is faster than this step takes "
+                          "at the device's peak (%g s at efficiency 1): it implies an "
+                          "efficiency above 1; check the row's device, precision, batch and "
+                          "unit", r->seconds, peak);
+    }
 
   g_autofree char *text = sim_catalog_text (base_abs, error);
   if (!text)
@@ -534,6 +562,12 @@ sim_calibrate (const char *csv, const char *base, const char *out, GString *repo
   g_string_append_printf (report, "mean absolute error: %.1f%% before, %.1f%% after\n%s",
                           sum_before / rows->len, sum_after / rows->len, fits->str);
   g_string_free (fits, TRUE);
+  /* a fit that predicts the rows worse than the base is no calibration */
+  if (!(sum_after <= sum_before) && !force)
+    return csv_error (error, csv, 0, "the fit predicts these steps worse than the base catalog"
+                      " (mean absolute error %.1f%% before, %.1f%% after), so %s was not"
+                      " written; check the measurements, or pass --force to write it anyway",
+                      sum_before / rows->len, sum_after / rows->len, out);
 
   /* written beside its target, checked, then renamed over it */
   gsize len = 0;

@@ -20,9 +20,12 @@ G_BEGIN_DECLS
  * and replaces only a file that is itself a catalog.  The report (a table
  * of every row before and after, and the fitted figures) goes to `report`.
  * FALSE with a SIM_ERROR_INPUT error naming the file, the line and the fix
- * on bad input. */
-gboolean sim_calibrate (const char *csv, const char *base, const char *out, GString *report,
-                        GError **error);
+ * on bad input: a row's seconds not finite, <= 0, above 1e6 s, or below the
+ * step's time at efficiency 1 (the device's peak).  Unless `force`, a fit
+ * whose mean absolute error over the rows exceeds the base catalog's is
+ * refused too (the report still tells both), and nothing is written. */
+gboolean sim_calibrate (const char *csv, const char *base, const char *out, gboolean force,
+                        GString *report, GError **error);
 
 G_END_DECLS
 

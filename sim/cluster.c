@@ -212,6 +212,22 @@ cluster_load_model (SimCluster *cl, GError **error)
     {
       if (!sim_data_load (c, &cl->train, &cl->test, error))
         return FALSE;
+      /* each sampler draws its batches from its own part of the training
+       * set: a batch larger than a part would reuse its samples within
+       * every step */
+      const PolPolicyOps *ops = pol_lookup (c->policy);
+      gint64 parts = ops->data_parts ? ops->data_parts (c->values, c->workers) : c->workers;
+      gint64 shard = cl->train->n / MAX (parts, 1);
+      if (c->batch > shard)
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [model] batch: %" G_GINT64_FORMAT " samples exceed a worker's"
+                       " shard of the training set (%d samples / %" G_GINT64_FORMAT
+                       " = %" G_GINT64_FORMAT "), so each step would reuse its samples; use"
+                       " batch <= %" G_GINT64_FORMAT " or more [model] samples",
+                       c->file, c->batch, cl->train->n, parts, shard, shard);
+          return FALSE;
+        }
       /* the loss is measured on a fixed prefix of the training set */
       cl->eval = *cl->train;
       if (c->eval_samples > 0 && c->eval_samples < cl->eval.n)

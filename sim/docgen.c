@@ -69,7 +69,9 @@ static const Command commands[] = {
     "Fits device efficiencies and kernel overheads to measured step times and writes a "
     "catalog that [cluster] catalog loads.",
     { { "output", 'o', "CATALOG.ini", "calibrated catalog to write" },
-      { "catalog", 0, "BASE.ini", "catalog to start from (default: the built-in one)" } } },
+      { "catalog", 0, "BASE.ini", "catalog to start from (default: the built-in one)" },
+      { "force", 0, NULL, "write the catalog even when the fit predicts the measured steps "
+                          "worse than the base catalog (refused otherwise)" } } },
   { "completion", "bash", NULL, "Prints the bash completion script.", { { NULL } } },
   { "man", NULL, NULL, "Prints this manual page (roff).", { { NULL } } },
 };

@@ -5,7 +5,9 @@
  * every swept parameter as a column of its own (the keys of the sweep, as
  * the runs' names give them, with the values the params table holds), then
  * the summary the run table shows: simulated time, iterations, updates,
- * samples per simulated second (updates x [model] batch / sim_time), scaling
+ * samples per simulated second (runs.samples / sim_time: the samples the
+ * run's policy trained on, each once; see throughput_of for traces older
+ * than that column), scaling
  * efficiency where the runs differ in cluster.workers (samples/s per worker
  * over that of the run with the fewest workers and the same other swept
  * values), the final loss and accuracy, the shares of compute, communication
@@ -78,22 +80,45 @@ as_number (const char *s, double *v)
   return end && *end == '\0' && isfinite (*v) && !g_ascii_isspace (s[0]);
 }
 
+/* Samples per simulated second of r: `samples` (runs.samples, NAN where
+ * NULL: a policy that trains nothing) over its simulated time.  A trace
+ * older than that column (schema 6 and before, `counted` FALSE) has only
+ * the gradients: updates x batch is the samples for every data-parallel
+ * policy, but not for the pipeline (each sample crosses every stage) nor
+ * the collective benchmark (no samples), whose throughput stays unknown. */
+static double
+throughput_of (const Run *r, gboolean counted, double samples, const char *kind)
+{
+  if (!(r->sim_time > 0))
+    return NAN;
+  if (counted)
+    return samples >= 0 ? samples / r->sim_time : NAN;
+  if (!kind || strcmp (kind, "pipeline") == 0 || strcmp (kind, "collective") == 0)
+    return NAN;
+  return isfinite (r->batch) ? r->updates * r->batch / r->sim_time : NAN;
+}
+
 /* The runs (all, or `only`), each with its swept values: one scan of runs
  * and one of params, whatever the number of runs and keys. */
 static GPtrArray *
 load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
 {
-  const char *wanted[] = { "model.batch", "cluster.workers" };
+  const char *const samples_col[] = { "samples", NULL };
+  int counted = sim_tracedb_has (t, "runs", samples_col, error);
+  if (counted < 0)
+    return NULL;
+  const char *wanted[] = { "model.batch", "cluster.workers", "policy.kind" };
   g_autofree const char **all = g_new (const char *, keys->len + G_N_ELEMENTS (wanted));
   for (guint k = 0; k < keys->len + G_N_ELEMENTS (wanted); k++)
     all[k] = k < keys->len ? g_ptr_array_index (keys, k) : wanted[k - keys->len];
   if (!sim_tracedb_params_load (t, all, keys->len + G_N_ELEMENTS (wanted), error))
     return NULL;
-  g_autoptr (sqlite3_stmt) st
-    = sim_tracedb_prepare (t, "SELECT id, scenario, name, seed, status, error, stop, sim_time,"
-                              " wall_time, events, iterations, updates, final_loss,"
-                              " final_accuracy, compute, comm, wait, version FROM runs"
-                              " WHERE ?1 <= 0 OR id = ?1 ORDER BY id", error);
+  g_autofree char *sql
+    = g_strdup_printf ("SELECT id, scenario, name, seed, status, error, stop, sim_time,"
+                       " wall_time, events, iterations, updates, final_loss,"
+                       " final_accuracy, compute, comm, wait, version, %s FROM runs"
+                       " WHERE ?1 <= 0 OR id = ?1 ORDER BY id", counted ? "samples" : "NULL");
+  g_autoptr (sqlite3_stmt) st = sim_tracedb_prepare (t, sql, error);
   if (!st || !sim_tracedb_check (t, sqlite3_bind_int64 (st, 1, only), error))
     return NULL;
   g_autoptr (GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) run_free);
@@ -114,9 +139,11 @@ load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
       for (gsize k = 0; k < G_N_ELEMENTS (nums); k++)
         *nums[k] = col_number (st, 7 + (int) k);
       r->version = col_clean (st, 17);
+      double samples = col_number (st, 18);
+      g_autofree char *kind = NULL;
       r->swept = g_new0 (char *, keys->len + 1);
       r->batch = r->workers = NAN;
-      double *into[] = { &r->batch, &r->workers };
+      double *into[] = { &r->batch, &r->workers, NULL };
       for (guint k = 0; k < keys->len + G_N_ELEMENTS (wanted); k++)
         {
           const SimTraceParam *v = sim_tracedb_param (t, r->id, all[k]);
@@ -124,11 +151,12 @@ load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
             continue;
           if (k < keys->len)
             r->swept[k] = v->text ? sim_clean_text (v->text, G_MAXSIZE) : NULL;
+          else if (!into[k - keys->len])
+            kind = v->text ? sim_clean_text (v->text, G_MAXSIZE) : NULL;
           else if (!as_number (v->text, into[k - keys->len]))
             *into[k - keys->len] = NAN;
         }
-      r->samples_per_s = r->sim_time > 0 && isfinite (r->batch)
-                         ? r->updates * r->batch / r->sim_time : NAN;
+      r->samples_per_s = throughput_of (r, counted > 0, samples, kind);
       r->scaling = NAN;
     }
   if (rc < 0)
@@ -204,11 +232,11 @@ static const char *const summary[] = {
 static void
 summary_values (const Run *r, double *v)
 {
-  double tot = r->compute + r->comm + r->wait;
-  gboolean shares = isfinite (tot) && tot > 0;
+  const double parts[] = { r->compute, r->comm, r->wait };
+  double share[3];
+  sim_time_shares (parts, 3, share);
   double vals[] = { r->sim_time, r->iterations, r->updates, r->samples_per_s, r->scaling,
-                    r->final_loss, r->final_accuracy, shares ? r->compute / tot : NAN,
-                    shares ? r->comm / tot : NAN, shares ? r->wait / tot : NAN, r->wall_time,
+                    r->final_loss, r->final_accuracy, share[0], share[1], share[2], r->wall_time,
                     r->events, r->seed };
   memcpy (v, vals, sizeof vals);
 }

@@ -30,7 +30,7 @@ typedef struct {
   double final_loss, final_accuracy, compute, comm, wait;    /* NAN: NULL */
   char **swept;            /* (n swept keys) clean text, NULL where absent */
   double batch, workers;   /* [model] batch, [cluster] workers; NAN: absent */
-  double samples_per_s;    /* updates x batch / sim_time */
+  double samples_per_s;    /* runs.samples / sim_time; NAN: unknown */
   double scaling;          /* NAN unless cluster.workers is swept */
 } SimExportRun;
 

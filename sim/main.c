@@ -10,7 +10,7 @@
  *   dtsim report DB [-o FILE.html]
  *   dtsim check FILE.ini [--set section.key=value]...
  *   dtsim hardware [FILE]
- *   dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]
+ *   dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini] [--force]
  *
  * Exit codes: 0 success, 1 failure while running, 2 bad input (one line on
  * stderr names the file, the [section] key, what is wrong and the fix).
@@ -56,7 +56,7 @@ static const char usage[] =
   "  dtsim report DB [-o FILE.html]  # one self-contained page: runs, params, figures\n"
   "  dtsim keys                # the reference of every scenario key (markdown)\n"
   "  dtsim hardware [FILE]     # the hardware catalog (built-in, or FILE) as tables\n"
-  "  dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini]\n"
+  "  dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini] [--force]\n"
   "                            # fit device efficiencies to measured step times\n"
   "  dtsim completion bash     # the bash completion script (make install installs it)\n"
   "  dtsim man                 # the manual page, roff (make install installs it)\n"
@@ -354,9 +354,12 @@ static int
 cmd_calibrate (int argc, char **argv)
 {
   g_autofree char *out = NULL, *base = NULL;
+  gboolean force = FALSE;
   GOptionEntry entries[] = {
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Calibrated catalog to write",
       "CATALOG.ini" },
+    { "force", 0, 0, G_OPTION_ARG_NONE, &force,
+      "Write the catalog even when the fit predicts the steps worse than the base", NULL },
     { "catalog", 0, 0, G_OPTION_ARG_FILENAME, &base,
       "Catalog to start from (default: the built-in one)", "BASE.ini" },
     { NULL }
@@ -370,8 +373,11 @@ cmd_calibrate (int argc, char **argv)
     return bad_usage ("calibrate needs -o CATALOG.ini, the catalog to write");
   GError *error = NULL;
   g_autoptr (GString) report = g_string_new (NULL);
-  if (!sim_calibrate (argv[1], base, out, report, &error))
-    return die (error, 2);
+  if (!sim_calibrate (argv[1], base, out, force, report, &error))
+    {
+      fputs (report->str, stdout);  /* the table that shows why, when there is one */
+      return die (error, 2);
+    }
   fputs (report->str, stdout);
   return 0;
 }

@@ -506,6 +506,7 @@ read_message (SimMpiHub *h, Message *m, SimMpiEvent *ev)
   s->events = sim_wire_get_u64 (&r);
   s->iterations = (gint64) sim_wire_get_u64 (&r);
   s->updates = (gint64) sim_wire_get_u64 (&r);
+  s->samples = (gint64) sim_wire_get_u64 (&r);
   s->final_loss = sim_wire_get_f64 (&r);
   s->final_accuracy = sim_wire_get_f64 (&r);
   s->compute = sim_wire_get_f64 (&r);
@@ -729,6 +730,7 @@ sim_mpi_worker_send_end (SimMpiWorker *w, guint point, gboolean ok, const SimRun
   sim_wire_put_u64 (b, s->events);
   sim_wire_put_u64 (b, (guint64) s->iterations);
   sim_wire_put_u64 (b, (guint64) s->updates);
+  sim_wire_put_u64 (b, (guint64) s->samples);
   sim_wire_put_f64 (b, s->final_loss);
   sim_wire_put_f64 (b, s->final_accuracy);
   sim_wire_put_f64 (b, s->compute);

@@ -971,11 +971,15 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, gboolean *strong, GEr
     *strong = derived;
   const char *omit[] = { "cluster.workers", derived ? "model.batch" : NULL, NULL };
   g_autoptr (GHashTable) groups = run_labels (p, omit, "all runs", error);
-  g_autoptr (sqlite3_stmt) st
-    = groups ? sim_tracedb_prepare (&p->t, "SELECT id, updates, sim_time FROM runs WHERE status"
-                                           " = 'done' AND sim_time > 0 AND updates > 0 ORDER BY"
-                                           " id", error)
-             : NULL;
+  /* throughput: the samples the policy counted (schema 7 on), else, in an
+   * older trace, gradients x batch */
+  const char *const samples_col[] = { "samples", NULL };
+  int counted = groups ? sim_tracedb_has (&p->t, "runs", samples_col, error) : -1;
+  g_autofree char *sql
+    = g_strdup_printf ("SELECT id, %s, sim_time FROM runs WHERE status = 'done' AND sim_time > 0"
+                       " AND %s > 0 ORDER BY id", counted > 0 ? "CAST(samples AS REAL)" : "updates",
+                       counted > 0 ? "samples" : "updates");
+  g_autoptr (sqlite3_stmt) st = counted >= 0 ? sim_tracedb_prepare (&p->t, sql, error) : NULL;
   if (!st)
     return FALSE;
   g_autoptr (GArray) rows = g_array_new (FALSE, FALSE, sizeof (RunPoint));
@@ -984,9 +988,9 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, gboolean *strong, GEr
       gint64 id = sqlite3_column_int64 (st, 0);
       const SimTraceParam *w = sim_tracedb_param (&p->t, id, used[1]);
       const SimTraceParam *b = sim_tracedb_param (&p->t, id, used[2]);
+      double done = sqlite3_column_double (st, 1), t = sqlite3_column_double (st, 2);
       ScalePoint pt = { w && w->text ? w->real : 0,
-                        b && b->text ? sqlite3_column_double (st, 1) * b->real
-                                       / sqlite3_column_double (st, 2) : 0 };
+                        counted > 0 ? done / t : b && b->text ? done * b->real / t : 0 };
       if (!(isfinite (pt.workers) && pt.workers >= 1 && isfinite (pt.thr) && pt.thr > 0))
         continue;
       RunPoint rp = { id, pt };
@@ -1017,7 +1021,7 @@ speedup_points (Plot *p, GPtrArray *names, GPtrArray *pts, gboolean *strong, GEr
 
 /* Speedup against workers with the Amdahl fit, per group of runs that agree
  * in every swept key but cluster.workers (speedup_points()).  Speedup of a
- * run with N workers: its throughput (updates x batch / sim_time) over that
+ * run with N workers: its throughput (samples / sim_time) over that
  * of the group's run with the fewest workers N0; the fit uses n = N / N0. */
 static gboolean
 plot_speedup (Plot *p, GError **error)

@@ -164,8 +164,9 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
           esc (s, r->swept[k] ? r->swept[k] : "");
           g_string_append (s, "</td>");
         }
-      double tot = r->compute + r->comm + r->wait;
-      gboolean shares = isfinite (tot) && tot > 0;
+      const double parts[] = { r->compute, r->comm, r->wait };
+      double share[3];
+      sim_time_shares (parts, 3, share);
       cell_number (s, r->sim_time, "%.6g");
       cell_number (s, r->iterations, "%.0f");
       cell_number (s, r->samples_per_s, "%.6g");
@@ -176,9 +177,8 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
           cell_number (s, r->final_loss, "%.4f");
           cell_number (s, 100 * r->final_accuracy, "%.2f%%");
         }
-      cell_number (s, shares ? 100 * r->compute / tot : NAN, "%.1f%%");
-      cell_number (s, shares ? 100 * r->comm / tot : NAN, "%.1f%%");
-      cell_number (s, shares ? 100 * r->wait / tot : NAN, "%.1f%%");
+      for (int k = 0; k < 3; k++)
+        cell_number (s, 100 * share[k], "%.1f%%");
       g_string_append (s, "</tr>\n");
     }
   g_string_append (s, "</tbody></table>\n");
@@ -387,8 +387,9 @@ sim_report_html (const char *db, const char *out, GError **error)
       esc (s, first ? first->version : "");
       g_string_append_printf (s, ", reported by dtsim %s.</p>\n", PACKAGE_VERSION);
       g_string_append (s, "<h2>Runs</h2>\n<p>One row per run (sweep point); the swept keys "
-                          "are the columns after the status. Samples/s is gradients applied x "
-                          "batch over simulated time; compute, comm and wait are shares of "
+                          "are the columns after the status. Samples/s is the samples "
+                          "trained on (each once, however many pipeline stages it crossed) "
+                          "over simulated time; compute, comm and wait are shares of "
                           "worker time.</p>\n");
       run_table (s, runs, keys);
       g_string_append (s, "<h2>Parameters</h2>\n");

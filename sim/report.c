@@ -63,6 +63,15 @@ json_swept (GString *s, const SimConfig *c)
   g_string_append (s, "}, ");
 }
 
+/* Training throughput of a run: samples per simulated second, the samples
+ * its policy counted (PolResult.samples) over its simulated time; NAN for a
+ * policy that trains nothing or a run that took no time. */
+static double
+throughput (const SimRunSummary *r)
+{
+  return r->samples >= 0 && r->sim_time > 0 ? (double) r->samples / r->sim_time : NAN;
+}
+
 static void
 json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const GError *err)
 {
@@ -85,16 +94,17 @@ json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const 
   json_number (s, "final_accuracy", r->final_accuracy);
   g_string_append_printf (s, ", \"events\": %" G_GUINT64_FORMAT ", ", r->events);
   json_number (s, "wall_time", r->wall_time);
-  double tot = r->compute + r->comm + r->wait;
+  const double parts[] = { r->compute, r->comm, r->wait };
+  double share[3];
+  sim_time_shares (parts, 3, share);
   g_string_append (s, ", ");
-  json_number (s, "compute_share", tot > 0 ? r->compute / tot : NAN);
+  json_number (s, "compute_share", share[0]);
   g_string_append (s, ", ");
-  json_number (s, "comm_share", tot > 0 ? r->comm / tot : NAN);
+  json_number (s, "comm_share", share[1]);
   g_string_append (s, ", ");
-  json_number (s, "wait_share", tot > 0 ? r->wait / tot : NAN);
+  json_number (s, "wait_share", share[2]);
   g_string_append (s, ", ");
-  json_number (s, "samples_per_s", r->sim_time > 0 ? (double) r->updates * (double) c->batch
-                                                     / r->sim_time : NAN);
+  json_number (s, "samples_per_s", throughput (r));
   if (r->stop)
     g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
   else
@@ -116,13 +126,6 @@ scaling_group (const SimConfig *c, gboolean *has_workers)
         g_string_append_printf (g, "%s;", l);
     }
   return g_string_free (g, FALSE);
-}
-
-/* Training throughput of a run: samples per simulated second. */
-static double
-throughput (const SimConfig *c, const SimRunSummary *r)
-{
-  return r->sim_time > 0 ? (double) r->updates * (double) c->batch / r->sim_time : 0;
 }
 
 void
@@ -163,8 +166,8 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
           continue;
         }
       const SimConfig *cb = g_ptr_array_index (configs, base);
-      double tb = throughput (cb, &sums[base]) / (double) cb->workers;
-      eff[i] = tb > 0 ? throughput (ci, &sums[i]) / (double) ci->workers / tb : NAN;
+      double tb = throughput (&sums[base]) / (double) cb->workers;
+      eff[i] = tb > 0 ? throughput (&sums[i]) / (double) ci->workers / tb : NAN;
     }
   /* a policy with its own figure of merit (e.g. bus bandwidth) gets its
    * column, titled by the first such run's policy */
@@ -183,8 +186,10 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
           "iters", "loss", "accuracy", "compute", "comm", "wait");
   if (targets)
     printf ("  %7s  %9s", "target", "gradients");
+  if (!all_figure)
+    printf ("  %12s", "samples/s");
   if (scaling)
-    printf ("  %12s  %8s", "samples/s", "scaling");
+    printf ("  %8s", "scaling");
   if (figure)
     printf ("  %12s", figure);
   printf ("\n");
@@ -198,8 +203,15 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
                   "infeasible");
           continue;
         }
-      double tot = r->compute + r->comm + r->wait;
-      char loss[32], acc[32];
+      const double parts[] = { r->compute, r->comm, r->wait };
+      double share[3];
+      sim_time_shares (parts, 3, share);
+      char loss[32], acc[32], pct[3][32];
+      for (int k = 0; k < 3; k++)
+        if (isnan (share[k]))
+          g_strlcpy (pct[k], "-", sizeof pct[k]);
+        else
+          g_snprintf (pct[k], sizeof pct[k], "%.1f%%", 100 * share[k]);
       if (isnan (r->final_loss))
         {
           g_strlcpy (loss, "-", sizeof loss);
@@ -210,19 +222,23 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
           g_snprintf (loss, sizeof loss, "%.4f", r->final_loss);
           g_snprintf (acc, sizeof acc, "%.2f%%", 100 * r->final_accuracy);
         }
-      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %7.1f%%  %7.1f%%  %7.1f%%",
-              (int) w, c->name, r->sim_time, r->iterations, loss, acc,
-              tot > 0 ? 100 * r->compute / tot : 0, tot > 0 ? 100 * r->comm / tot : 0,
-              tot > 0 ? 100 * r->wait / tot : 0);
+      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %8s  %8s  %8s",
+              (int) w, c->name, r->sim_time, r->iterations, loss, acc, pct[0], pct[1],
+              pct[2]);
       if (targets)
         printf ("  %7s  %9" G_GINT64_FORMAT,
                 g_str_has_prefix (r->stop ? r->stop : "", "target_") ? "reached"
                 : c->target_loss > 0 || c->target_accuracy > 0 ? "missed" : "-", r->updates);
       const PolPolicyOps *ops = pol_lookup (c->policy);
-      if (scaling && ops->figure_of)
-        printf ("  %12s  %8s", "-", "-");
+      double sps = throughput (r);
+      if (!all_figure && isfinite (sps))
+        printf ("  %12.6g", sps);
+      else if (!all_figure)
+        printf ("  %12s", "-");
+      if (scaling && !ops->figure_of && isfinite (eff[i]))
+        printf ("  %7.1f%%", 100 * eff[i]);
       else if (scaling)
-        printf ("  %12.6g  %7.1f%%", throughput (c, r), 100 * eff[i]);
+        printf ("  %8s", "-");
       if (figure && ops->figure_of)
         printf ("  %12.4g", ops->figure_of (c->values, c->workers,
                                              r->iterations > 0 ? r->sim_time / (double) r->iterations : 0));
@@ -231,6 +247,9 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       printf ("\n");
     }
   printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations", db);
+  if (!all_figure)
+    printf ("; samples/s: samples trained on (each once, however many stages it crossed) per"
+            " simulated second");
   if (targets)
     printf ("; target: [scenario] target_loss or target_accuracy, reached at sim time"
             " after that many gradients, or missed");

@@ -12,8 +12,9 @@
 G_BEGIN_DECLS
 
 /* The summary table of the runs of `configs` (SimConfig *) and their
- * summaries sums[] (same order) on stdout; `db` names the trace.  A sweep
- * over cluster.workers adds throughput and scaling efficiency. */
+ * summaries sums[] (same order) on stdout; `db` names the trace.  Runs that
+ * train get their throughput (samples / sim_time, the samples their policy
+ * counted); a sweep over cluster.workers adds scaling efficiency. */
 void sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db);
 
 /* The same as one JSON object on stdout: the database, totals, and every

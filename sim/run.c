@@ -219,6 +219,7 @@ run_engine (const SimConfig *c, SimCluster *cl, SimRunSummary *out)
   out->events = eng_sim_events (cl->sim);
   out->iterations = res.rounds;
   out->updates = res.updates;
+  out->samples = cl->ops->no_model ? -1 : res.samples;
   out->final_loss = res.final_loss;
   out->final_accuracy = res.final_accuracy;
   out->compute = res.compute;
@@ -230,12 +231,26 @@ run_engine (const SimConfig *c, SimCluster *cl, SimRunSummary *out)
               : "time_limit";
 }
 
-/* Whether the run that stopped is a result: FALSE with *error set when a
- * compute time was infinite or the loss diverged. */
+/* Whether the run that stopped (summary *s) is a result: FALSE with *error
+ * set when a compute time was infinite, the loss diverged, or a policy that
+ * trains ran all its iterations without applying a gradient. */
 static gboolean
-run_verdict (const RunCtx *r, GError **error)
+run_verdict (const RunCtx *r, const SimRunSummary *s, GError **error)
 {
   const SimConfig *c = r->c;
+  const PolPolicyOps *ops = r->cl->ops;
+  if (!ops->no_model && c->iterations > 0 && s->updates == 0
+      && g_strcmp0 (s->stop, "iterations") == 0)
+    {
+      if (ops->no_update_hint)
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", c->file, ops->no_update_hint);
+      else
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: [policy] kind: the run ended without applying a gradient, so the "
+                     "model never changed; check the [policy] keys of kind = %s", c->file,
+                     ops->name);
+      return FALSE;
+    }
   if (r->cl->bad_time)
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
@@ -280,7 +295,7 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
           record_links (&r);
           g_hash_table_unref (r.links_used);
         }
-      ok = run_verdict (&r, error);
+      ok = run_verdict (&r, out, error);
       sim_cluster_free (r.cl);
     }
   out->wall_time = (double) (g_get_monotonic_time () - t0) / 1e6;

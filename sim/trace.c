@@ -106,6 +106,7 @@ static const Column runs_columns[] = {
   { "events", "INTEGER", COL_INT, FALSE },
   { "iterations", "INTEGER", COL_INT, TRUE },
   { "updates", "INTEGER", COL_INT, FALSE },
+  { "samples", "INTEGER", COL_INT, FALSE },
   { "final_loss", "REAL", COL_REAL, FALSE },
   { "final_accuracy", "REAL", COL_REAL, FALSE },
   { "compute", "REAL", COL_REAL, TRUE },
@@ -1260,7 +1261,7 @@ sim_trace_end_run (SimTrace *t, gint64 run, const SimRunSummary *s, GError **err
                           "UPDATE runs SET status = 'done', stop = ?, sim_time = ?,"
                           " wall_time = ?, events = ?, iterations = ?, updates = ?,"
                           " final_loss = ?, final_accuracy = ?, compute = ?, comm = ?,"
-                          " wait = ? WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+                          " wait = ?, samples = ? WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
     return db_fail (t, "finishing a run", error);
   sqlite3_bind_text (st, 1, s->stop, -1, SQLITE_STATIC);
   sqlite3_bind_double (st, 2, s->sim_time);
@@ -1273,7 +1274,11 @@ sim_trace_end_run (SimTrace *t, gint64 run, const SimRunSummary *s, GError **err
   sqlite3_bind_double (st, 9, s->compute);
   sqlite3_bind_double (st, 10, s->comm);
   sqlite3_bind_double (st, 11, s->wait);
-  sqlite3_bind_int64 (st, 12, run);
+  if (s->samples >= 0)
+    sqlite3_bind_int64 (st, 12, s->samples);
+  else
+    sqlite3_bind_null (st, 12);
+  sqlite3_bind_int64 (st, 13, run);
   if (sqlite3_step (st) != SQLITE_DONE)
     {
       db_fail (t, "finishing a run", error);

@@ -36,6 +36,8 @@ typedef struct {
   guint64 events;
   gint64 iterations;     /* completed rounds */
   gint64 updates;        /* gradients applied */
+  gint64 samples;        /* samples trained on (PolResult.samples); -1: the
+                            policy trains nothing (the trace holds NULL) */
   double final_loss, final_accuracy; /* NAN: no math */
   double compute, comm, wait;        /* worker seconds, summed */
   const char *stop;      /* why it ended: iterations, time_limit, target_loss,

@@ -230,3 +230,20 @@ sim_append_json_string (GString *s, const char *v)
     }
   g_string_append_c (s, '"');
 }
+
+void
+sim_time_shares (const double *part, int n, double *share)
+{
+  double big = 0;
+  gboolean ok = TRUE;
+  for (int i = 0; i < n; i++)
+    {
+      ok = ok && isfinite (part[i]) && part[i] >= 0;
+      big = MAX (big, part[i]);
+    }
+  double sum = 0;
+  for (int i = 0; ok && big > 0 && i < n; i++)
+    sum += part[i] / big;  /* each in [0, 1]: the sum is at most n */
+  for (int i = 0; i < n; i++)
+    share[i] = ok && big > 0 ? part[i] / big / sum : NAN;
+}

@@ -48,6 +48,13 @@ void sim_append_double (GString *s, double v);
  * characters as \\u00XX (the caller makes the text valid UTF-8). */
 void sim_append_json_string (GString *s, const char *v);
 
+/* The shares of a run's worker time: share[i] = part[i] / (part[0] + ...
+ * + part[n-1]) for n parts (seconds, each >= 0), in [0, 1], computed so
+ * that no intermediate overflows (the parts are first divided by the
+ * largest: parts near DBL_MAX still give finite shares summing to 1).
+ * Every share is NAN when a part is not finite or all are 0. */
+void sim_time_shares (const double *part, int n, double *share);
+
 G_END_DECLS
 
 #endif

@@ -269,6 +269,17 @@ test_calibrate (void)
     { "device,precision,workload,batch,seconds\na100,tf32,nosuchnet,8,0.1\n",
       "line 2: " },
     { "device,precision,workload,batch,seconds\n", "no measured steps" },
+    /* implausible measurements: the file, the row's line and the column */
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,64,0.1\n"
+      "a100,tf32,resnet-50,64,1e300\n", "bad.csv line 3: seconds: 1e+300 s is no plausible" },
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,64,inf\n",
+      "bad.csv line 2: seconds:" },
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,64,1e-9\n",
+      "bad.csv line 2: seconds: 1e-09 s is faster than this step takes at the device's peak" },
+    /* a fit worse than the base: refused, nothing written */
+    { "device,precision,workload,batch,seconds\na100,tf32,resnet-50,64,0.1\n"
+      "a100,tf32,resnet-50,256,9e5\n", "bad.csv: the fit predicts these steps worse than the"
+      " base catalog" },
   };
   g_autofree char *badcsv = tmp ("bad.csv");
   g_autofree char *fresh = tmp ("fresh.ini");
@@ -281,6 +292,11 @@ test_calibrate (void)
         g_error ("case %zu: expected one line with '%s', got: %s", i, bad[i].needle, be);
       g_assert_false (g_file_test (fresh, G_FILE_TEST_EXISTS));
     }
+  /* the worse fit is written with --force, and the report shows both errors */
+  g_autofree char *fo = NULL, *fe = NULL;
+  g_assert_cmpint (dtsim (&fo, &fe, "calibrate", badcsv, "-o", fresh, "--force", NULL), ==, 0);
+  g_assert_nonnull (strstr (fo, "mean absolute error: "));
+  g_assert_true (g_file_test (fresh, G_FILE_TEST_EXISTS));
   /* a file that is not a catalog is never replaced */
   g_autofree char *notes = tmp ("notes.ini");
   g_assert_true (g_file_set_contents (notes, "my notes\n", -1, NULL));
@@ -1321,6 +1337,48 @@ test_version (void)
   g_assert_cmpint (count (db, "PRAGMA user_version"), ==, SIM_TRACE_SCHEMA_VERSION);
 }
 
+/* A batch larger than a worker's shard of the training set (samples /
+ * data-parallel parts) would reuse each sample within a step: refused with
+ * one line naming [model] batch and the shard size; a batch of exactly the
+ * shard runs.  A pipeline's parts are its replicas, not its workers. */
+static void
+test_bad_batch_over_shard (void)
+{
+  static const char base[] =
+    "[scenario]\nname = b\niterations = 2\n"
+    "[cluster]\nworkers = 4\n"
+    "[device]\nflops = 1GFLOPS\n"
+    "[network]\nbandwidth = 1Gbps\n"
+    "[model]\nkind = mlp\nhidden = 8\nfeatures = 15\nclasses = 4\nsamples = 256\n"
+    "test_samples = 64\n";
+  const struct { const char *rest; int code; const char *shard; } cases[] = {
+    /* 256 / 4 workers = 64 */
+    { "batch = 65\n[policy]\nkind = allreduce\n", 2, "(256 samples / 4 = 64)" },
+    { "batch = 64\n[policy]\nkind = allreduce\n", 0, NULL },
+    { "batch = 65\n[policy]\nkind = ps\n", 2, "(256 samples / 4 = 64)" },
+    /* 2 stages x 2 replicas: 256 / 2 replicas = 128 */
+    { "batch = 128\n[policy]\nkind = pipeline\nstages = 2\nreplicas = 2\nmicrobatches = 2\n",
+      0, NULL },
+    { "batch = 130\n[policy]\nkind = pipeline\nstages = 2\nreplicas = 2\nmicrobatches = 2\n",
+      2, "(256 samples / 2 = 128)" },
+  };
+  g_autofree char *ini = tmp ("batch.ini");
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *text = g_strconcat (base, cases[i].rest, NULL);
+      g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+      g_autofree char *o = NULL, *e = NULL;
+      int rc = dtsim (&o, &e, "run", "batch.ini", "-o", "batch.db", "-q", NULL);
+      if (rc != cases[i].code)
+        g_error ("case %" G_GSIZE_FORMAT ": exit %d, %s", i, rc, e);
+      if (cases[i].code == 0)
+        continue;
+      g_assert_true (g_str_has_prefix (e, "dtsim: batch.ini: [model] batch: "));
+      g_assert_nonnull (strstr (e, cases[i].shard));
+      g_assert_cmpint (strchr (e, '\n') - e, ==, (int) strlen (e) - 1); /* one line */
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1344,6 +1402,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/bad/missing-folder", test_bad_missing_folder);
   g_test_add_func ("/cli/bad/missing-scenario", test_bad_missing_scenario);
   g_test_add_func ("/cli/bad/set", test_bad_set);
+  g_test_add_func ("/cli/bad/batch-over-shard", test_bad_batch_over_shard);
   g_test_add_func ("/cli/bad/keeps-old-db", test_bad_keeps_old_db);
   g_test_add_func ("/cli/bad/link", test_bad_link);
   g_test_add_func ("/cli/output/refuse-text", test_refuse_text);

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <float.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "sim/plot.h"
 #include "sim/report-html.h"
 #include "sim/tracedb.h"
+#include "sim/units.h"
 #include "tests/json.h"
 #include "tests/util.h"
 
@@ -131,7 +133,7 @@ run_number (const char *db, gint64 run, const char *what)
 }
 
 /* One row per run; the swept keys as columns; samples/s = updates x batch /
- * sim_time; scaling = (samples/s / W) over that of the run with the fewest
+ * sim_time (all-reduce: every gradient is one worker's batch); scaling = (samples/s / W) over that of the run with the fewest
  * workers and the same lr. */
 static void
 test_csv (void)
@@ -703,6 +705,224 @@ test_readers_linear (void)
     }
 }
 
+/* --- throughput of every policy ------------------------------------------ */
+
+/* One policy's scenario and the samples its run trains on, in closed form:
+ * what the run table, --json and both exports must divide by sim_time. */
+typedef struct {
+  const char *name;
+  const char *policy;         /* the [policy] section's lines */
+  double (*samples) (void);   /* NAN: the policy trains nothing */
+} Throughput;
+
+/* The shared part of the scenarios: I iterations, W workers, B samples a
+ * batch, N training samples. */
+enum { TP_I = 3, TP_W = 4, TP_B = 8, TP_N = 256 };
+
+static const char tp_base[] =
+  "[scenario]\nname = tp\nseed = 3\niterations = 3\n"
+  "[cluster]\nworkers = 4\n"
+  "[device]\nflops = 1GFLOPS\n"
+  "[network]\nbandwidth = 1Gbps\nlatency = 20us\n"
+  "[model]\nkind = mlp\nhidden = 16\nfeatures = 15\nclasses = 4\nsamples = 256\n"
+  "test_samples = 64\nbatch = 8\n"
+  "[policy]\n";
+
+/* PS (every consistency), all-reduce, local SGD, gossip, Hogwild: the run
+ * ends after I x W gradients, each of one worker's batch of B samples. */
+static double
+tp_per_gradient (void)
+{
+  return (double) TP_I * TP_W * TP_B;
+}
+
+/* FedAvg, fraction 1/2, 2 local epochs: each round, W/2 clients each take
+ * ceil(2 x (N / W) / B) local steps of B samples. */
+static double
+tp_fedavg (void)
+{
+  return (double) TP_I * (TP_W / 2) * ceil (2.0 * (TP_N / TP_W) / TP_B) * TP_B;
+}
+
+/* Pipeline, 2 stages x 2 replicas, 4 micro-batches of B / 4: per iteration
+ * replicas x micro-batches x micro-batch size samples, each once however
+ * many stages it crosses. */
+static double
+tp_pipeline (void)
+{
+  return (double) TP_I * 2 * 4 * (TP_B / 4);
+}
+
+static double
+tp_none (void)
+{
+  return NAN;
+}
+
+static const Throughput throughputs[] = {
+  { "ps-bsp", "kind = ps\nconsistency = bsp\n", tp_per_gradient },
+  { "ps-ssp", "kind = ps\nconsistency = ssp\nstaleness = 2\n", tp_per_gradient },
+  { "ps-async", "kind = ps\nconsistency = async\n", tp_per_gradient },
+  { "allreduce", "kind = allreduce\n", tp_per_gradient },
+  { "local-sgd", "kind = local-sgd\nsync_every = 2\n", tp_per_gradient },
+  { "gossip", "kind = gossip\n", tp_per_gradient },
+  { "hogwild", "kind = hogwild\n", tp_per_gradient },
+  { "fedavg", "kind = fedavg\nfraction = 0.5\nlocal_epochs = 2\n", tp_fedavg },
+  { "pipeline", "kind = pipeline\nstages = 2\nreplicas = 2\nmicrobatches = 4\n", tp_pipeline },
+  { "collective", "kind = collective\nsize = 1MB\n", tp_none },
+};
+
+/* The last whitespace-separated field of the table's first run row (the
+ * samples/s column when there is neither target, scaling nor figure). */
+static char *
+table_last_field (const char *out)
+{
+  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+  g_assert_nonnull (lines[0]);
+  g_assert_nonnull (lines[1]);
+  g_auto (GStrv) fields = g_strsplit_set (g_strstrip (lines[1]), " ", -1);
+  guint n = g_strv_length (fields);
+  g_assert_cmpuint (n, >, 0);
+  return g_strdup (fields[n - 1]);
+}
+
+/* samples/s = the closed form's samples / sim_time in the run table, the
+ * JSON of --json, and the CSV and JSON exports; no figure where the policy
+ * trains nothing. */
+static void
+test_throughput (gconstpointer data)
+{
+  const Throughput *tp = data;
+  g_autofree char *ini_name = g_strdup_printf ("tp-%s.ini", tp->name);
+  g_autofree char *db_name = g_strdup_printf ("tp-%s.db", tp->name);
+  g_autofree char *ini = path_in (ini_name), *db = path_in (db_name);
+  g_autofree char *text = g_strconcat (tp_base, tp->policy, NULL);
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  double want = tp->samples ();
+
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini_name, "-o", db_name, NULL), ==, 0);
+  double sim_time = run_number (db, 1, "sim_time");
+  g_assert_cmpfloat (sim_time, >, 0);
+  g_autofree char *cell = table_last_field (o);
+  if (isnan (want))
+    {
+      g_assert_null (strstr (o, "samples/s"));
+      g_assert_cmpfloat (test_query_number (db, "SELECT samples IS NULL FROM runs"), ==, 1);
+    }
+  else
+    {
+      g_assert_nonnull (strstr (o, "samples/s"));
+      /* printed with 6 significant digits: within half a unit of the 6th */
+      test_assert_close (g_ascii_strtod (cell, NULL), want / sim_time, 5e-6);
+      g_assert_cmpfloat (run_number (db, 1, "samples"), ==, want);
+    }
+
+  g_assert_cmpint (dtsim (&o, &e, "run", ini_name, "-o", db_name, "--json", NULL), ==, 0);
+  g_autofree char *err = NULL;
+  TjNode *doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  const TjNode *runs = tj_get (doc, "runs");
+  g_assert_nonnull (runs);
+  const TjNode *r = g_ptr_array_index (runs->items, 0);
+  const TjNode *sps = tj_get (r, "samples_per_s");
+  g_assert_nonnull (sps);
+  if (isnan (want))
+    g_assert_cmpint (sps->type, ==, TJ_NULL);
+  else
+    test_assert_close (sps->number, want / tj_number (r, "sim_time"), 1e-12);
+  tj_free (doc);
+
+  g_assert_cmpint (dtsim (&o, &e, "export", db_name, NULL), ==, 0);
+  g_autoptr (GPtrArray) rows = csv_rows (o);
+  g_assert_cmpuint (rows->len, ==, 2);
+  GPtrArray *h = g_ptr_array_index (rows, 0), *row = g_ptr_array_index (rows, 1);
+  double csv_sps = cell_number (row, column (h, "samples_per_s"));
+  if (isnan (want))
+    g_assert_true (isnan (csv_sps));
+  else
+    test_assert_close (csv_sps, want / cell_number (row, column (h, "sim_time")), 1e-12);
+
+  g_assert_cmpint (dtsim (&o, &e, "export", db_name, "--format", "json", NULL), ==, 0);
+  doc = tj_parse (o, strlen (o), &err);
+  g_assert_null (err);
+  r = g_ptr_array_index (doc->items, 0);
+  sps = tj_get (r, "samples_per_s");
+  g_assert_nonnull (sps);
+  if (isnan (want))
+    g_assert_cmpint (sps->type, ==, TJ_NULL);
+  else
+    test_assert_close (sps->number, want / tj_number (r, "sim_time"), 1e-12);
+  tj_free (doc);
+}
+
+/* --- shares of huge times ------------------------------------------------ */
+
+/* Shares of parts near DBL_MAX, whose sum overflows: finite, by the
+ * formula x_i / sum x_j (with sum = DBL_MAX x 2.5 here, computed on the
+ * parts over the largest), summing to 1; NAN for no time or an infinite
+ * part. */
+static void
+test_shares_unit (void)
+{
+  const double big[] = { DBL_MAX, DBL_MAX, DBL_MAX / 2 };
+  double share[3];
+  sim_time_shares (big, 3, share);
+  test_assert_close (share[0], 1 / (1 + 1 + 0.5), 1e-15);
+  test_assert_close (share[1], 1 / (1 + 1 + 0.5), 1e-15);
+  test_assert_close (share[2], 0.5 / (1 + 1 + 0.5), 1e-15);
+  const double zero[] = { 0, 0, 0 }, inf[] = { 1, INFINITY, 0 };
+  sim_time_shares (zero, 3, share);
+  g_assert_true (isnan (share[0]) && isnan (share[1]) && isnan (share[2]));
+  sim_time_shares (inf, 3, share);
+  g_assert_true (isnan (share[0]) && isnan (share[1]) && isnan (share[2]));
+}
+
+/* A device of 1e-300 FLOP/s with real math: steps of ~1e300 s whose summed
+ * worker time overflows.  The run table's compute/comm/wait shares are the
+ * export's (to their printed digit) and finite. */
+static void
+test_shares_huge (void)
+{
+  g_autofree char *ini = path_in ("huge.ini"), *db = path_in ("huge.db");
+  g_autofree char *text = g_strconcat (tp_base, "kind = allreduce\n", NULL);
+  g_autofree char *slow = NULL;
+  {
+    g_auto (GStrv) parts = g_strsplit (text, "flops = 1GFLOPS", 2);
+    slow = g_strjoinv ("flops = 1e-300", parts);
+  }
+  g_assert_true (g_file_set_contents (ini, slow, -1, NULL));
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", "huge.ini", "-o", "huge.db", NULL), ==, 0);
+  g_assert_cmpfloat (run_number (db, 1, "compute + comm + wait"), >, 1e300);
+  g_auto (GStrv) lines = g_strsplit (o, "\n", -1);
+  g_auto (GStrv) fields = g_strsplit_set (g_strstrip (lines[1]), " ", -1);
+  /* run, sim time, iters, loss, accuracy, compute, comm, wait (no spaces
+   * inside: empty fields are the runs of blanks between them) */
+  GPtrArray *cells = g_ptr_array_new ();
+  for (int i = 0; fields[i]; i++)
+    if (*fields[i])
+      g_ptr_array_add (cells, fields[i]);
+  g_assert_cmpuint (cells->len, >=, 8);
+  g_assert_cmpint (dtsim (&o, &e, "export", "huge.db", NULL), ==, 0);
+  g_autoptr (GPtrArray) rows = csv_rows (o);
+  GPtrArray *h = g_ptr_array_index (rows, 0), *row = g_ptr_array_index (rows, 1);
+  const char *cols[] = { "compute_share", "comm_share", "wait_share" };
+  double sum = 0;
+  for (int k = 0; k < 3; k++)
+    {
+      const char *cell = g_ptr_array_index (cells, 5 + k);
+      g_assert_true (g_str_has_suffix (cell, "%"));
+      double table = g_ascii_strtod (cell, NULL), exported = cell_number (row, column (h, cols[k]));
+      g_assert_true (isfinite (exported));
+      /* printed to 0.1 %: within half of that */
+      g_assert_cmpfloat (fabs (table - 100 * exported), <=, 0.05 + 1e-9);
+      sum += exported;
+    }
+  test_assert_close (sum, 1, 1e-12);
+  g_ptr_array_unref (cells);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -716,6 +936,13 @@ main (int argc, char **argv)
   g_test_add_func ("/export/report", test_report);
   g_test_add_func ("/export/report-hostile", test_report_hostile);
   g_test_add_func ("/export/readers-linear", test_readers_linear);
+  g_test_add_func ("/export/shares/unit", test_shares_unit);
+  g_test_add_func ("/export/shares/huge", test_shares_huge);
+  for (gsize i = 0; i < G_N_ELEMENTS (throughputs); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/export/throughput/%s", throughputs[i].name);
+      g_test_add_data_func (path, &throughputs[i], test_throughput);
+    }
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
   g_free (tmpdir);

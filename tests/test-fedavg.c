@@ -116,17 +116,40 @@ test_sampling (void)
   test_run_free (s);
 }
 
-/* drop = 1: no client ever answers, so the model never changes. */
+/* drop = 1 would have no client ever answer: refused, naming the key. */
 static void
 test_all_dropped (void)
 {
-  const char *sets[] = { "policy.drop=1", NULL };
-  TestRun *r = test_run_collect (cluster, sets);
-  g_assert_cmpuint (r->rows->len, ==, 0);
-  g_assert_cmpint (r->sum.updates, ==, 0);
-  g_assert_cmpint (r->sum.iterations, ==, 10);
-  test_assert_close (r->sum.final_loss, g_array_index (r->metrics, TestMetric, 0).loss, 0);
-  test_run_free (r);
+  g_autofree char *text = g_strconcat (cluster, "drop = 1\n", NULL);
+  g_autofree char *msg = test_load_scenario_error (text);
+  g_assert_nonnull (strstr (msg, "[policy] drop"));
+  g_assert_nonnull (strstr (msg, "below 1"));
+}
+
+/* A deadline no client can meet: every round closes empty, so the run
+ * trained nothing.  `dtsim run` says so on one line, exits 2 and leaves the
+ * database that was there as it was. */
+static void
+test_no_answer (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-fedavg-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename (dir, "t.ini", NULL);
+  g_autofree char *db = g_build_filename (dir, "t.db", NULL);
+  g_assert_true (g_file_set_contents (ini, cluster, -1, NULL));
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", "t.ini", "-o", "t.db", "-q", NULL),
+                   ==, 0);
+  gsize before_len = 0;
+  g_autofree char *before = test_read_file (db, &before_len);
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", "t.ini", "-o", "t.db",
+                                   "--set", "policy.deadline=1ns", NULL), ==, 2);
+  g_assert_true (g_str_has_prefix (err, "dtsim: t.ini: [policy] deadline: no client answered"));
+  g_assert_cmpint (strchr (err, '\n') - err, ==, (int) strlen (err) - 1); /* one line */
+  gsize after_len = 0;
+  g_autofree char *after = test_read_file (db, &after_len);
+  g_assert_cmpuint (after_len, ==, before_len);
+  g_assert_cmpint (memcmp (before, after, before_len), ==, 0);
+  sim_remove_tree (dir);
 }
 
 /* Client 0 ten times slower and a deadline between the others' round and
@@ -163,6 +186,7 @@ main (int argc, char **argv)
   g_test_add_func ("/fedavg/closed-form", test_closed_form);
   g_test_add_func ("/fedavg/sampling", test_sampling);
   g_test_add_func ("/fedavg/all-dropped", test_all_dropped);
+  g_test_add_func ("/fedavg/no-answer", test_no_answer);
   g_test_add_func ("/fedavg/deadline", test_deadline);
   return g_test_run ();
 }

@@ -23,7 +23,7 @@ static const char *const schema_now[] = {
   "CREATE TABLE runs (  id INTEGER PRIMARY KEY, scenario TEXT NOT NULL, name TEXT NOT NULL,"
   "  seed INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('running','done','failed','infeasible')),"
   "  error TEXT, stop TEXT, sim_time REAL, wall_time REAL, events INTEGER,"
-  "  iterations INTEGER, updates INTEGER, final_loss REAL, final_accuracy REAL,"
+  "  iterations INTEGER, updates INTEGER, samples INTEGER, final_loss REAL, final_accuracy REAL,"
   "  compute REAL, comm REAL, wait REAL, version TEXT NOT NULL)",
   "CREATE TABLE params (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  key TEXT NOT NULL, value TEXT NOT NULL)",
