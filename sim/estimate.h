@@ -18,9 +18,11 @@ G_BEGIN_DECLS
 /* Bytes an SQLite row of each table takes in a trace, on average: the
  * record (a header byte per column, integers in 1-8 bytes, reals in 8,
  * short texts), its cell pointer and rowid, and the free space pages keep;
- * measured on traces of every policy.  An empty trace (every table's first
+ * measured on traces of every policy (a message's route, one link id per
+ * link it crosses, is longer on deeper topologies: 80 bytes covers a
+ * fat-tree's six links).  An empty trace (every table's first
  * page and the schema) takes SIM_ESTIMATE_EMPTY_TRACE. */
-#define SIM_ESTIMATE_MESSAGE_ROW 64.0
+#define SIM_ESTIMATE_MESSAGE_ROW 80.0
 #define SIM_ESTIMATE_SPAN_ROW 64.0
 #define SIM_ESTIMATE_ITERATION_ROW 56.0
 #define SIM_ESTIMATE_BUCKET_ROW 64.0
