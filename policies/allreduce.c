@@ -553,7 +553,27 @@ ar_host_bytes (const PolModelInfo *mi, double per_model)
   return per_model + G * ar_worker_bytes (mi->model, (int) mi->batch) + feedback;
 }
 
+/* Each gradient bucket is all-reduced once an iteration (every bucket's
+ * collective may be in flight at once, each with a transfer per rank and
+ * channel); spans: compute, communication and wait per worker. */
+static void
+ar_work (const PolModelInfo *mi, PolWork *out)
+{
+  double W = (double) mi->workers;
+  gsize P = mi->model->ops->n_params (mi->model);
+  double bucket_bytes = base_values_double (mi->values, "policy.bucket_size");
+  gsize per = bucket_bytes > 0 ? (gsize) MAX (1.0, floor (bucket_bytes / 4)) : P;
+  per = MAX (MIN (per, P), 1);
+  double B = (double) ((P + per - 1) / per);
+  int C = (int) base_values_int (mi->values, "policy.channels");
+  const char *alg = base_values_string (mi->values, "policy.algorithm");
+  double each = pol_coll_messages (alg, POL_COLL_ALLREDUCE, (int) W, per, C);
+  *out = (PolWork) { .messages = B * each, .spans = 3 * W, .iteration_rows = W,
+                     .bucket_rows = B, .in_flight = B * W * C };
+}
+
 const PolPolicyOps pol_allreduce_ops = {
+  .work = ar_work,
   .name = "allreduce",
   .source = "S. Li et al.: PyTorch Distributed: experiences on accelerating data parallel training, VLDB 2020 (gradient buckets)",
   .keys = ar_keys,

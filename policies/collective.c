@@ -306,7 +306,29 @@ coll_bus_bandwidth (const BaseValues *values, gint64 workers, double seconds)
 
 static const char *const coll_tags[] = { "collective" };
 
+/* The operation once an iteration, every rank's transfers possibly in
+ * flight at once; with verify, every rank's buffer, its input and the
+ * expected result. */
+static void
+coll_work (const PolModelInfo *mi, PolWork *out)
+{
+  double W = (double) mi->workers;
+  PolCollKind kind = (PolCollKind) base_values_int (mi->values, "policy.operation");
+  gsize n = (gsize) (base_values_double (mi->values, "policy.size") / 4);
+  int C = (int) base_values_int (mi->values, "policy.channels");
+  const char *alg = base_values_string (mi->values, "policy.algorithm");
+  double messages = pol_coll_messages (alg, kind, (int) W, n, C);
+  /* the naive algorithm and an all-to-all send everything at once; the
+   * others a transfer per rank and channel at a time */
+  gboolean at_once = kind == POL_COLL_ALLTOALL || strcmp (alg, "naive") == 0;
+  *out = (PolWork) { .messages = messages, .spans = W, .iteration_rows = W,
+                     .in_flight = at_once ? messages : MIN (messages, W * C),
+                     .state_bytes = base_values_int (mi->values, "policy.verify")
+                                    ? 3 * W * 4.0 * (double) n : 0 };
+}
+
 const PolPolicyOps pol_collective_ops = {
+  .work = coll_work,
   .name = "collective",
   .description = "one collective operation among the workers, run iterations times on real "
                  "buffers checked against its definition, or timing only",

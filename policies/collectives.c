@@ -1041,3 +1041,30 @@ pol_coll_cost_grouped (const PolCollAlgorithm *alg, PolCollKind kind, int p,
   return alg->cost (kind, p, group, n, elem_bytes, alpha, beta,
                     reduce_per_byte);
 }
+
+double
+pol_coll_messages (const char *name, PolCollKind kind, int p, gsize n, int channels)
+{
+  if (p < 2)
+    return 0;
+  double P = p, lg = ceil (log2 (P));
+  gboolean all = kind == POL_COLL_ALLREDUCE;
+  gboolean one_to_all = kind == POL_COLL_BROADCAST || kind == POL_COLL_REDUCE
+                        || kind == POL_COLL_SCATTER || kind == POL_COLL_GATHER;
+  double per;
+  if (strcmp (name, "tree") == 0)
+    per = (all ? 2 : 1) * (P - 1);
+  else if (strcmp (name, "naive") == 0)
+    per = all ? 2 * (P - 1) : one_to_all ? P - 1 : P * (P - 1);
+  else if (strcmp (name, "halving-doubling") == 0)
+    per = (all ? 2 : 1) * P * lg;
+  else if (strcmp (name, "double-tree") == 0)
+    {
+      /* two trees, each moving C chunks (coll-dbtree.c's chunk rule) */
+      double C = MAX (1.0, MIN ((double) (n / 2), 8 * lg));
+      per = (all ? 2 : 1) * (P - 1) * 2 * C;
+    }
+  else /* ring, and the ring's count as the bound of the others */
+    per = all ? 2 * P * (P - 1) : one_to_all ? P - 1 : P * (P - 1);
+  return per * MAX (channels, 1);
+}

@@ -155,6 +155,11 @@ const PolCollAlgorithm *pol_coll_resolve (const PolCollAlgorithm *alg,
                                           const PolCollArgs *a,
                                           PolCollKind kind);
 
+/* Transfers one collective `kind` of algorithm `name` makes among p ranks
+ * over n elements, in `channels` channels (the executor's count for ring,
+ * tree, naive, halving-doubling and double-tree; the ring's, an upper
+ * bound, for hierarchical and for auto, which picks per collective). */
+double pol_coll_messages (const char *name, PolCollKind kind, int p, gsize n, int channels);
 const PolCollAlgorithm *pol_coll_lookup (const char *name);
 /* NULL-terminated list of the registered algorithms. */
 const PolCollAlgorithm *const *pol_coll_all (void);

@@ -409,7 +409,19 @@ fa_foreign (const PolCheck *chk, GError **error)
   return pol_keys_at_default (chk->values, fa_keys, "kind = fedavg", error);
 }
 
+/* A round sends the model to m = max(1, round(fraction x W)) clients and
+ * their models back. */
+static void
+fa_work (const PolModelInfo *mi, PolWork *out)
+{
+  double m = MAX (1.0, round (base_values_double (mi->values, "policy.fraction")
+                              * (double) mi->workers));
+  *out = (PolWork) { .messages = 2 * m, .spans = 2 * m, .iteration_rows = m,
+                     .in_flight = m };
+}
+
 const PolPolicyOps pol_fedavg_ops = {
+  .work = fa_work,
   .name = "fedavg",
   .source = "H. B. McMahan et al.: Communication-efficient learning of deep networks from "
             "decentralized data, AISTATS 2017",

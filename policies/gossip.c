@@ -632,7 +632,29 @@ go_foreign (const PolCheck *chk, GError **error)
   return TRUE;
 }
 
+/* Every worker sends its model to each neighbour once an iteration, all
+ * at once: the transfers in flight are the graph's directed edges. */
+static void
+go_work (const PolModelInfo *mi, PolWork *out)
+{
+  int W = (int) mi->workers;
+  GoGraph g = (GoGraph) base_values_int (mi->values, "policy.graph");
+  double edges = 0;
+  if (g == GRAPH_COMPLETE)
+    edges = (double) W * (double) (W - 1);
+  else
+    for (int w = 0; w < W; w++)
+      {
+        GArray *nb = neighbours (g, W, w);
+        edges += nb->len;
+        g_array_unref (nb);
+      }
+  *out = (PolWork) { .messages = edges, .spans = 3.0 * W, .iteration_rows = W,
+                     .in_flight = edges };
+}
+
 const PolPolicyOps pol_gossip_ops = {
+  .work = go_work,
   .name = "gossip",
   .source = "X. Lian et al.: Can decentralized algorithms outperform centralized algorithms? "
             "NeurIPS 2017",

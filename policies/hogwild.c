@@ -389,7 +389,16 @@ hw_foreign (const PolCheck *chk, GError **error)
   return TRUE;
 }
 
+/* Shared memory: no transfer; a compute and an update span per worker. */
+static void
+hw_work (const PolModelInfo *mi, PolWork *out)
+{
+  double W = (double) mi->workers;
+  *out = (PolWork) { .messages = 0, .spans = 2 * W, .iteration_rows = W, .in_flight = 0 };
+}
+
 const PolPolicyOps pol_hogwild_ops = {
+  .work = hw_work,
   .name = "hogwild",
   .source = "F. Niu, B. Recht, C. Re, S. J. Wright: Hogwild!: a lock-free approach to "
             "parallelizing stochastic gradient descent, NeurIPS 2011",

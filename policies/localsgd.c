@@ -302,7 +302,23 @@ static const BaseKey ls_keys[] = {
   { .section = NULL },
 };
 
+/* One all-reduce of the model every sync_every iterations; spans: each
+ * step's compute, and the averaging. */
+static void
+ls_work (const PolModelInfo *mi, PolWork *out)
+{
+  double W = (double) mi->workers;
+  double H = (double) MAX (base_values_int (mi->values, "policy.sync_every"), 1);
+  gsize P = mi->model->ops->n_params (mi->model);
+  int C = (int) base_values_int (mi->values, "policy.channels");
+  const char *alg = base_values_string (mi->values, "policy.algorithm");
+  double each = pol_coll_messages (alg, POL_COLL_ALLREDUCE, (int) W, P, C);
+  *out = (PolWork) { .messages = each / H, .spans = W * (1 + 1 / H), .iteration_rows = W,
+                     .in_flight = W * C };
+}
+
 const PolPolicyOps pol_local_sgd_ops = {
+  .work = ls_work,
   .name = "local-sgd",
   .source = "S. U. Stich: Local SGD converges fast and communicates little, ICLR 2019",
   .keys = ls_keys,

@@ -44,6 +44,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "policies/collectives.h"
 #include "policies/common.h"
 #include "policies/parallel.h"
 
@@ -951,7 +952,29 @@ pl_shares (const PolModelInfo *mi)
   return out;
 }
 
+/* Per replica, each micro-batch crosses every stage boundary forward
+ * (activations) and backward (gradients); each stage's gradient is then
+ * all-reduced among the replicas.  Spans: per worker and micro-batch a
+ * forward, a backward and their transfers, and a few per iteration. */
+static void
+pl_work (const PolModelInfo *mi, PolWork *out)
+{
+  double W = (double) mi->workers;
+  double R = (double) MAX (base_values_int (mi->values, "policy.replicas"), 1);
+  double P = (double) base_values_int (mi->values, "policy.stages");
+  double M = (double) base_values_int (mi->values, "policy.microbatches");
+  if (P < 1)
+    P = MAX (1.0, floor (W / R));
+  gsize n = mi->model->ops->n_params (mi->model);
+  int C = (int) base_values_int (mi->values, "policy.channels");
+  const char *alg = base_values_string (mi->values, "policy.algorithm");
+  double each = pol_coll_messages (alg, POL_COLL_ALLREDUCE, (int) R, (gsize) ((double) n / P), C);
+  *out = (PolWork) { .messages = R * 2 * (P - 1) * M + P * each, .spans = W * (4 * M + 3),
+                     .iteration_rows = W, .in_flight = R * P * (M + C) };
+}
+
 const PolPolicyOps pol_pipeline_ops = {
+  .work = pl_work,
   .name = "pipeline",
   .source = "Y. Huang et al.: GPipe, NeurIPS 2019; 1F1B: D. Narayanan et al.: PipeDream, SOSP 2019",
   .keys = pl_keys,

@@ -259,6 +259,25 @@ typedef struct {
 
 void pol_shares_free (PolShares *s);
 
+/* What a policy's schedule does in one iteration ([scenario] iterations
+ * counts them), for the run's estimates of trace size, host memory and
+ * events (sim/estimate.c): upper-ish counts, from the keys alone. */
+typedef struct {
+  double messages;            /* transfers (messages rows) */
+  double spans;               /* spans rows */
+  double iteration_rows;      /* iterations rows */
+  double bucket_rows;         /* buckets rows */
+  double in_flight;           /* most transfers in flight at once, in the
+                               * whole run (each holds a flow and its
+                               * events until its last byte arrives) */
+  double state_bytes;         /* host bytes its own state holds beyond the
+                               * real math's (host_bytes) and the transfers */
+} PolWork;
+
+/* The default of a policy without a `work` hook: every worker computes,
+ * sends to and receives from one peer in each iteration. */
+void pol_work_default (const PolModelInfo *mi, PolWork *out);
+
 typedef struct {
   const char *name;
   const char *description;
@@ -284,6 +303,9 @@ typedef struct {
   /* How it spreads the model over devices (NULL: every worker holds the
    * whole model and runs whole batches).  Called after check_model. */
   PolShares *(*shares) (const PolModelInfo *mi);
+  /* What one iteration of its schedule does for `mi` (NULL:
+   * pol_work_default); counts only, it runs nothing. */
+  void (*work) (const PolModelInfo *mi, PolWork *out);
   /* The run table's figure of merit when samples per second mean nothing
    * (NULL: samples/s, and scaling efficiency on a sweep over workers): its
    * column title, and its value for a run of `workers` whose iterations

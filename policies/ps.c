@@ -1079,7 +1079,19 @@ ps_host_bytes (const PolModelInfo *mi, double per_model)
   return 2 * per_model + (bsp ? 2 : W) * shard + (cmp && cmp->feedback ? W * shard : 0);
 }
 
+/* Every worker exchanges a shard with every server in each step: its
+ * gradient out and the parameters back; spans: a send and a receive per
+ * server, compute, wait and the servers' updates. */
+static void
+ps_work (const PolModelInfo *mi, PolWork *out)
+{
+  double W = (double) mi->workers, S = (double) mi->servers;
+  *out = (PolWork) { .messages = 2 * W * S, .spans = W * (S + 5), .iteration_rows = W,
+                     .in_flight = 2 * W * S };
+}
+
 const PolPolicyOps pol_ps_ops = {
+  .work = ps_work,
   .name = "ps",
   .host_bytes = ps_host_bytes,
   .source = "M. Li et al.: Scaling distributed machine learning with the parameter server, OSDI 2014; SSP: Q. Ho et al.: More effective distributed ML via a stale synchronous parallel parameter server, NIPS 2013",

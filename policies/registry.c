@@ -167,3 +167,11 @@ pol_evaluate (const PolEnv *env, const float *params, double *loss, double *accu
   env->model->ops->evaluate (env->model, params, env->eval, loss, &unused);
   env->model->ops->evaluate (env->model, params, env->test, &unused, accuracy);
 }
+
+void
+pol_work_default (const PolModelInfo *mi, PolWork *out)
+{
+  double W = (double) mi->workers;
+  *out = (PolWork) { .messages = 2 * W, .spans = 4 * W, .iteration_rows = W,
+                     .bucket_rows = 0, .in_flight = 2 * W };
+}

@@ -35,6 +35,7 @@
 #include "sim/mpi.h"
 #include "sim/calibrate.h"
 #include "sim/docgen.h"
+#include "sim/estimate.h"
 #include "sim/export.h"
 #include "sim/report-html.h"
 #include "sim/plot.h"
@@ -155,6 +156,9 @@ cmd_run (int argc, char **argv)
   return 0;
 }
 
+/* [trace] detail's values, by SimDetail. */
+static const char *const detail_names[] = { "summary", "iterations", "spans", "messages" };
+
 static int
 cmd_check (int argc, char **argv)
 {
@@ -184,6 +188,27 @@ cmd_check (int argc, char **argv)
       else
         printf ("  run %u: %s\n", i + 1, ci->name);
     }
+  /* what the runs will cost the host, against the bounds */
+  double trace = SIM_ESTIMATE_EMPTY_TRACE;
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *ci = g_ptr_array_index (configs, i);
+      SimEstimate e;
+      if (ci->infeasible || !sim_estimate (ci, &e, &error))
+        {
+          g_clear_error (&error);
+          continue;
+        }
+      trace += e.trace_bytes;
+      if (i == 0)
+        printf ("host: %.4g GB of memory at most (max_memory %.4g GB: %.4g transfers in flight, "
+                "%.4g GB of real math), %.4g events (max_events %.4g); trace rows: %.4g "
+                "iterations, %.4g spans, %.4g messages\n",
+                e.host_bytes / 1e9, ci->max_memory / 1e9, e.in_flight, e.math_bytes / 1e9,
+                e.events, (double) ci->max_events, e.iteration_rows, e.spans, e.messages);
+    }
+  printf ("trace: about %.4g MB at detail %s (max_size %.4g MB)\n", trace / 1e6,
+          detail_names[c->detail], c->trace_max_size / 1e6);
   const NetTopology *t = net_topology_lookup (c->topology);
   const PolPolicyOps *p = pol_lookup (c->policy);
   g_autoptr (GPtrArray) names = p->host_names ((int) c->workers, (int) c->servers);

@@ -869,18 +869,15 @@ step_cost_check (const SimConfig *c, const KernModel *m, const char *file, GErro
   return FALSE;
 }
 
-/* The real math holds every worker's model, gradients, optimizer state and
- * activations, and the data set, in host memory; a run that would need more
- * than SIM_MAX_HOST_BYTES is refused before it starts rather than aborting
- * when an allocation fails.  Timing-only runs hold none of it. */
-static gboolean
-host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+void
+sim_model_host_memory (const SimConfig *c, const KernModel *m, double *state, double *data)
 {
+  *state = *data = 0;
   if (!c->math || !sim_model_kind (c)->math)
-    return TRUE;
+    return;
   double features = model_inputs (c);
   double samples = dataset_of (c)->samples (c);
-  double data = samples * (features + 1) * 4.0;
+  *data = samples * (features + 1) * 4.0;
   /* the host's math is float32 whatever [device] precision says */
   gsize P = m->ops->n_params (m);
   int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
@@ -889,10 +886,34 @@ host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GEr
   const PolPolicyOps *ops = pol_lookup (c->policy);
   LayerCtx lc = { c, m };
   PolModelInfo mi = model_info (c, &lc);
-  double state = ops->host_bytes ? ops->host_bytes (&mi, per_worker) : hosts * per_worker;
+  *state = ops->host_bytes ? ops->host_bytes (&mi, per_worker) : hosts * per_worker;
+}
+
+void
+sim_model_work (const SimConfig *c, const KernModel *m, PolWork *out)
+{
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  LayerCtx lc = { c, m };
+  PolModelInfo mi = model_info (c, &lc);
+  if (ops->work)
+    ops->work (&mi, out);
+  else
+    pol_work_default (&mi, out);
+}
+
+/* The real math holds every worker's model, gradients, optimizer state and
+ * activations, and the data set, in host memory; a run that would need more
+ * than SIM_MAX_HOST_BYTES is refused before it starts rather than aborting
+ * when an allocation fails.  Timing-only runs hold none of it. */
+static gboolean
+host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  double state, data;
+  sim_model_host_memory (c, m, &state, &data);
   double need = data + state;
   if (need <= SIM_MAX_HOST_BYTES)
     return TRUE;
+  double hosts = (double) (c->workers + c->servers);
   g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                "%s: [kernels] backend: the real math of this run needs about %.3g GiB of host "
                "memory (%.3g GiB of models, gradients, optimizer state and activations for %.0f "

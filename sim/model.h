@@ -62,6 +62,14 @@ KernOptConfig sim_opt_config (const SimConfig *c);
  * parameters, gradients, c's optimizer state and activations at c's batch.
  * (A policy that spreads the model over its workers: sim_shares_memory.) */
 double sim_model_memory_bytes (const SimConfig *c, const KernModel *m);
+/* Bytes of host memory the real math of a run of c needs: *state for the
+ * models, gradients, optimizer states and activations its policy holds,
+ * *data for the data set; both 0 for a timing-only run. */
+void sim_model_host_memory (const SimConfig *c, const KernModel *m, double *state,
+                            double *data);
+/* What one iteration of c's policy does (its `work` hook, or
+ * pol_work_default), for the model m. */
+void sim_model_work (const SimConfig *c, const KernModel *m, PolWork *out);
 
 /* What one device holds of a model that [policy] kind spreads over its
  * workers (a pipeline's stage), in bytes: its parameters, their gradients,

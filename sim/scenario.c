@@ -21,6 +21,7 @@
 #include "policies/collectives.h"
 #include "policies/policy.h"
 #include "sim/cluster.h"
+#include "sim/estimate.h"
 #include "sim/input.h"
 #include "sim/model.h"
 #include "sim/scenario.h"
@@ -72,6 +73,10 @@ static const KeyDef core_keys[] = {
     "Rounds to run: the run ends when the servers have applied iterations x workers gradients.", NULL },
   { "scenario", "time_limit", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (time_limit),
     "Stop at this simulated time (0 = no limit).", NULL },
+  { "scenario", "max_memory", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "4GiB", 1, BIG, 0, NULL, OFF (max_memory),
+    "Most host memory a run may be estimated to need (`dtsim check` prints the estimate: transfers in flight, hosts, real math; docs/scenarios.md, \"What a run costs the host\"); a run beyond it is refused before it starts. Raise it on a larger machine.", NULL },
+  { "scenario", "max_events", BASE_KEY_INT, 0, "10000000000", 1, 1e15, 0, NULL, OFF (max_events),
+    "Most engine events a run may be estimated to take (`dtsim check` prints the estimate; one core processes about half a million a second, so the default is a few hours); a run beyond it is refused before it starts.", NULL },
   { "scenario", "target_loss", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (target_loss),
     "Stop when an evaluation finds the training loss at or below this (0 = never).", NULL },
   { "scenario", "target_accuracy", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1, 0, NULL, OFF (target_accuracy),
@@ -204,6 +209,8 @@ static const KeyDef core_keys[] = {
     "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before.", NULL },
   { "trace", "db", BASE_KEY_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
     "Output database (default: results/NAME.db; -o on the command line wins).", NULL },
+  { "trace", "max_size", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "2GB", 1, BIG, 0, NULL, OFF (trace_max_size),
+    "Most bytes the database may be estimated to take (every point of a sweep together; `dtsim check` prints the estimate); a run beyond it is refused before it starts: lower detail or [scenario] iterations, or raise this.", NULL },
 };
 
 /* The sections in the order `dtsim keys` lists them. */
@@ -1112,6 +1119,9 @@ sim_scenario_load (const char *path, const char *const *sets, GError **error)
                      first_infeasible->name, first_infeasible->infeasible);
       return NULL;
     }
+  /* a run beyond the host's bounds is refused before anything is written */
+  if (!sim_estimate_check (configs, path, error))
+    return NULL;
   return g_steal_pointer (&configs);
 }
 

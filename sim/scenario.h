@@ -63,6 +63,9 @@ typedef struct {
   gint64 seed;
   gint64 iterations;     /* rounds: a run applies iterations*workers gradients */
   double time_limit;     /* seconds, 0 = none */
+  double max_memory;     /* bytes of host memory a run may be estimated
+                            to need (sim/estimate.h) */
+  gint64 max_events;     /* engine events a run may be estimated to take */
   double target_loss;    /* stop when the evaluated loss reaches it, 0 = none */
   double target_accuracy; /* stop when the test accuracy reaches it, 0 = none */
   /* [cluster] */
@@ -138,6 +141,7 @@ typedef struct {
   /* [trace] */
   SimDetail detail;
   char *db;              /* output database path */
+  double trace_max_size; /* bytes the database may be estimated to take */
   /* the keys registry entries declare (straggler models, topologies, ...),
    * by "section.key" */
   BaseValues *values;

@@ -1069,9 +1069,11 @@ test_interrupted_run (void)
       g_autofree char *o = NULL, *e = NULL;
       g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
       g_autofree char *good = dump (db);
-      /* far more iterations than it can run before the signal */
+      /* far more iterations than it can run before the signal (beyond the
+       * default bounds on its trace and events, raised) */
       const char *argv[] = { bin, "run", ini, "-o", db, "--quiet", "--set",
                              "scenario.iterations=100000000", "--set", "trace.detail=iterations",
+                             "--set", "trace.max_size=1PB", "--set", "scenario.max_events=1000000000000000",
                              NULL };
       g_autoptr (GError) error = NULL;
       GPid pid;
