@@ -20,15 +20,16 @@ G_BEGIN_DECLS
  * short texts), its cell pointer and rowid, and the free space pages keep;
  * measured on traces of every policy (a message's route, one link id per
  * link it crosses, is longer on deeper topologies: 80 bytes covers a
- * fat-tree's six links).  An empty trace (every table's first
- * page and the schema) takes SIM_ESTIMATE_EMPTY_TRACE. */
+ * fat-tree's six links).  An empty trace (the schema's page, and the first
+ * page of each of the 10 tables and 8 indexes) takes
+ * SIM_ESTIMATE_EMPTY_TRACE. */
 #define SIM_ESTIMATE_MESSAGE_ROW 80.0
 #define SIM_ESTIMATE_SPAN_ROW 64.0
 #define SIM_ESTIMATE_ITERATION_ROW 56.0
 #define SIM_ESTIMATE_BUCKET_ROW 64.0
 #define SIM_ESTIMATE_METRIC_ROW 48.0
 #define SIM_ESTIMATE_PARAM_ROW 48.0
-#define SIM_ESTIMATE_EMPTY_TRACE (12.0 * 4096)
+#define SIM_ESTIMATE_EMPTY_TRACE (19.0 * 4096)
 /* Host memory: the program, its libraries and SQLite's page cache; each
  * host of the network (its routes and the policy's per-worker state); each
  * transfer in flight (its flow, its events and its place in the max-min

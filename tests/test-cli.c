@@ -55,7 +55,8 @@ dump (const char *path)
   GString *s = g_string_new (NULL);
   const char *queries[] = {
     "SELECT id, scenario, name, seed, status, error, stop, sim_time, events, iterations,"
-    " updates, final_loss, final_accuracy, compute, comm, wait, version FROM runs ORDER BY id",
+    " updates, final_loss, final_accuracy, compute, comm, wait, version, kernel FROM runs"
+    " ORDER BY id",
     "SELECT * FROM params ORDER BY run_id, rowid",
     "SELECT * FROM metrics ORDER BY run_id, rowid",
     "SELECT * FROM iterations ORDER BY run_id, rowid",
@@ -177,6 +178,90 @@ test_threads (void)
   g_assert_cmpstr (da, ==, db);
   g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", a, "--threads", "0", NULL), ==, 2);
   g_assert_nonnull (strstr (e3, "--threads"));
+}
+
+/* runs.kernel of run 1 of `db` (a new string). */
+static char *
+run_kernel (const char *db)
+{
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (h, "SELECT kernel FROM runs WHERE id = 1", -1, &st, NULL),
+                   ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_step (st), ==, SQLITE_ROW);
+  char *k = g_strdup ((const char *) sqlite3_column_text (st, 0));
+  sqlite3_finalize (st);
+  sqlite3_close (h);
+  return k;
+}
+
+/* With [kernels] reproducible at its default, a real-math run gives the same
+ * trace whichever kernels OpenBLAS is told to use (OPENBLAS_CORETYPE: what
+ * it would pick on other CPUs), in a run whose learning rate makes it
+ * diverge, where any last-bit difference would grow; the trace records
+ * what did the math, and a backend that cannot be reproducible is refused
+ * the promise. */
+static void
+test_kernels_reproducible (void)
+{
+  g_autofree char *ini = tmp ("repro.ini");
+  g_assert_true (g_file_set_contents (ini,
+    "[scenario]\nname = r\niterations = 12\n[cluster]\nworkers = 4\n"
+    "[model]\nkind = mlp\nhidden = 48\nfeatures = 40\nclasses = 5\nsamples = 1024\n"
+    "test_samples = 64\neval_samples = 128\nbatch = 16\nlr = 3\noptimizer = adam\n"
+    "[stragglers]\nmodel = lognormal\nmean = 0.5\nsigma = 0.5\n"
+    "[policy]\nkind = ps\nconsistency = async\n", -1, NULL));
+  const char *cores[] = { "Haswell", "SkylakeX", "Zen", "Sandybridge", "Cooperlake" };
+  g_autofree char *first = NULL;
+  g_autofree char *was = g_strdup (g_getenv ("OPENBLAS_CORETYPE"));
+  for (gsize c = 0; c < G_N_ELEMENTS (cores); c++)
+    {
+      g_setenv ("OPENBLAS_CORETYPE", cores[c], TRUE);
+      g_autofree char *db = tmp ("repro.db");
+      g_autofree char *o = NULL, *e = NULL;
+      g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "-q", NULL), ==, 0);
+      g_autofree char *k = run_kernel (db);
+      g_assert_cmpstr (k, ==, "fixed-order");
+      g_autofree char *d = dump (db);
+      if (!first)
+        first = g_steal_pointer (&d);
+      else if (strcmp (first, d) != 0)
+        g_error ("OPENBLAS_CORETYPE=%s changed the trace of a reproducible run", cores[c]);
+    }
+  /* OpenBLAS, told to use Haswell's kernels, is named so */
+  g_setenv ("OPENBLAS_CORETYPE", "Haswell", TRUE);
+  g_autofree char *db = tmp ("repro-blas.db");
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "-q", "--set",
+                          "kernels.reproducible=false", NULL), ==, 0);
+  g_autofree char *k = run_kernel (db);
+  g_assert_true (g_str_has_prefix (k, "OpenBLAS "));
+  g_assert_true (g_str_has_suffix (k, " Haswell"));
+  if (was)
+    g_setenv ("OPENBLAS_CORETYPE", was, TRUE);
+  else
+    g_unsetenv ("OPENBLAS_CORETYPE");
+  /* timing only */
+  g_autofree char *o2 = NULL, *e2 = NULL;
+  g_assert_cmpint (dtsim (&o2, &e2, "run", ini, "-o", db, "-q", "--set",
+                          "kernels.backend=none", NULL), ==, 0);
+  g_autofree char *k2 = run_kernel (db);
+  g_assert_cmpstr (k2, ==, "none");
+  /* cuBLAS promises no bits: asked to, the run is refused before it starts */
+  g_autofree char *o3 = NULL, *e3 = NULL;
+  g_assert_cmpint (dtsim (&o3, &e3, "run", ini, "-o", db, "-q", "--set", "kernels.backend=cuda",
+                          "--set", "kernels.reproducible=true", NULL), ==, 2);
+  g_assert_nonnull (strstr (e3, "[kernels] reproducible"));
+  g_assert_nonnull (strstr (e3, "reproducible = false"));
+  g_assert_true (strchr (e3, '\n') == e3 + strlen (e3) - 1);
+  g_autofree char *k3 = run_kernel (db);
+  g_assert_cmpstr (k3, ==, "none");   /* the good database survived */
+  /* --version names both */
+  g_autofree char *o4 = NULL, *e4 = NULL;
+  g_assert_cmpint (dtsim (&o4, &e4, "--version", NULL), ==, 0);
+  g_assert_nonnull (strstr (o4, "fixed-order"));
+  g_assert_nonnull (strstr (o4, "OpenBLAS "));
 }
 
 /* The step time dtsim predicts for one worker of `device` in `precision`
@@ -1389,6 +1474,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/run/deterministic", test_deterministic);
   g_test_add_func ("/cli/run/jobs", test_jobs);
   g_test_add_func ("/cli/run/threads", test_threads);
+  g_test_add_func ("/cli/kernels/reproducible", test_kernels_reproducible);
   g_test_add_func ("/cli/calibrate", test_calibrate);
   g_test_add_func ("/cli/run/jobs-failure", test_jobs_failure);
   g_test_add_func ("/cli/run/jobs-tables", test_jobs_tables);

@@ -24,7 +24,7 @@ static const char *const schema_now[] = {
   "  seed INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('running','done','failed','infeasible')),"
   "  error TEXT, stop TEXT, sim_time REAL, wall_time REAL, events INTEGER,"
   "  iterations INTEGER, updates INTEGER, samples INTEGER, final_loss REAL, final_accuracy REAL,"
-  "  compute REAL, comm REAL, wait REAL, version TEXT NOT NULL)",
+  "  compute REAL, comm REAL, wait REAL, version TEXT NOT NULL, kernel TEXT)",
   "CREATE TABLE params (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  key TEXT NOT NULL, value TEXT NOT NULL)",
   "CREATE TABLE metrics (run_id INTEGER NOT NULL REFERENCES runs(id),"

@@ -255,7 +255,8 @@ test_stale_temporaries (void)
   g_autofree char *db = g_build_filename (dir, "t.db", NULL);
   g_autofree char *lock = g_build_filename (dir, ".t.db.lock", NULL);
   Child c;
-  const char *sets[] = { "scenario.iterations=100000000", NULL };
+  const char *sets[] = { "scenario.iterations=100000000", "trace.max_size=1PB",
+                         "scenario.max_events=1000000000000000", NULL };
   child_start (&c, dir, db, sets);
   /* until it holds the lock and has written rows (at most 20 s) */
   for (int k = 0; k < 20000 && !(lock_pid (lock) == c.pid
