@@ -3,7 +3,9 @@
  * it is built on.
  *
  * The peer figure is cblas_sgemm on one large square product (N = 2048),
- * best of three, on the same thread count.  Against it, figures for an MLP
+ * best of three, on the same thread count, beside dtsim's own fixed-order
+ * product (kernels/gemm.c, what [kernels] reproducible = auto uses: the same
+ * bits on every CPU) on the same matrices.  Against it, figures for an MLP
  * 784-512-512-10 with batch 64 per worker, all counting the model's exact
  * FLOPs (forward + backward, docs/kernels.md):
  *
@@ -17,7 +19,10 @@
  *             training (best of three of each); on one host thread, then
  *             the all-reduce and the
  *             pipeline again on every core (policies/parallel.h), beside
- *             as many single-thread sgemm.
+ *             as many single-thread sgemm.  Runs use the user's default
+ *             (the fixed-order products); the runs marked "OpenBLAS" set
+ *             [kernels] reproducible = false, so that the price of
+ *             reproducibility shows in whole runs.
  *
  * Usage: bench-kernels [iterations]  (default 10 for the run)
  * Prints figures only; asserts nothing about time.
@@ -49,8 +54,10 @@ now (void)
   return (double) g_get_monotonic_time () / 1e6;
 }
 
+/* GFLOP/s of cblas_sgemm on the square product, best of three; *fixed
+ * gets kern_gemm_fixed's on the same matrices. */
 static double
-sgemm_gflops (void)
+sgemm_gflops (double *fixed)
 {
   gsize n = (gsize) SQ * SQ;
   float *a = g_new (float, n), *b = g_new (float, n), *c = g_new0 (float, n);
@@ -59,14 +66,18 @@ sgemm_gflops (void)
       a[i] = (float) ((i * 7919) % 1000) / 1000.0f;
       b[i] = (float) ((i * 104729) % 1000) / 1000.0f;
     }
-  double best = 1e300;
+  double best = 1e300, best_fixed = 1e300;
   for (int r = 0; r < 3; r++)
     {
       double t0 = now ();
       cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, SQ, SQ, SQ, 1.0f, a, SQ,
                    b, SQ, 0.0f, c, SQ);
       best = MIN (best, now () - t0);
+      t0 = now ();
+      kern_gemm_fixed (FALSE, FALSE, SQ, SQ, SQ, 1.0f, a, SQ, b, SQ, 0.0f, c, SQ);
+      best_fixed = MIN (best_fixed, now () - t0);
     }
+  *fixed = 2.0 * SQ * (double) SQ * SQ / best_fixed / 1e9;
   g_free (a);
   g_free (b);
   g_free (c);
@@ -82,6 +93,7 @@ run_gflops (const char *label, const char *policy, int iters, int threads)
   gboolean adam = strstr (label, "Adam") != NULL;
   gboolean per_worker = strstr (label, "per worker") != NULL;
   gboolean pipeline = strstr (policy, "pipeline") != NULL;
+  gboolean blas = strstr (label, "OpenBLAS") != NULL;
   int workers = pipeline ? 16 : WORKERS;
   int hidden[] = { 512, 512 };
   KernModel *m = kern_mlp_new (D, hidden, 2, K, KERN_LOSS_XENT, NULL);
@@ -99,9 +111,10 @@ run_gflops (const char *label, const char *policy, int iters, int threads)
         "[scenario]\nname = bench\niterations = %d\n[cluster]\nworkers = %d\nservers = %d\n"
         "[model]\nkind = mlp\nhidden = 512,512\nbatch = %d\nfeatures = %d\nclasses = %d\n"
         "samples = %d\neval_samples = 64\ntest_samples = 64\neval_every = 1000000000\n"
-        "optimizer = %s\nlr = %s\n[policy]\n%s[trace]\ndetail = summary\n",
+        "optimizer = %s\nlr = %s\n[policy]\n%s[trace]\ndetail = summary\n"
+        "[kernels]\nreproducible = %s\n",
         r == 0 ? 1 : 1 + iters, workers, per_worker ? 0 : 1, BATCH, D, K, WORKERS * BATCH * 4,
-        adam ? "adam" : "sgd", adam ? "0.001" : "0.01", policy);
+        adam ? "adam" : "sgd", adam ? "0.001" : "0.01", policy, blas ? "false" : "auto");
       if (fd < 0 || write (fd, text, strlen (text)) != (ssize_t) strlen (text))
         return -1;
       close (fd);
@@ -136,7 +149,8 @@ main (int argc, char **argv)
   if (iters < 1)
     iters = 10;
   const char *threads = g_getenv ("OPENBLAS_NUM_THREADS");
-  double peer = sgemm_gflops ();
+  double fixed;
+  double peer = sgemm_gflops (&fixed);
 
   int hidden[] = { 512, 512 };
   KernModel *m = kern_mlp_new (D, hidden, 2, K, KERN_LOSS_XENT, NULL);
@@ -169,6 +183,8 @@ main (int argc, char **argv)
   static const struct { const char *label, *policy; } runs[] = {
     { "all-reduce (ring, Adam)", "kind = allreduce\nalgorithm = ring\nbucket_size = 25MB\n" },
     { "parameter server BSP (SGD)", "kind = ps\nconsistency = bsp\n" },
+    { "parameter server BSP (SGD), OpenBLAS", "kind = ps\nconsistency = bsp\n" },
+    { "all-reduce (ring, Adam), OpenBLAS", "kind = allreduce\nalgorithm = ring\nbucket_size = 25MB\n" },
     { "parameter server BSP (Adam)", "kind = ps\nconsistency = bsp\n" },
     { "parameter server async (SGD)", "kind = ps\nconsistency = async\n" },
     { "parameter server, a server per worker", "kind = ps\nconsistency = bsp\n" },
@@ -184,7 +200,7 @@ main (int argc, char **argv)
   /* one run on every core (policies/parallel.h), where a policy spreads a
    * round's gradients over threads */
   int cores = (int) g_get_num_processors ();
-  static const gsize spread[] = { 0, 8 };
+  static const gsize spread[] = { 0, 10 };   /* all-reduce, pipeline */
   double spread_gflops[G_N_ELEMENTS (spread)];
   for (gsize i = 0; i < G_N_ELEMENTS (spread); i++)
     if ((spread_gflops[i] = run_gflops (runs[spread[i]].label, runs[spread[i]].policy, iters,
@@ -193,6 +209,8 @@ main (int argc, char **argv)
 
   printf ("threads: OPENBLAS_NUM_THREADS=%s\n", threads ? threads : "(unset: dtsim uses 1)");
   printf ("%-44s %8.1f GFLOP/s\n", "peer: cblas_sgemm 2048 x 2048 x 2048", peer);
+  printf ("%-44s %8.1f GFLOP/s  %5.1f%% of sgemm\n", "fixed-order product 2048 x 2048 x 2048",
+          fixed, 100 * fixed / peer);
   printf ("%-44s %8.1f GFLOP/s  %5.1f%% of sgemm\n", "stacked gradients (64 workers, 1 call)",
           stacked, 100 * stacked / peer);
   printf ("%-44s %8.1f GFLOP/s  %5.1f%% of sgemm\n", "separate gradients (64 calls)", separate,
