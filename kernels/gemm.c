@@ -235,8 +235,9 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
 const int *
 kern_gemm_fixed_widths (void)
 {
-  static const int wide[] = { 8, 4, 0 }, narrow[] = { 4, 0 };
+  static const int narrow[] = { 4, 0 };
 #ifdef GEMM_X86
+  static const int wide[] = { 8, 4, 0 };
   if (__builtin_cpu_supports ("avx512f"))
     return wide;
 #endif
