@@ -25,6 +25,7 @@
 #include <cblas.h>
 #endif
 
+#include "kernels/backend.h"
 #include "kernels/cuda.h"
 #include "netmodel/netmodel.h"
 #include "policies/policy.h"
@@ -248,6 +249,17 @@ cmd_check (int argc, char **argv)
               cost.update,
               pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
               mem / (1024.0 * 1024.0 * 1024.0), of);
+      if (c->math)
+        {
+          /* what will do the math, as runs.kernel will record it */
+          g_autofree char *kernel = kern_backend_kernel_name (c->backend, c->reproducible_math);
+          printf ("kernels: %s backend, %s%s\n", c->backend, kernel,
+                  c->reproducible_math ? " (reproducible: the same bits on every CPU)"
+                  : strcmp (c->backend, "cpu") == 0
+                    ? " (last bits depend on the CPU; [kernels] reproducible = true gives the"
+                      " same bits everywhere)"
+                    : " (last bits depend on the device)");
+        }
       /* where the step goes, by layer kind (the roofline prices each kind
        * at its own rate: docs/compute.md) */
       if (c->step_time < 0 && c->memory_bandwidth > 0 && m->n_layers > 0)

@@ -330,7 +330,6 @@ sql_fail (SimTrace *t, const char *what, GError **error)
   return FALSE;
 }
 
-/* Keeps the first error that hit the database as a whole. */
 /* Keeps the first error that hit the database as a whole, explained
  * (explain_failure). */
 static void

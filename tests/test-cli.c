@@ -257,6 +257,13 @@ test_kernels_reproducible (void)
   g_assert_true (strchr (e3, '\n') == e3 + strlen (e3) - 1);
   g_autofree char *k3 = run_kernel (db);
   g_assert_cmpstr (k3, ==, "none");   /* the good database survived */
+  /* check says what will do the math */
+  g_autofree char *o5 = NULL, *e5 = NULL, *o6 = NULL, *e6 = NULL;
+  g_assert_cmpint (dtsim (&o5, &e5, "check", ini, NULL), ==, 0);
+  g_assert_nonnull (strstr (o5, "kernels: cpu backend, fixed-order (reproducible"));
+  g_assert_cmpint (dtsim (&o6, &e6, "check", ini, "--set", "kernels.reproducible=false", NULL),
+                   ==, 0);
+  g_assert_nonnull (strstr (o6, "kernels: cpu backend, OpenBLAS "));
   /* --version names both */
   g_autofree char *o4 = NULL, *e4 = NULL;
   g_assert_cmpint (dtsim (&o4, &e4, "--version", NULL), ==, 0);
