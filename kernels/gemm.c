@@ -38,9 +38,17 @@ typedef float KernV4f __attribute__ ((vector_size (16)));
 typedef double KernV8 __attribute__ ((vector_size (64)));
 typedef float KernV8f __attribute__ ((vector_size (32)));
 
+/* The copies into packed form: optimised and uninstrumented like the tile
+ * loops below (their reason is given there). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define GEMM_PACK __attribute__ ((optimize ("O2"), no_sanitize ("address", "undefined")))
+#else
+#define GEMM_PACK
+#endif
+
 /* op(B) in panels of nr columns: panel q, row p at Bp + (q k + p) nr,
  * zero past column n. */
-static void
+GEMM_PACK static void
 pack_b (gboolean trans_b, int n, int k, const float *B, int ldb, int nr, float *Bp)
 {
   for (int j0 = 0, q = 0; j0 < n; j0 += nr, q++)
@@ -63,7 +71,7 @@ pack_b (gboolean trans_b, int n, int k, const float *B, int ldb, int nr, float *
 
 /* Rows i0 .. i0 + mr - 1 of op(A) as doubles: row r, column p at Ap[p mr +
  * r]; zero past row m. */
-static void
+GEMM_PACK static void
 pack_a (gboolean trans_a, int m, int k, const float *A, int lda, int i0, int mr, double *Ap)
 {
   int rows = MIN (mr, m - i0);
@@ -154,10 +162,15 @@ pack_a (gboolean trans_a, int m, int k, const float *A, int lda, int i0, int mr,
  * x86-64 level 3 (AVX2, FMA); the loader picks one by CPU.  Clones with
  * FMA may fuse a multiply into an add: the products are exact, so fusing
  * changes no bit (tests/test-kernels.c checks every width against the
- * plain formula). */
+ * plain formula).  The tile loops are optimised and left out of sanitizer
+ * builds' instrumentation, which would make them some fifty times slower
+ * (every real-math test runs through them); the buffers they read and
+ * write are sized by kern_gemm_fixed_width, which stays instrumented, and
+ * /kernels/gemm/fixed checks every element they write. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define GEMM_X86 1
-__attribute__ ((target_clones ("arch=x86-64-v3", "default"), optimize ("fp-contract=fast")))
+__attribute__ ((target_clones ("arch=x86-64-v3", "default"), optimize ("O2", "fp-contract=fast"),
+                no_sanitize ("address", "undefined")))
 #endif
 static void
 gemm_tiles4 (GEMM_TILES_ARGS)
@@ -167,13 +180,35 @@ gemm_tiles4 (GEMM_TILES_ARGS)
 
 #ifdef GEMM_X86
 /* Vectors of 8 doubles, for CPUs with AVX-512. */
-__attribute__ ((target ("avx512f"), optimize ("fp-contract=fast")))
+__attribute__ ((target ("avx512f"), optimize ("O2", "fp-contract=fast"),
+                no_sanitize ("address", "undefined")))
 static void
 gemm_tiles8 (GEMM_TILES_ARGS)
 {
   GEMM_TILES_BODY (KernV8, KernV8f, 8, 8)
 }
 #endif
+
+/* This thread's scratch memory for the packed operands, grown to at least
+ * `bytes` (its contents are not kept).  Kept between calls, so that a
+ * training step's many products do not each allocate and fault in their
+ * buffers; freed when the thread ends. */
+static void *
+scratch (gsize bytes)
+{
+  static GPrivate key = G_PRIVATE_INIT (g_free);
+  gsize *block = g_private_get (&key);
+  if (!block || block[0] < bytes)
+    {
+      g_free (block);
+      /* a header of 64 bytes (the size, then padding) keeps the buffer
+       * aligned as g_malloc's block is */
+      block = g_malloc (64 + MAX (bytes, 1));
+      block[0] = bytes;
+      g_private_set (&key, block);
+    }
+  return (char *) block + 64;
+}
 
 /* As kern_gemm_fixed with vectors of `width` doubles: 4, or 8 where the CPU
  * has AVX-512 (0: the widest the CPU has).  Every width gives the same
@@ -217,8 +252,9 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
       crow = 1;
       ccol = (gsize) ldc;
     }
-  float *Bp = g_new (float, (gsize) ((n + nr - 1) / nr) * nr * MAX (k, 1));
-  double *Ap = g_new (double, (gsize) mr * MAX (k, 1));
+  gsize nb = (gsize) ((n + nr - 1) / nr) * nr * MAX (k, 1), na = (gsize) mr * MAX (k, 1);
+  double *Ap = scratch (na * sizeof (double) + nb * sizeof (float));
+  float *Bp = (float *) (Ap + na);
   pack_b (trans_b, n, k, B, ldb, nr, Bp);
 #ifdef GEMM_X86
   if (width == 8)
@@ -226,8 +262,6 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
   else
 #endif
     gemm_tiles4 (trans_a, m, n, k, alpha, A, lda, Bp, beta, C, crow, ccol, Ap);
-  g_free (Bp);
-  g_free (Ap);
 }
 
 /* The widths kern_gemm_fixed_width can run on this CPU, widest first, as a
