@@ -184,6 +184,25 @@ child_peak_bytes (const GPtrArray *args)
   return (double) ru.ru_maxrss * 1024.0;
 }
 
+/* A build under AddressSanitizer adds its runtime, shadow memory and
+ * redzones to every process, and keeps freed blocks in a quarantine (up to
+ * 256 MB): the estimate is of dtsim's own memory, so there the children run
+ * without the quarantine and are held to a looser upper bound (measured
+ * without it: 0.98 to 1.42 times the estimate, where a plain build's peaks
+ * are 0.66 to 0.76). */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifdef UNDER_ASAN
+#define PEAK_OVER_ESTIMATE 2.5
+#else
+#define PEAK_OVER_ESTIMATE 1.25
+#endif
+
 /* The peak resident memory of a run is between 0.4 and 1.25 times its
  * estimate (docs/scenarios.md; measured 0.66 to 0.76): small runs of several policies, one whose
  * transfers in flight dominate (gossip on a complete graph of 256 workers:
@@ -205,6 +224,11 @@ test_memory (void)
   };
   g_autofree char *ini = write_base ();
   g_autofree char *db = g_build_filename (tmpdir, "memory.db", NULL);
+#ifdef UNDER_ASAN
+  g_autofree char *asan = g_strdup_printf ("%s:quarantine_size_mb=0:thread_local_quarantine_size_kb=0",
+                                           g_getenv ("ASAN_OPTIONS") ? g_getenv ("ASAN_OPTIONS") : "");
+  g_setenv ("ASAN_OPTIONS", asan, TRUE);
+#endif
   for (gsize i = 0; i < G_N_ELEMENTS (mem_cases); i++)
     {
       const Case *k = &mem_cases[i];
@@ -216,7 +240,7 @@ test_memory (void)
       g_test_message ("%s: peak %.0f bytes, estimate %.0f (ratio %.2f)", k->name, peak,
                       e.host_bytes, ratio);
       g_assert_cmpfloat (ratio, >=, 0.4);
-      g_assert_cmpfloat (ratio, <=, 1.25);
+      g_assert_cmpfloat (ratio, <=, PEAK_OVER_ESTIMATE);
     }
 }
 
