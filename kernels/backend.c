@@ -20,27 +20,22 @@ cpu_new (gboolean reproducible, GError **error G_GNUC_UNUSED)
   return kern_backend_cpu_new_full (reproducible);
 }
 
-/* cuBLAS picks its algorithms by GPU and may split a sum over threads in
- * any order: it promises no bits. */
+/* Never asked to be reproducible: its entry says it cannot be (cuBLAS
+ * picks its algorithms by GPU and may split a sum over threads in any
+ * order). */
 static KernBackend *
-cuda_new (gboolean reproducible, GError **error)
+cuda_new (gboolean reproducible G_GNUC_UNUSED, GError **error)
 {
-  if (reproducible)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                   "the CUDA backend's sums depend on the GPU; set [kernels] reproducible = false");
-      return NULL;
-    }
   return kern_backend_cuda_new (error);
 }
 
 static const KernBackendEntry cpu = {
   "cpu", "real math on the CPU (the reference): fixed-order products, or OpenBLAS with reproducible = false",
-  cpu_new, TRUE, TRUE };
+  cpu_new, TRUE };
 static const KernBackendEntry cuda = {
   "cuda", "real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build)", cuda_new,
-  FALSE, FALSE };
-static const KernBackendEntry none = { "none", "timing only, no math (no loss)", NULL, TRUE, TRUE };
+  FALSE };
+static const KernBackendEntry none = { "none", "timing only, no math (no loss)", NULL, TRUE };
 
 static const KernBackendEntry *const backends[] = { &cpu, &cuda, &none, NULL };
 
@@ -68,6 +63,13 @@ kern_backend_new (const char *name, gboolean reproducible, GError **error)
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   const KernBackendEntry *e = kern_backend_lookup (name);
+  if (e && e->create && reproducible && !e->can_reproduce)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                   "the %s backend's sums depend on the device; set [kernels] reproducible = false",
+                   name);
+      return NULL;
+    }
   if (e && e->create)
     return e->create (reproducible, error);
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,

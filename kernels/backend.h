@@ -98,7 +98,8 @@ char *kern_backend_kernel_name (const char *name, gboolean reproducible);
  * device is usable.  Loads the plugin on the first call (cuda.c). */
 KernBackend *kern_backend_cuda_new (GError **error);
 /* "cpu" or "cuda"; NULL with an error otherwise or when unavailable.
- * `reproducible` as KernBackendEntry's create. */
+ * `reproducible` as KernBackendEntry's create; asked of a backend that
+ * cannot be, G_IO_ERROR_NOT_SUPPORTED. */
 KernBackend *kern_backend_new (const char *name, gboolean reproducible, GError **error);
 
 /* The backends a scenario may name ([kernels] backend), in backend.c. */
@@ -107,13 +108,13 @@ typedef struct {
   const char *description;
   /* The backend, or NULL with `error` set; NULL for "none", which runs no
    * math (timing only).  `reproducible`: the products must give the same
-   * bits on every CPU ([kernels] reproducible); a backend that cannot
-   * promise it fails. */
+   * bits on every CPU ([kernels] reproducible); only asked of a backend
+   * that can_reproduce. */
   KernBackend *(*create) (gboolean reproducible, GError **error);
-  /* Whether the backend can be reproducible ([kernels] reproducible =
-   * true is refused otherwise), and whether it is unless told not to
-   * ([kernels] reproducible = auto). */
-  gboolean can_reproduce, reproducible_by_default;
+  /* Whether the backend can give the same bits on every machine: it then
+   * does unless told not to ([kernels] reproducible = auto), and
+   * reproducible = true is refused for one that cannot. */
+  gboolean can_reproduce;
 } KernBackendEntry;
 
 /* The entry of that name, or NULL. */

@@ -684,18 +684,14 @@ check_cross (SimConfig *c, const char *file, GError **error)
                  c->workers, placed, c->workers * placed, SIM_MAX_SERVER_PAIRS);
   if (!check_global_batch (c, file, error))
     return FALSE;
-  c->math = kern_backend_lookup (c->backend)->create != NULL
-            && !pol_lookup (c->policy)->no_model;
-  {
-    const KernBackendEntry *be = kern_backend_lookup (c->backend);
-    if (c->reproducible == SIM_REPRODUCIBLE_TRUE && !be->can_reproduce)
-      return fail (error, file, find_key ("kernels", "reproducible"),
-                   "the %s backend cannot give the same bits on every machine; "
-                   "set reproducible = false (or auto) or use backend = cpu", c->backend);
-    c->reproducible_math = c->reproducible == SIM_REPRODUCIBLE_AUTO
-                           ? be->reproducible_by_default
-                           : c->reproducible == SIM_REPRODUCIBLE_TRUE;
-  }
+  const KernBackendEntry *be = kern_backend_lookup (c->backend);
+  c->math = be->create != NULL && !pol_lookup (c->policy)->no_model;
+  if (c->reproducible == SIM_REPRODUCIBLE_TRUE && !be->can_reproduce)
+    return fail (error, file, find_key ("kernels", "reproducible"),
+                 "the %s backend cannot give the same bits on every machine; "
+                 "set reproducible = false (or auto) or use backend = cpu", c->backend);
+  c->reproducible_math = c->reproducible == SIM_REPRODUCIBLE_AUTO
+                         ? be->can_reproduce : c->reproducible == SIM_REPRODUCIBLE_TRUE;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
   if (!check_policy (c, file, error))

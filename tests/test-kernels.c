@@ -1103,6 +1103,12 @@ test_backend_new (void)
   g_assert_nonnull (strstr (error->message, "tpu"));
   g_clear_error (&error);
 
+  /* cuBLAS promises no bits: asked to, it is refused, on any machine */
+  g_assert_null (kern_backend_new ("cuda", TRUE, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+  g_assert_nonnull (strstr (error->message, "reproducible = false"));
+  g_clear_error (&error);
+
   /* "cuda" either works or says why not; without devices it cannot work */
   be = kern_backend_new ("cuda", FALSE, &error);
   if (be == NULL)
