@@ -207,13 +207,13 @@ cpu_softmax_xent (KernBackend *be G_GNUC_UNUSED, float *Z, const int *y, int n, 
           float t = z[j] - zmax;               /* k */
           if (j == yi)
             zy = t;
-          float e = base_expf (t);                  /* k */
+          float e = base_expf (t);             /* k */
           s = j == 0 ? e : s + e;              /* k - 1 */
           if (scale != 0.0f)
             z[j] = e;
         }
       if (loss != NULL)
-        loss[i] = (float) (base_log (s) - zy);      /* 2 */
+        loss[i] = (float) (base_log (s) - zy); /* 2 */
 
       if (scale != 0.0f)
         {
@@ -286,8 +286,8 @@ cpu_adam (KernBackend *be G_GNUC_UNUSED, float *p, float *m, float *v, const flo
   g_return_if_fail (t >= 1);
   float omb1 = 1.0f - beta1;                               /* 1 */
   float omb2 = 1.0f - beta2;                               /* 1 */
-  float c1 = (float) (1.0 - base_pow (beta1, (double) t));      /* 2 */
-  float c2 = (float) (1.0 - base_pow (beta2, (double) t));      /* 2 */
+  float c1 = (float) (1.0 - base_pow (beta1, (double) t)); /* 2 */
+  float c2 = (float) (1.0 - base_pow (beta2, (double) t)); /* 2 */
   for (gsize i = 0; i < len; i++)
     {
       float gi = g[i];

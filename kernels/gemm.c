@@ -223,7 +223,7 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
     return;
 #ifdef GEMM_X86
   if (width == 0)
-    width = __builtin_cpu_supports ("avx512f") ? 8 : 4;
+    width = kern_gemm_fixed_widths ()[0];
 #else
   width = 4;
 #endif
