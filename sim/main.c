@@ -157,9 +157,6 @@ cmd_run (int argc, char **argv)
   return 0;
 }
 
-/* [trace] detail's values, by SimDetail. */
-static const char *const detail_names[] = { "summary", "iterations", "spans", "messages" };
-
 static int
 cmd_check (int argc, char **argv)
 {
@@ -209,7 +206,7 @@ cmd_check (int argc, char **argv)
                 e.events, (double) ci->max_events, e.iteration_rows, e.spans, e.messages);
     }
   printf ("trace: about %.4g MB at detail %s (max_size %.4g MB)\n", trace / 1e6,
-          detail_names[c->detail], c->trace_max_size / 1e6);
+          sim_detail_name (c->detail), c->trace_max_size / 1e6);
   const NetTopology *t = net_topology_lookup (c->topology);
   const PolPolicyOps *p = pol_lookup (c->policy);
   g_autoptr (GPtrArray) names = p->host_names ((int) c->workers, (int) c->servers);

@@ -41,6 +41,15 @@ static const BaseChoice detail_choices[] = {
   { "summary", SIM_DETAIL_SUMMARY, FALSE }, { "iterations", SIM_DETAIL_ITERATIONS, FALSE },
   { "spans", SIM_DETAIL_SPANS, FALSE }, { "messages", SIM_DETAIL_MESSAGES, FALSE },
   { NULL, 0, FALSE } };
+/* The name of [trace] detail's value d, as a scenario writes it. */
+const char *
+sim_detail_name (SimDetail d)
+{
+  g_return_val_if_fail (d >= SIM_DETAIL_SUMMARY && d <= SIM_DETAIL_MESSAGES, "?");
+  g_assert (detail_choices[d].value == (int) d);
+  return detail_choices[d].name;
+}
+
 static const BaseChoice reproducible_choices[] = {
   { "auto", SIM_REPRODUCIBLE_AUTO, FALSE }, { "true", SIM_REPRODUCIBLE_TRUE, FALSE },
   { "false", SIM_REPRODUCIBLE_FALSE, FALSE }, { NULL, 0, FALSE } };

@@ -53,6 +53,7 @@ typedef enum { SIM_REPRODUCIBLE_AUTO, SIM_REPRODUCIBLE_TRUE, SIM_REPRODUCIBLE_FA
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
 } SimDetail;
+const char *sim_detail_name (SimDetail d);
 
 /* One fully resolved run: every key has its value (given or default). */
 typedef struct {
