@@ -28,14 +28,6 @@
 static char *tmpdir;
 
 static char *
-data (const char *name)
-{
-  const char *d = g_getenv ("DTSIM_TEST_DATA");
-  g_assert_nonnull (d);
-  return g_build_filename (d, name, NULL);
-}
-
-static char *
 tmp (const char *name)
 {
   return g_build_filename (tmpdir, name, NULL);
@@ -98,7 +90,7 @@ count (const char *path, const char *sql)
 static void
 test_deterministic (void)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *a = tmp ("a.db"), *b = tmp ("b.db");
   g_autofree char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
   g_assert_cmpint (dtsim (&o1, &e1, "run", ini, "-o", a, "--quiet", NULL), ==, 0);
@@ -125,7 +117,7 @@ test_deterministic (void)
 static void
 test_jobs (void)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *a = tmp ("j1.db"), *b = tmp ("j3.db");
   g_autofree char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
   g_assert_cmpint (dtsim (&o1, &e1, "run", ini, "-o", a, "--jobs", "1", "--set",
@@ -454,7 +446,7 @@ corrupt_fashion (const char *dir)
 static void
 test_jobs_failure (void)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *a = tmp ("jf.db");
   g_autofree char *set_dir = corrupt_fashion (tmpdir);
   g_autofree char *o = NULL, *e = NULL;
@@ -472,7 +464,7 @@ test_jobs_failure (void)
 static void
 test_trace_contents (void)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *a = tmp ("t.db");
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", a, NULL), ==, 0);
@@ -503,7 +495,7 @@ test_trace_contents (void)
 static void
 test_json (void)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *a = tmp ("j.db");
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", a, "--json", "--set",
@@ -647,7 +639,7 @@ test_labs_by_hand (void)
 static void
 test_frictions (void)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *db = tmp ("newdir/f.db");
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "-q", "--set", "policy.consistency=bsp",
@@ -784,7 +776,7 @@ test_completion_and_man (void)
 static void
 check_bad (const char *file, const char *const *expect, const char *set)
 {
-  g_autofree char *ini = data (file);
+  g_autofree char *ini = test_data_path (file);
   g_autofree char *db = tmp ("bad.db");
   g_autofree char *o = NULL, *e = NULL;
   int code = set ? dtsim (&o, &e, "run", ini, "-o", db, "--set", set, NULL)
@@ -830,7 +822,7 @@ static void
 test_bad_missing_folder (void)
 {
   /* the scenario's own [trace] db points into a missing folder */
-  g_autofree char *ini = data ("missing-file.ini");
+  g_autofree char *ini = test_data_path ("missing-file.ini");
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, NULL), ==, 2);
   g_assert_nonnull (strstr (e, "missing-file.ini"));
@@ -871,7 +863,7 @@ test_bad_link (void)
 static void
 test_bad_keeps_old_db (void)
 {
-  g_autofree char *ini = data ("small.ini"), *bad = data ("unknown-key.ini");
+  g_autofree char *ini = test_data_path ("small.ini"), *bad = test_data_path ("unknown-key.ini");
   g_autofree char *db = tmp ("keep.db");
   g_autofree char *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
@@ -932,7 +924,7 @@ snapshot (const char *path)
 static void
 check_refused (const char *dir, const char *path, const char *why)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *before = snapshot (path);
   guint entries = test_count_entries (dir, "");
   g_autofree char *o = NULL, *e = NULL;
@@ -962,7 +954,7 @@ static void
 test_refuse_scenario (void)
 {
   g_autofree char *dir = fresh_dir ("refuse-ini");
-  g_autofree char *src = data ("small.ini"), *text = test_read_file (src, NULL);
+  g_autofree char *src = test_data_path ("small.ini"), *text = test_read_file (src, NULL);
   g_autofree char *ini = g_build_filename (dir, "s.ini", NULL);
   g_assert_true (g_file_set_contents (ini, text, -1, NULL));
   g_autofree char *before = snapshot (ini);
@@ -988,7 +980,7 @@ static void
 test_refuse_dev_null (void)
 {
   g_autofree char *dir = fresh_dir ("refuse-null");
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *o = NULL, *e = NULL;
   /* run in dir: a temporary file beside /dev/null would be in /dev */
   g_assert_cmpint (test_run_dtsim (dir, &o, &e, "run", ini, "-o", "/dev/null", NULL), ==, 2);
@@ -1051,7 +1043,7 @@ static void
 test_refuse_symlink (void)
 {
   g_autofree char *dir = fresh_dir ("refuse-link");
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *real = g_build_filename (dir, "real.db", NULL);
   g_autofree char *link = g_build_filename (dir, "link.db", NULL);
   g_autofree char *o = NULL, *e = NULL;
@@ -1073,7 +1065,7 @@ test_refuse_trace_db (void)
   g_assert_cmpint (g_mkdir (results, 0755), ==, 0);
   g_autofree char *notes = g_build_filename (results, "notes.txt", NULL);
   g_assert_true (g_file_set_contents (notes, "my notes\n", -1, NULL));
-  g_autofree char *src = data ("small.ini"), *text = test_read_file (src, NULL);
+  g_autofree char *src = test_data_path ("small.ini"), *text = test_read_file (src, NULL);
   g_autofree char *ini = g_build_filename (dir, "s.ini", NULL);
   /* small.ini has a [trace] section: add the key to it */
   g_autofree char *edited = NULL;
@@ -1101,7 +1093,7 @@ static void
 test_failed_run_keeps_db (void)
 {
   g_autofree char *dir = fresh_dir ("keep-on-failure");
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *db = g_build_filename (dir, "t.db", NULL);
   g_autofree char *set_dir = corrupt_fashion (dir);
   g_autofree char *o = NULL, *e = NULL;
@@ -1152,7 +1144,7 @@ static void
 test_interrupted_run (void)
 {
   const char *bin = g_getenv ("DTSIM_BIN");
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   const int sigs[] = { SIGINT, SIGTERM };
   for (gsize i = 0; i < G_N_ELEMENTS (sigs); i++)
     {
@@ -1199,7 +1191,7 @@ static void
 test_concurrent_runs (void)
 {
   const char *bin = g_getenv ("DTSIM_BIN");
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *dir = fresh_dir ("concurrent");
   g_autofree char *db = g_build_filename (dir, "t.db", NULL);
   GPid pids[3];
@@ -1248,7 +1240,7 @@ test_concurrent_runs (void)
 static void
 test_point_fails_alone (void)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   const char *jobs[] = { "1", "2" };
   for (gsize j = 0; j < G_N_ELEMENTS (jobs); j++)
     {
@@ -1389,7 +1381,7 @@ test_keys_documented (void)
 static void
 test_plot (void)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *db = tmp ("p.db");
   g_autofree char *o = NULL, *e = NULL, *o2 = NULL, *e2 = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
@@ -1426,7 +1418,7 @@ test_version (void)
   g_assert_cmpint (dtsim (&o, &e, "--version", NULL), ==, 0);
   g_autofree char *want = g_strdup_printf ("(trace schema %d,", SIM_TRACE_SCHEMA_VERSION);
   g_assert_nonnull (strstr (o, want));
-  g_autofree char *ini = data ("small.ini"), *db = tmp ("version.db");
+  g_autofree char *ini = test_data_path ("small.ini"), *db = tmp ("version.db");
   g_assert_cmpint (dtsim (&o2, &e2, "run", ini, "-o", db, "--quiet", NULL), ==, 0);
   g_assert_cmpint (count (db, "PRAGMA user_version"), ==, SIM_TRACE_SCHEMA_VERSION);
 }

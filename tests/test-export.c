@@ -786,6 +786,19 @@ table_last_field (const char *out)
   return g_strdup (fields[n - 1]);
 }
 
+/* A run's JSON object (of --json or of the JSON export) gives samples_per_s
+ * = want / its sim_time, or null where want is NAN (nothing trained). */
+static void
+assert_json_throughput (const TjNode *r, double want)
+{
+  const TjNode *sps = tj_get (r, "samples_per_s");
+  g_assert_nonnull (sps);
+  if (isnan (want))
+    g_assert_cmpint (sps->type, ==, TJ_NULL);
+  else
+    test_assert_close (sps->number, want / tj_number (r, "sim_time"), 1e-12);
+}
+
 /* samples/s = the closed form's samples / sim_time in the run table, the
  * JSON of --json, and the CSV and JSON exports; no figure where the policy
  * trains nothing. */
@@ -824,13 +837,7 @@ test_throughput (gconstpointer data)
   g_assert_null (err);
   const TjNode *runs = tj_get (doc, "runs");
   g_assert_nonnull (runs);
-  const TjNode *r = g_ptr_array_index (runs->items, 0);
-  const TjNode *sps = tj_get (r, "samples_per_s");
-  g_assert_nonnull (sps);
-  if (isnan (want))
-    g_assert_cmpint (sps->type, ==, TJ_NULL);
-  else
-    test_assert_close (sps->number, want / tj_number (r, "sim_time"), 1e-12);
+  assert_json_throughput (g_ptr_array_index (runs->items, 0), want);
   tj_free (doc);
 
   g_assert_cmpint (dtsim (&o, &e, "export", db_name, NULL), ==, 0);
@@ -846,13 +853,7 @@ test_throughput (gconstpointer data)
   g_assert_cmpint (dtsim (&o, &e, "export", db_name, "--format", "json", NULL), ==, 0);
   doc = tj_parse (o, strlen (o), &err);
   g_assert_null (err);
-  r = g_ptr_array_index (doc->items, 0);
-  sps = tj_get (r, "samples_per_s");
-  g_assert_nonnull (sps);
-  if (isnan (want))
-    g_assert_cmpint (sps->type, ==, TJ_NULL);
-  else
-    test_assert_close (sps->number, want / tj_number (r, "sim_time"), 1e-12);
+  assert_json_throughput (g_ptr_array_index (doc->items, 0), want);
   tj_free (doc);
 }
 

@@ -27,14 +27,6 @@
 
 static char *tmpdir;
 
-static char *
-data (const char *name)
-{
-  const char *d = g_getenv ("DTSIM_TEST_DATA");
-  g_assert_nonnull (d);
-  return g_build_filename (d, name, NULL);
-}
-
 /* An empty folder `name` in tmpdir. */
 static char *
 fresh_dir (const char *name)
@@ -66,7 +58,7 @@ typedef struct {
 static void
 child_start (Child *c, const char *dir, const char *db, const char *const *sets)
 {
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_ptr_array_add (argv, (gpointer) g_getenv ("DTSIM_BIN"));
   const char *fixed[] = { "run", ini, "-o", db, "--quiet" };
@@ -282,7 +274,7 @@ test_stale_temporaries (void)
   g_assert_true (g_file_set_contents (other, "mine", -1, NULL));
 
   g_autofree char *out = NULL, *err = NULL;
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet", NULL), ==,
                    0);
   close (live_fd);
@@ -305,7 +297,7 @@ test_read_wal_readonly (void)
   g_autofree char *db = g_build_filename (dir, "t.db", NULL);
   g_autofree char *csv = g_build_filename (tmpdir, "wal.csv", NULL);
   g_autofree char *html = g_build_filename (tmpdir, "wal.html", NULL);
-  g_autofree char *ini = data ("small.ini");
+  g_autofree char *ini = test_data_path ("small.ini");
   g_autofree char *out = NULL, *err = NULL;
   g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet", NULL), ==,
                    0);

@@ -195,6 +195,14 @@ test_count_entries (const char *dir, const char *prefix)
 }
 
 char *
+test_data_path (const char *name)
+{
+  const char *d = g_getenv ("DTSIM_TEST_DATA");
+  g_assert_nonnull (d);
+  return g_build_filename (d, name, NULL);
+}
+
+char *
 test_read_file (const char *path, gsize *len)
 {
   char *text = NULL;

@@ -86,6 +86,9 @@ guint test_count_entries (const char *dir, const char *prefix);
 /* The contents of file `path` (asserts it can be read); its length in *len
  * when len is not NULL. */
 char *test_read_file (const char *path, gsize *len);
+/* The path of `name` in the test data folder (DTSIM_TEST_DATA); a new
+ * string. */
+char *test_data_path (const char *name);
 
 
 /* The rows `emit` writes for run `run` into a trace buffer, as the bytes
