@@ -114,7 +114,7 @@ const char *net_network_host_name (const NetNetwork *net, int host);
 int net_network_host_id (const NetNetwork *net, const char *name);
 /* Locality: every host has a group id (>= 0), and hosts with the same one
  * share a node (or a rack), so that a collective can keep traffic inside
- * it (policies/coll-hier.c).  A new host's group is its own id (alone);
+ * it (comm/hier.c).  A new host's group is its own id (alone);
  * the nodes topology gives each node's GPUs one group, racks each rack's
  * hosts.  A topology numbering its groups from the id of its first host
  * never merges them with hosts added before or after it. */

@@ -71,7 +71,7 @@ typedef struct {
   double end;              /* s, when it ended */
   double work;             /* s of compute the slowest worker had done at
                               its start (slowdown > 0 only) */
-  const PolCollAlgorithm *alg; /* what runs its all-reduce ([policy]
+  const CommAlgorithm *alg; /* what runs its all-reduce ([policy]
                                   algorithm, or what auto picks for it);
                                   with compression, its all-gather */
   double wire;             /* bytes each worker sends: 4 (hi - lo), or
@@ -80,7 +80,7 @@ typedef struct {
 
 typedef struct {
   PolEnv env;
-  const PolCollAlgorithm *alg;
+  const CommAlgorithm *alg;
   int *hosts;              /* (workers) */
   float *params;           /* (n_params) the one shared copy */
   float *sum;              /* (n_params) the workers' gradients, summed */
@@ -263,11 +263,11 @@ ar_group (const KernModel *m, int batch, int W)
 
 /* The all-gather of the W compressed blocks of `wire` bytes: one byte per
  * element, one channel. */
-static PolCollArgs
+static CommArgs
 allgather_args (ArPolicy *ar, double wire)
 {
   int W = ar->env.workers;
-  PolCollArgs a = pol_coll_args (&ar->env, W, ar->hosts, NULL, (gsize) W * (gsize) ceil (wire), 0);
+  CommArgs a = pol_comm_args (&ar->env, W, ar->hosts, NULL, (gsize) W * (gsize) ceil (wire), 0);
   a.elem_bytes = 1;
   a.channels = 1;
   return a;
@@ -276,14 +276,14 @@ allgather_args (ArPolicy *ar, double wire)
 /* What all-gathers compressed blocks of `wire` bytes: [policy] algorithm
  * (or what auto picks for the all-gather) where it does all-gathers, else
  * the ring. */
-static const PolCollAlgorithm *
+static const CommAlgorithm *
 allgather_algorithm (ArPolicy *ar, double wire)
 {
-  PolCollArgs a = allgather_args (ar, wire);
-  const PolCollAlgorithm *alg = pol_coll_resolve (ar->alg, &a, POL_COLL_ALLGATHER);
-  if (alg && !isnan (alg->cost (POL_COLL_ALLGATHER, a.p, 1, a.n, 1, 1e-6, 1e-9, 0)))
+  CommArgs a = allgather_args (ar, wire);
+  const CommAlgorithm *alg = comm_resolve (ar->alg, &a, COMM_ALLGATHER);
+  if (alg && !isnan (alg->cost (COMM_ALLGATHER, a.p, 1, a.n, 1, 1e-6, 1e-9, 0)))
     return alg;
-  return pol_coll_lookup ("ring");
+  return comm_lookup ("ring");
 }
 
 static void
@@ -307,9 +307,9 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
                            b->hi - b->lo, 0, on_bucket_done, ar, data);
       return;
     }
-  PolCollArgs a = allgather_args (ar, b->wire);
+  CommArgs a = allgather_args (ar, b->wire);
   g_autoptr (GError) error = NULL;
-  if (!pol_coll_start (b->alg, &a, POL_COLL_ALLGATHER, on_bucket_done, ar, data, &error))
+  if (!comm_start (b->alg, &a, COMM_ALLGATHER, on_bucket_done, ar, data, &error))
     g_error ("all-gather with %s: %s", b->alg->name, error->message); /* chosen to run it */
 }
 
@@ -384,7 +384,7 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 static PolPolicy *
 ar_create (const PolEnv *env, GError **error)
 {
-  const PolCollAlgorithm *alg = pol_env_algorithm (env, error);
+  const CommAlgorithm *alg = pol_env_algorithm (env, error);
   if (!alg)
     return NULL;
   ArPolicy *ar = g_new0 (ArPolicy, 1);
@@ -567,7 +567,7 @@ ar_work (const PolModelInfo *mi, PolWork *out)
   double B = (double) ((P + per - 1) / per);
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
-  double each = pol_coll_messages (alg, POL_COLL_ALLREDUCE, (int) W, per, C);
+  double each = comm_messages (alg, COMM_ALLREDUCE, (int) W, per, C);
   *out = (PolWork) { .messages = B * each, .spans = 3 * W, .iteration_rows = W,
                      .bucket_rows = B, .in_flight = B * W * C };
 }

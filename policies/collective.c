@@ -8,7 +8,7 @@
  * holds `size` bytes of float32 (n = size / 4 elements).  With verify = true
  * the buffers are real: seeded values, fresh at every iteration, moved by
  * the algorithm over the simulated network, and the result is checked
- * element by element against the operation's definition (pol_coll_check)
+ * element by element against the operation's definition (comm_check)
  * when the iteration ends; a difference is a bug of dtsim and aborts the
  * run.  With verify = false the same bytes are charged and no data move.
  * The policy trains nothing: the run loads no data set and runs no model.
@@ -35,8 +35,8 @@
 
 typedef struct {
   PolEnv env;
-  const PolCollAlgorithm *alg;
-  PolCollKind kind;
+  const CommAlgorithm *alg;
+  CommKind kind;
   int root;
   gsize n;                 /* floats per rank */
   int *hosts;              /* (workers) */
@@ -78,12 +78,12 @@ on_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   gsize elem;
 
   if (cp->bufs != NULL
-      && !pol_coll_check (cp->kind, W, cp->n, cp->root,
+      && !comm_check (cp->kind, W, cp->n, cp->root,
                           (const float *const *) cp->in,
                           (const float *const *) cp->bufs, &rank, &elem))
     g_error ("%s by %s, iteration %" G_GINT64_FORMAT ": rank %d element %"
              G_GSIZE_FORMAT " differs from the definition (a bug of dtsim)",
-             pol_coll_kind_name (cp->kind), cp->alg->name, cp->iter, rank,
+             comm_kind_name (cp->kind), cp->alg->name, cp->iter, rank,
              elem);
   for (int w = 0; w < W; w++)
     {
@@ -103,14 +103,14 @@ on_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 
 /* The operation's arguments: the environment's, with its root, and
  * channels only for all-reduce. */
-static PolCollArgs
+static CommArgs
 coll_args (CollPolicy *cp)
 {
-  PolCollArgs a = pol_coll_args (&cp->env, cp->env.workers, cp->hosts, cp->bufs,
+  CommArgs a = pol_comm_args (&cp->env, cp->env.workers, cp->hosts, cp->bufs,
                                  cp->n, 0);
 
   a.root = cp->root;
-  if (cp->kind != POL_COLL_ALLREDUCE)
+  if (cp->kind != COMM_ALLREDUCE)
     a.channels = 0;
   return a;
 }
@@ -119,21 +119,21 @@ static void
 start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   CollPolicy *cp = ctx;
-  PolCollArgs a = coll_args (cp);
+  CommArgs a = coll_args (cp);
   g_autoptr (GError) error = NULL;
 
   cp->iter_start = eng_sim_now (sim);
   if (cp->bufs != NULL)
     fill_inputs (cp);
   /* validate checked that the algorithm does the operation */
-  if (!pol_coll_start (cp->alg, &a, cp->kind, on_done, cp, NULL, &error))
+  if (!comm_start (cp->alg, &a, cp->kind, on_done, cp, NULL, &error))
     g_error ("%s", error->message);
 }
 
 static PolPolicy *
 coll_create (const PolEnv *env, GError **error)
 {
-  const PolCollAlgorithm *alg = pol_env_algorithm (env, error);
+  const CommAlgorithm *alg = pol_env_algorithm (env, error);
   CollPolicy *cp;
   int W = env->workers;
 
@@ -142,7 +142,7 @@ coll_create (const PolEnv *env, GError **error)
   cp = g_new0 (CollPolicy, 1);
   cp->env = *env;
   cp->alg = alg;
-  cp->kind = (PolCollKind) base_values_int (env->values, "policy.operation");
+  cp->kind = (CommKind) base_values_int (env->values, "policy.operation");
   cp->root = (int) base_values_int (env->values, "policy.root");
   cp->n = (gsize) (base_values_double (env->values, "policy.size") / 4);
   pol_run_init (&cp->run, &cp->env);
@@ -166,9 +166,9 @@ static void
 coll_start (PolPolicy *p)
 {
   CollPolicy *cp = (CollPolicy *) p;
-  PolCollArgs a = coll_args (cp);
+  CommArgs a = coll_args (cp);
 
-  pol_report_algorithm (&cp->env, cp->alg, pol_coll_resolve (cp->alg, &a, cp->kind));
+  pol_report_algorithm (&cp->env, cp->alg, comm_resolve (cp->alg, &a, cp->kind));
   pol_run_start (&cp->run, NULL);
   eng_schedule (cp->env.sim, 0, start_iteration, cp, NULL);
 }
@@ -199,16 +199,16 @@ coll_free (PolPolicy *p)
   g_free (cp);
 }
 
-/* In PolCollKind order (collectives.h). */
+/* In CommKind order (collectives.h). */
 static const BaseChoice operation_choices[] = {
-  { "all-reduce", POL_COLL_ALLREDUCE, FALSE },
-  { "reduce-scatter", POL_COLL_REDUCE_SCATTER, FALSE },
-  { "all-gather", POL_COLL_ALLGATHER, FALSE },
-  { "broadcast", POL_COLL_BROADCAST, FALSE },
-  { "reduce", POL_COLL_REDUCE, FALSE },
-  { "scatter", POL_COLL_SCATTER, FALSE },
-  { "gather", POL_COLL_GATHER, FALSE },
-  { "all-to-all", POL_COLL_ALLTOALL, FALSE },
+  { "all-reduce", COMM_ALLREDUCE, FALSE },
+  { "reduce-scatter", COMM_REDUCE_SCATTER, FALSE },
+  { "all-gather", COMM_ALLGATHER, FALSE },
+  { "broadcast", COMM_BROADCAST, FALSE },
+  { "reduce", COMM_REDUCE, FALSE },
+  { "scatter", COMM_SCATTER, FALSE },
+  { "gather", COMM_GATHER, FALSE },
+  { "all-to-all", COMM_ALLTOALL, FALSE },
   { NULL, 0, FALSE },
 };
 
@@ -232,25 +232,25 @@ static const BaseKey coll_keys[] = {
 static gboolean
 coll_validate (PolCheck *chk, GError **error)
 {
-  PolCollKind kind = (PolCollKind) base_values_int (chk->values, "policy.operation");
+  CommKind kind = (CommKind) base_values_int (chk->values, "policy.operation");
   const char *name = base_values_string (chk->values, "policy.algorithm");
-  const PolCollAlgorithm *alg = name ? pol_coll_lookup (name) : NULL;
+  const CommAlgorithm *alg = name ? comm_lookup (name) : NULL;
   gint64 root = base_values_int (chk->values, "policy.root");
   double size = base_values_double (chk->values, "policy.size");
   double bytes = 2 * (double) chk->workers * size;
 
-  if (alg && isnan (pol_coll_cost (alg, kind, 2, 2, 4, 1, 1, 0)))
+  if (alg && isnan (comm_cost (alg, kind, 2, 2, 4, 1, 1, 0)))
     {
       g_autoptr (GString) ok = g_string_new (NULL);
 
-      for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
-        if (!isnan (pol_coll_cost (*a, kind, 2, 2, 4, 1, 1, 0)))
+      for (const CommAlgorithm *const *a = comm_all (); *a; a++)
+        if (!isnan (comm_cost (*a, kind, 2, 2, 4, 1, 1, 0)))
           g_string_append_printf (ok, "%s%s", ok->len ? ", " : "", (*a)->name);
       return pol_key_error (error, "policy", "algorithm",
                             "%s does not do %s; use one that does: %s", alg->name,
-                            pol_coll_kind_name (kind), ok->str);
+                            comm_kind_name (kind), ok->str);
     }
-  if (kind == POL_COLL_ALLTOALL
+  if (kind == COMM_ALLTOALL
       && (double) chk->workers * (double) (chk->workers - 1) > COLL_MAX_ALLTOALL_PAIRS)
     return pol_key_error (error, "policy", "operation",
                           "all-to-all among %" G_GINT64_FORMAT " workers makes %.4g transfers "
@@ -258,10 +258,10 @@ coll_validate (PolCheck *chk, GError **error)
                           "workers", chk->workers,
                           (double) chk->workers * (double) (chk->workers - 1),
                           COLL_MAX_ALLTOALL_PAIRS);
-  if (kind != POL_COLL_ALLREDUCE && base_values_int (chk->values, "policy.channels") > 1)
+  if (kind != COMM_ALLREDUCE && base_values_int (chk->values, "policy.channels") > 1)
     return pol_key_error (error, "policy", "channels",
                           "channels apply to all-reduce only, not %s; set channels = 1 or "
-                          "operation = all-reduce", pol_coll_kind_name (kind));
+                          "operation = all-reduce", comm_kind_name (kind));
   if (root >= chk->workers)
     return pol_key_error (error, "policy", "root",
                           "%" G_GINT64_FORMAT " is not a rank of the %" G_GINT64_FORMAT
@@ -284,17 +284,17 @@ coll_validate (PolCheck *chk, GError **error)
 static double
 coll_bus_bandwidth (const BaseValues *values, gint64 workers, double seconds)
 {
-  PolCollKind kind = (PolCollKind) base_values_int (values, "policy.operation");
+  CommKind kind = (CommKind) base_values_int (values, "policy.operation");
   double size = base_values_double (values, "policy.size");
   double p = (double) workers, factor;
 
   switch (kind)
     {
-    case POL_COLL_ALLREDUCE:
+    case COMM_ALLREDUCE:
       factor = 2 * (p - 1) / p;
       break;
-    case POL_COLL_BROADCAST:
-    case POL_COLL_REDUCE:
+    case COMM_BROADCAST:
+    case COMM_REDUCE:
       factor = 1;
       break;
     default:
@@ -313,14 +313,14 @@ static void
 coll_work (const PolModelInfo *mi, PolWork *out)
 {
   double W = (double) mi->workers;
-  PolCollKind kind = (PolCollKind) base_values_int (mi->values, "policy.operation");
+  CommKind kind = (CommKind) base_values_int (mi->values, "policy.operation");
   gsize n = (gsize) (base_values_double (mi->values, "policy.size") / 4);
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
-  double messages = pol_coll_messages (alg, kind, (int) W, n, C);
+  double messages = comm_messages (alg, kind, (int) W, n, C);
   /* the naive algorithm and an all-to-all send everything at once; the
    * others a transfer per rank and channel at a time */
-  gboolean at_once = kind == POL_COLL_ALLTOALL || strcmp (alg, "naive") == 0;
+  gboolean at_once = kind == COMM_ALLTOALL || strcmp (alg, "naive") == 0;
   *out = (PolWork) { .messages = messages, .spans = W, .iteration_rows = W,
                      .in_flight = at_once ? messages : MIN (messages, W * C),
                      .state_bytes = base_values_int (mi->values, "policy.verify")

@@ -161,22 +161,22 @@ pol_worker_span (const PolEnv *env, int w, const char *kind, double a, double b,
   pol_worker_span_detail (env, w, kind, a, b, iteration, bytes, NULL);
 }
 
-const PolCollAlgorithm *
+const CommAlgorithm *
 pol_env_algorithm (const PolEnv *env, GError **error)
 {
   const char *name = base_values_string (env->values, "policy.algorithm");
-  const PolCollAlgorithm *alg = name ? pol_coll_lookup (name) : NULL;
+  const CommAlgorithm *alg = name ? comm_lookup (name) : NULL;
   if (!alg)
     g_set_error (error, POL_ERROR, 0, "unknown all-reduce algorithm '%s'",
                  name ? name : "(none)");
   return alg;
 }
 
-PolCollArgs
-pol_coll_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
+CommArgs
+pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
                gsize n, int tag)
 {
-  PolCollArgs a = {
+  CommArgs a = {
     .sim = env->sim,
     .net = env->net,
     .p = p,
@@ -196,30 +196,30 @@ pol_coll_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
 }
 
 void
-pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg, int p,
+pol_allreduce_start (const PolEnv *env, const CommAlgorithm *alg, int p,
                      const int *hosts, float *const *bufs, gsize n, int tag,
-                     PolCollDone done, gpointer ctx, gpointer data)
+                     CommDone done, gpointer ctx, gpointer data)
 {
-  PolCollArgs a = pol_coll_args (env, p, hosts, bufs, n, tag);
+  CommArgs a = pol_comm_args (env, p, hosts, bufs, n, tag);
   g_autoptr (GError) error = NULL;
-  if (!pol_coll_start (alg, &a, POL_COLL_ALLREDUCE, done, ctx, data, &error))
+  if (!comm_start (alg, &a, COMM_ALLREDUCE, done, ctx, data, &error))
     g_error ("all-reduce with %s: %s", alg->name, error->message); /* validated before */
 }
 
-const PolCollAlgorithm *
-pol_allreduce_resolve (const PolEnv *env, const PolCollAlgorithm *alg, int p,
+const CommAlgorithm *
+pol_allreduce_resolve (const PolEnv *env, const CommAlgorithm *alg, int p,
                        const int *hosts, gsize n)
 {
-  PolCollArgs a = pol_coll_args (env, p, hosts, NULL, n, 0);
-  const PolCollAlgorithm *chosen = pol_coll_resolve (alg, &a, POL_COLL_ALLREDUCE);
+  CommArgs a = pol_comm_args (env, p, hosts, NULL, n, 0);
+  const CommAlgorithm *chosen = comm_resolve (alg, &a, COMM_ALLREDUCE);
 
   g_assert (chosen != NULL);   /* every registry entry does all-reduce */
   return chosen;
 }
 
 void
-pol_report_algorithm (const PolEnv *env, const PolCollAlgorithm *alg,
-                      const PolCollAlgorithm *chosen)
+pol_report_algorithm (const PolEnv *env, const CommAlgorithm *alg,
+                      const CommAlgorithm *chosen)
 {
   if (alg->choose != NULL && env->rec.param != NULL)
     env->rec.param (env->rec.ctx, "policy.algorithm_chosen", chosen->name);

@@ -14,7 +14,7 @@
 
 #include <glib.h>
 
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/policy.h"
 
 G_BEGIN_DECLS
@@ -87,33 +87,33 @@ void pol_worker_span_detail (const PolEnv *env, int w, const char *kind, double 
 
 /* The collective algorithm [policy] algorithm names; NULL (and an error naming it) when
  * none has that name. */
-const PolCollAlgorithm *pol_env_algorithm (const PolEnv *env, GError **error);
+const CommAlgorithm *pol_env_algorithm (const PolEnv *env, GError **error);
 /* Starts an all-reduce with `alg` of n floats among the p ranks on hosts
  * (bufs: p buffers of n floats summed in place, or NULL for timing only),
  * its transfers tagged `tag`, env's reduction cost; `done` as in
- * pol_coll_start().  The algorithm was validated when the policy was
+ * comm_start().  The algorithm was validated when the policy was
  * created, so a failure to start is a bug and aborts. */
-void pol_allreduce_start (const PolEnv *env, const PolCollAlgorithm *alg,
+void pol_allreduce_start (const PolEnv *env, const CommAlgorithm *alg,
                           int p, const int *hosts, float *const *bufs,
-                          gsize n, int tag, PolCollDone done, gpointer ctx,
+                          gsize n, int tag, CommDone done, gpointer ctx,
                           gpointer data);
 
 /* The arguments of a collective of n floats among the p ranks on hosts, as
  * env gives them: its reduction cost, overheads and channels, root 0. */
-PolCollArgs pol_coll_args (const PolEnv *env, int p, const int *hosts,
+CommArgs pol_comm_args (const PolEnv *env, int p, const int *hosts,
                            float *const *bufs, gsize n, int tag);
 
 /* The algorithm pol_allreduce_start() runs for alg (what `auto` picks for
  * these ranks and n floats, else alg). */
-const PolCollAlgorithm *pol_allreduce_resolve (const PolEnv *env,
-                                               const PolCollAlgorithm *alg,
+const CommAlgorithm *pol_allreduce_resolve (const PolEnv *env,
+                                               const CommAlgorithm *alg,
                                                int p, const int *hosts,
                                                gsize n);
 
 /* Where alg is a selector (auto), reports what it chose as the run's
  * params row policy.algorithm_chosen. */
-void pol_report_algorithm (const PolEnv *env, const PolCollAlgorithm *alg,
-                           const PolCollAlgorithm *chosen);
+void pol_report_algorithm (const PolEnv *env, const CommAlgorithm *alg,
+                           const CommAlgorithm *chosen);
 
 G_END_DECLS
 

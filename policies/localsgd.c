@@ -47,7 +47,7 @@
 
 typedef struct {
   PolEnv env;
-  const PolCollAlgorithm *alg;
+  const CommAlgorithm *alg;
   gint64 H;                /* local steps per round */
   int *hosts;              /* (workers) */
   float *avg;              /* (n_params) the last averaged model; NULL without math */
@@ -204,7 +204,7 @@ ls_round_event (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UN
 static PolPolicy *
 ls_create (const PolEnv *env, GError **error)
 {
-  const PolCollAlgorithm *alg = pol_env_algorithm (env, error);
+  const CommAlgorithm *alg = pol_env_algorithm (env, error);
   if (!alg)
     return NULL;
   LsPolicy *ls = g_new0 (LsPolicy, 1);
@@ -312,7 +312,7 @@ ls_work (const PolModelInfo *mi, PolWork *out)
   gsize P = mi->model->ops->n_params (mi->model);
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
-  double each = pol_coll_messages (alg, POL_COLL_ALLREDUCE, (int) W, P, C);
+  double each = comm_messages (alg, COMM_ALLREDUCE, (int) W, P, C);
   *out = (PolWork) { .messages = each / H, .spans = W * (1 + 1 / H), .iteration_rows = W,
                      .in_flight = W * C };
 }

@@ -44,7 +44,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/common.h"
 #include "policies/parallel.h"
 
@@ -84,7 +84,7 @@ typedef struct {
   double *layer_bwd;          /* (n_layers) its backward */
   int *count;                 /* (P) layers per stage */
   PlWorker *w;                /* (W) */
-  const PolCollAlgorithm *alg;
+  const CommAlgorithm *alg;
   float *params;              /* (n_params) the one shared copy */
   float **grad;               /* (R) gradients, (n_params) each */
   KernOptimizer **opt;        /* (P) one per stage; NULL without math */
@@ -687,7 +687,7 @@ pl_create (const PolEnv *env, GError **error)
     return NULL;
   int P, R, M;
   pl_shape (env->values, &P, &R, &M);
-  const PolCollAlgorithm *alg = NULL;
+  const CommAlgorithm *alg = NULL;
   if (R > 1 && !(alg = pol_env_algorithm (env, error)))
     return NULL;
   PlPolicy *pl = g_new0 (PlPolicy, 1);
@@ -968,7 +968,7 @@ pl_work (const PolModelInfo *mi, PolWork *out)
   gsize n = mi->model->ops->n_params (mi->model);
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
-  double each = pol_coll_messages (alg, POL_COLL_ALLREDUCE, (int) R, (gsize) ((double) n / P), C);
+  double each = comm_messages (alg, COMM_ALLREDUCE, (int) R, (gsize) ((double) n / P), C);
   *out = (PolWork) { .messages = R * 2 * (P - 1) * M + P * each, .spans = W * (4 * M + 3),
                      .iteration_rows = W, .in_flight = R * P * (M + C) };
 }

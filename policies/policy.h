@@ -155,7 +155,7 @@ typedef struct {
                                * 1 + this as long while a collective runs
                                * on the device */
   /* Collective overheads ([network] launch_overhead, step_overhead,
-   * intra_step_overhead; PolCollArgs), s */
+   * intra_step_overhead; CommArgs), s */
   double launch_overhead, step_overhead, intra_step_overhead;
   const KernLayer *layers;    /* (n_layers) the model's layer table */
   PolLayerSeconds layer_seconds; /* with compute_ctx */
@@ -425,10 +425,6 @@ int pol_pipeline_slots (PolSchedule schedule, int p, int s, int m);
  * activations), i the floats per sample it received (outputs of layer
  * first - 1; 0 for first = 0). */
 double pol_pipeline_stash_bytes (const KernLayer *layers, int first, int last, int n);
-
-/* Bounds [lo, hi) of shard s when n parameters are split into S contiguous
- * shards whose sizes differ by at most one (the first n % S get one more). */
-void pol_shard_bounds (gsize n, int S, int s, gsize *lo, gsize *hi);
 
 G_END_DECLS
 

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "policies/common.h"
+#include "comm/shard.h"
 #include "policies/compress.h"
 
 typedef struct PsPolicy PsPolicy;
@@ -231,15 +232,6 @@ struct PsPolicy {
   gint64 accepted_applied;
   gint64 late;           /* gradients of closed rounds (dropped or kept) */
 };
-
-void
-pol_shard_bounds (gsize n, int S, int s, gsize *lo, gsize *hi)
-{
-  gsize base = n / (gsize) S, extra = n % (gsize) S;
-  gsize ss = (gsize) s;
-  *lo = ss * base + MIN (ss, extra);
-  *hi = *lo + base + (ss < extra ? 1 : 0);
-}
 
 static GPtrArray *
 ps_host_names (int workers, int servers)
@@ -882,7 +874,7 @@ ps_create (const PolEnv *env, GError **error)
       srv->id = s;
       srv->name = g_strdup_printf ("server%d", s);
       srv->host = W + s;
-      pol_shard_bounds (P, S, s, &srv->lo, &srv->hi);
+      comm_shard_bounds (P, S, s, &srv->lo, &srv->hi);
       srv->fifo = eng_resource_new (env->sim);
       srv->applied = g_new0 (gint64, W);
       srv->n_at_min = W;

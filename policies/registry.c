@@ -11,7 +11,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/compress.h"
 #include "policies/policy.h"
 
@@ -56,7 +56,7 @@ static const BaseChoice reduce_choices[] = {
  * replicas run. */
 static const BaseKey shared_keys[] = {
   { "policy", "algorithm", BASE_KEY_NAME, 0, "auto", 0, 0, 0, NULL, 0,
-    "Collective algorithm of kind = allreduce, local-sgd, pipeline replicas and collective (docs/collectives.md); auto picks, for each collective, the one whose cost formula is least on the network (the run's params and buckets tables say which).", pol_coll_entries },
+    "Collective algorithm of kind = allreduce, local-sgd, pipeline replicas and collective (docs/collectives.md); auto picks, for each collective, the one whose cost formula is least on the network (the run's params and buckets tables say which).", comm_entries },
   { "policy", "channels", BASE_KEY_INT, 0, "1", 1, 64, 0, NULL, 0,
     "All-reduce as this many concurrent collectives, each over its share of the buffer, the ranks in topology order (by node or rack); channel c enters each node at its GPU c, so with [network] nic = gpu each channel crosses nodes through a different NIC, as NCCL's channels do (docs/collectives.md).", NULL },
   { "policy", "compression", BASE_KEY_NAME, 0, "none", 0, 0, 0, NULL, 0,

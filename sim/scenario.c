@@ -18,7 +18,7 @@
 
 #include "kernels/backend.h"
 #include "netmodel/netmodel.h"
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/policy.h"
 #include "sim/cluster.h"
 #include "sim/estimate.h"

@@ -105,7 +105,7 @@ typedef struct {
   char *intra_fabric;    /* nodes: catalog link inside a node, NULL = none */
   double launch_overhead;     /* s, once per collective */
   double step_overhead;       /* s, least latency of a collective's message
-                                 between nodes (PolCollArgs) */
+                                 between nodes (CommArgs) */
   double intra_step_overhead; /* nodes: the same inside a node */
   /* [model] */
   char *model_kind;      /* linear | softmax | mlp | timing */

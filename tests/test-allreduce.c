@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/policy.h"
 #include "sim/model.h"
 #include "sim/run.h"
@@ -97,7 +97,7 @@ test_closed_form (void)
         const double T = 1e-3, l = 20e-6, B = 1e9 / 8, F = 1e9 * 0.5;
         const double P = 15 * 4 + 4;
         const double alpha = 2 * l, beta = 1 / B;
-        double C = pol_coll_cost (pol_coll_lookup (algs[a]), POL_COLL_ALLREDUCE, workers,
+        double C = comm_cost (comm_lookup (algs[a]), COMM_ALLREDUCE, workers,
                                   (gsize) P, 4, alpha, beta, 0);
         if (strcmp (algs[a], "ring") == 0 && (int) P % workers == 0)
           test_assert_close (C, 2 * (workers - 1) * alpha
@@ -189,7 +189,7 @@ test_overlap_slowdown (void)
       const int W = 4, per_iter = 4;
       const double T = 1e-3, B = 1e9 / 8, F = 1e9 * 0.5, P = 64;
       const double s = cases[k].s, o = cases[k].o, alpha = 2 * cases[k].latency;
-      double C = pol_coll_cost (pol_coll_lookup ("ring"), POL_COLL_ALLREDUCE, W, 16, 4, alpha,
+      double C = comm_cost (comm_lookup ("ring"), COMM_ALLREDUCE, W, 16, 4, alpha,
                                 1 / B, 0);
       g_assert_cmpuint (r->buckets->len, ==, 5 * per_iter);
       const Bucket *b = &g_array_index (r->buckets, Bucket, 0);

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/policy.h"
 #include "sim/hardware.h"
 #include "sim/run.h"
@@ -72,7 +72,7 @@ run_rows (const char *const *sets, SimRunSummary *sum)
   return rows;
 }
 
-/* Every operation with every algorithm that does it (pol_coll_cost not
+/* Every operation with every algorithm that does it (comm_cost not
  * NaN), p = 7 and root 3: the run completes (verified), with ITERS x p
  * rows, back to back, each lasting the cost formula, all comm. */
 static void
@@ -83,11 +83,11 @@ test_operations (void)
     "scatter", "gather", "all-to-all" };
   int runs = 0;
 
-  G_STATIC_ASSERT (G_N_ELEMENTS (ops) == POL_COLL_N_KINDS);
-  for (int k = 0; k < POL_COLL_N_KINDS; k++)
-    for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
+  G_STATIC_ASSERT (G_N_ELEMENTS (ops) == COMM_N_KINDS);
+  for (int k = 0; k < COMM_N_KINDS; k++)
+    for (const CommAlgorithm *const *a = comm_all (); *a; a++)
       {
-        double want = pol_coll_cost (*a, (PolCollKind) k, 7, SIZE / 4, 4,
+        double want = comm_cost (*a, (CommKind) k, 7, SIZE / 4, 4,
                                      ALPHA, BETA, 0);
         g_autofree char *s1 = g_strdup_printf ("policy.operation=%s", ops[k]);
         g_autofree char *s2 = g_strdup_printf ("policy.algorithm=%s",
@@ -96,7 +96,7 @@ test_operations (void)
         SimRunSummary sum;
         GArray *rows;
 
-        g_assert_cmpstr (pol_coll_kind_name ((PolCollKind) k), ==, ops[k]);
+        g_assert_cmpstr (comm_kind_name ((CommKind) k), ==, ops[k]);
         if (isnan (want))
           continue;
         rows = run_rows (sets, &sum);
@@ -182,8 +182,8 @@ test_table (void)
   g_autofree char *db = g_build_filename (dir, "c.db", NULL);
   g_autofree char *out = NULL, *err = NULL, *text = NULL;
   g_autofree char *want = NULL;
-  const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
-  double t = pol_coll_cost (ring, POL_COLL_ALLREDUCE, 7, SIZE / 4, 4, ALPHA,
+  const CommAlgorithm *ring = comm_lookup ("ring");
+  double t = comm_cost (ring, COMM_ALLREDUCE, 7, SIZE / 4, 4, ALPHA,
                             BETA, 0);
 
   text = g_strconcat (scenario, "size = 4004B\nalgorithm = ring\n"
@@ -225,7 +225,7 @@ test_catalog_overheads (void)
   double L = sim_catalog_launch_overhead (cat);
   double o = sim_catalog_step_overhead (cat, nvl->kind);
   double alpha = 2 * nvl->latency, beta = 1 / (nvl->bandwidth * nvl->efficiency);
-  const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
+  const CommAlgorithm *ring = comm_lookup ("ring");
   SimRunSummary sum;
   SimConfig *c = NULL;
 
@@ -236,14 +236,14 @@ test_catalog_overheads (void)
   g_assert_cmpfloat (c->intra_step_overhead, ==, o);
   g_assert_cmpfloat (c->step_overhead, ==, sim_catalog_step_overhead (cat, ib->kind));
   g_assert_cmpfloat_with_epsilon (sum.sim_time,
-                                  2 * (L + pol_coll_cost (ring, POL_COLL_ALLREDUCE, 8,
+                                  2 * (L + comm_cost (ring, COMM_ALLREDUCE, 8,
                                                           SIZE / 4, 4, o, beta, 0)),
                                   1e-9 * sum.sim_time);
   sim_config_free (c);
   test_run_scenario_text (text, zero, NULL, &sum, &c);
   g_assert_cmpfloat (c->launch_overhead, ==, 0);
   g_assert_cmpfloat_with_epsilon (sum.sim_time,
-                                  2 * pol_coll_cost (ring, POL_COLL_ALLREDUCE, 8,
+                                  2 * comm_cost (ring, COMM_ALLREDUCE, 8,
                                                      SIZE / 4, 4, alpha, beta, 0),
                                   1e-9 * sum.sim_time);
   sim_config_free (c);

@@ -1,10 +1,10 @@
 /*
- * test-collectives.c — unit tests of the collectives (policies/collectives.c).
+ * test-collectives.c — unit tests of the collectives (comm/collectives.c).
  *
  * Every run is on a star of p hosts built directly (rank r on host r), so a
  * route has latency alpha = 2 l and bandwidth B: beta = 1 / B s/byte (the
  * hierarchical tests at the end also run on nodes and racks).  With
- * contention = none the simulated time must equal both pol_coll_cost() and
+ * contention = none the simulated time must equal both comm_cost() and
  * the closed form written out here (docs/collectives.md), to 1e-9 relative.
  * N = n * ELEM bytes is the whole buffer, gamma the reduction cost (s/byte).
  * Data: buffers hold seeded uniform values in [-1, 1); sums are checked
@@ -18,7 +18,8 @@
 
 #include "engine/engine.h"
 #include "netmodel/netmodel.h"
-#include "policies/collectives.h"
+#include "comm/collectives.h"
+#include "comm/shard.h"
 #include "policies/policy.h"
 #include "tests/util.h"
 
@@ -129,11 +130,11 @@ run_free (Run *run)
 /* Runs one collective to the end; asserts done fired exactly once, after
  * start returned, with nothing left pending.  Returns the elapsed time (s). */
 static double
-run_coll_channels (Run *run, const char *alg_name, PolCollKind kind,
+run_coll_channels (Run *run, const char *alg_name, CommKind kind,
                    gboolean data, double gamma, int root, int channels)
 {
-  const PolCollAlgorithm *alg = pol_coll_lookup (alg_name);
-  PolCollArgs a = { 0 };
+  const CommAlgorithm *alg = comm_lookup (alg_name);
+  CommArgs a = { 0 };
   g_autoptr (GError) error = NULL;
   double t0 = eng_sim_now (run->sim);
 
@@ -149,7 +150,7 @@ run_coll_channels (Run *run, const char *alg_name, PolCollKind kind,
   a.root = root;
   a.tag = 7;
   a.channels = channels;
-  g_assert_true (pol_coll_start (alg, &a, kind, on_done, run, run, &error));
+  g_assert_true (comm_start (alg, &a, kind, on_done, run, run, &error));
   g_assert_no_error (error);
   g_assert_cmpint (run->n_done, ==, 0);
   eng_run (run->sim, INFINITY);
@@ -161,7 +162,7 @@ run_coll_channels (Run *run, const char *alg_name, PolCollKind kind,
 
 /* run_coll_channels with the ranks as given (channels = 0). */
 static double
-run_coll (Run *run, const char *alg_name, PolCollKind kind, gboolean data,
+run_coll (Run *run, const char *alg_name, CommKind kind, gboolean data,
           double gamma, int root)
 {
   return run_coll_channels (run, alg_name, kind, data, gamma, root, 0);
@@ -229,11 +230,11 @@ test_allreduce_none (gconstpointer alg_data)
         int p = ps[i];
         double gamma = g ? GAMMA : 0;
         Run *run = run_new (p, N_EVEN, NET_CONTENTION_NONE);
-        double t = run_coll (run, alg, POL_COLL_ALLREDUCE, TRUE, gamma, p / 2);
+        double t = run_coll (run, alg, COMM_ALLREDUCE, TRUE, gamma, p / 2);
         double N = N_EVEN * ELEM;
 
-        assert_time (t, pol_coll_cost (pol_coll_lookup (alg),
-                                       POL_COLL_ALLREDUCE, p, N_EVEN, ELEM,
+        assert_time (t, comm_cost (comm_lookup (alg),
+                                       COMM_ALLREDUCE, p, N_EVEN, ELEM,
                                        ALPHA, BETA, gamma));
         assert_time (t, closed_allreduce (alg, p, N, gamma));
         assert_allreduce_data (run);
@@ -243,7 +244,7 @@ test_allreduce_none (gconstpointer alg_data)
 
 /* n not divisible by p: the ring's blocks differ by one element and its time
  * is the closed form with n/p replaced by ceil(n/p); tree and naive do not
- * cut the buffer; halving-doubling follows its recurrence (pol_coll_cost). */
+ * cut the buffer; halving-doubling follows its recurrence (comm_cost). */
 static void
 test_allreduce_uneven (gconstpointer alg_data)
 {
@@ -253,12 +254,12 @@ test_allreduce_uneven (gconstpointer alg_data)
     {
       int p = ps[i];
       Run *run = run_new (p, N_ODD, NET_CONTENTION_NONE);
-      double t = run_coll (run, alg, POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
+      double t = run_coll (run, alg, COMM_ALLREDUCE, TRUE, GAMMA, 0);
       double N = N_ODD * ELEM;
       double M = ((N_ODD + p - 1) / p) * ELEM;  /* largest block, bytes */
 
-      assert_time (t, pol_coll_cost (pol_coll_lookup (alg),
-                                     POL_COLL_ALLREDUCE, p, N_ODD, ELEM,
+      assert_time (t, comm_cost (comm_lookup (alg),
+                                     COMM_ALLREDUCE, p, N_ODD, ELEM,
                                      ALPHA, BETA, GAMMA));
       if (strcmp (alg, "ring") == 0 || strcmp (alg, "hierarchical") == 0)
         assert_time (t, 2.0 * (p - 1) * ALPHA + 2.0 * (p - 1) * M * BETA
@@ -272,9 +273,9 @@ test_allreduce_uneven (gconstpointer alg_data)
    * cost alpha). */
   {
     Run *run = run_new (7, 3, NET_CONTENTION_NONE);
-    double t = run_coll (run, alg, POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
+    double t = run_coll (run, alg, COMM_ALLREDUCE, TRUE, GAMMA, 0);
 
-    assert_time (t, pol_coll_cost (pol_coll_lookup (alg), POL_COLL_ALLREDUCE,
+    assert_time (t, comm_cost (comm_lookup (alg), COMM_ALLREDUCE,
                                    7, 3, ELEM, ALPHA, BETA, GAMMA));
     assert_allreduce_data (run);
     run_free (run);
@@ -300,7 +301,7 @@ test_allreduce_maxmin (gconstpointer alg_data)
       if (strcmp (alg, "halving-doubling") == 0 && pow2_floor (p) != p)
         continue;
       run = run_new (p, N_EVEN, NET_CONTENTION_MAXMIN);
-      t = run_coll (run, alg, POL_COLL_ALLREDUCE, TRUE, GAMMA, 1);
+      t = run_coll (run, alg, COMM_ALLREDUCE, TRUE, GAMMA, 1);
       if (strcmp (alg, "naive") == 0)
         assert_time (t, 2 * ALPHA + 2.0 * (p - 1) * N * BETA
                         + (p - 1) * N * GAMMA);
@@ -323,10 +324,10 @@ test_reduce_cost (gconstpointer alg_data)
       double N = N_EVEN * ELEM, term, t0, t1;
       Run *run = run_new (p, N_EVEN, NET_CONTENTION_NONE);
 
-      t0 = run_coll (run, alg, POL_COLL_ALLREDUCE, TRUE, 0, 0);
+      t0 = run_coll (run, alg, COMM_ALLREDUCE, TRUE, 0, 0);
       run_free (run);
       run = run_new (p, N_EVEN, NET_CONTENTION_NONE);
-      t1 = run_coll (run, alg, POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
+      t1 = run_coll (run, alg, COMM_ALLREDUCE, TRUE, GAMMA, 0);
       run_free (run);
       if (strcmp (alg, "ring") == 0 || strcmp (alg, "hierarchical") == 0)
         term = (double) (p - 1) / p * N * GAMMA;
@@ -354,8 +355,8 @@ test_timing_only (gconstpointer alg_data)
         int p = ps[i];
         NetContention cont = c ? NET_CONTENTION_MAXMIN : NET_CONTENTION_NONE;
         Run *a = run_new (p, N_ODD, cont), *b = run_new (p, N_ODD, cont);
-        double ta = run_coll (a, alg, POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
-        double tb = run_coll (b, alg, POL_COLL_ALLREDUCE, FALSE, GAMMA, 0);
+        double ta = run_coll (a, alg, COMM_ALLREDUCE, TRUE, GAMMA, 0);
+        double tb = run_coll (b, alg, COMM_ALLREDUCE, FALSE, GAMMA, 0);
 
         g_assert_cmpfloat (ta, ==, tb);
         for (int r = 0; r < p; r++)  /* untouched */
@@ -381,18 +382,18 @@ test_p1 (gconstpointer alg_data)
 
   eng_schedule (run->sim, 0.25, nothing, NULL, NULL);
   eng_run (run->sim, INFINITY);
-  t = run_coll (run, alg, POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
+  t = run_coll (run, alg, COMM_ALLREDUCE, TRUE, GAMMA, 0);
   g_assert_cmpfloat (t, ==, 0);
   g_assert_cmpfloat (run->t_done, ==, 0.25);
   g_assert_cmpmem (run->bufs[0], N_ODD * sizeof (float), run->orig[0],
                    N_ODD * sizeof (float));
-  g_assert_cmpfloat (pol_coll_cost (pol_coll_lookup (alg), POL_COLL_ALLREDUCE,
+  g_assert_cmpfloat (comm_cost (comm_lookup (alg), COMM_ALLREDUCE,
                                     1, N_ODD, ELEM, ALPHA, BETA, GAMMA),
                      ==, 0);
   run_free (run);
 }
 
-/* Reduce-scatter: rank r ends with the sum of block r (pol_shard_bounds). */
+/* Reduce-scatter: rank r ends with the sum of block r (comm_shard_bounds). */
 static void
 test_reduce_scatter (gconstpointer alg_data)
 {
@@ -405,13 +406,13 @@ test_reduce_scatter (gconstpointer alg_data)
         int p = ps[i];
         gsize n = ns[k];
         Run *run = run_new (p, n, NET_CONTENTION_NONE);
-        double t = run_coll (run, alg, POL_COLL_REDUCE_SCATTER, TRUE, GAMMA,
+        double t = run_coll (run, alg, COMM_REDUCE_SCATTER, TRUE, GAMMA,
                              0);
         double N = (double) n * ELEM;
         double M = (double) ((n + p - 1) / p) * ELEM; /* largest block */
 
-        assert_time (t, pol_coll_cost (pol_coll_lookup (alg),
-                                       POL_COLL_REDUCE_SCATTER, p, n, ELEM,
+        assert_time (t, comm_cost (comm_lookup (alg),
+                                       COMM_REDUCE_SCATTER, p, n, ELEM,
                                        ALPHA, BETA, GAMMA));
         if (strcmp (alg, "ring") == 0)
           assert_time (t, (p - 1) * (ALPHA + M * (BETA + GAMMA)));
@@ -422,7 +423,7 @@ test_reduce_scatter (gconstpointer alg_data)
           {
             gsize lo, hi;
 
-            pol_shard_bounds (n, p, r, &lo, &hi);
+            comm_shard_bounds (n, p, r, &lo, &hi);
             for (gsize e = lo; e < hi; e++)
               {
                 double sum = 0, mag = 0;
@@ -453,12 +454,12 @@ test_allgather (gconstpointer alg_data)
         int p = ps[i];
         gsize n = ns[k];
         Run *run = run_new (p, n, NET_CONTENTION_NONE);
-        double t = run_coll (run, alg, POL_COLL_ALLGATHER, TRUE, GAMMA, 0);
+        double t = run_coll (run, alg, COMM_ALLGATHER, TRUE, GAMMA, 0);
         double N = (double) n * ELEM;
         double M = (double) ((n + p - 1) / p) * ELEM;
 
-        assert_time (t, pol_coll_cost (pol_coll_lookup (alg),
-                                       POL_COLL_ALLGATHER, p, n, ELEM, ALPHA,
+        assert_time (t, comm_cost (comm_lookup (alg),
+                                       COMM_ALLGATHER, p, n, ELEM, ALPHA,
                                        BETA, GAMMA));
         if (strcmp (alg, "ring") == 0)
           assert_time (t, (p - 1) * (ALPHA + M * BETA));
@@ -469,7 +470,7 @@ test_allgather (gconstpointer alg_data)
             {
               gsize lo, hi;
 
-              pol_shard_bounds (n, p, b, &lo, &hi);
+              comm_shard_bounds (n, p, b, &lo, &hi);
               g_assert_cmpmem (run->bufs[r] + lo, (hi - lo) * sizeof (float),
                                run->orig[b] + lo, (hi - lo) * sizeof (float));
             }
@@ -488,7 +489,7 @@ test_broadcast (gconstpointer alg_data)
     {
       int p = ps[i], root = 2 % p;
       Run *run = run_new (p, N_ODD, NET_CONTENTION_NONE);
-      double t = run_coll (run, alg, POL_COLL_BROADCAST, TRUE, GAMMA, root);
+      double t = run_coll (run, alg, COMM_BROADCAST, TRUE, GAMMA, root);
       double N = N_ODD * ELEM, want;
 
       if (strcmp (alg, "tree") == 0)
@@ -498,8 +499,8 @@ test_broadcast (gconstpointer alg_data)
       else
         want = (p - 1) * (ALPHA + N * BETA);
       assert_time (t, want);
-      assert_time (t, pol_coll_cost (pol_coll_lookup (alg),
-                                     POL_COLL_BROADCAST, p, N_ODD, ELEM,
+      assert_time (t, comm_cost (comm_lookup (alg),
+                                     COMM_BROADCAST, p, N_ODD, ELEM,
                                      ALPHA, BETA, GAMMA));
       for (int r = 0; r < p; r++)
         g_assert_cmpmem (run->bufs[r], N_ODD * sizeof (float),
@@ -514,26 +515,26 @@ test_unsupported (void)
 {
   static const struct {
     const char *alg;
-    PolCollKind kind;
+    CommKind kind;
   } cases[] = {
-    { "tree", POL_COLL_REDUCE_SCATTER }, { "tree", POL_COLL_ALLGATHER },
-    { "tree", POL_COLL_SCATTER }, { "tree", POL_COLL_GATHER },
-    { "tree", POL_COLL_ALLTOALL },
-    { "ring", POL_COLL_REDUCE }, { "ring", POL_COLL_SCATTER },
-    { "ring", POL_COLL_GATHER }, { "ring", POL_COLL_ALLTOALL },
-    { "halving-doubling", POL_COLL_BROADCAST },
-    { "halving-doubling", POL_COLL_REDUCE },
-    { "halving-doubling", POL_COLL_SCATTER },
-    { "halving-doubling", POL_COLL_GATHER },
-    { "halving-doubling", POL_COLL_ALLTOALL },
-    { "hierarchical", POL_COLL_REDUCE_SCATTER },
-    { "hierarchical", POL_COLL_ALLGATHER },
-    { "hierarchical", POL_COLL_BROADCAST },
-    { "hierarchical", POL_COLL_REDUCE }, { "hierarchical", POL_COLL_SCATTER },
-    { "hierarchical", POL_COLL_GATHER }, { "hierarchical", POL_COLL_ALLTOALL },
-    { "double-tree", POL_COLL_REDUCE_SCATTER },
-    { "double-tree", POL_COLL_ALLGATHER }, { "double-tree", POL_COLL_SCATTER },
-    { "double-tree", POL_COLL_GATHER }, { "double-tree", POL_COLL_ALLTOALL },
+    { "tree", COMM_REDUCE_SCATTER }, { "tree", COMM_ALLGATHER },
+    { "tree", COMM_SCATTER }, { "tree", COMM_GATHER },
+    { "tree", COMM_ALLTOALL },
+    { "ring", COMM_REDUCE }, { "ring", COMM_SCATTER },
+    { "ring", COMM_GATHER }, { "ring", COMM_ALLTOALL },
+    { "halving-doubling", COMM_BROADCAST },
+    { "halving-doubling", COMM_REDUCE },
+    { "halving-doubling", COMM_SCATTER },
+    { "halving-doubling", COMM_GATHER },
+    { "halving-doubling", COMM_ALLTOALL },
+    { "hierarchical", COMM_REDUCE_SCATTER },
+    { "hierarchical", COMM_ALLGATHER },
+    { "hierarchical", COMM_BROADCAST },
+    { "hierarchical", COMM_REDUCE }, { "hierarchical", COMM_SCATTER },
+    { "hierarchical", COMM_GATHER }, { "hierarchical", COMM_ALLTOALL },
+    { "double-tree", COMM_REDUCE_SCATTER },
+    { "double-tree", COMM_ALLGATHER }, { "double-tree", COMM_SCATTER },
+    { "double-tree", COMM_GATHER }, { "double-tree", COMM_ALLTOALL },
   };
   const int pvals[] = { 1, 4 };
 
@@ -541,17 +542,17 @@ test_unsupported (void)
     for (guint k = 0; k < G_N_ELEMENTS (pvals); k++)
       {
         Run *run = run_new (pvals[k], 8, NET_CONTENTION_NONE);
-        const PolCollAlgorithm *alg = pol_coll_lookup (cases[i].alg);
-        PolCollArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
+        const CommAlgorithm *alg = comm_lookup (cases[i].alg);
+        CommArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
                           .hosts = run->hosts, .bufs = run->bufs,
                           .n = run->n, .elem_bytes = ELEM };
         g_autoptr (GError) error = NULL;
 
-        g_assert_false (pol_coll_start (alg, &a, cases[i].kind, on_done, run,
+        g_assert_false (comm_start (alg, &a, cases[i].kind, on_done, run,
                                         run, &error));
-        g_assert_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED);
+        g_assert_error (error, COMM_ERROR, COMM_ERROR_UNSUPPORTED);
         g_assert_cmpuint (eng_sim_pending (run->sim), ==, 0);
-        g_assert_true (isnan (pol_coll_cost (alg, cases[i].kind, 4, 8, ELEM,
+        g_assert_true (isnan (comm_cost (alg, cases[i].kind, 4, 8, ELEM,
                                              ALPHA, BETA, 0)));
         run_free (run);
       }
@@ -562,12 +563,12 @@ test_registry (void)
 {
   const char *names[] = { "auto", "ring", "tree", "halving-doubling",
                           "double-tree", "naive", "hierarchical" };
-  const PolCollAlgorithm *const *all = pol_coll_all ();
+  const CommAlgorithm *const *all = comm_all ();
   int n = 0;
 
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
     {
-      const PolCollAlgorithm *alg = pol_coll_lookup (names[i]);
+      const CommAlgorithm *alg = comm_lookup (names[i]);
 
       g_assert_nonnull (alg);
       g_assert_cmpstr (alg->name, ==, names[i]);
@@ -577,7 +578,7 @@ test_registry (void)
   while (all[n])
     n++;
   g_assert_cmpint (n, ==, G_N_ELEMENTS (names));
-  g_assert_null (pol_coll_lookup ("butterfly"));
+  g_assert_null (comm_lookup ("butterfly"));
 }
 
 /* Two collectives at once on the same network both complete, each calling
@@ -587,17 +588,17 @@ test_concurrent (void)
 {
   Run *run = run_new (4, N_EVEN, NET_CONTENTION_MAXMIN);
   Run other = *run;
-  PolCollArgs a = { .sim = run->sim, .net = run->net, .p = 4,
+  CommArgs a = { .sim = run->sim, .net = run->net, .p = 4,
                     .hosts = run->hosts, .n = N_EVEN, .elem_bytes = ELEM,
                     .tag = 1 };
   g_autoptr (GError) error = NULL;
 
   other.n_done = 0;
-  g_assert_true (pol_coll_start (pol_coll_lookup ("ring"), &a,
-                                 POL_COLL_ALLREDUCE, on_done, run, run,
+  g_assert_true (comm_start (comm_lookup ("ring"), &a,
+                                 COMM_ALLREDUCE, on_done, run, run,
                                  &error));
-  g_assert_true (pol_coll_start (pol_coll_lookup ("tree"), &a,
-                                 POL_COLL_ALLREDUCE, on_done, &other, &other,
+  g_assert_true (comm_start (comm_lookup ("tree"), &a,
+                                 COMM_ALLREDUCE, on_done, &other, &other,
                                  &error));
   g_assert_no_error (error);
   eng_run (run->sim, INFINITY);
@@ -608,7 +609,7 @@ test_concurrent (void)
 }
 
 /* The executor's work per transfer does not grow with p, and only stored
- * programs take memory per step (PolCollStats).  A transfer costs the
+ * programs take memory per step (CommStats).  A transfer costs the
  * executor three looks at a rank's current step: the send, and the receive
  * before and after its message arrives; local steps and ranks with nothing
  * to do add at most one per rank.  (Before ranks were woken exactly, a rank
@@ -632,13 +633,13 @@ test_work_bound (void)
         {
           int p = pvals[k];
           Run *run = run_new (p, 4 * (gsize) p + 1, NET_CONTENTION_NONE);
-          PolCollStats a, b;
+          CommStats a, b;
           guint64 transfers, examined;
 
-          pol_coll_stats (&a);
-          run_coll (run, algs[i], POL_COLL_ALLREDUCE, FALSE, g ? GAMMA : 0,
+          comm_stats (&a);
+          run_coll (run, algs[i], COMM_ALLREDUCE, FALSE, g ? GAMMA : 0,
                     p / 2);
-          pol_coll_stats (&b);
+          comm_stats (&b);
           transfers = b.transfers - a.transfers;
           examined = b.examined - a.examined;
           g_assert_cmpuint (b.collectives - a.collectives, ==, 1);
@@ -664,13 +665,13 @@ test_work_bound (void)
 
 /* --- Every operation, against its definition ----------------------------- */
 
-/* Bytes of block b of pol_shard_bounds (n, p). */
+/* Bytes of block b of comm_shard_bounds (n, p). */
 static double
 block_bytes (gsize n, int p, int b)
 {
   gsize lo, hi;
 
-  pol_shard_bounds (n, p, b, &lo, &hi);
+  comm_shard_bounds (n, p, b, &lo, &hi);
   return (double) (hi - lo) * ELEM;
 }
 
@@ -710,7 +711,7 @@ assert_copied (Run *run, int r, gsize lo, gsize hi, int q, gsize qlo)
 
 /* Each operation's definition (collectives.h), element by element. */
 static void
-assert_operation (Run *run, PolCollKind kind, int root)
+assert_operation (Run *run, CommKind kind, int root)
 {
   int p = run->p;
   gsize n = run->n, c = n / (gsize) p;
@@ -720,36 +721,36 @@ assert_operation (Run *run, PolCollKind kind, int root)
       {
         gsize lo, hi;
 
-        pol_shard_bounds (n, p, b, &lo, &hi);
+        comm_shard_bounds (n, p, b, &lo, &hi);
         switch (kind)
           {
-          case POL_COLL_REDUCE:
+          case COMM_REDUCE:
             for (gsize e = lo; r == root && e < hi; e++)
               assert_sum_at (run, run->bufs[r][e], e);
             break;
-          case POL_COLL_SCATTER:  /* block r from the root, the rest kept */
+          case COMM_SCATTER:  /* block r from the root, the rest kept */
             assert_copied (run, r, lo, hi, b == r ? root : r, lo);
             break;
-          case POL_COLL_GATHER:   /* the root's block b from rank b */
+          case COMM_GATHER:   /* the root's block b from rank b */
             assert_copied (run, r, lo, hi, r == root ? b : r, lo);
             break;
-          case POL_COLL_ALLTOALL: /* a transpose of the blocks of c */
+          case COMM_ALLTOALL: /* a transpose of the blocks of c */
             assert_copied (run, r, (gsize) b * c, (gsize) (b + 1) * c, b,
                            (gsize) r * c);
             if (b == 0)
               assert_copied (run, r, c * (gsize) p, n, r, c * (gsize) p);
             break;
-          case POL_COLL_ALLGATHER:
+          case COMM_ALLGATHER:
             assert_copied (run, r, lo, hi, b, lo);
             break;
-          case POL_COLL_BROADCAST:
+          case COMM_BROADCAST:
             assert_copied (run, r, lo, hi, root, lo);
             break;
-          case POL_COLL_REDUCE_SCATTER:
+          case COMM_REDUCE_SCATTER:
             for (gsize e = lo; b == r && e < hi; e++)
               assert_sum_at (run, run->bufs[r][e], e);
             break;
-          case POL_COLL_ALLREDUCE:
+          case COMM_ALLREDUCE:
             for (gsize e = lo; e < hi; e++)
               assert_sum_at (run, run->bufs[r][e], e);
             break;
@@ -757,42 +758,42 @@ assert_operation (Run *run, PolCollKind kind, int root)
       }
 }
 
-/* pol_coll_check agrees with assert_operation, and finds one element
+/* comm_check agrees with assert_operation, and finds one element
  * changed (a copy by one ulp, a sum by 1) in a part the definition fixes:
  * the last element (of the transposed blocks, for all-to-all) of the
  * root's buffer, or of its block's owner for reduce-scatter and scatter. */
 static void
-assert_checked (Run *run, PolCollKind kind, int root)
+assert_checked (Run *run, CommKind kind, int root)
 {
   int bad_rank = -1, r = root;
   gsize bad_elem = 0, e;
   float keep;
 
-  g_assert_true (pol_coll_check (kind, run->p, run->n, root,
+  g_assert_true (comm_check (kind, run->p, run->n, root,
                                  (const float *const *) run->orig,
                                  (const float *const *) run->bufs,
                                  &bad_rank, &bad_elem));
-  if (run->n == 0 || (kind == POL_COLL_ALLTOALL && run->n < (gsize) run->p))
+  if (run->n == 0 || (kind == COMM_ALLTOALL && run->n < (gsize) run->p))
     return;
   e = run->n - 1;
-  if (kind == POL_COLL_REDUCE_SCATTER || kind == POL_COLL_SCATTER)
+  if (kind == COMM_REDUCE_SCATTER || kind == COMM_SCATTER)
     for (int b = 0; b < run->p; b++)  /* the owner of element e */
       {
         gsize lo, hi;
 
-        pol_shard_bounds (run->n, run->p, b, &lo, &hi);
+        comm_shard_bounds (run->n, run->p, b, &lo, &hi);
         if (lo <= e && e < hi)
           r = b;
       }
-  if (kind == POL_COLL_ALLTOALL)
+  if (kind == COMM_ALLTOALL)
     e = (run->n / run->p) * run->p - 1;
   keep = run->bufs[r][e];
-  if (kind == POL_COLL_REDUCE || kind == POL_COLL_REDUCE_SCATTER
-      || kind == POL_COLL_ALLREDUCE)
+  if (kind == COMM_REDUCE || kind == COMM_REDUCE_SCATTER
+      || kind == COMM_ALLREDUCE)
     run->bufs[r][e] = keep + 1;   /* far beyond the sums' tolerance */
   else
     run->bufs[r][e] = nextafterf (keep, INFINITY);
-  g_assert_false (pol_coll_check (kind, run->p, run->n, root,
+  g_assert_false (comm_check (kind, run->p, run->n, root,
                                   (const float *const *) run->orig,
                                   (const float *const *) run->bufs,
                                   &bad_rank, &bad_elem));
@@ -805,7 +806,7 @@ assert_checked (Run *run, PolCollKind kind, int root)
  * collectives.md, "naive"), M the largest block of a rank other than the
  * root, C = floor(n/p) floats. */
 static double
-closed_naive (PolCollKind kind, int p, gsize n, int root, double gamma)
+closed_naive (CommKind kind, int p, gsize n, int root, double gamma)
 {
   double N = (double) n * ELEM, M = largest_other_block (n, p, root);
   double C = (double) (n / (gsize) p) * ELEM;
@@ -813,34 +814,34 @@ closed_naive (PolCollKind kind, int p, gsize n, int root, double gamma)
 
   switch (kind)
     {
-    case POL_COLL_ALLREDUCE:      return reduce + ALPHA + N * BETA;
-    case POL_COLL_REDUCE:         return reduce;
-    case POL_COLL_REDUCE_SCATTER: return reduce + ALPHA + M * BETA;
-    case POL_COLL_BROADCAST:      return ALPHA + N * BETA;
-    case POL_COLL_SCATTER:
-    case POL_COLL_GATHER:         return ALPHA + M * BETA;
-    case POL_COLL_ALLGATHER:      return 2 * ALPHA + M * BETA + N * BETA;
-    case POL_COLL_ALLTOALL:       return ALPHA + C * BETA;
+    case COMM_ALLREDUCE:      return reduce + ALPHA + N * BETA;
+    case COMM_REDUCE:         return reduce;
+    case COMM_REDUCE_SCATTER: return reduce + ALPHA + M * BETA;
+    case COMM_BROADCAST:      return ALPHA + N * BETA;
+    case COMM_SCATTER:
+    case COMM_GATHER:         return ALPHA + M * BETA;
+    case COMM_ALLGATHER:      return 2 * ALPHA + M * BETA + N * BETA;
+    case COMM_ALLTOALL:       return ALPHA + C * BETA;
     }
   return NAN;
 }
 
 /* Every kind of naive, and reduce of tree, for p = 2..16, roots 0 and 1,
  * an even and an odd n: data against the definition, time against the
- * closed form and against pol_coll_cost where its largest block is the
+ * closed form and against comm_cost where its largest block is the
  * one a non-root rank holds. */
 static void
 test_operations (void)
 {
   const gsize ns[] = { N_EVEN, N_ODD, 3 };
 
-  for (int kind = 0; kind <= POL_COLL_N_KINDS; kind++)
+  for (int kind = 0; kind <= COMM_N_KINDS; kind++)
     for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
       for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
         for (int root = 0; root < 2; root++)
           {
-            gboolean tree = kind == POL_COLL_N_KINDS;
-            PolCollKind kd = tree ? POL_COLL_REDUCE : (PolCollKind) kind;
+            gboolean tree = kind == COMM_N_KINDS;
+            CommKind kd = tree ? COMM_REDUCE : (CommKind) kind;
             int p = ps[i];
             gsize n = ns[k];
             Run *run = run_new (p, n, NET_CONTENTION_NONE);
@@ -856,7 +857,7 @@ test_operations (void)
             else
               assert_time (t, closed_naive (kd, p, n, root, GAMMA));
             if (tree || largest_other_block (n, p, root) == M)
-              assert_time (t, pol_coll_cost (pol_coll_lookup (alg), kd, p, n,
+              assert_time (t, comm_cost (comm_lookup (alg), kd, p, n,
                                              ELEM, ALPHA, BETA, GAMMA));
             run_free (run);
           }
@@ -874,15 +875,15 @@ test_operations_maxmin (void)
       int p = ps[i], root = 1;
       double N = N_ODD * ELEM, C = (double) (N_ODD / p) * ELEM;
       Run *run = run_new (p, N_ODD, NET_CONTENTION_MAXMIN);
-      double t = run_coll (run, "naive", POL_COLL_GATHER, TRUE, 0, root);
+      double t = run_coll (run, "naive", COMM_GATHER, TRUE, 0, root);
 
       assert_time (t, ALPHA + (N - block_bytes (N_ODD, p, root)) * BETA);
-      assert_operation (run, POL_COLL_GATHER, root);
+      assert_operation (run, COMM_GATHER, root);
       run_free (run);
       run = run_new (p, N_ODD, NET_CONTENTION_MAXMIN);
-      t = run_coll (run, "naive", POL_COLL_ALLTOALL, TRUE, 0, 0);
+      t = run_coll (run, "naive", COMM_ALLTOALL, TRUE, 0, 0);
       assert_time (t, ALPHA + (p - 1) * C * BETA);
-      assert_operation (run, POL_COLL_ALLTOALL, 0);
+      assert_operation (run, COMM_ALLTOALL, 0);
       run_free (run);
     }
 }
@@ -991,11 +992,11 @@ test_hier_nodes_data (void)
               double t;
 
               run_set_integers (run);
-              t = run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE,
+              t = run_coll (run, "hierarchical", COMM_ALLREDUCE, TRUE,
                             GAMMA, 0);
               assert_allreduce_exact (run);
               g_assert_cmpfloat (run_coll (timing, "hierarchical",
-                                           POL_COLL_ALLREDUCE, FALSE, GAMMA,
+                                           COMM_ALLREDUCE, FALSE, GAMMA,
                                            0), ==, t);
               run_free (timing);
               run_free (run);
@@ -1006,7 +1007,7 @@ test_hier_nodes_data (void)
         Run *run = run_new_nodes (p, N_ODD, NET_CONTENTION_MAXMIN, gpus[gi],
                                   FALSE);
 
-        run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
+        run_coll (run, "hierarchical", COMM_ALLREDUCE, TRUE, GAMMA, 0);
         assert_allreduce_data (run);
         run_free (run);
       }
@@ -1059,7 +1060,7 @@ test_hier_scattered_groups (void)
         for (int r = 0; r < p; r++)
           run->hosts[r] = (k * r + 3) % p;
         run_set_integers (run);
-        run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE, GAMMA, 0);
+        run_coll (run, "hierarchical", COMM_ALLREDUCE, TRUE, GAMMA, 0);
         assert_allreduce_exact (run);
         run_free (run);
       }
@@ -1126,7 +1127,7 @@ test_hier_nodes_time (void)
               continue;
             run = run_new_nodes (p, n, maxmin ? NET_CONTENTION_MAXMIN
                                               : NET_CONTENTION_NONE, g, nic);
-            t = run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE,
+            t = run_coll (run, "hierarchical", COMM_ALLREDUCE, TRUE,
                           GAMMA, 0);
             assert_time (t, closed_hier_nodes (p, g, n, nic, maxmin, GAMMA));
             assert_allreduce_data (run);
@@ -1157,7 +1158,7 @@ test_hier_racks_time (void)
           bw = MIN (LINK_BW, c ? U / g : U);
           run = run_new_racks (p, N_EVEN, c ? NET_CONTENTION_MAXMIN
                                             : NET_CONTENTION_NONE, g);
-          t = run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, TRUE, GAMMA,
+          t = run_coll (run, "hierarchical", COMM_ALLREDUCE, TRUE, GAMMA,
                         0);
           assert_time (t, closed_hier (p, g, N_EVEN, 2 * LINK_LAT,
                                        1 / LINK_BW,
@@ -1168,7 +1169,7 @@ test_hier_racks_time (void)
         }
 }
 
-/* pol_coll_cost_grouped (uniform links) is the time on a star whose hosts
+/* comm_cost_grouped (uniform links) is the time on a star whose hosts
  * are set in groups of g, in blocks of consecutive ranks or interleaved
  * (rank r in group r mod m), and on nodes whose NVLink is the NIC (one per
  * GPU: every route 2 l and 1/B); with g = 1 or g = p it is the ring's. */
@@ -1176,8 +1177,8 @@ static void
 test_hier_grouped_cost (void)
 {
   const int gs[] = { 1, 2, 3, 4, 8 };
-  const PolCollAlgorithm *hier = pol_coll_lookup ("hierarchical");
-  const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
+  const CommAlgorithm *hier = comm_lookup ("hierarchical");
+  const CommAlgorithm *ring = comm_lookup ("ring");
 
   for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
     for (guint gi = 0; gi < G_N_ELEMENTS (gs); gi++)
@@ -1189,7 +1190,7 @@ test_hier_grouped_cost (void)
 
           if (p % g != 0)
             continue;
-          want = pol_coll_cost_grouped (hier, POL_COLL_ALLREDUCE, p, g, N_ODD,
+          want = comm_cost_grouped (hier, COMM_ALLREDUCE, p, g, N_ODD,
                                         ELEM, ALPHA, BETA, GAMMA);
           assert_time (want, closed_hier (p, g, N_ODD, ALPHA, BETA, ALPHA,
                                           BETA, GAMMA));
@@ -1203,7 +1204,7 @@ test_hier_grouped_cost (void)
           else
             run = run_new_nodes_at (p, N_ODD, NET_CONTENTION_NONE, g, TRUE,
                                     LINK_BW, LINK_LAT);
-          assert_time (run_coll (run, "hierarchical", POL_COLL_ALLREDUCE,
+          assert_time (run_coll (run, "hierarchical", COMM_ALLREDUCE,
                                  TRUE, GAMMA, 0), want);
           assert_allreduce_data (run);
           run_free (run);
@@ -1211,14 +1212,14 @@ test_hier_grouped_cost (void)
   for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
     {
       int p = ps[i];
-      double r = pol_coll_cost (ring, POL_COLL_ALLREDUCE, p, N_ODD, ELEM,
+      double r = comm_cost (ring, COMM_ALLREDUCE, p, N_ODD, ELEM,
                                 ALPHA, BETA, GAMMA);
 
-      assert_time (pol_coll_cost_grouped (hier, POL_COLL_ALLREDUCE, p, 1,
+      assert_time (comm_cost_grouped (hier, COMM_ALLREDUCE, p, 1,
                                           N_ODD, ELEM, ALPHA, BETA, GAMMA), r);
-      assert_time (pol_coll_cost_grouped (hier, POL_COLL_ALLREDUCE, p, p,
+      assert_time (comm_cost_grouped (hier, COMM_ALLREDUCE, p, p,
                                           N_ODD, ELEM, ALPHA, BETA, GAMMA), r);
-      assert_time (pol_coll_cost (hier, POL_COLL_ALLREDUCE, p, N_ODD, ELEM,
+      assert_time (comm_cost (hier, COMM_ALLREDUCE, p, N_ODD, ELEM,
                                   ALPHA, BETA, GAMMA), r);
     }
 }
@@ -1252,9 +1253,9 @@ test_hier_vs_ring (void)
                               cases[i].nic_gpu);
       Run *b = run_new_nodes (p, n, NET_CONTENTION_MAXMIN, g,
                               cases[i].nic_gpu);
-      double t_hier = run_coll (a, "hierarchical", POL_COLL_ALLREDUCE, FALSE,
+      double t_hier = run_coll (a, "hierarchical", COMM_ALLREDUCE, FALSE,
                                 0, 0);
-      double t_ring = run_coll (b, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0);
+      double t_ring = run_coll (b, "ring", COMM_ALLREDUCE, FALSE, 0, 0);
       double want = closed_hier_nodes (p, g, n, cases[i].nic_gpu, TRUE, 0);
       double bound = 2.0 * (p - 1) / p * (double) n * ELEM / LINK_BW;
 
@@ -1299,9 +1300,9 @@ test_hier_vs_ring_none (void)
         double c_o = ao + M / (nic ? LINK_BW : MIN (NVL_BW, LINK_BW));
         double c_i = 2 * NVL_LAT + M / NVL_BW;
         int x = g >= 3 ? 2 * m : g == 2 ? 2 * m - 1 : 2 * (p - 1);
-        double t_hier = run_coll (a, "hierarchical", POL_COLL_ALLREDUCE,
+        double t_hier = run_coll (a, "hierarchical", COMM_ALLREDUCE,
                                   FALSE, 0, 0);
-        double t_ring = run_coll (b, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0);
+        double t_ring = run_coll (b, "ring", COMM_ALLREDUCE, FALSE, 0, 0);
 
         assert_time (t_ring, x * c_o + (2 * (p - 1) - x) * c_i);
         assert_time (t_hier, closed_hier_nodes (p, g, n, nic, FALSE, 0));
@@ -1324,12 +1325,12 @@ test_hier_work_bound (void)
       int p = pvals[k], g = 8, m = p / g;
       Run *run = run_new_nodes (p, 4 * (gsize) p + 1, NET_CONTENTION_NONE, g,
                                 FALSE);
-      PolCollStats a, b;
+      CommStats a, b;
       guint64 transfers;
 
-      pol_coll_stats (&a);
-      run_coll (run, "hierarchical", POL_COLL_ALLREDUCE, FALSE, GAMMA, 0);
-      pol_coll_stats (&b);
+      comm_stats (&a);
+      run_coll (run, "hierarchical", COMM_ALLREDUCE, FALSE, GAMMA, 0);
+      comm_stats (&b);
       transfers = b.transfers - a.transfers;
       g_assert_cmpuint (transfers, ==,
                         (guint64) p * (2 * (g - 1) + 2 * (m - 1)));
@@ -1354,7 +1355,7 @@ test_channel_order (void)
 
   for (int c = 0; c < 3; c++)
     {
-      pol_coll_channel_order (6, group, c, NULL, order);
+      comm_channel_order (6, group, c, NULL, order);
       g_assert_cmpmem (order, sizeof order, want[c], sizeof want[c]);
     }
 }
@@ -1381,7 +1382,7 @@ test_channels_none (void)
           double t, slowest = 0;
 
           run_set_integers (run);
-          t = run_coll_channels (run, algs[a], POL_COLL_ALLREDUCE, TRUE, 0, 0,
+          t = run_coll_channels (run, algs[a], COMM_ALLREDUCE, TRUE, 0, 0,
                                  Cs[k]);
           assert_allreduce_exact (run);
           for (int r = 0; r < p; r++)
@@ -1392,18 +1393,18 @@ test_channels_none (void)
               Run *one;
               double tc;
 
-              pol_shard_bounds (N_ODD, Cs[k], c, &lo, &hi);
+              comm_shard_bounds (N_ODD, Cs[k], c, &lo, &hi);
               one = run_new_nodes (p, hi - lo, NET_CONTENTION_NONE, 4, TRUE);
               int root = 0;   /* where rank 0, the root, is in channel c */
 
-              pol_coll_channel_order (p, group, c, NULL, order);
+              comm_channel_order (p, group, c, NULL, order);
               for (int j = 0; j < p; j++)
                 {
                   one->hosts[j] = order[j];
                   if (order[j] == 0)
                     root = j;
                 }
-              tc = run_coll (one, algs[a], POL_COLL_ALLREDUCE, FALSE, 0, root);
+              tc = run_coll (one, algs[a], COMM_ALLREDUCE, FALSE, 0, root);
               slowest = MAX (slowest, tc);
               run_free (one);
             }
@@ -1433,18 +1434,18 @@ test_channels_ring_formula (void)
       gsize lo, hi;
       Run *run = run_new_nodes (p, N_EVEN, NET_CONTENTION_NONE, 4, TRUE);
       double t, M, want;
-      PolCollLevels l;
+      CommLevels l;
 
-      pol_shard_bounds (N_EVEN, C, 0, &lo, &hi);
+      comm_shard_bounds (N_EVEN, C, 0, &lo, &hi);
       g_assert_cmpuint ((hi - lo) % (gsize) p, ==, 0);
       M = (double) (hi - lo) / p * ELEM;
       want = x * (a_out + M * b_out) + (2 * (p - 1) - x) * (a_in + M * b_in);
-      t = run_coll_channels (run, "ring", POL_COLL_ALLREDUCE, TRUE, 0, 0, C);
+      t = run_coll_channels (run, "ring", COMM_ALLREDUCE, TRUE, 0, 0, C);
       assert_time (t, want);
       assert_allreduce_data (run);
-      l = (PolCollLevels) { POL_COLL_ALLREDUCE, p, 4, hi - lo, ELEM, a_in, b_in,
+      l = (CommLevels) { COMM_ALLREDUCE, p, 4, hi - lo, ELEM, a_in, b_in,
                             a_out, b_out, 0 };
-      assert_time (pol_coll_lookup ("ring")->cost_levels (&l), want);
+      assert_time (comm_lookup ("ring")->cost_levels (&l), want);
       run_free (run);
     }
 }
@@ -1462,7 +1463,7 @@ test_channels_dgx1 (void)
 {
   const double B = 25e9, lat = 1e-6;
   BaseValues *v = base_values_new ();
-  const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
+  const CommAlgorithm *ring = comm_lookup ("ring");
   Run *run;
   double t, t_host;
   gsize lo, hi;
@@ -1470,19 +1471,19 @@ test_channels_dgx1 (void)
   base_values_set_double (v, "network.intra_bandwidth", B);
   base_values_set_double (v, "network.intra_latency", lat);
   run = run_new_on ("dgx1", v, 8, N_EVEN, NET_CONTENTION_NONE);
-  t = run_coll_channels (run, "ring", POL_COLL_ALLREDUCE, TRUE, 0, 0, 1);
-  assert_time (t, pol_coll_cost (ring, POL_COLL_ALLREDUCE, 8, N_EVEN, ELEM, lat,
+  t = run_coll_channels (run, "ring", COMM_ALLREDUCE, TRUE, 0, 0, 1);
+  assert_time (t, comm_cost (ring, COMM_ALLREDUCE, 8, N_EVEN, ELEM, lat,
                                  1 / (2 * B), 0));
   assert_allreduce_data (run);
   run_free (run);
   run = run_new_on ("dgx1", v, 8, N_EVEN, NET_CONTENTION_NONE);
-  t_host = run_coll_channels (run, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0, 0);
+  t_host = run_coll_channels (run, "ring", COMM_ALLREDUCE, FALSE, 0, 0, 0);
   g_assert_cmpfloat (t_host, >, 1.2 * t);
   run_free (run);
   run = run_new_on ("dgx1", v, 8, N_EVEN, NET_CONTENTION_MAXMIN);
-  t = run_coll_channels (run, "ring", POL_COLL_ALLREDUCE, TRUE, 0, 0, 2);
-  pol_shard_bounds (N_EVEN, 2, 0, &lo, &hi);
-  assert_time (t, pol_coll_cost (ring, POL_COLL_ALLREDUCE, 8, hi - lo, ELEM, lat,
+  t = run_coll_channels (run, "ring", COMM_ALLREDUCE, TRUE, 0, 0, 2);
+  comm_shard_bounds (N_EVEN, 2, 0, &lo, &hi);
+  assert_time (t, comm_cost (ring, COMM_ALLREDUCE, 8, hi - lo, ELEM, lat,
                                  1 / (2 * B), 0));
   assert_allreduce_data (run);
   run_free (run);
@@ -1498,8 +1499,8 @@ test_channels_nics (void)
 {
   Run *one = run_new_nodes (64, 1 << 20, NET_CONTENTION_MAXMIN, 8, TRUE);
   Run *eight = run_new_nodes (64, 1 << 20, NET_CONTENTION_MAXMIN, 8, TRUE);
-  double t1 = run_coll_channels (one, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0, 1);
-  double t8 = run_coll_channels (eight, "ring", POL_COLL_ALLREDUCE, FALSE, 0, 0,
+  double t1 = run_coll_channels (one, "ring", COMM_ALLREDUCE, FALSE, 0, 0, 1);
+  double t8 = run_coll_channels (eight, "ring", COMM_ALLREDUCE, FALSE, 0, 0,
                                  8);
 
   g_assert_cmpfloat (t1 / t8, >, 7);
@@ -1514,15 +1515,15 @@ static void
 test_channels_kinds (void)
 {
   Run *run = run_new (4, 64, NET_CONTENTION_NONE);
-  PolCollArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
+  CommArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
                     .hosts = run->hosts, .bufs = run->bufs, .n = run->n,
                     .elem_bytes = ELEM, .channels = 2 };
   g_autoptr (GError) error = NULL;
 
-  g_assert_false (pol_coll_start (pol_coll_lookup ("ring"), &a,
-                                  POL_COLL_ALLGATHER, on_done, run, run,
+  g_assert_false (comm_start (comm_lookup ("ring"), &a,
+                                  COMM_ALLGATHER, on_done, run, run,
                                   &error));
-  g_assert_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED);
+  g_assert_error (error, COMM_ERROR, COMM_ERROR_UNSUPPORTED);
   g_assert_cmpuint (eng_sim_pending (run->sim), ==, 0);
   run_free (run);
 }
@@ -1546,17 +1547,17 @@ test_overheads (void)
       for (guint i = 0; i < G_N_ELEMENTS (ps); i++)
         {
           int p = ps[i];
-          const PolCollAlgorithm *alg = pol_coll_lookup (algs[a]);
+          const CommAlgorithm *alg = comm_lookup (algs[a]);
           Run *run = run_new (p, N_EVEN, NET_CONTENTION_NONE);
-          PolCollArgs args = { .sim = run->sim, .net = run->net, .p = p,
+          CommArgs args = { .sim = run->sim, .net = run->net, .p = p,
                                .hosts = run->hosts, .bufs = run->bufs,
                                .n = N_EVEN, .elem_bytes = ELEM,
                                .launch_overhead = L, .step_overhead = os[k],
                                .intra_step_overhead = 100 * ALPHA };
-          double want = L + pol_coll_cost (alg, POL_COLL_ALLREDUCE, p, N_EVEN,
+          double want = L + comm_cost (alg, COMM_ALLREDUCE, p, N_EVEN,
                                            ELEM, MAX (ALPHA, os[k]), BETA, 0);
 
-          g_assert_true (pol_coll_start (alg, &args, POL_COLL_ALLREDUCE, on_done,
+          g_assert_true (comm_start (alg, &args, COMM_ALLREDUCE, on_done,
                                          run, run, NULL));
           eng_run (run->sim, INFINITY);
           g_assert_cmpint (run->n_done, ==, 1);
@@ -1571,9 +1572,9 @@ test_overheads (void)
           args.bufs = run->bufs;
           args.step_overhead = 100 * ALPHA;
           args.intra_step_overhead = os[k];
-          want = L + pol_coll_cost (alg, POL_COLL_ALLREDUCE, p, N_EVEN, ELEM,
+          want = L + comm_cost (alg, COMM_ALLREDUCE, p, N_EVEN, ELEM,
                                     MAX (2 * NVL_LAT, os[k]), 1 / NVL_BW, 0);
-          g_assert_true (pol_coll_start (alg, &args, POL_COLL_ALLREDUCE, on_done,
+          g_assert_true (comm_start (alg, &args, COMM_ALLREDUCE, on_done,
                                          run, run, NULL));
           eng_run (run->sim, INFINITY);
           assert_time (run->t_done, want);
@@ -1583,13 +1584,13 @@ test_overheads (void)
 
 /* --- double-tree ----------------------------------------------------------- */
 
-/* Floats in chunk k of a half of len floats cut in C (pol_shard_bounds). */
+/* Floats in chunk k of a half of len floats cut in C (comm_shard_bounds). */
 static double
 dbt_len (gsize len, int C, int k)
 {
   gsize lo, hi;
 
-  pol_shard_bounds (len, C, k, &lo, &hi);
+  comm_shard_bounds (len, C, k, &lo, &hi);
   return (double) (hi - lo);
 }
 
@@ -1611,7 +1612,7 @@ dbt_len (gsize len, int C, int k)
  * p = 3: (2C + 1) alpha + (N + B'_{C-1} e) beta; p = 2: 2C alpha + N beta.
  * All-reduce: the sum. */
 static double
-closed_dbtree (PolCollKind kind, int p, gsize n, double gamma)
+closed_dbtree (CommKind kind, int p, gsize n, double gamma)
 {
   int C = dbt_chunks (p, n), H = (int) floor (log2 (MAX (p - 1, 1)) + 1e-12);
   int odd = p % 2, pow2 = (p & (p - 1)) == 0;
@@ -1647,23 +1648,23 @@ closed_dbtree (PolCollKind kind, int p, gsize n, double gamma)
          + (A0b + (2 * H - 2 + pow2) * B0b + 2.0 * (n - b)) * e * BETA;
   switch (kind)
     {
-    case POL_COLL_ALLREDUCE: return red + bc;
-    case POL_COLL_REDUCE:    return red;
-    case POL_COLL_BROADCAST: return bc;
+    case COMM_ALLREDUCE: return red + bc;
+    case COMM_REDUCE:    return red;
+    case COMM_BROADCAST: return bc;
     default:                 return NAN;
     }
 }
 
 /* Its three kinds for p = 2..16, n even, odd, smaller than p, 1 and 0,
  * roots 0 and 1, with and without reduction cost: the result against the
- * definition (and pol_coll_check agreeing), the time against the closed
- * form above and pol_coll_cost; all-reduce ends bit-identical on every
+ * definition (and comm_check agreeing), the time against the closed
+ * form above and comm_cost; all-reduce ends bit-identical on every
  * rank. */
 static void
 test_dbtree_operations (void)
 {
-  const PolCollKind kinds[] = { POL_COLL_ALLREDUCE, POL_COLL_REDUCE,
-                                POL_COLL_BROADCAST };
+  const CommKind kinds[] = { COMM_ALLREDUCE, COMM_REDUCE,
+                                COMM_BROADCAST };
   const gsize ns[] = { N_EVEN, N_ODD, 3, 1, 0 };
 
   for (guint j = 0; j < G_N_ELEMENTS (kinds); j++)
@@ -1680,10 +1681,10 @@ test_dbtree_operations (void)
 
               assert_operation (run, kinds[j], root);
               assert_checked (run, kinds[j], root);
-              if (kinds[j] == POL_COLL_ALLREDUCE)
+              if (kinds[j] == COMM_ALLREDUCE)
                 assert_allreduce_data (run);
               assert_time (t, closed_dbtree (kinds[j], p, n, gamma));
-              assert_time (t, pol_coll_cost (pol_coll_lookup ("double-tree"),
+              assert_time (t, comm_cost (comm_lookup ("double-tree"),
                                              kinds[j], p, n, ELEM, ALPHA,
                                              BETA, gamma));
               run_free (run);
@@ -1700,10 +1701,10 @@ test_dbtree_operations (void)
 static void
 test_dbtree_maxmin (void)
 {
-  const PolCollKind kinds[] = { POL_COLL_ALLREDUCE, POL_COLL_REDUCE,
-                                POL_COLL_BROADCAST };
+  const CommKind kinds[] = { COMM_ALLREDUCE, COMM_REDUCE,
+                                COMM_BROADCAST };
   const gsize ns[] = { N_ODD, 1 << 18 };
-  const PolCollAlgorithm *alg = pol_coll_lookup ("double-tree");
+  const CommAlgorithm *alg = comm_lookup ("double-tree");
   gboolean shared = FALSE;
 
   for (guint j = 0; j < G_N_ELEMENTS (kinds); j++)
@@ -1714,7 +1715,7 @@ test_dbtree_maxmin (void)
           Run *run = run_new (p, ns[k], NET_CONTENTION_MAXMIN);
           double t = run_coll (run, "double-tree", kinds[j], TRUE, GAMMA, 1);
           double lo = closed_dbtree (kinds[j], p, ns[k], GAMMA);
-          double hi = pol_coll_cost (alg, kinds[j], p, ns[k], ELEM, ALPHA,
+          double hi = comm_cost (alg, kinds[j], p, ns[k], ELEM, ALPHA,
                                      2 * BETA, GAMMA);
 
           assert_operation (run, kinds[j], 1);
@@ -1736,8 +1737,8 @@ test_dbtree_maxmin (void)
 static void
 test_dbtree_vs_tree (void)
 {
-  const PolCollAlgorithm *dbt = pol_coll_lookup ("double-tree");
-  const PolCollAlgorithm *tree = pol_coll_lookup ("tree");
+  const CommAlgorithm *dbt = comm_lookup ("double-tree");
+  const CommAlgorithm *tree = comm_lookup ("tree");
   gsize n = 1 << 22;   /* 16 MiB of float32 */
   int p = 16;
   Run *a = run_new (p, 1, NET_CONTENTION_NONE);
@@ -1745,13 +1746,13 @@ test_dbtree_vs_tree (void)
   double t_dbt, t_tree, predicted;
 
   a->n = b->n = n;   /* timing only */
-  t_dbt = run_coll (a, "double-tree", POL_COLL_ALLREDUCE, FALSE, GAMMA, 0);
-  t_tree = run_coll (b, "tree", POL_COLL_ALLREDUCE, FALSE, GAMMA, 0);
-  predicted = pol_coll_cost (tree, POL_COLL_ALLREDUCE, p, n, ELEM, ALPHA,
+  t_dbt = run_coll (a, "double-tree", COMM_ALLREDUCE, FALSE, GAMMA, 0);
+  t_tree = run_coll (b, "tree", COMM_ALLREDUCE, FALSE, GAMMA, 0);
+  predicted = comm_cost (tree, COMM_ALLREDUCE, p, n, ELEM, ALPHA,
                              BETA, GAMMA)
-              / pol_coll_cost (dbt, POL_COLL_ALLREDUCE, p, n, ELEM, ALPHA,
+              / comm_cost (dbt, COMM_ALLREDUCE, p, n, ELEM, ALPHA,
                                BETA, GAMMA);
-  assert_time (t_dbt, closed_dbtree (POL_COLL_ALLREDUCE, p, n, GAMMA));
+  assert_time (t_dbt, closed_dbtree (COMM_ALLREDUCE, p, n, GAMMA));
   g_assert_cmpfloat (predicted, >, 3);
   g_assert_cmpfloat (t_tree / t_dbt, >=, predicted * (1 - 1e-9));
   run_free (a);
@@ -1761,20 +1762,20 @@ test_dbtree_vs_tree (void)
 /* --- auto ------------------------------------------------------------------ */
 
 /* What auto runs for an all-reduce of n floats on `run` (channels C). */
-static const PolCollAlgorithm *
+static const CommAlgorithm *
 auto_pick (Run *run, gsize n, int channels)
 {
-  PolCollArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
+  CommArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
                     .hosts = run->hosts, .n = n, .elem_bytes = ELEM,
                     .channels = channels };
 
-  return pol_coll_resolve (pol_coll_lookup ("auto"), &a, POL_COLL_ALLREDUCE);
+  return comm_resolve (comm_lookup ("auto"), &a, COMM_ALLREDUCE);
 }
 
 /* On a star every route has ALPHA and BETA: auto runs the algorithm of
- * least pol_coll_cost (the first in the registry on a tie to 1e-9) but the
+ * least comm_cost (the first in the registry on a tie to 1e-9) but the
  * baseline (naive), for small and large buffers, and its run takes that
- * least cost, which auto's own pol_coll_cost reports. */
+ * least cost, which auto's own comm_cost reports. */
 static void
 test_auto_star (void)
 {
@@ -1787,16 +1788,16 @@ test_auto_star (void)
       {
         int p = ps[i];
         Run *run = run_new (p, ns[k], NET_CONTENTION_NONE);
-        const PolCollAlgorithm *pick = auto_pick (run, ns[k], 0), *best = NULL;
+        const CommAlgorithm *pick = auto_pick (run, ns[k], 0), *best = NULL;
         double least = INFINITY, t;
 
-        for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
+        for (const CommAlgorithm *const *a = comm_all (); *a; a++)
           {
             double c;
 
             if ((*a)->choose || (*a)->baseline)
               continue;
-            c = pol_coll_cost (*a, POL_COLL_ALLREDUCE, p, ns[k], ELEM, ALPHA,
+            c = comm_cost (*a, COMM_ALLREDUCE, p, ns[k], ELEM, ALPHA,
                                BETA, 0);
             /* ties up to rounding go to the first */
             if (c < least * (1 - 1e-9))
@@ -1806,10 +1807,10 @@ test_auto_star (void)
               }
           }
         g_assert_true (pick == best);
-        t = run_coll (run, "auto", POL_COLL_ALLREDUCE, TRUE, 0, 0);
+        t = run_coll (run, "auto", COMM_ALLREDUCE, TRUE, 0, 0);
         assert_time (t, least);
-        assert_time (t, pol_coll_cost (pol_coll_lookup ("auto"),
-                                       POL_COLL_ALLREDUCE, p, ns[k], ELEM,
+        assert_time (t, comm_cost (comm_lookup ("auto"),
+                                       COMM_ALLREDUCE, p, ns[k], ELEM,
                                        ALPHA, BETA, 0));
         assert_allreduce_data (run);
         for (int j = 0; j <= n_seen; j++)
@@ -1841,14 +1842,14 @@ test_auto_nodes (void)
     {
       gsize n = 1 << 20;
       Run *run = run_new_nodes (32, n, NET_CONTENTION_MAXMIN, 8, TRUE);
-      const PolCollAlgorithm *pick = auto_pick (run, n, Cs[k]);
-      double t_auto = run_coll_channels (run, "auto", POL_COLL_ALLREDUCE, FALSE,
+      const CommAlgorithm *pick = auto_pick (run, n, Cs[k]);
+      double t_auto = run_coll_channels (run, "auto", COMM_ALLREDUCE, FALSE,
                                          0, 0, Cs[k]);
       double fastest = INFINITY;
 
       if (Cs[k] == 1)
         g_assert_cmpstr (pick->name, ==, "hierarchical");
-      for (const PolCollAlgorithm *const *a = pol_coll_all (); *a; a++)
+      for (const CommAlgorithm *const *a = comm_all (); *a; a++)
         {
           Run *other;
           double t;
@@ -1856,7 +1857,7 @@ test_auto_nodes (void)
           if ((*a)->choose || strcmp ((*a)->name, "naive") == 0)
             continue;
           other = run_new_nodes (32, n, NET_CONTENTION_MAXMIN, 8, TRUE);
-          t = run_coll_channels (other, (*a)->name, POL_COLL_ALLREDUCE, FALSE,
+          t = run_coll_channels (other, (*a)->name, COMM_ALLREDUCE, FALSE,
                                  0, 0, Cs[k]);
           fastest = MIN (fastest, t);
           run_free (other);
@@ -1878,12 +1879,12 @@ test_auto_maxmin (void)
   const gsize n = 2000000;
   const char *algs[] = { "ring", "halving-doubling", "double-tree" };
   Run *run = run_new (p, n, NET_CONTENTION_MAXMIN);
-  double t_auto = run_coll (run, "auto", POL_COLL_ALLREDUCE, FALSE, 0, 0);
+  double t_auto = run_coll (run, "auto", COMM_ALLREDUCE, FALSE, 0, 0);
   double fastest = INFINITY;
 
-  g_assert_cmpfloat (pol_coll_cost (pol_coll_lookup ("double-tree"),
-                                    POL_COLL_ALLREDUCE, p, n, ELEM, ALPHA, BETA, 0),
-                     <, pol_coll_cost (pol_coll_lookup ("ring"), POL_COLL_ALLREDUCE,
+  g_assert_cmpfloat (comm_cost (comm_lookup ("double-tree"),
+                                    COMM_ALLREDUCE, p, n, ELEM, ALPHA, BETA, 0),
+                     <, comm_cost (comm_lookup ("ring"), COMM_ALLREDUCE,
                                        p, n, ELEM, ALPHA, BETA, 0));
   run_free (run);
   for (guint a = 0; a < G_N_ELEMENTS (algs); a++)
@@ -1891,7 +1892,7 @@ test_auto_maxmin (void)
       double t;
 
       run = run_new (p, n, NET_CONTENTION_MAXMIN);
-      t = run_coll (run, algs[a], POL_COLL_ALLREDUCE, FALSE, 0, 0);
+      t = run_coll (run, algs[a], COMM_ALLREDUCE, FALSE, 0, 0);
       fastest = MIN (fastest, t);
       run_free (run);
     }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/compress.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
@@ -195,7 +195,7 @@ test_allgather_closed_form (void)
         g_autoptr (BaseValues) v = values (cmps[c], 0.01, 4);
         double wire = pol_compress_of (v)->wire_bytes (v, P_FLOATS);
         const double T = 1e-3, alpha = 2 * 20e-6, beta = 8 / 1e9;
-        double C = pol_coll_cost (pol_coll_lookup ("ring"), POL_COLL_ALLGATHER, W,
+        double C = comm_cost (comm_lookup ("ring"), COMM_ALLGATHER, W,
                                   (gsize) (W * wire), 1, alpha, beta, 0);
         test_assert_close (C, (W - 1) * (alpha + wire * beta), 1e-12);
         double u = kern_sgd_flops (P_FLOATS) / (1e9 * 0.5);

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/policy.h"
 #include "sim/run.h"
 #include "sim/scenario.h"
@@ -121,7 +121,7 @@ test_closed_form (void)
           const double u = kern_sgd_flops (P_FLOATS) / ACHIEVED;
           const double C = test_allreduce_closed_form (algs[a], W, 4.0 * P_FLOATS, alpha,
                                                        beta, 0);
-          test_assert_close (C, pol_coll_cost (pol_coll_lookup (algs[a]), POL_COLL_ALLREDUCE,
+          test_assert_close (C, comm_cost (comm_lookup (algs[a]), COMM_ALLREDUCE,
                                                W, P_FLOATS, 4, alpha, beta, 0), 1e-12);
           double want = 0;
           for (gint64 first = 0; first < iters; first += H)

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "policies/collectives.h"
+#include "comm/collectives.h"
 #include "policies/policy.h"
 #include "sim/cluster.h"
 #include "sim/hardware.h"
@@ -509,7 +509,7 @@ test_timing_closed_form (void)
   g_assert_true (sim_run_config (c, NULL, 0, NULL, &sum, &error));
   const double A = 2e12 * 0.5, P = 1e6;
   const double T = 3e9 * 32 / A;
-  const double C = pol_coll_cost (pol_coll_lookup ("ring"), POL_COLL_ALLREDUCE, 4, (gsize) P, 4,
+  const double C = comm_cost (comm_lookup ("ring"), COMM_ALLREDUCE, 4, (gsize) P, 4,
                                   2 * 2e-6, 8 / 100e9, 0);
   const double U = kern_opt_flops (KERN_OPT_SGD, (gsize) P) / A;
   test_assert_close (sum.sim_time, 3 * (T + C + U), 1e-9);

@@ -1,10 +1,10 @@
 /*
  * collectives.c — the executor of the collective algorithms, and their
- * registry.  Each algorithm is a file of its own (policies/coll-*.c) that
+ * registry.  Each algorithm is a file of its own (comm/NAME.c) that
  * gives one *program* per rank: an ordered list of steps (send a range of
  * elements to a rank, receive a range from a rank and add or copy it, and
  * for naive the root's accumulator steps), generated step by step from a
- * formula or stored whole by a builder (coll-program.h).  This interpreter
+ * formula or stored whole by a builder (comm/program.h).  This interpreter
  * runs every program as events, so the dependency rule is the same for all
  * algorithms (docs/collectives.md):
  *
@@ -29,17 +29,17 @@
  * run that a receiver waits for, which keeps the order in which the first
  * sends are handed to the network).
  *
- * pol_coll_cost() dispatches to the algorithm's own cost formula.
+ * comm_cost() dispatches to the algorithm's own cost formula.
  */
 #include "config.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "policies/coll-program.h"
-#include "policies/policy.h"
+#include "comm/program.h"
+#include "comm/shard.h"
 
-G_DEFINE_QUARK (pol-coll-error-quark, pol_coll_error)
+G_DEFINE_QUARK (pol-coll-error-quark, comm_error)
 
 /* --- State ----------------------------------------------------------------- */
 
@@ -68,22 +68,22 @@ typedef struct {
 } CollChan;
 
 typedef struct {
-  PolCollStep cur;    /* step pc of the program (unless finished) */
+  CommStep cur;    /* step pc of the program (unless finished) */
   guint pc;           /* index of the current step */
   gboolean started;   /* has run at least once */
   gboolean busy;      /* the current step is under way (reduction, wait) */
   gboolean finished;
   CollChan *chans;    /* (n_chans) sorted by peer */
   int n_chans, cap_chans;
-  GArray *prog;       /* PolCollStep: the stored program, or NULL when the
+  GArray *prog;       /* CommStep: the stored program, or NULL when the
                          algorithm generates its steps */
 } CollRank;
 
 /* One running collective; owns everything it allocates. */
 typedef struct {
-  PolCollOp pub;      /* p, n, root, kind, group, state: what the algorithm
+  CommOp pub;      /* p, n, root, kind, group, state: what the algorithm
                          reads; first member */
-  const PolCollAlgorithm *alg;
+  const CommAlgorithm *alg;
   EngSim *sim;
   NetNetwork *net;
   int *hosts;         /* (p) host ids */
@@ -91,25 +91,25 @@ typedef struct {
   float **bufs;       /* (p) borrowed buffers, or NULL (timing only) */
   double elem_bytes;  /* bytes per element on the wire */
   double reduce_per_byte; /* s per byte reduced */
-  double step_overhead, intra_step_overhead; /* PolCollArgs' */
+  double step_overhead, intra_step_overhead; /* CommArgs' */
   int tag;
   CollRank *ranks;    /* (p) */
   float *acc;         /* (n) naive root's accumulator, or NULL */
   int n_finished;     /* ranks whose program has ended */
   int outstanding;    /* events and transfers whose callback is pending */
-  guint64 transfers;  /* work counters (PolCollStats) */
+  guint64 transfers;  /* work counters (CommStats) */
   guint64 examined;
   CollMsg *free_msgs; /* messages received, kept for reuse */
-  PolCollDone done;
+  CommDone done;
   gpointer ctx, data;
 } CollOp;
 
 G_LOCK_DEFINE_STATIC (coll_stats);
-static PolCollStats coll_stats;  /* guarded by coll_stats */
+static CommStats coll_stats;  /* guarded by coll_stats */
 
-/* The executor's state of an algorithm's PolCollOp (its first member). */
+/* The executor's state of an algorithm's CommOp (its first member). */
 static CollOp *
-coll_op (PolCollOp *pub)
+coll_op (CommOp *pub)
 {
   G_STATIC_ASSERT (G_STRUCT_OFFSET (CollOp, pub) == 0);
   return (CollOp *) pub;
@@ -118,31 +118,31 @@ coll_op (PolCollOp *pub)
 /* --- Steps and stored programs --------------------------------------------- */
 
 gboolean
-pol_coll_step_send (PolCollStep *out, int dst, gsize lo, gsize hi,
+comm_step_send (CommStep *out, int dst, gsize lo, gsize hi,
                     guint flags)
 {
-  *out = (PolCollStep) { POL_COLL_STEP_SEND, 0, (guint8) flags, dst, lo, hi };
+  *out = (CommStep) { COMM_STEP_SEND, 0, (guint8) flags, dst, lo, hi };
   return TRUE;
 }
 
 gboolean
-pol_coll_step_recv (PolCollStep *out, int src, gsize lo, gsize hi,
-                    PolCollRecvMode mode)
+comm_step_recv (CommStep *out, int src, gsize lo, gsize hi,
+                    CommRecvMode mode)
 {
-  *out = (PolCollStep) { POL_COLL_STEP_RECV, (guint8) mode, 0, src, lo, hi };
+  *out = (CommStep) { COMM_STEP_RECV, (guint8) mode, 0, src, lo, hi };
   return TRUE;
 }
 
 gboolean
-pol_coll_step_local (PolCollStep *out, PolCollLocal step)
+comm_step_local (CommStep *out, CommLocal step)
 {
-  *out = (PolCollStep) { POL_COLL_STEP_LOCAL, (guint8) step, 0, -1, 0, 0 };
+  *out = (CommStep) { COMM_STEP_LOCAL, (guint8) step, 0, -1, 0, 0 };
   return TRUE;
 }
 
 /* Appends `s` to rank r's stored program. */
 static void
-prog_append (PolCollOp *pub, int r, const PolCollStep *s)
+prog_append (CommOp *pub, int r, const CommStep *s)
 {
   CollOp *op = coll_op (pub);
 
@@ -151,51 +151,51 @@ prog_append (PolCollOp *pub, int r, const PolCollStep *s)
 }
 
 void
-pol_coll_prog_send (PolCollOp *pub, int r, int dst, gsize lo, gsize hi,
+comm_prog_send (CommOp *pub, int r, int dst, gsize lo, gsize hi,
                     guint flags)
 {
-  PolCollStep s;
+  CommStep s;
 
-  pol_coll_step_send (&s, dst, lo, hi, flags);
+  comm_step_send (&s, dst, lo, hi, flags);
   prog_append (pub, r, &s);
 }
 
 void
-pol_coll_prog_recv (PolCollOp *pub, int r, int src, gsize lo, gsize hi,
-                    PolCollRecvMode mode)
+comm_prog_recv (CommOp *pub, int r, int src, gsize lo, gsize hi,
+                    CommRecvMode mode)
 {
-  PolCollStep s;
+  CommStep s;
 
-  pol_coll_step_recv (&s, src, lo, hi, mode);
+  comm_step_recv (&s, src, lo, hi, mode);
   prog_append (pub, r, &s);
 }
 
 void
-pol_coll_prog_local (PolCollOp *pub, int r, PolCollLocal step)
+comm_prog_local (CommOp *pub, int r, CommLocal step)
 {
-  PolCollStep s;
+  CommStep s;
 
-  pol_coll_step_local (&s, step);
+  comm_step_local (&s, step);
   prog_append (pub, r, &s);
 }
 
 const char *
-pol_coll_kind_name (PolCollKind kind)
+comm_kind_name (CommKind kind)
 {
-  static const char *const names[POL_COLL_N_KINDS] = {
+  static const char *const names[COMM_N_KINDS] = {
     "all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce",
     "scatter", "gather", "all-to-all" };
 
-  g_return_val_if_fail ((guint) kind < POL_COLL_N_KINDS, "?");
+  g_return_val_if_fail ((guint) kind < COMM_N_KINDS, "?");
   return names[kind];
 }
 
 gboolean
-pol_coll_unsupported (const char *alg, PolCollKind kind, GError **error)
+comm_unsupported (const char *alg, CommKind kind, GError **error)
 {
-  g_set_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED,
+  g_set_error (error, COMM_ERROR, COMM_ERROR_UNSUPPORTED,
                "collective algorithm \"%s\": %s is not supported", alg,
-               pol_coll_kind_name (kind));
+               comm_kind_name (kind));
   return FALSE;
 }
 
@@ -205,20 +205,20 @@ static void
 rank_load (CollOp *op, int r)
 {
   CollRank *rk = &op->ranks[r];
-  const PolCollStep *s = &rk->cur;
+  const CommStep *s = &rk->cur;
   gboolean more;
 
   if (rk->prog == NULL)
     more = op->alg->step (&op->pub, r, rk->pc, &rk->cur);
   else if ((more = rk->pc < rk->prog->len))
-    rk->cur = g_array_index (rk->prog, PolCollStep, rk->pc);
+    rk->cur = g_array_index (rk->prog, CommStep, rk->pc);
   if (!more)
     {
       rk->finished = TRUE;
       op->n_finished++;
       return;
     }
-  g_assert (s->type == POL_COLL_STEP_LOCAL
+  g_assert (s->type == COMM_STEP_LOCAL
             || (s->peer != r && s->peer >= 0 && s->peer < op->pub.p
                 && s->lo <= s->hi && s->hi <= op->pub.n));
 }
@@ -379,7 +379,7 @@ coll_op_free (CollOp *op)
 }
 
 void
-pol_coll_stats (PolCollStats *out)
+comm_stats (CommStats *out)
 {
   g_return_if_fail (out != NULL);
   G_LOCK (coll_stats);
@@ -392,7 +392,7 @@ pol_coll_stats (PolCollStats *out)
 static void
 coll_maybe_finish (CollOp *op)
 {
-  PolCollDone done;
+  CommDone done;
   EngSim *sim;
   gpointer ctx, data;
 
@@ -443,7 +443,7 @@ coll_acc (CollOp *op)
  * same, except in all-to-all, where block y of the sender lands in block x
  * of the receiver). */
 static void
-msg_apply (CollOp *op, CollMsg *m, const PolCollStep *s)
+msg_apply (CollOp *op, CollMsg *m, const CommStep *s)
 {
   float *dst;
   gsize len = m->hi - m->lo;
@@ -452,9 +452,9 @@ msg_apply (CollOp *op, CollMsg *m, const PolCollStep *s)
   if (op->bufs == NULL || len == 0)
     return;
   g_assert (m->payload != NULL);
-  dst = (s->mode == POL_COLL_RECV_ACC ? coll_acc (op) : op->bufs[m->dst])
+  dst = (s->mode == COMM_RECV_ACC ? coll_acc (op) : op->bufs[m->dst])
         + s->lo;
-  if (s->mode == POL_COLL_RECV_COPY)
+  if (s->mode == COMM_RECV_COPY)
     memcpy (dst, m->payload, len * sizeof (float));
   else
     for (gsize i = 0; i < len; i++)
@@ -498,7 +498,7 @@ on_reduced (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   CollRank *rk = &op->ranks[r];
 
   op->outstanding--;
-  g_assert (rk->busy && rk->cur.type == POL_COLL_STEP_RECV);
+  g_assert (rk->busy && rk->cur.type == COMM_STEP_RECV);
   msg_apply (op, m, &rk->cur);
   msg_free (op, m);
   rk->busy = FALSE;
@@ -530,7 +530,7 @@ recv_posted (CollOp *op, int r, int q)
   CollRank *rq = &op->ranks[q];
   const CollChan *in, *out;
 
-  if (rq->busy || rq->finished || rq->cur.type != POL_COLL_STEP_RECV
+  if (rq->busy || rq->finished || rq->cur.type != COMM_STEP_RECV
       || rq->cur.peer != r)
     return FALSE;
   in = chan_find (rq, r);
@@ -551,8 +551,8 @@ rank_wake (CollOp *op, int r, int q)
     return -1;
   if (!rq->started)
     return q;
-  if (rq->cur.type == POL_COLL_STEP_SEND
-      && (rq->cur.flags & POL_COLL_SEND_RDV) && rq->cur.peer == r
+  if (rq->cur.type == COMM_STEP_SEND
+      && (rq->cur.flags & COMM_SEND_RDV) && rq->cur.peer == r
       && recv_posted (op, q, r))
     return q;
   return -1;
@@ -573,7 +573,7 @@ step_floor (const CollOp *op, int r, int q)
 static void
 issue_send (CollOp *op, int r)
 {
-  const PolCollStep *s = &op->ranks[r].cur;
+  const CommStep *s = &op->ranks[r].cur;
   CollMsg *m = msg_new (op);
   gsize len = s->hi - s->lo;
 
@@ -582,7 +582,7 @@ issue_send (CollOp *op, int r)
   m->seq = chan_get (&op->ranks[r], s->peer)->sent++;
   m->lo = s->lo;
   m->hi = s->hi;
-  m->wait = (s->flags & POL_COLL_SEND_WAIT) != 0;
+  m->wait = (s->flags & COMM_SEND_WAIT) != 0;
   if (op->bufs != NULL && len > 0)
     m->payload = g_memdup2 (op->bufs[r] + s->lo, len * sizeof (float));
   op->outstanding++;
@@ -600,13 +600,13 @@ static gboolean
 rank_receive (CollOp *op, int r)
 {
   CollRank *rk = &op->ranks[r];
-  const PolCollStep *s = &rk->cur;
+  const CommStep *s = &rk->cur;
   CollMsg *m = chan_take (rk, s->peer);
   double secs;
 
   if (m == NULL)
     return FALSE;
-  secs = s->mode == POL_COLL_RECV_COPY ? 0
+  secs = s->mode == COMM_RECV_COPY ? 0
          : op->reduce_per_byte * (double) (s->hi - s->lo) * op->elem_bytes;
   if (secs > 0)
     {
@@ -627,7 +627,7 @@ rank_receive (CollOp *op, int r)
 static void
 rank_local (CollOp *op, int r)
 {
-  if (op->bufs != NULL && op->ranks[r].cur.mode == POL_COLL_ACC_OWN)
+  if (op->bufs != NULL && op->ranks[r].cur.mode == COMM_ACC_OWN)
     {
       float *acc = coll_acc (op);
 
@@ -649,20 +649,20 @@ rank_run (CollOp *op, int r)
   rk->started = TRUE;
   while (!rk->busy && !rk->finished)
     {
-      const PolCollStep *s = &rk->cur;
+      const CommStep *s = &rk->cur;
 
       op->examined++;
-      if (s->type == POL_COLL_STEP_SEND)
+      if (s->type == COMM_STEP_SEND)
         {
-          if ((s->flags & POL_COLL_SEND_RDV) && !recv_posted (op, r, s->peer))
+          if ((s->flags & COMM_SEND_RDV) && !recv_posted (op, r, s->peer))
             return -1;  /* the receiver wakes us when it gets there */
           issue_send (op, r);
-          if (s->flags & POL_COLL_SEND_WAIT)
+          if (s->flags & COMM_SEND_WAIT)
             rk->busy = TRUE;
           else
             rank_next (op, r);
         }
-      else if (s->type == POL_COLL_STEP_RECV)
+      else if (s->type == COMM_STEP_RECV)
         {
           if (!rank_receive (op, r))
             return rank_wake (op, r, s->peer);
@@ -681,9 +681,9 @@ coll_advance (CollOp *op, int r)
     r = rank_run (op, r);
 }
 
-const PolCollAlgorithm *
-pol_coll_resolve (const PolCollAlgorithm *alg, const PolCollArgs *a,
-                  PolCollKind kind)
+const CommAlgorithm *
+comm_resolve (const CommAlgorithm *alg, const CommArgs *a,
+                  CommKind kind)
 {
   g_return_val_if_fail (alg != NULL && a != NULL, NULL);
   return alg->choose ? alg->choose (a, kind) : alg;
@@ -717,7 +717,7 @@ cmp_run (const void *x, const void *y)
 }
 
 void
-pol_coll_channel_order (int p, const int *group, int c, NetGroupOrder ring,
+comm_channel_order (int p, const int *group, int c, NetGroupOrder ring,
                         int *order)
 {
   g_autofree int *idx = g_new (int, p);
@@ -753,7 +753,7 @@ pol_coll_channel_order (int p, const int *group, int c, NetGroupOrder ring,
 /* The channels of one all-reduce: `done` once the last has finished. */
 typedef struct {
   int left;
-  PolCollDone done;
+  CommDone done;
   gpointer ctx, data;
 } CollJoin;
 
@@ -761,7 +761,7 @@ static void
 on_channel_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   CollJoin *j = ctx;
-  PolCollDone done = j->done;
+  CommDone done = j->done;
   gpointer c = j->ctx, d = j->data;
 
   if (--j->left > 0)
@@ -770,11 +770,11 @@ on_channel_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   done (sim, c, d);
 }
 
-/* Starts a->channels concurrent collectives (PolCollArgs.channels), at
+/* Starts a->channels concurrent collectives (CommArgs.channels), at
  * least one element each. */
 static gboolean
-coll_start_channels (const PolCollAlgorithm *alg, const PolCollArgs *a,
-                     PolCollKind kind, PolCollDone done, gpointer ctx,
+coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
+                     CommKind kind, CommDone done, gpointer ctx,
                      gpointer data, GError **error)
 {
   int p = a->p, C = (int) MIN ((gsize) a->channels, MAX (a->n, 1));
@@ -788,11 +788,11 @@ coll_start_channels (const PolCollAlgorithm *alg, const PolCollArgs *a,
     group[r] = net_network_host_group (a->net, a->hosts[r]);
   for (int c = 0; c < C; c++)
     {
-      PolCollArgs sub = *a;
+      CommArgs sub = *a;
       gsize lo, hi;
 
-      pol_shard_bounds (a->n, C, c, &lo, &hi);
-      pol_coll_channel_order (p, group, c, net_network_group_order (a->net),
+      comm_shard_bounds (a->n, C, c, &lo, &hi);
+      comm_channel_order (p, group, c, net_network_group_order (a->net),
                               order);
       for (int j = 0; j < p; j++)
         {
@@ -807,7 +807,7 @@ coll_start_channels (const PolCollAlgorithm *alg, const PolCollArgs *a,
       sub.n = hi - lo;
       sub.channels = 0;
       /* the same algorithm and kind: only the first can fail */
-      if (!pol_coll_start (alg, &sub, kind, on_channel_done, join, NULL,
+      if (!comm_start (alg, &sub, kind, on_channel_done, join, NULL,
                            error))
         {
           g_assert (c == 0);
@@ -821,8 +821,8 @@ coll_start_channels (const PolCollAlgorithm *alg, const PolCollArgs *a,
 /* --- Start ---------------------------------------------------------------- */
 
 gboolean
-pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
-                PolCollKind kind, PolCollDone done, gpointer ctx,
+comm_start (const CommAlgorithm *alg, const CommArgs *a,
+                CommKind kind, CommDone done, gpointer ctx,
                 gpointer data, GError **error)
 {
   CollOp *op;
@@ -840,21 +840,21 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
 
   if (alg->choose != NULL)
     {
-      const PolCollAlgorithm *chosen = alg->choose (a, kind);
+      const CommAlgorithm *chosen = alg->choose (a, kind);
 
       if (chosen == NULL)
-        return pol_coll_unsupported (alg->name, kind, error);
+        return comm_unsupported (alg->name, kind, error);
       alg = chosen;
     }
 
-  if (a->channels > 1 && kind != POL_COLL_ALLREDUCE)
+  if (a->channels > 1 && kind != COMM_ALLREDUCE)
     {
-      g_set_error (error, POL_COLL_ERROR, POL_COLL_ERROR_UNSUPPORTED,
+      g_set_error (error, COMM_ERROR, COMM_ERROR_UNSUPPORTED,
                    "channels: %s is not supported, only all-reduce",
-                   pol_coll_kind_name (kind));
+                   comm_kind_name (kind));
       return FALSE;
     }
-  if (a->channels >= 1 && kind == POL_COLL_ALLREDUCE)
+  if (a->channels >= 1 && kind == COMM_ALLREDUCE)
     return coll_start_channels (alg, a, kind, done, ctx, data, error);
 
   op = g_new0 (CollOp, 1);
@@ -883,7 +883,7 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
   op->ranks = g_new0 (CollRank, a->p);
   if (alg->step == NULL)
     for (int r = 0; r < a->p; r++)
-      op->ranks[r].prog = g_array_new (FALSE, FALSE, sizeof (PolCollStep));
+      op->ranks[r].prog = g_array_new (FALSE, FALSE, sizeof (CommStep));
   if (!alg->build (&op->pub, kind, error))
     {
       coll_op_free (op);
@@ -898,40 +898,40 @@ pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
 
 /* --- Registry ------------------------------------------------------------- */
 
-/* One line per algorithm; each is defined in its own file, policies/coll-*.c. */
-extern const PolCollAlgorithm pol_coll_auto;
-extern const PolCollAlgorithm pol_coll_ring;
-extern const PolCollAlgorithm pol_coll_tree;
-extern const PolCollAlgorithm pol_coll_hd;
-extern const PolCollAlgorithm pol_coll_naive;
-extern const PolCollAlgorithm pol_coll_hier;
-extern const PolCollAlgorithm pol_coll_dbtree;
+/* One line per algorithm; each is defined in its own file, comm/NAME.c. */
+extern const CommAlgorithm comm_auto;
+extern const CommAlgorithm comm_ring;
+extern const CommAlgorithm comm_tree;
+extern const CommAlgorithm comm_hd;
+extern const CommAlgorithm comm_naive;
+extern const CommAlgorithm comm_hier;
+extern const CommAlgorithm comm_dbtree;
 
-static const PolCollAlgorithm *const coll_algorithms[] = {
-  &pol_coll_auto, &pol_coll_ring, &pol_coll_tree, &pol_coll_hd,
-  &pol_coll_dbtree,
-  &pol_coll_naive, &pol_coll_hier, NULL,
+static const CommAlgorithm *const coll_algorithms[] = {
+  &comm_auto, &comm_ring, &comm_tree, &comm_hd,
+  &comm_dbtree,
+  &comm_naive, &comm_hier, NULL,
 };
 
 const void *const *
-pol_coll_entries (void)
+comm_entries (void)
 {
   return (const void *const *) coll_algorithms;
 }
 
-const PolCollAlgorithm *
-pol_coll_lookup (const char *name)
+const CommAlgorithm *
+comm_lookup (const char *name)
 {
   return base_registry_find ((const void *const *) coll_algorithms, name);
 }
 
-const PolCollAlgorithm *const *
-pol_coll_all (void)
+const CommAlgorithm *const *
+comm_all (void)
 {
   return coll_algorithms;
 }
 
-/* The block of pol_shard_bounds (n, p) that holds element e: the first
+/* The block of comm_shard_bounds (n, p) that holds element e: the first
  * n mod p blocks hold one element more. */
 static int
 shard_of (gsize n, int p, gsize e)
@@ -947,7 +947,7 @@ shard_of (gsize n, int p, gsize e)
  * input at *qe; FALSE where the definition sums, or leaves the element as
  * scratch. */
 static gboolean
-check_source (PolCollKind kind, int p, gsize n, int root, int r, gsize e,
+check_source (CommKind kind, int p, gsize n, int root, int r, gsize e,
               int *q, gsize *qe)
 {
   gsize c = n / (gsize) p;
@@ -956,19 +956,19 @@ check_source (PolCollKind kind, int p, gsize n, int root, int r, gsize e,
   *qe = e;
   switch (kind)
     {
-    case POL_COLL_BROADCAST:
+    case COMM_BROADCAST:
       *q = root;
       return TRUE;
-    case POL_COLL_SCATTER:
+    case COMM_SCATTER:
       *q = b == r ? root : r;
       return TRUE;
-    case POL_COLL_GATHER:
+    case COMM_GATHER:
       *q = r == root ? b : r;
       return TRUE;
-    case POL_COLL_ALLGATHER:
+    case COMM_ALLGATHER:
       *q = b;
       return TRUE;
-    case POL_COLL_ALLTOALL:
+    case COMM_ALLTOALL:
       if (e >= c * (gsize) p)   /* the tail stays */
         *q = r;
       else
@@ -983,7 +983,7 @@ check_source (PolCollKind kind, int p, gsize n, int root, int r, gsize e,
 }
 
 gboolean
-pol_coll_check (PolCollKind kind, int p, gsize n, int root,
+comm_check (CommKind kind, int p, gsize n, int root,
                 const float *const *in, const float *const *out, int *rank,
                 gsize *elem)
 {
@@ -1006,8 +1006,8 @@ pol_coll_check (PolCollKind kind, int p, gsize n, int root,
 
           if (check_source (kind, p, n, root, r, e, &q, &qe))
             ok = memcmp (&out[r][e], &in[q][qe], sizeof (float)) == 0;
-          else if ((kind == POL_COLL_REDUCE && r != root)
-                   || (kind == POL_COLL_REDUCE_SCATTER && b != r))
+          else if ((kind == COMM_REDUCE && r != root)
+                   || (kind == COMM_REDUCE_SCATTER && b != r))
             ok = TRUE;
           else
             ok = fabs (out[r][e] - sum) <= 1e-5 * mag + 1e-30;
@@ -1023,16 +1023,16 @@ pol_coll_check (PolCollKind kind, int p, gsize n, int root,
 }
 
 double
-pol_coll_cost (const PolCollAlgorithm *alg, PolCollKind kind, int p,
+comm_cost (const CommAlgorithm *alg, CommKind kind, int p,
                gsize n, double elem_bytes, double alpha, double beta,
                double reduce_per_byte)
 {
-  return pol_coll_cost_grouped (alg, kind, p, 1, n, elem_bytes, alpha, beta,
+  return comm_cost_grouped (alg, kind, p, 1, n, elem_bytes, alpha, beta,
                                 reduce_per_byte);
 }
 
 double
-pol_coll_cost_grouped (const PolCollAlgorithm *alg, PolCollKind kind, int p,
+comm_cost_grouped (const CommAlgorithm *alg, CommKind kind, int p,
                        int group, gsize n, double elem_bytes, double alpha,
                        double beta, double reduce_per_byte)
 {
@@ -1043,14 +1043,14 @@ pol_coll_cost_grouped (const PolCollAlgorithm *alg, PolCollKind kind, int p,
 }
 
 double
-pol_coll_messages (const char *name, PolCollKind kind, int p, gsize n, int channels)
+comm_messages (const char *name, CommKind kind, int p, gsize n, int channels)
 {
   if (p < 2)
     return 0;
   double P = p, lg = ceil (log2 (P));
-  gboolean all = kind == POL_COLL_ALLREDUCE;
-  gboolean one_to_all = kind == POL_COLL_BROADCAST || kind == POL_COLL_REDUCE
-                        || kind == POL_COLL_SCATTER || kind == POL_COLL_GATHER;
+  gboolean all = kind == COMM_ALLREDUCE;
+  gboolean one_to_all = kind == COMM_BROADCAST || kind == COMM_REDUCE
+                        || kind == COMM_SCATTER || kind == COMM_GATHER;
   double per;
   if (strcmp (name, "tree") == 0)
     per = (all ? 2 : 1) * (P - 1);
@@ -1060,7 +1060,7 @@ pol_coll_messages (const char *name, PolCollKind kind, int p, gsize n, int chann
     per = (all ? 2 : 1) * P * lg;
   else if (strcmp (name, "double-tree") == 0)
     {
-      /* two trees, each moving C chunks (coll-dbtree.c's chunk rule) */
+      /* two trees, each moving C chunks (dbtree.c's chunk rule) */
       double C = MAX (1.0, MIN ((double) (n / 2), 8 * lg));
       per = (all ? 2 : 1) * (P - 1) * 2 * C;
     }

@@ -1,15 +1,15 @@
 /*
- * coll-tree.c — the binomial-tree collective: reduce to the root, then
+ * tree.c — the binomial-tree collective: reduce to the root, then
  * binomial broadcast, one-port (Thakur, Rabenseifner & Gropp 2005; MPICH's
  * ordering).  All-reduce, reduce (its first half) and broadcast.  Its steps and cost are in
  * docs/collectives.md, "tree"; the executor that runs them is
- * policies/collectives.c.
+ * comm/collectives.c.
  */
 #include "config.h"
 
 #include <math.h>
 
-#include "policies/coll-program.h"
+#include "comm/program.h"
 
 /* Smallest L with 2^L >= p (p >= 1). */
 static int
@@ -24,11 +24,11 @@ ceil_log2 (int p)
 
 /* All-reduce, reduce and broadcast; the steps are generated (tree_step). */
 static gboolean
-tree_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind, GError **error)
+tree_build (CommOp *op G_GNUC_UNUSED, CommKind kind, GError **error)
 {
-  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_BROADCAST
-      && kind != POL_COLL_REDUCE)
-    return pol_coll_unsupported ("tree", kind, error);
+  if (kind != COMM_ALLREDUCE && kind != COMM_BROADCAST
+      && kind != COMM_REDUCE)
+    return comm_unsupported ("tree", kind, error);
   return TRUE;
 }
 
@@ -41,29 +41,29 @@ tree_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind, GError **error)
  * One-port: sends wait for arrival, reduce sends are rendezvous, so every
  * round costs exactly alpha + n beta (+ reduction). */
 static gboolean
-tree_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
+tree_step (const CommOp *op, int r, guint index, CommStep *out)
 {
-  int p = op->p, v = pol_coll_mod (r - op->root, p);
+  int p = op->p, v = comm_mod (r - op->root, p);
   int top;   /* first mask of the broadcast's sends, then halving */
   guint i = 0;  /* index of the step considered */
 
-#define REAL(u) pol_coll_mod ((u) + op->root, p)
-  if (op->kind == POL_COLL_ALLREDUCE || op->kind == POL_COLL_REDUCE)
+#define REAL(u) comm_mod ((u) + op->root, p)
+  if (op->kind == COMM_ALLREDUCE || op->kind == COMM_REDUCE)
     for (int mask = 1; mask < p; mask <<= 1)
       {
         if (v & mask)
           {
             if (i++ == index)
-              return pol_coll_step_send (out, REAL (v - mask), 0, op->n,
-                                         POL_COLL_SEND_WAIT
-                                         | POL_COLL_SEND_RDV);
+              return comm_step_send (out, REAL (v - mask), 0, op->n,
+                                         COMM_SEND_WAIT
+                                         | COMM_SEND_RDV);
             break;
           }
         if (v + mask < p && i++ == index)
-          return pol_coll_step_recv (out, REAL (v + mask), 0, op->n,
-                                     POL_COLL_RECV_REDUCE);
+          return comm_step_recv (out, REAL (v + mask), 0, op->n,
+                                     COMM_RECV_REDUCE);
       }
-  if (op->kind == POL_COLL_REDUCE)
+  if (op->kind == COMM_REDUCE)
     return FALSE;
   if (v == 0)
     top = p > 1 ? 1 << (ceil_log2 (p) - 1) : 0;
@@ -72,14 +72,14 @@ tree_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
       int low = v & -v;
 
       if (i++ == index)
-        return pol_coll_step_recv (out, REAL (v - low), 0, op->n,
-                                   POL_COLL_RECV_COPY);
+        return comm_step_recv (out, REAL (v - low), 0, op->n,
+                                   COMM_RECV_COPY);
       top = low >> 1;
     }
   for (int mask = top; mask >= 1; mask >>= 1)
     if (v + mask < p && i++ == index)
-      return pol_coll_step_send (out, REAL (v + mask), 0, op->n,
-                                 POL_COLL_SEND_WAIT);
+      return comm_step_send (out, REAL (v + mask), 0, op->n,
+                                 COMM_SEND_WAIT);
 #undef REAL
   return FALSE;
 }
@@ -87,7 +87,7 @@ tree_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
 /* Thakur et al. 2005: binomial broadcast ceil(lg p)(alpha + n beta); reduce
  * the same plus ceil(lg p) n gamma. */
 static double
-tree_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+tree_cost (CommKind kind, int p, int group G_GNUC_UNUSED,
            gsize n, double elem_bytes, double alpha,
            double beta, double gamma)
 {
@@ -96,18 +96,18 @@ tree_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
 
   switch (kind)
     {
-    case POL_COLL_ALLREDUCE:
+    case COMM_ALLREDUCE:
       return 2 * L * (alpha + N * beta) + L * N * gamma;
-    case POL_COLL_BROADCAST:
+    case COMM_BROADCAST:
       return L * (alpha + N * beta);
-    case POL_COLL_REDUCE:
+    case COMM_REDUCE:
       return L * (alpha + N * beta) + L * N * gamma;
     default:
       return NAN;
     }
 }
 
-const PolCollAlgorithm pol_coll_tree = {
+const CommAlgorithm comm_tree = {
   .name = "tree",
   .description = "binomial-tree reduce to the root, then binomial broadcast",
   .source = "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",

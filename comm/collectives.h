@@ -9,12 +9,17 @@
  * buffer when the last byte arrives, in the order the algorithm defines.  An
  * optional reduction cost (seconds per byte reduced) delays each reduction.
  *
- * Algorithms are registered by name (PolCollAlgorithm), each in its own
- * file (policies/coll-*.c) and run by one executor (policies/collectives.c).  docs/collectives.md gives each
- * one's steps and cost formula with its source.
+ * Algorithms are registered by name (CommAlgorithm), each in its own
+ * file (comm/NAME.c) and run by one executor (comm/collectives.c).
+ * docs/collectives.md gives each one's steps and cost formula with its
+ * source.
+ *
+ * comm/ is a layer of its own: it includes engine/ and netmodel/ only (and
+ * base/), knows nothing of training, and any schedule may run its
+ * collectives on any group of hosts.
  */
-#ifndef DTSIM_COLLECTIVES_H
-#define DTSIM_COLLECTIVES_H
+#ifndef DTSIM_COMM_COLLECTIVES_H
+#define DTSIM_COMM_COLLECTIVES_H
 
 #include <glib.h>
 
@@ -24,35 +29,35 @@
 G_BEGIN_DECLS
 
 /* Errors of the collectives: an algorithm asked for a kind it does not do. */
-#define POL_COLL_ERROR pol_coll_error_quark ()
-GQuark pol_coll_error_quark (void);
+#define COMM_ERROR comm_error_quark ()
+GQuark comm_error_quark (void);
 
 typedef enum {
-  POL_COLL_ERROR_UNSUPPORTED /* the algorithm does not do this kind */
-} PolCollError;
+  COMM_ERROR_UNSUPPORTED /* the algorithm does not do this kind */
+} CommError;
 
 typedef enum {
-  POL_COLL_ALLREDUCE,      /* every rank ends with the element-wise sum */
-  POL_COLL_REDUCE_SCATTER, /* rank r ends with the sum of its block r */
-  POL_COLL_ALLGATHER,      /* rank r contributes block r; all end with all */
-  POL_COLL_BROADCAST,      /* every rank ends with root's buffer */
-  POL_COLL_REDUCE,         /* root ends with the element-wise sum; the other
+  COMM_ALLREDUCE,      /* every rank ends with the element-wise sum */
+  COMM_REDUCE_SCATTER, /* rank r ends with the sum of its block r */
+  COMM_ALLGATHER,      /* rank r contributes block r; all end with all */
+  COMM_BROADCAST,      /* every rank ends with root's buffer */
+  COMM_REDUCE,         /* root ends with the element-wise sum; the other
                               buffers are scratch (partial sums) */
-  POL_COLL_SCATTER,        /* rank r ends with root's block r */
-  POL_COLL_GATHER,         /* root ends with rank r's block r, for every r */
-  POL_COLL_ALLTOALL        /* a transpose of equal blocks of c = n / p
+  COMM_SCATTER,        /* rank r ends with root's block r */
+  COMM_GATHER,         /* root ends with rank r's block r, for every r */
+  COMM_ALLTOALL        /* a transpose of equal blocks of c = n / p
                               floats: rank x's block y becomes what rank y
                               held in its block x; the last n mod p floats
                               stay as they were */
-} PolCollKind;
+} CommKind;
 
-#define POL_COLL_N_KINDS (POL_COLL_ALLTOALL + 1)
+#define COMM_N_KINDS (COMM_ALLTOALL + 1)
 
 /* "all-reduce", "reduce-scatter", ... as [policy] operation names them. */
-const char *pol_coll_kind_name (PolCollKind kind);
+const char *comm_kind_name (CommKind kind);
 
 /* Called once, when every rank has finished its part (simulated time now). */
-typedef void (*PolCollDone) (EngSim *sim, gpointer ctx, gpointer data);
+typedef void (*CommDone) (EngSim *sim, gpointer ctx, gpointer data);
 
 typedef struct {
   EngSim *sim;
@@ -75,61 +80,61 @@ typedef struct {
   int channels;              /* all-reduce only: 0 = as given, one
                                 collective over the ranks in their order;
                                 C >= 1 = C concurrent collectives, each over
-                                1/C of the buffer (pol_shard_bounds), their
+                                1/C of the buffer (comm_shard_bounds), their
                                 ranks in topology order (by host group), the
                                 order inside each group rotated by the
-                                channel's index (pol_coll_channel_order) */
-} PolCollArgs;
+                                channel's index (comm_channel_order) */
+} CommArgs;
 
 /* Blocks: for reduce-scatter and all-gather, and for the algorithms that cut
- * the buffer, block b of p is [lo, hi) with the sizes of pol_shard_bounds()
+ * the buffer, block b of p is [lo, hi) with the sizes of comm_shard_bounds()
  * (policy.h): the first n % p blocks have one element more. */
 
 /* The collective being run, as an algorithm sees it, and one step of a
- * rank's program (policies/coll-program.h, private to policies/). */
-typedef struct PolCollOp PolCollOp;
-typedef struct PolCollStep PolCollStep;
+ * rank's program (comm/program.h, private to policies/). */
+typedef struct CommOp CommOp;
+typedef struct CommStep CommStep;
 
 /* A two-level network for a cost formula: ranks in groups of `group`
  * (host groups: a node, a rack), routes inside a group of latency
  * alpha_in and s/byte beta_in, across groups alpha_out and beta_out. */
 typedef struct {
-  PolCollKind kind;
+  CommKind kind;
   int p, group;
   gsize n;
   double elem_bytes;
   double alpha_in, beta_in, alpha_out, beta_out;
   double reduce_per_byte;
-} PolCollLevels;
+} CommLevels;
 
-typedef struct PolCollAlgorithm PolCollAlgorithm;
+typedef struct CommAlgorithm CommAlgorithm;
 
-/* A collective algorithm: one file, policies/coll-<name>.c, defines it and
+/* A collective algorithm: one file, comm/<name>.c, defines it and
  * the registry in collectives.c lists it; nothing else names it. */
-struct PolCollAlgorithm {
+struct CommAlgorithm {
   const char *name;          /* as in [policy] algorithm */
   const char *description;
   const char *source;        /* the paper or document its steps and cost
                                 formula come from */
-  /* Prepares `op` for `kind` (coll-program.h): with `step`, sets op->state
+  /* Prepares `op` for `kind` (comm/program.h): with `step`, sets op->state
    * if its steps need precomputed data; without, writes every rank's whole
-   * program.  Returns FALSE (and sets POL_COLL_ERROR_UNSUPPORTED) for a kind
+   * program.  Returns FALSE (and sets COMM_ERROR_UNSUPPORTED) for a kind
    * it does not do. */
-  gboolean (*build) (PolCollOp *op, PolCollKind kind, GError **error);
+  gboolean (*build) (CommOp *op, CommKind kind, GError **error);
   /* Writes step `index` of rank `rank`'s program into *out, or returns FALSE
    * when the program has fewer steps; called once per step, in order, as the
    * rank reaches it.  NULL: the programs are the ones `build` stored. */
-  gboolean (*step) (const PolCollOp *op, int rank, guint index,
-                    PolCollStep *out);
-  /* Its cost formula, as pol_coll_cost_grouped() documents (`group` ranks
+  gboolean (*step) (const CommOp *op, int rank, guint index,
+                    CommStep *out);
+  /* Its cost formula, as comm_cost_grouped() documents (`group` ranks
    * per node, dividing p; only a locality-aware algorithm reads it); NaN
    * for a kind it does not do. */
-  double (*cost) (PolCollKind kind, int p, int group, gsize n,
+  double (*cost) (CommKind kind, int p, int group, gsize n,
                   double elem_bytes, double alpha, double beta,
                   double reduce_per_byte);
   /* Its formula on a two-level network (NULL: the algorithm is limited by
    * the slower level, and `cost` with alpha_out and beta_out applies). */
-  double (*cost_levels) (const PolCollLevels *l);
+  double (*cost_levels) (const CommLevels *l);
   /* It crosses from group to group through one route at a time (the
    * ring): C channels, crossing through C routes, each carry 1/C of the
    * buffer in auto's estimate; the others already use every route. */
@@ -144,34 +149,34 @@ struct PolCollAlgorithm {
    * its root that max-min charges. */
   gboolean baseline;
   /* A selector, not an algorithm (auto): picks the registered algorithm
-   * that runs `kind` for `a`, or NULL when none does.  pol_coll_start()
+   * that runs `kind` for `a`, or NULL when none does.  comm_start()
    * runs what it picks; build and step are then unused. */
-  const PolCollAlgorithm *(*choose) (const PolCollArgs *a, PolCollKind kind);
+  const CommAlgorithm *(*choose) (const CommArgs *a, CommKind kind);
 };
 
-/* What pol_coll_start() runs for `alg`: alg itself, or what its `choose`
+/* What comm_start() runs for `alg`: alg itself, or what its `choose`
  * picks for `a` and `kind` (NULL when none runs the kind). */
-const PolCollAlgorithm *pol_coll_resolve (const PolCollAlgorithm *alg,
-                                          const PolCollArgs *a,
-                                          PolCollKind kind);
+const CommAlgorithm *comm_resolve (const CommAlgorithm *alg,
+                                          const CommArgs *a,
+                                          CommKind kind);
 
 /* Transfers one collective `kind` of algorithm `name` makes among p ranks
  * over n elements, in `channels` channels (the executor's count for ring,
  * tree, naive, halving-doubling and double-tree; the ring's, an upper
  * bound, for hierarchical and for auto, which picks per collective). */
-double pol_coll_messages (const char *name, PolCollKind kind, int p, gsize n, int channels);
-const PolCollAlgorithm *pol_coll_lookup (const char *name);
+double comm_messages (const char *name, CommKind kind, int p, gsize n, int channels);
+const CommAlgorithm *comm_lookup (const char *name);
 /* NULL-terminated list of the registered algorithms. */
-const PolCollAlgorithm *const *pol_coll_all (void);
+const CommAlgorithm *const *comm_all (void);
 /* The same, untyped, for [policy] algorithm (BaseKey.entries). */
-const void *const *pol_coll_entries (void);
+const void *const *comm_entries (void);
 
 /* Starts the collective `kind` of algorithm `alg`; arguments are copied,
  * buffers are borrowed until `done`, which is called once, in an event, when
  * every rank has finished (p = 1: at the current time).  Returns FALSE (and
  * sets error) for a kind the algorithm does not do, scheduling nothing. */
-gboolean pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
-                         PolCollKind kind, PolCollDone done, gpointer ctx,
+gboolean comm_start (const CommAlgorithm *alg, const CommArgs *a,
+                         CommKind kind, CommDone done, gpointer ctx,
                          gpointer data, GError **error);
 
 /* The ranks of channel c, in ring order, into order[p]: ranks sorted by
@@ -183,7 +188,7 @@ gboolean pol_coll_start (const PolCollAlgorithm *alg, const PolCollArgs *a,
  * node from its GPU c - 1 and enters the next at its GPU c: the channels
  * cross nodes through different NICs, as NCCL's rings do.  `group` (p) is
  * each rank's host group. */
-void pol_coll_channel_order (int p, const int *group, int c, NetGroupOrder ring,
+void comm_channel_order (int p, const int *group, int c, NetGroupOrder ring,
                              int *order);
 
 /* Whether `out` (p buffers of n floats, after the collective `kind` with
@@ -192,7 +197,7 @@ void pol_coll_channel_order (int p, const int *group, int c, NetGroupOrder ring,
  * algorithms add in different orders); scratch parts (reduce: every rank
  * but the root; reduce-scatter: every block but the rank's own) are not
  * checked.  On a difference, sets *rank and *elem to the first one. */
-gboolean pol_coll_check (PolCollKind kind, int p, gsize n, int root,
+gboolean comm_check (CommKind kind, int p, gsize n, int root,
                          const float *const *in, const float *const *out,
                          int *rank, gsize *elem);
 
@@ -200,15 +205,15 @@ gboolean pol_coll_check (PolCollKind kind, int p, gsize n, int root,
  * every route has latency alpha (s) and bandwidth 1/beta (beta in s/byte),
  * from the algorithm's cost formula (docs/collectives.md); reduction cost
  * included.  For tests and for `dtsim check`. */
-double pol_coll_cost (const PolCollAlgorithm *alg, PolCollKind kind, int p,
+double comm_cost (const CommAlgorithm *alg, CommKind kind, int p,
                       gsize n, double elem_bytes, double alpha, double beta,
                       double reduce_per_byte);
 /* The same when the p ranks form groups of `group` ranks each (hosts
  * sharing a node or rack, net_network_host_group; group >= 1 divides p):
  * routes inside a group and across still all have alpha and beta, so only
  * an algorithm that moves data by group (hierarchical) depends on it.
- * pol_coll_cost() is this with group = 1 (every rank alone, as on a star). */
-double pol_coll_cost_grouped (const PolCollAlgorithm *alg, PolCollKind kind,
+ * comm_cost() is this with group = 1 (every rank alone, as on a star). */
+double comm_cost_grouped (const CommAlgorithm *alg, CommKind kind,
                               int p, int group, gsize n, double elem_bytes,
                               double alpha, double beta,
                               double reduce_per_byte);
@@ -223,11 +228,11 @@ typedef struct {
   guint64 transfers;    /* messages handed to net_send */
   guint64 examined;     /* times the executor examined a rank's current step */
   guint64 stored_steps; /* steps of the programs stored by builders */
-} PolCollStats;
+} CommStats;
 
 /* Copies the counters into *out. */
-void pol_coll_stats (PolCollStats *out);
+void comm_stats (CommStats *out);
 
 G_END_DECLS
 
-#endif /* DTSIM_COLLECTIVES_H */
+#endif /* DTSIM_COMM_COLLECTIVES_H */

@@ -1,25 +1,25 @@
 /*
- * coll-ring.c — the ring collective: reduce-scatter then all-gather around
+ * ring.c — the ring collective: reduce-scatter then all-gather around
  * a ring of the p ranks, p - 1 steps each (Patarasuk & Yuan 2009), and
  * broadcast as a relay.  Its steps and cost are in docs/collectives.md,
- * "ring"; the executor that runs them is policies/collectives.c.
+ * "ring"; the executor that runs them is comm/collectives.c.
  */
 #include "config.h"
 
 #include <math.h>
 
-#include "policies/coll-program.h"
-#include "policies/policy.h"
+#include "comm/program.h"
+#include "comm/shard.h"
 
 /* Ring [Patarasuk & Yuan 2009]: all-reduce, reduce-scatter, all-gather and
  * broadcast, and its steps are a formula of (rank, index) (ring_step):
  * nothing to prepare. */
 static gboolean
-ring_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind, GError **error)
+ring_build (CommOp *op G_GNUC_UNUSED, CommKind kind, GError **error)
 {
-  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE_SCATTER
-      && kind != POL_COLL_ALLGATHER && kind != POL_COLL_BROADCAST)
-    return pol_coll_unsupported ("ring", kind, error);
+  if (kind != COMM_ALLREDUCE && kind != COMM_REDUCE_SCATTER
+      && kind != COMM_ALLGATHER && kind != COMM_BROADCAST)
+    return comm_unsupported ("ring", kind, error);
   return TRUE;
 }
 
@@ -27,17 +27,17 @@ ring_build (PolCollOp *op G_GNUC_UNUSED, PolCollKind kind, GError **error)
  * (v = r - root mod p) receives from r-1 unless it is the root, then sends
  * to r+1 unless it is last. */
 static gboolean
-ring_relay_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
+ring_relay_step (const CommOp *op, int r, guint index, CommStep *out)
 {
-  int p = op->p, v = pol_coll_mod (r - op->root, p);
+  int p = op->p, v = comm_mod (r - op->root, p);
 
   if (v > 0 && index == 0)
-    return pol_coll_step_recv (out, pol_coll_mod (r - 1, p), 0, op->n,
-                               POL_COLL_RECV_COPY);
+    return comm_step_recv (out, comm_mod (r - 1, p), 0, op->n,
+                               COMM_RECV_COPY);
   if (v > 0)
     index--;
   if (v < p - 1 && index == 0)
-    return pol_coll_step_send (out, pol_coll_mod (r + 1, p), 0, op->n, 0);
+    return comm_step_send (out, comm_mod (r + 1, p), 0, op->n, 0);
   return FALSE;
 }
 
@@ -49,44 +49,44 @@ ring_relay_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
  * off = -1 (rank r ends owning block r); all-gather a copying pass with
  * off = 0 (rank r starts owning block r). */
 static gboolean
-ring_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
+ring_step (const CommOp *op, int r, guint index, CommStep *out)
 {
   int p = op->p, k, off;
   guint per = 2 * (guint) (p - 1), pass;   /* steps per pass, which pass */
-  PolCollRecvMode mode;
+  CommRecvMode mode;
   gsize lo, hi;
 
-  if (op->kind == POL_COLL_BROADCAST)
+  if (op->kind == COMM_BROADCAST)
     return ring_relay_step (op, r, index, out);
   if (p == 1)
     return FALSE;
   pass = index / per;
   k = (int) (index % per / 2);
-  if (op->kind == POL_COLL_ALLREDUCE && pass < 2)
+  if (op->kind == COMM_ALLREDUCE && pass < 2)
     {
       off = (int) pass;
-      mode = pass == 0 ? POL_COLL_RECV_REDUCE : POL_COLL_RECV_COPY;
+      mode = pass == 0 ? COMM_RECV_REDUCE : COMM_RECV_COPY;
     }
-  else if (op->kind == POL_COLL_REDUCE_SCATTER && pass == 0)
+  else if (op->kind == COMM_REDUCE_SCATTER && pass == 0)
     {
       off = -1;
-      mode = POL_COLL_RECV_REDUCE;
+      mode = COMM_RECV_REDUCE;
     }
-  else if (op->kind == POL_COLL_ALLGATHER && pass == 0)
+  else if (op->kind == COMM_ALLGATHER && pass == 0)
     {
       off = 0;
-      mode = POL_COLL_RECV_COPY;
+      mode = COMM_RECV_COPY;
     }
   else
     return FALSE;
   /* the neighbours without a division: this runs twice per transfer */
   if (index % 2 == 0)
     {
-      pol_shard_bounds (op->n, p, pol_coll_mod (r - k + off, p), &lo, &hi);
-      return pol_coll_step_send (out, r + 1 == p ? 0 : r + 1, lo, hi, 0);
+      comm_shard_bounds (op->n, p, comm_mod (r - k + off, p), &lo, &hi);
+      return comm_step_send (out, r + 1 == p ? 0 : r + 1, lo, hi, 0);
     }
-  pol_shard_bounds (op->n, p, pol_coll_mod (r - 1 - k + off, p), &lo, &hi);
-  return pol_coll_step_recv (out, r == 0 ? p - 1 : r - 1, lo, hi, mode);
+  comm_shard_bounds (op->n, p, comm_mod (r - 1 - k + off, p), &lo, &hi);
+  return comm_step_recv (out, r == 0 ? p - 1 : r - 1, lo, hi, mode);
 }
 
 /* Patarasuk & Yuan 2009, Thakur et al. 2005:
@@ -95,7 +95,7 @@ ring_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
  * 2(p-1) steps is the longest); each of the p-1 reduce-scatter steps
  * reduces one block: + (p-1) M gamma. */
 static double
-ring_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+ring_cost (CommKind kind, int p, int group G_GNUC_UNUSED,
            gsize n, double elem_bytes, double alpha,
            double beta, double gamma)
 {
@@ -105,13 +105,13 @@ ring_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
 
   switch (kind)
     {
-    case POL_COLL_ALLREDUCE:
+    case COMM_ALLREDUCE:
       return 2 * (p - 1) * alpha + (p - 1) * M * (2 * beta + gamma);
-    case POL_COLL_REDUCE_SCATTER:
+    case COMM_REDUCE_SCATTER:
       return (p - 1) * (alpha + M * (beta + gamma));
-    case POL_COLL_ALLGATHER:
+    case COMM_ALLGATHER:
       return (p - 1) * (alpha + M * beta);
-    case POL_COLL_BROADCAST:
+    case COMM_BROADCAST:
       /* Relay of the whole buffer through p-1 hops. */
       return (p - 1) * (alpha + N * beta);
     default:
@@ -126,12 +126,12 @@ ring_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
  * alpha_out + M beta_out, the others alpha_in + M beta_in, plus the p - 1
  * reductions (docs/collectives.md, hierarchical: the flat ring on nodes). */
 static double
-ring_cost_levels (const PolCollLevels *l)
+ring_cost_levels (const CommLevels *l)
 {
   int p = l->p, g = l->group, m, x;
   double M = (double) ((l->n + (gsize) p - 1) / (gsize) p) * l->elem_bytes;
 
-  if (l->kind != POL_COLL_ALLREDUCE || g < 2 || p % g != 0)
+  if (l->kind != COMM_ALLREDUCE || g < 2 || p % g != 0)
     return ring_cost (l->kind, p, 1, l->n, l->elem_bytes, l->alpha_out,
                       l->beta_out, l->reduce_per_byte);
   m = p / g;
@@ -141,7 +141,7 @@ ring_cost_levels (const PolCollLevels *l)
          + (p - 1) * M * l->reduce_per_byte;
 }
 
-const PolCollAlgorithm pol_coll_ring = {
+const CommAlgorithm comm_ring = {
   .name = "ring",
   .description = "reduce-scatter then all-gather around a ring, p-1 steps each",
   .source = "Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2); "

@@ -1,5 +1,5 @@
 /*
- * coll-dbtree.c — the double binary tree, NCCL's "tree" algorithm: the
+ * dbtree.c — the double binary tree, NCCL's "tree" algorithm: the
  * buffer is cut in two halves, each reduced up and broadcast down a binary
  * tree of its own, in chunks, so that a rank forwards one chunk while the
  * next one arrives.  The two trees span the ranks other than the root:
@@ -13,14 +13,14 @@
  * The steps are generated from (rank, index) out of a few numbers per rank
  * computed by build (O(p) for the collective).  Steps, chunk rule and cost
  * are in docs/collectives.md, "double-tree"; the executor that runs them is
- * policies/collectives.c.
+ * comm/collectives.c.
  */
 #include "config.h"
 
 #include <math.h>
 
-#include "policies/coll-program.h"
-#include "policies/policy.h"
+#include "comm/program.h"
+#include "comm/shard.h"
 
 #define DBT_NAME "double-tree"
 
@@ -172,14 +172,14 @@ dbt_place (int m, int v, DbtRank *r)
 /* All-reduce, reduce and broadcast; the steps are generated (dbt_step) from
  * each rank's place, computed here. */
 static gboolean
-dbt_build (PolCollOp *op, PolCollKind kind, GError **error)
+dbt_build (CommOp *op, CommKind kind, GError **error)
 {
   DbtState *st;
   int m = op->p - 1;
 
-  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE
-      && kind != POL_COLL_BROADCAST)
-    return pol_coll_unsupported (DBT_NAME, kind, error);
+  if (kind != COMM_ALLREDUCE && kind != COMM_REDUCE
+      && kind != COMM_BROADCAST)
+    return comm_unsupported (DBT_NAME, kind, error);
   if (op->p == 1)
     return TRUE;
   st = g_new0 (DbtState, 1);
@@ -265,13 +265,13 @@ dbt_count (const DbtStream *s, int ns, int C, int j)
 /* Elements [lo, hi) of chunk k of tree t's half: the reduce gives tree A
  * the first ceil(n/2) elements, the broadcast the first floor(n/2) (the
  * larger half goes where it costs least: docs/collectives.md); each half
- * is cut as pol_shard_bounds (len, C). */
+ * is cut as comm_shard_bounds (len, C). */
 static void
 dbt_range (gsize n, int C, gboolean bcast, int t, int k, gsize *lo, gsize *hi)
 {
   gsize a = bcast ? n / 2 : n - n / 2;   /* elements of tree A's half */
 
-  pol_shard_bounds (t == 0 ? a : n - a, C, k, lo, hi);
+  comm_shard_bounds (t == 0 ? a : n - a, C, k, lo, hi);
   if (t == 1)
     {
       *lo += a;
@@ -282,8 +282,8 @@ dbt_range (gsize n, int C, gboolean bcast, int t, int k, gsize *lo, gsize *hi)
 /* Writes step e (a child, or the root's tree) of stream `what` for chunk k
  * of rank r. */
 static gboolean
-dbt_emit (const PolCollOp *op, const DbtState *st, const DbtRank *r,
-          DbtWhat what, int e, int k, PolCollStep *out)
+dbt_emit (const CommOp *op, const DbtState *st, const DbtRank *r,
+          DbtWhat what, int e, int k, CommStep *out)
 {
   int t, peer;
   gsize lo, hi;
@@ -309,24 +309,24 @@ dbt_emit (const PolCollOp *op, const DbtState *st, const DbtRank *r,
       break;
     }
   dbt_range (op->n, st->chunks, what >= DBT_RECV_INNER, t, k, &lo, &hi);
-  peer = pol_coll_mod (peer + op->root, op->p);
+  peer = comm_mod (peer + op->root, op->p);
   switch (what)
     {
     case DBT_RECV_DOWN: case DBT_ROOT_RECV:
-      return pol_coll_step_recv (out, peer, lo, hi, POL_COLL_RECV_REDUCE);
+      return comm_step_recv (out, peer, lo, hi, COMM_RECV_REDUCE);
     case DBT_RECV_INNER: case DBT_RECV_OUTER:
-      return pol_coll_step_recv (out, peer, lo, hi, POL_COLL_RECV_COPY);
+      return comm_step_recv (out, peer, lo, hi, COMM_RECV_COPY);
     default:   /* one-port sends: the rank is busy until the last byte has
                   arrived, so a leaf cannot push all its chunks at once */
-      return pol_coll_step_send (out, peer, lo, hi, POL_COLL_SEND_WAIT);
+      return comm_step_send (out, peer, lo, hi, COMM_SEND_WAIT);
     }
 }
 
 /* Step `index` of rank v's program in one phase, or FALSE past its end:
  * the period holding it by bisection on dbt_count, then the stream. */
 static gboolean
-dbt_phase_step (const PolCollOp *op, const DbtState *st, int v,
-                gboolean bcast, guint index, PolCollStep *out)
+dbt_phase_step (const CommOp *op, const DbtState *st, int v,
+                gboolean bcast, guint index, CommStep *out)
 {
   const DbtRank *r = &st->ranks[v];
   DbtStream s[3];
@@ -364,20 +364,20 @@ dbt_phase_step (const PolCollOp *op, const DbtState *st, int v,
 /* Step `index` of rank `rank`: the reduce's steps, then (all-reduce) the
  * broadcast's. */
 static gboolean
-dbt_step (const PolCollOp *op, int rank, guint index, PolCollStep *out)
+dbt_step (const CommOp *op, int rank, guint index, CommStep *out)
 {
   const DbtState *st = op->state;
-  int v = pol_coll_mod (rank - op->root, op->p);
+  int v = comm_mod (rank - op->root, op->p);
   DbtStream s[3];
   guint len;
 
   if (st == NULL)   /* p = 1 */
     return FALSE;
-  if (op->kind == POL_COLL_BROADCAST)
+  if (op->kind == COMM_BROADCAST)
     return dbt_phase_step (op, st, v, TRUE, index, out);
   if (dbt_phase_step (op, st, v, FALSE, index, out))
     return TRUE;
-  if (op->kind == POL_COLL_REDUCE)
+  if (op->kind == COMM_REDUCE)
     return FALSE;
   len = 0;
   for (int i = 0, ns = dbt_streams (&st->ranks[v], FALSE, s); i < ns; i++)
@@ -393,7 +393,7 @@ dbt_chunk_len (gsize len, int C, int k)
 {
   gsize lo, hi;
 
-  pol_shard_bounds (len, C, k, &lo, &hi);
+  comm_shard_bounds (len, C, k, &lo, &hi);
   return (double) (hi - lo);
 }
 
@@ -447,19 +447,19 @@ dbt_bcast_cost (int p, gsize n, double e, double alpha, double beta)
 
 /* Exact with contention = none when gamma <= beta / 2 (docs/collectives.md). */
 static double
-dbt_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED, gsize n,
+dbt_cost (CommKind kind, int p, int group G_GNUC_UNUSED, gsize n,
           double elem_bytes, double alpha, double beta, double gamma)
 {
-  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE
-      && kind != POL_COLL_BROADCAST)
+  if (kind != COMM_ALLREDUCE && kind != COMM_REDUCE
+      && kind != COMM_BROADCAST)
     return NAN;
   if (p == 1)
     return 0;
   switch (kind)
     {
-    case POL_COLL_REDUCE:
+    case COMM_REDUCE:
       return dbt_reduce_cost (p, n, elem_bytes, alpha, beta, gamma);
-    case POL_COLL_BROADCAST:
+    case COMM_BROADCAST:
       return dbt_bcast_cost (p, n, elem_bytes, alpha, beta);
     default:
       return dbt_reduce_cost (p, n, elem_bytes, alpha, beta, gamma)
@@ -467,7 +467,7 @@ dbt_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED, gsize n,
     }
 }
 
-const PolCollAlgorithm pol_coll_dbtree = {
+const CommAlgorithm comm_dbtree = {
   .name = DBT_NAME,
   .description = "NCCL's double binary tree: each half of the buffer reduced "
                  "up and broadcast down its own tree, pipelined in chunks",

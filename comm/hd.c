@@ -1,10 +1,10 @@
 /*
- * coll-hd.c — the halving-doubling collective (Rabenseifner): recursive
+ * hd.c — the halving-doubling collective (Rabenseifner): recursive
  * halving reduce-scatter then recursive doubling all-gather, with the
  * non-power-of-two pre- and post-steps of Thakur, Rabenseifner & Gropp 2005.
  * All-reduce, reduce-scatter and all-gather.  Its steps and cost are in
  * docs/collectives.md, "halving-doubling"; the executor that runs them is
- * policies/collectives.c.
+ * comm/collectives.c.
  *
  * Its cost with unequal segments has no simpler closed form: hd_cost()
  * evaluates the max-plus recurrence of the dependency rule, which equals the
@@ -15,8 +15,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "policies/coll-program.h"
-#include "policies/policy.h"
+#include "comm/program.h"
+#include "comm/shard.h"
 
 /* Largest power of two <= p (p >= 1). */
 static int
@@ -43,7 +43,7 @@ typedef struct {
 } HdGeom;
 
 static void
-hd_geom_init (HdGeom *g, int p, gsize n, PolCollKind kind)
+hd_geom_init (HdGeom *g, int p, gsize n, CommKind kind)
 {
   g->pp = floor_pow2 (p);
   g->r = p - g->pp;
@@ -54,10 +54,10 @@ hd_geom_init (HdGeom *g, int p, gsize n, PolCollKind kind)
     {
       gsize lo, hi;
 
-      if (kind == POL_COLL_ALLREDUCE)
-        pol_shard_bounds (n, g->pp, j, &lo, &hi);
+      if (kind == COMM_ALLREDUCE)
+        comm_shard_bounds (n, g->pp, j, &lo, &hi);
       else
-        pol_shard_bounds (n, p, j < g->r ? 2 * j : j + g->r, &lo, &hi);
+        comm_shard_bounds (n, p, j < g->r ? 2 * j : j + g->r, &lo, &hi);
       g->bound[j] = lo;
     }
   g->bound[g->pp] = n;
@@ -85,13 +85,13 @@ hd_geom_free (gpointer data)
 /* Rabenseifner's algorithm: every kind but broadcast.  Its steps are
  * generated (hd_step) from the geometry, which this computes once. */
 static gboolean
-hd_build (PolCollOp *op, PolCollKind kind, GError **error)
+hd_build (CommOp *op, CommKind kind, GError **error)
 {
   HdGeom *g;
 
-  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE_SCATTER
-      && kind != POL_COLL_ALLGATHER)
-    return pol_coll_unsupported ("halving-doubling", kind, error);
+  if (kind != COMM_ALLREDUCE && kind != COMM_REDUCE_SCATTER
+      && kind != COMM_ALLGATHER)
+    return comm_unsupported ("halving-doubling", kind, error);
   g = g_new (HdGeom, 1);
   hd_geom_init (g, op->p, op->n, kind);
   op->state = g;
@@ -103,19 +103,19 @@ hd_build (PolCollOp *op, PolCollKind kind, GError **error)
  * it hands its vector (all-gather: its block) to o + 1 and gets the result
  * back (reduce-scatter: its block). */
 static gboolean
-hd_removed_step (const PolCollOp *op, int o, guint index, PolCollStep *out)
+hd_removed_step (const CommOp *op, int o, guint index, CommStep *out)
 {
   gsize blo, bhi;
 
-  pol_shard_bounds (op->n, op->p, o, &blo, &bhi);
-  if (index == 0 && op->kind == POL_COLL_ALLGATHER)
-    return pol_coll_step_send (out, o + 1, blo, bhi, 0);
+  comm_shard_bounds (op->n, op->p, o, &blo, &bhi);
+  if (index == 0 && op->kind == COMM_ALLGATHER)
+    return comm_step_send (out, o + 1, blo, bhi, 0);
   if (index == 0)
-    return pol_coll_step_send (out, o + 1, 0, op->n, 0);
-  if (index == 1 && op->kind == POL_COLL_REDUCE_SCATTER)
-    return pol_coll_step_recv (out, o + 1, blo, bhi, POL_COLL_RECV_COPY);
+    return comm_step_send (out, o + 1, 0, op->n, 0);
+  if (index == 1 && op->kind == COMM_REDUCE_SCATTER)
+    return comm_step_recv (out, o + 1, blo, bhi, COMM_RECV_COPY);
   if (index == 1)
-    return pol_coll_step_recv (out, o + 1, 0, op->n, POL_COLL_RECV_COPY);
+    return comm_step_recv (out, o + 1, 0, op->n, COMM_RECV_COPY);
   return FALSE;
 }
 
@@ -125,38 +125,38 @@ hd_removed_step (const PolCollOp *op, int o, guint index, PolCollStep *out)
  * j & ~(2d-1); it sends the half without j and adds the received half with
  * it, ending with group j. */
 static gboolean
-hd_halving_step (const HdGeom *g, int j, guint i, PolCollStep *out)
+hd_halving_step (const HdGeom *g, int j, guint i, CommStep *out)
 {
   int d = g->pp >> (i / 2 + 1);
   int peer = hd_old (g, j ^ d), lo = j & ~(2 * d - 1), mid = lo + d;
   const gsize *b = g->bound;
 
   if (i % 2 == 0 && (j & d))
-    return pol_coll_step_send (out, peer, b[lo], b[mid], 0);
+    return comm_step_send (out, peer, b[lo], b[mid], 0);
   if (i % 2 == 0)
-    return pol_coll_step_send (out, peer, b[mid], b[mid + d], 0);
+    return comm_step_send (out, peer, b[mid], b[mid + d], 0);
   if (j & d)
-    return pol_coll_step_recv (out, peer, b[mid], b[mid + d],
-                               POL_COLL_RECV_REDUCE);
-  return pol_coll_step_recv (out, peer, b[lo], b[mid], POL_COLL_RECV_REDUCE);
+    return comm_step_recv (out, peer, b[mid], b[mid + d],
+                               COMM_RECV_REDUCE);
+  return comm_step_recv (out, peer, b[lo], b[mid], COMM_RECV_REDUCE);
 }
 
 /* Step i (< 2 lg p') of the recursive doubling of new rank j: in round
  * t = i/2, d = 2^t, it sends its range, the d groups from j & ~(d-1), to
  * j^d and copies its partner's adjacent one. */
 static gboolean
-hd_doubling_step (const HdGeom *g, int j, guint i, PolCollStep *out)
+hd_doubling_step (const HdGeom *g, int j, guint i, CommStep *out)
 {
   int d = 1 << (i / 2);
   int peer = hd_old (g, j ^ d), lo = j & ~(d - 1), hi = lo + d;
   const gsize *b = g->bound;
 
   if (i % 2 == 0)
-    return pol_coll_step_send (out, peer, b[lo], b[hi], 0);
+    return comm_step_send (out, peer, b[lo], b[hi], 0);
   if (j & d)
-    return pol_coll_step_recv (out, peer, b[lo - d], b[lo],
-                               POL_COLL_RECV_COPY);
-  return pol_coll_step_recv (out, peer, b[hi], b[hi + d], POL_COLL_RECV_COPY);
+    return comm_step_recv (out, peer, b[lo - d], b[lo],
+                               COMM_RECV_COPY);
+  return comm_step_recv (out, peer, b[hi], b[hi + d], COMM_RECV_COPY);
 }
 
 /* Step `index` of old rank o [Rabenseifner 2004; Thakur et al. 2005], with
@@ -165,7 +165,7 @@ hd_doubling_step (const HdGeom *g, int j, guint i, PolCollStep *out)
  * hands it the result; every new rank runs halving (not for all-gather) and
  * doubling (not for reduce-scatter). */
 static gboolean
-hd_step (const PolCollOp *op, int o, guint index, PolCollStep *out)
+hd_step (const CommOp *op, int o, guint index, CommStep *out)
 {
   const HdGeom *g = op->state;
   guint i = index, rounds = 2 * (guint) g->lg;  /* steps of one phase */
@@ -176,25 +176,25 @@ hd_step (const PolCollOp *op, int o, guint index, PolCollStep *out)
   if (paired && o % 2 == 0)
     return hd_removed_step (op, o, index, out);
   if (paired)
-    pol_shard_bounds (op->n, op->p, o - 1, &blo, &bhi);
+    comm_shard_bounds (op->n, op->p, o - 1, &blo, &bhi);
   if (paired && i == 0)
-    return op->kind == POL_COLL_ALLGATHER
-           ? pol_coll_step_recv (out, o - 1, blo, bhi, POL_COLL_RECV_COPY)
-           : pol_coll_step_recv (out, o - 1, 0, op->n, POL_COLL_RECV_REDUCE);
+    return op->kind == COMM_ALLGATHER
+           ? comm_step_recv (out, o - 1, blo, bhi, COMM_RECV_COPY)
+           : comm_step_recv (out, o - 1, 0, op->n, COMM_RECV_REDUCE);
   if (paired)
     i--;
-  if (op->kind != POL_COLL_ALLGATHER && i < rounds)
+  if (op->kind != COMM_ALLGATHER && i < rounds)
     return hd_halving_step (g, j, i, out);
-  if (op->kind != POL_COLL_ALLGATHER)
+  if (op->kind != COMM_ALLGATHER)
     i -= rounds;
-  if (op->kind != POL_COLL_REDUCE_SCATTER && i < rounds)
+  if (op->kind != COMM_REDUCE_SCATTER && i < rounds)
     return hd_doubling_step (g, j, i, out);
-  if (op->kind != POL_COLL_REDUCE_SCATTER)
+  if (op->kind != COMM_REDUCE_SCATTER)
     i -= rounds;
   if (paired && i == 0)
-    return op->kind == POL_COLL_REDUCE_SCATTER
-           ? pol_coll_step_send (out, o - 1, blo, bhi, 0)
-           : pol_coll_step_send (out, o - 1, 0, op->n, 0);
+    return op->kind == COMM_REDUCE_SCATTER
+           ? comm_step_send (out, o - 1, blo, bhi, 0)
+           : comm_step_send (out, o - 1, 0, op->n, 0);
   return FALSE;
 }
 
@@ -286,7 +286,7 @@ hd_cost_doubling (HdCost *c)
  * ((p-1)/p) n gamma; otherwise + (alpha + n beta + n gamma) before and
  * (alpha + n beta) after, lg p' and p' in place of lg p and p. */
 static double
-hd_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+hd_cost (CommKind kind, int p, int group G_GNUC_UNUSED,
          gsize n, double elem_bytes, double alpha,
          double beta, double gamma)
 {
@@ -294,8 +294,8 @@ hd_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
                .gamma = gamma };
   double end = 0;
 
-  if (kind != POL_COLL_ALLREDUCE && kind != POL_COLL_REDUCE_SCATTER
-      && kind != POL_COLL_ALLGATHER)
+  if (kind != COMM_ALLREDUCE && kind != COMM_REDUCE_SCATTER
+      && kind != COMM_ALLGATHER)
     return NAN;
   hd_geom_init (&c.g, p, n, kind);
   c.T = g_new0 (double, c.g.pp);
@@ -307,15 +307,15 @@ hd_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
     {
       gsize blo, bhi;
 
-      pol_shard_bounds (n, p, 2 * j, &blo, &bhi);
-      if (kind == POL_COLL_ALLGATHER)
+      comm_shard_bounds (n, p, 2 * j, &blo, &bhi);
+      if (kind == COMM_ALLGATHER)
         c.T[j] = alpha + (double) (bhi - blo) * elem_bytes * beta;
       else
         c.T[j] = alpha + (double) n * elem_bytes * (beta + gamma);
     }
-  if (kind != POL_COLL_ALLGATHER)
+  if (kind != COMM_ALLGATHER)
     hd_cost_halving (&c);
-  if (kind != POL_COLL_REDUCE_SCATTER)
+  if (kind != COMM_REDUCE_SCATTER)
     hd_cost_doubling (&c);
   /* Post-step: odd old rank 2j+1 sends the result back to 2j. */
   for (int j = 0; j < c.g.pp; j++)
@@ -326,8 +326,8 @@ hd_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
         {
           gsize blo, bhi;
 
-          pol_shard_bounds (n, p, 2 * j, &blo, &bhi);
-          back = alpha + (kind == POL_COLL_REDUCE_SCATTER
+          comm_shard_bounds (n, p, 2 * j, &blo, &bhi);
+          back = alpha + (kind == COMM_REDUCE_SCATTER
                           ? (double) (bhi - blo) : (double) n) * elem_bytes * beta;
         }
       end = MAX (end, c.T[j] + back);
@@ -340,7 +340,7 @@ hd_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
   return end;
 }
 
-const PolCollAlgorithm pol_coll_hd = {
+const CommAlgorithm comm_hd = {
   .name = "halving-doubling",
   .description = "recursive-halving reduce-scatter then recursive-doubling "
                  "all-gather (Rabenseifner)",

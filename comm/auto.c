@@ -1,5 +1,5 @@
 /*
- * coll-auto.c — `algorithm = auto`: not an algorithm but a choice among the
+ * auto.c — `algorithm = auto`: not an algorithm but a choice among the
  * registered ones, made for each collective from their cost formulas on the
  * network it runs on, as NCCL's tuner picks an algorithm per message size
  * from its cost model.  docs/collectives.md, "auto", states the rule.
@@ -8,14 +8,14 @@
 
 #include <math.h>
 
-#include "policies/coll-program.h"
+#include "comm/program.h"
 
 /* The network as the cost formulas see it: rank 0's routes to a rank of
  * its host group and to a rank of another (latencies floored by the step
  * overheads, as the executor charges them), the size of rank 0's group and
  * whether there is more than one group. */
 static void
-auto_levels (const PolCollArgs *a, PolCollKind kind, PolCollLevels *l,
+auto_levels (const CommArgs *a, CommKind kind, CommLevels *l,
              gboolean *several)
 {
   int g0 = net_network_host_group (a->net, a->hosts[0]);
@@ -62,7 +62,7 @@ auto_levels (const PolCollArgs *a, PolCollKind kind, PolCollLevels *l,
  * each channel through another (one NIC per GPU assumed); with the
  * bandwidth terms stretched by its shared_beta where links are shared. */
 static double
-auto_estimate (const PolCollAlgorithm *alg, const PolCollLevels *l,
+auto_estimate (const CommAlgorithm *alg, const CommLevels *l,
                gboolean several, int channels, gboolean shared)
 {
   gsize share = alg->one_route
@@ -71,7 +71,7 @@ auto_estimate (const PolCollAlgorithm *alg, const PolCollLevels *l,
 
   if (alg->cost_levels && several && l->p % l->group == 0)
     {
-      PolCollLevels mine = *l;
+      CommLevels mine = *l;
 
       mine.n = share;
       mine.beta_in *= stretch;
@@ -84,20 +84,20 @@ auto_estimate (const PolCollAlgorithm *alg, const PolCollLevels *l,
 
 /* An algorithm's time as one of auto's callers prices it (NaN when it does
  * not do the kind). */
-typedef double (*AutoPrice) (const PolCollAlgorithm *alg, gconstpointer data);
+typedef double (*AutoPrice) (const CommAlgorithm *alg, gconstpointer data);
 
 /* The cheapest algorithm by `price` among the real ones (the baselines
  * where no other does the kind), its time in *t; NULL when none does it.
  * A tie up to rounding (hierarchical with every rank alone is the ring)
  * goes to the first in the registry. */
-static const PolCollAlgorithm *
+static const CommAlgorithm *
 auto_cheapest (AutoPrice price, gconstpointer data, double *t)
 {
-  const PolCollAlgorithm *best = NULL;
+  const CommAlgorithm *best = NULL;
 
   *t = NAN;
   for (int baselines = 0; baselines < 2 && best == NULL; baselines++)
-    for (const PolCollAlgorithm *const *it = pol_coll_all (); *it; it++)
+    for (const CommAlgorithm *const *it = comm_all (); *it; it++)
       {
         double ti;
 
@@ -115,13 +115,13 @@ auto_cheapest (AutoPrice price, gconstpointer data, double *t)
 
 /* What auto_choose prices on. */
 typedef struct {
-  PolCollLevels l;
+  CommLevels l;
   gboolean several, shared;
   int channels;
 } AutoNetwork;
 
 static double
-price_network (const PolCollAlgorithm *alg, gconstpointer data)
+price_network (const CommAlgorithm *alg, gconstpointer data)
 {
   const AutoNetwork *w = data;
 
@@ -129,13 +129,13 @@ price_network (const PolCollAlgorithm *alg, gconstpointer data)
 }
 
 /* The cheapest algorithm that runs `kind` for `a`. */
-static const PolCollAlgorithm *
-auto_choose (const PolCollArgs *a, PolCollKind kind)
+static const CommAlgorithm *
+auto_choose (const CommArgs *a, CommKind kind)
 {
   AutoNetwork w;
   double t;
 
-  w.channels = kind == POL_COLL_ALLREDUCE ? MAX (a->channels, 1) : 1;
+  w.channels = kind == COMM_ALLREDUCE ? MAX (a->channels, 1) : 1;
   w.shared = net_network_contention (a->net) == NET_CONTENTION_MAXMIN;
   auto_levels (a, kind, &w.l, &w.several);
   return auto_cheapest (price_network, &w, &t);
@@ -143,14 +143,14 @@ auto_choose (const PolCollArgs *a, PolCollKind kind)
 
 /* What auto_cost prices on: uniform links. */
 typedef struct {
-  PolCollKind kind;
+  CommKind kind;
   int p, group;
   gsize n;
   double elem_bytes, alpha, beta, gamma;
 } AutoUniform;
 
 static double
-price_uniform (const PolCollAlgorithm *alg, gconstpointer data)
+price_uniform (const CommAlgorithm *alg, gconstpointer data)
 {
   const AutoUniform *u = data;
 
@@ -161,7 +161,7 @@ price_uniform (const PolCollAlgorithm *alg, gconstpointer data)
 /* The formula of what auto picks on uniform links (NaN when no algorithm
  * runs the kind). */
 static double
-auto_cost (PolCollKind kind, int p, int group, gsize n, double elem_bytes,
+auto_cost (CommKind kind, int p, int group, gsize n, double elem_bytes,
            double alpha, double beta, double gamma)
 {
   AutoUniform u = { kind, p, group, n, elem_bytes, alpha, beta, gamma };
@@ -171,7 +171,7 @@ auto_cost (PolCollKind kind, int p, int group, gsize n, double elem_bytes,
   return t;
 }
 
-const PolCollAlgorithm pol_coll_auto = {
+const CommAlgorithm comm_auto = {
   .name = "auto",
   .description = "for each collective, the algorithm whose cost formula is "
                  "least on the network it runs on",

@@ -1,21 +1,21 @@
 /*
- * coll-hier.c — the hierarchical all-reduce: ring reduce-scatter inside
+ * hier.c — the hierarchical all-reduce: ring reduce-scatter inside
  * each group of ranks that share a node (or rack), ring all-reduce across
  * the groups among the ranks holding the same block, ring all-gather
  * inside each group (Horovod's NCCL reduce-scatter / MPI all-reduce / NCCL
  * all-gather; Huawei HCCL's hierarchical all-reduce).  The groups are the
- * host groups the topology gives (PolCollOp.group).  Its steps, its cost
+ * host groups the topology gives (CommOp.group).  Its steps, its cost
  * and how it cuts the buffer for groups of unequal sizes are in
  * docs/collectives.md, "hierarchical"; the executor that runs them is
- * policies/collectives.c.
+ * comm/collectives.c.
  */
 #include "config.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "policies/coll-program.h"
-#include "policies/policy.h"
+#include "comm/program.h"
+#include "comm/shard.h"
 
 /* The groups of one collective, from `build`: O(p) ints, then every step
  * is a formula of (rank, index) over them. */
@@ -34,7 +34,7 @@ typedef struct {
 /* Numbers the groups of op->group densely, in order of their lowest rank,
  * and lists each group's ranks. */
 static HierGroups *
-hier_groups_new (const PolCollOp *op)
+hier_groups_new (const CommOp *op)
 {
   int p = op->p;
   g_autoptr (GHashTable) dense = g_hash_table_new (g_int_hash, g_int_equal);
@@ -80,24 +80,24 @@ hier_groups_new (const PolCollOp *op)
 
 /* All-reduce only; the groups are numbered once, here. */
 static gboolean
-hier_build (PolCollOp *op, PolCollKind kind, GError **error)
+hier_build (CommOp *op, CommKind kind, GError **error)
 {
-  if (kind != POL_COLL_ALLREDUCE)
-    return pol_coll_unsupported ("hierarchical", kind, error);
+  if (kind != COMM_ALLREDUCE)
+    return comm_unsupported ("hierarchical", kind, error);
   op->state = hier_groups_new (op);
   op->state_free = g_free;
   return TRUE;
 }
 
 /* Blocks [*b0, *b1) of G that local rank l of a group of g <= G owns: the
- * blocks cut in g contiguous shares as pol_shard_bounds() cuts elements,
+ * blocks cut in g contiguous shares as comm_shard_bounds() cuts elements,
  * so a full group (g = G) owns one block per rank. */
 static void
 owned_blocks (int G, int g, int l, int *b0, int *b1)
 {
   gsize lo, hi;
 
-  pol_shard_bounds ((gsize) G, g, l, &lo, &hi);
+  comm_shard_bounds ((gsize) G, g, l, &lo, &hi);
   *b0 = (int) lo;
   *b1 = (int) hi;
 }
@@ -114,15 +114,15 @@ block_owner (int G, int g, int b)
 
 /* Elements [*lo, *hi) of local rank l's chunk, its blocks together. */
 static void
-chunk_bounds (const PolCollOp *op, int g, int l, gsize *lo, gsize *hi)
+chunk_bounds (const CommOp *op, int g, int l, gsize *lo, gsize *hi)
 {
   const HierGroups *h = op->state;
   int b0, b1;
   gsize x;
 
   owned_blocks (h->G, g, l, &b0, &b1);
-  pol_shard_bounds (op->n, h->G, b0, lo, &x);
-  pol_shard_bounds (op->n, h->G, b1 - 1, &x, hi);
+  comm_shard_bounds (op->n, h->G, b0, lo, &x);
+  comm_shard_bounds (op->n, h->G, b1 - 1, &x, hi);
 }
 
 /* Step k of rank r's ring inside its group j (g ranks, local index l), a
@@ -131,24 +131,24 @@ chunk_bounds (const PolCollOp *op, int g, int l, gsize *lo, gsize *hi)
  * chunk l-k-2 from l-1); the all-gather starts from it (sends chunk l-k,
  * copies chunk l-k-1). */
 static gboolean
-intra_step (const PolCollOp *op, int r, int k, gboolean send, gboolean rs,
-            PolCollStep *out)
+intra_step (const CommOp *op, int r, int k, gboolean send, gboolean rs,
+            CommStep *out)
 {
   const HierGroups *h = op->state;
   int j = h->grp[r], l = h->loc[r];
   int g = h->start[j + 1] - h->start[j];
-  int c = pol_coll_mod (l - k - (rs ? 1 : 0) - (send ? 0 : 1), g);
+  int c = comm_mod (l - k - (rs ? 1 : 0) - (send ? 0 : 1), g);
   gsize lo, hi;
 
   chunk_bounds (op, g, c, &lo, &hi);
   if (send)
-    return pol_coll_step_send (out, h->members[h->start[j]
+    return comm_step_send (out, h->members[h->start[j]
                                                + (l + 1 == g ? 0 : l + 1)],
                                lo, hi, 0);
-  return pol_coll_step_recv (out, h->members[h->start[j]
+  return comm_step_recv (out, h->members[h->start[j]
                                              + (l == 0 ? g - 1 : l - 1)],
                              lo, hi,
-                             rs ? POL_COLL_RECV_REDUCE : POL_COLL_RECV_COPY);
+                             rs ? COMM_RECV_REDUCE : COMM_RECV_COPY);
 }
 
 /* The rank of group j that owns block b. */
@@ -164,33 +164,33 @@ owner_rank (const HierGroups *h, int j, int b)
  * groups, r standing for its group j: the ring of the owners of b, in
  * group order, cuts it into m sub-blocks; a reducing pass (step k: send
  * sub-block j-k, add j-k-1) then a copying one (send j-k+1, copy j-k),
- * as coll-ring.c does for the whole buffer. */
+ * as ring.c does for the whole buffer. */
 static gboolean
-cross_step (const PolCollOp *op, int r, int b, int i, PolCollStep *out)
+cross_step (const CommOp *op, int r, int b, int i, CommStep *out)
 {
   const HierGroups *h = op->state;
   int m = h->m, j = h->grp[r];
   int pass = i / (2 * (m - 1)), k = i % (2 * (m - 1)) / 2;
   gboolean send = i % 2 == 0;
-  int s = pol_coll_mod (j - k + pass - (send ? 0 : 1), m);
+  int s = comm_mod (j - k + pass - (send ? 0 : 1), m);
   gsize blo, bhi, lo, hi;
 
-  pol_shard_bounds (op->n, h->G, b, &blo, &bhi);
-  pol_shard_bounds (bhi - blo, m, s, &lo, &hi);
+  comm_shard_bounds (op->n, h->G, b, &blo, &bhi);
+  comm_shard_bounds (bhi - blo, m, s, &lo, &hi);
   if (send)
-    return pol_coll_step_send (out, owner_rank (h, j + 1 == m ? 0 : j + 1, b),
+    return comm_step_send (out, owner_rank (h, j + 1 == m ? 0 : j + 1, b),
                                blo + lo, blo + hi, 0);
-  return pol_coll_step_recv (out, owner_rank (h, j == 0 ? m - 1 : j - 1, b),
+  return comm_step_recv (out, owner_rank (h, j == 0 ? m - 1 : j - 1, b),
                              blo + lo, blo + hi,
-                             pass == 0 ? POL_COLL_RECV_REDUCE
-                                       : POL_COLL_RECV_COPY);
+                             pass == 0 ? COMM_RECV_REDUCE
+                                       : COMM_RECV_COPY);
 }
 
 /* Step `index` of rank r: 2(g-1) steps of reduce-scatter in its group,
  * 4(m-1) per block it owns (in increasing block order, which every rank
  * shares, so no ring waits on a later one), 2(g-1) of all-gather. */
 static gboolean
-hier_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
+hier_step (const CommOp *op, int r, guint index, CommStep *out)
 {
   const HierGroups *h = op->state;
   int j = h->grp[r], g = h->start[j + 1] - h->start[j];
@@ -220,13 +220,13 @@ hier_step (const PolCollOp *op, int r, guint index, PolCollStep *out)
  * inside a node run at alpha_in, beta_in and the one across at alpha_out,
  * beta_out (groups of l->group dividing p). */
 static double
-hier_cost_levels (const PolCollLevels *l)
+hier_cost_levels (const CommLevels *l)
 {
   int g = l->group, m;
   gsize M1, M2;     /* elements */
   double e = l->elem_bytes, gamma = l->reduce_per_byte;
 
-  if (l->kind != POL_COLL_ALLREDUCE || g < 1 || l->p % g != 0)
+  if (l->kind != COMM_ALLREDUCE || g < 1 || l->p % g != 0)
     return NAN;
   m = l->p / g;
   M1 = (l->n + (gsize) g - 1) / (gsize) g;
@@ -238,16 +238,16 @@ hier_cost_levels (const PolCollLevels *l)
 
 /* Uniform links: both levels alike. */
 static double
-hier_cost (PolCollKind kind, int p, int group, gsize n, double elem_bytes,
+hier_cost (CommKind kind, int p, int group, gsize n, double elem_bytes,
            double alpha, double beta, double gamma)
 {
-  PolCollLevels l = { kind, p, group, n, elem_bytes, alpha, beta, alpha, beta,
+  CommLevels l = { kind, p, group, n, elem_bytes, alpha, beta, alpha, beta,
                       gamma };
 
   return hier_cost_levels (&l);
 }
 
-const PolCollAlgorithm pol_coll_hier = {
+const CommAlgorithm comm_hier = {
   .name = "hierarchical",
   .description = "ring reduce-scatter inside each node, ring all-reduce "
                  "across nodes, ring all-gather inside each node",

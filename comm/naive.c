@@ -1,25 +1,25 @@
 /*
- * coll-naive.c — the naive collective: every rank sends its buffer to the
+ * naive.c — the naive collective: every rank sends its buffer to the
  * root, which sums them in rank order and sends the sum back; broadcast is
  * the root sending to every rank at once (direct gather and scatter in the
  * alpha-beta model, Hockney 1994).  Every kind, through the root as the
  * course's "driver": reduce, scatter, gather and all-to-all directly, the
  * others as two of those.  Its steps and cost are in docs/collectives.md,
- * "naive"; the executor that runs them is policies/collectives.c.
+ * "naive"; the executor that runs them is comm/collectives.c.
  */
 #include "config.h"
 
 #include <math.h>
 
-#include "policies/coll-program.h"
-#include "policies/policy.h"
+#include "comm/program.h"
+#include "comm/shard.h"
 
 /* Rank j's block of the kind: the all-to-all's equal blocks of n / p
- * floats, else pol_shard_bounds' blocks. */
+ * floats, else comm_shard_bounds' blocks. */
 static void
-naive_block (const PolCollOp *op, int j, gsize *lo, gsize *hi)
+naive_block (const CommOp *op, int j, gsize *lo, gsize *hi)
 {
-  if (op->kind == POL_COLL_ALLTOALL)
+  if (op->kind == COMM_ALLTOALL)
     {
       gsize c = op->n / (gsize) op->p;
 
@@ -27,32 +27,32 @@ naive_block (const PolCollOp *op, int j, gsize *lo, gsize *hi)
       *hi = *lo + c;
     }
   else
-    pol_shard_bounds (op->n, op->p, j, lo, hi);
+    comm_shard_bounds (op->n, op->p, j, lo, hi);
 }
 
 /* The driver's reduce: every rank sends its whole buffer to the root, which
  * sums the p buffers in rank order into its accumulator (its own at its
  * place, free), then copies the sum into its buffer. */
 static void
-naive_reduce (PolCollOp *op)
+naive_reduce (CommOp *op)
 {
   int root = op->root;
 
   for (int j = 0; j < op->p; j++)
     if (j == root)
-      pol_coll_prog_local (op, root, POL_COLL_ACC_OWN);
+      comm_prog_local (op, root, COMM_ACC_OWN);
     else
       {
-        pol_coll_prog_send (op, j, root, 0, op->n, 0);
-        pol_coll_prog_recv (op, root, j, 0, op->n, POL_COLL_RECV_ACC);
+        comm_prog_send (op, j, root, 0, op->n, 0);
+        comm_prog_recv (op, root, j, 0, op->n, COMM_RECV_ACC);
       }
-  pol_coll_prog_local (op, root, POL_COLL_ACC_STORE);
+  comm_prog_local (op, root, COMM_ACC_STORE);
 }
 
 /* The root sends every other rank its block (`whole`: its whole buffer),
  * all at once; the receivers copy it. */
 static void
-naive_scatter (PolCollOp *op, gboolean whole)
+naive_scatter (CommOp *op, gboolean whole)
 {
   int root = op->root;
 
@@ -63,15 +63,15 @@ naive_scatter (PolCollOp *op, gboolean whole)
 
         if (!whole)
           naive_block (op, j, &lo, &hi);
-        pol_coll_prog_send (op, root, j, lo, hi, 0);
-        pol_coll_prog_recv (op, j, root, lo, hi, POL_COLL_RECV_COPY);
+        comm_prog_send (op, root, j, lo, hi, 0);
+        comm_prog_recv (op, j, root, lo, hi, COMM_RECV_COPY);
       }
 }
 
 /* Every other rank sends its block to the root at once; the root copies
  * each into its place, in rank order. */
 static void
-naive_gather (PolCollOp *op)
+naive_gather (CommOp *op)
 {
   int root = op->root;
 
@@ -81,8 +81,8 @@ naive_gather (PolCollOp *op)
         gsize lo, hi;
 
         naive_block (op, j, &lo, &hi);
-        pol_coll_prog_send (op, j, root, lo, hi, 0);
-        pol_coll_prog_recv (op, root, j, lo, hi, POL_COLL_RECV_COPY);
+        comm_prog_send (op, j, root, lo, hi, 0);
+        comm_prog_recv (op, root, j, lo, hi, COMM_RECV_COPY);
       }
 }
 
@@ -90,7 +90,7 @@ naive_gather (PolCollOp *op)
  * at once, then takes block x of rank x into its block x in the same order:
  * its sends' snapshots are taken before any receive overwrites them. */
 static void
-naive_alltoall (PolCollOp *op)
+naive_alltoall (CommOp *op)
 {
   int p = op->p;
 
@@ -101,7 +101,7 @@ naive_alltoall (PolCollOp *op)
         gsize lo, hi;
 
         naive_block (op, y, &lo, &hi);
-        pol_coll_prog_send (op, r, y, lo, hi, 0);
+        comm_prog_send (op, r, y, lo, hi, 0);
       }
   for (int r = 0; r < p; r++)
     for (int k = 1; k < p; k++)
@@ -110,7 +110,7 @@ naive_alltoall (PolCollOp *op)
         gsize lo, hi;
 
         naive_block (op, x, &lo, &hi);
-        pol_coll_prog_recv (op, r, x, lo, hi, POL_COLL_RECV_COPY);
+        comm_prog_recv (op, r, x, lo, hi, COMM_RECV_COPY);
       }
 }
 
@@ -118,35 +118,35 @@ naive_alltoall (PolCollOp *op)
  * sends back out.  The programs are stored (no `step`): O(p) steps, O(p^2)
  * for all-to-all. */
 static gboolean
-naive_build (PolCollOp *op, PolCollKind kind, GError **error G_GNUC_UNUSED)
+naive_build (CommOp *op, CommKind kind, GError **error G_GNUC_UNUSED)
 {
   switch (kind)
     {
-    case POL_COLL_ALLREDUCE:
+    case COMM_ALLREDUCE:
       naive_reduce (op);
       naive_scatter (op, TRUE);
       break;
-    case POL_COLL_REDUCE:
+    case COMM_REDUCE:
       naive_reduce (op);
       break;
-    case POL_COLL_REDUCE_SCATTER:
+    case COMM_REDUCE_SCATTER:
       naive_reduce (op);
       naive_scatter (op, FALSE);
       break;
-    case POL_COLL_BROADCAST:
+    case COMM_BROADCAST:
       naive_scatter (op, TRUE);
       break;
-    case POL_COLL_SCATTER:
+    case COMM_SCATTER:
       naive_scatter (op, FALSE);
       break;
-    case POL_COLL_GATHER:
+    case COMM_GATHER:
       naive_gather (op);
       break;
-    case POL_COLL_ALLGATHER:
+    case COMM_ALLGATHER:
       naive_gather (op);
       naive_scatter (op, TRUE);
       break;
-    case POL_COLL_ALLTOALL:
+    case COMM_ALLTOALL:
       naive_alltoall (op);
       break;
     }
@@ -159,7 +159,7 @@ naive_build (PolCollOp *op, PolCollKind kind, GError **error G_GNUC_UNUSED)
  * other than the root has one of that size: not when n mod p = 1 and the
  * root is rank 0); C = floor(n/p) floats, all-to-all's block. */
 static double
-naive_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
+naive_cost (CommKind kind, int p, int group G_GNUC_UNUSED,
             gsize n, double elem_bytes, double alpha,
             double beta, double gamma)
 {
@@ -172,26 +172,26 @@ naive_cost (PolCollKind kind, int p, int group G_GNUC_UNUSED,
     return 0;
   switch (kind)
     {
-    case POL_COLL_ALLREDUCE:
+    case COMM_ALLREDUCE:
       return reduce + alpha + N * beta;
-    case POL_COLL_REDUCE:
+    case COMM_REDUCE:
       return reduce;
-    case POL_COLL_REDUCE_SCATTER:
+    case COMM_REDUCE_SCATTER:
       return reduce + alpha + M * beta;
-    case POL_COLL_BROADCAST:
+    case COMM_BROADCAST:
       return alpha + N * beta;
-    case POL_COLL_SCATTER:
-    case POL_COLL_GATHER:
+    case COMM_SCATTER:
+    case COMM_GATHER:
       return alpha + M * beta;
-    case POL_COLL_ALLGATHER:
+    case COMM_ALLGATHER:
       return 2 * alpha + M * beta + N * beta;
-    case POL_COLL_ALLTOALL:
+    case COMM_ALLTOALL:
       return alpha + C * beta;
     }
   return NAN;
 }
 
-const PolCollAlgorithm pol_coll_naive = {
+const CommAlgorithm comm_naive = {
   .name = "naive",
   .description = "the root as driver: every rank sends it its part, it sums "
                  "or collects them and sends the result out",
