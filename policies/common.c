@@ -2,7 +2,8 @@
  * common.c — pieces the policies share: the counters of a run (PolRun) and
  * their evaluation, progress, iteration rows and result; the host names of
  * the worker-only policies (all-reduce, local SGD, pipeline); spans; and the
- * all-reduce those policies start.  common.h states the contracts.
+ * all-reduce those policies start; the evaluation of a model and the cost
+ * of summing received bytes.  common.h and policy.h state the contracts.
  *
  * Each helper does exactly what the policies did on their own before, so a
  * policy that uses them writes the same trace rows.
@@ -223,4 +224,23 @@ pol_report_algorithm (const PolEnv *env, const CommAlgorithm *alg,
 {
   if (alg->choose != NULL && env->rec.param != NULL)
     env->rec.param (env->rec.ctx, "policy.algorithm_chosen", chosen->name);
+}
+
+double
+pol_reduce_per_byte (const PolEnv *env)
+{
+  return base_values_int (env->values, "policy.reduce") ? 3.0 / env->memory_bandwidth : 0.0;
+}
+
+void
+pol_evaluate (const PolEnv *env, const float *params, double *loss, double *accuracy)
+{
+  double unused;
+  if (!env->model)
+    {
+      *loss = *accuracy = NAN;
+      return;
+    }
+  env->model->ops->evaluate (env->model, params, env->eval, loss, &unused);
+  env->model->ops->evaluate (env->model, params, env->test, &unused, accuracy);
 }

@@ -2,13 +2,10 @@
  * registry.c — the table of training policies, looked up by name, and the
  * scenario keys and rules several policies share.
  *
- * Adding a policy is adding its file and one line here.  Also the evaluation
- * every policy reports its metrics with.
+ * Adding a policy is adding its file and one line here.
  */
 #include "config.h"
 
-#include <math.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "comm/collectives.h"
@@ -74,27 +71,6 @@ pol_keys (GPtrArray *rows)
   pol_compress_keys (rows);
 }
 
-G_DEFINE_QUARK (pol-error, pol_error)
-
-gboolean
-pol_key_error (GError **error, const char *section, const char *key, const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_set_error (error, POL_ERROR, 0, "[%s] %s: %s", section, key, msg);
-  return FALSE;
-}
-
-void
-pol_check_resolve_int (PolCheck *chk, const char *name, gint64 v)
-{
-  base_values_set_int (chk->values, name, v);
-  if (chk->resolved)
-    chk->resolved (chk->ctx, name, v);
-}
-
 char *
 pol_failure_names (void)
 {
@@ -119,59 +95,4 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
     if (policies[i] != ops && policies[i]->foreign && !policies[i]->foreign (chk, error))
       return FALSE;
   return TRUE;
-}
-
-gboolean
-pol_keys_at_default (const BaseValues *v, const BaseKey *keys, const char *owner,
-                     GError **error)
-{
-  for (const BaseKey *k = keys; k->section; k++)
-    {
-      g_return_val_if_fail (k->type == BASE_KEY_INT || k->type == BASE_KEY_QUANTITY, FALSE);
-      g_autofree char *name = g_strconcat (k->section, ".", k->key, NULL);
-      double x = k->type == BASE_KEY_INT ? (double) base_values_int (v, name)
-                                         : base_values_double (v, name);
-      if (x != g_ascii_strtod (k->def, NULL))
-        return pol_key_error (error, k->section, k->key,
-                              "applies only to %s; remove it or set %s", owner, owner);
-    }
-  return TRUE;
-}
-
-double
-pol_reduce_per_byte (const PolEnv *env)
-{
-  return base_values_int (env->values, "policy.reduce") ? 3.0 / env->memory_bandwidth : 0.0;
-}
-
-void
-pol_shares_free (PolShares *s)
-{
-  if (!s)
-    return;
-  g_free (s->share);
-  g_free (s->note);
-  g_free (s->advice);
-  g_free (s);
-}
-
-void
-pol_evaluate (const PolEnv *env, const float *params, double *loss, double *accuracy)
-{
-  double unused;
-  if (!env->model)
-    {
-      *loss = *accuracy = NAN;
-      return;
-    }
-  env->model->ops->evaluate (env->model, params, env->eval, loss, &unused);
-  env->model->ops->evaluate (env->model, params, env->test, &unused, accuracy);
-}
-
-void
-pol_work_default (const PolModelInfo *mi, PolWork *out)
-{
-  double W = (double) mi->workers;
-  *out = (PolWork) { .messages = 2 * W, .spans = 4 * W, .iteration_rows = W,
-                     .bucket_rows = 0, .in_flight = 2 * W };
 }
