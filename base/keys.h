@@ -4,7 +4,7 @@
  * Every family of variants (topologies, straggler models, collective
  * algorithms, policies, ...) is a registry whose entries declare the scenario
  * keys they read as rows of BaseKey: section, name, type, unit, default,
- * bounds and a one-line description.  sim/scenario.c merges those rows into
+ * bounds and a one-line description.  config/scenario.c merges those rows into
  * its key table, so parsing, validation, `dtsim keys` and docs/scenarios.md
  * all come from the entry that reads the key.  The resolved values of a run
  * reach the variant as a BaseValues table keyed by "section.key".
@@ -58,7 +58,7 @@ typedef struct {
   double min, max;             /* inclusive bounds (INT, QUANTITY, lists) */
   int open;                    /* BASE_OPEN_MIN | BASE_OPEN_MAX */
   const BaseChoice *choices;   /* BASE_KEY_ENUM: ends with a NULL name */
-  gsize offset;                /* sim/scenario.c's own rows: the SimConfig
+  gsize offset;                /* config/scenario.c's own rows: the SimConfig
                                 * field; registry rows leave it 0 and their
                                 * value goes to the run's BaseValues */
   const char *doc;             /* one line for `dtsim keys` */

@@ -40,7 +40,8 @@
 #include "kernels/kernels.h"
 #include "policies/parallel.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
+#include "sim/load.h"
 
 #define SQ 2048
 #define WORKERS 64

@@ -18,8 +18,8 @@
 #include <math.h>
 
 #include "fuzz/fuzz-common.h"
-#include "sim/hardware.h"
-#include "sim/scenario.h"
+#include "config/hardware.h"
+#include "config/scenario.h"
 
 #define TARGET "fuzz-catalog"
 
@@ -33,7 +33,7 @@ LLVMFuzzerInitialize (int *argc G_GNUC_UNUSED, char ***argv G_GNUC_UNUSED)
 }
 
 /* Aborts with `what` unless `ok`: an entry that loaded breaks a promise of
- * sim/hardware.h. */
+ * config/hardware.h. */
 static void
 fuzz_expect (gboolean ok, const char *name, const char *what)
 {
@@ -44,7 +44,7 @@ fuzz_expect (gboolean ok, const char *name, const char *what)
     }
 }
 
-/* The bounds sim/hardware.h states for every field of a loaded catalog, and
+/* The bounds config/hardware.h states for every field of a loaded catalog, and
  * what a run then does with it: look each entry up by name. */
 static void
 fuzz_check_catalog (const SimCatalog *c)

@@ -22,7 +22,8 @@
  * (docs/fuzzing.md).
  */
 #include "fuzz/fuzz-common.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
+#include "sim/load.h"
 
 #define TARGET "fuzz-scenario"
 #define FUZZ_MAX_SETS 8

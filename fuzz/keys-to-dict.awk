@@ -1,7 +1,7 @@
 # keys-to-dict.awk — turns `dtsim keys` (markdown) into libFuzzer dictionary
 # entries: every section header, key name, section.key (as --set and [sweep]
 # write it) and enum choice.  `make fuzz` runs it, so the dictionary follows
-# the key table of sim/scenario.c.  Written for any POSIX awk (mawk too).
+# the key table of config/scenario.c.  Written for any POSIX awk (mawk too).
 /^### \[/ {
   section = $2; gsub(/[][]/, "", section)
   print "\"[" section "]\""

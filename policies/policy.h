@@ -414,7 +414,7 @@ void pol_pipeline_ops_order (PolSchedule schedule, int p, int s, int m, int *ops
  * p entries): stage_layers when given (non-NULL), else
  * pol_pipeline_partition() on the costs layer_fwd[l] + layer_bwd[l] (the
  * layers' seconds on one micro-batch).  The policy and the device-memory
- * check (sim/model.c) both cut the model with it. */
+ * check (device/model.c) both cut the model with it. */
 void pol_pipeline_stage_counts (const int *stage_layers, const double *layer_fwd,
                                 const double *layer_bwd, int n_layers, int p, int *count);
 /* The most micro-batches stage s of p holds stashed at once with m

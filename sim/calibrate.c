@@ -22,10 +22,11 @@
 #include <unistd.h>
 
 #include "sim/calibrate.h"
-#include "sim/hardware.h"
-#include "sim/input.h"
-#include "sim/model.h"
-#include "sim/scenario.h"
+#include "config/hardware.h"
+#include "config/input.h"
+#include "device/model.h"
+#include "config/scenario.h"
+#include "sim/load.h"
 
 #define LOG_LO (-5.298317366548036)   /* log 0.005 */
 #define GOLDEN 0.6180339887498949

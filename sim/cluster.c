@@ -13,7 +13,7 @@
  * The cluster (sim_cluster_new): an engine; that network; the data and the
  * model; the device model (the roofline cost of the model's layers, or the
  * fixed step_time, or the measured host time x measured_scale, times the
- * straggler factor; see sim/model.c), whose callbacks live here; the
+ * straggler factor; see device/model.c), whose callbacks live here; the
  * [failures]; the policy, created on all of these and not yet started.
  */
 #include "config.h"
@@ -23,7 +23,7 @@
 
 #include "policies/policy.h"
 #include "sim/cluster.h"
-#include "sim/units.h"
+#include "config/units.h"
 
 NetTopologyParams
 sim_topology_params (const SimConfig *c, GPtrArray *names)

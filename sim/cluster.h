@@ -13,9 +13,9 @@
 #include "kernels/kernels.h"
 #include "netmodel/netmodel.h"
 #include "policies/policy.h"
-#include "sim/model.h"
-#include "sim/scenario.h"
-#include "sim/stragglers.h"
+#include "device/model.h"
+#include "config/simconfig.h"
+#include "config/stragglers.h"
 
 G_BEGIN_DECLS
 

@@ -14,7 +14,7 @@
 #include <math.h>
 
 #include "sim/estimate.h"
-#include "sim/model.h"
+#include "device/model.h"
 
 gboolean
 sim_estimate (const SimConfig *c, SimEstimate *out, GError **error)

@@ -11,7 +11,7 @@
 
 #include <glib.h>
 
-#include "sim/scenario.h"
+#include "config/simconfig.h"
 
 G_BEGIN_DECLS
 

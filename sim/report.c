@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "sim/report.h"
-#include "sim/units.h"
+#include "config/units.h"
 
 static void
 json_number (GString *s, const char *key, double v)

@@ -6,7 +6,7 @@
 
 #include <glib.h>
 
-#include "sim/scenario.h"
+#include "config/simconfig.h"
 #include "sim/trace.h"
 
 G_BEGIN_DECLS

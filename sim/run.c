@@ -1,5 +1,5 @@
 /*
- * run.c — running one assembled run, and `dtsim run`.
+ * run.c — running one assembled run.
  *
  * sim_run_config() has sim/cluster.c assemble the run (engine, network,
  * data, model, device times, policy), starts the policy and runs the engine
@@ -8,10 +8,7 @@
  * Every callback of the policy is forwarded to the trace (and to an extra
  * recorder); the result is the run's summary.
  *
- * `dtsim run` loads the scenario, checks the output path, runs the points
- * (sim/sweep.c), puts the database in place and prints the report
- * (sim/report.c).  Under mpirun, ranks other than 0 run the points rank 0
- * hands them instead (sim/mpi.h).
+ * `dtsim run` itself, a scenario's every point, is sweep/launch.c.
  */
 #include "config.h"
 
@@ -23,9 +20,6 @@
 #include "netmodel/netmodel.h"
 #include "sim/run.h"
 #include "sim/cluster.h"
-#include "sim/mpi.h"
-#include "sim/report.h"
-#include "sim/sweep.h"
 
 /* What the policy's recorder callbacks see. */
 typedef struct {
@@ -300,93 +294,4 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
     }
   out->wall_time = (double) (g_get_monotonic_time () - t0) / 1e6;
   return ok;
-}
-
-int
-sim_run_scenario (const char *path, const char *const *sets,
-                  const SimRunOptions *opt, GError **error)
-{
-  if (sim_mpi_rank () > 0)
-    {
-      /* a worker of rank 0's sweep: it reports what went wrong here */
-      g_autoptr (GError) problem = NULL;
-      g_autoptr (GPtrArray) mine = sim_scenario_load (path, sets, &problem);
-      return sim_sweep_serve (mine, path, problem ? problem->message : NULL, opt);
-    }
-  g_autoptr (GPtrArray) configs = sim_scenario_load (path, sets, error);
-  if (!configs)
-    return 2;
-  const SimConfig *first = g_ptr_array_index (configs, 0);
-  const char *db = opt->db ? opt->db : first->db;
-  g_autofree char *dir = g_path_get_dirname (db);
-  g_autofree char *what = opt->db ? g_strdup ("-o") : g_strdup_printf ("%s: [trace] db", path);
-  if (!opt->db && !first->db[0])
-    return 2;
-  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
-    {
-      /* the default results/ folder is created; so is the folder -o names
-       * when its parent exists (as mkdir would, and as plot -o does) */
-      g_autofree char *parent = g_path_get_dirname (dir);
-      if (!opt->db && g_str_has_prefix (first->db, "results/")
-          && g_mkdir_with_parents (dir, 0755) == 0)
-        ;
-      else if (opt->db && g_file_test (parent, G_FILE_TEST_IS_DIR) && g_mkdir (dir, 0755) == 0)
-        ;
-      else
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: directory '%s' does not exist%s; create it or choose another path",
-                       opt->db ? "-o" : path, dir, opt->db ? " and neither does its parent" : "");
-          return 2;
-        }
-    }
-  /* only a dtsim trace is replaced; checked before anything runs */
-  if (!sim_trace_check_target (db, what, error))
-    return 2;
-  /* refused (exit 2) while another run writes the same database */
-  SimTrace *trace = sim_trace_open_run (db, path, error);
-  if (!trace)
-    return error && g_error_matches (*error, SIM_ERROR, SIM_ERROR_INPUT) ? 2 : 1;
-  guint n = configs->len;
-  g_autofree SimRunSummary *sums = g_new0 (SimRunSummary, n);
-  g_autofree GError **errors = g_new0 (GError *, n);
-  guint n_ok = sim_sweep_run (configs, path, trace, opt, sums, errors);
-  gboolean failed = FALSE;
-  for (guint i = 0; i < n; i++)
-    failed = failed || errors[i] != NULL;
-  int code = 0;
-  /* the new file replaces the old one only when complete and worth it: every
-   * point recorded, done or failed, and at least one done */
-  g_autoptr (GError) db_error = NULL;
-  if (!sim_trace_ok (trace, &db_error))
-    {
-      sim_trace_abandon (trace);
-      /* when the folder went away, so did the database that was there */
-      if (g_file_test (dir, G_FILE_TEST_IS_DIR))
-        g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s; %s was left as it was",
-                     db_error->message, db);
-      else
-        g_propagate_error (error, g_steal_pointer (&db_error));
-      code = 1;
-    }
-  else if (n_ok == 0)
-    {
-      sim_trace_abandon (trace);
-      code = sim_report_failures (configs, errors, db, FALSE, error);
-    }
-  else if (!sim_trace_close (trace, error))
-    code = 1;
-  else
-    {
-      if (failed)
-        code = sim_report_failures (configs, errors, db, TRUE, error);
-      /* the database holds every point: --json tells each one's status */
-      if (opt->json)
-        sim_report_json (configs, sums, errors, db);
-      else if (!opt->quiet && !failed)
-        sim_report_table (configs, sums, db);
-    }
-  for (guint i = 0; i < n; i++)
-    g_clear_error (&errors[i]);
-  return code;
 }

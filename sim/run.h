@@ -1,10 +1,9 @@
 /*
- * run.h — running simulations, and reporting them.
+ * run.h — running one simulation.
  *
  * sim_run_config() runs one resolved configuration, assembled by
- * sim_cluster_new() (sim/cluster.h), to its end; sim_run_scenario() does so
- * for every point of a scenario file, writes the trace and prints the
- * summary.  This is what `dtsim run` does.
+ * sim_cluster_new() (sim/cluster.h), to its end; sweep/launch.h runs every
+ * point of a scenario file with it.
  */
 #ifndef DTSIM_SIM_RUN_H
 #define DTSIM_SIM_RUN_H
@@ -12,7 +11,7 @@
 #include <glib.h>
 
 #include "policies/policy.h"
-#include "sim/scenario.h"
+#include "config/simconfig.h"
 #include "sim/trace.h"
 
 G_BEGIN_DECLS
@@ -34,12 +33,6 @@ typedef struct {
 gboolean sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
                          const PolRecorder *extra, SimRunSummary *out, GError **error);
 
-/* `dtsim run`: loads, validates, runs every point (opt->jobs at once, each in
- * its own thread; this thread alone writes the database), writes the database
- * and prints the report in point order.  Returns the process exit code (0, 1 runtime, 2 input);
- * on failure *error holds the one-line message. */
-int sim_run_scenario (const char *path, const char *const *sets,
-                      const SimRunOptions *opt, GError **error);
 
 G_END_DECLS
 

@@ -46,7 +46,7 @@
 #include <unistd.h>
 
 #include "kernels/backend.h"
-#include "sim/input.h"
+#include "config/input.h"
 #include "sim/trace.h"
 #include "sim/wire.h"
 
@@ -1135,7 +1135,7 @@ sim_trace_write_chunk (SimTrace *t, SimTraceChunk *c)
   sim_trace_chunk_free (c);
 }
 
-/* --- chunks between processes (sim/mpi.c) ------------------------------------
+/* --- chunks between processes (sweep/mpi.c) ------------------------------------
  *
  * A chunk as bytes (sim/wire.h): per record, its table (one byte), then each
  * column of that table in order, an integer or a real as such, a text as a

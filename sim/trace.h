@@ -12,7 +12,7 @@
 #include <glib.h>
 
 #include "policies/policy.h"
-#include "sim/scenario.h"
+#include "config/simconfig.h"
 
 G_BEGIN_DECLS
 
@@ -95,7 +95,7 @@ void sim_trace_write_chunk (SimTrace *t, SimTraceChunk *chunk);
 void sim_trace_chunk_free (SimTraceChunk *chunk);
 
 /* A chunk as bytes, to be sent to the process that writes the database
- * (sim/mpi.c), and back.  The reader checks every table and length, and that
+ * (sweep/mpi.c), and back.  The reader checks every table and length, and that
  * every row is run `run`'s: damaged bytes give NULL and a SIM_ERROR_RUNTIME,
  * never a bad read. */
 GBytes *sim_trace_chunk_serialize (const SimTraceChunk *chunk);

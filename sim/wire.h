@@ -1,6 +1,6 @@
 /*
  * wire.h — values as bytes between processes (sim/trace.c's chunks of rows,
- * sim/mpi.c's messages), and a reader that checks every length.
+ * sweep/mpi.c's messages), and a reader that checks every length.
  *
  * Integers are 8 bytes little-endian, reals their bits as such an integer,
  * texts their length (G_MAXUINT64: NULL) and bytes.  The reader never reads

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "sim/trace.h"
-#include "sim/hardware.h"
+#include "config/hardware.h"
 #include "tests/json.h"
 #include "tests/util.h"
 

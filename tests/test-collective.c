@@ -17,9 +17,9 @@
 
 #include "comm/collectives.h"
 #include "policies/policy.h"
-#include "sim/hardware.h"
+#include "config/hardware.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
 
 #define LINK_LAT 5e-6           /* s per link */

@@ -15,7 +15,7 @@
 #include "comm/collectives.h"
 #include "policies/compress.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
 
 static BaseValues *

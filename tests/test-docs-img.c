@@ -14,7 +14,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "sim/plot.h"
+#include "views/plot.h"
 #include "tests/util.h"
 
 /* The README's images: file in docs/img/, scenario, figure of dtsim plot. */

@@ -23,8 +23,9 @@
 #include <glib/gstdio.h>
 
 #include "sim/estimate.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
+#include "sim/load.h"
 
 static char *tmpdir;
 

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/export.h"
-#include "sim/plot.h"
-#include "sim/report-html.h"
-#include "sim/tracedb.h"
-#include "sim/units.h"
+#include "views/export.h"
+#include "views/plot.h"
+#include "views/report-html.h"
+#include "views/tracedb.h"
+#include "config/units.h"
 #include "tests/json.h"
 #include "tests/util.h"
 

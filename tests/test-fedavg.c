@@ -16,7 +16,7 @@
 
 #include "kernels/kernels.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
 
 /* 512 samples: 128 per client of 4, 16 batches of 8 each. */

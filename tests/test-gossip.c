@@ -18,7 +18,7 @@
 
 #include "kernels/kernels.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
 
 /* Softmax regression of 15 features and 4 classes: P = 64 parameters. */

@@ -1,5 +1,5 @@
 /*
- * test-hardware.c — the hardware catalog (sim/hardware.c): the built-in
+ * test-hardware.c — the hardware catalog (config/hardware.c): the built-in
  * catalog's entries and the arithmetic behind its derived figures; every
  * figure of docs/hardware.md's tables against the catalog, so the page and
  * the file cannot drift; the built-in catalog against
@@ -17,9 +17,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "sim/hardware.h"
-#include "sim/scenario.h"
-#include "sim/units.h"
+#include "config/hardware.h"
+#include "config/scenario.h"
+#include "config/units.h"
 #include "tests/util.h"
 
 /* Asserts that `got` equals `want` to 1e-12 relative (exactly at 0). */

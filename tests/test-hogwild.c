@@ -17,7 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
 
 /* The run's count of torn reads (its params row). */

@@ -19,9 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sim/input.h"
-#include "sim/scenario.h"
+#include "config/input.h"
+#include "config/scenario.h"
 #include "tests/util.h"
+#include "sim/load.h"
 
 static char *tmpdir;
 

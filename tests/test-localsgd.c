@@ -20,8 +20,9 @@
 #include "comm/collectives.h"
 #include "policies/policy.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
+#include "sim/load.h"
 
 typedef struct {
   int worker;

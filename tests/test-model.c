@@ -1,5 +1,5 @@
 /*
- * test-model.c — the device and time model of sim/model.c: the roofline
+ * test-model.c — the device and time model of device/model.c: the roofline
  * picks the right bound, step costs are the sums of layer costs, catalog
  * devices fill in unset keys only, catalog links deliver their raw rate times
  * their efficiency while a written bandwidth is kept exactly, models that do
@@ -18,11 +18,12 @@
 #include "comm/collectives.h"
 #include "policies/policy.h"
 #include "sim/cluster.h"
-#include "sim/hardware.h"
-#include "sim/model.h"
+#include "config/hardware.h"
+#include "device/model.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
+#include "sim/load.h"
 
 static SimConfig *
 load_one (const char *text, const char *const *sets)

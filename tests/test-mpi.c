@@ -1,5 +1,5 @@
 /*
- * test-mpi.c — a sweep over MPI ranks (sim/mpi.c, docs/cluster.md), with the
+ * test-mpi.c — a sweep over MPI ranks (sweep/mpi.c, docs/cluster.md), with the
  * mpirun of this machine: `mpirun --oversubscribe -n 4 dtsim run` writes the
  * database `dtsim run --jobs 1` writes, row for row; a worker killed mid-sweep
  * under --enable-recovery loses only its point; without it, the job ends and
@@ -23,11 +23,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/mpi.h"
-#include "sim/sweep.h"
+#include "sweep/mpi.h"
+#include "sweep/sweep.h"
 #include "sim/trace.h"
 #include "sim/wire.h"
 #include "tests/util.h"
+#include "sim/load.h"
 
 static char *tmpdir;
 
@@ -653,7 +654,7 @@ test_digest (void)
   g_assert_cmpstr (d, !=, e);
 }
 
-/* The launchers' variables sim/mpi.c reads. */
+/* The launchers' variables sweep/mpi.c reads. */
 static const char *const launch_vars[] = { "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
                                            "PMI_SIZE", "PMI_RANK", "PMIX_RANK",
                                            "SLURM_STEP_NUM_TASKS", "SLURM_PROCID",

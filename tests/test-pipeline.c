@@ -16,9 +16,9 @@
 
 #include "kernels/kernels.h"
 #include "policies/policy.h"
-#include "sim/model.h"
+#include "device/model.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
 
 typedef struct {

@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/plot.h"
+#include "views/plot.h"
 #include "tests/util.h"
 
 static char *tmpdir;

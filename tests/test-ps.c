@@ -12,7 +12,7 @@
 
 #include "kernels/kernels.h"
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
 
 typedef struct {

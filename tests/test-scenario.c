@@ -1,6 +1,6 @@
 /*
- * test-scenario.c — quantities with units, read and written (sim/units.c),
- * and scenario files (sim/scenario.c): defaults from the key table, unit
+ * test-scenario.c — quantities with units, read and written (config/units.c),
+ * and scenario files (config/scenario.c): defaults from the key table, unit
  * conversion, the one-line errors for every kind of bad input, sweeps
  * (cartesian product, last key fastest), `--set` overrides, the `params`
  * rows and the key reference.
@@ -17,8 +17,9 @@
 
 #include "netmodel/netmodel.h"
 #include "policies/policy.h"
-#include "sim/scenario.h"
-#include "sim/units.h"
+#include "config/scenario.h"
+#include "config/units.h"
+#include "sim/load.h"
 
 /* Asserts that `got` equals `want` to 1e-12 relative (exactly at 0). */
 #define assert_rel(got, want) \

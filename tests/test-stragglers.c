@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
 
 #define T_STEP 1e-3    /* s, [device] step_time */

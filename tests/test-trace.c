@@ -212,7 +212,7 @@ typedef struct {
   guint chunks;          /* chunks that went through */
 } Carry;
 
-/* The sink of a buffer whose chunks cross a process boundary (sim/mpi.c):
+/* The sink of a buffer whose chunks cross a process boundary (sweep/mpi.c):
  * each is turned to bytes and read back before it is written. */
 static void
 write_through_bytes (SimTraceChunk *chunk, gpointer data)

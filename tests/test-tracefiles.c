@@ -1,6 +1,6 @@
 /*
  * test-tracefiles.c — the files around a trace database (sim/trace.c,
- * sim/tracedb.c; docs/security.md): two runs aimed at one database never
+ * views/tracedb.c; docs/security.md): two runs aimed at one database never
  * lose one of them, a killed run's leftovers go at the next run and a live
  * run's stay, reading a database writes nothing beside it, and a run whose
  * folder disappears says so.

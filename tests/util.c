@@ -11,8 +11,9 @@
 #include <sys/wait.h>
 
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "tests/util.h"
+#include "sim/load.h"
 
 /* A test program run by hand (build/tests/test-labs -p /labs/NAME, as
  * docs/labs/README.md says) gets what `make check` would give it: the source

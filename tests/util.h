@@ -7,9 +7,9 @@
 #include <glib.h>
 
 #include "policies/policy.h"
-#include "sim/outfile.h"   /* sim_remove_tree, for temporary folders */
+#include "views/outfile.h"   /* sim_remove_tree, for temporary folders */
 #include "sim/run.h"
-#include "sim/scenario.h"
+#include "config/scenario.h"
 #include "sim/trace.h"
 
 /* Loads a scenario given as text (plus `sets` overrides, may be NULL) through

@@ -1,0 +1,489 @@
+/*
+ * main.c — the `dtsim` command: run, check, plot, export, report, keys, hardware, calibrate,
+ * completion, man.
+ *
+ *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
+ *             [--jobs N] [--threads N] [--rank-timeout S]
+ *   mpirun -n N dtsim run FILE.ini ...   (the sweep over MPI ranks: sweep/mpi.h)
+ *   dtsim plot DB [-o DIR] [--format png|svg]
+ *   dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]
+ *   dtsim report DB [-o FILE.html]
+ *   dtsim check FILE.ini [--set section.key=value]...
+ *   dtsim hardware [FILE]
+ *   dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini] [--force]
+ *
+ * Exit codes: 0 success, 1 failure while running, 2 bad input (one line on
+ * stderr names the file, the [section] key, what is wrong and the fix).
+ */
+#include "config.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+#include <cblas.h>
+#endif
+
+#include "kernels/backend.h"
+#include "kernels/cuda.h"
+#include "netmodel/netmodel.h"
+#include "policies/policy.h"
+#include "sim/cluster.h"
+#include "config/hardware.h"
+#include "config/input.h"
+#include "device/model.h"
+#include "sweep/mpi.h"
+#include "sim/calibrate.h"
+#include "config/docgen.h"
+#include "sim/estimate.h"
+#include "views/export.h"
+#include "views/report-html.h"
+#include "views/plot.h"
+#include "sim/run.h"
+#include "config/scenario.h"
+#include "sim/trace.h"
+#include "sim/load.h"
+#include "sweep/launch.h"
+
+static const char usage[] =
+  "usage:\n"
+  "  dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]\n"
+  "            [--jobs N]    # sweep points at once (default: the online cores)\n"
+  "            [--threads N] # host threads per point (default: the cores left)\n"
+  "  mpirun -n N dtsim run FILE.ini ...  # the sweep's points over N MPI ranks\n"
+  "            [--rank-timeout S]  # a rank silent this long is lost (default: 60)\n"
+  "  dtsim check FILE.ini [--set section.key=value]...\n"
+  "  dtsim plot DB [-o DIR] [--format png|svg]\n"
+  "  dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]\n"
+  "                            # runs as a table (csv, json) or a timeline (perfetto)\n"
+  "  dtsim report DB [-o FILE.html]  # one self-contained page: runs, params, figures\n"
+  "  dtsim keys                # the reference of every scenario key (markdown)\n"
+  "  dtsim hardware [FILE]     # the hardware catalog (built-in, or FILE) as tables\n"
+  "  dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini] [--force]\n"
+  "                            # fit device efficiencies to measured step times\n"
+  "  dtsim completion bash     # the bash completion script (make install installs it)\n"
+  "  dtsim man                 # the manual page, roff (make install installs it)\n"
+  "  dtsim --version\n"
+  "Scenario keys: docs/scenarios.md.  Trace schema: docs/trace.md.\n"
+  "Hardware catalog: docs/hardware.md.\n";
+
+/* Prints the error on one line: a control character that came from the
+ * input (a newline in a --set value, a name) is shown escaped, e.g. \n. */
+static int
+die (GError *error, int code)
+{
+  g_autofree char *line = sim_input_printable (error->message);
+  fprintf (stderr, "dtsim: %s\n", line);
+  g_error_free (error);
+  return code;
+}
+
+static int
+bad_usage (const char *what)
+{
+  if (sim_mpi_launch_rank () == 0) /* under mpirun, once */
+    fprintf (stderr, "dtsim: %s\n%s", what, usage);
+  return 2;
+}
+
+/* Parses the options of a subcommand; leaves positional arguments in argv. */
+static gboolean
+parse (int *argc, char ***argv, GOptionEntry *entries, const char *what)
+{
+  g_autoptr (GOptionContext) ctx = g_option_context_new (what);
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_set_help_enabled (ctx, TRUE);
+  g_autoptr (GError) error = NULL;
+  if (!g_option_context_parse (ctx, argc, argv, &error))
+    {
+      if (sim_mpi_launch_rank () == 0) /* under mpirun, once */
+        fprintf (stderr, "dtsim: %s\n%s", error->message, usage);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static int
+cmd_run (int argc, char **argv)
+{
+  g_autofree char *db = NULL;
+  g_auto (GStrv) sets = NULL;
+  gboolean json = FALSE, quiet = FALSE;
+  int jobs = -1;   /* -1: not given */
+  int threads = -1;
+  double rank_timeout = SIM_MPI_TIMEOUT;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &db, "Trace database to write (default: [trace] db, else results/NAME.db with NAME the [scenario] name)", "DB" },
+    { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
+      "section.key=value" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
+    { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress and no table", NULL },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+      "Sweep points run at once (default: the online cores)", "N" },
+    { "threads", 't', 0, G_OPTION_ARG_INT, &threads,
+      "Host threads each point's math may use (default: the online cores / jobs; "
+      "the results are the same)", "N" },
+    { "rank-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &rank_timeout,
+      "Under mpirun: seconds of silence after which an MPI rank is lost (default: 60)", "S" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "run FILE.ini"))
+    return 2;
+  if (!(rank_timeout > 0) || rank_timeout > 1e6)
+    return bad_usage ("--rank-timeout: needs a number of seconds above 0 (default: 60)");
+  if (jobs == 0 || jobs < -1)
+    return bad_usage ("--jobs: needs a number of points at least 1 (default: the online cores)");
+  if (threads == 0 || threads < -1)
+    return bad_usage ("--threads: needs a number of threads at least 1 "
+                      "(default: the online cores / jobs)");
+  if (argc != 2)
+    return bad_usage ("run needs exactly one scenario file");
+  SimRunOptions opt = { .db = db, .json = json, .quiet = quiet, .jobs = jobs,
+                        .threads = threads };
+  GError *error = NULL;
+  if (!sim_mpi_start (rank_timeout, &error))
+    {
+      /* every rank would say it: rank 0 does */
+      if (sim_mpi_rank () > 0)
+        {
+          g_error_free (error);
+          return 2;
+        }
+      return die (error, 2);
+    }
+  int code = sim_run_scenario (argv[1], (const char *const *) sets, &opt, &error);
+  sim_mpi_end ();
+  if (code != 0)
+    return die (error, code);
+  return 0;
+}
+
+static int
+cmd_check (int argc, char **argv)
+{
+  g_auto (GStrv) sets = NULL;
+  GOptionEntry entries[] = {
+    { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
+      "section.key=value" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "check FILE.ini"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("check needs exactly one scenario file");
+  GError *error = NULL;
+  g_autoptr (GPtrArray) configs = sim_scenario_load (argv[1], (const char *const *) sets, &error);
+  if (!configs)
+    return die (error, 2);
+  const SimConfig *c = g_ptr_array_index (configs, 0);
+  printf ("%s: valid, %u run%s, trace to %s\n", argv[1], configs->len,
+          configs->len == 1 ? "" : "s", c->db);
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *ci = g_ptr_array_index (configs, i);
+      if (ci->infeasible)
+        printf ("  run %u: %s: infeasible, will be recorded without running: %s\n", i + 1,
+                ci->name, ci->infeasible);
+      else
+        printf ("  run %u: %s\n", i + 1, ci->name);
+    }
+  /* what the runs will cost the host, against the bounds */
+  double trace = SIM_ESTIMATE_EMPTY_TRACE;
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *ci = g_ptr_array_index (configs, i);
+      SimEstimate e;
+      if (ci->infeasible || !sim_estimate (ci, &e, &error))
+        {
+          g_clear_error (&error);
+          continue;
+        }
+      trace += e.trace_bytes;
+      if (i == 0)
+        printf ("host: %.4g GB of memory at most (max_memory %.4g GB: %.4g transfers in flight, "
+                "%.4g GB of real math), %.4g events (max_events %.4g); trace rows: %.4g "
+                "iterations, %.4g spans, %.4g messages\n",
+                e.host_bytes / 1e9, ci->max_memory / 1e9, e.in_flight, e.math_bytes / 1e9,
+                e.events, (double) ci->max_events, e.iteration_rows, e.spans, e.messages);
+    }
+  printf ("trace: about %.4g MB at detail %s (max_size %.4g MB)\n", trace / 1e6,
+          sim_detail_name (c->detail), c->trace_max_size / 1e6);
+  const NetTopology *t = net_topology_lookup (c->topology);
+  const PolPolicyOps *p = pol_lookup (c->policy);
+  g_autoptr (GPtrArray) names = p->host_names ((int) c->workers, (int) c->servers);
+  NetTopologyParams tp = sim_topology_params (c, names);
+  g_autofree char *summary = t->summary ? t->summary (&tp) : NULL;
+  printf ("network: %s Contention: %s.%s%s\n", summary ? summary : t->description,
+          c->contention == 0 ? "max-min" : "none", c->links ? " Link overrides: " : "",
+          c->links ? c->links : "");
+  /* a timing-only run computes no gradient, whatever the policy's words */
+  printf ("policy: %s: %s%s\n", p->name, p->description,
+          c->math ? "" : " (here timing only: no gradient is computed, only its time)");
+  /* what one step costs on the device (first run) */
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  if (m)
+    {
+      SimStepCost cost;
+      sim_step_cost (c, m, &cost);
+      gsize P = m->ops->n_params (m);
+      double mem = sim_model_memory_bytes (c, m);
+      g_autofree char *of = c->memory > 0
+        ? g_strdup_printf (" of %.4g GiB%s%s", c->memory / (1024.0 * 1024.0 * 1024.0),
+                           c->device ? " on " : "", c->device ? c->device : "")
+        : g_strdup ("");
+      g_autofree char *what
+        = c->math ? g_strdup (c->workload ? c->workload : m->ops->name)
+          : c->workload ? g_strdup_printf ("%s (timing only)", c->workload)
+          : sim_model_kind (c)->math
+            ? g_strdup_printf ("%s (timing only: [kernels] backend = none)", m->ops->name)
+            : g_strdup ("timing only ([model] params and flops)");
+      printf ("model: %s, %d layer%s, %" G_GSIZE_FORMAT " parameters; step of batch %"
+              G_GINT64_FORMAT ": %.6g s (serial %.6g s, forward %.6g s), %.4g GFLOP; update %.6g s; "
+              "device memory needed %s%.4g GiB%s\n",
+              what, m->n_layers, m->n_layers == 1 ? "" : "s", P, c->batch, cost.step,
+              cost.serial, cost.forward,
+              (m->ops->flops_forward (m, (int) c->batch)
+               + m->ops->flops_backward (m, (int) c->batch)) / 1e9,
+              cost.update,
+              pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
+              mem / (1024.0 * 1024.0 * 1024.0), of);
+      if (c->math)
+        {
+          /* what will do the math, as runs.kernel will record it */
+          g_autofree char *kernel = kern_backend_kernel_name (c->backend, c->reproducible_math);
+          printf ("kernels: %s backend, %s%s\n", c->backend, kernel,
+                  c->reproducible_math ? " (reproducible: the same bits on every CPU)"
+                  : strcmp (c->backend, "cpu") == 0
+                    ? " (last bits depend on the CPU; [kernels] reproducible = true gives the"
+                      " same bits everywhere)"
+                    : " (last bits depend on the device)");
+        }
+      /* where the step goes, by layer kind (the roofline prices each kind
+       * at its own rate: docs/compute.md) */
+      if (c->step_time < 0 && c->memory_bandwidth > 0 && m->n_layers > 0)
+        {
+          g_autofree double *fwd = g_new (double, m->n_layers);
+          g_autofree double *bwd = g_new (double, m->n_layers);
+          sim_layer_seconds (c, m, (int) c->batch, fwd, bwd);
+          double by_kind[KERN_LAYER_N_KINDS] = { 0 }, total = 0;
+          for (int l = 0; l < m->n_layers; l++)
+            {
+              by_kind[m->layers[l].kind] += fwd[l] + bwd[l];
+              total += fwd[l] + bwd[l];
+            }
+          g_autoptr (GString) line = g_string_new ("  step by layer kind:");
+          for (int k = 0; k < KERN_LAYER_N_KINDS; k++)
+            if (by_kind[k] > 0)
+              g_string_append_printf (line, "%s %s %.4g s (%.0f%%)",
+                                      line->str[line->len - 1] == ':' ? "" : ",",
+                                      kern_layer_kind_name ((KernLayerKind) k), by_kind[k],
+                                      100 * by_kind[k] / total);
+          printf ("%s\n", line->str);
+        }
+      /* each share on its own device: what the memory check priced */
+      int n;
+      PolShares *plan;
+      SimStageMemory *st = sim_shares_memory (c, m, &n, &plan);
+      const double G = 1024.0 * 1024.0 * 1024.0;
+      for (int s = 0; s < n; s++)
+        printf ("  %s %d: layers %d-%d, %" G_GSIZE_FORMAT " parameters; device memory "
+                "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
+                "activations %.4g (%d stashed micro-batches of %d samples)\n",
+                plan->unit, s, st[s].first, st[s].last, st[s].params, st[s].total / G,
+                st[s].param_bytes / G, st[s].param_bytes / G, st[s].opt_bytes / G,
+                st[s].act_bytes / G, st[s].slots, st[s].microbatch);
+      g_free (st);
+      pol_shares_free (plan);
+      sim_step_cost_clear (&cost);
+      kern_model_free (m);
+    }
+  return 0;
+}
+
+static int
+cmd_plot (int argc, char **argv)
+{
+  g_autofree char *dir = NULL, *format = NULL;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &dir, "Folder for the figures", "DIR" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "png (default) or svg", "FORMAT" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "plot DB"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("plot needs exactly one trace database");
+  GError *error = NULL;
+  int code = sim_plot (argv[1], dir, format ? format : "png", &error);
+  if (code != 0)
+    return die (error, code);
+  return 0;
+}
+
+static int
+cmd_export (int argc, char **argv)
+{
+  g_autofree char *out = NULL, *format = NULL;
+  gint64 run = 0;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "File to write (default: standard output)",
+      "FILE" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format,
+      "csv (default): one row per run; json: the same rows; perfetto: a timeline for"
+      " ui.perfetto.dev", "FORMAT" },
+    { "run", 0, 0, G_OPTION_ARG_INT64, &run, "Export run N only (default: every run)", "N" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "export DB"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("export needs exactly one trace database");
+  if (run < 0)
+    return bad_usage ("--run: a run id is 1 or more");
+  GError *error = NULL;
+  int code = sim_export (argv[1], format ? format : "csv", out, run, &error);
+  if (code != 0)
+    return die (error, code);
+  return 0;
+}
+
+static int
+cmd_report (int argc, char **argv)
+{
+  g_autofree char *out = NULL;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out,
+      "HTML file to write (default: the database's path with .html)", "FILE" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "report DB"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("report needs exactly one trace database");
+  GError *error = NULL;
+  int code = sim_report_html (argv[1], out, &error);
+  if (code != 0)
+    return die (error, code);
+  return 0;
+}
+
+static int
+cmd_hardware (int argc, char **argv)
+{
+  GOptionEntry entries[] = { { NULL } };
+  if (!parse (&argc, &argv, entries, "hardware [FILE]"))
+    return 2;
+  if (argc > 2)
+    return bad_usage ("hardware takes at most one catalog file");
+  GError *error = NULL;
+  g_autoptr (SimCatalog) catalog = sim_catalog_load (argc == 2 ? argv[1] : NULL, &error);
+  if (!catalog)
+    return die (error, 2);
+  g_autoptr (GString) out = g_string_new (NULL);
+  sim_catalog_write_tables (catalog, out);
+  fputs (out->str, stdout);
+  return 0;
+}
+
+static int
+cmd_calibrate (int argc, char **argv)
+{
+  g_autofree char *out = NULL, *base = NULL;
+  gboolean force = FALSE;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Calibrated catalog to write",
+      "CATALOG.ini" },
+    { "force", 0, 0, G_OPTION_ARG_NONE, &force,
+      "Write the catalog even when the fit predicts the steps worse than the base", NULL },
+    { "catalog", 0, 0, G_OPTION_ARG_FILENAME, &base,
+      "Catalog to start from (default: the built-in one)", "BASE.ini" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "calibrate MEASURED.csv"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("calibrate needs exactly one file of measured steps "
+                      "(device,precision,workload,batch,seconds[,optimizer])");
+  if (!out)
+    return bad_usage ("calibrate needs -o CATALOG.ini, the catalog to write");
+  GError *error = NULL;
+  g_autoptr (GString) report = g_string_new (NULL);
+  if (!sim_calibrate (argv[1], base, out, force, report, &error))
+    {
+      fputs (report->str, stdout);  /* the table that shows why, when there is one */
+      return die (error, 2);
+    }
+  fputs (report->str, stdout);
+  return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  setlocale (LC_ALL, "");
+  setlocale (LC_NUMERIC, "C");
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+  /* Each simulated worker's products are small, and one thread gives the
+   * same float results on every host; OPENBLAS_NUM_THREADS still wins. */
+  if (!g_getenv ("OPENBLAS_NUM_THREADS"))
+    openblas_set_num_threads (1);
+#endif
+  if (argc < 2)
+    return bad_usage ("no command given");
+  const char *cmd = argv[1];
+  if (strcmp (cmd, "--version") == 0 || strcmp (cmd, "version") == 0)
+    {
+      g_autofree char *blas = kern_openblas_describe ();
+      printf ("dtsim %s (trace schema %d, CUDA devices: %d)\n"
+              "real math on the CPU: fixed-order products (reproducible, the default); "
+              "with [kernels] reproducible = false: %s\n",
+              PACKAGE_VERSION, SIM_TRACE_SCHEMA_VERSION, kern_cuda_device_count (), blas);
+      return 0;
+    }
+  if (strcmp (cmd, "--help") == 0 || strcmp (cmd, "help") == 0 || strcmp (cmd, "-h") == 0)
+    {
+      fputs (usage, stdout);
+      return 0;
+    }
+  if (strcmp (cmd, "keys") == 0)
+    {
+      g_autoptr (GString) ref = g_string_new (NULL);
+      sim_scenario_write_reference (ref);
+      fputs (ref->str, stdout);
+      return 0;
+    }
+  if (strcmp (cmd, "man") == 0)
+    {
+      g_autoptr (GString) page = g_string_new (NULL);
+      sim_write_man (page);
+      fputs (page->str, stdout);
+      return 0;
+    }
+  if (strcmp (cmd, "completion") == 0)
+    {
+      if (argc != 3 || strcmp (argv[2], "bash") != 0)
+        return bad_usage ("completion: give the shell: dtsim completion bash");
+      g_autoptr (GString) script = g_string_new (NULL);
+      sim_write_bash_completion (script);
+      fputs (script->str, stdout);
+      return 0;
+    }
+  argv[1] = argv[0];
+  if (strcmp (cmd, "run") == 0)
+    return cmd_run (argc - 1, argv + 1);
+  if (strcmp (cmd, "check") == 0)
+    return cmd_check (argc - 1, argv + 1);
+  if (strcmp (cmd, "plot") == 0)
+    return cmd_plot (argc - 1, argv + 1);
+  if (strcmp (cmd, "export") == 0)
+    return cmd_export (argc - 1, argv + 1);
+  if (strcmp (cmd, "report") == 0)
+    return cmd_report (argc - 1, argv + 1);
+  if (strcmp (cmd, "hardware") == 0)
+    return cmd_hardware (argc - 1, argv + 1);
+  if (strcmp (cmd, "calibrate") == 0)
+    return cmd_calibrate (argc - 1, argv + 1);
+  g_autofree char *msg = g_strdup_printf ("unknown command '%s'", cmd);
+  return bad_usage (msg);
+}

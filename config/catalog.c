@@ -1,0 +1,181 @@
+/*
+ * catalog.c — a scenario's [cluster] device, [network] fabric and
+ * intra_fabric, applied from the hardware catalog.
+ *
+ * [cluster] device copies the catalog entry's peak (of the chosen [device]
+ * precision), efficiency, memory bandwidth and capacity into the [device]
+ * keys the file did not set itself; [network] fabric and intra_fabric do the
+ * same for link bandwidths, latencies and efficiencies (an efficiency only
+ * with the catalog's bandwidth: a bandwidth the file writes is kept exactly,
+ * unless it writes an efficiency too).  The resolved values replace the
+ * defaults in the run's `params` rows, so a trace says which figures were
+ * used.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "config/catalog.h"
+#include "config/hardware.h"
+
+/* Replaces the params-row text of "section.key" in c. */
+static void
+set_param_text (SimConfig *c, const char *dotted, double v)
+{
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), dotted) == 0)
+      {
+        g_free (g_ptr_array_index (c->param_values, i));
+        g_ptr_array_index (c->param_values, i) = g_strdup_printf ("%.17g", v);
+        return;
+      }
+}
+
+static gboolean
+given (const SimConfig *c, const char *dotted)
+{
+  return g_hash_table_contains (c->given, dotted);
+}
+
+/* Sets *field (and its params row) to v unless the file set the key. */
+static void
+take (SimConfig *c, const char *dotted, double *field, double v)
+{
+  if (given (c, dotted))
+    return;
+  *field = v;
+  set_param_text (c, dotted, v);
+}
+
+/* Where a catalog link's figures go: their keys ("section.key") and the
+ * fields that hold them. */
+typedef struct {
+  const char *bandwidth_key, *latency_key, *efficiency_key;
+  double *bandwidth, *latency, *efficiency;
+} LinkTarget;
+
+/* Takes the raw bandwidth, the latency and the efficiency of catalog link
+ * `name` (named by [network] `key`) into `t` where the file left them unset.
+ * The efficiency goes with the catalog's bandwidth only: a bandwidth written
+ * as a number is what the scenario wants its links to carry. */
+static gboolean
+take_link (SimConfig *c, const SimCatalog *cat, const char *file, const char *key,
+           const char *name, const LinkTarget *t, GError **error)
+{
+  const SimLinkSpec *l = sim_catalog_link (cat, name);
+  if (!l)
+    {
+      g_autofree char *names = sim_catalog_names (cat, FALSE);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [network] %s: unknown link '%s'; use one of: %s (dtsim hardware lists them)",
+                   file, key, name, names);
+      return FALSE;
+    }
+  if (!given (c, t->bandwidth_key))
+    take (c, t->efficiency_key, t->efficiency, l->efficiency);
+  take (c, t->bandwidth_key, t->bandwidth, l->bandwidth);
+  take (c, t->latency_key, t->latency, l->latency);
+  return TRUE;
+}
+
+/* [network] intra_fabric: the nodes topology's own keys, in c->values. */
+static gboolean
+take_intra_link (SimConfig *c, const SimCatalog *cat, const char *file, GError **error)
+{
+  double bw = base_values_double (c->values, "network.intra_bandwidth");
+  double lat = base_values_double (c->values, "network.intra_latency");
+  double eff = base_values_double (c->values, "network.intra_efficiency");
+  LinkTarget t = { "network.intra_bandwidth", "network.intra_latency",
+                   "network.intra_efficiency", &bw, &lat, &eff };
+  if (!take_link (c, cat, file, "intra_fabric", c->intra_fabric, &t, error))
+    return FALSE;
+  base_values_set_double (c->values, "network.intra_bandwidth", bw);
+  base_values_set_double (c->values, "network.intra_latency", lat);
+  base_values_set_double (c->values, "network.intra_efficiency", eff);
+  return TRUE;
+}
+
+gboolean
+sim_apply_catalog (SimConfig *c, const char *file, GError **error)
+{
+  if (!c->device && !c->fabric && !c->intra_fabric)
+    return TRUE;
+  g_autoptr (GError) local = NULL;
+  SimCatalog *cat = sim_catalog_load (c->catalog, &local);
+  if (!cat)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [cluster] catalog: %s", file,
+                   local->message);
+      return FALSE;
+    }
+  gboolean ok = TRUE;
+  if (c->device)
+    {
+      const SimDevice *d = sim_catalog_device (cat, c->device);
+      if (!d)
+        {
+          g_autofree char *names = sim_catalog_names (cat, TRUE);
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [cluster] device: unknown device '%s'; use one of: %s (dtsim hardware lists them)",
+                       file, c->device, names);
+          ok = FALSE;
+        }
+      else
+        {
+          static const char *const prec[] = { "fp32", "tf32", "bf16", "fp16" };
+          SimDevicePrecision dp = sim_device_precision (d, c->precision);
+          double peak = dp.peak;
+          if (!(peak > 0) && !given (c, "device.flops"))
+            {
+              g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                           "%s: [device] precision: device '%s' has no %s peak in the catalog; use precision = fp32 or set [device] flops",
+                           file, c->device, prec[c->precision]);
+              ok = FALSE;
+            }
+          else
+            {
+              take (c, "device.flops", &c->flops, peak);
+              take (c, "device.efficiency", &c->efficiency,
+                    dp.efficiency > 0 ? dp.efficiency : d->efficiency);
+              /* a file that sets efficiency itself keeps convolutions at it */
+              if (!given (c, "device.efficiency"))
+                take (c, "device.conv_efficiency", &c->conv_efficiency, dp.conv_efficiency);
+              /* the catalog's 3 x 3 figure is FP32's (Winograd), and goes
+               * with its convolution figure */
+              if (!given (c, "device.efficiency") && !given (c, "device.conv_efficiency")
+                  && c->precision == SIM_PREC_FP32)
+                take (c, "device.conv3x3_efficiency", &c->conv3x3_efficiency,
+                      d->conv3x3_efficiency);
+              take (c, "device.attention_factor", &c->attention_factor,
+                    d->attention_factor > 0 ? d->attention_factor : 1.0);
+              take (c, "device.memory_efficiency", &c->memory_efficiency,
+                    d->memory_efficiency > 0 ? d->memory_efficiency : 1.0);
+              take (c, "device.kernel_overhead", &c->kernel_overhead, d->kernel_overhead);
+              take (c, "device.overlap_slowdown", &c->overlap_slowdown, d->overlap_slowdown);
+              take (c, "device.memory_bandwidth", &c->memory_bandwidth, d->memory_bandwidth);
+              take (c, "device.memory", &c->memory, d->memory);
+            }
+        }
+    }
+  if (ok && c->fabric)
+    {
+      LinkTarget t = { "network.bandwidth", "network.latency", "network.efficiency",
+                       &c->bandwidth, &c->latency, &c->net_efficiency };
+      ok = take_link (c, cat, file, "fabric", c->fabric, &t, error);
+      if (ok)
+        take (c, "network.step_overhead", &c->step_overhead,
+              sim_catalog_step_overhead (cat, sim_catalog_link (cat, c->fabric)->kind));
+    }
+  if (ok && c->intra_fabric)
+    {
+      ok = take_intra_link (c, cat, file, error);
+      if (ok)
+        take (c, "network.intra_step_overhead", &c->intra_step_overhead,
+              sim_catalog_step_overhead (cat, sim_catalog_link (cat, c->intra_fabric)->kind));
+    }
+  if (ok && (c->fabric || c->intra_fabric))
+    take (c, "network.launch_overhead", &c->launch_overhead,
+          sim_catalog_launch_overhead (cat));
+  sim_catalog_free (cat);
+  return ok;
+}

@@ -1,0 +1,18 @@
+/*
+ * catalog.h — filling a resolved point's [device] and link keys from the
+ * hardware catalog (config/hardware.h).
+ */
+#ifndef DTSIM_CONFIG_CATALOG_H
+#define DTSIM_CONFIG_CATALOG_H
+
+#include "config/simconfig.h"
+
+G_BEGIN_DECLS
+
+/* Fills in [device] and link keys from the catalog where the file left them
+ * unset ([cluster] device, [network] fabric and intra_fabric). */
+gboolean sim_apply_catalog (SimConfig *c, const char *file, GError **error);
+
+G_END_DECLS
+
+#endif /* DTSIM_CONFIG_CATALOG_H */

@@ -1,0 +1,319 @@
+/*
+ * models.c — the models and data sets a scenario names ([model] kind and
+ * dataset): each entry builds its kernel model or loads its data from a
+ * resolved point, and the key table lists their names.
+ *
+ * Adding a model kind is one entry in model_kinds[] with its constructor;
+ * a data set, one in datasets[].  The layer tables of kind = timing are
+ * built in (the resource bundle, one NAME.txt each) or read from a file.
+ */
+#include "config.h"
+
+#include <string.h>
+#include <gio/gio.h>
+
+#include "config/input.h"
+#include "config/models.h"
+
+/* The resource bundle generated from config/dtsim.gresource.xml. */
+GResource *dtsim_get_resource (void);
+
+/* Fashion-MNIST: 28 x 28 pixels, 10 classes. */
+#define FMNIST_FEATURES 784
+#define FMNIST_CLASSES 10
+#define FMNIST_TRAIN_FILE "train-images-idx3-ubyte.gz"
+
+/* The data sets a scenario may name ([model] dataset). */
+typedef struct {
+  const char *name;
+  const char *description;
+  int features, classes;   /* of every sample; 0 = [model] features, classes */
+  /* Samples (training and test) the run holds in host memory. */
+  double (*samples) (const SimConfig *c);
+  /* Checks that the data is there for c's workers; sets *n_train to its
+   * training samples. */
+  gboolean (*check) (const SimConfig *c, const char *file, gint64 *n_train, GError **error);
+  gboolean (*load) (const SimConfig *c, KernDataset **train, KernDataset **test,
+                    GError **error);
+} Dataset;
+
+static double
+synthetic_samples (const SimConfig *c)
+{
+  return (double) c->samples + (double) c->test_samples;
+}
+
+static gboolean
+synthetic_check (const SimConfig *c, const char *file, gint64 *n_train, GError **error)
+{
+  *n_train = c->samples;
+  if (c->samples >= c->workers)
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "%s: [model] samples: %" G_GINT64_FORMAT " samples cannot be shared among %"
+               G_GINT64_FORMAT " workers; give at least one sample per worker",
+               file, c->samples, c->workers);
+  return FALSE;
+}
+
+static gboolean
+synthetic_load (const SimConfig *c, KernDataset **train, KernDataset **test,
+                GError **error G_GNUC_UNUSED)
+{
+  kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
+                      (int) c->classes, c->separation, (guint64) c->seed, train, test);
+  return TRUE;
+}
+
+static double
+fmnist_samples (const SimConfig *c G_GNUC_UNUSED)
+{
+  return 70000.0;
+}
+
+/* The files are at [model] data_dir and hold an image for every worker. */
+static gboolean
+fmnist_check (const SimConfig *c, const char *file, gint64 *n_train, GError **error)
+{
+  g_autofree char *path = g_build_filename (c->data_dir, FMNIST_TRAIN_FILE, NULL);
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] data_dir: Fashion-MNIST not found at %s; install it with `apt-get install dataset-fashion-mnist` or set data_dir",
+                   file, path);
+      return FALSE;
+    }
+  /* the files' own counts, from their headers: they may hold fewer images
+   * than the package's */
+  int n_tr = 0, n_te = 0;
+  g_autoptr (GError) local = NULL;
+  if (!kern_dataset_fashion_mnist_sizes (c->data_dir, &n_tr, &n_te, &local))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] data_dir: %s", file,
+                   local->message);
+      return FALSE;
+    }
+  if (n_tr < c->workers || n_te < 1)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] data_dir: the files at %s hold %d training and %d test images; "
+                   "every one of the %" G_GINT64_FORMAT " workers needs a training image and "
+                   "accuracy a test image: use the full data set or fewer workers",
+                   file, c->data_dir, n_tr, n_te, c->workers);
+      return FALSE;
+    }
+  *n_train = n_tr;
+  return TRUE;
+}
+
+static gboolean
+fmnist_load (const SimConfig *c, KernDataset **train, KernDataset **test, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  if (kern_dataset_fashion_mnist (c->data_dir, train, test, &local))
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] data_dir: %s",
+               c->file, local->message);
+  return FALSE;
+}
+
+static const Dataset synthetic = {
+  "synthetic", "seeded Gaussian blobs", 0, 0,
+  synthetic_samples, synthetic_check, synthetic_load };
+static const Dataset fashion_mnist = {
+  "fashion-mnist", "Debian's dataset-fashion-mnist (60,000 training, 10,000 test images)", FMNIST_FEATURES, FMNIST_CLASSES,
+  fmnist_samples, fmnist_check, fmnist_load };
+static const Dataset *const datasets[] = { &synthetic, &fashion_mnist, NULL };
+
+static const Dataset *
+dataset_of (const SimConfig *c)
+{
+  for (int i = 0; datasets[i]; i++)
+    if (strcmp (datasets[i]->name, c->dataset) == 0)
+      return datasets[i];
+  g_return_val_if_reached (&synthetic);
+}
+
+int
+sim_model_inputs (const SimConfig *c)
+{
+  const Dataset *d = dataset_of (c);
+  return d->features ? d->features : (int) c->features;
+}
+
+int
+sim_model_classes (const SimConfig *c)
+{
+  const Dataset *d = dataset_of (c);
+  return d->classes ? d->classes : (int) c->classes;
+}
+
+/* Where the built-in layer tables are in the resource bundle: one NAME.txt
+ * each, listed in config/dtsim.gresource.xml. */
+#define WORKLOADS_PATH "/org/dtsim/workloads/"
+
+/* Orders names as strcmp does, except that runs of digits compare by their
+ * length first, so resnet-50 comes before resnet-101.  Independent of the
+ * locale, and two different names never compare equal. */
+static int
+workload_name_cmp (const void *a, const void *b)
+{
+  const char *s = *(char *const *) a, *t = *(char *const *) b;
+  while (*s && *t)
+    {
+      if (g_ascii_isdigit (*s) && g_ascii_isdigit (*t))
+        {
+          gsize ns = strspn (s, "0123456789"), nt = strspn (t, "0123456789");
+          if (ns != nt)
+            return ns < nt ? -1 : 1;
+          int d = strncmp (s, t, ns);
+          if (d != 0)
+            return d;
+          s += ns;
+          t += nt;
+          continue;
+        }
+      if (*s != *t)
+        return (unsigned char) *s < (unsigned char) *t ? -1 : 1;
+      s++;
+      t++;
+    }
+  return (unsigned char) *s - (unsigned char) *t;
+}
+
+/* The names of the built-in layer tables, "a, b, c": the resource
+ * bundle's files under WORKLOADS_PATH without ".txt", in workload_name_cmp
+ * order, so there is no second list of them to keep. */
+static char *
+workload_names (void)
+{
+  g_auto (GStrv) files = g_resource_enumerate_children (dtsim_get_resource (),
+                                                        WORKLOADS_PATH,
+                                                        G_RESOURCE_LOOKUP_FLAGS_NONE,
+                                                        NULL);
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  for (int i = 0; files && files[i]; i++)
+    if (g_str_has_suffix (files[i], ".txt"))
+      g_ptr_array_add (names, g_strndup (files[i], strlen (files[i]) - 4));
+  g_ptr_array_sort (names, workload_name_cmp);
+
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < names->len; i++)
+    {
+      if (i > 0)
+        g_string_append (s, ", ");
+      g_string_append (s, g_ptr_array_index (names, i));
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* The text of a layer table: a built-in one by name, else a file. */
+static char *
+workload_text (const char *name, GError **error)
+{
+  g_autofree char *res = g_strdup_printf (WORKLOADS_PATH "%s.txt", name);
+  GBytes *b = g_resource_lookup_data (dtsim_get_resource (), res,
+                                      G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  if (b)
+    {
+      gsize len;
+      const char *data = g_bytes_get_data (b, &len);
+      char *text = g_strndup (data, len);
+      g_bytes_unref (b);
+      return text;
+    }
+  if (g_file_test (name, G_FILE_TEST_EXISTS))
+    return sim_input_read_text (name, "layer table", error);
+  g_autofree char *names = workload_names ();
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "no built-in workload '%s' and no such file; use %s or a layer-table file (docs/workloads.md)",
+               name, names);
+  return NULL;
+}
+
+static KernModel *
+timing_new (const SimConfig *c, KernBackend *be G_GNUC_UNUSED, int d G_GNUC_UNUSED,
+            int k G_GNUC_UNUSED, GError **error)
+{
+  if (!c->workload)
+    return kern_timing_new ((gsize) c->model_params, c->model_flops);
+  g_autofree char *text = workload_text (c->workload, error);
+  if (!text)
+    return NULL;
+  return kern_timing_parse (c->workload, text, error);
+}
+
+static KernModel *
+linear_new (const SimConfig *c G_GNUC_UNUSED, KernBackend *be, int d, int k,
+            GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_MSE, be);
+}
+
+static KernModel *
+softmax_new (const SimConfig *c G_GNUC_UNUSED, KernBackend *be, int d, int k,
+             GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_XENT, be);
+}
+
+static KernModel *
+mlp_new (const SimConfig *c, KernBackend *be, int d, int k, GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (d, (const int *) c->hidden->data, (int) c->hidden->len, k,
+                       KERN_LOSS_XENT, be);
+}
+
+static const SimModelKind linear = {
+  "linear", "least squares onto one-hot targets", TRUE, linear_new };
+static const SimModelKind softmax = { "softmax", "softmax regression", TRUE, softmax_new };
+static const SimModelKind mlp = {
+  "mlp", "ReLU hidden layers, softmax output", TRUE, mlp_new };
+static const SimModelKind timing_kind = {
+  "timing", "a layer table, no math (docs/workloads.md)", FALSE, timing_new };
+static const SimModelKind *const model_kinds[] = { &linear, &softmax, &mlp, &timing_kind, NULL };
+
+const void *const *
+sim_model_kind_entries (void)
+{
+  return (const void *const *) model_kinds;
+}
+
+const void *const *
+sim_dataset_entries (void)
+{
+  return (const void *const *) datasets;
+}
+
+const SimModelKind *
+sim_model_kind (const SimConfig *c)
+{
+  for (int i = 0; model_kinds[i]; i++)
+    if (strcmp (model_kinds[i]->name, c->model_kind) == 0)
+      return model_kinds[i];
+  g_return_val_if_reached (&softmax);
+}
+
+KernModel *
+sim_model_new (const SimConfig *c, KernBackend *be, GError **error)
+{
+  return sim_model_kind (c)->new (c, be, sim_model_inputs (c), sim_model_classes (c), error);
+}
+
+double
+sim_dataset_samples (const SimConfig *c)
+{
+  return dataset_of (c)->samples (c);
+}
+
+gboolean
+sim_dataset_check (const SimConfig *c, const char *file, gint64 *n_train, GError **error)
+{
+  return dataset_of (c)->check (c, file, n_train, error);
+}
+
+gboolean
+sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test, GError **error)
+{
+  return dataset_of (c)->load (c, train, test, error);
+}

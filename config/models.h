@@ -1,0 +1,52 @@
+/*
+ * models.h — the model kinds and data sets a scenario may name.
+ */
+#ifndef DTSIM_CONFIG_MODELS_H
+#define DTSIM_CONFIG_MODELS_H
+
+#include <glib.h>
+
+#include "kernels/backend.h"
+#include "kernels/kernels.h"
+#include "config/simconfig.h"
+
+G_BEGIN_DECLS
+
+/* The model c describes, without data; math on `be` (NULL = CPU). */
+KernModel *sim_model_new (const SimConfig *c, KernBackend *be, GError **error);
+
+/* The model kinds a scenario may name ([model] kind). */
+typedef struct {
+  const char *name;
+  const char *description;
+  gboolean math;  /* trains for real; FALSE: timing only (no loss) */
+  /* The model for `inputs` features and `classes` classes. */
+  KernModel *(*new) (const SimConfig *c, KernBackend *be, int inputs, int classes,
+                     GError **error);
+} SimModelKind;
+
+/* The kind c names. */
+const SimModelKind *sim_model_kind (const SimConfig *c);
+/* The model kinds (SimModelKind *) and the data sets, NULL-terminated
+ * ([model] kind and dataset). */
+const void *const *sim_model_kind_entries (void);
+const void *const *sim_dataset_entries (void);
+
+/* The features of every sample of c's data set, and its classes. */
+int sim_model_inputs (const SimConfig *c);
+int sim_model_classes (const SimConfig *c);
+
+/* Samples (training and test) c's data set holds in host memory. */
+double sim_dataset_samples (const SimConfig *c);
+/* Checks that c's data set is there for its workers (errors name `file`
+ * and the key to change); sets *n_train to its training samples. */
+gboolean sim_dataset_check (const SimConfig *c, const char *file, gint64 *n_train,
+                            GError **error);
+
+/* Loads c's training and test sets (math runs only). */
+gboolean sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test,
+                        GError **error);
+
+G_END_DECLS
+
+#endif /* DTSIM_CONFIG_MODELS_H */

@@ -1,0 +1,1153 @@
+/*
+ * scenario.c — the table of scenario keys and the loader built on it.
+ *
+ * Each key is declared once below with its type, unit, default, bounds and a
+ * one-line description.  Loading a file is: read the key file, apply `--set`
+ * overrides, reject unknown sections and keys, expand the [sweep] section into
+ * points, and resolve every point against the table (defaults filled in,
+ * units converted, bounds checked, cross-key rules checked).  Nothing is run
+ * and nothing is written until every point has resolved, so a bad scenario
+ * never leaves a half-written database behind.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "netmodel/netmodel.h"
+#include "comm/collectives.h"
+#include "policies/policy.h"
+#include "config/catalog.h"
+#include "config/input.h"
+#include "config/models.h"
+#include "config/scenario.h"
+#include "config/stragglers.h"
+#include "config/units.h"
+
+/* A row of the key table: config/scenario.c's own rows name their SimConfig
+ * field; rows a registry entry declares keep their value in c->values. */
+typedef BaseKey KeyDef;
+
+static const BaseChoice contention_choices[] = {
+  { "max-min", NET_CONTENTION_MAXMIN, FALSE }, { "none", NET_CONTENTION_NONE, FALSE },
+  { "maxmin", NET_CONTENTION_MAXMIN, TRUE }, { NULL, 0, FALSE } };
+static const BaseChoice detail_choices[] = {
+  { "summary", SIM_DETAIL_SUMMARY, FALSE }, { "iterations", SIM_DETAIL_ITERATIONS, FALSE },
+  { "spans", SIM_DETAIL_SPANS, FALSE }, { "messages", SIM_DETAIL_MESSAGES, FALSE },
+  { NULL, 0, FALSE } };
+/* The name of [trace] detail's value d, as a scenario writes it. */
+const char *
+sim_detail_name (SimDetail d)
+{
+  g_return_val_if_fail (d >= SIM_DETAIL_SUMMARY && d <= SIM_DETAIL_MESSAGES, "?");
+  g_assert (detail_choices[d].value == (int) d);
+  return detail_choices[d].name;
+}
+
+static const BaseChoice reproducible_choices[] = {
+  { "auto", SIM_REPRODUCIBLE_AUTO, FALSE }, { "true", SIM_REPRODUCIBLE_TRUE, FALSE },
+  { "false", SIM_REPRODUCIBLE_FALSE, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice partition_choices[] = {
+  { "iid", POL_PARTITION_IID, FALSE }, { "by-label", POL_PARTITION_BY_LABEL, FALSE },
+  { NULL, 0, FALSE } };
+static const BaseChoice optimizer_choices[] = {
+  { "sgd", KERN_OPT_SGD, FALSE }, { "momentum", KERN_OPT_MOMENTUM, FALSE },
+  { "adam", KERN_OPT_ADAM, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice recompute_choices[] = {
+  { "none", SIM_RECOMPUTE_NONE, FALSE }, { "selective", SIM_RECOMPUTE_SELECTIVE, FALSE },
+  { "full", SIM_RECOMPUTE_FULL, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice precision_choices[] = {
+  { "fp32", SIM_PREC_FP32, FALSE }, { "tf32", SIM_PREC_TF32, FALSE },
+  { "bf16", SIM_PREC_BF16, FALSE }, { "fp16", SIM_PREC_FP16, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice compute_time_choices[] = {
+  { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
+
+#define OPEN_MIN BASE_OPEN_MIN
+#define OPEN_MAX BASE_OPEN_MAX
+#define OFF(f) offsetof (SimConfig, f)
+#define BIG BASE_BIG
+
+static const KeyDef core_keys[] = {
+  { "scenario", "name", BASE_KEY_STRING, 0, NULL, 0, 0, 0, NULL, OFF (scenario_name),
+    "Name of the study (default: the file name without .ini); labels runs and names the default database.", NULL },
+  { "scenario", "seed", BASE_KEY_INT, 0, "1", 0, 9.2e18, 0, NULL, OFF (seed),
+    "Seed of every random stream (data, stragglers); same seed, same trace.", NULL },
+  { "scenario", "iterations", BASE_KEY_INT, 0, "100", 1, 1e12, 0, NULL, OFF (iterations),
+    "Rounds to run: the run ends when the servers have applied iterations x workers gradients.", NULL },
+  { "scenario", "time_limit", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (time_limit),
+    "Stop at this simulated time (0 = no limit).", NULL },
+  { "scenario", "max_memory", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "4GiB", 1, BIG, 0, NULL, OFF (max_memory),
+    "Most host memory a run may be estimated to need (`dtsim check` prints the estimate: transfers in flight, hosts, real math; docs/scenarios.md, \"What a run costs the host\"); a run beyond it is refused before it starts. Raise it on a larger machine.", NULL },
+  { "scenario", "max_events", BASE_KEY_INT, 0, "10000000000", 1, 1e15, 0, NULL, OFF (max_events),
+    "Most engine events a run may be estimated to take (`dtsim check` prints the estimate; one core processes about half a million a second, so the default is a few hours); a run beyond it is refused before it starts.", NULL },
+  { "scenario", "target_loss", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (target_loss),
+    "Stop when an evaluation finds the training loss at or below this (0 = never).", NULL },
+  { "scenario", "target_accuracy", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1, 0, NULL, OFF (target_accuracy),
+    "Stop when an evaluation finds the test accuracy at or above this share, e.g. 0.8 (0 = never); the run table then shows the simulated time and the gradients it took.", NULL },
+  { "cluster", "workers", BASE_KEY_INT, 0, "4", 1, SIM_MAX_HOSTS, 0, NULL, OFF (workers),
+    "Number of workers.", NULL },
+  { "cluster", "servers", BASE_KEY_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
+    "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
+  { "cluster", "device", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
+    "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file.", NULL },
+  { "cluster", "catalog", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (catalog),
+    "Hardware catalog file to look device and fabric names up in (default: the built-in scenarios/hardware.ini).", NULL },
+  { "device", "flops", BASE_KEY_QUANTITY, SIM_UNIT_COMPUTE, "100GFLOPS", 0, BIG, 1, NULL, OFF (flops),
+    "Peak FLOP/s of every worker and server device.", NULL },
+  { "device", "efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (efficiency),
+    "Share of peak FLOP/s that dense matrix products (layer kind gemm) achieve, in (0, 1]; the catalog's for its precision where [cluster] device is set.", NULL },
+  { "device", "conv_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1, 0, NULL, OFF (conv_efficiency),
+    "Share of peak FLOP/s that convolutions (layer kind conv) achieve, in (0, 1]; 0 = the same as efficiency (the catalog's for its precision where [cluster] device is set).", NULL },
+  { "device", "conv3x3_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 4, 0, NULL, OFF (conv3x3_efficiency),
+    "Share of peak FLOP/s that 3 x 3 convolutions of stride 1 (layer kind conv3x3) achieve, counted in their direct FLOPs: libraries run them with Winograd's algorithm in FP32, at fewer multiplications, so it may pass 1 (up to 4); 0 = conv_efficiency (the catalog's FP32 figure where [cluster] device is set and precision = fp32).", NULL },
+  { "device", "attention_factor", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (attention_factor),
+    "Attention's batched matrix products (layer kind attention) run at this share of the matrix products' rate, in (0, 1] (the catalog's where [cluster] device is set).", NULL },
+  { "device", "memory_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (memory_efficiency),
+    "Share of memory_bandwidth that kernels achieve, in (0, 1]: a layer's memory time is bytes / (memory_bandwidth x memory_efficiency) (the catalog's where [cluster] device is set).", NULL },
+  { "device", "step_time", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "-1", -1, BIG, 0, NULL, OFF (step_time),
+    "Fixed compute time of one worker step (forward + backward), zero allowed; overrides the FLOP model. Default: unset (-1), use FLOPs / (flops x efficiency).", NULL },
+  { "device", "kernel_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (kernel_overhead),
+    "Time every layer pass (a layer's forward, its backward) adds to its roofline time: kernel launches and the tail of small kernels, so that small layers and micro-batches run below the efficiency. Needs memory_bandwidth (the per-layer model); the catalog's where [cluster] device is set, else 0.", NULL },
+  { "device", "overlap_slowdown", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 10, 0, NULL, OFF (overlap_slowdown),
+    "While a collective runs on a device (a gradient bucket's all-reduce during backward, kind = allreduce), its compute takes 1 + overlap_slowdown as long: the collective's kernels take SMs and memory bandwidth (the catalog's where [cluster] device is set, else 0).", NULL },
+  { "device", "serial_time", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (serial_time),
+    "Time of every worker step that does not parallelise (Amdahl's serial part: input pipeline, host work), added before the forward pass of every step, with step_time or the FLOP model.", NULL },
+  { "device", "memory_bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (memory_bandwidth),
+    "Memory bandwidth of every device (0 = not modelled): a layer costs max(FLOPs / (flops x efficiency), bytes / memory_bandwidth); also prices reductions when [policy] reduce = memory.", NULL },
+  { "device", "memory", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "0", 0, BIG, 0, NULL, OFF (memory),
+    "Device memory capacity (0 = not checked): a model whose parameters, gradients, optimizer state and activations exceed it is refused before the run.", NULL },
+  { "device", "precision", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, precision_choices, OFF (precision),
+    "Which peak (and efficiency) of [cluster] device is used: fp32, or the tensor-core tf32, bf16 or fp16; activations move as 2-byte values under bf16 and fp16, 4-byte otherwise.", NULL },
+  { "device", "compute_time", BASE_KEY_ENUM, 0, "model", 0, 0, 0, compute_time_choices, OFF (measured),
+    "model: host-independent roofline time; measured: the host's wall time of the real kernels times measured_scale (emulation; not reproducible across hosts).", NULL },
+  { "device", "measured_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),
+    "compute_time = measured: simulated seconds per host second of kernel time.", NULL },
+  { "network", "topology", BASE_KEY_NAME, 0, "star", 0, 0, 0, NULL, OFF (topology),
+    "Network topology (docs/network.md).", net_topology_entries },
+  { "network", "bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
+    "Bandwidth of every link, in each direction, before efficiency.", NULL },
+  { "network", "efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (net_efficiency),
+    "Share of bandwidth every link delivers after packet and protocol headers, in (0, 1]: links carry bandwidth x efficiency. Default 1 (a bandwidth written as a number is carried exactly); the catalog's where fabric names the link and bandwidth is not set.", NULL },
+  { "network", "latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "5us", 0, BIG, 0, NULL, OFF (latency),
+    "Latency of every link; on a star a transfer crosses two links.", NULL },
+  { "network", "contention", BASE_KEY_ENUM, 0, "max-min", 0, 0, 0, contention_choices, OFF (contention),
+    "max-min: flows share links max-min fairly; none: every flow gets its route's slowest bandwidth.", NULL },
+  { "network", "links", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (links),
+    "Per-link overrides after the topology is built: 'NAME BANDWIDTH [LATENCY]' entries separated by ';', e.g. rack0.up 1Gbps; worker3.down 100Mbps 200us (link names: docs/network.md).", NULL },
+  { "network", "fabric", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (fabric),
+    "Hardware-catalog link (e.g. 100gbe, ib-hdr) giving bandwidth and latency where those keys are not set, and with its bandwidth its efficiency (docs/hardware.md) where that is not set.", NULL },
+  { "network", "intra_fabric", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (intra_fabric),
+    "nodes: catalog link inside a node (e.g. nvlink3) giving intra_bandwidth and intra_latency where those keys are not set, and with its bandwidth its intra_efficiency where that is not set.", NULL },
+  { "network", "launch_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (launch_overhead),
+    "Time every collective spends before its first step (kernel launch). Default 0; the catalog's [collectives] launch_overhead where fabric or intra_fabric names a catalog link.", NULL },
+  { "network", "step_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (step_overhead),
+    "Least latency of a collective's message between nodes (a step's synchronisation, the hop's own latency included): a message waits max(this, its route latency). Default 0; fabric's link kind's where fabric names a catalog link.", NULL },
+  { "network", "intra_step_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (intra_step_overhead),
+    "nodes, dgx1: the same inside a server. Default 0; intra_fabric's link kind's where intra_fabric names a catalog link.", NULL },
+  { "model", "kind", BASE_KEY_NAME, 0, "softmax", 0, 0, 0, NULL, OFF (model_kind),
+    "Model trained by every worker.", sim_model_kind_entries },
+  { "model", "hidden", BASE_KEY_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),
+    "kind = mlp: comma-separated widths of the hidden layers, e.g. 512,512.", NULL },
+  { "model", "workload", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (workload),
+    "kind = timing: a built-in layer table by name (docs/workloads.md; an unknown name gets the list) or a table file; empty = one layer of `params` and `flops`.", NULL },
+  { "model", "params", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e15, 0, NULL, OFF (model_params),
+    "kind = timing without workload: float32 parameters of the model (at most 1e15).", NULL },
+  { "model", "flops", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_flops),
+    "kind = timing without workload: FLOPs per sample, forward + backward (split 1:2).", NULL },
+  { "model", "dataset", BASE_KEY_NAME, 0, "synthetic", 0, 0, 0, NULL, OFF (dataset),
+    "Data set the workers train on.", sim_dataset_entries },
+  { "model", "data_dir", BASE_KEY_STRING, 0, "/usr/share/datasets/fashion-mnist", 0, 0, 0, NULL, OFF (data_dir),
+    "Directory of the Fashion-MNIST gzip IDX files.", NULL },
+  { "model", "partition", BASE_KEY_ENUM, 0, "iid", 0, 0, 0, partition_choices, OFF (partition),
+    "How the training set is shared among workers: iid (shuffled shards) or by-label (each worker sees classes_per_worker classes; docs/policies.md).", NULL },
+  { "model", "classes_per_worker", BASE_KEY_INT, 0, "2", 1, 1e5, 0, NULL, OFF (classes_per_worker),
+    "partition = by-label: classes each worker sees.", NULL },
+  { "model", "recompute", BASE_KEY_ENUM, 0, "none", 0, 0, 0, recompute_choices, OFF (recompute),
+    "Activation recomputation: none; selective (element-wise and norm layers keep nothing and run their forward again in backward); full (every layer's forward runs again in backward; only the model's input and one layer's activations are held). Time and the memory check follow (docs/compute.md).", NULL },
+  { "model", "optimizer", BASE_KEY_ENUM, 0, "sgd", 0, 0, 0, optimizer_choices, OFF (optimizer),
+    "sgd, momentum or adam; its state lives where updates are applied (on the parameter servers for kind = ps).", NULL },
+  { "model", "momentum", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (momentum),
+    "optimizer = momentum: coefficient mu in v = mu v + g.", NULL },
+  { "model", "beta1", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (beta1),
+    "optimizer = adam: decay of the first moment.", NULL },
+  { "model", "beta2", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.999", 0, 1, OPEN_MAX, NULL, OFF (beta2),
+    "optimizer = adam: decay of the second moment.", NULL },
+  { "model", "eps", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1e-8", 0, BIG, 1, NULL, OFF (eps),
+    "optimizer = adam: added to the root of the second moment.", NULL },
+  { "model", "warmup", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (warmup),
+    "Learning-rate warm-up: the rate grows linearly over this many optimizer steps (0 = none).", NULL },
+  { "model", "batch", BASE_KEY_INT, 0, "32", 1, 1e9, 0, NULL, OFF (batch),
+    "Samples per worker step.", NULL },
+  { "model", "global_batch", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (global_batch),
+    "Strong scaling: samples per step summed over all workers; each worker's batch is global_batch / workers, which must divide exactly (0 = unset, use batch).", NULL },
+  { "model", "lr", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
+    "Learning rate of every optimizer step. A synchronous round (parameter-server BSP, all-reduce, pipeline replicas) takes one step with the mean of its gradients; SSP and async servers take one step per gradient they receive (docs/policies.md).", NULL },
+  { "model", "eval_every", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
+    "Evaluate loss and accuracy every this many applied gradients (0 = once per round of `workers` gradients, or every few rounds so that a run evaluates at most 100 times, plus once at the end).", NULL },
+  { "model", "eval_samples", BASE_KEY_INT, 0, "2048", 0, 1e9, 0, NULL, OFF (eval_samples),
+    "Training samples the evaluated loss is measured on: the first this many of the (shuffled) training set, the same at every evaluation (0 = all).", NULL },
+  { "model", "samples", BASE_KEY_INT, 0, "8192", 1, 1e9, 0, NULL, OFF (samples),
+    "Training samples of the synthetic set, shared out among workers.", NULL },
+  { "model", "test_samples", BASE_KEY_INT, 0, "2048", 1, 1e9, 0, NULL, OFF (test_samples),
+    "Held-out samples of the synthetic set, for accuracy.", NULL },
+  { "model", "features", BASE_KEY_INT, 0, "32", 1, 1e6, 0, NULL, OFF (features),
+    "Features per sample of the synthetic set.", NULL },
+  { "model", "classes", BASE_KEY_INT, 0, "10", 2, 1e5, 0, NULL, OFF (classes),
+    "Classes of the synthetic set.", NULL },
+  { "model", "separation", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (separation),
+    "Standard deviation of the class centres of the synthetic set (noise has deviation 1): larger is easier.", NULL },
+  { "policy", "kind", BASE_KEY_NAME, 0, "ps", 0, 0, 0, NULL, OFF (policy),
+    "Training schedule (docs/policies.md).", pol_entries },
+  { "failures", "worker", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
+    "Workers that fail, one per failure (one index = the same worker for every time in `at`).", NULL },
+  { "failures", "at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
+    "Simulated times of the failures, comma-separated, paired with `worker` (one time = every listed worker fails then).", NULL },
+  { "failures", "restart", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "500ms", 0, BIG, 0, NULL, OFF (fail_restart),
+    "Delay from a failure until the worker is back: it then pulls fresh parameters and starts a new step (kind = ps only).", NULL },
+  { "kernels", "backend", BASE_KEY_NAME, 0, "cpu", 0, 0, 0, NULL, OFF (backend),
+    "Where the real math runs.", kern_backend_entries },
+  { "kernels", "reproducible", BASE_KEY_ENUM, 0, "auto", 0, 0, 0, reproducible_choices, OFF (reproducible),
+    "true: the real math gives the same bits on every x86-64 CPU and thread count (products summed in one fixed order, docs/kernels.md); false: the CPU backend's products go to OpenBLAS, faster, with last bits that depend on the CPU; auto: true where the backend can (cpu), false otherwise (cuda).", NULL },
+  { "trace", "detail", BASE_KEY_ENUM, 0, "iterations", 0, 0, 0, detail_choices, OFF (detail),
+    "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before.", NULL },
+  { "trace", "db", BASE_KEY_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
+    "Output database (default: results/NAME.db; -o on the command line wins).", NULL },
+  { "trace", "max_size", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "2GB", 1, BIG, 0, NULL, OFF (trace_max_size),
+    "Most bytes the database may be estimated to take (every point of a sweep together; `dtsim check` prints the estimate); a run beyond it is refused before it starts: lower detail or [scenario] iterations, or raise this.", NULL },
+};
+
+/* The sections in the order `dtsim keys` lists them. */
+static const char *const sections[] = {
+  "scenario", "cluster", "device", "network", "model", "policy", "stragglers",
+  "failures", "kernels", "trace", NULL,
+};
+
+/* Appends the rows the registries declare, for every section. */
+static void
+registry_keys (GPtrArray *rows)
+{
+  net_topology_keys (rows);
+  pol_keys (rows);
+  sim_stragglers_keys (rows);
+}
+
+/* Every scenario key: for each section, this file's rows then the rows of
+ * the registries, built once.  A key two registry entries both declare is
+ * listed once (the first). */
+static GPtrArray *
+key_table (void)
+{
+  static GPtrArray *table;
+  if (g_once_init_enter (&table))
+    {
+      g_autoptr (GPtrArray) reg = g_ptr_array_new ();
+      registry_keys (reg);
+      GPtrArray *t = g_ptr_array_new ();
+      g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      for (int s = 0; sections[s]; s++)
+        for (int pass = 0; pass < 2; pass++)
+          {
+            guint n = pass == 0 ? G_N_ELEMENTS (core_keys) : reg->len;
+            for (guint i = 0; i < n; i++)
+              {
+                const KeyDef *k = pass == 0 ? &core_keys[i] : g_ptr_array_index (reg, i);
+                if (strcmp (k->section, sections[s]) != 0)
+                  continue;
+                char *dotted = g_strdup_printf ("%s.%s", k->section, k->key);
+                if (!g_hash_table_add (seen, dotted))
+                  continue;
+                g_ptr_array_add (t, (gpointer) k);
+              }
+          }
+      g_assert (t->len == g_hash_table_size (seen));
+      g_once_init_leave (&table, t);
+    }
+  return table;
+}
+
+#define N_KEYS (key_table ()->len)
+#define KEY(i) ((const KeyDef *) g_ptr_array_index (key_table (), (i)))
+
+static const KeyDef *
+find_key (const char *section, const char *key)
+{
+  for (guint i = 0; i < N_KEYS; i++)
+    if (strcmp (KEY (i)->section, section) == 0 && strcmp (KEY (i)->key, key) == 0)
+      return KEY (i);
+  return NULL;
+}
+
+static gboolean
+known_section (const char *section)
+{
+  return strcmp (section, "sweep") == 0 || g_strv_contains (sections, section);
+}
+
+static char *
+list_keys_of (const char *section)
+{
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < N_KEYS; i++)
+    if (strcmp (KEY (i)->section, section) == 0)
+      g_string_append_printf (s, "%s%s", s->len ? ", " : "", KEY (i)->key);
+  return g_string_free (s, FALSE);
+}
+
+static char *
+list_sections (void)
+{
+  GString *s = g_string_new (NULL);
+  for (int i = 0; sections[i]; i++)
+    g_string_append_printf (s, "[%s] ", sections[i]);
+  g_string_append (s, "[sweep]");
+  return g_string_free (s, FALSE);
+}
+
+/* The name of a registry entry (BaseKey.entries): its first member. */
+static const char *
+entry_name (const void *entry)
+{
+  return *(const char *const *) entry;
+}
+
+/* The names a BASE_KEY_ENUM or BASE_KEY_NAME key accepts, joined by sep
+ * (aliases left out). */
+static char *
+choice_list (const KeyDef *k, const char *sep)
+{
+  GString *s = g_string_new (NULL);
+  if (k->type == BASE_KEY_NAME)
+    for (const void *const *e = k->entries (); *e; e++)
+      g_string_append_printf (s, "%s%s", s->len ? sep : "", entry_name (*e));
+  else
+    for (const BaseChoice *ch = k->choices; ch->name; ch++)
+      if (!ch->alias)
+        g_string_append_printf (s, "%s%s", s->len ? sep : "", ch->name);
+  return g_string_free (s, FALSE);
+}
+
+static gboolean G_GNUC_PRINTF (4, 5)
+fail (GError **error, const char *file, const KeyDef *k, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  if (k)
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s: %s", file,
+                 k->section, k->key, msg);
+  else
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, msg);
+  return FALSE;
+}
+
+/* Splits "section.key" at its first dot. */
+static gboolean
+split_dotted (const char *dotted, char **section, char **key)
+{
+  const char *dot = strchr (dotted, '.');
+  if (!dot || dot == dotted || dot[1] == '\0')
+    return FALSE;
+  *section = g_strndup (dotted, dot - dotted);
+  *key = g_strdup (dot + 1);
+  return TRUE;
+}
+
+/* A sweep key names one scenario key, or several joined by '/' that take
+ * their values together ("policy.kind/cluster.servers = ps/1, allreduce/1"). */
+static gboolean
+valid_sweep_key (const char *name)
+{
+  g_auto (GStrv) parts = g_strsplit (name, "/", -1);
+  if (!parts[0])
+    return FALSE;
+  for (int i = 0; parts[i]; i++)
+    {
+      g_autofree char *s = NULL, *k = NULL;
+      if (!split_dotted (g_strstrip (parts[i]), &s, &k) || !find_key (s, k))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* A resolved value: the member the key's type uses. */
+typedef struct {
+  gint64 i;       /* INT; ENUM (the choice's value) */
+  double d;       /* QUANTITY */
+  const char *s;  /* STRING, NAME (copied) */
+  GArray *a;      /* INTLIST, TIMELIST (taken) */
+} Resolved;
+
+/* Stores v where k's value goes: the SimConfig field of one of this file's
+ * rows, or c->values for a row a registry declares. */
+static void
+store (SimConfig *c, const KeyDef *k, Resolved v)
+{
+  char *field = (char *) c + k->offset;
+  g_autofree char *dotted = g_strdup_printf ("%s.%s", k->section, k->key);
+  BaseValues *bag = k->offset ? NULL : c->values;
+  switch (k->type)
+    {
+    case BASE_KEY_INT:
+      bag ? base_values_set_int (bag, dotted, v.i) : (void) (*(gint64 *) field = v.i);
+      return;
+    case BASE_KEY_ENUM: /* the field is an enum type or a gboolean */
+      bag ? base_values_set_int (bag, dotted, v.i) : (void) (*(int *) field = (int) v.i);
+      return;
+    case BASE_KEY_QUANTITY:
+      bag ? base_values_set_double (bag, dotted, v.d) : (void) (*(double *) field = v.d);
+      return;
+    case BASE_KEY_STRING:
+    case BASE_KEY_NAME:
+      bag ? base_values_set_string (bag, dotted, v.s) : (void) (*(char **) field = g_strdup (v.s));
+      return;
+    case BASE_KEY_INTLIST:
+    case BASE_KEY_TIMELIST:
+      if (!bag)
+        {
+          *(GArray **) field = v.a;
+          return;
+        }
+      base_values_set_list (bag, dotted, v.a);
+      g_array_unref (v.a);
+      return;
+    }
+}
+
+static gboolean
+resolve_int (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+             GError **error)
+{
+  char *end = NULL;
+  errno = 0;
+  gint64 v = g_ascii_strtoll (text, &end, 10);
+  while (end && g_ascii_isspace (*end))
+    end++;
+  if (end == text || *end != '\0' || errno != 0)
+    return fail (error, file, k, "'%s' is not an integer", text);
+  if ((double) v < k->min || (double) v > k->max)
+    return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f",
+                 text, k->min, k->max);
+  store (c, k, (Resolved) { .i = v });
+  return TRUE;
+}
+
+static gboolean
+resolve_quantity (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+                  GError **error)
+{
+  double v;
+  const char *why = NULL;
+  if (!sim_parse_quantity (text, k->unit, &v, &why))
+    return fail (error, file, k, "'%s' is not valid; expected %s", text, why);
+  gboolean low = (k->open & OPEN_MIN) ? v <= k->min : v < k->min;
+  gboolean high = (k->open & OPEN_MAX) ? v >= k->max : v > k->max;
+  if (low || high)
+    {
+      if (k->max >= BIG)
+        return fail (error, file, k, "%s must be %s %g%s%s", text,
+                     (k->open & OPEN_MIN) ? "greater than" : "at least", k->min,
+                     k->unit ? " " : "", sim_unit_base_name (k->unit));
+      return fail (error, file, k, "%s must be in %s%g, %g%s", text,
+                   (k->open & OPEN_MIN) ? "(" : "[", k->min, k->max,
+                   (k->open & OPEN_MAX) ? ")" : "]");
+    }
+  store (c, k, (Resolved) { .d = v });
+  return TRUE;
+}
+
+/* An ENUM stores its choice's value, a NAME the registry's spelling. */
+static gboolean
+resolve_choice (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+                GError **error)
+{
+  if (k->type == BASE_KEY_NAME)
+    {
+      for (const void *const *e = k->entries (); *e; e++)
+        if (g_ascii_strcasecmp (text, entry_name (*e)) == 0)
+          {
+            store (c, k, (Resolved) { .s = entry_name (*e) });
+            return TRUE;
+          }
+    }
+  else
+    for (const BaseChoice *ch = k->choices; ch->name; ch++)
+      if (g_ascii_strcasecmp (text, ch->name) == 0)
+        {
+          store (c, k, (Resolved) { .i = ch->value });
+          return TRUE;
+        }
+  g_autofree char *l = choice_list (k, ", ");
+  return fail (error, file, k, "unknown value '%s'; use one of: %s", text, l);
+}
+
+/* A comma-separated list of integers (INTLIST) or times (TIMELIST). */
+static gboolean
+resolve_list (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+              GError **error)
+{
+  gboolean ints = k->type == BASE_KEY_INTLIST;
+  GArray *a = g_array_new (FALSE, FALSE, ints ? sizeof (int) : sizeof (double));
+  store (c, k, (Resolved) { .a = a }); /* c owns it from here, even on an error */
+  g_auto (GStrv) parts = g_strsplit (text, ",", -1);
+  for (int i = 0; parts[i]; i++)
+    {
+      char *t = g_strstrip (parts[i]);
+      if (*t == '\0')
+        continue;
+      if (ints)
+        {
+          char *end = NULL;
+          gint64 v = g_ascii_strtoll (t, &end, 10);
+          if (end == t || *end != '\0' || v < k->min || v > k->max)
+            return fail (error, file, k, "'%s' is not an integer from %.0f to %.0f", t,
+                         k->min, k->max);
+          int iv = (int) v;
+          g_array_append_val (a, iv);
+          continue;
+        }
+      double v;
+      const char *why = NULL;
+      if (!sim_parse_quantity (t, k->unit, &v, &why))
+        return fail (error, file, k, "'%s' is not valid; expected %s", t, why);
+      if (v < k->min)
+        return fail (error, file, k, "%s must be at least %g %s", t, k->min,
+                     sim_unit_base_name (k->unit));
+      g_array_append_val (a, v);
+    }
+  return TRUE;
+}
+
+/* Resolves one key's text into c (its field, or c->values). */
+static gboolean
+resolve_key (SimConfig *c, const KeyDef *k, const char *text, const char *file,
+             GError **error)
+{
+  switch (k->type)
+    {
+    case BASE_KEY_STRING:
+      if (text[0] == '\0' && k->def && k->def[0] == '\0')
+        return TRUE; /* an optional text left empty */
+      if (text[0] == '\0')
+        return fail (error, file, k, "empty value; give a value or remove the key");
+      store (c, k, (Resolved) { .s = text });
+      return TRUE;
+    case BASE_KEY_INT:
+      return resolve_int (c, k, text, file, error);
+    case BASE_KEY_QUANTITY:
+      return resolve_quantity (c, k, text, file, error);
+    case BASE_KEY_ENUM:
+    case BASE_KEY_NAME:
+      return resolve_choice (c, k, text, file, error);
+    case BASE_KEY_INTLIST:
+    case BASE_KEY_TIMELIST:
+      return resolve_list (c, k, text, file, error);
+    }
+  g_assert_not_reached ();
+}
+
+/* Replaces the params-row text of "section.key" in c. */
+static void
+set_param_int (SimConfig *c, const char *dotted, gint64 v)
+{
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), dotted) == 0)
+      {
+        g_free (g_ptr_array_index (c->param_values, i));
+        g_ptr_array_index (c->param_values, i) = g_strdup_printf ("%" G_GINT64_FORMAT, v);
+        return;
+      }
+}
+
+/* [model] global_batch: strong scaling, each worker's batch is the global
+ * batch shared out, which must divide exactly. */
+static gboolean
+check_global_batch (SimConfig *c, const char *file, GError **error)
+{
+  if (c->global_batch == 0)
+    return TRUE;
+  const KeyDef *k = find_key ("model", "global_batch");
+  if (g_hash_table_contains (c->given, "model.batch"))
+    return fail (error, file, k,
+                 "set together with [model] batch; give either the per-worker batch or the global batch, not both");
+  if (c->global_batch % c->workers != 0)
+    {
+      gint64 lo = c->global_batch / c->workers * c->workers;
+      return fail (error, file, k,
+                   "%" G_GINT64_FORMAT " samples cannot be shared equally among %" G_GINT64_FORMAT
+                   " workers; use a multiple of the workers (e.g. %" G_GINT64_FORMAT " or %"
+                   G_GINT64_FORMAT ")", c->global_batch, c->workers,
+                   lo > 0 ? lo : c->workers, lo + c->workers);
+    }
+  c->batch = c->global_batch / c->workers;
+  set_param_int (c, "model.batch", c->batch);
+  return TRUE;
+}
+
+/* A value a policy's validate hook derived shows in the run's params. */
+static void
+param_resolved (gpointer ctx, const char *name, gint64 v)
+{
+  set_param_int (ctx, name, v);
+}
+
+/* The rules of [policy] kind's registry entry (policies/registry.c). */
+static gboolean
+check_policy (SimConfig *c, const char *file, GError **error)
+{
+  PolCheck chk = {
+    .values = c->values,
+    .workers = c->workers,
+    .servers = c->servers,
+    .batch = c->batch,
+    .n_failures = (int) MAX (c->fail_worker->len, c->fail_at->len),
+    .memory_bandwidth = c->memory_bandwidth,
+    .resolved = param_resolved,
+    .ctx = c,
+  };
+  g_autoptr (GError) local = NULL;
+  if (pol_validate (pol_lookup (c->policy), &chk, &local))
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
+  return FALSE;
+}
+
+/* The cross-key rules of [failures]. */
+static gboolean
+check_failures (SimConfig *c, const char *file, GError **error)
+{
+  guint nw = c->fail_worker->len, na = c->fail_at->len;
+  if (nw == 0 && na == 0)
+    return TRUE;
+  if (nw == 0 || na == 0)
+    return fail (error, file, find_key ("failures", nw == 0 ? "worker" : "at"),
+                 "missing; a failure needs both worker and at, e.g. worker = 3 and at = 1.5s");
+  if (nw != na && nw != 1 && na != 1)
+    return fail (error, file, find_key ("failures", "at"),
+                 "%u times for %u workers; give one time per worker (or one worker, or one time)",
+                 na, nw);
+  if (!sim_config_check_workers (c, c->fail_worker, "failures", "worker", error))
+    return FALSE;
+  if (!pol_lookup (c->policy)->failures)
+    {
+      g_autofree char *kinds = pol_failure_names ();
+      return fail (error, file, find_key ("failures", "worker"),
+                   "worker failures are simulated by kind = %s only, not %s; remove [failures] or use kind = %s",
+                   kinds, c->policy, kinds);
+    }
+  return TRUE;
+}
+
+/* Rules that involve more than one key. */
+static gboolean
+check_cross (SimConfig *c, const char *file, GError **error)
+{
+  if (c->servers == 0)
+    c->servers = c->workers;
+  /* the hosts the policy places on the network: workers, and servers
+   * where it has them */
+  g_autoptr (GPtrArray) hosts = pol_lookup (c->policy)->host_names ((int) c->workers,
+                                                                    (int) c->servers);
+  if (hosts->len > SIM_MAX_HOSTS)
+    return fail (error, file, find_key ("cluster", "servers"),
+                 "%" G_GINT64_FORMAT " workers and %" G_GINT64_FORMAT " servers make %u hosts, "
+                 "more than the %d a run may have; use fewer servers (e.g. servers = 1) or workers",
+                 c->workers, c->servers, hosts->len, SIM_MAX_HOSTS);
+  gint64 placed = (gint64) hosts->len - c->workers;  /* servers on the network */
+  if (placed > 0 && c->workers * placed > SIM_MAX_SERVER_PAIRS)
+    return fail (error, file, find_key ("cluster", "servers"),
+                 "%" G_GINT64_FORMAT " workers and %" G_GINT64_FORMAT " servers make %"
+                 G_GINT64_FORMAT " worker-server pairs, each exchanging a shard every step, "
+                 "more than the %d a run may have; use fewer servers (e.g. servers = 1) or workers",
+                 c->workers, placed, c->workers * placed, SIM_MAX_SERVER_PAIRS);
+  if (!check_global_batch (c, file, error))
+    return FALSE;
+  const KernBackendEntry *be = kern_backend_lookup (c->backend);
+  /* math runs where the backend has kernels, the policy trains and the
+   * model kind is not a timing table */
+  c->math = be->create != NULL && !pol_lookup (c->policy)->no_model && sim_model_kind (c)->math;
+  if (c->reproducible == SIM_REPRODUCIBLE_TRUE && !be->can_reproduce)
+    return fail (error, file, find_key ("kernels", "reproducible"),
+                 "the %s backend cannot give the same bits on every machine; "
+                 "set reproducible = false (or auto) or use backend = cpu", c->backend);
+  c->reproducible_math = c->reproducible == SIM_REPRODUCIBLE_AUTO
+                         ? be->can_reproduce : c->reproducible == SIM_REPRODUCIBLE_TRUE;
+  if (!sim_apply_catalog (c, file, error))
+    return FALSE;
+  if (!check_policy (c, file, error))
+    return FALSE;
+  if (!sim_stragglers_validate (c, error))
+    return FALSE;
+  if (!check_failures (c, file, error))
+    return FALSE;
+  if (c->db)
+    {
+      g_autofree char *dir = g_path_get_dirname (c->db);
+      if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+        return fail (error, file, find_key ("trace", "db"),
+                     "directory '%s' does not exist; create it or choose another path", dir);
+    }
+  if (c->target_loss > 0 && !c->math)
+    return fail (error, file, find_key ("scenario", "target_loss"),
+                 "needs the loss, but this run does no math ([kernels] backend = none or [model] kind = timing); remove one of them");
+  if (c->target_accuracy > 0 && !c->math)
+    return fail (error, file, find_key ("scenario", "target_accuracy"),
+                 "needs the accuracy, but this run does no math ([kernels] backend = none or [model] kind = timing); remove one of them");
+  return TRUE;
+}
+
+/* [scenario] name names the default database results/NAME.db, and a
+ * [trace] db written in the scenario file may only name one inside results/:
+ * nothing in a file someone else wrote makes dtsim write elsewhere
+ * (docs/security.md).  A db given with --set is the user's own choice. */
+static gboolean
+check_paths (const SimConfig *c, const char *file, gboolean db_trusted, GError **error)
+{
+  const char *name = c->scenario_name;
+  if (!sim_input_is_one_line (name) || strchr (name, '/'))
+    return fail (error, file, find_key ("scenario", "name"),
+                 "'%s' holds a '/' or a control character; it names the database "
+                 "results/NAME.db, so give a plain name such as my-study", name);
+  if (!c->db || db_trusted)
+    return TRUE;
+  g_auto (GStrv) parts = g_strsplit (c->db, "/", -1);
+  gboolean inside = !g_path_is_absolute (c->db) && strcmp (parts[0], "results") == 0
+                    && parts[1] != NULL;
+  for (int i = 1; inside && parts[i]; i++)
+    inside = strcmp (parts[i], "..") != 0 && strcmp (parts[i], ".") != 0 && parts[i][0] != '\0';
+  if (!inside)
+    return fail (error, file, find_key ("trace", "db"),
+                 "'%s' is outside results/; a scenario file may only name a database "
+                 "inside results/ (e.g. results/out.db): give other paths with -o", c->db);
+  return TRUE;
+}
+
+/* Every scenario key is swept at most once (alone or in a joint key), and
+ * [trace] db not at all: one run writes one database. */
+static gboolean
+check_sweep_keys (char **sweep_keys, const char *path, GError **error)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  for (int i = 0; sweep_keys && sweep_keys[i]; i++)
+    {
+      g_auto (GStrv) names = g_strsplit (sweep_keys[i], "/", -1);
+      for (int q = 0; names[q]; q++)
+        {
+          char *n = g_strstrip (names[q]);
+          if (strcmp (n, "trace.db") == 0)
+            return fail (error, path, NULL,
+                         "[sweep] %s: trace.db cannot be swept, every point of a run goes "
+                         "into one database; remove it from [sweep]", sweep_keys[i]);
+          const char *first = g_hash_table_lookup (seen, n);
+          if (first)
+            return fail (error, path, NULL,
+                         "[sweep] %s: %s is already swept by [sweep] %s; sweep each key once",
+                         sweep_keys[i], n, first);
+          g_hash_table_insert (seen, g_strdup (n), g_strdup (sweep_keys[i]));
+        }
+    }
+  return TRUE;
+}
+
+/* Resolves the key file kf (sweep already applied) into a config. */
+static SimConfig *
+resolve (GKeyFile *kf, const char *file, GPtrArray *swept, gboolean db_trusted,
+         GError **error)
+{
+  g_autoptr (SimConfig) c = g_new0 (SimConfig, 1);
+  c->param_keys = g_ptr_array_new_with_free_func (g_free);
+  c->param_values = g_ptr_array_new_with_free_func (g_free);
+  c->swept = g_ptr_array_ref (swept);
+  c->file = g_strdup (file);
+  c->given = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  c->values = base_values_new ();
+  for (guint i = 0; i < N_KEYS; i++)
+    {
+      const KeyDef *k = KEY (i);
+      g_autofree char *given = g_key_file_get_value (kf, k->section, k->key, NULL);
+      g_autofree char *text = NULL;
+      if (given)
+        g_hash_table_add (c->given, g_strdup_printf ("%s.%s", k->section, k->key));
+      if (given)
+        text = g_strstrip (g_strdup (given));
+      else if (k->def)
+        text = g_strdup (k->def);
+      else if (strcmp (k->key, "name") == 0)
+        {
+          g_autofree char *base = g_path_get_basename (file);
+          char *dot = strrchr (base, '.');
+          if (dot && dot != base)
+            *dot = '\0';
+          text = g_strdup (base);
+        }
+      else
+        continue; /* derived later ([trace] db) */
+      if (!resolve_key (c, k, text, file, error))
+        return NULL;
+      g_ptr_array_add (c->param_keys, g_strdup_printf ("%s.%s", k->section, k->key));
+      g_ptr_array_add (c->param_values, g_strdup (text));
+    }
+  if (!check_paths (c, file, db_trusted, error) || !check_cross (c, file, error))
+    return NULL;
+  if (!c->db)
+    c->db = g_strdup_printf ("results/%s.db", c->scenario_name);
+  GString *name = g_string_new (c->scenario_name);
+  for (guint i = 0; i < swept->len; i++)
+    g_string_append_printf (name, " %s", (char *) g_ptr_array_index (swept, i));
+  c->name = g_string_free (name, FALSE);
+  return g_steal_pointer (&c);
+}
+
+/* Applies one "section.key=value" override to kf (and its sweep). */
+static gboolean
+apply_set (GKeyFile *kf, const char *set, GError **error)
+{
+  if (!sim_input_is_one_line (set))
+    return fail (error, "--set", NULL,
+                 "'%s' holds a control character (a newline or tab); give section.key=value on one line",
+                 set);
+  const char *eq = strchr (set, '=');
+  g_autofree char *lhs = eq ? g_strndup (set, eq - set) : NULL;
+  g_autofree char *section = NULL, *key = NULL;
+  if (!eq || !split_dotted (g_strstrip (lhs), &section, &key))
+    return fail (error, "--set", NULL,
+                 "'%s' is not section.key=value; write e.g. --set network.bandwidth=25Gbps", set);
+  if (strcmp (section, "sweep") == 0)
+    {
+      if (!valid_sweep_key (key))
+        return fail (error, "--set", NULL,
+                     "'%s' does not name a scenario key to sweep; write --set sweep.section.key=a,b", set);
+      g_key_file_set_value (kf, "sweep", key, eq + 1);
+      return TRUE;
+    }
+  if (!find_key (section, key))
+    return fail (error, "--set", NULL,
+                 "unknown key [%s] %s; see docs/scenarios.md for the keys", section, key);
+  g_key_file_set_value (kf, section, key, eq + 1);
+  /* a fixed value wins over a sweep of the same key */
+  g_autofree char *dotted = g_strdup_printf ("%s.%s", section, key);
+  g_key_file_remove_key (kf, "sweep", dotted, NULL);
+  return TRUE;
+}
+
+/* Refuses a section or key that is not in the key table (and a [sweep] key
+ * that names none). */
+static gboolean
+check_known (GKeyFile *kf, const char *path, GError **error)
+{
+  g_auto (GStrv) groups = g_key_file_get_groups (kf, NULL);
+  for (int g = 0; groups[g]; g++)
+    {
+      if (!known_section (groups[g]))
+        {
+          g_autofree char *l = list_sections ();
+          return fail (error, path, NULL, "unknown section [%s]; sections are %s", groups[g], l);
+        }
+      g_auto (GStrv) ks = g_key_file_get_keys (kf, groups[g], NULL, NULL);
+      for (int j = 0; ks[j]; j++)
+        {
+          if (strcmp (groups[g], "sweep") == 0)
+            {
+              if (!valid_sweep_key (ks[j]))
+                return fail (error, path, NULL,
+                             "[sweep] %s: not a scenario key; sweep keys are written section.key (several joined by /), e.g. policy.consistency",
+                             ks[j]);
+              continue;
+            }
+          if (!find_key (groups[g], ks[j]))
+            {
+              g_autofree char *l = list_keys_of (groups[g]);
+              return fail (error, path, NULL, "[%s] %s: unknown key; keys of [%s] are: %s",
+                           groups[g], ks[j], groups[g], l);
+            }
+        }
+    }
+  return TRUE;
+}
+
+/* The values of each [sweep] key (a GStrv each, empty values dropped) into
+ * `values`, and the number of points of their product into *points. */
+static gboolean
+sweep_values (GKeyFile *kf, char **sweep_keys, const char *path, GPtrArray *values,
+              gsize *points, GError **error)
+{
+  *points = 1;
+  for (guint i = 0; sweep_keys && sweep_keys[i]; i++)
+    {
+      g_autofree char *v = g_key_file_get_value (kf, "sweep", sweep_keys[i], NULL);
+      GStrv parts = g_strsplit (v, ",", -1);
+      guint n = 0;
+      for (guint j = 0; parts[j]; j++)
+        {
+          g_strstrip (parts[j]);
+          if (parts[j][0] != '\0')
+            {
+              char *t = parts[j];
+              parts[j] = parts[n];
+              parts[n++] = t;
+            }
+        }
+      for (guint j = n; parts[j]; j++)
+        {
+          g_free (parts[j]);
+          parts[j] = NULL;
+        }
+      g_ptr_array_add (values, parts);
+      if (n == 0)
+        return fail (error, path, NULL, "[sweep] %s: no values; give comma-separated values",
+                     sweep_keys[i]);
+      if (*points > SIM_MAX_SWEEP_POINTS / n)
+        return fail (error, path, NULL,
+                     "[sweep] %s: the sweep has more than %d points (the most one run holds); "
+                     "sweep fewer values or split the study into several files",
+                     sweep_keys[i], SIM_MAX_SWEEP_POINTS);
+      *points *= n;
+    }
+  return TRUE;
+}
+
+/* The config of sweep point p: kf with the sweep's values of that point set
+ * (the index of key i is a digit of p in mixed radix, the last key least
+ * significant). */
+static SimConfig *
+sweep_point (GKeyFile *kf, char **sweep_keys, GPtrArray *values, gsize p, const char *path,
+             gboolean db_trusted, GError **error)
+{
+  guint n_sweep = values->len;
+  g_autoptr (GKeyFile) pk = g_key_file_new ();
+  g_autofree char *data = g_key_file_to_data (kf, NULL, NULL);
+  g_key_file_load_from_data (pk, data, (gsize) -1, G_KEY_FILE_NONE, NULL);
+  g_key_file_remove_group (pk, "sweep", NULL);
+  g_autoptr (GPtrArray) swept = g_ptr_array_new_with_free_func (g_free);
+  gsize rem = p;
+  g_autofree gsize *idx = g_new0 (gsize, n_sweep + 1);
+  for (guint i = n_sweep; i-- > 0;)
+    {
+      guint n = g_strv_length (g_ptr_array_index (values, i));
+      idx[i] = rem % n;
+      rem /= n;
+    }
+  for (guint i = 0; i < n_sweep; i++)
+    {
+      GStrv parts = g_ptr_array_index (values, i);
+      g_auto (GStrv) names = g_strsplit (sweep_keys[i], "/", -1);
+      g_auto (GStrv) vals = g_strsplit (parts[idx[i]], "/", -1);
+      if (g_strv_length (names) != g_strv_length (vals))
+        {
+          fail (error, path, NULL,
+                "[sweep] %s: value '%s' has %u parts for %u keys; give one value per key, joined by /",
+                sweep_keys[i], parts[idx[i]], g_strv_length (vals), g_strv_length (names));
+          return NULL;
+        }
+      for (int q = 0; names[q]; q++)
+        {
+          g_autofree char *sec = NULL, *key = NULL;
+          split_dotted (g_strstrip (names[q]), &sec, &key);
+          g_key_file_set_value (pk, sec, key, g_strstrip (vals[q]));
+        }
+      g_ptr_array_add (swept, g_strdup_printf ("%s=%s", sweep_keys[i], parts[idx[i]]));
+    }
+  return resolve (pk, path, swept, db_trusted, error);
+}
+
+GPtrArray *
+sim_scenario_parse (const char *path, const char *const *sets, GError **error)
+{
+  g_autoptr (GKeyFile) kf = g_key_file_new ();
+  g_autoptr (GError) local = NULL;
+  g_autofree char *text = sim_input_read_text (path, "scenario file", error);
+  if (!text)
+    return NULL;
+  /* GKeyFile merges a repeated group, keeps the last of a repeated key and
+   * lists both in its keys: in a scenario either is a mistake */
+  if (!sim_input_check_keyfile (text, path, "merge the two into one", error))
+    return NULL;
+  if (!g_key_file_load_from_data (kf, text, strlen (text), G_KEY_FILE_NONE, &local))
+    {
+      /* GLib quotes the offending line, control characters and all */
+      g_autofree char *why = sim_input_printable (local->message);
+      fail (error, path, NULL, "cannot read scenario: %s", why);
+      return NULL;
+    }
+  /* the database path is the user's own choice when it comes from --set */
+  gboolean db_trusted = FALSE;
+  g_autoptr (GPtrArray) set_sweeps = g_ptr_array_new_with_free_func (g_free);
+  for (int i = 0; sets && sets[i]; i++)
+    {
+      if (!apply_set (kf, sets[i], error))
+        return NULL;
+      g_autofree char *lhs = g_strndup (sets[i], strcspn (sets[i], "="));
+      g_strstrip (lhs);
+      db_trusted = db_trusted || strcmp (lhs, "trace.db") == 0;
+      if (g_str_has_prefix (lhs, "sweep."))
+        g_ptr_array_add (set_sweeps, g_strdup (lhs + strlen ("sweep.")));
+    }
+  if (!check_known (kf, path, error))
+    return NULL;
+
+  /* sweep: cartesian product, last key fastest */
+  g_auto (GStrv) sweep_keys = g_key_file_get_keys (kf, "sweep", NULL, NULL);
+  g_autoptr (GPtrArray) values = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+  gsize points;
+  if (!check_sweep_keys (sweep_keys, path, error)
+      || !sweep_values (kf, sweep_keys, path, values, &points, error))
+    return NULL;
+  /* a --set sweep crossing the file's own sweep multiplies its points: say
+   * so rather than surprise */
+  if (set_sweeps->len)
+    {
+      g_autoptr (GString) own = g_string_new (NULL);
+      for (int i = 0; sweep_keys && sweep_keys[i]; i++)
+        {
+          gboolean from_set = FALSE;
+          for (guint j = 0; j < set_sweeps->len; j++)
+            from_set = from_set || strcmp (sweep_keys[i], g_ptr_array_index (set_sweeps, j)) == 0;
+          if (!from_set)
+            g_string_append_printf (own, "%s%s", own->len ? ", " : "", sweep_keys[i]);
+        }
+      if (own->len)
+        g_printerr ("dtsim: --set sweep.%s crosses the file's own [sweep] (%s): %" G_GSIZE_FORMAT
+                    " points; --set a key of it to fix it instead\n",
+                    (const char *) g_ptr_array_index (set_sweeps, 0), own->str, points);
+    }
+  g_autoptr (GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) sim_config_free);
+  for (gsize p = 0; p < points; p++)
+    {
+      SimConfig *c = sweep_point (kf, sweep_keys, values, p, path, db_trusted, error);
+      if (!c)
+        return NULL;
+      g_ptr_array_add (configs, c);
+    }
+  return g_steal_pointer (&configs);
+}
+
+/* Each registry entry as " `name`: description;", the description's own
+ * final period left out. */
+static void
+append_entries (GString *out, const void *const *entries)
+{
+  for (int i = 0; entries[i]; i++)
+    {
+      const char *const *e = entries[i]; /* name, description, ... */
+      gsize n = strlen (e[1]);
+      while (n > 0 && e[1][n - 1] == '.')
+        n--;
+      g_string_append_printf (out, " `%s`: %.*s%s", e[0], (int) n, e[1],
+                              entries[i + 1] ? ";" : ".");
+    }
+}
+
+void
+sim_scenario_foreach_key (void (*fn) (const SimKeyInfo *k, gpointer ctx), gpointer ctx)
+{
+  for (guint i = 0; i < N_KEYS; i++)
+    {
+      const KeyDef *k = KEY (i);
+      const char *type = "text";
+      g_autofree char *shown = NULL;
+      g_auto (GStrv) choices = NULL;
+      switch (k->type)
+        {
+        case BASE_KEY_INT: type = "integer"; break;
+        case BASE_KEY_QUANTITY:
+          type = k->unit == SIM_UNIT_NONE ? "number" : sim_unit_base_name (k->unit);
+          break;
+        case BASE_KEY_ENUM:
+        case BASE_KEY_NAME:
+          {
+            g_autofree char *list = choice_list (k, "\n");
+            choices = g_strsplit (list, "\n", -1);
+            shown = choice_list (k, " \\| ");
+            type = shown;
+            break;
+          }
+        case BASE_KEY_INTLIST: type = "list of integers"; break;
+        case BASE_KEY_TIMELIST: type = "list of times"; break;
+        default: break;
+        }
+      g_autoptr (GString) doc = g_string_new (k->doc);
+      if (k->entries)
+        append_entries (doc, k->entries ());
+      SimKeyInfo info = { k->section, k->key, type, k->def, doc->str, choices };
+      fn (&info, ctx);
+    }
+}
+
+typedef struct {
+  GString *out;
+  const char **section;
+} ReferenceCtx;
+
+/* One row of the reference, after its section's heading when it opens one. */
+static void
+reference_row (const SimKeyInfo *k, gpointer data)
+{
+  ReferenceCtx *rc = data;
+  if (!*rc->section || strcmp (*rc->section, k->section) != 0)
+    {
+      *rc->section = k->section;
+      g_string_append_printf (rc->out, "\n### [%s]\n\n| key | type | default | meaning |\n| --- | --- | --- | --- |\n",
+                              k->section);
+    }
+  g_string_append_printf (rc->out, "| `%s` | %s | %s | %s |\n", k->key, k->type,
+                          k->def ? (k->def[0] ? k->def : "(empty)") : "(derived)", k->doc);
+}
+
+void
+sim_scenario_write_reference (GString *out)
+{
+  /* what every key's value may look like, and how to sweep: docs/scenarios.md
+   * holds this text as printed */
+  g_string_append (out,
+    "## Quantities and units\n"
+    "\n"
+    "Keys that hold a quantity accept a unit after the number, with or without a\n"
+    "space; a bare number is read in the SI base unit.\n"
+    "\n"
+    "| kind | base unit | examples |\n"
+    "| --- | --- | --- |\n"
+    "| time | second | `5us`, `2.5 ms`, `1s`, `20ns` |\n"
+    "| size | byte | `512`, `64KiB`, `4MB`, `1GiB` (`b` = bits) |\n"
+    "| bandwidth | byte/s | `10Gbps` (bits/s), `1.25GBps` (bytes/s) |\n"
+    "| compute | FLOP/s | `19.5TFLOPS`, `100GFLOPS` |\n"
+    "\n"
+    "Decimal prefixes (`n u m k M G T P`) are powers of 1000; binary prefixes (`Ki Mi\n"
+    "Gi Ti`) powers of 1024. A unit of another kind (`latency = 5GB`) is an error.\n"
+    "\n"
+    "## Sweeps and overrides\n"
+    "\n"
+    "`[sweep]` maps `section.key` to comma-separated values; the runs are the\n"
+    "cartesian product, in the order the keys are written, the last key varying\n"
+    "fastest. Each run is named `NAME section.key=value ...` and all go into one\n"
+    "database.\n"
+    "\n"
+    "```ini\n"
+    "[sweep]\n"
+    "policy.consistency = bsp, ssp, async\n"
+    "cluster.workers = 4, 8\n"
+    "```\n"
+    "\n"
+    "Keys that only make sense together are swept together: a sweep key may name\n"
+    "several keys joined by `/`, and each of its values gives one value per key,\n"
+    "joined by `/` the same way.\n"
+    "\n"
+    "```ini\n"
+    "[sweep]\n"
+    "policy.kind/cluster.servers/policy.algorithm = ps/1/ring, ps/0/ring, allreduce/1/ring\n"
+    "cluster.workers = 2, 4, 8\n"
+    "```\n"
+    "\n"
+    "`--set section.key=value` (repeatable) overrides a key of the file; when that\n"
+    "key is swept, the override fixes it and removes it from the sweep.\n"
+    "`--set sweep.section.key=a,b` adds or replaces a sweep; added to a file that\n"
+    "has its own `[sweep]`, it crosses with it (`dtsim run` and `dtsim check` say\n"
+    "so, with the number of points).\n"
+    "\n"
+    "## Keys\n");
+  const char *section = NULL;
+  ReferenceCtx rc = { out, &section };
+  sim_scenario_foreach_key (reference_row, &rc);
+}

@@ -1,0 +1,54 @@
+/*
+ * scenario.h — scenario files: loading, units, validation, overrides, sweeps.
+ *
+ * A scenario is a GLib key file.  Every key dtsim knows is declared once in a
+ * table (scenario.c) with its type, unit, default, bounds and documentation;
+ * that table drives parsing, validation, the `params` trace rows and
+ * docs/scenarios.md.  Unknown sections and keys are errors.  `--set
+ * section.key=value` overrides a key (and removes it from the sweep when it is
+ * swept); `--set sweep.section.key=a,b` sets a sweep.  The `[sweep]` section
+ * maps `section.key` to comma-separated values; the runs are the cartesian
+ * product, in the order the keys appear, the last key varying fastest.
+ */
+#ifndef DTSIM_CONFIG_SCENARIO_H
+#define DTSIM_CONFIG_SCENARIO_H
+
+#include <glib.h>
+
+#include "base/keys.h"
+#include "config/simconfig.h"
+
+G_BEGIN_DECLS
+
+/* The name of [trace] detail's value d, as a scenario writes it. */
+const char *sim_detail_name (SimDetail d);
+
+/* Loads `path`, applies the `sets` overrides ("section.key=value", NULL-
+ * terminated, may be NULL), validates every key and expands the sweep.
+ * Returns a GPtrArray of SimConfig* (one per sweep point, at least one) or
+ * NULL with a SIM_ERROR_INPUT error whose message is one line naming the
+ * file, the [section] key, what is wrong and how to fix it.  What only a
+ * run's assembly can tell (the network a topology builds, whether the model
+ * fits its device, the run's estimates) is sim_scenario_load()'s
+ * (sim/load.h), which runs this first. */
+GPtrArray *sim_scenario_parse (const char *path, const char *const *sets,
+                               GError **error);
+
+/* Writes the reference of every key (markdown table rows) to `out`. */
+void sim_scenario_write_reference (GString *out);
+
+/* One scenario key, as the reference describes it. */
+typedef struct {
+  const char *section, *key;
+  const char *type;        /* "integer", "number", a unit ("s"), "a \\| b", ... */
+  const char *def;         /* default as written; NULL: derived */
+  const char *doc;         /* meaning (markdown), registry entries included */
+  char **choices;          /* the names it accepts, NULL-terminated; NULL if free */
+} SimKeyInfo;
+
+/* Calls fn on every scenario key, in the reference's order. */
+void sim_scenario_foreach_key (void (*fn) (const SimKeyInfo *k, gpointer ctx), gpointer ctx);
+
+G_END_DECLS
+
+#endif

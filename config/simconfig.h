@@ -1,0 +1,172 @@
+/*
+ * simconfig.h — one resolved point of a scenario (SimConfig), the error
+ * domain every floor of the application reports with, and the limits a
+ * scenario is held to.
+ *
+ * The loader (config/scenario.h) fills SimConfigs; everything above it
+ * (device costs, assembly, distribution) reads them, and the registry
+ * entries of config/ (straggler models, model kinds, data sets) check and
+ * build from them, without knowing how a file is parsed.
+ */
+#ifndef DTSIM_CONFIG_SIMCONFIG_H
+#define DTSIM_CONFIG_SIMCONFIG_H
+
+#include <glib.h>
+
+#include "base/keys.h"
+
+G_BEGIN_DECLS
+
+#define SIM_ERROR sim_error_quark ()
+GQuark sim_error_quark (void);
+typedef enum {
+  SIM_ERROR_INPUT,   /* bad scenario, key, value or file: exit code 2 */
+  SIM_ERROR_RUNTIME, /* failure while running (I/O, SQLite): exit code 1 */
+  SIM_ERROR_INFEASIBLE /* the model does not fit the device's memory: a
+                        * sweep records the point `infeasible` and runs the
+                        * others; a lone run is bad input (exit code 2) */
+} SimErrorCode;
+
+/* Limits on what one scenario may ask for (docs/security.md gives the
+ * measurements behind them): the hosts the policy places on the network
+ * (workers, and servers where it has them); the pairs of a worker and a
+ * server it places (every worker exchanges a shard with every server in
+ * each step, so their transfers in flight grow with the product); and the
+ * points of a sweep. */
+#define SIM_MAX_HOSTS 131072
+#define SIM_MAX_SERVER_PAIRS (4096 * 4096)
+#define SIM_MAX_SWEEP_POINTS 10000
+/* The most layers a model may have (MLP or layer table). */
+#define SIM_MAX_LAYERS 1024
+/* The most host memory (bytes) the real math of one run may need: its
+ * models, gradients, optimizer states, activations and data set. */
+#define SIM_MAX_HOST_BYTES (16.0 * 1024 * 1024 * 1024)
+
+typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
+/* [model] recompute (docs/compute.md, "Activation recomputation"). */
+typedef enum { SIM_RECOMPUTE_NONE, SIM_RECOMPUTE_SELECTIVE, SIM_RECOMPUTE_FULL } SimRecompute;
+/* [kernels] reproducible: auto (what the backend does by default), true,
+ * false. */
+typedef enum { SIM_REPRODUCIBLE_AUTO, SIM_REPRODUCIBLE_TRUE, SIM_REPRODUCIBLE_FALSE } SimReproducible;
+typedef enum {
+  SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
+} SimDetail;
+
+/* One fully resolved run: every key has its value (given or default). */
+typedef struct {
+  /* [scenario] */
+  char *name;            /* run name: scenario name plus swept values */
+  char *scenario_name;   /* [scenario] name */
+  char *file;            /* the scenario file it came from (names it in errors) */
+  gint64 seed;
+  gint64 iterations;     /* rounds: a run applies iterations*workers gradients */
+  double time_limit;     /* seconds, 0 = none */
+  double max_memory;     /* bytes of host memory a run may be estimated
+                            to need (sim/estimate.h) */
+  gint64 max_events;     /* engine events a run may be estimated to take */
+  double target_loss;    /* stop when the evaluated loss reaches it, 0 = none */
+  double target_accuracy; /* stop when the test accuracy reaches it, 0 = none */
+  /* [cluster] */
+  gint64 workers;
+  gint64 servers;        /* parameter-server shards, one host each */
+  char *device;          /* catalog name, NULL = the [device] keys alone */
+  char *catalog;         /* hardware catalog file, NULL = built-in */
+  /* [device] */
+  double flops;          /* peak FLOP/s */
+  double efficiency;     /* share of peak matrix products achieve, (0, 1] */
+  double conv_efficiency; /* share of peak convolutions achieve; 0 = efficiency */
+  double conv3x3_efficiency; /* the same for 3 x 3 stride-1 convolutions,
+                                by their direct FLOPs (Winograd: may pass
+                                1); 0 = conv_efficiency */
+  double attention_factor; /* attention matmuls reach this share of it */
+  double memory_efficiency; /* share of memory_bandwidth kernels achieve */
+  double kernel_overhead; /* seconds every layer pass adds to its roofline */
+  double overlap_slowdown; /* compute takes 1 + this as long while a
+                              collective runs on the device */
+  double step_time;      /* seconds per step; < 0 = use FLOPs */
+  double serial_time;    /* seconds per step that do not parallelise, added */
+  double memory_bandwidth; /* bytes/s, 0 = not modelled */
+  double memory;         /* bytes of device memory, 0 = not checked */
+  int precision;         /* SimPrecision: which peak [cluster] device gives */
+  gboolean measured;     /* compute_time = measured: host time x scale */
+  double measured_scale; /* factor applied to measured host seconds */
+  /* [network] */
+  char *topology;
+  double bandwidth;      /* bytes/s per link and direction, raw: the links
+                            carry bandwidth x net_efficiency */
+  double net_efficiency; /* share of bandwidth the links deliver, (0, 1] */
+  double latency;        /* seconds per link */
+  int contention;        /* NetContention */
+  char *links;           /* per-link overrides, NULL = none */
+  char *fabric;          /* catalog link for every link, NULL = none */
+  char *intra_fabric;    /* nodes: catalog link inside a node, NULL = none */
+  double launch_overhead;     /* s, once per collective */
+  double step_overhead;       /* s, least latency of a collective's message
+                                 between nodes (CommArgs) */
+  double intra_step_overhead; /* nodes: the same inside a node */
+  /* [model] */
+  char *model_kind;      /* linear | softmax | mlp | timing */
+  GArray *hidden;        /* int widths of the MLP's hidden layers */
+  char *workload;        /* timing: built-in table name or file, NULL = params/flops */
+  double model_params;   /* timing without workload: float32 parameters */
+  double model_flops;    /* timing without workload: FLOPs per sample, fwd + bwd */
+  char *dataset;         /* synthetic | fashion-mnist */
+  char *data_dir;        /* fashion-mnist directory */
+  int partition;         /* PolPartition: iid | by-label */
+  gint64 classes_per_worker; /* by-label */
+  int optimizer;         /* KernOptKind */
+  int recompute;         /* SimRecompute: activations recomputed in backward */
+  double momentum, beta1, beta2, eps;
+  gint64 warmup;         /* steps of learning-rate warm-up */
+  gint64 batch;          /* samples per worker step */
+  gint64 global_batch;   /* samples per step over all workers, 0 = unset */
+  double lr;
+  gint64 eval_every;     /* evaluate every this many applied gradients */
+  gint64 eval_samples;   /* training samples the loss is measured on, 0 = all */
+  gint64 samples, test_samples, features, classes;
+  double separation;
+  /* [policy]: its other keys are in `values`, declared by the policies */
+  char *policy;          /* kind: a policy's name (policies/registry.c) */
+  /* [failures] */
+  GArray *fail_worker;   /* int worker ids, one per failure (or one for all) */
+  GArray *fail_at;       /* double seconds, one per failure (or one for all) */
+  double fail_restart;   /* seconds from a failure until the worker is back */
+  /* [kernels] */
+  gboolean math;         /* backend cpu or cuda: TRUE; none: timing only */
+  char *backend;         /* cpu | cuda | none */
+  int reproducible;      /* SimReproducible: [kernels] reproducible as given */
+  gboolean reproducible_math;   /* resolved: products in the fixed order */
+  /* [trace] */
+  SimDetail detail;
+  char *db;              /* output database path */
+  double trace_max_size; /* bytes the database may be estimated to take */
+  /* the keys registry entries declare (straggler models, topologies, ...),
+   * by "section.key" */
+  BaseValues *values;
+  /* every resolved key as "section.key" -> text, in table order */
+  GPtrArray *param_keys;   /* char* */
+  GPtrArray *param_values; /* char* */
+  GPtrArray *swept;        /* char* "section.key=value" labels of this point */
+  char *infeasible;        /* why this point cannot run (it does not fit
+                              device memory), NULL when it can */
+  GHashTable *given;       /* "section.key" set in the file (or --set, sweep) */
+} SimConfig;
+
+void sim_config_free (SimConfig *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SimConfig, sim_config_free)
+
+/* Sets a SIM_ERROR_INPUT error "FILE: [SECTION] KEY: MESSAGE" and returns
+ * FALSE: the one-line form of every scenario error, for the validate hooks
+ * of registry entries. */
+gboolean sim_key_error (GError **error, const char *file, const char *section,
+                        const char *key, const char *fmt, ...) G_GNUC_PRINTF (5, 6);
+
+/* Checks that every index of `list` (ints, read from [section] key) names
+ * one of c's workers. */
+gboolean sim_config_check_workers (const SimConfig *c, const GArray *list,
+                                   const char *section, const char *key,
+                                   GError **error);
+
+G_END_DECLS
+
+#endif /* DTSIM_CONFIG_SIMCONFIG_H */

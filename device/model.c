@@ -1,0 +1,602 @@
+/*
+ * model.c — what a step of a scenario's model costs on its device, and
+ * whether the model fits the device's memory.
+ *
+ * Time: a layer costs max(F / (flops x efficiency), B / memory_bandwidth)
+ * for its forward and again for its backward (docs/kernels.md gives each
+ * layer's F and B).  Without a memory bandwidth every layer is compute-bound
+ * and a step costs (F_fwd + F_bwd) / (flops x efficiency), summed over FLOPs
+ * first so the result does not depend on how finely a model is cut into
+ * layers.  [device] step_time, when set, fixes the step and keeps the
+ * layers' FLOP shares for where inside it each gradient is ready.
+ * [device] serial_time is added before the forward pass of every step,
+ * whichever of the two priced the rest (Amdahl's serial part).
+ *
+ * Memory: a worker's device must hold its parameters, gradients, optimizer
+ * state and stashed activations within [device] memory: the whole model at
+ * the batch, or, for a policy that spreads the model over its workers (its
+ * `shares` hook, e.g. a pipeline's stages), each share on its own device
+ * with the micro-batches the policy says it stashes.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "policies/policy.h"
+#include "config/models.h"
+#include "device/model.h"
+
+double
+sim_roofline_seconds (double flops, double bytes, double achieved, double bandwidth)
+{
+  double t = flops / achieved;
+  if (bandwidth > 0)
+    t = MAX (t, bytes / bandwidth);
+  return t;
+}
+
+/* Bytes per sample of activation traffic relative to 4-byte floats: 2-byte
+ * values under bf16 and fp16. */
+static double
+activation_scale (const SimConfig *c)
+{
+  return c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 0.5 : 1.0;
+}
+
+/* One pass of layer ly over n samples: `flops`, and bytes_fixed (weights,
+ * in 4-byte floats) + n x bytes_sample (activations, at the precision's
+ * size), at its kind's rate (docs/compute.md). */
+static double
+layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, double bytes_fixed,
+                    double bytes_sample, double n)
+{
+  double conv = c->conv_efficiency > 0 ? c->conv_efficiency : c->efficiency;
+  double eff = ly->kind == KERN_LAYER_CONV ? conv
+               : ly->kind == KERN_LAYER_CONV3X3
+                 ? (c->conv3x3_efficiency > 0 ? c->conv3x3_efficiency : conv)
+               : ly->kind == KERN_LAYER_ATTENTION ? c->efficiency * c->attention_factor
+               : c->efficiency;
+  double rate = c->flops * eff;
+  return c->kernel_overhead
+         + sim_roofline_seconds (flops, bytes_fixed + bytes_sample * n * activation_scale (c),
+                                 rate, c->memory_bandwidth * c->memory_efficiency);
+}
+
+/* Whether layer ly's forward runs again in backward ([model] recompute). */
+static gboolean
+recomputed (const SimConfig *c, const KernLayer *ly)
+{
+  return c->recompute == SIM_RECOMPUTE_FULL
+         || (c->recompute == SIM_RECOMPUTE_SELECTIVE
+             && (ly->kind == KERN_LAYER_ELEMENTWISE || ly->kind == KERN_LAYER_NORM));
+}
+
+KernOptConfig
+sim_opt_config (const SimConfig *c)
+{
+  KernOptConfig o = {
+    .kind = (KernOptKind) c->optimizer,
+    .lr = c->lr,
+    .momentum = c->momentum,
+    .beta1 = c->beta1,
+    .beta2 = c->beta2,
+    .eps = c->eps,
+    .warmup = c->warmup,
+  };
+  return o;
+}
+
+double
+sim_update_seconds (const SimConfig *c, gsize n)
+{
+  KernOptKind kind = (KernOptKind) c->optimizer;
+  return sim_roofline_seconds (kern_opt_flops (kind, n), kern_opt_bytes (kind, n),
+                               c->flops * c->efficiency,
+                               c->memory_bandwidth * c->memory_efficiency);
+}
+
+void
+sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
+{
+  memset (out, 0, sizeof *out);
+  int L = m->n_layers;
+  double n = (double) c->batch;
+  double achieved = c->flops * c->efficiency, bw = c->memory_bandwidth;
+  out->n_layers = L;
+  out->layer_lo = g_new (gsize, MAX (L, 1));
+  out->grad_ready = g_new (double, MAX (L, 1));
+  double *bwd = g_new (double, MAX (L, 1));
+  double f_fwd = 0, f_bwd = 0, t_fwd = 0, t_bwd = 0;
+  for (int l = 0; l < L; l++)
+    {
+      const KernLayer *ly = &m->layers[l];
+      double ff = ly->fwd_flops_fixed + ly->fwd_flops * n;
+      double fb = ly->bwd_flops_fixed + ly->bwd_flops * n;
+      double tf = layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, ly->fwd_bytes, n);
+      f_fwd += ff;
+      t_fwd += tf;
+      bwd[l] = layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, ly->bwd_bytes, n);
+      /* recomputation: the layer's forward again, just before its backward */
+      if (recomputed (c, ly))
+        {
+          fb += ff;
+          bwd[l] += tf;
+        }
+      f_bwd += fb;
+      t_bwd += bwd[l];
+      out->layer_lo[l] = ly->param_offset;
+    }
+  double step;
+  if (c->step_time >= 0 || bw <= 0)
+    {
+      /* layer times in proportion to FLOPs */
+      double total = f_fwd + f_bwd;
+      step = c->step_time >= 0 ? c->step_time : total / achieved;
+      double scale = total > 0 ? step / total : 0;
+      out->forward = total > 0 ? f_fwd * scale : step / 2;
+      for (int l = 0; l < L; l++)
+        {
+          const KernLayer *ly = &m->layers[l];
+          double ff = recomputed (c, ly) ? ly->fwd_flops_fixed + ly->fwd_flops * n : 0;
+          bwd[l] = (ly->bwd_flops_fixed + ly->bwd_flops * n + ff) * scale;
+        }
+    }
+  else
+    {
+      step = t_fwd + t_bwd;
+      out->forward = t_fwd;
+    }
+  out->backward = step - out->forward;
+  /* the serial part ([device] serial_time) comes first, then forward, then
+   * backward from the last layer to the first */
+  out->serial = c->serial_time;
+  double t = out->serial + out->forward;
+  out->step = out->serial + step;
+  for (int l = L - 1; l >= 0; l--)
+    {
+      t += bwd[l];
+      out->grad_ready[l] = l == 0 ? out->step : MIN (t, out->step);
+    }
+  g_free (bwd);
+  out->update = sim_update_seconds (c, m->ops->n_params (m));
+}
+
+void
+sim_step_cost_clear (SimStepCost *cost)
+{
+  g_free (cost->layer_lo);
+  g_free (cost->grad_ready);
+  memset (cost, 0, sizeof *cost);
+}
+
+double
+sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
+{
+  gsize P = m->ops->n_params (m);
+  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  /* parameters, gradients and optimizer state in 4-byte floats; the
+   * activations at the precision's size */
+  double fixed = 4.0 * (double) P * (2.0 + per);
+  double act = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P) - fixed;
+  if (c->recompute != SIM_RECOMPUTE_NONE && m->n_layers > 0)
+    {
+      /* floats per sample held: selective, the layers not recomputed; full,
+       * the model's input (4(I + A) bytes of the first layer's forward)
+       * and the largest layer's output while it is recomputed */
+      double kept = 0, largest = 0;
+      for (int l = 0; l < m->n_layers; l++)
+        {
+          const KernLayer *ly = &m->layers[l];
+          largest = MAX (largest, ly->activations);
+          if (!recomputed (c, ly))
+            kept += ly->activations;
+        }
+      if (c->recompute == SIM_RECOMPUTE_FULL)
+        kept = m->layers[0].fwd_bytes / 4.0 - m->layers[0].activations + largest;
+      act = 4.0 * (double) c->batch * kept;
+    }
+  return fixed + act * activation_scale (c);
+}
+
+/* A model and the scenario that prices its layers, for PolLayerSeconds. */
+typedef struct {
+  const SimConfig *c;
+  const KernModel *m;
+} LayerCtx;
+
+static void
+layer_ctx_seconds (gpointer ctx, int n, double *fwd, double *bwd)
+{
+  const LayerCtx *lc = ctx;
+  sim_layer_seconds (lc->c, lc->m, n, fwd, bwd);
+}
+
+/* What the policy's model hooks see: the same layer costs sim/cluster.c
+ * hands the policy when it runs. */
+static PolModelInfo
+model_info (const SimConfig *c, LayerCtx *lc)
+{
+  return (PolModelInfo) {
+    .values = c->values,
+    .model = lc->m,
+    .workers = c->workers,
+    .servers = c->servers,
+    .batch = c->batch,
+    .failures = c->fail_worker != NULL && c->fail_worker->len > 0,
+    .host_timed = c->measured && c->step_time < 0,
+    .layer_seconds = layer_ctx_seconds,
+    .ctx = lc,
+  };
+}
+
+SimStageMemory *
+sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **plan)
+{
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  *n = 0;
+  if (plan)
+    *plan = NULL;
+  if (!ops->shares)
+    return NULL;
+  LayerCtx lc = { c, m };
+  PolModelInfo mi = model_info (c, &lc);
+  PolShares *sh = ops->shares (&mi);
+  g_return_val_if_fail (sh != NULL, NULL);
+  int L = m->n_layers;
+  gsize NP = m->ops->n_params (m);
+  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  SimStageMemory *out = g_new0 (SimStageMemory, sh->n);
+  for (int s = 0; s < sh->n; s++)
+    {
+      const PolShare *x = &sh->share[s];
+      SimStageMemory *st = &out[s];
+      st->first = x->first;
+      st->last = x->last;
+      gsize lo = m->layers[st->first].param_offset;
+      gsize hi = st->last + 1 < L ? m->layers[st->last + 1].param_offset : NP;
+      st->params = hi - lo;
+      st->slots = x->slots;
+      st->microbatch = x->microbatch;
+      st->stash_bytes = x->stash_bytes;
+      st->param_bytes = 4.0 * (double) st->params;
+      st->opt_bytes = 4.0 * (double) per * (double) st->params;
+      st->act_bytes = st->slots * st->stash_bytes;
+      st->total = 2 * st->param_bytes + st->opt_bytes + st->act_bytes;
+    }
+  *n = sh->n;
+  if (plan)
+    *plan = sh;
+  else
+    pol_shares_free (sh);
+  return out;
+}
+
+void
+sim_layer_seconds (const SimConfig *c, const KernModel *m, int n, double *fwd, double *bwd)
+{
+  double achieved = c->flops * c->efficiency, bw = c->memory_bandwidth;
+  double scale = 0;
+  if (c->step_time >= 0)
+    {
+      /* the fixed step at the full batch, shared out in proportion to FLOPs */
+      double total = m->ops->flops_forward (m, (int) c->batch)
+                     + m->ops->flops_backward (m, (int) c->batch);
+      scale = total > 0 ? c->step_time / total : 0;
+    }
+  for (int l = 0; l < m->n_layers; l++)
+    {
+      const KernLayer *ly = &m->layers[l];
+      double ff = ly->fwd_flops_fixed + ly->fwd_flops * n;
+      double fb = ly->bwd_flops_fixed + ly->bwd_flops * n;
+      if (c->step_time >= 0)
+        {
+          fwd[l] = ff * scale;
+          bwd[l] = fb * scale;
+        }
+      else
+        {
+          fwd[l] = bw > 0 ? layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, ly->fwd_bytes, n)
+                          : ff / achieved;
+          bwd[l] = bw > 0 ? layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, ly->bwd_bytes, n)
+                          : fb / achieved;
+        }
+      if (recomputed (c, ly))
+        bwd[l] += fwd[l];
+    }
+}
+
+static double
+gib (double bytes)
+{
+  return bytes / (1024.0 * 1024.0 * 1024.0);
+}
+
+/* Which key the capacity came from: [device] memory, or the catalog entry
+ * [cluster] device names. */
+static const char *
+memory_key (const SimConfig *c)
+{
+  return g_hash_table_contains (c->given, "device.memory") || !c->device ? "[device] memory" : "[cluster] device";
+}
+
+/* Every share of the model, on its own device, fits in [device] memory;
+ * the first that does not is named with its terms. */
+static gboolean
+shares_memory_check (const SimConfig *c, const KernModel *m, const char *file,
+                     GError **error)
+{
+  int n;
+  PolShares *plan;
+  SimStageMemory *st = sim_shares_memory (c, m, &n, &plan);
+  gboolean ok = TRUE;
+  for (int s = 0; s < n && ok; s++)
+    {
+      const SimStageMemory *x = &st[s];
+      if (x->total <= c->memory)
+        continue;
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INFEASIBLE,
+                   "%s: %s: %s %s %d (layers %d-%d) does not fit in %.3g GiB of "
+                   "device memory: parameters %.3g GiB + gradients %.3g GiB + optimizer state "
+                   "%.3g GiB + activations %.3g GiB (%d stashed micro-batches of %d samples, %s) "
+                   "= %.3g GiB; %s, lower [model] batch or a device with more memory",
+                   file, memory_key (c), c->policy, plan->unit, s, x->first, x->last,
+                   gib (c->memory), gib (x->param_bytes), gib (x->param_bytes),
+                   gib (x->opt_bytes), gib (x->act_bytes), x->slots, x->microbatch, plan->note,
+                   gib (x->total), plan->advice);
+      ok = FALSE;
+    }
+  g_free (st);
+  pol_shares_free (plan);
+  return ok;
+}
+
+/* The whole model, on every worker's device, fits in [device] memory. */
+static gboolean
+whole_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  gsize P = m->ops->n_params (m);
+  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  double need = sim_model_memory_bytes (c, m);
+  if (need <= c->memory)
+    return TRUE;
+  double pb = 4.0 * (double) P, ob = 4.0 * (double) per * (double) P;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INFEASIBLE,
+               "%s: %s: the model does not fit in %.3g GiB of device memory: "
+               "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB + "
+               "activations %.3g GiB (batch %" G_GINT64_FORMAT ") = %.3g GiB; "
+               "lower [model] batch, choose a smaller model or a device with more memory",
+               file, memory_key (c), gib (c->memory), gib (pb), gib (pb), gib (ob),
+               gib (need - 2 * pb - ob), c->batch, gib (need));
+  return FALSE;
+}
+
+/* The rules [policy] kind's entry has about the model. */
+static gboolean
+policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  if (c->recompute != SIM_RECOMPUTE_NONE && ops->shares)
+    return sim_key_error (error, file, "model", "recompute",
+                          "not modelled under [policy] kind = %s, whose stages hold their own "
+                          "stash; use recompute = none", c->policy);
+  LayerCtx lc = { c, m };
+  PolModelInfo mi = model_info (c, &lc);
+  g_autoptr (GError) local = NULL;
+  if (!ops->check_model || ops->check_model (&mi, &local))
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
+  return FALSE;
+}
+
+/* A step, an update and every layer must take a finite time: a tiny
+ * efficiency or peak passes its bound and then divides to infinity. */
+static gboolean
+step_cost_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  SimStepCost cost;
+  sim_step_cost (c, m, &cost);
+  gboolean ok = isfinite (cost.step) && cost.step >= 0 && isfinite (cost.update);
+  for (int l = 0; ok && l < cost.n_layers; l++)
+    ok = isfinite (cost.grad_ready[l]);
+  double step = cost.step, update = cost.update;
+  sim_step_cost_clear (&cost);
+  if (ok)
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "%s: [device] efficiency: a worker step would take %g s and an update %g s "
+               "(FLOPs / (flops x efficiency = %g FLOP/s)); raise [device] flops or efficiency "
+               "to a real device's figure", file, step, update, c->flops * c->efficiency);
+  return FALSE;
+}
+
+void
+sim_model_host_memory (const SimConfig *c, const KernModel *m, double *state, double *data)
+{
+  *state = *data = 0;
+  if (!c->math || !sim_model_kind (c)->math)
+    return;
+  double features = sim_model_inputs (c);
+  double samples = sim_dataset_samples (c);
+  *data = samples * (features + 1) * 4.0;
+  /* the host's math is float32 whatever [device] precision says */
+  gsize P = m->ops->n_params (m);
+  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  double per_worker = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
+  double hosts = (double) (c->workers + c->servers);
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  LayerCtx lc = { c, m };
+  PolModelInfo mi = model_info (c, &lc);
+  *state = ops->host_bytes ? ops->host_bytes (&mi, per_worker) : hosts * per_worker;
+}
+
+void
+sim_model_work (const SimConfig *c, const KernModel *m, PolWork *out)
+{
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  LayerCtx lc = { c, m };
+  PolModelInfo mi = model_info (c, &lc);
+  if (ops->work)
+    ops->work (&mi, out);
+  else
+    pol_work_default (&mi, out);
+}
+
+/* The real math holds every worker's model, gradients, optimizer state and
+ * activations, and the data set, in host memory; a run that would need more
+ * than SIM_MAX_HOST_BYTES is refused before it starts rather than aborting
+ * when an allocation fails.  Timing-only runs hold none of it. */
+static gboolean
+host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  double state, data;
+  sim_model_host_memory (c, m, &state, &data);
+  double need = data + state;
+  if (need <= SIM_MAX_HOST_BYTES)
+    return TRUE;
+  double hosts = (double) (c->workers + c->servers);
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "%s: [kernels] backend: the real math of this run needs about %.3g GiB of host "
+               "memory (%.3g GiB of models, gradients, optimizer state and activations for %.0f "
+               "hosts + %.3g GiB of data), over the limit of %.3g GiB; use backend = none "
+               "for timing only, or a smaller model, batch, data set or cluster",
+               file, gib (need), gib (state), hosts, gib (data), gib (SIM_MAX_HOST_BYTES));
+  return FALSE;
+}
+
+/* [model] kind against [model] workload, params and flops: a timing model
+ * needs a layer table or both figures; only it reads a layer table. */
+static gboolean
+model_kind_check (SimConfig *c, const char *file, GError **error)
+{
+  if (sim_model_kind (c)->math)
+    {
+      if (!c->workload)
+        return TRUE;
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] workload: only kind = timing reads a layer table; remove workload or set kind = timing",
+                   file);
+      return FALSE;
+    }
+  if (!c->workload && !(c->model_params >= 1 && c->model_flops > 0))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] workload: kind = timing needs a layer table (workload = resnet-50, ...) or both params and flops",
+                   file);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* The model c describes, built once without data: its layer count, its
+ * step's cost, the policy's rules about it, and the device and host memory
+ * it needs. */
+static gboolean
+model_fits_check (const SimConfig *c, const char *file, GError **error)
+{
+  gboolean timing = !sim_model_kind (c)->math;
+  g_autoptr (GError) local = NULL;
+  KernModel *m = sim_model_new (c, NULL, &local);
+  if (!m)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] workload: %s", file,
+                   local->message);
+      return FALSE;
+    }
+  gboolean ok = TRUE;
+  if (m->n_layers > SIM_MAX_LAYERS)
+    {
+      /* the pipeline's exact balancing costs stages x layers^2 */
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] %s: %d layers%s, more than the %d a model may have; "
+                   "merge layers into fewer, larger ones", file, timing ? "workload" : "hidden",
+                   m->n_layers, timing ? "" : " (a linear layer and a ReLU per hidden width)",
+                   SIM_MAX_LAYERS);
+      ok = FALSE;
+    }
+  if (ok && c->kernel_overhead > 0 && c->memory_bandwidth <= 0)
+    ok = sim_key_error (error, file, "device", "kernel_overhead",
+                        "needs [device] memory_bandwidth (the per-layer model prices it); set "
+                        "memory_bandwidth, or [cluster] device");
+  ok = ok && step_cost_check (c, m, file, error) && policy_model_check (c, m, file, error);
+  if (ok && c->memory > 0)
+    ok = pol_lookup (c->policy)->shares ? shares_memory_check (c, m, file, error)
+                                        : whole_memory_check (c, m, file, error);
+  ok = ok && host_memory_check (c, m, file, error);
+  kern_model_free (m);
+  return ok;
+}
+
+/* The data set is there for every worker, and a by-label partition can
+ * deal its classes out. */
+static gboolean
+data_check (const SimConfig *c, const char *file, GError **error)
+{
+  gint64 n_train;
+  if (!sim_dataset_check (c, file, &n_train, error))
+    return FALSE;
+  if (c->partition != POL_PARTITION_BY_LABEL)
+    return TRUE;
+  int k = sim_model_classes (c);
+  if (c->classes_per_worker > k)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] classes_per_worker: %" G_GINT64_FORMAT
+                   " but the data set has %d classes; use at most %d",
+                   file, c->classes_per_worker, k, k);
+      return FALSE;
+    }
+  if (c->workers * c->classes_per_worker < k)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] classes_per_worker: %" G_GINT64_FORMAT " workers x %"
+                   G_GINT64_FORMAT " classes each cannot cover the data set's %d classes; "
+                   "raise classes_per_worker to at least %" G_GINT64_FORMAT " or use partition = iid",
+                   file, c->workers, c->classes_per_worker, k,
+                   (k + c->workers - 1) / c->workers);
+      return FALSE;
+    }
+  if (c->workers * c->classes_per_worker > n_train)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [model] classes_per_worker: %" G_GINT64_FORMAT " shards per worker for %"
+                   G_GINT64_FORMAT " workers exceed the %" G_GINT64_FORMAT
+                   " training samples; lower it", file, c->classes_per_worker, c->workers,
+                   n_train);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* The backend the math runs on can start here. */
+static gboolean
+backend_check (const SimConfig *c, const char *file, GError **error)
+{
+  g_autoptr (GError) e = NULL;
+  KernBackend *be = kern_backend_new (c->backend, c->reproducible_math, &e);
+  if (!be)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [kernels] backend: %s is not available here: %s; use backend = cpu",
+                   file, c->backend, e->message);
+      return FALSE;
+    }
+  kern_backend_free (be);
+  return TRUE;
+}
+
+gboolean
+sim_model_check (SimConfig *c, const char *file, GError **error)
+{
+  if (!model_kind_check (c, file, error) || !model_fits_check (c, file, error))
+    return FALSE;
+  if (!c->math && c->measured)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [device] compute_time: measured times the real math, but this run does none ([kernels] backend = none or [model] kind = timing); use compute_time = model",
+                   file);
+      return FALSE;
+    }
+  return !c->math || (data_check (c, file, error) && backend_check (c, file, error));
+}

@@ -1,0 +1,106 @@
+/*
+ * model.h — what a worker's device is and what its model costs on it.
+ *
+ * The hardware catalog fills in the [device] and fabric keys a scenario left
+ * unset; the model a scenario names is built (without data) to check that it
+ * fits in device memory; the roofline time model turns the model's layers
+ * into simulated seconds: a layer of F FLOPs moving B bytes takes
+ * max(F / (flops x efficiency), B / memory_bandwidth) (the memory term only
+ * where a bandwidth is known).  The host's speed never enters, unless the
+ * scenario asks for compute_time = measured.
+ */
+#ifndef DTSIM_DEVICE_MODEL_H
+#define DTSIM_DEVICE_MODEL_H
+
+#include <glib.h>
+
+#include "kernels/backend.h"
+#include "kernels/kernels.h"
+#include "policies/policy.h"
+#include "config/models.h"
+#include "config/simconfig.h"
+
+G_BEGIN_DECLS
+
+/* Seconds of a kernel of `flops` FLOPs and `bytes` bytes of memory traffic on
+ * a device achieving `achieved` FLOP/s with memory bandwidth `bandwidth`
+ * bytes/s (0 = no memory term). */
+double sim_roofline_seconds (double flops, double bytes, double achieved,
+                             double bandwidth);
+
+/* Host-independent cost of one worker step of c's model at c's batch. */
+typedef struct {
+  double step;           /* s, serial + forward + backward */
+  double serial;         /* s, [device] serial_time: the part that does not
+                          * parallelise, before forward */
+  double forward;        /* s, all layers' forward */
+  double backward;       /* s, all layers' backward */
+  int n_layers;
+  gsize *layer_lo;       /* (n_layers) first parameter of layer l */
+  double *grad_ready;    /* (n_layers) s after the step's start at which
+                          * layer l's gradient is complete (backward runs
+                          * from the last layer to the first) */
+  double update;         /* s, one optimizer step on all parameters */
+} SimStepCost;
+
+void sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out);
+void sim_step_cost_clear (SimStepCost *cost);
+
+/* Seconds of each layer's forward (fwd[l]) and backward (bwd[l]) on n
+ * samples on c's device (n_layers each): the roofline of its FLOPs and
+ * bytes, or with [device] step_time its FLOPs' share of step_time at c's
+ * batch.  The pipeline prices its micro-batches with it. */
+void sim_layer_seconds (const SimConfig *c, const KernModel *m, int n, double *fwd,
+                        double *bwd);
+
+/* Seconds of one optimizer step on n parameters on c's device. */
+double sim_update_seconds (const SimConfig *c, gsize n);
+
+/* The optimizer of c. */
+KernOptConfig sim_opt_config (const SimConfig *c);
+
+/* Bytes a worker's device holds to train the whole of m as c describes it:
+ * parameters, gradients, c's optimizer state and activations at c's batch.
+ * (A policy that spreads the model over its workers: sim_shares_memory.) */
+double sim_model_memory_bytes (const SimConfig *c, const KernModel *m);
+/* Bytes of host memory the real math of a run of c needs: *state for the
+ * models, gradients, optimizer states and activations its policy holds,
+ * *data for the data set; both 0 for a timing-only run. */
+void sim_model_host_memory (const SimConfig *c, const KernModel *m, double *state,
+                            double *data);
+/* What one iteration of c's policy does (its `work` hook, or
+ * pol_work_default), for the model m. */
+void sim_model_work (const SimConfig *c, const KernModel *m, PolWork *out);
+
+/* What one device holds of a model that [policy] kind spreads over its
+ * workers (a pipeline's stage), in bytes: its parameters, their gradients,
+ * the optimizer's state for them, and the micro-batches it stashes at its
+ * peak. */
+typedef struct {
+  int first, last;       /* its layers, inclusive */
+  gsize params;          /* float32 parameters */
+  int slots;             /* micro-batches stashed at the peak */
+  int microbatch;        /* samples per micro-batch */
+  double stash_bytes;    /* per micro-batch */
+  double param_bytes;    /* 4 x params; the gradients take as much */
+  double opt_bytes;      /* 4 x optimizer floats per parameter x params */
+  double act_bytes;      /* slots x stash_bytes */
+  double total;          /* 2 param_bytes + opt_bytes + act_bytes */
+} SimStageMemory;
+
+/* The memory of each device's share of m under c's policy (its `shares`
+ * hook), cut as the policy cuts it: a new array of *n entries; NULL and
+ * *n = 0 when every worker holds the whole model (sim_model_memory_bytes).
+ * *plan (when plan is not NULL) receives the policy's PolShares, for its
+ * wording (pol_shares_free).  c must have passed the scenario checks. */
+SimStageMemory *sim_shares_memory (const SimConfig *c, const KernModel *m, int *n,
+                                   PolShares **plan);
+
+/* Checks that need the model: servers at most one per parameter, the model
+ * fits in [device] memory (for a pipeline: every stage on its own device), the data set is installed, by-label bounds, the
+ * backend is available.  Errors name `file` and the key to change. */
+gboolean sim_model_check (SimConfig *c, const char *file, GError **error);
+
+G_END_DECLS
+
+#endif
