@@ -18,7 +18,7 @@
  *             generation, first touch of the buffers) is not counted as
  *             training (best of three of each); on one host thread, then
  *             the all-reduce and the
- *             pipeline again on every core (policies/parallel.h), beside
+ *             pipeline again on every core (train/lanes.h), beside
  *             as many single-thread sgemm.  Runs use the user's default
  *             (the fixed-order products); the runs marked "OpenBLAS" set
  *             [kernels] reproducible = false, so that the price of
@@ -38,7 +38,7 @@
 #include <glib/gstdio.h>
 
 #include "kernels/kernels.h"
-#include "policies/parallel.h"
+#include "train/lanes.h"
 #include "sim/run.h"
 #include "config/scenario.h"
 #include "sim/load.h"
@@ -101,7 +101,7 @@ run_gflops (const char *label, const char *policy, int iters, int threads)
   double step_flops = m->ops->flops_forward (m, BATCH) + m->ops->flops_backward (m, BATCH);
   kern_model_free (m);
   double walls[2] = { G_MAXDOUBLE, G_MAXDOUBLE };
-  pol_parallel_set_threads (threads);
+  train_set_threads (threads);
   /* best of three of each, as for the peer: the host's noise only slows */
   for (int rep = 0; rep < 6; rep++)
     {
@@ -136,7 +136,7 @@ run_gflops (const char *label, const char *policy, int iters, int threads)
       g_unlink (ini);
       g_ptr_array_unref (configs);
     }
-  pol_parallel_set_threads (1);
+  train_set_threads (1);
   /* every worker computes one batch per iteration (the pipeline's stages
    * share one: stages x replicas = workers, each a part of the model) */
   double flops = step_flops * (pipeline ? workers / 2 : workers) * iters;
@@ -198,7 +198,7 @@ main (int argc, char **argv)
   for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
     if ((shares[k] = run_gflops (runs[k].label, runs[k].policy, iters, 1)) < 0)
       return 1;
-  /* one run on every core (policies/parallel.h), where a policy spreads a
+  /* one run on every core (train/lanes.h), where a policy spreads a
    * round's gradients over threads */
   int cores = (int) g_get_num_processors ();
   static const gsize spread[] = { 0, 10 };   /* all-reduce, pipeline */

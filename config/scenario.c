@@ -51,7 +51,7 @@ static const BaseChoice reproducible_choices[] = {
   { "auto", SIM_REPRODUCIBLE_AUTO, FALSE }, { "true", SIM_REPRODUCIBLE_TRUE, FALSE },
   { "false", SIM_REPRODUCIBLE_FALSE, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice partition_choices[] = {
-  { "iid", POL_PARTITION_IID, FALSE }, { "by-label", POL_PARTITION_BY_LABEL, FALSE },
+  { "iid", TRAIN_PARTITION_IID, FALSE }, { "by-label", TRAIN_PARTITION_BY_LABEL, FALSE },
   { NULL, 0, FALSE } };
 static const BaseChoice optimizer_choices[] = {
   { "sgd", KERN_OPT_SGD, FALSE }, { "momentum", KERN_OPT_MOMENTUM, FALSE },

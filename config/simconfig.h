@@ -112,7 +112,7 @@ typedef struct {
   double model_flops;    /* timing without workload: FLOPs per sample, fwd + bwd */
   char *dataset;         /* synthetic | fashion-mnist */
   char *data_dir;        /* fashion-mnist directory */
-  int partition;         /* PolPartition: iid | by-label */
+  int partition;         /* TrainPartition: iid | by-label */
   gint64 classes_per_worker; /* by-label */
   int optimizer;         /* KernOptKind */
   int recompute;         /* SimRecompute: activations recomputed in backward */

@@ -536,7 +536,7 @@ data_check (const SimConfig *c, const char *file, GError **error)
   gint64 n_train;
   if (!sim_dataset_check (c, file, &n_train, error))
     return FALSE;
-  if (c->partition != POL_PARTITION_BY_LABEL)
+  if (c->partition != TRAIN_PARTITION_BY_LABEL)
     return TRUE;
   int k = sim_model_classes (c);
   if (c->classes_per_worker > k)

@@ -38,7 +38,7 @@
  * and the model's loss_grad_groups runs the forward and input-gradient
  * products as single GEMMs (the numbers are those of separate calls up to
  * float rounding), and each group's gradients are added to the sum, in
- * worker order.  A group runs as tasks of pol_task_groups(batch) workers on
+ * worker order.  A group runs as tasks of train_task_groups(batch) workers on
  * the run's lanes (parallel.h): the same numbers on any number of host
  * threads.  The collectives then run for their timing only (no
  * buffers): the sum is what they would deliver, up to the order of the
@@ -62,7 +62,7 @@
 
 #include "policies/common.h"
 #include "policies/compress.h"
-#include "policies/parallel.h"
+#include "train/lanes.h"
 
 typedef struct {
   gsize lo, hi;            /* parameters [lo, hi) */
@@ -86,15 +86,15 @@ typedef struct {
   float *sum;              /* (n_params) the workers' gradients, summed */
   int group;               /* G: workers whose gradients are computed at once */
   float **grad;            /* (G) gradient buffers, (n_params) each */
-  PolLanes *lanes;         /* host threads for a group's gradients */
-  int chunk;               /* workers per task (pol_task_groups) */
+  TrainLanes *lanes;         /* host threads for a group's gradients */
+  int chunk;               /* workers per task (train_task_groups) */
   int group_n;             /* workers in the group being computed */
   float *x;                /* (G x batch, d) stacked batches */
   int *y;                  /* (G x batch) */
   int *idx;                /* (batch) scratch */
   double *losses;          /* (G) */
   KernOptimizer *opt;      /* the shared optimizer state; NULL without math */
-  PolSampler *samplers;
+  TrainSampler *samplers;
   ArBucket *buckets;
   int n_buckets;
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
@@ -345,13 +345,13 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
           int n = MIN (ar->group, W - w0);
           for (int i = 0; i < n; i++)
             {
-              pol_sampler_next (&ar->samplers[w0 + i], env->batch, ar->idx);
+              train_sampler_next (&ar->samplers[w0 + i], env->batch, ar->idx);
               kern_dataset_gather (env->train, ar->idx, env->batch, ar->x + (gsize) i * stride,
                                    ar->y + (gsize) i * env->batch);
             }
           gint64 t0 = g_get_monotonic_time ();
           ar->group_n = n;
-          pol_lanes_run (ar->lanes, (n + ar->chunk - 1) / ar->chunk, group_task, ar);
+          train_lanes_run (ar->lanes, (n + ar->chunk - 1) / ar->chunk, group_task, ar);
           host += (double) (g_get_monotonic_time () - t0) / 1e6 / W;
           for (int i = 0; i < n; i++)
             {
@@ -365,7 +365,7 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
                                   &ar->rngs[w]);
                 }
             }
-          pol_lanes_sum (ar->lanes, ar->sum, (const float *const *) ar->grad, n, P);
+          train_lanes_sum (ar->lanes, ar->sum, (const float *const *) ar->grad, n, P);
         }
     }
   for (int w = 0; w < W; w++)
@@ -415,8 +415,8 @@ ar_create (const PolEnv *env, GError **error)
       ar->losses = g_new (double, G);
       ar->samplers = pol_samplers_for_env (env);
       ar->opt = kern_optimizer_new (&env->opt, P);
-      ar->lanes = pol_lanes_new (env->model, env->host_timed);
-      ar->chunk = pol_task_groups (env->batch);
+      ar->lanes = train_lanes_new (env->model, env->host_timed);
+      ar->chunk = train_task_groups (env->batch);
     }
   ar->update_time = env->update_time (env->compute_ctx, P);
   ar->slowdown = env->overlap_slowdown;
@@ -485,7 +485,7 @@ ar_free (PolPolicy *p)
     for (int i = 0; i < ar->group; i++)
       g_free (ar->grad[i]);
   g_free (ar->sum);
-  pol_lanes_free (ar->lanes);
+  train_lanes_free (ar->lanes);
   if (ar->memory)
     for (int w = 0; w < W; w++)
       g_free (ar->memory[w]);
@@ -501,7 +501,7 @@ ar_free (PolPolicy *p)
     kern_optimizer_free (ar->opt);
   g_free (ar->y);
   g_free (ar->idx);
-  pol_samplers_free (ar->samplers, W);
+  train_samplers_free (ar->samplers, W);
   g_free (ar);
 }
 

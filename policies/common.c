@@ -244,3 +244,14 @@ pol_evaluate (const PolEnv *env, const float *params, double *loss, double *accu
   env->model->ops->evaluate (env->model, params, env->eval, loss, &unused);
   env->model->ops->evaluate (env->model, params, env->test, &unused, accuracy);
 }
+
+/* The samplers of env's workers over env->train: iid parts, or by label
+ * (the scenario loader has checked the by-label bounds). */
+TrainSampler *
+pol_samplers_for_env (const PolEnv *env)
+{
+  if (env->partition == TRAIN_PARTITION_BY_LABEL)
+    return train_samplers_new_by_label (env->train->y, env->train->n, env->train->k,
+                                      env->workers, env->classes_per_worker, env->seed);
+  return train_samplers_new (env->train->n, env->workers, env->seed);
+}

@@ -63,7 +63,7 @@ typedef struct {
   double sum_n;           /* their weights */
   float *grad;
   KernOptimizer **opt;    /* (W) each client's optimizer state */
-  PolSampler *samplers;
+  TrainSampler *samplers;
   float *x;
   int *y;
   int *idx;
@@ -203,7 +203,7 @@ take_step (FaPolicy *fa, int c)
   double now = eng_sim_now (env->sim), host = 0;
   if (fa->global)
     {
-      pol_sampler_next (&fa->samplers[c], env->batch, fa->idx);
+      train_sampler_next (&fa->samplers[c], env->batch, fa->idx);
       kern_dataset_gather (env->train, fa->idx, env->batch, fa->x, fa->y);
       gint64 t0 = g_get_monotonic_time ();
       env->model->ops->loss_grad (env->model, fa->local[c], fa->x, fa->y, env->batch, fa->grad);
@@ -360,7 +360,7 @@ fa_free (PolPolicy *p)
   g_free (fa->y);
   g_free (fa->idx);
   g_free (fa->order);
-  pol_samplers_free (fa->samplers, fa->W);
+  train_samplers_free (fa->samplers, fa->W);
   g_free (fa->cl);
   g_free (fa);
 }

@@ -92,7 +92,7 @@ typedef struct {
                           * only, the one being used */
   int *idxs;             /* deferred: (W x batch) each worker's batch */
   KernOptimizer **opt;
-  PolSampler *samplers;
+  TrainSampler *samplers;
   float *avg;            /* the average model, for evaluations */
   float *x;
   int *y;
@@ -435,10 +435,10 @@ start_iteration (GoPolicy *go, int w)
   wk->own_ready = -1;
   double host = 0;
   if (go->xs[0] && go->deferred)
-    pol_sampler_next (&go->samplers[w], env->batch, go->idxs + (gsize) w * env->batch);
+    train_sampler_next (&go->samplers[w], env->batch, go->idxs + (gsize) w * env->batch);
   else if (go->xs[0])
     {
-      pol_sampler_next (&go->samplers[w], env->batch, go->idx);
+      train_sampler_next (&go->samplers[w], env->batch, go->idx);
       kern_dataset_gather (env->train, go->idx, env->batch, go->x, go->y);
       gint64 t0 = g_get_monotonic_time ();
       env->model->ops->loss_grad (env->model, cur (go, w), go->x, go->y, env->batch,
@@ -564,7 +564,7 @@ go_free (PolPolicy *p)
   g_free (go->x);
   g_free (go->y);
   g_free (go->idx);
-  pol_samplers_free (go->samplers, W);
+  train_samplers_free (go->samplers, W);
   g_free (go->deg);
   g_free (go->nbr);
   g_free (go->weight);

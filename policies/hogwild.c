@@ -63,7 +63,7 @@ typedef struct {
   gsize *partial_done;    /* (W) components each has written */
   float *grad;
   KernOptimizer **opt;
-  PolSampler *samplers;
+  TrainSampler *samplers;
   float *xb;
   int *y;
   int *idx;
@@ -151,7 +151,7 @@ compute_update (HwPolicy *hw, int c, const float *seen)
 {
   const PolEnv *env = &hw->env;
   gsize P = env->n_params;
-  pol_sampler_next (&hw->samplers[c], env->batch, hw->idx);
+  train_sampler_next (&hw->samplers[c], env->batch, hw->idx);
   kern_dataset_gather (env->train, hw->idx, env->batch, hw->xb, hw->y);
   env->model->ops->loss_grad (env->model, seen, hw->xb, hw->y, env->batch, hw->grad);
   /* the optimizers' steps do not depend on the parameters: applied to
@@ -363,7 +363,7 @@ hw_free (PolPolicy *p)
   g_free (hw->xb);
   g_free (hw->y);
   g_free (hw->idx);
-  pol_samplers_free (hw->samplers, hw->W);
+  train_samplers_free (hw->samplers, hw->W);
   eng_resource_free (hw->res);
   g_free (hw->core);
   g_free (hw);

@@ -34,7 +34,7 @@
  * its own copy in the same pass as the optimizer step
  * (kern_optimizer_step_into), later steps update that copy in place.  The
  * all-reduce runs for its timing only; the sum it delivers is formed at its
- * end, worker by worker (pol_lanes_sum: the same floats on any number of
+ * end, worker by worker (train_lanes_sum: the same floats on any number of
  * host threads), then divided by W.
  */
 #include "config.h"
@@ -43,7 +43,7 @@
 #include <string.h>
 
 #include "policies/common.h"
-#include "policies/parallel.h"
+#include "train/lanes.h"
 
 typedef struct {
   PolEnv env;
@@ -54,9 +54,9 @@ typedef struct {
   float **own;             /* (workers) x_w once it has diverged, (n_params) each */
   float **cur;             /* (workers) x_w: avg or own[w] */
   float *grad;             /* (n_params) scratch gradient */
-  PolLanes *lanes;         /* for the averaging's sum */
+  TrainLanes *lanes;         /* for the averaging's sum */
   KernOptimizer **opt;     /* (workers) each worker's optimizer state */
-  PolSampler *samplers;
+  TrainSampler *samplers;
   float *x;                /* (batch, d) scratch batch */
   int *y;                  /* (batch) */
   int *idx;                /* (batch) */
@@ -97,7 +97,7 @@ on_sync_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       gsize P = env->n_params;
       float inv = 1.0f / (float) W;
       memset (ls->avg, 0, P * sizeof (float));
-      pol_lanes_sum (ls->lanes, ls->avg, (const float *const *) ls->own, W, P);
+      train_lanes_sum (ls->lanes, ls->avg, (const float *const *) ls->own, W, P);
       for (gsize i = 0; i < P; i++)
         ls->avg[i] *= inv;
       for (int w = 0; w < W; w++)
@@ -164,7 +164,7 @@ start_step (LsPolicy *ls, int w)
   double host = 0;
   if (ls->avg)
     {
-      pol_sampler_next (&ls->samplers[w], env->batch, ls->idx);
+      train_sampler_next (&ls->samplers[w], env->batch, ls->idx);
       kern_dataset_gather (env->train, ls->idx, env->batch, ls->x, ls->y);
       gint64 t0 = g_get_monotonic_time ();
       env->model->ops->loss_grad (env->model, ls->cur[w], ls->x, ls->y, env->batch, ls->grad);
@@ -235,7 +235,7 @@ ls_create (const PolEnv *env, GError **error)
           ls->cur[w] = ls->avg;
           ls->opt[w] = kern_optimizer_new (&env->opt, P);
         }
-      ls->lanes = pol_lanes_new (env->model, env->host_timed);
+      ls->lanes = train_lanes_new (env->model, env->host_timed);
       ls->x = g_new (float, (gsize) env->batch * env->model->d);
       ls->y = g_new (int, env->batch);
       ls->idx = g_new (int, env->batch);
@@ -280,12 +280,12 @@ ls_free (PolPolicy *p)
   g_free (ls->own);
   g_free (ls->cur);
   g_free (ls->grad);
-  pol_lanes_free (ls->lanes);
+  train_lanes_free (ls->lanes);
   g_free (ls->opt);
   g_free (ls->x);
   g_free (ls->y);
   g_free (ls->idx);
-  pol_samplers_free (ls->samplers, W);
+  train_samplers_free (ls->samplers, W);
   g_free (ls->hosts);
   g_free (ls->steps);
   g_free (ls->step_start);

@@ -46,7 +46,7 @@
 
 #include "comm/collectives.h"
 #include "policies/common.h"
-#include "policies/parallel.h"
+#include "train/lanes.h"
 
 enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE };
 
@@ -88,13 +88,13 @@ typedef struct {
   float *params;              /* (n_params) the one shared copy */
   float **grad;               /* (R) gradients, (n_params) each */
   KernOptimizer **opt;        /* (P) one per stage; NULL without math */
-  PolSampler *samplers;       /* (R) */
+  TrainSampler *samplers;       /* (R) */
   gboolean stacked;           /* the iteration's math at its start, all
                                * replicas in one pass (see above) */
   float *xs;                  /* (R x batch, d) every replica's batch */
   int *ys;                    /* (R x batch) */
   double *losses;             /* (R) */
-  PolLanes *lanes;            /* stacked: host threads for the replicas */
+  TrainLanes *lanes;            /* stacked: host threads for the replicas */
   int chunk;                  /* stacked: replicas per task */
   float **x;                  /* (R) (batch, d) this iteration's batch, in xs */
   int **y;                    /* (R) (batch), in ys */
@@ -487,15 +487,15 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   if (env->model)
     for (int r = 0; r < pl->R; r++)
       {
-        pol_sampler_next (&pl->samplers[r], env->batch, pl->idx);
+        train_sampler_next (&pl->samplers[r], env->batch, pl->idx);
         kern_dataset_gather (env->train, pl->idx, env->batch, pl->x[r], pl->y[r]);
       }
   if (pl->stacked)
     {
       /* every replica's gradient, summed into grad[0] in replica order: the
        * stages' all-reduces then only take their time */
-      pol_lanes_run (pl->lanes, (pl->R + pl->chunk - 1) / pl->chunk, replicas_task, pl);
-      pol_lanes_sum (pl->lanes, pl->grad[0], (const float *const *) pl->grad + 1, pl->R - 1,
+      train_lanes_run (pl->lanes, (pl->R + pl->chunk - 1) / pl->chunk, replicas_task, pl);
+      train_lanes_sum (pl->lanes, pl->grad[0], (const float *const *) pl->grad + 1, pl->R - 1,
                      env->n_params);
     }
   for (int k = 0; k < pl->W; k++)
@@ -656,8 +656,8 @@ pl_math_new (PlPolicy *pl)
   pl->losses = g_new0 (double, R);
   if (pl->stacked)
     {
-      pl->lanes = pol_lanes_new (env->model, FALSE);
-      pl->chunk = pol_task_groups (env->batch);
+      pl->lanes = train_lanes_new (env->model, FALSE);
+      pl->chunk = train_task_groups (env->batch);
     }
   for (int r = 0; r < R; r++)
     {
@@ -812,13 +812,13 @@ pl_free (PolPolicy *p)
         }
       for (int s = 0; s < pl->P; s++)
         kern_optimizer_free (pl->opt[s]);
-      pol_samplers_free (pl->samplers, pl->R);
+      train_samplers_free (pl->samplers, pl->R);
     }
   g_free (pl->grad);
   g_free (pl->xs);
   g_free (pl->ys);
   g_free (pl->losses);
-  pol_lanes_free (pl->lanes);
+  train_lanes_free (pl->lanes);
   g_free (pl->x);
   g_free (pl->y);
   g_free (pl->act);

@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 #include "netmodel/netmodel.h"
+#include "train/sampler.h"
 
 G_BEGIN_DECLS
 
@@ -108,8 +109,6 @@ typedef double (*PolScaleTime) (gpointer ctx, int worker, double seconds,
  * straggler); the pipeline prices its stages with it. */
 typedef void (*PolLayerSeconds) (gpointer ctx, int n, double *fwd, double *bwd);
 
-typedef enum { POL_PARTITION_IID, POL_PARTITION_BY_LABEL } PolPartition;
-
 /* One worker failure (docs/policies.md, "Worker failures"). */
 typedef struct {
   int worker;
@@ -136,7 +135,7 @@ typedef struct {
   int workers;
   int servers;                /* parameter-server shards */
   int batch;                  /* samples per worker step */
-  PolPartition partition;     /* how the training set is shared out */
+  TrainPartition partition;     /* how the training set is shared out */
   int classes_per_worker;     /* by-label */
   KernOptConfig opt;          /* optimizer applied where updates happen */
   gint64 iterations;          /* run ends after iterations*workers gradients */
@@ -335,43 +334,9 @@ typedef struct {
   void (*free) (PolPolicy *p);
 } PolPolicyOps;
 
-/* The batches of data-parallel workers (policies/sampler.c): the training
- * set is partitioned among the workers, each worker cycling through its part
- * in an order reshuffled at every pass. */
-typedef struct {
-  EngRng rng;   /* reshuffles this worker's part */
-  int *idx;     /* (len) sample indices of this worker's part */
-  int len;
-  int cursor;   /* next position in idx */
-} PolSampler;
-
-/* How the training set is split among workers (docs/policies.md, "Data
- * partitioning"): `iid` shuffles it and cuts it into contiguous parts;
- * `by-label` gives each worker shards of only a few classes. */
-
-/* Parses "iid" or "by-label" into *out; FALSE (and *out untouched) for any
- * other name. */
-gboolean pol_partition_parse (const char *name, PolPartition *out);
-/* The name pol_partition_parse() reads for p. */
-const char *pol_partition_name (PolPartition p);
-
-/* One sampler per worker for a training set of n samples, `iid` partition:
- * the set shuffled once and cut into `workers` contiguous parts. */
-PolSampler *pol_samplers_new (int n, int workers, guint64 seed);
-/* One sampler per worker, `by-label` partition of the n samples whose labels
- * (in [0, k)) are given: workers x classes_per_worker single-class shards
- * dealt classes_per_worker to each worker, so that no worker's part holds
- * more than classes_per_worker distinct labels.  Requires workers x
- * classes_per_worker to be at least the number of classes present and at
- * most n. */
-PolSampler *pol_samplers_new_by_label (const int *labels, int n, int k,
-                                       int workers, int classes_per_worker,
-                                       guint64 seed);
-void pol_samplers_free (PolSampler *s, int workers);
-/* The samplers of env's workers, by env->partition. */
-PolSampler *pol_samplers_for_env (const PolEnv *env);
-/* Writes the indices of the next `batch` samples of this worker into idx. */
-void pol_sampler_next (PolSampler *s, int batch, int *idx);
+/* The samplers of env's workers over env->train, by env->partition
+ * (train/sampler.h). */
+TrainSampler *pol_samplers_for_env (const PolEnv *env);
 
 /* Evaluates `params` (n_params) as every policy reports it: mean loss over
  * env->eval and accuracy over env->test; NAN for both without math. */

@@ -194,7 +194,7 @@ struct PsPolicy {
   PsServer *servers;
   float *global;         /* (n_params) the servers' parameters, by shard */
   gint64 *grad_shards;   /* per (worker): shards of its latest gradient applied */
-  PolSampler *samplers;  /* (workers) */
+  TrainSampler *samplers;  /* (workers) */
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
   gint64 total;          /* iterations * workers */
   PolRun run;            /* counters (updates: gradients applied to every
@@ -287,7 +287,7 @@ span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
 static void
 next_batch (PsPolicy *ps, PsWorker *w)
 {
-  pol_sampler_next (&ps->samplers[w->id], ps->env.batch, w->idx);
+  train_sampler_next (&ps->samplers[w->id], ps->env.batch, w->idx);
   kern_dataset_gather (ps->env.train, w->idx, ps->env.batch, w->x, w->y);
 }
 
@@ -349,7 +349,7 @@ start_compute (PsPolicy *ps, PsWorker *w)
   w->acc_hold_start = w->acc_hold_end = 0;
   double host = 0;
   if (ps->env.model && ps->deferred)
-    pol_sampler_next (&ps->samplers[w->id], ps->env.batch, w->idx);
+    train_sampler_next (&ps->samplers[w->id], ps->env.batch, w->idx);
   else if (ps->env.model)
     {
       next_batch (ps, w);
@@ -960,7 +960,7 @@ ps_free (PolPolicy *p)
   if (ps->env.servers != 1)  /* else the data of servers[0].snap */
     g_free (ps->global);
   g_free (ps->grad_shards);
-  pol_samplers_free (ps->samplers, ps->env.workers);
+  train_samplers_free (ps->samplers, ps->env.workers);
   g_hash_table_unref (ps->live);
   for (int s = 0; ps->spare && s < ps->env.servers; s++)
     g_ptr_array_unref (ps->spare[s]);

@@ -276,7 +276,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .workers = (int) c->workers,
     .servers = (int) c->servers,
     .batch = (int) c->batch,
-    .partition = (PolPartition) c->partition,
+    .partition = (TrainPartition) c->partition,
     .classes_per_worker = (int) c->classes_per_worker,
     .opt = sim_opt_config (c),
     .iterations = c->iterations,

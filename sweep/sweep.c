@@ -21,7 +21,7 @@
 #include <cblas.h>
 #endif
 
-#include "policies/parallel.h"
+#include "train/lanes.h"
 #include "sweep/mpi.h"
 #include "sweep/sweep.h"
 
@@ -258,8 +258,8 @@ sweep_jobs (const SimRunOptions *opt, guint n)
     openblas_set_num_threads (1);
 #endif
   /* the cores the points leave go to each point's independent math
-   * (policies/parallel.h: the same numbers on any number of threads) */
-  pol_parallel_set_threads (opt->threads > 0 ? opt->threads : MAX (1, cores / jobs));
+   * (train/lanes.h: the same numbers on any number of threads) */
+  train_set_threads (opt->threads > 0 ? opt->threads : MAX (1, cores / jobs));
   return jobs;
 }
 

@@ -253,14 +253,14 @@ test_matches_large_batch (void)
         g_assert_true (kern_opt_kind_parse (opts[o], &kind));
         g_assert_cmpint (oc.kind, ==, kind);
         KernOptimizer *opt = kern_optimizer_new (&oc, P);
-        PolSampler *s = pol_samplers_new (train->n, N, (guint64) c->seed);
+        TrainSampler *s = train_samplers_new (train->n, N, (guint64) c->seed);
         g_autofree int *idx = g_new (int, N * b);
         g_autofree float *x = g_new (float, (gsize) N * b * train->d);
         g_autofree int *y = g_new (int, N * b);
         for (int it = 0; it < 30; it++)
           {
             for (int w = 0; w < N; w++)
-              pol_sampler_next (&s[w], b, idx + w * b);
+              train_sampler_next (&s[w], b, idx + w * b);
             kern_dataset_gather (train, idx, N * b, x, y);
             m->ops->loss_grad (m, params, x, y, N * b, grad);
             kern_optimizer_step (opt, params, grad);
@@ -273,7 +273,7 @@ test_matches_large_batch (void)
         g_assert_cmpfloat (loss, <, log ((double) c->classes)); /* it did learn */
 
         kern_optimizer_free (opt);
-        pol_samplers_free (s, N);
+        train_samplers_free (s, N);
         kern_model_free (m);
         kern_dataset_free (train);
         kern_dataset_free (test);

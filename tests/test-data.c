@@ -519,7 +519,7 @@ test_fashion_real (void)
 /* Asserts the parts of s (workers) are non-empty, disjoint and cover
  * [0, n) exactly. */
 static void
-check_cover (const PolSampler *s, int workers, int n)
+check_cover (const TrainSampler *s, int workers, int n)
 {
   g_autofree int *seen = g_new0 (int, n);
   for (int w = 0; w < workers; w++)
@@ -538,7 +538,7 @@ check_cover (const PolSampler *s, int workers, int n)
 
 /* Distinct labels in worker w's part. */
 static int
-part_labels (const PolSampler *s, const int *labels, int k)
+part_labels (const TrainSampler *s, const int *labels, int k)
 {
   g_autofree gboolean *has = g_new0 (gboolean, k);
   int distinct = 0;
@@ -551,23 +551,23 @@ part_labels (const PolSampler *s, const int *labels, int k)
 static void
 test_partition_parse (void)
 {
-  PolPartition p = POL_PARTITION_BY_LABEL;
-  g_assert_true (pol_partition_parse ("iid", &p));
-  g_assert_cmpint (p, ==, POL_PARTITION_IID);
-  g_assert_true (pol_partition_parse ("by-label", &p));
-  g_assert_cmpint (p, ==, POL_PARTITION_BY_LABEL);
+  TrainPartition p = TRAIN_PARTITION_BY_LABEL;
+  g_assert_true (train_partition_parse ("iid", &p));
+  g_assert_cmpint (p, ==, TRAIN_PARTITION_IID);
+  g_assert_true (train_partition_parse ("by-label", &p));
+  g_assert_cmpint (p, ==, TRAIN_PARTITION_BY_LABEL);
   const char *bad[] = { "", "IID", "by_label", "bylabel", "by-label ", "non-iid" };
   for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
     {
-      g_assert_false (pol_partition_parse (bad[i], &p));
-      g_assert_cmpint (p, ==, POL_PARTITION_BY_LABEL);   /* untouched */
+      g_assert_false (train_partition_parse (bad[i], &p));
+      g_assert_cmpint (p, ==, TRAIN_PARTITION_BY_LABEL);   /* untouched */
     }
-  g_assert_cmpstr (pol_partition_name (POL_PARTITION_IID), ==, "iid");
-  g_assert_cmpstr (pol_partition_name (POL_PARTITION_BY_LABEL), ==, "by-label");
+  g_assert_cmpstr (train_partition_name (TRAIN_PARTITION_IID), ==, "iid");
+  g_assert_cmpstr (train_partition_name (TRAIN_PARTITION_BY_LABEL), ==, "by-label");
 }
 
 /* iid: parts cover every sample once, worker w holding n (w + 1) / W -
- * n w / W of them; a pass of pol_sampler_next draws the part once. */
+ * n w / W of them; a pass of train_sampler_next draws the part once. */
 static void
 test_partition_iid (void)
 {
@@ -575,20 +575,20 @@ test_partition_iid (void)
   for (gsize c = 0; c < G_N_ELEMENTS (sizes); c++)
     {
       int n = sizes[c][0], W = sizes[c][1];
-      PolSampler *s = pol_samplers_new (n, W, 5);
+      TrainSampler *s = train_samplers_new (n, W, 5);
       check_cover (s, W, n);
       for (int w = 0; w < W; w++)
         g_assert_cmpint (s[w].len, ==, n * (w + 1) / W - n * w / W);
 
       g_autofree int *draw = g_new (int, s[0].len);
       g_autofree int *part = g_memdup2 (s[0].idx, sizeof (int) * (gsize) s[0].len);
-      pol_sampler_next (&s[0], s[0].len, draw);
+      train_sampler_next (&s[0], s[0].len, draw);
       g_autofree int *seen = g_new0 (int, n);
       for (int i = 0; i < s[0].len; i++)
         seen[draw[i]]++;
       for (int i = 0; i < s[0].len; i++)
         g_assert_cmpint (seen[part[i]], ==, 1);
-      pol_samplers_free (s, W);
+      train_samplers_free (s, W);
     }
 }
 
@@ -632,12 +632,12 @@ test_partition_by_label_bound (void)
       g_autofree int *labels = make_labels (cases[t].count, k, &n);
       for (guint64 seed = 1; seed <= 3; seed++)
         {
-          PolSampler *s = pol_samplers_new_by_label (labels, n, k, W, c, seed);
+          TrainSampler *s = train_samplers_new_by_label (labels, n, k, W, c, seed);
           g_assert_nonnull (s);
           check_cover (s, W, n);
           for (int w = 0; w < W; w++)
             g_assert_cmpint (part_labels (&s[w], labels, k), <=, c);
-          pol_samplers_free (s, W);
+          train_samplers_free (s, W);
         }
     }
 }
@@ -652,7 +652,7 @@ test_partition_by_label_shards (void)
   int n;
   g_autofree int *labels = make_labels (count, 10, &n);
   const int W = 10, c = 2;
-  PolSampler *s = pol_samplers_new_by_label (labels, n, 10, W, c, 42);
+  TrainSampler *s = train_samplers_new_by_label (labels, n, 10, W, c, 42);
   int two = 0;
   for (int w = 0; w < W; w++)
     {
@@ -669,7 +669,7 @@ test_partition_by_label_shards (void)
 
   /* batches come from the worker's part only, and a pass draws it all */
   g_autofree int *draw = g_new (int, 3 * s[3].len);
-  pol_sampler_next (&s[3], 3 * s[3].len, draw);
+  train_sampler_next (&s[3], 3 * s[3].len, draw);
   for (int p = 0; p < 3; p++)
     {
       g_autofree int *seen = g_new0 (int, n);
@@ -678,7 +678,7 @@ test_partition_by_label_shards (void)
       for (int i = 0; i < s[3].len; i++)
         g_assert_cmpint (seen[s[3].idx[i]], ==, 1);
     }
-  pol_samplers_free (s, W);
+  train_samplers_free (s, W);
 }
 
 /* Same seed, same parts (and same batches); another seed, other parts. */
@@ -689,9 +689,9 @@ test_partition_by_label_deterministic (void)
   int n;
   g_autofree int *labels = make_labels (count, 5, &n);
   const int W = 6, c = 2;
-  PolSampler *a = pol_samplers_new_by_label (labels, n, 5, W, c, 9);
-  PolSampler *b = pol_samplers_new_by_label (labels, n, 5, W, c, 9);
-  PolSampler *other = pol_samplers_new_by_label (labels, n, 5, W, c, 10);
+  TrainSampler *a = train_samplers_new_by_label (labels, n, 5, W, c, 9);
+  TrainSampler *b = train_samplers_new_by_label (labels, n, 5, W, c, 9);
+  TrainSampler *other = train_samplers_new_by_label (labels, n, 5, W, c, 10);
   int differ = 0;
   for (int w = 0; w < W; w++)
     {
@@ -700,14 +700,14 @@ test_partition_by_label_deterministic (void)
       differ += other[w].len != a[w].len
         || memcmp (other[w].idx, a[w].idx, sizeof (int) * a[w].len) != 0;
       int da[64], db[64];
-      pol_sampler_next (&a[w], 64, da);
-      pol_sampler_next (&b[w], 64, db);
+      train_sampler_next (&a[w], 64, da);
+      train_sampler_next (&b[w], 64, db);
       g_assert_cmpmem (da, sizeof da, db, sizeof db);
     }
   g_assert_cmpint (differ, >, 0);
-  pol_samplers_free (a, W);
-  pol_samplers_free (b, W);
-  pol_samplers_free (other, W);
+  train_samplers_free (a, W);
+  train_samplers_free (b, W);
+  train_samplers_free (other, W);
 }
 
 /* Fewer shards than classes present cannot cover the set with at most
@@ -720,7 +720,7 @@ test_partition_by_label_too_few_shards (void)
       const int count[5] = { 10, 10, 10, 10, 10 };
       int n;
       g_autofree int *labels = make_labels (count, 5, &n);
-      g_assert_null (pol_samplers_new_by_label (labels, n, 5, 2, 2, 1));
+      g_assert_null (train_samplers_new_by_label (labels, n, 5, 2, 2, 1));
       return;
     }
   g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);

@@ -600,14 +600,14 @@ test_ps_optimizer_state (void)
   m->ops->init (m, params, (guint64) c->seed);
   KernOptConfig oc = sim_opt_config (c);
   KernOptimizer *o = kern_optimizer_new (&oc, P);
-  PolSampler *s = pol_samplers_new (train->n, 1, (guint64) c->seed);
+  TrainSampler *s = train_samplers_new (train->n, 1, (guint64) c->seed);
   int b = (int) c->batch;
   g_autofree int *idx = g_new (int, b);
   g_autofree float *x = g_new (float, (gsize) b * train->d);
   g_autofree int *y = g_new (int, b);
   for (int it = 0; it < 20; it++)
     {
-      pol_sampler_next (&s[0], b, idx);
+      train_sampler_next (&s[0], b, idx);
       kern_dataset_gather (train, idx, b, x, y);
       m->ops->loss_grad (m, params, x, y, b, grad);
       kern_optimizer_step (o, params, grad);
@@ -617,7 +617,7 @@ test_ps_optimizer_state (void)
   double loss, acc;
   m->ops->evaluate (m, params, &eval, &loss, &acc);
   test_assert_close (sum.final_loss, loss, 1e-6);
-  pol_samplers_free (s, 1);
+  train_samplers_free (s, 1);
   kern_optimizer_free (o);
   kern_model_free (m);
   kern_dataset_free (train);

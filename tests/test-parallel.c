@@ -1,6 +1,6 @@
 /*
  * test-parallel.c — one run's math on several host threads
- * (policies/parallel.h): every task runs once, sums add in the same order
+ * (train/lanes.h): every task runs once, sums add in the same order
  * whatever the lanes, a model clone computes the same numbers, and the
  * policies that spread their gradients over lanes (all-reduce, pipeline
  * replicas) give bit for bit the same run on one thread or three.
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "policies/parallel.h"
+#include "train/lanes.h"
 #include "tests/util.h"
 
 typedef struct {
@@ -36,13 +36,13 @@ test_lanes (void)
   KernModel *m = kern_mlp_new (6, hidden, 1, 3, KERN_LOSS_XENT, NULL);
   for (int threads = 1; threads <= 5; threads++)
     {
-      pol_parallel_set_threads (threads);
-      PolLanes *l = pol_lanes_new (m, FALSE);
-      g_assert_cmpint (pol_lanes_count (l), ==, threads);
+      train_set_threads (threads);
+      TrainLanes *l = train_lanes_new (m, FALSE);
+      g_assert_cmpint (train_lanes_count (l), ==, threads);
       for (int tasks = 0; tasks <= 40; tasks += 7)
         {
           CountJob j = { .runs = g_new0 (gint, MAX (tasks, 1)), .own = m };
-          pol_lanes_run (l, tasks, count_task, &j);
+          train_lanes_run (l, tasks, count_task, &j);
           for (int t = 0; t < tasks; t++)
             g_assert_cmpint (j.runs[t], ==, 1);
           if (threads == 1 || tasks <= 1)
@@ -51,17 +51,17 @@ test_lanes (void)
             g_assert_cmpint (j.others, >, 0);
           g_free (j.runs);
         }
-      pol_lanes_free (l);
+      train_lanes_free (l);
       /* measured compute time: one kernel at a time */
-      l = pol_lanes_new (m, TRUE);
-      g_assert_cmpint (pol_lanes_count (l), ==, 1);
-      pol_lanes_free (l);
+      l = train_lanes_new (m, TRUE);
+      g_assert_cmpint (train_lanes_count (l), ==, 1);
+      train_lanes_free (l);
     }
-  pol_parallel_set_threads (1);
+  train_set_threads (1);
   kern_model_free (m);
 }
 
-/* pol_lanes_sum adds the sources in order, element by element: the same
+/* train_lanes_sum adds the sources in order, element by element: the same
  * floats as the plain loop, on any number of lanes, over a length that is
  * not a multiple of its blocks. */
 static void
@@ -88,15 +88,15 @@ test_sum (void)
   KernModel *m = kern_softmax_new (4, 3);
   for (int threads = 1; threads <= 4; threads++)
     {
-      pol_parallel_set_threads (threads);
-      PolLanes *l = pol_lanes_new (m, FALSE);
+      train_set_threads (threads);
+      TrainLanes *l = train_lanes_new (m, FALSE);
       for (gsize i = 0; i < len; i++)
         got[i] = (float) i * 1e-3f;
-      pol_lanes_sum (l, got, (const float *const *) src, n, len);
+      train_lanes_sum (l, got, (const float *const *) src, n, len);
       g_assert_cmpmem (got, len * sizeof (float), want, len * sizeof (float));
-      pol_lanes_free (l);
+      train_lanes_free (l);
     }
-  pol_parallel_set_threads (1);
+  train_set_threads (1);
   for (int g = 0; g < n; g++)
     g_free (src[g]);
   g_rand_free (rng);
@@ -145,9 +145,9 @@ static const char scenario[] =
 static TestRun *
 run_on (int threads, const char *const *sets)
 {
-  pol_parallel_set_threads (threads);
+  train_set_threads (threads);
   TestRun *r = test_run_collect (scenario, sets);
-  pol_parallel_set_threads (1);
+  train_set_threads (1);
   return r;
 }
 

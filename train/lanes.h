@@ -1,5 +1,5 @@
 /*
- * parallel.h — a run's independent math on several host threads, with
+ * lanes.h — a run's independent math on several host threads, with
  * results that do not depend on how many.
  *
  * A policy that has several independent computations at one instant (the
@@ -11,8 +11,8 @@
  * numbers on one thread or sixteen.  Each lane owns a model clone (its own
  * scratch): KernModelOps.clone.
  */
-#ifndef DTSIM_POLICIES_PARALLEL_H
-#define DTSIM_POLICIES_PARALLEL_H
+#ifndef DTSIM_TRAIN_LANES_H
+#define DTSIM_TRAIN_LANES_H
 
 #include <glib.h>
 
@@ -21,35 +21,35 @@
 /* The host threads one run may use for its math: set by `dtsim run` from
  * the cores its sweep leaves each run (--threads); 1 until set.  A run
  * reads it when it starts. */
-void pol_parallel_set_threads (int threads);
-int pol_parallel_threads (void);
+void train_set_threads (int threads);
+int train_threads (void);
 
 /* Rows of stacked batches one task computes at least: enough for GEMMs at
  * full speed, few enough to spread a round's work over the lanes. */
-#define POL_TASK_ROWS 256
+#define TRAIN_TASK_ROWS 256
 
-/* Groups of `batch` samples one task stacks: ceil(POL_TASK_ROWS / batch),
+/* Groups of `batch` samples one task stacks: ceil(TRAIN_TASK_ROWS / batch),
  * at least 1.  A function of the problem only. */
-int pol_task_groups (int batch);
+int train_task_groups (int batch);
 
-typedef struct PolLanes PolLanes;
+typedef struct TrainLanes TrainLanes;
 
-/* Lanes for a run of `model`: pol_parallel_threads() of them, or 1 when
+/* Lanes for a run of `model`: train_threads() of them, or 1 when
  * the model cannot be cloned or `host_timed` (compute time measured on the
  * host: one kernel at a time, as the time model assumes).  Lane 0 runs on
  * the caller with `model` itself; the others on a shared thread pool, each
  * with its clone. */
-PolLanes *pol_lanes_new (KernModel *model, gboolean host_timed);
-int pol_lanes_count (const PolLanes *l);
+TrainLanes *train_lanes_new (KernModel *model, gboolean host_timed);
+int train_lanes_count (const TrainLanes *l);
 /* Runs fn (ctx, task, model) for every task in [0, tasks), spread over the
  * lanes (`model`: the lane's own), and returns when all have run. */
-void pol_lanes_run (PolLanes *l, int tasks,
+void train_lanes_run (TrainLanes *l, int tasks,
                     void (*fn) (gpointer ctx, int task, KernModel *model), gpointer ctx);
-void pol_lanes_free (PolLanes *l);
+void train_lanes_free (TrainLanes *l);
 
 /* dst[i] += src[g][i] for g = 0..n-1 in that order, for i in [0, len):
  * each element summed in the same order whatever the lanes, the range cut
  * among them. */
-void pol_lanes_sum (PolLanes *l, float *dst, const float *const *src, int n, gsize len);
+void train_lanes_sum (TrainLanes *l, float *dst, const float *const *src, int n, gsize len);
 
 #endif

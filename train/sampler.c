@@ -3,13 +3,13 @@
  *
  * First the training set is partitioned among the workers, one part each:
  *
- * - `iid`: the set is shuffled once (stream POL_SAMPLER_STREAM of the seed)
+ * - `iid`: the set is shuffled once (stream TRAIN_SAMPLER_STREAM of the seed)
  *   and cut into `workers` contiguous parts.
  * - `by-label`: the McMahan et al. shard scheme ("Communication-efficient
  *   learning of deep networks from decentralized data", AISTATS 2017) with
  *   shards cut inside classes, so that every shard holds one label and a
  *   worker dealt c shards sees at most c classes.  The rule is spelt out
- *   above pol_samplers_new_by_label() and in docs/policies.md.
+ *   above train_samplers_new_by_label() and in docs/policies.md.
  *
  * Then a worker draws its batches in order from its part and reshuffles its
  * part (its own stream, 0x10000 + worker) each time it has used every
@@ -21,26 +21,26 @@
 
 #include <string.h>
 
-#include "policies/policy.h"
+#include "train/sampler.h"
 
-#define POL_SAMPLER_STREAM 0x5eed0001u           /* iid partition */
-#define POL_SAMPLER_BY_LABEL_STREAM 0x5eed0002u  /* by-label partition */
-#define POL_SAMPLER_WORKER_STREAM 0x10000u       /* + worker: reshuffles */
+#define TRAIN_SAMPLER_STREAM 0x5eed0001u           /* iid partition */
+#define TRAIN_SAMPLER_BY_LABEL_STREAM 0x5eed0002u  /* by-label partition */
+#define TRAIN_SAMPLER_WORKER_STREAM 0x10000u       /* + worker: reshuffles */
 
 static const char *const partition_names[] = {
-  [POL_PARTITION_IID] = "iid",
-  [POL_PARTITION_BY_LABEL] = "by-label",
+  [TRAIN_PARTITION_IID] = "iid",
+  [TRAIN_PARTITION_BY_LABEL] = "by-label",
 };
 
 /* Parses a partition name; see policy.h. */
 gboolean
-pol_partition_parse (const char *name, PolPartition *out)
+train_partition_parse (const char *name, TrainPartition *out)
 {
   g_return_val_if_fail (name != NULL && out != NULL, FALSE);
   for (gsize i = 0; i < G_N_ELEMENTS (partition_names); i++)
     if (strcmp (name, partition_names[i]) == 0)
       {
-        *out = (PolPartition) i;
+        *out = (TrainPartition) i;
         return TRUE;
       }
   return FALSE;
@@ -48,7 +48,7 @@ pol_partition_parse (const char *name, PolPartition *out)
 
 /* The name of a partition; see policy.h. */
 const char *
-pol_partition_name (PolPartition p)
+train_partition_name (TrainPartition p)
 {
   g_return_val_if_fail ((gsize) p < G_N_ELEMENTS (partition_names), NULL);
   return partition_names[p];
@@ -57,20 +57,20 @@ pol_partition_name (PolPartition p)
 /* Makes s worker w's sampler over the `len` sample indices idx (copied), to
  * be shuffled before its first batch. */
 static void
-sampler_init (PolSampler *s, int w, guint64 seed, const int *idx, int len)
+sampler_init (TrainSampler *s, int w, guint64 seed, const int *idx, int len)
 {
-  eng_rng_init (&s->rng, seed, POL_SAMPLER_WORKER_STREAM + (guint64) w);
+  eng_rng_init (&s->rng, seed, TRAIN_SAMPLER_WORKER_STREAM + (guint64) w);
   s->len = len;
   s->idx = g_memdup2 (idx, sizeof (int) * (gsize) len);
   s->cursor = len; /* shuffle before the first batch */
 }
 
 /* The `iid` partition: a permutation of [0, n) from stream
- * POL_SAMPLER_STREAM, worker w taking positions [n w / W, n (w + 1) / W)
+ * TRAIN_SAMPLER_STREAM, worker w taking positions [n w / W, n (w + 1) / W)
  * (integer division).  n >= 0, workers >= 1.  Free with
- * pol_samplers_free(). */
-PolSampler *
-pol_samplers_new (int n, int workers, guint64 seed)
+ * train_samplers_free(). */
+TrainSampler *
+train_samplers_new (int n, int workers, guint64 seed)
 {
   g_return_val_if_fail (n >= 0 && workers >= 1, NULL);
 
@@ -78,9 +78,9 @@ pol_samplers_new (int n, int workers, guint64 seed)
   for (int i = 0; i < n; i++)
     perm[i] = i;
   EngRng rng;
-  eng_rng_init (&rng, seed, POL_SAMPLER_STREAM);
+  eng_rng_init (&rng, seed, TRAIN_SAMPLER_STREAM);
   eng_rng_shuffle (&rng, perm, n);
-  PolSampler *s = g_new0 (PolSampler, workers);
+  TrainSampler *s = g_new0 (TrainSampler, workers);
   for (int w = 0; w < workers; w++)
     {
       int lo = (int) ((gint64) n * w / workers), hi = (int) ((gint64) n * (w + 1) / workers);
@@ -90,7 +90,7 @@ pol_samplers_new (int n, int workers, guint64 seed)
 }
 
 /* The `by-label` partition.  With W workers, c = classes_per_worker and
- * S = W c shards, all draws from one stream (POL_SAMPLER_BY_LABEL_STREAM):
+ * S = W c shards, all draws from one stream (TRAIN_SAMPLER_BY_LABEL_STREAM):
  *
  * 1. The indices 0..n-1 are shuffled, then sorted by label with a stable
  *    sort, so each class is a contiguous run in a seeded random order.
@@ -109,9 +109,9 @@ pol_samplers_new (int n, int workers, guint64 seed)
  * shards of one class).  When every class has the same count m and S is a
  * multiple of k, every shard holds exactly m k / S samples ± 1, as in
  * McMahan et al.  labels (n) must lie in [0, k); needs (classes present) <=
- * S <= n.  Free with pol_samplers_free(). */
-PolSampler *
-pol_samplers_new_by_label (const int *labels, int n, int k, int workers,
+ * S <= n.  Free with train_samplers_free(). */
+TrainSampler *
+train_samplers_new_by_label (const int *labels, int n, int k, int workers,
                            int classes_per_worker, guint64 seed)
 {
   g_return_val_if_fail (labels != NULL && n >= 1 && k >= 1, NULL);
@@ -134,7 +134,7 @@ pol_samplers_new_by_label (const int *labels, int n, int k, int workers,
 
   /* 1. shuffle, then counting sort by label (stable) */
   EngRng rng;
-  eng_rng_init (&rng, seed, POL_SAMPLER_BY_LABEL_STREAM);
+  eng_rng_init (&rng, seed, TRAIN_SAMPLER_BY_LABEL_STREAM);
   g_autofree int *perm = g_new (int, n);
   for (int i = 0; i < n; i++)
     perm[i] = i;
@@ -173,7 +173,7 @@ pol_samplers_new_by_label (const int *labels, int n, int k, int workers,
   for (int i = 0; i < S; i++)
     order[i] = i;
   eng_rng_shuffle (&rng, order, S);
-  PolSampler *s = g_new0 (PolSampler, workers);
+  TrainSampler *s = g_new0 (TrainSampler, workers);
   g_autofree int *part = g_new (int, n);
   for (int w = 0; w < workers; w++)
     {
@@ -191,7 +191,7 @@ pol_samplers_new_by_label (const int *labels, int n, int k, int workers,
 }
 
 void
-pol_samplers_free (PolSampler *s, int workers)
+train_samplers_free (TrainSampler *s, int workers)
 {
   if (!s)
     return;
@@ -201,7 +201,7 @@ pol_samplers_free (PolSampler *s, int workers)
 }
 
 void
-pol_sampler_next (PolSampler *s, int batch, int *idx)
+train_sampler_next (TrainSampler *s, int batch, int *idx)
 {
   g_return_if_fail (s->len > 0);
   for (int j = 0; j < batch; j++)
@@ -213,15 +213,4 @@ pol_sampler_next (PolSampler *s, int batch, int *idx)
         }
       idx[j] = s->idx[s->cursor++];
     }
-}
-
-/* The samplers of env's workers over env->train: iid parts, or by label
- * (the scenario loader has checked the by-label bounds). */
-PolSampler *
-pol_samplers_for_env (const PolEnv *env)
-{
-  if (env->partition == POL_PARTITION_BY_LABEL)
-    return pol_samplers_new_by_label (env->train->y, env->train->n, env->train->k,
-                                      env->workers, env->classes_per_worker, env->seed);
-  return pol_samplers_new (env->train->n, env->workers, env->seed);
 }

@@ -1,24 +1,24 @@
 /*
- * parallel.c — lanes: a run's independent tasks on several host threads
+ * lanes.c — lanes: a run's independent tasks on several host threads
  * (parallel.h).  Every run's lanes share one process-wide thread pool; a
  * caller always works through the tasks itself too, so a busy pool only
  * delays, never blocks, a run.
  */
 #include "config.h"
 
-#include "policies/parallel.h"
+#include "train/lanes.h"
 
 static gint run_threads = 1;
 static GThreadPool *pool;
 static GMutex pool_lock;
 
-struct PolLanes {
+struct TrainLanes {
   int n;
   KernModel **models;   /* (n): [0] the run's own (borrowed), then clones */
 };
 
 typedef struct {
-  PolLanes *lanes;
+  TrainLanes *lanes;
   int tasks;
   void (*fn) (gpointer ctx, int task, KernModel *model);
   gpointer ctx;
@@ -34,21 +34,21 @@ typedef struct {
 } LaneArg;
 
 void
-pol_parallel_set_threads (int threads)
+train_set_threads (int threads)
 {
   g_atomic_int_set (&run_threads, MAX (threads, 1));
 }
 
 int
-pol_parallel_threads (void)
+train_threads (void)
 {
   return g_atomic_int_get (&run_threads);
 }
 
 int
-pol_task_groups (int batch)
+train_task_groups (int batch)
 {
-  return MAX (1, (POL_TASK_ROWS + MAX (batch, 1) - 1) / MAX (batch, 1));
+  return MAX (1, (TRAIN_TASK_ROWS + MAX (batch, 1) - 1) / MAX (batch, 1));
 }
 
 static void
@@ -71,11 +71,11 @@ pool_lane (gpointer data, gpointer user G_GNUC_UNUSED)
   g_mutex_unlock (&j->lock);
 }
 
-PolLanes *
-pol_lanes_new (KernModel *model, gboolean host_timed)
+TrainLanes *
+train_lanes_new (KernModel *model, gboolean host_timed)
 {
-  PolLanes *l = g_new0 (PolLanes, 1);
-  int want = host_timed || !model || !model->ops->clone ? 1 : pol_parallel_threads ();
+  TrainLanes *l = g_new0 (TrainLanes, 1);
+  int want = host_timed || !model || !model->ops->clone ? 1 : train_threads ();
   l->models = g_new0 (KernModel *, want);
   l->models[0] = model;
   l->n = 1;
@@ -98,13 +98,13 @@ pol_lanes_new (KernModel *model, gboolean host_timed)
 }
 
 int
-pol_lanes_count (const PolLanes *l)
+train_lanes_count (const TrainLanes *l)
 {
   return l->n;
 }
 
 void
-pol_lanes_run (PolLanes *l, int tasks, void (*fn) (gpointer ctx, int task, KernModel *model),
+train_lanes_run (TrainLanes *l, int tasks, void (*fn) (gpointer ctx, int task, KernModel *model),
                gpointer ctx)
 {
   int extra = MIN (l->n, tasks) - 1;
@@ -133,7 +133,7 @@ pol_lanes_run (PolLanes *l, int tasks, void (*fn) (gpointer ctx, int task, KernM
 }
 
 void
-pol_lanes_free (PolLanes *l)
+train_lanes_free (TrainLanes *l)
 {
   if (!l)
     return;
@@ -170,10 +170,10 @@ sum_block (gpointer ctx, int task, KernModel *model G_GNUC_UNUSED)
 }
 
 void
-pol_lanes_sum (PolLanes *l, float *dst, const float *const *src, int n, gsize len)
+train_lanes_sum (TrainLanes *l, float *dst, const float *const *src, int n, gsize len)
 {
   SumJob s = { .dst = dst, .src = src, .n = n, .len = len };
   gsize tasks = (len + SUM_BLOCK - 1) / SUM_BLOCK;
   g_return_if_fail (tasks <= G_MAXINT);
-  pol_lanes_run (l, (int) tasks, sum_block, &s);
+  train_lanes_run (l, (int) tasks, sum_block, &s);
 }
