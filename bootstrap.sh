@@ -9,9 +9,10 @@ cd "$(dirname "$0")"
 # chromium and groff-base: the tests load `dtsim report`'s page in a real
 # browser and check the manual page with groff.  Open MPI: sweeps over MPI
 # ranks (docs/cluster.md), built and tested with mpirun on this machine.
+# python3: tools/check-structure, which tests/test-structure.sh runs.
 PACKAGES="gcc g++ make autoconf automake pkg-config libglib2.0-dev libsqlite3-dev
 libopenblas-dev gnuplot-nox sqlite3 dataset-fashion-mnist libsimgrid-dev chromium groff-base
-libopenmpi-dev openmpi-bin"
+libopenmpi-dev openmpi-bin python3"
 
 missing=""
 for p in $PACKAGES; do

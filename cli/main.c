@@ -159,26 +159,13 @@ cmd_run (int argc, char **argv)
   return 0;
 }
 
-static int
-cmd_check (int argc, char **argv)
+/* dtsim check's list of runs, then what they will cost the host (memory
+ * and events of the first run, trace size of all) against the bounds. */
+static void
+check_runs (GPtrArray *configs)
 {
-  g_auto (GStrv) sets = NULL;
-  GOptionEntry entries[] = {
-    { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
-      "section.key=value" },
-    { NULL }
-  };
-  if (!parse (&argc, &argv, entries, "check FILE.ini"))
-    return 2;
-  if (argc != 2)
-    return bad_usage ("check needs exactly one scenario file");
   GError *error = NULL;
-  g_autoptr (GPtrArray) configs = sim_scenario_load (argv[1], (const char *const *) sets, &error);
-  if (!configs)
-    return die (error, 2);
   const SimConfig *c = g_ptr_array_index (configs, 0);
-  printf ("%s: valid, %u run%s, trace to %s\n", argv[1], configs->len,
-          configs->len == 1 ? "" : "s", c->db);
   for (guint i = 0; i < configs->len; i++)
     {
       const SimConfig *ci = g_ptr_array_index (configs, i);
@@ -209,6 +196,127 @@ cmd_check (int argc, char **argv)
     }
   printf ("trace: about %.4g MB at detail %s (max_size %.4g MB)\n", trace / 1e6,
           sim_detail_name (c->detail), c->trace_max_size / 1e6);
+}
+
+/* dtsim check's line on what will do the math, as runs.kernel records it. */
+static void
+check_kernels (const SimConfig *c)
+{
+  g_autofree char *kernel = kern_backend_kernel_name (c->backend, c->reproducible_math);
+  printf ("kernels: %s backend, %s%s\n", c->backend, kernel,
+          c->reproducible_math ? " (reproducible: the same bits on every CPU)"
+          : strcmp (c->backend, "cpu") == 0
+            ? " (last bits depend on the CPU; [kernels] reproducible = true gives the"
+              " same bits everywhere)"
+            : " (last bits depend on the device)");
+}
+
+/* dtsim check's line on where the step of model M goes, by layer kind (the
+ * roofline prices each kind at its own rate: docs/compute.md). */
+static void
+check_layer_kinds (const SimConfig *c, KernModel *m)
+{
+  g_autofree double *fwd = g_new (double, m->n_layers);
+  g_autofree double *bwd = g_new (double, m->n_layers);
+  sim_layer_seconds (c, m, (int) c->batch, fwd, bwd);
+  double by_kind[KERN_LAYER_N_KINDS] = { 0 }, total = 0;
+  for (int l = 0; l < m->n_layers; l++)
+    {
+      by_kind[m->layers[l].kind] += fwd[l] + bwd[l];
+      total += fwd[l] + bwd[l];
+    }
+  g_autoptr (GString) line = g_string_new ("  step by layer kind:");
+  for (int k = 0; k < KERN_LAYER_N_KINDS; k++)
+    if (by_kind[k] > 0)
+      g_string_append_printf (line, "%s %s %.4g s (%.0f%%)",
+                              line->str[line->len - 1] == ':' ? "" : ",",
+                              kern_layer_kind_name ((KernLayerKind) k), by_kind[k],
+                              100 * by_kind[k] / total);
+  printf ("%s\n", line->str);
+}
+
+/* dtsim check's line per share of model M on its own device: what the
+ * memory check priced. */
+static void
+check_shares (const SimConfig *c, KernModel *m)
+{
+  int n;
+  PolShares *plan;
+  SimStageMemory *st = sim_shares_memory (c, m, &n, &plan);
+  const double G = 1024.0 * 1024.0 * 1024.0;
+  for (int s = 0; s < n; s++)
+    printf ("  %s %d: layers %d-%d, %" G_GSIZE_FORMAT " parameters; device memory "
+            "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
+            "activations %.4g (%d stashed micro-batches of %d samples)\n",
+            plan->unit, s, st[s].first, st[s].last, st[s].params, st[s].total / G,
+            st[s].param_bytes / G, st[s].param_bytes / G, st[s].opt_bytes / G,
+            st[s].act_bytes / G, st[s].slots, st[s].microbatch);
+  g_free (st);
+  pol_shares_free (plan);
+}
+
+/* dtsim check's lines on the model of C: one step's cost and the device
+ * memory it needs, then the kernels, the layer kinds and the shares. */
+static void
+check_model (const SimConfig *c)
+{
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  if (!m)
+    return;
+  SimStepCost cost;
+  sim_step_cost (c, m, &cost);
+  gsize P = m->ops->n_params (m);
+  double mem = sim_model_memory_bytes (c, m);
+  g_autofree char *of = c->memory > 0
+    ? g_strdup_printf (" of %.4g GiB%s%s", c->memory / (1024.0 * 1024.0 * 1024.0),
+                       c->device ? " on " : "", c->device ? c->device : "")
+    : g_strdup ("");
+  g_autofree char *what
+    = c->math ? g_strdup (c->workload ? c->workload : m->ops->name)
+      : c->workload ? g_strdup_printf ("%s (timing only)", c->workload)
+      : sim_model_kind (c)->math
+        ? g_strdup_printf ("%s (timing only: [kernels] backend = none)", m->ops->name)
+        : g_strdup ("timing only ([model] params and flops)");
+  printf ("model: %s, %d layer%s, %" G_GSIZE_FORMAT " parameters; step of batch %"
+          G_GINT64_FORMAT ": %.6g s (serial %.6g s, forward %.6g s), %.4g GFLOP; update %.6g s; "
+          "device memory needed %s%.4g GiB%s\n",
+          what, m->n_layers, m->n_layers == 1 ? "" : "s", P, c->batch, cost.step,
+          cost.serial, cost.forward,
+          (m->ops->flops_forward (m, (int) c->batch)
+           + m->ops->flops_backward (m, (int) c->batch)) / 1e9,
+          cost.update,
+          pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
+          mem / (1024.0 * 1024.0 * 1024.0), of);
+  if (c->math)
+    check_kernels (c);
+  if (c->step_time < 0 && c->memory_bandwidth > 0 && m->n_layers > 0)
+    check_layer_kinds (c, m);
+  check_shares (c, m);
+  sim_step_cost_clear (&cost);
+  kern_model_free (m);
+}
+
+static int
+cmd_check (int argc, char **argv)
+{
+  g_auto (GStrv) sets = NULL;
+  GOptionEntry entries[] = {
+    { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
+      "section.key=value" },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "check FILE.ini"))
+    return 2;
+  if (argc != 2)
+    return bad_usage ("check needs exactly one scenario file");
+  GError *error = NULL;
+  g_autoptr (GPtrArray) configs = sim_scenario_load (argv[1], (const char *const *) sets, &error);
+  if (!configs)
+    return die (error, 2);
+  const SimConfig *c = g_ptr_array_index (configs, 0);
+  printf ("%s: valid, %u run%s, trace to %s\n", argv[1], configs->len,
+          configs->len == 1 ? "" : "s", c->db);
+  check_runs (configs);
   const NetTopology *t = net_topology_lookup (c->topology);
   const PolPolicyOps *p = pol_lookup (c->policy);
   g_autoptr (GPtrArray) names = p->host_names ((int) c->workers, (int) c->servers);
@@ -221,83 +329,7 @@ cmd_check (int argc, char **argv)
   printf ("policy: %s: %s%s\n", p->name, p->description,
           c->math ? "" : " (here timing only: no gradient is computed, only its time)");
   /* what one step costs on the device (first run) */
-  KernModel *m = sim_model_new (c, NULL, NULL);
-  if (m)
-    {
-      SimStepCost cost;
-      sim_step_cost (c, m, &cost);
-      gsize P = m->ops->n_params (m);
-      double mem = sim_model_memory_bytes (c, m);
-      g_autofree char *of = c->memory > 0
-        ? g_strdup_printf (" of %.4g GiB%s%s", c->memory / (1024.0 * 1024.0 * 1024.0),
-                           c->device ? " on " : "", c->device ? c->device : "")
-        : g_strdup ("");
-      g_autofree char *what
-        = c->math ? g_strdup (c->workload ? c->workload : m->ops->name)
-          : c->workload ? g_strdup_printf ("%s (timing only)", c->workload)
-          : sim_model_kind (c)->math
-            ? g_strdup_printf ("%s (timing only: [kernels] backend = none)", m->ops->name)
-            : g_strdup ("timing only ([model] params and flops)");
-      printf ("model: %s, %d layer%s, %" G_GSIZE_FORMAT " parameters; step of batch %"
-              G_GINT64_FORMAT ": %.6g s (serial %.6g s, forward %.6g s), %.4g GFLOP; update %.6g s; "
-              "device memory needed %s%.4g GiB%s\n",
-              what, m->n_layers, m->n_layers == 1 ? "" : "s", P, c->batch, cost.step,
-              cost.serial, cost.forward,
-              (m->ops->flops_forward (m, (int) c->batch)
-               + m->ops->flops_backward (m, (int) c->batch)) / 1e9,
-              cost.update,
-              pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
-              mem / (1024.0 * 1024.0 * 1024.0), of);
-      if (c->math)
-        {
-          /* what will do the math, as runs.kernel will record it */
-          g_autofree char *kernel = kern_backend_kernel_name (c->backend, c->reproducible_math);
-          printf ("kernels: %s backend, %s%s\n", c->backend, kernel,
-                  c->reproducible_math ? " (reproducible: the same bits on every CPU)"
-                  : strcmp (c->backend, "cpu") == 0
-                    ? " (last bits depend on the CPU; [kernels] reproducible = true gives the"
-                      " same bits everywhere)"
-                    : " (last bits depend on the device)");
-        }
-      /* where the step goes, by layer kind (the roofline prices each kind
-       * at its own rate: docs/compute.md) */
-      if (c->step_time < 0 && c->memory_bandwidth > 0 && m->n_layers > 0)
-        {
-          g_autofree double *fwd = g_new (double, m->n_layers);
-          g_autofree double *bwd = g_new (double, m->n_layers);
-          sim_layer_seconds (c, m, (int) c->batch, fwd, bwd);
-          double by_kind[KERN_LAYER_N_KINDS] = { 0 }, total = 0;
-          for (int l = 0; l < m->n_layers; l++)
-            {
-              by_kind[m->layers[l].kind] += fwd[l] + bwd[l];
-              total += fwd[l] + bwd[l];
-            }
-          g_autoptr (GString) line = g_string_new ("  step by layer kind:");
-          for (int k = 0; k < KERN_LAYER_N_KINDS; k++)
-            if (by_kind[k] > 0)
-              g_string_append_printf (line, "%s %s %.4g s (%.0f%%)",
-                                      line->str[line->len - 1] == ':' ? "" : ",",
-                                      kern_layer_kind_name ((KernLayerKind) k), by_kind[k],
-                                      100 * by_kind[k] / total);
-          printf ("%s\n", line->str);
-        }
-      /* each share on its own device: what the memory check priced */
-      int n;
-      PolShares *plan;
-      SimStageMemory *st = sim_shares_memory (c, m, &n, &plan);
-      const double G = 1024.0 * 1024.0 * 1024.0;
-      for (int s = 0; s < n; s++)
-        printf ("  %s %d: layers %d-%d, %" G_GSIZE_FORMAT " parameters; device memory "
-                "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
-                "activations %.4g (%d stashed micro-batches of %d samples)\n",
-                plan->unit, s, st[s].first, st[s].last, st[s].params, st[s].total / G,
-                st[s].param_bytes / G, st[s].param_bytes / G, st[s].opt_bytes / G,
-                st[s].act_bytes / G, st[s].slots, st[s].microbatch);
-      g_free (st);
-      pol_shares_free (plan);
-      sim_step_cost_clear (&cost);
-      kern_model_free (m);
-    }
+  check_model (c);
   return 0;
 }
 

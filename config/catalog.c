@@ -95,6 +95,52 @@ take_intra_link (SimConfig *c, const SimCatalog *cat, const char *file, GError *
   return TRUE;
 }
 
+/* [cluster] device: the entry's figures at c's precision into the [device]
+ * keys the file left unset. */
+static gboolean
+take_device (SimConfig *c, const SimCatalog *cat, const char *file, GError **error)
+{
+  static const char *const prec[] = { "fp32", "tf32", "bf16", "fp16" };
+  const SimDevice *d = sim_catalog_device (cat, c->device);
+  if (!d)
+    {
+      g_autofree char *names = sim_catalog_names (cat, TRUE);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [cluster] device: unknown device '%s'; use one of: %s (dtsim hardware lists them)",
+                   file, c->device, names);
+      return FALSE;
+    }
+  SimDevicePrecision dp = sim_device_precision (d, c->precision);
+  double peak = dp.peak;
+  if (!(peak > 0) && !given (c, "device.flops"))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [device] precision: device '%s' has no %s peak in the catalog; use precision = fp32 or set [device] flops",
+                   file, c->device, prec[c->precision]);
+      return FALSE;
+    }
+  take (c, "device.flops", &c->flops, peak);
+  take (c, "device.efficiency", &c->efficiency,
+        dp.efficiency > 0 ? dp.efficiency : d->efficiency);
+  /* a file that sets efficiency itself keeps convolutions at it */
+  if (!given (c, "device.efficiency"))
+    take (c, "device.conv_efficiency", &c->conv_efficiency, dp.conv_efficiency);
+  /* the catalog's 3 x 3 figure is FP32's (Winograd), and goes with its
+   * convolution figure */
+  if (!given (c, "device.efficiency") && !given (c, "device.conv_efficiency")
+      && c->precision == SIM_PREC_FP32)
+    take (c, "device.conv3x3_efficiency", &c->conv3x3_efficiency, d->conv3x3_efficiency);
+  take (c, "device.attention_factor", &c->attention_factor,
+        d->attention_factor > 0 ? d->attention_factor : 1.0);
+  take (c, "device.memory_efficiency", &c->memory_efficiency,
+        d->memory_efficiency > 0 ? d->memory_efficiency : 1.0);
+  take (c, "device.kernel_overhead", &c->kernel_overhead, d->kernel_overhead);
+  take (c, "device.overlap_slowdown", &c->overlap_slowdown, d->overlap_slowdown);
+  take (c, "device.memory_bandwidth", &c->memory_bandwidth, d->memory_bandwidth);
+  take (c, "device.memory", &c->memory, d->memory);
+  return TRUE;
+}
+
 gboolean
 sim_apply_catalog (SimConfig *c, const char *file, GError **error)
 {
@@ -110,53 +156,7 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
     }
   gboolean ok = TRUE;
   if (c->device)
-    {
-      const SimDevice *d = sim_catalog_device (cat, c->device);
-      if (!d)
-        {
-          g_autofree char *names = sim_catalog_names (cat, TRUE);
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                       "%s: [cluster] device: unknown device '%s'; use one of: %s (dtsim hardware lists them)",
-                       file, c->device, names);
-          ok = FALSE;
-        }
-      else
-        {
-          static const char *const prec[] = { "fp32", "tf32", "bf16", "fp16" };
-          SimDevicePrecision dp = sim_device_precision (d, c->precision);
-          double peak = dp.peak;
-          if (!(peak > 0) && !given (c, "device.flops"))
-            {
-              g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
-                           "%s: [device] precision: device '%s' has no %s peak in the catalog; use precision = fp32 or set [device] flops",
-                           file, c->device, prec[c->precision]);
-              ok = FALSE;
-            }
-          else
-            {
-              take (c, "device.flops", &c->flops, peak);
-              take (c, "device.efficiency", &c->efficiency,
-                    dp.efficiency > 0 ? dp.efficiency : d->efficiency);
-              /* a file that sets efficiency itself keeps convolutions at it */
-              if (!given (c, "device.efficiency"))
-                take (c, "device.conv_efficiency", &c->conv_efficiency, dp.conv_efficiency);
-              /* the catalog's 3 x 3 figure is FP32's (Winograd), and goes
-               * with its convolution figure */
-              if (!given (c, "device.efficiency") && !given (c, "device.conv_efficiency")
-                  && c->precision == SIM_PREC_FP32)
-                take (c, "device.conv3x3_efficiency", &c->conv3x3_efficiency,
-                      d->conv3x3_efficiency);
-              take (c, "device.attention_factor", &c->attention_factor,
-                    d->attention_factor > 0 ? d->attention_factor : 1.0);
-              take (c, "device.memory_efficiency", &c->memory_efficiency,
-                    d->memory_efficiency > 0 ? d->memory_efficiency : 1.0);
-              take (c, "device.kernel_overhead", &c->kernel_overhead, d->kernel_overhead);
-              take (c, "device.overlap_slowdown", &c->overlap_slowdown, d->overlap_slowdown);
-              take (c, "device.memory_bandwidth", &c->memory_bandwidth, d->memory_bandwidth);
-              take (c, "device.memory", &c->memory, d->memory);
-            }
-        }
-    }
+    ok = take_device (c, cat, file, error);
   if (ok && c->fabric)
     {
       LinkTarget t = { "network.bandwidth", "network.latency", "network.efficiency",

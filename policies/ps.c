@@ -622,6 +622,80 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
   msg_done (ps, m);
 }
 
+/* A server's reply M reached worker W: its shard of the parameters (a
+ * reference to the snapshot with one server, a copy of the range with
+ * several), the staleness and the longest hold so far; the worker computes
+ * once every server has replied and no push of its own is pending. */
+static void
+got_reply (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
+{
+  if (ps->kofn)
+    {
+      g_assert (m->iter >= w->iter);
+      w->iter = m->iter;
+    }
+  /* the worker no longer needs its copy: its gradient is computed */
+  if (ps->env.model && ps->env.servers == 1)
+    {
+      /* take the message's reference to the snapshot */
+      snap_unref (w->snap);
+      w->snap = m->snap;
+      m->snap = NULL;
+      w->params = w->snap->data;
+    }
+  else if (ps->env.model && !ps->shared_global)
+    memcpy (w->params + srv->lo, m->snap->data, (srv->hi - srv->lo) * sizeof (float));
+  w->acc_staleness = MAX (w->acc_staleness, m->iter - m->clock);
+  if (w->replies_got == 0
+      || m->hold_end - m->hold_start > w->acc_hold_end - w->acc_hold_start)
+    {
+      w->acc_hold_start = m->hold_start;
+      w->acc_hold_end = m->hold_end;
+    }
+  msg_done (ps, m);
+  if (++w->replies_got == ps->env.servers && w->pushes_missing == 0)
+    start_compute (ps, w);
+}
+
+/* Worker W's gradient M reached server SRV: with wait_for, accepted into
+ * the open round or late (kept or dropped); an applied one waits for the
+ * server's update queue, a dropped one records the worker's next pull at
+ * once.  The worker's iteration ends with its last push. */
+static void
+got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
+{
+  gboolean apply = TRUE;
+  if (ps->kofn && m->iter == ps->open_round)
+    {
+      m->accepted = TRUE;
+      w->accepted_round = m->iter;
+      if (++ps->got == ps->wait_for)
+        {
+          ps->open_round++;
+          ps->got = 0;
+        }
+    }
+  else if (ps->kofn)
+    {
+      g_assert (m->iter < ps->open_round);
+      ps->late++;
+      apply = ps->late_keep;
+    }
+  if (apply)
+    {
+      double cost = ps->env.update_time (ps->env.compute_ctx, srv->hi - srv->lo);
+      eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
+    }
+  else
+    {
+      /* dropped: the worker's next pull is recorded at once */
+      hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
+      msg_done (ps, m);
+    }
+  if (--w->pushes_missing == 0)
+    end_iteration (ps, w);
+}
+
 static void
 on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTransfer *t)
 {
@@ -644,67 +718,11 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
       msg_done (ps, m);
       return;
     case MSG_REPLY:
-      if (ps->kofn)
-        {
-          g_assert (m->iter >= w->iter);
-          w->iter = m->iter;
-        }
-      /* the worker no longer needs its copy: its gradient is computed */
-      if (ps->env.model && ps->env.servers == 1)
-        {
-          /* take the message's reference to the snapshot */
-          snap_unref (w->snap);
-          w->snap = m->snap;
-          m->snap = NULL;
-          w->params = w->snap->data;
-        }
-      else if (ps->env.model && !ps->shared_global)
-        memcpy (w->params + srv->lo, m->snap->data, (srv->hi - srv->lo) * sizeof (float));
-      w->acc_staleness = MAX (w->acc_staleness, m->iter - m->clock);
-      if (w->replies_got == 0
-          || m->hold_end - m->hold_start > w->acc_hold_end - w->acc_hold_start)
-        {
-          w->acc_hold_start = m->hold_start;
-          w->acc_hold_end = m->hold_end;
-        }
-      msg_done (ps, m);
-      if (++w->replies_got == ps->env.servers && w->pushes_missing == 0)
-        start_compute (ps, w);
+      got_reply (ps, w, srv, m);
       return;
     case MSG_GRAD:
-      {
-        gboolean apply = TRUE;
-        if (ps->kofn && m->iter == ps->open_round)
-          {
-            m->accepted = TRUE;
-            w->accepted_round = m->iter;
-            if (++ps->got == ps->wait_for)
-              {
-                ps->open_round++;
-                ps->got = 0;
-              }
-          }
-        else if (ps->kofn)
-          {
-            g_assert (m->iter < ps->open_round);
-            ps->late++;
-            apply = ps->late_keep;
-          }
-        if (apply)
-          {
-            double cost = ps->env.update_time (ps->env.compute_ctx, srv->hi - srv->lo);
-            eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
-          }
-        else
-          {
-            /* dropped: the worker's next pull is recorded at once */
-            hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
-            msg_done (ps, m);
-          }
-        if (--w->pushes_missing == 0)
-          end_iteration (ps, w);
-        return;
-      }
+      got_grad (ps, w, srv, m);
+      return;
     }
   (void) t;
 }
@@ -784,6 +802,83 @@ on_failure (EngSim *sim, gpointer ctx, gpointer data)
     ps->env.rec.failure (ps->env.rec.ctx, w->id, now, now + f->restart, w->iter, lost);
 }
 
+/* PS's workers: names, hosts, and where the math runs their parameters
+ * (shared, own, or the server's snapshot), gradient and batch buffers
+ * (unless the steps are deferred to the shared scratch), compression memory
+ * and random stream. */
+static void
+workers_new (PsPolicy *ps)
+{
+  const PolEnv *env = &ps->env;
+  int W = env->workers, S = env->servers;
+  gsize P = env->n_params;
+  ps->workers = g_new0 (PsWorker, W);
+  for (int w = 0; w < W; w++)
+    {
+      PsWorker *wk = &ps->workers[w];
+      wk->id = w;
+      wk->name = g_strdup_printf ("worker%d", w);
+      wk->host = w;
+      wk->accepted_round = -1;
+      if (env->model)
+        {
+          if (ps->shared_global)
+            wk->params = ps->global;
+          else if (S > 1)
+            wk->params = wk->own = g_new0 (float, P);
+          if (!ps->deferred)
+            {
+              wk->grad = g_new0 (float, P);
+              wk->x = g_new (float, (gsize) env->batch * env->model->d);
+              wk->y = g_new (int, env->batch);
+            }
+          wk->idx = g_new (int, env->batch);
+          if (ps->cmp && ps->cmp->feedback)
+            wk->memory = g_new0 (float, P);
+          eng_rng_init (&wk->rng, env->seed, POL_COMPRESS_STREAM + (guint64) w);
+        }
+    }
+}
+
+/* PS's servers: each with its shard of the parameters, its update queue and
+ * optimizer, and the BSP round's sum; one server alone keeps the parameters
+ * in the snapshot its replies share. */
+static void
+servers_new (PsPolicy *ps)
+{
+  const PolEnv *env = &ps->env;
+  int W = env->workers, S = env->servers;
+  gsize P = env->n_params;
+  ps->servers = g_new0 (PsServer, S);
+  for (int s = 0; s < S; s++)
+    {
+      PsServer *srv = &ps->servers[s];
+      srv->id = s;
+      srv->name = g_strdup_printf ("server%d", s);
+      srv->host = W + s;
+      comm_shard_bounds (P, S, s, &srv->lo, &srv->hi);
+      srv->fifo = eng_resource_new (env->sim);
+      srv->applied = g_new0 (gint64, W);
+      srv->n_at_min = W;
+      srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
+      if (env->model)
+        {
+          srv->opt = kern_optimizer_new (&env->opt, srv->hi - srv->lo);
+          if (ps->consistency == POL_BSP)
+            srv->round_sum = g_new0 (float, srv->hi - srv->lo);
+        }
+    }
+  if (env->model && S == 1)
+    {
+      /* one server: its parameters live in the snapshot replies share */
+      PsServer *srv = &ps->servers[0];
+      srv->snap = snap_new (ps->global, P, ps->spare[0]);
+      srv->snap_version = srv->version;
+      g_free (ps->global);
+      ps->global = srv->snap->data;
+    }
+}
+
 static PolPolicy *
 ps_create (const PolEnv *env, GError **error)
 {
@@ -835,66 +930,14 @@ ps_create (const PolEnv *env, GError **error)
   if (env->model)
     ps->samplers = pol_samplers_for_env (env);
 
-  ps->workers = g_new0 (PsWorker, W);
-  for (int w = 0; w < W; w++)
-    {
-      PsWorker *wk = &ps->workers[w];
-      wk->id = w;
-      wk->name = g_strdup_printf ("worker%d", w);
-      wk->host = w;
-      wk->accepted_round = -1;
-      if (env->model)
-        {
-          if (ps->shared_global)
-            wk->params = ps->global;
-          else if (S > 1)
-            wk->params = wk->own = g_new0 (float, P);
-          if (!ps->deferred)
-            {
-              wk->grad = g_new0 (float, P);
-              wk->x = g_new (float, (gsize) env->batch * env->model->d);
-              wk->y = g_new (int, env->batch);
-            }
-          wk->idx = g_new (int, env->batch);
-          if (ps->cmp && ps->cmp->feedback)
-            wk->memory = g_new0 (float, P);
-          eng_rng_init (&wk->rng, env->seed, POL_COMPRESS_STREAM + (guint64) w);
-        }
-    }
+  workers_new (ps);
   if (ps->deferred)
     {
       ps->scratch = g_new0 (float, P);
       ps->scratch_x = g_new (float, (gsize) env->batch * env->model->d);
       ps->scratch_y = g_new (int, env->batch);
     }
-  ps->servers = g_new0 (PsServer, S);
-  for (int s = 0; s < S; s++)
-    {
-      PsServer *srv = &ps->servers[s];
-      srv->id = s;
-      srv->name = g_strdup_printf ("server%d", s);
-      srv->host = W + s;
-      comm_shard_bounds (P, S, s, &srv->lo, &srv->hi);
-      srv->fifo = eng_resource_new (env->sim);
-      srv->applied = g_new0 (gint64, W);
-      srv->n_at_min = W;
-      srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
-      if (env->model)
-        {
-          srv->opt = kern_optimizer_new (&env->opt, srv->hi - srv->lo);
-          if (ps->consistency == POL_BSP)
-            srv->round_sum = g_new0 (float, srv->hi - srv->lo);
-        }
-    }
-  if (env->model && S == 1)
-    {
-      /* one server: its parameters live in the snapshot replies share */
-      PsServer *srv = &ps->servers[0];
-      srv->snap = snap_new (ps->global, P, ps->spare[0]);
-      srv->snap_version = srv->version;
-      g_free (ps->global);
-      ps->global = srv->snap->data;
-    }
+  servers_new (ps);
   return (PolPolicy *) ps;
 }
 

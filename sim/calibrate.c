@@ -384,6 +384,201 @@ key_of (int precision, gboolean conv)
   return conv ? convs[precision] : dense[precision];
 }
 
+/* Whether some row's step is faster than the catalog's prediction at
+ * efficiency 1 and no overhead: no device beats its own peak, so that row
+ * is mismeasured (an error naming its line of CSV). */
+static gboolean
+check_peaks (GPtrArray *rows, const char *csv, GError **error)
+{
+  for (guint i = 0; i < rows->len; i++)
+    {
+      Row *r = g_ptr_array_index (rows, i);
+      /* predict() sets the figures it prices with: the catalog's come back */
+      double e = r->c->efficiency, ce = r->c->conv_efficiency, t0 = r->c->kernel_overhead;
+      double peak = predict (r, 1, 1, 0);
+      r->c->efficiency = e;
+      r->c->conv_efficiency = ce;
+      r->c->kernel_overhead = t0;
+      if (r->seconds < peak * (1 - 1e-9))
+        return csv_error (error, csv, r->line, "seconds: %g s is faster than this step takes "
+                          "at the device's peak (%g s at efficiency 1): it implies an "
+                          "efficiency above 1; check the row's device, precision, batch and "
+                          "unit", r->seconds, peak);
+    }
+  return TRUE;
+}
+
+/* One device's fit: its rows, those rows by precision, which figures the
+ * rows determine, and its kernel overhead. */
+typedef struct {
+  GPtrArray *dev;               /* its rows (not owned by the array) */
+  GPtrArray *byprec[4];         /* its rows by precision, NULL for none */
+  gboolean fit[4][2];           /* by precision: dense, convolution efficiency fitted */
+  gboolean fit_t0;              /* kernel overhead fitted */
+  double t0, t00;               /* kernel overhead (seconds): fitted, the catalog's */
+} DeviceFit;
+
+/* Starts the fit of the device of row FIRST (index I of ROWS) from the
+ * catalog's figures, as `dtsim run` resolves them, and finds which figures
+ * its rows determine.  Free f->dev after write_device. */
+static void
+device_fit_begin (DeviceFit *f, GPtrArray *rows, guint i)
+{
+  Row *first = g_ptr_array_index (rows, i);
+  memset (f, 0, sizeof *f);
+  f->dev = g_ptr_array_new ();
+  for (guint j = i; j < rows->len; j++)
+    {
+      Row *r = g_ptr_array_index (rows, j);
+      if (g_ascii_strcasecmp (r->device, first->device) == 0)
+        g_ptr_array_add (f->dev, r);
+    }
+  double t0 = f->t0 = f->t00 = first->c->kernel_overhead;
+  for (guint j = 0; j < f->dev->len; j++)
+    {
+      Row *r = g_ptr_array_index (f->dev, j);
+      r->before_eff = r->eff = r->c->efficiency;
+      r->before_conv = r->c->conv_efficiency;
+      r->conv = r->before_conv > 0 ? r->before_conv : r->eff;
+      r->before = predict (r, r->before_eff, r->before_conv, t0);
+      if (!f->byprec[r->precision])
+        f->byprec[r->precision] = g_ptr_array_new ();
+      g_ptr_array_add (f->byprec[r->precision], r);
+    }
+  for (int p = 0; p < 4; p++)
+    if (f->byprec[p])
+      {
+        Row *r = g_ptr_array_index (f->byprec[p], 0);
+        f->fit[p][0] = determined (f->byprec[p], FIT_EFF, r->eff, r->eff * 1.2, t0);
+        f->fit[p][1] = determined (f->byprec[p], FIT_CONV, r->conv, r->conv * 1.2, t0);
+      }
+  f->fit_t0 = two_batches (f->dev) && determined (f->dev, FIT_T0, t0, t0 + 2e-5, t0);
+}
+
+/* Fits the device's figures that its rows determine, in alternate searches
+ * until a round improves the fit by nothing measurable (the figures are
+ * correlated: a higher overhead trades for a higher efficiency, so this
+ * takes tens of rounds); the overhead is then rounded as written. */
+static void
+device_fit_run (DeviceFit *f)
+{
+  double last = G_MAXDOUBLE;
+  for (int round = 0; round < 400; round++)
+    {
+      for (int p = 0; p < 4; p++)
+        for (int k = 0; k < 2 && f->byprec[p]; k++)
+          if (f->fit[p][k])
+            {
+              double v = search (f->byprec[p], k ? FIT_CONV : FIT_EFF, f->t0);
+              for (guint j = 0; j < f->byprec[p]->len; j++)
+                {
+                  Row *r = g_ptr_array_index (f->byprec[p], j);
+                  *(k ? &r->conv : &r->eff) = v;
+                }
+            }
+      if (f->fit_t0)
+        f->t0 = search (f->dev, FIT_T0, f->t0);
+      double now = objective (f->dev, FIT_T0, f->t0, f->t0);
+      if (last - now <= 1e-14 * MAX (now, 1e-300) || now < 1e-20)
+        break;
+      last = now;
+    }
+  /* what is written is what is used: the figures rounded to 3 digits */
+  f->t0 = f->fit_t0 ? round3 (f->t0) : f->t00;
+}
+
+/* Writes the fitted figures of device NAME into its group of KF with a
+ * comment naming CSV, prices each row with them (after), and says in FITS
+ * what was fitted and what kept.  Frees the rows by precision. */
+static void
+device_fit_write (DeviceFit *f, GKeyFile *kf, const char *name, const char *csv,
+                  GString *fits)
+{
+  g_autofree char *group = device_group (kf, name);
+  g_autofree char *comment = g_strdup_printf (" calibrated by dtsim calibrate on %u "
+                                              "measured step%s of %s", f->dev->len,
+                                              f->dev->len == 1 ? "" : "s", csv);
+  for (int p = 0; p < 4; p++)
+    {
+      if (!f->byprec[p])
+        continue;
+      Row *r0 = g_ptr_array_index (f->byprec[p], 0);
+      /* not fitted: the catalog's (a convolution efficiency of 0 follows
+       * the dense one, as in `dtsim run`) */
+      double eff = f->fit[p][0] ? round3 (r0->eff) : r0->before_eff;
+      double conv = f->fit[p][1] ? round3 (r0->conv) : r0->before_conv;
+      if (f->fit[p][0])
+        set_figure (kf, group, key_of (p, FALSE), eff, comment, "");
+      if (f->fit[p][1])
+        set_figure (kf, group, key_of (p, TRUE), conv, comment, "");
+      for (guint j = 0; j < f->byprec[p]->len; j++)
+        {
+          Row *r = g_ptr_array_index (f->byprec[p], j);
+          r->after = predict (r, eff, conv, f->t0);
+        }
+      g_string_append_printf (fits, "%s %s: dense efficiency %.3g%s, convolution "
+                              "efficiency %.3g%s\n", name, prec_names[p], eff,
+                              f->fit[p][0] ? "" : " (not determined by these rows: the "
+                              "catalog's)", conv > 0 ? conv : eff,
+                              f->fit[p][1] ? "" : " (not determined by these rows: the "
+                              "catalog's)");
+      g_ptr_array_unref (f->byprec[p]);
+    }
+  if (f->fit_t0)
+    set_figure (kf, group, "kernel_overhead", f->t0 * 1e6, comment, "us");
+  g_string_append_printf (fits, "%s: kernel overhead %.3g us per layer pass%s\n",
+                          name, f->t0 * 1e6,
+                          f->fit_t0 ? "" : " (not determined by these rows: the catalog's; "
+                          "rows of one workload at two batch sizes determine it)");
+}
+
+/* The table of every row's measured, predicted before and after seconds,
+ * into REPORT; the sums of the absolute errors (percent) before and after. */
+static void
+error_table (GString *report, GPtrArray *rows, double *sum_before, double *sum_after)
+{
+  g_string_append_printf (report, "%-10s %-5s %-16s %6s %12s %12s %8s %12s %8s\n", "device",
+                          "prec", "workload", "batch", "measured s", "before s", "error",
+                          "after s", "error");
+  *sum_before = *sum_after = 0;
+  for (guint i = 0; i < rows->len; i++)
+    {
+      Row *r = g_ptr_array_index (rows, i);
+      double eb = 100 * (r->before / r->seconds - 1), ea = 100 * (r->after / r->seconds - 1);
+      *sum_before += fabs (eb);
+      *sum_after += fabs (ea);
+      g_autofree char *wl = g_path_get_basename (r->workload);
+      g_string_append_printf (report, "%-10s %-5s %-16s %6" G_GINT64_FORMAT " %12.5g %12.5g "
+                              "%+7.1f%% %12.5g %+7.1f%%\n", r->device,
+                              prec_names[r->precision], wl, r->batch, r->seconds, r->before,
+                              eb, r->after, ea);
+    }
+}
+
+/* Writes KF to OUT: beside its target, checked as a catalog, then renamed
+ * over it; nothing is left behind on failure. */
+static gboolean
+write_catalog (GKeyFile *kf, const char *out, GError **error)
+{
+  GError *local = NULL;
+  gsize len = 0;
+  g_autofree char *data = g_key_file_to_data (kf, &len, NULL);
+  g_autofree char *tmp = g_strdup_printf ("%s.calibrate-XXXXXX", out);
+  int fd = g_mkstemp (tmp);
+  if (fd < 0)
+    return csv_error (error, out, 0, "cannot write beside it: %s", g_strerror (errno));
+  gboolean ok = write (fd, data, len) == (ssize_t) len;
+  ok = close (fd) == 0 && ok;
+  g_autoptr (SimCatalog) check = ok ? sim_catalog_load (tmp, &local) : NULL;
+  if (!check || g_rename (tmp, out) != 0)
+    {
+      g_unlink (tmp);
+      g_clear_error (&local);
+      return csv_error (error, out, 0, "cannot write the calibrated catalog");
+    }
+  return TRUE;
+}
+
 gboolean
 sim_calibrate (const char *csv, const char *base, const char *out, gboolean force,
                GString *report, GError **error)
@@ -409,26 +604,8 @@ sim_calibrate (const char *csv, const char *base, const char *out, gboolean forc
         }
     }
   g_autoptr (GPtrArray) rows = read_rows (csv, base_abs, cat, error);
-  if (!rows)
+  if (!rows || !check_peaks (rows, csv, error))
     return FALSE;
-
-  /* no device beats its own peak: a step faster than the catalog's
-   * prediction at efficiency 1 and no overhead is a mismeasured row */
-  for (guint i = 0; i < rows->len; i++)
-    {
-      Row *r = g_ptr_array_index (rows, i);
-      /* predict() sets the figures it prices with: the catalog's come back */
-      double e = r->c->efficiency, ce = r->c->conv_efficiency, t0 = r->c->kernel_overhead;
-      double peak = predict (r, 1, 1, 0);
-      r->c->efficiency = e;
-      r->c->conv_efficiency = ce;
-      r->c->kernel_overhead = t0;
-      if (r->seconds < peak * (1 - 1e-9))
-        return csv_error (error, csv, r->line, "seconds: %g s is faster than this step takes "
-                          "at the device's peak (%g s at efficiency 1): it implies an "
-                          "efficiency above 1; check the row's device, precision, batch and "
-                          "unit", r->seconds, peak);
-    }
 
   g_autofree char *text = sim_catalog_text (base_abs, error);
   if (!text)
@@ -450,116 +627,15 @@ sim_calibrate (const char *csv, const char *base, const char *out, gboolean forc
       if (g_ptr_array_find_with_equal_func (done, first->device, g_str_equal, NULL))
         continue;
       g_ptr_array_add (done, g_strdup (first->device));
-      g_autoptr (GPtrArray) dev = g_ptr_array_new ();
-      for (guint j = i; j < rows->len; j++)
-        {
-          Row *r = g_ptr_array_index (rows, j);
-          if (g_ascii_strcasecmp (r->device, first->device) == 0)
-            g_ptr_array_add (dev, r);
-        }
-      /* the catalog's figures, as `dtsim run` resolves them */
-      double t0 = first->c->kernel_overhead, t00 = t0;
-      gboolean fit[4][2] = { { FALSE } };
-      GPtrArray *byprec[4] = { NULL };
-      for (guint j = 0; j < dev->len; j++)
-        {
-          Row *r = g_ptr_array_index (dev, j);
-          r->before_eff = r->eff = r->c->efficiency;
-          r->before_conv = r->c->conv_efficiency;
-          r->conv = r->before_conv > 0 ? r->before_conv : r->eff;
-          r->before = predict (r, r->before_eff, r->before_conv, t0);
-          if (!byprec[r->precision])
-            byprec[r->precision] = g_ptr_array_new ();
-          g_ptr_array_add (byprec[r->precision], r);
-        }
-      for (int p = 0; p < 4; p++)
-        if (byprec[p])
-          {
-            Row *r = g_ptr_array_index (byprec[p], 0);
-            fit[p][0] = determined (byprec[p], FIT_EFF, r->eff, r->eff * 1.2, t0);
-            fit[p][1] = determined (byprec[p], FIT_CONV, r->conv, r->conv * 1.2, t0);
-          }
-      gboolean fit_t0 = two_batches (dev) && determined (dev, FIT_T0, t0, t0 + 2e-5, t0);
-      /* alternate until a round improves the fit by nothing measurable (the
-       * figures are correlated: a higher overhead trades for a higher
-       * efficiency, so this takes tens of rounds) */
-      double last = G_MAXDOUBLE;
-      for (int round = 0; round < 400; round++)
-        {
-          for (int p = 0; p < 4; p++)
-            for (int k = 0; k < 2 && byprec[p]; k++)
-              if (fit[p][k])
-                {
-                  double v = search (byprec[p], k ? FIT_CONV : FIT_EFF, t0);
-                  for (guint j = 0; j < byprec[p]->len; j++)
-                    {
-                      Row *r = g_ptr_array_index (byprec[p], j);
-                      *(k ? &r->conv : &r->eff) = v;
-                    }
-                }
-          if (fit_t0)
-            t0 = search (dev, FIT_T0, t0);
-          double now = objective (dev, FIT_T0, t0, t0);
-          if (last - now <= 1e-14 * MAX (now, 1e-300) || now < 1e-20)
-            break;
-          last = now;
-        }
-      /* what is written is what is used: the figures rounded to 3 digits */
-      t0 = fit_t0 ? round3 (t0) : t00;
-      g_autofree char *group = device_group (kf, first->device);
-      g_autofree char *comment = g_strdup_printf (" calibrated by dtsim calibrate on %u "
-                                                  "measured step%s of %s", dev->len,
-                                                  dev->len == 1 ? "" : "s", csv);
-      for (int p = 0; p < 4; p++)
-        {
-          if (!byprec[p])
-            continue;
-          Row *r0 = g_ptr_array_index (byprec[p], 0);
-          /* not fitted: the catalog's (a convolution efficiency of 0 follows
-           * the dense one, as in `dtsim run`) */
-          double eff = fit[p][0] ? round3 (r0->eff) : r0->before_eff;
-          double conv = fit[p][1] ? round3 (r0->conv) : r0->before_conv;
-          if (fit[p][0])
-            set_figure (kf, group, key_of (p, FALSE), eff, comment, "");
-          if (fit[p][1])
-            set_figure (kf, group, key_of (p, TRUE), conv, comment, "");
-          for (guint j = 0; j < byprec[p]->len; j++)
-            {
-              Row *r = g_ptr_array_index (byprec[p], j);
-              r->after = predict (r, eff, conv, t0);
-            }
-          g_string_append_printf (fits, "%s %s: dense efficiency %.3g%s, convolution "
-                                  "efficiency %.3g%s\n", first->device, prec_names[p], eff,
-                                  fit[p][0] ? "" : " (not determined by these rows: the "
-                                  "catalog's)", conv > 0 ? conv : eff,
-                                  fit[p][1] ? "" : " (not determined by these rows: the "
-                                  "catalog's)");
-          g_ptr_array_unref (byprec[p]);
-        }
-      if (fit_t0)
-        set_figure (kf, group, "kernel_overhead", t0 * 1e6, comment, "us");
-      g_string_append_printf (fits, "%s: kernel overhead %.3g us per layer pass%s\n",
-                              first->device, t0 * 1e6,
-                              fit_t0 ? "" : " (not determined by these rows: the catalog's; "
-                              "rows of one workload at two batch sizes determine it)");
+      DeviceFit f;
+      device_fit_begin (&f, rows, i);
+      device_fit_run (&f);
+      device_fit_write (&f, kf, first->device, csv, fits);
+      g_ptr_array_unref (f.dev);
     }
 
-  g_string_append_printf (report, "%-10s %-5s %-16s %6s %12s %12s %8s %12s %8s\n", "device",
-                          "prec", "workload", "batch", "measured s", "before s", "error",
-                          "after s", "error");
-  double sum_before = 0, sum_after = 0;
-  for (guint i = 0; i < rows->len; i++)
-    {
-      Row *r = g_ptr_array_index (rows, i);
-      double eb = 100 * (r->before / r->seconds - 1), ea = 100 * (r->after / r->seconds - 1);
-      sum_before += fabs (eb);
-      sum_after += fabs (ea);
-      g_autofree char *wl = g_path_get_basename (r->workload);
-      g_string_append_printf (report, "%-10s %-5s %-16s %6" G_GINT64_FORMAT " %12.5g %12.5g "
-                              "%+7.1f%% %12.5g %+7.1f%%\n", r->device,
-                              prec_names[r->precision], wl, r->batch, r->seconds, r->before,
-                              eb, r->after, ea);
-    }
+  double sum_before, sum_after;
+  error_table (report, rows, &sum_before, &sum_after);
   g_string_append_printf (report, "mean absolute error: %.1f%% before, %.1f%% after\n%s",
                           sum_before / rows->len, sum_after / rows->len, fits->str);
   g_string_free (fits, TRUE);
@@ -569,23 +645,8 @@ sim_calibrate (const char *csv, const char *base, const char *out, gboolean forc
                       " (mean absolute error %.1f%% before, %.1f%% after), so %s was not"
                       " written; check the measurements, or pass --force to write it anyway",
                       sum_before / rows->len, sum_after / rows->len, out);
-
-  /* written beside its target, checked, then renamed over it */
-  gsize len = 0;
-  g_autofree char *data = g_key_file_to_data (kf, &len, NULL);
-  g_autofree char *tmp = g_strdup_printf ("%s.calibrate-XXXXXX", out);
-  int fd = g_mkstemp (tmp);
-  if (fd < 0)
-    return csv_error (error, out, 0, "cannot write beside it: %s", g_strerror (errno));
-  gboolean ok = write (fd, data, len) == (ssize_t) len;
-  ok = close (fd) == 0 && ok;
-  g_autoptr (SimCatalog) check = ok ? sim_catalog_load (tmp, &local) : NULL;
-  if (!check || g_rename (tmp, out) != 0)
-    {
-      g_unlink (tmp);
-      g_clear_error (&local);
-      return csv_error (error, out, 0, "cannot write the calibrated catalog");
-    }
+  if (!write_catalog (kf, out, error))
+    return FALSE;
   g_string_append_printf (report, "wrote %s: use it with [cluster] catalog = %s\n", out, out);
   return TRUE;
 }

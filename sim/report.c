@@ -128,27 +128,37 @@ scaling_group (const SimConfig *c, gboolean *has_workers)
   return g_string_free (g, FALSE);
 }
 
-void
-sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
+/* The optional columns of the summary table, the same for every row. */
+typedef struct
 {
-  gsize w = 4;
-  for (guint i = 0; i < configs->len; i++)
-    w = MAX (w, strlen (((SimConfig *) g_ptr_array_index (configs, i))->name));
-  /* a sweep over cluster.workers also gets throughput and scaling efficiency:
-   * (throughput / workers) over that of the run with the fewest workers among
-   * those with the same other swept values */
-  gboolean scaling = FALSE;
-  g_autofree double *eff = g_new0 (double, configs->len);
+  int w;                 /* characters of the run column */
+  gboolean targets;      /* a run stops at a target: reached or missed, gradients */
+  gboolean all_figure;   /* every run has its policy's own figure: no samples/s */
+  gboolean scaling;      /* scaling efficiency (a sweep over cluster.workers) */
+  const char *figure;    /* the title of the policies' own figure, or NULL */
+} TableCols;
+
+/* Each run's scaling efficiency, into EFF: (throughput / workers) over that
+ * of the run with the fewest workers among those with the same other swept
+ * values (NAN for an infeasible run or without such a run).  Sets *SCALING
+ * where some run sweeps cluster.workers, and *ALL_FIGURE where every run's
+ * policy has its own figure (then there is no scaling column: EFF is left
+ * as it is). */
+static void
+scaling_efficiency (GPtrArray *configs, const SimRunSummary *sums, double *eff,
+                    gboolean *scaling, gboolean *all_figure)
+{
   g_autoptr (GPtrArray) groups = g_ptr_array_new_with_free_func (g_free);
-  gboolean all_figure = TRUE;  /* every run has its policy's own figure */
+  *scaling = FALSE;
+  *all_figure = TRUE;
   for (guint i = 0; i < configs->len; i++)
     {
       const SimConfig *c = g_ptr_array_index (configs, i);
-      g_ptr_array_add (groups, scaling_group (c, &scaling));
-      all_figure = all_figure && pol_lookup (c->policy)->figure_of != NULL;
+      g_ptr_array_add (groups, scaling_group (c, scaling));
+      *all_figure = *all_figure && pol_lookup (c->policy)->figure_of != NULL;
     }
-  scaling = scaling && !all_figure;
-  for (guint i = 0; scaling && i < configs->len; i++)
+  *scaling = *scaling && !*all_figure;
+  for (guint i = 0; *scaling && i < configs->len; i++)
     {
       const SimConfig *ci = g_ptr_array_index (configs, i);
       int base = -1;
@@ -169,94 +179,79 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       double tb = throughput (&sums[base]) / (double) cb->workers;
       eff[i] = tb > 0 ? throughput (&sums[i]) / (double) ci->workers / tb : NAN;
     }
-  /* a policy with its own figure of merit (e.g. bus bandwidth) gets its
-   * column, titled by the first such run's policy */
-  const char *figure = NULL;
-  for (guint i = 0; i < configs->len && !figure; i++)
-    figure = pol_lookup (((SimConfig *) g_ptr_array_index (configs, i))->policy)->figure;
-  /* runs that stop at a target get whether they reached it and the
-   * gradients it took */
-  gboolean targets = FALSE;
-  for (guint i = 0; i < configs->len; i++)
+}
+
+/* One run's row of the summary table: C, its summary R, its scaling
+ * efficiency EFF; "-" where a value is missing. */
+static void
+table_row (const TableCols *k, const SimConfig *c, const SimRunSummary *r, double eff)
+{
+  if (c->infeasible)
     {
-      const SimConfig *c = g_ptr_array_index (configs, i);
-      targets = targets || c->target_loss > 0 || c->target_accuracy > 0;
+      printf ("%-*s  %12s  (does not fit device memory: below)\n", k->w, c->name,
+              "infeasible");
+      return;
     }
-  printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
-          "iters", "loss", "accuracy", "compute", "comm", "wait");
-  if (targets)
-    printf ("  %7s  %9s", "target", "gradients");
-  if (!all_figure)
-    printf ("  %12s", "samples/s");
-  if (scaling)
-    printf ("  %8s", "scaling");
-  if (figure)
-    printf ("  %12s", figure);
+  const double parts[] = { r->compute, r->comm, r->wait };
+  double share[3];
+  sim_time_shares (parts, 3, share);
+  char loss[32], acc[32], pct[3][32];
+  for (int j = 0; j < 3; j++)
+    if (isnan (share[j]))
+      g_strlcpy (pct[j], "-", sizeof pct[j]);
+    else
+      g_snprintf (pct[j], sizeof pct[j], "%.1f%%", 100 * share[j]);
+  if (isnan (r->final_loss))
+    {
+      g_strlcpy (loss, "-", sizeof loss);
+      g_strlcpy (acc, "-", sizeof acc);
+    }
+  else
+    {
+      g_snprintf (loss, sizeof loss, "%.4f", r->final_loss);
+      g_snprintf (acc, sizeof acc, "%.2f%%", 100 * r->final_accuracy);
+    }
+  printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %8s  %8s  %8s",
+          k->w, c->name, r->sim_time, r->iterations, loss, acc, pct[0], pct[1],
+          pct[2]);
+  if (k->targets)
+    printf ("  %7s  %9" G_GINT64_FORMAT,
+            g_str_has_prefix (r->stop ? r->stop : "", "target_") ? "reached"
+            : c->target_loss > 0 || c->target_accuracy > 0 ? "missed" : "-", r->updates);
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  double sps = throughput (r);
+  if (!k->all_figure && isfinite (sps))
+    printf ("  %12.6g", sps);
+  else if (!k->all_figure)
+    printf ("  %12s", "-");
+  if (k->scaling && !ops->figure_of && isfinite (eff))
+    printf ("  %7.1f%%", 100 * eff);
+  else if (k->scaling)
+    printf ("  %8s", "-");
+  if (k->figure && ops->figure_of)
+    printf ("  %12.4g", ops->figure_of (c->values, c->workers,
+                                         r->iterations > 0 ? r->sim_time / (double) r->iterations : 0));
+  else if (k->figure)
+    printf ("  %12s", "-");
   printf ("\n");
-  for (guint i = 0; i < configs->len; i++)
-    {
-      const SimConfig *c = g_ptr_array_index (configs, i);
-      const SimRunSummary *r = &sums[i];
-      if (c->infeasible)
-        {
-          printf ("%-*s  %12s  (does not fit device memory: below)\n", (int) w, c->name,
-                  "infeasible");
-          continue;
-        }
-      const double parts[] = { r->compute, r->comm, r->wait };
-      double share[3];
-      sim_time_shares (parts, 3, share);
-      char loss[32], acc[32], pct[3][32];
-      for (int k = 0; k < 3; k++)
-        if (isnan (share[k]))
-          g_strlcpy (pct[k], "-", sizeof pct[k]);
-        else
-          g_snprintf (pct[k], sizeof pct[k], "%.1f%%", 100 * share[k]);
-      if (isnan (r->final_loss))
-        {
-          g_strlcpy (loss, "-", sizeof loss);
-          g_strlcpy (acc, "-", sizeof acc);
-        }
-      else
-        {
-          g_snprintf (loss, sizeof loss, "%.4f", r->final_loss);
-          g_snprintf (acc, sizeof acc, "%.2f%%", 100 * r->final_accuracy);
-        }
-      printf ("%-*s  %12.6g  %6" G_GINT64_FORMAT "  %8s  %8s  %8s  %8s  %8s",
-              (int) w, c->name, r->sim_time, r->iterations, loss, acc, pct[0], pct[1],
-              pct[2]);
-      if (targets)
-        printf ("  %7s  %9" G_GINT64_FORMAT,
-                g_str_has_prefix (r->stop ? r->stop : "", "target_") ? "reached"
-                : c->target_loss > 0 || c->target_accuracy > 0 ? "missed" : "-", r->updates);
-      const PolPolicyOps *ops = pol_lookup (c->policy);
-      double sps = throughput (r);
-      if (!all_figure && isfinite (sps))
-        printf ("  %12.6g", sps);
-      else if (!all_figure)
-        printf ("  %12s", "-");
-      if (scaling && !ops->figure_of && isfinite (eff[i]))
-        printf ("  %7.1f%%", 100 * eff[i]);
-      else if (scaling)
-        printf ("  %8s", "-");
-      if (figure && ops->figure_of)
-        printf ("  %12.4g", ops->figure_of (c->values, c->workers,
-                                             r->iterations > 0 ? r->sim_time / (double) r->iterations : 0));
-      else if (figure)
-        printf ("  %12s", "-");
-      printf ("\n");
-    }
+}
+
+/* The lines under the summary table: the trace's path DB and what each
+ * column shown means, then the reason of each infeasible run. */
+static void
+table_footer (const TableCols *k, GPtrArray *configs, const char *db)
+{
   printf ("trace: %s  (compute/comm/wait: share of worker time over completed iterations", db);
-  if (!all_figure)
+  if (!k->all_figure)
     printf ("; samples/s: samples trained on (each once, however many stages it crossed) per"
             " simulated second");
-  if (targets)
+  if (k->targets)
     printf ("; target: [scenario] target_loss or target_accuracy, reached at sim time"
             " after that many gradients, or missed");
-  if (scaling)
+  if (k->scaling)
     printf ("; scaling: samples/s per worker over that of the fewest workers");
-  if (figure)
-    printf ("; %s: docs/policies.md", figure);
+  if (k->figure)
+    printf ("; %s: docs/policies.md", k->figure);
   printf (")\n");
   for (guint i = 0; i < configs->len; i++)
     {
@@ -264,6 +259,43 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       if (c->infeasible)
         printf ("infeasible: run %u (%s): %s\n", i + 1, c->name, c->infeasible);
     }
+}
+
+void
+sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
+{
+  gsize w = 4;
+  for (guint i = 0; i < configs->len; i++)
+    w = MAX (w, strlen (((SimConfig *) g_ptr_array_index (configs, i))->name));
+  TableCols k = { (int) w, FALSE, TRUE, FALSE, NULL };
+  /* a sweep over cluster.workers also gets throughput and scaling efficiency */
+  g_autofree double *eff = g_new0 (double, configs->len);
+  scaling_efficiency (configs, sums, eff, &k.scaling, &k.all_figure);
+  /* a policy with its own figure of merit (e.g. bus bandwidth) gets its
+   * column, titled by the first such run's policy */
+  for (guint i = 0; i < configs->len && !k.figure; i++)
+    k.figure = pol_lookup (((SimConfig *) g_ptr_array_index (configs, i))->policy)->figure;
+  /* runs that stop at a target get whether they reached it and the
+   * gradients it took */
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *c = g_ptr_array_index (configs, i);
+      k.targets = k.targets || c->target_loss > 0 || c->target_accuracy > 0;
+    }
+  printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
+          "iters", "loss", "accuracy", "compute", "comm", "wait");
+  if (k.targets)
+    printf ("  %7s  %9s", "target", "gradients");
+  if (!k.all_figure)
+    printf ("  %12s", "samples/s");
+  if (k.scaling)
+    printf ("  %8s", "scaling");
+  if (k.figure)
+    printf ("  %12s", k.figure);
+  printf ("\n");
+  for (guint i = 0; i < configs->len; i++)
+    table_row (&k, g_ptr_array_index (configs, i), &sums[i], eff[i]);
+  table_footer (&k, configs, db);
 }
 
 void

@@ -455,6 +455,65 @@ serve_quit (int code, const char *why)
   _exit (code);
 }
 
+/* Takes rank 0's orders until none is waiting: each point it hands this
+ * rank goes to POOL (PTS, N points; JOBS slots, RUNNING of them busy).
+ * Sets *STOPPING on rank 0's stop; ends the process where an order cannot
+ * be followed (PROBLEM: this rank could not load the scenario). */
+static void
+serve_orders (SimMpiWorker *w, Point *pts, guint n, GThreadPool *pool, const char *problem,
+              int jobs, guint *running, gboolean *stopping)
+{
+  SimMpiOrder o;
+  while ((o = sim_mpi_worker_next (w)).kind != SIM_MPI_ORDER_NONE)
+    {
+      if (o.kind == SIM_MPI_ORDER_LOST)
+        serve_quit (1, "no word from rank 0 within the timeout (--rank-timeout); stopping");
+      if (o.kind == SIM_MPI_ORDER_STOP)
+        {
+          *stopping = TRUE;
+          if (*running > 0) /* dismissed: rank 0 recorded these points failed */
+            serve_quit (0, NULL);
+          return;
+        }
+      /* a point this rank has not run, and only when it has a slot */
+      Point *p = o.point < n ? &pts[o.point] : NULL;
+      if (!p || p->running || p->rank != 0 || problem || *running >= (guint) jobs)
+        serve_quit (1, "rank 0 sent an order this rank cannot follow; stopping");
+      p->run = o.run;
+      p->running = TRUE;
+      p->rank = sim_mpi_rank (); /* marks it taken */
+      (*running)++;
+      g_thread_pool_push (pool, p, NULL);
+    }
+}
+
+/* Passes one message of a point's thread on to rank 0: a chunk of rows, or
+ * the point's end, which frees its slot (*RUNNING).  Frees M; ends the
+ * process when rank 0 does not take it in time. */
+static void
+serve_forward (SimMpiWorker *w, Sweep *sw, SweepMsg *m, guint *running)
+{
+  Point *p = m->p;
+  SimTraceChunk *chunk = m->chunk;
+  g_free (m);
+  gboolean sent;
+  if (chunk)
+    {
+      sweep_took_chunk (sw);
+      sent = sim_mpi_worker_send_rows (w, p->index, chunk);
+    }
+  else
+    {
+      sent = sim_mpi_worker_send_end (w, p->index, p->ok, p->sum, p->error);
+      p->running = FALSE;
+      g_clear_error (&p->error);
+      (*running)--;
+    }
+  if (!sent)
+    serve_quit (1, "rank 0 did not take this rank's results within the timeout "
+                   "(--rank-timeout); stopping");
+}
+
 int
 sim_sweep_serve (GPtrArray *configs, const char *path, const char *problem,
                  const SimRunOptions *opt)
@@ -474,53 +533,12 @@ sim_sweep_serve (GPtrArray *configs, const char *path, const char *problem,
   gint64 last_progress = 0;
   while (!stopping || running > 0)
     {
-      SimMpiOrder o;
-      while ((o = sim_mpi_worker_next (w)).kind != SIM_MPI_ORDER_NONE)
-        {
-          if (o.kind == SIM_MPI_ORDER_LOST)
-            serve_quit (1, "no word from rank 0 within the timeout (--rank-timeout); stopping");
-          if (o.kind == SIM_MPI_ORDER_STOP)
-            {
-              stopping = TRUE;
-              if (running > 0) /* dismissed: rank 0 recorded these points failed */
-                serve_quit (0, NULL);
-              break;
-            }
-          /* a point this rank has not run, and only when it has a slot */
-          Point *p = o.point < n ? &pts[o.point] : NULL;
-          if (!p || p->running || p->rank != 0 || problem || running >= (guint) jobs)
-            serve_quit (1, "rank 0 sent an order this rank cannot follow; stopping");
-          p->run = o.run;
-          p->running = TRUE;
-          p->rank = sim_mpi_rank (); /* marks it taken */
-          running++;
-          g_thread_pool_push (pool, p, NULL);
-        }
+      serve_orders (w, pts, n, pool, problem, jobs, &running, &stopping);
       if (stopping && running == 0)
         break;
       SweepMsg *m = g_async_queue_timeout_pop (sw.queue, 2000);
       if (m)
-        {
-          Point *p = m->p;
-          SimTraceChunk *chunk = m->chunk;
-          g_free (m);
-          gboolean sent;
-          if (chunk)
-            {
-              sweep_took_chunk (&sw);
-              sent = sim_mpi_worker_send_rows (w, p->index, chunk);
-            }
-          else
-            {
-              sent = sim_mpi_worker_send_end (w, p->index, p->ok, p->sum, p->error);
-              p->running = FALSE;
-              g_clear_error (&p->error);
-              running--;
-            }
-          if (!sent)
-            serve_quit (1, "rank 0 did not take this rank's results within the timeout "
-                           "(--rank-timeout); stopping");
-        }
+        serve_forward (w, &sw, m, &running);
       gint64 now = g_get_monotonic_time ();
       if (now - last_progress >= (gint64) (SIM_MPI_BEAT * 1e6))
         {

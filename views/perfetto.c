@@ -394,6 +394,82 @@ link_order (gconstpointer a, gconstpointer b)
   return ((const Link *) a)->track->index - ((const Link *) b)->track->index;
 }
 
+/* A message's slice on track TID, from S0 to S1, named NAME with ARGS (JSON
+ * members), and its flow's end there: leaving the send (SIDE 0) as it
+ * starts, entering the receive (SIDE 1) as it ends. */
+static void
+message_events (Writer *w, gint64 tid, int side, double s0, double s1, gint64 id,
+                const char *name, const char *args)
+{
+  event (w, 'B', tid);
+  ts (w, s0);
+  g_string_append (w->s, ",\"name\":");
+  sim_append_json_string (w->s, name);
+  g_string_append_printf (w->s, ",\"cat\":\"message\",\"args\":{%s}}", args);
+  /* the flow: leaves the send as it starts, enters the receive as
+   * it ends (bound to the slice enclosing each point) */
+  event (w, side ? 'f' : 's', tid);
+  ts (w, side ? s1 : s0);
+  g_string_append_printf (w->s, ",\"name\":\"message\",\"cat\":\"message\",\"id\":%"
+                          G_GINT64_FORMAT "%s}", id, side ? ",\"bp\":\"e\"" : "");
+  event (w, 'E', tid);
+  ts (w, s1);
+  g_string_append (w->s, "}");
+}
+
+/* The links a message crossed (ROUTE: link ids, space-separated), from S0
+ * to S1: a slice on each link's track, and its mean rate, BYTES over the
+ * time, added to the link's rate steps. */
+static void
+message_links (Writer *w, const char *route, double s0, double s1, double bytes,
+               const char *name, const char *args)
+{
+  g_auto (GStrv) hops = g_strsplit (route, " ", 64);
+  double rate = s1 > s0 ? bytes / (s1 - s0) : NAN;
+  for (int h = 0; hops[h]; h++)
+    {
+      char *end = NULL;
+      gint64 lid = g_ascii_strtoll (hops[h], &end, 10);
+      Link *lk = end && *end == '\0' && lid >= 0 && lid <= G_MAXINT
+                 ? g_hash_table_lookup (w->links, GINT_TO_POINTER ((int) lid)) : NULL;
+      if (!lk)
+        continue;
+      int ll = lane_for (w, lk->track, TRACK_SPANS, s0, s1);
+      if (ll >= 0)
+        slice (w, tid_of (lk->track, TRACK_SPANS, ll), s0, s1, name, "link", args);
+      else
+        w->crowded++;
+      if (isfinite (rate) && rate > 0)
+        {
+          Step up = { s0, rate }, down = { s1, -rate };
+          g_array_append_val (lk->steps, up);
+          g_array_append_val (lk->steps, down);
+        }
+    }
+}
+
+/* Each link's use: a counter of its messages' mean rates over its
+ * bandwidth, links in track order. */
+static void
+link_use (Writer *w)
+{
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init (&it, w->links);
+  g_autoptr (GList) order = NULL;
+  while (g_hash_table_iter_next (&it, &key, &value))
+    order = g_list_prepend (order, value);
+  order = g_list_sort (order, link_order);
+  for (GList *e = order; e; e = e->next)
+    {
+      Link *lk = e->data;
+      if (lk->steps->len == 0)
+        continue;
+      g_autofree char *cname = g_strdup_printf ("%s utilisation", lk->track->name);
+      counter (w, cname, "%", lk->steps, 100 / lk->bandwidth);
+    }
+}
+
 /* Messages: a slice on the sender's sends and one on the receiver's
  * receives, and a flow from the first to the second. */
 static gboolean
@@ -452,65 +528,16 @@ write_messages (Writer *w, GError **error)
           g_autofree char *name = g_strdup_printf ("%s %s %s", *tag ? tag : "message",
                                                    side ? "from" : "to", side ? src : dst);
           gint64 tid = tid_of (a, kind, lane);
-          event (w, 'B', tid);
-          ts (w, s0);
-          g_string_append (w->s, ",\"name\":");
-          sim_append_json_string (w->s, name);
-          g_string_append_printf (w->s, ",\"cat\":\"message\",\"args\":{%s}}", args->str);
-          /* the flow: leaves the send as it starts, enters the receive as
-           * it ends (bound to the slice enclosing each point) */
-          event (w, side ? 'f' : 's', tid);
-          ts (w, side ? s1 : s0);
-          g_string_append_printf (w->s, ",\"name\":\"message\",\"cat\":\"message\",\"id\":%"
-                                  G_GINT64_FORMAT "%s}", id, side ? ",\"bp\":\"e\"" : "");
-          event (w, 'E', tid);
-          ts (w, s1);
-          g_string_append (w->s, "}");
+          message_events (w, tid, side, s0, s1, id, name, args->str);
           /* the links it crossed: a slice on each, and its mean rate */
           if (side || sqlite3_column_type (st, 7) == SQLITE_NULL)
             continue;
-          g_auto (GStrv) hops = g_strsplit (sim_tracedb_text (st, 7), " ", 64);
-          double rate = s1 > s0 ? bytes / (s1 - s0) : NAN;
-          for (int h = 0; hops[h]; h++)
-            {
-              char *end = NULL;
-              gint64 lid = g_ascii_strtoll (hops[h], &end, 10);
-              Link *lk = end && *end == '\0' && lid >= 0 && lid <= G_MAXINT
-                         ? g_hash_table_lookup (w->links, GINT_TO_POINTER ((int) lid)) : NULL;
-              if (!lk)
-                continue;
-              int ll = lane_for (w, lk->track, TRACK_SPANS, s0, s1);
-              if (ll >= 0)
-                slice (w, tid_of (lk->track, TRACK_SPANS, ll), s0, s1, name, "link", args->str);
-              else
-                w->crowded++;
-              if (isfinite (rate) && rate > 0)
-                {
-                  Step up = { s0, rate }, down = { s1, -rate };
-                  g_array_append_val (lk->steps, up);
-                  g_array_append_val (lk->steps, down);
-                }
-            }
+          message_links (w, sim_tracedb_text (st, 7), s0, s1, bytes, name, args->str);
         }
       if (rc < 0)
         return FALSE;
     }
-  /* each link's use: its messages' mean rates over its bandwidth */
-  GHashTableIter it;
-  gpointer key, value;
-  g_hash_table_iter_init (&it, w->links);
-  g_autoptr (GList) order = NULL;
-  while (g_hash_table_iter_next (&it, &key, &value))
-    order = g_list_prepend (order, value);
-  order = g_list_sort (order, link_order);
-  for (GList *e = order; e; e = e->next)
-    {
-      Link *lk = e->data;
-      if (lk->steps->len == 0)
-        continue;
-      g_autofree char *cname = g_strdup_printf ("%s utilisation", lk->track->name);
-      counter (w, cname, "%", lk->steps, 100 / lk->bandwidth);
-    }
+  link_use (w);
   return TRUE;
 }
 

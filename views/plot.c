@@ -1231,26 +1231,14 @@ plot_staleness (Plot *p, GError **error)
                      "no iterations table rows ([trace] detail = summary)", NULL, error);
 }
 
-/* Time to reach each run's threshold: its [scenario] target_accuracy when
- * set (> 0; the first evaluation at or above it), else its target_loss when
- * set, else sim_plot_default_target(); a bar per run with metrics.  Data
- * rows: bar number (its label is titles[n]), seconds or nan, 1 when not
- * reached. */
-static gboolean
-plot_time_to_target (Plot *p, GError **error)
+/* Each run's threshold for the time-to-target figure, by run id (gint64):
+ * { threshold, NAN (the time it is met, filled by target_times), 1 when
+ * it is the default DEF }.  An accuracy threshold is kept negative so that
+ * it never equals a loss threshold.  KEYS: target_loss, target_accuracy. */
+static GHashTable *
+target_thresholds (Plot *p, const GArray *ids, const char *const *keys, double def)
 {
-  double def;
-  if (!sim_tracedb_check (&p->t, default_target (p->t.db, &def), error))
-    return FALSE;
-  static const char *const keys[] = { "scenario.target_loss", "scenario.target_accuracy" };
-  g_autoptr (GArray) ids = loss_runs (p, error);
-  if (!ids || !sim_tracedb_params_load (&p->t, keys, G_N_ELEMENTS (keys), error))
-    return FALSE;
-  /* each run's threshold, then the time it first meets it, found in one
-   * scan of metrics sorted by run (a query per run would read the table
-   * once per run) */
-  g_autoptr (GHashTable) thr_of = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
-                                                         g_free);
+  GHashTable *thr_of = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
   for (guint i = 0; i < ids->len; i++)
     {
       gint64 id = g_array_index (ids, gint64, i);
@@ -1265,6 +1253,16 @@ plot_time_to_target (Plot *p, GError **error)
       thr[2] = target_acc > 0 || target > 0 ? 0 : 1;   /* 1: the default threshold */
       g_hash_table_insert (thr_of, g_memdup2 (&id, sizeof id), thr);
     }
+  return thr_of;
+}
+
+/* Fills the time each run of THR_OF (target_thresholds) first meets its
+ * threshold, INFINITY where a metric row's time is NULL, in one scan of
+ * metrics sorted by run (a query per run would read the table once per
+ * run).  FALSE with ERROR where the database cannot be read. */
+static gboolean
+target_times (Plot *p, GHashTable *thr_of, GError **error)
+{
   g_autoptr (sqlite3_stmt) scan
     = sim_tracedb_prepare (&p->t, "SELECT run_id, sim_time, loss, accuracy FROM metrics WHERE"
                                   " run_id IN (SELECT id FROM runs) ORDER BY run_id, sim_time,"
@@ -1288,7 +1286,27 @@ plot_time_to_target (Plot *p, GError **error)
       if (isnan (thr[1]))
         thr[1] = INFINITY;
     }
-  if (!scan || rc < 0)
+  return scan && rc >= 0;
+}
+
+/* Time to reach each run's threshold: its [scenario] target_accuracy when
+ * set (> 0; the first evaluation at or above it), else its target_loss when
+ * set, else sim_plot_default_target(); a bar per run with metrics.  Data
+ * rows: bar number (its label is titles[n]), seconds or nan, 1 when not
+ * reached. */
+static gboolean
+plot_time_to_target (Plot *p, GError **error)
+{
+  double def;
+  if (!sim_tracedb_check (&p->t, default_target (p->t.db, &def), error))
+    return FALSE;
+  static const char *const keys[] = { "scenario.target_loss", "scenario.target_accuracy" };
+  g_autoptr (GArray) ids = loss_runs (p, error);
+  if (!ids || !sim_tracedb_params_load (&p->t, keys, G_N_ELEMENTS (keys), error))
+    return FALSE;
+  /* each run's threshold, then the time it first meets it */
+  g_autoptr (GHashTable) thr_of = target_thresholds (p, ids, keys, def);
+  if (!target_times (p, thr_of, error))
     return FALSE;
   Lines l;
   if (!lines_begin (p, &l, "time-to-target.tsv", error))
@@ -1334,7 +1352,7 @@ plot_time_to_target (Plot *p, GError **error)
   gp_num (extra, "maxlabel", maxlabel);
   gp_str (extra, "thr_text", thr_text);
   gp_str (extra, "what", same && n_acc == (int) n && n > 0 ? "accuracy" : same ? "loss" : "");
-  return lines_draw (p, &l, rc >= 0, "time-to-target",
+  return lines_draw (p, &l, TRUE, "time-to-target",
                      "no run has loss metrics (timing-only runs)", extra, error);
 }
 

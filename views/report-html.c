@@ -229,55 +229,61 @@ params_table (GString *s, SimTraceDb *t, GError **error)
   return rc >= 0;
 }
 
+/* One drawn figure (NAME, its SVG at PATH) as a <figure>: its title and
+ * explanation from explained[], the SVG inline, and under it the notes that
+ * concern it. */
 static gboolean
-figures (GString *s, const Collected *c, GError **error)
+figure_one (GString *s, const Collected *c, const char *name, const char *path,
+            GError **error)
 {
-  for (guint i = 0; i + 1 < c->figures->len; i += 2)
+  g_autofree char *svg = NULL;
+  gsize len = 0;
+  g_autoptr (GError) local = NULL;
+  if (!g_file_get_contents (path, &svg, &len, &local))
     {
-      const char *name = g_ptr_array_index (c->figures, i);
-      const char *path = g_ptr_array_index (c->figures, i + 1);
-      g_autofree char *svg = NULL;
-      gsize len = 0;
-      g_autoptr (GError) local = NULL;
-      if (!g_file_get_contents (path, &svg, &len, &local))
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "cannot read a drawn figure: %s",
-                       local->message);
-          return FALSE;
-        }
-      const char *title = name, *text = "";
-      for (gsize k = 0; k < G_N_ELEMENTS (explained); k++)
-        if (g_str_has_prefix (name, explained[k].prefix))
-          {
-            title = explained[k].title;
-            text = explained[k].text;
-            break;
-          }
-      g_autofree char *b64 = g_base64_encode ((const guchar *) svg, len);
-      g_string_append_printf (s, "<figure id=\"fig-%s\">\n<h3>", name);
-      esc (s, title);
-      if (g_str_has_prefix (name, "timeline-run"))
-        g_string_append_printf (s, ", run %s", name + strlen ("timeline-run"));
-      g_string_append (s, "</h3>\n<img alt=\"");
-      esc (s, title);
-      g_string_append_printf (s, "\" src=\"data:image/svg+xml;base64,%s\">\n<figcaption>", b64);
-      esc (s, text);
-      /* the Amdahl fits under the speedup; the rows a figure left out
-       * under it ("N rows left out of NAME: ...") */
-      g_autofree char *mine = g_strdup_printf (" left out of %s:", name);
-      for (guint n = 0; n < c->notes->len; n++)
-        {
-          const char *note = g_ptr_array_index (c->notes, n);
-          if ((strcmp (name, "speedup") == 0 && g_str_has_prefix (note, "serial fraction"))
-              || strstr (note, mine))
-            {
-              g_string_append (s, "<br>");
-              esc (s, note);
-            }
-        }
-      g_string_append (s, "</figcaption>\n</figure>\n");
+      g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "cannot read a drawn figure: %s",
+                   local->message);
+      return FALSE;
     }
-  /* rows left out of figures that were not drawn at all */
+  const char *title = name, *text = "";
+  for (gsize k = 0; k < G_N_ELEMENTS (explained); k++)
+    if (g_str_has_prefix (name, explained[k].prefix))
+      {
+        title = explained[k].title;
+        text = explained[k].text;
+        break;
+      }
+  g_autofree char *b64 = g_base64_encode ((const guchar *) svg, len);
+  g_string_append_printf (s, "<figure id=\"fig-%s\">\n<h3>", name);
+  esc (s, title);
+  if (g_str_has_prefix (name, "timeline-run"))
+    g_string_append_printf (s, ", run %s", name + strlen ("timeline-run"));
+  g_string_append (s, "</h3>\n<img alt=\"");
+  esc (s, title);
+  g_string_append_printf (s, "\" src=\"data:image/svg+xml;base64,%s\">\n<figcaption>", b64);
+  esc (s, text);
+  /* the Amdahl fits under the speedup; the rows a figure left out
+   * under it ("N rows left out of NAME: ...") */
+  g_autofree char *mine = g_strdup_printf (" left out of %s:", name);
+  for (guint n = 0; n < c->notes->len; n++)
+    {
+      const char *note = g_ptr_array_index (c->notes, n);
+      if ((strcmp (name, "speedup") == 0 && g_str_has_prefix (note, "serial fraction"))
+          || strstr (note, mine))
+        {
+          g_string_append (s, "<br>");
+          esc (s, note);
+        }
+    }
+  g_string_append (s, "</figcaption>\n</figure>\n");
+  return TRUE;
+}
+
+/* The lists under the figures: rows left out of figures that were not drawn
+ * at all, and the figures not drawn for lack of data. */
+static void
+figures_missing (GString *s, const Collected *c)
+{
   gboolean any = FALSE;
   for (guint n = 0; n < c->notes->len; n++)
     {
@@ -312,6 +318,17 @@ figures (GString *s, const Collected *c, GError **error)
         }
       g_string_append (s, "</ul>\n");
     }
+}
+
+/* Every drawn figure in C, in the order drawn, then what was not drawn. */
+static gboolean
+figures (GString *s, const Collected *c, GError **error)
+{
+  for (guint i = 0; i + 1 < c->figures->len; i += 2)
+    if (!figure_one (s, c, g_ptr_array_index (c->figures, i),
+                     g_ptr_array_index (c->figures, i + 1), error))
+      return FALSE;
+  figures_missing (s, c);
   return TRUE;
 }
 
@@ -324,6 +341,68 @@ static const char style[] =
   "figure{margin:2em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}"
   "figcaption{color:#444;max-width:60em}ul.errors{color:#a31515}"
   "details{margin:1em 0}summary{cursor:pointer}.meta{color:#666}";
+
+/* Where the page goes: OUT, or beside DB with .html for its extension. */
+static char *
+report_path (const char *db, const char *out)
+{
+  if (out)
+    return g_strdup (out);
+  g_autofree char *stem = g_strdup (db);
+  char *dot = strrchr (stem, '.');
+  if (dot && !strchr (dot, '/'))
+    *dot = '\0';
+  return g_strconcat (stem, ".html", NULL);
+}
+
+/* Writes the page S to PATH whole or not at all (sim/outfile.c; DB is the
+ * database it must not replace). */
+static gboolean
+write_page (const char *path, const char *db, GString *s, GError **error)
+{
+  SimOutFile o = { 0 };
+  gboolean ok = sim_outfile_open (&o, path, db, error);
+  if (ok)
+    ok = sim_outfile_write (&o, s, error);
+  GError *late = NULL;
+  if (!sim_outfile_close (&o, ok, ok ? &late : NULL) && ok)
+    {
+      g_propagate_error (error, late);
+      ok = FALSE;
+    }
+  return ok;
+}
+
+/* The page's head and its first lines: the database's name as title, how
+ * many runs ended how, the scenario and the versions that wrote and read it. */
+static void
+page_head (GString *s, const char *db, const GPtrArray *runs)
+{
+  g_autofree char *base = g_path_get_basename (db);
+  guint n[3] = { 0, 0, 0 };
+  for (guint i = 0; i < runs->len; i++)
+    {
+      const SimExportRun *r = g_ptr_array_index (runs, i);
+      n[g_strcmp0 (r->status, "done") == 0 ? 0 : g_strcmp0 (r->status, "infeasible") == 0 ? 2
+                                                                                        : 1]++;
+    }
+  const SimExportRun *first = runs->len ? g_ptr_array_index (runs, 0) : NULL;
+  g_string_append (s, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+                      "'none'; img-src data:; style-src 'unsafe-inline'\">\n"
+                      "<meta name=\"viewport\" content=\"width=device-width\">\n<title>dtsim report: ");
+  g_autofree char *cbase = sim_clean_text (base, 120);
+  esc (s, cbase);
+  g_string_append_printf (s, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", style);
+  esc (s, cbase);
+  g_string_append (s, "</h1>\n<p class=\"meta\">");
+  g_string_append_printf (s, "%u run%s: %u done, %u failed, %u infeasible. Scenario ",
+                          runs->len, runs->len == 1 ? "" : "s", n[0], n[1], n[2]);
+  esc (s, first ? first->scenario : "");
+  g_string_append (s, "; written by dtsim ");
+  esc (s, first ? first->version : "");
+  g_string_append_printf (s, ", reported by dtsim %s.</p>\n", PACKAGE_VERSION);
+}
 
 int
 sim_report_html (const char *db, const char *out, GError **error)
@@ -362,30 +441,7 @@ sim_report_html (const char *db, const char *out, GError **error)
   g_autoptr (GString) s = g_string_new (NULL);
   if (code == 0)
     {
-      g_autofree char *base = g_path_get_basename (db);
-      guint n[3] = { 0, 0, 0 };
-      for (guint i = 0; i < runs->len; i++)
-        {
-          const SimExportRun *r = g_ptr_array_index (runs, i);
-          n[g_strcmp0 (r->status, "done") == 0 ? 0 : g_strcmp0 (r->status, "infeasible") == 0 ? 2
-                                                                                            : 1]++;
-        }
-      const SimExportRun *first = runs->len ? g_ptr_array_index (runs, 0) : NULL;
-      g_string_append (s, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
-                          "'none'; img-src data:; style-src 'unsafe-inline'\">\n"
-                          "<meta name=\"viewport\" content=\"width=device-width\">\n<title>dtsim report: ");
-      g_autofree char *cbase = sim_clean_text (base, 120);
-      esc (s, cbase);
-      g_string_append_printf (s, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", style);
-      esc (s, cbase);
-      g_string_append (s, "</h1>\n<p class=\"meta\">");
-      g_string_append_printf (s, "%u run%s: %u done, %u failed, %u infeasible. Scenario ",
-                              runs->len, runs->len == 1 ? "" : "s", n[0], n[1], n[2]);
-      esc (s, first ? first->scenario : "");
-      g_string_append (s, "; written by dtsim ");
-      esc (s, first ? first->version : "");
-      g_string_append_printf (s, ", reported by dtsim %s.</p>\n", PACKAGE_VERSION);
+      page_head (s, db, runs);
       g_string_append (s, "<h2>Runs</h2>\n<p>One row per run (sweep point); the swept keys "
                           "are the columns after the status. Samples/s is the samples "
                           "trained on (each once, however many pipeline stages it crossed) "
@@ -407,28 +463,8 @@ sim_report_html (const char *db, const char *out, GError **error)
   if (code != 0)
     return code;
 
-  g_autofree char *path = NULL;
-  if (out)
-    path = g_strdup (out);
-  else
-    {
-      g_autofree char *stem = g_strdup (db);
-      char *dot = strrchr (stem, '.');
-      if (dot && !strchr (dot, '/'))
-        *dot = '\0';
-      path = g_strconcat (stem, ".html", NULL);
-    }
-  SimOutFile o = { 0 };
-  ok = sim_outfile_open (&o, path, db, error);
-  if (ok)
-    ok = sim_outfile_write (&o, s, error);
-  GError *late = NULL;
-  if (!sim_outfile_close (&o, ok, ok ? &late : NULL) && ok)
-    {
-      g_propagate_error (error, late);
-      ok = FALSE;
-    }
-  if (!ok)
+  g_autofree char *path = report_path (db, out);
+  if (!write_page (path, db, s, error))
     return error && *error && (*error)->code == SIM_ERROR_INPUT ? 2 : 1;
   if (strcmp (path, "-") != 0)
     {
