@@ -902,7 +902,7 @@ static Run *
 run_new_nodes_at (int p, gsize n, NetContention contention, int gpus,
                   gboolean nic_gpu, double intra_bw, double intra_lat)
 {
-  BaseValues *v = base_values_new ();
+  BaseValues *v = net_topology_values_new ();
   Run *run;
 
   base_values_set_int (v, "network.gpus_per_node", gpus);
@@ -928,7 +928,7 @@ run_new_nodes (int p, gsize n, NetContention contention, int gpus,
 static Run *
 run_new_racks (int p, gsize n, NetContention contention, int size)
 {
-  BaseValues *v = base_values_new ();
+  BaseValues *v = net_topology_values_new ();
   Run *run;
 
   base_values_set_int (v, "network.rack_size", size);
@@ -1461,7 +1461,7 @@ static void
 test_channels_dgx1 (void)
 {
   const double B = 25e9, lat = 1e-6;
-  BaseValues *v = base_values_new ();
+  BaseValues *v = net_topology_values_new ();
   const PolCollAlgorithm *ring = pol_coll_lookup ("ring");
   Run *run;
   double t, t_host;
