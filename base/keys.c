@@ -1,5 +1,11 @@
 /*
  * keys.c — the table of resolved registry-key values (base/keys.h).
+ *
+ * A table holds the values set so far and the names its key rows declare.
+ * A setter checks its name against the declared names before storing; a
+ * getter finds a set value first and checks the name only when none is set,
+ * so reading a set key costs one hash lookup, as it did before names were
+ * checked.
  */
 #include "config.h"
 
@@ -18,7 +24,8 @@ typedef struct {
 } Value;
 
 struct BaseValues {
-  GHashTable *map; /* "section.key" -> Value */
+  GHashTable *map;      /* "section.key" -> Value; every name is declared */
+  GHashTable *declared; /* set of "section.key" the key rows declare */
 };
 
 static void
@@ -32,10 +39,18 @@ value_free (gpointer p)
 }
 
 BaseValues *
-base_values_new (void)
+base_values_new (const GPtrArray *rows)
 {
+  g_return_val_if_fail (rows != NULL, NULL);
   BaseValues *v = g_new0 (BaseValues, 1);
   v->map = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, value_free);
+  v->declared = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const BaseKey *k = g_ptr_array_index (rows, i);
+      if (k->offset == 0)
+        g_hash_table_add (v->declared, g_strconcat (k->section, ".", k->key, NULL));
+    }
   return v;
 }
 
@@ -45,13 +60,35 @@ base_values_free (BaseValues *v)
   if (!v)
     return;
   g_hash_table_unref (v->map);
+  g_hash_table_unref (v->declared);
   g_free (v);
+}
+
+gboolean
+base_values_declares (const BaseValues *v, const char *name)
+{
+  g_return_val_if_fail (v && name, FALSE);
+  return g_hash_table_contains (v->declared, name);
+}
+
+/* Aborts unless v is a table that declares `name`: a lookup of a name no key
+ * row declares is a misspelling in the code, which no scenario can cause. */
+static void
+check_declared (const BaseValues *v, const char *name)
+{
+  if (!name)
+    g_error ("scenario key lookup without a name");
+  if (!v)
+    g_error ("scenario key %s looked up in no table (NULL): pass the run's values", name);
+  if (!g_hash_table_contains (v->declared, name))
+    g_error ("scenario key %s is declared nowhere: no key row of its table names it; "
+             "correct the name or declare it in its registry's keys", name);
 }
 
 static Value *
 put (BaseValues *v, const char *name, ValueKind kind)
 {
-  g_return_val_if_fail (v && name, NULL);
+  check_declared (v, name);
   Value *x = g_new0 (Value, 1);
   x->kind = kind;
   g_hash_table_replace (v->map, g_strdup (name), x);
@@ -61,41 +98,33 @@ put (BaseValues *v, const char *name, ValueKind kind)
 void
 base_values_set_int (BaseValues *v, const char *name, gint64 x)
 {
-  Value *p = put (v, name, V_INT);
-  if (p)
-    p->i = x;
+  put (v, name, V_INT)->i = x;
 }
 
 void
 base_values_set_double (BaseValues *v, const char *name, double x)
 {
-  Value *p = put (v, name, V_DOUBLE);
-  if (p)
-    p->d = x;
+  put (v, name, V_DOUBLE)->d = x;
 }
 
 void
 base_values_set_string (BaseValues *v, const char *name, const char *s)
 {
-  Value *p = put (v, name, V_STRING);
-  if (p)
-    p->s = g_strdup (s);
+  put (v, name, V_STRING)->s = g_strdup (s);
 }
 
 void
 base_values_set_list (BaseValues *v, const char *name, GArray *a)
 {
-  Value *p = put (v, name, V_LIST);
-  if (p)
-    p->a = g_array_ref (a);
+  put (v, name, V_LIST)->a = g_array_ref (a);
 }
 
 static const Value *
 get (const BaseValues *v, const char *name, ValueKind kind)
 {
-  if (!v)
-    return NULL;
-  const Value *x = g_hash_table_lookup (v->map, name);
+  const Value *x = v && name ? g_hash_table_lookup (v->map, name) : NULL;
+  if (!x)
+    check_declared (v, name);
   g_return_val_if_fail (!x || x->kind == kind, NULL);
   return x;
 }
@@ -136,7 +165,8 @@ base_values_list (const BaseValues *v, const char *name)
 gboolean
 base_values_has (const BaseValues *v, const char *name)
 {
-  return v && g_hash_table_contains (v->map, name);
+  check_declared (v, name);
+  return g_hash_table_contains (v->map, name);
 }
 
 gconstpointer

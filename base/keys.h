@@ -69,28 +69,45 @@ typedef struct {
   const void *const *(*entries) (void);
 } BaseKey;
 
-/* The resolved values of the registry keys of one run, by "section.key". */
+/* The resolved values of the registry keys of one run, by "section.key".
+ *
+ * A table knows which names it may hold: those its key rows declare.  Every
+ * getter, setter and base_values_has checks its name against them, and a
+ * name that no row declares (a misspelt "policy.stalenes") aborts with
+ * g_error naming it: it is a mistake in the code, never in a scenario, so it
+ * must fail in the first test that reaches it rather than read as 0.  A NULL
+ * table is the same kind of mistake and aborts too. */
 typedef struct BaseValues BaseValues;
 
-BaseValues *base_values_new (void);
+/* A new table holding no value, whose declared names are the "section.key"
+ * of those rows of `rows` (const BaseKey *) whose value goes to a BaseValues
+ * (offset 0; the rows of config/scenario.c's own SimConfig fields are left
+ * out).  `rows` is only read: the caller keeps it. */
+BaseValues *base_values_new (const GPtrArray *rows);
 void base_values_free (BaseValues *v);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (BaseValues, base_values_free)
 
-/* Setters replace any earlier value of `name`; lists are referenced. */
+/* TRUE when one of v's key rows declares `name` (whether or not it holds a
+ * value). */
+gboolean base_values_declares (const BaseValues *v, const char *name);
+
+/* Setters replace any earlier value of `name`, which must be declared;
+ * lists are referenced. */
 void base_values_set_int (BaseValues *v, const char *name, gint64 x);
 void base_values_set_double (BaseValues *v, const char *name, double x);
 void base_values_set_string (BaseValues *v, const char *name, const char *s);
 void base_values_set_list (BaseValues *v, const char *name, GArray *a);
 
-/* Getters: the value of `name`, or 0, NULL or an empty list where v is NULL
- * or holds no value of that name (the loader sets every declared key, so
- * only hand-built tables lack one).  An ENUM key holds its choice's value
- * (read with _int), a NAME or STRING key its text. */
+/* Getters: the value of `name`, or 0, NULL or an empty list where v holds
+ * no value of that declared name (the loader sets every declared key, so
+ * only hand-built tables lack one).  An undeclared name or a NULL v aborts.
+ * An ENUM key holds its choice's value (read with _int), a NAME or STRING
+ * key its text. */
 gint64 base_values_int (const BaseValues *v, const char *name);
 double base_values_double (const BaseValues *v, const char *name);
 const char *base_values_string (const BaseValues *v, const char *name);
 const GArray *base_values_list (const BaseValues *v, const char *name);
-/* TRUE when `name` holds a value in v. */
+/* TRUE when the declared `name` holds a value in v. */
 gboolean base_values_has (const BaseValues *v, const char *name);
 
 /* The entry of `entries` called `name`, or NULL: `entries` is a

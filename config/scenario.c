@@ -763,7 +763,7 @@ resolve (GKeyFile *kf, const char *file, GPtrArray *swept, gboolean db_trusted,
   c->swept = g_ptr_array_ref (swept);
   c->file = g_strdup (file);
   c->given = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  c->values = base_values_new ();
+  c->values = base_values_new (key_table ());
   for (guint i = 0; i < N_KEYS; i++)
     {
       const KeyDef *k = KEY (i);

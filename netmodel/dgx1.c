@@ -145,10 +145,11 @@ static gboolean
 dgx1_resolve (const NetNetwork *net, const NetTopologyParams *p,
               Dgx1Shape *s, GError **error)
 {
-  gint64 mesh = base_values_int (p->values, "network.mesh");
-  double bw = base_values_double (p->values, "network.intra_bandwidth");
-  double lat = base_values_double (p->values, "network.intra_latency");
-  double eff = base_values_double (p->values, "network.intra_efficiency");
+  const BaseValues *v = net_topology_values (p);
+  gint64 mesh = base_values_int (v, "network.mesh");
+  double bw = base_values_double (v, "network.intra_bandwidth");
+  double lat = base_values_double (v, "network.intra_latency");
+  double eff = base_values_double (v, "network.intra_efficiency");
 
   if (!net_topology_check_hosts ("dgx1", net, p, error))
     return FALSE;

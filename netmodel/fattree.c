@@ -91,8 +91,9 @@ static gboolean
 fattree_resolve (const NetNetwork *net, const NetTopologyParams *p,
                  FatTreeShape *s, GError **error)
 {
-  int fat_tree_k = (int) base_values_int (p->values, "network.fat_tree_k");
-  double switch_latency = base_values_double (p->values, "network.switch_latency");
+  const BaseValues *v = net_topology_values (p);
+  int fat_tree_k = (int) base_values_int (v, "network.fat_tree_k");
+  double switch_latency = base_values_double (v, "network.switch_latency");
   if (!net_topology_check_hosts ("fat-tree", net, p, error))
     return FALSE;
   if (fat_tree_k < 0 || fat_tree_k % 2 != 0

@@ -177,7 +177,8 @@ typedef struct {
   double bandwidth;         /* bytes/s of every host link, each direction */
   double latency;           /* seconds of every host link */
   const BaseValues *values; /* the topology's own keys, by "network.KEY";
-                               NULL = every one at its default */
+                               NULL = every one at its default (a
+                               topology reads net_topology_values) */
 } NetTopologyParams;
 
 typedef struct {
@@ -208,6 +209,13 @@ const void *const *net_topology_entries (void);
 /* Appends (const BaseKey *) the [network] keys the topologies declare: the
  * ones several share, then each topology's own. */
 void net_topology_keys (GPtrArray *rows);
+/* A new table declaring every topology key ([network] rack_size, ...), with
+ * none set: what a caller fills to describe a topology (free it). */
+BaseValues *net_topology_values_new (void);
+/* What a topology reads its own keys from: p->values, or where that is NULL
+ * a table declaring every topology key with none set (so each reads as 0,
+ * its default), shared and never freed. */
+const BaseValues *net_topology_values (const NetTopologyParams *p);
 
 /* For builders: checks the fields every topology uses (n_hosts >= 1, names
  * given, non-empty, distinct and not yet in `net` (may be NULL), bandwidth

@@ -57,11 +57,12 @@ static gboolean
 nodes_resolve (const NetNetwork *net, const NetTopologyParams *p,
                NodesShape *s, GError **error)
 {
-  int gpus_per_node = (int) base_values_int (p->values, "network.gpus_per_node");
-  double intra_bandwidth = base_values_double (p->values, "network.intra_bandwidth");
-  double intra_latency = base_values_double (p->values, "network.intra_latency");
-  double intra_efficiency = base_values_double (p->values, "network.intra_efficiency");
-  gboolean nic_per_gpu = base_values_int (p->values, "network.nic") != 0;
+  const BaseValues *v = net_topology_values (p);
+  int gpus_per_node = (int) base_values_int (v, "network.gpus_per_node");
+  double intra_bandwidth = base_values_double (v, "network.intra_bandwidth");
+  double intra_latency = base_values_double (v, "network.intra_latency");
+  double intra_efficiency = base_values_double (v, "network.intra_efficiency");
+  gboolean nic_per_gpu = base_values_int (v, "network.nic") != 0;
   if (!net_topology_check_hosts ("nodes", net, p, error))
     return FALSE;
   if (gpus_per_node < 0)

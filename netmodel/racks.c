@@ -70,9 +70,10 @@ static gboolean
 racks_resolve (const NetNetwork *net, const NetTopologyParams *p,
                RacksShape *shape, GError **error)
 {
-  int rack_size = (int) base_values_int (p->values, "network.rack_size");
-  double oversubscription = base_values_double (p->values, "network.oversubscription");
-  double switch_latency = base_values_double (p->values, "network.switch_latency");
+  const BaseValues *v = net_topology_values (p);
+  int rack_size = (int) base_values_int (v, "network.rack_size");
+  double oversubscription = base_values_double (v, "network.oversubscription");
+  double switch_latency = base_values_double (v, "network.switch_latency");
   int taken;  /* the rack whose link names a host name takes, or -1 */
 
   if (!net_topology_check_hosts ("racks", net, p, error))

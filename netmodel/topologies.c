@@ -69,3 +69,22 @@ net_topology_keys (GPtrArray *rows)
   base_registry_keys (rows, shared_keys, (const void *const *) net_topologies,
                       G_STRUCT_OFFSET (NetTopology, keys));
 }
+
+BaseValues *
+net_topology_values_new (void)
+{
+  g_autoptr (GPtrArray) rows = g_ptr_array_new ();
+  net_topology_keys (rows);
+  return base_values_new (rows);
+}
+
+const BaseValues *
+net_topology_values (const NetTopologyParams *p)
+{
+  static BaseValues *defaults; /* built once, read only */
+  if (p->values)
+    return p->values;
+  if (g_once_init_enter (&defaults))
+    g_once_init_leave (&defaults, net_topology_values_new ());
+  return defaults;
+}

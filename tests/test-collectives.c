@@ -903,7 +903,7 @@ static Run *
 run_new_nodes_at (int p, gsize n, NetContention contention, int gpus,
                   gboolean nic_gpu, double intra_bw, double intra_lat)
 {
-  BaseValues *v = base_values_new ();
+  BaseValues *v = net_topology_values_new ();
   Run *run;
 
   base_values_set_int (v, "network.gpus_per_node", gpus);
@@ -929,7 +929,7 @@ run_new_nodes (int p, gsize n, NetContention contention, int gpus,
 static Run *
 run_new_racks (int p, gsize n, NetContention contention, int size)
 {
-  BaseValues *v = base_values_new ();
+  BaseValues *v = net_topology_values_new ();
   Run *run;
 
   base_values_set_int (v, "network.rack_size", size);
@@ -1462,7 +1462,7 @@ static void
 test_channels_dgx1 (void)
 {
   const double B = 25e9, lat = 1e-6;
-  BaseValues *v = base_values_new ();
+  BaseValues *v = net_topology_values_new ();
   const CommAlgorithm *ring = comm_lookup ("ring");
   Run *run;
   double t, t_host;

@@ -21,7 +21,9 @@
 static BaseValues *
 values (const char *name, double ratio, gint64 bits)
 {
-  BaseValues *v = base_values_new ();
+  g_autoptr (GPtrArray) rows = g_ptr_array_new ();
+  pol_keys (rows);
+  BaseValues *v = base_values_new (rows);
   base_values_set_string (v, "policy.compression", name);
   base_values_set_double (v, "policy.ratio", ratio);
   base_values_set_int (v, "policy.bits", bits);

@@ -1064,7 +1064,7 @@ churn_build (NetNetwork *net, const char *topo, int n_hosts)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr (BaseValues) values = base_values_new ();
+  g_autoptr (BaseValues) values = net_topology_values_new ();
   NetTopologyParams p = { 0 };
 
   for (int h = 0; h < n_hosts; h++)

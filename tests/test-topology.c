@@ -55,7 +55,7 @@ params (GPtrArray *names)
   NetTopologyParams p = { 0 };
 
   base_values_free (values);
-  values = base_values_new ();
+  values = net_topology_values_new ();
   p.values = values;
 
   p.n_hosts = (int) names->len;
