@@ -33,14 +33,12 @@
  *     optimizer to the mean gradient, taking update_time(P) seconds; the
  *     iteration ends (time E) and the next starts.
  *
- * The workers' gradients are computed together, in groups of up to G
- * workers whose buffers fit in AR_GROUP_BYTES: their batches are stacked
- * and the model's loss_grad_groups runs the forward and input-gradient
- * products as single GEMMs (the numbers are those of separate calls up to
- * float rounding), and each group's gradients are added to the sum, in
- * worker order.  A group runs as tasks of train_task_groups(batch) workers on
- * the run's lanes (parallel.h): the same numbers on any number of host
- * threads.  The collectives then run for their timing only (no
+ * The workers (one data axis of the mesh, train/mesh.h) step together, in
+ * groups of up to G workers whose buffers fit in AR_GROUP_BYTES: one
+ * stacked worker step each (train/step.h: their batches as one product,
+ * on the run's host lanes, the same numbers on any number of threads), and
+ * each group's gradients are added to the sum, in worker order.  The
+ * collectives then run for their timing only (no
  * buffers): the sum is what they would deliver, up to the order of the
  * additions, and a run of 10,000 workers holds G gradients, not 10,000.
  *
@@ -62,7 +60,8 @@
 
 #include "policies/common.h"
 #include "policies/compress.h"
-#include "train/lanes.h"
+#include "train/mesh.h"
+#include "train/step.h"
 
 typedef struct {
   gsize lo, hi;            /* parameters [lo, hi) */
@@ -81,20 +80,15 @@ typedef struct {
 typedef struct {
   PolEnv env;
   const CommAlgorithm *alg;
-  int *hosts;              /* (workers) */
+  TrainMesh *mesh;         /* the workers on one data axis */
+  const int *hosts;        /* (workers) their hosts: the all-reduce's group */
   float *params;           /* (n_params) the one shared copy */
   float *sum;              /* (n_params) the workers' gradients, summed */
   int group;               /* G: workers whose gradients are computed at once */
   float **grad;            /* (G) gradient buffers, (n_params) each */
-  TrainLanes *lanes;         /* host threads for a group's gradients */
-  int chunk;               /* workers per task (train_task_groups) */
-  int group_n;             /* workers in the group being computed */
-  float *x;                /* (G x batch, d) stacked batches */
-  int *y;                  /* (G x batch) */
-  int *idx;                /* (batch) scratch */
   double *losses;          /* (G) */
+  TrainSteps *steps;       /* the workers' steps, G at a time; NULL without math */
   KernOptimizer *opt;      /* the shared optimizer state; NULL without math */
-  TrainSampler *samplers;
   ArBucket *buckets;
   int n_buckets;
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
@@ -313,19 +307,6 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
     g_error ("all-gather with %s: %s", b->alg->name, error->message); /* chosen to run it */
 }
 
-/* Task t of the group being computed: its workers' stacked gradients. */
-static void
-group_task (gpointer ctx, int t, KernModel *model)
-{
-  ArPolicy *ar = ctx;
-  const PolEnv *env = &ar->env;
-  int i0 = t * ar->chunk, n = MIN (ar->chunk, ar->group_n - i0);
-  gsize stride = (gsize) env->batch * (gsize) env->model->d;
-  model->ops->loss_grad_groups (model, ar->params, ar->x + (gsize) i0 * stride,
-                                ar->y + (gsize) i0 * env->batch, env->batch, n, ar->grad + i0,
-                                ar->losses + i0);
-}
-
 static void
 start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
@@ -338,21 +319,14 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   double host = 0;
   if (env->model)
     {
-      gsize stride = (gsize) env->batch * (gsize) env->model->d, P = env->n_params;
+      gsize P = env->n_params;
       memset (ar->sum, 0, P * sizeof (float));
       for (int w0 = 0; w0 < W; w0 += ar->group)
         {
           int n = MIN (ar->group, W - w0);
-          for (int i = 0; i < n; i++)
-            {
-              train_sampler_next (&ar->samplers[w0 + i], env->batch, ar->idx);
-              kern_dataset_gather (env->train, ar->idx, env->batch, ar->x + (gsize) i * stride,
-                                   ar->y + (gsize) i * env->batch);
-            }
-          gint64 t0 = g_get_monotonic_time ();
-          ar->group_n = n;
-          train_lanes_run (ar->lanes, (n + ar->chunk - 1) / ar->chunk, group_task, ar);
-          host += (double) (g_get_monotonic_time () - t0) / 1e6 / W;
+          TrainStep st = { .n = n, .first = w0, .params = ar->params, .grads = ar->grad,
+                           .losses = ar->losses };
+          host += train_step (ar->steps, &st) / W;
           for (int i = 0; i < n; i++)
             {
               int w = w0 + i;
@@ -365,7 +339,8 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
                                   &ar->rngs[w]);
                 }
             }
-          train_lanes_sum (ar->lanes, ar->sum, (const float *const *) ar->grad, n, P);
+          train_lanes_sum (train_steps_lanes (ar->steps), ar->sum,
+                           (const float *const *) ar->grad, n, P);
         }
     }
   for (int w = 0; w < W; w++)
@@ -393,9 +368,8 @@ ar_create (const PolEnv *env, GError **error)
   int W = env->workers;
   gsize P = env->n_params;
   pol_run_init (&ar->run, &ar->env);
-  ar->hosts = g_new (int, W);
-  for (int w = 0; w < W; w++)
-    ar->hosts[w] = w;
+  ar->mesh = train_mesh_new_data (W);
+  ar->hosts = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, 0).hosts;
   ar->step_time = g_new0 (double, W);
   /* the parameters only where the math runs: a timing-only model may be of
    * any size */
@@ -409,14 +383,13 @@ ar_create (const PolEnv *env, GError **error)
       ar->grad = g_new (float *, G);
       for (int i = 0; i < G; i++)
         ar->grad[i] = g_new0 (float, P);
-      ar->x = g_new (float, (gsize) G * env->batch * env->model->d);
-      ar->y = g_new (int, (gsize) G * env->batch);
-      ar->idx = g_new (int, env->batch);
       ar->losses = g_new (double, G);
-      ar->samplers = pol_samplers_for_env (env);
+      TrainStepsSetup setup = { .model = env->model, .train = env->train,
+                                .samplers = pol_samplers_for_env (env), .parts = W,
+                                .batch = env->batch, .slots = G, .stacked = TRUE,
+                                .host_timed = env->host_timed };
+      ar->steps = train_steps_new (&setup);
       ar->opt = kern_optimizer_new (&env->opt, P);
-      ar->lanes = train_lanes_new (env->model, env->host_timed);
-      ar->chunk = train_task_groups (env->batch);
     }
   ar->update_time = env->update_time (env->compute_ctx, P);
   ar->slowdown = env->overlap_slowdown;
@@ -485,23 +458,19 @@ ar_free (PolPolicy *p)
     for (int i = 0; i < ar->group; i++)
       g_free (ar->grad[i]);
   g_free (ar->sum);
-  train_lanes_free (ar->lanes);
+  train_steps_free (ar->steps);
   if (ar->memory)
     for (int w = 0; w < W; w++)
       g_free (ar->memory[w]);
   g_free (ar->memory);
   g_free (ar->rngs);
   g_free (ar->grad);
-  g_free (ar->hosts);
+  train_mesh_free (ar->mesh);
   g_free (ar->params);
   g_free (ar->step_time);
-  g_free (ar->x);
   g_free (ar->losses);
   if (ar->opt)
     kern_optimizer_free (ar->opt);
-  g_free (ar->y);
-  g_free (ar->idx);
-  train_samplers_free (ar->samplers, W);
   g_free (ar);
 }
 

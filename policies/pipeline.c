@@ -2,7 +2,8 @@
  * pipeline.c — pipeline parallelism: GPipe and 1F1B (PipeDream-flush).
  *
  * The model's layers are cut into `stages` contiguous groups, one per
- * worker; `replicas` copies of that pipeline train data-parallel, worker
+ * worker; `replicas` copies of that pipeline train data-parallel: a mesh of
+ * replicas (its data axis) x stages (its pipeline axis, train/mesh.h), rank
  * r x stages + s running stage s of replica r.  docs/policies.md
  * ("Pipeline") is the normative description; in short:
  *
@@ -47,11 +48,13 @@
 #include "comm/collectives.h"
 #include "policies/common.h"
 #include "train/lanes.h"
+#include "train/mesh.h"
+#include "train/step.h"
 
 enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE };
 
 typedef struct {
-  int replica, stage, index;  /* index = replica x stages + stage = host id */
+  int replica, stage, index;  /* its rank on the mesh (replica, stage) */
   int first, last;            /* layers */
   gsize lo, hi;               /* parameters [lo, hi) */
   double t_fwd, t_bwd;        /* s per micro-batch, device model */
@@ -83,25 +86,19 @@ typedef struct {
                                * micro-batch (device model, no straggler) */
   double *layer_bwd;          /* (n_layers) its backward */
   int *count;                 /* (P) layers per stage */
-  PlWorker *w;                /* (W) */
+  TrainMesh *mesh;            /* data (replicas) x pipeline (stages) */
+  PlWorker *w;                /* (W) by rank */
   const CommAlgorithm *alg;
   float *params;              /* (n_params) the one shared copy */
   float **grad;               /* (R) gradients, (n_params) each */
   KernOptimizer **opt;        /* (P) one per stage; NULL without math */
-  TrainSampler *samplers;       /* (R) */
   gboolean stacked;           /* the iteration's math at its start, all
                                * replicas in one pass (see above) */
-  float *xs;                  /* (R x batch, d) every replica's batch */
-  int *ys;                    /* (R x batch) */
+  TrainSteps *steps;          /* the replicas' steps: their batches, and
+                               * stacked, their gradients */
   double *losses;             /* (R) */
-  TrainLanes *lanes;            /* stacked: host threads for the replicas */
-  int chunk;                  /* stacked: replicas per task */
-  float **x;                  /* (R) (batch, d) this iteration's batch, in xs */
-  int **y;                    /* (R) (batch), in ys */
-  int *idx;                   /* (batch) scratch */
   float ***act;               /* (R)(P - 1) (m x n, width) stage outputs */
   float ***dact;              /* (R)(P - 1) their gradients */
-  int *reduce_hosts;          /* (R) scratch for a stage's all-reduce */
   float **reduce_bufs;        /* (R) */
   int *backward_done;         /* (P) replicas whose stage s ended backward */
   int stages_updated;         /* stages (all replicas) done this iteration */
@@ -271,9 +268,10 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data)
   PlPolicy *pl = ctx;
   int s = GPOINTER_TO_INT (data);
   double now = eng_sim_now (sim);
-  for (int r = 0; r < pl->R; r++)
+  TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s);
+  for (int r = 0; r < g.n; r++)
     {
-      PlWorker *wk = &pl->w[r * pl->P + s];
+      PlWorker *wk = &pl->w[g.ranks[r]];
       wk->it_compute += pl->update_time[s];
       span (pl, wk->index, "update", now - pl->update_time[s], now, 0);
     }
@@ -308,9 +306,10 @@ on_reduce_done (EngSim *sim, gpointer ctx, gpointer data)
   PlPolicy *pl = ctx;
   int s = GPOINTER_TO_INT (data);
   double now = eng_sim_now (sim);
-  for (int r = 0; r < pl->R; r++)
+  TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s);
+  for (int r = 0; r < g.n; r++)
     {
-      PlWorker *wk = &pl->w[r * pl->P + s];
+      PlWorker *wk = &pl->w[g.ranks[r]];
       wk->it_comm += now - wk->blocked_since;
       span (pl, wk->index, "send", wk->blocked_since, now,
             4.0 * (double) (wk->hi - wk->lo));
@@ -336,15 +335,15 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
     }
   /* the all-reduce starts when the last replica's stage s is done; the
    * others waited for it (their wait), the collective is comm */
-  for (int r = 0; r < pl->R; r++)
+  TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index);
+  for (int r = 0; r < g.n; r++)
     {
-      PlWorker *o = &pl->w[r * pl->P + s];
-      pl->reduce_hosts[r] = o->index;
+      PlWorker *o = &pl->w[g.ranks[r]];
       if (pl->env.model && !pl->stacked)
         pl->reduce_bufs[r] = pl->grad[r] + o->lo;
       o->blocked_since = now;
     }
-  pol_allreduce_start (&pl->env, pl->alg, pl->R, pl->reduce_hosts,
+  pol_allreduce_start (&pl->env, pl->alg, g.n, g.hosts,
                        pl->env.model && !pl->stacked ? pl->reduce_bufs : NULL,
                        wk->hi - wk->lo, TAG_ALLREDUCE,
                        on_reduce_done, pl, GINT_TO_POINTER (s));
@@ -364,9 +363,11 @@ on_op_done (EngSim *sim, gpointer ctx, gpointer data)
     {
       if (s + 1 < pl->P)
         {
-          PlWorker *next = wk + 1;
+          PlWorker *next = &pl->w[train_mesh_rank_at (pl->mesh, wk->index, TRAIN_AXIS_PIPELINE,
+                                                       s + 1)];
           next->in_sent[micro] = now;
-          net_send (pl->env.net, wk->index, next->index, wk->out_bytes, TAG_ACTIVATION,
+          net_send (pl->env.net, train_mesh_host (pl->mesh, wk->index),
+                    train_mesh_host (pl->mesh, next->index), wk->out_bytes, TAG_ACTIVATION,
                     on_arrive, pl, pack (next->index, micro, 0));
         }
       else
@@ -380,9 +381,11 @@ on_op_done (EngSim *sim, gpointer ctx, gpointer data)
       wk->stash--;
       if (s > 0)
         {
-          PlWorker *prev = wk - 1;
+          PlWorker *prev = &pl->w[train_mesh_rank_at (pl->mesh, wk->index, TRAIN_AXIS_PIPELINE,
+                                                       s - 1)];
           prev->grad_sent[micro] = now;
-          net_send (pl->env.net, wk->index, prev->index, prev->out_bytes, TAG_GRADIENT,
+          net_send (pl->env.net, train_mesh_host (pl->mesh, wk->index),
+                    train_mesh_host (pl->mesh, prev->index), prev->out_bytes, TAG_GRADIENT,
                     on_arrive, pl, pack (prev->index, micro, 1));
         }
     }
@@ -436,10 +439,10 @@ try_next (PlPolicy *pl, PlWorker *wk)
       gint64 t0 = g_get_monotonic_time ();
       if (fwd)
         {
-          const float *in = s == 0 ? pl->x[r] + row * (gsize) env->model->d
+          const float *in = s == 0 ? train_steps_x (pl->steps, r) + row * (gsize) env->model->d
                                    : pl->act[r][s - 1] + row * in_w;
           float *out = s + 1 < pl->P ? pl->act[r][s] + row * out_w : NULL;
-          double loss = kern_stage_forward (wk->ks, slot, in, pl->y[r] + row, out);
+          double loss = kern_stage_forward (wk->ks, slot, in, train_steps_y (pl->steps, r) + row, out);
           if (s + 1 == pl->P)
             pl->loss_sum += loss;
         }
@@ -464,17 +467,6 @@ try_next (PlPolicy *pl, PlWorker *wk)
   eng_schedule (sim, dt, on_op_done, pl, wk);
 }
 
-/* Stacked: task t's replicas' gradients of the iteration. */
-static void
-replicas_task (gpointer ctx, int t, KernModel *model)
-{
-  PlPolicy *pl = ctx;
-  const PolEnv *env = &pl->env;
-  int r0 = t * pl->chunk, n = MIN (pl->chunk, pl->R - r0);
-  model->ops->loss_grad_groups (model, pl->params, pl->x[r0], pl->y[r0], env->batch, n,
-                                pl->grad + r0, pl->losses + r0);
-}
-
 static void
 start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
@@ -485,18 +477,16 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   pl->loss_sum = 0;
   memset (pl->backward_done, 0, sizeof (int) * (gsize) pl->P);
   if (env->model)
-    for (int r = 0; r < pl->R; r++)
-      {
-        train_sampler_next (&pl->samplers[r], env->batch, pl->idx);
-        kern_dataset_gather (env->train, pl->idx, env->batch, pl->x[r], pl->y[r]);
-      }
-  if (pl->stacked)
     {
-      /* every replica's gradient, summed into grad[0] in replica order: the
-       * stages' all-reduces then only take their time */
-      train_lanes_run (pl->lanes, (pl->R + pl->chunk - 1) / pl->chunk, replicas_task, pl);
-      train_lanes_sum (pl->lanes, pl->grad[0], (const float *const *) pl->grad + 1, pl->R - 1,
-                     env->n_params);
+      /* every replica's batch; stacked, its gradient too, summed into
+       * grad[0] in replica order: the stages' all-reduces then only take
+       * their time */
+      TrainStep st = { .n = pl->R, .first = 0, .params = pl->params,
+                       .grads = pl->stacked ? pl->grad : NULL, .losses = pl->losses };
+      train_step (pl->steps, &st);
+      if (pl->stacked)
+        train_lanes_sum (train_steps_lanes (pl->steps), pl->grad[0],
+                         (const float *const *) pl->grad + 1, pl->R - 1, env->n_params);
     }
   for (int k = 0; k < pl->W; k++)
     {
@@ -599,10 +589,12 @@ pl_worker_init (PlPolicy *pl, int r, int s, int first)
   const PolEnv *env = &pl->env;
   int P = pl->P, M = pl->M, L = env->n_layers;
   double n = pl->n;
-  PlWorker *wk = &pl->w[r * P + s];
+  int rank = train_mesh_rank_at (pl->mesh, train_mesh_rank_at (pl->mesh, 0, TRAIN_AXIS_DATA, r),
+                                 TRAIN_AXIS_PIPELINE, s);
+  PlWorker *wk = &pl->w[rank];
   wk->replica = r;
   wk->stage = s;
-  wk->index = r * P + s;
+  wk->index = rank;
   wk->first = first;
   wk->last = first + pl->count[s] - 1;
   wk->lo = env->layers[wk->first].param_offset;
@@ -643,27 +635,18 @@ pl_math_new (PlPolicy *pl)
   gsize NP = env->n_params;
   PolEnv senv = *env;
   senv.workers = R; /* replicas draw batches as data-parallel workers do */
-  pl->samplers = pol_samplers_for_env (&senv);
-  pl->idx = g_new (int, env->batch);
+  TrainStepsSetup setup = { .model = env->model, .train = env->train,
+                            .samplers = pol_samplers_for_env (&senv), .parts = R,
+                            .batch = env->batch, .slots = R, .stacked = pl->stacked,
+                            .host_timed = env->host_timed };
+  pl->steps = train_steps_new (&setup);
   pl->grad = g_new (float *, R);
-  pl->x = g_new (float *, R);
-  pl->y = g_new (int *, R);
   pl->act = g_new0 (float **, R);
   pl->dact = g_new0 (float **, R);
-  gsize xlen = (gsize) env->batch * (gsize) env->model->d;
-  pl->xs = g_new (float, xlen * (gsize) R);
-  pl->ys = g_new (int, (gsize) env->batch * (gsize) R);
   pl->losses = g_new0 (double, R);
-  if (pl->stacked)
-    {
-      pl->lanes = train_lanes_new (env->model, FALSE);
-      pl->chunk = train_task_groups (env->batch);
-    }
   for (int r = 0; r < R; r++)
     {
       pl->grad[r] = g_new0 (float, NP);
-      pl->x[r] = pl->xs + xlen * (gsize) r;
-      pl->y[r] = pl->ys + (gsize) env->batch * (gsize) r;
       pl->act[r] = g_new0 (float *, P);
       pl->dact[r] = g_new0 (float *, P);
       if (pl->stacked)
@@ -722,7 +705,10 @@ pl_create (const PolEnv *env, GError **error)
     }
   pl->update_time = g_new (double, P);
   pl->backward_done = g_new0 (int, P);
-  pl->reduce_hosts = g_new (int, R);
+  int size[TRAIN_N_AXES] = { [TRAIN_AXIS_DATA] = R, [TRAIN_AXIS_PIPELINE] = P,
+                             [TRAIN_AXIS_EXPERT] = 1, [TRAIN_AXIS_CONTEXT] = 1,
+                             [TRAIN_AXIS_TENSOR] = 1 };
+  pl->mesh = train_mesh_new (size, 0);
   pl->reduce_bufs = g_new0 (float *, R);
   pl->w = g_new0 (PlWorker, pl->W);
   for (int r = 0; r < R; r++)
@@ -742,11 +728,9 @@ pl_start (PolPolicy *p)
   PlPolicy *pl = (PlPolicy *) p;
   if (pl->R > 1)  /* what stage 0's replicas all-reduce with */
     {
-      for (int r = 0; r < pl->R; r++)
-        pl->reduce_hosts[r] = pl->w[r * pl->P].index;
+      TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, 0);
       pol_report_algorithm (&pl->env, pl->alg,
-                            pol_allreduce_resolve (&pl->env, pl->alg, pl->R,
-                                                   pl->reduce_hosts,
+                            pol_allreduce_resolve (&pl->env, pl->alg, g.n, g.hosts,
                                                    pl->w[0].hi - pl->w[0].lo));
     }
   pol_run_start (&pl->run, pl->params);
@@ -812,19 +796,13 @@ pl_free (PolPolicy *p)
         }
       for (int s = 0; s < pl->P; s++)
         kern_optimizer_free (pl->opt[s]);
-      train_samplers_free (pl->samplers, pl->R);
     }
+  train_steps_free (pl->steps);
   g_free (pl->grad);
-  g_free (pl->xs);
-  g_free (pl->ys);
   g_free (pl->losses);
-  train_lanes_free (pl->lanes);
-  g_free (pl->x);
-  g_free (pl->y);
   g_free (pl->act);
   g_free (pl->dact);
   g_free (pl->opt);
-  g_free (pl->idx);
   g_free (pl->w);
   g_free (pl->count);
   g_free (pl->layer_fwd);
@@ -832,7 +810,7 @@ pl_free (PolPolicy *p)
   g_free (pl->params);
   g_free (pl->update_time);
   g_free (pl->backward_done);
-  g_free (pl->reduce_hosts);
+  train_mesh_free (pl->mesh);
   g_free (pl->reduce_bufs);
   g_free (pl);
 }
