@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "policies/common.h"
+#include "train/step.h"
 
 /* The server's random stream (client sampling and drops), apart from the
  * samplers', the stragglers' and the compressors'. */
@@ -63,10 +64,7 @@ typedef struct {
   double sum_n;           /* their weights */
   float *grad;
   KernOptimizer **opt;    /* (W) each client's optimizer state */
-  TrainSampler *samplers;
-  float *x;
-  int *y;
-  int *idx;
+  TrainSteps *steps;       /* the clients' local steps */
   int *order;             /* (W) scratch for sampling */
   EngRng rng;
   double fraction, local_epochs, drop, deadline;
@@ -163,7 +161,7 @@ on_answer (EngSim *sim, gpointer ctx, gpointer data, const NetTransfer *t G_GNUC
   k->answered = eng_sim_now (sim);
   if (fa->global)
     {
-      double n = fa->samplers[c].len;
+      double n = train_steps_part_samples (fa->steps, c);
       const float *x = fa->local[c];
       for (gsize i = 0; i < fa->env.n_params; i++)
         fa->sum[i] += n * x[i];
@@ -200,17 +198,13 @@ take_step (FaPolicy *fa, int c)
 {
   const PolEnv *env = &fa->env;
   FaClient *k = &fa->cl[c];
-  double now = eng_sim_now (env->sim), host = 0;
-  if (fa->global)
-    {
-      train_sampler_next (&fa->samplers[c], env->batch, fa->idx);
-      kern_dataset_gather (env->train, fa->idx, env->batch, fa->x, fa->y);
-      gint64 t0 = g_get_monotonic_time ();
-      env->model->ops->loss_grad (env->model, fa->local[c], fa->x, fa->y, env->batch, fa->grad);
-      host = (double) (g_get_monotonic_time () - t0) / 1e6;
-      kern_optimizer_step (fa->opt[c], fa->local[c], fa->grad);
-    }
-  double dt = env->compute_time (env->compute_ctx, c, host) + fa->update_time;
+  double now = eng_sim_now (env->sim), T;
+  const float *own[1] = { fa->global ? fa->local[c] : NULL };
+  float *update[1] = { own[0] ? fa->local[c] : NULL };
+  TrainStep st = { .n = 1, .first = c, .own = own, .grads = &fa->grad,
+                   .opt = fa->opt ? fa->opt + c : NULL, .update = update, .seconds = &T };
+  train_step (fa->steps, &st);
+  double dt = T + fa->update_time;
   k->compute += dt;
   pol_worker_span (env, c, "compute", now, now + dt, fa->round, 0);
   k->step_ev = eng_schedule (env->sim, dt, on_step_done, fa, tag_of (fa, c));
@@ -261,7 +255,7 @@ start_round (FaPolicy *fa)
       if (!k->selected)
         continue;
       k->dropped = fa->drop > 0 && eng_rng_uniform (&fa->rng) < fa->drop;
-      double n = fa->samplers ? fa->samplers[c].len : (double) env->batch;
+      double n = fa->global ? train_steps_part_samples (fa->steps, c) : (double) env->batch;
       k->steps = (gint64) MAX (1.0, ceil (fa->local_epochs * n / env->batch));
       k->steps_left = k->steps;
       if (!k->dropped)
@@ -314,11 +308,13 @@ fa_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
         }
       fa->sum = g_new0 (double, P);
       fa->grad = g_new0 (float, P);
-      fa->x = g_new (float, (gsize) env->batch * env->model->d);
-      fa->y = g_new (int, env->batch);
-      fa->idx = g_new (int, env->batch);
-      fa->samplers = pol_samplers_for_env (env);
     }
+  TrainStepsSetup setup = { .model = env->model, .train = env->train,
+                            .samplers = env->model ? pol_samplers_for_env (env) : NULL,
+                            .parts = env->model ? W : 0, .batch = env->batch, .slots = 1,
+                            .host_timed = env->host_timed, .compute_time = env->compute_time,
+                            .ctx = env->compute_ctx };
+  fa->steps = train_steps_new (&setup);
   fa->update_time = env->update_time (env->compute_ctx, P);
   return (PolPolicy *) fa;
 }
@@ -356,11 +352,8 @@ fa_free (PolPolicy *p)
   g_free (fa->global);
   g_free (fa->sum);
   g_free (fa->grad);
-  g_free (fa->x);
-  g_free (fa->y);
-  g_free (fa->idx);
   g_free (fa->order);
-  train_samplers_free (fa->samplers, fa->W);
+  train_steps_free (fa->steps);
   g_free (fa->cl);
   g_free (fa);
 }

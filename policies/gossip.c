@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "policies/common.h"
+#include "train/step.h"
 
 /* The random stream of init_spread's noise (apart from the samplers' and
  * the stragglers' streams). */
@@ -92,11 +93,8 @@ typedef struct {
                           * only, the one being used */
   int *idxs;             /* deferred: (W x batch) each worker's batch */
   KernOptimizer **opt;
-  TrainSampler *samplers;
+  TrainSteps *steps;     /* the workers' steps */
   float *avg;            /* the average model, for evaluations */
-  float *x;
-  int *y;
-  int *idx;
   double update_time;    /* s, one optimizer step on P parameters */
   gint64 total;          /* iterations x W */
   PolRun run;
@@ -347,9 +345,10 @@ end_iteration (GoPolicy *go, int w)
 static const float *
 deferred_gradient (GoPolicy *go, int w)
 {
-  const PolEnv *env = &go->env;
-  kern_dataset_gather (env->train, go->idxs + (gsize) w * env->batch, env->batch, go->x, go->y);
-  env->model->ops->loss_grad (env->model, cur (go, w), go->x, go->y, env->batch, go->grad[0]);
+  const float *own[1] = { cur (go, w) };
+  TrainStep st = { .n = 1, .first = w, .drawn = go->idxs + (gsize) w * go->env.batch,
+                   .own = own, .grads = &go->grad[0] };
+  train_step (go->steps, &st);
   return go->grad[0];
 }
 
@@ -433,18 +432,13 @@ start_iteration (GoPolicy *go, int w)
   double now = eng_sim_now (env->sim);
   wk->start = now;
   wk->own_ready = -1;
-  double host = 0;
-  if (go->xs[0] && go->deferred)
-    train_sampler_next (&go->samplers[w], env->batch, go->idxs + (gsize) w * env->batch);
-  else if (go->xs[0])
-    {
-      train_sampler_next (&go->samplers[w], env->batch, go->idx);
-      kern_dataset_gather (env->train, go->idx, env->batch, go->x, go->y);
-      gint64 t0 = g_get_monotonic_time ();
-      env->model->ops->loss_grad (env->model, cur (go, w), go->x, go->y, env->batch,
-                                  go->grad[w]);
-      host = (double) (g_get_monotonic_time () - t0) / 1e6;
-    }
+  /* deferred: the batch is drawn now, its gradient computed when used */
+  const float *at[1] = { go->xs[0] ? cur (go, w) : NULL };
+  TrainStep st = { .n = 1, .first = w, .own = at,
+                   .grads = go->xs[0] && !go->deferred ? &go->grad[w] : NULL,
+                   .drawn_into = go->xs[0] && go->deferred ? go->idxs + (gsize) w * env->batch
+                                                           : NULL };
+  double host = train_step (go->steps, &st);
   if (go->order == ORDER_DPSGD)
     send_model (go, w, wk->iter);
   double T = env->compute_time (env->compute_ctx, w, host);
@@ -507,13 +501,14 @@ go_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
           for (gsize i = 0; i < P; i++)
             go->xs[0][w][i] += (float) (spread * eng_rng_normal (&rng));
       go->avg = g_new0 (float, P);
-      go->x = g_new (float, (gsize) env->batch * env->model->d);
-      go->y = g_new (int, env->batch);
-      go->idx = g_new (int, env->batch);
-      go->samplers = pol_samplers_for_env (env);
       go->run.consensus = consensus;
       go->run.consensus_ctx = go;
     }
+  TrainStepsSetup setup = { .model = env->model, .train = env->train,
+                            .samplers = env->model ? pol_samplers_for_env (env) : NULL,
+                            .parts = env->model ? W : 0, .batch = env->batch, .slots = 1,
+                            .host_timed = env->host_timed };
+  go->steps = train_steps_new (&setup);
   go->update_time = env->update_time (env->compute_ctx, P);
   return (PolPolicy *) go;
 }
@@ -561,10 +556,7 @@ go_free (PolPolicy *p)
   g_free (go->idxs);
   g_free (go->opt);
   g_free (go->avg);
-  g_free (go->x);
-  g_free (go->y);
-  g_free (go->idx);
-  train_samplers_free (go->samplers, W);
+  train_steps_free (go->steps);
   g_free (go->deg);
   g_free (go->nbr);
   g_free (go->weight);

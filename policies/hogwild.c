@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "policies/common.h"
+#include "train/step.h"
 
 typedef struct {
   gint64 iter;
@@ -63,10 +64,7 @@ typedef struct {
   gsize *partial_done;    /* (W) components each has written */
   float *grad;
   KernOptimizer **opt;
-  TrainSampler *samplers;
-  float *xb;
-  int *y;
-  int *idx;
+  TrainSteps *steps;      /* the cores' steps */
   EngResource *res;       /* lock = lock: the lock */
   double u;               /* s, update_time(P): a write, or a locked read */
   gint64 applied;         /* updates written */
@@ -144,22 +142,6 @@ read_model (HwPolicy *hw, int c)
   return hw->view;
 }
 
-/* Core c's gradient at what it read, and the update its optimizer makes
- * of it. */
-static void
-compute_update (HwPolicy *hw, int c, const float *seen)
-{
-  const PolEnv *env = &hw->env;
-  gsize P = env->n_params;
-  train_sampler_next (&hw->samplers[c], env->batch, hw->idx);
-  kern_dataset_gather (env->train, hw->idx, env->batch, hw->xb, hw->y);
-  env->model->ops->loss_grad (env->model, seen, hw->xb, hw->y, env->batch, hw->grad);
-  /* the optimizers' steps do not depend on the parameters: applied to
-   * zeros, a step gives the update itself, with no rounding of x in it */
-  memset (hw->delta[c], 0, P * sizeof (float));
-  kern_optimizer_step (hw->opt[c], hw->delta[c], hw->grad);
-}
-
 /* Core c's update is in x: close its iteration, start the next. */
 static void
 write_done (HwPolicy *hw, int c)
@@ -233,14 +215,18 @@ compute (HwPolicy *hw, int c, const float *seen)
 {
   const PolEnv *env = &hw->env;
   HwCore *k = &hw->core[c];
-  double now = eng_sim_now (env->sim), host = 0;
+  double now = eng_sim_now (env->sim);
+  /* its gradient at what it read, and the update its optimizer makes of
+   * it: the optimizers' steps do not depend on the parameters, so applied
+   * to zeros a step gives the update itself, with no rounding of x in it */
   if (hw->x)
-    {
-      gint64 t0 = g_get_monotonic_time ();
-      compute_update (hw, c, seen);
-      host = (double) (g_get_monotonic_time () - t0) / 1e6;
-    }
-  k->compute = env->compute_time (env->compute_ctx, c, host);
+    memset (hw->delta[c], 0, env->n_params * sizeof (float));
+  const float *own[1] = { seen };
+  float *update[1] = { hw->x ? hw->delta[c] : NULL };
+  TrainStep st = { .n = 1, .first = c, .own = own, .grads = &hw->grad,
+                   .opt = hw->opt ? hw->opt + c : NULL, .update = update,
+                   .seconds = &k->compute };
+  train_step (hw->steps, &st);
   pol_worker_span (env, c, "compute", now, now + k->compute, k->iter, 0);
   eng_schedule (env->sim, k->compute, on_compute_done, hw, GINT_TO_POINTER (c));
 }
@@ -313,11 +299,13 @@ hw_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
           hw->opt[c] = kern_optimizer_new (&env->opt, P);
         }
       hw->grad = g_new0 (float, P);
-      hw->xb = g_new (float, (gsize) env->batch * env->model->d);
-      hw->y = g_new (int, env->batch);
-      hw->idx = g_new (int, env->batch);
-      hw->samplers = pol_samplers_for_env (env);
     }
+  TrainStepsSetup setup = { .model = env->model, .train = env->train,
+                            .samplers = env->model ? pol_samplers_for_env (env) : NULL,
+                            .parts = env->model ? W : 0, .batch = env->batch, .slots = 1,
+                            .host_timed = env->host_timed, .compute_time = env->compute_time,
+                            .ctx = env->compute_ctx };
+  hw->steps = train_steps_new (&setup);
   return (PolPolicy *) hw;
 }
 
@@ -360,10 +348,7 @@ hw_free (PolPolicy *p)
   g_free (hw->opt);
   g_free (hw->x);
   g_free (hw->grad);
-  g_free (hw->xb);
-  g_free (hw->y);
-  g_free (hw->idx);
-  train_samplers_free (hw->samplers, hw->W);
+  train_steps_free (hw->steps);
   eng_resource_free (hw->res);
   g_free (hw->core);
   g_free (hw);

@@ -44,22 +44,22 @@
 
 #include "policies/common.h"
 #include "train/lanes.h"
+#include "train/mesh.h"
+#include "train/step.h"
 
 typedef struct {
   PolEnv env;
   const CommAlgorithm *alg;
   gint64 H;                /* local steps per round */
-  int *hosts;              /* (workers) */
+  TrainMesh *mesh;         /* the workers on one data axis */
+  const int *hosts;        /* (workers) their hosts: the averaging's group */
   float *avg;              /* (n_params) the last averaged model; NULL without math */
   float **own;             /* (workers) x_w once it has diverged, (n_params) each */
   float **cur;             /* (workers) x_w: avg or own[w] */
   float *grad;             /* (n_params) scratch gradient */
-  TrainLanes *lanes;         /* for the averaging's sum */
+  TrainSteps *worker_steps; /* each worker's local steps; their lanes
+                              * make the averaging's sum */
   KernOptimizer **opt;     /* (workers) each worker's optimizer state */
-  TrainSampler *samplers;
-  float *x;                /* (batch, d) scratch batch */
-  int *y;                  /* (batch) */
-  int *idx;                /* (batch) */
   double update_time;      /* s, one optimizer step on P parameters */
   /* the round in progress */
   gint64 round_first;      /* iteration index of the round's first local step */
@@ -97,7 +97,7 @@ on_sync_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       gsize P = env->n_params;
       float inv = 1.0f / (float) W;
       memset (ls->avg, 0, P * sizeof (float));
-      train_lanes_sum (ls->lanes, ls->avg, (const float *const *) ls->own, W, P);
+      train_lanes_sum (train_steps_lanes (ls->worker_steps), ls->avg, (const float *const *) ls->own, W, P);
       for (gsize i = 0; i < P; i++)
         ls->avg[i] *= inv;
       for (int w = 0; w < W; w++)
@@ -161,23 +161,18 @@ start_step (LsPolicy *ls, int w)
   const PolEnv *env = &ls->env;
   double now = eng_sim_now (env->sim);
   gint64 iter = ls->round_first + ls->steps[w];
-  double host = 0;
+  /* x_w is read by no one before the step ends: update it now, into its
+   * own copy (written by this step from avg when it still shares it) */
+  double T;
+  const float *own[1] = { ls->avg ? ls->cur[w] : NULL };
+  float *update[1] = { ls->avg ? ls->own[w] : NULL };
+  const float *from[1] = { ls->avg && ls->cur[w] == ls->avg ? ls->avg : NULL };
+  TrainStep st = { .n = 1, .first = w, .own = own, .grads = &ls->grad,
+                   .opt = ls->opt ? ls->opt + w : NULL, .update = update,
+                   .update_from = from, .seconds = &T };
+  train_step (ls->worker_steps, &st);
   if (ls->avg)
-    {
-      train_sampler_next (&ls->samplers[w], env->batch, ls->idx);
-      kern_dataset_gather (env->train, ls->idx, env->batch, ls->x, ls->y);
-      gint64 t0 = g_get_monotonic_time ();
-      env->model->ops->loss_grad (env->model, ls->cur[w], ls->x, ls->y, env->batch, ls->grad);
-      host = (double) (g_get_monotonic_time () - t0) / 1e6;
-      /* x_w is read by no one before the step ends: update it now, into
-       * its own copy (written by this step when it still shares avg) */
-      if (ls->cur[w] == ls->avg)
-        kern_optimizer_step_into (ls->opt[w], ls->own[w], ls->avg, ls->grad);
-      else
-        kern_optimizer_step (ls->opt[w], ls->own[w], ls->grad);
-      ls->cur[w] = ls->own[w];
-    }
-  double T = env->compute_time (env->compute_ctx, w, host);
+    ls->cur[w] = ls->own[w];
   ls->step_start[w] = now;
   ls->step_cost[w] = T + ls->update_time;
   pol_worker_span (env, w, "compute", now, now + T + ls->update_time, iter, 0);
@@ -214,9 +209,8 @@ ls_create (const PolEnv *env, GError **error)
   int W = env->workers;
   gsize P = env->n_params;
   pol_run_init (&ls->run, &ls->env);
-  ls->hosts = g_new (int, W);
-  for (int w = 0; w < W; w++)
-    ls->hosts[w] = w;
+  ls->mesh = train_mesh_new_data (W);
+  ls->hosts = train_mesh_group (ls->mesh, TRAIN_AXIS_DATA, 0).hosts;
   ls->steps = g_new0 (gint64, W);
   ls->step_start = g_new0 (double, W);
   ls->step_cost = g_new0 (double, W);
@@ -235,12 +229,13 @@ ls_create (const PolEnv *env, GError **error)
           ls->cur[w] = ls->avg;
           ls->opt[w] = kern_optimizer_new (&env->opt, P);
         }
-      ls->lanes = train_lanes_new (env->model, env->host_timed);
-      ls->x = g_new (float, (gsize) env->batch * env->model->d);
-      ls->y = g_new (int, env->batch);
-      ls->idx = g_new (int, env->batch);
-      ls->samplers = pol_samplers_for_env (env);
     }
+  TrainStepsSetup setup = { .model = env->model, .train = env->train,
+                            .samplers = env->model ? pol_samplers_for_env (env) : NULL,
+                            .parts = env->model ? W : 0, .batch = env->batch, .slots = 1,
+                            .host_timed = env->host_timed, .compute_time = env->compute_time,
+                            .ctx = env->compute_ctx };
+  ls->worker_steps = train_steps_new (&setup);
   ls->update_time = env->update_time (env->compute_ctx, P);
   return (PolPolicy *) ls;
 }
@@ -280,13 +275,9 @@ ls_free (PolPolicy *p)
   g_free (ls->own);
   g_free (ls->cur);
   g_free (ls->grad);
-  train_lanes_free (ls->lanes);
+  train_steps_free (ls->worker_steps);
   g_free (ls->opt);
-  g_free (ls->x);
-  g_free (ls->y);
-  g_free (ls->idx);
-  train_samplers_free (ls->samplers, W);
-  g_free (ls->hosts);
+  train_mesh_free (ls->mesh);
   g_free (ls->steps);
   g_free (ls->step_start);
   g_free (ls->step_cost);

@@ -52,6 +52,7 @@
 #include "policies/common.h"
 #include "comm/shard.h"
 #include "policies/compress.h"
+#include "train/step.h"
 
 typedef struct PsPolicy PsPolicy;
 
@@ -117,9 +118,7 @@ typedef struct {
   float *grad;           /* (n_params) */
   float *memory;         /* (n_params) compression's error feedback, or NULL */
   EngRng rng;            /* compression's stream */
-  float *x;              /* (batch, d) */
-  int *y;                /* (batch) */
-  int *idx;              /* (batch) sample indices of the batch */
+  int *idx;              /* deferred: (batch) the batch it drew */
   gint64 iter;           /* iteration in progress */
   double iter_start;     /* s, when `iter` began */
   double compute_start;  /* s, when `iter`'s compute began */
@@ -194,7 +193,7 @@ struct PsPolicy {
   PsServer *servers;
   float *global;         /* (n_params) the servers' parameters, by shard */
   gint64 *grad_shards;   /* per (worker): shards of its latest gradient applied */
-  TrainSampler *samplers;  /* (workers) */
+  TrainSteps *steps;       /* the workers' steps */
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
   gint64 total;          /* iterations * workers */
   PolRun run;            /* counters (updates: gradients applied to every
@@ -224,8 +223,6 @@ struct PsPolicy {
    * keep no copy */
   gboolean shared_global;
   float *scratch;        /* deferred: (n_params) the gradient being applied */
-  float *scratch_x;      /* deferred: (batch, d) its batch */
-  int *scratch_y;
   gint64 open_round;     /* the round accepting gradients */
   gint64 got;            /* gradients accepted in open_round */
   gint64 rounds_done;    /* rounds whose accepted gradients are all applied */
@@ -281,14 +278,6 @@ span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
       gint64 iter, double bytes)
 {
   pol_span (&ps->env, actor, kind, a, b, iter, bytes);
-}
-
-/* Next batch of worker w into w->x, w->y. */
-static void
-next_batch (PsPolicy *ps, PsWorker *w)
-{
-  train_sampler_next (&ps->samplers[w->id], ps->env.batch, w->idx);
-  kern_dataset_gather (ps->env.train, w->idx, ps->env.batch, w->x, w->y);
 }
 
 static void
@@ -347,18 +336,14 @@ start_compute (PsPolicy *ps, PsWorker *w)
   w->replies_got = 0;
   w->acc_staleness = 0;
   w->acc_hold_start = w->acc_hold_end = 0;
-  double host = 0;
-  if (ps->env.model && ps->deferred)
-    train_sampler_next (&ps->samplers[w->id], ps->env.batch, w->idx);
-  else if (ps->env.model)
-    {
-      next_batch (ps, w);
-      gint64 t0 = g_get_monotonic_time ();
-      ps->env.model->ops->loss_grad (ps->env.model, w->params, w->x, w->y,
-                                     ps->env.batch, w->grad);
-      host = (double) (g_get_monotonic_time () - t0) / 1e6;
-    }
-  double t = ps->env.compute_time (ps->env.compute_ctx, w->id, host);
+  /* deferred: the batch is drawn now, its gradient computed when due */
+  double t;
+  const float *own[1] = { w->params };
+  TrainStep st = { .n = 1, .first = w->id, .own = own,
+                   .grads = ps->env.model && !ps->deferred ? &w->grad : NULL,
+                   .drawn_into = ps->env.model && ps->deferred ? w->idx : NULL,
+                   .seconds = &t };
+  train_step (ps->steps, &st);
   w->compute = t;
   span (ps, w->name, "compute", now, now + t, w->iter, 0);
   w->compute_ev = eng_schedule (sim, t, on_compute_done, ps, w);
@@ -530,9 +515,9 @@ static const float *
 deferred_gradient (PsPolicy *ps, PsWorker *w)
 {
   const PolEnv *env = &ps->env;
-  kern_dataset_gather (env->train, w->idx, env->batch, ps->scratch_x, ps->scratch_y);
-  env->model->ops->loss_grad (env->model, w->params, ps->scratch_x, ps->scratch_y, env->batch,
-                              ps->scratch);
+  const float *own[1] = { w->params };
+  TrainStep st = { .n = 1, .first = w->id, .drawn = w->idx, .own = own, .grads = &ps->scratch };
+  train_step (ps->steps, &st);
   if (ps->cmp)
     ps->cmp->apply (env->values, ps->scratch, w->memory, env->n_params, &w->rng);
   return ps->scratch;
@@ -829,10 +814,9 @@ workers_new (PsPolicy *ps)
           if (!ps->deferred)
             {
               wk->grad = g_new0 (float, P);
-              wk->x = g_new (float, (gsize) env->batch * env->model->d);
-              wk->y = g_new (int, env->batch);
             }
-          wk->idx = g_new (int, env->batch);
+          else
+            wk->idx = g_new (int, env->batch);
           if (ps->cmp && ps->cmp->feedback)
             wk->memory = g_new0 (float, P);
           eng_rng_init (&wk->rng, env->seed, POL_COMPRESS_STREAM + (guint64) w);
@@ -927,15 +911,17 @@ ps_create (const PolEnv *env, GError **error)
   for (int s = 0; s < S; s++)
     ps->spare[s] = g_ptr_array_new_with_free_func (g_free);
 
-  if (env->model)
-    ps->samplers = pol_samplers_for_env (env);
+  TrainStepsSetup setup = { .model = env->model, .train = env->train,
+                            .samplers = env->model ? pol_samplers_for_env (env) : NULL,
+                            .parts = env->model ? env->workers : 0, .batch = env->batch,
+                            .slots = 1, .host_timed = env->host_timed,
+                            .compute_time = env->compute_time, .ctx = env->compute_ctx };
+  ps->steps = train_steps_new (&setup);
 
   workers_new (ps);
   if (ps->deferred)
     {
       ps->scratch = g_new0 (float, P);
-      ps->scratch_x = g_new (float, (gsize) env->batch * env->model->d);
-      ps->scratch_y = g_new (int, env->batch);
     }
   servers_new (ps);
   return (PolPolicy *) ps;
@@ -979,8 +965,6 @@ ps_free (PolPolicy *p)
       snap_unref (wk->snap);
       g_free (wk->grad);
       g_free (wk->memory);
-      g_free (wk->x);
-      g_free (wk->y);
       g_free (wk->idx);
     }
   for (int s = 0; s < ps->env.servers; s++)
@@ -998,12 +982,10 @@ ps_free (PolPolicy *p)
   g_free (ps->workers);
   g_free (ps->servers);
   g_free (ps->scratch);
-  g_free (ps->scratch_x);
-  g_free (ps->scratch_y);
   if (ps->env.servers != 1)  /* else the data of servers[0].snap */
     g_free (ps->global);
   g_free (ps->grad_shards);
-  train_samplers_free (ps->samplers, ps->env.workers);
+  train_steps_free (ps->steps);
   g_hash_table_unref (ps->live);
   for (int s = 0; ps->spare && s < ps->env.servers; s++)
     g_ptr_array_unref (ps->spare[s]);

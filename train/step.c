@@ -65,6 +65,13 @@ train_steps_lanes (TrainSteps *ts)
   return ts->lanes;
 }
 
+int
+train_steps_part_samples (const TrainSteps *ts, int part)
+{
+  g_return_val_if_fail (ts->s.samplers && part >= 0 && part < ts->s.parts, 0);
+  return ts->s.samplers[part].len;
+}
+
 const float *
 train_steps_x (const TrainSteps *ts, int slot)
 {

@@ -56,6 +56,8 @@ void train_steps_free (TrainSteps *ts);
 /* The run's host lanes (NULL without math): for the sums a schedule makes
  * of its workers' gradients. */
 TrainLanes *train_steps_lanes (TrainSteps *ts);
+/* Samples in part p of the training set (its worker's share). */
+int train_steps_part_samples (const TrainSteps *ts, int part);
 /* Slot i's batch of the last step (batch x d floats and batch labels). */
 const float *train_steps_x (const TrainSteps *ts, int slot);
 const int *train_steps_y (const TrainSteps *ts, int slot);
