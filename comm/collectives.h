@@ -88,10 +88,10 @@ typedef struct {
 
 /* Blocks: for reduce-scatter and all-gather, and for the algorithms that cut
  * the buffer, block b of p is [lo, hi) with the sizes of comm_shard_bounds()
- * (policy.h): the first n % p blocks have one element more. */
+ * (comm/shard.h): the first n % p blocks have one element more. */
 
 /* The collective being run, as an algorithm sees it, and one step of a
- * rank's program (comm/program.h, private to policies/). */
+ * rank's program (comm/program.h, private to comm/). */
 typedef struct CommOp CommOp;
 typedef struct CommStep CommStep;
 

@@ -1,6 +1,6 @@
 /*
  * program.h — what a collective algorithm's file sees of the executor
- * (comm/collectives.c); private to policies/.
+ * (comm/collectives.c); private to comm/.
  *
  * An algorithm is one file (comm/NAME.c) defining one CommAlgorithm.
  * Each rank runs a *program*, an ordered list of steps (CommStep), which
