@@ -87,7 +87,7 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   if (base_values_int (chk->values, "policy.reduce") && chk->memory_bandwidth <= 0)
     return pol_key_error (error, "policy", "reduce",
                           "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
-  if (!pol_compress_validate (chk->values, ops->name, error))
+  if (!pol_compress_validate (chk->values, ops, error))
     return FALSE;
   if (ops->validate && !ops->validate (chk, error))
     return FALSE;
