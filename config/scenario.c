@@ -293,6 +293,17 @@ find_key (const char *section, const char *key)
   return NULL;
 }
 
+const char *
+sim_scenario_choice_name (const char *section, const char *key, int value)
+{
+  const KeyDef *k = find_key (section, key);
+  g_return_val_if_fail (k && k->type == BASE_KEY_ENUM, NULL);
+  for (const BaseChoice *ch = k->choices; ch->name; ch++)
+    if (!ch->alias && ch->value == value)
+      return ch->name;
+  return NULL;
+}
+
 static gboolean
 known_section (const char *section)
 {

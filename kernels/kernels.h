@@ -177,6 +177,37 @@ KernModel *kern_linear_new (int d, int k);
 
 void kern_model_free (KernModel *m);
 
+/* What a model kind is built from: the [model] keys, resolved by the
+ * caller. */
+typedef struct {
+  int inputs, classes;       /* features per sample; classes of the data set */
+  const int *hidden;         /* (n_hidden) hidden widths (mlp) */
+  int n_hidden;
+  const char *workload;      /* timing: a layer table's name or file; NULL
+                              * = one layer of `params` and `flops` */
+  gsize params;              /* timing without a workload: parameters */
+  double flops;              /* timing without a workload: FLOPs per sample */
+  /* The text of the layer table `name` (built in, else a file), or NULL
+   * with `error` set. */
+  char *(*read_workload) (const char *name, GError **error);
+} KernModelArgs;
+
+/* A model kind ([model] kind): one entry in the file of its model
+ * (mlp.c, timing.c), one line in the registry (config/models.c). */
+typedef struct {
+  const char *name;          /* as [model] kind names it */
+  const char *description;   /* one line for `dtsim keys` */
+  gboolean math;             /* trains for real; FALSE: timing only (no loss) */
+  /* The model for `a`, math on `be` (borrowed; NULL = CPU), or NULL with
+   * `error` set. */
+  KernModel *(*new) (const KernModelArgs *a, struct KernBackend *be, GError **error);
+} KernModelKind;
+
+extern const KernModelKind kern_model_linear;   /* mlp.c */
+extern const KernModelKind kern_model_softmax;  /* mlp.c */
+extern const KernModelKind kern_model_mlp;      /* mlp.c */
+extern const KernModelKind kern_model_timing;   /* timing.c */
+
 /* Bytes a worker's device holds to train m with batch n: parameters,
  * gradients and `opt_state_floats` optimizer floats (4 bytes each), plus
  * the activations of every layer for n samples (4 bytes each). */
