@@ -54,7 +54,9 @@ typedef struct {
   const char *key;
   BaseKeyType type;
   BaseUnit unit;               /* BASE_KEY_QUANTITY, BASE_KEY_TIMELIST */
-  const char *def;             /* default as text; NULL = derived (see doc) */
+  const char *def;             /* default as text; NULL = derived (see doc),
+                                * or for BASE_KEY_NAME the name of the
+                                * first of `entries` */
   double min, max;             /* inclusive bounds (INT, QUANTITY, lists) */
   int open;                    /* BASE_OPEN_MIN | BASE_OPEN_MAX */
   const BaseChoice *choices;   /* BASE_KEY_ENUM: ends with a NULL name */

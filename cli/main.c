@@ -323,7 +323,8 @@ cmd_check (int argc, char **argv)
   NetTopologyParams tp = sim_topology_params (c, names);
   g_autofree char *summary = t->summary ? t->summary (&tp) : NULL;
   printf ("network: %s Contention: %s.%s%s\n", summary ? summary : t->description,
-          c->contention == 0 ? "max-min" : "none", c->links ? " Link overrides: " : "",
+          sim_scenario_choice_name ("network", "contention", c->contention),
+          c->links ? " Link overrides: " : "",
           c->links ? c->links : "");
   /* a timing-only run computes no gradient, whatever the policy's words */
   printf ("policy: %s: %s%s\n", p->name, p->description,

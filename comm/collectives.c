@@ -1042,29 +1042,20 @@ comm_cost_grouped (const CommAlgorithm *alg, CommKind kind, int p,
                     reduce_per_byte);
 }
 
+gboolean
+comm_kind_one_to_all (CommKind kind)
+{
+  return kind == COMM_BROADCAST || kind == COMM_REDUCE || kind == COMM_SCATTER
+         || kind == COMM_GATHER;
+}
+
 double
 comm_messages (const char *name, CommKind kind, int p, gsize n, int channels)
 {
   if (p < 2)
     return 0;
-  double P = p, lg = ceil (log2 (P));
-  gboolean all = kind == COMM_ALLREDUCE;
-  gboolean one_to_all = kind == COMM_BROADCAST || kind == COMM_REDUCE
-                        || kind == COMM_SCATTER || kind == COMM_GATHER;
-  double per;
-  if (strcmp (name, "tree") == 0)
-    per = (all ? 2 : 1) * (P - 1);
-  else if (strcmp (name, "naive") == 0)
-    per = all ? 2 * (P - 1) : one_to_all ? P - 1 : P * (P - 1);
-  else if (strcmp (name, "halving-doubling") == 0)
-    per = (all ? 2 : 1) * P * lg;
-  else if (strcmp (name, "double-tree") == 0)
-    {
-      /* two trees, each moving C chunks (dbtree.c's chunk rule) */
-      double C = MAX (1.0, MIN ((double) (n / 2), 8 * lg));
-      per = (all ? 2 : 1) * (P - 1) * 2 * C;
-    }
-  else /* ring, and the ring's count as the bound of the others */
-    per = all ? 2 * P * (P - 1) : one_to_all ? P - 1 : P * (P - 1);
-  return per * MAX (channels, 1);
+  const CommAlgorithm *alg = comm_lookup (name);
+  if (!alg || !alg->messages)
+    alg = &comm_ring;
+  return alg->messages (kind, p, n) * MAX (channels, 1);
 }

@@ -152,7 +152,19 @@ struct CommAlgorithm {
    * that runs `kind` for `a`, or NULL when none does.  comm_start()
    * runs what it picks; build and step are then unused. */
   const CommAlgorithm *(*choose) (const CommArgs *a, CommKind kind);
+  /* Transfers one collective `kind` makes among p >= 2 ranks over n
+   * elements in one channel, as the executor counts them; NULL: the
+   * ring's count, an upper bound (hierarchical, and auto, which picks per
+   * collective). */
+  double (*messages) (CommKind kind, int p, gsize n);
+  /* Every rank's transfers are handed to the network at once (naive: the
+   * root as driver), not one per rank and channel at a time. */
+  gboolean all_at_once;
 };
+
+/* TRUE for the collectives that go from one root to all ranks or back
+ * (broadcast, reduce, scatter, gather). */
+gboolean comm_kind_one_to_all (CommKind kind);
 
 /* What comm_start() runs for `alg`: alg itself, or what its `choose`
  * picks for `a` and `kind` (NULL when none runs the kind). */
@@ -161,11 +173,13 @@ const CommAlgorithm *comm_resolve (const CommAlgorithm *alg,
                                           CommKind kind);
 
 /* Transfers one collective `kind` of algorithm `name` makes among p ranks
- * over n elements, in `channels` channels (the executor's count for ring,
- * tree, naive, halving-doubling and double-tree; the ring's, an upper
- * bound, for hierarchical and for auto, which picks per collective). */
+ * over n elements, in `channels` channels: the algorithm's `messages` times
+ * channels (0 for p < 2). */
 double comm_messages (const char *name, CommKind kind, int p, gsize n, int channels);
 const CommAlgorithm *comm_lookup (const char *name);
+/* The ring (comm/ring.c): it runs every kind, so it is what a caller falls
+ * back to where the algorithm asked for does not run one. */
+extern const CommAlgorithm comm_ring;
 /* NULL-terminated list of the registered algorithms. */
 const CommAlgorithm *const *comm_all (void);
 /* The same, untyped, for [policy] algorithm (BaseKey.entries). */

@@ -1,5 +1,5 @@
 /*
- * dbtree.c — the double binary tree, NCCL's "tree" algorithm: the
+ * dbtree.c — the double binary tree, NCCL's tree algorithm: the
  * buffer is cut in two halves, each reduced up and broadcast down a binary
  * tree of its own, in chunks, so that a rank forwards one chunk while the
  * next one arrives.  The two trees span the ranks other than the root:
@@ -467,6 +467,14 @@ dbt_cost (CommKind kind, int p, int group G_GNUC_UNUSED, gsize n,
     }
 }
 
+/* Transfers of one collective in one channel: two trees, each moving C
+ * chunks (dbt_chunks) across p - 1 edges, once each way for all-reduce. */
+static double
+dbtree_messages (CommKind kind, int p, gsize n)
+{
+  return (kind == COMM_ALLREDUCE ? 2 : 1) * (double) (p - 1) * 2 * dbt_chunks (n, p);
+}
+
 const CommAlgorithm comm_dbtree = {
   .name = DBT_NAME,
   .description = "NCCL's double binary tree: each half of the buffer reduced "
@@ -477,4 +485,5 @@ const CommAlgorithm comm_dbtree = {
   .step = dbt_step,
   .cost = dbt_cost,
   .shared_beta = 2,
+  .messages = dbtree_messages,
 };

@@ -340,6 +340,15 @@ hd_cost (CommKind kind, int p, int group G_GNUC_UNUSED,
   return end;
 }
 
+/* Transfers of one collective in one channel: p ranks, ceil(log2 p) steps
+ * each way (all-reduce: both halving and doubling). */
+static double
+hd_messages (CommKind kind, int p, gsize n G_GNUC_UNUSED)
+{
+  double P = p, lg = ceil (log2 (P));
+  return (kind == COMM_ALLREDUCE ? 2 : 1) * P * lg;
+}
+
 const CommAlgorithm comm_hd = {
   .name = "halving-doubling",
   .description = "recursive-halving reduce-scatter then recursive-doubling "
@@ -349,4 +358,5 @@ const CommAlgorithm comm_hd = {
   .build = hd_build,
   .step = hd_step,
   .cost = hd_cost,
+  .messages = hd_messages,
 };

@@ -191,6 +191,17 @@ naive_cost (CommKind kind, int p, int group G_GNUC_UNUSED,
   return NAN;
 }
 
+/* Transfers of one collective in one channel: all-reduce 2(p - 1) (to the
+ * root and back); a one-to-all kind p - 1; the others p(p - 1). */
+static double
+naive_messages (CommKind kind, int p, gsize n G_GNUC_UNUSED)
+{
+  double P = p;
+  if (kind == COMM_ALLREDUCE)
+    return 2 * (P - 1);
+  return comm_kind_one_to_all (kind) ? P - 1 : P * (P - 1);
+}
+
 const CommAlgorithm comm_naive = {
   .name = "naive",
   .description = "the root as driver: every rank sends it its part, it sums "
@@ -199,4 +210,6 @@ const CommAlgorithm comm_naive = {
   .baseline = TRUE,
   .build = naive_build,
   .cost = naive_cost,
+  .messages = naive_messages,
+  .all_at_once = TRUE,
 };

@@ -141,6 +141,18 @@ ring_cost_levels (const CommLevels *l)
          + (p - 1) * M * l->reduce_per_byte;
 }
 
+/* Transfers of one collective in one channel: all-reduce 2p(p - 1) (p
+ * ranks, 2(p - 1) steps each); a one-to-all kind p - 1; the others
+ * p(p - 1). */
+static double
+ring_messages (CommKind kind, int p, gsize n G_GNUC_UNUSED)
+{
+  double P = p;
+  if (kind == COMM_ALLREDUCE)
+    return 2 * P * (P - 1);
+  return comm_kind_one_to_all (kind) ? P - 1 : P * (P - 1);
+}
+
 const CommAlgorithm comm_ring = {
   .name = "ring",
   .description = "reduce-scatter then all-gather around a ring, p-1 steps each",
@@ -151,4 +163,5 @@ const CommAlgorithm comm_ring = {
   .step = ring_step,
   .cost = ring_cost,
   .cost_levels = ring_cost_levels,
+  .messages = ring_messages,
 };

@@ -107,6 +107,14 @@ tree_cost (CommKind kind, int p, int group G_GNUC_UNUSED,
     }
 }
 
+/* Transfers of one collective in one channel: every rank but the root
+ * sends once up (and all-reduce once more down), (p - 1) each way. */
+static double
+tree_messages (CommKind kind, int p, gsize n G_GNUC_UNUSED)
+{
+  return (kind == COMM_ALLREDUCE ? 2 : 1) * (double) (p - 1);
+}
+
 const CommAlgorithm comm_tree = {
   .name = "tree",
   .description = "binomial-tree reduce to the root, then binomial broadcast",
@@ -114,4 +122,5 @@ const CommAlgorithm comm_tree = {
   .build = tree_build,
   .step = tree_step,
   .cost = tree_cost,
+  .messages = tree_messages,
 };

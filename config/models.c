@@ -3,8 +3,9 @@
  * dataset): each entry builds its kernel model or loads its data from a
  * resolved point, and the key table lists their names.
  *
- * Adding a model kind is one entry in model_kinds[] with its constructor;
- * a data set, one in datasets[].  The layer tables of kind = timing are
+ * A model kind is an entry (KernModelKind) in its model's file under
+ * kernels/ and one line in model_kinds[]; a data set, one entry in
+ * datasets[].  The layer tables of kind = timing are
  * built in (the resource bundle, one NAME.txt each) or read from a file.
  */
 #include "config.h"
@@ -231,47 +232,14 @@ workload_text (const char *name, GError **error)
   return NULL;
 }
 
-static KernModel *
-timing_new (const SimConfig *c, KernBackend *be G_GNUC_UNUSED, int d G_GNUC_UNUSED,
-            int k G_GNUC_UNUSED, GError **error)
-{
-  if (!c->workload)
-    return kern_timing_new ((gsize) c->model_params, c->model_flops);
-  g_autofree char *text = workload_text (c->workload, error);
-  if (!text)
-    return NULL;
-  return kern_timing_parse (c->workload, text, error);
-}
-
-static KernModel *
-linear_new (const SimConfig *c G_GNUC_UNUSED, KernBackend *be, int d, int k,
-            GError **error G_GNUC_UNUSED)
-{
-  return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_MSE, be);
-}
-
-static KernModel *
-softmax_new (const SimConfig *c G_GNUC_UNUSED, KernBackend *be, int d, int k,
-             GError **error G_GNUC_UNUSED)
-{
-  return kern_mlp_new (d, NULL, 0, k, KERN_LOSS_XENT, be);
-}
-
-static KernModel *
-mlp_new (const SimConfig *c, KernBackend *be, int d, int k, GError **error G_GNUC_UNUSED)
-{
-  return kern_mlp_new (d, (const int *) c->hidden->data, (int) c->hidden->len, k,
-                       KERN_LOSS_XENT, be);
-}
-
-static const SimModelKind linear = {
-  "linear", "least squares onto one-hot targets", TRUE, linear_new };
-static const SimModelKind softmax = { "softmax", "softmax regression", TRUE, softmax_new };
-static const SimModelKind mlp = {
-  "mlp", "ReLU hidden layers, softmax output", TRUE, mlp_new };
-static const SimModelKind timing_kind = {
-  "timing", "a layer table, no math (docs/workloads.md)", FALSE, timing_new };
-static const SimModelKind *const model_kinds[] = { &linear, &softmax, &mlp, &timing_kind, NULL };
+/* The model kinds: one entry in each model's file, one line here. */
+static const KernModelKind *const model_kinds[] = {
+  &kern_model_linear,
+  &kern_model_softmax,
+  &kern_model_mlp,
+  &kern_model_timing,
+  NULL,
+};
 
 const void *const *
 sim_model_kind_entries (void)
@@ -291,13 +259,23 @@ sim_model_kind (const SimConfig *c)
   for (int i = 0; model_kinds[i]; i++)
     if (strcmp (model_kinds[i]->name, c->model_kind) == 0)
       return model_kinds[i];
-  g_return_val_if_reached (&softmax);
+  g_return_val_if_reached (model_kinds[0]);
 }
 
 KernModel *
 sim_model_new (const SimConfig *c, KernBackend *be, GError **error)
 {
-  return sim_model_kind (c)->new (c, be, sim_model_inputs (c), sim_model_classes (c), error);
+  KernModelArgs a = {
+    .inputs = sim_model_inputs (c),
+    .classes = sim_model_classes (c),
+    .hidden = c->hidden ? (const int *) c->hidden->data : NULL,
+    .n_hidden = c->hidden ? (int) c->hidden->len : 0,
+    .workload = c->workload,
+    .params = (gsize) c->model_params,
+    .flops = c->model_flops,
+    .read_workload = workload_text,
+  };
+  return sim_model_kind (c)->new (&a, be, error);
 }
 
 double

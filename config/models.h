@@ -15,15 +15,8 @@ G_BEGIN_DECLS
 /* The model c describes, without data; math on `be` (NULL = CPU). */
 KernModel *sim_model_new (const SimConfig *c, KernBackend *be, GError **error);
 
-/* The model kinds a scenario may name ([model] kind). */
-typedef struct {
-  const char *name;
-  const char *description;
-  gboolean math;  /* trains for real; FALSE: timing only (no loss) */
-  /* The model for `inputs` features and `classes` classes. */
-  KernModel *(*new) (const SimConfig *c, KernBackend *be, int inputs, int classes,
-                     GError **error);
-} SimModelKind;
+/* The model kinds a scenario may name ([model] kind): kernels' entries. */
+typedef KernModelKind SimModelKind;
 
 /* The kind c names. */
 const SimModelKind *sim_model_kind (const SimConfig *c);

@@ -53,9 +53,6 @@ static const BaseChoice reproducible_choices[] = {
 static const BaseChoice partition_choices[] = {
   { "iid", TRAIN_PARTITION_IID, FALSE }, { "by-label", TRAIN_PARTITION_BY_LABEL, FALSE },
   { NULL, 0, FALSE } };
-static const BaseChoice optimizer_choices[] = {
-  { "sgd", KERN_OPT_SGD, FALSE }, { "momentum", KERN_OPT_MOMENTUM, FALSE },
-  { "adam", KERN_OPT_ADAM, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice recompute_choices[] = {
   { "none", SIM_RECOMPUTE_NONE, FALSE }, { "selective", SIM_RECOMPUTE_SELECTIVE, FALSE },
   { "full", SIM_RECOMPUTE_FULL, FALSE }, { NULL, 0, FALSE } };
@@ -125,7 +122,7 @@ static const KeyDef core_keys[] = {
     "model: host-independent roofline time; measured: the host's wall time of the real kernels times measured_scale (emulation; not reproducible across hosts).", NULL },
   { "device", "measured_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),
     "compute_time = measured: simulated seconds per host second of kernel time.", NULL },
-  { "network", "topology", BASE_KEY_NAME, 0, "star", 0, 0, 0, NULL, OFF (topology),
+  { "network", "topology", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (topology),
     "Network topology (docs/network.md).", net_topology_entries },
   { "network", "bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "10Gbps", 0, BIG, 1, NULL, OFF (bandwidth),
     "Bandwidth of every link, in each direction, before efficiency.", NULL },
@@ -157,7 +154,7 @@ static const KeyDef core_keys[] = {
     "kind = timing without workload: float32 parameters of the model (at most 1e15).", NULL },
   { "model", "flops", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, BIG, 0, NULL, OFF (model_flops),
     "kind = timing without workload: FLOPs per sample, forward + backward (split 1:2).", NULL },
-  { "model", "dataset", BASE_KEY_NAME, 0, "synthetic", 0, 0, 0, NULL, OFF (dataset),
+  { "model", "dataset", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (dataset),
     "Data set the workers train on.", sim_dataset_entries },
   { "model", "data_dir", BASE_KEY_STRING, 0, "/usr/share/datasets/fashion-mnist", 0, 0, 0, NULL, OFF (data_dir),
     "Directory of the Fashion-MNIST gzip IDX files.", NULL },
@@ -167,8 +164,8 @@ static const KeyDef core_keys[] = {
     "partition = by-label: classes each worker sees.", NULL },
   { "model", "recompute", BASE_KEY_ENUM, 0, "none", 0, 0, 0, recompute_choices, OFF (recompute),
     "Activation recomputation: none; selective (element-wise and norm layers keep nothing and run their forward again in backward); full (every layer's forward runs again in backward; only the model's input and one layer's activations are held). Time and the memory check follow (docs/compute.md).", NULL },
-  { "model", "optimizer", BASE_KEY_ENUM, 0, "sgd", 0, 0, 0, optimizer_choices, OFF (optimizer),
-    "sgd, momentum or adam; its state lives where updates are applied (on the parameter servers for kind = ps).", NULL },
+  { "model", "optimizer", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (optimizer),
+    "Optimizer of every update; its state lives where updates are applied (on the parameter servers for kind = ps).", kern_opt_entries },
   { "model", "momentum", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (momentum),
     "optimizer = momentum: coefficient mu in v = mu v + g.", NULL },
   { "model", "beta1", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.9", 0, 1, OPEN_MAX, NULL, OFF (beta1),
@@ -199,7 +196,7 @@ static const KeyDef core_keys[] = {
     "Classes of the synthetic set.", NULL },
   { "model", "separation", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 0, NULL, OFF (separation),
     "Standard deviation of the class centres of the synthetic set (noise has deviation 1): larger is easier.", NULL },
-  { "policy", "kind", BASE_KEY_NAME, 0, "ps", 0, 0, 0, NULL, OFF (policy),
+  { "policy", "kind", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (policy),
     "Training schedule (docs/policies.md).", pol_entries },
   { "failures", "worker", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
     "Workers that fail, one per failure (one index = the same worker for every time in `at`).", NULL },
@@ -207,7 +204,7 @@ static const KeyDef core_keys[] = {
     "Simulated times of the failures, comma-separated, paired with `worker` (one time = every listed worker fails then).", NULL },
   { "failures", "restart", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "500ms", 0, BIG, 0, NULL, OFF (fail_restart),
     "Delay from a failure until the worker is back: it then pulls fresh parameters and starts a new step (kind = ps only).", NULL },
-  { "kernels", "backend", BASE_KEY_NAME, 0, "cpu", 0, 0, 0, NULL, OFF (backend),
+  { "kernels", "backend", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (backend),
     "Where the real math runs.", kern_backend_entries },
   { "kernels", "reproducible", BASE_KEY_ENUM, 0, "auto", 0, 0, 0, reproducible_choices, OFF (reproducible),
     "true: the real math gives the same bits on every x86-64 CPU and thread count (products summed in one fixed order, docs/kernels.md); false: the CPU backend's products go to OpenBLAS, faster, with last bits that depend on the CPU; auto: true where the backend can (cpu), false otherwise (cuda).", NULL },
@@ -232,6 +229,22 @@ registry_keys (GPtrArray *rows)
   net_topology_keys (rows);
   pol_keys (rows);
   sim_stragglers_keys (rows);
+}
+
+/* k, or for a registry key without a default (BASE_KEY_NAME, def NULL) a
+ * copy whose default is the name of the registry's first entry, so that
+ * no file but the entry's own spells the name.  Made once per key, kept
+ * for the life of the process with the table. */
+static const KeyDef *
+with_default (const KeyDef *k)
+{
+  if (k->type != BASE_KEY_NAME || k->def)
+    return k;
+  const void *first = k->entries ()[0];
+  g_assert (first);
+  KeyDef *copy = g_memdup2 (k, sizeof *k);
+  copy->def = *(const char *const *) first;
+  return copy;
 }
 
 /* Every scenario key: for each section, this file's rows then the rows of
@@ -259,7 +272,7 @@ key_table (void)
                 char *dotted = g_strdup_printf ("%s.%s", k->section, k->key);
                 if (!g_hash_table_add (seen, dotted))
                   continue;
-                g_ptr_array_add (t, (gpointer) k);
+                g_ptr_array_add (t, (gpointer) with_default (k));
               }
           }
       g_assert (t->len == g_hash_table_size (seen));
@@ -277,6 +290,17 @@ find_key (const char *section, const char *key)
   for (guint i = 0; i < N_KEYS; i++)
     if (strcmp (KEY (i)->section, section) == 0 && strcmp (KEY (i)->key, key) == 0)
       return KEY (i);
+  return NULL;
+}
+
+const char *
+sim_scenario_choice_name (const char *section, const char *key, int value)
+{
+  const KeyDef *k = find_key (section, key);
+  g_return_val_if_fail (k && k->type == BASE_KEY_ENUM, NULL);
+  for (const BaseChoice *ch = k->choices; ch->name; ch++)
+    if (!ch->alias && ch->value == value)
+      return ch->name;
   return NULL;
 }
 

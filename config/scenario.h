@@ -22,6 +22,9 @@ G_BEGIN_DECLS
 
 /* The name of [trace] detail's value d, as a scenario writes it. */
 const char *sim_detail_name (SimDetail d);
+/* The name of the choice of value `value` of the enumerated key [section]
+ * key, as a scenario writes it (aliases left out), or NULL. */
+const char *sim_scenario_choice_name (const char *section, const char *key, int value);
 
 /* Loads `path`, applies the `sets` overrides ("section.key=value", NULL-
  * terminated, may be NULL), validates every key and expands the sweep.

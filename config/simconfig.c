@@ -45,6 +45,7 @@ sim_config_free (SimConfig *c)
   g_free (c->file);
   g_free (c->topology);
   g_free (c->model_kind);
+  g_free (c->optimizer);
   g_free (c->dataset);
   g_free (c->policy);
   g_free (c->links);

@@ -114,7 +114,7 @@ typedef struct {
   char *data_dir;        /* fashion-mnist directory */
   int partition;         /* TrainPartition: iid | by-label */
   gint64 classes_per_worker; /* by-label */
-  int optimizer;         /* KernOptKind */
+  char *optimizer;       /* a KernOptKind's name (kern_opt_lookup) */
   int recompute;         /* SimRecompute: activations recomputed in backward */
   double momentum, beta1, beta2, eps;
   gint64 warmup;         /* steps of learning-rate warm-up */

@@ -35,7 +35,7 @@ static const BaseChoice bool_choices[] = {
 
 /* The keys every model has, and the ones several models read. */
 static const BaseKey shared_keys[] = {
-  { .section = "stragglers", .key = "model", .type = BASE_KEY_NAME, .def = "none",
+  { .section = "stragglers", .key = "model", .type = BASE_KEY_NAME, .def = NULL,
     .entries = sim_straggler_entries,
     .doc = "Factor multiplying a step's compute time (docs/stragglers.md)." },
   { .section = "stragglers", .key = "factor", .type = BASE_KEY_QUANTITY, .def = "4",

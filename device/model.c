@@ -77,7 +77,7 @@ KernOptConfig
 sim_opt_config (const SimConfig *c)
 {
   KernOptConfig o = {
-    .kind = (KernOptKind) c->optimizer,
+    .kind = kern_opt_lookup (c->optimizer),
     .lr = c->lr,
     .momentum = c->momentum,
     .beta1 = c->beta1,
@@ -91,7 +91,7 @@ sim_opt_config (const SimConfig *c)
 double
 sim_update_seconds (const SimConfig *c, gsize n)
 {
-  KernOptKind kind = (KernOptKind) c->optimizer;
+  const KernOptKind *kind = kern_opt_lookup (c->optimizer);
   return sim_roofline_seconds (kern_opt_flops (kind, n), kern_opt_bytes (kind, n),
                                c->flops * c->efficiency,
                                c->memory_bandwidth * c->memory_efficiency);
@@ -175,7 +175,7 @@ double
 sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
 {
   gsize P = m->ops->n_params (m);
-  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
   /* parameters, gradients and optimizer state in 4-byte floats; the
    * activations at the precision's size */
   double fixed = 4.0 * (double) P * (2.0 + per);
@@ -246,7 +246,7 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
   g_return_val_if_fail (sh != NULL, NULL);
   int L = m->n_layers;
   gsize NP = m->ops->n_params (m);
-  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
   SimStageMemory *out = g_new0 (SimStageMemory, sh->n);
   for (int s = 0; s < sh->n; s++)
     {
@@ -357,7 +357,7 @@ static gboolean
 whole_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
 {
   gsize P = m->ops->n_params (m);
-  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
   double need = sim_model_memory_bytes (c, m);
   if (need <= c->memory)
     return TRUE;
@@ -422,7 +422,7 @@ sim_model_host_memory (const SimConfig *c, const KernModel *m, double *state, do
   *data = samples * (features + 1) * 4.0;
   /* the host's math is float32 whatever [device] precision says */
   gsize P = m->ops->n_params (m);
-  int per = kern_opt_state_per_param ((KernOptKind) c->optimizer);
+  int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
   double per_worker = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
   double hosts = (double) (c->workers + c->servers);
   const PolPolicyOps *ops = pol_lookup (c->policy);

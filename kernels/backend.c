@@ -80,6 +80,8 @@ kern_backend_new (const char *name, gboolean reproducible, GError **error)
 char *
 kern_backend_kernel_name (const char *name, gboolean reproducible)
 {
+  if (name == NULL)
+    return g_strdup (none.name);
   if (strcmp (name, "cpu") != 0)
     return g_strdup (name);
   return reproducible ? g_strdup ("fixed-order") : kern_openblas_describe ();

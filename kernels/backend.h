@@ -91,7 +91,8 @@ char *kern_openblas_describe (void);
 /* What does the math of backend `name` (reproducible or not), as --version
  * and the trace's runs.kernel record it: "fixed-order" for the
  * reproducible CPU backend, kern_openblas_describe() for the other, the
- * backend's name otherwise (a new string). */
+ * backend's name otherwise; for a NULL name (no math ran) the name of the
+ * backend that runs none (a new string). */
 char *kern_backend_kernel_name (const char *name, gboolean reproducible);
 /* The CUDA backend on device 0, or NULL with a message in `error` when the
  * build has no CUDA, the CUDA plugin or runtime cannot be loaded, or no
@@ -106,7 +107,7 @@ KernBackend *kern_backend_new (const char *name, gboolean reproducible, GError *
 typedef struct {
   const char *name;
   const char *description;
-  /* The backend, or NULL with `error` set; NULL for "none", which runs no
+  /* The backend, or NULL with `error` set; NULL for the backend none, which runs no
    * math (timing only).  `reproducible`: the products must give the same
    * bits on every CPU ([kernels] reproducible); only asked of a backend
    * that can_reproduce. */

@@ -177,6 +177,37 @@ KernModel *kern_linear_new (int d, int k);
 
 void kern_model_free (KernModel *m);
 
+/* What a model kind is built from: the [model] keys, resolved by the
+ * caller. */
+typedef struct {
+  int inputs, classes;       /* features per sample; classes of the data set */
+  const int *hidden;         /* (n_hidden) hidden widths (mlp) */
+  int n_hidden;
+  const char *workload;      /* timing: a layer table's name or file; NULL
+                              * = one layer of `params` and `flops` */
+  gsize params;              /* timing without a workload: parameters */
+  double flops;              /* timing without a workload: FLOPs per sample */
+  /* The text of the layer table `name` (built in, else a file), or NULL
+   * with `error` set. */
+  char *(*read_workload) (const char *name, GError **error);
+} KernModelArgs;
+
+/* A model kind ([model] kind): one entry in the file of its model
+ * (mlp.c, timing.c), one line in the registry (config/models.c). */
+typedef struct {
+  const char *name;          /* as [model] kind names it */
+  const char *description;   /* one line for `dtsim keys` */
+  gboolean math;             /* trains for real; FALSE: timing only (no loss) */
+  /* The model for `a`, math on `be` (borrowed; NULL = CPU), or NULL with
+   * `error` set. */
+  KernModel *(*new) (const KernModelArgs *a, struct KernBackend *be, GError **error);
+} KernModelKind;
+
+extern const KernModelKind kern_model_linear;   /* mlp.c */
+extern const KernModelKind kern_model_softmax;  /* mlp.c */
+extern const KernModelKind kern_model_mlp;      /* mlp.c */
+extern const KernModelKind kern_model_timing;   /* timing.c */
+
 /* Bytes a worker's device holds to train m with batch n: parameters,
  * gradients and `opt_state_floats` optimizer floats (4 bytes each), plus
  * the activations of every layer for n samples (4 bytes each). */
@@ -273,50 +304,76 @@ KernModel *kern_timing_new (gsize params, double flops_per_sample);
 
 /* --- Optimizers ----------------------------------------------------------- */
 
-typedef enum { KERN_OPT_SGD, KERN_OPT_MOMENTUM, KERN_OPT_ADAM } KernOptKind;
+/* An optimizer (kernels/sgd.c, momentum.c, adam.c; the registry is in
+ * optim.c).  Learning rate at step t (1-based): lr x min(1, t / warmup)
+ * when warmup > 0; each entry's file states its update. */
+typedef struct KernOptKind KernOptKind;
 
-/* Learning rate at step t (1-based): lr x min(1, t / warmup) when warmup > 0.
- * SGD: p -= lr g.  Momentum (heavy ball): v = mu v + g; p -= lr v.
- * Adam: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
- *       p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps). */
 typedef struct {
-  KernOptKind kind;
+  const KernOptKind *kind;
   double lr;
   double momentum;     /* mu */
   double beta1, beta2, eps;
   gint64 warmup;       /* steps of linear warm-up, 0 = none */
 } KernOptConfig;
 
+struct KernOptKind {
+  const char *name;        /* as [model] optimizer names it */
+  const char *description; /* one line for `dtsim keys` */
+  int state_floats;        /* floats of state per parameter: 0, 1 (m) or 2 (m, v) */
+  double flops;            /* FLOPs per parameter of one step (docs/kernels.md) */
+  double floats_moved;     /* floats read or written per parameter of one step */
+  gboolean plain;          /* the step is p -= lr g with no state, so that a
+                            * copy or a weighted sum can apply it in its own pass */
+  /* TRUE where cfg's coefficients are in this optimizer's range. */
+  gboolean (*valid) (const KernOptConfig *cfg);
+  /* One step on p (n) with gradient g (n) at learning rate lr (warm-up
+   * applied) of step t >= 1, through be's operations; m and v are the
+   * state (n floats each, NULL beyond state_floats). */
+  void (*step) (struct KernBackend *be, const KernOptConfig *cfg, float *p, float *m,
+                float *v, const float *g, gsize n, float lr, gint64 t);
+};
+
+extern const KernOptKind kern_opt_sgd;      /* sgd.c */
+extern const KernOptKind kern_opt_momentum; /* momentum.c */
+extern const KernOptKind kern_opt_adam;     /* adam.c */
+
+/* The optimizers ([model] optimizer), NULL-terminated; the first is the
+ * key's default. */
+const void *const *kern_opt_entries (void);
+/* The optimizer called `name` (exact), or NULL. */
+const KernOptKind *kern_opt_lookup (const char *name);
+/* The optimizer a scenario gets when it names none: the registry's first. */
+const KernOptKind *kern_opt_default (void);
+
 typedef struct KernOptimizer KernOptimizer;
 
-/* Parses "sgd", "momentum" or "adam". */
-gboolean kern_opt_kind_parse (const char *name, KernOptKind *out);
 /* Optimizer state for n parameters (zeros), step counter 0. */
 KernOptimizer *kern_optimizer_new (const KernOptConfig *cfg, gsize n);
 void kern_optimizer_free (KernOptimizer *o);
 /* One step on params (n) with grad (n): increments the step counter, then
- * applies the formula above on the CPU. */
+ * applies the kind's update on the CPU. */
 void kern_optimizer_step (KernOptimizer *o, float *params, const float *grad);
 /* The same step written elsewhere: dst = what kern_optimizer_step makes of
- * a copy of src (the same floats), src left as it is; for SGD in one pass.
- * dst must not overlap src or grad. */
+ * a copy of src (the same floats), src left as it is; for a plain kind in
+ * one pass.  dst must not overlap src or grad. */
 void kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src,
                                const float *grad);
 /* dst = sum_j weights[j] srcs[j] over j = 0..n_srcs-1 (in that order),
  * then, unless grad is NULL, one step with grad: a model averaged with
  * others' before its update (gossip).  Block by block, so that a block of
- * every source stays in cache; for SGD the step is in the same pass.  dst
- * (o's n floats) must not overlap the sources or grad.  o may be NULL when
- * grad is: then len gives the length. */
+ * every source stays in cache; for a plain kind the step is in the same
+ * pass.  dst (o's n floats) must not overlap the sources or grad.  o may be
+ * NULL when grad is: then len gives the length. */
 void kern_optimizer_mix_step (KernOptimizer *o, float *dst, int n_srcs,
                               const float *const *srcs, const float *weights,
                               const float *grad, gsize len);
 gint64 kern_optimizer_steps (const KernOptimizer *o);
-/* Floats of state per parameter: 0 (SGD), 1 (momentum), 2 (Adam). */
-int kern_opt_state_per_param (KernOptKind kind);
+/* Floats of state per parameter (the kind's state_floats). */
+int kern_opt_state_per_param (const KernOptKind *kind);
 /* FLOPs and memory bytes of one step on n parameters (docs/kernels.md). */
-double kern_opt_flops (KernOptKind kind, gsize n);
-double kern_opt_bytes (KernOptKind kind, gsize n);
+double kern_opt_flops (const KernOptKind *kind, gsize n);
+double kern_opt_bytes (const KernOptKind *kind, gsize n);
 
 /* Plain SGD on n floats: params -= lr * grad. */
 void kern_sgd_step (float *params, const float *grad, gsize n, float lr);

@@ -717,6 +717,33 @@ MLP_OPS (softmax_ops, "softmax");
 MLP_OPS (linear_ops, "linear");
 MLP_OPS (mlp_ops, "mlp");
 
+static KernModel *
+linear_new (const KernModelArgs *a, KernBackend *be, GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (a->inputs, NULL, 0, a->classes, KERN_LOSS_MSE, be);
+}
+
+static KernModel *
+softmax_new (const KernModelArgs *a, KernBackend *be, GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (a->inputs, NULL, 0, a->classes, KERN_LOSS_XENT, be);
+}
+
+static KernModel *
+mlp_new (const KernModelArgs *a, KernBackend *be, GError **error G_GNUC_UNUSED)
+{
+  return kern_mlp_new (a->inputs, a->hidden, a->n_hidden, a->classes, KERN_LOSS_XENT, be);
+}
+
+const KernModelKind kern_model_linear = {
+  .name = "linear", .description = "least squares onto one-hot targets",
+  .math = TRUE, .new = linear_new };
+const KernModelKind kern_model_softmax = {
+  .name = "softmax", .description = "softmax regression", .math = TRUE, .new = softmax_new };
+const KernModelKind kern_model_mlp = {
+  .name = "mlp", .description = "ReLU hidden layers, softmax output",
+  .math = TRUE, .new = mlp_new };
+
 /* Dense layer l of the model, (in, out): costs of mlp_forward and
  * mlp_backward's operations on it (docs/kernels.md, "Dense layer"). */
 static void

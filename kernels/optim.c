@@ -1,16 +1,19 @@
 /*
- * optim.c — optimizers with state: SGD, heavy-ball momentum, Adam, warm-up.
+ * optim.c — the optimizer registry and the state every optimizer keeps.
  *
  * A KernOptimizer owns the per-parameter state of one flat parameter vector
  * (or of one contiguous shard of it, which is how a parameter server uses
- * it) and a step counter.  The arithmetic is the CPU backend's own sgd,
- * momentum and adam operations, reached through a private CPU backend, so
+ * it) and a step counter.  Each optimizer is an entry (KernOptKind) in a
+ * file of its own (sgd.c, momentum.c, adam.c) whose step calls the CPU
+ * backend's operation of the same update, reached through a private CPU
+ * backend, so
  * an optimizer step on the host and one on a CUDA device are checked
  * against the same reference.  The learning rate of step t follows the
  * linear warm-up of kernels.h before it is handed to those operations.
  *
  * kern_opt_flops and kern_opt_bytes count the per-parameter loops of those
- * operations (cpu.c) under the rules of docs/kernels.md.
+ * operations (cpu.c) under the rules of docs/kernels.md, from the entry's
+ * own counts.
  */
 #include "kernels/kernels.h"
 #include "kernels/backend.h"
@@ -27,60 +30,55 @@ struct KernOptimizer {
   KernBackend *cpu;   /* private CPU backend whose ops do the arithmetic */
 };
 
-/* Parses "sgd", "momentum" or "adam" (exact, lower case) into *out; any
- * other name returns FALSE and leaves *out alone. */
-gboolean
-kern_opt_kind_parse (const char *name, KernOptKind *out)
+/* The optimizers: one file each, one line here. */
+static const KernOptKind *const kinds[] = {
+  &kern_opt_sgd,
+  &kern_opt_momentum,
+  &kern_opt_adam,
+  NULL,
+};
+
+const void *const *
+kern_opt_entries (void)
 {
-  static const struct { const char *name; KernOptKind kind; } kinds[] = {
-    { "sgd", KERN_OPT_SGD },
-    { "momentum", KERN_OPT_MOMENTUM },
-    { "adam", KERN_OPT_ADAM },
-  };
-  g_return_val_if_fail (out != NULL, FALSE);
-  if (name == NULL)
-    return FALSE;
-  for (gsize i = 0; i < G_N_ELEMENTS (kinds); i++)
-    if (strcmp (name, kinds[i].name) == 0)
-      {
-        *out = kinds[i].kind;
-        return TRUE;
-      }
-  return FALSE;
+  return (const void *const *) kinds;
 }
 
-/* Floats of state per parameter: 0 (SGD), 1 (momentum's v), 2 (Adam's m
- * and v). */
-int
-kern_opt_state_per_param (KernOptKind kind)
+const KernOptKind *
+kern_opt_lookup (const char *name)
 {
-  switch (kind)
-    {
-    case KERN_OPT_SGD:
-      return 0;
-    case KERN_OPT_MOMENTUM:
-      return 1;
-    case KERN_OPT_ADAM:
-      return 2;
-    }
-  g_return_val_if_reached (0);
+  if (name == NULL)
+    return NULL;
+  for (int i = 0; kinds[i]; i++)
+    if (strcmp (name, kinds[i]->name) == 0)
+      return kinds[i];
+  return NULL;
+}
+
+const KernOptKind *
+kern_opt_default (void)
+{
+  return kinds[0];
+}
+
+/* Floats of state per parameter: the kind's m and v. */
+int
+kern_opt_state_per_param (const KernOptKind *kind)
+{
+  g_return_val_if_fail (kind != NULL, 0);
+  return kind->state_floats;
 }
 
 /* An optimizer for n parameters with the configuration copied from cfg:
- * state zero, step counter 0.  Preconditions: lr >= 0, warmup >= 0; for
- * momentum 0 <= mu < 1; for Adam 0 <= beta1, beta2 < 1 and eps > 0.  Free
- * with kern_optimizer_free(). */
+ * state zero, step counter 0.  Preconditions: a kind, lr >= 0, warmup >= 0
+ * and the kind's own (its `valid`).  Free with kern_optimizer_free(). */
 KernOptimizer *
 kern_optimizer_new (const KernOptConfig *cfg, gsize n)
 {
   g_return_val_if_fail (cfg != NULL, NULL);
+  g_return_val_if_fail (cfg->kind != NULL, NULL);
   g_return_val_if_fail (cfg->lr >= 0.0 && cfg->warmup >= 0, NULL);
-  g_return_val_if_fail (cfg->kind != KERN_OPT_MOMENTUM
-                        || (cfg->momentum >= 0.0 && cfg->momentum < 1.0), NULL);
-  g_return_val_if_fail (cfg->kind != KERN_OPT_ADAM
-                        || (cfg->beta1 >= 0.0 && cfg->beta1 < 1.0
-                            && cfg->beta2 >= 0.0 && cfg->beta2 < 1.0
-                            && cfg->eps > 0.0), NULL);
+  g_return_val_if_fail (!cfg->kind->valid || cfg->kind->valid (cfg), NULL);
 
   KernOptimizer *o = g_new0 (KernOptimizer, 1);
   o->cfg = *cfg;
@@ -119,22 +117,7 @@ kern_optimizer_step (KernOptimizer *o, float *params, const float *grad)
   double lr = o->cfg.lr;
   if (o->cfg.warmup > 0 && o->t < o->cfg.warmup)
     lr *= (double) o->t / (double) o->cfg.warmup;
-  KernBackend *be = o->cpu;
-  switch (o->cfg.kind)
-    {
-    case KERN_OPT_SGD:
-      be->ops->sgd (be, params, grad, o->n, (float) lr);
-      break;
-    case KERN_OPT_MOMENTUM:
-      be->ops->momentum (be, params, o->m, grad, o->n, (float) lr,
-                         (float) o->cfg.momentum);
-      break;
-    case KERN_OPT_ADAM:
-      be->ops->adam (be, params, o->m, o->v, grad, o->n, (float) lr,
-                     (float) o->cfg.beta1, (float) o->cfg.beta2,
-                     (float) o->cfg.eps, o->t);
-      break;
-    }
+  o->cfg.kind->step (o->cpu, &o->cfg, params, o->m, o->v, grad, o->n, (float) lr, o->t);
 }
 
 /* Steps taken so far (the t of the last step; 0 before the first). */
@@ -143,7 +126,7 @@ kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src, const 
 {
   g_return_if_fail (o != NULL);
   g_return_if_fail (o->n == 0 || (dst != NULL && src != NULL && grad != NULL));
-  if (o->cfg.kind != KERN_OPT_SGD)
+  if (!o->cfg.kind->plain)
     {
       memcpy (dst, src, o->n * sizeof (float));
       kern_optimizer_step (o, dst, grad);
@@ -168,7 +151,7 @@ kern_optimizer_mix_step (KernOptimizer *o, float *dst, int n_srcs, const float *
 {
   g_return_if_fail (n_srcs >= 1 && srcs != NULL && weights != NULL);
   g_return_if_fail (grad == NULL || (o != NULL && o->n == len));
-  gboolean fused = grad && o->cfg.kind == KERN_OPT_SGD;
+  gboolean fused = grad && o->cfg.kind->plain;
   float lr_f = 0;
   if (fused)
     {
@@ -230,30 +213,22 @@ kern_optimizer_steps (const KernOptimizer *o)
   return o->t;
 }
 
-/* FLOPs of one step on n parameters, the per-parameter loops of cpu.c:
- * SGD 2 (multiply, subtract), momentum 4 (v: multiply, add; p: multiply,
- * subtract), Adam 14 (m 3, v 4, m/c1 and v/c2 2, sqrt, + eps, lr x, divide,
- * subtract 5).  The few scalar operations per step that do not depend on n
+/* FLOPs of one step on n parameters: the kind's count per parameter of
+ * the per-parameter loop of cpu.c (each optimizer's file says what it
+ * counts).  The few scalar operations per step that do not depend on n
  * (warm-up factor, Adam's 1 - beta and bias corrections) are left out. */
 double
-kern_opt_flops (KernOptKind kind, gsize n)
+kern_opt_flops (const KernOptKind *kind, gsize n)
 {
-  static const double per_param[] = {
-    [KERN_OPT_SGD] = 2.0, [KERN_OPT_MOMENTUM] = 4.0, [KERN_OPT_ADAM] = 14.0,
-  };
-  g_return_val_if_fail ((int) kind >= 0 && (gsize) kind < G_N_ELEMENTS (per_param), 0.0);
-  return per_param[kind] * (double) n;
+  g_return_val_if_fail (kind != NULL, 0.0);
+  return kind->flops * (double) n;
 }
 
-/* Memory bytes of one step on n parameters, 4 per float read or written:
- * SGD reads p and g, writes p (3 floats); momentum reads p, v, g, writes v
- * and p (5); Adam reads p, m, v, g, writes p, m, v (7). */
+/* Memory bytes of one step on n parameters, 4 per float read or written
+ * (the kind's floats_moved per parameter). */
 double
-kern_opt_bytes (KernOptKind kind, gsize n)
+kern_opt_bytes (const KernOptKind *kind, gsize n)
 {
-  static const double floats[] = {
-    [KERN_OPT_SGD] = 3.0, [KERN_OPT_MOMENTUM] = 5.0, [KERN_OPT_ADAM] = 7.0,
-  };
-  g_return_val_if_fail ((int) kind >= 0 && (gsize) kind < G_N_ELEMENTS (floats), 0.0);
-  return 4.0 * floats[kind] * (double) n;
+  g_return_val_if_fail (kind != NULL, 0.0);
+  return 4.0 * kind->floats_moved * (double) n;
 }

@@ -485,3 +485,21 @@ kern_timing_new (gsize params, double flops_per_sample)
   timing_layer_set (l, "all", 0, params, flops_per_sample / 3.0, 0.0, 0.0, KERN_LAYER_GEMM);
   return timing_model_new (l, 1);
 }
+
+static KernModel *
+timing_kind_new (const KernModelArgs *a, struct KernBackend *be G_GNUC_UNUSED, GError **error)
+{
+  if (!a->workload)
+    return kern_timing_new (a->params, a->flops);
+  g_autofree char *text = a->read_workload (a->workload, error);
+  if (!text)
+    return NULL;
+  return kern_timing_parse (a->workload, text, error);
+}
+
+const KernModelKind kern_model_timing = {
+  .name = "timing",
+  .description = "a layer table, no math (docs/workloads.md)",
+  .math = FALSE,
+  .new = timing_kind_new,
+};

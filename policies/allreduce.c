@@ -277,7 +277,7 @@ allgather_algorithm (ArPolicy *ar, double wire)
   const CommAlgorithm *alg = comm_resolve (ar->alg, &a, COMM_ALLGATHER);
   if (alg && !isnan (alg->cost (COMM_ALLGATHER, a.p, 1, a.n, 1, 1e-6, 1e-9, 0)))
     return alg;
-  return comm_lookup ("ring");
+  return &comm_ring;
 }
 
 static void
@@ -474,7 +474,8 @@ ar_free (PolPolicy *p)
   g_free (ar);
 }
 
-static const char *const ar_tags[] = { "allreduce" };
+const char pol_allreduce_tag[] = "allreduce";
+static const char *const ar_tags[] = { pol_allreduce_tag };
 
 /* The most gradient buckets of a run: each is an all-reduce of its own and
  * a trace row per iteration. */
@@ -544,6 +545,7 @@ ar_work (const PolModelInfo *mi, PolWork *out)
 const PolPolicyOps pol_allreduce_ops = {
   .work = ar_work,
   .name = "allreduce",
+  .compresses = TRUE,
   .source = "S. Li et al.: PyTorch Distributed: experiences on accelerating data parallel training, VLDB 2020 (gradient buckets)",
   .keys = ar_keys,
   .check_model = ar_check_model,

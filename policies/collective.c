@@ -318,9 +318,11 @@ coll_work (const PolModelInfo *mi, PolWork *out)
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
   double messages = comm_messages (alg, kind, (int) W, n, C);
-  /* the naive algorithm and an all-to-all send everything at once; the
-   * others a transfer per rank and channel at a time */
-  gboolean at_once = kind == COMM_ALLTOALL || strcmp (alg, "naive") == 0;
+  /* an algorithm that sends everything at once (naive) and an all-to-all
+   * put every transfer in flight; the others a transfer per rank and
+   * channel at a time */
+  const CommAlgorithm *ca = comm_lookup (alg);
+  gboolean at_once = kind == COMM_ALLTOALL || (ca && ca->all_at_once);
   *out = (PolWork) { .messages = messages, .spans = W, .iteration_rows = W,
                      .in_flight = at_once ? messages : MIN (messages, W * C),
                      .state_bytes = base_values_int (mi->values, "policy.verify")
@@ -336,6 +338,7 @@ const PolPolicyOps pol_collective_ops = {
             "communication operations in MPICH, IJHPCA 19(1), 2005",
   .keys = coll_keys,
   .no_model = TRUE,
+  .updates_not_samples = TRUE,
   .validate = coll_validate,
   .figure = "bus GB/s",
   .figure_of = coll_bus_bandwidth,

@@ -42,13 +42,13 @@ pol_compress_of (const BaseValues *v)
 }
 
 gboolean
-pol_compress_validate (const BaseValues *v, const char *policy, GError **error)
+pol_compress_validate (const BaseValues *v, const PolPolicyOps *policy, GError **error)
 {
   const PolCompressor *cmp = pol_compress_of (v);
-  if (cmp && strcmp (policy, "allreduce") != 0 && strcmp (policy, "ps") != 0)
+  if (cmp && !policy->compresses)
     return pol_key_error (error, "policy", "compression",
                           "%s applies to kind = allreduce and ps, not %s; set compression = none",
-                          cmp->name, policy);
+                          cmp->name, policy->name);
   for (int i = 0; compressors[i]; i++)
     if (compressors[i] != cmp && compressors[i]->keys)
       {

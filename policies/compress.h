@@ -16,6 +16,7 @@
 
 #include "base/keys.h"
 #include "engine/engine.h"
+#include "policies/policy.h"
 
 G_BEGIN_DECLS
 
@@ -44,11 +45,12 @@ typedef struct {
 const PolCompressor *pol_compress_of (const BaseValues *v);
 /* The registry, NULL-terminated, for [policy] compression (BaseKey.entries). */
 const void *const *pol_compress_entries (void);
-/* [policy] compression only for the policies that model it (allreduce and
- * ps, the one running being `policy`), and each compressor's own keys only
+/* [policy] compression only for the policies that model it (those whose
+ * entry sets `compresses`, the one running being `policy`), and each compressor's own keys only
  * with it: a value away from the key's default is refused otherwise.
  * FALSE with a POL_ERROR. */
-gboolean pol_compress_validate (const BaseValues *v, const char *policy, GError **error);
+gboolean pol_compress_validate (const BaseValues *v, const PolPolicyOps *policy,
+                                GError **error);
 /* Appends the compressors' own keys (const BaseKey *) to rows. */
 void pol_compress_keys (GPtrArray *rows);
 

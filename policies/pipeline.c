@@ -815,7 +815,7 @@ pl_free (PolPolicy *p)
   g_free (pl);
 }
 
-static const char *const pl_tags[] = { "activation", "gradient", "allreduce" };
+static const char *const pl_tags[] = { "activation", "gradient", pol_allreduce_tag };
 
 static const BaseChoice schedule_choices[] = {
   { "gpipe", POL_SCHEDULE_GPIPE, FALSE }, { "1f1b", POL_SCHEDULE_1F1B, FALSE },
@@ -954,6 +954,7 @@ pl_work (const PolModelInfo *mi, PolWork *out)
 const PolPolicyOps pol_pipeline_ops = {
   .work = pl_work,
   .name = "pipeline",
+  .updates_not_samples = TRUE,
   .source = "Y. Huang et al.: GPipe, NeurIPS 2019; 1F1B: D. Narayanan et al.: PipeDream, SOSP 2019",
   .keys = pl_keys,
   .validate = pl_validate,

@@ -288,6 +288,11 @@ typedef struct {
   gboolean no_model;           /* trains nothing: the run loads no data set
                                 * and runs no math, whatever [model] and
                                 * [kernels] say */
+  gboolean compresses;         /* sends its gradients through [policy]
+                                * compression */
+  gboolean updates_not_samples; /* updates x batch is not the samples it
+                                * trained on (a trace without its samples
+                                * counted has no throughput) */
   /* Its cross-key rules (NULL = none); FALSE with a POL_ERROR. */
   gboolean (*validate) (PolCheck *chk, GError **error);
   /* The rules its keys keep when another policy runs (NULL = none): a key
@@ -342,6 +347,10 @@ TrainSampler *pol_samplers_for_env (const PolEnv *env);
  * env->eval and accuracy over env->test; NAN for both without math. */
 void pol_evaluate (const PolEnv *env, const float *params, double *loss,
                    double *accuracy);
+
+/* The tag of the messages of a data-parallel all-reduce (allreduce.c),
+ * which the pipeline's replicas run too. */
+extern const char pol_allreduce_tag[];
 
 /* The registered policies (PolPolicyOps *), NULL-terminated. */
 const void *const *pol_entries (void);

@@ -1114,6 +1114,7 @@ const PolPolicyOps pol_ps_ops = {
   .source = "M. Li et al.: Scaling distributed machine learning with the parameter server, OSDI 2014; SSP: Q. Ho et al.: More effective distributed ML via a stale synchronous parallel parameter server, NIPS 2013",
   .keys = ps_keys,
   .failures = TRUE,
+  .compresses = TRUE,
   .validate = ps_validate,
   .foreign = ps_foreign,
   .check_model = ps_check_model,

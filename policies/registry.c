@@ -52,11 +52,11 @@ static const BaseChoice reduce_choices[] = {
 /* The keys of the collectives that all-reduce, local SGD and the pipeline's
  * replicas run. */
 static const BaseKey shared_keys[] = {
-  { "policy", "algorithm", BASE_KEY_NAME, 0, "auto", 0, 0, 0, NULL, 0,
+  { "policy", "algorithm", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, 0,
     "Collective algorithm of kind = allreduce, local-sgd, pipeline replicas and collective (docs/collectives.md); auto picks, for each collective, the one whose cost formula is least on the network (the run's params and buckets tables say which).", comm_entries },
   { "policy", "channels", BASE_KEY_INT, 0, "1", 1, 64, 0, NULL, 0,
     "All-reduce as this many concurrent collectives, each over its share of the buffer, the ranks in topology order (by node or rack); channel c enters each node at its GPU c, so with [network] nic = gpu each channel crosses nodes through a different NIC, as NCCL's channels do (docs/collectives.md).", NULL },
-  { "policy", "compression", BASE_KEY_NAME, 0, "none", 0, 0, 0, NULL, 0,
+  { "policy", "compression", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, 0,
     "Gradient compression of kind = allreduce and ps (docs/policies.md): what each worker sends instead of its whole gradient; the math uses what a receiver decodes. With all-reduce the compressed gradients are all-gathered (they cannot be summed on the way).", pol_compress_entries },
   { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, 0,
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
@@ -87,7 +87,7 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   if (base_values_int (chk->values, "policy.reduce") && chk->memory_bandwidth <= 0)
     return pol_key_error (error, "policy", "reduce",
                           "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
-  if (!pol_compress_validate (chk->values, ops->name, error))
+  if (!pol_compress_validate (chk->values, ops, error))
     return FALSE;
   if (ops->validate && !ops->validate (chk, error))
     return FALSE;

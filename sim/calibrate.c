@@ -133,6 +133,18 @@ row_load (Row *r, const char *csv, const char *base, GError **error)
   return TRUE;
 }
 
+/* The optimizers' names, "a, b or c". */
+static char *
+optimizer_names (void)
+{
+  GString *s = g_string_new (NULL);
+  const void *const *e = kern_opt_entries ();
+  for (int i = 0; e[i]; i++)
+    g_string_append_printf (s, "%s%s", i == 0 ? "" : e[i + 1] ? ", " : " or ",
+                            ((const KernOptKind *) e[i])->name);
+  return g_string_free (s, FALSE);
+}
+
 /* Parses one data line into a row (not yet loaded). */
 static Row *
 parse_row (const char *csv, int line, char **f, int n, const SimCatalog *cat, GError **error)
@@ -194,11 +206,11 @@ parse_row (const char *csv, int line, char **f, int n, const SimCatalog *cat, GE
       row_free (r);
       return NULL;
     }
-  const char *o = n == 6 ? g_strstrip (f[5]) : "sgd";
-  KernOptKind kind;
-  if (!kern_opt_kind_parse (o, &kind))
+  const char *o = n == 6 ? g_strstrip (f[5]) : kern_opt_default ()->name;
+  if (!kern_opt_lookup (o))
     {
-      csv_error (error, csv, line, "optimizer: expected sgd, momentum or adam, found '%s'", o);
+      g_autofree char *names = optimizer_names ();
+      csv_error (error, csv, line, "optimizer: expected %s, found '%s'", names, o);
       row_free (r);
       return NULL;
     }

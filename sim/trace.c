@@ -1221,8 +1221,8 @@ sim_trace_begin_run (SimTrace *t, const SimConfig *c, const char *scenario_path,
   sqlite3_bind_text (st, 4, PACKAGE_VERSION, -1, SQLITE_STATIC);
   /* what did the math: a difference between two machines' traces is
    * explained from the databases alone (docs/kernels.md) */
-  g_autofree char *kernel = c->math ? kern_backend_kernel_name (c->backend, c->reproducible_math)
-                                    : g_strdup ("none");
+  g_autofree char *kernel = kern_backend_kernel_name (c->math ? c->backend : NULL,
+                                                     c->reproducible_math);
   sqlite3_bind_text (st, 5, kernel, -1, SQLITE_TRANSIENT);
   if (sqlite3_step (st) != SQLITE_DONE)
     {

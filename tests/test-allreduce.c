@@ -249,9 +249,7 @@ test_matches_large_batch (void)
         g_autofree float *grad = g_new0 (float, P);
         m->ops->init (m, params, (guint64) c->seed);
         KernOptConfig oc = sim_opt_config (c);
-        KernOptKind kind;
-        g_assert_true (kern_opt_kind_parse (opts[o], &kind));
-        g_assert_cmpint (oc.kind, ==, kind);
+        g_assert_true (oc.kind == kern_opt_lookup (opts[o]));
         KernOptimizer *opt = kern_optimizer_new (&oc, P);
         TrainSampler *s = train_samplers_new (train->n, N, (guint64) c->seed);
         g_autofree int *idx = g_new (int, N * b);

@@ -1520,7 +1520,7 @@ test_mlp_training (void)
   g_autofree int *y = g_new (int, batch);
   int idx[32];
   m->ops->init (m, params, 1);
-  const KernOptConfig cfg = { .kind = KERN_OPT_ADAM, .lr = 1e-2, .beta1 = 0.9,
+  const KernOptConfig cfg = { .kind = &kern_opt_adam, .lr = 1e-2, .beta1 = 0.9,
                               .beta2 = 0.999, .eps = 1e-8, .warmup = 10 };
   KernOptimizer *opt = kern_optimizer_new (&cfg, np);
 
@@ -1600,20 +1600,23 @@ test_sgd_step (void)
 static void
 test_opt_parse (void)
 {
-  KernOptKind kind = KERN_OPT_ADAM;
-  g_assert_true (kern_opt_kind_parse ("sgd", &kind));
-  g_assert_cmpint (kind, ==, KERN_OPT_SGD);
-  g_assert_true (kern_opt_kind_parse ("momentum", &kind));
-  g_assert_cmpint (kind, ==, KERN_OPT_MOMENTUM);
-  g_assert_true (kern_opt_kind_parse ("adam", &kind));
-  g_assert_cmpint (kind, ==, KERN_OPT_ADAM);
-  g_assert_false (kern_opt_kind_parse ("adamw", &kind));
-  g_assert_false (kern_opt_kind_parse ("", &kind));
-  g_assert_cmpint (kind, ==, KERN_OPT_ADAM);     /* untouched on failure */
+  g_assert_true (kern_opt_lookup ("sgd") == &kern_opt_sgd);
+  g_assert_true (kern_opt_lookup ("momentum") == &kern_opt_momentum);
+  g_assert_true (kern_opt_lookup ("adam") == &kern_opt_adam);
+  g_assert_null (kern_opt_lookup ("adamw"));
+  g_assert_null (kern_opt_lookup (""));
+  g_assert_null (kern_opt_lookup (NULL));
+  /* the registry lists each once, and its first is the default */
+  const void *const *e = kern_opt_entries ();
+  int n_entries = 0;
+  for (; e[n_entries]; n_entries++)
+    g_assert_true (kern_opt_lookup (((const KernOptKind *) e[n_entries])->name) == e[n_entries]);
+  g_assert_cmpint (n_entries, ==, 3);
+  g_assert_true (kern_opt_default () == e[0]);
 
-  g_assert_cmpint (kern_opt_state_per_param (KERN_OPT_SGD), ==, 0);
-  g_assert_cmpint (kern_opt_state_per_param (KERN_OPT_MOMENTUM), ==, 1);
-  g_assert_cmpint (kern_opt_state_per_param (KERN_OPT_ADAM), ==, 2);
+  g_assert_cmpint (kern_opt_state_per_param (&kern_opt_sgd), ==, 0);
+  g_assert_cmpint (kern_opt_state_per_param (&kern_opt_momentum), ==, 1);
+  g_assert_cmpint (kern_opt_state_per_param (&kern_opt_adam), ==, 2);
 }
 
 /* Per parameter: SGD multiply + subtract; momentum 2 for v, 2 for p; Adam
@@ -1623,17 +1626,17 @@ static void
 test_opt_costs (void)
 {
   const gsize n = 1000;
-  g_assert_cmpfloat (kern_opt_flops (KERN_OPT_SGD, n), ==, 2.0 * n);
-  g_assert_cmpfloat (kern_opt_flops (KERN_OPT_SGD, n), ==, kern_sgd_flops (n));
-  g_assert_cmpfloat (kern_opt_flops (KERN_OPT_MOMENTUM, n), ==, (2.0 + 2.0) * n);
-  g_assert_cmpfloat (kern_opt_flops (KERN_OPT_ADAM, n), ==,
+  g_assert_cmpfloat (kern_opt_flops (&kern_opt_sgd, n), ==, 2.0 * n);
+  g_assert_cmpfloat (kern_opt_flops (&kern_opt_sgd, n), ==, kern_sgd_flops (n));
+  g_assert_cmpfloat (kern_opt_flops (&kern_opt_momentum, n), ==, (2.0 + 2.0) * n);
+  g_assert_cmpfloat (kern_opt_flops (&kern_opt_adam, n), ==,
                      (3.0 + 4.0 + 2.0 + 5.0) * n);
   /* SGD: read p, g, write p; momentum: + read v, write v; Adam: read p, m,
    * v, g, write p, m, v */
-  g_assert_cmpfloat (kern_opt_bytes (KERN_OPT_SGD, n), ==, 4.0 * 3 * n);
-  g_assert_cmpfloat (kern_opt_bytes (KERN_OPT_MOMENTUM, n), ==, 4.0 * 5 * n);
-  g_assert_cmpfloat (kern_opt_bytes (KERN_OPT_ADAM, n), ==, 4.0 * 7 * n);
-  g_assert_cmpfloat (kern_opt_flops (KERN_OPT_ADAM, 0), ==, 0.0);
+  g_assert_cmpfloat (kern_opt_bytes (&kern_opt_sgd, n), ==, 4.0 * 3 * n);
+  g_assert_cmpfloat (kern_opt_bytes (&kern_opt_momentum, n), ==, 4.0 * 5 * n);
+  g_assert_cmpfloat (kern_opt_bytes (&kern_opt_adam, n), ==, 4.0 * 7 * n);
+  g_assert_cmpfloat (kern_opt_flops (&kern_opt_adam, 0), ==, 0.0);
 }
 
 /* The SGD optimizer is kern_sgd_step, bit for bit. */
@@ -1645,7 +1648,7 @@ test_opt_sgd (void)
   fill_wave (p, N, 0.1, 1.0);
   memcpy (q, p, sizeof p);
   fill_wave (g, N, 0.2, 1.0);
-  const KernOptConfig cfg = { .kind = KERN_OPT_SGD, .lr = 0.3 };
+  const KernOptConfig cfg = { .kind = &kern_opt_sgd, .lr = 0.3 };
   KernOptimizer *o = kern_optimizer_new (&cfg, N);
   g_assert_cmpint (kern_optimizer_steps (o), ==, 0);
   for (int s = 0; s < 3; s++)
@@ -1669,7 +1672,7 @@ test_opt_momentum (void)
   const double lr = 0.1, mu = 0.9;
   float p[3];
   memcpy (p, p0, sizeof p);
-  const KernOptConfig cfg = { .kind = KERN_OPT_MOMENTUM, .lr = lr, .momentum = mu };
+  const KernOptConfig cfg = { .kind = &kern_opt_momentum, .lr = lr, .momentum = mu };
   KernOptimizer *o = kern_optimizer_new (&cfg, 3);
   kern_optimizer_step (o, p, g1);
   kern_optimizer_step (o, p, g2);
@@ -1694,7 +1697,7 @@ test_opt_adam (void)
   const double lr = 0.01, eps = 1e-8;
   float p[4];
   memcpy (p, p0, sizeof p);
-  const KernOptConfig cfg = { .kind = KERN_OPT_ADAM, .lr = lr, .beta1 = 0.9,
+  const KernOptConfig cfg = { .kind = &kern_opt_adam, .lr = lr, .beta1 = 0.9,
                               .beta2 = 0.999, .eps = eps };
   KernOptimizer *o = kern_optimizer_new (&cfg, 4);
   kern_optimizer_step (o, p, g);
@@ -1724,7 +1727,7 @@ test_opt_warmup (void)
   const gint64 W = 4;
   float p = 0.0f;
   const float g = 1.0f;
-  const KernOptConfig cfg = { .kind = KERN_OPT_SGD, .lr = lr, .warmup = W };
+  const KernOptConfig cfg = { .kind = &kern_opt_sgd, .lr = lr, .warmup = W };
   KernOptimizer *o = kern_optimizer_new (&cfg, 1);
   for (gint64 t = 1; t <= 7; t++)
     {
@@ -1743,7 +1746,7 @@ static void
 test_opt_step_into (void)
 {
   const gsize n = 1031;
-  const KernOptKind kinds[] = { KERN_OPT_SGD, KERN_OPT_MOMENTUM, KERN_OPT_ADAM };
+  const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
   GRand *rng = g_rand_new_with_seed (17);
   g_autofree float *a = g_new (float, n);
   g_autofree float *b = g_new (float, n);
@@ -1781,7 +1784,7 @@ static void
 test_opt_mix_step (void)
 {
   const gsize n = 9001;
-  const KernOptKind kinds[] = { KERN_OPT_SGD, KERN_OPT_MOMENTUM, KERN_OPT_ADAM };
+  const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
   const float weights[] = { 0.5f, 0.3f, 0.2f };
   GRand *rng = g_rand_new_with_seed (23);
   float *src[3];
@@ -1793,7 +1796,7 @@ test_opt_mix_step (void)
   for (gsize k = 0; k <= G_N_ELEMENTS (kinds); k++)  /* the last: no step */
     {
       gboolean step = k < G_N_ELEMENTS (kinds);
-      const KernOptConfig cfg = { .kind = step ? kinds[k] : KERN_OPT_SGD, .lr = 0.05,
+      const KernOptConfig cfg = { .kind = step ? kinds[k] : &kern_opt_sgd, .lr = 0.05,
                                   .warmup = 2, .momentum = 0.9, .beta1 = 0.9,
                                   .beta2 = 0.999, .eps = 1e-8 };
       KernOptimizer *ref = kern_optimizer_new (&cfg, n), *fused = kern_optimizer_new (&cfg, n);

@@ -512,7 +512,7 @@ test_timing_closed_form (void)
   const double T = 3e9 * 32 / A;
   const double C = comm_cost (comm_lookup ("ring"), COMM_ALLREDUCE, 4, (gsize) P, 4,
                                   2 * 2e-6, 8 / 100e9, 0);
-  const double U = kern_opt_flops (KERN_OPT_SGD, (gsize) P) / A;
+  const double U = kern_opt_flops (&kern_opt_sgd, (gsize) P) / A;
   test_assert_close (sum.sim_time, 3 * (T + C + U), 1e-9);
   g_assert_true (isnan (sum.final_loss));
   sim_config_free (c);

@@ -485,7 +485,7 @@ test_memory_trace (void)
     { "model.optimizer=adam", "policy.schedule=1f1b", "cluster.workers=6",
       "policy.replicas=2", NULL },
   };
-  const int per = kern_opt_state_per_param (KERN_OPT_ADAM);
+  const int per = kern_opt_state_per_param (&kern_opt_adam);
   g_assert_true (g_file_set_contents (ini, mlp, -1, NULL));
   for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
     {

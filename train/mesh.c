@@ -20,18 +20,6 @@ struct TrainMesh {
   int *member_hosts[TRAIN_N_AXES];
 };
 
-const char *
-train_axis_name (TrainAxis a)
-{
-  static const char *const names[TRAIN_N_AXES] = {
-    [TRAIN_AXIS_DATA] = "data", [TRAIN_AXIS_PIPELINE] = "pipeline",
-    [TRAIN_AXIS_EXPERT] = "expert", [TRAIN_AXIS_CONTEXT] = "context",
-    [TRAIN_AXIS_TENSOR] = "tensor",
-  };
-  g_return_val_if_fail (a < TRAIN_N_AXES, "?");
-  return names[a];
-}
-
 /* The group number of the group along a holding rank r: its ranks with
  * coordinate a zeroed, the axes before a counted in units of size[a]
  * strides. */

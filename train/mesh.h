@@ -27,9 +27,6 @@ typedef enum {
   TRAIN_N_AXES
 } TrainAxis;
 
-/* The name of axis a ("data", "pipeline", ...). */
-const char *train_axis_name (TrainAxis a);
-
 typedef struct TrainMesh TrainMesh;
 
 /* A mesh of size[a] ranks along each axis a (1 where unused), ranks

@@ -36,6 +36,7 @@
 #include "views/perfetto.h"
 #include "config/simconfig.h"
 #include "views/tracedb.h"
+#include "policies/policy.h"
 #include "config/units.h"
 
 typedef SimExportRun Run;
@@ -93,7 +94,8 @@ throughput_of (const Run *r, gboolean counted, double samples, const char *kind)
     return NAN;
   if (counted)
     return samples >= 0 ? samples / r->sim_time : NAN;
-  if (!kind || strcmp (kind, "pipeline") == 0 || strcmp (kind, "collective") == 0)
+  const PolPolicyOps *ops = kind ? pol_lookup (kind) : NULL;
+  if (!kind || (ops && ops->updates_not_samples))
     return NAN;
   return isfinite (r->batch) ? r->updates * r->batch / r->sim_time : NAN;
 }

@@ -1602,7 +1602,7 @@ timeline_draw (Plot *p, Lines *l, gint64 run, const char *title, GPtrArray *acto
   gp_nums (v, "actor_rows", pos);
   gp_num (v, "xmax", xmax);
   gp_num (v, "height", MIN (height, 4000));
-  gp_num (v, "pipeline", g_hash_table_size (stage_of) > 0);
+  gp_num (v, "staged", g_hash_table_size (stage_of) > 0);
   gp_nums (v, "has", has);
   fflush (l->f);
   g_autofree char *name = g_strdup_printf ("timeline-run%" G_GINT64_FORMAT, run);
