@@ -20,6 +20,7 @@ extern const PolPolicyOps pol_collective_ops; /* collective.c */
 extern const PolPolicyOps pol_gossip_ops;    /* gossip.c */
 extern const PolPolicyOps pol_fedavg_ops;    /* fedavg.c */
 extern const PolPolicyOps pol_hogwild_ops;   /* hogwild.c */
+extern const PolPolicyOps pol_exchange_ops;  /* exchange.c */
 
 static const PolPolicyOps *const policies[] = {
   &pol_ps_ops,
@@ -30,6 +31,7 @@ static const PolPolicyOps *const policies[] = {
   &pol_gossip_ops,
   &pol_fedavg_ops,
   &pol_hogwild_ops,
+  &pol_exchange_ops,
   NULL,
 };
 

@@ -1,7 +1,8 @@
 /*
  * test-allreduce.c — the all-reduce data-parallel policy (docs/policies.md):
  * its closed-form iteration time, bucket scheduling, and the equivalence of
- * all-reduce SGD over N workers of batch b with single-worker SGD of batch N·b.
+ * all-reduce SGD over N workers of batch b with single-worker SGD of batch N·b;
+ * and kind = exchange, all-reduce's math with its gradients all-gathered.
  */
 #include "config.h"
 
@@ -322,6 +323,56 @@ test_straggler_wait (void)
   result_free (r);
 }
 
+/* kind = exchange: contention none, T + C_allgather(W blocks of P floats) +
+ * 2P / (flops x efficiency) per iteration, every row's compute T + update,
+ * no wait; and the math all-reduce does, to float rounding. */
+static void
+test_exchange (void)
+{
+  const char *algs[] = { "ring", "naive" };
+  for (gsize a = 0; a < G_N_ELEMENTS (algs); a++)
+    for (int workers = 2; workers <= 5; workers++)
+      {
+        g_autofree char *s1 = g_strdup_printf ("policy.algorithm=%s", algs[a]);
+        g_autofree char *s2 = g_strdup_printf ("cluster.workers=%d", workers);
+        const char *sets[] = { "policy.kind=exchange", s1, s2, NULL };
+        TestRun *r = test_run_collect (cluster, sets);
+        const double T = 1e-3, l = 20e-6, B = 1e9 / 8, F = 1e9 * 0.5;
+        const double P = 15 * 4 + 4;
+        double C = comm_cost (comm_lookup (algs[a]), COMM_ALLGATHER, workers,
+                              (gsize) (workers * P), 4, 2 * l, 1 / B, 0);
+        if (strcmp (algs[a], "ring") == 0)
+          test_assert_close (C, (workers - 1) * (2 * l + 4 * P / B), 1e-12);
+        const double update = kern_sgd_flops ((gsize) P) / F, iter = T + C + update;
+        g_assert_cmpuint (r->rows->len, ==, 5 * (guint) workers);
+        for (guint i = 0; i < r->rows->len; i++)
+          {
+            const TestRow *row = &g_array_index (r->rows, TestRow, i);
+            test_assert_close (row->end - row->start, iter, 1e-9);
+            test_assert_close (row->compute, T + update, 1e-9);
+            test_assert_close (row->comm, C, 1e-9);
+            g_assert_cmpfloat (row->wait, ==, 0.0);
+          }
+        test_assert_close (r->sum.sim_time, 5 * iter, 1e-9);
+        const char *ar[] = { s2, NULL };
+        Result *same = run_text (cluster, ar, NULL);
+        test_assert_close (r->sum.final_loss, same->sum.final_loss, 1e-5);
+        result_free (same);
+        test_run_free (r);
+      }
+  /* an algorithm that does no all-gather is refused before anything runs */
+  for (const CommAlgorithm *const *alg = comm_all (); *alg; alg++)
+    if (!(*alg)->choose && isnan ((*alg)->cost (COMM_ALLGATHER, 2, 1, 2, 4, 1e-6, 1e-9, 0)))
+      {
+        g_autofree char *head = g_strndup (cluster, strstr (cluster, "[policy]") - cluster);
+        g_autofree char *text = g_strdup_printf ("%s[policy]\nkind = exchange\n"
+                                                 "algorithm = %s\n", head, (*alg)->name);
+        g_autofree char *msg = test_load_scenario_error (text);
+        g_assert_nonnull (strstr (msg, "[policy] algorithm"));
+        g_assert_nonnull (strstr (msg, "all-gather"));
+      }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -332,5 +383,6 @@ main (int argc, char **argv)
   g_test_add_func ("/allreduce/matches-large-batch", test_matches_large_batch);
   g_test_add_func ("/allreduce/straggler-wait", test_straggler_wait);
   g_test_add_func ("/allreduce/ps-bsp-same-math", test_ps_bsp_same_math);
+  g_test_add_func ("/allreduce/exchange", test_exchange);
   return g_test_run ();
 }
