@@ -94,6 +94,24 @@ gboolean kern_layer_kind_parse (const char *name, KernLayerKind *out);
  * every float read or written by a kernel counts 4 bytes, weights read once
  * per batch); the roofline time model (sim/) prices a layer at
  * max(flops / achieved FLOP/s, bytes / memory bandwidth). */
+/* One weight matrix of a layer: the operand of its GEMM, which tensor
+ * parallelism cuts by columns (outputs: each part computes some outputs
+ * from every input) or by rows (inputs: each part computes partial sums of
+ * every output, to be summed across the parts).  Stored row-major at
+ * `offset` in the model's parameter vector: element (i, j) is parameter
+ * offset + i x cols + j; its bias (cols floats, one per output) follows
+ * at `bias` where `has_bias`. */
+typedef struct {
+  gsize offset;
+  int rows, cols;           /* inputs x outputs */
+  gboolean has_bias;
+  gsize bias;
+} KernWeight;
+
+/* The most weight matrices one layer holds (attention: query, key, value
+ * and output projections). */
+#define KERN_MAX_WEIGHTS 4
+
 typedef struct {
   char name[32];
   gsize param_offset;      /* first parameter of the layer */
@@ -106,6 +124,10 @@ typedef struct {
   KernLayerKind kind;
   double outputs;          /* floats per sample handed to the next layer (its
                             * output width; 0 for the loss) */
+  /* Its weight matrices, where the model knows them (0: the layer cannot
+   * be cut within, as a layer table's row without shapes). */
+  int n_weights;
+  KernWeight weight[KERN_MAX_WEIGHTS];
 } KernLayer;
 
 typedef struct KernModel KernModel;

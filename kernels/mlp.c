@@ -774,6 +774,11 @@ dense_layer (KernLayer *ly, const MlpPriv *p, int l)
    * the first layer the batch x that dW_1 reads */
   ly->activations = out + (first ? in : 0.0);
   ly->outputs = out;
+  /* W_l then b_l */
+  ly->n_weights = 1;
+  ly->weight[0] = (KernWeight) { .offset = p->w_off[l], .rows = p->width[l],
+                                 .cols = p->width[l + 1], .has_bias = TRUE,
+                                 .bias = p->w_off[l] + (gsize) p->width[l] * p->width[l + 1] };
 }
 
 /* ReLU after dense layer l: in place, compares only. */

@@ -1825,6 +1825,86 @@ test_opt_mix_step (void)
   g_rand_free (rng);
 }
 
+/* The weight shapes a model gives its layers are where its math reads
+ * them: for softmax regression, the gradient at W's (i, j) is
+ * sum_n x[n, i] dZ[n, j] and at the bias's j sum_n dZ[n, j], with dZ =
+ * (softmax(x W + b) - onehot(y)) / n read through the shapes; for an MLP
+ * the shapes chain (each layer's rows are the previous one's columns) and
+ * cover every parameter once. */
+static void
+test_layer_weights (void)
+{
+  const int d = 4, k = 3, n = 5;
+  KernModel *m = kern_mlp_new (d, NULL, 0, k, KERN_LOSS_XENT, NULL);
+  gsize P = m->ops->n_params (m);
+  g_autofree float *params = g_new (float, P), *grad = g_new (float, P);
+  g_autofree float *x = g_new (float, n * d);
+  int y[] = { 0, 2, 1, 2, 0 };
+  GRand *rng = g_rand_new_with_seed (4);
+  for (gsize i = 0; i < P; i++)
+    params[i] = (float) g_rand_double_range (rng, -1, 1);
+  for (int i = 0; i < n * d; i++)
+    x[i] = (float) g_rand_double_range (rng, -1, 1);
+  g_rand_free (rng);
+  m->ops->loss_grad (m, params, x, y, n, grad);
+  const KernLayer *fc = &m->layers[0];
+  g_assert_cmpint (fc->n_weights, ==, 1);
+  const KernWeight *w = &fc->weight[0];
+  g_assert_cmpint (w->rows, ==, d);
+  g_assert_cmpint (w->cols, ==, k);
+  g_assert_true (w->has_bias);
+  g_assert_cmpuint (w->offset, ==, fc->param_offset);
+  g_assert_cmpuint ((gsize) w->rows * w->cols + w->cols, ==, fc->params);
+  double dz[5][3];
+  for (int r = 0; r < n; r++)
+    {
+      double z[3], zmax = -INFINITY, sum = 0;
+      for (int j = 0; j < k; j++)
+        {
+          z[j] = params[w->bias + j];
+          for (int i = 0; i < d; i++)
+            z[j] += (double) x[r * d + i] * params[w->offset + (gsize) i * w->cols + j];
+          zmax = MAX (zmax, z[j]);
+        }
+      for (int j = 0; j < k; j++)
+        sum += exp (z[j] - zmax);
+      for (int j = 0; j < k; j++)
+        dz[r][j] = (exp (z[j] - zmax) / sum - (y[r] == j)) / n;
+    }
+  for (int j = 0; j < k; j++)
+    {
+      double db = 0;
+      for (int r = 0; r < n; r++)
+        db += dz[r][j];
+      g_assert_cmpfloat (fabs (grad[w->bias + j] - db), <, 1e-6);
+      for (int i = 0; i < d; i++)
+        {
+          double dw = 0;
+          for (int r = 0; r < n; r++)
+            dw += x[r * d + i] * dz[r][j];
+          g_assert_cmpfloat (fabs (grad[w->offset + (gsize) i * w->cols + j] - dw), <, 1e-6);
+        }
+    }
+  kern_model_free (m);
+
+  int hidden[] = { 7, 6 };
+  m = kern_mlp_new (5, hidden, 2, 3, KERN_LOSS_XENT, NULL);
+  gsize covered = 0;
+  int prev_cols = 5;
+  for (int l = 0; l < m->n_layers; l++)
+    for (int q = 0; q < m->layers[l].n_weights; q++)
+      {
+        const KernWeight *v = &m->layers[l].weight[q];
+        g_assert_cmpint (v->rows, ==, prev_cols);
+        g_assert_cmpuint (v->offset, ==, covered);
+        covered += (gsize) v->rows * v->cols + (v->has_bias ? (gsize) v->cols : 0);
+        prev_cols = v->cols;
+      }
+  g_assert_cmpint (prev_cols, ==, 3);
+  g_assert_cmpuint (covered, ==, m->ops->n_params (m));
+  kern_model_free (m);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1875,6 +1955,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/optim/warmup", test_opt_warmup);
   g_test_add_func ("/kernels/optim/step-into", test_opt_step_into);
   g_test_add_func ("/kernels/optim/mix-step", test_opt_mix_step);
+  g_test_add_func ("/kernels/model/layer-weights", test_layer_weights);
 
   return g_test_run ();
 }
