@@ -2,10 +2,11 @@
  * backend.c — choosing a kernel backend by name, and releasing one.
  *
  * The backends themselves live in cpu.c (always built) and in the CUDA
- * plugin, which cuda.c loads only when "cuda" is asked for (and which
- * exists only when configure found CUDA); this file is their registry: the names a scenario may give
- * ("cpu", "cuda", and "none" for no math) with their constructors, so that
- * adding a backend is adding one file and one line here.
+ * plugin, which cuda.c loads only when CUDA is asked for (and which exists
+ * only when configure found CUDA); each file defines its entry (name,
+ * constructor, kernel name) and this file is their registry, with the
+ * entry that runs no math, so that adding a backend is adding one file and
+ * one line here.
  */
 #include "kernels/backend.h"
 
@@ -14,30 +15,16 @@
 #include <gio/gio.h>
 #include <string.h>
 
-static KernBackend *
-cpu_new (gboolean reproducible, GError **error G_GNUC_UNUSED)
-{
-  return kern_backend_cpu_new_full (reproducible);
-}
+static const KernBackendEntry none = {
+  .name = "none", .description = "timing only, no math (no loss)", .can_reproduce = TRUE,
+};
 
-/* Never asked to be reproducible: its entry says it cannot be (cuBLAS
- * picks its algorithms by GPU and may split a sum over threads in any
- * order). */
-static KernBackend *
-cuda_new (gboolean reproducible G_GNUC_UNUSED, GError **error)
-{
-  return kern_backend_cuda_new (error);
-}
-
-static const KernBackendEntry cpu = {
-  "cpu", "real math on the CPU (the reference): fixed-order products, or OpenBLAS with reproducible = false",
-  cpu_new, TRUE };
-static const KernBackendEntry cuda = {
-  "cuda", "real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build)", cuda_new,
-  FALSE };
-static const KernBackendEntry none = { "none", "timing only, no math (no loss)", NULL, TRUE };
-
-static const KernBackendEntry *const backends[] = { &cpu, &cuda, &none, NULL };
+static const KernBackendEntry *const backends[] = {
+  &kern_backend_cpu,
+  &kern_backend_cuda,
+  &none,
+  NULL,
+};
 
 const void *const *
 kern_backend_entries (void)
@@ -80,11 +67,9 @@ kern_backend_new (const char *name, gboolean reproducible, GError **error)
 char *
 kern_backend_kernel_name (const char *name, gboolean reproducible)
 {
-  if (name == NULL)
-    return g_strdup (none.name);
-  if (strcmp (name, "cpu") != 0)
-    return g_strdup (name);
-  return reproducible ? g_strdup ("fixed-order") : kern_openblas_describe ();
+  const KernBackendEntry *e = name ? kern_backend_lookup (name) : &none;
+  g_return_val_if_fail (e != NULL, g_strdup (name));
+  return e->kernel_name ? e->kernel_name (reproducible) : g_strdup (e->name);
 }
 
 /* Releases a backend and everything it holds (but not buffers still

@@ -103,7 +103,7 @@ KernBackend *kern_backend_cuda_new (GError **error);
  * cannot be, G_IO_ERROR_NOT_SUPPORTED. */
 KernBackend *kern_backend_new (const char *name, gboolean reproducible, GError **error);
 
-/* The backends a scenario may name ([kernels] backend), in backend.c. */
+/* A backend a scenario may name ([kernels] backend). */
 typedef struct {
   const char *name;
   const char *description;
@@ -116,7 +116,14 @@ typedef struct {
    * does unless told not to ([kernels] reproducible = auto), and
    * reproducible = true is refused for one that cannot. */
   gboolean can_reproduce;
+  /* What does its math, for runs.kernel and `dtsim --version`, as a new
+   * string (NULL: the entry's name). */
+  char *(*kernel_name) (gboolean reproducible);
 } KernBackendEntry;
+
+/* The entries, each in its backend's own file (backend.c lists them). */
+extern const KernBackendEntry kern_backend_cpu;   /* cpu.c */
+extern const KernBackendEntry kern_backend_cuda;  /* cuda.c */
 
 /* The entry of that name, or NULL. */
 const KernBackendEntry *kern_backend_lookup (const char *name);

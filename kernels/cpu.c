@@ -369,3 +369,25 @@ kern_openblas_describe (void)
 #endif
   return g_strdup_printf ("OpenBLAS%s%s %s", version ? " " : "", version ? version : "", core);
 }
+
+static KernBackend *
+cpu_create (gboolean reproducible, GError **error G_GNUC_UNUSED)
+{
+  return kern_backend_cpu_new_full (reproducible);
+}
+
+/* "fixed-order", or the OpenBLAS that does the products. */
+static char *
+cpu_kernel_name (gboolean reproducible)
+{
+  return reproducible ? g_strdup ("fixed-order") : kern_openblas_describe ();
+}
+
+const KernBackendEntry kern_backend_cpu = {
+  .name = "cpu",
+  .description = "real math on the CPU (the reference): fixed-order products, or OpenBLAS with "
+                 "reproducible = false",
+  .create = cpu_create,
+  .can_reproduce = TRUE,
+  .kernel_name = cpu_kernel_name,
+};

@@ -169,3 +169,19 @@ kern_backend_cuda_new (GError **error)
     }
   return l->plugin->backend_new (error);
 }
+
+/* Never asked to be reproducible: its entry says it cannot be (cuBLAS
+ * picks its algorithms by GPU and may split a sum over threads in any
+ * order). */
+static KernBackend *
+cuda_create (gboolean reproducible G_GNUC_UNUSED, GError **error)
+{
+  return kern_backend_cuda_new (error);
+}
+
+const KernBackendEntry kern_backend_cuda = {
+  .name = "cuda",
+  .description = "real math on cuBLAS and CUDA kernels (needs a GPU and a CUDA build)",
+  .create = cuda_create,
+  .can_reproduce = FALSE,
+};

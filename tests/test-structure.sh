@@ -1,7 +1,8 @@
 #!/bin/sh
 # test-structure.sh — tools/check-structure on trees made here to show each
 # rule (a long function with and without its why-comment, a circle of calls,
-# what is not a circle, the folders it skips, the allow-list), then on
+# what is not a circle, the folders it skips, the allow-list, an include
+# circle), then on
 # dtsim's own sources, which must have no finding.  Prints TAP.
 #
 # DTSIM_SRCDIR (set by `make check`) is the source root; without it, the
@@ -12,7 +13,7 @@ tool="$src/tools/check-structure"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dtsim-structure.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 
-echo "1..8"
+echo "1..9"
 n=0
 # ok CONDITION-STATUS DESCRIPTION: one TAP line; on failure the tool's output
 # (in $work/out) as diagnostics.
@@ -89,6 +90,16 @@ python3 "$tool" --allow "$work/allow" "$t" > "$work/out"; status=$?
 [ "$status" -eq 1 ] && grep -q '^circle comm/w.c, comm/z.c is in the allow-list but no longer found' "$work/out"
 ok $? "an allow-list line whose circle is gone is a finding"
 
-# 8: dtsim itself.
+# 8: two headers that include each other are an include circle, whatever
+# calls there are.
+t="$work/includes"
+mkdir -p "$t/base"
+echo '#include "base/b.h"' > "$t/base/a.h"
+echo '#include "a.h"' > "$t/base/b.h"
+python3 "$tool" "$t" > "$work/out"; status=$?
+[ "$status" -eq 1 ] && grep -q '^include circle: base/a.h -> base/b.h$' "$work/out"
+ok $? "headers that include each other are an include circle"
+
+# 9: dtsim itself.
 python3 "$tool" "$src" > "$work/out"
-ok $? "dtsim's sources: no long function without its comment, no circle"
+ok $? "dtsim's sources: no long function without its comment, no circle of calls or includes"
