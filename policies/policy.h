@@ -2,12 +2,14 @@
  * policy.h — training schedules: how workers and servers exchange parameters
  * and gradients over the simulated network while the real math runs.
  *
- * A policy is a table of callbacks registered by name (PolPolicyOps).  It
- * combines the engine, the network and the kernels; it knows nothing of
- * scenario files or SQLite.  What it observes (iterations, spans, metrics,
- * progress) goes to a PolRecorder that the caller supplies, and simulated
- * compute time comes from a callback the caller supplies too (the device model
- * and stragglers live in sim/).
+ * A policy is a table of callbacks registered by name (PolPolicyOps): a
+ * schedule that decides when its workers step (train/step.h, the worker
+ * step: how a gradient is computed) and when collectives run (comm/), on
+ * the ranks of a device mesh (train/mesh.h).  It knows nothing of scenario
+ * files or SQLite.  What it observes (iterations, spans, metrics, progress)
+ * goes to a PolRecorder that the caller supplies, and simulated compute
+ * time comes from a callback the caller supplies too (the device model,
+ * device/, and the straggler models, config/stragglers/).
  */
 #ifndef DTSIM_POLICY_H
 #define DTSIM_POLICY_H

@@ -355,7 +355,7 @@ report_path (const char *db, const char *out)
   return g_strconcat (stem, ".html", NULL);
 }
 
-/* Writes the page S to PATH whole or not at all (sim/outfile.c; DB is the
+/* Writes the page S to PATH whole or not at all (views/outfile.c; DB is the
  * database it must not replace). */
 static gboolean
 write_page (const char *path, const char *db, GString *s, GError **error)

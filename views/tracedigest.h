@@ -20,7 +20,7 @@ typedef struct {
 void sim_table_digest_free (SimTableDigest *d);
 
 /* The digest of every ordinary table of the trace at `path` (read through
- * sim/tracedb.c, so a hostile file is refused, never trusted), in the order
+ * views/tracedb.c, so a hostile file is refused, never trusted), in the order
  * of their names.  Each digest covers the table's column names, then every
  * row in the order of all its columns (so neither the writer's physical
  * order nor `--jobs` matters), each value with its type and exact content:
