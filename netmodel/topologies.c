@@ -14,6 +14,7 @@ extern const NetTopology net_topology_fat_tree;
 extern const NetTopology net_topology_ring;
 extern const NetTopology net_topology_nodes;
 extern const NetTopology net_topology_dgx1;
+extern const NetTopology net_topology_torus;
 
 /* Every registered topology, NULL-terminated. */
 static const NetTopology *const net_topologies[] = {
@@ -23,6 +24,7 @@ static const NetTopology *const net_topologies[] = {
   &net_topology_ring,
   &net_topology_nodes,
   &net_topology_dgx1,
+  &net_topology_torus,
   NULL
 };
 

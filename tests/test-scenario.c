@@ -521,6 +521,31 @@ test_scenario_dgx1_keys (Fixture *fx, gconstpointer data)
                    ==, 1);
 }
 
+/* The torus topology's keys through the loader: a negative torus_x is
+ * refused by its key's bounds, a torus too small for the hosts by the
+ * topology; each is one line naming the file, the key and what to write.
+ * A shape that holds them is taken and kept in the params. */
+static void
+test_scenario_torus_keys (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  g_autofree char *neg = load_fails (fx, "neg.ini",
+      "[network]\ntopology = torus\ntorus_x = -1\n", NULL);
+  assert_contains (neg, "[network] torus_x");
+  /* kind = allreduce: 8 workers are the 8 hosts */
+  g_autofree char *small = load_fails (fx, "small.ini",
+      "[cluster]\nworkers = 8\n[policy]\nkind = allreduce\n"
+      "[network]\ntopology = torus\ntorus_x = 3\ntorus_y = 2\n", NULL);
+  assert_contains (small, "[network] torus_y: a 3 x 2 torus holds 6 hosts");
+  assert_contains (small, "write torus_y = 3");
+  g_autoptr (GPtrArray) configs = load_ok (fx, "torus.ini",
+      "[cluster]\nworkers = 8\n[policy]\nkind = allreduce\n"
+      "[network]\ntopology = torus\ntorus_x = 4\n", NULL, 1);
+  g_assert_cmpstr (param (CONFIG (configs, 0), "network.torus_x"), ==, "4");
+  g_assert_cmpint (base_values_int (CONFIG (configs, 0)->values,
+                                    "network.torus_y"), ==, 0);
+}
+
 static void
 test_scenario_missing_file (Fixture *fx, gconstpointer data)
 {
@@ -809,6 +834,7 @@ main (int argc, char **argv)
   ADD ("/sim/scenario/db", test_scenario_db);
   ADD ("/sim/scenario/cross-rules", test_scenario_cross_rules);
   ADD ("/sim/scenario/dgx1-keys", test_scenario_dgx1_keys);
+  ADD ("/sim/scenario/torus-keys", test_scenario_torus_keys);
   ADD ("/sim/scenario/missing-file", test_scenario_missing_file);
   ADD ("/sim/scenario/unreadable", test_scenario_unreadable);
   ADD ("/sim/scenario/sweep/product", test_sweep_product);

@@ -1,6 +1,6 @@
 /*
  * test-topology.c — tests of the topologies (netmodel/racks.c, fattree.c,
- * ring.c, nodes.c, dgx1.c, star.c) and of named links.
+ * ring.c, nodes.c, dgx1.c, torus.c, star.c) and of named links.
  *
  * Expected times are closed forms written as formulas: B is a host link's
  * bandwidth, l its latency, sl a switch-to-switch link's latency, b a
@@ -978,6 +978,288 @@ test_dgx1_summary (void)
   g_assert_nonnull (strstr (s4, cut4));
 }
 
+/* --- torus --------------------------------------------------------------- */
+
+/* One-way router links of the rings of one torus dimension of k routers:
+ * two per router (one each way) from 3 routers on, one cable (2 links) for
+ * 2, none for 1. */
+static int
+torus_ring_links (int k)
+{
+  return k >= 3 ? 2 * k : k == 2 ? 2 : 0;
+}
+
+/* Hops from coordinate a to b on a ring of k: the shorter way round. */
+static int
+torus_hops (int a, int b, int k)
+{
+  int d = ((b - a) % k + k) % k;
+
+  return MIN (d, k - d);
+}
+
+/* Appends to `want` the names of the hops from coordinate a to b along one
+ * ring of k routers (the shorter way, positive on a tie), in row or column
+ * `other`, as docs/network.md names them; a ring of 2 has only "+" links. */
+static void
+torus_expected_hops (int a, int b, int k, gboolean along_x, int other,
+                     GPtrArray *want)
+{
+  int d = ((b - a) % k + k) % k;
+  gboolean positive = d <= k - d;
+  char axis = along_x ? 'x' : 'y';
+
+  for (int c = a; c != b; c = positive ? (c + 1) % k : (c - 1 + k) % k)
+    g_ptr_array_add (want, g_strdup_printf (
+                       "router%d.%d.%c%c", along_x ? c : other,
+                       along_x ? other : c, axis,
+                       positive || k == 2 ? '+' : '-'));
+}
+
+/* Builds a torus of X x Y (0 = derived) on n hosts, with `contention`. */
+static void
+torus_init (Fixture *fx, int n, int x, int y, NetContention contention)
+{
+  g_autoptr (GError) error = NULL;
+  NetTopologyParams p;
+
+  fx->names = host_names (n);
+  p = params (fx->names);
+  set_int (&p, "torus_x", x);
+  set_int (&p, "torus_y", y);
+  fx->sim = eng_sim_new ();
+  fx->net = net_network_new (fx->sim, contention);
+  for (int i = 0; i < MAX_TAGS; i++)
+    fx->end[i] = -1;
+  fx->n_done = 0;
+  g_assert_true (net_topology_lookup ("torus")->build (fx->net, &p, &error));
+  g_assert_no_error (error);
+}
+
+/* Tori full and partly filled, with rings of 1, 2, odd and even length:
+ * host h sits at (h mod X, h div X); the route of every ordered pair is
+ * h.up, the X hops in the source's row, the Y hops in the destination's
+ * column, h.down, so it crosses 2 + min (dx, X - dx) + min (dy, Y - dy)
+ * links and its latency is that many l; the link count is
+ * 2 n + Y links(X) + X links(Y). */
+static void
+test_torus_routes (void)
+{
+  const struct { int n, x, y; } cases[] = {
+    { 16, 4, 4 }, { 15, 5, 3 }, { 8, 3, 3 }, { 6, 2, 3 }, { 4, 2, 2 },
+    { 4, 1, 4 }, { 4, 4, 1 }, { 5, 3, 2 }, { 20, 4, 6 }, { 2, 2, 1 },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      int n = cases[i].n, X = cases[i].x, Y = cases[i].y;
+      Fixture fx;
+
+      g_test_message ("torus %d x %d, %d hosts", X, Y, n);
+      torus_init (&fx, n, X, Y, NET_CONTENTION_MAXMIN);
+      g_assert_cmpint (net_network_n_links (fx.net), ==,
+                       2 * n + Y * torus_ring_links (X)
+                       + X * torus_ring_links (Y));
+      for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+          {
+            g_autoptr (GPtrArray) want
+              = g_ptr_array_new_with_free_func (g_free);
+            int xa = a % X, ya = a / X, xb = b % X, yb = b / X;
+            int hops = 2 + torus_hops (xa, xb, X) + torus_hops (ya, yb, Y);
+            int links[MAX_ROUTE];
+            int len;
+
+            if (a == b)
+              continue;
+            g_ptr_array_add (want, g_strdup_printf ("h%d.up", a));
+            torus_expected_hops (xa, xb, X, TRUE, ya, want);
+            torus_expected_hops (ya, yb, Y, FALSE, xb, want);
+            g_ptr_array_add (want, g_strdup_printf ("h%d.down", b));
+            len = net_network_route_links (fx.net, a, b, links, MAX_ROUTE);
+            g_assert_cmpint (len, ==, hops);
+            g_assert_cmpint (len, ==, (int) want->len);
+            for (int k = 0; k < len; k++)
+              g_assert_cmpint (links[k], ==, link_id (fx.net, want->pdata[k]));
+            assert_time (net_network_route_latency (fx.net, a, b), hops * LAT);
+            g_assert_cmpfloat (net_network_route_bandwidth (fx.net, a, b),
+                               ==, B);
+          }
+      fixture_clear (&fx);
+    }
+}
+
+/* Dimension order and ties on a 4 x 4 torus: h0 (0,0) -> h5 (1,1) turns
+ * at router (1,0); h0 -> h10 (2,2) is a tie both ways, taken positively;
+ * h5 -> h0 goes the negative way; h3 (3,0) -> h12 (0,3) wraps round in
+ * both dimensions. */
+static void
+test_torus_dimension_order (void)
+{
+  const char *r0_5[] = { "h0.up", "router0.0.x+", "router1.0.y+", "h5.down",
+                         NULL };
+  const char *r0_10[] = { "h0.up", "router0.0.x+", "router1.0.x+",
+                          "router2.0.y+", "router2.1.y+", "h10.down", NULL };
+  const char *r5_0[] = { "h5.up", "router1.1.x-", "router0.1.y-", "h0.down",
+                         NULL };
+  const char *r3_12[] = { "h3.up", "router3.0.x+", "router0.0.y-",
+                          "h12.down", NULL };
+  Fixture fx;
+
+  torus_init (&fx, 16, 4, 4, NET_CONTENTION_MAXMIN);
+  assert_route (fx.net, 0, 5, r0_5);
+  assert_route (fx.net, 0, 10, r0_10);
+  assert_route (fx.net, 5, 0, r5_0);
+  assert_route (fx.net, 3, 12, r3_12);
+  fixture_clear (&fx);
+}
+
+/* 4 x 4 torus.  A = h0 -> h2 and C = h1 -> h3 both cross router1.0.x+
+ * (ties, taken positively), both with 4 links, so both enter their
+ * bandwidth phase at 4 l.  D = h2 -> h1 (the negative way, 3 links) and
+ * E = h4 -> h12 (Y only, a tie: router0.1.y+, router0.2.y+, 4 links) share
+ * nothing with A or C.  With contention none every flow runs at B:
+ * L + b / B.  Under max-min A and C get B / 2 each: 4 l + b / (B / 2),
+ * while D and E, alone on their links, still take L + b / B. */
+static void
+test_torus_transfer_times (void)
+{
+  for (int maxmin = 0; maxmin <= 1; maxmin++)
+    {
+      Fixture fx;
+      double shared = maxmin ? B / 2 : B;   /* bytes/s of A and C */
+
+      torus_init (&fx, 16, 4, 4,
+                  maxmin ? NET_CONTENTION_MAXMIN : NET_CONTENTION_NONE);
+      send (&fx, 0, 2, MSG, 0);
+      send (&fx, 1, 3, MSG, 1);
+      send (&fx, 2, 1, MSG, 2);
+      send (&fx, 4, 12, MSG, 3);
+      eng_run (fx.sim, INFINITY);
+      g_assert_cmpint (fx.n_done, ==, 4);
+      assert_time (fx.end[0], (2 + 2) * LAT + MSG / shared);
+      assert_time (fx.end[1], (2 + 2) * LAT + MSG / shared);
+      assert_time (fx.end[2], (2 + 1) * LAT + MSG / B);
+      assert_time (fx.end[3], (2 + 2) * LAT + MSG / B);
+      fixture_clear (&fx);
+    }
+}
+
+/* The shape when torus_x or torus_y is 0: both, X = ceil (sqrt (n)) and
+ * Y = ceil (n / X); one, ceil (n / the other).  Read back from the links:
+ * router (X-1, Y-1) exists, router (X, 0) and (0, Y) do not. */
+static void
+test_torus_shape (void)
+{
+  const struct { int n, x, y; } cases[] = {
+    { 1, 0, 0 }, { 2, 0, 0 }, { 8, 0, 0 }, { 12, 0, 0 }, { 16, 0, 0 },
+    { 17, 0, 0 }, { 10, 4, 0 }, { 7, 0, 2 }, { 9, 1, 0 },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      int n = cases[i].n, X = cases[i].x, Y = cases[i].y;
+      Fixture fx;
+      g_autofree char *last = NULL, *past_x = NULL, *past_y = NULL;
+
+      if (X == 0 && Y == 0)
+        X = (int) ceil (sqrt ((double) n));
+      if (X == 0)
+        X = (n + Y - 1) / Y;
+      if (Y == 0)
+        Y = (n + X - 1) / X;
+      g_test_message ("%d hosts: %d x %d", n, X, Y);
+      torus_init (&fx, n, cases[i].x, cases[i].y, NET_CONTENTION_MAXMIN);
+      g_assert_cmpint (net_network_n_links (fx.net), ==,
+                       2 * n + Y * torus_ring_links (X)
+                       + X * torus_ring_links (Y));
+      last = g_strdup_printf ("router%d.%d.%c+", X - 1, Y - 1,
+                              X >= 2 ? 'x' : 'y');
+      past_x = g_strdup_printf ("router%d.0.x+", X);
+      past_y = g_strdup_printf ("router0.%d.y+", Y);
+      if (X * Y > 1)
+        g_assert_cmpint (net_network_link_id (fx.net, last), >=, 0);
+      g_assert_cmpint (net_network_link_id (fx.net, past_x), ==, -1);
+      g_assert_cmpint (net_network_link_id (fx.net, past_y), ==, -1);
+      fixture_clear (&fx);
+    }
+}
+
+/* Refused shapes: one line "torus topology: [network] <key>: ..." saying
+ * what to write; nothing added, no summary. */
+static void
+test_torus_invalid (void)
+{
+  const struct {
+    gint64 x, y;
+    const char *want;   /* expected substring */
+  } cases[] = {
+    { -1, 0, "[network] torus_x: expected 1 to 131072 routers" },
+    { 0, -3, "[network] torus_y: expected 1 to 131072 routers" },
+    { 200000, 0, "write e.g. torus_x = 4" },
+    { 4, 2, "[network] torus_y: a 4 x 2 torus holds 8 hosts, fewer than "
+            "the 10 to place; write torus_y = 3" },
+    { 1000, 1000, "[network] torus_y: a 1000 x 1000 torus has 1000000 "
+                  "routers, more than 131072" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const NetTopology *t = net_topology_lookup ("torus");
+      g_autoptr (GPtrArray) names = host_names (10);
+      g_autoptr (GError) error = NULL;
+      NetTopologyParams p = params (names);
+      EngSim *sim = eng_sim_new ();
+      NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+
+      set_int (&p, "torus_x", cases[i].x);
+      set_int (&p, "torus_y", cases[i].y);
+      g_assert_false (t->build (net, &p, &error));
+      g_assert_error (error, NET_ERROR, NET_ERROR_INVALID);
+      g_test_message ("%s", error->message);
+      g_assert_true (g_str_has_prefix (error->message, "torus topology: "));
+      g_assert_nonnull (strstr (error->message, cases[i].want));
+      g_assert_null (strchr (error->message, '\n'));
+      g_assert_cmpint (net_network_n_hosts (net), ==, 0);
+      g_assert_cmpint (net_network_n_links (net), ==, 0);
+      g_assert_null (t->summary (&p));
+      net_network_free (net);
+      eng_sim_free (sim);
+    }
+}
+
+/* The summary of a full 6 x 6 torus: 2 n + 2 x 6 x 12 links; cutting X in
+ * two cuts each of the 6 rows twice: 12 cables of B, fewer than the
+ * floor (36 / 2) host links.  On a full 3 x 3 torus the host links bind:
+ * floor (9 / 2) of B, fewer than the 2 x 3 cables cut. */
+static void
+test_torus_summary (void)
+{
+  g_autoptr (GPtrArray) big = host_names (36);
+  g_autoptr (GPtrArray) small = host_names (9);
+  NetTopologyParams p = params (big);
+  g_autofree char *s6 = NULL, *s3 = NULL;
+  g_autofree char *links = g_strdup_printf ("%d one-way links",
+                                            2 * 36 + 2 * 6 * 12);
+  g_autofree char *cut6 = g_strdup_printf ("bisection bandwidth %.4g Gbit/s",
+                                           2 * 6 * B * 8 / 1e9);
+  g_autofree char *cut3 = g_strdup_printf ("bisection bandwidth %.4g Gbit/s",
+                                           (9 / 2) * B * 8 / 1e9);
+
+  set_int (&p, "torus_x", 6);
+  set_int (&p, "torus_y", 6);
+  s6 = net_topology_lookup ("torus")->summary (&p);
+  g_test_message ("%s", s6);
+  g_assert_nonnull (strstr (s6, "on a 6 x 6 torus"));
+  g_assert_nonnull (strstr (s6, links));
+  g_assert_nonnull (strstr (s6, cut6));
+  p = params (small);
+  s3 = net_topology_lookup ("torus")->summary (&p);
+  g_test_message ("%s", s3);
+  g_assert_nonnull (strstr (s3, "on a 3 x 3 torus"));
+  g_assert_nonnull (strstr (s3, cut3));
+}
+
 /* --- host groups ------------------------------------------------------- */
 
 /* Locality for the collectives (net_network_host_group): nodes groups a
@@ -989,7 +1271,7 @@ test_dgx1_summary (void)
 static void
 test_host_groups (void)
 {
-  const char *alone[] = { "star", "fat-tree", "ring" };
+  const char *alone[] = { "star", "fat-tree", "ring", "torus" };
   Fixture fx;
   NetTopologyParams p;
 
@@ -1428,7 +1710,7 @@ static void
 test_registry (void)
 {
   const char *names[] = { "star", "racks", "fat-tree", "ring", "nodes",
-                          "dgx1" };
+                          "dgx1", "torus" };
 
   for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
     {
@@ -1552,6 +1834,14 @@ main (int argc, char **argv)
                    test_dgx1_routes_on_demand);
   g_test_add_func ("/topology/dgx1/invalid", test_dgx1_invalid);
   g_test_add_func ("/topology/dgx1/summary", test_dgx1_summary);
+  g_test_add_func ("/topology/torus/routes", test_torus_routes);
+  g_test_add_func ("/topology/torus/dimension-order",
+                   test_torus_dimension_order);
+  g_test_add_func ("/topology/torus/transfer-times",
+                   test_torus_transfer_times);
+  g_test_add_func ("/topology/torus/shape", test_torus_shape);
+  g_test_add_func ("/topology/torus/invalid", test_torus_invalid);
+  g_test_add_func ("/topology/torus/summary", test_torus_summary);
   g_test_add_func ("/topology/host-groups", test_host_groups);
   int status = g_test_run ();
   base_values_free (values);
