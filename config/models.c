@@ -233,11 +233,18 @@ workload_text (const char *name, GError **error)
 }
 
 /* The model kinds: one entry in each model's file, one line here. */
+extern const KernModelKind kern_model_linear;      /* kernels/mlp.c */
+extern const KernModelKind kern_model_softmax;     /* kernels/mlp.c */
+extern const KernModelKind kern_model_mlp;         /* kernels/mlp.c */
+extern const KernModelKind kern_model_timing;      /* kernels/timing.c */
+extern const KernModelKind kern_model_transformer; /* kernels/transformer.c */
+
 static const KernModelKind *const model_kinds[] = {
   &kern_model_linear,
   &kern_model_softmax,
   &kern_model_mlp,
   &kern_model_timing,
+  &kern_model_transformer,
   NULL,
 };
 
@@ -274,6 +281,7 @@ sim_model_new (const SimConfig *c, KernBackend *be, GError **error)
     .params = (gsize) c->model_params,
     .flops = c->model_flops,
     .read_workload = workload_text,
+    .values = c->values,
   };
   return sim_model_kind (c)->new (&a, be, error);
 }
@@ -294,4 +302,42 @@ gboolean
 sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test, GError **error)
 {
   return dataset_of (c)->load (c, train, test, error);
+}
+
+void
+sim_model_kind_keys (GPtrArray *rows)
+{
+  base_registry_keys (rows, NULL, (const void *const *) model_kinds,
+                      G_STRUCT_OFFSET (KernModelKind, keys));
+}
+
+/* Whether `kind` declares [model] key. */
+static gboolean
+declares (const KernModelKind *kind, const char *key)
+{
+  for (const BaseKey *k = kind->keys; k && k->section; k++)
+    if (strcmp (k->key, key) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+gboolean
+sim_model_kind_validate (const SimConfig *c, const char *file, GError **error)
+{
+  const KernModelKind *mine = sim_model_kind (c);
+  for (int i = 0; model_kinds[i]; i++)
+    for (const BaseKey *k = model_kinds[i]->keys; k && k->section; k++)
+      {
+        g_autofree char *dotted = g_strconcat (k->section, ".", k->key, NULL);
+        if (model_kinds[i] != mine && !declares (mine, k->key)
+            && g_hash_table_contains (c->given, dotted))
+          return sim_key_error (error, file, k->section, k->key,
+                                "applies only to kind = %s; remove it or set kind = %s",
+                                model_kinds[i]->name, model_kinds[i]->name);
+      }
+  g_autoptr (GError) local = NULL;
+  if (!mine->validate || mine->validate (c->values, &local))
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
+  return FALSE;
 }

@@ -40,6 +40,12 @@ gboolean sim_dataset_check (const SimConfig *c, const char *file, gint64 *n_trai
 gboolean sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test,
                         GError **error);
 
+/* Appends (const BaseKey *) the [model] keys the kinds declare. */
+void sim_model_kind_keys (GPtrArray *rows);
+/* The rules of c's model kind about its keys, and another kind's keys
+ * refused when given; errors name `file` and the key. */
+gboolean sim_model_kind_validate (const SimConfig *c, const char *file, GError **error);
+
 G_END_DECLS
 
 #endif /* DTSIM_CONFIG_MODELS_H */

@@ -227,6 +227,7 @@ static void
 registry_keys (GPtrArray *rows)
 {
   net_topology_keys (rows);
+  sim_model_kind_keys (rows);
   pol_keys (rows);
   sim_stragglers_keys (rows);
 }
@@ -701,7 +702,7 @@ check_cross (SimConfig *c, const char *file, GError **error)
                          ? be->can_reproduce : c->reproducible == SIM_REPRODUCIBLE_TRUE;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
-  if (!check_policy (c, file, error))
+  if (!sim_model_kind_validate (c, file, error) || !check_policy (c, file, error))
     return FALSE;
   if (!sim_stragglers_validate (c, error))
     return FALSE;

@@ -470,7 +470,7 @@ host_memory_check (const SimConfig *c, const KernModel *m, const char *file, GEr
 static gboolean
 model_kind_check (SimConfig *c, const char *file, GError **error)
 {
-  if (sim_model_kind (c)->math)
+  if (!sim_model_kind (c)->reads_workload)
     {
       if (!c->workload)
         return TRUE;
@@ -495,7 +495,9 @@ model_kind_check (SimConfig *c, const char *file, GError **error)
 static gboolean
 model_fits_check (const SimConfig *c, const char *file, GError **error)
 {
-  gboolean timing = !sim_model_kind (c)->math;
+  const KernModelKind *kind = sim_model_kind (c);
+  gboolean timing = !kind->math;
+  const char *depth = kind->depth_key ? kind->depth_key : timing ? "workload" : "hidden";
   g_autoptr (GError) local = NULL;
   KernModel *m = sim_model_new (c, NULL, &local);
   if (!m)
@@ -510,7 +512,7 @@ model_fits_check (const SimConfig *c, const char *file, GError **error)
       /* the pipeline's exact balancing costs stages x layers^2 */
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "%s: [model] %s: %d layers%s, more than the %d a model may have; "
-                   "merge layers into fewer, larger ones", file, timing ? "workload" : "hidden",
+                   "merge layers into fewer, larger ones", file, depth,
                    m->n_layers, timing ? "" : " (a linear layer and a ReLU per hidden width)",
                    SIM_MAX_LAYERS);
       ok = FALSE;

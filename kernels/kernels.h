@@ -14,6 +14,8 @@
 
 #include <glib.h>
 
+#include "base/keys.h"
+
 G_BEGIN_DECLS
 
 /* --- Data sets ------------------------------------------------------------ */
@@ -212,6 +214,8 @@ typedef struct {
   /* The text of the layer table `name` (built in, else a file), or NULL
    * with `error` set. */
   char *(*read_workload) (const char *name, GError **error);
+  /* The run's registry keys, a kind's own among them (its `keys`). */
+  const BaseValues *values;
 } KernModelArgs;
 
 /* A model kind ([model] kind): one entry in the file of its model
@@ -220,15 +224,22 @@ typedef struct {
   const char *name;          /* as [model] kind names it */
   const char *description;   /* one line for `dtsim keys` */
   gboolean math;             /* trains for real; FALSE: timing only (no loss) */
+  gboolean reads_workload;   /* [model] workload, params and flops are its */
+  /* The [model] key that sets its depth, named when a model has too many
+   * layers (NULL: "hidden", or "workload" for a kind without math). */
+  const char *depth_key;
+  /* Its own [model] keys, ending with a row whose section is NULL; NULL =
+   * none.  Another kind's run refuses them. */
+  const BaseKey *keys;
+  /* Its rules about its keys (NULL = none): FALSE with an error
+   * "[model] key: what is wrong; how to fix it" (the caller prefixes the
+   * file). */
+  gboolean (*validate) (const BaseValues *values, GError **error);
   /* The model for `a`, math on `be` (borrowed; NULL = CPU), or NULL with
    * `error` set. */
   KernModel *(*new) (const KernModelArgs *a, struct KernBackend *be, GError **error);
 } KernModelKind;
 
-extern const KernModelKind kern_model_linear;   /* mlp.c */
-extern const KernModelKind kern_model_softmax;  /* mlp.c */
-extern const KernModelKind kern_model_mlp;      /* mlp.c */
-extern const KernModelKind kern_model_timing;   /* timing.c */
 
 /* Bytes a worker's device holds to train m with batch n: parameters,
  * gradients and `opt_state_floats` optimizer floats (4 bytes each), plus

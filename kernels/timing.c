@@ -501,5 +501,6 @@ const KernModelKind kern_model_timing = {
   .name = "timing",
   .description = "a layer table, no math (docs/workloads.md)",
   .math = FALSE,
+  .reads_workload = TRUE,
   .new = timing_kind_new,
 };

@@ -755,6 +755,85 @@ test_workload_names (void)
     }
 }
 
+static const char transformer[] =
+  "[scenario]\nname = t\niterations = 2\n"
+  "[cluster]\nworkers = 2\n"
+  "[device]\nflops = 1TFLOPS\nefficiency = 0.5\n"
+  "[model]\nkind = transformer\nbatch = 4\n"
+  "[policy]\nkind = allreduce\n";
+
+/* kind = transformer: with its defaults (GPT-2 small's shape) it is the
+ * built-in gpt-2 table, layer for layer; its forward FLOPs per sample are
+ * blocks (24 s d^2 + 4 s^2 d) + 2 s d V (Narayanan et al. 2021 without
+ * recomputation); its weight shapes chain and, with the norms, cover its
+ * parameters; its rules are refused in one line. */
+static void
+test_transformer (void)
+{
+  SimConfig *c = load_one (transformer, NULL);
+  KernModel *t = sim_model_new (c, NULL, NULL);
+  sim_config_free (c);
+  const char *gpt2[] = { "model.kind=timing", "model.workload=gpt-2", NULL };
+  c = load_one (transformer, gpt2);
+  KernModel *w = sim_model_new (c, NULL, NULL);
+  sim_config_free (c);
+  g_assert_cmpint (t->n_layers, ==, w->n_layers);
+  for (int l = 0; l < t->n_layers; l++)
+    {
+      KernLayer a = t->layers[l], b = w->layers[l];
+      a.n_weights = b.n_weights = 0;
+      memset (a.weight, 0, sizeof a.weight);
+      memset (b.weight, 0, sizeof b.weight);
+      g_assert_cmpmem (&a, sizeof a, &b, sizeof b);
+    }
+  kern_model_free (w);
+  const double blocks = 12, s = 1024, d = 768, V = 50257;
+  g_assert_cmpfloat (t->ops->flops_forward (t, 1), ==,
+                     blocks * (24 * s * d * d + 4 * s * s * d) + 2 * s * d * V);
+  gsize covered = 0;
+  for (int l = 0; l < t->n_layers; l++)
+    {
+      const KernLayer *ly = &t->layers[l];
+      gsize own = 0;
+      for (int q = 0; q < ly->n_weights; q++)
+        {
+          const KernWeight *v = &ly->weight[q];
+          g_assert_cmpuint (v->offset, ==, ly->param_offset + own);
+          own += (gsize) v->rows * v->cols + (v->has_bias ? (gsize) v->cols : 0);
+        }
+      if (ly->kind == KERN_LAYER_GEMM && ly->params > 0)
+        {
+          /* a projection's input is the width or, for the MLP's second, 4 x width */
+          g_assert_cmpint (ly->n_weights, ==, 1);
+          g_assert_true (ly->weight[0].rows == d || ly->weight[0].rows == 4 * d);
+        }
+      g_assert_true (ly->kind == KERN_LAYER_NORM ? own == 0 : own == ly->params);
+      covered += ly->kind == KERN_LAYER_NORM ? ly->params : own;
+    }
+  g_assert_cmpuint (covered, ==, t->ops->n_params (t));
+  kern_model_free (t);
+
+  const struct { const char *key, *value, *want; } bad[] = {
+    { "heads", "7", "[model] heads" },                  /* 7 does not divide 768 */
+    { "positions", "100", "[model] positions" },        /* fewer than the sequence */
+    { "blocks", "100", "[model] blocks: 1204 layers" }, /* 12 x 100 + 4 > 1024 */
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autofree char *text = g_strdup_printf (
+        "[scenario]\nname = t\niterations = 2\n[cluster]\nworkers = 2\n"
+        "[device]\nflops = 1TFLOPS\nefficiency = 0.5\n"
+        "[model]\nkind = transformer\nbatch = 4\n%s = %s\n[policy]\nkind = allreduce\n",
+        bad[i].key, bad[i].value);
+      g_autofree char *msg = test_load_scenario_error (text);
+      g_assert_nonnull (strstr (msg, bad[i].want));
+    }
+  /* a transformer key under another kind does nothing: refused */
+  g_autofree char *foreign = test_load_scenario_error (
+    "[model]\nkind = mlp\nblocks = 4\n");
+  g_assert_nonnull (strstr (foreign, "[model] blocks: applies only to kind = transformer"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -775,5 +854,6 @@ main (int argc, char **argv)
   g_test_add_func ("/model/partition/by-label", test_by_label_bounds);
   g_test_add_func ("/model/scenario/scaling-resnet", test_scaling_resnet);
   g_test_add_func ("/model/workload/names", test_workload_names);
+  g_test_add_func ("/model/kind/transformer", test_transformer);
   return g_test_run ();
 }
