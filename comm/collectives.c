@@ -906,10 +906,12 @@ extern const CommAlgorithm comm_hd;
 extern const CommAlgorithm comm_naive;
 extern const CommAlgorithm comm_hier;
 extern const CommAlgorithm comm_dbtree;
+extern const CommAlgorithm comm_butterfly;
 
 static const CommAlgorithm *const coll_algorithms[] = {
   &comm_auto, &comm_ring, &comm_tree, &comm_hd,
   &comm_dbtree,
+  &comm_butterfly,
   &comm_naive, &comm_hier, NULL,
 };
 

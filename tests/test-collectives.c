@@ -298,7 +298,8 @@ test_allreduce_maxmin (gconstpointer alg_data)
       Run *run;
       double t, N = N_EVEN * ELEM;
 
-      if (strcmp (alg, "halving-doubling") == 0 && pow2_floor (p) != p)
+      if ((strcmp (alg, "halving-doubling") == 0
+           || strcmp (alg, "butterfly") == 0) && pow2_floor (p) != p)
         continue;
       run = run_new (p, N_EVEN, NET_CONTENTION_MAXMIN);
       t = run_coll (run, alg, COMM_ALLREDUCE, TRUE, GAMMA, 1);
@@ -335,6 +336,8 @@ test_reduce_cost (gconstpointer alg_data)
         term = log2_ceil (p) * N * GAMMA;
       else if (strcmp (alg, "naive") == 0)
         term = (p - 1) * N * GAMMA;
+      else if (strcmp (alg, "butterfly") == 0)  /* every round, and the fold */
+        term = log2_ceil (p) * N * GAMMA;
       else if (pp == p)
         term = (double) (p - 1) / p * N * GAMMA;
       else
@@ -535,6 +538,10 @@ test_unsupported (void)
     { "double-tree", COMM_REDUCE_SCATTER },
     { "double-tree", COMM_ALLGATHER }, { "double-tree", COMM_SCATTER },
     { "double-tree", COMM_GATHER }, { "double-tree", COMM_ALLTOALL },
+    { "butterfly", COMM_REDUCE_SCATTER }, { "butterfly", COMM_ALLGATHER },
+    { "butterfly", COMM_BROADCAST }, { "butterfly", COMM_REDUCE },
+    { "butterfly", COMM_SCATTER }, { "butterfly", COMM_GATHER },
+    { "butterfly", COMM_ALLTOALL },
   };
   const int pvals[] = { 1, 4 };
 
@@ -562,7 +569,8 @@ static void
 test_registry (void)
 {
   const char *names[] = { "auto", "ring", "tree", "halving-doubling",
-                          "double-tree", "naive", "hierarchical" };
+                          "double-tree", "butterfly", "naive",
+                          "hierarchical" };
   const CommAlgorithm *const *all = comm_all ();
   int n = 0;
 
@@ -578,7 +586,7 @@ test_registry (void)
   while (all[n])
     n++;
   g_assert_cmpint (n, ==, G_N_ELEMENTS (names));
-  g_assert_null (comm_lookup ("butterfly"));
+  g_assert_null (comm_lookup ("recursive-doubling"));
 }
 
 /* Two collectives at once on the same network both complete, each calling
@@ -615,8 +623,8 @@ test_concurrent (void)
  * to do add at most one per rank.  (Before ranks were woken exactly, a rank
  * whose message had not arrived ran its sender, which ran its own, around
  * the ring: p + 2 looks per transfer of ring all-reduce, 10 at p = 8.)
- * Ring, tree, halving-doubling, double-tree and hierarchical (here, every
- * rank alone: a ring) generate their steps and store none; naive stores 2p
+ * Ring, tree, halving-doubling, double-tree, butterfly and hierarchical
+ * (here, every rank alone: a ring) generate their steps and store none; naive stores 2p
  * steps on the root and 2 on each other rank.  The double tree makes
  * 4 C (p-1) transfers: each rank but the root sends C chunks of each half up
  * and receives them back down. */
@@ -624,7 +632,7 @@ static void
 test_work_bound (void)
 {
   const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
-                         "hierarchical", "double-tree" };
+                         "hierarchical", "double-tree", "butterfly" };
   const int pvals[] = { 8, 64, 256 };
 
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
@@ -652,6 +660,13 @@ test_work_bound (void)
           else if (strcmp (algs[i], "double-tree") == 0)
             g_assert_cmpuint (transfers, ==,
                               4 * (guint64) dbt_chunks (p, run->n) * (p - 1));
+          else if (strcmp (algs[i], "butterfly") == 0)
+            {
+              /* p a power of two: p ranks, lg p sends each */
+              g_assert_cmpuint (transfers, ==,
+                                (guint64) p * (guint64) log2_ceil (p));
+              g_assert_cmpuint (examined, <=, 3 * transfers + (guint64) p);
+            }
           else
             g_assert_cmpuint (examined, <=, 3 * transfers + (guint64) p);
           if (strcmp (algs[i], "naive") == 0)
@@ -1364,13 +1379,13 @@ test_channel_order (void)
  * sum; with contention none the channels do not interact, so the run lasts
  * as long as the slowest of them run alone: channel c's share of the
  * buffer (block c of C) among the ranks in channel c's order, the root
- * where rank 0 is in it; ring, tree, halving-doubling, naive and
+ * where rank 0 is in it; ring, tree, halving-doubling, naive, butterfly and
  * double-tree alike. */
 static void
 test_channels_none (void)
 {
   const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
-                         "double-tree" };
+                         "double-tree", "butterfly" };
   const int Cs[] = { 1, 2, 3, 8 };
 
   for (guint a = 0; a < G_N_ELEMENTS (algs); a++)
@@ -1539,7 +1554,7 @@ static void
 test_overheads (void)
 {
   const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
-                         "double-tree" };
+                         "double-tree", "butterfly" };
   const double os[] = { 0.5 * ALPHA, 3 * ALPHA }, L = 7e-6;
 
   for (guint a = 0; a < G_N_ELEMENTS (algs); a++)
@@ -1759,6 +1774,100 @@ test_dbtree_vs_tree (void)
   run_free (b);
 }
 
+/* --- butterfly ----------------------------------------------------------- */
+
+/* The butterfly's closed forms (docs/collectives.md, "butterfly") written
+ * out for p = 8, 6 and 7, N_ODD floats (the whole buffer moves every
+ * round, so n need not divide), with and without reduction cost:
+ *   p = 8: lg 8 = 3 rounds, each alpha + N beta + N gamma;
+ *   p = 6: p' = 4 and 2 extra ranks (<= p'/2): the fold's first step, then
+ *          lg 4 = 2 rounds, 3 (alpha + N beta + N gamma) in all; the fold's
+ *          last step (ranks 0 and 1 to 4 and 5) ends no later than rank 3,
+ *          which no extra rank waits for;
+ *   p = 7: 3 extra ranks (> p'/2): ranks 0 and 3 both hand the sum back,
+ *          and rank 3 is the last to finish the rounds from rank 0's fold,
+ *          so the last step adds alpha + N beta:
+ *          4 (alpha + N beta) + 3 N gamma.
+ * Every rank ends with the same bits; under max-min, p = 8 takes the same
+ * time (partners exchange over disjoint full-duplex links). */
+static void
+test_bf_closed (void)
+{
+  const int pvals[] = { 8, 6, 7 };
+  const double N = N_ODD * ELEM;
+
+  for (guint i = 0; i < G_N_ELEMENTS (pvals); i++)
+    for (int g = 0; g < 2; g++)
+      {
+        int p = pvals[i];
+        double gamma = g ? GAMMA : 0, want;
+        Run *run = run_new (p, N_ODD, NET_CONTENTION_NONE);
+        double t = run_coll (run, "butterfly", COMM_ALLREDUCE, TRUE, gamma,
+                             0);
+
+        if (p == 8 || p == 6)
+          want = 3 * (ALPHA + N * BETA + N * gamma);
+        else
+          want = 4 * (ALPHA + N * BETA) + 3 * N * gamma;
+        assert_time (t, want);
+        assert_time (t, comm_cost (comm_lookup ("butterfly"), COMM_ALLREDUCE,
+                                   p, N_ODD, ELEM, ALPHA, BETA, gamma));
+        assert_allreduce_data (run);
+        run_free (run);
+      }
+  {
+    Run *run = run_new (8, N_ODD, NET_CONTENTION_MAXMIN);
+    double t = run_coll (run, "butterfly", COMM_ALLREDUCE, TRUE, GAMMA, 0);
+
+    assert_time (t, 3 * (ALPHA + N * BETA + N * GAMMA));
+    assert_allreduce_data (run);
+    run_free (run);
+  }
+}
+
+/* The fold for every p from 2 to 33 (every count of extra ranks below
+ * p' = 2, 4, 8, 16 and 32), n = N_ODD, 5 and 0: with small integer inputs
+ * every rank ends with exactly the sum; the time is the closed form of
+ * tests/util.c and comm_cost, a timing-only run takes the same, and the
+ * executor makes comm_messages() transfers: p' lg p' + 2 (p - p'). */
+static void
+test_bf_fold (void)
+{
+  const gsize ns[] = { N_ODD, 5, 0 };
+
+  for (int p = 2; p <= 33; p++)
+    for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
+      {
+        int pp = pow2_floor (p);
+        gsize n = ns[k];
+        Run *run = run_new (p, n, NET_CONTENTION_NONE);
+        Run *timing = run_new (p, n, NET_CONTENTION_NONE);
+        CommStats a, b;
+        double t;
+
+        run_set_integers (run);
+        comm_stats (&a);
+        t = run_coll (run, "butterfly", COMM_ALLREDUCE, TRUE, GAMMA, 0);
+        comm_stats (&b);
+        assert_allreduce_exact (run);
+        assert_time (t, test_allreduce_closed_form ("butterfly", p,
+                                                    (double) n * ELEM, ALPHA,
+                                                    BETA, GAMMA));
+        assert_time (t, comm_cost (comm_lookup ("butterfly"), COMM_ALLREDUCE,
+                                   p, n, ELEM, ALPHA, BETA, GAMMA));
+        g_assert_cmpfloat (run_coll (timing, "butterfly", COMM_ALLREDUCE,
+                                     FALSE, GAMMA, 0), ==, t);
+        g_assert_cmpuint (b.transfers - a.transfers, ==,
+                          (guint64) pp * (guint64) log2_ceil (pp)
+                          + 2 * (guint64) (p - pp));
+        g_assert_cmpfloat (comm_messages ("butterfly", COMM_ALLREDUCE, p, n,
+                                          1),
+                           ==, (double) (b.transfers - a.transfers));
+        run_free (run);
+        run_free (timing);
+      }
+}
+
 /* --- auto ------------------------------------------------------------------ */
 
 /* What auto runs for an all-reduce of n floats on `run` (channels C). */
@@ -1903,7 +2012,7 @@ int
 main (int argc, char **argv)
 {
   const char *algs[] = { "ring", "tree", "halving-doubling", "naive",
-                         "hierarchical" };
+                         "hierarchical", "butterfly" };
 
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/collectives/registry", test_registry);
@@ -1926,6 +2035,8 @@ main (int argc, char **argv)
                    test_dbtree_operations);
   g_test_add_func ("/collectives/double-tree/maxmin", test_dbtree_maxmin);
   g_test_add_func ("/collectives/double-tree/vs-tree", test_dbtree_vs_tree);
+  g_test_add_func ("/collectives/butterfly/closed-form", test_bf_closed);
+  g_test_add_func ("/collectives/butterfly/fold", test_bf_fold);
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
     {
       const char *a = algs[i];

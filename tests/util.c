@@ -290,5 +290,18 @@ test_allreduce_closed_form (const char *alg, int p, double N, double alpha, doub
       return 2 * (lg + 1) * alpha + 2 * (1 + (double) (pp - 1) / pp) * N * beta
              + (1 + (double) (pp - 1) / pp) * N * gamma;
     }
+  if (strcmp (alg, "butterfly") == 0)
+    {
+      /* log2 p' rounds of the whole buffer; with p - p' extra ranks one
+       * round more (the fold's first step), and the fold's last step
+       * alpha + N beta too when p - p' > p'/2 */
+      int pp = pow2_floor (p), e = p - pp;
+      double lg = log2 ((double) pp), round = alpha + N * (beta + gamma);
+      if (e == 0)
+        return lg * round;
+      if (2 * e <= pp)
+        return (lg + 1) * round;
+      return (lg + 2) * (alpha + N * beta) + (lg + 1) * N * gamma;
+    }
   g_assert_not_reached ();
 }

@@ -70,7 +70,7 @@ int test_run_dtsim_argv (const char *cwd, char **out, char **err, const char *co
  * byte reduced (docs/collectives.md): ring (Patarasuk & Yuan 2009; also
  * hierarchical, whose ranks are each alone on such a network), tree,
  * naive, halving-doubling (Rabenseifner 2004; Thakur et al. 2005 when p is
- * not a power of two).  Ring and halving-doubling assume the element count
+ * not a power of two), butterfly (Thakur et al. 2005).  Ring and halving-doubling assume the element count
  * divisible by p (resp. by the largest power of two <= p). */
 double test_allreduce_closed_form (const char *alg, int p, double N, double alpha,
                                    double beta, double gamma);
