@@ -125,6 +125,16 @@ rec_stage (gpointer ctx, const PolStageStats *st)
 }
 
 static void
+rec_mesh (gpointer ctx, const PolMeshRank *m)
+{
+  RunCtx *r = ctx;
+  if (r->trace && sim_trace_wants (&sim_table_mesh, r->c->detail))
+    sim_trace_mesh (r->trace, r->run, m);
+  if (r->extra && r->extra->mesh)
+    r->extra->mesh (r->extra->ctx, m);
+}
+
+static void
 rec_progress (gpointer ctx, double t, gint64 done, gint64 total)
 {
   RunCtx *r = ctx;
@@ -195,6 +205,7 @@ run_recorder (RunCtx *r)
     .failure = rec_failure,
     .progress = rec_progress,
     .stage = rec_stage,
+    .mesh = rec_mesh,
   };
   return rec;
 }

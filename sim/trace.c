@@ -74,6 +74,7 @@ static const SimTable *const tables[] = {
   &sim_table_failures,
   &sim_table_stages,
   &sim_table_links,
+  &sim_table_mesh,
 };
 #define N_TABLES ((int) G_N_ELEMENTS (tables))
 

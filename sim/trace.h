@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/tables/) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 7
+#define SIM_TRACE_SCHEMA_VERSION 8
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -30,6 +30,7 @@ typedef struct SimTable SimTable;
 extern const SimTable sim_table_runs, sim_table_params, sim_table_metrics,
   sim_table_iterations, sim_table_spans, sim_table_messages, sim_table_buckets,
   sim_table_failures, sim_table_stages, sim_table_links;
+extern const SimTable sim_table_mesh;
 /* Whether a run at [trace] detail `detail` writes rows of table `tb`: the
  * table's own detail is that or lower. */
 gboolean sim_trace_wants (const SimTable *tb, SimDetail detail);
@@ -156,6 +157,8 @@ void sim_trace_message (SimTrace *t, gint64 run, const char *src,
  * name, bandwidth (bytes/s, delivered) and latency (s). */
 void sim_trace_link (SimTrace *t, gint64 run, int link, const char *name, double bandwidth,
                      double latency);
+/* One rank of the run's device mesh (the `mesh` table). */
+void sim_trace_mesh (SimTrace *t, gint64 run, const PolMeshRank *m);
 
 G_END_DECLS
 
