@@ -434,6 +434,7 @@ static void
 ar_start (PolPolicy *p)
 {
   ArPolicy *ar = (ArPolicy *) p;
+  pol_report_mesh (&ar->env, ar->mesh);
   pol_report_algorithm (&ar->env, ar->alg, ar->buckets[0].alg);
   pol_run_start (&ar->run, ar->params);
   eng_schedule (ar->env.sim, 0, start_iteration, ar, NULL);

@@ -3,7 +3,8 @@
  * their evaluation, progress, iteration rows and result; the host names of
  * the worker-only policies (all-reduce, local SGD, pipeline); spans; and the
  * all-reduce those policies start; the evaluation of a model and the cost
- * of summing received bytes.  common.h and policy.h state the contracts.
+ * of summing received bytes; the report of a policy's mesh.  common.h and
+ * policy.h state the contracts.
  *
  * Each helper does exactly what the policies did on their own before, so a
  * policy that uses them writes the same trace rows.
@@ -254,4 +255,19 @@ pol_samplers_for_env (const PolEnv *env)
     return train_samplers_new_by_label (env->train->y, env->train->n, env->train->k,
                                       env->workers, env->classes_per_worker, env->seed);
   return train_samplers_new (env->train->n, env->workers, env->seed);
+}
+
+void
+pol_report_mesh (const PolEnv *env, const TrainMesh *mesh)
+{
+  if (!env->rec.mesh)
+    return;
+  for (int r = 0; r < train_mesh_ranks (mesh); r++)
+    {
+      PolMeshRank m = { .rank = r,
+                        .host = net_network_host_name (env->net, train_mesh_host (mesh, r)) };
+      for (int a = 0; a < TRAIN_N_AXES; a++)
+        m.coord[a] = train_mesh_coord (mesh, r, (TrainAxis) a);
+      env->rec.mesh (env->rec.ctx, &m);
+    }
 }

@@ -110,6 +110,11 @@ const CommAlgorithm *pol_allreduce_resolve (const PolEnv *env,
                                                int p, const int *hosts,
                                                gsize n);
 
+/* Reports every rank of `mesh`, the mesh env's workers are laid on, with
+ * the name of its host in env->net (PolRecorder.mesh): a policy with a
+ * mesh calls it once, from its start. */
+void pol_report_mesh (const PolEnv *env, const TrainMesh *mesh);
+
 /* Where alg is a selector (auto), reports what it chose as the run's
  * params row policy.algorithm_chosen. */
 void pol_report_algorithm (const PolEnv *env, const CommAlgorithm *alg,

@@ -133,6 +133,7 @@ static void
 ex_start (PolPolicy *p)
 {
   ExPolicy *ex = (ExPolicy *) p;
+  pol_report_mesh (&ex->env, ex->mesh);
   TrainGroup g = train_mesh_group (ex->mesh, TRAIN_AXIS_DATA, 0);
   CommArgs a = pol_comm_args (&ex->env, g.n, g.hosts, NULL, (gsize) g.n * ex->env.n_params, 0);
   pol_report_algorithm (&ex->env, ex->alg, comm_resolve (ex->alg, &a, COMM_ALLGATHER));

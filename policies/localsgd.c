@@ -244,6 +244,7 @@ static void
 ls_start (PolPolicy *p)
 {
   LsPolicy *ls = (LsPolicy *) p;
+  pol_report_mesh (&ls->env, ls->mesh);
   pol_report_algorithm (&ls->env, ls->alg,
                         pol_allreduce_resolve (&ls->env, ls->alg, ls->env.workers,
                                                ls->hosts, ls->env.n_params));

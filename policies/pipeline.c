@@ -726,6 +726,7 @@ static void
 pl_start (PolPolicy *p)
 {
   PlPolicy *pl = (PlPolicy *) p;
+  pol_report_mesh (&pl->env, pl->mesh);
   if (pl->R > 1)  /* what stage 0's replicas all-reduce with */
     {
       TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, 0);

@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 #include "netmodel/netmodel.h"
+#include "train/mesh.h"
 #include "train/sampler.h"
 
 G_BEGIN_DECLS
@@ -49,6 +50,14 @@ typedef struct {
   gint64 microbatch;          /* its micro-batch in the iteration */
   int first_layer, last_layer; /* the stage's layers, inclusive */
 } PolSpanDetail;
+
+/* One rank of a run's device mesh (the trace's `mesh` table). */
+typedef struct {
+  int rank;                   /* its rank on the mesh (train/mesh.h) */
+  const char *host;           /* the name of the host it runs on */
+  int coord[TRAIN_N_AXES];    /* its coordinate along each axis, 0 where
+                               * the axis has size 1 */
+} PolMeshRank;
 
 /* Where a policy reports what happened.  Any callback may be NULL. */
 typedef struct {
@@ -91,6 +100,10 @@ typedef struct {
   /* One pipeline stage worker's summary, once per worker when the run
    * finishes (pipeline policy). */
   void (*stage) (gpointer ctx, const PolStageStats *st);
+  /* One rank of the mesh the policy lays its workers on, once per rank in
+   * rank order when the run starts (pol_report_mesh; the policies without
+   * a mesh report none). */
+  void (*mesh) (gpointer ctx, const PolMeshRank *rank);
 } PolRecorder;
 
 /* Simulated seconds of a worker's step (device model, straggler factor);

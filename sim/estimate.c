@@ -15,6 +15,7 @@
 
 #include "sim/estimate.h"
 #include "device/model.h"
+#include "sim/trace.h"
 
 gboolean
 sim_estimate (const SimConfig *c, SimEstimate *out, GError **error)
@@ -41,12 +42,13 @@ sim_estimate (const SimConfig *c, SimEstimate *out, GError **error)
   out->param_rows = (double) c->param_keys->len + 8;
   double bytes = out->param_rows * SIM_ESTIMATE_PARAM_ROW
                  + out->metric_rows * SIM_ESTIMATE_METRIC_ROW;
-  if (c->detail >= SIM_DETAIL_ITERATIONS)
-    bytes += out->iteration_rows * SIM_ESTIMATE_ITERATION_ROW
-             + out->bucket_rows * SIM_ESTIMATE_BUCKET_ROW;
-  if (c->detail >= SIM_DETAIL_SPANS)
+  if (sim_trace_wants (&sim_table_iterations, c->detail))
+    bytes += out->iteration_rows * SIM_ESTIMATE_ITERATION_ROW;
+  if (sim_trace_wants (&sim_table_buckets, c->detail))
+    bytes += out->bucket_rows * SIM_ESTIMATE_BUCKET_ROW;
+  if (sim_trace_wants (&sim_table_spans, c->detail))
     bytes += out->spans * SIM_ESTIMATE_SPAN_ROW;
-  if (c->detail >= SIM_DETAIL_MESSAGES)
+  if (sim_trace_wants (&sim_table_messages, c->detail))
     bytes += out->messages * SIM_ESTIMATE_MESSAGE_ROW;
   out->trace_bytes = bytes;
 
@@ -73,11 +75,11 @@ gb (double bytes)
 static char *
 biggest_table (const SimConfig *c, const SimEstimate *e)
 {
-  if (c->detail >= SIM_DETAIL_MESSAGES && e->messages * SIM_ESTIMATE_MESSAGE_ROW > e->spans * SIM_ESTIMATE_SPAN_ROW)
+  if (sim_trace_wants (&sim_table_messages, c->detail) && e->messages * SIM_ESTIMATE_MESSAGE_ROW > e->spans * SIM_ESTIMATE_SPAN_ROW)
     return g_strdup_printf ("%.3g messages rows", e->messages);
-  if (c->detail >= SIM_DETAIL_SPANS && e->spans * SIM_ESTIMATE_SPAN_ROW > e->iteration_rows * SIM_ESTIMATE_ITERATION_ROW)
+  if (sim_trace_wants (&sim_table_spans, c->detail) && e->spans * SIM_ESTIMATE_SPAN_ROW > e->iteration_rows * SIM_ESTIMATE_ITERATION_ROW)
     return g_strdup_printf ("%.3g spans rows", e->spans);
-  if (c->detail >= SIM_DETAIL_ITERATIONS)
+  if (sim_trace_wants (&sim_table_iterations, c->detail))
     return g_strdup_printf ("%.3g iterations rows", e->iteration_rows);
   return g_strdup_printf ("%.3g metrics rows", e->metric_rows);
 }

@@ -85,7 +85,7 @@ rec_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double rea
             double start, double end, const char *algorithm)
 {
   RunCtx *r = ctx;
-  if (r->trace && r->c->detail >= SIM_DETAIL_ITERATIONS)
+  if (r->trace && sim_trace_wants (&sim_table_buckets, r->c->detail))
     sim_trace_bucket (r->trace, r->run, iteration, bucket, bytes, ready, start, end,
                       algorithm);
   if (r->extra && r->extra->bucket)
@@ -108,7 +108,7 @@ rec_failure (gpointer ctx, int worker, double start, double end, gint64 iteratio
              const char *lost)
 {
   RunCtx *r = ctx;
-  if (r->trace && r->c->detail >= SIM_DETAIL_ITERATIONS)
+  if (r->trace && sim_trace_wants (&sim_table_failures, r->c->detail))
     sim_trace_failure (r->trace, r->run, worker, start, end, iteration, lost);
   if (r->extra && r->extra->failure)
     r->extra->failure (r->extra->ctx, worker, start, end, iteration, lost);
@@ -122,6 +122,16 @@ rec_stage (gpointer ctx, const PolStageStats *st)
     sim_trace_stage (r->trace, r->run, st);
   if (r->extra && r->extra->stage)
     r->extra->stage (r->extra->ctx, st);
+}
+
+static void
+rec_mesh (gpointer ctx, const PolMeshRank *m)
+{
+  RunCtx *r = ctx;
+  if (r->trace && sim_trace_wants (&sim_table_mesh, r->c->detail))
+    sim_trace_mesh (r->trace, r->run, m);
+  if (r->extra && r->extra->mesh)
+    r->extra->mesh (r->extra->ctx, m);
 }
 
 static void
@@ -183,9 +193,9 @@ run_recorder (RunCtx *r)
   const SimConfig *c = r->c;
   PolRecorder rec = {
     .ctx = r,
-    .want_iterations = (r->trace && c->detail >= SIM_DETAIL_ITERATIONS)
+    .want_iterations = (r->trace && sim_trace_wants (&sim_table_iterations, c->detail))
                        || (r->extra && r->extra->want_iterations),
-    .want_spans = (r->trace && c->detail >= SIM_DETAIL_SPANS)
+    .want_spans = (r->trace && sim_trace_wants (&sim_table_spans, c->detail))
                   || (r->extra && r->extra->want_spans),
     .iteration = rec_iteration,
     .span = rec_span,
@@ -195,6 +205,7 @@ run_recorder (RunCtx *r)
     .failure = rec_failure,
     .progress = rec_progress,
     .stage = rec_stage,
+    .mesh = rec_mesh,
   };
   return rec;
 }
@@ -278,7 +289,8 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   gboolean ok = r.cl != NULL;
   if (ok)
     {
-      if (trace && c->detail >= SIM_DETAIL_MESSAGES)
+      /* the links table with them, naming the links of their routes */
+      if (trace && sim_trace_wants (&sim_table_messages, c->detail))
         {
           r.links_used = g_hash_table_new (g_direct_hash, g_direct_equal);
           net_network_set_observer (r.cl->net, on_transfer, &r);

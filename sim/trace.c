@@ -1,11 +1,13 @@
 /*
  * trace.c — writing the SQLite trace.
  *
- * The writer keeps one prepared INSERT per table and one open transaction,
- * committed every SIM_TRACE_BATCH rows and at the end of each run.  Row
- * insertions cannot fail loudly in the middle of a simulation, so the first
- * SQLite error of each run is kept (by run id) and reported when that run
- * ends, which marks it, and only it, failed.  Errors that hit the database
+ * Each table is described in a file of its own (sim/tables/NAME.c), which
+ * also turns what a run reports into its rows; the registry below lists
+ * them.  The writer keeps one prepared INSERT per table and one open
+ * transaction, committed every SIM_TRACE_BATCH rows and at the end of each
+ * run.  Row insertions cannot fail loudly in the middle of a simulation,
+ * so the first SQLite error of each run is kept (by run id) and reported
+ * when that run ends, which marks it, and only it, failed.  Errors that hit the database
  * itself (a failed COMMIT, a full disk, a transaction SQLite rolled back) are
  * kept apart: after one the file is incomplete, and sim_trace_ok() says so.
  * Every column is written from simulated quantities except runs.wall_time, so
@@ -47,197 +49,51 @@
 
 #include "kernels/backend.h"
 #include "config/input.h"
+#include "sim/tables/table.h"
 #include "sim/trace.h"
 #include "sim/wire.h"
 
 /* --- the tables ------------------------------------------------------------ */
 
-/* The one description of the schema.  Each table is a list of columns, and
- * everything else follows from it: the CREATE TABLE text (schema_sql), each
- * table's INSERT and the binds of its values (insert_row), and the records
- * a buffer keeps (buffer_row).  A row is an array of Value, one per column in
- * the table's order, each in the member its column's kind names. */
-
-/* How a column's value is held in a Value and bound to the INSERT. */
-typedef enum {
-  COL_INT,              /* .i */
-  COL_INT_OR_NULL,      /* .i; a negative value is written NULL */
-  COL_REAL,             /* .d; NaN is written NULL */
-  COL_TEXT,             /* .s; NULL is written NULL; a buffer copies the text */
-} ColKind;
-
-typedef union {
-  gint64 i;
-  double d;
-  const char *s;
-} Value;
-
-typedef struct {
-  const char *name;
-  const char *decl;     /* SQL type and constraints, as in CREATE TABLE */
-  ColKind kind;
-  /* In the schema text, the column opens a new line: two spaces before it
-   * instead of one.  Files keep the text of the CREATE TABLE that made them
-   * (sqlite_master), so the layout is part of the schema. */
-  gboolean line;
-} Column;
-
-typedef struct {
-  const char *name;
-  const Column *columns;
-  int n_columns;
-} Table;
-
-/* The first column of every table but runs. */
-#define RUN_ID { "run_id", "INTEGER NOT NULL REFERENCES runs(id)", COL_INT, FALSE }
-
-/* Written by sim_trace_begin_run, end_run and fail_run, not by insert_row. */
-static const Column runs_columns[] = {
-  { "id", "INTEGER PRIMARY KEY", COL_INT, TRUE },
-  { "scenario", "TEXT NOT NULL", COL_TEXT, FALSE },
-  { "name", "TEXT NOT NULL", COL_TEXT, FALSE },
-  { "seed", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "status", "TEXT NOT NULL CHECK (status IN ('running','done','failed','infeasible'))",
-    COL_TEXT, FALSE },
-  { "error", "TEXT", COL_TEXT, TRUE },
-  { "stop", "TEXT", COL_TEXT, FALSE },
-  { "sim_time", "REAL", COL_REAL, FALSE },
-  { "wall_time", "REAL", COL_REAL, FALSE },
-  { "events", "INTEGER", COL_INT, FALSE },
-  { "iterations", "INTEGER", COL_INT, TRUE },
-  { "updates", "INTEGER", COL_INT, FALSE },
-  { "samples", "INTEGER", COL_INT, FALSE },
-  { "final_loss", "REAL", COL_REAL, FALSE },
-  { "final_accuracy", "REAL", COL_REAL, FALSE },
-  { "compute", "REAL", COL_REAL, TRUE },
-  { "comm", "REAL", COL_REAL, FALSE },
-  { "wait", "REAL", COL_REAL, FALSE },
-  { "version", "TEXT NOT NULL", COL_TEXT, FALSE },
-  { "kernel", "TEXT", COL_TEXT, FALSE },
+/* The registry of the tables: one line per table, each described in its
+ * own file (sim/tables/NAME.c, sim/tables/table.h), in the order of the
+ * schema text.  Everything else follows from the descriptions: the CREATE
+ * TABLE and CREATE INDEX text (schema_sql), each table's INSERT and the
+ * binds of its values (insert_row), the records a buffer keeps
+ * (buffer_row) and a chunk's bytes, whose table byte is a table's place
+ * here.  A new table goes at the end: the files already written record the
+ * text, and chunks the places, of the tables before it. */
+static const SimTable *const tables[] = {
+  &sim_table_runs,
+  &sim_table_params,
+  &sim_table_metrics,
+  &sim_table_iterations,
+  &sim_table_spans,
+  &sim_table_messages,
+  &sim_table_buckets,
+  &sim_table_failures,
+  &sim_table_stages,
+  &sim_table_links,
+  &sim_table_mesh,
 };
+#define N_TABLES ((int) G_N_ELEMENTS (tables))
 
-static const Column params_columns[] = {
-  RUN_ID,
-  { "key", "TEXT NOT NULL", COL_TEXT, TRUE },
-  { "value", "TEXT NOT NULL", COL_TEXT, FALSE },
-};
+/* tb's place in tables[]: its statement in SimTrace.st, its byte in a
+ * chunk.  A scan of a dozen pointers, against an INSERT per row. */
+static int
+table_index (const SimTable *tb)
+{
+  for (int i = 0; i < N_TABLES; i++)
+    if (tables[i] == tb)
+      return i;
+  g_error ("trace table %s is not registered in sim/trace.c", tb->name);
+}
 
-static const Column metrics_columns[] = {
-  RUN_ID,
-  { "sim_time", "REAL NOT NULL", COL_REAL, TRUE },
-  { "step", "INTEGER NOT NULL", COL_INT, FALSE },
-  { "loss", "REAL", COL_REAL, FALSE },
-  { "accuracy", "REAL", COL_REAL, FALSE },
-  { "consensus", "REAL", COL_REAL, FALSE },
-};
-
-static const Column iterations_columns[] = {
-  RUN_ID,
-  { "worker", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "iteration", "INTEGER NOT NULL", COL_INT, FALSE },
-  { "start", "REAL NOT NULL", COL_REAL, FALSE },
-  { "end", "REAL NOT NULL", COL_REAL, TRUE },
-  { "compute", "REAL NOT NULL", COL_REAL, FALSE },
-  { "comm", "REAL NOT NULL", COL_REAL, FALSE },
-  { "wait", "REAL NOT NULL", COL_REAL, TRUE },
-  { "staleness", "INTEGER NOT NULL", COL_INT, FALSE },
-};
-
-static const Column spans_columns[] = {
-  RUN_ID,
-  { "actor", "TEXT NOT NULL", COL_TEXT, TRUE },
-  { "kind", "TEXT NOT NULL CHECK (kind IN"
-            "  ('compute','send','recv','wait','update','idle'))", COL_TEXT, FALSE },
-  { "start", "REAL NOT NULL", COL_REAL, FALSE },
-  { "end", "REAL NOT NULL", COL_REAL, TRUE },
-  { "iteration", "INTEGER", COL_INT_OR_NULL, FALSE },
-  { "bytes", "REAL NOT NULL", COL_REAL, FALSE },
-  { "phase", "TEXT CHECK (phase IN ('forward','backward'))", COL_TEXT, TRUE },
-  { "microbatch", "INTEGER", COL_INT_OR_NULL, FALSE },
-  { "first_layer", "INTEGER", COL_INT_OR_NULL, FALSE },
-  { "last_layer", "INTEGER", COL_INT_OR_NULL, FALSE },
-};
-
-static const Column messages_columns[] = {
-  RUN_ID,
-  { "src", "TEXT NOT NULL", COL_TEXT, TRUE },
-  { "dst", "TEXT NOT NULL", COL_TEXT, FALSE },
-  { "bytes", "REAL NOT NULL", COL_REAL, FALSE },
-  { "start", "REAL NOT NULL", COL_REAL, TRUE },
-  { "end", "REAL NOT NULL", COL_REAL, FALSE },
-  { "tag", "TEXT", COL_TEXT, FALSE },
-  { "route", "TEXT", COL_TEXT, FALSE },
-};
-
-/* The links the messages of a run crossed (messages.route names them by
- * link id). */
-static const Column links_columns[] = {
-  RUN_ID,
-  { "link", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "name", "TEXT NOT NULL", COL_TEXT, FALSE },
-  { "bandwidth", "REAL NOT NULL", COL_REAL, FALSE },
-  { "latency", "REAL NOT NULL", COL_REAL, FALSE },
-};
-
-static const Column buckets_columns[] = {
-  RUN_ID,
-  { "iteration", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "bucket", "INTEGER NOT NULL", COL_INT, FALSE },
-  { "bytes", "REAL NOT NULL", COL_REAL, FALSE },
-  { "ready", "REAL NOT NULL", COL_REAL, TRUE },
-  { "start", "REAL NOT NULL", COL_REAL, FALSE },
-  { "end", "REAL NOT NULL", COL_REAL, FALSE },
-  { "algorithm", "TEXT", COL_TEXT, FALSE },
-};
-
-static const Column failures_columns[] = {
-  RUN_ID,
-  { "worker", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "start", "REAL NOT NULL", COL_REAL, FALSE },
-  { "end", "REAL NOT NULL", COL_REAL, FALSE },
-  { "iteration", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "lost", "TEXT NOT NULL CHECK (lost IN"
-            "  ('compute','send','recv','idle'))", COL_TEXT, FALSE },
-};
-
-static const Column stages_columns[] = {
-  RUN_ID,
-  { "replica", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "stage", "INTEGER NOT NULL", COL_INT, FALSE },
-  { "worker", "INTEGER NOT NULL", COL_INT, FALSE },
-  { "first_layer", "INTEGER NOT NULL", COL_INT, TRUE },
-  { "last_layer", "INTEGER NOT NULL", COL_INT, FALSE },
-  { "params", "INTEGER NOT NULL", COL_INT, FALSE },
-  { "flops", "REAL NOT NULL", COL_REAL, TRUE },
-  { "peak_stash", "INTEGER NOT NULL", COL_INT, FALSE },
-  { "activation_bytes", "REAL NOT NULL", COL_REAL, FALSE },
-  { "boundary_bytes", "REAL NOT NULL", COL_REAL, TRUE },
-  { "compute", "REAL NOT NULL", COL_REAL, FALSE },
-  { "idle", "REAL NOT NULL", COL_REAL, FALSE },
-  { "bubble", "REAL", COL_REAL, TRUE },
-};
-
-/* In the order of the schema text. */
-enum { T_RUNS, T_PARAMS, T_METRICS, T_ITERATIONS, T_SPANS, T_MESSAGES, T_BUCKETS,
-       T_FAILURES, T_STAGES, T_LINKS, N_TABLES };
-
-#define TABLE(n) { #n, n##_columns, G_N_ELEMENTS (n##_columns) }
-static const Table tables[N_TABLES] = {
-  [T_RUNS] = TABLE (runs),
-  [T_PARAMS] = TABLE (params),
-  [T_METRICS] = TABLE (metrics),
-  [T_ITERATIONS] = TABLE (iterations),
-  [T_SPANS] = TABLE (spans),
-  [T_MESSAGES] = TABLE (messages),
-  [T_BUCKETS] = TABLE (buckets),
-  [T_FAILURES] = TABLE (failures),
-  [T_STAGES] = TABLE (stages),
-  [T_LINKS] = TABLE (links),
-};
-#undef TABLE
-
-/* The most columns of a table written by insert_row: those of stages. */
-#define ROW_VALUES G_N_ELEMENTS (stages_columns)
+gboolean
+sim_trace_wants (const SimTable *tb, SimDetail detail)
+{
+  return detail >= tb->detail;
+}
 
 struct SimTrace {
   sqlite3 *db;
@@ -247,7 +103,8 @@ struct SimTrace {
   char *lock_path;       /* ".NAME.lock" beside path, flock()ed while open */
   int lock_fd;           /* holds that lock; -1: none */
   int cleanup_slot;      /* its entry in cleanup[] (signals), -1: none */
-  sqlite3_stmt *st[N_TABLES]; /* each table's INSERT (none for runs) */
+  sqlite3_stmt *st[G_N_ELEMENTS (tables)]; /* each table's INSERT (none for
+                                             * runs), by place in tables[] */
   int rows;              /* rows in the open transaction */
   gboolean in_txn;
   GHashTable *run_errors; /* run id -> its first failed insertion (char *) */
@@ -261,8 +118,8 @@ struct SimTrace {
 /* One buffered row: its table and its values, as insert_row takes them.
  * Strings point into the chunk's string pool. */
 typedef struct {
-  int table;             /* T_PARAMS ... T_STAGES */
-  Value v[ROW_VALUES];   /* the table's columns; the rest unused */
+  const SimTable *table;             /* a table written by rows */
+  SimTableValue v[SIM_TRACE_ROW_MAX]; /* its columns; the rest unused */
 } Record;
 
 struct SimTraceChunk {
@@ -272,8 +129,9 @@ struct SimTraceChunk {
 
 #define CHUNK_RECORDS 4096
 
-/* The CREATE TABLE statement of every table, then the schema version, as one
- * SQL text to execute (free it). */
+/* The CREATE TABLE statement of every table, then the CREATE INDEX of those
+ * that have one, then the schema version, as one SQL text to execute (free
+ * it). */
 static char *
 schema_sql (void)
 {
@@ -282,31 +140,27 @@ schema_sql (void)
   GString *s = g_string_new ("BEGIN;");
   for (int i = 0; i < N_TABLES; i++)
     {
-      g_string_append_printf (s, "CREATE TABLE %s (", tables[i].name);
-      for (int k = 0; k < tables[i].n_columns; k++)
+      g_string_append_printf (s, "CREATE TABLE %s (", tables[i]->name);
+      for (int k = 0; k < tables[i]->n_columns; k++)
         {
-          const Column *c = &tables[i].columns[k];
+          const SimTableColumn *c = &tables[i]->columns[k];
           g_string_append_printf (s, "%s%s%s %s", k ? "," : "", c->line ? "  " : k ? " " : "",
                                   c->name, c->decl);
         }
       g_string_append (s, ");");
     }
-  /* Readers look up one run's spans, messages, links, buckets, stages (a
-   * timeline, a Perfetto process) and metrics or iterations: an index on
-   * run_id finds them without a scan of the table.  Rows arrive run by run,
-   * so each index grows at its end.  params has none: readers take it in
-   * one scan (tracedb.c), and an index on it would double a sweep's file. */
+  /* Rows arrive run by run, so each index grows at its end. */
   for (int i = 0; i < N_TABLES; i++)
-    if (i != T_RUNS && i != T_PARAMS)
-      g_string_append_printf (s, "CREATE INDEX %s_run ON %s (run_id);", tables[i].name,
-                              tables[i].name);
+    if (tables[i]->index)
+      g_string_append_printf (s, "CREATE INDEX %s_run ON %s (run_id);", tables[i]->name,
+                              tables[i]->name);
   g_string_append_printf (s, "PRAGMA user_version = %d;COMMIT;", SIM_TRACE_SCHEMA_VERSION);
   return g_string_free (s, FALSE);
 }
 
 /* "INSERT INTO NAME VALUES (?,...)" with one parameter per column (free it). */
 static char *
-insert_sql (const Table *tb)
+insert_sql (const SimTable *tb)
 {
   GString *s = g_string_new (NULL);
   g_string_append_printf (s, "INSERT INTO %s VALUES (", tb->name);
@@ -853,9 +707,9 @@ sim_trace_open_run (const char *path, const char *scenario, GError **error)
     }
   for (int i = 0; i < N_TABLES; i++)
     {
-      if (i == T_RUNS)
+      if (!tables[i]->by_rows)
         continue;
-      g_autofree char *sql = insert_sql (&tables[i]);
+      g_autofree char *sql = insert_sql (tables[i]);
       if (sqlite3_prepare_v2 (t->db, sql, -1, &t->st[i], NULL) != SQLITE_OK)
         {
           sql_fail (t, "preparing statements", error);
@@ -1039,10 +893,10 @@ buffer_string (SimTrace *t, const char *s)
   return s ? g_string_chunk_insert_const (t->chunk->strings, s) : NULL;
 }
 
-/* Appends a row of table `table` to the buffer's chunk, its text copied into
+/* Appends a row of table `tb` to the buffer's chunk, its text copied into
  * the chunk, and hands the chunk on once it is full. */
 static void
-buffer_row (SimTrace *t, int table, const Value *v)
+buffer_row (SimTrace *t, const SimTable *tb, const SimTableValue *v)
 {
   if (!t->chunk)
     {
@@ -1050,10 +904,9 @@ buffer_row (SimTrace *t, int table, const Value *v)
       t->chunk->records = g_array_sized_new (FALSE, TRUE, sizeof (Record), CHUNK_RECORDS);
       t->chunk->strings = g_string_chunk_new (1024);
     }
-  const Table *tb = &tables[table];
-  Record r = { .table = table };
+  Record r = { .table = tb };
   for (int k = 0; k < tb->n_columns; k++)
-    if (tb->columns[k].kind == COL_TEXT)
+    if (tb->columns[k].kind == SIM_COL_TEXT)
       r.v[k].s = buffer_string (t, v[k].s);
     else
       r.v[k] = v[k];
@@ -1073,23 +926,23 @@ bind_real_or_null (sqlite3_stmt *st, int i, double v)
 
 /* Binds `v` as the value of a column of kind `kind` to parameter i (from 1). */
 static void
-bind_value (sqlite3_stmt *st, int i, ColKind kind, Value v)
+bind_value (sqlite3_stmt *st, int i, SimColKind kind, SimTableValue v)
 {
   switch (kind)
     {
-    case COL_INT:
+    case SIM_COL_INT:
       sqlite3_bind_int64 (st, i, v.i);
       break;
-    case COL_INT_OR_NULL:
+    case SIM_COL_INT_OR_NULL:
       if (v.i < 0)
         sqlite3_bind_null (st, i);
       else
         sqlite3_bind_int64 (st, i, v.i);
       break;
-    case COL_REAL:
+    case SIM_COL_REAL:
       bind_real_or_null (st, i, v.d);
       break;
-    case COL_TEXT:
+    case SIM_COL_TEXT:
       /* the text outlives the statement's step: no copy */
       sqlite3_bind_text (st, i, v.s, -1, SQLITE_STATIC);
       break;
@@ -1098,29 +951,25 @@ bind_value (sqlite3_stmt *st, int i, ColKind kind, Value v)
     }
 }
 
-/* Inserts a row of table `table` (not runs) into the database, its run id
- * v[0]; a failure is kept as step() says. */
+/* Inserts a row of table `tb` (by_rows) into the database, its run id v[0];
+ * a failure is kept as step() says. */
 static void
-insert_row (SimTrace *t, int table, const Value *v)
+insert_row (SimTrace *t, const SimTable *tb, const SimTableValue *v)
 {
-  const Table *tb = &tables[table];
-  sqlite3_stmt *st = t->st[table];
+  sqlite3_stmt *st = t->st[table_index (tb)];
   for (int k = 0; k < tb->n_columns; k++)
     bind_value (st, k + 1, tb->columns[k].kind, v[k]);
   step (t, st, v[0].i);
 }
 
-/* Writes a row of table `table` (not runs), or buffers it in buffer mode.
- * v holds n values, one per column of the table in its order (run_id first),
- * each in the member its column's kind names. */
-static void
-add_row (SimTrace *t, int table, const Value *v, gsize n)
+void
+sim_trace_add_row (SimTrace *t, const SimTable *tb, const SimTableValue *v, gsize n)
 {
-  g_assert (table != T_RUNS && n == (gsize) tables[table].n_columns && n <= ROW_VALUES);
+  g_assert (tb->by_rows && n == (gsize) tb->n_columns && n <= SIM_TRACE_ROW_MAX);
   if (t->db)
-    insert_row (t, table, v);
+    insert_row (t, tb, v);
   else
-    buffer_row (t, table, v);
+    buffer_row (t, tb, v);
 }
 
 void
@@ -1149,13 +998,13 @@ sim_trace_chunk_serialize (const SimTraceChunk *c)
   for (guint k = 0; k < c->records->len; k++)
     {
       const Record *r = &g_array_index (c->records, Record, k);
-      const Table *tb = &tables[r->table];
-      guint8 table = (guint8) r->table;
+      const SimTable *tb = r->table;
+      guint8 table = (guint8) table_index (tb);
       g_byte_array_append (b, &table, 1);
       for (int j = 0; j < tb->n_columns; j++)
-        if (tb->columns[j].kind == COL_TEXT)
+        if (tb->columns[j].kind == SIM_COL_TEXT)
           sim_wire_put_str (b, r->v[j].s);
-        else if (tb->columns[j].kind == COL_REAL)
+        else if (tb->columns[j].kind == SIM_COL_REAL)
           sim_wire_put_f64 (b, r->v[j].d);
         else
           sim_wire_put_u64 (b, (guint64) r->v[j].i);
@@ -1173,18 +1022,18 @@ sim_trace_chunk_deserialize (const guint8 *data, gsize len, gint64 run, GError *
   while (rd.at < len)
     {
       int table = data[rd.at++];
-      if (table == T_RUNS || table >= N_TABLES)
+      if (table >= N_TABLES || !tables[table]->by_rows)
         goto bad;
-      const Table *tb = &tables[table];
-      Record r = { .table = table };
+      const SimTable *tb = tables[table];
+      Record r = { .table = tb };
       for (int j = 0; j < tb->n_columns; j++)
-        if (tb->columns[j].kind == COL_TEXT)
+        if (tb->columns[j].kind == SIM_COL_TEXT)
           {
             gsize n;
             const char *s = sim_wire_get_text (&rd, &n);
             r.v[j].s = s ? g_string_chunk_insert_len (c->strings, s, (gssize) n) : NULL;
           }
-        else if (tb->columns[j].kind == COL_REAL)
+        else if (tb->columns[j].kind == SIM_COL_REAL)
           r.v[j].d = sim_wire_get_f64 (&rd);
         else
           r.v[j].i = (gint64) sim_wire_get_u64 (&rd);
@@ -1234,9 +1083,11 @@ sim_trace_begin_run (SimTrace *t, const SimConfig *c, const char *scenario_path,
   gint64 run = sqlite3_last_insert_rowid (t->db);
   for (guint i = 0; i < c->param_keys->len; i++)
     {
-      const Value v[] = { { .i = run }, { .s = g_ptr_array_index (c->param_keys, i) },
-                          { .s = g_ptr_array_index (c->param_values, i) } };
-      add_row (t, T_PARAMS, v, G_N_ELEMENTS (v));
+      /* as sim_trace_param() writes them (sim/tables/params.c), which the
+       * writer does not call: a table's file calls the writer, not back */
+      const SimTableValue v[] = { { .i = run }, { .s = g_ptr_array_index (c->param_keys, i) },
+                                  { .s = g_ptr_array_index (c->param_values, i) } };
+      sim_trace_add_row (t, &sim_table_params, v, G_N_ELEMENTS (v));
     }
   if (!commit (t, error))
     return -1;
@@ -1320,95 +1171,4 @@ void
 sim_trace_infeasible_run (SimTrace *t, gint64 run, const char *reason)
 {
   end_run_as (t, run, "infeasible", reason);
-}
-
-void
-sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step_no,
-                  double loss, double accuracy, double consensus)
-{
-  const Value v[] = { { .i = run }, { .d = sim_time }, { .i = step_no }, { .d = loss },
-                      { .d = accuracy }, { .d = consensus } };
-  add_row (t, T_METRICS, v, G_N_ELEMENTS (v));
-}
-
-void
-sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
-                     double start, double end, double compute, double comm,
-                     double wait, gint64 staleness)
-{
-  const Value v[] = { { .i = run }, { .i = worker }, { .i = iteration }, { .d = start },
-                      { .d = end }, { .d = compute }, { .d = comm }, { .d = wait },
-                      { .i = staleness } };
-  add_row (t, T_ITERATIONS, v, G_N_ELEMENTS (v));
-}
-
-void
-sim_trace_span (SimTrace *t, gint64 run, const char *actor, const char *kind,
-                double start, double end, gint64 iteration, double bytes,
-                const PolSpanDetail *detail)
-{
-  const Value v[] = { { .i = run }, { .s = actor }, { .s = kind }, { .d = start },
-                      { .d = end }, { .i = iteration }, { .d = bytes },
-                      { .s = detail ? detail->phase : NULL },
-                      { .i = detail ? detail->microbatch : -1 },
-                      { .i = detail ? detail->first_layer : -1 },
-                      { .i = detail ? detail->last_layer : -1 } };
-  add_row (t, T_SPANS, v, G_N_ELEMENTS (v));
-}
-
-void
-sim_trace_bucket (SimTrace *t, gint64 run, gint64 iteration, int bucket, double bytes,
-                  double ready, double start, double end, const char *algorithm)
-{
-  const Value v[] = { { .i = run }, { .i = iteration }, { .i = bucket }, { .d = bytes },
-                      { .d = ready }, { .d = start }, { .d = end }, { .s = algorithm } };
-  add_row (t, T_BUCKETS, v, G_N_ELEMENTS (v));
-}
-
-void
-sim_trace_param (SimTrace *t, gint64 run, const char *key, const char *value)
-{
-  const Value v[] = { { .i = run }, { .s = key }, { .s = value } };
-  add_row (t, T_PARAMS, v, G_N_ELEMENTS (v));
-}
-
-void
-sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st)
-{
-  double total = st->compute + st->idle;
-  const Value v[] = {
-    { .i = run }, { .i = st->replica }, { .i = st->stage }, { .i = st->worker },
-    { .i = st->first_layer }, { .i = st->last_layer }, { .i = (gint64) st->params },
-    { .d = st->flops }, { .i = st->peak_stash }, { .d = st->activation_bytes },
-    { .d = st->boundary_bytes }, { .d = st->compute }, { .d = st->idle },
-    { .d = total > 0 ? st->idle / total : NAN }, /* bubble: NULL without time */
-  };
-  add_row (t, T_STAGES, v, G_N_ELEMENTS (v));
-}
-
-void
-sim_trace_message (SimTrace *t, gint64 run, const char *src, const char *dst,
-                   double bytes, double start, double end, const char *tag, const char *route)
-{
-  const Value v[] = { { .i = run }, { .s = src }, { .s = dst }, { .d = bytes },
-                      { .d = start }, { .d = end }, { .s = tag }, { .s = route } };
-  add_row (t, T_MESSAGES, v, G_N_ELEMENTS (v));
-}
-
-void
-sim_trace_link (SimTrace *t, gint64 run, int link, const char *name, double bandwidth,
-                double latency)
-{
-  const Value v[] = { { .i = run }, { .i = link }, { .s = name }, { .d = bandwidth },
-                      { .d = latency } };
-  add_row (t, T_LINKS, v, G_N_ELEMENTS (v));
-}
-
-void
-sim_trace_failure (SimTrace *t, gint64 run, int worker, double start, double end,
-                   gint64 iteration, const char *lost)
-{
-  const Value v[] = { { .i = run }, { .i = worker }, { .d = start }, { .d = end },
-                      { .i = iteration }, { .s = lost } };
-  add_row (t, T_FAILURES, v, G_N_ELEMENTS (v));
 }

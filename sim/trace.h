@@ -17,12 +17,24 @@
 G_BEGIN_DECLS
 
 /* PRAGMA user_version of the traces written: the one place it is stated.
- * Raise it with any change of the tables (sim/trace.c) and say what changed
+ * Raise it with any change of the tables (sim/tables/) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 7
+#define SIM_TRACE_SCHEMA_VERSION 8
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
+
+/* The tables of the trace, one file each (sim/tables/NAME.c, with its
+ * columns, detail and index), registered in sim/trace.c. */
+typedef struct SimTable SimTable;
+extern const SimTable sim_table_runs, sim_table_params, sim_table_metrics,
+  sim_table_iterations, sim_table_spans, sim_table_messages, sim_table_buckets,
+  sim_table_failures, sim_table_stages, sim_table_links;
+extern const SimTable sim_table_mesh;
+/* Whether a run at [trace] detail `detail` writes rows of table `tb`: the
+ * table's own detail is that or lower. */
+gboolean sim_trace_wants (const SimTable *tb, SimDetail detail);
+
 /* Rows buffered by a trace in buffer mode, waiting to be written. */
 typedef struct SimTraceChunk SimTraceChunk;
 /* Receives a full chunk of a buffer (in the thread that produced its rows);
@@ -116,6 +128,9 @@ void sim_trace_fail_run (SimTrace *t, gint64 run, const char *message);
  * (status infeasible, error = reason). */
 void sim_trace_infeasible_run (SimTrace *t, gint64 run, const char *reason);
 
+/* The rows of the tables, each defined in its table's file: written at
+ * once, or kept in buffer mode.  A run calls them for the tables its
+ * [trace] detail wants (sim_trace_wants); they write what they are given. */
 void sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step,
                        double loss, double accuracy, double consensus);
 void sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
@@ -142,6 +157,8 @@ void sim_trace_message (SimTrace *t, gint64 run, const char *src,
  * name, bandwidth (bytes/s, delivered) and latency (s). */
 void sim_trace_link (SimTrace *t, gint64 run, int link, const char *name, double bandwidth,
                      double latency);
+/* One rank of the run's device mesh (the `mesh` table). */
+void sim_trace_mesh (SimTrace *t, gint64 run, const PolMeshRank *m);
 
 G_END_DECLS
 

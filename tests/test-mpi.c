@@ -50,7 +50,7 @@ tmp (const char *name)
 
 /* Every table of rows, in the order a run writes them. */
 static const char *const row_tables[] = { "params", "metrics", "iterations", "spans", "messages",
-                                          "buckets", "failures", "stages", "links" };
+                                          "buckets", "failures", "stages", "links", "mesh" };
 
 /* Appends the rows `sql` returns, every value with its type, one line each. */
 static void

@@ -3,8 +3,9 @@
  * the closed-form iteration time and bubble of GPipe and 1F1B on uniform
  * stages with free communication, their peak stash, the balanced
  * partition, the schedule order, the equivalence of the pipelined MLP with
- * unpipelined training on the same batches, the rejected keys, and the
- * per-stage device-memory check (each stage on its own device).
+ * unpipelined training on the same batches, the rejected keys, the
+ * per-stage device-memory check (each stage on its own device), and the
+ * mesh of replicas x stages its trace records.
  */
 #include "config.h"
 
@@ -574,6 +575,85 @@ test_stages_resolved (void)
   g_rmdir (dir);
 }
 
+/* Runs `dtsim run` on mlp with the `sets` (NULL-terminated) into `db` in
+ * folder `dir`; asserts it succeeded. */
+static void
+run_into (const char *dir, const char *db, const char *const *sets)
+{
+  g_autofree char *ini = g_build_filename (dir, "p.ini", NULL);
+  g_assert_true (g_file_set_contents (ini, mlp, -1, NULL));
+  g_autoptr (GPtrArray) args = g_ptr_array_new ();
+  const char *head[] = { "run", ini, "-o", db, "--quiet" };
+  for (gsize i = 0; i < G_N_ELEMENTS (head); i++)
+    g_ptr_array_add (args, (gpointer) head[i]);
+  for (int i = 0; sets[i]; i++)
+    {
+      g_ptr_array_add (args, (gpointer) "--set");
+      g_ptr_array_add (args, (gpointer) sets[i]);
+    }
+  g_ptr_array_add (args, NULL);
+  g_remove (db);
+  g_autofree char *err = NULL;
+  if (test_run_dtsim_argv (dir, NULL, &err, (const char *const *) args->pdata) != 0)
+    g_error ("dtsim run: %s", err);
+  g_remove (ini);
+}
+
+/* The trace's mesh of a pipeline of R replicas x P stages: one row per
+ * rank, rank r = replica x P + stage (train/mesh.h, data slowest), on the
+ * host of the stage worker the stages table names for that replica and
+ * stage, every other axis at 0; at every [trace] detail.  An all-reduce
+ * run's mesh is its one data axis; the parameter server has none. */
+static void
+test_mesh_rows (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-pipemesh-XXXXXX", NULL);
+  g_assert_nonnull (dir);
+  g_autofree char *db = g_build_filename (dir, "p.db", NULL);
+  const int R = 2, P = 3;
+  const char *sets[] = { "cluster.workers=6", "policy.replicas=2", "policy.stages=3",
+                         "trace.detail=summary", NULL };
+  run_into (dir, db, sets);
+  g_assert_cmpint (test_query_number (db, "SELECT COUNT(*) FROM mesh"), ==, R * P);
+  sqlite3 *h = NULL;
+  sqlite3_stmt *q = NULL;
+  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (h, "SELECT m.rank, m.replica, m.stage, m.host,"
+                                       " 'worker' || s.worker, m.expert + m.context + m.tensor"
+                                       " FROM mesh m JOIN stages s ON s.run_id = m.run_id"
+                                       " AND s.replica = m.replica AND s.stage = m.stage"
+                                       " ORDER BY m.rank", -1, &q, NULL), ==, SQLITE_OK);
+  int rows = 0;
+  while (sqlite3_step (q) == SQLITE_ROW)
+    {
+      int rank = sqlite3_column_int (q, 0), replica = sqlite3_column_int (q, 1);
+      int stage = sqlite3_column_int (q, 2);
+      g_assert_cmpint (rank, ==, rows);
+      g_assert_cmpint (rank, ==, replica * P + stage);
+      g_assert_cmpint (replica, <, R);
+      g_assert_cmpint (stage, <, P);
+      g_assert_cmpstr ((const char *) sqlite3_column_text (q, 3), ==,
+                       (const char *) sqlite3_column_text (q, 4));
+      g_assert_cmpint (sqlite3_column_int (q, 5), ==, 0);
+      rows++;
+    }
+  g_assert_cmpint (rows, ==, R * P);
+  sqlite3_finalize (q);
+  sqlite3_close (h);
+
+  const char *ar[] = { "policy.kind=allreduce", "cluster.workers=4", NULL };
+  run_into (dir, db, ar);
+  g_assert_cmpint (test_query_number (db, "SELECT COUNT(*) FROM mesh"), ==, 4);
+  g_assert_cmpint (test_query_number (db, "SELECT COUNT(*) FROM mesh WHERE replica = rank"
+                                      " AND stage + expert + context + tensor = 0"
+                                      " AND host = 'worker' || rank"), ==, 4);
+  const char *ps[] = { "policy.kind=ps", NULL };
+  run_into (dir, db, ps);
+  g_assert_cmpint (test_query_number (db, "SELECT COUNT(*) FROM mesh"), ==, 0);
+  g_remove (db);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -588,5 +668,6 @@ main (int argc, char **argv)
   g_test_add_func ("/pipeline/memory/1f1b", test_memory_1f1b);
   g_test_add_func ("/pipeline/memory/trace", test_memory_trace);
   g_test_add_func ("/pipeline/stages-resolved", test_stages_resolved);
+  g_test_add_func ("/pipeline/mesh", test_mesh_rows);
   return g_test_run ();
 }

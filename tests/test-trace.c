@@ -58,6 +58,10 @@ static const char *const schema_now[] = {
   "CREATE TABLE links (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  link INTEGER NOT NULL, name TEXT NOT NULL, bandwidth REAL NOT NULL,"
   " latency REAL NOT NULL)",
+  "CREATE TABLE mesh (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  rank INTEGER NOT NULL, host TEXT NOT NULL,  replica INTEGER NOT NULL,"
+  " stage INTEGER NOT NULL, expert INTEGER NOT NULL, context INTEGER NOT NULL,"
+  " tensor INTEGER NOT NULL)",
   "CREATE INDEX metrics_run ON metrics (run_id)",
   "CREATE INDEX iterations_run ON iterations (run_id)",
   "CREATE INDEX spans_run ON spans (run_id)",
@@ -66,11 +70,12 @@ static const char *const schema_now[] = {
   "CREATE INDEX failures_run ON failures (run_id)",
   "CREATE INDEX stages_run ON stages (run_id)",
   "CREATE INDEX links_run ON links (run_id)",
+  "CREATE INDEX mesh_run ON mesh (run_id)",
 };
 
 static const char *const row_tables[] = { "params", "metrics", "iterations", "spans",
                                           "messages", "buckets", "failures", "stages",
-                                          "links" };
+                                          "links", "mesh" };
 
 /* More spans than a chunk holds, so that a buffer hands on full chunks. */
 #define MANY_SPANS 10000
@@ -169,6 +174,11 @@ emit_rows (SimTrace *t, gint64 run)
   sim_trace_stage (t, run, &st);
   st.compute = st.idle = 0;
   sim_trace_stage (t, run, &st);
+  PolMeshRank m = { .rank = 5, .host = "worker5",
+                    .coord = { [TRAIN_AXIS_DATA] = 1, [TRAIN_AXIS_PIPELINE] = 2,
+                               [TRAIN_AXIS_EXPERT] = 3, [TRAIN_AXIS_CONTEXT] = 4,
+                               [TRAIN_AXIS_TENSOR] = 6 } };
+  sim_trace_mesh (t, run, &m);
   for (int i = 0; i < MANY_SPANS; i++)
     sim_trace_span (t, run, i % 2 ? "worker1" : "worker2", "send", i, i + 0.5, i, i, NULL);
 }
@@ -316,6 +326,9 @@ static const struct {
               "r:1000000000|r:1000000|r:3|r:1|r:0.25\n"
               "i:1|i:1|i:2|i:3|i:10|i:19|i:5000000000|r:1000000000000|i:4|"
               "r:1000000000|r:1000000|r:0|r:0|NULL\n", 0 },
+  /* the coordinates in the order of the axes: data, pipeline, expert,
+   * context, tensor */
+  { "mesh", "i:1|i:5|t:worker5|i:1|i:2|i:3|i:4|i:6\n", 0 },
 };
 
 /* Each column's type and NULL rule, on the rows of emit_rows written directly. */
