@@ -120,25 +120,6 @@ typedef struct {
   double nic_lat;  /* s of each NIC link: `latency` */
 } Dgx1Shape;
 
-static gboolean
-dgx1_fail (GError **error, const char *key, const char *fmt, ...)
-  G_GNUC_PRINTF (3, 4);
-
-/* Sets `error` to "dgx1 topology: [network] <key>: <fmt ...>"; FALSE. */
-static gboolean
-dgx1_fail (GError **error, const char *key, const char *fmt, ...)
-{
-  g_autofree char *what = NULL;
-  va_list ap;
-
-  va_start (ap, fmt);
-  what = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
-               "dgx1 topology: [network] %s: %s", key, what);
-  return FALSE;
-}
-
 /* Checks `p` (with `net`, may be NULL) and resolves its defaults; messages
  * name the key and what to write. */
 static gboolean
@@ -154,21 +135,21 @@ dgx1_resolve (const NetNetwork *net, const NetTopologyParams *p,
   if (!net_topology_check_hosts ("dgx1", net, p, error))
     return FALSE;
   if (mesh < 0 || mesh >= DGX1_N_MESHES)
-    return dgx1_fail (error, "mesh", "expected v100 or p100, found choice %"
+    return net_topology_key_error (error, "dgx1", "mesh", "expected v100 or p100, found choice %"
                       G_GINT64_FORMAT "; write mesh = v100 (the default) "
                       "or mesh = p100", mesh);
   s->mesh = &dgx1_meshes[mesh];
   /* x 2: a double connection carries twice a link's rate */
   if (!(isfinite (2 * bw) && bw >= 0))
-    return dgx1_fail (error, "intra_bandwidth", "expected the bandwidth of "
+    return net_topology_key_error (error, "dgx1", "intra_bandwidth", "expected the bandwidth of "
                       "one NVLink link, finite and > 0 bytes/s (0 for %g "
                       "GB/s), found %g; write e.g. intra_bandwidth = 25GBps",
                       s->mesh->link_bw / 1e9, bw);
   if (!(isfinite (lat) && lat >= 0))
-    return dgx1_fail (error, "intra_latency", "expected a latency >= 0 s, "
+    return net_topology_key_error (error, "dgx1", "intra_latency", "expected a latency >= 0 s, "
                       "found %g; write e.g. intra_latency = 1us", lat);
   if (!(eff >= 0 && eff <= 1))
-    return dgx1_fail (error, "intra_efficiency", "expected a share in "
+    return net_topology_key_error (error, "dgx1", "intra_efficiency", "expected a share in "
                       "(0, 1] (0 for 1), found %g; write e.g. "
                       "intra_efficiency = 0.8", eff);
   s->n_servers = (p->n_hosts + DGX1_GPUS - 1) / DGX1_GPUS;

@@ -217,6 +217,11 @@ BaseValues *net_topology_values_new (void);
  * its default), shared and never freed. */
 const BaseValues *net_topology_values (const NetTopologyParams *p);
 
+/* For builders: sets `error` to "<topology> topology: [network] <key>:
+ * <message>" (NET_ERROR_INVALID) and returns FALSE. */
+gboolean net_topology_key_error (GError **error, const char *topology, const char *key,
+                                 const char *fmt, ...) G_GNUC_PRINTF (4, 5);
+
 /* For builders: checks the fields every topology uses (n_hosts >= 1, names
  * given, non-empty, distinct and not yet in `net` (may be NULL), bandwidth
  * finite > 0, latency finite >= 0).  Messages begin "<topology> topology: ". */

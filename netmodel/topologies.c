@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <stdarg.h>
+
 #include "netmodel/netmodel.h"
 
 extern const NetTopology net_topology_racks;
@@ -89,4 +91,17 @@ net_topology_values (const NetTopologyParams *p)
   if (g_once_init_enter (&defaults))
     g_once_init_leave (&defaults, net_topology_values_new ());
   return defaults;
+}
+
+gboolean
+net_topology_key_error (GError **error, const char *topology, const char *key,
+                        const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *what = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error (error, NET_ERROR, NET_ERROR_INVALID, "%s topology: [network] %s: %s", topology,
+               key, what);
+  return FALSE;
 }

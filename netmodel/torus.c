@@ -50,25 +50,6 @@ typedef struct {
   int x, y;      /* routers along X and along Y */
 } TorusShape;
 
-static gboolean
-torus_fail (GError **error, const char *key, const char *fmt, ...)
-  G_GNUC_PRINTF (3, 4);
-
-/* Sets `error` to "torus topology: [network] <key>: <fmt ...>"; FALSE. */
-static gboolean
-torus_fail (GError **error, const char *key, const char *fmt, ...)
-{
-  g_autofree char *what = NULL;
-  va_list ap;
-
-  va_start (ap, fmt);
-  what = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
-               "torus topology: [network] %s: %s", key, what);
-  return FALSE;
-}
-
 /* ceil (a / b), a >= 0, b >= 1. */
 static gint64
 ceil_div (gint64 a, gint64 b)
@@ -93,11 +74,11 @@ torus_resolve (const NetNetwork *net, const NetTopologyParams *p,
     return FALSE;
   n = p->n_hosts;
   if (x < 0 || x > TORUS_MAX_ROUTERS)
-    return torus_fail (error, "torus_x", "expected 1 to %d routers (0 to "
+    return net_topology_key_error (error, "torus", "torus_x", "expected 1 to %d routers (0 to "
                        "derive it), found %" G_GINT64_FORMAT "; write e.g. "
                        "torus_x = 4", TORUS_MAX_ROUTERS, x);
   if (y < 0 || y > TORUS_MAX_ROUTERS)
-    return torus_fail (error, "torus_y", "expected 1 to %d routers (0 to "
+    return net_topology_key_error (error, "torus", "torus_y", "expected 1 to %d routers (0 to "
                        "derive it), found %" G_GINT64_FORMAT "; write e.g. "
                        "torus_y = 4", TORUS_MAX_ROUTERS, y);
   if (x == 0 && y == 0)
@@ -115,14 +96,14 @@ torus_resolve (const NetNetwork *net, const NetTopologyParams *p,
   else if (x == 0)
     x = ceil_div (n, y);
   else if (x * y < n)
-    return torus_fail (error, "torus_y", "a %" G_GINT64_FORMAT " x %"
+    return net_topology_key_error (error, "torus", "torus_y", "a %" G_GINT64_FORMAT " x %"
                        G_GINT64_FORMAT " torus holds %" G_GINT64_FORMAT
                        " hosts, fewer than the %" G_GINT64_FORMAT " to place; "
                        "write torus_y = %" G_GINT64_FORMAT " (or 0 to "
                        "derive it from torus_x)",
                        x, y, x * y, n, ceil_div (n, x));
   if (x * y > TORUS_MAX_ROUTERS)
-    return torus_fail (error, "torus_y", "a %" G_GINT64_FORMAT " x %"
+    return net_topology_key_error (error, "torus", "torus_y", "a %" G_GINT64_FORMAT " x %"
                        G_GINT64_FORMAT " torus has %" G_GINT64_FORMAT
                        " routers, more than %d; write a smaller torus_x or "
                        "torus_y (0 derives them from the hosts)",
