@@ -900,6 +900,24 @@ test_dgx1_routes_on_demand (void)
       }
 }
 
+/* t's build refuses p on net with one line that starts with `prefix` and
+ * holds `want`, adding nothing, and t has no summary of p. */
+static void
+assert_refused (const NetTopology *t, NetNetwork *net, NetTopologyParams *p,
+                const char *prefix, const char *want)
+{
+  g_autoptr (GError) error = NULL;
+  g_assert_false (t->build (net, p, &error));
+  g_assert_error (error, NET_ERROR, NET_ERROR_INVALID);
+  g_test_message ("%s", error->message);
+  g_assert_true (g_str_has_prefix (error->message, prefix));
+  g_assert_nonnull (strstr (error->message, want));
+  g_assert_null (strchr (error->message, '\n'));
+  g_assert_cmpint (net_network_n_hosts (net), ==, 0);
+  g_assert_cmpint (net_network_n_links (net), ==, 0);
+  g_assert_null (t->summary (p));
+}
+
 /* Refused parameters: one line "dgx1 topology: [network] <key>: ..." that
  * says what to write; nothing added, no summary. */
 static void
@@ -926,7 +944,6 @@ test_dgx1_invalid (void)
     {
       const NetTopology *t = net_topology_lookup ("dgx1");
       g_autoptr (GPtrArray) names = host_names (8);
-      g_autoptr (GError) error = NULL;
       NetTopologyParams p = params (names);
       EngSim *sim = eng_sim_new ();
       NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
@@ -940,15 +957,7 @@ test_dgx1_invalid (void)
         set_int (&p, "mesh", (gint64) cases[i].value);
       else
         set_double (&p, cases[i].key, cases[i].value);
-      g_assert_false (t->build (net, &p, &error));
-      g_assert_error (error, NET_ERROR, NET_ERROR_INVALID);
-      g_test_message ("%s", error->message);
-      g_assert_true (g_str_has_prefix (error->message, "dgx1 topology: "));
-      g_assert_nonnull (strstr (error->message, cases[i].want));
-      g_assert_null (strchr (error->message, '\n'));
-      g_assert_cmpint (net_network_n_hosts (net), ==, 0);
-      g_assert_cmpint (net_network_n_links (net), ==, 0);
-      g_assert_null (t->summary (&p));
+      assert_refused (t, net, &p, "dgx1 topology: ", cases[i].want);
       net_network_free (net);
       eng_sim_free (sim);
     }
@@ -1207,22 +1216,13 @@ test_torus_invalid (void)
     {
       const NetTopology *t = net_topology_lookup ("torus");
       g_autoptr (GPtrArray) names = host_names (10);
-      g_autoptr (GError) error = NULL;
       NetTopologyParams p = params (names);
       EngSim *sim = eng_sim_new ();
       NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
 
       set_int (&p, "torus_x", cases[i].x);
       set_int (&p, "torus_y", cases[i].y);
-      g_assert_false (t->build (net, &p, &error));
-      g_assert_error (error, NET_ERROR, NET_ERROR_INVALID);
-      g_test_message ("%s", error->message);
-      g_assert_true (g_str_has_prefix (error->message, "torus topology: "));
-      g_assert_nonnull (strstr (error->message, cases[i].want));
-      g_assert_null (strchr (error->message, '\n'));
-      g_assert_cmpint (net_network_n_hosts (net), ==, 0);
-      g_assert_cmpint (net_network_n_links (net), ==, 0);
-      g_assert_null (t->summary (&p));
+      assert_refused (t, net, &p, "torus topology: ", cases[i].want);
       net_network_free (net);
       eng_sim_free (sim);
     }
