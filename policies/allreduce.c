@@ -86,7 +86,6 @@ typedef struct {
   float *sum;              /* (n_params) the workers' gradients, summed */
   int group;               /* G: workers whose gradients are computed at once */
   float **grad;            /* (G) gradient buffers, (n_params) each */
-  double *losses;          /* (G) */
   TrainSteps *steps;       /* the workers' steps, G at a time; NULL without math */
   KernOptimizer *opt;      /* the shared optimizer state; NULL without math */
   ArBucket *buckets;
@@ -324,8 +323,7 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       for (int w0 = 0; w0 < W; w0 += ar->group)
         {
           int n = MIN (ar->group, W - w0);
-          TrainStep st = { .n = n, .first = w0, .params = ar->params, .grads = ar->grad,
-                           .losses = ar->losses };
+          TrainStep st = { .n = n, .first = w0, .params = ar->params, .grads = ar->grad };
           host += train_step (ar->steps, &st) / W;
           for (int i = 0; i < n; i++)
             {
@@ -383,7 +381,6 @@ ar_create (const PolEnv *env, GError **error)
       ar->grad = g_new (float *, G);
       for (int i = 0; i < G; i++)
         ar->grad[i] = g_new0 (float, P);
-      ar->losses = g_new (double, G);
       TrainStepsSetup setup = { .model = env->model, .train = env->train,
                                 .samplers = pol_samplers_for_env (env), .parts = W,
                                 .batch = env->batch, .slots = G, .stacked = TRUE,
@@ -469,7 +466,6 @@ ar_free (PolPolicy *p)
   train_mesh_free (ar->mesh);
   g_free (ar->params);
   g_free (ar->step_time);
-  g_free (ar->losses);
   if (ar->opt)
     kern_optimizer_free (ar->opt);
   g_free (ar);

@@ -96,7 +96,6 @@ typedef struct {
                                * replicas in one pass (see above) */
   TrainSteps *steps;          /* the replicas' steps: their batches, and
                                * stacked, their gradients */
-  double *losses;             /* (R) */
   float ***act;               /* (R)(P - 1) (m x n, width) stage outputs */
   float ***dact;              /* (R)(P - 1) their gradients */
   float **reduce_bufs;        /* (R) */
@@ -482,7 +481,7 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
        * grad[0] in replica order: the stages' all-reduces then only take
        * their time */
       TrainStep st = { .n = pl->R, .first = 0, .params = pl->params,
-                       .grads = pl->stacked ? pl->grad : NULL, .losses = pl->losses };
+                       .grads = pl->stacked ? pl->grad : NULL };
       train_step (pl->steps, &st);
       if (pl->stacked)
         train_lanes_sum (train_steps_lanes (pl->steps), pl->grad[0],
@@ -643,7 +642,6 @@ pl_math_new (PlPolicy *pl)
   pl->grad = g_new (float *, R);
   pl->act = g_new0 (float **, R);
   pl->dact = g_new0 (float **, R);
-  pl->losses = g_new0 (double, R);
   for (int r = 0; r < R; r++)
     {
       pl->grad[r] = g_new0 (float, NP);
@@ -800,7 +798,6 @@ pl_free (PolPolicy *p)
     }
   train_steps_free (pl->steps);
   g_free (pl->grad);
-  g_free (pl->losses);
   g_free (pl->act);
   g_free (pl->dact);
   g_free (pl->opt);

@@ -72,16 +72,29 @@ train_steps_part_samples (const TrainSteps *ts, int part)
   return ts->s.samplers[part].len;
 }
 
+/* Slot i's rows of the stacked batch. */
+static float *
+slot_x (const TrainSteps *ts, int slot)
+{
+  return ts->x + (gsize) slot * (gsize) ts->s.batch * (gsize) ts->s.model->d;
+}
+
+static int *
+slot_y (const TrainSteps *ts, int slot)
+{
+  return ts->y + (gsize) slot * (gsize) ts->s.batch;
+}
+
 const float *
 train_steps_x (const TrainSteps *ts, int slot)
 {
-  return ts->x + (gsize) slot * (gsize) ts->s.batch * (gsize) ts->s.model->d;
+  return slot_x (ts, slot);
 }
 
 const int *
 train_steps_y (const TrainSteps *ts, int slot)
 {
-  return ts->y + (gsize) slot * (gsize) ts->s.batch;
+  return slot_y (ts, slot);
 }
 
 /* Task t of a stacked step: its workers' gradients, one product. */
@@ -91,8 +104,8 @@ stacked_task (gpointer ctx, int t, KernModel *model)
   TrainSteps *ts = ctx;
   const TrainStep *st = ts->st;
   int i0 = t * ts->chunk, n = MIN (ts->chunk, st->n - i0);
-  model->ops->loss_grad_groups (model, st->params, train_steps_x (ts, i0),
-                                train_steps_y (ts, i0), ts->s.batch, n, st->grads + i0,
+  model->ops->loss_grad_groups (model, st->params, slot_x (ts, i0), slot_y (ts, i0),
+                                ts->s.batch, n, st->grads + i0,
                                 ts->st_losses + i0);
 }
 
@@ -114,8 +127,7 @@ train_step (TrainSteps *ts, const TrainStep *st)
             train_sampler_next (&s->samplers[st->first + i], B,
                                 st->drawn_into ? st->drawn_into + (gsize) i * B : ts->idx);
           if (!st->drawn_into)
-            kern_dataset_gather (s->train, idx, B, (float *) train_steps_x (ts, i),
-                                 (int *) train_steps_y (ts, i));
+            kern_dataset_gather (s->train, idx, B, slot_x (ts, i), slot_y (ts, i));
         }
       if (st->grads && !st->drawn_into)
         {
@@ -131,10 +143,8 @@ train_step (TrainSteps *ts, const TrainStep *st)
             }
           else
             for (int i = 0; i < st->n; i++)
-              ts->st_losses[i] = s->model->ops->loss_grad (s->model, st->own[i],
-                                                           train_steps_x (ts, i),
-                                                           train_steps_y (ts, i), B,
-                                                           st->grads[i]);
+              ts->st_losses[i] = s->model->ops->loss_grad (s->model, st->own[i], slot_x (ts, i),
+                                                           slot_y (ts, i), B, st->grads[i]);
           host = (double) (g_get_monotonic_time () - t0) / 1e6;
           /* 3. the optimizer, where the schedule updates on the worker */
           for (int i = 0; st->opt && i < st->n; i++)
