@@ -1089,6 +1089,26 @@ plot_speedup (Plot *p, GError **error)
   return ok;
 }
 
+/* The iterations rows of each run, by run id (gint64 -> count as a
+ * pointer), in one scan; NULL with *error set when the query fails. */
+static GHashTable *
+iteration_counts (Plot *p, GError **error)
+{
+  g_autoptr (sqlite3_stmt) runs
+    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id", error);
+  if (!runs)
+    return NULL;
+  g_autoptr (GHashTable) counts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  int rc;
+  while ((rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
+    {
+      gint64 id = sqlite3_column_int64 (runs, 0);
+      g_hash_table_insert (counts, g_memdup2 (&id, sizeof id),
+                           GSIZE_TO_POINTER ((gsize) sqlite3_column_int64 (runs, 1)));
+    }
+  return rc < 0 ? NULL : g_steal_pointer (&counts);
+}
+
 /* Empirical CDF of worker iteration times, per run; at most CDF_POINTS
  * points per run (every k-th iteration, and the last). */
 #define CDF_POINTS 2000
@@ -1096,25 +1116,17 @@ static gboolean
 plot_iteration_cdf (Plot *p, GError **error)
 {
   /* the rows of each run, then all rows in one scan sorted by run */
-  g_autoptr (sqlite3_stmt) runs
-    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id", error);
+  g_autoptr (GHashTable) counts = iteration_counts (p, error);
   g_autoptr (sqlite3_stmt) pts
-    = runs ? sim_tracedb_prepare (&p->t, "SELECT run_id, end - start FROM iterations ORDER BY"
+    = counts ? sim_tracedb_prepare (&p->t, "SELECT run_id, end - start FROM iterations ORDER BY"
                                          " run_id, 2", error)
            : NULL;
   Lines l;
   if (!pts || !lines_begin (p, &l, "iteration-cdf.tsv", error))
     return FALSE;
-  g_autoptr (GHashTable) counts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
-  int rc, rc2 = SQLITE_DONE;
-  while ((rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
-    {
-      gint64 id = sqlite3_column_int64 (runs, 0);
-      g_hash_table_insert (counts, g_memdup2 (&id, sizeof id),
-                           GSIZE_TO_POINTER ((gsize) sqlite3_column_int64 (runs, 1)));
-    }
+  int rc;
   gint64 run = 0, count = 0, every = 1, k = 0;
-  while (rc >= 0 && (rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (pts, 0);
       if (l.titles->len == 0 || id != run)
@@ -1132,7 +1144,7 @@ plot_iteration_cdf (Plot *p, GError **error)
       else if (k % every == 0 || k == count || k == 1)
         lines_point (&l, t, (double) k / (double) count);
     }
-  return lines_draw (p, &l, rc >= 0 && rc2 >= 0, "iteration-cdf",
+  return lines_draw (p, &l, rc >= 0, "iteration-cdf",
                      "no iterations table rows ([trace] detail = summary)", NULL, error);
 }
 
@@ -1195,27 +1207,19 @@ plot_staleness (Plot *p, GError **error)
       return TRUE;
     }
   /* the rows of each run, then every run's histogram in one scan */
-  g_autoptr (sqlite3_stmt) runs
-    = sim_tracedb_prepare (&p->t, "SELECT run_id, COUNT(*) FROM iterations GROUP BY run_id", error);
+  g_autoptr (GHashTable) counts = iteration_counts (p, error);
   g_autoptr (sqlite3_stmt) pts
-    = runs ? sim_tracedb_prepare (&p->t, "SELECT run_id, staleness, COUNT(*) FROM iterations"
+    = counts ? sim_tracedb_prepare (&p->t, "SELECT run_id, staleness, COUNT(*) FROM iterations"
                                          " GROUP BY run_id, staleness ORDER BY run_id, staleness",
                                   error)
            : NULL;
   Lines l;
   if (!pts || !lines_begin (p, &l, "staleness.tsv", error))
     return FALSE;
-  g_autoptr (GHashTable) counts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
-  int rc, rc2 = SQLITE_DONE;
-  while ((rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
-    {
-      gint64 id = sqlite3_column_int64 (runs, 0);
-      g_hash_table_insert (counts, g_memdup2 (&id, sizeof id),
-                           GSIZE_TO_POINTER ((gsize) sqlite3_column_int64 (runs, 1)));
-    }
+  int rc;
   gint64 run = 0;
   double count = 1;
-  while (rc >= 0 && (rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
+  while ((rc = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (pts, 0);
       if (l.titles->len == 0 || id != run)
@@ -1227,7 +1231,7 @@ plot_staleness (Plot *p, GError **error)
       lines_point (&l, (double) sqlite3_column_int64 (pts, 1),
                    100.0 * (double) sqlite3_column_int64 (pts, 2) / count);
     }
-  return lines_draw (p, &l, rc >= 0 && rc2 >= 0, "staleness",
+  return lines_draw (p, &l, rc >= 0, "staleness",
                      "no iterations table rows ([trace] detail = summary)", NULL, error);
 }
 
