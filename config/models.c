@@ -129,10 +129,9 @@ static const Dataset *const datasets[] = { &synthetic, &fashion_mnist, NULL };
 static const Dataset *
 dataset_of (const SimConfig *c)
 {
-  for (int i = 0; datasets[i]; i++)
-    if (strcmp (datasets[i]->name, c->dataset) == 0)
-      return datasets[i];
-  g_return_val_if_reached (&synthetic);
+  const Dataset *d = base_registry_find ((const void *const *) datasets, c->dataset);
+  g_return_val_if_fail (d != NULL, &synthetic); /* the loader took only these names */
+  return d;
 }
 
 int
@@ -263,10 +262,9 @@ sim_dataset_entries (void)
 const SimModelKind *
 sim_model_kind (const SimConfig *c)
 {
-  for (int i = 0; model_kinds[i]; i++)
-    if (strcmp (model_kinds[i]->name, c->model_kind) == 0)
-      return model_kinds[i];
-  g_return_val_if_reached (model_kinds[0]);
+  const SimModelKind *k = base_registry_find ((const void *const *) model_kinds, c->model_kind);
+  g_return_val_if_fail (k != NULL, model_kinds[0]); /* the loader took only these names */
+  return k;
 }
 
 KernModel *

@@ -47,12 +47,7 @@ kern_opt_entries (void)
 const KernOptKind *
 kern_opt_lookup (const char *name)
 {
-  if (name == NULL)
-    return NULL;
-  for (int i = 0; kinds[i]; i++)
-    if (strcmp (name, kinds[i]->name) == 0)
-      return kinds[i];
-  return NULL;
+  return name ? base_registry_find ((const void *const *) kinds, name) : NULL;
 }
 
 const KernOptKind *
