@@ -1024,6 +1024,12 @@ comm_check (CommKind kind, int p, gsize n, int root,
   return TRUE;
 }
 
+gboolean
+comm_does (const CommAlgorithm *alg, CommKind kind)
+{
+  return !isnan (comm_cost (alg, kind, 2, 2, 4, 1, 1, 0));
+}
+
 double
 comm_cost (const CommAlgorithm *alg, CommKind kind, int p,
                gsize n, double elem_bytes, double alpha, double beta,

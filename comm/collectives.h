@@ -177,6 +177,10 @@ const CommAlgorithm *comm_resolve (const CommAlgorithm *alg,
  * channels (0 for p < 2). */
 double comm_messages (const char *name, CommKind kind, int p, gsize n, int channels);
 const CommAlgorithm *comm_lookup (const char *name);
+/* Whether alg runs collectives of `kind` at all (its cost formula is a
+ * number for 2 ranks; a selector: whether some algorithm it picks among
+ * does). */
+gboolean comm_does (const CommAlgorithm *alg, CommKind kind);
 /* The ring (comm/ring.c): it runs every kind, so it is what a caller falls
  * back to where the algorithm asked for does not run one. */
 extern const CommAlgorithm comm_ring;

@@ -239,12 +239,12 @@ coll_validate (PolCheck *chk, GError **error)
   double size = base_values_double (chk->values, "policy.size");
   double bytes = 2 * (double) chk->workers * size;
 
-  if (alg && isnan (comm_cost (alg, kind, 2, 2, 4, 1, 1, 0)))
+  if (alg && !comm_does (alg, kind))
     {
       g_autoptr (GString) ok = g_string_new (NULL);
 
       for (const CommAlgorithm *const *a = comm_all (); *a; a++)
-        if (!isnan (comm_cost (*a, kind, 2, 2, 4, 1, 1, 0)))
+        if (comm_does (*a, kind))
           g_string_append_printf (ok, "%s%s", ok->len ? ", " : "", (*a)->name);
       return pol_key_error (error, "policy", "algorithm",
                             "%s does not do %s; use one that does: %s", alg->name,

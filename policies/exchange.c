@@ -12,7 +12,6 @@
  */
 #include "config.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "policies/common.h"
@@ -168,7 +167,7 @@ static gboolean
 ex_validate (PolCheck *chk, GError **error)
 {
   const CommAlgorithm *alg = comm_lookup (base_values_string (chk->values, "policy.algorithm"));
-  if (!alg || alg->choose || !isnan (alg->cost (COMM_ALLGATHER, 2, 1, 2, 4, 1e-6, 1e-9, 0)))
+  if (!alg || comm_does (alg, COMM_ALLGATHER))
     return TRUE;
   return pol_key_error (error, "policy", "algorithm",
                         "%s does no all-gather, which this policy runs; use auto or an "
