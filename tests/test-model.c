@@ -817,6 +817,7 @@ test_transformer (void)
     { "heads", "7", "[model] heads" },                  /* 7 does not divide 768 */
     { "positions", "100", "[model] positions" },        /* fewer than the sequence */
     { "blocks", "100", "[model] blocks: 1204 layers" }, /* 12 x 100 + 4 > 1024 */
+    { "blocks", "100000", "[model] blocks" },           /* past its bound: never built */
   };
   for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
     {
