@@ -273,12 +273,28 @@ static struct {
 } cleanup[CLEANUP_SLOTS];
 static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP };
 
+/* How many threads are creating or letting go of a trace's files (quiet()),
+ * and whether a handler has begun the cleanup.  Such a thread blocks the
+ * signals, but a signal sent to the process goes to any thread that does
+ * not: that thread's handler waits for the count to fall to zero, so it sees
+ * every file registered or none of them created, and a thread that would
+ * start creating files once the cleanup has begun waits for the process to
+ * die instead. */
+static volatile int quiet_threads;
+static volatile int dying;
+
 static void
 on_fatal_signal (int sig)
 {
   int saved = errno;
+  __atomic_store_n (&dying, 1, __ATOMIC_SEQ_CST);
+  /* a few microseconds as a rule; bounded, so a stuck thread cannot keep the
+   * process from dying of the signal */
+  struct timespec tick = { 0, 100000 };
+  for (int i = 0; i < 20000 && __atomic_load_n (&quiet_threads, __ATOMIC_SEQ_CST) > 0; i++)
+    nanosleep (&tick, NULL);
   for (int i = 0; i < CLEANUP_SLOTS; i++)
-    if (__atomic_load_n (&cleanup[i].armed, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n (&cleanup[i].armed, __ATOMIC_SEQ_CST))
       {
         unlink (cleanup[i].db);
         unlink (cleanup[i].journal);
@@ -291,6 +307,34 @@ on_fatal_signal (int sig)
    * the handler returns, then kills the process as it would have */
   raise (sig);
   errno = saved;
+}
+
+/* Enters (`enter`) or leaves a stretch in which this thread creates or
+ * removes a trace's files and changes their registration: the signals are
+ * blocked here, and a handler running in another thread waits for it. */
+static void
+quiet (gboolean enter, sigset_t *old)
+{
+  if (enter)
+    {
+      sigset_t block;
+      sigemptyset (&block);
+      for (gsize i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
+        sigaddset (&block, cleanup_signals[i]);
+      pthread_sigmask (SIG_BLOCK, &block, old);
+      __atomic_add_fetch (&quiet_threads, 1, __ATOMIC_SEQ_CST);
+      if (__atomic_load_n (&dying, __ATOMIC_SEQ_CST))
+        {
+          __atomic_sub_fetch (&quiet_threads, 1, __ATOMIC_SEQ_CST);
+          for (;;)
+            pause ();
+        }
+    }
+  else
+    {
+      __atomic_sub_fetch (&quiet_threads, 1, __ATOMIC_SEQ_CST);
+      pthread_sigmask (SIG_SETMASK, old, NULL);
+    }
 }
 
 /* Installs the handler, once, for the signals the process does not ignore
@@ -653,16 +697,15 @@ sim_trace_open_run (const char *path, const char *scenario, GError **error)
   g_autofree char *tmp = g_build_filename (dir, name, NULL);
   g_autofree char *lock_name = g_strdup_printf (".%s.lock", base);
   g_autofree char *lock = g_build_filename (dir, lock_name, NULL);
-  /* no signal between the files' creation and their registration */
-  sigset_t block, old;
-  sigemptyset (&block);
-  for (gsize i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
-    sigaddset (&block, cleanup_signals[i]);
-  pthread_sigmask (SIG_BLOCK, &block, &old);
+  /* no signal between the files' creation and their registration, and the
+   * handler in place before the first file */
+  install_handlers ();
+  sigset_t old;
+  quiet (TRUE, &old);
   int lock_fd = lock_target (path, lock, scenario, error);
   if (lock_fd < 0)
     {
-      pthread_sigmask (SIG_SETMASK, &old, NULL);
+      quiet (FALSE, &old);
       return NULL;
     }
   remove_stale_temporaries (path);
@@ -678,7 +721,7 @@ sim_trace_open_run (const char *path, const char *scenario, GError **error)
       g_unlink (lock);
       close (lock_fd);
     }
-  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  quiet (FALSE, &old);
   if (fd < 0)
     {
       g_autofree char *shown = sim_input_printable (path);
@@ -744,6 +787,9 @@ close_db (SimTrace *t)
 static void
 free_trace (SimTrace *t)
 {
+  /* no signal between the registration's end and the lock file's removal */
+  sigset_t old;
+  quiet (TRUE, &old);
   cleanup_disarm (t->cleanup_slot);
   if (t->tmp_path)
     close (t->tmp_fd);
@@ -753,6 +799,7 @@ free_trace (SimTrace *t)
       close (t->lock_fd);
       g_free (t->lock_path);
     }
+  quiet (FALSE, &old);
   if (t->run_errors)
     g_hash_table_unref (t->run_errors);
   g_free (t->db_error);

@@ -3,14 +3,19 @@
  * it creates, byte for byte, and the rows of every table, the same whether
  * they are written directly, through a buffer and its chunks (the path of
  * parallel sweeps) or through those chunks as bytes (the path of sweeps over
- * MPI, which also refuses damaged bytes), with each column's NULL rule.
+ * MPI, which also refuses damaged bytes), with each column's NULL rule;
+ * and the files beside it when a signal ends the process.
  */
 #include "config.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "sim/trace.h"
 #include "tests/util.h"
@@ -409,6 +414,59 @@ test_chunk_damaged (void)
   g_assert_null (sim_trace_chunk_deserialize (bad, len, 4, NULL));
 }
 
+/* A thread that takes whatever signal the process is sent. */
+static gpointer
+idle_thread (gpointer data G_GNUC_UNUSED)
+{
+  for (;;)
+    pause ();
+  return NULL;
+}
+
+/* SIGTERM sent to the process at any moment of opening and closing a
+ * trace leaves no file beside the target, whichever thread the signal is
+ * delivered to: the opening thread blocks it while it creates and
+ * registers its files, and another thread's handler must wait for that to
+ * finish.  A child process opens and abandons traces in a loop, beside a
+ * thread that takes signals; it is stopped at a random moment, a few
+ * hundred times (the window is a few microseconds in a loop of a
+ * millisecond or so). */
+static void
+test_signal_other_thread (void)
+{
+  g_autofree char *dir = g_build_filename (tmpdir, "signalled", NULL);
+  g_autofree char *db = g_build_filename (dir, "t.db", NULL);
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  GRand *rand = g_rand_new_with_seed (7);
+  for (int round = 0; round < 300; round++)
+    {
+      pid_t pid = fork ();
+      g_assert_cmpint (pid, >=, 0);
+      if (pid == 0)
+        {
+          g_thread_unref (g_thread_new ("idle", idle_thread, NULL));
+          for (;;)
+            {
+              SimTrace *t = sim_trace_open (db, NULL);
+              if (!t)
+                _exit (3);
+              sim_trace_abandon (t);
+            }
+        }
+      struct timespec pause_for = { 0, g_rand_int_range (rand, 1000, 3000000) };
+      nanosleep (&pause_for, NULL);
+      g_assert_cmpint (kill (pid, SIGTERM), ==, 0);
+      int status;
+      g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+      g_assert_true (WIFSIGNALED (status) && WTERMSIG (status) == SIGTERM);
+      g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+      const char *left = g_dir_read_name (d);
+      if (left)
+        g_error ("round %d: %s left beside the target", round, left);
+    }
+  g_rand_free (rand);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -418,6 +476,7 @@ main (int argc, char **argv)
   g_test_add_func ("/trace/rows/values", test_row_values);
   g_test_add_func ("/trace/rows/buffer-same", test_buffer_same_rows);
   g_test_add_func ("/trace/chunk/damaged", test_chunk_damaged);
+  g_test_add_func ("/trace/signal/other-thread", test_signal_other_thread);
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
   g_free (tmpdir);
