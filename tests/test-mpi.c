@@ -218,6 +218,18 @@ run_and_kill (const char *const *mpirun_args, const char *const *args, int victi
   int status;
   g_assert_cmpint (waitpid (child, &status, 0), ==, child);
   g_spawn_close_pid (child);
+  /* mpirun may end before its ranks have: a rank still running its signal
+   * handler is still removing its files */
+  gboolean left = TRUE;
+  for (int i = 0; i < 3000 && left; i++)
+    {
+      left = FALSE;
+      for (int rank = 0; rank < 16 && !left; rank++)
+        left = find_rank (tag, rank) != 0;
+      if (left)
+        g_usleep (10000);
+    }
+  g_assert_false (left);
   *err = g_string_free (s, FALSE);
 }
 
@@ -600,7 +612,15 @@ test_job_ended (void)
   g_assert_cmpstr (after, ==, before);
   g_assert_cmpstr (metrics_after, ==, metrics_before);
   /* the database and nothing else */
-  g_assert_cmpuint (test_count_entries (dir, ""), ==, 1);
+  if (test_count_entries (dir, "") != 1)
+    {
+      g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+      GString *names = g_string_new (NULL);
+      for (const char *name; (name = g_dir_read_name (d));)
+        g_string_append_printf (names, " %s", name);
+      g_error ("beside the database after the job ended:%s\nmpirun's stderr:\n%s",
+               names->str, err);
+    }
 }
 
 #else
