@@ -255,6 +255,31 @@ check_shares (const SimConfig *c, KernModel *m)
   pol_shares_free (plan);
 }
 
+/* dtsim check's line on what a worker's device holds, term by term, and
+ * what ZeRO shards of it. */
+static void
+check_memory_terms (const SimConfig *c, KernModel *m)
+{
+  SimMemoryTerms t;
+  sim_memory_terms (c, m, &t);
+  const double G = 1024.0 * 1024.0 * 1024.0;
+  g_autofree char *gathered = t.zero >= 3 ? g_strdup_printf (" + gathered parameters %.4g",
+                                                             t.gathered / G)
+                                          : g_strdup ("");
+  static const char *const sharded[] = {
+    "nothing sharded", "optimizer state sharded", "gradients and optimizer state sharded",
+    "parameters, gradients and optimizer state sharded"
+  };
+  g_autofree char *zero = pol_lookup (c->policy)->zero
+    ? g_strdup_printf ("; zero %d: %s over %" G_GINT64_FORMAT " workers", t.zero,
+                       sharded[t.zero], c->workers)
+    : g_strdup ("");
+  printf ("  device memory per worker: %.4g GiB = parameters %.4g + gradients %.4g + optimizer "
+          "state %.4g%s + activations %.4g (%g + %g + %g bytes per parameter%s)\n",
+          t.total / G, t.params / G, t.grads / G, t.state / G, gathered, t.activations / G,
+          t.param_bytes, t.grad_bytes, t.state_bytes, zero);
+}
+
 /* dtsim check's lines on the model of C: one step's cost and the device
  * memory it needs, then the kernels, the layer kinds and the shares. */
 static void
@@ -287,6 +312,8 @@ check_model (const SimConfig *c)
           cost.update,
           pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
           mem / (1024.0 * 1024.0 * 1024.0), of);
+  if (!pol_lookup (c->policy)->shares)
+    check_memory_terms (c, m);
   if (c->math)
     check_kernels (c);
   if (c->step_time < 0 && c->memory_bandwidth > 0 && m->n_layers > 0)

@@ -171,13 +171,13 @@ sim_step_cost_clear (SimStepCost *cost)
   memset (cost, 0, sizeof *cost);
 }
 
-double
-sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
+/* The bytes of activations a worker's device holds for the whole of m at
+ * c's batch and recompute, at the precision's size. */
+static double
+activation_bytes (const SimConfig *c, const KernModel *m)
 {
   gsize P = m->ops->n_params (m);
   int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
-  /* parameters, gradients and optimizer state in 4-byte floats; the
-   * activations at the precision's size */
   double fixed = 4.0 * (double) P * (2.0 + per);
   double act = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P) - fixed;
   if (c->recompute != SIM_RECOMPUTE_NONE && m->n_layers > 0)
@@ -197,7 +197,58 @@ sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
         kept = m->layers[0].fwd_bytes / 4.0 - m->layers[0].activations + largest;
       act = 4.0 * (double) c->batch * kept;
     }
-  return fixed + act * activation_scale (c);
+  return act * activation_scale (c);
+}
+
+/* The most parameters zero = 3 holds gathered at once: a layer's with
+ * parameters, and with prefetch the next such layer's too. */
+static gsize
+gathered_params (const KernModel *m, gboolean prefetch)
+{
+  gsize NP = m->ops->n_params (m), most = 0, before = 0;
+  for (int l = 0; l < m->n_layers; l++)
+    {
+      gsize hi = l + 1 < m->n_layers ? m->layers[l + 1].param_offset : NP;
+      gsize here = hi - m->layers[l].param_offset;
+      if (here == 0)
+        continue;
+      most = MAX (most, here + (prefetch ? before : 0));
+      before = here;
+    }
+  return m->n_layers > 0 ? most : NP;
+}
+
+void
+sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out)
+{
+  double P = (double) m->ops->n_params (m);
+  int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
+  gboolean mixed = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16;
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  int zero = ops->zero ? (int) base_values_int (c->values, "policy.zero") : 0;
+  double N = zero > 0 ? (double) c->workers : 1;
+  memset (out, 0, sizeof *out);
+  out->zero = zero;
+  out->ranks = (gint64) N;
+  out->param_bytes = mixed ? 2 : 4;
+  out->grad_bytes = out->param_bytes;
+  out->state_bytes = 4.0 * per + (mixed ? 4 : 0);
+  out->params = out->param_bytes * P / (zero >= 3 ? N : 1);
+  out->grads = out->grad_bytes * P / (zero >= 2 ? N : 1);
+  out->state = out->state_bytes * P / (zero >= 1 ? N : 1);
+  if (zero >= 3)
+    out->gathered = out->param_bytes
+                    * (double) gathered_params (m, base_values_int (c->values, "policy.prefetch"));
+  out->activations = activation_bytes (c, m);
+  out->total = out->params + out->grads + out->state + out->gathered + out->activations;
+}
+
+double
+sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
+{
+  SimMemoryTerms t;
+  sim_memory_terms (c, m, &t);
+  return t.total;
 }
 
 /* A model and the scenario that prices its layers, for PolLayerSeconds. */
@@ -356,19 +407,23 @@ shares_memory_check (const SimConfig *c, const KernModel *m, const char *file,
 static gboolean
 whole_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
 {
-  gsize P = m->ops->n_params (m);
-  int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
-  double need = sim_model_memory_bytes (c, m);
-  if (need <= c->memory)
+  SimMemoryTerms t;
+  sim_memory_terms (c, m, &t);
+  if (t.total <= c->memory)
     return TRUE;
-  double pb = 4.0 * (double) P, ob = 4.0 * (double) per * (double) P;
+  g_autofree char *gathered = t.zero >= 3 ? g_strdup_printf (" + gathered parameters %.3g GiB",
+                                                             gib (t.gathered))
+                                          : g_strdup ("");
+  g_autofree char *hint = t.zero < 3 && pol_lookup (c->policy)->zero
+                          ? g_strdup_printf (", a higher [policy] zero (now %d)", t.zero)
+                          : g_strdup ("");
   g_set_error (error, SIM_ERROR, SIM_ERROR_INFEASIBLE,
                "%s: %s: the model does not fit in %.3g GiB of device memory: "
-               "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB + "
+               "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB%s + "
                "activations %.3g GiB (batch %" G_GINT64_FORMAT ") = %.3g GiB; "
-               "lower [model] batch, choose a smaller model or a device with more memory",
-               file, memory_key (c), gib (c->memory), gib (pb), gib (pb), gib (ob),
-               gib (need - 2 * pb - ob), c->batch, gib (need));
+               "lower [model] batch%s, choose a smaller model or a device with more memory",
+               file, memory_key (c), gib (c->memory), gib (t.params), gib (t.grads),
+               gib (t.state), gathered, gib (t.activations), c->batch, gib (t.total), hint);
   return FALSE;
 }
 
@@ -381,6 +436,11 @@ policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GE
     return sim_key_error (error, file, "model", "recompute",
                           "not modelled under [policy] kind = %s, whose stages hold their own "
                           "stash; use recompute = none", c->policy);
+  if (ops->zero && base_values_int (c->values, "policy.zero") == 3 && c->overlap_slowdown > 0
+      && g_hash_table_contains (c->given, "device.overlap_slowdown"))
+    return sim_key_error (error, file, "device", "overlap_slowdown",
+                          "not modelled with [policy] zero = 3 (its gathers overlap every "
+                          "layer's compute); remove it, or use zero <= 2");
   LayerCtx lc = { c, m };
   PolModelInfo mi = model_info (c, &lc);
   g_autoptr (GError) local = NULL;

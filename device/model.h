@@ -59,9 +59,31 @@ double sim_update_seconds (const SimConfig *c, gsize n);
 /* The optimizer of c. */
 KernOptConfig sim_opt_config (const SimConfig *c);
 
+/* What a worker's device holds to train the whole of m as c describes it,
+ * by term, in bytes.  With Psi parameters, N = workers ranks sharing the
+ * state ([policy] zero > 0, else 1) and K bytes of optimizer state per
+ * parameter (4 per optimizer float, plus a 4-byte master copy under bf16
+ * and fp16), the ZeRO paper's terms (Rajbhandari et al., SC 2020):
+ * parameters 2 Psi under bf16 and fp16 (4 Psi otherwise), divided by N at
+ * zero 3; gradients as much, divided by N from zero 2; optimizer state
+ * K Psi, divided by N from zero 1.  Zero 3 also holds a layer's gathered
+ * parameters (with prefetch, the next layer's too); activations as the
+ * batch and recompute make them. */
+typedef struct {
+  int zero;              /* [policy] zero of a policy that shards, else 0 */
+  gint64 ranks;          /* N: workers sharing the state (1 at zero 0) */
+  double param_bytes;    /* bytes per parameter: 2 (bf16, fp16) or 4 */
+  double grad_bytes;     /* bytes per gradient, as param_bytes */
+  double state_bytes;    /* K */
+  double params, grads, state, gathered, activations;
+  double total;          /* their sum */
+} SimMemoryTerms;
+
+void sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out);
+
 /* Bytes a worker's device holds to train the whole of m as c describes it:
- * parameters, gradients, c's optimizer state and activations at c's batch.
- * (A policy that spreads the model over its workers: sim_shares_memory.) */
+ * sim_memory_terms' total.  (A policy that spreads the model over its
+ * workers: sim_shares_memory.) */
 double sim_model_memory_bytes (const SimConfig *c, const KernModel *m);
 /* Bytes of host memory the real math of a run of c needs: *state for the
  * models, gradients, optimizer states and activations its policy holds,

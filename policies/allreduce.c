@@ -52,12 +52,45 @@
  * compute included); wait = tau(max_v T_v) - tau(T_w) (time its gradients
  * waited for the slowest worker's); comm = the rest, from the slowest
  * worker's end of backward to the last all-reduce's end.
+ *
+ * [policy] zero = 1, 2 or 3 shards the training state over the W workers as
+ * ZeRO does (Rajbhandari et al., SC 2020), worker r owning the parameters
+ * [lo_r, hi_r) of comm_shard_bounds(P, W, r):
+ *
+ *   - zero = 1 and 2 (optimizer state; 2 also the gradients): each bucket
+ *     is reduce-scattered instead of all-reduced; once the last has been,
+ *     every worker applies the optimizer to its own shard (update_time of
+ *     its largest shard), then the updated parameters are all-gathered,
+ *     bucket by bucket, one collective at a time; the iteration ends with
+ *     the last all-gather.  The two stages differ in memory only.
+ *   - zero = 3 (parameters too): before its forward, and again before its
+ *     backward, each unit (a layer with parameters, with the parameterless
+ *     layers after it) all-gathers its parameters; after its backward its
+ *     gradient is reduce-scattered (one bucket per unit; bucket_size does
+ *     not apply).  The collectives run one at a time in a fixed order.  With
+ *     [policy] prefetch (the default) a unit's forward all-gather is issued
+ *     when the forward of the unit before it starts, and its backward
+ *     all-gather when the backward of the unit after it starts; without,
+ *     when those end.  A unit's forward starts once its parameters are
+ *     there and the previous unit's forward has ended; its backward once
+ *     they are there again and the next unit's backward has ended.  Worker
+ *     w's step T_w is spread over the units in proportion to their
+ *     device-model times; the collectives wait for the slowest worker.
+ *     After the last reduce-scatter each worker updates its shard; nothing
+ *     is gathered after the update (the next forward gathers).  [device]
+ *     overlap_slowdown is not modelled here.
+ *
+ * The real math is the same at every stage: the sum of the gradients is
+ * what the reduce-scatters deliver, shard by shard, and each shard is
+ * updated with an optimizer state of its own size (the element-wise
+ * optimizers make this the update of the whole).
  */
 #include "config.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "comm/shard.h"
 #include "policies/common.h"
 #include "policies/compress.h"
 #include "train/mesh.h"
@@ -75,7 +108,31 @@ typedef struct {
                                   with compression, its all-gather */
   double wire;             /* bytes each worker sends: 4 (hi - lo), or
                               what the compressor makes of them */
+  const CommAlgorithm *gather; /* zero > 0: the all-gather of its
+                                  parameters */
 } ArBucket;
+
+/* zero = 3: the units whose parameters are gathered, and the timeline of
+ * an iteration for its slowest worker.  Unit u is bucket U - 1 - u (the
+ * buckets count from the end of the parameters, as backward makes them). */
+typedef enum { Z3_GATHER_FORWARD, Z3_GATHER_BACKWARD, Z3_SCATTER } ArZ3Kind;
+
+typedef struct ArZero3 {
+  int U;                   /* units */
+  int *first_layer;        /* (U + 1) unit u is layers [first_layer[u],
+                              first_layer[u + 1]) */
+  double *f, *b;           /* (U) s of its forward and backward, device
+                              model at the batch, no straggler */
+  double nominal;          /* sum of f and b */
+  int n_ops;               /* 3U collectives an iteration */
+  ArZ3Kind *op_kind;       /* (n_ops) in the order they run */
+  int *op_unit;            /* (n_ops) */
+  int pos;                 /* the collective running */
+  double k;                /* the slowest worker's T / nominal */
+  double *fs, *fe, *bs, *be; /* (U) its forward and backward start, end */
+  double *gf_end, *gb_end; /* (U) when the unit's forward and backward
+                              all-gathers ended */
+} ArZero3;
 
 typedef struct {
   PolEnv env;
@@ -93,7 +150,18 @@ typedef struct {
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
   float **memory;          /* (workers) error feedback, (n_params) each */
   EngRng *rngs;            /* (workers) the compressors' streams */
-  double update_time;      /* s */
+  double update_time;      /* s: of the whole model, or (zero > 0) of
+                              the largest shard */
+  double update_end;       /* s, when this iteration's update ended */
+  int zero;                /* [policy] zero: 0 to 3 */
+  gboolean prefetch;       /* [policy] prefetch (zero = 3) */
+  gsize *shard_lo;         /* (W + 1) zero > 0: worker r owns the
+                              parameters [shard_lo[r], shard_lo[r + 1]) */
+  KernOptimizer **shard_opt; /* (W) zero > 0: each shard's optimizer state;
+                              NULL without math */
+  const CommAlgorithm *gather_alg; /* zero > 0: the parameters' all-gathers */
+  int gathered;            /* zero = 1, 2: all-gathers ended this iteration */
+  struct ArZero3 *z3;      /* zero = 3: the units and their timeline */
   double slowdown;         /* [device] overlap_slowdown */
   double bucket_overhead;  /* [policy] bucket_overhead, s */
   int done;                /* buckets whose all-reduce has ended this
@@ -127,8 +195,15 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       float inv = 1.0f / (float) W;
       for (gsize i = 0; i < ar->env.n_params; i++)
         g[i] *= inv;
-      kern_optimizer_step (ar->opt, ar->params, g);
+      if (!ar->zero)
+        kern_optimizer_step (ar->opt, ar->params, g);
+      else
+        for (int r = 0; r < W; r++)
+          if (ar->shard_opt[r])
+            kern_optimizer_step (ar->shard_opt[r], ar->params + ar->shard_lo[r],
+                                 g + ar->shard_lo[r]);
     }
+  double update_end = ar->zero ? ar->update_end : now;
   for (int w = 0; w < W; w++)
     {
       /* step_time[w] holds tau(T_w) - E_prev by now */
@@ -139,7 +214,9 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       if (comm < 0) /* rounding only */
         comm = 0;
       pol_run_iteration (&ar->run, w, ar->iter, ar->iter_start, now, compute, comm, wait, 0);
-      span (ar, w, "compute", now - ar->update_time, now);
+      span (ar, w, "compute", update_end - ar->update_time, update_end);
+      if (update_end < now)
+        span (ar, w, "send", update_end, now);
     }
   ar->run.updates += W;
   ar->run.samples += (gint64) W * ar->env.batch;
@@ -151,6 +228,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 }
 
 static void start_bucket (EngSim *sim, gpointer ctx, gpointer data);
+static void on_shard_updated (EngSim *sim, gpointer ctx, gpointer data);
 
 /* tau(x): when a worker has done x seconds of compute work this iteration,
  * compute slowed by 1 + slowdown inside the all-reduces of buckets
@@ -231,7 +309,7 @@ on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
       span (ar, w, "wait", ar->iter_start + ar->step_time[w], ar->max_end);
       span (ar, w, "send", ar->max_end, now);
     }
-  eng_schedule (sim, ar->update_time, on_update_done, ar, NULL);
+  eng_schedule (sim, ar->update_time, ar->zero ? on_shard_updated : on_update_done, ar, NULL);
 }
 
 /* Bytes the gradients of a group of workers may take at once. */
@@ -279,6 +357,56 @@ allgather_algorithm (ArPolicy *ar, double wire)
   return &comm_ring;
 }
 
+/* Starts a reduce-scatter or all-gather of n floats among the workers
+ * (timing only). */
+static void
+start_sharded (ArPolicy *ar, const CommAlgorithm *alg, CommKind kind, gsize n, CommDone done,
+               gpointer data)
+{
+  CommArgs a = pol_comm_args (&ar->env, ar->env.workers, ar->hosts, NULL, n, 0);
+  a.channels = 1;
+  g_autoptr (GError) error = NULL;
+  if (!comm_start (alg, &a, kind, done, ar, data, &error))
+    g_error ("%s with %s: %s", comm_kind_name (kind), alg->name, error->message); /* checked */
+}
+
+/* What runs a reduce-scatter or all-gather of n floats among the workers:
+ * [policy] algorithm, or what auto picks for it; NULL when it does not do
+ * that kind (ar_check_model refuses the run). */
+static const CommAlgorithm *
+sharded_algorithm (const PolEnv *env, const CommAlgorithm *alg, const int *hosts, CommKind kind,
+                   gsize n)
+{
+  CommArgs a = pol_comm_args (env, env->workers, hosts, NULL, n, 0);
+  a.channels = 1;
+  return comm_does (alg, kind) ? comm_resolve (alg, &a, kind) : NULL;
+}
+
+/* zero = 1, 2: the parameters' all-gathers, bucket by bucket, after the
+ * shards' update; the last ends the iteration. */
+static void
+on_gather_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  ArPolicy *ar = ctx;
+  if (++ar->gathered < ar->n_buckets)
+    {
+      ArBucket *b = &ar->buckets[ar->gathered];
+      start_sharded (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, on_gather_done, NULL);
+      return;
+    }
+  on_update_done (sim, ar, NULL);
+}
+
+static void
+on_shard_updated (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  ArPolicy *ar = ctx;
+  ar->update_end = eng_sim_now (sim);
+  ar->gathered = 0;
+  ArBucket *b = &ar->buckets[0];
+  start_sharded (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, on_gather_done, NULL);
+}
+
 static void
 start_bucket (EngSim *sim, gpointer ctx, gpointer data)
 {
@@ -294,6 +422,11 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
                          + (b->start - prev->end)
                      : b->start - ar->iter_start;
     }
+  if (ar->zero)
+    {
+      start_sharded (ar, b->alg, COMM_REDUCE_SCATTER, b->hi - b->lo, on_bucket_done, data);
+      return;
+    }
   if (!ar->cmp)
     {
       pol_allreduce_start (&ar->env, b->alg, ar->env.workers, ar->hosts, NULL,
@@ -304,6 +437,214 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
   g_autoptr (GError) error = NULL;
   if (!comm_start (b->alg, &a, COMM_ALLGATHER, on_bucket_done, ar, data, &error))
     g_error ("all-gather with %s: %s", b->alg->name, error->message); /* chosen to run it */
+}
+
+/* --- zero = 3: gathered parameters, unit by unit ------------------------- */
+
+/* When collective c of the iteration may be issued: after what it waits
+ * for (see the file's header), all of it known once collectives [0, c)
+ * have ended. */
+static double
+z3_issue (const ArPolicy *ar, int c)
+{
+  const ArZero3 *z = ar->z3;
+  int u = z->op_unit[c];
+  switch (z->op_kind[c])
+    {
+    case Z3_GATHER_FORWARD:
+      return u == 0 ? ar->iter_start : ar->prefetch ? z->fs[u - 1] : z->fe[u - 1];
+    case Z3_GATHER_BACKWARD:
+      return u == z->U - 1 ? z->fe[u] : ar->prefetch ? z->bs[u + 1] : z->be[u + 1];
+    case Z3_SCATTER:
+    default:
+      return z->be[u];
+    }
+}
+
+static void z3_start (EngSim *sim, gpointer ctx, gpointer data);
+
+/* A worker's compute spans of the iteration, its step scaled by k: each
+ * unit's forward and backward once its parameters are there and the unit
+ * before it is done. */
+static void
+z3_worker_spans (ArPolicy *ar, int w, double k)
+{
+  const ArZero3 *z = ar->z3;
+  double t = ar->iter_start;
+  for (int u = 0; u < z->U; u++)
+    {
+      double a = MAX (t, z->gf_end[u]);
+      t = a + z->f[u] * k;
+      span (ar, w, "compute", a, t);
+    }
+  for (int u = z->U - 1; u >= 0; u--)
+    {
+      double a = MAX (t, z->gb_end[u]);
+      t = a + z->b[u] * k;
+      span (ar, w, "compute", a, t);
+    }
+}
+
+static void
+z3_updated (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  ArPolicy *ar = ctx;
+  ar->update_end = eng_sim_now (sim);
+  on_update_done (sim, ar, NULL);
+}
+
+/* Collective `data` of the iteration has ended: the slowest worker's
+ * compute it released, then the next collective, or the update. */
+static void
+z3_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  ArPolicy *ar = ctx;
+  ArZero3 *z = ar->z3;
+  int c = GPOINTER_TO_INT (data), u = z->op_unit[c];
+  double now = eng_sim_now (sim);
+  ArBucket *b = &ar->buckets[z->U - 1 - u];
+  switch (z->op_kind[c])
+    {
+    case Z3_GATHER_FORWARD:
+      z->gf_end[u] = now;
+      z->fs[u] = MAX (now, u > 0 ? z->fe[u - 1] : ar->iter_start);
+      z->fe[u] = z->fs[u] + z->f[u] * z->k;
+      break;
+    case Z3_GATHER_BACKWARD:
+      z->gb_end[u] = now;
+      z->bs[u] = MAX (now, u == z->U - 1 ? z->fe[u] : z->be[u + 1]);
+      z->be[u] = z->bs[u] + z->b[u] * z->k;
+      break;
+    case Z3_SCATTER:
+      b->end = now;
+      if (ar->env.rec.bucket)
+        ar->env.rec.bucket (ar->env.rec.ctx, ar->iter, z->U - 1 - u, b->wire, z->be[u],
+                            b->start, now, b->alg->name);
+      break;
+    }
+  if (c + 1 < z->n_ops)
+    {
+      eng_schedule_at (sim, MAX (now, z3_issue (ar, c + 1)), z3_start, ar,
+                       GINT_TO_POINTER (c + 1));
+      return;
+    }
+  /* every worker's compute, in the gathers' shadow */
+  ar->max_end = ar->iter_start + ar->max_step;
+  for (int w = 0; w < ar->env.workers; w++)
+    z3_worker_spans (ar, w, z->nominal > 0 ? ar->step_time[w] / z->nominal : 0);
+  eng_schedule (sim, ar->update_time, z3_updated, ar, NULL);
+}
+
+static void
+z3_start (EngSim *sim, gpointer ctx, gpointer data)
+{
+  ArPolicy *ar = ctx;
+  const ArZero3 *z = ar->z3;
+  int c = GPOINTER_TO_INT (data), u = z->op_unit[c];
+  ArBucket *b = &ar->buckets[z->U - 1 - u];
+  if (z->op_kind[c] == Z3_SCATTER)
+    {
+      b->start = eng_sim_now (sim);
+      start_sharded (ar, b->alg, COMM_REDUCE_SCATTER, b->hi - b->lo, z3_done, data);
+    }
+  else
+    start_sharded (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, z3_done, data);
+}
+
+/* The iteration's collectives, once its workers' step times are known. */
+static void
+z3_iteration (ArPolicy *ar)
+{
+  ArZero3 *z = ar->z3;
+  z->k = z->nominal > 0 ? ar->max_step / z->nominal : 0;
+  eng_schedule_at (ar->env.sim, ar->iter_start, z3_start, ar, GINT_TO_POINTER (0));
+}
+
+/* The units of the model (a layer with parameters and the parameterless
+ * layers after it; those before the first go with it), their device
+ * times, and the order of an iteration's collectives. */
+static ArZero3 *
+z3_new (const PolEnv *env, gboolean prefetch)
+{
+  int L = MAX (env->n_layers, 1);
+  ArZero3 *z = g_new0 (ArZero3, 1);
+  z->first_layer = g_new0 (int, L + 1);
+  for (int l = 0; l < env->n_layers; l++)
+    {
+      gsize hi = l + 1 < env->n_layers ? env->layer_lo[l + 1] : env->n_params;
+      if (hi > env->layer_lo[l])
+        z->first_layer[z->U++] = l;
+    }
+  if (z->U == 0)
+    z->first_layer[z->U++] = 0;
+  z->first_layer[0] = 0;
+  z->first_layer[z->U] = env->n_layers;
+  z->f = g_new0 (double, z->U);
+  z->b = g_new0 (double, z->U);
+  if (env->n_layers > 0 && env->layer_seconds)
+    {
+      g_autofree double *fwd = g_new (double, env->n_layers);
+      g_autofree double *bwd = g_new (double, env->n_layers);
+      env->layer_seconds (env->compute_ctx, env->batch, fwd, bwd);
+      for (int u = 0; u < z->U; u++)
+        for (int l = z->first_layer[u]; l < z->first_layer[u + 1]; l++)
+          {
+            z->f[u] += fwd[l];
+            z->b[u] += bwd[l];
+          }
+    }
+  else
+    {
+      /* one unit: the step's forward and backward shares */
+      z->f[0] = env->fwd_share;
+      z->b[0] = 1 - env->fwd_share;
+    }
+  for (int u = 0; u < z->U; u++)
+    z->nominal += z->f[u] + z->b[u];
+  z->n_ops = 3 * z->U;
+  z->op_kind = g_new (ArZ3Kind, z->n_ops);
+  z->op_unit = g_new (int, z->n_ops);
+  int c = 0;
+#define OP(kind, unit) (z->op_kind[c] = (kind), z->op_unit[c] = (unit), c++)
+  for (int u = 0; u < z->U; u++)
+    OP (Z3_GATHER_FORWARD, u);
+  OP (Z3_GATHER_BACKWARD, z->U - 1);
+  for (int u = z->U - 1; u >= 0; u--)
+    {
+      if (prefetch && u > 0)
+        OP (Z3_GATHER_BACKWARD, u - 1);
+      OP (Z3_SCATTER, u);
+      if (!prefetch && u > 0)
+        OP (Z3_GATHER_BACKWARD, u - 1);
+    }
+#undef OP
+  g_assert (c == z->n_ops);
+  z->fs = g_new0 (double, z->U);
+  z->fe = g_new0 (double, z->U);
+  z->bs = g_new0 (double, z->U);
+  z->be = g_new0 (double, z->U);
+  z->gf_end = g_new0 (double, z->U);
+  z->gb_end = g_new0 (double, z->U);
+  return z;
+}
+
+static void
+z3_free (ArZero3 *z)
+{
+  if (!z)
+    return;
+  g_free (z->first_layer);
+  g_free (z->f);
+  g_free (z->b);
+  g_free (z->op_kind);
+  g_free (z->op_unit);
+  g_free (z->fs);
+  g_free (z->fe);
+  g_free (z->bs);
+  g_free (z->be);
+  g_free (z->gf_end);
+  g_free (z->gb_end);
+  g_free (z);
 }
 
 static void
@@ -345,13 +686,107 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     {
       ar->step_time[w] = env->compute_time (env->compute_ctx, w, host);
       ar->max_step = MAX (ar->max_step, ar->step_time[w]);
-      if (!(ar->slowdown > 0)) /* else known when the all-reduces have run */
+      if (!(ar->slowdown > 0) && !ar->z3) /* else known when the collectives have run */
         span (ar, w, "compute", now, now + ar->step_time[w]);
+    }
+  if (ar->z3)
+    {
+      z3_iteration (ar);
+      return;
     }
   ar->done = 0;
   ar->buckets[0].ready = bucket_ready (ar, 0);
   eng_schedule_at (sim, ar->buckets[0].ready + ar->bucket_overhead, start_bucket, ar,
                    GINT_TO_POINTER (0));
+}
+
+/* The shards of zero > 0 (their bounds, each one's optimizer state where
+ * the math runs) and the update's time: of the largest shard, or of the
+ * whole model. */
+static void
+shards_new (ArPolicy *ar, const PolEnv *env)
+{
+  int W = env->workers;
+  gsize P = env->n_params;
+  ar->zero = (int) base_values_int (env->values, "policy.zero");
+  ar->prefetch = base_values_int (env->values, "policy.prefetch") != 0;
+  if (ar->zero)
+    {
+      ar->shard_lo = g_new (gsize, (gsize) W + 1);
+      gsize largest = 0;
+      for (int r = 0; r < W; r++)
+        {
+          comm_shard_bounds (P, W, r, &ar->shard_lo[r], &ar->shard_lo[r + 1]);
+          largest = MAX (largest, ar->shard_lo[r + 1] - ar->shard_lo[r]);
+        }
+      ar->update_time = env->update_time (env->compute_ctx, largest);
+      if (env->model)
+        {
+          ar->shard_opt = g_new0 (KernOptimizer *, (gsize) W);
+          for (int r = 0; r < W; r++)
+            if (ar->shard_lo[r + 1] > ar->shard_lo[r])
+              ar->shard_opt[r] = kern_optimizer_new (&env->opt, ar->shard_lo[r + 1]
+                                                                - ar->shard_lo[r]);
+        }
+    }
+  else
+    {
+      ar->update_time = env->update_time (env->compute_ctx, P);
+      if (env->model)
+        ar->opt = kern_optimizer_new (&env->opt, P);
+    }
+}
+
+/* The buckets, from the end of the parameter vector; a unit each under
+ * zero = 3.  Each gets the algorithm of its collective. */
+static void
+buckets_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg)
+{
+  int W = env->workers;
+  gsize P = env->n_params;
+  /* buckets of bucket_size bytes from the end of the parameter vector; a
+   * unit each under zero = 3 */
+  double bucket_bytes = base_values_double (env->values, "policy.bucket_size");
+  gsize per = bucket_bytes > 0 ? (gsize) MAX (1.0, floor (bucket_bytes / 4)) : P;
+  per = MIN (per, P);
+  if (ar->zero == 3)
+    {
+      ar->z3 = z3_new (env, ar->prefetch);
+      ar->n_buckets = ar->z3->U;
+    }
+  else
+    ar->n_buckets = (int) ((P + per - 1) / per);
+  ar->buckets = g_new0 (ArBucket, ar->n_buckets);
+  for (int j = 0; j < ar->n_buckets; j++)
+    {
+      ArBucket *b = &ar->buckets[j];
+      if (ar->z3)
+        {
+          int u = ar->z3->U - 1 - j, l = ar->z3->first_layer[u];
+          int next = ar->z3->first_layer[u + 1];
+          b->lo = env->n_layers > 0 ? env->layer_lo[l] : 0;
+          b->hi = next < env->n_layers ? env->layer_lo[next] : P;
+        }
+      else
+        {
+          b->hi = P - (gsize) j * per;
+          b->lo = b->hi > per ? b->hi - per : 0;
+        }
+      gsize n = b->hi - b->lo;
+      if (ar->zero)
+        {
+          b->wire = 4.0 * (double) n;
+          b->alg = sharded_algorithm (env, alg, ar->hosts, COMM_REDUCE_SCATTER, n);
+          b->gather = sharded_algorithm (env, alg, ar->hosts, COMM_ALLGATHER, n);
+          continue;
+        }
+      b->wire = ar->cmp ? ar->cmp->wire_bytes (env->values, n) : 4.0 * (double) n;
+      /* every bucket but the last has the same size: one choice */
+      b->alg = j > 0 && n == ar->buckets[j - 1].hi - ar->buckets[j - 1].lo
+               ? ar->buckets[j - 1].alg
+               : ar->cmp ? allgather_algorithm (ar, b->wire)
+               : pol_allreduce_resolve (env, alg, W, ar->hosts, n);
+    }
 }
 
 static PolPolicy *
@@ -386,10 +821,11 @@ ar_create (const PolEnv *env, GError **error)
                                 .batch = env->batch, .slots = G, .stacked = TRUE,
                                 .host_timed = env->host_timed };
       ar->steps = train_steps_new (&setup);
-      ar->opt = kern_optimizer_new (&env->opt, P);
     }
-  ar->update_time = env->update_time (env->compute_ctx, P);
-  ar->slowdown = env->overlap_slowdown;
+  shards_new (ar, env);
+  /* zero = 3: not modelled (device/model.c refuses it set by hand; a
+   * catalog device's own is left out) */
+  ar->slowdown = ar->zero == 3 ? 0 : env->overlap_slowdown;
   ar->bucket_overhead = base_values_double (env->values, "policy.bucket_overhead");
   ar->cmp = pol_compress_of (env->values);
   if (ar->cmp && env->model)
@@ -405,25 +841,7 @@ ar_create (const PolEnv *env, GError **error)
         }
     }
 
-  /* buckets of bucket_size bytes from the end of the parameter vector */
-  double bucket_bytes = base_values_double (env->values, "policy.bucket_size");
-  gsize per = bucket_bytes > 0 ? (gsize) MAX (1.0, floor (bucket_bytes / 4)) : P;
-  per = MIN (per, P);
-  ar->n_buckets = (int) ((P + per - 1) / per);
-  ar->buckets = g_new0 (ArBucket, ar->n_buckets);
-  for (int j = 0; j < ar->n_buckets; j++)
-    {
-      ArBucket *b = &ar->buckets[j];
-      b->hi = P - (gsize) j * per;
-      b->lo = b->hi > per ? b->hi - per : 0;
-      gsize n = b->hi - b->lo;
-      b->wire = ar->cmp ? ar->cmp->wire_bytes (env->values, n) : 4.0 * (double) n;
-      /* every bucket but the last has the same size: one choice */
-      b->alg = j > 0 && n == ar->buckets[j - 1].hi - ar->buckets[j - 1].lo
-               ? ar->buckets[j - 1].alg
-               : ar->cmp ? allgather_algorithm (ar, b->wire)
-               : pol_allreduce_resolve (env, alg, W, ar->hosts, n);
-    }
+  buckets_new (ar, env, alg);
   return (PolPolicy *) ar;
 }
 
@@ -468,6 +886,12 @@ ar_free (PolPolicy *p)
   g_free (ar->step_time);
   if (ar->opt)
     kern_optimizer_free (ar->opt);
+  for (int r = 0; ar->shard_opt && r < W; r++)
+    if (ar->shard_opt[r])
+      kern_optimizer_free (ar->shard_opt[r]);
+  g_free (ar->shard_opt);
+  g_free (ar->shard_lo);
+  z3_free (ar->z3);
   g_free (ar);
 }
 
@@ -478,7 +902,15 @@ static const char *const ar_tags[] = { pol_allreduce_tag };
  * a trace row per iteration. */
 #define AR_MAX_BUCKETS 65536
 
+static const BaseChoice bool_choices[] = {
+  { "false", FALSE, FALSE }, { "true", TRUE, FALSE }, { NULL, 0, FALSE },
+};
+
 static const BaseKey ar_keys[] = {
+  { "policy", "zero", BASE_KEY_INT, 0, "0", 0, 3, 0, NULL, 0,
+    "kind = allreduce: ZeRO stage, sharding the training state over the workers (docs/policies.md): 0 = none; 1 = optimizer state (gradients reduce-scattered, each worker updates its shard, parameters all-gathered); 2 = gradients too; 3 = parameters too (all-gathered before each layer's forward and backward).", NULL },
+  { "policy", "prefetch", BASE_KEY_ENUM, 0, "true", 0, 0, 0, bool_choices, 0,
+    "zero = 3: issue a layer's all-gather when the layer before it (forward) or after it (backward) starts, overlapping its compute; false = when that layer ends.", NULL },
   { "policy", "bucket_size", BASE_KEY_QUANTITY, BASE_UNIT_SIZE, "25MB", 0, BASE_BIG, 0, NULL, 0,
     "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap.", NULL },
   { "policy", "bucket_overhead", BASE_KEY_QUANTITY, BASE_UNIT_TIME, "0", 0, BASE_BIG, 0, NULL, 0,
@@ -493,6 +925,9 @@ ar_check_model (const PolModelInfo *mi, GError **error)
 {
   double size = base_values_double (mi->values, "policy.bucket_size");
   gsize P = mi->model->ops->n_params (mi->model);
+  gint64 zero = base_values_int (mi->values, "policy.zero");
+  if (zero == 3) /* a bucket per layer: bucket_size does not apply */
+    return TRUE;
   if (size <= 0)
     return TRUE;
   double per = MAX (1.0, floor (size / 4));
@@ -504,6 +939,51 @@ ar_check_model (const PolModelInfo *mi, GError **error)
                         "a run may have; use at least %.0f bytes (0 = one bucket)",
                         size, 4.0 * (double) P, n, AR_MAX_BUCKETS,
                         4.0 * ceil ((double) P / AR_MAX_BUCKETS));
+}
+
+/* ZeRO's rules: the algorithm must run the collectives a stage needs, no
+ * compression (it compresses all-reduced gradients), prefetch only where
+ * parameters are gathered. */
+static gboolean
+ar_validate (PolCheck *chk, GError **error)
+{
+  gint64 zero = base_values_int (chk->values, "policy.zero");
+  if (!base_values_int (chk->values, "policy.prefetch") && zero != 3)
+    return pol_key_error (error, "policy", "prefetch",
+                          "applies only with zero = 3 (parameters gathered layer by layer); "
+                          "remove it or set zero = 3");
+  if (!zero)
+    return TRUE;
+  if (pol_compress_of (chk->values))
+    return pol_key_error (error, "policy", "zero",
+                          "%" G_GINT64_FORMAT " reduce-scatters the gradients, which [policy] "
+                          "compression does not model; set compression = none or zero = 0", zero);
+  const char *name = base_values_string (chk->values, "policy.algorithm");
+  const CommAlgorithm *alg = comm_lookup (name);
+  if (alg && (!comm_does (alg, COMM_REDUCE_SCATTER) || !comm_does (alg, COMM_ALLGATHER)))
+    return pol_key_error (error, "policy", "zero",
+                          "%" G_GINT64_FORMAT " needs reduce-scatter and all-gather, which "
+                          "[policy] algorithm = %s does not run; use ring, halving-doubling "
+                          "or auto, or zero = 0", zero, name);
+  if (base_values_int (chk->values, "policy.channels") > 1)
+    return pol_key_error (error, "policy", "channels",
+                          "applies to all-reduces, which zero = %" G_GINT64_FORMAT " replaces "
+                          "with reduce-scatters and all-gathers; set channels = 1", zero);
+  return TRUE;
+}
+
+/* Under another policy, ZeRO would silently do nothing. */
+static gboolean
+ar_foreign (const PolCheck *chk, GError **error)
+{
+  if (base_values_int (chk->values, "policy.zero") != 0)
+    return pol_key_error (error, "policy", "zero",
+                          "applies only to kind = allreduce (data parallelism); remove it or "
+                          "set kind = allreduce");
+  if (!base_values_int (chk->values, "policy.prefetch"))
+    return pol_key_error (error, "policy", "prefetch",
+                          "applies only to kind = allreduce with zero = 3; remove it");
+  return TRUE;
 }
 
 /* One shared copy of the model and its optimizer state, the sum, G
@@ -534,6 +1014,20 @@ ar_work (const PolModelInfo *mi, PolWork *out)
   double B = (double) ((P + per - 1) / per);
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
+  gint64 zero = base_values_int (mi->values, "policy.zero");
+  if (zero)
+    {
+      /* zero = 3: a unit per layer at most, gathered twice */
+      double units = zero == 3 ? MAX (mi->model->n_layers, 1) : B;
+      gsize each_n = zero == 3 ? MAX (P / (gsize) units, 1) : per;
+      double gathers = zero == 3 ? 2 : 1;
+      double each = comm_messages (alg, COMM_REDUCE_SCATTER, (int) W, each_n, 1)
+                    + gathers * comm_messages (alg, COMM_ALLGATHER, (int) W, each_n, 1);
+      *out = (PolWork) { .messages = units * each,
+                         .spans = (zero == 3 ? 2 * units : 3) * W + W,
+                         .iteration_rows = W, .bucket_rows = units, .in_flight = W };
+      return;
+    }
   double each = comm_messages (alg, COMM_ALLREDUCE, (int) W, per, C);
   *out = (PolWork) { .messages = B * each, .spans = 3 * W, .iteration_rows = W,
                      .bucket_rows = B, .in_flight = B * W * C };
@@ -543,9 +1037,12 @@ const PolPolicyOps pol_allreduce_ops = {
   .work = ar_work,
   .name = "allreduce",
   .compresses = TRUE,
+  .zero = TRUE,
   .source = "S. Li et al.: PyTorch Distributed: experiences on accelerating data parallel training, VLDB 2020 (gradient buckets)",
   .keys = ar_keys,
   .check_model = ar_check_model,
+  .validate = ar_validate,
+  .foreign = ar_foreign,
   .host_bytes = ar_host_bytes,
   .description = "data parallel: every worker computes a real gradient, buckets are all-reduced "
                  "as backward produces them, every worker applies the averaged update",

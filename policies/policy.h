@@ -305,6 +305,8 @@ typedef struct {
                                 * [kernels] say */
   gboolean compresses;         /* sends its gradients through [policy]
                                 * compression */
+  gboolean zero;               /* shards its training state over its
+                                * workers as [policy] zero says */
   gboolean updates_not_samples; /* updates x batch is not the samples it
                                 * trained on (a trace without its samples
                                 * counted has no throughput) */
