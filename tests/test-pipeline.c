@@ -208,7 +208,7 @@ test_order (void)
         for (int k = 0; k < 2; k++)
           {
             int ops[14];
-            pol_pipeline_ops_order (k ? POL_SCHEDULE_1F1B : POL_SCHEDULE_GPIPE, p, s, m, ops);
+            pol_pipeline_ops_order (k ? POL_SCHEDULE_1F1B : POL_SCHEDULE_GPIPE, p, 1, s, m, ops);
             int seen_f[7] = { 0 }, seen_b[7] = { 0 }, next_f = 0, next_b = 0;
             for (int i = 0; i < 2 * m; i++)
               if (ops[i] >= 0)
