@@ -1,8 +1,12 @@
 /*
- * pipeline.c — pipeline parallelism: GPipe and 1F1B (PipeDream-flush).
+ * pipeline.c — pipeline parallelism: GPipe, 1F1B (PipeDream-flush) and
+ * Megatron-LM's interleaved 1F1B.
  *
  * The model's layers are cut into `stages` contiguous groups, one per
- * worker; `replicas` copies of that pipeline train data-parallel: a mesh of
+ * worker, or with `chunks` = v > 1 (interleaved) into stages x v virtual
+ * stages, worker s holding virtual stages s, s + stages, ... (its chunks);
+ * every rule below between stages then holds between virtual stages.
+ * `replicas` copies of that pipeline train data-parallel: a mesh of
  * replicas (its data axis) x stages (its pipeline axis, train/mesh.h), rank
  * r x stages + s running stage s of replica r.  docs/policies.md
  * ("Pipeline") is the normative description; in short:
@@ -10,7 +14,7 @@
  *   - An iteration starts for every worker at once.  Each replica draws
  *     `batch` samples (its own sampler, as a data-parallel worker would) and
  *     cuts them into m micro-batches of batch / m consecutive samples.
- *   - Stage s runs its 2m operations in the order of the schedule
+ *   - Stage s runs its 2mv operations in the order of the schedule
  *     (pol_pipeline_ops_order), one at a time, each as soon as the one
  *     before it has ended and its input is there: a forward of micro-batch
  *     i needs the activations from stage s - 1 (stage 0 has its batch), a
