@@ -245,12 +245,16 @@ check_shares (const SimConfig *c, KernModel *m)
   SimStageMemory *st = sim_shares_memory (c, m, &n, &plan);
   const double G = 1024.0 * 1024.0 * 1024.0;
   for (int s = 0; s < n; s++)
-    printf ("  %s %d: layers %d-%d, %" G_GSIZE_FORMAT " parameters; device memory "
-            "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
-            "activations %.4g (%d stashed micro-batches of %d samples)\n",
-            plan->unit, s, st[s].first, st[s].last, st[s].params, st[s].total / G,
-            st[s].param_bytes / G, st[s].param_bytes / G, st[s].opt_bytes / G,
-            st[s].act_bytes / G, st[s].slots, st[s].microbatch);
+    {
+      g_autofree char *layers = pol_share_layers (&plan->share[s]);
+      printf ("  %s %d: layers %s, %" G_GSIZE_FORMAT " parameters; device memory "
+              "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
+              "activations %.4g (%d stashed micro-batches of %d samples%s)\n",
+              plan->unit, s, layers, st[s].params, st[s].total / G,
+              st[s].param_bytes / G, st[s].param_bytes / G, st[s].opt_bytes / G,
+              st[s].act_bytes / G, st[s].slots, st[s].microbatch,
+              plan->share[s].chunks > 1 ? " in its chunks" : "");
+    }
   g_free (st);
   pol_shares_free (plan);
 }

@@ -251,10 +251,23 @@ sim_model_memory_bytes (const SimConfig *c, const KernModel *m)
   return t.total;
 }
 
-/* A model and the scenario that prices its layers, for PolLayerSeconds. */
+gboolean *
+sim_recompute_mask (const SimConfig *c, const KernModel *m)
+{
+  if (c->recompute == SIM_RECOMPUTE_NONE || m->n_layers < 1)
+    return NULL;
+  gboolean *mask = g_new (gboolean, m->n_layers);
+  for (int l = 0; l < m->n_layers; l++)
+    mask[l] = recomputed (c, &m->layers[l]);
+  return mask;
+}
+
+/* A model and the scenario that prices its layers, for PolLayerSeconds,
+ * with the layers recomputed in backward. */
 typedef struct {
   const SimConfig *c;
   const KernModel *m;
+  gboolean *recomputed;       /* sim_recompute_mask */
 } LayerCtx;
 
 static void
@@ -277,6 +290,7 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .batch = c->batch,
     .failures = c->fail_worker != NULL && c->fail_worker->len > 0,
     .host_timed = c->measured && c->step_time < 0,
+    .recomputed = lc->recomputed,
     .layer_seconds = layer_ctx_seconds,
     .ctx = lc,
   };
@@ -291,7 +305,8 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
     *plan = NULL;
   if (!ops->shares)
     return NULL;
-  LayerCtx lc = { c, m };
+  g_autofree gboolean *mask = sim_recompute_mask (c, m);
+  LayerCtx lc = { c, m, mask };
   PolModelInfo mi = model_info (c, &lc);
   PolShares *sh = ops->shares (&mi);
   g_return_val_if_fail (sh != NULL, NULL);
@@ -305,15 +320,21 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
       SimStageMemory *st = &out[s];
       st->first = x->first;
       st->last = x->last;
-      gsize lo = m->layers[st->first].param_offset;
-      gsize hi = st->last + 1 < L ? m->layers[st->last + 1].param_offset : NP;
-      st->params = hi - lo;
+      /* the parameters of each of its groups of layers */
+      for (int k = 0; k < MAX (x->chunks, 1); k++)
+        {
+          int first = x->chunks > 1 ? x->chunk_first[k] : x->first;
+          int last = x->chunks > 1 ? x->chunk_last[k] : x->last;
+          gsize lo = m->layers[first].param_offset;
+          gsize hi = last + 1 < L ? m->layers[last + 1].param_offset : NP;
+          st->params += hi - lo;
+        }
       st->slots = x->slots;
       st->microbatch = x->microbatch;
       st->stash_bytes = x->stash_bytes;
       st->param_bytes = 4.0 * (double) st->params;
       st->opt_bytes = 4.0 * (double) per * (double) st->params;
-      st->act_bytes = st->slots * st->stash_bytes;
+      st->act_bytes = x->act_bytes;
       st->total = 2 * st->param_bytes + st->opt_bytes + st->act_bytes;
     }
   *n = sh->n;
@@ -387,12 +408,13 @@ shares_memory_check (const SimConfig *c, const KernModel *m, const char *file,
       const SimStageMemory *x = &st[s];
       if (x->total <= c->memory)
         continue;
+      g_autofree char *layers = pol_share_layers (&plan->share[s]);
       g_set_error (error, SIM_ERROR, SIM_ERROR_INFEASIBLE,
-                   "%s: %s: %s %s %d (layers %d-%d) does not fit in %.3g GiB of "
+                   "%s: %s: %s %s %d (layers %s) does not fit in %.3g GiB of "
                    "device memory: parameters %.3g GiB + gradients %.3g GiB + optimizer state "
                    "%.3g GiB + activations %.3g GiB (%d stashed micro-batches of %d samples, %s) "
                    "= %.3g GiB; %s, lower [model] batch or a device with more memory",
-                   file, memory_key (c), c->policy, plan->unit, s, x->first, x->last,
+                   file, memory_key (c), c->policy, plan->unit, s, layers,
                    gib (c->memory), gib (x->param_bytes), gib (x->param_bytes),
                    gib (x->opt_bytes), gib (x->act_bytes), x->slots, x->microbatch, plan->note,
                    gib (x->total), plan->advice);
@@ -432,16 +454,13 @@ static gboolean
 policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
 {
   const PolPolicyOps *ops = pol_lookup (c->policy);
-  if (c->recompute != SIM_RECOMPUTE_NONE && ops->shares)
-    return sim_key_error (error, file, "model", "recompute",
-                          "not modelled under [policy] kind = %s, whose stages hold their own "
-                          "stash; use recompute = none", c->policy);
   if (ops->zero && base_values_int (c->values, "policy.zero") == 3 && c->overlap_slowdown > 0
       && g_hash_table_contains (c->given, "device.overlap_slowdown"))
     return sim_key_error (error, file, "device", "overlap_slowdown",
                           "not modelled with [policy] zero = 3 (its gathers overlap every "
                           "layer's compute); remove it, or use zero <= 2");
-  LayerCtx lc = { c, m };
+  g_autofree gboolean *mask = sim_recompute_mask (c, m);
+  LayerCtx lc = { c, m, mask };
   PolModelInfo mi = model_info (c, &lc);
   g_autoptr (GError) local = NULL;
   if (!ops->check_model || ops->check_model (&mi, &local))
@@ -486,7 +505,7 @@ sim_model_host_memory (const SimConfig *c, const KernModel *m, double *state, do
   double per_worker = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P);
   double hosts = (double) (c->workers + c->servers);
   const PolPolicyOps *ops = pol_lookup (c->policy);
-  LayerCtx lc = { c, m };
+  LayerCtx lc = { c, m, NULL };
   PolModelInfo mi = model_info (c, &lc);
   *state = ops->host_bytes ? ops->host_bytes (&mi, per_worker) : hosts * per_worker;
 }
@@ -495,7 +514,7 @@ void
 sim_model_work (const SimConfig *c, const KernModel *m, PolWork *out)
 {
   const PolPolicyOps *ops = pol_lookup (c->policy);
-  LayerCtx lc = { c, m };
+  LayerCtx lc = { c, m, NULL };
   PolModelInfo mi = model_info (c, &lc);
   if (ops->work)
     ops->work (&mi, out);

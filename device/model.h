@@ -94,19 +94,27 @@ void sim_model_host_memory (const SimConfig *c, const KernModel *m, double *stat
  * pol_work_default), for the model m. */
 void sim_model_work (const SimConfig *c, const KernModel *m, PolWork *out);
 
+/* Whether each layer of m runs its forward again in backward under c's
+ * [model] recompute: a new array of m->n_layers entries, or NULL when none
+ * does (recompute = none). */
+gboolean *sim_recompute_mask (const SimConfig *c, const KernModel *m);
+
 /* What one device holds of a model that [policy] kind spreads over its
  * workers (a pipeline's stage), in bytes: its parameters, their gradients,
  * the optimizer's state for them, and the micro-batches it stashes at its
  * peak. */
 typedef struct {
-  int first, last;       /* its layers, inclusive */
+  int first, last;       /* its layers, inclusive (with chunks: the first of
+                          * its first chunk, the last of its last) */
   gsize params;          /* float32 parameters */
-  int slots;             /* micro-batches stashed at the peak */
+  int slots;             /* micro-batches (interleaved: chunk and
+                          * micro-batch pairs) stashed at the peak */
   int microbatch;        /* samples per micro-batch */
-  double stash_bytes;    /* per micro-batch */
+  double stash_bytes;    /* per micro-batch, in all its chunks */
   double param_bytes;    /* 4 x params; the gradients take as much */
   double opt_bytes;      /* 4 x optimizer floats per parameter x params */
-  double act_bytes;      /* slots x stash_bytes */
+  double act_bytes;      /* most bytes stashed at once (slots x
+                          * stash_bytes with one chunk) */
   double total;          /* 2 param_bytes + opt_bytes + act_bytes */
 } SimStageMemory;
 

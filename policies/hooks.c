@@ -53,10 +53,27 @@ pol_shares_free (PolShares *s)
 {
   if (!s)
     return;
+  for (int i = 0; i < s->n; i++)
+    {
+      g_free (s->share[i].chunk_first);
+      g_free (s->share[i].chunk_last);
+    }
   g_free (s->share);
   g_free (s->note);
   g_free (s->advice);
   g_free (s);
+}
+
+char *
+pol_share_layers (const PolShare *sh)
+{
+  g_return_val_if_fail (sh != NULL, NULL);
+  if (sh->chunks <= 1 || !sh->chunk_first || !sh->chunk_last)
+    return g_strdup_printf ("%d-%d", sh->first, sh->last);
+  GString *out = g_string_new (NULL);
+  for (int c = 0; c < sh->chunks; c++)
+    g_string_append_printf (out, "%s%d-%d", c ? ", " : "", sh->chunk_first[c], sh->chunk_last[c]);
+  return g_string_free (out, FALSE);
 }
 
 void

@@ -1,8 +1,12 @@
 /*
- * pipeline.c — pipeline parallelism: GPipe and 1F1B (PipeDream-flush).
+ * pipeline.c — pipeline parallelism: GPipe, 1F1B (PipeDream-flush) and
+ * Megatron-LM's interleaved 1F1B.
  *
  * The model's layers are cut into `stages` contiguous groups, one per
- * worker; `replicas` copies of that pipeline train data-parallel: a mesh of
+ * worker, or with `chunks` = v > 1 (interleaved) into stages x v virtual
+ * stages, worker s holding virtual stages s, s + stages, ... (its chunks);
+ * every rule below between stages then holds between virtual stages.
+ * `replicas` copies of that pipeline train data-parallel: a mesh of
  * replicas (its data axis) x stages (its pipeline axis, train/mesh.h), rank
  * r x stages + s running stage s of replica r.  docs/policies.md
  * ("Pipeline") is the normative description; in short:
@@ -10,7 +14,7 @@
  *   - An iteration starts for every worker at once.  Each replica draws
  *     `batch` samples (its own sampler, as a data-parallel worker would) and
  *     cuts them into m micro-batches of batch / m consecutive samples.
- *   - Stage s runs its 2m operations in the order of the schedule
+ *   - Stage s runs its 2mv operations in the order of the schedule
  *     (pol_pipeline_ops_order), one at a time, each as soon as the one
  *     before it has ended and its input is there: a forward of micro-batch
  *     i needs the activations from stage s - 1 (stage 0 has its batch), a
@@ -53,51 +57,68 @@
 
 enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE };
 
+/* One chunk of a stage: the layers of virtual stage k = c P + s on the
+ * worker of stage s (the whole stage without interleaving, v = 1). */
 typedef struct {
-  int replica, stage, index;  /* its rank on the mesh (replica, stage) */
+  int k;                      /* its virtual stage, 0 .. P v - 1 */
   int first, last;            /* layers */
   gsize lo, hi;               /* parameters [lo, hi) */
   double t_fwd, t_bwd;        /* s per micro-batch, device model */
-  double out_bytes;           /* bytes sent forward per micro-batch */
+  double out_bytes;           /* bytes sent forward per micro-batch (0 for
+                               * the last virtual stage) */
   double stash_bytes;         /* bytes stashed per micro-batch */
-  double flops;               /* per iteration */
-  int slots;                  /* most micro-batches stashed at once */
-  int *ops;                   /* (2m) schedule order */
-  int pos;                    /* next operation */
-  gboolean busy;
+  int slots;                  /* most of its micro-batches stashed at once */
+  int stash;                  /* its micro-batches stashed now */
   gboolean *in_ready;         /* (m) activations of micro-batch i arrived */
   gboolean *grad_ready;       /* (m) gradient of micro-batch i arrived */
   double *in_sent;            /* (m) s, when they were sent */
   double *grad_sent;          /* (m) */
+  KernStage *ks;              /* NULL without math */
+} PlChunk;
+
+typedef struct {
+  int replica, stage, index;  /* its rank on the mesh (replica, stage) */
+  PlChunk *chunk;             /* (v) its chunks, chunk c = virtual stage c P + s */
+  gsize params;               /* parameters of all its chunks */
+  double flops;               /* per iteration */
+  double out_bytes;           /* bytes its chunks send forward per micro-batch */
+  int *ops;                   /* (2 m v) schedule order */
+  int pos;                    /* next operation */
+  gboolean busy;
   double blocked_since;       /* s, < 0 when not blocked */
   double op_start;            /* s, start of the running operation */
-  int stash, peak_stash;
+  int stash, peak_stash;      /* (chunk, micro-batch) pairs stashed */
+  double peak_bytes;          /* most bytes stashed at once */
+  float *packed;              /* (params) its chunks' gradients side by side for
+                               * the replicas' all-reduce; NULL unless v > 1
+                               * with math operation by operation */
   double it_compute, it_comm; /* this iteration, s */
   double sum_compute, sum_idle;
-  KernStage *ks;              /* NULL without math */
 } PlWorker;
 
 typedef struct {
   PolEnv env;
   int P, R, M, W;             /* stages, replicas, micro-batches, workers */
+  int V, K;                   /* chunks per stage, virtual stages P V */
   int n;                      /* samples per micro-batch */
   PolSchedule schedule;
   double *layer_fwd;          /* (n_layers) s of each layer's forward on one
                                * micro-batch (device model, no straggler) */
-  double *layer_bwd;          /* (n_layers) its backward */
-  int *count;                 /* (P) layers per stage */
+  double *layer_bwd;          /* (n_layers) its backward, recomputation
+                               * included */
+  int *count;                 /* (K) layers per virtual stage */
   TrainMesh *mesh;            /* data (replicas) x pipeline (stages) */
   PlWorker *w;                /* (W) by rank */
   const CommAlgorithm *alg;
   float *params;              /* (n_params) the one shared copy */
   float **grad;               /* (R) gradients, (n_params) each */
-  KernOptimizer **opt;        /* (P) one per stage; NULL without math */
+  KernOptimizer **opt;        /* (K) one per virtual stage; NULL without math */
   gboolean stacked;           /* the iteration's math at its start, all
                                * replicas in one pass (see above) */
   TrainSteps *steps;          /* the replicas' steps: their batches, and
                                * stacked, their gradients */
-  float ***act;               /* (R)(P - 1) (m x n, width) stage outputs */
-  float ***dact;              /* (R)(P - 1) their gradients */
+  float ***act;               /* (R)(K - 1) (m x n, width) virtual stage outputs */
+  float ***dact;              /* (R)(K - 1) their gradients */
   float **reduce_bufs;        /* (R) */
   int *backward_done;         /* (P) replicas whose stage s ended backward */
   int stages_updated;         /* stages (all replicas) done this iteration */
@@ -145,28 +166,98 @@ pol_pipeline_partition (const double *cost, int L, int stages, int *count)
 #undef AT
 }
 
-void
-pol_pipeline_ops_order (PolSchedule schedule, int p, int s, int m, int *ops)
+/* The j-th forward (backward) of stage s under Megatron-LM's interleaved
+ * order, as pol_pipeline_ops_order encodes it. */
+static int
+interleaved_op (int p, int v, int m, int j, gboolean forward)
 {
+  int in_group = j % (p * v);
+  int chunk = in_group / p;
+  int micro = (j / (p * v)) * p + j % p;
+  if (!forward)
+    chunk = v - 1 - chunk;
+  int code = chunk * m + micro;
+  return forward ? code : -(code + 1);
+}
+
+void
+pol_pipeline_ops_order (PolSchedule schedule, int p, int v, int s, int m, int *ops)
+{
+  g_return_if_fail (ops != NULL && p >= 1 && v >= 1 && 0 <= s && s < p && m >= 1);
   int k = 0;
   if (schedule == POL_SCHEDULE_GPIPE)
     {
+      g_return_if_fail (v == 1);
       for (int i = 0; i < m; i++)
         ops[k++] = i;
       for (int i = 0; i < m; i++)
         ops[k++] = -(i + 1);
       return;
     }
-  int warm = MIN (p - s - 1, m);
-  for (int i = 0; i < warm; i++)
-    ops[k++] = i;
-  for (int j = 0; j < m - warm; j++)
+  if (v == 1)
     {
-      ops[k++] = warm + j;
-      ops[k++] = -(j + 1);
+      /* 1F1B, and interleaved with one chunk per stage */
+      int warm = MIN (p - s - 1, m);
+      for (int i = 0; i < warm; i++)
+        ops[k++] = i;
+      for (int j = 0; j < m - warm; j++)
+        {
+          ops[k++] = warm + j;
+          ops[k++] = -(j + 1);
+        }
+      for (int j = m - warm; j < m; j++)
+        ops[k++] = -(j + 1);
+      return;
     }
-  for (int j = m - warm; j < m; j++)
-    ops[k++] = -(j + 1);
+  g_return_if_fail (schedule == POL_SCHEDULE_INTERLEAVED && m % p == 0);
+  int total = m * v;
+  int warm = m == p ? total : MIN (2 * (p - s - 1) + (v - 1) * p, total);
+  for (int j = 0; j < warm; j++)
+    ops[k++] = interleaved_op (p, v, m, j, TRUE);
+  for (int j = 0; j < total - warm; j++)
+    {
+      ops[k++] = interleaved_op (p, v, m, warm + j, TRUE);
+      ops[k++] = interleaved_op (p, v, m, j, FALSE);
+    }
+  for (int j = total - warm; j < total; j++)
+    ops[k++] = interleaved_op (p, v, m, j, FALSE);
+}
+
+int
+pol_pipeline_stash_peak (PolSchedule schedule, int p, int v, int s, int m,
+                         const double *chunk_bytes, double *peak_bytes, int *chunk_peak)
+{
+  g_return_val_if_fail (chunk_bytes != NULL && v >= 1 && m >= 1, 0);
+  g_autofree int *ops = g_new (int, 2 * m * v);
+  g_autofree int *held = g_new0 (int, v);
+  pol_pipeline_ops_order (schedule, p, v, s, m, ops);
+  int count = 0, peak = 0;
+  double most = 0;
+  if (chunk_peak)
+    memset (chunk_peak, 0, sizeof (int) * (gsize) v);
+  for (int k = 0; k < 2 * m * v; k++)
+    {
+      int op = ops[k];
+      int c = (op >= 0 ? op : -op - 1) / m;
+      if (op < 0)
+        {
+          held[c]--;
+          count--;
+          continue;
+        }
+      held[c]++;
+      count++;
+      peak = MAX (peak, count);
+      if (chunk_peak)
+        chunk_peak[c] = MAX (chunk_peak[c], held[c]);
+      double bytes = 0;
+      for (int j = 0; j < v; j++)
+        bytes += held[j] * chunk_bytes[j];
+      most = MAX (most, bytes);
+    }
+  if (peak_bytes)
+    *peak_bytes = most;
+  return peak;
 }
 
 void
@@ -186,19 +277,15 @@ pol_pipeline_stage_counts (const int *stage_layers, const double *layer_fwd,
   pol_pipeline_partition (cost, L, p, count);
 }
 
-int
-pol_pipeline_slots (PolSchedule schedule, int p, int s, int m)
-{
-  return schedule == POL_SCHEDULE_GPIPE ? m : MIN (p - s, m);
-}
-
 double
-pol_pipeline_stash_bytes (const KernLayer *layers, int first, int last, int n)
+pol_pipeline_stash_bytes (const KernLayer *layers, const gboolean *recomputed, int first,
+                          int last, int n)
 {
   g_return_val_if_fail (layers != NULL && 0 <= first && first <= last, NAN);
   double stash = first > 0 ? layers[first - 1].outputs : 0.0;  /* floats per sample */
   for (int l = first; l <= last; l++)
-    stash += layers[l].activations;
+    if (!recomputed || !recomputed[l] || l == 0)
+      stash += layers[l].activations;
   return 4.0 * (double) n * stash;
 }
 
@@ -208,11 +295,22 @@ span (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes)
   pol_worker_span (&pl->env, w, kind, a, b, pl->iter, bytes);
 }
 
-/* Message data: worker index, micro-batch and kind packed in a pointer. */
+/* Message data: the receiving chunk (worker x v + chunk), micro-batch and
+ * kind packed in a pointer. */
 static gpointer
-pack (int worker, int micro, int kind)
+pack (const PlPolicy *pl, int worker, int chunk, int micro, int kind)
 {
-  return GSIZE_TO_POINTER (((gsize) worker << 24) | ((gsize) micro << 1) | (gsize) kind);
+  gsize id = (gsize) worker * (gsize) pl->V + (gsize) chunk;
+  return GSIZE_TO_POINTER ((id << 24) | ((gsize) micro << 1) | (gsize) kind);
+}
+
+/* The worker and chunk of virtual stage k in the replica of rank `like`. */
+static PlWorker *
+virtual_stage (PlPolicy *pl, int like, int k, PlChunk **chunk)
+{
+  PlWorker *wk = &pl->w[train_mesh_rank_at (pl->mesh, like, TRAIN_AXIS_PIPELINE, k % pl->P)];
+  *chunk = &wk->chunk[k / pl->P];
+  return wk;
 }
 
 static void try_next (PlPolicy *pl, PlWorker *wk);
@@ -224,12 +322,14 @@ on_arrive (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
 {
   PlPolicy *pl = ctx;
   gsize v = GPOINTER_TO_SIZE (data);
-  PlWorker *wk = &pl->w[v >> 24];
+  gsize id = v >> 24;
+  PlWorker *wk = &pl->w[id / (gsize) pl->V];
+  PlChunk *ch = &wk->chunk[id % (gsize) pl->V];
   int micro = (int) ((v >> 1) & 0x7fffff);
   if (v & 1)
-    wk->grad_ready[micro] = TRUE;
+    ch->grad_ready[micro] = TRUE;
   else
-    wk->in_ready[micro] = TRUE;
+    ch->in_ready[micro] = TRUE;
   try_next (pl, wk);
 }
 
@@ -278,7 +378,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data)
     end_iteration (pl);
 }
 
-/* Stage s's gradient is averaged among replicas: apply it. */
+/* Stage s's gradient is averaged among replicas: apply it, chunk by chunk. */
 static void
 apply_update (EngSim *sim, gpointer ctx, gpointer data)
 {
@@ -286,17 +386,37 @@ apply_update (EngSim *sim, gpointer ctx, gpointer data)
   int s = GPOINTER_TO_INT (data);
   PlWorker *w0 = &pl->w[s];
   if (pl->env.model)
-    {
-      float *g = pl->grad[0];
-      if (pl->R > 1)
-        {
-          float inv = 1.0f / (float) pl->R;
-          for (gsize i = w0->lo; i < w0->hi; i++)
-            g[i] *= inv;
-        }
-      kern_optimizer_step (pl->opt[s], pl->params + w0->lo, g + w0->lo);
-    }
+    for (int c = 0; c < pl->V; c++)
+      {
+        const PlChunk *ch = &w0->chunk[c];
+        float *g = pl->grad[0];
+        if (pl->R > 1)
+          {
+            float inv = 1.0f / (float) pl->R;
+            for (gsize i = ch->lo; i < ch->hi; i++)
+              g[i] *= inv;
+          }
+        kern_optimizer_step (pl->opt[ch->k], pl->params + ch->lo, g + ch->lo);
+      }
   eng_schedule (sim, pl->update_time[s], on_update_done, pl, data);
+}
+
+/* Copies worker wk's chunks' gradients from grad (the model's layout) into
+ * wk->packed, side by side, or back when `back`. */
+static void
+pack_grad (PlPolicy *pl, PlWorker *wk, float *grad, gboolean back)
+{
+  gsize at = 0;
+  for (int c = 0; c < pl->V; c++)
+    {
+      const PlChunk *ch = &wk->chunk[c];
+      gsize len = ch->hi - ch->lo;
+      if (back)
+        memcpy (grad + ch->lo, wk->packed + at, sizeof (float) * len);
+      else
+        memcpy (wk->packed + at, grad + ch->lo, sizeof (float) * len);
+      at += len;
+    }
 }
 
 static void
@@ -310,10 +430,12 @@ on_reduce_done (EngSim *sim, gpointer ctx, gpointer data)
     {
       PlWorker *wk = &pl->w[g.ranks[r]];
       wk->it_comm += now - wk->blocked_since;
-      span (pl, wk->index, "send", wk->blocked_since, now,
-            4.0 * (double) (wk->hi - wk->lo));
+      span (pl, wk->index, "send", wk->blocked_since, now, 4.0 * (double) wk->params);
       wk->blocked_since = -1;
     }
+  PlWorker *w0 = &pl->w[g.ranks[0]];
+  if (w0->packed)
+    pack_grad (pl, w0, pl->grad[0], TRUE);
   apply_update (sim, pl, data);
 }
 
@@ -322,8 +444,9 @@ static void
 stage_backward_done (PlPolicy *pl, PlWorker *wk)
 {
   int s = wk->stage;
-  if (wk->ks)
-    kern_stage_take_grad (wk->ks, pl->grad[wk->replica]);
+  for (int c = 0; c < pl->V; c++)
+    if (wk->chunk[c].ks)
+      kern_stage_take_grad (wk->chunk[c].ks, pl->grad[wk->replica]);
   if (++pl->backward_done[s] < pl->R)
     return;
   double now = eng_sim_now (pl->env.sim);
@@ -335,17 +458,21 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
   /* the all-reduce starts when the last replica's stage s is done; the
    * others waited for it (their wait), the collective is comm */
   TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index);
+  gboolean math = pl->env.model && !pl->stacked;
   for (int r = 0; r < g.n; r++)
     {
       PlWorker *o = &pl->w[g.ranks[r]];
-      if (pl->env.model && !pl->stacked)
-        pl->reduce_bufs[r] = pl->grad[r] + o->lo;
+      if (math && o->packed)
+        {
+          pack_grad (pl, o, pl->grad[r], FALSE);
+          pl->reduce_bufs[r] = o->packed;
+        }
+      else if (math)
+        pl->reduce_bufs[r] = pl->grad[r] + o->chunk[0].lo;
       o->blocked_since = now;
     }
-  pol_allreduce_start (&pl->env, pl->alg, g.n, g.hosts,
-                       pl->env.model && !pl->stacked ? pl->reduce_bufs : NULL,
-                       wk->hi - wk->lo, TAG_ALLREDUCE,
-                       on_reduce_done, pl, GINT_TO_POINTER (s));
+  pol_allreduce_start (&pl->env, pl->alg, g.n, g.hosts, math ? pl->reduce_bufs : NULL,
+                       wk->params, TAG_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s));
 }
 
 static void
@@ -355,42 +482,44 @@ on_op_done (EngSim *sim, gpointer ctx, gpointer data)
   PlWorker *wk = data;
   double now = eng_sim_now (sim);
   int op = wk->ops[wk->pos];
-  int micro = op >= 0 ? op : -op - 1;
-  int s = wk->stage;
+  int code = op >= 0 ? op : -op - 1;
+  int micro = code % pl->M;
+  PlChunk *ch = &wk->chunk[code / pl->M];
   wk->it_compute += now - wk->op_start;
   if (op >= 0)
     {
-      if (s + 1 < pl->P)
+      if (ch->k + 1 < pl->K)
         {
-          PlWorker *next = &pl->w[train_mesh_rank_at (pl->mesh, wk->index, TRAIN_AXIS_PIPELINE,
-                                                       s + 1)];
-          next->in_sent[micro] = now;
+          PlChunk *nc;
+          PlWorker *next = virtual_stage (pl, wk->index, ch->k + 1, &nc);
+          nc->in_sent[micro] = now;
           net_send (pl->env.net, train_mesh_host (pl->mesh, wk->index),
-                    train_mesh_host (pl->mesh, next->index), wk->out_bytes, TAG_ACTIVATION,
-                    on_arrive, pl, pack (next->index, micro, 0));
+                    train_mesh_host (pl->mesh, next->index), ch->out_bytes, TAG_ACTIVATION,
+                    on_arrive, pl, pack (pl, next->index, (int) (nc - next->chunk), micro, 0));
         }
       else
         {
-          wk->grad_sent[micro] = now;
-          wk->grad_ready[micro] = TRUE;
+          ch->grad_sent[micro] = now;
+          ch->grad_ready[micro] = TRUE;
         }
     }
   else
     {
       wk->stash--;
-      if (s > 0)
+      ch->stash--;
+      if (ch->k > 0)
         {
-          PlWorker *prev = &pl->w[train_mesh_rank_at (pl->mesh, wk->index, TRAIN_AXIS_PIPELINE,
-                                                       s - 1)];
-          prev->grad_sent[micro] = now;
+          PlChunk *pc;
+          PlWorker *prev = virtual_stage (pl, wk->index, ch->k - 1, &pc);
+          pc->grad_sent[micro] = now;
           net_send (pl->env.net, train_mesh_host (pl->mesh, wk->index),
-                    train_mesh_host (pl->mesh, prev->index), prev->out_bytes, TAG_GRADIENT,
-                    on_arrive, pl, pack (prev->index, micro, 1));
+                    train_mesh_host (pl->mesh, prev->index), pc->out_bytes, TAG_GRADIENT,
+                    on_arrive, pl, pack (pl, prev->index, (int) (pc - prev->chunk), micro, 1));
         }
     }
   wk->busy = FALSE;
   wk->pos++;
-  if (wk->pos == 2 * pl->M)
+  if (wk->pos == 2 * pl->M * pl->V)
     {
       stage_backward_done (pl, wk);
       return;
@@ -398,18 +527,50 @@ on_op_done (EngSim *sim, gpointer ctx, gpointer data)
   try_next (pl, wk);
 }
 
+/* With math run operation by operation: chunk ch of worker wk runs its
+ * forward or backward of `micro` on its layers' kernels.  Returns the host
+ * seconds it took. */
+static double
+chunk_math (PlPolicy *pl, PlWorker *wk, PlChunk *ch, int micro, gboolean fwd)
+{
+  const PolEnv *env = &pl->env;
+  int r = wk->replica, k = ch->k, n = pl->n;
+  int slot = micro % ch->slots;
+  gsize in_w = (gsize) ch->ks->in_width, out_w = (gsize) ch->ks->out_width;
+  gsize row = (gsize) micro * (gsize) n;
+  gint64 t0 = g_get_monotonic_time ();
+  if (fwd)
+    {
+      const float *in = k == 0 ? train_steps_x (pl->steps, r) + row * (gsize) env->model->d
+                               : pl->act[r][k - 1] + row * in_w;
+      float *out = k + 1 < pl->K ? pl->act[r][k] + row * out_w : NULL;
+      double loss = kern_stage_forward (ch->ks, slot, in, train_steps_y (pl->steps, r) + row, out);
+      if (k + 1 == pl->K)
+        pl->loss_sum += loss;
+    }
+  else
+    {
+      const float *dout = k + 1 < pl->K ? pl->dact[r][k] + row * out_w : NULL;
+      float *din = k > 0 ? pl->dact[r][k - 1] + row * in_w : NULL;
+      kern_stage_backward (ch->ks, slot, dout, din);
+    }
+  return (double) (g_get_monotonic_time () - t0) / 1e6;
+}
+
 /* Starts wk's next operation if its input is there; otherwise it waits. */
 static void
 try_next (PlPolicy *pl, PlWorker *wk)
 {
-  if (wk->busy || wk->pos >= 2 * pl->M)
+  if (wk->busy || wk->pos >= 2 * pl->M * pl->V)
     return;
   EngSim *sim = pl->env.sim;
   double now = eng_sim_now (sim);
   int op = wk->ops[wk->pos];
-  int micro = op >= 0 ? op : -op - 1;
+  int code = op >= 0 ? op : -op - 1;
+  int micro = code % pl->M;
+  PlChunk *ch = &wk->chunk[code / pl->M];
   gboolean fwd = op >= 0;
-  gboolean ready = fwd ? (wk->stage == 0 || wk->in_ready[micro]) : wk->grad_ready[micro];
+  gboolean ready = fwd ? (ch->k == 0 || ch->in_ready[micro]) : ch->grad_ready[micro];
   if (!ready)
     {
       if (wk->blocked_since < 0)
@@ -420,7 +581,7 @@ try_next (PlPolicy *pl, PlWorker *wk)
     {
       /* blocked time after the input was sent is communication (a recv
        * span, as the summary counts it); before, the bubble (idle) */
-      double sent = fwd ? wk->in_sent[micro] : wk->grad_sent[micro];
+      double sent = fwd ? ch->in_sent[micro] : ch->grad_sent[micro];
       double from = MAX (wk->blocked_since, sent);
       wk->it_comm += now - from;
       span (pl, wk->index, "idle", wk->blocked_since, from, 0);
@@ -428,40 +589,21 @@ try_next (PlPolicy *pl, PlWorker *wk)
       wk->blocked_since = -1;
     }
   const PolEnv *env = &pl->env;
-  int r = wk->replica, s = wk->stage, n = pl->n;
-  double host = 0;
-  if (wk->ks)
-    {
-      int slot = micro % wk->slots;
-      gsize in_w = (gsize) wk->ks->in_width, out_w = (gsize) wk->ks->out_width;
-      gsize row = (gsize) micro * (gsize) n;
-      gint64 t0 = g_get_monotonic_time ();
-      if (fwd)
-        {
-          const float *in = s == 0 ? train_steps_x (pl->steps, r) + row * (gsize) env->model->d
-                                   : pl->act[r][s - 1] + row * in_w;
-          float *out = s + 1 < pl->P ? pl->act[r][s] + row * out_w : NULL;
-          double loss = kern_stage_forward (wk->ks, slot, in, train_steps_y (pl->steps, r) + row, out);
-          if (s + 1 == pl->P)
-            pl->loss_sum += loss;
-        }
-      else
-        {
-          const float *dout = s + 1 < pl->P ? pl->dact[r][s] + row * out_w : NULL;
-          float *din = s > 0 ? pl->dact[r][s - 1] + row * in_w : NULL;
-          kern_stage_backward (wk->ks, slot, dout, din);
-        }
-      host = (double) (g_get_monotonic_time () - t0) / 1e6;
-    }
+  double host = ch->ks ? chunk_math (pl, wk, ch, micro, fwd) : 0;
   if (fwd)
     {
       wk->stash++;
+      ch->stash++;
       wk->peak_stash = MAX (wk->peak_stash, wk->stash);
+      double bytes = 0;
+      for (int c = 0; c < pl->V; c++)
+        bytes += wk->chunk[c].stash * wk->chunk[c].stash_bytes;
+      wk->peak_bytes = MAX (wk->peak_bytes, bytes);
     }
-  double dt = env->scale_time (env->compute_ctx, wk->index, fwd ? wk->t_fwd : wk->t_bwd, host);
+  double dt = env->scale_time (env->compute_ctx, wk->index, fwd ? ch->t_fwd : ch->t_bwd, host);
   wk->busy = TRUE;
   wk->op_start = now;
-  PolSpanDetail d = { fwd ? "forward" : "backward", micro, wk->first, wk->last };
+  PolSpanDetail d = { fwd ? "forward" : "backward", micro, ch->first, ch->last };
   pol_worker_span_detail (&pl->env, wk->index, "compute", now, now + dt, pl->iter, 0, &d);
   eng_schedule (sim, dt, on_op_done, pl, wk);
 }
@@ -495,13 +637,18 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       wk->stash = 0;
       wk->blocked_since = -1;
       wk->it_compute = wk->it_comm = 0;
-      for (int i = 0; i < pl->M; i++)
+      for (int c = 0; c < pl->V; c++)
         {
-          wk->in_ready[i] = wk->grad_ready[i] = FALSE;
-          wk->in_sent[i] = wk->grad_sent[i] = pl->iter_start;
+          PlChunk *ch = &wk->chunk[c];
+          ch->stash = 0;
+          for (int i = 0; i < pl->M; i++)
+            {
+              ch->in_ready[i] = ch->grad_ready[i] = FALSE;
+              ch->in_sent[i] = ch->grad_sent[i] = pl->iter_start;
+            }
+          if (ch->ks)
+            kern_stage_set_params (ch->ks, pl->params);
         }
-      if (wk->ks)
-        kern_stage_set_params (wk->ks, pl->params);
     }
   for (int k = 0; k < pl->W; k++)
     try_next (pl, &pl->w[k]);
@@ -515,13 +662,15 @@ pl_data_parts (const BaseValues *values, gint64 workers G_GNUC_UNUSED)
   return MAX (base_values_int (values, "policy.replicas"), 1);
 }
 
-/* The pipeline's shape from its keys: stages, replicas, micro-batches. */
+/* The pipeline's shape from its keys: stages, replicas, micro-batches and
+ * chunks per stage. */
 static void
-pl_shape (const BaseValues *v, int *P, int *R, int *M)
+pl_shape (const BaseValues *v, int *P, int *R, int *M, int *V)
 {
   *P = (int) base_values_int (v, "policy.stages");
   *R = (int) MAX (base_values_int (v, "policy.replicas"), 1);
   *M = (int) base_values_int (v, "policy.microbatches");
+  *V = (int) MAX (base_values_int (v, "policy.chunks"), 1);
 }
 
 /* [policy] stage_layers, or NULL when empty (balanced by device time). */
@@ -532,42 +681,46 @@ pl_stage_layers (const BaseValues *v)
   return a && a->len > 0 ? (const int *) a->data : NULL;
 }
 
-/* FALSE (and an error) when env's pipeline shape cannot run: stages, replicas
- * and micro-batches against workers, layers and batch, and the layer tables
- * the policy needs. */
+/* FALSE (and an error) when env's pipeline shape cannot run: stages, replicas,
+ * micro-batches and chunks against workers, layers and batch, and the layer
+ * tables the policy needs. */
 static gboolean
 pl_check_env (const PolEnv *env, GError **error)
 {
-  int P, R, M;
-  pl_shape (env->values, &P, &R, &M);
+  int P, R, M, V;
+  pl_shape (env->values, &P, &R, &M, &V);
+  PolSchedule schedule = (PolSchedule) base_values_int (env->values, "policy.schedule");
   int L = env->n_layers;
+  gboolean chunks_ok = V == 1 || (schedule == POL_SCHEDULE_INTERLEAVED && P >= 2);
   if (P < 1 || P > L || P * R != env->workers || M < 1 || env->batch % M != 0
+      || V < 1 || P * V > L || !chunks_ok
+      || (schedule == POL_SCHEDULE_INTERLEAVED && M % P != 0)
       || !env->layers || !env->layer_seconds || !env->scale_time)
     {
       g_set_error (error, POL_ERROR, 0,
-                   "pipeline: bad stages %d, replicas %d or micro-batches %d for %d "
-                   "workers, %d layers and batch %d", P, R, M, env->workers, L, env->batch);
+                   "pipeline: bad stages %d, replicas %d, micro-batches %d or chunks %d for %d "
+                   "workers, %d layers and batch %d", P, R, M, V, env->workers, L, env->batch);
       return FALSE;
     }
   return TRUE;
 }
 
-/* Fills pl->count (P entries), the layers of each stage; FALSE (and an error)
- * when they are not P non-empty groups covering the L layers. */
+/* Fills pl->count (K entries), the layers of each virtual stage; FALSE (and
+ * an error) when they are not K non-empty groups covering the L layers. */
 static gboolean
 pl_stage_counts (PlPolicy *pl, GError **error)
 {
   const PolEnv *env = &pl->env;
-  int P = pl->P, L = env->n_layers;
-  pl->count = g_new (int, P);
-  pol_pipeline_stage_counts (pl_stage_layers (env->values), pl->layer_fwd, pl->layer_bwd, L, P,
+  int K = pl->K, L = env->n_layers;
+  pl->count = g_new (int, K);
+  pol_pipeline_stage_counts (pl_stage_layers (env->values), pl->layer_fwd, pl->layer_bwd, L, K,
                              pl->count);
   int total = 0;
-  for (int s = 0; s < P; s++)
+  for (int k = 0; k < K; k++)
     {
-      if (pl->count[s] < 1)
+      if (pl->count[k] < 1)
         total = -L - 1;
-      total += pl->count[s];
+      total += pl->count[k];
     }
   if (total != L)
     {
@@ -578,15 +731,14 @@ pl_stage_counts (PlPolicy *pl, GError **error)
   return TRUE;
 }
 
-/* Sets up stage s of replica r, whose layers start at `first`: its layers,
- * parameters, device times, FLOPs, stash, schedule and per-micro-batch
- * state (and its KernStage with math).  Returns the next stage's first
- * layer. */
-static int
-pl_worker_init (PlPolicy *pl, int r, int s, int first)
+/* Sets up stage s of replica r: its chunks' layers, parameters, device
+ * times, stash and per-micro-batch state (and their KernStages with math
+ * run operation by operation), its FLOPs and its schedule. */
+static void
+pl_worker_init (PlPolicy *pl, int r, int s)
 {
   const PolEnv *env = &pl->env;
-  int P = pl->P, M = pl->M, L = env->n_layers;
+  int P = pl->P, M = pl->M, V = pl->V, L = env->n_layers;
   double n = pl->n;
   int rank = train_mesh_rank_at (pl->mesh, train_mesh_rank_at (pl->mesh, 0, TRAIN_AXIS_DATA, r),
                                  TRAIN_AXIS_PIPELINE, s);
@@ -594,43 +746,64 @@ pl_worker_init (PlPolicy *pl, int r, int s, int first)
   wk->replica = r;
   wk->stage = s;
   wk->index = rank;
-  wk->first = first;
-  wk->last = first + pl->count[s] - 1;
-  wk->lo = env->layers[wk->first].param_offset;
-  wk->hi = wk->last + 1 < L ? env->layers[wk->last + 1].param_offset : env->n_params;
-  for (int l = wk->first; l <= wk->last; l++)
+  wk->chunk = g_new0 (PlChunk, V);
+  g_autofree double *bytes = g_new (double, V);
+  g_autofree int *slots = g_new (int, V);
+  for (int c = 0; c < V; c++)
     {
-      const KernLayer *ly = &env->layers[l];
-      wk->t_fwd += pl->layer_fwd[l];
-      wk->t_bwd += pl->layer_bwd[l];
-      wk->flops += M * (ly->fwd_flops_fixed + ly->fwd_flops * n + ly->bwd_flops_fixed
-                        + ly->bwd_flops * n);
+      PlChunk *ch = &wk->chunk[c];
+      ch->k = c * P + s;
+      ch->first = 0;
+      for (int k = 0; k < ch->k; k++)
+        ch->first += pl->count[k];
+      ch->last = ch->first + pl->count[ch->k] - 1;
+      ch->lo = env->layers[ch->first].param_offset;
+      ch->hi = ch->last + 1 < L ? env->layers[ch->last + 1].param_offset : env->n_params;
+      wk->params += ch->hi - ch->lo;
+      for (int l = ch->first; l <= ch->last; l++)
+        {
+          const KernLayer *ly = &env->layers[l];
+          double fwd = ly->fwd_flops_fixed + ly->fwd_flops * n;
+          ch->t_fwd += pl->layer_fwd[l];
+          ch->t_bwd += pl->layer_bwd[l];
+          wk->flops += M * (fwd + ly->bwd_flops_fixed + ly->bwd_flops * n
+                            + (env->recomputed && env->recomputed[l] ? fwd : 0));
+        }
+      ch->stash_bytes = pol_pipeline_stash_bytes (env->layers, env->recomputed, ch->first,
+                                                  ch->last, pl->n);
+      ch->out_bytes = ch->k + 1 < pl->K ? 4.0 * n * env->layers[ch->last].outputs : 0.0;
+      wk->out_bytes += ch->out_bytes;
+      bytes[c] = ch->stash_bytes;
+      ch->in_ready = g_new0 (gboolean, M);
+      ch->grad_ready = g_new0 (gboolean, M);
+      ch->in_sent = g_new0 (double, M);
+      ch->grad_sent = g_new0 (double, M);
     }
-  wk->stash_bytes = pol_pipeline_stash_bytes (env->layers, wk->first, wk->last, pl->n);
-  wk->out_bytes = s + 1 < P ? 4.0 * n * env->layers[wk->last].outputs : 0.0;
-  wk->slots = pol_pipeline_slots (pl->schedule, P, s, M);
-  wk->ops = g_new (int, 2 * M);
-  pol_pipeline_ops_order (pl->schedule, P, s, M, wk->ops);
-  wk->in_ready = g_new0 (gboolean, M);
-  wk->grad_ready = g_new0 (gboolean, M);
-  wk->in_sent = g_new0 (double, M);
-  wk->grad_sent = g_new0 (double, M);
+  pol_pipeline_stash_peak (pl->schedule, P, V, s, M, bytes, NULL, slots);
+  for (int c = 0; c < V; c++)
+    {
+      PlChunk *ch = &wk->chunk[c];
+      ch->slots = MAX (slots[c], 1);
+      if (env->model && !pl->stacked)
+        ch->ks = kern_stage_new (env->model, ch->first, ch->last, pl->n, ch->slots,
+                                 1.0f / (float) env->batch);
+    }
+  wk->ops = g_new (int, 2 * M * V);
+  pol_pipeline_ops_order (pl->schedule, P, V, s, M, wk->ops);
   wk->blocked_since = -1;
-  if (env->model && !pl->stacked)
-    wk->ks = kern_stage_new (env->model, wk->first, wk->last, pl->n, wk->slots,
-                             1.0f / (float) env->batch);
+  if (env->model && !pl->stacked && pl->R > 1 && V > 1)
+    wk->packed = g_new (float, MAX (wk->params, 1));
   if (r == 0)
-    pl->update_time[s] = env->update_time (env->compute_ctx, wk->hi - wk->lo);
-  return wk->last + 1;
+    pl->update_time[s] = env->update_time (env->compute_ctx, wk->params);
 }
 
 /* With math: the replicas' samplers, batches, gradients, the boundary
- * buffers between stages and one optimizer per stage. */
+ * buffers between virtual stages and one optimizer per virtual stage. */
 static void
 pl_math_new (PlPolicy *pl)
 {
   const PolEnv *env = &pl->env;
-  int P = pl->P, R = pl->R;
+  int K = pl->K, R = pl->R;
   gsize NP = env->n_params;
   PolEnv senv = *env;
   senv.workers = R; /* replicas draw batches as data-parallel workers do */
@@ -645,20 +818,26 @@ pl_math_new (PlPolicy *pl)
   for (int r = 0; r < R; r++)
     {
       pl->grad[r] = g_new0 (float, NP);
-      pl->act[r] = g_new0 (float *, P);
-      pl->dact[r] = g_new0 (float *, P);
+      pl->act[r] = g_new0 (float *, K);
+      pl->dact[r] = g_new0 (float *, K);
       if (pl->stacked)
         continue;
-      for (int s = 0; s + 1 < P; s++)
+      for (int k = 0; k + 1 < K; k++)
         {
-          gsize len = (gsize) env->batch * (gsize) pl->w[s].ks->out_width;
-          pl->act[r][s] = g_new (float, len);
-          pl->dact[r][s] = g_new (float, len);
+          PlChunk *ch;
+          virtual_stage (pl, 0, k, &ch);
+          gsize len = (gsize) env->batch * (gsize) ch->ks->out_width;
+          pl->act[r][k] = g_new (float, len);
+          pl->dact[r][k] = g_new (float, len);
         }
     }
-  pl->opt = g_new0 (KernOptimizer *, P);
-  for (int s = 0; s < P; s++)
-    pl->opt[s] = kern_optimizer_new (&env->opt, pl->w[s].hi - pl->w[s].lo);
+  pl->opt = g_new0 (KernOptimizer *, K);
+  for (int k = 0; k < K; k++)
+    {
+      PlChunk *ch;
+      virtual_stage (pl, 0, k, &ch);
+      pl->opt[k] = kern_optimizer_new (&env->opt, ch->hi - ch->lo);
+    }
 }
 
 static PolPolicy *
@@ -666,8 +845,8 @@ pl_create (const PolEnv *env, GError **error)
 {
   if (!pl_check_env (env, error))
     return NULL;
-  int P, R, M;
-  pl_shape (env->values, &P, &R, &M);
+  int P, R, M, V;
+  pl_shape (env->values, &P, &R, &M, &V);
   const CommAlgorithm *alg = NULL;
   if (R > 1 && !(alg = pol_env_algorithm (env, error)))
     return NULL;
@@ -677,6 +856,8 @@ pl_create (const PolEnv *env, GError **error)
   pl->P = P;
   pl->R = R;
   pl->M = M;
+  pl->V = V;
+  pl->K = P * V;
   pl->W = P * R;
   pl->n = env->batch / M;
   pl->schedule = (PolSchedule) base_values_int (env->values, "policy.schedule");
@@ -710,11 +891,8 @@ pl_create (const PolEnv *env, GError **error)
   pl->reduce_bufs = g_new0 (float *, R);
   pl->w = g_new0 (PlWorker, pl->W);
   for (int r = 0; r < R; r++)
-    {
-      int first = 0;
-      for (int s = 0; s < P; s++)
-        first = pl_worker_init (pl, r, s, first);
-    }
+    for (int s = 0; s < P; s++)
+      pl_worker_init (pl, r, s);
   if (env->model)
     pl_math_new (pl);
   return (PolPolicy *) pl;
@@ -730,7 +908,7 @@ pl_start (PolPolicy *p)
       TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, 0);
       pol_report_algorithm (&pl->env, pl->alg,
                             pol_allreduce_resolve (&pl->env, pl->alg, g.n, g.hosts,
-                                                   pl->w[0].hi - pl->w[0].lo));
+                                                   pl->w[0].params));
     }
   pol_run_start (&pl->run, pl->params);
   eng_schedule (pl->env.sim, 0, start_iteration, pl, NULL);
@@ -750,12 +928,12 @@ pl_finish (PolPolicy *p, PolResult *out)
         .replica = wk->replica,
         .stage = wk->stage,
         .worker = wk->index,
-        .first_layer = wk->first,
-        .last_layer = wk->last,
-        .params = wk->hi - wk->lo,
+        .first_layer = wk->chunk[0].first,
+        .last_layer = wk->chunk[pl->V - 1].last,
+        .params = wk->params,
         .flops = wk->flops,
         .peak_stash = wk->peak_stash,
-        .activation_bytes = wk->peak_stash * wk->stash_bytes,
+        .activation_bytes = wk->peak_bytes,
         .boundary_bytes = wk->out_bytes,
         .compute = wk->sum_compute,
         .idle = wk->sum_idle,
@@ -774,27 +952,33 @@ pl_free (PolPolicy *p)
     {
       PlWorker *wk = &pl->w[k];
       g_free (wk->ops);
-      g_free (wk->in_ready);
-      g_free (wk->grad_ready);
-      g_free (wk->in_sent);
-      g_free (wk->grad_sent);
-      kern_stage_free (wk->ks);
+      g_free (wk->packed);
+      for (int c = 0; wk->chunk && c < pl->V; c++)
+        {
+          PlChunk *ch = &wk->chunk[c];
+          g_free (ch->in_ready);
+          g_free (ch->grad_ready);
+          g_free (ch->in_sent);
+          g_free (ch->grad_sent);
+          kern_stage_free (ch->ks);
+        }
+      g_free (wk->chunk);
     }
   if (pl->env.model)
     {
       for (int r = 0; r < pl->R; r++)
         {
           g_free (pl->grad[r]);
-          for (int s = 0; s + 1 < pl->P; s++)
+          for (int k = 0; k + 1 < pl->K; k++)
             {
-              g_free (pl->act[r][s]);
-              g_free (pl->dact[r][s]);
+              g_free (pl->act[r][k]);
+              g_free (pl->dact[r][k]);
             }
           g_free (pl->act[r]);
           g_free (pl->dact[r]);
         }
-      for (int s = 0; s < pl->P; s++)
-        kern_optimizer_free (pl->opt[s]);
+      for (int k = 0; k < pl->K; k++)
+        kern_optimizer_free (pl->opt[k]);
     }
   train_steps_free (pl->steps);
   g_free (pl->grad);
@@ -817,31 +1001,37 @@ static const char *const pl_tags[] = { "activation", "gradient", pol_allreduce_t
 
 static const BaseChoice schedule_choices[] = {
   { "gpipe", POL_SCHEDULE_GPIPE, FALSE }, { "1f1b", POL_SCHEDULE_1F1B, FALSE },
-  { NULL, 0, FALSE },
+  { "interleaved", POL_SCHEDULE_INTERLEAVED, FALSE }, { NULL, 0, FALSE },
 };
 
 static const BaseKey pl_keys[] = {
   { "policy", "schedule", BASE_KEY_ENUM, 0, "1f1b", 0, 0, 0, schedule_choices, 0,
-    "Pipeline schedule (kind = pipeline): gpipe (all forwards, then all backwards) or 1f1b (warm-up forwards, then one forward one backward; docs/policies.md).", NULL },
+    "Pipeline schedule (kind = pipeline): gpipe (all forwards, then all backwards), 1f1b (warm-up forwards, then one forward one backward) or interleaved (Megatron-LM's 1F1B over [policy] chunks chunks per stage; microbatches a multiple of stages); docs/policies.md.", NULL },
+  { "policy", "chunks", BASE_KEY_INT, 0, "1", 1, 64, 0, NULL, 0,
+    "Model chunks per pipeline stage (kind = pipeline, schedule = interleaved): the layers are cut into stages x chunks virtual stages, stage s holding virtual stages s, s + stages, ...; 1 = no interleaving.", NULL },
   { "policy", "stages", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, 0,
     "Pipeline stages (kind = pipeline), one worker each; 0 = workers / replicas.  At most the model's layer count.", NULL },
   { "policy", "microbatches", BASE_KEY_INT, 0, "4", 1, 1e9, 0, NULL, 0,
-    "Micro-batches per batch (kind = pipeline); must divide [model] batch.", NULL },
+    "Micro-batches per batch (kind = pipeline); must divide [model] batch (and be a multiple of stages under schedule = interleaved).", NULL },
   { "policy", "stage_layers", BASE_KEY_INTLIST, 0, "", 1, 1e6, 0, NULL, 0,
-    "Layers of each pipeline stage, comma-separated, summing to the model's layer count (kind = pipeline); empty = balanced by device time.", NULL },
+    "Layers of each pipeline stage, comma-separated, summing to the model's layer count (kind = pipeline); with chunks > 1 one count per virtual stage (stages x chunks, in pipeline order); empty = balanced by device time.", NULL },
   { "policy", "replicas", BASE_KEY_INT, 0, "1", 1, 1e6, 0, NULL, 0,
     "Data-parallel copies of the pipeline (kind = pipeline): workers = stages x replicas; a stage's gradient is all-reduced among its replicas with [policy] algorithm.", NULL },
   { .section = NULL },
 };
 
 /* Stages x replicas = workers (stages = 0 resolved so), micro-batches
- * dividing the batch, one layer count per stage. */
+ * dividing the batch (a multiple of the stages when interleaved), chunks
+ * only when interleaved over two stages or more, one layer count per
+ * virtual stage. */
 static gboolean
 pl_validate (PolCheck *chk, GError **error)
 {
   gint64 R = base_values_int (chk->values, "policy.replicas");
   gint64 P = base_values_int (chk->values, "policy.stages");
   gint64 M = base_values_int (chk->values, "policy.microbatches");
+  gint64 V = base_values_int (chk->values, "policy.chunks");
+  PolSchedule schedule = (PolSchedule) base_values_int (chk->values, "policy.schedule");
   const GArray *sl = base_values_list (chk->values, "policy.stage_layers");
   if (chk->workers % R != 0)
     return pol_key_error (error, "policy", "replicas",
@@ -858,23 +1048,52 @@ pl_validate (PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "microbatches",
                           "%" G_GINT64_FORMAT " micro-batches do not divide [model] batch = %"
                           G_GINT64_FORMAT "; use a divisor of the batch", M, chk->batch);
-  if (sl && sl->len > 0 && (gint64) sl->len != P)
-    return pol_key_error (error, "policy", "stage_layers",
-                          "%u counts for %" G_GINT64_FORMAT " stages; give one layer count per stage",
-                          sl->len, P);
+  if (V > 1 && schedule != POL_SCHEDULE_INTERLEAVED)
+    return pol_key_error (error, "policy", "chunks",
+                          "%" G_GINT64_FORMAT " chunks per stage need schedule = interleaved; "
+                          "set [policy] schedule = interleaved or chunks = 1", V);
+  if (V > 1 && P < 2)
+    return pol_key_error (error, "policy", "chunks",
+                          "%" G_GINT64_FORMAT " chunks on a single stage interleave nothing; "
+                          "use chunks = 1 or two stages or more", V);
+  if (schedule == POL_SCHEDULE_INTERLEAVED && M % P != 0)
+    return pol_key_error (error, "policy", "microbatches",
+                          "%" G_GINT64_FORMAT " micro-batches are not a multiple of the %"
+                          G_GINT64_FORMAT " stages, as schedule = interleaved needs; use a "
+                          "multiple of %" G_GINT64_FORMAT " dividing [model] batch = %"
+                          G_GINT64_FORMAT, M, P, P, chk->batch);
+  if (sl && sl->len > 0 && (gint64) sl->len != P * V)
+    {
+      if (V > 1)
+        return pol_key_error (error, "policy", "stage_layers",
+                              "%u counts for %" G_GINT64_FORMAT " stages x %" G_GINT64_FORMAT
+                              " chunks; give one layer count per virtual stage (%"
+                              G_GINT64_FORMAT ")", sl->len, P, V, P * V);
+      return pol_key_error (error, "policy", "stage_layers",
+                            "%u counts for %" G_GINT64_FORMAT " stages; give one layer count per stage",
+                            sl->len, P);
+    }
   return TRUE;
 }
 
-/* At most one stage per layer; stage_layers covering the model. */
+/* At most one stage per layer, at least one layer per virtual stage;
+ * stage_layers covering the model. */
 static gboolean
 pl_check_model (const PolModelInfo *mi, GError **error)
 {
   gint64 P = base_values_int (mi->values, "policy.stages");
+  gint64 V = base_values_int (mi->values, "policy.chunks");
   int L = mi->model->n_layers;
   if (P > L)
     return pol_key_error (error, "policy", "stages",
                           "%" G_GINT64_FORMAT " stages for a model of %d layers; "
                           "use at most %d stages (fewer workers, or replicas > 1)", P, L, L);
+  if (P * V > L)
+    return pol_key_error (error, "policy", "chunks",
+                          "%" G_GINT64_FORMAT " stages x %" G_GINT64_FORMAT " chunks need %"
+                          G_GINT64_FORMAT " virtual stages of one layer or more, but the model "
+                          "has %d layers; use at most %" G_GINT64_FORMAT " chunks",
+                          P, V, P * V, L, MAX ((gint64) L / P, 1));
   const GArray *sl = base_values_list (mi->values, "policy.stage_layers");
   if (!sl || sl->len == 0)
     return TRUE;
@@ -888,50 +1107,68 @@ pl_check_model (const PolModelInfo *mi, GError **error)
   return TRUE;
 }
 
-/* Each stage on its own device: its layers, cut as pl_create cuts them,
- * and the micro-batches its schedule stashes at its peak. */
+/* Each stage on its own device: its chunks' layers, cut as pl_create cuts
+ * them, and the most its schedule stashes at once. */
 static PolShares *
 pl_shares (const PolModelInfo *mi)
 {
   const KernModel *m = mi->model;
-  int P, R, M, L = m->n_layers;
-  pl_shape (mi->values, &P, &R, &M);
+  int P, R, M, V, L = m->n_layers;
+  pl_shape (mi->values, &P, &R, &M, &V);
   M = MAX (M, 1);
-  g_return_val_if_fail (P >= 1 && P <= L, NULL);
-  int n = (int) (mi->batch / M);
+  g_return_val_if_fail (P >= 1 && P * V <= L, NULL);
+  int n = (int) (mi->batch / M), K = P * V;
   PolSchedule schedule = (PolSchedule) base_values_int (mi->values, "policy.schedule");
   g_autofree double *fwd = g_new (double, L);
   g_autofree double *bwd = g_new (double, L);
-  g_autofree int *count = g_new (int, P);
+  g_autofree int *count = g_new (int, K);
+  g_autofree int *start = g_new (int, K + 1);
+  g_autofree double *bytes = g_new (double, V);
   mi->layer_seconds (mi->ctx, n, fwd, bwd);
-  pol_pipeline_stage_counts (pl_stage_layers (mi->values), fwd, bwd, L, P, count);
+  pol_pipeline_stage_counts (pl_stage_layers (mi->values), fwd, bwd, L, K, count);
+  start[0] = 0;
+  for (int k = 0; k < K; k++)
+    start[k + 1] = start[k] + count[k];
   PolShares *out = g_new0 (PolShares, 1);
   out->n = P;
   out->share = g_new0 (PolShare, P);
   out->unit = "stage";
   gboolean gpipe = schedule == POL_SCHEDULE_GPIPE;
-  out->note = g_strdup (gpipe ? "gpipe" : "1f1b");
+  out->note = schedule == POL_SCHEDULE_INTERLEAVED
+                ? g_strdup_printf ("interleaved, %d chunk%s", V, V == 1 ? "" : "s")
+                : g_strdup (gpipe ? "gpipe" : "1f1b");
   out->advice = g_strdup_printf ("use more stages ([cluster] workers, [policy] stages), %s",
                                  gpipe ? "schedule = 1f1b (it stashes at most stages - s micro-batches)"
-                                       : "more [policy] microbatches (smaller ones)");
-  int first = 0;
+                                 : V > 1 ? "fewer [policy] chunks or [model] recompute"
+                                         : "more [policy] microbatches (smaller ones)");
   for (int s = 0; s < P; s++)
     {
       PolShare *sh = &out->share[s];
-      sh->first = first;
-      sh->last = first + count[s] - 1;
-      first = sh->last + 1;
+      sh->chunks = V;
+      sh->chunk_first = g_new (int, V);
+      sh->chunk_last = g_new (int, V);
+      for (int c = 0; c < V; c++)
+        {
+          int k = c * P + s;
+          sh->chunk_first[c] = start[k];
+          sh->chunk_last[c] = start[k + 1] - 1;
+          bytes[c] = pol_pipeline_stash_bytes (m->layers, mi->recomputed, start[k],
+                                               start[k + 1] - 1, n);
+          sh->stash_bytes += bytes[c];
+        }
+      sh->first = sh->chunk_first[0];
+      sh->last = sh->chunk_last[V - 1];
       sh->microbatch = n;
-      sh->slots = pol_pipeline_slots (schedule, P, s, M);
-      sh->stash_bytes = pol_pipeline_stash_bytes (m->layers, sh->first, sh->last, n);
+      sh->slots = pol_pipeline_stash_peak (schedule, P, V, s, M, bytes, &sh->act_bytes, NULL);
     }
   return out;
 }
 
-/* Per replica, each micro-batch crosses every stage boundary forward
- * (activations) and backward (gradients); each stage's gradient is then
- * all-reduced among the replicas.  Spans: per worker and micro-batch a
- * forward, a backward and their transfers, and a few per iteration. */
+/* Per replica, each micro-batch crosses every virtual stage boundary
+ * forward (activations) and backward (gradients); each stage's gradient is
+ * then all-reduced among the replicas.  Spans: per worker, chunk and
+ * micro-batch a forward, a backward and their transfers, and a few per
+ * iteration. */
 static void
 pl_work (const PolModelInfo *mi, PolWork *out)
 {
@@ -939,28 +1176,31 @@ pl_work (const PolModelInfo *mi, PolWork *out)
   double R = (double) MAX (base_values_int (mi->values, "policy.replicas"), 1);
   double P = (double) base_values_int (mi->values, "policy.stages");
   double M = (double) base_values_int (mi->values, "policy.microbatches");
+  double V = (double) MAX (base_values_int (mi->values, "policy.chunks"), 1);
   if (P < 1)
     P = MAX (1.0, floor (W / R));
   gsize n = mi->model->ops->n_params (mi->model);
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
   double each = comm_messages (alg, COMM_ALLREDUCE, (int) R, (gsize) ((double) n / P), C);
-  *out = (PolWork) { .messages = R * 2 * (P - 1) * M + P * each, .spans = W * (4 * M + 3),
-                     .iteration_rows = W, .in_flight = R * P * (M + C) };
+  *out = (PolWork) { .messages = R * 2 * (P * V - 1) * M + P * each,
+                     .spans = W * (4 * M * V + 3), .iteration_rows = W,
+                     .in_flight = R * P * (M * V + C) };
 }
 
 const PolPolicyOps pol_pipeline_ops = {
   .work = pl_work,
   .name = "pipeline",
   .updates_not_samples = TRUE,
-  .source = "Y. Huang et al.: GPipe, NeurIPS 2019; 1F1B: D. Narayanan et al.: PipeDream, SOSP 2019",
+  .source = "Y. Huang et al.: GPipe, NeurIPS 2019; 1F1B: D. Narayanan et al.: PipeDream, SOSP 2019; "
+            "interleaved 1F1B: D. Narayanan et al.: Megatron-LM, SC 2021",
   .keys = pl_keys,
   .validate = pl_validate,
   .check_model = pl_check_model,
   .shares = pl_shares,
   .description = "pipeline parallel: layers cut into stages, one per worker; micro-batches "
-                 "flow forward and back under GPipe or 1F1B; each stage applies its update "
-                 "at the flush",
+                 "flow forward and back under GPipe, 1F1B or interleaved 1F1B; each stage "
+                 "applies its update at the flush",
   .tag_names = pl_tags,
   .n_tags = G_N_ELEMENTS (pl_tags),
   .data_parts = pl_data_parts,

@@ -28,18 +28,23 @@ G_BEGIN_DECLS
 typedef enum { POL_BSP, POL_SSP, POL_ASYNC } PolConsistency;
 
 /* Pipeline schedules (docs/policies.md, "Pipeline"). */
-typedef enum { POL_SCHEDULE_GPIPE, POL_SCHEDULE_1F1B } PolSchedule;
+typedef enum { POL_SCHEDULE_GPIPE, POL_SCHEDULE_1F1B, POL_SCHEDULE_INTERLEAVED } PolSchedule;
 
 /* What one pipeline stage worker did over a run (the trace's `stages`
  * table).  Times in simulated seconds, summed over completed iterations. */
 typedef struct {
   int replica, stage, worker;
-  int first_layer, last_layer;  /* its layers, inclusive */
+  int first_layer, last_layer;  /* its layers, inclusive; with chunks, the
+                                 * first of its first chunk and the last of
+                                 * its last (it holds v groups in between) */
   gsize params;                 /* float32 parameters it holds */
-  double flops;                 /* FLOPs of its forwards + backwards per iteration */
-  int peak_stash;               /* most micro-batches stashed at once */
-  double activation_bytes;      /* bytes stashed at that peak */
-  double boundary_bytes;        /* bytes it sends forward per micro-batch */
+  double flops;                 /* FLOPs of its forwards + backwards per
+                                 * iteration, recomputed forwards included */
+  int peak_stash;               /* most micro-batches (with chunks: chunk
+                                 * and micro-batch pairs) stashed at once */
+  double activation_bytes;      /* most bytes stashed at once */
+  double boundary_bytes;        /* bytes it sends forward per micro-batch,
+                                 * all its chunks together */
   double compute;               /* forward, backward and optimizer time */
   double idle;                  /* the rest of its iterations (bubble) */
 } PolStageStats;
@@ -172,6 +177,10 @@ typedef struct {
    * intra_step_overhead; CommArgs), s */
   double launch_overhead, step_overhead, intra_step_overhead;
   const KernLayer *layers;    /* (n_layers) the model's layer table */
+  const gboolean *recomputed; /* (n_layers) TRUE where the layer's forward
+                               * runs again in its backward ([model]
+                               * recompute; layer_seconds counts it); NULL
+                               * when none does */
   PolLayerSeconds layer_seconds; /* with compute_ctx */
   PolScaleTime scale_time;
   PolComputeTime compute_time;
@@ -249,6 +258,7 @@ typedef struct {
   gint64 workers, servers, batch;
   gboolean failures;          /* [failures] lists some */
   gboolean host_timed;        /* compute_time = measured */
+  const gboolean *recomputed; /* (n_layers) as PolEnv's; NULL = none */
   PolLayerSeconds layer_seconds;
   gpointer ctx;               /* of layer_seconds */
 } PolModelInfo;
@@ -256,10 +266,18 @@ typedef struct {
 /* One device's part of the model when a policy spreads the model over its
  * workers (the `shares` hook). */
 typedef struct {
-  int first, last;            /* its layers, inclusive */
+  int first, last;            /* its layers, inclusive: the first of its
+                               * first chunk, the last of its last */
+  int chunks;                 /* groups of consecutive layers it holds (an
+                               * interleaved pipeline's v; 1 otherwise) */
+  int *chunk_first;           /* (chunks) each group's first layer */
+  int *chunk_last;            /* (chunks) and its last, inclusive */
   int microbatch;             /* samples per stashed micro-batch */
-  int slots;                  /* micro-batches stashed at its peak */
-  double stash_bytes;         /* bytes one stashed micro-batch holds */
+  int slots;                  /* micro-batches (with chunks > 1: chunk and
+                               * micro-batch pairs) stashed at its peak */
+  double stash_bytes;         /* bytes one micro-batch holds stashed in all
+                               * its chunks */
+  double act_bytes;           /* most bytes it holds stashed at once */
 } PolShare;
 
 /* The shares of every device (one group of workers repeats them). */
@@ -272,6 +290,9 @@ typedef struct {
 } PolShares;
 
 void pol_shares_free (PolShares *s);
+/* The layers of share `sh` as people read them: "3-5", or with chunks
+ * "0-1, 4-5" (caller frees). */
+char *pol_share_layers (const PolShare *sh);
 
 /* What a policy's schedule does in one iteration ([scenario] iterations
  * counts them), for the run's estimates of trace size, host memory and
@@ -396,11 +417,17 @@ double pol_reduce_per_byte (const PolEnv *env);
  * possible, scanning from the last stage backwards).  Writes the layer
  * count of each stage into count[] (stages).  1 <= stages <= n_layers. */
 void pol_pipeline_partition (const double *cost, int n_layers, int stages, int *count);
-/* The order stage s of p runs its 2m operations in: ops[k] = i for the
- * forward of micro-batch i, -(i + 1) for its backward.  GPipe: F0 .. F(m-1),
- * B0 .. B(m-1); 1F1B: w = min(p - s - 1, m) forwards, then m - w pairs
- * F(w + j), B(j), then the remaining w backwards. */
-void pol_pipeline_ops_order (PolSchedule schedule, int p, int s, int m, int *ops);
+/* The order stage s of p, holding v chunks, runs its 2mv operations in:
+ * ops[k] = c m + i for the forward of micro-batch i through its chunk c,
+ * -(c m + i + 1) for its backward.  GPipe: F0 .. F(m-1), B0 .. B(m-1);
+ * 1F1B: w = min(p - s - 1, m) forwards, then m - w pairs F(w + j), B(j),
+ * then the remaining w backwards (v = 1 for both).  Interleaved with v = 1:
+ * the 1F1B order; with v > 1 (m a multiple of p): Megatron-LM's, whose
+ * j-th forward (and j-th backward) is micro-batch (j div pv) p + j mod p,
+ * through chunk (j mod pv) div p (backward: v - 1 minus that), with
+ * w = 2(p - s - 1) + (v - 1)p warm-up forwards (all mv when m = p), then
+ * pairs of a forward and a backward, then the remaining backwards. */
+void pol_pipeline_ops_order (PolSchedule schedule, int p, int v, int s, int m, int *ops);
 /* Layers per stage of a p-stage pipeline over n_layers layers (count[],
  * p entries): stage_layers when given (non-NULL), else
  * pol_pipeline_partition() on the costs layer_fwd[l] + layer_bwd[l] (the
@@ -408,14 +435,25 @@ void pol_pipeline_ops_order (PolSchedule schedule, int p, int s, int m, int *ops
  * check (device/model.c) both cut the model with it. */
 void pol_pipeline_stage_counts (const int *stage_layers, const double *layer_fwd,
                                 const double *layer_bwd, int n_layers, int p, int *count);
-/* The most micro-batches stage s of p holds stashed at once with m
- * micro-batches: m under GPipe, min(p - s, m) under 1F1B. */
-int pol_pipeline_slots (PolSchedule schedule, int p, int s, int m);
-/* Bytes a stage of layers [first, last] stashes per micro-batch of n
- * samples, from its forward to its backward: 4 n (i + sum of the layers'
- * activations), i the floats per sample it received (outputs of layer
- * first - 1; 0 for first = 0). */
-double pol_pipeline_stash_bytes (const KernLayer *layers, int first, int last, int n);
+/* The stash of stage s of p (v chunks, m micro-batches) as its operations
+ * run in pol_pipeline_ops_order's order: a micro-batch is stashed in a
+ * chunk from the start of its forward there to the end of its backward,
+ * holding chunk_bytes[c] (v entries).  Returns the most (chunk,
+ * micro-batch) pairs stashed at once; *peak_bytes (when not NULL) gets the
+ * most bytes, sum over chunks of pairs x chunk_bytes[c], and chunk_peak[c]
+ * (v entries, when not NULL) the most micro-batches chunk c holds at once.
+ * GPipe: m; 1F1B: min(p - s, m); interleaved, v > 1:
+ * min(2(p - s - 1) + (v - 1)p + 1, mv), mv when m = p. */
+int pol_pipeline_stash_peak (PolSchedule schedule, int p, int v, int s, int m,
+                             const double *chunk_bytes, double *peak_bytes, int *chunk_peak);
+/* Bytes a stage (or chunk) of layers [first, last] stashes per micro-batch
+ * of n samples, from its forward to its backward: 4 n (i + sum of the
+ * activations of its layers that are not recomputed), i the floats per
+ * sample it received (outputs of layer first - 1; 0 for first = 0, whose
+ * first layer's activations, holding the model's input, are kept even when
+ * recomputed).  recomputed (n_layers) may be NULL: none is. */
+double pol_pipeline_stash_bytes (const KernLayer *layers, const gboolean *recomputed, int first,
+                                 int last, int n);
 
 G_END_DECLS
 

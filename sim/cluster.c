@@ -250,6 +250,7 @@ cluster_device_times (SimCluster *cl)
   sim_step_cost (c, cl->model, &cl->cost);
   double step = cl->cost.step;
   cl->ready = g_new (double, MAX (cl->cost.n_layers, 1));
+  cl->recomputed = sim_recompute_mask (c, cl->model);
   for (int l = 0; l < cl->cost.n_layers; l++)
     cl->ready[l] = step > 0 ? cl->cost.grad_ready[l] / step : 1.0;
 }
@@ -296,6 +297,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .intra_step_overhead = net_topology_lookup (c->topology)->servers
                              ? c->intra_step_overhead : c->step_overhead,
     .layers = cl->model->layers,
+    .recomputed = cl->recomputed,
     .layer_seconds = layer_seconds,
     .scale_time = scale_time,
     .compute_time = compute_time,
@@ -338,6 +340,7 @@ sim_cluster_free (SimCluster *cl)
   if (cl->pol)
     cl->ops->free (cl->pol);
   g_free (cl->ready);
+  g_free (cl->recomputed);
   g_free (cl->failures);
   if (cl->strag)
     sim_stragglers_free (cl->strag);

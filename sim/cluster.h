@@ -46,6 +46,8 @@ typedef struct {
   KernModel *model;            /* timing-only models have layers, no math */
   SimStragglers *strag;        /* one straggler factor per compute time */
   SimStepCost cost;            /* device cost of one worker step */
+  gboolean *recomputed;        /* (n_layers) layers recomputed in backward
+                                * (sim_recompute_mask), NULL = none */
   double *ready;               /* (max(cost.n_layers, 1)) share of the step at
                                 * which layer l's gradient is complete */
   PolFailure *failures;        /* (n_failures) [failures], paired up */

@@ -208,7 +208,7 @@ test_order (void)
         for (int k = 0; k < 2; k++)
           {
             int ops[14];
-            pol_pipeline_ops_order (k ? POL_SCHEDULE_1F1B : POL_SCHEDULE_GPIPE, p, s, m, ops);
+            pol_pipeline_ops_order (k ? POL_SCHEDULE_1F1B : POL_SCHEDULE_GPIPE, p, 1, s, m, ops);
             int seen_f[7] = { 0 }, seen_b[7] = { 0 }, next_f = 0, next_b = 0;
             for (int i = 0; i < 2 * m; i++)
               if (ops[i] >= 0)
@@ -654,6 +654,431 @@ test_mesh_rows (void)
   g_rmdir (dir);
 }
 
+/* ------------------------------------------------------- interleaved -- */
+
+/* The peak stash of Megatron-LM's interleaved schedule in (chunk,
+ * micro-batch) pairs: min(2(p - s - 1) + (v - 1)p + 1, mv), mv when m = p
+ * (every operation a warm-up forward first). */
+static int
+interleaved_peak (int p, int v, int s, int m)
+{
+  return m == p ? m * v : MIN (2 * (p - s - 1) + (v - 1) * p + 1, m * v);
+}
+
+/* Every (chunk, micro-batch) runs its forward once and its backward once,
+ * after that forward; a chunk's forwards and backwards go in micro-batch
+ * order; Megatron's warm-up count and the peak stash as formulas. */
+static void
+test_interleaved_order (void)
+{
+  for (int p = 2; p <= 4; p++)
+    for (int v = 2; v <= 3; v++)
+      for (int m = p; m <= 3 * p; m += p)
+        for (int s = 0; s < p; s++)
+          {
+            g_autofree int *ops = g_new (int, 2 * m * v);
+            g_autofree int *next_f = g_new0 (int, v);
+            g_autofree int *next_b = g_new0 (int, v);
+            pol_pipeline_ops_order (POL_SCHEDULE_INTERLEAVED, p, v, s, m, ops);
+            int first_backward = -1;
+            for (int k = 0; k < 2 * m * v; k++)
+              {
+                int code = ops[k] >= 0 ? ops[k] : -ops[k] - 1;
+                int c = code / m, i = code % m;
+                g_assert_cmpint (c, <, v);
+                if (ops[k] >= 0)
+                  g_assert_cmpint (i, ==, next_f[c]++);
+                else
+                  {
+                    g_assert_cmpint (i, ==, next_b[c]++);
+                    g_assert_cmpint (next_f[c], >, i);
+                    if (first_backward < 0)
+                      first_backward = k;
+                  }
+              }
+            for (int c = 0; c < v; c++)
+              {
+                g_assert_cmpint (next_f[c], ==, m);
+                g_assert_cmpint (next_b[c], ==, m);
+              }
+            int warm = m == p ? m * v : MIN (2 * (p - s - 1) + (v - 1) * p, m * v);
+            /* the first backward comes after the warm-up and one forward */
+            g_assert_cmpint (first_backward, ==, warm == m * v ? m * v : warm + 1);
+            g_autofree double *ones = g_new (double, v);
+            for (int c = 0; c < v; c++)
+              ones[c] = 3.0;
+            double bytes = 0;
+            int peak = pol_pipeline_stash_peak (POL_SCHEDULE_INTERLEAVED, p, v, s, m, ones,
+                                                &bytes, NULL);
+            g_assert_cmpint (peak, ==, interleaved_peak (p, v, s, m));
+            g_assert_cmpfloat (bytes, ==, 3.0 * peak);
+          }
+  /* one chunk: the 1F1B order */
+  for (int p = 1; p <= 4; p++)
+    for (int s = 0; s < p; s++)
+      {
+        int a[16], b[16];
+        pol_pipeline_ops_order (POL_SCHEDULE_1F1B, p, 1, s, 2 * p, a);
+        pol_pipeline_ops_order (POL_SCHEDULE_INTERLEAVED, p, 1, s, 2 * p, b);
+        g_assert_cmpmem (a, sizeof (int) * 4 * p, b, sizeof (int) * 4 * p);
+      }
+}
+
+/* The uniform scenario of test_uniform with p v layers under `schedule`
+ * and `chunks`. */
+static char *
+uniform_text (int p, int v, int m, int n, const char *schedule, const char *wl,
+              const char *recompute)
+{
+  return g_strdup_printf (
+    "[scenario]\nname = u\nseed = 1\niterations = 3\n"
+    "[cluster]\nworkers = %d\n"
+    "[device]\nflops = 1e9\nefficiency = 1\n"
+    "[network]\nbandwidth = 1e18\nlatency = 0\ncontention = none\n"
+    "[model]\nkind = timing\nworkload = %s\nbatch = %d\nrecompute = %s\n"
+    "[kernels]\nbackend = none\n"
+    "[policy]\nkind = pipeline\nschedule = %s\nchunks = %d\nmicrobatches = %d\n",
+    p, wl, n * m, recompute, schedule, v, m);
+}
+
+/* p stages of v one-layer chunks each, identical layers, free
+ * communication: an iteration lasts (m + (p - 1)/v)(t_f + t_b), t_f and t_b
+ * a stage's forward and backward of one micro-batch through all its
+ * layers; its bubble is (p - 1)/(v m) of the ideal m (t_f + t_b). */
+static void
+test_interleaved_uniform (void)
+{
+  const int cases[][3] = { { 2, 2, 4 }, { 4, 2, 8 }, { 3, 3, 6 }, { 4, 4, 4 }, { 2, 3, 2 },
+                           { 3, 2, 12 } };
+  const double F = 1e9;
+  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      int p = cases[k][0], v = cases[k][1], m = cases[k][2], n = 4;
+      g_autofree char *wl = uniform_workload (p * v);
+      g_autofree char *text = uniform_text (p, v, m, n, "interleaved", wl, "none");
+      Result *r = run_text (text, NULL);
+      const double t_f = v * FWD * n / F, t_b = v * 2 * FWD * n / F;
+      const double iter = (m + (double) (p - 1) / v) * (t_f + t_b);
+      g_assert_cmpuint (r->iter_len->len, ==, (guint) (3 * p));
+      for (guint i = 0; i < r->iter_len->len; i++)
+        test_assert_close (g_array_index (r->iter_len, double, i), iter, 1e-9);
+      test_assert_close ((iter - m * (t_f + t_b)) / (m * (t_f + t_b)),
+                         (double) (p - 1) / (v * m), 1e-9);
+      g_assert_cmpuint (r->stages->len, ==, (guint) p);
+      for (int s = 0; s < p; s++)
+        {
+          const PolStageStats *st = &g_array_index (r->stages, PolStageStats, s);
+          /* its chunks are layers s, s + p, ..., s + (v - 1)p */
+          g_assert_cmpint (st->first_layer, ==, s);
+          g_assert_cmpint (st->last_layer, ==, s + (v - 1) * p);
+          int peak = interleaved_peak (p, v, s, m);
+          g_assert_cmpint (st->peak_stash, ==, peak);
+          if (s > 0) /* a chunk stashes its layer's activations and its input */
+            test_assert_close (st->activation_bytes, peak * 4.0 * n * 2 * ACT, 1e-12);
+          test_assert_close (st->flops, m * v * 3 * FWD * n, 1e-12);
+          test_assert_close (st->idle / (st->compute + st->idle),
+                             (double) (p - 1) / (v * m + p - 1), 1e-9);
+        }
+      g_unlink (wl);
+      result_free (r);
+    }
+}
+
+/* Runs `dtsim run` on `text` with the sets (NULL-terminated) into db in
+ * dir; returns its exit status, its standard error in *err. */
+static int
+run_cli (const char *dir, const char *text, const char *db, const char *const *sets, char **err)
+{
+  g_autofree char *ini = g_build_filename (dir, "i.ini", NULL);
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_autoptr (GPtrArray) args = g_ptr_array_new ();
+  const char *head[] = { "run", ini, "-o", db, "--quiet" };
+  for (gsize i = 0; i < G_N_ELEMENTS (head); i++)
+    g_ptr_array_add (args, (gpointer) head[i]);
+  for (int i = 0; sets && sets[i]; i++)
+    {
+      g_ptr_array_add (args, (gpointer) "--set");
+      g_ptr_array_add (args, (gpointer) sets[i]);
+    }
+  g_ptr_array_add (args, NULL);
+  int rc = test_run_dtsim_argv (dir, NULL, err, (const char *const *) args->pdata);
+  g_remove (ini);
+  return rc;
+}
+
+/* One chunk under schedule = interleaved is 1F1B: the same rows in every
+ * table of the trace but the params row of the schedule. */
+static void
+test_interleaved_one_chunk (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-interleave-XXXXXX", NULL);
+  g_autofree char *db = g_build_filename (dir, "i.db", NULL);
+  g_autofree char *text = g_strconcat (mlp, "[trace]\ndetail = messages\n"
+                                       "[sweep]\npolicy.schedule = 1f1b, interleaved\n", NULL);
+  const char *sets[] = { "cluster.workers=2", "policy.replicas=1", NULL };
+  g_autofree char *err = NULL;
+  if (run_cli (dir, text, db, sets, &err) != 0)
+    g_error ("dtsim run: %s", err);
+  g_assert_cmpint (test_query_number (db, "SELECT COUNT(*) FROM runs"), ==, 2);
+  const char *tables[][2] = {
+    { "spans", "actor, kind, start, end, iteration, bytes, phase, microbatch, first_layer, last_layer" },
+    { "messages", "src, dst, bytes, start, end, tag" },
+    { "iterations", "worker, iteration, start, end, compute, comm, wait" },
+    { "metrics", "sim_time, step, loss, accuracy" },
+    { "stages", "stage, first_layer, last_layer, params, flops, peak_stash, activation_bytes,"
+                " boundary_bytes, compute, idle" },
+  };
+  for (gsize t = 0; t < G_N_ELEMENTS (tables); t++)
+    {
+      g_autofree char *rows = g_strdup_printf ("SELECT COUNT(*) FROM %s WHERE run_id = 1",
+                                               tables[t][0]);
+      g_assert_cmpfloat (test_query_number (db, rows), >, 0);
+      g_autofree char *diff = g_strdup_printf (
+        "SELECT COUNT(*) FROM (SELECT %s FROM %s WHERE run_id = 1 EXCEPT SELECT %s FROM %s"
+        " WHERE run_id = 2) ", tables[t][1], tables[t][0], tables[t][1], tables[t][0]);
+      g_autofree char *count2 = g_strdup_printf ("SELECT COUNT(*) FROM %s WHERE run_id = 2",
+                                                 tables[t][0]);
+      g_assert_cmpfloat (test_query_number (db, diff), ==, 0);
+      g_assert_cmpfloat (test_query_number (db, count2), ==, test_query_number (db, rows));
+    }
+  test_assert_close (test_query_number (db, "SELECT sim_time FROM runs WHERE id = 2"),
+                     test_query_number (db, "SELECT sim_time FROM runs WHERE id = 1"), 0);
+  g_remove (db);
+  g_rmdir (dir);
+}
+
+/* Per replica and iteration, every micro-batch crosses the p v - 1
+ * boundaries between virtual stages forward and back. */
+static void
+test_interleaved_messages (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-interleave-XXXXXX", NULL);
+  g_autofree char *db = g_build_filename (dir, "i.db", NULL);
+  const int R = 2, p = 2, v = 3, m = 4, iterations = 12;
+  g_autofree char *text = g_strconcat (mlp, "[trace]\ndetail = messages\n", NULL);
+  const char *sets[] = { "cluster.workers=4", "policy.replicas=2", "policy.schedule=interleaved",
+                         "policy.chunks=3", "policy.microbatches=4", NULL };
+  g_autofree char *err = NULL;
+  if (run_cli (dir, text, db, sets, &err) != 0)
+    g_error ("dtsim run: %s", err);
+  double act = test_query_number (db, "SELECT COUNT(*) FROM messages WHERE tag = 'activation'");
+  double grad = test_query_number (db, "SELECT COUNT(*) FROM messages WHERE tag = 'gradient'");
+  g_assert_cmpfloat (act, ==, (double) iterations * R * (p * v - 1) * m);
+  g_assert_cmpfloat (grad, ==, (double) iterations * R * (p * v - 1) * m);
+  /* and none between the chunks of one worker */
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM messages WHERE src = dst"),
+                     ==, 0);
+  g_remove (db);
+  g_rmdir (dir);
+}
+
+/* An interleaved pipeline learns what 1F1B learns (the same losses after
+ * every iteration): the math stacked at the iteration's start, or chunk by
+ * chunk (compute time measured), with replicas, with stage_layers giving
+ * one count per virtual stage. */
+static void
+test_interleaved_equivalence (void)
+{
+  const char *ref_sets[] = { "cluster.workers=2", "policy.schedule=1f1b", NULL };
+  Result *ref = run_text (mlp, ref_sets);
+  const char *variants[][7] = {
+    { "cluster.workers=2", "policy.schedule=interleaved", "policy.chunks=3", NULL },
+    { "cluster.workers=2", "policy.schedule=interleaved", "policy.chunks=2",
+      "policy.stage_layers=1,2,2,1", NULL },
+    { "cluster.workers=2", "policy.schedule=interleaved", "policy.chunks=3",
+      "device.compute_time=measured", NULL },
+    { "cluster.workers=2", "policy.schedule=interleaved", "policy.chunks=2",
+      "policy.microbatches=8", "device.compute_time=measured", NULL },
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS (variants); k++)
+    {
+      Result *r = run_text (mlp, variants[k]);
+      assert_same_losses (r, ref);
+      result_free (r);
+    }
+  result_free (ref);
+  /* two replicas: all-reduce over two workers */
+  const char *ar_sets[] = { "policy.kind=allreduce", "cluster.workers=2", NULL };
+  Result *ar = run_text (mlp, ar_sets);
+  const char *rep[][7] = {
+    { "cluster.workers=4", "policy.replicas=2", "policy.schedule=interleaved",
+      "policy.chunks=3", NULL },
+    { "cluster.workers=4", "policy.replicas=2", "policy.schedule=interleaved",
+      "policy.chunks=3", "device.compute_time=measured", NULL },
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS (rep); k++)
+    {
+      Result *r = run_text (mlp, rep[k]);
+      assert_same_losses (r, ar);
+      result_free (r);
+    }
+  result_free (ar);
+}
+
+/* The refusals of interleaving: one line naming the key, exit 2. */
+static void
+test_interleaved_errors (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-interleave-XXXXXX", NULL);
+  g_autofree char *db = g_build_filename (dir, "i.db", NULL);
+  const struct {
+    const char *sets[5];
+    const char *needle;
+  } cases[] = {
+    /* 4 micro-batches on 3 stages */
+    { { "policy.schedule=interleaved", NULL }, "[policy] microbatches: 4 micro-batches are not a multiple of the 3 stages" },
+    { { "policy.chunks=2", NULL }, "[policy] chunks: 2 chunks per stage need schedule = interleaved" },
+    /* 8 virtual stages of a 6-layer MLP */
+    { { "cluster.workers=2", "policy.schedule=interleaved", "policy.chunks=4", NULL },
+      "[policy] chunks: 2 stages x 4 chunks need 8 virtual stages" },
+    { { "cluster.workers=2", "policy.schedule=interleaved", "policy.chunks=2",
+        "policy.stage_layers=3,3", NULL }, "[policy] stage_layers: 2 counts for 2 stages x 2 chunks" },
+    { { "cluster.workers=1", "policy.schedule=interleaved", "policy.chunks=2", NULL },
+      "[policy] chunks: 2 chunks on a single stage" },
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      g_autofree char *err = NULL;
+      int rc = run_cli (dir, mlp, db, cases[k].sets, &err);
+      g_assert_cmpint (rc, ==, 2);
+      if (!strstr (err, cases[k].needle) || !strstr (err, "i.ini"))
+        g_error ("expected '%s' in: %s", cases[k].needle, err);
+      /* one line */
+      g_assert_cmpint ((int) (strchr (err, '\n') - err), ==, (int) strlen (err) - 1);
+      g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
+    }
+  g_rmdir (dir);
+}
+
+/* [model] recompute under every schedule: a stage's backward costs its
+ * forward again, so with identical layers and free communication an
+ * iteration lasts (m + p - 1)(2 t_f + t_b) (interleaved: (m + (p - 1)/v)
+ * (2 t_f + t_b)), and full recompute stashes only each chunk's input (the
+ * first layer's activations, holding the model input, on the first). */
+static void
+test_recompute (void)
+{
+  const char *schedules[] = { "gpipe", "1f1b", "interleaved" };
+  const double F = 1e9;
+  const int p = 2, m = 4, n = 4;
+  for (gsize k = 0; k < G_N_ELEMENTS (schedules); k++)
+    {
+      int v = k == 2 ? 2 : 1;
+      g_autofree char *wl = uniform_workload (p * v);
+      g_autofree char *plain = uniform_text (p, v, m, n, schedules[k], wl, "none");
+      g_autofree char *full = uniform_text (p, v, m, n, schedules[k], wl, "full");
+      Result *a = run_text (plain, NULL);
+      Result *b = run_text (full, NULL);
+      const double t_f = v * FWD * n / F, t_b = v * 2 * FWD * n / F;
+      const double lead = k == 2 ? m + (double) (p - 1) / v : m + p - 1;
+      test_assert_close (g_array_index (a->iter_len, double, 0), lead * (t_f + t_b), 1e-9);
+      test_assert_close (g_array_index (b->iter_len, double, 0), lead * (2 * t_f + t_b), 1e-9);
+      for (int s = 0; s < p; s++)
+        {
+          const PolStageStats *sa = &g_array_index (a->stages, PolStageStats, s);
+          const PolStageStats *sb = &g_array_index (b->stages, PolStageStats, s);
+          g_assert_cmpint (sa->peak_stash, ==, sb->peak_stash);
+          /* every chunk keeps 4 n ACT: its input, or layer 0's activations */
+          test_assert_close (sb->activation_bytes, sb->peak_stash * 4.0 * n * ACT, 1e-12);
+          test_assert_close (sb->flops, sa->flops * 4 / 3, 1e-12);
+        }
+      g_unlink (wl);
+      result_free (a);
+      result_free (b);
+    }
+}
+
+/* Selective recompute drops the element-wise and norm layers' activations
+ * from each stage's stash: 4 n (i + sum of the others' activations); the
+ * memory check and the trace agree on it. */
+static void
+test_recompute_stash (void)
+{
+  const char *sets[] = { "model.recompute=selective", NULL };
+  GPtrArray *configs = test_load_scenario_text (mlp, sets);
+  SimConfig *c = g_ptr_array_index (configs, 0);
+  KernModel *model = sim_model_new (c, NULL, NULL);
+  int n_shares;
+  g_autofree SimStageMemory *st = sim_shares_memory (c, model, &n_shares, NULL);
+  g_assert_cmpint (n_shares, ==, 3);
+  const int n = 16 / 4;
+  int dropped = 0;
+  for (int s = 0; s < n_shares; s++)
+    {
+      double floats = st[s].first > 0 ? model->layers[st[s].first - 1].outputs : 0;
+      for (int l = st[s].first; l <= st[s].last; l++)
+        {
+          KernLayerKind kind = model->layers[l].kind;
+          if ((kind != KERN_LAYER_ELEMENTWISE && kind != KERN_LAYER_NORM) || l == 0)
+            floats += model->layers[l].activations;
+          else
+            dropped++;
+        }
+      test_assert_close (st[s].stash_bytes, 4.0 * n * floats, 1e-15);
+      test_assert_close (st[s].act_bytes, st[s].slots * st[s].stash_bytes, 1e-15);
+    }
+  g_assert_cmpint (dropped, >, 0);  /* the MLP's activation layers */
+  kern_model_free (model);
+  g_ptr_array_unref (configs);
+
+  Result *r = run_text (mlp, sets);
+  for (int s = 0; s < 3; s++)
+    {
+      const PolStageStats *x = &g_array_index (r->stages, PolStageStats, s);
+      test_assert_close (x->activation_bytes, st[x->stage].act_bytes, 1e-15);
+    }
+  result_free (r);
+}
+
+/* dtsim check prints each stage's chunks and its peak stash in them; the
+ * memory check prices what the run stashes. */
+static void
+test_interleaved_memory (void)
+{
+  const char *sets[] = { "cluster.workers=2", "policy.schedule=interleaved", "policy.chunks=3",
+                         "model.optimizer=adam", NULL };
+  GPtrArray *configs = test_load_scenario_text (mlp, sets);
+  SimConfig *c = g_ptr_array_index (configs, 0);
+  KernModel *model = sim_model_new (c, NULL, NULL);
+  int n_shares;
+  g_autofree SimStageMemory *st = sim_shares_memory (c, model, &n_shares, NULL);
+  g_assert_cmpint (n_shares, ==, 2);
+  gsize params = 0;
+  for (int s = 0; s < 2; s++)
+    {
+      g_assert_cmpint (st[s].slots, ==, interleaved_peak (2, 3, s, 4));
+      params += st[s].params;
+    }
+  g_assert_cmpuint (params, ==, model->ops->n_params (model));
+  Result *r = run_text (mlp, sets);
+  const int per = kern_opt_state_per_param (&kern_opt_adam);
+  for (int s = 0; s < 2; s++)
+    {
+      const PolStageStats *x = &g_array_index (r->stages, PolStageStats, s);
+      g_assert_cmpuint (x->params, ==, st[s].params);
+      g_assert_cmpint (x->peak_stash, ==, st[s].slots);
+      test_assert_close (st[s].total, x->activation_bytes + 4.0 * (2 + per) * (double) x->params,
+                         1e-15);
+    }
+  result_free (r);
+  kern_model_free (model);
+  g_ptr_array_unref (configs);
+
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-interleave-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename (dir, "p.ini", NULL);
+  g_assert_true (g_file_set_contents (ini, mlp, -1, NULL));
+  g_autofree char *out = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, NULL, "check", ini, "--set", "cluster.workers=2",
+                                   "--set", "policy.schedule=interleaved", "--set",
+                                   "policy.chunks=3", NULL), ==, 0);
+  /* 6 layers in 6 virtual stages: stage s holds layers s, s + 2, s + 4 */
+  if (!strstr (out, "stage 0: layers 0-0, 2-2, 4-4,") || !strstr (out, "stage 1: layers 1-1, 3-3, 5-5,")
+      || !strstr (out, "stashed micro-batches of 4 samples in its chunks"))
+    g_error ("no chunks in: %s", out);
+  g_remove (ini);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -669,5 +1094,14 @@ main (int argc, char **argv)
   g_test_add_func ("/pipeline/memory/trace", test_memory_trace);
   g_test_add_func ("/pipeline/stages-resolved", test_stages_resolved);
   g_test_add_func ("/pipeline/mesh", test_mesh_rows);
+  g_test_add_func ("/pipeline/interleaved/order", test_interleaved_order);
+  g_test_add_func ("/pipeline/interleaved/uniform", test_interleaved_uniform);
+  g_test_add_func ("/pipeline/interleaved/one-chunk", test_interleaved_one_chunk);
+  g_test_add_func ("/pipeline/interleaved/messages", test_interleaved_messages);
+  g_test_add_func ("/pipeline/interleaved/equivalence", test_interleaved_equivalence);
+  g_test_add_func ("/pipeline/interleaved/errors", test_interleaved_errors);
+  g_test_add_func ("/pipeline/interleaved/memory", test_interleaved_memory);
+  g_test_add_func ("/pipeline/recompute/time", test_recompute);
+  g_test_add_func ("/pipeline/recompute/stash", test_recompute_stash);
   return g_test_run ();
 }
