@@ -275,13 +275,77 @@ check_memory_terms (const SimConfig *c, KernModel *m)
     "parameters, gradients and optimizer state sharded"
   };
   g_autofree char *zero = pol_lookup (c->policy)->zero
-    ? g_strdup_printf ("; zero %d: %s over %" G_GINT64_FORMAT " workers", t.zero,
-                       sharded[t.zero], c->workers)
+    ? g_strdup_printf ("; %szero %d: %s over %" G_GINT64_FORMAT " data-parallel ranks",
+                       t.tensor > 1 ? "a tensor rank's share; " : "", t.zero, sharded[t.zero],
+                       c->workers / t.tensor)
     : g_strdup ("");
   printf ("  device memory per worker: %.4g GiB = parameters %.4g + gradients %.4g + optimizer "
           "state %.4g%s + activations %.4g (%g + %g + %g bytes per parameter%s)\n",
           t.total / G, t.params / G, t.grads / G, t.state / G, gathered, t.activations / G,
           t.param_bytes, t.grad_bytes, t.state_bytes, zero);
+}
+
+/* dtsim check's line on a data-parallel run's layout: ranks per axis, the
+ * tensor groups and where they sit (inside one server of the topology?),
+ * and what each axis moves in a step. */
+static void
+check_layout (const SimConfig *c, KernModel *m)
+{
+  int T = (int) base_values_int (c->values, "policy.tensor");
+  gint64 D = c->workers / T;
+  gint64 zero = base_values_int (c->values, "policy.zero");
+  double e = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 2 : 4;
+  g_autoptr (GString) line = g_string_new (NULL);
+  g_string_append_printf (line, "  layout: %" G_GINT64_FORMAT " data-parallel rank%s x %d "
+                          "tensor rank%s", D, D == 1 ? "" : "s", T, T == 1 ? "" : "s");
+  if (T > 1)
+    {
+      /* tensor groups are T consecutive workers: do they share a server? */
+      EngSim *sim = eng_sim_new ();
+      g_autoptr (GError) error = NULL;
+      NetNetwork *net = sim_network_build (c, sim, "scenario", &error);
+      gint64 across = 0;
+      for (gint64 g = 0; net && g < D; g++)
+        for (int t = 1; t < T; t++)
+          if (net_network_host_group (net, (int) (g * T + t))
+              != net_network_host_group (net, (int) (g * T)))
+            {
+              across++;
+              break;
+            }
+      gboolean servers = net_topology_lookup (c->topology)->servers;
+      g_string_append_printf (line, "; tensor groups of %d consecutive workers%s%s", T,
+                              !servers ? "" : !net ? ", placement unknown"
+                              : across == 0 ? ", each inside one server"
+                              : ", some across servers", "");
+      if (servers && across > 0)
+        g_string_append_printf (line, " (%" G_GINT64_FORMAT " of %" G_GINT64_FORMAT ")", across,
+                                D);
+      if (net)
+        net_network_free (net);
+      eng_sim_free (sim);
+      g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (m->n_layers, 1));
+      if (pol_tensor_split (m->layers, m->n_layers, T, split, NULL))
+        {
+          int n;
+          gboolean sequence = base_values_int (c->values, "policy.sequence_parallel") != 0;
+          g_autofree PolTpCollective *coll
+            = pol_tensor_collectives (m->layers, m->n_layers, split, sequence, &n);
+          double values = 0;
+          for (int i = 0; i < n; i++)
+            values += coll[i].floats * (double) c->batch;
+          g_string_append_printf (line, "; a step's tensor collectives: %d %s, %.4g MB in all "
+                                  "per group", n, sequence ? "reduce-scatters and all-gathers"
+                                                           : "all-reduces",
+                                  values * e / 1e6);
+        }
+    }
+  gsize P = m->ops->n_params (m);
+  g_string_append_printf (line, "; the data groups reduce %.4g MB of gradients a step (%s)",
+                          4.0 * (double) P / 1e6,
+                          zero ? "reduce-scatter, then all-gather of the parameters"
+                               : "all-reduce");
+  printf ("%s\n", line->str);
 }
 
 /* dtsim check's lines on the model of C: one step's cost and the device
@@ -305,6 +369,8 @@ check_model (const SimConfig *c)
       : c->workload ? g_strdup_printf ("%s (timing only)", c->workload)
       : sim_model_kind (c)->math
         ? g_strdup_printf ("%s (timing only: [kernels] backend = none)", m->ops->name)
+      : !sim_model_kind (c)->reads_workload
+        ? g_strdup_printf ("%s (timing only)", sim_model_kind (c)->name)
         : g_strdup ("timing only ([model] params and flops)");
   printf ("model: %s, %d layer%s, %" G_GSIZE_FORMAT " parameters; step of batch %"
           G_GINT64_FORMAT ": %.6g s (serial %.6g s, forward %.6g s), %.4g GFLOP; update %.6g s; "
@@ -318,6 +384,8 @@ check_model (const SimConfig *c)
           mem / (1024.0 * 1024.0 * 1024.0), of);
   if (!pol_lookup (c->policy)->shares)
     check_memory_terms (c, m);
+  if (pol_lookup (c->policy)->zero)
+    check_layout (c, m);
   if (c->math)
     check_kernels (c);
   if (c->step_time < 0 && c->memory_bandwidth > 0 && m->n_layers > 0)

@@ -171,15 +171,27 @@ sim_step_cost_clear (SimStepCost *cost)
   memset (cost, 0, sizeof *cost);
 }
 
-/* The bytes of activations a worker's device holds for the whole of m at
- * c's batch and recompute, at the precision's size. */
+/* The bytes of activations a worker's device holds for m at c's batch and
+ * recompute, at the precision's size; layer l's cut `div[l]` ways (NULL:
+ * none, the whole model). */
 static double
-activation_bytes (const SimConfig *c, const KernModel *m)
+activation_bytes (const SimConfig *c, const KernModel *m, const double *div)
 {
   gsize P = m->ops->n_params (m);
   int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
-  double fixed = 4.0 * (double) P * (2.0 + per);
-  double act = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P) - fixed;
+  double act;
+  if (!div)
+    {
+      double fixed = 4.0 * (double) P * (2.0 + per);
+      act = kern_model_memory_bytes (m, (int) c->batch, (gsize) per * P) - fixed;
+    }
+  else
+    {
+      act = 0;
+      for (int l = 0; l < m->n_layers; l++)
+        act += m->layers[l].activations / div[l];
+      act *= 4.0 * (double) c->batch;
+    }
   if (c->recompute != SIM_RECOMPUTE_NONE && m->n_layers > 0)
     {
       /* floats per sample held: selective, the layers not recomputed; full,
@@ -189,12 +201,14 @@ activation_bytes (const SimConfig *c, const KernModel *m)
       for (int l = 0; l < m->n_layers; l++)
         {
           const KernLayer *ly = &m->layers[l];
-          largest = MAX (largest, ly->activations);
+          double a = ly->activations / (div ? div[l] : 1.0);
+          largest = MAX (largest, a);
           if (!recomputed (c, ly))
-            kept += ly->activations;
+            kept += a;
         }
       if (c->recompute == SIM_RECOMPUTE_FULL)
-        kept = m->layers[0].fwd_bytes / 4.0 - m->layers[0].activations + largest;
+        kept = (m->layers[0].fwd_bytes / 4.0 - m->layers[0].activations) / (div ? div[0] : 1.0)
+               + largest;
       act = 4.0 * (double) c->batch * kept;
     }
   return act * activation_scale (c);
@@ -226,10 +240,27 @@ sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out)
   gboolean mixed = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16;
   const PolPolicyOps *ops = pol_lookup (c->policy);
   int zero = ops->zero ? (int) base_values_int (c->values, "policy.zero") : 0;
-  double N = zero > 0 ? (double) c->workers : 1;
+  int T = ops->zero ? (int) base_values_int (c->values, "policy.tensor") : 1;
+  double N = zero > 0 ? (double) (c->workers / T) : 1;
   memset (out, 0, sizeof *out);
   out->zero = zero;
   out->ranks = (gint64) N;
+  out->tensor = T;
+  g_autofree double *div = NULL;
+  if (T > 1)
+    {
+      /* a tensor rank's share of the parameters and activations */
+      g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (m->n_layers, 1));
+      gboolean sequence = base_values_int (c->values, "policy.sequence_parallel") != 0;
+      if (pol_tensor_split (m->layers, m->n_layers, T, split, NULL))
+        {
+          P = (double) pol_tensor_rank_params (m->layers, m->n_layers, m->ops->n_params (m),
+                                               split, T);
+          div = g_new (double, MAX (m->n_layers, 1));
+          for (int l = 0; l < m->n_layers; l++)
+            div[l] = split[l] != POL_TP_WHOLE || sequence ? T : 1;
+        }
+    }
   out->param_bytes = mixed ? 2 : 4;
   out->grad_bytes = out->param_bytes;
   out->state_bytes = 4.0 * per + (mixed ? 4 : 0);
@@ -239,7 +270,7 @@ sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out)
   if (zero >= 3)
     out->gathered = out->param_bytes
                     * (double) gathered_params (m, base_values_int (c->values, "policy.prefetch"));
-  out->activations = activation_bytes (c, m);
+  out->activations = activation_bytes (c, m, div);
   out->total = out->params + out->grads + out->state + out->gathered + out->activations;
 }
 
@@ -454,11 +485,14 @@ static gboolean
 policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
 {
   const PolPolicyOps *ops = pol_lookup (c->policy);
-  if (ops->zero && base_values_int (c->values, "policy.zero") == 3 && c->overlap_slowdown > 0
-      && g_hash_table_contains (c->given, "device.overlap_slowdown"))
+  if (ops->zero && c->overlap_slowdown > 0
+      && g_hash_table_contains (c->given, "device.overlap_slowdown")
+      && (base_values_int (c->values, "policy.zero") == 3
+          || base_values_int (c->values, "policy.tensor") > 1))
     return sim_key_error (error, file, "device", "overlap_slowdown",
-                          "not modelled with [policy] zero = 3 (its gathers overlap every "
-                          "layer's compute); remove it, or use zero <= 2");
+                          "not modelled with [policy] zero = 3 or tensor > 1 (their collectives "
+                          "interleave with every layer's compute); remove it, or use zero <= 2 "
+                          "and tensor = 1");
   g_autofree gboolean *mask = sim_recompute_mask (c, m);
   LayerCtx lc = { c, m, mask };
   PolModelInfo mi = model_info (c, &lc);

@@ -63,15 +63,20 @@ KernOptConfig sim_opt_config (const SimConfig *c);
  * by term, in bytes.  With Psi parameters, N = workers ranks sharing the
  * state ([policy] zero > 0, else 1) and K bytes of optimizer state per
  * parameter (4 per optimizer float, plus a 4-byte master copy under bf16
- * and fp16), the ZeRO paper's terms (Rajbhandari et al., SC 2020):
+ * and fp16), the ZeRO paper's terms (Rajbhandari et al., SC 2020), Psi
+ * being a tensor rank's share with [policy] tensor = T (and N the workers
+ * over T):
  * parameters 2 Psi under bf16 and fp16 (4 Psi otherwise), divided by N at
  * zero 3; gradients as much, divided by N from zero 2; optimizer state
  * K Psi, divided by N from zero 1.  Zero 3 also holds a layer's gathered
  * parameters (with prefetch, the next layer's too); activations as the
- * batch and recompute make them. */
+ * batch and recompute make them, a cut layer's (every layer's with
+ * sequence parallelism) 1/T on a tensor rank. */
 typedef struct {
   int zero;              /* [policy] zero of a policy that shards, else 0 */
-  gint64 ranks;          /* N: workers sharing the state (1 at zero 0) */
+  int tensor;            /* [policy] tensor: T, 1 without */
+  gint64 ranks;          /* N: data-parallel ranks sharing the state (1 at
+                            zero 0) */
   double param_bytes;    /* bytes per parameter: 2 (bf16, fp16) or 4 */
   double grad_bytes;     /* bytes per gradient, as param_bytes */
   double state_bytes;    /* K */

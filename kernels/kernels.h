@@ -130,6 +130,9 @@ typedef struct {
    * be cut within, as a layer table's row without shapes). */
   int n_weights;
   KernWeight weight[KERN_MAX_WEIGHTS];
+  /* An attention layer's heads, which tensor parallelism shares out (0:
+   * not an attention layer, or not known). */
+  int heads;
 } KernLayer;
 
 typedef struct KernModel KernModel;

@@ -17,7 +17,8 @@
  * parser (timing.c), so that kind = transformer with GPT-2's shape is the
  * built-in gpt-2 table, layer for layer (tests/test-workloads.c).  The
  * projections and the MLP also carry their weight shapes (KernWeight), the
- * embeddings theirs, so the model can be cut within a layer.
+ * embeddings theirs, and the attention's scores, softmax and context their
+ * heads, so the model can be cut within a layer.
  */
 #include "kernels/kernels.h"
 
@@ -163,6 +164,8 @@ transformer_new (const KernModelArgs *a, struct KernBackend *be G_GNUC_UNUSED, G
       set_weight (first + LINE_PROJ, 0, D, D, TRUE);
       set_weight (first + LINE_FC, 0, D, 4 * D, TRUE);
       set_weight (first + LINE_FC_PROJ, 0, 4 * D, D, TRUE);
+      for (int i = LINE_QKV + 1; i < LINE_PROJ; i++)
+        first[i].heads = (int) sh.heads;
     }
   return m;
 }

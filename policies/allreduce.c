@@ -93,6 +93,7 @@
 #include "comm/shard.h"
 #include "policies/common.h"
 #include "policies/compress.h"
+#include "policies/tensor.h"
 #include "train/mesh.h"
 #include "train/step.h"
 
@@ -162,6 +163,20 @@ typedef struct {
   const CommAlgorithm *gather_alg; /* zero > 0: the parameters' all-gathers */
   int gathered;            /* zero = 1, 2: all-gathers ended this iteration */
   struct ArZero3 *z3;      /* zero = 3: the units and their timeline */
+  int T;                   /* [policy] tensor: ranks of a tensor group */
+  int dp;                  /* data-parallel ranks: workers / T */
+  const int **dp_hosts;    /* (T) the hosts of tensor rank t's data group */
+  int pending;             /* collectives of the data groups running */
+  CommDone pending_done;   /* called when they have all ended */
+  gpointer pending_data;
+  PolTpSplit *split;       /* (n_layers) T > 1: how each layer is cut */
+  PolTensorStep *tp;       /* T > 1: the tensor groups' step chain */
+  double tp_share;         /* T > 1: a rank's compute over the unsplit step */
+  int *bucket_layer;       /* (n_buckets) T > 1: the layer holding each
+                              bucket's first parameter */
+  int ready_layer;         /* T > 1: the lowest layer whose backward ended */
+  gboolean bucket_busy;    /* T > 1: a bucket's collectives are running */
+  double chain_end;        /* T > 1: s, when the step ended; < 0 before */
   double slowdown;         /* [device] overlap_slowdown */
   double bucket_overhead;  /* [policy] bucket_overhead, s */
   int done;                /* buckets whose all-reduce has ended this
@@ -192,13 +207,13 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   if (ar->env.model)
     {
       float *g = ar->sum;
-      float inv = 1.0f / (float) W;
+      float inv = 1.0f / (float) ar->dp;
       for (gsize i = 0; i < ar->env.n_params; i++)
         g[i] *= inv;
       if (!ar->zero)
         kern_optimizer_step (ar->opt, ar->params, g);
       else
-        for (int r = 0; r < W; r++)
+        for (int r = 0; r < ar->dp; r++)
           if (ar->shard_opt[r])
             kern_optimizer_step (ar->shard_opt[r], ar->params + ar->shard_lo[r],
                                  g + ar->shard_lo[r]);
@@ -218,8 +233,10 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       if (update_end < now)
         span (ar, w, "send", update_end, now);
     }
+  /* every worker updates (its share of) the model; a tensor group trains
+   * on one batch */
   ar->run.updates += W;
-  ar->run.samples += (gint64) W * ar->env.batch;
+  ar->run.samples += (gint64) ar->dp * ar->env.batch;
   pol_run_progress (&ar->run, now);
   if (!pol_run_round_end (&ar->run, ar->params, ar->iter + 1 >= ar->env.iterations))
     return;
@@ -229,6 +246,8 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 
 static void start_bucket (EngSim *sim, gpointer ctx, gpointer data);
 static void on_shard_updated (EngSim *sim, gpointer ctx, gpointer data);
+static void tp_bucket_done (ArPolicy *ar);
+static void ar_free (PolPolicy *p);
 
 /* tau(x): when a worker has done x seconds of compute work this iteration,
  * compute slowed by 1 + slowdown inside the all-reduces of buckets
@@ -281,6 +300,11 @@ on_bucket_done (EngSim *sim, gpointer ctx, gpointer data)
   if (ar->env.rec.bucket)
     ar->env.rec.bucket (ar->env.rec.ctx, ar->iter, j, b->wire, b->ready, b->start, now,
                         b->alg->name);
+  if (ar->tp)
+    {
+      tp_bucket_done (ar);
+      return;
+    }
   if (j + 1 < ar->n_buckets)
     {
       ArBucket *next = &ar->buckets[j + 1];
@@ -357,27 +381,51 @@ allgather_algorithm (ArPolicy *ar, double wire)
   return &comm_ring;
 }
 
-/* Starts a reduce-scatter or all-gather of n floats among the workers
- * (timing only). */
+/* One of a data-group collective's parts has ended; the last calls what
+ * start_data asked for. */
 static void
-start_sharded (ArPolicy *ar, const CommAlgorithm *alg, CommKind kind, gsize n, CommDone done,
-               gpointer data)
+on_part_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
-  CommArgs a = pol_comm_args (&ar->env, ar->env.workers, ar->hosts, NULL, n, 0);
-  a.channels = 1;
-  g_autoptr (GError) error = NULL;
-  if (!comm_start (alg, &a, kind, done, ar, data, &error))
-    g_error ("%s with %s: %s", comm_kind_name (kind), alg->name, error->message); /* checked */
+  ArPolicy *ar = ctx;
+  if (--ar->pending == 0)
+    ar->pending_done (sim, ar, ar->pending_data);
+}
+
+/* Starts a collective of `kind` over n of the model's floats on every data
+ * group at once (timing only): each tensor rank's group of dp workers
+ * carries its 1/T share; `done` is called once all have ended. */
+static void
+start_data (ArPolicy *ar, const CommAlgorithm *alg, CommKind kind, gsize n, CommDone done,
+            gpointer data)
+{
+  gsize part = ar->T > 1 ? MAX (n / (gsize) ar->T, 1) : n;
+  ar->pending = ar->T;
+  ar->pending_done = done;
+  ar->pending_data = data;
+  for (int t = 0; t < ar->T; t++)
+    {
+      if (kind == COMM_ALLREDUCE)
+        {
+          pol_allreduce_start (&ar->env, alg, ar->dp, ar->dp_hosts[t], NULL, part, 0,
+                               on_part_done, ar, NULL);
+          continue;
+        }
+      CommArgs a = pol_comm_args (&ar->env, ar->dp, ar->dp_hosts[t], NULL, part, 0);
+      a.channels = 1;
+      g_autoptr (GError) error = NULL;
+      if (!comm_start (alg, &a, kind, on_part_done, ar, NULL, &error))
+        g_error ("%s with %s: %s", comm_kind_name (kind), alg->name, error->message); /* checked */
+    }
 }
 
 /* What runs a reduce-scatter or all-gather of n floats among the workers:
  * [policy] algorithm, or what auto picks for it; NULL when it does not do
  * that kind (ar_check_model refuses the run). */
 static const CommAlgorithm *
-sharded_algorithm (const PolEnv *env, const CommAlgorithm *alg, const int *hosts, CommKind kind,
-                   gsize n)
+sharded_algorithm (const PolEnv *env, const CommAlgorithm *alg, int p, const int *hosts,
+                   CommKind kind, gsize n)
 {
-  CommArgs a = pol_comm_args (env, env->workers, hosts, NULL, n, 0);
+  CommArgs a = pol_comm_args (env, p, hosts, NULL, n, 0);
   a.channels = 1;
   return comm_does (alg, kind) ? comm_resolve (alg, &a, kind) : NULL;
 }
@@ -391,7 +439,7 @@ on_gather_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   if (++ar->gathered < ar->n_buckets)
     {
       ArBucket *b = &ar->buckets[ar->gathered];
-      start_sharded (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, on_gather_done, NULL);
+      start_data (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, on_gather_done, NULL);
       return;
     }
   on_update_done (sim, ar, NULL);
@@ -404,7 +452,7 @@ on_shard_updated (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   ar->update_end = eng_sim_now (sim);
   ar->gathered = 0;
   ArBucket *b = &ar->buckets[0];
-  start_sharded (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, on_gather_done, NULL);
+  start_data (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, on_gather_done, NULL);
 }
 
 static void
@@ -424,13 +472,12 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
     }
   if (ar->zero)
     {
-      start_sharded (ar, b->alg, COMM_REDUCE_SCATTER, b->hi - b->lo, on_bucket_done, data);
+      start_data (ar, b->alg, COMM_REDUCE_SCATTER, b->hi - b->lo, on_bucket_done, data);
       return;
     }
   if (!ar->cmp)
     {
-      pol_allreduce_start (&ar->env, b->alg, ar->env.workers, ar->hosts, NULL,
-                           b->hi - b->lo, 0, on_bucket_done, ar, data);
+      start_data (ar, b->alg, COMM_ALLREDUCE, b->hi - b->lo, on_bucket_done, data);
       return;
     }
   CommArgs a = allgather_args (ar, b->wire);
@@ -545,10 +592,10 @@ z3_start (EngSim *sim, gpointer ctx, gpointer data)
   if (z->op_kind[c] == Z3_SCATTER)
     {
       b->start = eng_sim_now (sim);
-      start_sharded (ar, b->alg, COMM_REDUCE_SCATTER, b->hi - b->lo, z3_done, data);
+      start_data (ar, b->alg, COMM_REDUCE_SCATTER, b->hi - b->lo, z3_done, data);
     }
   else
-    start_sharded (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, z3_done, data);
+    start_data (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, z3_done, data);
 }
 
 /* The iteration's collectives, once its workers' step times are known. */
@@ -647,6 +694,117 @@ z3_free (ArZero3 *z)
   g_free (z);
 }
 
+/* --- tensor > 1: the tensor groups' step, the data groups' buckets -------- */
+
+/* Every bucket and the step have ended: the spans, then the update. */
+static void
+tp_finish (ArPolicy *ar)
+{
+  EngSim *sim = ar->env.sim;
+  double now = eng_sim_now (sim);
+  const double *a, *b;
+  int n;
+  pol_tensor_step_stretches (ar->tp, &a, &b, &n);
+  for (int w = 0; w < ar->env.workers; w++)
+    {
+      for (int i = 0; i < n; i++)
+        span (ar, w, "compute", a[i], b[i]);
+      if (ar->chain_end < now)
+        span (ar, w, "send", ar->chain_end, now);
+    }
+  eng_schedule (sim, ar->update_time, ar->zero ? on_shard_updated : on_update_done, ar, NULL);
+}
+
+/* Starts the next bucket's collectives if its gradient is complete and
+ * none are running. */
+static void
+tp_try_bucket (ArPolicy *ar)
+{
+  if (ar->bucket_busy || ar->done >= ar->n_buckets
+      || ar->bucket_layer[ar->done] < ar->ready_layer)
+    return;
+  ar->bucket_busy = TRUE;
+  double now = eng_sim_now (ar->env.sim);
+  ar->buckets[ar->done].ready = now;
+  eng_schedule_at (ar->env.sim, now + ar->bucket_overhead, start_bucket, ar,
+                   GINT_TO_POINTER (ar->done));
+}
+
+static void
+tp_ready (gpointer ctx, int layer)
+{
+  ArPolicy *ar = ctx;
+  ar->ready_layer = layer;
+  tp_try_bucket (ar);
+}
+
+static void
+tp_done (gpointer ctx)
+{
+  ArPolicy *ar = ctx;
+  ar->chain_end = eng_sim_now (ar->env.sim);
+  ar->max_end = ar->chain_end;
+  if (ar->done >= ar->n_buckets)
+    tp_finish (ar);
+}
+
+/* A bucket's collectives have ended (on_bucket_done recorded it). */
+static void
+tp_bucket_done (ArPolicy *ar)
+{
+  ar->bucket_busy = FALSE;
+  if (ar->done < ar->n_buckets)
+    tp_try_bucket (ar);
+  else if (ar->chain_end >= 0)
+    tp_finish (ar);
+}
+
+static void
+tp_iteration (ArPolicy *ar)
+{
+  ar->done = ar->dp > 1 ? 0 : ar->n_buckets;  /* one data rank: nothing to reduce */
+  ar->ready_layer = ar->env.n_layers;
+  ar->bucket_busy = FALSE;
+  ar->chain_end = -1;
+  /* max_step is the slowest rank's share of its unsplit step */
+  double compute = pol_tensor_step_compute (ar->tp);
+  pol_tensor_step_run (ar->tp, compute > 0 ? ar->max_step / compute : 0, tp_ready, tp_done, ar);
+}
+
+/* The cut of the layers, the step chain on the tensor groups, and the
+ * layer of each bucket. */
+static gboolean
+tp_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg, GError **error)
+{
+  int L = env->n_layers;
+  ar->split = g_new (PolTpSplit, MAX (L, 1));
+  if (!pol_tensor_split (env->layers, L, ar->T, ar->split, error))
+    return FALSE;
+  g_autofree double *fwd = g_new (double, L);
+  g_autofree double *bwd = g_new (double, L);
+  env->layer_seconds (env->compute_ctx, env->batch, fwd, bwd);
+  gboolean sequence = base_values_int (env->values, "policy.sequence_parallel") != 0;
+  ar->tp = pol_tensor_step_new (&ar->env, ar->mesh, ar->split, sequence, env->batch, fwd, bwd,
+                                alg, env->value_bytes > 0 ? env->value_bytes : 4.0);
+  double whole = pol_tensor_step_whole (ar->tp);
+  ar->tp_share = whole > 0 ? pol_tensor_step_compute (ar->tp) / whole : 1.0;
+  return TRUE;
+}
+
+/* The layer holding each bucket's first parameter. */
+static void
+tp_bucket_layers (ArPolicy *ar, const PolEnv *env)
+{
+  ar->bucket_layer = g_new (int, MAX (ar->n_buckets, 1));
+  for (int j = 0; j < ar->n_buckets; j++)
+    {
+      int l = env->n_layers - 1;
+      while (l > 0 && env->layer_lo[l] > ar->buckets[j].lo)
+        l--;
+      ar->bucket_layer[j] = l;
+    }
+}
+
 static void
 start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
@@ -661,11 +819,12 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     {
       gsize P = env->n_params;
       memset (ar->sum, 0, P * sizeof (float));
-      for (int w0 = 0; w0 < W; w0 += ar->group)
+      int D = ar->dp;
+      for (int w0 = 0; w0 < D; w0 += ar->group)
         {
-          int n = MIN (ar->group, W - w0);
+          int n = MIN (ar->group, D - w0);
           TrainStep st = { .n = n, .first = w0, .params = ar->params, .grads = ar->grad };
-          host += train_step (ar->steps, &st) / W;
+          host += train_step (ar->steps, &st) / D;
           for (int i = 0; i < n; i++)
             {
               int w = w0 + i;
@@ -684,14 +843,21 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     }
   for (int w = 0; w < W; w++)
     {
-      ar->step_time[w] = env->compute_time (env->compute_ctx, w, host);
+      /* a tensor rank computes its share of the unsplit step */
+      ar->step_time[w] = env->compute_time (env->compute_ctx, w, host)
+                         * (ar->tp ? ar->tp_share : 1.0);
       ar->max_step = MAX (ar->max_step, ar->step_time[w]);
-      if (!(ar->slowdown > 0) && !ar->z3) /* else known when the collectives have run */
+      if (!(ar->slowdown > 0) && !ar->z3 && !ar->tp) /* else once the collectives have run */
         span (ar, w, "compute", now, now + ar->step_time[w]);
     }
   if (ar->z3)
     {
       z3_iteration (ar);
+      return;
+    }
+  if (ar->tp)
+    {
+      tp_iteration (ar);
       return;
     }
   ar->done = 0;
@@ -706,24 +872,26 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 static void
 shards_new (ArPolicy *ar, const PolEnv *env)
 {
-  int W = env->workers;
+  int D = ar->dp;
   gsize P = env->n_params;
+  /* a tensor rank's parameters: what its optimizer updates */
+  gsize mine = ar->T > 1 ? pol_tensor_rank_params (env->layers, env->n_layers, P, ar->split,
+                                                   ar->T)
+                         : P;
   ar->zero = (int) base_values_int (env->values, "policy.zero");
   ar->prefetch = base_values_int (env->values, "policy.prefetch") != 0;
   if (ar->zero)
     {
-      ar->shard_lo = g_new (gsize, (gsize) W + 1);
-      gsize largest = 0;
-      for (int r = 0; r < W; r++)
-        {
-          comm_shard_bounds (P, W, r, &ar->shard_lo[r], &ar->shard_lo[r + 1]);
-          largest = MAX (largest, ar->shard_lo[r + 1] - ar->shard_lo[r]);
-        }
-      ar->update_time = env->update_time (env->compute_ctx, largest);
+      /* the math's shards: the whole model over the data ranks (element-wise
+       * optimizers: any cut gives the same floats) */
+      ar->shard_lo = g_new (gsize, (gsize) D + 1);
+      for (int r = 0; r < D; r++)
+        comm_shard_bounds (P, D, r, &ar->shard_lo[r], &ar->shard_lo[r + 1]);
+      ar->update_time = env->update_time (env->compute_ctx, (mine + (gsize) D - 1) / (gsize) D);
       if (env->model)
         {
-          ar->shard_opt = g_new0 (KernOptimizer *, (gsize) W);
-          for (int r = 0; r < W; r++)
+          ar->shard_opt = g_new0 (KernOptimizer *, (gsize) D);
+          for (int r = 0; r < D; r++)
             if (ar->shard_lo[r + 1] > ar->shard_lo[r])
               ar->shard_opt[r] = kern_optimizer_new (&env->opt, ar->shard_lo[r + 1]
                                                                 - ar->shard_lo[r]);
@@ -731,7 +899,7 @@ shards_new (ArPolicy *ar, const PolEnv *env)
     }
   else
     {
-      ar->update_time = env->update_time (env->compute_ctx, P);
+      ar->update_time = env->update_time (env->compute_ctx, mine);
       if (env->model)
         ar->opt = kern_optimizer_new (&env->opt, P);
     }
@@ -742,7 +910,6 @@ shards_new (ArPolicy *ar, const PolEnv *env)
 static void
 buckets_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg)
 {
-  int W = env->workers;
   gsize P = env->n_params;
   /* buckets of bucket_size bytes from the end of the parameter vector; a
    * unit each under zero = 3 */
@@ -773,19 +940,22 @@ buckets_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg)
           b->lo = b->hi > per ? b->hi - per : 0;
         }
       gsize n = b->hi - b->lo;
+      gsize part = ar->T > 1 ? MAX (n / (gsize) ar->T, 1) : n;
       if (ar->zero)
         {
-          b->wire = 4.0 * (double) n;
-          b->alg = sharded_algorithm (env, alg, ar->hosts, COMM_REDUCE_SCATTER, n);
-          b->gather = sharded_algorithm (env, alg, ar->hosts, COMM_ALLGATHER, n);
+          b->wire = 4.0 * (double) part;
+          b->alg = sharded_algorithm (env, alg, ar->dp, ar->dp_hosts[0], COMM_REDUCE_SCATTER,
+                                      part);
+          b->gather = sharded_algorithm (env, alg, ar->dp, ar->dp_hosts[0], COMM_ALLGATHER,
+                                         part);
           continue;
         }
-      b->wire = ar->cmp ? ar->cmp->wire_bytes (env->values, n) : 4.0 * (double) n;
+      b->wire = ar->cmp ? ar->cmp->wire_bytes (env->values, n) : 4.0 * (double) part;
       /* every bucket but the last has the same size: one choice */
       b->alg = j > 0 && n == ar->buckets[j - 1].hi - ar->buckets[j - 1].lo
                ? ar->buckets[j - 1].alg
                : ar->cmp ? allgather_algorithm (ar, b->wire)
-               : pol_allreduce_resolve (env, alg, W, ar->hosts, n);
+               : pol_allreduce_resolve (env, alg, ar->dp, ar->dp_hosts[0], part);
     }
 }
 
@@ -801,31 +971,48 @@ ar_create (const PolEnv *env, GError **error)
   int W = env->workers;
   gsize P = env->n_params;
   pol_run_init (&ar->run, &ar->env);
-  ar->mesh = train_mesh_new_data (W);
+  ar->T = (int) base_values_int (env->values, "policy.tensor");
+  ar->dp = W / ar->T;
+  int size[TRAIN_N_AXES] = { 0 };
+  for (int a = 0; a < TRAIN_N_AXES; a++)
+    size[a] = 1;
+  size[TRAIN_AXIS_DATA] = ar->dp;
+  size[TRAIN_AXIS_TENSOR] = ar->T;
+  ar->mesh = train_mesh_new (size, 0);
   ar->hosts = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, 0).hosts;
+  ar->dp_hosts = g_new (const int *, ar->T);
+  for (int t = 0; t < ar->T; t++)
+    ar->dp_hosts[t] = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, t).hosts;
   ar->step_time = g_new0 (double, W);
   /* the parameters only where the math runs: a timing-only model may be of
-   * any size */
+   * any size; a tensor group computes one data rank's gradient */
   if (env->model)
     {
       ar->params = g_new0 (float, P);
       env->model->ops->init (env->model, ar->params, env->seed);
-      ar->group = ar_group (env->model, env->batch, W);
+      ar->group = ar_group (env->model, env->batch, ar->dp);
       int G = ar->group;
       ar->sum = g_new0 (float, P);
       ar->grad = g_new (float *, G);
       for (int i = 0; i < G; i++)
         ar->grad[i] = g_new0 (float, P);
+      PolEnv senv = *env;
+      senv.workers = ar->dp;
       TrainStepsSetup setup = { .model = env->model, .train = env->train,
-                                .samplers = pol_samplers_for_env (env), .parts = W,
+                                .samplers = pol_samplers_for_env (&senv), .parts = ar->dp,
                                 .batch = env->batch, .slots = G, .stacked = TRUE,
                                 .host_timed = env->host_timed };
       ar->steps = train_steps_new (&setup);
     }
+  if (ar->T > 1 && !tp_new (ar, env, alg, error))
+    {
+      ar_free ((PolPolicy *) ar);
+      return NULL;
+    }
   shards_new (ar, env);
-  /* zero = 3: not modelled (device/model.c refuses it set by hand; a
-   * catalog device's own is left out) */
-  ar->slowdown = ar->zero == 3 ? 0 : env->overlap_slowdown;
+  /* zero = 3 and tensor > 1: not modelled (device/model.c refuses it set
+   * by hand; a catalog device's own is left out) */
+  ar->slowdown = ar->zero == 3 || ar->T > 1 ? 0 : env->overlap_slowdown;
   ar->bucket_overhead = base_values_double (env->values, "policy.bucket_overhead");
   ar->cmp = pol_compress_of (env->values);
   if (ar->cmp && env->model)
@@ -842,6 +1029,8 @@ ar_create (const PolEnv *env, GError **error)
     }
 
   buckets_new (ar, env, alg);
+  if (ar->tp)
+    tp_bucket_layers (ar, env);
   return (PolPolicy *) ar;
 }
 
@@ -886,12 +1075,16 @@ ar_free (PolPolicy *p)
   g_free (ar->step_time);
   if (ar->opt)
     kern_optimizer_free (ar->opt);
-  for (int r = 0; ar->shard_opt && r < W; r++)
+  for (int r = 0; ar->shard_opt && r < ar->dp; r++)
     if (ar->shard_opt[r])
       kern_optimizer_free (ar->shard_opt[r]);
   g_free (ar->shard_opt);
   g_free (ar->shard_lo);
   z3_free (ar->z3);
+  pol_tensor_step_free (ar->tp);
+  g_free (ar->split);
+  g_free (ar->bucket_layer);
+  g_free (ar->dp_hosts);
   g_free (ar);
 }
 
@@ -907,6 +1100,10 @@ static const BaseChoice bool_choices[] = {
 };
 
 static const BaseKey ar_keys[] = {
+  { "policy", "tensor", BASE_KEY_INT, 0, "1", 1, 1024, 0, NULL, 0,
+    "kind = allreduce: tensor-parallel size T (Megatron style; docs/policies.md): each layer pair's weights cut T ways among T consecutive workers, with an all-reduce of activations after each pair in forward and of their gradients in backward; workers = data-parallel ranks x T.", NULL },
+  { "policy", "sequence_parallel", BASE_KEY_ENUM, 0, "false", 0, 0, 0, bool_choices, 0,
+    "tensor > 1: the tensor all-reduces become reduce-scatters and all-gathers, and the layers outside the cut pairs (norms, residual adds) run on 1/T of the sequence.", NULL },
   { "policy", "zero", BASE_KEY_INT, 0, "0", 0, 3, 0, NULL, 0,
     "kind = allreduce: ZeRO stage, sharding the training state over the workers (docs/policies.md): 0 = none; 1 = optimizer state (gradients reduce-scattered, each worker updates its shard, parameters all-gathered); 2 = gradients too; 3 = parameters too (all-gathered before each layer's forward and backward).", NULL },
   { "policy", "prefetch", BASE_KEY_ENUM, 0, "true", 0, 0, 0, bool_choices, 0,
@@ -926,6 +1123,13 @@ ar_check_model (const PolModelInfo *mi, GError **error)
   double size = base_values_double (mi->values, "policy.bucket_size");
   gsize P = mi->model->ops->n_params (mi->model);
   gint64 zero = base_values_int (mi->values, "policy.zero");
+  int T = (int) base_values_int (mi->values, "policy.tensor");
+  if (T > 1)
+    {
+      g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (mi->model->n_layers, 1));
+      if (!pol_tensor_split (mi->model->layers, mi->model->n_layers, T, split, error))
+        return FALSE;
+    }
   if (zero == 3) /* a bucket per layer: bucket_size does not apply */
     return TRUE;
   if (size <= 0)
@@ -948,6 +1152,22 @@ static gboolean
 ar_validate (PolCheck *chk, GError **error)
 {
   gint64 zero = base_values_int (chk->values, "policy.zero");
+  gint64 T = base_values_int (chk->values, "policy.tensor");
+  if (chk->workers % T != 0)
+    return pol_key_error (error, "policy", "tensor",
+                          "%" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT
+                          " workers (each data-parallel rank is a group of tensor ranks); "
+                          "choose workers a multiple of it", T, chk->workers);
+  if (base_values_int (chk->values, "policy.sequence_parallel") && T == 1)
+    return pol_key_error (error, "policy", "sequence_parallel",
+                          "applies only with tensor > 1; remove it or set tensor");
+  if (T > 1 && zero == 3)
+    return pol_key_error (error, "policy", "zero",
+                          "3 is not modelled with tensor > 1 (Megatron shards the optimizer "
+                          "state: zero = 1); use zero <= 2 or tensor = 1");
+  if (T > 1 && pol_compress_of (chk->values))
+    return pol_key_error (error, "policy", "compression",
+                          "not modelled with tensor > 1; set compression = none or tensor = 1");
   if (!base_values_int (chk->values, "policy.prefetch") && zero != 3)
     return pol_key_error (error, "policy", "prefetch",
                           "applies only with zero = 3 (parameters gathered layer by layer); "
@@ -983,6 +1203,11 @@ ar_foreign (const PolCheck *chk, GError **error)
   if (!base_values_int (chk->values, "policy.prefetch"))
     return pol_key_error (error, "policy", "prefetch",
                           "applies only to kind = allreduce with zero = 3; remove it");
+  if (base_values_int (chk->values, "policy.tensor") != 1
+      || base_values_int (chk->values, "policy.sequence_parallel"))
+    return pol_key_error (error, "policy", base_values_int (chk->values, "policy.tensor") != 1
+                                           ? "tensor" : "sequence_parallel",
+                          "applies only to kind = allreduce; remove it or set kind = allreduce");
   return TRUE;
 }
 
@@ -1007,30 +1232,52 @@ static void
 ar_work (const PolModelInfo *mi, PolWork *out)
 {
   double W = (double) mi->workers;
+  int T = (int) base_values_int (mi->values, "policy.tensor");
+  double D = W / T;            /* ranks of a data group; T of them */
   gsize P = mi->model->ops->n_params (mi->model);
   double bucket_bytes = base_values_double (mi->values, "policy.bucket_size");
   gsize per = bucket_bytes > 0 ? (gsize) MAX (1.0, floor (bucket_bytes / 4)) : P;
   per = MAX (MIN (per, P), 1);
   double B = (double) ((P + per - 1) / per);
+  gsize part = MAX (per / (gsize) T, 1);
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
   gint64 zero = base_values_int (mi->values, "policy.zero");
+  /* tensor > 1: the step's collectives on each of the D tensor groups */
+  double tensor = 0, stretches = 0;
+  if (T > 1)
+    {
+      g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (mi->model->n_layers, 1));
+      if (pol_tensor_split (mi->model->layers, mi->model->n_layers, T, split, NULL))
+        {
+          int n;
+          gboolean sequence = base_values_int (mi->values, "policy.sequence_parallel") != 0;
+          g_autofree PolTpCollective *coll
+            = pol_tensor_collectives (mi->model->layers, mi->model->n_layers, split, sequence,
+                                      &n);
+          for (int i = 0; i < n; i++)
+            tensor += D * comm_messages (alg, coll[i].kind, T,
+                                         (gsize) MAX (1.0, coll[i].floats * (double) mi->batch),
+                                         1);
+          stretches = n + 1;
+        }
+    }
   if (zero)
     {
       /* zero = 3: a unit per layer at most, gathered twice */
       double units = zero == 3 ? MAX (mi->model->n_layers, 1) : B;
-      gsize each_n = zero == 3 ? MAX (P / (gsize) units, 1) : per;
+      gsize each_n = zero == 3 ? MAX (P / (gsize) units, 1) : part;
       double gathers = zero == 3 ? 2 : 1;
-      double each = comm_messages (alg, COMM_REDUCE_SCATTER, (int) W, each_n, 1)
-                    + gathers * comm_messages (alg, COMM_ALLGATHER, (int) W, each_n, 1);
-      *out = (PolWork) { .messages = units * each,
-                         .spans = (zero == 3 ? 2 * units : 3) * W + W,
+      double each = T * (comm_messages (alg, COMM_REDUCE_SCATTER, (int) D, each_n, 1)
+                         + gathers * comm_messages (alg, COMM_ALLGATHER, (int) D, each_n, 1));
+      *out = (PolWork) { .messages = units * each + tensor,
+                         .spans = (zero == 3 ? 2 * units : 3 + stretches) * W + W,
                          .iteration_rows = W, .bucket_rows = units, .in_flight = W };
       return;
     }
-  double each = comm_messages (alg, COMM_ALLREDUCE, (int) W, per, C);
-  *out = (PolWork) { .messages = B * each, .spans = 3 * W, .iteration_rows = W,
-                     .bucket_rows = B, .in_flight = B * W * C };
+  double each = T * comm_messages (alg, COMM_ALLREDUCE, (int) D, part, C);
+  *out = (PolWork) { .messages = B * each + tensor, .spans = (3 + stretches) * W,
+                     .iteration_rows = W, .bucket_rows = B, .in_flight = B * W * C };
 }
 
 const PolPolicyOps pol_allreduce_ops = {

@@ -17,6 +17,7 @@
 #include <glib.h>
 
 #include "base/keys.h"
+#include "comm/collectives.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 #include "netmodel/netmodel.h"
@@ -170,6 +171,10 @@ typedef struct {
   int n_failures;
   double memory_bandwidth;    /* bytes/s of a device's memory, 0 = not
                                * modelled ([policy] reduce = memory) */
+  double value_bytes;         /* bytes of an activation or gradient value on
+                               * the wire in the training precision: 2
+                               * under bf16 and fp16, else 4 (tensor
+                               * parallelism's collectives) */
   double overlap_slowdown;    /* [device] overlap_slowdown: compute takes
                                * 1 + this as long while a collective runs
                                * on the device */
@@ -249,6 +254,46 @@ gboolean pol_keys_at_default (const BaseValues *v, const BaseKey *keys, const ch
 
 /* Sets `name` to v in chk's values and reports it through chk->resolved. */
 void pol_check_resolve_int (PolCheck *chk, const char *name, gint64 v);
+
+/* --- tensor parallelism: the cut (policies/tensor.c) --- */
+
+/* How a layer is cut among the ranks of a tensor group. */
+typedef enum {
+  POL_TP_WHOLE,     /* every rank computes it whole (replicated) */
+  POL_TP_COLUMN,    /* its weight split by columns: outputs cut T ways */
+  POL_TP_INSIDE,    /* between a column and its row layer: works on the
+                       column layer's split outputs (attention, GELU) */
+  POL_TP_ROW        /* its weight split by rows: a partial sum of every
+                       output on each rank */
+} PolTpSplit;
+
+/* split[l] (n_layers) for layers cut T ways; FALSE with a POL_ERROR naming
+ * [policy] tensor when T does not divide a cut width. */
+gboolean pol_tensor_split (const KernLayer *layers, int n_layers, int T, PolTpSplit *split,
+                           GError **error);
+
+/* The parameters one rank of the group holds: a 1/T share of every cut
+ * layer's (a row layer's bias whole), every whole layer's. */
+gsize pol_tensor_rank_params (const KernLayer *layers, int n_layers, gsize n_params,
+                              const PolTpSplit *split, int T);
+
+/* The activation floats per sample one rank keeps for backward: a cut
+ * layer's 1/T, a whole layer's all (1/T too with sequence parallelism). */
+double pol_tensor_rank_activations (const KernLayer *layers, int n_layers,
+                                    const PolTpSplit *split, int T, gboolean sequence);
+
+/* One collective of a step on each tensor group: kind and floats per
+ * sample of the buffer (the whole buffer, as CommArgs n counts it). */
+typedef struct {
+  CommKind kind;
+  double floats;         /* per sample: the layer's output or input (a
+                            sequence of tokens for a transformer) */
+  gboolean backward;
+} PolTpCollective;
+
+/* The collectives of one step, in order (n_out of them, a new array). */
+PolTpCollective *pol_tensor_collectives (const KernLayer *layers, int n_layers,
+                                         const PolTpSplit *split, gboolean sequence, int *n_out);
 
 /* The model as a run will place it, for the `check_model` and `shares`
  * hooks. */

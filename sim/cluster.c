@@ -290,6 +290,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .n_failures = cl->n_failures,
     .memory_bandwidth = c->memory_bandwidth * c->memory_efficiency,
     .overlap_slowdown = c->overlap_slowdown,
+    .value_bytes = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 2 : 4,
     .launch_overhead = c->launch_overhead,
     .step_overhead = c->step_overhead,
     /* one kind of link everywhere but inside the servers of a topology

@@ -1,0 +1,433 @@
+/*
+ * tensor.c — tensor (and sequence) parallelism of a training step's timing
+ * (tensor.h; docs/policies.md, "Tensor parallelism").
+ *
+ * The cut follows Megatron-LM (Shoeybi et al. 2019, section 3): the dense
+ * layers that know their weight shapes (KernLayer.weight) pair up in order,
+ * the first of a pair split by columns, the second by rows; a transformer's
+ * query/key/value projection pairs with its output projection, the MLP's
+ * first layer with its second.  An odd one out runs whole.  The layers
+ * between a pair (the attention's scores, softmax and context, the GELU)
+ * work on the split activations, a 1/T share of their FLOPs on each rank;
+ * the others (norms, residual adds, embeddings) run whole on every rank, or
+ * on a 1/T share of the sequence with sequence parallelism (Korthikanti et
+ * al. 2022).
+ *
+ * A step is a chain: the forward of each layer, an all-reduce of every row
+ * layer's output (n x its outputs floats); then the backward from the last
+ * layer, an all-reduce of every column layer's input gradient (n x its
+ * inputs floats) unless nothing before it needs one.  With sequence
+ * parallelism, each forward all-reduce becomes a reduce-scatter and an
+ * all-gather before the next column layer, and in backward an all-gather
+ * before each row layer and a reduce-scatter after each column layer: the
+ * same bytes on a ring.  Every tensor group runs the chain at once, each
+ * collective on its own group's hosts; the groups step together, at the
+ * pace of the slowest rank (a straggler holds back every group, a
+ * simplification: only the data-parallel reduction joins them for real).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "policies/common.h"
+#include "policies/tensor.h"
+
+/* --- the cut --------------------------------------------------------------- */
+
+/* Floats per sample at layer l's input: the output of the layer before it
+ * (a sequence of tokens for a transformer), or its weight's rows for the
+ * first layer. */
+static double
+input_floats (const KernLayer *layers, int l)
+{
+  return l > 0 ? layers[l - 1].outputs : layers[l].weight[0].rows;
+}
+
+static gboolean
+cut_weight (const KernLayer *ly)
+{
+  return ly->kind == KERN_LAYER_GEMM && ly->n_weights == 1;
+}
+
+gboolean
+pol_tensor_split (const KernLayer *layers, int n_layers, int T, PolTpSplit *split,
+                  GError **error)
+{
+  for (int l = 0; l < n_layers; l++)
+    split[l] = POL_TP_WHOLE;
+  if (T <= 1)
+    return TRUE;
+  int column = -1;
+  for (int l = 0; l < n_layers; l++)
+    {
+      const KernLayer *ly = &layers[l];
+      if (!cut_weight (ly))
+        continue;
+      const KernWeight *w = &ly->weight[0];
+      if (column < 0)
+        {
+          column = l;
+          continue;
+        }
+      /* a pair: column's outputs and this layer's inputs cut T ways */
+      const KernWeight *c = &layers[column].weight[0];
+      if (c->cols % T != 0 || w->rows % T != 0)
+        return pol_key_error (error, "policy", "tensor",
+                              "%d does not divide the %d outputs of layer %s (nor the inputs of "
+                              "%s) that it would cut; choose a tensor size dividing %d",
+                              T, c->cols, layers[column].name, ly->name, c->cols);
+      split[column] = POL_TP_COLUMN;
+      for (int i = column + 1; i < l; i++)
+        {
+          if (layers[i].heads > 0 && layers[i].heads % T != 0)
+            return pol_key_error (error, "policy", "tensor",
+                                  "%d does not divide the %d attention heads of layer %s, "
+                                  "which it would share out; choose a tensor size dividing %d",
+                                  T, layers[i].heads, layers[i].name, layers[i].heads);
+          split[i] = POL_TP_INSIDE;
+        }
+      split[l] = POL_TP_ROW;
+      column = -1;
+    }
+  for (int l = 0; l < n_layers; l++)
+    if (split[l] == POL_TP_COLUMN)
+      return TRUE;
+  return pol_key_error (error, "policy", "tensor",
+                        "%d: the model has no pair of dense layers with known weight shapes to "
+                        "cut (a layer table without shapes, or one dense layer); use tensor = 1",
+                        T);
+}
+
+gsize
+pol_tensor_rank_params (const KernLayer *layers, int n_layers, gsize n_params,
+                        const PolTpSplit *split, int T)
+{
+  gsize total = 0;
+  for (int l = 0; l < n_layers; l++)
+    {
+      gsize hi = l + 1 < n_layers ? layers[l + 1].param_offset : n_params;
+      gsize here = hi - layers[l].param_offset;
+      if (split[l] == POL_TP_WHOLE || split[l] == POL_TP_INSIDE || T <= 1)
+        total += here;
+      else
+        {
+          const KernWeight *w = &layers[l].weight[0];
+          gsize weights = (gsize) w->rows * (gsize) w->cols / (gsize) T;
+          gsize bias = w->has_bias ? (split[l] == POL_TP_COLUMN ? (gsize) w->cols / (gsize) T
+                                                                 : (gsize) w->cols)
+                                   : 0;
+          total += weights + bias;
+        }
+    }
+  return total;
+}
+
+double
+pol_tensor_rank_activations (const KernLayer *layers, int n_layers, const PolTpSplit *split,
+                             int T, gboolean sequence)
+{
+  double total = 0;
+  for (int l = 0; l < n_layers; l++)
+    total += layers[l].activations / (split[l] != POL_TP_WHOLE || sequence ? T : 1);
+  return total;
+}
+
+PolTpCollective *
+pol_tensor_collectives (const KernLayer *layers, int n_layers, const PolTpSplit *split,
+                        gboolean sequence, int *n_out)
+{
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (PolTpCollective));
+  int first_column = -1;
+  for (int l = 0; l < n_layers && first_column < 0; l++)
+    if (split[l] == POL_TP_COLUMN)
+      first_column = l;
+  /* forward */
+  for (int l = 0; l < n_layers; l++)
+    {
+      const KernLayer *ly = &layers[l];
+      PolTpCollective c = { COMM_ALLREDUCE, 0, FALSE };
+      if (split[l] == POL_TP_COLUMN && sequence)
+        {
+          c.kind = COMM_ALLGATHER;
+          c.floats = input_floats (layers, l);
+          g_array_append_val (out, c);
+        }
+      if (split[l] == POL_TP_ROW)
+        {
+          c.kind = sequence ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
+          c.floats = ly->outputs;
+          g_array_append_val (out, c);
+        }
+    }
+  /* backward */
+  for (int l = n_layers - 1; l >= 0; l--)
+    {
+      const KernLayer *ly = &layers[l];
+      PolTpCollective c = { COMM_ALLREDUCE, 0, TRUE };
+      if (split[l] == POL_TP_ROW && sequence)
+        {
+          c.kind = COMM_ALLGATHER;
+          c.floats = ly->outputs;
+          g_array_append_val (out, c);
+        }
+      if (split[l] == POL_TP_COLUMN && (l > 0 || sequence))
+        {
+          c.kind = sequence ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
+          c.floats = input_floats (layers, l);
+          g_array_append_val (out, c);
+        }
+    }
+  *n_out = (int) out->len;
+  return (PolTpCollective *) g_array_free (out, FALSE);
+}
+
+/* --- the chain ---------------------------------------------------------------- */
+
+typedef enum { OP_COMPUTE, OP_COLLECTIVE, OP_READY } OpKind;
+
+typedef struct {
+  OpKind kind;
+  double seconds;          /* OP_COMPUTE: device seconds on one rank */
+  CommKind coll;           /* OP_COLLECTIVE */
+  gsize floats;            /* OP_COLLECTIVE: CommArgs n */
+  const CommAlgorithm *alg;
+  int layer;               /* OP_READY */
+} Op;
+
+struct PolTensorStep {
+  const PolEnv *env;
+  GArray *ops;             /* Op */
+  int groups;              /* tensor groups */
+  int T;
+  const int **hosts;       /* (groups) each group's hosts (the mesh's) */
+  double elem_bytes;
+  double compute, whole;   /* s, see pol_tensor_step_compute */
+  /* a run */
+  double k;
+  int pos;                 /* the op running */
+  int pending;             /* collectives of the op still running */
+  PolTensorReady ready;
+  PolTensorDone done;
+  gpointer ctx;
+  double stretch_start;    /* s, start of the compute since the last
+                              collective; < 0 when none */
+  GArray *starts, *ends;   /* double: the compute stretches of the run */
+};
+
+static void
+add_compute (PolTensorStep *ts, double seconds)
+{
+  if (seconds <= 0)
+    return;
+  Op *last = ts->ops->len ? &g_array_index (ts->ops, Op, ts->ops->len - 1) : NULL;
+  if (last && last->kind == OP_COMPUTE)
+    {
+      last->seconds += seconds;
+      return;
+    }
+  Op op = { .kind = OP_COMPUTE, .seconds = seconds };
+  g_array_append_val (ts->ops, op);
+}
+
+static void
+add_collective (PolTensorStep *ts, const PolEnv *env, CommKind kind, double floats,
+                const CommAlgorithm *alg)
+{
+  Op op = { .kind = OP_COLLECTIVE, .coll = kind, .floats = (gsize) MAX (1.0, floats) };
+  CommArgs a = pol_comm_args (env, ts->T, ts->hosts[0], NULL, op.floats, 0);
+  a.elem_bytes = ts->elem_bytes;
+  a.channels = 1;
+  op.alg = comm_does (alg, kind) ? comm_resolve (alg, &a, kind) : NULL;
+  if (!op.alg) /* checked before: the ring does every kind */
+    op.alg = &comm_ring;
+  g_array_append_val (ts->ops, op);
+}
+
+PolTensorStep *
+pol_tensor_step_new (const PolEnv *env, const TrainMesh *mesh, const PolTpSplit *split,
+                     gboolean sequence, int n, const double *fwd, const double *bwd,
+                     const CommAlgorithm *alg, double elem_bytes)
+{
+  PolTensorStep *ts = g_new0 (PolTensorStep, 1);
+  ts->env = env;
+  ts->T = train_mesh_size (mesh, TRAIN_AXIS_TENSOR);
+  ts->elem_bytes = elem_bytes;
+  int R = train_mesh_ranks (mesh);
+  ts->hosts = g_new (const int *, R);
+  for (int r = 0; r < R; r++)
+    if (train_mesh_coord (mesh, r, TRAIN_AXIS_TENSOR) == 0)
+      ts->hosts[ts->groups++] = train_mesh_group (mesh, TRAIN_AXIS_TENSOR, r).hosts;
+  ts->ops = g_array_new (FALSE, FALSE, sizeof (Op));
+  ts->starts = g_array_new (FALSE, FALSE, sizeof (double));
+  ts->ends = g_array_new (FALSE, FALSE, sizeof (double));
+  const KernLayer *layers = env->layers;
+  int L = env->n_layers, T = ts->T;
+  int n_coll;
+  g_autofree PolTpCollective *coll = pol_tensor_collectives (layers, L, split, sequence,
+                                                             &n_coll);
+  int c = 0;
+  /* forward: the collectives in the order pol_tensor_collectives gives */
+  for (int l = 0; l < L; l++)
+    {
+      double share = split[l] != POL_TP_WHOLE || sequence ? 1.0 / T : 1.0;
+      if (split[l] == POL_TP_COLUMN && sequence)
+        {
+          add_collective (ts, env, coll[c].kind, coll[c].floats * n, alg);
+          c++;
+        }
+      add_compute (ts, fwd[l] * share);
+      if (split[l] == POL_TP_ROW)
+        {
+          add_collective (ts, env, coll[c].kind, coll[c].floats * n, alg);
+          c++;
+        }
+      ts->compute += fwd[l] * share;
+      ts->whole += fwd[l];
+    }
+  for (int l = L - 1; l >= 0; l--)
+    {
+      double share = split[l] != POL_TP_WHOLE || sequence ? 1.0 / T : 1.0;
+      if (split[l] == POL_TP_ROW && sequence)
+        {
+          add_collective (ts, env, coll[c].kind, coll[c].floats * n, alg);
+          c++;
+        }
+      add_compute (ts, bwd[l] * share);
+      Op ready = { .kind = OP_READY, .layer = l };
+      g_array_append_val (ts->ops, ready);
+      if (split[l] == POL_TP_COLUMN && (l > 0 || sequence))
+        {
+          add_collective (ts, env, coll[c].kind, coll[c].floats * n, alg);
+          c++;
+        }
+      ts->compute += bwd[l] * share;
+      ts->whole += bwd[l];
+    }
+  g_assert (c == n_coll);
+  return ts;
+}
+
+void
+pol_tensor_step_free (PolTensorStep *ts)
+{
+  if (!ts)
+    return;
+  g_array_unref (ts->ops);
+  g_array_unref (ts->starts);
+  g_array_unref (ts->ends);
+  g_free (ts->hosts);
+  g_free (ts);
+}
+
+double
+pol_tensor_step_compute (const PolTensorStep *ts)
+{
+  return ts->compute;
+}
+
+double
+pol_tensor_step_whole (const PolTensorStep *ts)
+{
+  return ts->whole;
+}
+
+static void run_op (EngSim *sim, gpointer ctx, gpointer data);
+
+static void
+end_stretch (PolTensorStep *ts, double now)
+{
+  if (ts->stretch_start < 0)
+    return;
+  g_array_append_val (ts->starts, ts->stretch_start);
+  g_array_append_val (ts->ends, now);
+  ts->stretch_start = -1;
+}
+
+static void
+next_op (PolTensorStep *ts)
+{
+  ts->pos++;
+  run_op (ts->env->sim, ts, NULL);
+}
+
+static void
+on_collective_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  PolTensorStep *ts = ctx;
+  if (--ts->pending == 0)
+    next_op (ts);
+}
+
+static void
+on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  next_op (ctx);
+}
+
+/* Runs op ts->pos, or ends the step. */
+static void
+run_op (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  PolTensorStep *ts = ctx;
+  double now = eng_sim_now (sim);
+  if (ts->pos >= (int) ts->ops->len)
+    {
+      end_stretch (ts, now);
+      ts->done (ts->ctx);
+      return;
+    }
+  const Op *op = &g_array_index (ts->ops, Op, ts->pos);
+  switch (op->kind)
+    {
+    case OP_COMPUTE:
+      if (ts->stretch_start < 0)
+        ts->stretch_start = now;
+      eng_schedule (sim, op->seconds * ts->k, on_compute_done, ts, NULL);
+      return;
+    case OP_READY:
+      ts->ready (ts->ctx, op->layer);
+      next_op (ts);
+      return;
+    case OP_COLLECTIVE:
+    default:
+      end_stretch (ts, now);
+      ts->pending = ts->groups;
+      for (int g = 0; g < ts->groups; g++)
+        {
+          CommArgs a = pol_comm_args (ts->env, ts->T, ts->hosts[g], NULL, op->floats, 0);
+          a.elem_bytes = ts->elem_bytes;
+          a.channels = 1;
+          g_autoptr (GError) error = NULL;
+          if (!comm_start (op->alg, &a, op->coll, on_collective_done, ts, NULL, &error))
+            g_error ("%s with %s: %s", comm_kind_name (op->coll), op->alg->name,
+                     error->message); /* resolved to run it */
+        }
+      return;
+    }
+}
+
+void
+pol_tensor_step_run (PolTensorStep *ts, double k, PolTensorReady ready, PolTensorDone done,
+                     gpointer ctx)
+{
+  ts->k = k;
+  ts->pos = 0;
+  ts->pending = 0;
+  ts->ready = ready;
+  ts->done = done;
+  ts->ctx = ctx;
+  ts->stretch_start = -1;
+  g_array_set_size (ts->starts, 0);
+  g_array_set_size (ts->ends, 0);
+  run_op (ts->env->sim, ts, NULL);
+}
+
+void
+pol_tensor_step_stretches (const PolTensorStep *ts, const double **start, const double **end,
+                           int *n)
+{
+  *start = (const double *) ts->starts->data;
+  *end = (const double *) ts->ends->data;
+  *n = (int) ts->starts->len;
+}

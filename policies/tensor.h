@@ -1,0 +1,64 @@
+/*
+ * tensor.h — tensor (and sequence) parallelism of a training step's
+ * timing, Megatron style (policies/tensor.c); private to policies/.
+ *
+ * A model's layers are cut T ways within: consecutive dense layers that
+ * know their weight shapes pair up, the first split by columns (each rank
+ * computes some outputs), the second by rows (each rank a partial sum of
+ * every output); the layers between them work on split activations; the
+ * rest run whole on every rank.  A step of a tensor group is then a chain
+ * of compute and collectives on the group's links: an all-reduce of the
+ * row layer's output in forward and of the column layer's input gradient
+ * in backward (with sequence parallelism, a reduce-scatter and an
+ * all-gather instead, and the layers outside the pairs split by sequence).
+ * docs/policies.md ("Tensor parallelism") is the normative description.
+ * The cut itself (pol_tensor_split) is declared in policy.h, for the
+ * memory model.
+ */
+#ifndef DTSIM_POLICIES_TENSOR_H
+#define DTSIM_POLICIES_TENSOR_H
+
+#include <glib.h>
+
+#include "comm/collectives.h"
+#include "policies/policy.h"
+#include "train/mesh.h"
+
+G_BEGIN_DECLS
+
+typedef struct PolTensorStep PolTensorStep;
+
+/* Called when layer l's backward has ended on every group (its gradient
+ * is complete), and once when the step has ended; simulated time now. */
+typedef void (*PolTensorReady) (gpointer ctx, int layer);
+typedef void (*PolTensorDone) (gpointer ctx);
+
+/* The chain of a step of n samples per group on the groups of `mesh`'s
+ * tensor axis (every rank whose tensor coordinate is 0 leads one): fwd
+ * and bwd the layers' device seconds at n samples, unsplit, no straggler;
+ * collectives with `alg` (or what auto picks) at elem_bytes per value. */
+PolTensorStep *pol_tensor_step_new (const PolEnv *env, const TrainMesh *mesh,
+                                    const PolTpSplit *split, gboolean sequence, int n,
+                                    const double *fwd, const double *bwd,
+                                    const CommAlgorithm *alg, double elem_bytes);
+void pol_tensor_step_free (PolTensorStep *ts);
+
+/* Device seconds of the step's compute on one rank (cut layers 1/T), no
+ * straggler; and of the unsplit step. */
+double pol_tensor_step_compute (const PolTensorStep *ts);
+double pol_tensor_step_whole (const PolTensorStep *ts);
+
+/* Runs the chain from now, every compute stretched by k (the slowest
+ * rank's straggler factor: the groups go in lockstep), calling `ready` and
+ * `done` with ctx. */
+void pol_tensor_step_run (PolTensorStep *ts, double k, PolTensorReady ready, PolTensorDone done,
+                          gpointer ctx);
+
+/* The compute stretches of the last run (between two collectives), as
+ * the slowest rank ran them: *n of them, the arrays owned by ts. */
+void pol_tensor_step_stretches (const PolTensorStep *ts, const double **start,
+                                const double **end, int *n);
+
+G_END_DECLS
+
+#endif /* DTSIM_POLICIES_TENSOR_H */
