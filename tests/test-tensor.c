@@ -600,6 +600,60 @@ test_training (void)
   check_training (1, KERN_LOSS_MSE, 4, 3);
 }
 
+/* A CPU backend under another name, whose fresh buffers hold NaN: the
+ * plan takes the path of a backend with its own memory (every shard, batch
+ * and gradient through upload and download, column shards through the host
+ * staging buffer), which must give the CPU path's bits, and a buffer read
+ * before it is written would show as NaN. */
+static float *
+staged_alloc (KernBackend *be G_GNUC_UNUSED, gsize n)
+{
+  float *buf = g_new (float, n);
+  for (gsize i = 0; i < n; i++)
+    buf[i] = NAN;
+  return buf;
+}
+
+static void
+test_staged_backend (void)
+{
+  KernBackend *cpu = kern_backend_cpu_new ();
+  KernBackendOps ops = *cpu->ops;
+  ops.name = "staged";
+  ops.alloc = staged_alloc;
+  KernBackend staged = { .ops = &ops, .priv = NULL };
+  for (int h = 1; h <= 3; h++)
+    for (int T = 1; T <= 4; T *= 2)
+      {
+        KernLoss loss = h == 2 ? KERN_LOSS_MSE : KERN_LOSS_XENT;
+        KernModel *mh = kern_mlp_new (D, HIDDEN, h, K, loss, cpu);
+        KernModel *ms = kern_mlp_new (D, HIDDEN, h, K, loss, &staged);
+        gsize np = mh->ops->n_params (mh);
+        float *params, *x;
+        int *y;
+        make_case (mh, 7, &params, &x, &y, BATCH);
+        KernTensorPlan *ph = kern_tensor_plan_new (mh, T, NULL);
+        KernTensorPlan *ps = kern_tensor_plan_new (ms, T, NULL);
+        g_autofree float *gh = g_new (float, np);
+        g_autofree float *gs = g_new (float, np);
+        /* a smaller batch first: the scratch grows between the calls */
+        kern_tensor_loss_grad (ps, params, x, y, BATCH / 2, gs);
+        double lh = kern_tensor_loss_grad (ph, params, x, y, BATCH, gh);
+        double ls = kern_tensor_loss_grad (ps, params, x, y, BATCH, gs);
+        g_assert_cmpfloat (lh, ==, ls);
+        g_assert_cmpmem (gh, np * sizeof (float), gs, np * sizeof (float));
+        g_assert_cmpfloat (kern_tensor_loss_grad (ps, params, x, y, BATCH, NULL), ==, lh);
+        kern_tensor_plan_free (ph);
+        kern_tensor_plan_free (ps);
+        kern_model_free (mh);
+        kern_model_free (ms);
+        g_free (params);
+        g_free (x);
+        g_free (y);
+      }
+  kern_backend_free (cpu);
+}
+
 /* The exact mean loss of net at double parameters (no bound): the plain
  * formulas of mlp.c, in double. */
 static double
@@ -875,6 +929,7 @@ main (int argc, char **argv)
                         test_equivalent);
   g_test_add_func ("/tensor/bound/catches-misplaced-shard",
                    test_bound_catches_misplaced_shard);
+  g_test_add_func ("/tensor/staged-backend", test_staged_backend);
   g_test_add_func ("/tensor/training", test_training);
   g_test_add_func ("/tensor/finite-difference", test_finite_difference);
   g_test_add_func ("/tensor/collectives", test_collectives_closed_form);
