@@ -88,7 +88,7 @@ struct KernTensorPlan {
 const char *
 kern_tensor_split_name (KernTensorSplit s)
 {
-  static const char *const names[] = { "none", "replicated", "column", "row" };
+  static const char *const names[] = { "no-weights", "replicated", "column", "row" };
   g_return_val_if_fail ((unsigned) s < G_N_ELEMENTS (names), "?");
   return names[s];
 }

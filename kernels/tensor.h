@@ -48,7 +48,7 @@ typedef enum {
   KERN_TENSOR_ROW,            /* inputs split: rank t holds W[c_t..c_{t+1}, :], all of b */
 } KernTensorSplit;
 
-/* "none", "replicated", "column", "row". */
+/* "no-weights", "replicated", "column", "row". */
 const char *kern_tensor_split_name (KernTensorSplit s);
 
 /* Which pass an all-reduce belongs to. */

@@ -847,6 +847,8 @@ test_collectives_closed_form (void)
               g_assert_cmpint (hi, ==, 4 * (int) in / T);
             }
           g_assert_cmpint (kern_tensor_split (p, i + 1), ==, KERN_TENSOR_NONE);
+          g_assert_cmpstr (kern_tensor_split_name (s), ==,
+                           l % 2 == 1 ? "row" : l == H ? "replicated" : "column");
         }
       gsize sum = 0;
       for (int t = 0; t < T; t++)
