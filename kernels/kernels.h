@@ -201,6 +201,9 @@ KernModel *kern_mlp_new (int d, const int *hidden, int n_hidden, int k,
 KernModel *kern_softmax_new (int d, int k);
 /* Linear regression onto one-hot targets (MSE, no hidden layer). */
 KernModel *kern_linear_new (int d, int k);
+/* The backend a model of kern_mlp_new() runs its math on (borrowed) and,
+ * where loss is not NULL, its loss; NULL for any other model. */
+struct KernBackend *kern_mlp_backend (const KernModel *m, KernLoss *loss);
 
 void kern_model_free (KernModel *m);
 

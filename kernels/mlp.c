@@ -883,6 +883,21 @@ kern_mlp_new (int d, const int *hidden, int n_hidden, int k, KernLoss loss,
   return m;
 }
 
+/* The backend of a dense model of this file and (loss != NULL) its loss,
+ * for code that runs the same math on the model's own buffers' backend
+ * (kernels/tensor.c); NULL for any other model (timing-only ones). */
+KernBackend *
+kern_mlp_backend (const KernModel *m, KernLoss *loss)
+{
+  g_return_val_if_fail (m != NULL, NULL);
+  if (m->ops != &mlp_ops && m->ops != &softmax_ops && m->ops != &linear_ops)
+    return NULL;
+  const MlpPriv *p = m->priv;
+  if (loss != NULL)
+    *loss = p->loss;
+  return p->be;
+}
+
 /* Softmax regression on the CPU: W (d, k) then b (k), cross-entropy.
  * d, k >= 1 (k = 1 is degenerate: loss 0, gradient 0). */
 KernModel *

@@ -1,0 +1,120 @@
+/*
+ * tensor.h — tensor parallelism of a dense model's real math, Megatron
+ * style (Shoeybi et al. 2019, "Megatron-LM", section 3).
+ *
+ * A plan says how T ranks split the dense layers of a model of
+ * kern_mlp_new(): consecutive dense layers are paired, the first of a pair
+ * split by columns (rank t holds outputs [c_t, c_{t+1}) of W and b), the
+ * second by rows (rank t holds inputs [c_t, c_{t+1}) of W, and the whole
+ * bias, added once after the sum), with c_t = t w / T for the split width
+ * w.  The ReLU between the two is element-wise on each rank's columns and
+ * needs no communication; the row-split layer's partial outputs are summed
+ * across the ranks (the forward all-reduce), and in backward the
+ * column-split layer's input gradient is (the backward all-reduce; none
+ * when that layer is the model's first).  A dense layer left without a
+ * partner (the classifier after an even number of hidden layers, the only
+ * layer of softmax regression) is replicated: every rank computes it
+ * whole.  With T = 1 every dense layer is replicated and nothing is
+ * summed: the plain model.
+ *
+ * kern_tensor_loss_grad() computes the loss and gradient as the T ranks
+ * would, on their own shard buffers through the model's backend, so that
+ * tests can hold it to the one-device result (docs/kernels.md, "Tensor
+ * parallelism of the real math").
+ */
+#ifndef DTSIM_KERNELS_TENSOR_H
+#define DTSIM_KERNELS_TENSOR_H
+
+#include <glib.h>
+
+#include "kernels/kernels.h"
+
+G_BEGIN_DECLS
+
+/* Errors of kern_tensor_plan_new(): the message reads "[policy] tensor:
+ * what is wrong; fix: what to do" (the caller prefixes the file). */
+#define KERN_TENSOR_ERROR kern_tensor_error_quark ()
+GQuark kern_tensor_error_quark (void);
+typedef enum {
+  KERN_TENSOR_ERROR_RANKS,    /* T < 1, or T not dividing a column-split width */
+  KERN_TENSOR_ERROR_MODEL,    /* a model whose math cannot be split */
+} KernTensorError;
+
+/* How one layer of the model (a KernLayer index) is split. */
+typedef enum {
+  KERN_TENSOR_NONE,           /* no weights (ReLU, loss): runs on what it is given */
+  KERN_TENSOR_REPLICATED,     /* every rank holds and computes it whole */
+  KERN_TENSOR_COLUMN,         /* outputs split: rank t holds W[:, c_t..c_{t+1}), b[c_t..) */
+  KERN_TENSOR_ROW,            /* inputs split: rank t holds W[c_t..c_{t+1}, :], all of b */
+} KernTensorSplit;
+
+/* "no-weights", "replicated", "column", "row". */
+const char *kern_tensor_split_name (KernTensorSplit s);
+
+/* Which pass an all-reduce belongs to. */
+typedef enum {
+  KERN_TENSOR_FORWARD,        /* sums a row-split layer's partial outputs */
+  KERN_TENSOR_BACKWARD,       /* sums a column-split layer's partial input gradients */
+} KernTensorPass;
+
+/* One all-reduce across the T ranks of a step: `floats` per sample (a
+ * batch of n samples sums n x floats floats on every rank). */
+typedef struct {
+  KernTensorPass pass;
+  int layer;                  /* the KernLayer whose output (forward) or
+                               * input gradient (backward) is summed */
+  int floats;                 /* per sample: that layer's output width
+                               * (forward) or input width (backward) */
+} KernTensorAllReduce;
+
+typedef struct KernTensorPlan KernTensorPlan;
+
+/* The plan of T ranks for m, a model of kern_mlp_new() (borrowed: it must
+ * outlive the plan, and the plan uses its backend, so one thread at a
+ * time).  NULL with a KERN_TENSOR_ERROR when T < 1, when T does not divide
+ * the width of a column-split layer, or when m has no weight shapes or no
+ * real math (timing-only models).  Free with kern_tensor_plan_free(). */
+KernTensorPlan *kern_tensor_plan_new (const KernModel *m, int T, GError **error);
+void kern_tensor_plan_free (KernTensorPlan *p);
+
+/* T. */
+int kern_tensor_ranks (const KernTensorPlan *p);
+/* How layer i (0 <= i < m->n_layers) is split. */
+KernTensorSplit kern_tensor_split (const KernTensorPlan *p, int i);
+/* The part of layer i's split dimension that rank t holds, [*lo, *hi):
+ * output columns of a column-split layer, input rows of a row-split one,
+ * all outputs [0, out) of a replicated layer, [0, 0) for a layer without
+ * weights. */
+void kern_tensor_cut (const KernTensorPlan *p, int i, int t, int *lo, int *hi);
+/* The float32 parameters rank t (0 <= t < T) holds, which its gradient,
+ * optimizer state and memory are sized by: per dense layer (in, out),
+ * in out + out when replicated, (in + 1) out / T when column-split, and
+ * in out / T + out when row-split (the bias is on every rank).  Summed
+ * over the ranks this is the model's parameter count plus T - 1 times
+ * what every rank holds whole: the replicated layers and the row-split
+ * biases. */
+gsize kern_tensor_rank_params (const KernTensorPlan *p, int t);
+/* The all-reduces of one training step, in the order the ranks issue
+ * them: the *n_fwd forward ones in layer order, then the *n_bwd backward
+ * ones from the last layer to the first.  The array (n_fwd + n_bwd
+ * entries) belongs to the plan.  *n_fwd is the number of column/row
+ * pairs, *n_bwd that less one when a pair starts at the first layer; both
+ * are 0 when T = 1. */
+const KernTensorAllReduce *kern_tensor_collectives (const KernTensorPlan *p, int *n_fwd,
+                                                    int *n_bwd);
+
+/* The mean loss of the batch x (n, d), labels y (n) in [0, k), at params
+ * (the model's flat vector, host memory) and, where grad is not NULL, its
+ * gradient (n_params floats, host memory, the model's layout), computed as
+ * the T ranks would: each rank's products on its own shard buffers,
+ * copied out of params, through the model's backend; the partial sums of
+ * an all-reduce added in rank order 0, 1, ..., T - 1; every rank's shard
+ * gradient written to its place in grad, a replicated layer's and a
+ * row-split bias's once.  The loss and the softmax or squared error are
+ * those of the model (mlp.c).  Same inputs, same bits.  n >= 1. */
+double kern_tensor_loss_grad (KernTensorPlan *p, const float *params, const float *x,
+                              const int *y, int n, float *grad);
+
+G_END_DECLS
+
+#endif /* DTSIM_KERNELS_TENSOR_H */
