@@ -171,6 +171,7 @@ typedef struct {
   gpointer pending_data;
   PolTpSplit *split;       /* (n_layers) T > 1: how each layer is cut */
   PolTensorStep *tp;       /* T > 1: the tensor groups' step chain */
+  KernTensorPlan *plan;    /* T > 1 with math: the shards' real math */
   double tp_share;         /* T > 1: a rank's compute over the unsplit step */
   int *bucket_layer;       /* (n_buckets) T > 1: the layer holding each
                               bucket's first parameter */
@@ -233,9 +234,8 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       if (update_end < now)
         span (ar, w, "send", update_end, now);
     }
-  /* every worker updates (its share of) the model; a tensor group trains
-   * on one batch */
-  ar->run.updates += W;
+  /* a tensor group applies one gradient, of one batch */
+  ar->run.updates += ar->dp;
   ar->run.samples += (gint64) ar->dp * ar->env.batch;
   pol_run_progress (&ar->run, now);
   if (!pol_run_round_end (&ar->run, ar->params, ar->iter + 1 >= ar->env.iterations))
@@ -970,9 +970,9 @@ ar_create (const PolEnv *env, GError **error)
   ar->alg = alg;
   int W = env->workers;
   gsize P = env->n_params;
-  pol_run_init (&ar->run, &ar->env);
   ar->T = (int) base_values_int (env->values, "policy.tensor");
   ar->dp = W / ar->T;
+  pol_run_init_ranks (&ar->run, &ar->env, ar->dp);
   int size[TRAIN_N_AXES] = { 0 };
   for (int a = 0; a < TRAIN_N_AXES; a++)
     size[a] = 1;
@@ -998,10 +998,16 @@ ar_create (const PolEnv *env, GError **error)
         ar->grad[i] = g_new0 (float, P);
       PolEnv senv = *env;
       senv.workers = ar->dp;
+      /* a tensor group computes on its ranks' shards */
+      if (ar->T > 1 && !(ar->plan = kern_tensor_plan_new (env->model, ar->T, error)))
+        {
+          ar_free ((PolPolicy *) ar);
+          return NULL;
+        }
       TrainStepsSetup setup = { .model = env->model, .train = env->train,
                                 .samplers = pol_samplers_for_env (&senv), .parts = ar->dp,
-                                .batch = env->batch, .slots = G, .stacked = TRUE,
-                                .host_timed = env->host_timed };
+                                .batch = env->batch, .slots = G, .stacked = ar->T == 1,
+                                .tensor = ar->plan, .host_timed = env->host_timed };
       ar->steps = train_steps_new (&setup);
     }
   if (ar->T > 1 && !tp_new (ar, env, alg, error))
@@ -1082,6 +1088,7 @@ ar_free (PolPolicy *p)
   g_free (ar->shard_lo);
   z3_free (ar->z3);
   pol_tensor_step_free (ar->tp);
+  kern_tensor_plan_free (ar->plan);
   g_free (ar->split);
   g_free (ar->bucket_layer);
   g_free (ar->dp_hosts);

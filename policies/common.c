@@ -17,15 +17,22 @@
 #include "policies/common.h"
 
 void
-pol_run_init (PolRun *run, PolEnv *env)
+pol_run_init_ranks (PolRun *run, PolEnv *env, gint64 ranks)
 {
   if (env->eval_every <= 0)
     {
       gint64 rounds = MAX (1, (env->iterations + POL_DEFAULT_EVALS - 1) / POL_DEFAULT_EVALS);
-      env->eval_every = (gint64) env->workers * rounds;
+      env->eval_every = ranks * rounds;
     }
   memset (run, 0, sizeof *run);
   run->env = env;
+  run->ranks = ranks;
+}
+
+void
+pol_run_init (PolRun *run, PolEnv *env)
+{
+  pol_run_init_ranks (run, env, env->workers);
 }
 
 void
@@ -66,7 +73,7 @@ pol_run_progress (const PolRun *run, double t)
   const PolEnv *env = run->env;
 
   if (env->rec.progress)
-    env->rec.progress (env->rec.ctx, t, run->updates, env->iterations * env->workers);
+    env->rec.progress (env->rec.ctx, t, run->updates, env->iterations * run->ranks);
 }
 
 void
@@ -119,7 +126,7 @@ pol_run_finish (const PolRun *run, const float *params, PolResult *out)
   memset (out, 0, sizeof *out);
   out->updates = run->updates;
   out->samples = run->samples;
-  out->rounds = run->updates / env->workers;
+  out->rounds = run->updates / run->ranks;
   out->end_time = run->finished ? run->end_time : eng_sim_now (env->sim);
   pol_evaluate (env, params, &out->final_loss, &out->final_accuracy);
   out->reached_target = run->reached_target;

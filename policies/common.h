@@ -22,6 +22,9 @@ G_BEGIN_DECLS
 /* What every policy counts over a run. */
 typedef struct {
   const PolEnv *env;       /* the policy's own copy, which outlives this */
+  gint64 ranks;            /* workers whose gradients a round applies:
+                            * env->workers, or a tensor-parallel run's
+                            * data-parallel ranks */
   gint64 updates;          /* gradients applied in all */
   gint64 samples;          /* samples whose forward and backward ended in
                             * an applied gradient (every policy adds its
@@ -44,6 +47,10 @@ typedef struct {
  * which it borrows. */
 #define POL_DEFAULT_EVALS 100
 void pol_run_init (PolRun *run, PolEnv *env);
+/* pol_run_init() for a run whose rounds apply `ranks` gradients (fewer
+ * than its workers: tensor groups), which eval_every's default, the
+ * progress and the rounds count in. */
+void pol_run_init_ranks (PolRun *run, PolEnv *env, gint64 ranks);
 /* Evaluates `params` (NULL without math) at the current simulated time and
  * reports the metric; when it reached a target (loss or accuracy),
  * finishes the run now and stops the engine. */

@@ -19,6 +19,7 @@
 
 #include "device/model.h"
 #include "config/models.h"
+#include "kernels/tensor.h"
 #include "tests/util.h"
 
 static char *tmpdir;
@@ -275,6 +276,88 @@ test_tensor_refusals (void)
   g_assert_nonnull (strstr (msg, "[policy] tensor: 4 does not divide the 30 outputs"));
 }
 
+/* A tensor group learns what one device learns with the same global batch:
+ * D data ranks of T workers against D workers.  Every step's gradient is
+ * the one-device gradient up to the order of the sums the cut splits
+ * (kernels/tensor.c; tests/test-tensor.c bounds each entry within
+ * gamma_K = K u / (1 - K u) of the sums' magnitudes, K the longest sum, u
+ * = 2^-24).  To first order each step adds at most that relative error to
+ * the parameters, so after k steps the evaluated loss lies within
+ * k gamma_K of the one-device loss, relative; the test checks that bound
+ * for SGD, momentum and Adam, every evaluation. */
+static void
+test_tensor_same_learning (void)
+{
+  const char *optimizers[] = { "sgd", "momentum", "adam" };
+  const int K = 64;                     /* the widest sum: hidden 64 */
+  const double u = ldexp (1.0, -24);
+  const double gamma = K * u / (1 - K * u);
+  for (gsize o = 0; o < G_N_ELEMENTS (optimizers); o++)
+    for (int T = 2; T <= 4; T *= 2)
+      {
+        const int D = 2, iterations = 8;
+        g_autofree char *one = g_strdup_printf (
+          "[scenario]\niterations = %d\n[cluster]\nworkers = %d\n"
+          "[model]\nkind = mlp\nhidden = 64,64\noptimizer = %s\nlr = 0.05\neval_every = %d\n"
+          "[policy]\nkind = allreduce\n", iterations, D, optimizers[o], D);
+        g_autofree char *split = g_strdup_printf (
+          "[scenario]\niterations = %d\n[cluster]\nworkers = %d\n"
+          "[model]\nkind = mlp\nhidden = 64,64\noptimizer = %s\nlr = 0.05\neval_every = %d\n"
+          "[policy]\nkind = allreduce\ntensor = %d\n", iterations, D * T, optimizers[o], D, T);
+        TestRun *a = test_run_collect (one, NULL);
+        TestRun *b = test_run_collect (split, NULL);
+        g_assert_cmpuint (a->metrics->len, ==, iterations + 1);
+        g_assert_cmpuint (b->metrics->len, ==, a->metrics->len);
+        for (guint i = 0; i < a->metrics->len; i++)
+          {
+            const TestMetric *x = &g_array_index (a->metrics, TestMetric, i);
+            const TestMetric *y = &g_array_index (b->metrics, TestMetric, i);
+            g_assert_cmpint (x->step, ==, y->step);
+            double bound = MAX (i, 1) * gamma * fabs (x->loss);
+            if (fabs (x->loss - y->loss) > bound)
+              g_error ("%s, T = %d, evaluation %u: loss %.9g against %.9g, beyond %.3g",
+                       optimizers[o], T, i, y->loss, x->loss, bound);
+          }
+        test_run_free (a);
+        test_run_free (b);
+      }
+}
+
+/* The timing's cut (policies/tensor.c, any model with weight shapes) and
+ * the real math's (kernels/tensor.c, MLPs) are one rule: for MLPs of 1 to
+ * 4 hidden layers they cut the same layers the same way and give a rank
+ * the same parameters. */
+static void
+test_tensor_cuts_agree (void)
+{
+  const int widths[] = { 32, 48, 64, 16 };
+  for (int n_hidden = 1; n_hidden <= 4; n_hidden++)
+    {
+      KernModel *m = kern_mlp_new (8, widths, n_hidden, 4, KERN_LOSS_XENT, NULL);
+      const int T = 4;
+      g_autofree PolTpSplit *split = g_new (PolTpSplit, m->n_layers);
+      g_assert_true (pol_tensor_split (m->layers, m->n_layers, T, split, NULL));
+      KernTensorPlan *plan = kern_tensor_plan_new (m, T, NULL);
+      g_assert_nonnull (plan);
+      for (int l = 0; l < m->n_layers; l++)
+        {
+          KernTensorSplit k = kern_tensor_split (plan, l);
+          if (k == KERN_TENSOR_COLUMN)
+            g_assert_cmpint (split[l], ==, POL_TP_COLUMN);
+          else if (k == KERN_TENSOR_ROW)
+            g_assert_cmpint (split[l], ==, POL_TP_ROW);
+          else
+            g_assert_true (split[l] == POL_TP_WHOLE || split[l] == POL_TP_INSIDE);
+        }
+      for (int t = 0; t < T; t++)
+        g_assert_cmpuint (pol_tensor_rank_params (m->layers, m->n_layers,
+                                                  m->ops->n_params (m), split, T),
+                          ==, kern_tensor_rank_params (plan, t));
+      kern_tensor_plan_free (plan);
+      kern_model_free (m);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -286,6 +369,8 @@ main (int argc, char **argv)
   g_test_add_func ("/tensor-step/memory", test_tensor_memory);
   g_test_add_func ("/tensor-step/placement", test_tensor_placement);
   g_test_add_func ("/tensor-step/refusals", test_tensor_refusals);
+  g_test_add_func ("/tensor-step/same-learning", test_tensor_same_learning);
+  g_test_add_func ("/tensor-step/cuts-agree", test_tensor_cuts_agree);
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
   g_free (tmpdir);

@@ -135,7 +135,11 @@ train_step (TrainSteps *ts, const TrainStep *st)
            * one product, on the lanes; others each at its own */
           gint64 t0 = g_get_monotonic_time ();
           ts->st_losses = st->losses ? st->losses : ts->losses;
-          if (s->stacked)
+          if (s->tensor)
+            for (int i = 0; i < st->n; i++)
+              ts->st_losses[i] = kern_tensor_loss_grad (s->tensor, st->params, slot_x (ts, i),
+                                                        slot_y (ts, i), B, st->grads[i]);
+          else if (s->stacked)
             {
               ts->st = st;
               train_lanes_run (ts->lanes, (st->n + ts->chunk - 1) / ts->chunk, stacked_task, ts);

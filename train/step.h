@@ -23,6 +23,7 @@
 #include <glib.h>
 
 #include "kernels/kernels.h"
+#include "kernels/tensor.h"
 #include "train/lanes.h"
 #include "train/sampler.h"
 
@@ -44,6 +45,10 @@ typedef struct {
   /* The workers of a step read the same parameters: their batches go
    * through the model as one product (the model's loss_grad_groups). */
   gboolean stacked;
+  /* A worker is a tensor group: its gradient is computed on the plan's T
+   * ranks' shards (kern_tensor_loss_grad; borrowed, not stacked); NULL =
+   * the whole model on one device. */
+  KernTensorPlan *tensor;
   gboolean host_timed;        /* compute time is measured: one lane */
   TrainComputeTime compute_time; /* with ctx; may be NULL if no step asks */
   gpointer ctx;
