@@ -179,7 +179,7 @@ static const KeyDef core_keys[] = {
   { "model", "batch", BASE_KEY_INT, 0, "32", 1, 1e9, 0, NULL, OFF (batch),
     "Samples per worker step.", NULL },
   { "model", "global_batch", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (global_batch),
-    "Strong scaling: samples per step summed over all workers; each worker's batch is global_batch / workers, which must divide exactly (0 = unset, use batch).", NULL },
+    "Strong scaling: samples per step summed over all data-parallel ranks; each rank's batch is global_batch / ranks (the workers; a pipeline's replicas; workers / tensor), which must divide exactly (0 = unset, use batch).", NULL },
   { "model", "lr", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
     "Learning rate of every optimizer step. A synchronous round (parameter-server BSP, all-reduce, pipeline replicas) takes one step with the mean of its gradients; SSP and async servers take one step per gradient they receive (docs/policies.md).", NULL },
   { "model", "eval_every", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
@@ -587,8 +587,10 @@ set_param_int (SimConfig *c, const char *dotted, gint64 v)
       }
 }
 
-/* [model] global_batch: strong scaling, each worker's batch is the global
- * batch shared out, which must divide exactly. */
+/* [model] global_batch: strong scaling, the global batch shared out among
+ * the data-parallel ranks (the workers, or the policy's data parts: a
+ * pipeline's replicas, a tensor-parallel run's groups), which must divide
+ * it exactly. */
 static gboolean
 check_global_batch (SimConfig *c, const char *file, GError **error)
 {
@@ -598,16 +600,19 @@ check_global_batch (SimConfig *c, const char *file, GError **error)
   if (g_hash_table_contains (c->given, "model.batch"))
     return fail (error, file, k,
                  "set together with [model] batch; give either the per-worker batch or the global batch, not both");
-  if (c->global_batch % c->workers != 0)
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  gint64 ranks = ops->data_parts ? MAX (ops->data_parts (c->values, c->workers), 1) : c->workers;
+  const char *who = ranks == c->workers ? "workers" : "data-parallel ranks";
+  if (c->global_batch % ranks != 0)
     {
-      gint64 lo = c->global_batch / c->workers * c->workers;
+      gint64 lo = c->global_batch / ranks * ranks;
       return fail (error, file, k,
                    "%" G_GINT64_FORMAT " samples cannot be shared equally among %" G_GINT64_FORMAT
-                   " workers; use a multiple of the workers (e.g. %" G_GINT64_FORMAT " or %"
-                   G_GINT64_FORMAT ")", c->global_batch, c->workers,
-                   lo > 0 ? lo : c->workers, lo + c->workers);
+                   " %s; use a multiple of the %s (e.g. %" G_GINT64_FORMAT " or %"
+                   G_GINT64_FORMAT ")", c->global_batch, ranks, who, who,
+                   lo > 0 ? lo : ranks, lo + ranks);
     }
-  c->batch = c->global_batch / c->workers;
+  c->batch = c->global_batch / ranks;
   set_param_int (c, "model.batch", c->batch);
   return TRUE;
 }

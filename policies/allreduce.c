@@ -1287,8 +1287,16 @@ ar_work (const PolModelInfo *mi, PolWork *out)
                      .iteration_rows = W, .bucket_rows = B, .in_flight = B * W * C };
 }
 
+/* A tensor group draws one batch: the data-parallel ranks are the parts. */
+static gint64
+ar_data_parts (const BaseValues *values, gint64 workers)
+{
+  return workers / MAX (base_values_int (values, "policy.tensor"), 1);
+}
+
 const PolPolicyOps pol_allreduce_ops = {
   .work = ar_work,
+  .data_parts = ar_data_parts,
   .name = "allreduce",
   .compresses = TRUE,
   .zero = TRUE,

@@ -784,6 +784,83 @@ study_hogwild (void)
   g_assert_cmpfloat (q (db, stale, n64), >, q (db, stale, l64));
 }
 
+/* ---------------------------------------------------------------- lab 7 */
+
+static const int tp_sizes[] = { 1, 2, 4, 8 };
+
+/* The tensor.ini run with tensor T and sequence parallelism sp. */
+static double
+tensor_q (int T, gboolean sp, const char *expr)
+{
+  const char *db = lab_db ("tensor", NULL);
+  g_autofree char *where = g_strdup_printf ("policy.tensor=%d policy.sequence_parallel=%s", T,
+                                            sp ? "true" : "false");
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs WHERE id = %s", expr, id);
+}
+
+static void
+lab7_cut_costs (void)
+{
+  for (gsize i = 1; i < G_N_ELEMENTS (tp_sizes); i++)
+    {
+      int a = tp_sizes[i - 1], b = tp_sizes[i];
+      g_assert_cmpfloat (tensor_q (b, FALSE, "comm / (compute + comm + wait)"), >,
+                         tensor_q (a, FALSE, "comm / (compute + comm + wait)"));
+      g_assert_cmpfloat (tensor_q (b, FALSE, "sim_time / iterations"), >,
+                         tensor_q (a, FALSE, "sim_time / iterations"));
+    }
+}
+
+static void
+lab7_sequence (void)
+{
+  for (gsize i = 1; i < G_N_ELEMENTS (tp_sizes); i++)
+    {
+      int T = tp_sizes[i];
+      double plain = tensor_q (T, FALSE, "sim_time / iterations");
+      double sp = tensor_q (T, TRUE, "sim_time / iterations");
+      g_assert_cmpfloat (sp, <=, plain);
+      if (T == 8)
+        g_assert_cmpfloat (sp, <, plain);
+    }
+}
+
+/* The zero.ini run of stage z (prefetch as the file has it). */
+static double
+zero_q (int z, const char *expr)
+{
+  const char *db = lab_db ("zero", NULL);
+  g_autofree char *where = g_strdup_printf ("policy.zero=%d", z);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs WHERE id = %s", expr, id);
+}
+
+static void
+lab7_stage0 (void)
+{
+  g_assert_cmpfloat (zero_q (0, "status = 'infeasible' AND error LIKE '%higher [policy] zero%'"),
+                     ==, 1);
+  for (int z = 1; z <= 3; z++)
+    g_assert_cmpfloat (zero_q (z, "status = 'done'"), ==, 1);
+}
+
+static void
+lab7_same_bytes (void)
+{
+  g_assert_cmpfloat (zero_q (1, "sim_time"), ==, zero_q (2, "sim_time"));
+}
+
+static void
+lab7_gathering (void)
+{
+  double one = zero_q (1, "sim_time / iterations");
+  double three = zero_q (3, "sim_time / iterations");
+  g_assert_cmpfloat (three, >, one);
+  const char *db = lab_db ("zero", "policy.zero=3", "policy.prefetch=false", NULL);
+  g_assert_cmpfloat (q (db, "SELECT sim_time / iterations FROM runs"), >, three);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -827,6 +904,11 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/decentralized/3-consensus", lab6_consensus);
   g_test_add_func ("/labs/decentralized/4-local-work", lab6_local_work);
   g_test_add_func ("/labs/decentralized/5-non-iid", lab6_non_iid);
+  g_test_add_func ("/labs/model-parallel/1-cut-costs", lab7_cut_costs);
+  g_test_add_func ("/labs/model-parallel/2-sequence", lab7_sequence);
+  g_test_add_func ("/labs/model-parallel/3-stage0", lab7_stage0);
+  g_test_add_func ("/labs/model-parallel/4-same-bytes", lab7_same_bytes);
+  g_test_add_func ("/labs/model-parallel/5-gathering", lab7_gathering);
   g_test_add_func ("/studies/backup-workers", study_backup_workers);
   g_test_add_func ("/studies/hogwild", study_hogwild);
   int rc = g_test_run ();
