@@ -52,6 +52,9 @@ static const BaseChoice reduce_choices[] = {
   { "free", 0, FALSE }, { "memory", 1, FALSE }, { NULL, 0, FALSE },
 };
 
+/* The most ranks of a tensor group ([policy] tensor's bound). */
+#define POL_MAX_TENSOR 1024
+
 static const BaseChoice bool_choices[] = {
   { "false", FALSE, FALSE }, { "true", TRUE, FALSE }, { NULL, 0, FALSE },
 };
@@ -67,7 +70,7 @@ static const BaseKey shared_keys[] = {
     "Gradient compression of kind = allreduce and ps (docs/policies.md): what each worker sends instead of its whole gradient; the math uses what a receiver decodes. With all-reduce the compressed gradients are all-gathered (they cannot be summed on the way).", pol_compress_entries },
   { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, 0,
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
-  { "policy", "tensor", BASE_KEY_INT, 0, "1", 1, 1024, 0, NULL, 0,
+  { "policy", "tensor", BASE_KEY_INT, 0, "1", 1, POL_MAX_TENSOR, 0, NULL, 0,
     "Tensor-parallel size T (kind = allreduce or pipeline; Megatron style, docs/policies.md): each layer pair's weights cut T ways among T consecutive workers, with an all-reduce of activations after each pair in forward and of their gradients in backward; allreduce: workers = data-parallel ranks x T; pipeline: each stage of each replica is a group of T workers, workers = replicas x stages x T.", NULL },
   { "policy", "sequence_parallel", BASE_KEY_ENUM, 0, "false", 0, 0, 0, bool_choices, 0,
     "tensor > 1: the tensor all-reduces become reduce-scatters and all-gathers, and the layers outside the cut pairs (norms, residual adds) run on 1/T of the sequence.", NULL },
@@ -130,11 +133,18 @@ resolve_layout (const PolPolicyOps *ops, PolCheck *chk, GError **error)
                           "\"%s\" is not DPxPPxTP; write three positive integers joined by "
                           "x, e.g. 4x8x8 (data x pipeline x tensor)", text);
   gboolean pipeline = strcmp (ops->name, "pipeline") == 0;
-  if (!ops->tensor || (!pipeline && dim[1] != 1))
+  if (!ops->tensor)
+    return pol_key_error (error, "policy", "layout",
+                          "applies only to kind = pipeline or allreduce; remove it or set kind");
+  if (!pipeline && dim[1] != 1)
     return pol_key_error (error, "policy", "layout",
                           "%s has %" G_GINT64_FORMAT " pipeline stages, which kind = %s does "
-                          "not run; use kind = pipeline%s, or remove it", text, dim[1],
-                          ops->name, ops->tensor ? " or a layout DPx1xTP" : "");
+                          "not run; use kind = pipeline or a layout DPx1xTP", text, dim[1],
+                          ops->name);
+  if (dim[2] > POL_MAX_TENSOR)
+    return pol_key_error (error, "policy", "layout",
+                          "%s has %" G_GINT64_FORMAT " tensor ranks, more than the %d [policy] "
+                          "tensor allows; use fewer", text, dim[2], POL_MAX_TENSOR);
   if (dim[0] * dim[1] * dim[2] != chk->workers)
     return pol_key_error (error, "policy", "layout",
                           "%s is %" G_GINT64_FORMAT " workers but [cluster] workers = %"

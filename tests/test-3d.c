@@ -332,6 +332,10 @@ test_refusals (void)
     { "workers = 8", "workers = 10", "[policy] tensor: 2 does not divide the 5 workers of each "
                                      "replica" },
     { "tensor = 2\n", "tensor = 2\nzero = 1\n", "[policy] zero: applies only to kind = allreduce" },
+    { "tensor = 2\n", "tensor = 1\nlayout = 2x1x4\n",
+      "[policy] layout: 2x1x4 gives 1 for [policy] stages, which says 2" },
+    { "kind = pipeline", "kind = gossip\nlayout = 2x2x2",
+      "[policy] layout: applies only to kind = pipeline or allreduce" },
     { "tensor = 2\n", "tensor = 1\nsequence_parallel = true\n",
       "[policy] sequence_parallel: applies only with tensor > 1" },
   };
