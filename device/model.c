@@ -344,6 +344,16 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
   int L = m->n_layers;
   gsize NP = m->ops->n_params (m);
   int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
+  /* with tensor groups, a share is one tensor rank's: its cut of each
+   * layer's parameters (the policy's shares cut the activations) */
+  int T = ops->tensor ? (int) base_values_int (c->values, "policy.tensor") : 1;
+  g_autofree PolTpSplit *split = NULL;
+  if (T > 1)
+    {
+      split = g_new (PolTpSplit, MAX (L, 1));
+      if (!pol_tensor_split (m->layers, L, T, split, NULL))
+        g_clear_pointer (&split, g_free);
+    }
   SimStageMemory *out = g_new0 (SimStageMemory, sh->n);
   for (int s = 0; s < sh->n; s++)
     {
@@ -358,7 +368,9 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
           int last = x->chunks > 1 ? x->chunk_last[k] : x->last;
           gsize lo = m->layers[first].param_offset;
           gsize hi = last + 1 < L ? m->layers[last + 1].param_offset : NP;
-          st->params += hi - lo;
+          st->params += split ? pol_tensor_rank_params (m->layers + first, last - first + 1, hi,
+                                                        split + first, T)
+                              : hi - lo;
         }
       st->slots = x->slots;
       st->microbatch = x->microbatch;

@@ -105,9 +105,11 @@ void sim_model_work (const SimConfig *c, const KernModel *m, PolWork *out);
 gboolean *sim_recompute_mask (const SimConfig *c, const KernModel *m);
 
 /* What one device holds of a model that [policy] kind spreads over its
- * workers (a pipeline's stage), in bytes: its parameters, their gradients,
- * the optimizer's state for them, and the micro-batches it stashes at its
- * peak. */
+ * workers (a pipeline's stage; with [policy] tensor = T > 1, one tensor
+ * rank of it: its cut of the stage's layers, pol_tensor_rank_params, and
+ * its share of the stashed activations), in bytes: its parameters, their
+ * gradients, the optimizer's state for them, and the micro-batches it
+ * stashes at its peak. */
 typedef struct {
   int first, last;       /* its layers, inclusive (with chunks: the first of
                           * its first chunk, the last of its last) */

@@ -1107,10 +1107,6 @@ static const BaseChoice bool_choices[] = {
 };
 
 static const BaseKey ar_keys[] = {
-  { "policy", "tensor", BASE_KEY_INT, 0, "1", 1, 1024, 0, NULL, 0,
-    "kind = allreduce: tensor-parallel size T (Megatron style; docs/policies.md): each layer pair's weights cut T ways among T consecutive workers, with an all-reduce of activations after each pair in forward and of their gradients in backward; workers = data-parallel ranks x T.", NULL },
-  { "policy", "sequence_parallel", BASE_KEY_ENUM, 0, "false", 0, 0, 0, bool_choices, 0,
-    "tensor > 1: the tensor all-reduces become reduce-scatters and all-gathers, and the layers outside the cut pairs (norms, residual adds) run on 1/T of the sequence.", NULL },
   { "policy", "zero", BASE_KEY_INT, 0, "0", 0, 3, 0, NULL, 0,
     "kind = allreduce: ZeRO stage, sharding the training state over the workers (docs/policies.md): 0 = none; 1 = optimizer state (gradients reduce-scattered, each worker updates its shard, parameters all-gathered); 2 = gradients too; 3 = parameters too (all-gathered before each layer's forward and backward).", NULL },
   { "policy", "prefetch", BASE_KEY_ENUM, 0, "true", 0, 0, 0, bool_choices, 0,
@@ -1165,9 +1161,6 @@ ar_validate (PolCheck *chk, GError **error)
                           "%" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT
                           " workers (each data-parallel rank is a group of tensor ranks); "
                           "choose workers a multiple of it", T, chk->workers);
-  if (base_values_int (chk->values, "policy.sequence_parallel") && T == 1)
-    return pol_key_error (error, "policy", "sequence_parallel",
-                          "applies only with tensor > 1; remove it or set tensor");
   if (T > 1 && zero == 3)
     return pol_key_error (error, "policy", "zero",
                           "3 is not modelled with tensor > 1 (Megatron shards the optimizer "
@@ -1210,11 +1203,6 @@ ar_foreign (const PolCheck *chk, GError **error)
   if (!base_values_int (chk->values, "policy.prefetch"))
     return pol_key_error (error, "policy", "prefetch",
                           "applies only to kind = allreduce with zero = 3; remove it");
-  if (base_values_int (chk->values, "policy.tensor") != 1
-      || base_values_int (chk->values, "policy.sequence_parallel"))
-    return pol_key_error (error, "policy", base_values_int (chk->values, "policy.tensor") != 1
-                                           ? "tensor" : "sequence_parallel",
-                          "applies only to kind = allreduce; remove it or set kind = allreduce");
   return TRUE;
 }
 
@@ -1300,6 +1288,7 @@ const PolPolicyOps pol_allreduce_ops = {
   .name = "allreduce",
   .compresses = TRUE,
   .zero = TRUE,
+  .tensor = TRUE,
   .source = "S. Li et al.: PyTorch Distributed: experiences on accelerating data parallel training, VLDB 2020 (gradient buckets)",
   .keys = ar_keys,
   .check_model = ar_check_model,

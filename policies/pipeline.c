@@ -51,11 +51,14 @@
 
 #include "comm/collectives.h"
 #include "policies/common.h"
+#include "policies/tensor.h"
 #include "train/lanes.h"
 #include "train/mesh.h"
 #include "train/step.h"
 
-enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE };
+enum { TAG_ACTIVATION, TAG_GRADIENT, TAG_ALLREDUCE, TAG_TENSOR };
+
+typedef struct PlPolicy PlPolicy;
 
 /* One chunk of a stage: the layers of virtual stage k = c P + s on the
  * worker of stage s (the whole stage without interleaving, v = 1). */
@@ -69,18 +72,28 @@ typedef struct {
   double stash_bytes;         /* bytes stashed per micro-batch */
   int slots;                  /* most of its micro-batches stashed at once */
   int stash;                  /* its micro-batches stashed now */
-  gboolean *in_ready;         /* (m) activations of micro-batch i arrived */
-  gboolean *grad_ready;       /* (m) gradient of micro-batch i arrived */
+  int *in_ready;              /* (m) transfers of micro-batch i's activations
+                               * arrived: ready at T, one per tensor rank */
+  int *grad_ready;            /* (m) and of its gradient */
   double *in_sent;            /* (m) s, when they were sent */
   double *grad_sent;          /* (m) */
   KernStage *ks;              /* NULL without math */
+  PolTensorStep *op_fwd;      /* T > 1: the chain of a forward on the
+                               * stage's tensor group; NULL otherwise */
+  PolTensorStep *op_bwd;      /* T > 1: of a backward */
 } PlChunk;
 
+/* A stage of a replica: one worker, or with [policy] tensor = T > 1 the
+ * tensor group of T consecutive ranks that runs it in lockstep. */
 typedef struct {
-  int replica, stage, index;  /* its rank on the mesh (replica, stage) */
+  PlPolicy *pl;
+  int replica, stage, index;  /* its rank on the mesh (replica, stage), the
+                               * first of its tensor group's T */
+  gsize rank_params;          /* parameters one of its tensor ranks holds
+                               * (params when T = 1) */
   PlChunk *chunk;             /* (v) its chunks, chunk c = virtual stage c P + s */
   gsize params;               /* parameters of all its chunks */
-  double flops;               /* per iteration */
+  double flops;               /* per iteration, on one tensor rank */
   double out_bytes;           /* bytes its chunks send forward per micro-batch */
   int *ops;                   /* (2 m v) schedule order */
   int pos;                    /* next operation */
@@ -96,9 +109,16 @@ typedef struct {
   double sum_compute, sum_idle;
 } PlWorker;
 
-typedef struct {
+struct PlPolicy {
   PolEnv env;
   int P, R, M, W;             /* stages, replicas, micro-batches, workers */
+  int T;                      /* [policy] tensor: ranks of a stage's group */
+  int G;                      /* stage groups, R P; W = G T */
+  PolTpSplit *split;          /* (n_layers) T > 1: how each layer is cut */
+  gboolean sequence;          /* [policy] sequence_parallel */
+  KernTensorPlan *plan;       /* T > 1 with math: the groups' real math */
+  int *reduce_pending;        /* (P) T > 1: data groups of stage s still
+                               * all-reducing */
   int V, K;                   /* chunks per stage, virtual stages P V */
   int n;                      /* samples per micro-batch */
   PolSchedule schedule;
@@ -107,8 +127,9 @@ typedef struct {
   double *layer_bwd;          /* (n_layers) its backward, recomputation
                                * included */
   int *count;                 /* (K) layers per virtual stage */
-  TrainMesh *mesh;            /* data (replicas) x pipeline (stages) */
-  PlWorker *w;                /* (W) by rank */
+  TrainMesh *mesh;            /* data (replicas) x pipeline (stages) x
+                               * tensor (T) */
+  PlWorker *w;                /* (G) by group, rank / T */
   const CommAlgorithm *alg;
   float *params;              /* (n_params) the one shared copy */
   float **grad;               /* (R) gradients, (n_params) each */
@@ -127,7 +148,7 @@ typedef struct {
   double iter_start;
   double loss_sum;            /* mean losses of the iteration's micro-batches */
   PolRun run;                 /* counters, evaluation, end of the run */
-} PlPolicy;
+};
 
 /* Partition (policy.h): best[k][i] = least largest group over the first i
  * layers in k groups, by dynamic programming over the last cut. */
@@ -289,18 +310,52 @@ pol_pipeline_stash_bytes (const KernLayer *layers, const gboolean *recomputed, i
   return 4.0 * (double) n * stash;
 }
 
+/* pol_pipeline_stash_bytes on one rank of a tensor group of T (split NULL
+ * or T = 1: the whole stage): a cut layer's activations 1/T, every
+ * layer's with sequence parallelism, which also keeps the stage's input
+ * 1/T (without it, the input is all-gathered whole before the first
+ * layer). */
+static double
+rank_stash_bytes (const KernLayer *layers, const gboolean *recomputed, const PolTpSplit *split,
+                  int T, gboolean sequence, int first, int last, int n)
+{
+  if (!split || T <= 1)
+    return pol_pipeline_stash_bytes (layers, recomputed, first, last, n);
+  double stash = first > 0 ? layers[first - 1].outputs / (sequence ? T : 1) : 0.0;
+  for (int l = first; l <= last; l++)
+    if (!recomputed || !recomputed[l] || l == 0)
+      stash += layers[l].activations / (split[l] != POL_TP_WHOLE || sequence ? T : 1);
+  return 4.0 * (double) n * stash;
+}
+
 static void
 span (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes)
 {
   pol_worker_span (&pl->env, w, kind, a, b, pl->iter, bytes);
 }
 
-/* Message data: the receiving chunk (worker x v + chunk), micro-batch and
- * kind packed in a pointer. */
+/* The same span on each rank of wk's tensor group. */
+static void
+group_span (PlPolicy *pl, const PlWorker *wk, const char *kind, double a, double b,
+            double bytes)
+{
+  for (int t = 0; t < pl->T; t++)
+    span (pl, wk->index + t, kind, a, b, bytes);
+}
+
+/* The stage group rank belongs to. */
+static PlWorker *
+group_of (PlPolicy *pl, int rank)
+{
+  return &pl->w[rank / pl->T];
+}
+
+/* Message data: the receiving chunk (its group x v + chunk, the group of
+ * rank `worker`), micro-batch and kind packed in a pointer. */
 static gpointer
 pack (const PlPolicy *pl, int worker, int chunk, int micro, int kind)
 {
-  gsize id = (gsize) worker * (gsize) pl->V + (gsize) chunk;
+  gsize id = (gsize) (worker / pl->T) * (gsize) pl->V + (gsize) chunk;
   return GSIZE_TO_POINTER ((id << 24) | ((gsize) micro << 1) | (gsize) kind);
 }
 
@@ -308,7 +363,8 @@ pack (const PlPolicy *pl, int worker, int chunk, int micro, int kind)
 static PlWorker *
 virtual_stage (PlPolicy *pl, int like, int k, PlChunk **chunk)
 {
-  PlWorker *wk = &pl->w[train_mesh_rank_at (pl->mesh, like, TRAIN_AXIS_PIPELINE, k % pl->P)];
+  PlWorker *wk = group_of (pl, train_mesh_rank_at (pl->mesh, like, TRAIN_AXIS_PIPELINE,
+                                                   k % pl->P));
   *chunk = &wk->chunk[k / pl->P];
   return wk;
 }
@@ -327,9 +383,9 @@ on_arrive (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
   PlChunk *ch = &wk->chunk[id % (gsize) pl->V];
   int micro = (int) ((v >> 1) & 0x7fffff);
   if (v & 1)
-    ch->grad_ready[micro] = TRUE;
+    ch->grad_ready[micro]++;
   else
-    ch->in_ready[micro] = TRUE;
+    ch->in_ready[micro]++;
   try_next (pl, wk);
 }
 
@@ -340,14 +396,16 @@ end_iteration (PlPolicy *pl)
   EngSim *sim = pl->env.sim;
   double now = eng_sim_now (sim);
   double T = now - pl->iter_start;
-  for (int k = 0; k < pl->W; k++)
+  for (int k = 0; k < pl->G; k++)
     {
       PlWorker *wk = &pl->w[k];
       double compute = wk->it_compute, comm = MIN (wk->it_comm, T - compute);
       double wait = MAX (0.0, T - compute - comm);
       wk->sum_compute += compute;
       wk->sum_idle += T - compute;
-      pol_run_iteration (&pl->run, k, pl->iter, pl->iter_start, now, compute, comm, wait, 0);
+      for (int t = 0; t < pl->T; t++)
+        pol_run_iteration (&pl->run, wk->index + t, pl->iter, pl->iter_start, now, compute,
+                           comm, wait, 0);
     }
   pl->run.updates += pl->W;
   /* each replica's batch went through every stage once: the stages share
@@ -367,12 +425,12 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data)
   PlPolicy *pl = ctx;
   int s = GPOINTER_TO_INT (data);
   double now = eng_sim_now (sim);
-  TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s);
+  TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s * pl->T);
   for (int r = 0; r < g.n; r++)
     {
-      PlWorker *wk = &pl->w[g.ranks[r]];
+      PlWorker *wk = group_of (pl, g.ranks[r]);
       wk->it_compute += pl->update_time[s];
-      span (pl, wk->index, "update", now - pl->update_time[s], now, 0);
+      group_span (pl, wk, "update", now - pl->update_time[s], now, 0);
     }
   if (++pl->stages_updated == pl->P)
     end_iteration (pl);
@@ -424,16 +482,18 @@ on_reduce_done (EngSim *sim, gpointer ctx, gpointer data)
 {
   PlPolicy *pl = ctx;
   int s = GPOINTER_TO_INT (data);
+  if (pl->T > 1 && --pl->reduce_pending[s] > 0)
+    return; /* another tensor rank's data group is still reducing */
   double now = eng_sim_now (sim);
-  TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s);
+  TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s * pl->T);
   for (int r = 0; r < g.n; r++)
     {
-      PlWorker *wk = &pl->w[g.ranks[r]];
+      PlWorker *wk = group_of (pl, g.ranks[r]);
       wk->it_comm += now - wk->blocked_since;
-      span (pl, wk->index, "send", wk->blocked_since, now, 4.0 * (double) wk->params);
+      group_span (pl, wk, "send", wk->blocked_since, now, 4.0 * (double) wk->rank_params);
       wk->blocked_since = -1;
     }
-  PlWorker *w0 = &pl->w[g.ranks[0]];
+  PlWorker *w0 = group_of (pl, g.ranks[0]);
   if (w0->packed)
     pack_grad (pl, w0, pl->grad[0], TRUE);
   apply_update (sim, pl, data);
@@ -461,7 +521,7 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
   gboolean math = pl->env.model && !pl->stacked;
   for (int r = 0; r < g.n; r++)
     {
-      PlWorker *o = &pl->w[g.ranks[r]];
+      PlWorker *o = group_of (pl, g.ranks[r]);
       if (math && o->packed)
         {
           pack_grad (pl, o, pl->grad[r], FALSE);
@@ -471,21 +531,47 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
         pl->reduce_bufs[r] = pl->grad[r] + o->chunk[0].lo;
       o->blocked_since = now;
     }
-  pol_allreduce_start (&pl->env, pl->alg, g.n, g.hosts, math ? pl->reduce_bufs : NULL,
-                       wk->params, TAG_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s));
+  if (pl->T == 1)
+    {
+      pol_allreduce_start (&pl->env, pl->alg, g.n, g.hosts, math ? pl->reduce_bufs : NULL,
+                           wk->params, TAG_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s));
+      return;
+    }
+  /* tensor groups: each tensor rank's data group (its peers at the same
+   * stage and tensor coordinate) all-reduces that rank's share, T groups at
+   * once; the math ran stacked at the iteration's start */
+  pl->reduce_pending[s] = pl->T;
+  for (int t = 0; t < pl->T; t++)
+    {
+      TrainGroup gt = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index + t);
+      pol_allreduce_start (&pl->env, pl->alg, gt.n, gt.hosts, NULL, wk->rank_params,
+                           TAG_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s));
+    }
 }
 
+/* Sends `bytes` from wk's group to `to`'s: one transfer, or with tensor
+ * groups T of bytes / T, each tensor rank to the same rank of `to`
+ * (Megatron's scatter/gather of the boundary tensors). */
 static void
-on_op_done (EngSim *sim, gpointer ctx, gpointer data)
+send_boundary (PlPolicy *pl, const PlWorker *wk, const PlWorker *to, int chunk, int micro,
+               double bytes, int tag)
 {
-  PlPolicy *pl = ctx;
-  PlWorker *wk = data;
-  double now = eng_sim_now (sim);
+  for (int t = 0; t < pl->T; t++)
+    net_send (pl->env.net, train_mesh_host (pl->mesh, wk->index + t),
+              train_mesh_host (pl->mesh, to->index + t), bytes / pl->T, tag, on_arrive, pl,
+              pack (pl, to->index, chunk, micro, tag == TAG_GRADIENT));
+}
+
+/* wk's running operation has ended now: its output goes on, and the next
+ * one starts when it can. */
+static void
+op_finished (PlPolicy *pl, PlWorker *wk)
+{
+  double now = eng_sim_now (pl->env.sim);
   int op = wk->ops[wk->pos];
   int code = op >= 0 ? op : -op - 1;
   int micro = code % pl->M;
   PlChunk *ch = &wk->chunk[code / pl->M];
-  wk->it_compute += now - wk->op_start;
   if (op >= 0)
     {
       if (ch->k + 1 < pl->K)
@@ -493,14 +579,13 @@ on_op_done (EngSim *sim, gpointer ctx, gpointer data)
           PlChunk *nc;
           PlWorker *next = virtual_stage (pl, wk->index, ch->k + 1, &nc);
           nc->in_sent[micro] = now;
-          net_send (pl->env.net, train_mesh_host (pl->mesh, wk->index),
-                    train_mesh_host (pl->mesh, next->index), ch->out_bytes, TAG_ACTIVATION,
-                    on_arrive, pl, pack (pl, next->index, (int) (nc - next->chunk), micro, 0));
+          send_boundary (pl, wk, next, (int) (nc - next->chunk), micro, ch->out_bytes,
+                         TAG_ACTIVATION);
         }
       else
         {
           ch->grad_sent[micro] = now;
-          ch->grad_ready[micro] = TRUE;
+          ch->grad_ready[micro] = pl->T;
         }
     }
   else
@@ -512,9 +597,8 @@ on_op_done (EngSim *sim, gpointer ctx, gpointer data)
           PlChunk *pc;
           PlWorker *prev = virtual_stage (pl, wk->index, ch->k - 1, &pc);
           pc->grad_sent[micro] = now;
-          net_send (pl->env.net, train_mesh_host (pl->mesh, wk->index),
-                    train_mesh_host (pl->mesh, prev->index), pc->out_bytes, TAG_GRADIENT,
-                    on_arrive, pl, pack (pl, prev->index, (int) (pc - prev->chunk), micro, 1));
+          send_boundary (pl, wk, prev, (int) (pc - prev->chunk), micro, pc->out_bytes,
+                         TAG_GRADIENT);
         }
     }
   wk->busy = FALSE;
@@ -525,6 +609,48 @@ on_op_done (EngSim *sim, gpointer ctx, gpointer data)
       return;
     }
   try_next (pl, wk);
+}
+
+static void
+on_op_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PlPolicy *pl = ctx;
+  PlWorker *wk = data;
+  wk->it_compute += eng_sim_now (sim) - wk->op_start;
+  op_finished (pl, wk);
+}
+
+/* A tensor group's operation chain has ended: its compute stretches are
+ * compute, the tensor collectives between them communication. */
+static void
+on_tensor_op_done (gpointer ctx)
+{
+  PlWorker *wk = ctx;
+  PlPolicy *pl = wk->pl;
+  double now = eng_sim_now (pl->env.sim);
+  int op = wk->ops[wk->pos];
+  int code = op >= 0 ? op : -op - 1;
+  const PlChunk *ch = &wk->chunk[code / pl->M];
+  const PolTensorStep *chain = op >= 0 ? ch->op_fwd : ch->op_bwd;
+  const double *a, *b;
+  int n;
+  pol_tensor_step_stretches (chain, &a, &b, &n);
+  PolSpanDetail d = { op >= 0 ? "forward" : "backward", code % pl->M, ch->first, ch->last };
+  double compute = 0, from = wk->op_start;
+  for (int i = 0; i < n; i++)
+    {
+      if (a[i] > from)
+        group_span (pl, wk, "send", from, a[i], 0);
+      for (int t = 0; t < pl->T; t++)
+        pol_worker_span_detail (&pl->env, wk->index + t, "compute", a[i], b[i], pl->iter, 0, &d);
+      compute += b[i] - a[i];
+      from = b[i];
+    }
+  if (now > from)
+    group_span (pl, wk, "send", from, now, 0);
+  wk->it_compute += compute;
+  wk->it_comm += (now - wk->op_start) - compute;
+  op_finished (pl, wk);
 }
 
 /* With math run operation by operation: chunk ch of worker wk runs its
@@ -570,7 +696,8 @@ try_next (PlPolicy *pl, PlWorker *wk)
   int micro = code % pl->M;
   PlChunk *ch = &wk->chunk[code / pl->M];
   gboolean fwd = op >= 0;
-  gboolean ready = fwd ? (ch->k == 0 || ch->in_ready[micro]) : ch->grad_ready[micro];
+  gboolean ready = fwd ? (ch->k == 0 || ch->in_ready[micro] == pl->T)
+                       : ch->grad_ready[micro] == pl->T;
   if (!ready)
     {
       if (wk->blocked_since < 0)
@@ -584,8 +711,8 @@ try_next (PlPolicy *pl, PlWorker *wk)
       double sent = fwd ? ch->in_sent[micro] : ch->grad_sent[micro];
       double from = MAX (wk->blocked_since, sent);
       wk->it_comm += now - from;
-      span (pl, wk->index, "idle", wk->blocked_since, from, 0);
-      span (pl, wk->index, "recv", from, now, 0);
+      group_span (pl, wk, "idle", wk->blocked_since, from, 0);
+      group_span (pl, wk, "recv", from, now, 0);
       wk->blocked_since = -1;
     }
   const PolEnv *env = &pl->env;
@@ -600,9 +727,19 @@ try_next (PlPolicy *pl, PlWorker *wk)
         bytes += wk->chunk[c].stash * wk->chunk[c].stash_bytes;
       wk->peak_bytes = MAX (wk->peak_bytes, bytes);
     }
-  double dt = env->scale_time (env->compute_ctx, wk->index, fwd ? ch->t_fwd : ch->t_bwd, host);
   wk->busy = TRUE;
   wk->op_start = now;
+  if (pl->T > 1)
+    {
+      /* the group's chain, its compute at the pace of its slowest rank */
+      PolTensorStep *chain = fwd ? ch->op_fwd : ch->op_bwd;
+      double share = pol_tensor_step_compute (chain), slowest = 0;
+      for (int t = 0; t < pl->T; t++)
+        slowest = MAX (slowest, env->scale_time (env->compute_ctx, wk->index + t, share, 0));
+      pol_tensor_step_run (chain, share > 0 ? slowest / share : 0, NULL, on_tensor_op_done, wk);
+      return;
+    }
+  double dt = env->scale_time (env->compute_ctx, wk->index, fwd ? ch->t_fwd : ch->t_bwd, host);
   PolSpanDetail d = { fwd ? "forward" : "backward", micro, ch->first, ch->last };
   pol_worker_span_detail (&pl->env, wk->index, "compute", now, now + dt, pl->iter, 0, &d);
   eng_schedule (sim, dt, on_op_done, pl, wk);
@@ -629,7 +766,7 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
         train_lanes_sum (train_steps_lanes (pl->steps), pl->grad[0],
                          (const float *const *) pl->grad + 1, pl->R - 1, env->n_params);
     }
-  for (int k = 0; k < pl->W; k++)
+  for (int k = 0; k < pl->G; k++)
     {
       PlWorker *wk = &pl->w[k];
       wk->pos = 0;
@@ -643,14 +780,14 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
           ch->stash = 0;
           for (int i = 0; i < pl->M; i++)
             {
-              ch->in_ready[i] = ch->grad_ready[i] = FALSE;
+              ch->in_ready[i] = ch->grad_ready[i] = 0;
               ch->in_sent[i] = ch->grad_sent[i] = pl->iter_start;
             }
           if (ch->ks)
             kern_stage_set_params (ch->ks, pl->params);
         }
     }
-  for (int k = 0; k < pl->W; k++)
+  for (int k = 0; k < pl->G; k++)
     try_next (pl, &pl->w[k]);
 }
 
@@ -662,11 +799,12 @@ pl_data_parts (const BaseValues *values, gint64 workers G_GNUC_UNUSED)
   return MAX (base_values_int (values, "policy.replicas"), 1);
 }
 
-/* The pipeline's shape from its keys: stages, replicas, micro-batches and
- * chunks per stage. */
+/* The pipeline's shape from its keys: stages, replicas, micro-batches,
+ * chunks per stage and tensor ranks per stage. */
 static void
-pl_shape (const BaseValues *v, int *P, int *R, int *M, int *V)
+pl_shape (const BaseValues *v, int *P, int *R, int *M, int *V, int *T)
 {
+  *T = (int) MAX (base_values_int (v, "policy.tensor"), 1);
   *P = (int) base_values_int (v, "policy.stages");
   *R = (int) MAX (base_values_int (v, "policy.replicas"), 1);
   *M = (int) base_values_int (v, "policy.microbatches");
@@ -687,19 +825,20 @@ pl_stage_layers (const BaseValues *v)
 static gboolean
 pl_check_env (const PolEnv *env, GError **error)
 {
-  int P, R, M, V;
-  pl_shape (env->values, &P, &R, &M, &V);
+  int P, R, M, V, T;
+  pl_shape (env->values, &P, &R, &M, &V, &T);
   PolSchedule schedule = (PolSchedule) base_values_int (env->values, "policy.schedule");
   int L = env->n_layers;
   gboolean chunks_ok = V == 1 || (schedule == POL_SCHEDULE_INTERLEAVED && P >= 2);
-  if (P < 1 || P > L || P * R != env->workers || M < 1 || env->batch % M != 0
+  if (P < 1 || P > L || P * R * T != env->workers || M < 1 || env->batch % M != 0
       || V < 1 || P * V > L || !chunks_ok
       || (schedule == POL_SCHEDULE_INTERLEAVED && M % P != 0)
       || !env->layers || !env->layer_seconds || !env->scale_time)
     {
       g_set_error (error, POL_ERROR, 0,
-                   "pipeline: bad stages %d, replicas %d, micro-batches %d or chunks %d for %d "
-                   "workers, %d layers and batch %d", P, R, M, V, env->workers, L, env->batch);
+                   "pipeline: bad stages %d, replicas %d, tensor %d, micro-batches %d or chunks "
+                   "%d for %d workers, %d layers and batch %d", P, R, T, M, V, env->workers, L,
+                   env->batch);
       return FALSE;
     }
   return TRUE;
@@ -742,7 +881,8 @@ pl_worker_init (PlPolicy *pl, int r, int s)
   double n = pl->n;
   int rank = train_mesh_rank_at (pl->mesh, train_mesh_rank_at (pl->mesh, 0, TRAIN_AXIS_DATA, r),
                                  TRAIN_AXIS_PIPELINE, s);
-  PlWorker *wk = &pl->w[rank];
+  PlWorker *wk = group_of (pl, rank);
+  wk->pl = pl;
   wk->replica = r;
   wk->stage = s;
   wk->index = rank;
@@ -760,22 +900,39 @@ pl_worker_init (PlPolicy *pl, int r, int s)
       ch->lo = env->layers[ch->first].param_offset;
       ch->hi = ch->last + 1 < L ? env->layers[ch->last + 1].param_offset : env->n_params;
       wk->params += ch->hi - ch->lo;
+      int count = ch->last - ch->first + 1;
+      wk->rank_params += pl->split ? pol_tensor_rank_params (env->layers + ch->first, count, ch->hi,
+                                                             pl->split + ch->first, pl->T)
+                                   : ch->hi - ch->lo;
       for (int l = ch->first; l <= ch->last; l++)
         {
           const KernLayer *ly = &env->layers[l];
           double fwd = ly->fwd_flops_fixed + ly->fwd_flops * n;
+          double share = pl->split && (pl->split[l] != POL_TP_WHOLE || pl->sequence)
+                         ? 1.0 / pl->T : 1.0;
           ch->t_fwd += pl->layer_fwd[l];
           ch->t_bwd += pl->layer_bwd[l];
-          wk->flops += M * (fwd + ly->bwd_flops_fixed + ly->bwd_flops * n
-                            + (env->recomputed && env->recomputed[l] ? fwd : 0));
+          wk->flops += M * share * (fwd + ly->bwd_flops_fixed + ly->bwd_flops * n
+                                    + (env->recomputed && env->recomputed[l] ? fwd : 0));
         }
-      ch->stash_bytes = pol_pipeline_stash_bytes (env->layers, env->recomputed, ch->first,
-                                                  ch->last, pl->n);
+      ch->stash_bytes = rank_stash_bytes (env->layers, env->recomputed, pl->split, pl->T,
+                                          pl->sequence, ch->first, ch->last, pl->n);
+      if (pl->T > 1)
+        {
+          const int *hosts = train_mesh_group (pl->mesh, TRAIN_AXIS_TENSOR, rank).hosts;
+          double e = env->value_bytes > 0 ? env->value_bytes : 4.0;
+          ch->op_fwd = pol_tensor_op_new (env, pl->T, hosts, pl->split, pl->sequence, ch->first,
+                                          ch->last, TRUE, pl->n, pl->layer_fwd, pl->alg, e,
+                                          TAG_TENSOR);
+          ch->op_bwd = pol_tensor_op_new (env, pl->T, hosts, pl->split, pl->sequence, ch->first,
+                                          ch->last, FALSE, pl->n, pl->layer_bwd, pl->alg, e,
+                                          TAG_TENSOR);
+        }
       ch->out_bytes = ch->k + 1 < pl->K ? 4.0 * n * env->layers[ch->last].outputs : 0.0;
       wk->out_bytes += ch->out_bytes;
       bytes[c] = ch->stash_bytes;
-      ch->in_ready = g_new0 (gboolean, M);
-      ch->grad_ready = g_new0 (gboolean, M);
+      ch->in_ready = g_new0 (int, M);
+      ch->grad_ready = g_new0 (int, M);
       ch->in_sent = g_new0 (double, M);
       ch->grad_sent = g_new0 (double, M);
     }
@@ -794,7 +951,7 @@ pl_worker_init (PlPolicy *pl, int r, int s)
   if (env->model && !pl->stacked && pl->R > 1 && V > 1)
     wk->packed = g_new (float, MAX (wk->params, 1));
   if (r == 0)
-    pl->update_time[s] = env->update_time (env->compute_ctx, wk->params);
+    pl->update_time[s] = env->update_time (env->compute_ctx, wk->rank_params);
 }
 
 /* With math: the replicas' samplers, batches, gradients, the boundary
@@ -807,9 +964,11 @@ pl_math_new (PlPolicy *pl)
   gsize NP = env->n_params;
   PolEnv senv = *env;
   senv.workers = R; /* replicas draw batches as data-parallel workers do */
+  /* with tensor groups, each replica's gradient on its group's shards */
   TrainStepsSetup setup = { .model = env->model, .train = env->train,
                             .samplers = pol_samplers_for_env (&senv), .parts = R,
-                            .batch = env->batch, .slots = R, .stacked = pl->stacked,
+                            .batch = env->batch, .slots = R,
+                            .stacked = pl->stacked && !pl->plan, .tensor = pl->plan,
                             .host_timed = env->host_timed };
   pl->steps = train_steps_new (&setup);
   pl->grad = g_new (float *, R);
@@ -840,16 +999,29 @@ pl_math_new (PlPolicy *pl)
     }
 }
 
+static void pl_free (PolPolicy *p);
+
 static PolPolicy *
 pl_create (const PolEnv *env, GError **error)
 {
   if (!pl_check_env (env, error))
     return NULL;
-  int P, R, M, V;
-  pl_shape (env->values, &P, &R, &M, &V);
+  int P, R, M, V, T;
+  pl_shape (env->values, &P, &R, &M, &V, &T);
   const CommAlgorithm *alg = NULL;
-  if (R > 1 && !(alg = pol_env_algorithm (env, error)))
+  if ((R > 1 || T > 1) && !(alg = pol_env_algorithm (env, error)))
     return NULL;
+  gboolean stacked = env->model && !env->host_timed && env->model->ops->loss_grad_groups;
+  if (T > 1 && env->model && !stacked)
+    {
+      /* the groups' math is the iteration's, computed at its start */
+      g_set_error (error, POL_ERROR, 0,
+                   "[policy] tensor: %d with kind = pipeline computes a stage's gradient on "
+                   "its tensor ranks' shards at the iteration's start, which [device] "
+                   "compute_time = measured cannot time operation by operation; use "
+                   "compute_time = model or tensor = 1", T);
+      return NULL;
+    }
   PlPolicy *pl = g_new0 (PlPolicy, 1);
   pl->env = *env;
   pl->alg = alg;
@@ -857,21 +1029,28 @@ pl_create (const PolEnv *env, GError **error)
   pl->R = R;
   pl->M = M;
   pl->V = V;
+  pl->T = T;
   pl->K = P * V;
-  pl->W = P * R;
+  pl->G = P * R;
+  pl->W = P * R * T;
   pl->n = env->batch / M;
   pl->schedule = (PolSchedule) base_values_int (env->values, "policy.schedule");
-  pl->stacked = env->model && !env->host_timed && env->model->ops->loss_grad_groups;
+  pl->stacked = stacked;
+  pl->sequence = base_values_int (env->values, "policy.sequence_parallel") != 0;
   pl->layer_fwd = g_new (double, env->n_layers);
   pl->layer_bwd = g_new (double, env->n_layers);
   env->layer_seconds (env->compute_ctx, pl->n, pl->layer_fwd, pl->layer_bwd);
   pol_run_init (&pl->run, &pl->env);
-  if (!pl_stage_counts (pl, error))
+  if (T > 1)
     {
-      g_free (pl->count);
-      g_free (pl->layer_fwd);
-      g_free (pl->layer_bwd);
-      g_free (pl);
+      pl->split = g_new (PolTpSplit, MAX (env->n_layers, 1));
+      pl->reduce_pending = g_new0 (int, P);
+    }
+  if ((pl->split && !pol_tensor_split (env->layers, env->n_layers, T, pl->split, error))
+      || (T > 1 && env->model && !(pl->plan = kern_tensor_plan_new (env->model, T, error)))
+      || !pl_stage_counts (pl, error))
+    {
+      pl_free ((PolPolicy *) pl);
       return NULL;
     }
 
@@ -886,10 +1065,10 @@ pl_create (const PolEnv *env, GError **error)
   pl->backward_done = g_new0 (int, P);
   int size[TRAIN_N_AXES] = { [TRAIN_AXIS_DATA] = R, [TRAIN_AXIS_PIPELINE] = P,
                              [TRAIN_AXIS_EXPERT] = 1, [TRAIN_AXIS_CONTEXT] = 1,
-                             [TRAIN_AXIS_TENSOR] = 1 };
+                             [TRAIN_AXIS_TENSOR] = T };
   pl->mesh = train_mesh_new (size, 0);
   pl->reduce_bufs = g_new0 (float *, R);
-  pl->w = g_new0 (PlWorker, pl->W);
+  pl->w = g_new0 (PlWorker, pl->G);
   for (int r = 0; r < R; r++)
     for (int s = 0; s < P; s++)
       pl_worker_init (pl, r, s);
@@ -908,7 +1087,7 @@ pl_start (PolPolicy *p)
       TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, 0);
       pol_report_algorithm (&pl->env, pl->alg,
                             pol_allreduce_resolve (&pl->env, pl->alg, g.n, g.hosts,
-                                                   pl->w[0].params));
+                                                   pl->w[0].rank_params));
     }
   pol_run_start (&pl->run, pl->params);
   eng_schedule (pl->env.sim, 0, start_iteration, pl, NULL);
@@ -923,18 +1102,18 @@ pl_finish (PolPolicy *p, PolResult *out)
     return;
   for (int k = 0; k < pl->W; k++)
     {
-      const PlWorker *wk = &pl->w[k];
+      const PlWorker *wk = group_of (pl, k);
       PolStageStats st = {
         .replica = wk->replica,
         .stage = wk->stage,
-        .worker = wk->index,
+        .worker = k,
         .first_layer = wk->chunk[0].first,
         .last_layer = wk->chunk[pl->V - 1].last,
-        .params = wk->params,
+        .params = wk->rank_params,
         .flops = wk->flops,
         .peak_stash = wk->peak_stash,
         .activation_bytes = wk->peak_bytes,
-        .boundary_bytes = wk->out_bytes,
+        .boundary_bytes = wk->out_bytes / pl->T,
         .compute = wk->sum_compute,
         .idle = wk->sum_idle,
       };
@@ -948,7 +1127,7 @@ pl_free (PolPolicy *p)
   PlPolicy *pl = (PlPolicy *) p;
   if (!pl)
     return;
-  for (int k = 0; k < pl->W; k++)
+  for (int k = 0; pl->w && k < pl->G; k++)
     {
       PlWorker *wk = &pl->w[k];
       g_free (wk->ops);
@@ -961,10 +1140,12 @@ pl_free (PolPolicy *p)
           g_free (ch->in_sent);
           g_free (ch->grad_sent);
           kern_stage_free (ch->ks);
+          pol_tensor_step_free (ch->op_fwd);
+          pol_tensor_step_free (ch->op_bwd);
         }
       g_free (wk->chunk);
     }
-  if (pl->env.model)
+  if (pl->env.model && pl->grad)
     {
       for (int r = 0; r < pl->R; r++)
         {
@@ -994,10 +1175,13 @@ pl_free (PolPolicy *p)
   g_free (pl->backward_done);
   train_mesh_free (pl->mesh);
   g_free (pl->reduce_bufs);
+  g_free (pl->split);
+  g_free (pl->reduce_pending);
+  kern_tensor_plan_free (pl->plan);
   g_free (pl);
 }
 
-static const char *const pl_tags[] = { "activation", "gradient", pol_allreduce_tag };
+static const char *const pl_tags[] = { "activation", "gradient", pol_allreduce_tag, "tensor" };
 
 static const BaseChoice schedule_choices[] = {
   { "gpipe", POL_SCHEDULE_GPIPE, FALSE }, { "1f1b", POL_SCHEDULE_1F1B, FALSE },
@@ -1010,13 +1194,13 @@ static const BaseKey pl_keys[] = {
   { "policy", "chunks", BASE_KEY_INT, 0, "1", 1, 64, 0, NULL, 0,
     "Model chunks per pipeline stage (kind = pipeline, schedule = interleaved): the layers are cut into stages x chunks virtual stages, stage s holding virtual stages s, s + stages, ...; 1 = no interleaving.", NULL },
   { "policy", "stages", BASE_KEY_INT, 0, "0", 0, 1e6, 0, NULL, 0,
-    "Pipeline stages (kind = pipeline), one worker each; 0 = workers / replicas.  At most the model's layer count.", NULL },
+    "Pipeline stages (kind = pipeline), one worker each (a group of [policy] tensor workers with tensor > 1); 0 = workers / (replicas x tensor).  At most the model's layer count.", NULL },
   { "policy", "microbatches", BASE_KEY_INT, 0, "4", 1, 1e9, 0, NULL, 0,
     "Micro-batches per batch (kind = pipeline); must divide [model] batch (and be a multiple of stages under schedule = interleaved).", NULL },
   { "policy", "stage_layers", BASE_KEY_INTLIST, 0, "", 1, 1e6, 0, NULL, 0,
     "Layers of each pipeline stage, comma-separated, summing to the model's layer count (kind = pipeline); with chunks > 1 one count per virtual stage (stages x chunks, in pipeline order); empty = balanced by device time.", NULL },
   { "policy", "replicas", BASE_KEY_INT, 0, "1", 1, 1e6, 0, NULL, 0,
-    "Data-parallel copies of the pipeline (kind = pipeline): workers = stages x replicas; a stage's gradient is all-reduced among its replicas with [policy] algorithm.", NULL },
+    "Data-parallel copies of the pipeline (kind = pipeline): workers = replicas x stages x [policy] tensor; a stage's gradient is all-reduced among its replicas with [policy] algorithm (each tensor rank's share among its peers with tensor > 1).", NULL },
   { .section = NULL },
 };
 
@@ -1031,15 +1215,28 @@ pl_validate (PolCheck *chk, GError **error)
   gint64 P = base_values_int (chk->values, "policy.stages");
   gint64 M = base_values_int (chk->values, "policy.microbatches");
   gint64 V = base_values_int (chk->values, "policy.chunks");
+  gint64 T = base_values_int (chk->values, "policy.tensor");
   PolSchedule schedule = (PolSchedule) base_values_int (chk->values, "policy.schedule");
   const GArray *sl = base_values_list (chk->values, "policy.stage_layers");
   if (chk->workers % R != 0)
     return pol_key_error (error, "policy", "replicas",
                           "%" G_GINT64_FORMAT " replicas do not divide [cluster] workers = %"
                           G_GINT64_FORMAT "; workers must be stages x replicas", R, chk->workers);
+  if ((chk->workers / R) % T != 0)
+    return pol_key_error (error, "policy", "tensor",
+                          "%" G_GINT64_FORMAT " does not divide the %" G_GINT64_FORMAT
+                          " workers of each replica (its stages are groups of tensor ranks); "
+                          "make [cluster] workers = replicas x stages x tensor", T,
+                          chk->workers / R);
   if (P == 0)
-    pol_check_resolve_int (chk, "policy.stages", P = chk->workers / R);
-  if (P * R != chk->workers)
+    pol_check_resolve_int (chk, "policy.stages", P = chk->workers / (R * T));
+  if (T > 1 && P * R * T != chk->workers)
+    return pol_key_error (error, "cluster", "workers",
+                          "%" G_GINT64_FORMAT " workers but [policy] replicas x stages x tensor = %"
+                          G_GINT64_FORMAT " x %" G_GINT64_FORMAT " x %" G_GINT64_FORMAT
+                          "; set workers = %" G_GINT64_FORMAT " or change stages", chk->workers,
+                          R, P, T, R * P * T);
+  if (P * R * T != chk->workers)
     return pol_key_error (error, "cluster", "workers",
                           "%" G_GINT64_FORMAT " workers but [policy] stages x replicas = %"
                           G_GINT64_FORMAT " x %" G_GINT64_FORMAT "; set workers = %" G_GINT64_FORMAT
@@ -1077,13 +1274,26 @@ pl_validate (PolCheck *chk, GError **error)
 }
 
 /* At most one stage per layer, at least one layer per virtual stage;
- * stage_layers covering the model. */
+ * stage_layers covering the model; with tensor groups, a tensor size that
+ * cuts the model and a compute time the groups' math can have. */
 static gboolean
 pl_check_model (const PolModelInfo *mi, GError **error)
 {
   gint64 P = base_values_int (mi->values, "policy.stages");
   gint64 V = base_values_int (mi->values, "policy.chunks");
+  int T = (int) base_values_int (mi->values, "policy.tensor");
   int L = mi->model->n_layers;
+  if (T > 1)
+    {
+      g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (L, 1));
+      if (!pol_tensor_split (mi->model->layers, L, T, split, error))
+        return FALSE;
+      if (mi->host_timed && mi->model->ops->loss_grad_groups)
+        return pol_key_error (error, "device", "compute_time",
+                              "measured cannot time a pipeline stage's operations with "
+                              "[policy] tensor = %d (the groups' math runs at the iteration's "
+                              "start); use compute_time = model or tensor = 1", T);
+    }
   if (P > L)
     return pol_key_error (error, "policy", "stages",
                           "%" G_GINT64_FORMAT " stages for a model of %d layers; "
@@ -1107,14 +1317,23 @@ pl_check_model (const PolModelInfo *mi, GError **error)
   return TRUE;
 }
 
-/* Each stage on its own device: its chunks' layers, cut as pl_create cuts
- * them, and the most its schedule stashes at once. */
+/* Each stage on its own device (with tensor groups: one tensor rank of
+ * it): its chunks' layers, cut as pl_create cuts them, and the most its
+ * schedule stashes at once (a rank's share of each micro-batch). */
 static PolShares *
 pl_shares (const PolModelInfo *mi)
 {
   const KernModel *m = mi->model;
-  int P, R, M, V, L = m->n_layers;
-  pl_shape (mi->values, &P, &R, &M, &V);
+  int P, R, M, V, T, L = m->n_layers;
+  pl_shape (mi->values, &P, &R, &M, &V, &T);
+  g_autofree PolTpSplit *split = NULL;
+  gboolean sequence = base_values_int (mi->values, "policy.sequence_parallel") != 0;
+  if (T > 1)
+    {
+      split = g_new (PolTpSplit, MAX (L, 1));
+      if (!pol_tensor_split (m->layers, L, T, split, NULL))
+        g_clear_pointer (&split, g_free);
+    }
   M = MAX (M, 1);
   g_return_val_if_fail (P >= 1 && P * V <= L, NULL);
   int n = (int) (mi->batch / M), K = P * V;
@@ -1152,8 +1371,8 @@ pl_shares (const PolModelInfo *mi)
           int k = c * P + s;
           sh->chunk_first[c] = start[k];
           sh->chunk_last[c] = start[k + 1] - 1;
-          bytes[c] = pol_pipeline_stash_bytes (m->layers, mi->recomputed, start[k],
-                                               start[k + 1] - 1, n);
+          bytes[c] = rank_stash_bytes (m->layers, mi->recomputed, split, T, sequence, start[k],
+                                       start[k + 1] - 1, n);
           sh->stash_bytes += bytes[c];
         }
       sh->first = sh->chunk_first[0];
@@ -1165,10 +1384,12 @@ pl_shares (const PolModelInfo *mi)
 }
 
 /* Per replica, each micro-batch crosses every virtual stage boundary
- * forward (activations) and backward (gradients); each stage's gradient is
- * then all-reduced among the replicas.  Spans: per worker, chunk and
- * micro-batch a forward, a backward and their transfers, and a few per
- * iteration. */
+ * forward (activations) and backward (gradients), T transfers each with
+ * tensor groups, whose operations also run the tensor collectives; each
+ * stage's gradient is then all-reduced among the replicas (T data groups
+ * at once).  Spans: per worker, chunk and micro-batch a forward, a
+ * backward and their transfers (and per tensor collective a compute
+ * stretch and a send), and a few per iteration. */
 static void
 pl_work (const PolModelInfo *mi, PolWork *out)
 {
@@ -1177,30 +1398,48 @@ pl_work (const PolModelInfo *mi, PolWork *out)
   double P = (double) base_values_int (mi->values, "policy.stages");
   double M = (double) base_values_int (mi->values, "policy.microbatches");
   double V = (double) MAX (base_values_int (mi->values, "policy.chunks"), 1);
+  int T = (int) MAX (base_values_int (mi->values, "policy.tensor"), 1);
   if (P < 1)
-    P = MAX (1.0, floor (W / R));
+    P = MAX (1.0, floor (W / (R * T)));
   gsize n = mi->model->ops->n_params (mi->model);
   int C = (int) base_values_int (mi->values, "policy.channels");
   const char *alg = base_values_string (mi->values, "policy.algorithm");
-  double each = comm_messages (alg, COMM_ALLREDUCE, (int) R, (gsize) ((double) n / P), C);
-  *out = (PolWork) { .messages = R * 2 * (P * V - 1) * M + P * each,
-                     .spans = W * (4 * M * V + 3), .iteration_rows = W,
-                     .in_flight = R * P * (M * V + C) };
+  double each = comm_messages (alg, COMM_ALLREDUCE, (int) R, (gsize) ((double) n / P / T), C);
+  double tensor = 0, coll = 0;
+  if (T > 1)
+    {
+      int L = mi->model->n_layers, k;
+      g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (L, 1));
+      gboolean sequence = base_values_int (mi->values, "policy.sequence_parallel") != 0;
+      if (pol_tensor_split (mi->model->layers, L, T, split, NULL))
+        {
+          g_autofree PolTpCollective *c = pol_tensor_collectives (mi->model->layers, L, split,
+                                                                  sequence, &k);
+          for (int i = 0; i < k; i++)
+            tensor += comm_messages (alg, c[i].kind, T,
+                                     (gsize) MAX (1.0, c[i].floats * mi->batch / M), 1);
+          coll = k;
+        }
+    }
+  *out = (PolWork) { .messages = R * T * 2 * (P * V - 1) * M + T * P * each + R * M * tensor,
+                     .spans = W * (4 * M * V + 2 * M * coll + 3), .iteration_rows = W,
+                     .in_flight = R * P * T * (M * V + C) };
 }
 
 const PolPolicyOps pol_pipeline_ops = {
   .work = pl_work,
   .name = "pipeline",
   .updates_not_samples = TRUE,
+  .tensor = TRUE,
   .source = "Y. Huang et al.: GPipe, NeurIPS 2019; 1F1B: D. Narayanan et al.: PipeDream, SOSP 2019; "
             "interleaved 1F1B: D. Narayanan et al.: Megatron-LM, SC 2021",
   .keys = pl_keys,
   .validate = pl_validate,
   .check_model = pl_check_model,
   .shares = pl_shares,
-  .description = "pipeline parallel: layers cut into stages, one per worker; micro-batches "
-                 "flow forward and back under GPipe, 1F1B or interleaved 1F1B; each stage "
-                 "applies its update at the flush",
+  .description = "pipeline parallel: layers cut into stages, one per worker (or per tensor "
+                 "group); micro-batches flow forward and back under GPipe, 1F1B or interleaved "
+                 "1F1B; each stage applies its update at the flush",
   .tag_names = pl_tags,
   .n_tags = G_N_ELEMENTS (pl_tags),
   .data_parts = pl_data_parts,

@@ -373,6 +373,8 @@ typedef struct {
                                 * compression */
   gboolean zero;               /* shards its training state over its
                                 * workers as [policy] zero says */
+  gboolean tensor;             /* cuts layers among tensor groups as
+                                * [policy] tensor and sequence_parallel say */
   gboolean updates_not_samples; /* updates x batch is not the samples it
                                 * trained on (a trace without its samples
                                 * counted has no throughput) */

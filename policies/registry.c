@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/collectives.h"
@@ -51,6 +52,13 @@ static const BaseChoice reduce_choices[] = {
   { "free", 0, FALSE }, { "memory", 1, FALSE }, { NULL, 0, FALSE },
 };
 
+/* The most ranks of a tensor group ([policy] tensor's bound). */
+#define POL_MAX_TENSOR 1024
+
+static const BaseChoice bool_choices[] = {
+  { "false", FALSE, FALSE }, { "true", TRUE, FALSE }, { NULL, 0, FALSE },
+};
+
 /* The keys of the collectives that all-reduce, local SGD and the pipeline's
  * replicas run. */
 static const BaseKey shared_keys[] = {
@@ -62,6 +70,12 @@ static const BaseKey shared_keys[] = {
     "Gradient compression of kind = allreduce and ps (docs/policies.md): what each worker sends instead of its whole gradient; the math uses what a receiver decodes. With all-reduce the compressed gradients are all-gathered (they cannot be summed on the way).", pol_compress_entries },
   { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, 0,
     "Cost of summing received data in a collective: free, or memory = 3 bytes of memory traffic per byte summed at [device] memory_bandwidth.", NULL },
+  { "policy", "tensor", BASE_KEY_INT, 0, "1", 1, POL_MAX_TENSOR, 0, NULL, 0,
+    "Tensor-parallel size T (kind = allreduce or pipeline; Megatron style, docs/policies.md): each layer pair's weights cut T ways among T consecutive workers, with an all-reduce of activations after each pair in forward and of their gradients in backward; allreduce: workers = data-parallel ranks x T; pipeline: each stage of each replica is a group of T workers, workers = replicas x stages x T.", NULL },
+  { "policy", "sequence_parallel", BASE_KEY_ENUM, 0, "false", 0, 0, 0, bool_choices, 0,
+    "tensor > 1: the tensor all-reduces become reduce-scatters and all-gathers, and the layers outside the cut pairs (norms, residual adds) run on 1/T of the sequence.", NULL },
+  { "policy", "layout", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, 0,
+    "Device layout DPxPPxTP, e.g. 4x8x8: data-parallel x pipeline x tensor ranks (kind = pipeline: sets replicas, stages and tensor; kind = allreduce: PP = 1, sets tensor); their product must be [cluster] workers.  Empty = use [policy] replicas, stages and tensor.", NULL },
   { .section = NULL },
 };
 
@@ -83,9 +97,95 @@ pol_failure_names (void)
   return g_string_free (s, FALSE);
 }
 
+/* Reads "DPxPPxTP" into dim[3]; FALSE unless three positive integers. */
+static gboolean
+parse_layout (const char *text, gint64 dim[3])
+{
+  const char *p = text;
+  for (int i = 0; i < 3; i++)
+    {
+      if (i > 0 && *p++ != 'x')
+        return FALSE;
+      if (!g_ascii_isdigit (*p))
+        return FALSE;
+      char *end;
+      guint64 v = g_ascii_strtoull (p, &end, 10);
+      if (v < 1 || v > 1000000)
+        return FALSE;
+      dim[i] = (gint64) v;
+      p = end;
+    }
+  return *p == '\0';
+}
+
+/* [policy] layout: sets replicas, stages and tensor (pipeline) or tensor
+ * (allreduce, PP = 1), refusing a layout that is not the workers' or that
+ * disagrees with one of those keys given a value of its own. */
+static gboolean
+resolve_layout (const PolPolicyOps *ops, PolCheck *chk, GError **error)
+{
+  const char *text = base_values_string (chk->values, "policy.layout");
+  if (!text || !*text)
+    return TRUE;
+  gint64 dim[3];
+  if (!parse_layout (text, dim))
+    return pol_key_error (error, "policy", "layout",
+                          "\"%s\" is not DPxPPxTP; write three positive integers joined by "
+                          "x, e.g. 4x8x8 (data x pipeline x tensor)", text);
+  /* a policy whose stages hold shares of the model has a pipeline axis */
+  gboolean pipeline = ops->shares != NULL;
+  if (!ops->tensor)
+    return pol_key_error (error, "policy", "layout",
+                          "applies only to kind = pipeline or allreduce; remove it or set kind");
+  if (!pipeline && dim[1] != 1)
+    return pol_key_error (error, "policy", "layout",
+                          "%s has %" G_GINT64_FORMAT " pipeline stages, which kind = %s does "
+                          "not run; use kind = pipeline or a layout DPx1xTP", text, dim[1],
+                          ops->name);
+  if (dim[2] > POL_MAX_TENSOR)
+    return pol_key_error (error, "policy", "layout",
+                          "%s has %" G_GINT64_FORMAT " tensor ranks, more than the %d [policy] "
+                          "tensor allows; use fewer", text, dim[2], POL_MAX_TENSOR);
+  if (dim[0] * dim[1] * dim[2] != chk->workers)
+    return pol_key_error (error, "policy", "layout",
+                          "%s is %" G_GINT64_FORMAT " workers but [cluster] workers = %"
+                          G_GINT64_FORMAT "; make DP x PP x TP equal to workers", text,
+                          dim[0] * dim[1] * dim[2], chk->workers);
+  /* the keys it sets, with the value each holds when not given */
+  static const struct { const char *key; gint64 unset; int dim; gboolean pipeline; } keys[] = {
+    { "replicas", 1, 0, TRUE }, { "stages", 0, 1, TRUE }, { "tensor", 1, 2, FALSE },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      if (keys[i].pipeline && !pipeline)
+        continue;
+      g_autofree char *name = g_strconcat ("policy.", keys[i].key, NULL);
+      gint64 v = base_values_int (chk->values, name);
+      if (v != keys[i].unset && v != dim[keys[i].dim])
+        return pol_key_error (error, "policy", "layout",
+                              "%s gives %" G_GINT64_FORMAT " for [policy] %s, which says %"
+                              G_GINT64_FORMAT "; remove one of them or make them agree", text,
+                              dim[keys[i].dim], keys[i].key, v);
+      pol_check_resolve_int (chk, name, dim[keys[i].dim]);
+    }
+  return TRUE;
+}
+
 gboolean
 pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
 {
+  if (!resolve_layout (ops, chk, error))
+    return FALSE;
+  if (!ops->tensor && (base_values_int (chk->values, "policy.tensor") != 1
+                       || base_values_int (chk->values, "policy.sequence_parallel")))
+    return pol_key_error (error, "policy", base_values_int (chk->values, "policy.tensor") != 1
+                                           ? "tensor" : "sequence_parallel",
+                          "applies only to kind = allreduce or pipeline; remove it or set "
+                          "kind = allreduce or pipeline");
+  if (base_values_int (chk->values, "policy.sequence_parallel")
+      && base_values_int (chk->values, "policy.tensor") == 1)
+    return pol_key_error (error, "policy", "sequence_parallel",
+                          "applies only with tensor > 1; remove it or set tensor");
   if (base_values_int (chk->values, "policy.reduce") && chk->memory_bandwidth <= 0)
     return pol_key_error (error, "policy", "reduce",
                           "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");

@@ -24,6 +24,9 @@
  * collective on its own group's hosts; the groups step together, at the
  * pace of the slowest rank (a straggler holds back every group, a
  * simplification: only the data-parallel reduction joins them for real).
+ * A pipeline stage runs the part of that chain its operation covers (a
+ * layer range, one direction) on its own group, whenever its schedule
+ * says (pol_tensor_op_new).
  */
 #include "config.h"
 
@@ -202,6 +205,7 @@ struct PolTensorStep {
   int T;
   const int **hosts;       /* (groups) each group's hosts (the mesh's) */
   double elem_bytes;
+  int tag;                 /* of the collectives' transfers */
   double compute, whole;   /* s, see pol_tensor_step_compute */
   /* a run */
   double k;
@@ -231,11 +235,10 @@ add_compute (PolTensorStep *ts, double seconds)
 }
 
 static void
-add_collective (PolTensorStep *ts, const PolEnv *env, CommKind kind, double floats,
-                const CommAlgorithm *alg)
+add_collective (PolTensorStep *ts, CommKind kind, double floats, const CommAlgorithm *alg)
 {
   Op op = { .kind = OP_COLLECTIVE, .coll = kind, .floats = (gsize) MAX (1.0, floats) };
-  CommArgs a = pol_comm_args (env, ts->T, ts->hosts[0], NULL, op.floats, 0);
+  CommArgs a = pol_comm_args (ts->env, ts->T, ts->hosts[0], NULL, op.floats, ts->tag);
   a.elem_bytes = ts->elem_bytes;
   a.channels = 1;
   op.alg = comm_does (alg, kind) ? comm_resolve (alg, &a, kind) : NULL;
@@ -244,68 +247,105 @@ add_collective (PolTensorStep *ts, const PolEnv *env, CommKind kind, double floa
   g_array_append_val (ts->ops, op);
 }
 
+/* Appends the chain of layers [first, last] on n samples: their forward
+ * from `first` up, or their backward from `last` down (with a ready mark
+ * after each layer's when `ready`), each layer's compute at its share and
+ * the collectives pol_tensor_collectives lists for those layers, in the
+ * same order. */
+static void
+add_pass (PolTensorStep *ts, const PolTpSplit *split, gboolean sequence, int first, int last,
+          gboolean forward, int n, const double *seconds, const CommAlgorithm *alg,
+          gboolean ready)
+{
+  const KernLayer *layers = ts->env->layers;
+  int T = ts->T;
+  for (int i = 0; i <= last - first; i++)
+    {
+      int l = forward ? first + i : last - i;
+      double share = split[l] != POL_TP_WHOLE || sequence ? 1.0 / T : 1.0;
+      CommKind reduce = sequence ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
+      if (forward)
+        {
+          if (split[l] == POL_TP_COLUMN && sequence)
+            add_collective (ts, COMM_ALLGATHER, input_floats (layers, l) * n, alg);
+          add_compute (ts, seconds[l] * share);
+          if (split[l] == POL_TP_ROW)
+            add_collective (ts, reduce, layers[l].outputs * n, alg);
+        }
+      else
+        {
+          if (split[l] == POL_TP_ROW && sequence)
+            add_collective (ts, COMM_ALLGATHER, layers[l].outputs * n, alg);
+          add_compute (ts, seconds[l] * share);
+          if (ready)
+            {
+              Op mark = { .kind = OP_READY, .layer = l };
+              g_array_append_val (ts->ops, mark);
+            }
+          if (split[l] == POL_TP_COLUMN && (l > 0 || sequence))
+            add_collective (ts, reduce, input_floats (layers, l) * n, alg);
+        }
+      ts->compute += seconds[l] * share;
+      ts->whole += seconds[l];
+    }
+}
+
+/* An empty chain of `groups` groups of T ranks (their hosts filled in by
+ * the caller). */
+static PolTensorStep *
+chain_new (const PolEnv *env, int T, int groups, double elem_bytes, int tag)
+{
+  PolTensorStep *ts = g_new0 (PolTensorStep, 1);
+  ts->env = env;
+  ts->T = T;
+  ts->elem_bytes = elem_bytes;
+  ts->tag = tag;
+  ts->hosts = g_new (const int *, MAX (groups, 1));
+  ts->ops = g_array_new (FALSE, FALSE, sizeof (Op));
+  ts->starts = g_array_new (FALSE, FALSE, sizeof (double));
+  ts->ends = g_array_new (FALSE, FALSE, sizeof (double));
+  return ts;
+}
+
 PolTensorStep *
 pol_tensor_step_new (const PolEnv *env, const TrainMesh *mesh, const PolTpSplit *split,
                      gboolean sequence, int n, const double *fwd, const double *bwd,
                      const CommAlgorithm *alg, double elem_bytes)
 {
-  PolTensorStep *ts = g_new0 (PolTensorStep, 1);
-  ts->env = env;
-  ts->T = train_mesh_size (mesh, TRAIN_AXIS_TENSOR);
-  ts->elem_bytes = elem_bytes;
   int R = train_mesh_ranks (mesh);
-  ts->hosts = g_new (const int *, R);
+  PolTensorStep *ts = chain_new (env, train_mesh_size (mesh, TRAIN_AXIS_TENSOR), R,
+                                 elem_bytes, 0);
   for (int r = 0; r < R; r++)
     if (train_mesh_coord (mesh, r, TRAIN_AXIS_TENSOR) == 0)
       ts->hosts[ts->groups++] = train_mesh_group (mesh, TRAIN_AXIS_TENSOR, r).hosts;
-  ts->ops = g_array_new (FALSE, FALSE, sizeof (Op));
-  ts->starts = g_array_new (FALSE, FALSE, sizeof (double));
-  ts->ends = g_array_new (FALSE, FALSE, sizeof (double));
-  const KernLayer *layers = env->layers;
-  int L = env->n_layers, T = ts->T;
-  int n_coll;
-  g_autofree PolTpCollective *coll = pol_tensor_collectives (layers, L, split, sequence,
-                                                             &n_coll);
-  int c = 0;
-  /* forward: the collectives in the order pol_tensor_collectives gives */
-  for (int l = 0; l < L; l++)
-    {
-      double share = split[l] != POL_TP_WHOLE || sequence ? 1.0 / T : 1.0;
-      if (split[l] == POL_TP_COLUMN && sequence)
-        {
-          add_collective (ts, env, coll[c].kind, coll[c].floats * n, alg);
-          c++;
-        }
-      add_compute (ts, fwd[l] * share);
-      if (split[l] == POL_TP_ROW)
-        {
-          add_collective (ts, env, coll[c].kind, coll[c].floats * n, alg);
-          c++;
-        }
-      ts->compute += fwd[l] * share;
-      ts->whole += fwd[l];
-    }
-  for (int l = L - 1; l >= 0; l--)
-    {
-      double share = split[l] != POL_TP_WHOLE || sequence ? 1.0 / T : 1.0;
-      if (split[l] == POL_TP_ROW && sequence)
-        {
-          add_collective (ts, env, coll[c].kind, coll[c].floats * n, alg);
-          c++;
-        }
-      add_compute (ts, bwd[l] * share);
-      Op ready = { .kind = OP_READY, .layer = l };
-      g_array_append_val (ts->ops, ready);
-      if (split[l] == POL_TP_COLUMN && (l > 0 || sequence))
-        {
-          add_collective (ts, env, coll[c].kind, coll[c].floats * n, alg);
-          c++;
-        }
-      ts->compute += bwd[l] * share;
-      ts->whole += bwd[l];
-    }
-  g_assert (c == n_coll);
+  int L = env->n_layers;
+  if (L < 1)
+    return ts;
+  add_pass (ts, split, sequence, 0, L - 1, TRUE, n, fwd, alg, FALSE);
+  add_pass (ts, split, sequence, 0, L - 1, FALSE, n, bwd, alg, TRUE);
   return ts;
+}
+
+PolTensorStep *
+pol_tensor_op_new (const PolEnv *env, int T, const int *hosts, const PolTpSplit *split,
+                   gboolean sequence, int first, int last, gboolean forward, int n,
+                   const double *seconds, const CommAlgorithm *alg, double elem_bytes, int tag)
+{
+  g_return_val_if_fail (T >= 1 && hosts != NULL && 0 <= first && first <= last
+                        && last < env->n_layers, NULL);
+  PolTensorStep *ts = chain_new (env, T, 1, elem_bytes, tag);
+  ts->hosts[ts->groups++] = hosts;
+  add_pass (ts, split, sequence, first, last, forward, n, seconds, alg, FALSE);
+  return ts;
+}
+
+int
+pol_tensor_step_collectives (const PolTensorStep *ts)
+{
+  int count = 0;
+  for (guint i = 0; i < ts->ops->len; i++)
+    count += g_array_index (ts->ops, Op, i).kind == OP_COLLECTIVE;
+  return count;
 }
 
 void
@@ -386,7 +426,8 @@ run_op (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       eng_schedule (sim, op->seconds * ts->k, on_compute_done, ts, NULL);
       return;
     case OP_READY:
-      ts->ready (ts->ctx, op->layer);
+      if (ts->ready)
+        ts->ready (ts->ctx, op->layer);
       next_op (ts);
       return;
     case OP_COLLECTIVE:
@@ -395,7 +436,7 @@ run_op (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       ts->pending = ts->groups;
       for (int g = 0; g < ts->groups; g++)
         {
-          CommArgs a = pol_comm_args (ts->env, ts->T, ts->hosts[g], NULL, op->floats, 0);
+          CommArgs a = pol_comm_args (ts->env, ts->T, ts->hosts[g], NULL, op->floats, ts->tag);
           a.elem_bytes = ts->elem_bytes;
           a.channels = 1;
           g_autoptr (GError) error = NULL;

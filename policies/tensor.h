@@ -11,6 +11,9 @@
  * row layer's output in forward and of the column layer's input gradient
  * in backward (with sequence parallelism, a reduce-scatter and an
  * all-gather instead, and the layers outside the pairs split by sequence).
+ * The same chain, cut to one operation of a pipeline stage (a layer
+ * range, forward or backward) on one group, is what a 3-D run's stages
+ * execute (pol_tensor_op_new).
  * docs/policies.md ("Tensor parallelism") is the normative description.
  * The cut itself (pol_tensor_split) is declared in policy.h, for the
  * memory model.
@@ -41,7 +44,21 @@ PolTensorStep *pol_tensor_step_new (const PolEnv *env, const TrainMesh *mesh,
                                     const PolTpSplit *split, gboolean sequence, int n,
                                     const double *fwd, const double *bwd,
                                     const CommAlgorithm *alg, double elem_bytes);
+/* The chain of one pipeline operation on one tensor group of T ranks on
+ * `hosts` (T entries, borrowed): the forward of layers [first, last]
+ * (from first up) or their backward (from last down) on n samples, with
+ * the collectives of those layers as pol_tensor_collectives lists them
+ * (none of layer 0's backward without sequence parallelism), tagged `tag`;
+ * seconds[l] the layer's unsplit device seconds at n samples.  It is run
+ * with pol_tensor_step_run, `ready` NULL (it calls none). */
+PolTensorStep *pol_tensor_op_new (const PolEnv *env, int T, const int *hosts,
+                                  const PolTpSplit *split, gboolean sequence, int first,
+                                  int last, gboolean forward, int n, const double *seconds,
+                                  const CommAlgorithm *alg, double elem_bytes, int tag);
 void pol_tensor_step_free (PolTensorStep *ts);
+
+/* The collectives one run of the chain starts on each of its groups. */
+int pol_tensor_step_collectives (const PolTensorStep *ts);
 
 /* Device seconds of the step's compute on one rank (cut layers 1/T), no
  * straggler; and of the unsplit step. */
@@ -49,8 +66,8 @@ double pol_tensor_step_compute (const PolTensorStep *ts);
 double pol_tensor_step_whole (const PolTensorStep *ts);
 
 /* Runs the chain from now, every compute stretched by k (the slowest
- * rank's straggler factor: the groups go in lockstep), calling `ready` and
- * `done` with ctx. */
+ * rank's straggler factor: the groups go in lockstep), calling `ready`
+ * (where not NULL) and `done` with ctx.  One run at a time per chain. */
 void pol_tensor_step_run (PolTensorStep *ts, double k, PolTensorReady ready, PolTensorDone done,
                           gpointer ctx);
 
