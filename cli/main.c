@@ -329,8 +329,9 @@ check_layout (const SimConfig *c, KernModel *m)
         {
           int n;
           gboolean sequence = base_values_int (c->values, "policy.sequence_parallel") != 0;
+          g_autofree gboolean *mask = sim_recompute_mask (c, m);
           g_autofree PolTpCollective *coll
-            = pol_tensor_collectives (m->layers, m->n_layers, split, sequence, &n);
+            = pol_tensor_collectives (m->layers, m->n_layers, split, sequence, mask, &n);
           double values = 0;
           for (int i = 0; i < n; i++)
             values += coll[i].floats * (double) c->batch;

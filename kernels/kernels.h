@@ -133,6 +133,9 @@ typedef struct {
   /* An attention layer's heads, which tensor parallelism shares out (0:
    * not an attention layer, or not known). */
   int heads;
+  /* A layer over the vocabulary (a token embedding's rows, an LM head's
+   * outputs, their loss), which tensor parallelism cuts by vocabulary. */
+  gboolean vocabulary;
 } KernLayer;
 
 typedef struct KernModel KernModel;

@@ -17,8 +17,9 @@
  * parser (timing.c), so that kind = transformer with GPT-2's shape is the
  * built-in gpt-2 table, layer for layer (tests/test-workloads.c).  The
  * projections and the MLP also carry their weight shapes (KernWeight), the
- * embeddings theirs, and the attention's scores, softmax and context their
- * heads, so the model can be cut within a layer.
+ * embeddings theirs, the attention's scores, softmax and context their
+ * heads, and the embedding, the LM head and its loss say they run over the
+ * vocabulary, so the model can be cut within a layer.
  */
 #include "kernels/kernels.h"
 
@@ -157,6 +158,14 @@ transformer_new (const KernModelArgs *a, struct KernBackend *be G_GNUC_UNUSED, G
   gint64 D = sh.d;
   set_weight (&m->layers[0], 0, sh.vocab, D, FALSE);
   set_weight (&m->layers[0], (gsize) (sh.vocab * D), sh.npos, D, FALSE);
+  /* the embedding, the LM head tied to it (its weight is the embedding's
+   * table, read transposed: no parameters of its own) and the loss run
+   * over the vocabulary */
+  int L = m->n_layers;
+  KernLayer *head = &m->layers[L - 2];
+  head->weight[head->n_weights++] = (KernWeight) { .offset = 0, .rows = (int) D,
+                                                   .cols = (int) sh.vocab };
+  m->layers[0].vocabulary = head->vocabulary = m->layers[L - 1].vocabulary = TRUE;
   for (gint64 b = 0; b < sh.blocks; b++)
     {
       KernLayer *first = &m->layers[1 + b * LINES_PER_BLOCK];

@@ -1249,7 +1249,7 @@ ar_work (const PolModelInfo *mi, PolWork *out)
           gboolean sequence = base_values_int (mi->values, "policy.sequence_parallel") != 0;
           g_autofree PolTpCollective *coll
             = pol_tensor_collectives (mi->model->layers, mi->model->n_layers, split, sequence,
-                                      &n);
+                                      mi->recomputed, &n);
           for (int i = 0; i < n; i++)
             tensor += D * comm_messages (alg, coll[i].kind, T,
                                          (gsize) MAX (1.0, coll[i].floats * (double) mi->batch),

@@ -1414,7 +1414,8 @@ pl_work (const PolModelInfo *mi, PolWork *out)
       if (pol_tensor_split (mi->model->layers, L, T, split, NULL))
         {
           g_autofree PolTpCollective *c = pol_tensor_collectives (mi->model->layers, L, split,
-                                                                  sequence, &k);
+                                                                  sequence, mi->recomputed,
+                                                                  &k);
           for (int i = 0; i < k; i++)
             tensor += comm_messages (alg, c[i].kind, T,
                                      (gsize) MAX (1.0, c[i].floats * mi->batch / M), 1);

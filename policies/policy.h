@@ -263,8 +263,13 @@ typedef enum {
   POL_TP_COLUMN,    /* its weight split by columns: outputs cut T ways */
   POL_TP_INSIDE,    /* between a column and its row layer: works on the
                        column layer's split outputs (attention, GELU) */
-  POL_TP_ROW        /* its weight split by rows: a partial sum of every
+  POL_TP_ROW,       /* its weight split by rows: a partial sum of every
                        output on each rank */
+  POL_TP_VOCABULARY /* a token embedding cut by vocabulary: each rank looks
+                       up its own rows, an all-reduce sums the outputs; or
+                       an LM head's loss over its outputs cut by vocabulary
+                       (three small all-reduces: the maximum, the sum of
+                       the exponentials, the target's logit) */
 } PolTpSplit;
 
 /* split[l] (n_layers) for layers cut T ways; FALSE with a POL_ERROR naming
@@ -291,9 +296,19 @@ typedef struct {
   gboolean backward;
 } PolTpCollective;
 
-/* The collectives of one step, in order (n_out of them, a new array). */
+/* The collectives of one step, in order (n_out of them, a new array): in
+ * forward, an all-gather of a column layer's input with sequence
+ * parallelism; after a row layer (and a vocabulary-cut embedding) a
+ * reduction of its outputs, an all-reduce, or a reduce-scatter with
+ * sequence parallelism; after a loss over a vocabulary-cut LM head three
+ * all-reduces of a value per token.  In backward, from the last layer: a
+ * recomputed layer's (recomputed[l], NULL = none) forward collectives
+ * again, an all-gather of a row layer's outputs with sequence parallelism,
+ * then after a column layer (but the model's first without sequence
+ * parallelism) the reduction of its input gradient. */
 PolTpCollective *pol_tensor_collectives (const KernLayer *layers, int n_layers,
-                                         const PolTpSplit *split, gboolean sequence, int *n_out);
+                                         const PolTpSplit *split, gboolean sequence,
+                                         const gboolean *recomputed, int *n_out);
 
 /* The model as a run will place it, for the `check_model` and `shares`
  * hooks. */

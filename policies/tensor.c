@@ -61,11 +61,17 @@ pol_tensor_split (const KernLayer *layers, int n_layers, int T, PolTpSplit *spli
     split[l] = POL_TP_WHOLE;
   if (T <= 1)
     return TRUE;
+  /* the vocabulary's layers: an embedding's rows, an LM head's outputs
+   * (a column cut of its own, no row partner), their loss */
+  for (int l = 0; l < n_layers; l++)
+    if (layers[l].vocabulary)
+      split[l] = layers[l].kind == KERN_LAYER_GEMM && layers[l].n_weights == 1
+                 ? POL_TP_COLUMN : POL_TP_VOCABULARY;
   int column = -1;
   for (int l = 0; l < n_layers; l++)
     {
       const KernLayer *ly = &layers[l];
-      if (!cut_weight (ly))
+      if (!cut_weight (ly) || ly->vocabulary)
         continue;
       const KernWeight *w = &ly->weight[0];
       if (column < 0)
@@ -111,8 +117,15 @@ pol_tensor_rank_params (const KernLayer *layers, int n_layers, gsize n_params,
     {
       gsize hi = l + 1 < n_layers ? layers[l + 1].param_offset : n_params;
       gsize here = hi - layers[l].param_offset;
-      if (split[l] == POL_TP_WHOLE || split[l] == POL_TP_INSIDE || T <= 1)
-        total += here;
+      if (split[l] == POL_TP_WHOLE || split[l] == POL_TP_INSIDE || T <= 1 || here == 0)
+        total += here;   /* a tied LM head holds none of its own */
+      else if (split[l] == POL_TP_VOCABULARY)
+        {
+          /* the token table cut by rows, the rest (positions) whole */
+          gsize table = layers[l].n_weights > 0 ? (gsize) layers[l].weight[0].rows
+                                                  * (gsize) layers[l].weight[0].cols : 0;
+          total += here - table + table / (gsize) T;
+        }
       else
         {
           const KernWeight *w = &layers[l].weight[0];
@@ -136,51 +149,74 @@ pol_tensor_rank_activations (const KernLayer *layers, int n_layers, const PolTpS
   return total;
 }
 
+/* The collectives layer l adds to a pass, before or after its compute:
+ * written to out (at most 4), their number returned.  The one statement
+ * of the rules (tensor.h) that both the list and the chain follow. */
+static int
+layer_collectives (const KernLayer *layers, const PolTpSplit *split, gboolean sequence,
+                   const gboolean *recomputed, int l, gboolean forward, gboolean before,
+                   PolTpCollective *out)
+{
+  const KernLayer *ly = &layers[l];
+  CommKind reduce = sequence ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
+  int n = 0;
+#define ADD(k, f) (out[n++] = (PolTpCollective) { .kind = (k), .floats = (f), \
+                                                  .backward = !forward })
+  if (forward && before)
+    {
+      if (split[l] == POL_TP_COLUMN && sequence)
+        ADD (COMM_ALLGATHER, input_floats (layers, l));
+    }
+  else if (forward)
+    {
+      if (split[l] == POL_TP_ROW || (split[l] == POL_TP_VOCABULARY
+                                     && ly->kind == KERN_LAYER_EMBEDDING))
+        ADD (reduce, ly->outputs);
+      else if (split[l] == POL_TP_VOCABULARY && l > 0 && layers[l - 1].n_weights > 0)
+        {
+          /* a loss over outputs cut by vocabulary: one value per token */
+          double tokens = layers[l - 1].outputs / layers[l - 1].weight[0].cols;
+          for (int i = 0; i < 3; i++)
+            ADD (COMM_ALLREDUCE, tokens);
+        }
+    }
+  else if (before)
+    {
+      /* a recomputed layer of a block runs its forward, and its
+       * collectives, again (the vocabulary's layers are not checkpointed) */
+      if (recomputed && recomputed[l] && !ly->vocabulary)
+        {
+          n += layer_collectives (layers, split, sequence, NULL, l, TRUE, TRUE, out + n);
+          n += layer_collectives (layers, split, sequence, NULL, l, TRUE, FALSE, out + n);
+          for (int i = 0; i < n; i++)
+            out[i].backward = TRUE;
+        }
+      if (split[l] == POL_TP_ROW && sequence)
+        ADD (COMM_ALLGATHER, ly->outputs);
+    }
+  else if (split[l] == POL_TP_COLUMN && (l > 0 || sequence))
+    ADD (reduce, input_floats (layers, l));
+#undef ADD
+  return n;
+}
+
 PolTpCollective *
 pol_tensor_collectives (const KernLayer *layers, int n_layers, const PolTpSplit *split,
-                        gboolean sequence, int *n_out)
+                        gboolean sequence, const gboolean *recomputed, int *n_out)
 {
   GArray *out = g_array_new (FALSE, FALSE, sizeof (PolTpCollective));
-  int first_column = -1;
-  for (int l = 0; l < n_layers && first_column < 0; l++)
-    if (split[l] == POL_TP_COLUMN)
-      first_column = l;
-  /* forward */
-  for (int l = 0; l < n_layers; l++)
-    {
-      const KernLayer *ly = &layers[l];
-      PolTpCollective c = { COMM_ALLREDUCE, 0, FALSE };
-      if (split[l] == POL_TP_COLUMN && sequence)
-        {
-          c.kind = COMM_ALLGATHER;
-          c.floats = input_floats (layers, l);
-          g_array_append_val (out, c);
-        }
-      if (split[l] == POL_TP_ROW)
-        {
-          c.kind = sequence ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
-          c.floats = ly->outputs;
-          g_array_append_val (out, c);
-        }
-    }
-  /* backward */
-  for (int l = n_layers - 1; l >= 0; l--)
-    {
-      const KernLayer *ly = &layers[l];
-      PolTpCollective c = { COMM_ALLREDUCE, 0, TRUE };
-      if (split[l] == POL_TP_ROW && sequence)
-        {
-          c.kind = COMM_ALLGATHER;
-          c.floats = ly->outputs;
-          g_array_append_val (out, c);
-        }
-      if (split[l] == POL_TP_COLUMN && (l > 0 || sequence))
-        {
-          c.kind = sequence ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
-          c.floats = input_floats (layers, l);
-          g_array_append_val (out, c);
-        }
-    }
+  PolTpCollective c[8];
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n_layers; i++)
+      {
+        int l = pass == 0 ? i : n_layers - 1 - i;
+        for (int when = 0; when < 2; when++)
+          {
+            int n = layer_collectives (layers, split, sequence, recomputed, l, pass == 0,
+                                       when == 0, c);
+            g_array_append_vals (out, c, (guint) n);
+          }
+      }
   *n_out = (int) out->len;
   return (PolTpCollective *) g_array_free (out, FALSE);
 }
@@ -259,32 +295,25 @@ add_pass (PolTensorStep *ts, const PolTpSplit *split, gboolean sequence, int fir
 {
   const KernLayer *layers = ts->env->layers;
   int T = ts->T;
+  PolTpCollective c[8];
   for (int i = 0; i <= last - first; i++)
     {
       int l = forward ? first + i : last - i;
       double share = split[l] != POL_TP_WHOLE || sequence ? 1.0 / T : 1.0;
-      CommKind reduce = sequence ? COMM_REDUCE_SCATTER : COMM_ALLREDUCE;
-      if (forward)
+      int k = layer_collectives (layers, split, sequence, ts->env->recomputed, l, forward,
+                                 TRUE, c);
+      for (int j = 0; j < k; j++)
+        add_collective (ts, c[j].kind, c[j].floats * n, alg);
+      add_compute (ts, seconds[l] * share);
+      if (!forward && ready)
         {
-          if (split[l] == POL_TP_COLUMN && sequence)
-            add_collective (ts, COMM_ALLGATHER, input_floats (layers, l) * n, alg);
-          add_compute (ts, seconds[l] * share);
-          if (split[l] == POL_TP_ROW)
-            add_collective (ts, reduce, layers[l].outputs * n, alg);
+          Op mark = { .kind = OP_READY, .layer = l };
+          g_array_append_val (ts->ops, mark);
         }
-      else
-        {
-          if (split[l] == POL_TP_ROW && sequence)
-            add_collective (ts, COMM_ALLGATHER, layers[l].outputs * n, alg);
-          add_compute (ts, seconds[l] * share);
-          if (ready)
-            {
-              Op mark = { .kind = OP_READY, .layer = l };
-              g_array_append_val (ts->ops, mark);
-            }
-          if (split[l] == POL_TP_COLUMN && (l > 0 || sequence))
-            add_collective (ts, reduce, input_floats (layers, l) * n, alg);
-        }
+      k = layer_collectives (layers, split, sequence, ts->env->recomputed, l, forward, FALSE,
+                             c);
+      for (int j = 0; j < k; j++)
+        add_collective (ts, c[j].kind, c[j].floats * n, alg);
       ts->compute += seconds[l] * share;
       ts->whole += seconds[l];
     }

@@ -10,7 +10,15 @@
  * sequences of s tokens, batch b: each block all-reduces b·s·h values
  * twice in forward (after the attention's output projection and after the
  * MLP) and twice in backward (at the inputs of the query/key/value
- * projection and of the MLP).
+ * projection and of the MLP).  The embedding and the LM head tied to it are
+ * cut by vocabulary: the embedding's output is all-reduced in forward, the
+ * LM head's input gradient in backward, and the loss over the cut outputs
+ * all-reduces b·s values three times (the maximum, the sum of the
+ * exponentials, the target's logit).  With sequence parallelism each of a
+ * block's all-reduces is a reduce-scatter and an all-gather, the
+ * embedding's a reduce-scatter, and the LM head adds an all-gather of its
+ * input in forward and a reduce-scatter of its gradient in backward: 4B +
+ * 3/2 all-reduces' worth of b·s·h values, against 4B + 2 without.
  */
 #include "config.h"
 
@@ -28,6 +36,7 @@ static char *tmpdir;
 #define WIDTH 64
 #define SEQ 16
 #define BATCH 2
+#define VOCAB 100
 #define BW 1e9
 #define LAT 5e-6
 
@@ -41,10 +50,10 @@ scenario (int workers, int T, const char *precision, const char *extra)
                           "[network]\ntopology = star\nbandwidth = %gBps\nlatency = %gs\n"
                           "contention = none\n"
                           "[model]\nkind = transformer\nblocks = %d\nwidth = %d\nheads = 4\n"
-                          "sequence = %d\nvocabulary = 100\nbatch = %d\n"
+                          "sequence = %d\nvocabulary = %d\nbatch = %d\n"
                           "[policy]\nkind = allreduce\nalgorithm = ring\nbucket_size = 0\n"
                           "tensor = %d\n%s",
-                          workers, precision, BW, LAT, BLOCKS, WIDTH, SEQ, BATCH, T,
+                          workers, precision, BW, LAT, BLOCKS, WIDTH, SEQ, VOCAB, BATCH, T,
                           extra ? extra : "");
 }
 
@@ -64,22 +73,23 @@ ring_allreduce (int T, double n, double e)
 }
 
 /* One tensor group and no data parallelism (workers = T): an iteration is
- * the rank's compute and update, then 4B all-reduces of b·s·h values one
- * after another, whether as all-reduces or (sequence parallelism) as
- * reduce-scatters and all-gathers, which take as long on a ring.  The
- * messages carry 2(T - 1) · b·s·h · e bytes per all-reduce, summed over
- * the ranks. */
+ * the rank's compute and update, then the collectives one after another:
+ * 4B + 2 all-reduces of b·s·h values (4B + 3/2 with sequence parallelism,
+ * a reduce-scatter or an all-gather taking half an all-reduce on a ring)
+ * and three of b·s.  The messages carry 2(T - 1) · n · e bytes per
+ * all-reduce of n values, summed over the ranks. */
 static void
 test_tensor_closed_form (void)
 {
   const char *precisions[] = { "fp32", "bf16" };
   const char *modes[] = { "", "sequence_parallel = true\n" };
-  double n = (double) BATCH * SEQ * WIDTH;
+  double n = (double) BATCH * SEQ * WIDTH, tokens = (double) BATCH * SEQ;
   for (int T = 2; T <= 4; T *= 2)
     for (gsize p = 0; p < G_N_ELEMENTS (precisions); p++)
       for (gsize k = 0; k < G_N_ELEMENTS (modes); k++)
         {
           double e = value_bytes (precisions[p]);
+          double wide = 4 * BLOCKS + (k == 0 ? 2 : 1.5);
           g_autofree char *text = scenario (T, T, precisions[p], modes[k]);
           TestRun *r = test_run_collect (text, NULL);
           g_assert_cmpuint (r->rows->len, ==, 2 * (guint) T);
@@ -87,7 +97,8 @@ test_tensor_closed_form (void)
             {
               const TestRow *row = &g_array_index (r->rows, TestRow, i);
               test_assert_close (row->end - row->start - row->compute,
-                                 4 * BLOCKS * ring_allreduce (T, n, e), 1e-9);
+                                 wide * ring_allreduce (T, n, e)
+                                 + 3 * ring_allreduce (T, tokens, e), 1e-9);
               g_assert_cmpfloat (row->wait, ==, 0);
             }
           test_run_free (r);
@@ -102,8 +113,18 @@ test_tensor_closed_form (void)
           if (rc != 0)
             g_error ("exit %d: %s", rc, err);
           test_assert_close (test_query_number (db, "SELECT SUM(bytes) FROM messages"),
-                             4 * BLOCKS * 2.0 * (T - 1) * n * e, 1e-12);
+                             wide * 2.0 * (T - 1) * n * e + 3 * 2.0 * (T - 1) * tokens * e,
+                             1e-12);
         }
+}
+
+/* `text` with its first `from` replaced by `to`. */
+static char *
+replaced (const char *text, const char *from, const char *to)
+{
+  const char *at = strstr (text, from);
+  g_assert_nonnull (at);
+  return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, to, at + strlen (from));
 }
 
 /* A tensor rank computes a 1/T share of every cut layer (the pairs and the
@@ -114,9 +135,14 @@ test_tensor_closed_form (void)
 static void
 test_tensor_compute_share (void)
 {
-  g_autofree char *one = scenario (1, 1, "fp32", NULL);
-  g_autofree char *two = scenario (2, 2, "fp32", NULL);
-  g_autofree char *two_sp = scenario (2, 2, "fp32", "sequence_parallel = true\n");
+  /* norms and adds take time only with a memory bandwidth */
+  const char *bw = "flops = 10TFLOPS\nmemory_bandwidth = 1TBps";
+  g_autofree char *one0 = scenario (1, 1, "fp32", NULL);
+  g_autofree char *two0 = scenario (2, 2, "fp32", NULL);
+  g_autofree char *sp0 = scenario (2, 2, "fp32", "sequence_parallel = true\n");
+  g_autofree char *one = replaced (one0, "flops = 10TFLOPS", bw);
+  g_autofree char *two = replaced (two0, "flops = 10TFLOPS", bw);
+  g_autofree char *two_sp = replaced (sp0, "flops = 10TFLOPS", bw);
   TestRun *r1 = test_run_collect (one, NULL);
   TestRun *r2 = test_run_collect (two, NULL);
   TestRun *r3 = test_run_collect (two_sp, NULL);
@@ -135,6 +161,35 @@ test_tensor_compute_share (void)
   test_run_free (r1);
   test_run_free (r2);
   test_run_free (r3);
+}
+
+/* Full recomputation runs each block's forward again in backward, with its
+ * two all-reduces: 2B more of b·s·h values (the embedding and the loss are
+ * not recomputed); selective recomputation recomputes no cut pair's ends
+ * and adds none. */
+static void
+test_tensor_recompute (void)
+{
+  const int T = 2;
+  double n = (double) BATCH * SEQ * WIDTH, tokens = (double) BATCH * SEQ;
+  struct {
+    const char *recompute;
+    double wide;
+  } cases[] = { { "full", 6 * BLOCKS + 2 }, { "selective", 4 * BLOCKS + 2 } };
+  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      g_autofree char *base = scenario (T, T, "fp32", NULL);
+      g_autofree char *with = g_strdup_printf ("batch = %d\nrecompute = %s", BATCH,
+                                               cases[k].recompute);
+      g_autofree char *key = g_strdup_printf ("batch = %d", BATCH);
+      g_autofree char *text = replaced (base, key, with);
+      TestRun *r = test_run_collect (text, NULL);
+      const TestRow *row = &g_array_index (r->rows, TestRow, 0);
+      test_assert_close (row->end - row->start - row->compute,
+                         cases[k].wide * ring_allreduce (T, n, 4)
+                         + 3 * ring_allreduce (T, tokens, 4), 1e-9);
+      test_run_free (r);
+    }
 }
 
 /* Data parallelism beside the tensor groups: with D = 2 data ranks and
@@ -160,8 +215,8 @@ test_data_beside_tensor (void)
                            "trace.detail=messages", "--set", "scenario.iterations=1", NULL);
   if (rc != 0)
     g_error ("exit %d: %s", rc, err);
-  double n = (double) BATCH * SEQ * WIDTH;
-  double tensor = D * 4 * BLOCKS * 2.0 * (T - 1) * n * 4;
+  double n = (double) BATCH * SEQ * WIDTH, tokens = (double) BATCH * SEQ;
+  double tensor = D * ((4 * BLOCKS + 2) * 2.0 * (T - 1) * n * 4 + 3 * 2.0 * (T - 1) * tokens * 4);
   double data = T * 2.0 * (D - 1) * floor (P / T) * 4;
   test_assert_close (test_query_number (db, "SELECT SUM(bytes) FROM messages"), tensor + data,
                      1e-12);
@@ -175,10 +230,10 @@ test_data_beside_tensor (void)
 }
 
 /* A tensor rank holds a 1/T share of each block's four cut weight
- * matrices (query/key/value h x 3h, output h x h, MLP h x 4h and 4h x h)
- * and of the column layers' biases (3h and 4h): P - B(1 - 1/T)(12h² + 7h)
- * parameters; the rest (norms, the row layers' biases, the embeddings)
- * whole.  Activations: a cut layer's 1/T. */
+ * matrices (query/key/value h x 3h, output h x h, MLP h x 4h and 4h x h),
+ * of the column layers' biases (3h and 4h) and of the token embedding
+ * (V x h): P - B(1 - 1/T)(12h² + 7h) - (1 - 1/T) V h parameters; the rest
+ * (norms, the row layers' biases, the position embedding) whole. */
 static void
 test_tensor_memory (void)
 {
@@ -193,22 +248,14 @@ test_tensor_memory (void)
       SimMemoryTerms t;
       sim_memory_terms (c, m, &t);
       g_assert_cmpint (t.tensor, ==, T);
-      double mine = P - BLOCKS * (1.0 - 1.0 / T) * (12 * h * h + 7 * h);
+      double mine = P - BLOCKS * (1.0 - 1.0 / T) * (12 * h * h + 7 * h)
+                    - (1.0 - 1.0 / T) * VOCAB * h;
       test_assert_close (t.params, 2 * mine, 1e-15);
       test_assert_close (t.grads, 2 * mine, 1e-15);
       test_assert_close (t.state, 4 * mine, 1e-15);   /* SGD: the fp32 master copy */
       kern_model_free (m);
       g_ptr_array_unref (configs);
     }
-}
-
-/* `text` with its first `from` replaced by `to`. */
-static char *
-replaced (const char *text, const char *from, const char *to)
-{
-  const char *at = strstr (text, from);
-  g_assert_nonnull (at);
-  return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, to, at + strlen (from));
 }
 
 /* Tensor groups are consecutive workers: on servers of 4 GPUs, groups of
@@ -365,6 +412,7 @@ main (int argc, char **argv)
   tmpdir = g_dir_make_tmp ("dtsim-tensor-step-XXXXXX", NULL);
   g_test_add_func ("/tensor-step/closed-form", test_tensor_closed_form);
   g_test_add_func ("/tensor-step/compute-share", test_tensor_compute_share);
+  g_test_add_func ("/tensor-step/recompute", test_tensor_recompute);
   g_test_add_func ("/tensor-step/data-beside", test_data_beside_tensor);
   g_test_add_func ("/tensor-step/memory", test_tensor_memory);
   g_test_add_func ("/tensor-step/placement", test_tensor_placement);
