@@ -121,7 +121,9 @@ load_checks (void)
   return checks;
 }
 
-/* Samples per simulated second of each run of `db`, in run order. */
+/* Samples per simulated second of each run of `db`, in run order (the
+ * samples its data-parallel ranks trained on: a tensor group or a
+ * pipeline's replica counts its batch once), and its workers. */
 static GArray *
 throughputs (const char *db)
 {
@@ -129,10 +131,8 @@ throughputs (const char *db)
   sqlite3_stmt *st = NULL;
   g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
   const char *sql =
-    "SELECT r.iterations * CAST (b.value AS REAL) * CAST (w.value AS REAL) / r.sim_time,"
-    "       CAST (w.value AS REAL)"
-    " FROM runs r JOIN params b ON b.run_id = r.id AND b.key = 'model.batch'"
-    " JOIN params w ON w.run_id = r.id AND w.key = 'cluster.workers'"
+    "SELECT CAST (r.samples AS REAL) / r.sim_time, CAST (w.value AS REAL)"
+    " FROM runs r JOIN params w ON w.run_id = r.id AND w.key = 'cluster.workers'"
     " WHERE r.status = 'done' ORDER BY r.id";
   g_assert_cmpint (sqlite3_prepare_v2 (h, sql, -1, &st, NULL), ==, SQLITE_OK);
   GArray *out = g_array_new (FALSE, FALSE, sizeof (double));
