@@ -831,6 +831,58 @@ resolve (GKeyFile *kf, const char *file, GPtrArray *swept, gboolean db_trusted,
   return g_steal_pointer (&c);
 }
 
+/* A sweep of joined keys ("a/b = 1/x, 2/y") one of whose keys, `dotted`,
+ * an override fixes: the sweep keeps its other keys, with their distinct
+ * values in order ("b = x, y"), or goes when none is left. */
+static void
+drop_from_joined_sweeps (GKeyFile *kf, const char *dotted)
+{
+  g_auto (GStrv) keys = g_key_file_get_keys (kf, "sweep", NULL, NULL);
+  for (int i = 0; keys && keys[i]; i++)
+    {
+      if (!strchr (keys[i], '/'))
+        continue;
+      g_auto (GStrv) names = g_strsplit (keys[i], "/", -1);
+      int drop = -1, n = (int) g_strv_length (names);
+      for (int j = 0; j < n; j++)
+        if (strcmp (g_strstrip (names[j]), dotted) == 0)
+          drop = j;
+      if (drop < 0)
+        continue;
+      g_autofree char *v = g_key_file_get_value (kf, "sweep", keys[i], NULL);
+      g_key_file_remove_key (kf, "sweep", keys[i], NULL);
+      if (n == 1)
+        continue;
+      g_auto (GStrv) points = g_strsplit (v ? v : "", ",", -1);
+      g_autoptr (GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+      for (int p = 0; points[p]; p++)
+        {
+          g_auto (GStrv) vals = g_strsplit (g_strstrip (points[p]), "/", -1);
+          if ((int) g_strv_length (vals) != n)
+            continue; /* malformed: the sweep's own check names it */
+          GString *rest = g_string_new (NULL);
+          for (int j = 0; j < n; j++)
+            if (j != drop)
+              g_string_append_printf (rest, "%s%s", rest->len ? "/" : "", g_strstrip (vals[j]));
+          gboolean seen = FALSE;
+          for (guint q = 0; q < kept->len && !seen; q++)
+            seen = strcmp (g_ptr_array_index (kept, q), rest->str) == 0;
+          if (seen)
+            g_string_free (rest, TRUE);
+          else
+            g_ptr_array_add (kept, g_string_free (rest, FALSE));
+        }
+      GString *name = g_string_new (NULL);
+      for (int j = 0; j < n; j++)
+        if (j != drop)
+          g_string_append_printf (name, "%s%s", name->len ? "/" : "", names[j]);
+      g_ptr_array_add (kept, NULL);
+      g_autofree char *joined = g_strjoinv (", ", (char **) kept->pdata);
+      g_key_file_set_value (kf, "sweep", name->str, joined);
+      g_string_free (name, TRUE);
+    }
+}
+
 /* Applies one "section.key=value" override to kf (and its sweep). */
 static gboolean
 apply_set (GKeyFile *kf, const char *set, GError **error)
@@ -857,9 +909,10 @@ apply_set (GKeyFile *kf, const char *set, GError **error)
     return fail (error, "--set", NULL,
                  "unknown key [%s] %s; see docs/scenarios.md for the keys", section, key);
   g_key_file_set_value (kf, section, key, eq + 1);
-  /* a fixed value wins over a sweep of the same key */
+  /* a fixed value wins over a sweep of the same key, alone or joined */
   g_autofree char *dotted = g_strdup_printf ("%s.%s", section, key);
   g_key_file_remove_key (kf, "sweep", dotted, NULL);
+  drop_from_joined_sweeps (kf, dotted);
   return TRUE;
 }
 
@@ -1171,7 +1224,8 @@ sim_scenario_write_reference (GString *out)
     "```\n"
     "\n"
     "`--set section.key=value` (repeatable) overrides a key of the file; when that\n"
-    "key is swept, the override fixes it and removes it from the sweep.\n"
+    "key is swept, the override fixes it and removes it from the sweep (from a\n"
+    "sweep of joined keys, which keeps its other keys' distinct values).\n"
     "`--set sweep.section.key=a,b` adds or replaces a sweep; added to a file that\n"
     "has its own `[sweep]`, it crosses with it (`dtsim run` and `dtsim check` say\n"
     "so, with the number of points).\n"

@@ -688,6 +688,31 @@ test_set_fixes_sweep (Fixture *fx, gconstpointer data)
     }
 }
 
+/* --set of a key joined with others in one sweep: that key is fixed, the
+ * sweep goes on over the others' distinct values, in order. */
+static void
+test_set_fixes_joined_sweep (Fixture *fx, gconstpointer data)
+{
+  (void) data;
+  const char *const sets[] = { "cluster.workers=3", NULL };
+  g_autoptr (GPtrArray) configs = load_ok (fx, "js.ini",
+      "[sweep]\ncluster.workers/policy.consistency = 2/bsp, 4/async, 8/bsp, 16/ssp\n", sets, 3);
+  const PolConsistency cons[] = { POL_BSP, POL_ASYNC, POL_SSP };
+  for (guint i = 0; i < 3; i++)
+    {
+      SimConfig *c = CONFIG (configs, i);
+      g_assert_cmpint (c->workers, ==, 3);
+      g_assert_cmpint (base_values_int (c->values, "policy.consistency"), ==, cons[i]);
+      g_assert_null (strstr (c->name, "cluster.workers"));
+    }
+  /* fixing every key of the joined sweep leaves one run */
+  const char *const both[] = { "cluster.workers=3", "policy.consistency=async", NULL };
+  g_autoptr (GPtrArray) one = load_ok (fx, "js2.ini",
+      "[sweep]\ncluster.workers/policy.consistency = 2/bsp, 4/async\n", both, 1);
+  g_assert_cmpint (base_values_int (CONFIG (one, 0)->values, "policy.consistency"), ==,
+                   POL_ASYNC);
+}
+
 static void
 test_set_adds_sweep (Fixture *fx, gconstpointer data)
 {
@@ -844,6 +869,7 @@ main (int argc, char **argv)
   ADD ("/sim/scenario/sweep/bad-value", test_sweep_bad_value);
   ADD ("/sim/scenario/set/override", test_set_override);
   ADD ("/sim/scenario/set/fixes-sweep", test_set_fixes_sweep);
+  ADD ("/sim/scenario/set/fixes-joined-sweep", test_set_fixes_joined_sweep);
   ADD ("/sim/scenario/set/adds-sweep", test_set_adds_sweep);
   ADD ("/sim/scenario/set/malformed", test_set_malformed);
   ADD ("/sim/scenario/set/unknown-key", test_set_unknown_key);
