@@ -13,7 +13,8 @@
  *             layer for the forward and input-gradient products);
  *   separate  64 calls of loss_grad, one per worker;
  *   runs      a whole training run of each policy (64 workers, the
- *             pipeline's 16): the wall time of a run of 1 + N iterations
+ *             pipeline's 16; a tensor-parallel run's 16 groups of 4, each
+ *             computing its batch on its ranks' column and row shards): the wall time of a run of 1 + N iterations
  *             minus that of a run of 1 iteration, so that set-up (data
  *             generation, first touch of the buffers) is not counted as
  *             training (best of three of each); on one host thread, then
@@ -95,6 +96,8 @@ run_gflops (const char *label, const char *policy, int iters, int threads)
   gboolean per_worker = strstr (label, "per worker") != NULL;
   gboolean pipeline = strstr (policy, "pipeline") != NULL;
   gboolean blas = strstr (label, "OpenBLAS") != NULL;
+  const char *tp = strstr (policy, "tensor = ");
+  int T = tp ? atoi (tp + strlen ("tensor = ")) : 1;
   int workers = pipeline ? 16 : WORKERS;
   int hidden[] = { 512, 512 };
   KernModel *m = kern_mlp_new (D, hidden, 2, K, KERN_LOSS_XENT, NULL);
@@ -138,8 +141,9 @@ run_gflops (const char *label, const char *policy, int iters, int threads)
     }
   train_set_threads (1);
   /* every worker computes one batch per iteration (the pipeline's stages
-   * share one: stages x replicas = workers, each a part of the model) */
-  double flops = step_flops * (pipeline ? workers / 2 : workers) * iters;
+   * share one: stages x replicas = workers, each a part of the model; a
+   * tensor group's T workers one, each a 1/T share of the products) */
+  double flops = step_flops * (pipeline ? workers / 2 : workers / T) * iters;
   return flops / (walls[1] - walls[0]) / 1e9;
 }
 
@@ -193,6 +197,9 @@ main (int argc, char **argv)
     { "gossip (ring)", "kind = gossip\n" },
     { "Hogwild! (lock-free)", "kind = hogwild\n" },
     { "pipeline 1F1B, 2 stages x 8 replicas", "kind = pipeline\nschedule = 1f1b\nreplicas = 8\nmicrobatches = 4\n" },
+    { "all-reduce, tensor 4 (Adam)", "kind = allreduce\nalgorithm = ring\nbucket_size = 25MB\ntensor = 4\n" },
+    { "all-reduce, tensor 4, ZeRO-1 (Adam)", "kind = allreduce\nalgorithm = ring\nbucket_size = 25MB\ntensor = 4\nzero = 1\n" },
+    { "all-reduce, tensor 4 (Adam), OpenBLAS", "kind = allreduce\nalgorithm = ring\nbucket_size = 25MB\ntensor = 4\n" },
   };
   double shares[G_N_ELEMENTS (runs)];
   for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
