@@ -251,7 +251,7 @@ check_shares (const SimConfig *c, KernModel *m)
               "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
               "activations %.4g (%d stashed micro-batches of %d samples%s)\n",
               plan->unit, s, layers, st[s].params, st[s].total / G,
-              st[s].param_bytes / G, st[s].param_bytes / G, st[s].opt_bytes / G,
+              st[s].param_bytes / G, st[s].grad_bytes / G, st[s].opt_bytes / G,
               st[s].act_bytes / G, st[s].slots, st[s].microbatch,
               plan->share[s].chunks > 1 ? " in its chunks" : "");
     }
@@ -385,7 +385,7 @@ check_model (const SimConfig *c)
           mem / (1024.0 * 1024.0 * 1024.0), of);
   if (!pol_lookup (c->policy)->shares)
     check_memory_terms (c, m);
-  if (pol_lookup (c->policy)->zero)
+  if (pol_lookup (c->policy)->zero && !pol_lookup (c->policy)->shares)
     check_layout (c, m);
   if (c->math)
     check_kernels (c);

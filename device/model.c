@@ -239,8 +239,11 @@ sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out)
   int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
   gboolean mixed = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16;
   const PolPolicyOps *ops = pol_lookup (c->policy);
-  int zero = ops->zero ? (int) base_values_int (c->values, "policy.zero") : 0;
-  int T = ops->zero ? (int) base_values_int (c->values, "policy.tensor") : 1;
+  /* the whole model on one device: a policy that spreads it (its shares)
+   * has its own terms, sim_shares_memory */
+  gboolean data = ops->zero && !ops->shares;
+  int zero = data ? (int) base_values_int (c->values, "policy.zero") : 0;
+  int T = data ? (int) base_values_int (c->values, "policy.tensor") : 1;
   double N = zero > 0 ? (double) (c->workers / T) : 1;
   memset (out, 0, sizeof *out);
   out->zero = zero;
@@ -347,6 +350,9 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
   /* with tensor groups, a share is one tensor rank's: its cut of each
    * layer's parameters (the policy's shares cut the activations) */
   int T = ops->tensor ? (int) base_values_int (c->values, "policy.tensor") : 1;
+  gboolean mixed = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16;
+  int zero = ops->zero ? (int) base_values_int (c->values, "policy.zero") : 0;
+  double R = MAX (1.0, (double) base_values_int (c->values, "policy.replicas"));
   g_autofree PolTpSplit *split = NULL;
   if (T > 1)
     {
@@ -375,10 +381,14 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
       st->slots = x->slots;
       st->microbatch = x->microbatch;
       st->stash_bytes = x->stash_bytes;
-      st->param_bytes = 4.0 * (double) st->params;
-      st->opt_bytes = 4.0 * (double) per * (double) st->params;
+      /* the bytes per parameter of sim_memory_terms; ZeRO shards over the
+       * replicas */
+      st->param_bytes = (mixed ? 2.0 : 4.0) * (double) st->params;
+      st->grad_bytes = st->param_bytes / (zero >= 2 ? R : 1);
+      st->opt_bytes = (4.0 * per + (mixed ? 4.0 : 0.0)) * (double) st->params
+                      / (zero >= 1 ? R : 1);
       st->act_bytes = x->act_bytes;
-      st->total = 2 * st->param_bytes + st->opt_bytes + st->act_bytes;
+      st->total = st->param_bytes + st->grad_bytes + st->opt_bytes + st->act_bytes;
     }
   *n = sh->n;
   if (plan)
@@ -458,7 +468,7 @@ shares_memory_check (const SimConfig *c, const KernModel *m, const char *file,
                    "%.3g GiB + activations %.3g GiB (%d stashed micro-batches of %d samples, %s) "
                    "= %.3g GiB; %s, lower [model] batch or a device with more memory",
                    file, memory_key (c), c->policy, plan->unit, s, layers,
-                   gib (c->memory), gib (x->param_bytes), gib (x->param_bytes),
+                   gib (c->memory), gib (x->param_bytes), gib (x->grad_bytes),
                    gib (x->opt_bytes), gib (x->act_bytes), x->slots, x->microbatch, plan->note,
                    gib (x->total), plan->advice);
       ok = FALSE;

@@ -118,11 +118,14 @@ typedef struct {
                           * micro-batch pairs) stashed at the peak */
   int microbatch;        /* samples per micro-batch */
   double stash_bytes;    /* per micro-batch, in all its chunks */
-  double param_bytes;    /* 4 x params; the gradients take as much */
-  double opt_bytes;      /* 4 x optimizer floats per parameter x params */
+  double param_bytes;    /* P x params (sim_memory_terms' bytes per
+                          * parameter: 2 under bf16 and fp16, else 4) */
+  double grad_bytes;     /* as many, 1/replicas of them with [policy]
+                          * zero = 2 */
+  double opt_bytes;      /* K x params, 1/replicas of them from zero = 1 */
   double act_bytes;      /* most bytes stashed at once (slots x
                           * stash_bytes with one chunk) */
-  double total;          /* 2 param_bytes + opt_bytes + act_bytes */
+  double total;          /* their sum */
 } SimStageMemory;
 
 /* The memory of each device's share of m under c's policy (its `shares`

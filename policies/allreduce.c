@@ -1102,15 +1102,7 @@ static const char *const ar_tags[] = { pol_allreduce_tag };
  * a trace row per iteration. */
 #define AR_MAX_BUCKETS 65536
 
-static const BaseChoice bool_choices[] = {
-  { "false", FALSE, FALSE }, { "true", TRUE, FALSE }, { NULL, 0, FALSE },
-};
-
 static const BaseKey ar_keys[] = {
-  { "policy", "zero", BASE_KEY_INT, 0, "0", 0, 3, 0, NULL, 0,
-    "kind = allreduce: ZeRO stage, sharding the training state over the workers (docs/policies.md): 0 = none; 1 = optimizer state (gradients reduce-scattered, each worker updates its shard, parameters all-gathered); 2 = gradients too; 3 = parameters too (all-gathered before each layer's forward and backward).", NULL },
-  { "policy", "prefetch", BASE_KEY_ENUM, 0, "true", 0, 0, 0, bool_choices, 0,
-    "zero = 3: issue a layer's all-gather when the layer before it (forward) or after it (backward) starts, overlapping its compute; false = when that layer ends.", NULL },
   { "policy", "bucket_size", BASE_KEY_QUANTITY, BASE_UNIT_SIZE, "25MB", 0, BASE_BIG, 0, NULL, 0,
     "Gradient bucket size (kind = allreduce): buckets are all-reduced as backward produces them; 0 = one bucket, no overlap.", NULL },
   { "policy", "bucket_overhead", BASE_KEY_QUANTITY, BASE_UNIT_TIME, "0", 0, BASE_BIG, 0, NULL, 0,
@@ -1168,10 +1160,6 @@ ar_validate (PolCheck *chk, GError **error)
   if (T > 1 && pol_compress_of (chk->values))
     return pol_key_error (error, "policy", "compression",
                           "not modelled with tensor > 1; set compression = none or tensor = 1");
-  if (!base_values_int (chk->values, "policy.prefetch") && zero != 3)
-    return pol_key_error (error, "policy", "prefetch",
-                          "applies only with zero = 3 (parameters gathered layer by layer); "
-                          "remove it or set zero = 3");
   if (!zero)
     return TRUE;
   if (pol_compress_of (chk->values))
@@ -1189,20 +1177,6 @@ ar_validate (PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "channels",
                           "applies to all-reduces, which zero = %" G_GINT64_FORMAT " replaces "
                           "with reduce-scatters and all-gathers; set channels = 1", zero);
-  return TRUE;
-}
-
-/* Under another policy, ZeRO would silently do nothing. */
-static gboolean
-ar_foreign (const PolCheck *chk, GError **error)
-{
-  if (base_values_int (chk->values, "policy.zero") != 0)
-    return pol_key_error (error, "policy", "zero",
-                          "applies only to kind = allreduce (data parallelism); remove it or "
-                          "set kind = allreduce");
-  if (!base_values_int (chk->values, "policy.prefetch"))
-    return pol_key_error (error, "policy", "prefetch",
-                          "applies only to kind = allreduce with zero = 3; remove it");
   return TRUE;
 }
 
@@ -1293,7 +1267,6 @@ const PolPolicyOps pol_allreduce_ops = {
   .keys = ar_keys,
   .check_model = ar_check_model,
   .validate = ar_validate,
-  .foreign = ar_foreign,
   .host_bytes = ar_host_bytes,
   .description = "data parallel: every worker computes a real gradient, buckets are all-reduced "
                  "as backward produces them, every worker applies the averaged update",

@@ -144,6 +144,10 @@ struct PlPolicy {
   int *backward_done;         /* (P) replicas whose stage s ended backward */
   int stages_updated;         /* stages (all replicas) done this iteration */
   double *update_time;        /* (P) s */
+  int zero;                   /* [policy] zero over the replicas (0 with
+                               * one replica): the stage's gradient is
+                               * reduce-scattered, each replica updates
+                               * its shard, the parameters all-gathered */
   gint64 iter;
   double iter_start;
   double loss_sum;            /* mean losses of the iteration's micro-batches */
@@ -436,6 +440,8 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data)
     end_iteration (pl);
 }
 
+static void on_shard_updated (EngSim *sim, gpointer ctx, gpointer data);
+
 /* Stage s's gradient is averaged among replicas: apply it, chunk by chunk. */
 static void
 apply_update (EngSim *sim, gpointer ctx, gpointer data)
@@ -456,7 +462,7 @@ apply_update (EngSim *sim, gpointer ctx, gpointer data)
           }
         kern_optimizer_step (pl->opt[ch->k], pl->params + ch->lo, g + ch->lo);
       }
-  eng_schedule (sim, pl->update_time[s], on_update_done, pl, data);
+  eng_schedule (sim, pl->update_time[s], pl->zero ? on_shard_updated : on_update_done, pl, data);
 }
 
 /* Copies worker wk's chunks' gradients from grad (the model's layout) into
@@ -477,12 +483,55 @@ pack_grad (PlPolicy *pl, PlWorker *wk, float *grad, gboolean back)
     }
 }
 
+/* zero > 0: the reduce-scatter of stage s's gradients (or the all-gather
+ * of its updated parameters) among the replicas, timing only: each tensor
+ * rank's data group, T at once, over that rank's parameters; `done` with
+ * s once all have ended. */
+static void
+zero_collectives (PlPolicy *pl, const PlWorker *wk, CommKind kind, CommDone done, int s)
+{
+  pl->reduce_pending[s] = pl->T;
+  for (int t = 0; t < pl->T; t++)
+    {
+      TrainGroup gt = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index + t);
+      CommArgs a = pol_comm_args (&pl->env, gt.n, gt.hosts, NULL, wk->rank_params,
+                                  TAG_ALLREDUCE);
+      a.channels = 1;
+      g_autoptr (GError) error = NULL;
+      if (!comm_start (pl->alg, &a, kind, done, pl, GINT_TO_POINTER (s), &error))
+        g_error ("%s with %s: %s", comm_kind_name (kind), pl->alg->name,
+                 error->message); /* checked: the algorithm runs it */
+    }
+}
+
+/* zero > 0: stage s's parameters are gathered again: its update is done. */
+static void
+on_gather_done (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PlPolicy *pl = ctx;
+  int s = GPOINTER_TO_INT (data);
+  if (--pl->reduce_pending[s] > 0)
+    return;
+  on_update_done (sim, ctx, data);
+}
+
+/* zero > 0: stage s's shards are updated: gather the parameters. */
+static void
+on_shard_updated (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
+{
+  PlPolicy *pl = ctx;
+  int s = GPOINTER_TO_INT (data);
+  zero_collectives (pl, group_of (pl, train_mesh_group (pl->mesh, TRAIN_AXIS_DATA,
+                                                        s * pl->T).ranks[0]),
+                    COMM_ALLGATHER, on_gather_done, s);
+}
+
 static void
 on_reduce_done (EngSim *sim, gpointer ctx, gpointer data)
 {
   PlPolicy *pl = ctx;
   int s = GPOINTER_TO_INT (data);
-  if (pl->T > 1 && --pl->reduce_pending[s] > 0)
+  if ((pl->T > 1 || pl->zero) && --pl->reduce_pending[s] > 0)
     return; /* another tensor rank's data group is still reducing */
   double now = eng_sim_now (sim);
   TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s * pl->T);
@@ -530,6 +579,11 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
       else if (math)
         pl->reduce_bufs[r] = pl->grad[r] + o->chunk[0].lo;
       o->blocked_since = now;
+    }
+  if (pl->zero)
+    {
+      zero_collectives (pl, wk, COMM_REDUCE_SCATTER, on_reduce_done, s);
+      return;
     }
   if (pl->T == 1)
     {
@@ -870,6 +924,15 @@ pl_stage_counts (PlPolicy *pl, GError **error)
   return TRUE;
 }
 
+/* Seconds of a stage's update: of a tensor rank's parameters, or with ZeRO
+ * of its 1/R shard of them. */
+static double
+stage_update_time (const PlPolicy *pl, const PlWorker *wk)
+{
+  gsize n = pl->zero ? (wk->rank_params + (gsize) pl->R - 1) / (gsize) pl->R : wk->rank_params;
+  return pl->env.update_time (pl->env.compute_ctx, n);
+}
+
 /* Sets up stage s of replica r: its chunks' layers, parameters, device
  * times, stash and per-micro-batch state (and their KernStages with math
  * run operation by operation), its FLOPs and its schedule. */
@@ -951,7 +1014,7 @@ pl_worker_init (PlPolicy *pl, int r, int s)
   if (env->model && !pl->stacked && pl->R > 1 && V > 1)
     wk->packed = g_new (float, MAX (wk->params, 1));
   if (r == 0)
-    pl->update_time[s] = env->update_time (env->compute_ctx, wk->rank_params);
+    pl->update_time[s] = stage_update_time (pl, wk);
 }
 
 /* With math: the replicas' samplers, batches, gradients, the boundary
@@ -1037,15 +1100,16 @@ pl_create (const PolEnv *env, GError **error)
   pl->schedule = (PolSchedule) base_values_int (env->values, "policy.schedule");
   pl->stacked = stacked;
   pl->sequence = base_values_int (env->values, "policy.sequence_parallel") != 0;
+  /* ZeRO shards a stage's state over its replicas: nothing to shard alone */
+  pl->zero = pl->R > 1 ? (int) base_values_int (env->values, "policy.zero") : 0;
   pl->layer_fwd = g_new (double, env->n_layers);
   pl->layer_bwd = g_new (double, env->n_layers);
   env->layer_seconds (env->compute_ctx, pl->n, pl->layer_fwd, pl->layer_bwd);
   pol_run_init (&pl->run, &pl->env);
   if (T > 1)
-    {
-      pl->split = g_new (PolTpSplit, MAX (env->n_layers, 1));
-      pl->reduce_pending = g_new0 (int, P);
-    }
+    pl->split = g_new (PolTpSplit, MAX (env->n_layers, 1));
+  if (T > 1 || pl->zero)
+    pl->reduce_pending = g_new0 (int, P);
   if ((pl->split && !pol_tensor_split (env->layers, env->n_layers, T, pl->split, error))
       || (T > 1 && env->model && !(pl->plan = kern_tensor_plan_new (env->model, T, error)))
       || !pl_stage_counts (pl, error))
@@ -1218,6 +1282,22 @@ pl_validate (PolCheck *chk, GError **error)
   gint64 T = base_values_int (chk->values, "policy.tensor");
   PolSchedule schedule = (PolSchedule) base_values_int (chk->values, "policy.schedule");
   const GArray *sl = base_values_list (chk->values, "policy.stage_layers");
+  gint64 zero = base_values_int (chk->values, "policy.zero");
+  if (zero == 3)
+    return pol_key_error (error, "policy", "zero",
+                          "3 is not modelled under kind = pipeline (its stages hold their "
+                          "layers' parameters); use zero = 1 or 2, as Megatron-LM's distributed "
+                          "optimizer does");
+  if (zero > 0)
+    {
+      const char *name = base_values_string (chk->values, "policy.algorithm");
+      const CommAlgorithm *alg = comm_lookup (name);
+      if (alg && (!comm_does (alg, COMM_REDUCE_SCATTER) || !comm_does (alg, COMM_ALLGATHER)))
+        return pol_key_error (error, "policy", "zero",
+                              "%" G_GINT64_FORMAT " needs reduce-scatter and all-gather, which "
+                              "[policy] algorithm = %s does not run; use ring, "
+                              "halving-doubling or auto, or zero = 0", zero, name);
+    }
   if (chk->workers % R != 0)
     return pol_key_error (error, "policy", "replicas",
                           "%" G_GINT64_FORMAT " replicas do not divide [cluster] workers = %"
@@ -1283,6 +1363,11 @@ pl_check_model (const PolModelInfo *mi, GError **error)
   gint64 V = base_values_int (mi->values, "policy.chunks");
   int T = (int) base_values_int (mi->values, "policy.tensor");
   int L = mi->model->n_layers;
+  if (base_values_int (mi->values, "policy.zero") > 0 && mi->host_timed
+      && mi->model->ops->loss_grad_groups)
+    return pol_key_error (error, "device", "compute_time",
+                          "measured cannot time a pipeline with [policy] zero (its math runs at "
+                          "the iteration's start); use compute_time = model or zero = 0");
   if (T > 1)
     {
       g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (L, 1));
@@ -1436,6 +1521,7 @@ const PolPolicyOps pol_pipeline_ops = {
             "interleaved 1F1B: D. Narayanan et al.: Megatron-LM, SC 2021",
   .keys = pl_keys,
   .validate = pl_validate,
+  .zero = TRUE,
   .check_model = pl_check_model,
   .shares = pl_shares,
   .description = "pipeline parallel: layers cut into stages, one per worker (or per tensor "

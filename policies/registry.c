@@ -74,6 +74,10 @@ static const BaseKey shared_keys[] = {
     "Tensor-parallel size T (kind = allreduce or pipeline; Megatron style, docs/policies.md): each layer pair's weights cut T ways among T consecutive workers, with an all-reduce of activations after each pair in forward and of their gradients in backward; allreduce: workers = data-parallel ranks x T; pipeline: each stage of each replica is a group of T workers, workers = replicas x stages x T.", NULL },
   { "policy", "sequence_parallel", BASE_KEY_ENUM, 0, "false", 0, 0, 0, bool_choices, 0,
     "tensor > 1: the tensor all-reduces become reduce-scatters and all-gathers, and the layers outside the cut pairs (norms, residual adds) run on 1/T of the sequence.", NULL },
+  { "policy", "zero", BASE_KEY_INT, 0, "0", 0, 3, 0, NULL, 0,
+    "ZeRO stage (kind = allreduce, and pipeline up to 2 over its replicas), sharding the training state over the data-parallel ranks (docs/policies.md): 0 = none; 1 = optimizer state (gradients reduce-scattered, each rank updates its shard, parameters all-gathered); 2 = gradients too; 3 = parameters too (all-gathered before each layer's forward and backward; kind = allreduce only).", NULL },
+  { "policy", "prefetch", BASE_KEY_ENUM, 0, "true", 0, 0, 0, bool_choices, 0,
+    "zero = 3: issue a layer's all-gather when the layer before it (forward) or after it (backward) starts, overlapping its compute; false = when that layer ends.", NULL },
   { "policy", "layout", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, 0,
     "Device layout DPxPPxTP, e.g. 4x8x8: data-parallel x pipeline x tensor ranks (kind = pipeline: sets replicas, stages and tensor; kind = allreduce: PP = 1, sets tensor); their product must be [cluster] workers.  Empty = use [policy] replicas, stages and tensor.", NULL },
   { .section = NULL },
@@ -182,6 +186,15 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
                                            ? "tensor" : "sequence_parallel",
                           "applies only to kind = allreduce or pipeline; remove it or set "
                           "kind = allreduce or pipeline");
+  gint64 zero = base_values_int (chk->values, "policy.zero");
+  if (!ops->zero && zero != 0)
+    return pol_key_error (error, "policy", "zero",
+                          "applies only to kind = allreduce or pipeline (the data-parallel "
+                          "ranks shard their state); remove it or set kind = allreduce");
+  if (!base_values_int (chk->values, "policy.prefetch") && zero != 3)
+    return pol_key_error (error, "policy", "prefetch",
+                          "applies only with zero = 3 (parameters gathered layer by layer); "
+                          "remove it or set zero = 3");
   if (base_values_int (chk->values, "policy.sequence_parallel")
       && base_values_int (chk->values, "policy.tensor") == 1)
     return pol_key_error (error, "policy", "sequence_parallel",

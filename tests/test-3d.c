@@ -268,6 +268,64 @@ test_bytes (void)
   g_ptr_array_unref (configs);
 }
 
+/* ZeRO over the replicas: each tensor rank's data group reduce-scatters its
+ * stage's gradient and all-gathers the updated parameters, the ring moving
+ * what its all-reduce moved (2(R - 1) Psi_s floats per group); a stage's
+ * optimizer state (zero 1) and gradients (zero 2) take 1/R of their bytes
+ * (the math is unchanged: the stacked gradients, an element-wise update). */
+static void
+test_zero (void)
+{
+  const int R = 2, T = 2, M = 2, n = 1;
+  double bytes[3];
+  for (int zero = 0; zero <= 2; zero++)
+    {
+      g_autofree char *extra = g_strdup_printf ("zero = %d\n", zero);
+      g_autofree char *text = gpt_pipeline (R, 2, T, M, n, extra);
+      g_autofree char *name = g_strdup_printf ("zero%d", zero);
+      g_autofree char *db = run_messages (text, name);
+      bytes[zero] = test_query_number (db, "SELECT SUM(bytes) FROM messages WHERE tag = "
+                                           "'allreduce'");
+      g_assert_cmpfloat (bytes[zero], >, 0);
+      GPtrArray *configs = test_load_scenario_text (text, NULL);
+      SimConfig *c = g_ptr_array_index (configs, 0);
+      KernModel *m = sim_model_new (c, NULL, NULL);
+      int n_st;
+      SimStageMemory *st = sim_shares_memory (c, m, &n_st, NULL);
+      for (int s = 0; s < n_st; s++)
+        {
+          /* fp32, SGD: 4 bytes of parameters, of gradients; no state */
+          g_assert_cmpfloat (st[s].param_bytes, ==, 4.0 * st[s].params);
+          g_assert_cmpfloat (st[s].grad_bytes, ==, 4.0 * st[s].params / (zero >= 2 ? R : 1));
+          test_assert_close (st[s].total, st[s].param_bytes + st[s].grad_bytes
+                             + st[s].opt_bytes + st[s].act_bytes, 1e-15);
+        }
+      g_free (st);
+      kern_model_free (m);
+      g_ptr_array_unref (configs);
+    }
+  test_assert_close (bytes[1], bytes[0], 1e-12);
+  test_assert_close (bytes[2], bytes[0], 1e-12);
+  /* Adam in bf16: 12 bytes of state per parameter, 1/R from zero 1 */
+  g_autofree char *base = gpt_pipeline (R, 2, T, M, n, "zero = 1\n");
+  g_autofree char *adam0 = replaced (base, "precision = fp32", "precision = bf16");
+  g_autofree char *adam = replaced (adam0, "[policy]", "optimizer = adam\n[policy]");
+  GPtrArray *configs = test_load_scenario_text (adam, NULL);
+  SimConfig *c = g_ptr_array_index (configs, 0);
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  int n_st;
+  SimStageMemory *st = sim_shares_memory (c, m, &n_st, NULL);
+  for (int s = 0; s < n_st; s++)
+    {
+      g_assert_cmpfloat (st[s].param_bytes, ==, 2.0 * st[s].params);
+      g_assert_cmpfloat (st[s].grad_bytes, ==, 2.0 * st[s].params);
+      g_assert_cmpfloat (st[s].opt_bytes, ==, 12.0 * st[s].params / R);
+    }
+  g_free (st);
+  kern_model_free (m);
+  g_ptr_array_unref (configs);
+}
+
 /* --- placement, layout, refusals -------------------------------------------- */
 
 /* On servers of 4 GPUs, tensor groups of 4 consecutive workers: every
@@ -338,7 +396,7 @@ test_refusals (void)
     { "heads = 4", "heads = 2", "[policy] tensor: 2 does not divide the 2 attention heads" },
     { "workers = 8", "workers = 10", "[policy] tensor: 2 does not divide the 5 workers of each "
                                      "replica" },
-    { "tensor = 2\n", "tensor = 2\nzero = 1\n", "[policy] zero: applies only to kind = allreduce" },
+    { "tensor = 2\n", "tensor = 2\nzero = 3\n", "[policy] zero: 3 is not modelled under kind = pipeline" },
     { "tensor = 2\n", "tensor = 1\nlayout = 2x1x4\n",
       "[policy] layout: 2x1x4 gives 1 for [policy] stages, which says 2" },
     { "kind = pipeline", "kind = gossip\nlayout = 2x2x2",
@@ -443,6 +501,7 @@ main (int argc, char **argv)
   g_test_add_func ("/3d/layout", test_layout);
   g_test_add_func ("/3d/refusals", test_refusals);
   g_test_add_func ("/3d/same-learning", test_same_learning);
+  g_test_add_func ("/3d/zero", test_zero);
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
   g_free (tmpdir);
