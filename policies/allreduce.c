@@ -905,6 +905,13 @@ shards_new (ArPolicy *ar, const PolEnv *env)
     }
 }
 
+/* Bytes of a gradient value in the reductions. */
+static double
+ar_grad_bytes (const PolEnv *env)
+{
+  return env->grad_bytes > 0 ? env->grad_bytes : 4.0;
+}
+
 /* The buckets, from the end of the parameter vector; a unit each under
  * zero = 3.  Each gets the algorithm of its collective. */
 static void
@@ -914,7 +921,8 @@ buckets_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg)
   /* buckets of bucket_size bytes from the end of the parameter vector; a
    * unit each under zero = 3 */
   double bucket_bytes = base_values_double (env->values, "policy.bucket_size");
-  gsize per = bucket_bytes > 0 ? (gsize) MAX (1.0, floor (bucket_bytes / 4)) : P;
+  gsize per = bucket_bytes > 0 ? (gsize) MAX (1.0, floor (bucket_bytes / ar_grad_bytes (env)))
+                               : P;
   per = MIN (per, P);
   if (ar->zero == 3)
     {
@@ -943,14 +951,14 @@ buckets_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg)
       gsize part = ar->T > 1 ? MAX (n / (gsize) ar->T, 1) : n;
       if (ar->zero)
         {
-          b->wire = 4.0 * (double) part;
+          b->wire = ar_grad_bytes (env) * (double) part;
           b->alg = sharded_algorithm (env, alg, ar->dp, ar->dp_hosts[0], COMM_REDUCE_SCATTER,
                                       part);
           b->gather = sharded_algorithm (env, alg, ar->dp, ar->dp_hosts[0], COMM_ALLGATHER,
                                          part);
           continue;
         }
-      b->wire = ar->cmp ? ar->cmp->wire_bytes (env->values, n) : 4.0 * (double) part;
+      b->wire = ar->cmp ? ar->cmp->wire_bytes (env->values, n) : ar_grad_bytes (env) * (double) part;
       /* every bucket but the last has the same size: one choice */
       b->alg = j > 0 && n == ar->buckets[j - 1].hi - ar->buckets[j - 1].lo
                ? ar->buckets[j - 1].alg

@@ -192,7 +192,9 @@ pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
     .hosts = hosts,
     .bufs = bufs,
     .n = n,
-    .elem_bytes = sizeof (float),
+    /* gradients, as [policy] gradient_precision says; a caller moving
+     * other values sets its own */
+    .elem_bytes = env->grad_bytes > 0 ? env->grad_bytes : sizeof (float),
     .reduce_per_byte = pol_reduce_per_byte (env),
     .root = 0,
     .tag = tag,

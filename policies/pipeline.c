@@ -991,7 +991,10 @@ pl_worker_init (PlPolicy *pl, int r, int s)
                                           ch->last, FALSE, pl->n, pl->layer_bwd, pl->alg, e,
                                           TAG_TENSOR);
         }
-      ch->out_bytes = ch->k + 1 < pl->K ? 4.0 * n * env->layers[ch->last].outputs : 0.0;
+      /* activations in the training precision */
+      ch->out_bytes = ch->k + 1 < pl->K ? (env->value_bytes > 0 ? env->value_bytes : 4.0) * n
+                                          * env->layers[ch->last].outputs
+                                        : 0.0;
       wk->out_bytes += ch->out_bytes;
       bytes[c] = ch->stash_bytes;
       ch->in_ready = g_new0 (int, M);

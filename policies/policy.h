@@ -175,6 +175,9 @@ typedef struct {
                                * the wire in the training precision: 2
                                * under bf16 and fp16, else 4 (tensor
                                * parallelism's collectives) */
+  double grad_bytes;          /* bytes of a gradient value in a reduction
+                               * ([policy] gradient_precision): 4, or
+                               * value_bytes; 0 is taken as 4 */
   double overlap_slowdown;    /* [device] overlap_slowdown: compute takes
                                * 1 + this as long while a collective runs
                                * on the device */
@@ -387,7 +390,9 @@ typedef struct {
   gboolean compresses;         /* sends its gradients through [policy]
                                 * compression */
   gboolean zero;               /* shards its training state over its
-                                * workers as [policy] zero says */
+                                * workers as [policy] zero says, and its
+                                * gradient reductions carry [policy]
+                                * gradient_precision values */
   gboolean tensor;             /* cuts layers among tensor groups as
                                 * [policy] tensor and sequence_parallel say */
   gboolean updates_not_samples; /* updates x batch is not the samples it

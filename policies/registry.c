@@ -55,6 +55,10 @@ static const BaseChoice reduce_choices[] = {
 /* The most ranks of a tensor group ([policy] tensor's bound). */
 #define POL_MAX_TENSOR 1024
 
+static const BaseChoice gradient_choices[] = {
+  { "fp32", 0, FALSE }, { "training", 1, FALSE }, { NULL, 0, FALSE },
+};
+
 static const BaseChoice bool_choices[] = {
   { "false", FALSE, FALSE }, { "true", TRUE, FALSE }, { NULL, 0, FALSE },
 };
@@ -78,6 +82,8 @@ static const BaseKey shared_keys[] = {
     "ZeRO stage (kind = allreduce, and pipeline up to 2 over its replicas), sharding the training state over the data-parallel ranks (docs/policies.md): 0 = none; 1 = optimizer state (gradients reduce-scattered, each rank updates its shard, parameters all-gathered); 2 = gradients too; 3 = parameters too (all-gathered before each layer's forward and backward; kind = allreduce only).", NULL },
   { "policy", "prefetch", BASE_KEY_ENUM, 0, "true", 0, 0, 0, bool_choices, 0,
     "zero = 3: issue a layer's all-gather when the layer before it (forward) or after it (backward) starts, overlapping its compute; false = when that layer ends.", NULL },
+  { "policy", "gradient_precision", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, gradient_choices, 0,
+    "kind = allreduce and pipeline: the values their gradient reductions carry (all-reduces, ZeRO's reduce-scatters and all-gathers): fp32 (4 bytes, as PyTorch's DDP with automatic mixed precision and Megatron-LM in bf16 reduce them) or training (the [device] precision's: 2 bytes under bf16 and fp16, as Megatron-LM in fp16 and DeepSpeed reduce them).", NULL },
   { "policy", "layout", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, 0,
     "Device layout DPxPPxTP, e.g. 4x8x8: data-parallel x pipeline x tensor ranks (kind = pipeline: sets replicas, stages and tensor; kind = allreduce: PP = 1, sets tensor); their product must be [cluster] workers.  Empty = use [policy] replicas, stages and tensor.", NULL },
   { .section = NULL },
@@ -187,6 +193,10 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
                           "applies only to kind = allreduce or pipeline; remove it or set "
                           "kind = allreduce or pipeline");
   gint64 zero = base_values_int (chk->values, "policy.zero");
+  if (!ops->zero && base_values_int (chk->values, "policy.gradient_precision") != 0)
+    return pol_key_error (error, "policy", "gradient_precision",
+                          "applies only to kind = allreduce or pipeline (their gradient "
+                          "reductions); remove it or set kind = allreduce");
   if (!ops->zero && zero != 0)
     return pol_key_error (error, "policy", "zero",
                           "applies only to kind = allreduce or pipeline (the data-parallel "

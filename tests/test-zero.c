@@ -83,6 +83,26 @@ test_bytes (void)
         test_assert_close (test_query_number (db, "SELECT SUM(bytes) FROM messages"),
                            times * (W - 1) * 4 * PSI, 1e-12);
       }
+  /* in bf16 the reductions carry 4-byte values by default, 2-byte ones with
+   * gradient_precision = training */
+  const char *modes[] = { "fp32", "training" };
+  for (int k = 0; k < 2; k++)
+    {
+      g_autofree char *base = scenario (4, 1, "sgd", NULL);
+      g_autofree char *mode = g_strdup_printf ("zero = 1\ngradient_precision = %s", modes[k]);
+      g_autofree char *mixed = replaced (base, "flops = 1TFLOPS", "flops = 1TFLOPS\nprecision = bf16");
+      g_autofree char *text = replaced (mixed, "zero = 1", mode);
+      g_autofree char *ini = g_build_filename (tmpdir, "bf16.ini", NULL);
+      g_autofree char *db = g_build_filename (tmpdir, "bf16.db", NULL);
+      g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+      g_autofree char *out = NULL, *err = NULL;
+      int rc = test_run_dtsim (tmpdir, &out, &err, "run", ini, "-o", db, "--quiet", "--set",
+                               "trace.detail=messages", "--set", "scenario.iterations=1", NULL);
+      if (rc != 0)
+        g_error ("%s: exit %d: %s", modes[k], rc, err);
+      test_assert_close (test_query_number (db, "SELECT SUM(bytes) FROM messages"),
+                         2.0 * 3 * (k == 0 ? 4 : 2) * PSI, 1e-12);
+    }
 }
 
 /* Without prefetch nothing overlaps under zero = 3: an iteration is the
@@ -251,6 +271,12 @@ test_refusals (void)
         g_error ("case %zu: %s\n  does not say: %s", k, msg, cases[k].want);
       g_assert_null (strchr (msg, '\n'));
     }
+  /* the gradients' precision of a policy that reduces none */
+  g_autofree char *local = replaced (base, "kind = allreduce", "kind = local-sgd");
+  g_autofree char *text = replaced (local, "zero = 3", "gradient_precision = training");
+  g_autofree char *msg = test_load_scenario_error (text);
+  g_assert_nonnull (strstr (msg, "[policy] gradient_precision: applies only to kind = allreduce "
+                                 "or pipeline"));
 }
 
 int
