@@ -292,12 +292,19 @@ static void
 check_layout (const SimConfig *c, KernModel *m)
 {
   int T = (int) base_values_int (c->values, "policy.tensor");
-  gint64 D = c->workers / T;
+  /* a pipeline's stages: each tensor group holds a stage of a replica */
+  gboolean stages = pol_lookup (c->policy)->shares != NULL;
+  gint64 S = stages ? MAX (base_values_int (c->values, "policy.stages"), 1) : 1;
+  gint64 D = c->workers / T / S, groups = c->workers / T;
   gint64 zero = base_values_int (c->values, "policy.zero");
   double e = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 2 : 4;
   g_autoptr (GString) line = g_string_new (NULL);
-  g_string_append_printf (line, "  layout: %" G_GINT64_FORMAT " data-parallel rank%s x %d "
-                          "tensor rank%s", D, D == 1 ? "" : "s", T, T == 1 ? "" : "s");
+  g_string_append_printf (line, "  layout: %" G_GINT64_FORMAT " data-parallel rank%s", D,
+                          D == 1 ? "" : "s");
+  if (stages)
+    g_string_append_printf (line, " x %" G_GINT64_FORMAT " pipeline stage%s", S,
+                            S == 1 ? "" : "s");
+  g_string_append_printf (line, " x %d tensor rank%s", T, T == 1 ? "" : "s");
   if (T > 1)
     {
       /* tensor groups are T consecutive workers: do they share a server? */
@@ -305,7 +312,7 @@ check_layout (const SimConfig *c, KernModel *m)
       g_autoptr (GError) error = NULL;
       NetNetwork *net = sim_network_build (c, sim, "scenario", &error);
       gint64 across = 0;
-      for (gint64 g = 0; net && g < D; g++)
+      for (gint64 g = 0; net && g < groups; g++)
         for (int t = 1; t < T; t++)
           if (net_network_host_group (net, (int) (g * T + t))
               != net_network_host_group (net, (int) (g * T)))
@@ -320,7 +327,7 @@ check_layout (const SimConfig *c, KernModel *m)
                               : ", some across servers", "");
       if (servers && across > 0)
         g_string_append_printf (line, " (%" G_GINT64_FORMAT " of %" G_GINT64_FORMAT ")", across,
-                                D);
+                                groups);
       if (net)
         net_network_free (net);
       eng_sim_free (sim);
@@ -335,15 +342,17 @@ check_layout (const SimConfig *c, KernModel *m)
           double values = 0;
           for (int i = 0; i < n; i++)
             values += coll[i].floats * (double) c->batch;
+          /* a pipeline's replica runs its batch through its S groups */
           g_string_append_printf (line, "; a step's tensor collectives: %d %s, %.4g MB in all "
-                                  "per group", n, sequence ? "reduce-scatters and all-gathers"
-                                                           : "all-reduces",
-                                  values * e / 1e6);
+                                  "per %s", n, sequence ? "reduce-scatters and all-gathers"
+                                                        : "all-reduces",
+                                  values * e / 1e6, stages ? "replica" : "group");
         }
     }
   gsize P = m->ops->n_params (m);
-  g_string_append_printf (line, "; the data groups reduce %.4g MB of gradients a step (%s)",
-                          4.0 * (double) P / 1e6,
+  double g = base_values_int (c->values, "policy.gradient_precision") ? e : 4;
+  g_string_append_printf (line, "; the data groups reduce %.4g MB of gradients a step in all (%s)",
+                          g * (double) P / 1e6,
                           zero ? "reduce-scatter, then all-gather of the parameters"
                                : "all-reduce");
   printf ("%s\n", line->str);
@@ -385,7 +394,7 @@ check_model (const SimConfig *c)
           mem / (1024.0 * 1024.0 * 1024.0), of);
   if (!pol_lookup (c->policy)->shares)
     check_memory_terms (c, m);
-  if (pol_lookup (c->policy)->zero && !pol_lookup (c->policy)->shares)
+  if (pol_lookup (c->policy)->zero)
     check_layout (c, m);
   if (c->math)
     check_kernels (c);
