@@ -26,6 +26,10 @@
  *             reproducibility shows in whole runs.
  *
  * Usage: bench-kernels [iterations]  (default 10 for the run)
+ * With BENCH_KERNELS_ONLY=TEXT[|TEXT...] in the environment, only the
+ * training runs whose label contains one of the TEXTs are timed and
+ * printed (the peer and the gradient figures always are), e.g.
+ * BENCH_KERNELS_ONLY="tensor 4|all-reduce (ring".
  * Prints figures only; asserts nothing about time.
  */
 #include "config.h"
@@ -84,6 +88,20 @@ sgemm_gflops (double *fixed)
   g_free (b);
   g_free (c);
   return 2.0 * SQ * (double) SQ * SQ / best / 1e9;
+}
+
+/* Whether the run labelled `label` is to be timed: always without a
+ * filter, else when it contains one of the filter's |-separated texts. */
+static gboolean
+run_wanted (const char *label, const char *filter)
+{
+  if (filter == NULL)
+    return TRUE;
+  g_auto (GStrv) texts = g_strsplit (filter, "|", -1);
+  for (int i = 0; texts[i] != NULL; i++)
+    if (texts[i][0] != '\0' && strstr (label, texts[i]) != NULL)
+      return TRUE;
+  return FALSE;
 }
 
 /* GFLOP/s of a whole training run of `policy` (bench scenario, `threads`
@@ -201,9 +219,12 @@ main (int argc, char **argv)
     { "all-reduce, tensor 4, ZeRO-1 (Adam)", "kind = allreduce\nalgorithm = ring\nbucket_size = 25MB\ntensor = 4\nzero = 1\n" },
     { "all-reduce, tensor 4 (Adam), OpenBLAS", "kind = allreduce\nalgorithm = ring\nbucket_size = 25MB\ntensor = 4\n" },
   };
+  const char *only = g_getenv ("BENCH_KERNELS_ONLY");
   double shares[G_N_ELEMENTS (runs)];
   for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
-    if ((shares[k] = run_gflops (runs[k].label, runs[k].policy, iters, 1)) < 0)
+    if (!run_wanted (runs[k].label, only))
+      shares[k] = 0;
+    else if ((shares[k] = run_gflops (runs[k].label, runs[k].policy, iters, 1)) < 0)
       return 1;
   /* one run on every core (train/lanes.h), where a policy spreads a
    * round's gradients over threads */
@@ -211,8 +232,10 @@ main (int argc, char **argv)
   static const gsize spread[] = { 0, 10 };   /* all-reduce, pipeline */
   double spread_gflops[G_N_ELEMENTS (spread)];
   for (gsize i = 0; i < G_N_ELEMENTS (spread); i++)
-    if ((spread_gflops[i] = run_gflops (runs[spread[i]].label, runs[spread[i]].policy, iters,
-                                        cores)) < 0)
+    if (!run_wanted (runs[spread[i]].label, only))
+      spread_gflops[i] = 0;
+    else if ((spread_gflops[i] = run_gflops (runs[spread[i]].label, runs[spread[i]].policy,
+                                             iters, cores)) < 0)
       return 1;
 
   printf ("threads: OPENBLAS_NUM_THREADS=%s\n", threads ? threads : "(unset: dtsim uses 1)");
@@ -226,13 +249,15 @@ main (int argc, char **argv)
   printf ("whole training runs (%d workers but the pipeline's 16, batch %d, MLP 784-512-512-10;"
           " target 75%% of sgemm):\n", WORKERS, BATCH);
   for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
-    printf ("  %-42s %8.1f GFLOP/s  %5.1f%% of sgemm\n", runs[k].label, shares[k],
-            100 * shares[k] / peer);
+    if (shares[k] > 0)
+      printf ("  %-42s %8.1f GFLOP/s  %5.1f%% of sgemm\n", runs[k].label, shares[k],
+              100 * shares[k] / peer);
   printf ("one run on all %d cores (--threads %d; the same numbers as on one):\n", cores, cores);
   for (gsize i = 0; i < G_N_ELEMENTS (spread); i++)
-    printf ("  %-42s %8.1f GFLOP/s  %5.2fx one thread, %5.1f%% of %d x sgemm\n",
-            runs[spread[i]].label, spread_gflops[i], spread_gflops[i] / shares[spread[i]],
-            100 * spread_gflops[i] / (cores * peer), cores);
+    if (spread_gflops[i] > 0)
+      printf ("  %-42s %8.1f GFLOP/s  %5.2fx one thread, %5.1f%% of %d x sgemm\n",
+              runs[spread[i]].label, spread_gflops[i], spread_gflops[i] / shares[spread[i]],
+              100 * spread_gflops[i] / (cores * peer), cores);
 
   for (int w = 0; w < WORKERS; w++)
     g_free (grads[w]);

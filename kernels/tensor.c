@@ -3,17 +3,29 @@
  * ranks (tensor.h gives the split; docs/kernels.md, "Tensor parallelism of
  * the real math", the formulas).
  *
- * Every rank's part lives in buffers of its own on the model's backend: the
- * shard of W and b it holds, its activations and its shard gradients.  A
- * step copies each rank's shard out of the flat parameter vector (row by
- * row for a column shard, whose rows are strided in W; in one piece for a
- * row shard, whose rows are consecutive), runs each rank's products on its
- * shards, and emulates every all-reduce in place in rank 0's buffer: rank
- * 0's partial result, then rank 1's added, then rank 2's, ..., with the
- * backend's sgd op at lr = -1 (dst += src) — the sum an all-reduce
- * delivers, up to the order of its additions, and the same on every rank.
- * Rank 0's buffer then stands for every rank's copy.  A replicated layer is
- * computed once: every rank would compute the same bits.
+ * Every rank reads its shard of W and b in place in the parameter vector
+ * (a row shard's rows are consecutive; a column shard's are `out` floats
+ * apart, which the products take as their leading dimension) and writes
+ * its shard gradient in place in the gradient vector, so a step copies no
+ * shard: on the CPU these are the caller's vectors, on another backend one
+ * uploaded copy of the parameters and one gradient vector per group in
+ * its memory, downloaded whole.  Each rank's activations and partial sums
+ * live in buffers of its own; every all-reduce is emulated in place in
+ * rank 0's buffer: rank 0's partial result, then rank 1's added, then rank
+ * 2's, ..., with the backend's sgd op at lr = -1 (dst += src) — the sum an
+ * all-reduce delivers, up to the order of its additions, and the same on
+ * every rank.  Rank 0's buffer then stands for every rank's copy.  A
+ * replicated layer is computed once: every rank would compute the same
+ * bits.
+ *
+ * Several data-parallel groups at the same parameters go through at once,
+ * their batches stacked (rows = groups x n, as mlp.c's loss_grad_groups):
+ * each rank's forward and input-gradient products cover every group's
+ * rows in one product, larger and so faster than one per group; weight
+ * and bias gradients are each group's own, one product per group on its
+ * rows.  A row's values depend on that row alone, so each group gets what
+ * a call of its own gives, up to how the BLAS rounds products of another
+ * shape (bit for bit on the fixed-order backend).
  *
  * With layer l of input A (n, in) and output width out:
  *
@@ -31,8 +43,9 @@
  *               dA = g_0 W_0^T + ... + g_{T-1} W_{T-1}^T (not for layer 0)
  *
  * each dA masked by the ReLU of the layer before on the rank that holds it.
- * Row scratch grows to the largest batch seen; a warm plan allocates
- * nothing per call.
+ * Row scratch grows to the largest stack of batches seen; a warm plan
+ * allocates nothing per call but the list of a call's gradient vectors on
+ * a backend of its own.
  */
 #include "kernels/tensor.h"
 #include "kernels/backend.h"
@@ -42,7 +55,14 @@
 
 G_DEFINE_QUARK (kern-tensor-error-quark, kern_tensor_error)
 
-/* One dense layer and every rank's buffers for it (backend memory). */
+/* Rows (groups x batch) one stack of groups takes on the CPU: enough for
+ * products of a good shape, few enough that a stack's activations and
+ * partial sums (T ranks' (rows, width) each) stay in a core's cache
+ * rather than stream through memory; a batch larger than this goes alone.
+ * Other backends take all groups in one stack. */
+#define TENSOR_STACK_ROWS 256
+
+/* One dense layer and every rank's scratch for it (backend memory). */
 typedef struct {
   int layer;               /* its KernLayer index */
   KernTensorSplit split;   /* REPLICATED, COLUMN or ROW */
@@ -50,10 +70,6 @@ typedef struct {
   gsize w, b;              /* offsets of W and b in the flat vector */
   int part;                /* split width per rank: out / T (column), in / T
                             * (row), out (replicated) */
-  int ranks;               /* buffers per array below: T, or 1 when replicated */
-  float **W, **gW;         /* (ranks) column (in, part), row (part, out),
-                            * replicated (in, out) */
-  float **bias, **gb;      /* column (ranks) of (part); else [0] (out) */
   /* row scratch for cap rows */
   float **act;             /* column: (T) (cap, part) Z_t, ReLU'd in place */
   float **dact;            /* column: (T) (cap, part) the gradient at Z_t */
@@ -78,11 +94,13 @@ struct KernTensorPlan {
   int n_fwd, n_bwd;
   gsize n_params;
   int cap;                 /* rows the scratch holds */
-  float *x_dev;            /* (cap, d) uploaded batch; NULL when host */
+  float *x_dev;            /* (cap, d) uploaded batches; NULL when host */
   int *y_dev;              /* (cap) uploaded labels; NULL when host */
   float *row_loss;         /* (cap) backend */
   float *h_loss;           /* (cap) host copy; NULL when host */
-  float *stage;            /* host staging of one strided shard; NULL when host */
+  float *params_dev;       /* (n_params) uploaded parameters; NULL when host */
+  float *grad_dev;         /* (grad_groups, n_params) gradients; NULL when host */
+  int grad_groups;
 };
 
 const char *
@@ -215,7 +233,6 @@ assign_splits (KernTensorPlan *p)
         dl->split = l % 2 == 0 ? KERN_TENSOR_COLUMN : KERN_TENSOR_ROW;
       dl->part = dl->split == KERN_TENSOR_COLUMN ? dl->out / p->T
                  : dl->split == KERN_TENSOR_ROW ? dl->in / p->T : dl->out;
-      dl->ranks = dl->split == KERN_TENSOR_REPLICATED ? 1 : p->T;
       p->split[dl->layer] = dl->split;
     }
 }
@@ -237,27 +254,13 @@ list_collectives (KernTensorPlan *p)
                                                              p->dense[l].layer, p->dense[l].in };
 }
 
-/* The shard buffers of every dense layer (sizes known from the plan). */
+/* The parameters' and gradients' buffers of a backend whose memory is
+ * not the host's (the rows' scratch comes with the first call). */
 static void
-alloc_shards (KernTensorPlan *p)
+alloc_params (KernTensorPlan *p)
 {
-  KernBackend *be = p->be;
-  gsize stage = 0;
-  for (int l = 0; l < p->n_dense; l++)
-    {
-      TensorDense *dl = &p->dense[l];
-      gsize nw = dl->split == KERN_TENSOR_ROW ? (gsize) dl->part * dl->out
-                                              : (gsize) dl->in * dl->part;
-      int nb = dl->split == KERN_TENSOR_COLUMN ? dl->ranks : 1;
-      gsize lb = dl->split == KERN_TENSOR_COLUMN ? (gsize) dl->part : (gsize) dl->out;
-      dl->W = bufs_new (be, dl->ranks, nw);
-      dl->gW = bufs_new (be, dl->ranks, nw);
-      dl->bias = bufs_new (be, nb, lb);
-      dl->gb = bufs_new (be, nb, lb);
-      stage = MAX (stage, nw);
-    }
   if (!p->host)
-    p->stage = g_new (float, MAX (stage, 1));
+    p->params_dev = p->be->ops->alloc (p->be, MAX (p->n_params, 1));
 }
 
 /* How T ranks split m (tensor.h). */
@@ -308,7 +311,7 @@ kern_tensor_plan_new (const KernModel *m, int T, GError **error)
       return NULL;
     }
   list_collectives (p);
-  alloc_shards (p);
+  alloc_params (p);
   return p;
 }
 
@@ -344,19 +347,11 @@ kern_tensor_plan_free (KernTensorPlan *p)
   if (p == NULL)
     return;
   free_rows (p);
-  for (int l = 0; l < p->n_dense; l++)
-    {
-      TensorDense *dl = &p->dense[l];
-      int nb = dl->split == KERN_TENSOR_COLUMN ? dl->ranks : 1;
-      bufs_free (p->be, dl->W, dl->ranks);
-      bufs_free (p->be, dl->gW, dl->ranks);
-      bufs_free (p->be, dl->bias, nb);
-      bufs_free (p->be, dl->gb, nb);
-    }
+  buf_free (p->be, p->params_dev);
+  buf_free (p->be, p->grad_dev);
   g_free (p->dense);
   g_free (p->split);
   g_free (p->ar);
-  g_free (p->stage);
   g_free (p);
 }
 
@@ -456,72 +451,38 @@ reserve_rows (KernTensorPlan *p, int rows)
   p->cap = rows;
 }
 
-/* Copies the shards every rank holds out of params (host memory). */
+
+/* Grows the gradients' buffer of a backend whose memory is not the host's
+ * to `groups` full gradient vectors; contents are not kept. */
 static void
-load_shards (KernTensorPlan *p, const float *params)
+reserve_grads (KernTensorPlan *p, int groups)
 {
-  KernBackend *be = p->be;
-  for (int l = 0; l < p->n_dense; l++)
-    {
-      TensorDense *dl = &p->dense[l];
-      const float *W = params + dl->w, *b = params + dl->b;
-      for (int t = 0; t < dl->ranks; t++)
-        {
-          int c = t * dl->part;
-          if (dl->split == KERN_TENSOR_ROW)      /* rows c.. c + part: one piece */
-            be->ops->upload (be, dl->W[t], W + (gsize) c * dl->out,
-                             (gsize) dl->part * dl->out);
-          else                                   /* columns c .. c + part of each row */
-            {
-              float *dst = p->host ? dl->W[t] : p->stage;
-              for (int i = 0; i < dl->in; i++)
-                memcpy (dst + (gsize) i * dl->part, W + (gsize) i * dl->out + c,
-                        (gsize) dl->part * sizeof (float));
-              if (!p->host)
-                be->ops->upload (be, dl->W[t], p->stage, (gsize) dl->in * dl->part);
-            }
-          if (dl->split == KERN_TENSOR_COLUMN)
-            be->ops->upload (be, dl->bias[t], b + c, (gsize) dl->part);
-        }
-      if (dl->split != KERN_TENSOR_COLUMN)
-        be->ops->upload (be, dl->bias[0], b, (gsize) dl->out);
-    }
+  if (p->host || groups <= p->grad_groups)
+    return;
+  buf_free (p->be, p->grad_dev);
+  p->grad_dev = p->be->ops->alloc (p->be, (gsize) groups * MAX (p->n_params, 1));
+  p->grad_groups = groups;
 }
 
-/* Writes every rank's shard gradient to its place in grad (host memory),
- * the bias of a row-split layer and a replicated layer's gradient once. */
-static void
-store_shards (KernTensorPlan *p, float *grad)
+/* Where rank t's shard of dense layer dl starts in a vector of the
+ * model's layout (parameters or gradient): W_t, whose rows are `out`
+ * floats apart in either split, and b_t, `part` floats for a column
+ * shard, the whole bias otherwise. */
+static gsize
+shard_w (const TensorDense *dl, int t)
 {
-  KernBackend *be = p->be;
-  for (int l = 0; l < p->n_dense; l++)
-    {
-      TensorDense *dl = &p->dense[l];
-      float *gW = grad + dl->w, *gb = grad + dl->b;
-      for (int t = 0; t < dl->ranks; t++)
-        {
-          int c = t * dl->part;
-          if (dl->split == KERN_TENSOR_ROW)
-            be->ops->download (be, gW + (gsize) c * dl->out, dl->gW[t],
-                               (gsize) dl->part * dl->out);
-          else
-            {
-              const float *src = dl->gW[t];
-              if (!p->host)
-                {
-                  be->ops->download (be, p->stage, dl->gW[t], (gsize) dl->in * dl->part);
-                  src = p->stage;
-                }
-              for (int i = 0; i < dl->in; i++)
-                memcpy (gW + (gsize) i * dl->out + c, src + (gsize) i * dl->part,
-                        (gsize) dl->part * sizeof (float));
-            }
-          if (dl->split == KERN_TENSOR_COLUMN)
-            be->ops->download (be, gb + c, dl->gb[t], (gsize) dl->part);
-        }
-      if (dl->split != KERN_TENSOR_COLUMN)
-        be->ops->download (be, gb, dl->gb[0], (gsize) dl->out);
-    }
+  gsize c = (gsize) t * dl->part;
+  if (dl->split == KERN_TENSOR_ROW)       /* rows c .. c + part: one piece */
+    return dl->w + c * dl->out;
+  if (dl->split == KERN_TENSOR_COLUMN)    /* columns c .. c + part of each row */
+    return dl->w + c;
+  return dl->w;
+}
+
+static gsize
+shard_b (const TensorDense *dl, int t)
+{
+  return dl->b + (dl->split == KERN_TENSOR_COLUMN ? (gsize) t * dl->part : 0);
 }
 
 /* dst += src[1] + ... + src[T-1] in rank order, n floats each, where dst
@@ -533,105 +494,126 @@ all_reduce (KernTensorPlan *p, float *dst, float *const *src, gsize n)
     p->be->ops->sgd (p->be, dst, src[t], n, -1.0f);
 }
 
-/* Forward of dense layer l on its input A (n, in), replicated on every
- * rank (for a row-split layer: the column shards of the layer before). */
+/* Forward of dense layer l at parameters P (backend memory) on its input
+ * A (rows, in), replicated on every rank (for a row-split layer: the
+ * column shards of the layer before); rows = groups x n, all groups in
+ * one product per rank. */
 static void
-forward_dense (KernTensorPlan *p, int l, const float *A, int n)
+forward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int rows)
 {
   KernBackend *be = p->be;
   TensorDense *dl = &p->dense[l];
   gboolean hidden = l + 1 < p->n_dense;
-  gsize len = (gsize) n * dl->out;
+  gsize len = (gsize) rows * dl->out;
   switch (dl->split)
     {
     case KERN_TENSOR_COLUMN:             /* always hidden: a row layer follows */
       for (int t = 0; t < p->T; t++)
         {
-          be->ops->fill_rows (be, dl->act[t], dl->bias[t], n, dl->part);
-          be->ops->gemm (be, FALSE, FALSE, n, dl->part, dl->in, 1.0f, A, dl->in, dl->W[t],
-                         dl->part, 1.0f, dl->act[t], dl->part);
-          be->ops->relu (be, dl->act[t], (gsize) n * dl->part);
+          be->ops->fill_rows (be, dl->act[t], P + shard_b (dl, t), rows, dl->part);
+          be->ops->gemm (be, FALSE, FALSE, rows, dl->part, dl->in, 1.0f, A, dl->in,
+                         P + shard_w (dl, t), dl->out, 1.0f, dl->act[t], dl->part);
+          be->ops->relu (be, dl->act[t], (gsize) rows * dl->part);
         }
       return;
     case KERN_TENSOR_ROW:
       {
         const TensorDense *prev = &p->dense[l - 1];
         for (int t = 0; t < p->T; t++)
-          be->ops->gemm (be, FALSE, FALSE, n, dl->out, dl->part, 1.0f, prev->act[t], dl->part,
-                         dl->W[t], dl->out, 0.0f, dl->partial[t], dl->out);
+          be->ops->gemm (be, FALSE, FALSE, rows, dl->out, dl->part, 1.0f, prev->act[t],
+                         dl->part, P + shard_w (dl, t), dl->out, 0.0f, dl->partial[t], dl->out);
         all_reduce (p, dl->partial[0], dl->partial, len);
-        be->ops->fill_rows (be, dl->z, dl->bias[0], n, dl->out);
+        be->ops->fill_rows (be, dl->z, P + shard_b (dl, 0), rows, dl->out);
         be->ops->sgd (be, dl->z, dl->partial[0], len, -1.0f);   /* the bias, once */
         break;
       }
     default:
-      be->ops->fill_rows (be, dl->z, dl->bias[0], n, dl->out);
-      be->ops->gemm (be, FALSE, FALSE, n, dl->out, dl->in, 1.0f, A, dl->in, dl->W[0], dl->out,
-                     1.0f, dl->z, dl->out);
+      be->ops->fill_rows (be, dl->z, P + shard_b (dl, 0), rows, dl->out);
+      be->ops->gemm (be, FALSE, FALSE, rows, dl->out, dl->in, 1.0f, A, dl->in,
+                     P + shard_w (dl, 0), dl->out, 1.0f, dl->z, dl->out);
       break;
     }
   if (hidden)
     be->ops->relu (be, dl->z, len);
 }
 
-/* Backward of dense layer l from the gradient at its output (dz, or dact
- * for a column-split layer) to its shard gradients and, unless l = 0, the
- * gradient at its input, masked by the ReLU before it (into the layer
- * before's dz or dact).  A (n, in) is its input as forward_dense took it. */
+/* Rank t's weight and bias gradients of dense layer l for each of the
+ * `groups` groups of n rows: from the group's rows of the layer's input
+ * A (rows, a_cols) and of the gradient at its output g (rows, g_cols)
+ * into the group's gradient vector G[g] (backend memory), in place. */
 static void
-backward_dense (KernTensorPlan *p, int l, const float *A, int n)
+shard_grads (KernTensorPlan *p, int l, int t, const float *A, int a_cols, const float *g,
+             int g_cols, int n, int groups, float *const *G, gboolean bias)
+{
+  KernBackend *be = p->be;
+  TensorDense *dl = &p->dense[l];
+  for (int k = 0; k < groups; k++)
+    {
+      gsize r0 = (gsize) k * n;
+      be->ops->gemm (be, TRUE, FALSE, a_cols, g_cols, n, 1.0f, A + r0 * a_cols, a_cols,
+                     g + r0 * g_cols, g_cols, 0.0f, G[k] + shard_w (dl, t), dl->out);
+      if (bias)
+        be->ops->col_sum (be, g + r0 * g_cols, n, g_cols, G[k] + shard_b (dl, t));
+    }
+}
+
+/* Backward of dense layer l at parameters P from the gradient at its
+ * output (dz, or dact for a column-split layer; groups x n rows) to each
+ * group's shard gradients in G[] and, unless l = 0, the gradient at its
+ * input over all rows, masked by the ReLU before it (into the layer
+ * before's dz or dact).  A (rows, in) is its input as forward_dense took
+ * it. */
+static void
+backward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int n, int groups,
+                float *const *G)
 {
   KernBackend *be = p->be;
   TensorDense *dl = &p->dense[l];
   TensorDense *prev = l > 0 ? &p->dense[l - 1] : NULL;
+  int rows = n * groups;
   /* the last layer's gradient is where the loss left it, over its logits */
-  const float *g = l + 1 == p->n_dense ? dl->z : dl->dz;     /* (n, out) */
+  const float *g = l + 1 == p->n_dense ? dl->z : dl->dz;     /* (rows, out) */
   switch (dl->split)
     {
     case KERN_TENSOR_COLUMN:
       for (int t = 0; t < p->T; t++)
         {
-          be->ops->gemm (be, TRUE, FALSE, dl->in, dl->part, n, 1.0f, A, dl->in, dl->dact[t],
-                         dl->part, 0.0f, dl->gW[t], dl->part);
-          be->ops->col_sum (be, dl->dact[t], n, dl->part, dl->gb[t]);
+          shard_grads (p, l, t, A, dl->in, dl->dact[t], dl->part, n, groups, G, TRUE);
           if (prev != NULL)          /* rank 0's part straight into the sum's buffer */
-            be->ops->gemm (be, FALSE, TRUE, n, dl->in, dl->part, 1.0f, dl->dact[t], dl->part,
-                           dl->W[t], dl->part, 0.0f, t == 0 ? prev->dz : dl->partial[t],
-                           dl->in);
+            be->ops->gemm (be, FALSE, TRUE, rows, dl->in, dl->part, 1.0f, dl->dact[t],
+                           dl->part, P + shard_w (dl, t), dl->out, 0.0f,
+                           t == 0 ? prev->dz : dl->partial[t], dl->in);
         }
       if (prev != NULL)
         {
-          all_reduce (p, prev->dz, dl->partial, (gsize) n * dl->in);
-          be->ops->relu_backward (be, prev->dz, prev->z, (gsize) n * dl->in);
+          all_reduce (p, prev->dz, dl->partial, (gsize) rows * dl->in);
+          be->ops->relu_backward (be, prev->dz, prev->z, (gsize) rows * dl->in);
         }
       return;
     case KERN_TENSOR_ROW:
-      be->ops->col_sum (be, g, n, dl->out, dl->gb[0]);
       for (int t = 0; t < p->T; t++)
         {
-          be->ops->gemm (be, TRUE, FALSE, dl->part, dl->out, n, 1.0f, prev->act[t], dl->part,
-                         g, dl->out, 0.0f, dl->gW[t], dl->out);
-          be->ops->gemm (be, FALSE, TRUE, n, dl->part, dl->out, 1.0f, g, dl->out,
-                         dl->W[t], dl->out, 0.0f, prev->dact[t], dl->part);
-          be->ops->relu_backward (be, prev->dact[t], prev->act[t], (gsize) n * dl->part);
+          /* the bias once, with rank 0's part */
+          shard_grads (p, l, t, prev->act[t], dl->part, g, dl->out, n, groups, G, t == 0);
+          be->ops->gemm (be, FALSE, TRUE, rows, dl->part, dl->out, 1.0f, g, dl->out,
+                         P + shard_w (dl, t), dl->out, 0.0f, prev->dact[t], dl->part);
+          be->ops->relu_backward (be, prev->dact[t], prev->act[t], (gsize) rows * dl->part);
         }
       return;
     default:
-      be->ops->gemm (be, TRUE, FALSE, dl->in, dl->out, n, 1.0f, A, dl->in, g, dl->out,
-                     0.0f, dl->gW[0], dl->out);
-      be->ops->col_sum (be, g, n, dl->out, dl->gb[0]);
+      shard_grads (p, l, 0, A, dl->in, g, dl->out, n, groups, G, TRUE);
       if (prev == NULL)
         return;
       /* the layer before is row-split or replicated: its output is whole */
-      be->ops->gemm (be, FALSE, TRUE, n, dl->in, dl->out, 1.0f, g, dl->out, dl->W[0],
-                     dl->out, 0.0f, prev->dz, dl->in);
-      be->ops->relu_backward (be, prev->dz, prev->z, (gsize) n * dl->in);
+      be->ops->gemm (be, FALSE, TRUE, rows, dl->in, dl->out, 1.0f, g, dl->out,
+                     P + shard_w (dl, 0), dl->out, 0.0f, prev->dz, dl->in);
+      be->ops->relu_backward (be, prev->dz, prev->z, (gsize) rows * dl->in);
       return;
     }
 }
 
 /* The input layer l reads: x, or the whole output of the layer before
- * (NULL before a row-split layer, which reads the column shards). */
+ * (unused before a row-split layer, which reads the column shards). */
 static const float *
 layer_input (const KernTensorPlan *p, int l, const float *X)
 {
@@ -639,59 +621,120 @@ layer_input (const KernTensorPlan *p, int l, const float *X)
 }
 
 static gboolean
-labels_valid (const int *y, int n, int k)
+labels_valid (const int *y, gsize rows, int k)
 {
-  for (int i = 0; i < n; i++)
+  for (gsize i = 0; i < rows; i++)
     if (y[i] < 0 || y[i] >= k)
       return FALSE;
   return TRUE;
 }
 
-/* The loss and gradient as the T ranks compute them (tensor.h). */
+/* One stack of `groups` groups' batches, x (groups n, d) and y (groups n)
+ * in host memory, at parameters P (backend memory): losses[g] and, where
+ * grads is not NULL, grads[g] (host memory), as the T ranks compute them.
+ * The row scratch must hold groups n rows. */
+static void
+loss_grad_stack (KernTensorPlan *p, const float *P, const float *x, const int *y, int n,
+                 int groups, float *const *grads, double *losses)
+{
+  KernBackend *be = p->be;
+  int rows = n * groups;
+  const float *X = x;
+  const int *Y = y;
+  if (!p->host)
+    {
+      be->ops->upload (be, p->x_dev, x, (gsize) rows * p->m->d);
+      be->ops->upload_int (be, p->y_dev, y, (gsize) rows);
+      X = p->x_dev;
+      Y = p->y_dev;
+    }
+
+  for (int l = 0; l < p->n_dense; l++)
+    forward_dense (p, l, P, layer_input (p, l, X), rows);
+
+  /* the loss on the logits (whole on every rank), dZ over them in place */
+  TensorDense *last = &p->dense[p->n_dense - 1];
+  float scale = grads != NULL ? 1.0f / (float) n : 0.0f;
+  if (p->loss == KERN_LOSS_XENT)
+    be->ops->softmax_xent (be, last->z, Y, rows, p->m->k, scale, p->row_loss, NULL);
+  else
+    be->ops->mse (be, last->z, Y, rows, p->m->k, scale, p->row_loss, NULL);
+  const float *rl = p->row_loss;
+  if (!p->host)
+    {
+      be->ops->download (be, p->h_loss, p->row_loss, (gsize) rows);
+      rl = p->h_loss;
+    }
+  for (int k = 0; k < groups; k++)
+    {
+      const float *r = rl + (gsize) k * n;
+      double total = r[0];
+      for (int i = 1; i < n; i++)
+        total += r[i];
+      losses[k] = total / n;
+    }
+  if (grads == NULL)
+    return;
+
+  /* every rank's shard gradients go in place into each group's vector:
+   * the caller's on the host, the backend's own otherwise */
+  float *const *G = grads;
+  g_autofree float **dev = NULL;
+  if (!p->host)
+    {
+      reserve_grads (p, groups);
+      dev = g_new (float *, groups);
+      for (int k = 0; k < groups; k++)
+        dev[k] = p->grad_dev + (gsize) k * p->n_params;
+      G = dev;
+    }
+  for (int l = p->n_dense - 1; l >= 0; l--)
+    backward_dense (p, l, P, layer_input (p, l, X), n, groups, G);
+  for (int k = 0; !p->host && k < groups; k++)
+    be->ops->download (be, grads[k], G[k], p->n_params);
+}
+
+/* The groups' losses and gradients as the T ranks compute them
+ * (tensor.h), in stacks of TENSOR_STACK_ROWS rows on the CPU. */
+void
+kern_tensor_loss_grad_groups (KernTensorPlan *p, const float *params, const float *x,
+                              const int *y, int n, int groups, float *const *grads,
+                              double *losses)
+{
+  g_return_if_fail (p != NULL && params != NULL && x != NULL && y != NULL);
+  g_return_if_fail (losses != NULL);
+  g_return_if_fail (n >= 1 && groups >= 1 && n <= G_MAXINT / groups);
+  g_return_if_fail (labels_valid (y, (gsize) n * groups, p->m->k));
+  for (int k = 0; grads != NULL && k < groups; k++)
+    g_return_if_fail (grads[k] != NULL);
+  /* the backend's view of the parameters, loaded once: every rank reads
+   * its shard in place */
+  const float *P = params;
+  if (!p->host)
+    {
+      p->be->ops->upload (p->be, p->params_dev, params, p->n_params);
+      P = p->params_dev;
+    }
+  int stack = p->host ? CLAMP (TENSOR_STACK_ROWS / n, 1, groups) : groups;
+  reserve_rows (p, n * stack);
+  for (int g0 = 0; g0 < groups; g0 += stack)
+    {
+      int count = MIN (stack, groups - g0);
+      loss_grad_stack (p, P, x + (gsize) g0 * n * p->m->d, y + (gsize) g0 * n, n, count,
+                       grads != NULL ? grads + g0 : NULL, losses + g0);
+    }
+}
+
+/* The loss and gradient of one batch as the T ranks compute them
+ * (tensor.h): one group. */
 double
 kern_tensor_loss_grad (KernTensorPlan *p, const float *params, const float *x,
                        const int *y, int n, float *grad)
 {
   g_return_val_if_fail (p != NULL && params != NULL && x != NULL && y != NULL, NAN);
   g_return_val_if_fail (n >= 1, NAN);
-  g_return_val_if_fail (labels_valid (y, n, p->m->k), NAN);
-  KernBackend *be = p->be;
-  reserve_rows (p, n);
-  load_shards (p, params);
-  const float *X = x;
-  const int *Y = y;
-  if (!p->host)
-    {
-      be->ops->upload (be, p->x_dev, x, (gsize) n * p->m->d);
-      be->ops->upload_int (be, p->y_dev, y, (gsize) n);
-      X = p->x_dev;
-      Y = p->y_dev;
-    }
-
-  for (int l = 0; l < p->n_dense; l++)
-    forward_dense (p, l, layer_input (p, l, X), n);
-
-  /* the loss on the logits (whole on every rank), dZ over them in place */
-  TensorDense *last = &p->dense[p->n_dense - 1];
-  float scale = grad != NULL ? 1.0f / (float) n : 0.0f;
-  if (p->loss == KERN_LOSS_XENT)
-    be->ops->softmax_xent (be, last->z, Y, n, p->m->k, scale, p->row_loss, NULL);
-  else
-    be->ops->mse (be, last->z, Y, n, p->m->k, scale, p->row_loss, NULL);
-  const float *rl = p->row_loss;
-  if (!p->host)
-    {
-      be->ops->download (be, p->h_loss, p->row_loss, (gsize) n);
-      rl = p->h_loss;
-    }
-  double total = rl[0];
-  for (int i = 1; i < n; i++)
-    total += rl[i];
-  if (grad == NULL)
-    return total / n;
-
-  for (int l = p->n_dense - 1; l >= 0; l--)
-    backward_dense (p, l, layer_input (p, l, X), n);
-  store_shards (p, grad);
-  return total / n;
+  g_return_val_if_fail (labels_valid (y, (gsize) n, p->m->k), NAN);
+  double loss;
+  kern_tensor_loss_grad_groups (p, params, x, y, n, 1, grad != NULL ? &grad : NULL, &loss);
+  return loss;
 }

@@ -18,9 +18,11 @@
  * summed: the plain model.
  *
  * kern_tensor_loss_grad() computes the loss and gradient as the T ranks
- * would, on their own shard buffers through the model's backend, so that
- * tests can hold it to the one-device result (docs/kernels.md, "Tensor
- * parallelism of the real math").
+ * would, each rank's products on its own shard of the parameters through
+ * the model's backend, so that tests can hold it to the one-device result
+ * (docs/kernels.md, "Tensor parallelism of the real math");
+ * kern_tensor_loss_grad_groups() does so for several data-parallel groups
+ * at the same parameters at once, their batches stacked.
  */
 #ifndef DTSIM_KERNELS_TENSOR_H
 #define DTSIM_KERNELS_TENSOR_H
@@ -106,14 +108,32 @@ const KernTensorAllReduce *kern_tensor_collectives (const KernTensorPlan *p, int
 /* The mean loss of the batch x (n, d), labels y (n) in [0, k), at params
  * (the model's flat vector, host memory) and, where grad is not NULL, its
  * gradient (n_params floats, host memory, the model's layout), computed as
- * the T ranks would: each rank's products on its own shard buffers,
- * copied out of params, through the model's backend; the partial sums of
- * an all-reduce added in rank order 0, 1, ..., T - 1; every rank's shard
- * gradient written to its place in grad, a replicated layer's and a
- * row-split bias's once.  The loss and the softmax or squared error are
- * those of the model (mlp.c).  Same inputs, same bits.  n >= 1. */
+ * the T ranks would: each rank's products on its own shard of params (a
+ * column shard read in place, its rows `out` floats apart; on a backend
+ * whose memory is not the host's, in an uploaded copy of params), through
+ * the model's backend; the partial sums of an all-reduce added in rank
+ * order 0, 1, ..., T - 1; every rank's shard gradient written to its place
+ * in grad, a replicated layer's and a row-split bias's once.  The loss and
+ * the softmax or squared error are those of the model (mlp.c).  Same
+ * inputs, same bits.  n >= 1.  kern_tensor_loss_grad_groups() with one
+ * group. */
 double kern_tensor_loss_grad (KernTensorPlan *p, const float *params, const float *x,
                               const int *y, int n, float *grad);
+
+/* The same for `groups` data-parallel groups at the same params, whose
+ * batches of n samples each are stacked in x (groups n, d) and y (groups
+ * n): losses[g] (groups entries) gets group g's mean loss and, where grads
+ * is not NULL, grads[g] (n_params floats, host memory) its gradient, each
+ * what kern_tensor_loss_grad() gives for that group's batch alone up to
+ * the rounding of its products (docs/kernels.md; the same bits on the
+ * fixed-order backend, whose every product element is one fixed sum).
+ * Each rank's forward and input-gradient products cover all groups' rows
+ * at once, its weight gradients one group at a time; the all-reduces sum
+ * in rank order over all rows.  Same inputs, same bits.  n >= 1,
+ * groups >= 1. */
+void kern_tensor_loss_grad_groups (KernTensorPlan *p, const float *params, const float *x,
+                                   const int *y, int n, int groups, float *const *grads,
+                                   double *losses);
 
 G_END_DECLS
 

@@ -924,6 +924,13 @@ pl_stage_counts (PlPolicy *pl, GError **error)
   return TRUE;
 }
 
+/* Bytes of an activation value on the wire: the training precision's. */
+static double
+value_bytes (const PolEnv *env)
+{
+  return env->value_bytes > 0 ? env->value_bytes : 4.0;
+}
+
 /* Seconds of a stage's update: of a tensor rank's parameters, or with ZeRO
  * of its 1/R shard of them. */
 static double
@@ -991,9 +998,7 @@ pl_worker_init (PlPolicy *pl, int r, int s)
                                           ch->last, FALSE, pl->n, pl->layer_bwd, pl->alg, e,
                                           TAG_TENSOR);
         }
-      /* activations in the training precision */
-      ch->out_bytes = ch->k + 1 < pl->K ? (env->value_bytes > 0 ? env->value_bytes : 4.0) * n
-                                          * env->layers[ch->last].outputs
+      ch->out_bytes = ch->k + 1 < pl->K ? value_bytes (env) * n * env->layers[ch->last].outputs
                                         : 0.0;
       wk->out_bytes += ch->out_bytes;
       bytes[c] = ch->stash_bytes;

@@ -9,7 +9,9 @@
  * steps stay within a bound carried from step to step; central
  * differences of the exact loss agree with the split gradient; the
  * all-reduces, the parameters each rank holds and the refusals follow
- * their closed forms.
+ * their closed forms.  kern_tensor_loss_grad_groups() over G stacked
+ * batches gives what G calls of kern_tensor_loss_grad() give: the same
+ * bits on the fixed-order backend, within the bound below on OpenBLAS.
  *
  * --- The bound -------------------------------------------------------------
  *
@@ -527,6 +529,95 @@ test_bound_catches_misplaced_shard (void)
   g_free (y);
 }
 
+/* kern_tensor_loss_grad_groups over G batches of n stacked (one stack,
+ * or several when G n passes the CPU's stack of 256 rows, or each batch
+ * alone when n does) against one kern_tensor_loss_grad call per batch.
+ * Every value of a row depends on that row alone and each product element
+ * is a sum over its own row and column, so the fixed-order backend, whose
+ * every element is one fixed sum whatever the shape, must give the same
+ * bits; OpenBLAS may round a product of another shape differently, so
+ * there each group's loss and gradient must lie within the sum of the two
+ * computations' bounds from the exact values of that group's batch, as in
+ * check_equivalent.  The losses without gradients are the same bits, and
+ * the groups' gradients differ, so a group's result in another's place
+ * would be seen. */
+static void
+check_groups (int n_hidden, KernLoss loss, int T, int n, int G, gboolean reproducible)
+{
+  KernBackend *be = kern_backend_cpu_new_full (reproducible);
+  KernModel *m = kern_mlp_new (D, HIDDEN, n_hidden, K, loss, be);
+  Net net = net_make (D, HIDDEN, n_hidden, K, loss);
+  gsize np = net.n_params;
+  float *params, *x;
+  int *y;
+  make_case (m, 29 + n_hidden + G, &params, &x, &y, n * G);
+  KernTensorPlan *plan = kern_tensor_plan_new (m, T, NULL);
+  g_assert_nonnull (plan);
+  g_autofree float *all = g_new (float, np * G);
+  g_autofree float **grads = g_new (float *, G);
+  g_autofree double *losses = g_new (double, G);
+  g_autofree double *only = g_new (double, G);
+  g_autofree float *one = g_new (float, np);
+  for (int g = 0; g < G; g++)
+    grads[g] = all + (gsize) g * np;
+  kern_tensor_loss_grad_groups (plan, params, x, y, n, G, grads, losses);
+  kern_tensor_loss_grad_groups (plan, params, x, y, n, G, NULL, only);
+  g_assert_cmpmem (losses, G * sizeof (double), only, G * sizeof (double));
+
+  g_autofree char *what = g_strdup_printf ("%d hidden, %s, T = %d, %d x %d rows, %s",
+                                           n_hidden, loss == KERN_LOSS_XENT ? "xent" : "mse",
+                                           T, G, n, reproducible ? "fixed-order" : "OpenBLAS");
+  gsize same = 0;
+  for (int g = 0; g < G; g++)
+    {
+      const float *xg = x + (gsize) g * n * D;
+      const int *yg = y + (gsize) g * n;
+      double l = kern_tensor_loss_grad (plan, params, xg, yg, n, one);
+      gboolean bits = l == losses[g] && memcmp (one, grads[g], np * sizeof (float)) == 0;
+      same += bits;
+      if (reproducible)
+        {
+          g_assert_cmpfloat (losses[g], ==, l);
+          g_assert_cmpmem (grads[g], np * sizeof (float), one, np * sizeof (float));
+          continue;
+        }
+      Ref r = ref_new (&net, params, NULL, xg, yg, n);
+      g_autofree double *tol = g_new (double, np);
+      for (gsize q = 0; q < np; q++)
+        tol[q] = 2.0 * r.grad_err[q];
+      double worst;
+      g_assert_cmpuint (count_beyond (what, grads[g], one, tol, np, &worst), ==, 0);
+      g_assert_cmpfloat (fabs (losses[g] - l), <=, 2.0 * r.loss_err);
+      ref_clear (&r);
+    }
+  g_test_message ("%s: %" G_GSIZE_FORMAT " of %d groups the same bits as alone", what,
+                  same, G);
+  for (int g = 1; g < G; g++)
+    g_assert_false (memcmp (grads[g - 1], grads[g], np * sizeof (float)) == 0);
+
+  kern_tensor_plan_free (plan);
+  kern_model_free (m);
+  kern_backend_free (be);
+  g_free (params);
+  g_free (x);
+  g_free (y);
+}
+
+static void
+test_groups (void)
+{
+  /* one stack; stacks of 10 and 3 (13 x 24 rows > 256); batches alone */
+  static const struct { int n, G; } shapes[] = { { BATCH, 1 }, { BATCH, 3 },
+                                                 { BATCH, 13 }, { 300, 2 } };
+  static const int ranks[] = { 1, 2, 4 };
+  for (int h = 1; h <= 3; h++)
+    for (gsize i = 0; i < G_N_ELEMENTS (ranks); i++)
+      for (gsize j = 0; j < G_N_ELEMENTS (shapes); j++)
+        for (int rep = 0; rep < 2; rep++)
+          check_groups (h, h == 2 ? KERN_LOSS_MSE : KERN_LOSS_XENT, ranks[i], shapes[j].n,
+                        shapes[j].G, rep == 0);
+}
+
 /* SGD steps both ways, rule (U): the two parameter vectors stay within
  * e_p, carried from step to step (the tensor side's gradient bound taken
  * with its parameters within e_p), and every step's losses within the sum
@@ -601,10 +692,11 @@ test_training (void)
 }
 
 /* A CPU backend under another name, whose fresh buffers hold NaN: the
- * plan takes the path of a backend with its own memory (every shard, batch
- * and gradient through upload and download, column shards through the host
- * staging buffer), which must give the CPU path's bits, and a buffer read
- * before it is written would show as NaN. */
+ * plan takes the path of a backend with its own memory (the parameters,
+ * batches and labels uploaded, every group's gradient written into a
+ * vector of the backend's and downloaded whole, all groups in one stack),
+ * which must give the CPU path's bits, and a buffer read before it is
+ * written (a gradient entry no rank wrote) would show as NaN. */
 static float *
 staged_alloc (KernBackend *be G_GNUC_UNUSED, gsize n)
 {
@@ -643,6 +735,28 @@ test_staged_backend (void)
         g_assert_cmpfloat (lh, ==, ls);
         g_assert_cmpmem (gh, np * sizeof (float), gs, np * sizeof (float));
         g_assert_cmpfloat (kern_tensor_loss_grad (ps, params, x, y, BATCH, NULL), ==, lh);
+        g_free (params);
+        g_free (x);
+        g_free (y);
+
+        /* groups: the CPU in stacks of at most 256 rows, the staged
+         * backend all 13 at once, into gradient buffers of its own */
+        enum { G = 13 };
+        make_case (mh, 8, &params, &x, &y, G * BATCH);
+        g_autofree float *ah = g_new (float, G * np);
+        g_autofree float *as = g_new (float, G * np);
+        float *grh[G], *grs[G];
+        double lgh[G], lgs[G];
+        for (int g = 0; g < G; g++)
+          {
+            grh[g] = ah + (gsize) g * np;
+            grs[g] = as + (gsize) g * np;
+          }
+        kern_tensor_loss_grad_groups (ps, params, x, y, BATCH, 2, grs, lgs);
+        kern_tensor_loss_grad_groups (ph, params, x, y, BATCH, G, grh, lgh);
+        kern_tensor_loss_grad_groups (ps, params, x, y, BATCH, G, grs, lgs);
+        g_assert_cmpmem (lgh, sizeof lgh, lgs, sizeof lgs);
+        g_assert_cmpmem (ah, G * np * sizeof (float), as, G * np * sizeof (float));
         kern_tensor_plan_free (ph);
         kern_tensor_plan_free (ps);
         kern_model_free (mh);
@@ -932,6 +1046,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tensor/bound/catches-misplaced-shard",
                    test_bound_catches_misplaced_shard);
   g_test_add_func ("/tensor/staged-backend", test_staged_backend);
+  g_test_add_func ("/tensor/groups", test_groups);
   g_test_add_func ("/tensor/training", test_training);
   g_test_add_func ("/tensor/finite-difference", test_finite_difference);
   g_test_add_func ("/tensor/collectives", test_collectives_closed_form);

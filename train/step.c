@@ -135,10 +135,9 @@ train_step (TrainSteps *ts, const TrainStep *st)
            * one product, on the lanes; others each at its own */
           gint64 t0 = g_get_monotonic_time ();
           ts->st_losses = st->losses ? st->losses : ts->losses;
-          if (s->tensor)
-            for (int i = 0; i < st->n; i++)
-              ts->st_losses[i] = kern_tensor_loss_grad (s->tensor, st->params, slot_x (ts, i),
-                                                        slot_y (ts, i), B, st->grads[i]);
+          if (s->tensor)     /* every slot's group at once, stacked on each rank */
+            kern_tensor_loss_grad_groups (s->tensor, st->params, slot_x (ts, 0), slot_y (ts, 0),
+                                          B, st->n, st->grads, ts->st_losses);
           else if (s->stacked)
             {
               ts->st = st;

@@ -46,8 +46,9 @@ typedef struct {
    * through the model as one product (the model's loss_grad_groups). */
   gboolean stacked;
   /* A worker is a tensor group: its gradient is computed on the plan's T
-   * ranks' shards (kern_tensor_loss_grad; borrowed, not stacked); NULL =
-   * the whole model on one device. */
+   * ranks' shards, a step's groups (which read the same parameters) at
+   * once (kern_tensor_loss_grad_groups; borrowed); NULL = the whole model
+   * on one device. */
   KernTensorPlan *tensor;
   gboolean host_timed;        /* compute time is measured: one lane */
   TrainComputeTime compute_time; /* with ctx; may be NULL if no step asks */
