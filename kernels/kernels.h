@@ -210,6 +210,10 @@ struct KernBackend *kern_mlp_backend (const KernModel *m, KernLoss *loss);
 
 void kern_model_free (KernModel *m);
 
+/* Whether every one of `rows` labels lies in [0, k): one outside would
+ * index out of the logits on any backend. */
+gboolean kern_labels_valid (const int *y, gsize rows, int k);
+
 /* What a model kind is built from: the [model] keys, resolved by the
  * caller. */
 typedef struct {

@@ -240,16 +240,6 @@ mlp_backward (MlpPriv *p, const float *P, const float *X, int n, int groups,
     }
 }
 
-/* Labels outside [0, k) would index out of the logits on any backend. */
-static gboolean
-labels_valid (const int *y, gsize rows, int k)
-{
-  for (gsize i = 0; i < rows; i++)
-    if (y[i] < 0 || y[i] >= k)
-      return FALSE;
-  return TRUE;
-}
-
 /* The work of loss_grad and loss_grad_groups: losses[g] = mean loss of
  * group g; with grads != NULL, grads[g] = its gradient (host pointers). */
 static void
@@ -332,7 +322,7 @@ mlp_loss_grad (KernModel *m, const float *params, const float *x,
 {
   g_return_val_if_fail (m != NULL && params != NULL, NAN);
   g_return_val_if_fail (n >= 1 && x != NULL && y != NULL, NAN);
-  g_return_val_if_fail (labels_valid (y, (gsize) n, m->k), NAN);
+  g_return_val_if_fail (kern_labels_valid (y, (gsize) n, m->k), NAN);
 
   double loss;
   mlp_compute (m, params, x, y, n, 1, grad != NULL ? &grad : NULL, &loss);
@@ -349,7 +339,7 @@ mlp_loss_grad_groups (KernModel *m, const float *params, const float *x,
   g_return_if_fail (m != NULL && params != NULL && x != NULL && y != NULL);
   g_return_if_fail (n >= 1 && groups >= 1 && n <= G_MAXINT / groups);
   g_return_if_fail (losses != NULL);
-  g_return_if_fail (labels_valid (y, (gsize) n * (gsize) groups, m->k));
+  g_return_if_fail (kern_labels_valid (y, (gsize) n * (gsize) groups, m->k));
   if (grads != NULL)
     for (int g = 0; g < groups; g++)
       g_return_if_fail (grads[g] != NULL);
@@ -363,7 +353,7 @@ mlp_evaluate (KernModel *m, const float *params, const KernDataset *ds,
 {
   g_return_if_fail (m != NULL && params != NULL && ds != NULL);
   g_return_if_fail (ds->d == m->d && ds->k == m->k);
-  g_return_if_fail (labels_valid (ds->y, (gsize) ds->n, m->k));
+  g_return_if_fail (kern_labels_valid (ds->y, (gsize) ds->n, m->k));
 
   MlpPriv *p = m->priv;
   KernBackend *be = p->be;
@@ -497,7 +487,7 @@ mlp_stage_forward (KernStage *st, int slot, const float *in, const int *y, float
       if (stage_is_loss (p, i))
         {
           int k = p->width[p->n_dense];
-          g_return_val_if_fail (labels_valid (y, (gsize) n, k), NAN);
+          g_return_val_if_fail (kern_labels_valid (y, (gsize) n, k), NAN);
           be->ops->upload_int (be, s->y_dev, y, (gsize) n);
           if (p->loss == KERN_LOSS_XENT)
             be->ops->softmax_xent (be, buf[j], s->y_dev, n, k, st->grad_scale_f, s->row_loss,

@@ -74,3 +74,12 @@ kern_stage_free (KernStage *st)
   if (st)
     st->free (st);
 }
+
+gboolean
+kern_labels_valid (const int *y, gsize rows, int k)
+{
+  for (gsize i = 0; i < rows; i++)
+    if (y[i] < 0 || y[i] >= k)
+      return FALSE;
+  return TRUE;
+}

@@ -620,15 +620,6 @@ layer_input (const KernTensorPlan *p, int l, const float *X)
   return l == 0 ? X : p->dense[l - 1].z;
 }
 
-static gboolean
-labels_valid (const int *y, gsize rows, int k)
-{
-  for (gsize i = 0; i < rows; i++)
-    if (y[i] < 0 || y[i] >= k)
-      return FALSE;
-  return TRUE;
-}
-
 /* One stack of `groups` groups' batches, x (groups n, d) and y (groups n)
  * in host memory, at parameters P (backend memory): losses[g] and, where
  * grads is not NULL, grads[g] (host memory), as the T ranks compute them.
@@ -704,7 +695,7 @@ kern_tensor_loss_grad_groups (KernTensorPlan *p, const float *params, const floa
   g_return_if_fail (p != NULL && params != NULL && x != NULL && y != NULL);
   g_return_if_fail (losses != NULL);
   g_return_if_fail (n >= 1 && groups >= 1 && n <= G_MAXINT / groups);
-  g_return_if_fail (labels_valid (y, (gsize) n * groups, p->m->k));
+  g_return_if_fail (kern_labels_valid (y, (gsize) n * groups, p->m->k));
   for (int k = 0; grads != NULL && k < groups; k++)
     g_return_if_fail (grads[k] != NULL);
   /* the backend's view of the parameters, loaded once: every rank reads
@@ -733,7 +724,7 @@ kern_tensor_loss_grad (KernTensorPlan *p, const float *params, const float *x,
 {
   g_return_val_if_fail (p != NULL && params != NULL && x != NULL && y != NULL, NAN);
   g_return_val_if_fail (n >= 1, NAN);
-  g_return_val_if_fail (labels_valid (y, (gsize) n, p->m->k), NAN);
+  g_return_val_if_fail (kern_labels_valid (y, (gsize) n, p->m->k), NAN);
   double loss;
   kern_tensor_loss_grad_groups (p, params, x, y, n, 1, grad != NULL ? &grad : NULL, &loss);
   return loss;

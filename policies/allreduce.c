@@ -1174,13 +1174,6 @@ ar_validate (PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "zero",
                           "%" G_GINT64_FORMAT " reduce-scatters the gradients, which [policy] "
                           "compression does not model; set compression = none or zero = 0", zero);
-  const char *name = base_values_string (chk->values, "policy.algorithm");
-  const CommAlgorithm *alg = comm_lookup (name);
-  if (alg && (!comm_does (alg, COMM_REDUCE_SCATTER) || !comm_does (alg, COMM_ALLGATHER)))
-    return pol_key_error (error, "policy", "zero",
-                          "%" G_GINT64_FORMAT " needs reduce-scatter and all-gather, which "
-                          "[policy] algorithm = %s does not run; use ring, halving-doubling "
-                          "or auto, or zero = 0", zero, name);
   if (base_values_int (chk->values, "policy.channels") > 1)
     return pol_key_error (error, "policy", "channels",
                           "applies to all-reduces, which zero = %" G_GINT64_FORMAT " replaces "

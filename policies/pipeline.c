@@ -1296,16 +1296,6 @@ pl_validate (PolCheck *chk, GError **error)
                           "3 is not modelled under kind = pipeline (its stages hold their "
                           "layers' parameters); use zero = 1 or 2, as Megatron-LM's distributed "
                           "optimizer does");
-  if (zero > 0)
-    {
-      const char *name = base_values_string (chk->values, "policy.algorithm");
-      const CommAlgorithm *alg = comm_lookup (name);
-      if (alg && (!comm_does (alg, COMM_REDUCE_SCATTER) || !comm_does (alg, COMM_ALLGATHER)))
-        return pol_key_error (error, "policy", "zero",
-                              "%" G_GINT64_FORMAT " needs reduce-scatter and all-gather, which "
-                              "[policy] algorithm = %s does not run; use ring, "
-                              "halving-doubling or auto, or zero = 0", zero, name);
-    }
   if (chk->workers % R != 0)
     return pol_key_error (error, "policy", "replicas",
                           "%" G_GINT64_FORMAT " replicas do not divide [cluster] workers = %"

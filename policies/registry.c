@@ -201,6 +201,13 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "zero",
                           "applies only to kind = allreduce or pipeline (the data-parallel "
                           "ranks shard their state); remove it or set kind = allreduce");
+  const char *name = base_values_string (chk->values, "policy.algorithm");
+  const CommAlgorithm *alg = zero > 0 ? comm_lookup (name) : NULL;
+  if (alg && (!comm_does (alg, COMM_REDUCE_SCATTER) || !comm_does (alg, COMM_ALLGATHER)))
+    return pol_key_error (error, "policy", "zero",
+                          "%" G_GINT64_FORMAT " needs reduce-scatter and all-gather, which "
+                          "[policy] algorithm = %s does not run; use ring, halving-doubling "
+                          "or auto, or zero = 0", zero, name);
   if (!base_values_int (chk->values, "policy.prefetch") && zero != 3)
     return pol_key_error (error, "policy", "prefetch",
                           "applies only with zero = 3 (parameters gathered layer by layer); "

@@ -22,31 +22,6 @@
 
 static char *tmpdir;
 
-/* `text` with its first `from` replaced by `to`. */
-static char *
-replaced (const char *text, const char *from, const char *to)
-{
-  const char *at = strstr (text, from);
-  g_assert_nonnull (at);
-  return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, to, at + strlen (from));
-}
-
-/* Runs `text` for one iteration at detail = messages into DIR/name.db and
- * returns the database's path. */
-static char *
-run_messages (const char *text, const char *name)
-{
-  g_autofree char *ini = g_strdup_printf ("%s/%s.ini", tmpdir, name);
-  char *db = g_strdup_printf ("%s/%s.db", tmpdir, name);
-  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
-  g_autofree char *out = NULL, *err = NULL;
-  int rc = test_run_dtsim (tmpdir, &out, &err, "run", ini, "-o", db, "--quiet", "--set",
-                           "trace.detail=messages", "--set", "scenario.iterations=1", NULL);
-  if (rc != 0)
-    g_error ("exit %d: %s", rc, err);
-  return db;
-}
-
 /* --- free communication: the tandem line of the stages' shares -------------- */
 
 #define MLP_WIDTH 64
@@ -233,7 +208,7 @@ test_bytes (void)
   g_ptr_array_unref (configs);
   g_autofree char *cut_at = g_strdup_printf ("stage_layers = %d,%d\n", k, L - k);
   g_autofree char *text = gpt_pipeline (R, 2, T, M, n, cut_at);
-  g_autofree char *db = run_messages (text, "bytes");
+  g_autofree char *db = test_run_messages (tmpdir, text, "bytes");
   double N = (double) n * SEQ * WIDTH;
   double tensor = R * M * ((4 * BLOCKS + 2) * 2.0 * (T - 1) * N * 4
                             + 3 * 2.0 * (T - 1) * n * SEQ * 4);
@@ -283,7 +258,7 @@ test_zero (void)
       g_autofree char *extra = g_strdup_printf ("zero = %d\n", zero);
       g_autofree char *text = gpt_pipeline (R, 2, T, M, n, extra);
       g_autofree char *name = g_strdup_printf ("zero%d", zero);
-      g_autofree char *db = run_messages (text, name);
+      g_autofree char *db = test_run_messages (tmpdir, text, name);
       bytes[zero] = test_query_number (db, "SELECT SUM(bytes) FROM messages WHERE tag = "
                                            "'allreduce'");
       g_assert_cmpfloat (bytes[zero], >, 0);
@@ -308,8 +283,8 @@ test_zero (void)
   test_assert_close (bytes[2], bytes[0], 1e-12);
   /* Adam in bf16: 12 bytes of state per parameter, 1/R from zero 1 */
   g_autofree char *base = gpt_pipeline (R, 2, T, M, n, "zero = 1\n");
-  g_autofree char *adam0 = replaced (base, "precision = fp32", "precision = bf16");
-  g_autofree char *adam = replaced (adam0, "[policy]", "optimizer = adam\n[policy]");
+  g_autofree char *adam0 = test_replaced (base, "precision = fp32", "precision = bf16");
+  g_autofree char *adam = test_replaced (adam0, "[policy]", "optimizer = adam\n[policy]");
   GPtrArray *configs = test_load_scenario_text (adam, NULL);
   SimConfig *c = g_ptr_array_index (configs, 0);
   KernModel *m = sim_model_new (c, NULL, NULL);
@@ -336,9 +311,9 @@ test_placement (void)
 {
   const int R = 2, P = 2, T = 4;
   g_autofree char *base = gpt_pipeline (R, P, T, 2, 1, NULL);
-  g_autofree char *text = replaced (base, "topology = star",
+  g_autofree char *text = test_replaced (base, "topology = star",
                                     "topology = nodes\ngpus_per_node = 4");
-  g_autofree char *db = run_messages (text, "placement");
+  g_autofree char *db = test_run_messages (tmpdir, text, "placement");
   g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM messages WHERE tag = "
                                             "'tensor'"), >, 0);
   g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM messages WHERE tag = 'tensor' "
@@ -358,9 +333,9 @@ static void
 test_layout (void)
 {
   g_autofree char *base = gpt_pipeline (1, 1, 1, 2, 1, NULL);
-  g_autofree char *w = replaced (base, "workers = 1", "workers = 8");
+  g_autofree char *w = test_replaced (base, "workers = 1", "workers = 8");
   g_autofree char *text = g_strconcat (w, "layout = 2x2x2\n", NULL);
-  g_autofree char *plain = replaced (text, "replicas = 1\nstages = 1\ntensor = 1\n", "");
+  g_autofree char *plain = test_replaced (text, "replicas = 1\nstages = 1\ntensor = 1\n", "");
   GPtrArray *configs = test_load_scenario_text (plain, NULL);
   SimConfig *c = g_ptr_array_index (configs, 0);
   g_assert_cmpint (base_values_int (c->values, "policy.replicas"), ==, 2);
@@ -368,9 +343,9 @@ test_layout (void)
   g_assert_cmpint (base_values_int (c->values, "policy.tensor"), ==, 2);
   g_ptr_array_unref (configs);
   /* under allreduce: DP x 1 x TP */
-  g_autofree char *ar = replaced (plain, "kind = pipeline", "kind = allreduce");
-  g_autofree char *ar4 = replaced (ar, "layout = 2x2x2", "layout = 4x1x2");
-  g_autofree char *ar_ok = replaced (ar4, "microbatches = 2\n", "");
+  g_autofree char *ar = test_replaced (plain, "kind = pipeline", "kind = allreduce");
+  g_autofree char *ar4 = test_replaced (ar, "layout = 2x2x2", "layout = 4x1x2");
+  g_autofree char *ar_ok = test_replaced (ar4, "microbatches = 2\n", "");
   configs = test_load_scenario_text (ar_ok, NULL);
   c = g_ptr_array_index (configs, 0);
   g_assert_cmpint (base_values_int (c->values, "policy.tensor"), ==, 2);
@@ -380,7 +355,7 @@ test_layout (void)
 /* One line naming the key and the fix for each 3-D layout that makes no
  * sense. */
 static void
-test_refusals (void)
+test_3d_refusals (void)
 {
   struct {
     const char *from, *to;
@@ -405,13 +380,13 @@ test_refusals (void)
       "[policy] sequence_parallel: applies only with tensor > 1" },
   };
   g_autofree char *base = gpt_pipeline (2, 2, 2, 2, 1, NULL);
-  g_autofree char *heads = replaced (base, "heads = 4", "heads = 2");
+  g_autofree char *heads = test_replaced (base, "heads = 4", "heads = 2");
   for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
     {
       /* heads = 2 with T = 2 divides: make the case T = 4 over 2 heads */
-      g_autofree char *t1 = k == 4 ? replaced (heads, "tensor = 2", "tensor = 4") : NULL;
-      g_autofree char *t2 = k == 4 ? replaced (t1, "workers = 8", "workers = 16") : NULL;
-      g_autofree char *text = k == 4 ? g_strdup (t2) : replaced (base, cases[k].from, cases[k].to);
+      g_autofree char *t1 = k == 4 ? test_replaced (heads, "tensor = 2", "tensor = 4") : NULL;
+      g_autofree char *t2 = k == 4 ? test_replaced (t1, "workers = 8", "workers = 16") : NULL;
+      g_autofree char *text = k == 4 ? g_strdup (t2) : test_replaced (base, cases[k].from, cases[k].to);
       g_autofree char *msg = test_load_scenario_error (text);
       const char *want = k == 4 ? "[policy] tensor: 4 does not divide the 2 attention heads"
                                 : cases[k].want;
@@ -427,7 +402,7 @@ test_refusals (void)
   g_autofree char *msg = test_load_scenario_error (mlp);
   if (!strstr (msg, "[policy] tensor: 4 does not divide the 30 outputs"))
     g_error ("%s", msg);
-  g_autofree char *w32 = replaced (mlp, "hidden = 30,30", "hidden = 32,32");
+  g_autofree char *w32 = test_replaced (mlp, "hidden = 30,30", "hidden = 32,32");
   g_autofree char *measured = g_strconcat (w32, "[device]\ncompute_time = measured\n", NULL);
   g_autofree char *msg2 = test_load_scenario_error (measured);
   if (!strstr (msg2, "[device] compute_time: measured cannot time a pipeline stage's "
@@ -499,7 +474,7 @@ main (int argc, char **argv)
   g_test_add_func ("/3d/bytes", test_bytes);
   g_test_add_func ("/3d/placement", test_placement);
   g_test_add_func ("/3d/layout", test_layout);
-  g_test_add_func ("/3d/refusals", test_refusals);
+  g_test_add_func ("/3d/refusals", test_3d_refusals);
   g_test_add_func ("/3d/same-learning", test_same_learning);
   g_test_add_func ("/3d/zero", test_zero);
   int rc = g_test_run ();

@@ -103,28 +103,11 @@ test_tensor_closed_form (void)
             }
           test_run_free (r);
           /* the bytes, from the trace */
-          g_autofree char *ini = g_build_filename (tmpdir, "t.ini", NULL);
-          g_autofree char *db = g_build_filename (tmpdir, "t.db", NULL);
-          g_assert_true (g_file_set_contents (ini, text, -1, NULL));
-          g_autofree char *out = NULL, *err = NULL;
-          int rc = test_run_dtsim (tmpdir, &out, &err, "run", ini, "-o", db, "--quiet", "--set",
-                                   "trace.detail=messages", "--set", "scenario.iterations=1",
-                                   NULL);
-          if (rc != 0)
-            g_error ("exit %d: %s", rc, err);
+          g_autofree char *db = test_run_messages (tmpdir, text, "t");
           test_assert_close (test_query_number (db, "SELECT SUM(bytes) FROM messages"),
                              wide * 2.0 * (T - 1) * n * e + 3 * 2.0 * (T - 1) * tokens * e,
                              1e-12);
         }
-}
-
-/* `text` with its first `from` replaced by `to`. */
-static char *
-replaced (const char *text, const char *from, const char *to)
-{
-  const char *at = strstr (text, from);
-  g_assert_nonnull (at);
-  return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, to, at + strlen (from));
 }
 
 /* A tensor rank computes a 1/T share of every cut layer (the pairs and the
@@ -140,9 +123,9 @@ test_tensor_compute_share (void)
   g_autofree char *one0 = scenario (1, 1, "fp32", NULL);
   g_autofree char *two0 = scenario (2, 2, "fp32", NULL);
   g_autofree char *sp0 = scenario (2, 2, "fp32", "sequence_parallel = true\n");
-  g_autofree char *one = replaced (one0, "flops = 10TFLOPS", bw);
-  g_autofree char *two = replaced (two0, "flops = 10TFLOPS", bw);
-  g_autofree char *two_sp = replaced (sp0, "flops = 10TFLOPS", bw);
+  g_autofree char *one = test_replaced (one0, "flops = 10TFLOPS", bw);
+  g_autofree char *two = test_replaced (two0, "flops = 10TFLOPS", bw);
+  g_autofree char *two_sp = test_replaced (sp0, "flops = 10TFLOPS", bw);
   TestRun *r1 = test_run_collect (one, NULL);
   TestRun *r2 = test_run_collect (two, NULL);
   TestRun *r3 = test_run_collect (two_sp, NULL);
@@ -182,7 +165,7 @@ test_tensor_recompute (void)
       g_autofree char *with = g_strdup_printf ("batch = %d\nrecompute = %s", BATCH,
                                                cases[k].recompute);
       g_autofree char *key = g_strdup_printf ("batch = %d", BATCH);
-      g_autofree char *text = replaced (base, key, with);
+      g_autofree char *text = test_replaced (base, key, with);
       TestRun *r = test_run_collect (text, NULL);
       const TestRow *row = &g_array_index (r->rows, TestRow, 0);
       test_assert_close (row->end - row->start - row->compute,
@@ -207,14 +190,7 @@ test_data_beside_tensor (void)
   double P = (double) m->ops->n_params (m);
   kern_model_free (m);
   g_ptr_array_unref (configs);
-  g_autofree char *ini = g_build_filename (tmpdir, "d.ini", NULL);
-  g_autofree char *db = g_build_filename (tmpdir, "d.db", NULL);
-  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
-  g_autofree char *out = NULL, *err = NULL;
-  int rc = test_run_dtsim (tmpdir, &out, &err, "run", ini, "-o", db, "--quiet", "--set",
-                           "trace.detail=messages", "--set", "scenario.iterations=1", NULL);
-  if (rc != 0)
-    g_error ("exit %d: %s", rc, err);
+  g_autofree char *db = test_run_messages (tmpdir, text, "d");
   double n = (double) BATCH * SEQ * WIDTH, tokens = (double) BATCH * SEQ;
   double tensor = D * ((4 * BLOCKS + 2) * 2.0 * (T - 1) * n * 4 + 3 * 2.0 * (T - 1) * tokens * 4);
   double data = T * 2.0 * (D - 1) * floor (P / T) * 4;
@@ -273,8 +249,8 @@ test_tensor_placement (void)
   for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
     {
       g_autofree char *base = scenario (16, cases[k].T, "fp32", NULL);
-      g_autofree char *more = replaced (base, "heads = 4", "heads = 8");
-      g_autofree char *nodes = replaced (more, "topology = star",
+      g_autofree char *more = test_replaced (base, "heads = 4", "heads = 8");
+      g_autofree char *nodes = test_replaced (more, "topology = star",
                                          "topology = nodes\ngpus_per_node = 4");
       g_autofree char *final = g_strconcat (nodes, "[trace]\ndetail = summary\n", NULL);
       g_autofree char *ini = g_build_filename (tmpdir, "p.ini", NULL);
@@ -292,10 +268,7 @@ test_tensor_placement (void)
 static void
 test_tensor_refusals (void)
 {
-  struct {
-    const char *from, *to;
-    const char *want;
-  } cases[] = {
+  const TestRefusal cases[] = {
     { "workers = 4", "workers = 6", "[policy] tensor: 4 does not divide the 6 workers" },
     { "heads = 4", "heads = 2", "[policy] tensor: 4 does not divide the 2 attention heads" },
     { "tensor = 4", "tensor = 3\nsequence_parallel = false",
@@ -308,14 +281,7 @@ test_tensor_refusals (void)
     { "tensor = 4", "tensor = 2048", "[policy] tensor" },
   };
   g_autofree char *base = scenario (4, 4, "fp32", NULL);
-  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
-    {
-      g_autofree char *text = replaced (base, cases[k].from, cases[k].to);
-      g_autofree char *msg = test_load_scenario_error (text);
-      if (!strstr (msg, cases[k].want))
-        g_error ("case %zu: %s\n  does not say: %s", k, msg, cases[k].want);
-      g_assert_null (strchr (msg, '\n'));
-    }
+  test_refusals (base, cases, G_N_ELEMENTS (cases));
   /* an MLP whose hidden width T does not divide */
   g_autofree char *mlp = g_strdup ("[cluster]\nworkers = 4\n[model]\nkind = mlp\nhidden = 30\n"
                                    "[policy]\nkind = allreduce\ntensor = 4\n");

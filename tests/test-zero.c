@@ -42,15 +42,6 @@ scenario (int workers, int zero, const char *optimizer, const char *extra)
                           workers, optimizer, BW, LAT, zero, extra ? extra : "");
 }
 
-/* `text` with its first `from` replaced by `to`. */
-static char *
-replaced (const char *text, const char *from, const char *to)
-{
-  const char *at = strstr (text, from);
-  g_assert_nonnull (at);
-  return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, to, at + strlen (from));
-}
-
 /* The ring's reduce-scatter or all-gather of n floats over p ranks on the
  * star: p - 1 steps, each a block of n / p floats across two links. */
 static double
@@ -71,14 +62,7 @@ test_bytes (void)
     for (int zero = 0; zero <= 3; zero++)
       {
         g_autofree char *text = scenario (W, zero, "sgd", NULL);
-        g_autofree char *ini = g_build_filename (tmpdir, "bytes.ini", NULL);
-        g_autofree char *db = g_build_filename (tmpdir, "bytes.db", NULL);
-        g_assert_true (g_file_set_contents (ini, text, -1, NULL));
-        g_autofree char *out = NULL, *err = NULL;
-        int rc = test_run_dtsim (tmpdir, &out, &err, "run", ini, "-o", db, "--quiet", "--set",
-                                 "trace.detail=messages", "--set", "scenario.iterations=1", NULL);
-        if (rc != 0)
-          g_error ("zero = %d: exit %d: %s", zero, rc, err);
+        g_autofree char *db = test_run_messages (tmpdir, text, "bytes");
         double times = zero == 3 ? 3 : 2;
         test_assert_close (test_query_number (db, "SELECT SUM(bytes) FROM messages"),
                            times * (W - 1) * 4 * PSI, 1e-12);
@@ -90,16 +74,9 @@ test_bytes (void)
     {
       g_autofree char *base = scenario (4, 1, "sgd", NULL);
       g_autofree char *mode = g_strdup_printf ("zero = 1\ngradient_precision = %s", modes[k]);
-      g_autofree char *mixed = replaced (base, "flops = 1TFLOPS", "flops = 1TFLOPS\nprecision = bf16");
-      g_autofree char *text = replaced (mixed, "zero = 1", mode);
-      g_autofree char *ini = g_build_filename (tmpdir, "bf16.ini", NULL);
-      g_autofree char *db = g_build_filename (tmpdir, "bf16.db", NULL);
-      g_assert_true (g_file_set_contents (ini, text, -1, NULL));
-      g_autofree char *out = NULL, *err = NULL;
-      int rc = test_run_dtsim (tmpdir, &out, &err, "run", ini, "-o", db, "--quiet", "--set",
-                               "trace.detail=messages", "--set", "scenario.iterations=1", NULL);
-      if (rc != 0)
-        g_error ("%s: exit %d: %s", modes[k], rc, err);
+      g_autofree char *mixed = test_replaced (base, "flops = 1TFLOPS", "flops = 1TFLOPS\nprecision = bf16");
+      g_autofree char *text = test_replaced (mixed, "zero = 1", mode);
+      g_autofree char *db = test_run_messages (tmpdir, text, "bf16");
       test_assert_close (test_query_number (db, "SELECT SUM(bytes) FROM messages"),
                          2.0 * 3 * (k == 0 ? 4 : 2) * PSI, 1e-12);
     }
@@ -181,7 +158,7 @@ test_memory (void)
         for (int zero = 0; zero <= 3; zero++)
           {
             g_autofree char *base = scenario (W, zero, optimizers[o], NULL);
-            g_autofree char *text = replaced (base, "flops = 1TFLOPS",
+            g_autofree char *text = test_replaced (base, "flops = 1TFLOPS",
                                               bf16 ? "flops = 1TFLOPS\nprecision = bf16"
                                                    : "flops = 1TFLOPS\nprecision = fp32");
             GPtrArray *configs = test_load_scenario_text (text, NULL);
@@ -247,12 +224,9 @@ test_same_learning (void)
 /* One line naming the key and the fix for each combination that makes no
  * sense. */
 static void
-test_refusals (void)
+test_zero_refusals (void)
 {
-  struct {
-    const char *from, *to;
-    const char *want;
-  } cases[] = {
+  const TestRefusal cases[] = {
     { "zero = 3", "zero = 4", "[policy] zero" },
     { "kind = allreduce", "kind = ps", "[policy] zero: applies only to kind = allreduce" },
     { "algorithm = ring", "algorithm = tree", "which [policy] algorithm = tree does not run" },
@@ -263,17 +237,10 @@ test_refusals (void)
     { "zero = 3", "zero = 2\nprefetch = false", "[policy] prefetch: applies only with zero = 3" },
   };
   g_autofree char *base = scenario (4, 3, "sgd", NULL);
-  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
-    {
-      g_autofree char *text = replaced (base, cases[k].from, cases[k].to);
-      g_autofree char *msg = test_load_scenario_error (text);
-      if (!strstr (msg, cases[k].want))
-        g_error ("case %zu: %s\n  does not say: %s", k, msg, cases[k].want);
-      g_assert_null (strchr (msg, '\n'));
-    }
+  test_refusals (base, cases, G_N_ELEMENTS (cases));
   /* the gradients' precision of a policy that reduces none */
-  g_autofree char *local = replaced (base, "kind = allreduce", "kind = local-sgd");
-  g_autofree char *text = replaced (local, "zero = 3", "gradient_precision = training");
+  g_autofree char *local = test_replaced (base, "kind = allreduce", "kind = local-sgd");
+  g_autofree char *text = test_replaced (local, "zero = 3", "gradient_precision = training");
   g_autofree char *msg = test_load_scenario_error (text);
   g_assert_nonnull (strstr (msg, "[policy] gradient_precision: applies only to kind = allreduce "
                                  "or pipeline"));
@@ -288,7 +255,7 @@ main (int argc, char **argv)
   g_test_add_func ("/zero/no-overlap", test_no_overlap);
   g_test_add_func ("/zero/memory", test_memory);
   g_test_add_func ("/zero/same-learning", test_same_learning);
-  g_test_add_func ("/zero/refusals", test_refusals);
+  g_test_add_func ("/zero/refusals", test_zero_refusals);
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
   g_free (tmpdir);

@@ -305,3 +305,40 @@ test_allreduce_closed_form (const char *alg, int p, double N, double alpha, doub
     }
   g_assert_not_reached ();
 }
+
+char *
+test_replaced (const char *text, const char *from, const char *to)
+{
+  const char *at = strstr (text, from);
+  g_assert_nonnull (at);
+  return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, to, at + strlen (from));
+}
+
+char *
+test_run_messages (const char *dir, const char *text, const char *name)
+{
+  g_autofree char *file = g_strdup_printf ("%s.ini", name);
+  g_autofree char *base = g_strdup_printf ("%s.db", name);
+  g_autofree char *ini = g_build_filename (dir, file, NULL);
+  char *db = g_build_filename (dir, base, NULL);
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_autofree char *out = NULL, *err = NULL;
+  int rc = test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet", "--set",
+                           "trace.detail=messages", "--set", "scenario.iterations=1", NULL);
+  if (rc != 0)
+    g_error ("%s: exit %d: %s", name, rc, err);
+  return db;
+}
+
+void
+test_refusals (const char *base, const TestRefusal *cases, gsize n)
+{
+  for (gsize k = 0; k < n; k++)
+    {
+      g_autofree char *text = test_replaced (base, cases[k].from, cases[k].to);
+      g_autofree char *msg = test_load_scenario_error (text);
+      if (!strstr (msg, cases[k].want))
+        g_error ("case %zu: %s\n  does not say: %s", k, msg, cases[k].want);
+      g_assert_null (strchr (msg, '\n'));
+    }
+}

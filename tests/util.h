@@ -52,6 +52,25 @@ typedef struct {
 TestRun *test_run_collect (const char *text, const char *const *sets);
 void test_run_free (TestRun *r);
 
+/* `text` with its first `from` replaced by `to` (asserts there is one). */
+char *test_replaced (const char *text, const char *from, const char *to);
+
+/* Runs the scenario `text` for one iteration at trace detail messages
+ * (written to DIR/NAME.ini, the trace to DIR/NAME.db), asserting it ran;
+ * returns the database's path. */
+char *test_run_messages (const char *dir, const char *text, const char *name);
+
+/* A scenario edit (the first `from` of a base text becomes `to`) and what
+ * the one-line refusal of the result must say. */
+typedef struct {
+  const char *from, *to;
+  const char *want;
+} TestRefusal;
+
+/* Asserts each of the n edits of `base` is refused in one line saying its
+ * `want`. */
+void test_refusals (const char *base, const TestRefusal *cases, gsize n);
+
 /* Loads a scenario given as text, which must fail: asserts a one-line
  * SIM_ERROR_INPUT naming the file and returns its message. */
 char *test_load_scenario_error (const char *text);
