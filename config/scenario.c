@@ -19,6 +19,7 @@
 #include "kernels/backend.h"
 #include "netmodel/netmodel.h"
 #include "comm/collectives.h"
+#include "base/spell.h"
 #include "policies/policy.h"
 #include "config/catalog.h"
 #include "config/input.h"
@@ -321,6 +322,49 @@ list_keys_of (const char *section)
   return g_string_free (s, FALSE);
 }
 
+/* " did you mean X?" (with the section when `section` is not NULL) for
+ * the key of `section` (or, section NULL, the section) closest to `word`,
+ * or "". */
+static char *
+suggest_key (const char *section, const char *word)
+{
+  BaseSpell sp;
+  base_spell_init (&sp, word);
+  if (section)
+    {
+      for (guint i = 0; i < N_KEYS; i++)
+        if (strcmp (KEY (i)->section, section) == 0)
+          base_spell_offer (&sp, KEY (i)->key);
+    }
+  else
+    {
+      for (int i = 0; sections[i]; i++)
+        base_spell_offer (&sp, sections[i]);
+      base_spell_offer (&sp, "sweep");
+    }
+  const char *best = base_spell_best (&sp);
+  if (!best)
+    return g_strdup ("");
+  return section ? g_strdup_printf (" did you mean %s?", best)
+                 : g_strdup_printf (" did you mean [%s]?", best);
+}
+
+/* The same for a dotted "section.key" (a sweep or --set name): the closest
+ * of every key, written dotted. */
+static char *
+suggest_dotted (const char *word)
+{
+  BaseSpell sp;
+  base_spell_init (&sp, word);
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < N_KEYS; i++)
+    g_ptr_array_add (names, g_strdup_printf ("%s.%s", KEY (i)->section, KEY (i)->key));
+  for (guint i = 0; i < names->len; i++)
+    base_spell_offer (&sp, g_ptr_array_index (names, i));
+  const char *best = base_spell_best (&sp);
+  return best ? g_strdup_printf (" did you mean %s?", best) : g_strdup ("");
+}
+
 static char *
 list_sections (void)
 {
@@ -506,7 +550,17 @@ resolve_choice (SimConfig *c, const KeyDef *k, const char *text, const char *fil
           return TRUE;
         }
   g_autofree char *l = choice_list (k, ", ");
-  return fail (error, file, k, "unknown value '%s'; use one of: %s", text, l);
+  BaseSpell sp;
+  base_spell_init (&sp, text);
+  if (k->type == BASE_KEY_NAME)
+    for (const void *const *e = k->entries (); *e; e++)
+      base_spell_offer (&sp, entry_name (*e));
+  else
+    for (const BaseChoice *ch = k->choices; ch->name; ch++)
+      base_spell_offer (&sp, ch->name);
+  const char *best = base_spell_best (&sp);
+  g_autofree char *hint = best ? g_strdup_printf (" did you mean %s?", best) : g_strdup ("");
+  return fail (error, file, k, "unknown value '%s';%s use one of: %s", text, hint, l);
 }
 
 /* A comma-separated list of integers (INTLIST) or times (TIMELIST). */
@@ -906,8 +960,13 @@ apply_set (GKeyFile *kf, const char *set, GError **error)
       return TRUE;
     }
   if (!find_key (section, key))
-    return fail (error, "--set", NULL,
-                 "unknown key [%s] %s; see docs/scenarios.md for the keys", section, key);
+    {
+      g_autofree char *dotted = g_strdup_printf ("%s.%s", section, key);
+      g_autofree char *hint = suggest_dotted (dotted);
+      return fail (error, "--set", NULL,
+                   "unknown key [%s] %s;%s see docs/scenarios.md for the keys", section, key,
+                   hint);
+    }
   g_key_file_set_value (kf, section, key, eq + 1);
   /* a fixed value wins over a sweep of the same key, alone or joined */
   g_autofree char *dotted = g_strdup_printf ("%s.%s", section, key);
@@ -927,7 +986,9 @@ check_known (GKeyFile *kf, const char *path, GError **error)
       if (!known_section (groups[g]))
         {
           g_autofree char *l = list_sections ();
-          return fail (error, path, NULL, "unknown section [%s]; sections are %s", groups[g], l);
+          g_autofree char *hint = suggest_key (NULL, groups[g]);
+          return fail (error, path, NULL, "unknown section [%s];%s sections are %s", groups[g],
+                       hint, l);
         }
       g_auto (GStrv) ks = g_key_file_get_keys (kf, groups[g], NULL, NULL);
       for (int j = 0; ks[j]; j++)
@@ -935,16 +996,21 @@ check_known (GKeyFile *kf, const char *path, GError **error)
           if (strcmp (groups[g], "sweep") == 0)
             {
               if (!valid_sweep_key (ks[j]))
-                return fail (error, path, NULL,
-                             "[sweep] %s: not a scenario key; sweep keys are written section.key (several joined by /), e.g. policy.consistency",
-                             ks[j]);
+                {
+                  g_autofree char *hint = strchr (ks[j], '/') ? g_strdup ("")
+                                                             : suggest_dotted (ks[j]);
+                  return fail (error, path, NULL,
+                               "[sweep] %s: not a scenario key;%s sweep keys are written section.key (several joined by /), e.g. policy.consistency",
+                               ks[j], hint);
+                }
               continue;
             }
           if (!find_key (groups[g], ks[j]))
             {
               g_autofree char *l = list_keys_of (groups[g]);
-              return fail (error, path, NULL, "[%s] %s: unknown key; keys of [%s] are: %s",
-                           groups[g], ks[j], groups[g], l);
+              g_autofree char *hint = suggest_key (groups[g], ks[j]);
+              return fail (error, path, NULL, "[%s] %s: unknown key;%s keys of [%s] are: %s",
+                           groups[g], ks[j], hint, groups[g], l);
             }
         }
     }

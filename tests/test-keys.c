@@ -5,13 +5,16 @@
  *
  * The undeclared names below are passed through variables, never as a
  * literal in the call, so that tests/test-keys-declared.sh (which checks
- * every literal name against `dtsim keys`) leaves them alone.
+ * every literal name against `dtsim keys`) leaves them alone.  And "did
+ * you mean": the edit distance behind it, and the suggestion a misspelt
+ * section, key, value or sweep name gets.
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "base/keys.h"
+#include "base/spell.h"
 #include "netmodel/netmodel.h"
 #include "policies/policy.h"
 #include "config/stragglers.h"
@@ -217,6 +220,55 @@ test_topology_default_table (void)
   g_assert_cmpint (base_values_int (net_topology_values (&p), "network.rack_size"), ==, 4);
 }
 
+/* The optimal string alignment distance, case aside: one edit for an
+ * insertion, a deletion, a substitution or a swap of neighbours. */
+static void
+test_spell_distance (void)
+{
+  g_assert_cmpint (base_spell_distance ("hidden", "hidden"), ==, 0);
+  g_assert_cmpint (base_spell_distance ("Hidden", "hidden"), ==, 0);
+  g_assert_cmpint (base_spell_distance ("hiden", "hidden"), ==, 1);
+  g_assert_cmpint (base_spell_distance ("hidddden", "hidden"), ==, 2);
+  g_assert_cmpint (base_spell_distance ("netwrok", "network"), ==, 1);
+  g_assert_cmpint (base_spell_distance ("ab", "ba"), ==, 1);
+  g_assert_cmpint (base_spell_distance ("", "abc"), ==, 3);
+  g_assert_cmpint (base_spell_distance ("kitten", "sitting"), ==, 3);
+  BaseSpell sp;
+  base_spell_init (&sp, "rng");
+  const char *names[] = { "ring", "tree", "naive" };
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    base_spell_offer (&sp, names[i]);
+  g_assert_cmpstr (base_spell_best (&sp), ==, "ring");
+  base_spell_init (&sp, "zzzzzz");
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    base_spell_offer (&sp, names[i]);
+  g_assert_null (base_spell_best (&sp));
+}
+
+/* Each misspelling is refused in one line that suggests the name meant;
+ * a name far from every one gets no suggestion. */
+static void
+test_did_you_mean (void)
+{
+  struct {
+    const char *text, *want;
+  } cases[] = {
+    { "[model]\nhiden = 64\n", "[model] hiden: unknown key; did you mean hidden?" },
+    { "[netwrok]\nlatency = 1us\n", "unknown section [netwrok]; did you mean [network]?" },
+    { "[policy]\nkind = allreduc\n", "unknown value 'allreduc'; did you mean allreduce?" },
+    { "[sweep]\npolicy.consistancy = bsp, ssp\n",
+      "[sweep] policy.consistancy: not a scenario key; did you mean policy.consistency?" },
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      g_autofree char *msg = test_load_scenario_error (cases[k].text);
+      if (!strstr (msg, cases[k].want))
+        g_error ("case %zu: %s\n  does not say: %s", k, msg, cases[k].want);
+    }
+  g_autofree char *far = test_load_scenario_error ("[model]\nzzzzzzzz = 1\n");
+  g_assert_null (strstr (far, "did you mean"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -232,5 +284,7 @@ main (int argc, char **argv)
   g_test_add_func ("/keys/values/null-table", test_null_table_aborts);
   g_test_add_func ("/keys/loader/declares-registry-keys", test_loader_declares_registry_keys);
   g_test_add_func ("/keys/topology/default-table", test_topology_default_table);
+  g_test_add_func ("/keys/spell/distance", test_spell_distance);
+  g_test_add_func ("/keys/spell/did-you-mean", test_did_you_mean);
   return g_test_run ();
 }
