@@ -35,6 +35,7 @@
 #include "device/model.h"
 #include "sweep/mpi.h"
 #include "sim/calibrate.h"
+#include "base/spell.h"
 #include "config/docgen.h"
 #include "sim/estimate.h"
 #include "views/export.h"
@@ -94,6 +95,17 @@ parse (int *argc, char ***argv, GOptionEntry *entries, const char *what)
   g_autoptr (GOptionContext) ctx = g_option_context_new (what);
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_set_help_enabled (ctx, TRUE);
+  /* --help: what the command does and examples, as the manual page says */
+  g_autofree char *name = g_strndup (what, strcspn (what, " "));
+  const char *doc, *examples;
+  if (sim_command_help (name, &doc, &examples))
+    {
+      g_auto (GStrv) lines = g_strsplit (examples, "\n", -1);
+      g_autofree char *joined = g_strjoinv ("\n  ", lines);
+      g_autofree char *description = g_strdup_printf ("Examples:\n  %s", joined);
+      g_option_context_set_summary (ctx, doc);
+      g_option_context_set_description (ctx, description);
+    }
   g_autoptr (GError) error = NULL;
   if (!g_option_context_parse (ctx, argc, argv, &error))
     {
@@ -560,6 +572,38 @@ cmd_calibrate (int argc, char **argv)
   return 0;
 }
 
+/* --help of the commands without options (keys, man, completion): what
+ * they do and examples; FALSE when this is not such a call. */
+static gboolean
+plain_help (const char *cmd, int argc, char **argv)
+{
+  if (!(strcmp (cmd, "keys") == 0 || strcmp (cmd, "man") == 0 || strcmp (cmd, "completion") == 0)
+      || argc < 3 || (strcmp (argv[2], "--help") != 0 && strcmp (argv[2], "-h") != 0))
+    return FALSE;
+  const char *doc, *examples;
+  sim_command_help (cmd, &doc, &examples);
+  g_auto (GStrv) lines = g_strsplit (examples, "\n", -1);
+  g_autofree char *joined = g_strjoinv ("\n  ", lines);
+  printf ("Usage:\n  dtsim %s%s\n\n%s\n\nExamples:\n  %s\n", cmd,
+          strcmp (cmd, "completion") == 0 ? " bash" : "", doc, joined);
+  return TRUE;
+}
+
+/* Exit status 2 for a command that is none, with the one meant. */
+static int
+unknown_command (const char *cmd)
+{
+  BaseSpell sp;
+  base_spell_init (&sp, cmd);
+  for (const char *const *n = sim_command_names (); *n; n++)
+    base_spell_offer (&sp, *n);
+  const char *best = base_spell_best (&sp);
+  g_autofree char *msg = best ? g_strdup_printf ("unknown command '%s'; did you mean %s?", cmd,
+                                                 best)
+                              : g_strdup_printf ("unknown command '%s'", cmd);
+  return bad_usage (msg);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -588,6 +632,8 @@ main (int argc, char **argv)
       fputs (usage, stdout);
       return 0;
     }
+  if (plain_help (cmd, argc, argv))
+    return 0;
   if (strcmp (cmd, "keys") == 0)
     {
       g_autoptr (GString) ref = g_string_new (NULL);
@@ -626,6 +672,5 @@ main (int argc, char **argv)
     return cmd_hardware (argc - 1, argv + 1);
   if (strcmp (cmd, "calibrate") == 0)
     return cmd_calibrate (argc - 1, argv + 1);
-  g_autofree char *msg = g_strdup_printf ("unknown command '%s'", cmd);
-  return bad_usage (msg);
+  return unknown_command (cmd);
 }

@@ -25,6 +25,7 @@ typedef struct {
   const char *files;     /* the extension its positional argument has, or NULL */
   const char *doc;
   Option options[8];
+  const char *examples;  /* command lines, one per line, each with a comment */
 } Command;
 
 static const Command commands[] = {
@@ -43,38 +44,76 @@ static const Command commands[] = {
       { "threads", 't', "N", "host threads each point's math may use (the results are the "
                              "same)" },
       { "rank-timeout", 0, "S", "under mpirun: seconds of silence after which an MPI rank is "
-                                "lost (default: 60)" } } },
+                                "lost (default: 60)" } } ,
+    "dtsim run scenarios/consistency.ini                # BSP, SSP and async: the table\n"
+    "dtsim run scenarios/tensor.ini --set policy.tensor=8 -o t8.db\n"
+    "mpirun -n 4 dtsim run scenarios/staleness-sweep.ini  # the sweep over 4 ranks" },
   { "check", "FILE.ini", "ini",
     "Validates the scenario and describes it without running: network, policy, one step's "
     "time and memory, infeasible points.",
-    { { "set", 0, "SECTION.KEY=VALUE", "override a scenario key (repeatable)" } } },
+    { { "set", 0, "SECTION.KEY=VALUE", "override a scenario key (repeatable)" } } ,
+    "dtsim check scenarios/zero.ini --set policy.zero=3  # memory per GPU, term by term\n"
+    "dtsim check scenarios/megatron-3d.ini             # every point, before running" },
   { "plot", "DB", "db",
     "Draws the figures of a trace database with gnuplot.",
     { { "output", 'o', "DIR", "folder for the figures (default: the database's)" },
-      { "format", 0, "png|svg", "image format (default: png)" } } },
+      { "format", 0, "png|svg", "image format (default: png)" } } ,
+    "dtsim plot results/consistency.db                 # PNGs beside the database\n"
+    "dtsim plot results/pipeline.db -o figs --format svg" },
   { "export", "DB", "db",
     "Writes a trace database as a table of runs (CSV or JSON, every swept key a column) or as "
     "a timeline for Perfetto.",
     { { "output", 'o', "FILE", "file to write (default: standard output)" },
       { "format", 0, "csv|json|perfetto", "what to write (default: csv)" },
-      { "run", 0, "N", "export run N only" } } },
+      { "run", 0, "N", "export run N only" } } ,
+    "dtsim export results/consistency.db > runs.csv      # a row per run\n"
+    "dtsim export results/pipeline.db --format perfetto --run 2 -o trace.json" },
   { "report", "DB", "db",
     "Writes one self-contained HTML page of a trace database: the run table, the parameters, "
     "every figure and what it shows.",
-    { { "output", 'o', "FILE.html", "page to write (default: the database's path with .html)" } } },
-  { "keys", NULL, NULL, "Prints the reference of every scenario key (markdown).", { { NULL } } },
+    { { "output", 'o', "FILE.html", "page to write (default: the database's path with .html)" } } ,
+    "dtsim report results/tensor.db -o tensor.html      # one page to share" },
+  { "keys", NULL, NULL, "Prints the reference of every scenario key (markdown).", { { NULL } } ,
+    "dtsim keys > keys.md                              # the reference of every key" },
   { "hardware", "[CATALOG.ini]", "ini",
-    "Prints the hardware catalog (built-in, or the file) as tables.", { { NULL } } },
+    "Prints the hardware catalog (built-in, or the file) as tables.", { { NULL } } ,
+    "dtsim hardware                                    # the built-in catalog\n"
+    "dtsim hardware my-catalog.ini" },
   { "calibrate", "MEASURED.csv", "csv",
     "Fits device efficiencies and kernel overheads to measured step times and writes a "
     "catalog that [cluster] catalog loads.",
     { { "output", 'o', "CATALOG.ini", "calibrated catalog to write" },
       { "catalog", 0, "BASE.ini", "catalog to start from (default: the built-in one)" },
       { "force", 0, NULL, "write the catalog even when the fit predicts the measured steps "
-                          "worse than the base catalog (refused otherwise)" } } },
-  { "completion", "bash", NULL, "Prints the bash completion script.", { { NULL } } },
-  { "man", NULL, NULL, "Prints this manual page (roff).", { { NULL } } },
+                          "worse than the base catalog (refused otherwise)" } } ,
+    "dtsim calibrate measured.csv -o my-catalog.ini    # then [cluster] catalog = my-catalog.ini" },
+  { "completion", "bash", NULL, "Prints the bash completion script.", { { NULL } } ,
+    "dtsim completion bash > /etc/bash_completion.d/dtsim" },
+  { "man", NULL, NULL, "Prints this manual page (roff).", { { NULL } } ,
+    "dtsim man | man -l -                                # this page" },
 };
+
+gboolean
+sim_command_help (const char *name, const char **doc, const char **examples)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    if (strcmp (commands[i].name, name) == 0)
+      {
+        *doc = commands[i].doc;
+        *examples = commands[i].examples;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+const char *const *
+sim_command_names (void)
+{
+  static const char *names[G_N_ELEMENTS (commands) + 1];
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    names[i] = commands[i].name;
+  return names;
+}
 
 /* --- roff ----------------------------------------------------------------- */
 
@@ -193,6 +232,23 @@ man_commands (GString *out)
     }
 }
 
+/* The EXAMPLES section: each command's example lines, verbatim. */
+static void
+man_examples (GString *out)
+{
+  g_string_append (out, ".SH EXAMPLES\n.nf\n");
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    {
+      g_auto (GStrv) lines = g_strsplit (commands[i].examples, "\n", -1);
+      for (int l = 0; lines[l]; l++)
+        {
+          roff_text (out, lines[l]);
+          g_string_append_c (out, '\n');
+        }
+    }
+  g_string_append (out, ".fi\n");
+}
+
 void
 sim_write_man (GString *out)
 {
@@ -222,6 +278,7 @@ sim_write_man (GString *out)
   const char *section = NULL;
   gpointer ctx[2] = { out, &section };
   sim_scenario_foreach_key (man_key, ctx);
+  man_examples (out);
   g_string_append (out,
     ".SH EXIT STATUS\n"
     ".TP\n.B 0\nsuccess\n"

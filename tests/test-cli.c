@@ -760,6 +760,24 @@ test_completion_and_man (void)
         if (!strstr (help, list[k]))
           g_error ("%s --help does not know %s", subs[i], list[k]);
     }
+  /* every command answers --help with what it does and examples, which the
+   * page lists too; a misspelt command gets the one meant */
+  const char *all[] = { "run", "check", "plot", "export", "report", "keys", "hardware",
+                        "calibrate", "completion", "man" };
+  g_assert_nonnull (strstr (man, ".SH EXAMPLES"));
+  for (gsize i = 0; i < G_N_ELEMENTS (all); i++)
+    {
+      g_autofree char *help = NULL, *he = NULL;
+      g_assert_cmpint (dtsim (&help, &he, all[i], "--help", NULL), ==, 0);
+      g_autofree char *example = g_strdup_printf ("  dtsim %s ", all[i]);
+      if (!strstr (help, "Examples:") || !strstr (help, example))
+        g_error ("%s --help has no examples:\n%s", all[i], help);
+      g_autofree char *line = g_strdup_printf ("\ndtsim %s ", all[i]);
+      g_assert_nonnull (strstr (man, line));
+    }
+  g_autofree char *mo = NULL, *me = NULL;
+  g_assert_cmpint (dtsim (&mo, &me, "chek", "x.ini", NULL), ==, 2);
+  g_assert_nonnull (strstr (me, "unknown command 'chek'; did you mean check?"));
   /* groff reads the page without a warning */
   g_autofree char *page = tmp ("dtsim.1");
   g_assert_true (g_file_set_contents (page, man, -1, NULL));
