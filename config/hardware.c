@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "base/spell.h"
 #include "config/hardware.h"
 #include "config/input.h"
 #include "config/simconfig.h"
@@ -210,7 +211,15 @@ read_group (GKeyFile *kf, const char *file, const char *group, const char *what,
         {
           g_autofree char *where = g_strdup_printf ("[%s] %s", group, present[j]);
           g_autofree char *l = key_list (keys, n_keys);
-          return fail (error, file, where, "unknown key; the keys of a %s are: %s", what, l);
+          BaseSpell sp;
+          base_spell_init (&sp, present[j]);
+          for (gsize k = 0; k < n_keys; k++)
+            base_spell_offer (&sp, keys[k].key);
+          const char *best = base_spell_best (&sp);
+          g_autofree char *hint = best ? g_strdup_printf (" did you mean %s?", best)
+                                       : g_strdup ("");
+          return fail (error, file, where, "unknown key;%s the keys of a %s are: %s", hint, what,
+                       l);
         }
     }
   for (gsize i = 0; i < n_keys; i++)

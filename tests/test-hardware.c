@@ -477,7 +477,7 @@ typedef struct {
 
 static const BadCase bad_cases[] = {
   { "unknown-key", GOOD_DEVICE "flop = 1TFLOPS\n", "[device:x] flop",
-    "unknown key; the keys of a device are: description, flops," },
+    "unknown key; did you mean flops? the keys of a device are: description, flops," },
   { "missing-key", "[device:x]\ndescription = test\nflops = 1TFLOPS\nefficiency = 0.5\n",
     "[device:x] memory_bandwidth", "missing; every device needs it, e.g. memory_bandwidth = 2039GBps" },
   { "missing-latency", "[link:y]\nkind = pcie\ndescription = t\nbandwidth = 1GBps\n",
