@@ -130,12 +130,17 @@ cell_number (GString *s, double v, const char *fmt)
 static void
 run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
 {
-  gboolean scaling = FALSE, loss = FALSE;
+  gboolean scaling = FALSE, loss = FALSE, tokens = FALSE, mfu = FALSE, train = FALSE,
+    cost = FALSE;
   for (guint i = 0; i < runs->len; i++)
     {
       const SimExportRun *r = g_ptr_array_index (runs, i);
       scaling = scaling || isfinite (r->scaling);
       loss = loss || isfinite (r->final_loss);
+      tokens = tokens || isfinite (r->metrics.tokens_per_s);
+      mfu = mfu || isfinite (r->metrics.model_flops);
+      train = train || isfinite (r->metrics.train_time);
+      cost = cost || isfinite (r->metrics.cost);
     }
   g_string_append (s, "<table id=\"runs\">\n<thead><tr><th>run</th><th>status</th>");
   for (guint k = 0; k < keys->len; k++)
@@ -148,6 +153,14 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
   g_string_append (s, "<th>sim time (s)</th><th>iterations</th><th>samples/s</th>");
   if (scaling)
     g_string_append (s, "<th>scaling</th>");
+  if (tokens)
+    g_string_append (s, "<th>tokens/s</th>");
+  if (mfu)
+    g_string_append (s, "<th>model FLOP/s per GPU</th><th>MFU</th>");
+  if (train)
+    g_string_append (s, "<th>time to train</th><th>GPU-hours</th>");
+  if (cost)
+    g_string_append (s, "<th>cost</th>");
   if (loss)
     g_string_append (s, "<th>loss</th><th>accuracy</th>");
   g_string_append (s, "<th>compute</th><th>comm</th><th>wait</th></tr></thead>\n<tbody>\n");
@@ -172,6 +185,23 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
       cell_number (s, r->samples_per_s, "%.6g");
       if (scaling)
         cell_number (s, 100 * r->scaling, "%.1f%%");
+      const SimMetrics *m = &r->metrics;
+      if (tokens)
+        cell_number (s, m->tokens_per_s, "%.6g");
+      if (mfu)
+        {
+          cell_number (s, m->model_flops, "%.4g");
+          cell_number (s, 100 * m->mfu, "%.3g%%");
+        }
+      if (train)
+        {
+          g_autofree char *t = sim_metrics_format_time (m->train_time);
+          g_string_append_printf (s, "<td class=\"n\">%s</td>",
+                                  isfinite (m->train_time) ? t : "&ndash;");
+          cell_number (s, m->device_hours, "%.4g");
+        }
+      if (cost)
+        cell_number (s, m->cost, "%.4g");
       if (loss)
         {
           cell_number (s, r->final_loss, "%.4f");
