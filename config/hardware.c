@@ -90,6 +90,7 @@ static const CatalogKey device_keys[] = {
   { "memory_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.8", DEV (memory_efficiency) },
   { "kernel_overhead", CK_QUANTITY, SIM_UNIT_TIME, FALSE, 0, BIG, FALSE, "5us", DEV (kernel_overhead) },
   { "overlap_slowdown", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 10, FALSE, "0.19", DEV (overlap_slowdown) },
+  { "price", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1e6, FALSE, "2.5", DEV (price) },
 };
 
 static const CatalogKey link_keys[] = {

@@ -54,6 +54,8 @@ typedef struct {
                                0 = not stated: 1 */
   double overlap_slowdown; /* compute takes 1 + this as long while a
                               collective runs on the device, 0 = none */
+  double price;            /* per device-hour in the user's currency, the
+                              default of [cluster] price; 0 = none */
 } SimDevice;
 
 /* Device d's figures for one precision (0 fp32, 1 tf32, 2 bf16, 3 fp16:

@@ -319,6 +319,19 @@ declares (const KernModelKind *kind, const char *key)
   return FALSE;
 }
 
+/* The key by which a kind says that its sample is a sequence of tokens
+ * (docs/trace.md, "Buyer's metrics"): any kind declaring it is counted in
+ * tokens, with no list of kinds to keep here. */
+#define TOKENS_KEY "sequence"
+
+double
+sim_model_tokens (const SimConfig *c)
+{
+  if (!declares (sim_model_kind (c), TOKENS_KEY))
+    return 0;
+  return (double) base_values_int (c->values, "model." TOKENS_KEY);
+}
+
 gboolean
 sim_model_kind_validate (const SimConfig *c, const char *file, GError **error)
 {

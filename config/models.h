@@ -40,6 +40,11 @@ gboolean sim_dataset_check (const SimConfig *c, const char *file, gint64 *n_trai
 gboolean sim_data_load (const SimConfig *c, KernDataset **train, KernDataset **test,
                         GError **error);
 
+/* Tokens in one sample of c's model: the value of [model] sequence for a
+ * kind that declares that key (its sample is one sequence of that many
+ * tokens), 0 for any other kind (its sample is not made of tokens). */
+double sim_model_tokens (const SimConfig *c);
+
 /* Appends (const BaseKey *) the [model] keys the kinds declare. */
 void sim_model_kind_keys (GPtrArray *rows);
 /* The rules of c's model kind about its keys, and another kind's keys

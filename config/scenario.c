@@ -85,12 +85,18 @@ static const KeyDef core_keys[] = {
     "Stop when an evaluation finds the training loss at or below this (0 = never).", NULL },
   { "scenario", "target_accuracy", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1, 0, NULL, OFF (target_accuracy),
     "Stop when an evaluation finds the test accuracy at or above this share, e.g. 0.8 (0 = never); the run table then shows the simulated time and the gradients it took.", NULL },
+  { "scenario", "tokens", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e16, 0, NULL, OFF (train_tokens),
+    "Tokens the model is to be trained on, e.g. 300e9 (0 = not set): the run table then shows the time to train on them at the run's tokens/s, the GPU-hours and the cost (docs/trace.md, \"Buyer's metrics\"). Only for a model whose sample is a sequence of tokens; excludes epochs.", NULL },
+  { "scenario", "epochs", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e6, 0, NULL, OFF (train_epochs),
+    "Passes over the training set the model is to be trained for (0 = not set): the time to train is epochs x the training set's samples at the run's samples/s (docs/trace.md, \"Buyer's metrics\"); excludes tokens.", NULL },
   { "cluster", "workers", BASE_KEY_INT, 0, "4", 1, SIM_MAX_HOSTS, 0, NULL, OFF (workers),
     "Number of workers.", NULL },
   { "cluster", "servers", BASE_KEY_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
   { "cluster", "device", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
     "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file.", NULL },
+  { "cluster", "price", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e6, 0, NULL, OFF (price),
+    "Price of one device for one hour (per GPU-hour), a plain number in your own currency (0 = no cost shown; a hardware catalog entry may give a default): cost = GPU-hours x price.", NULL },
   { "cluster", "catalog", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (catalog),
     "Hardware catalog file to look device and fabric names up in (default: the built-in scenarios/hardware.ini).", NULL },
   { "device", "flops", BASE_KEY_QUANTITY, SIM_UNIT_COMPUTE, "100GFLOPS", 0, BIG, 1, NULL, OFF (flops),
@@ -725,6 +731,22 @@ check_failures (SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
+/* [scenario] tokens and epochs: one train length at most, in tokens only
+ * for a model whose sample is made of tokens. */
+static gboolean
+check_train_length (const SimConfig *c, const char *file, GError **error)
+{
+  if (c->train_tokens > 0 && c->train_epochs > 0)
+    return fail (error, file, find_key ("scenario", "tokens"),
+                 "and [scenario] epochs both give the length of training; keep one of them");
+  if (c->train_tokens > 0 && !(sim_model_tokens (c) > 0))
+    return fail (error, file, find_key ("scenario", "tokens"),
+                 "kind = %s has no tokens per sample (only a model whose sample is a "
+                 "sequence, one with [model] sequence, has); give the length as [scenario] "
+                 "epochs instead", c->model_kind);
+  return TRUE;
+}
+
 /* Rules that involve more than one key. */
 static gboolean
 check_cross (SimConfig *c, const char *file, GError **error)
@@ -761,7 +783,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
                          ? be->can_reproduce : c->reproducible == SIM_REPRODUCIBLE_TRUE;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
-  if (!sim_model_kind_validate (c, file, error) || !check_policy (c, file, error))
+  if (!sim_model_kind_validate (c, file, error) || !check_policy (c, file, error)
+      || !check_train_length (c, file, error))
     return FALSE;
   if (!sim_stragglers_validate (c, error))
     return FALSE;

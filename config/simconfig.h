@@ -66,11 +66,15 @@ typedef struct {
   gint64 max_events;     /* engine events a run may be estimated to take */
   double target_loss;    /* stop when the evaluated loss reaches it, 0 = none */
   double target_accuracy; /* stop when the test accuracy reaches it, 0 = none */
+  double train_tokens;   /* tokens to train on (time to train), 0 = none */
+  double train_epochs;   /* passes over the training set (time to
+                            train), 0 = none */
   /* [cluster] */
   gint64 workers;
   gint64 servers;        /* parameter-server shards, one host each */
   char *device;          /* catalog name, NULL = the [device] keys alone */
   char *catalog;         /* hardware catalog file, NULL = built-in */
+  double price;          /* per device-hour, the user's currency, 0 = none */
   /* [device] */
   double flops;          /* peak FLOP/s */
   double efficiency;     /* share of peak matrix products achieve, (0, 1] */

@@ -11,6 +11,7 @@
 
 #include "sim/report.h"
 #include "config/units.h"
+#include "config/metrics.h"
 
 static void
 json_number (GString *s, const char *key, double v)
@@ -72,6 +73,17 @@ throughput (const SimRunSummary *r)
   return r->samples >= 0 && r->sim_time > 0 ? (double) r->samples / r->sim_time : NAN;
 }
 
+/* The buyer's metrics of run r of configuration c (config/metrics.h). */
+static void
+metrics_of (const SimConfig *c, const SimRunSummary *r, SimMetrics *out)
+{
+  SimMetricsIn in;
+  sim_metrics_inputs_of (c, &in);
+  in.samples = r->samples >= 0 ? (double) r->samples : NAN;
+  in.sim_time = r->sim_time;
+  sim_metrics_compute (&in, out);
+}
+
 static void
 json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const GError *err)
 {
@@ -105,6 +117,20 @@ json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const 
   json_number (s, "wait_share", share[2]);
   g_string_append (s, ", ");
   json_number (s, "samples_per_s", throughput (r));
+  SimMetrics m;
+  metrics_of (c, r, &m);
+  g_string_append (s, ", ");
+  json_number (s, "tokens_per_s", m.tokens_per_s);
+  g_string_append (s, ", ");
+  json_number (s, "model_flops_per_gpu", m.model_flops);
+  g_string_append (s, ", ");
+  json_number (s, "mfu", m.mfu);
+  g_string_append (s, ", ");
+  json_number (s, "time_to_train", m.train_time);
+  g_string_append (s, ", ");
+  json_number (s, "gpu_hours", m.device_hours);
+  g_string_append (s, ", ");
+  json_number (s, "cost", m.cost);
   if (r->stop)
     g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
   else
@@ -136,6 +162,10 @@ typedef struct
   gboolean all_figure;   /* every run has its policy's own figure: no samples/s */
   gboolean scaling;      /* scaling efficiency (a sweep over cluster.workers) */
   const char *figure;    /* the title of the policies' own figure, or NULL */
+  gboolean tokens;       /* some run's model counts tokens: tokens/s */
+  gboolean mfu;          /* some run has model FLOPs: FLOP/s per GPU, MFU */
+  gboolean train;        /* some run has a train length: time, GPU-hours */
+  gboolean cost;         /* some run has a price: cost */
 } TableCols;
 
 /* Each run's scaling efficiency, into EFF: (throughput / workers) over that
@@ -181,10 +211,44 @@ scaling_efficiency (GPtrArray *configs, const SimRunSummary *sums, double *eff,
     }
 }
 
+/* A number of the table, or "-" for NAN, in a column `w` wide. */
+static void
+table_number (int w, const char *fmt, double v)
+{
+  char t[64];
+  if (isfinite (v))
+    g_snprintf (t, sizeof t, fmt, v);
+  else
+    g_strlcpy (t, "-", sizeof t);
+  printf ("  %*s", w, t);
+}
+
+/* The buyer's columns of one row (those k shows). */
+static void
+table_metrics (const TableCols *k, const SimMetrics *m)
+{
+  if (k->tokens)
+    table_number (12, "%.6g", m->tokens_per_s);
+  if (k->mfu)
+    {
+      table_number (12, "%.4g", m->model_flops);
+      table_number (6, "%.3g%%", 100 * m->mfu);
+    }
+  if (k->train)
+    {
+      g_autofree char *t = sim_metrics_format_time (m->train_time);
+      printf ("  %12s", t);
+      table_number (10, "%.4g", m->device_hours);
+    }
+  if (k->cost)
+    table_number (10, "%.4g", m->cost);
+}
+
 /* One run's row of the summary table: C, its summary R, its scaling
  * efficiency EFF; "-" where a value is missing. */
 static void
-table_row (const TableCols *k, const SimConfig *c, const SimRunSummary *r, double eff)
+table_row (const TableCols *k, const SimConfig *c, const SimRunSummary *r, double eff,
+           const SimMetrics *m)
 {
   if (c->infeasible)
     {
@@ -233,6 +297,7 @@ table_row (const TableCols *k, const SimConfig *c, const SimRunSummary *r, doubl
                                          r->iterations > 0 ? r->sim_time / (double) r->iterations : 0));
   else if (k->figure)
     printf ("  %12s", "-");
+  table_metrics (k, m);
   printf ("\n");
 }
 
@@ -252,6 +317,16 @@ table_footer (const TableCols *k, GPtrArray *configs, const char *db)
     printf ("; scaling: samples/s per worker over that of the fewest workers");
   if (k->figure)
     printf ("; %s: docs/policies.md", k->figure);
+  if (k->tokens)
+    printf ("; tokens/s: samples/s x [model] sequence");
+  if (k->mfu)
+    printf ("; FLOP/s/GPU: the model's forward + backward FLOPs per sample x samples/s /"
+            " workers, without recomputation; MFU: that over [device] flops");
+  if (k->train)
+    printf ("; to train: [scenario] tokens / tokens/s or epochs x training samples /"
+            " samples/s; GPU-hours: that x devices (workers and servers) / 3600");
+  if (k->cost)
+    printf ("; cost: GPU-hours x [cluster] price");
   printf (")\n");
   for (guint i = 0; i < configs->len; i++)
     {
@@ -267,7 +342,7 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
   gsize w = 4;
   for (guint i = 0; i < configs->len; i++)
     w = MAX (w, strlen (((SimConfig *) g_ptr_array_index (configs, i))->name));
-  TableCols k = { (int) w, FALSE, TRUE, FALSE, NULL };
+  TableCols k = { (int) w, FALSE, TRUE, FALSE, NULL, FALSE, FALSE, FALSE, FALSE };
   /* a sweep over cluster.workers also gets throughput and scaling efficiency */
   g_autofree double *eff = g_new0 (double, configs->len);
   scaling_efficiency (configs, sums, eff, &k.scaling, &k.all_figure);
@@ -282,6 +357,19 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       const SimConfig *c = g_ptr_array_index (configs, i);
       k.targets = k.targets || c->target_loss > 0 || c->target_accuracy > 0;
     }
+  /* the buyer's metrics: each column where some feasible run has it */
+  g_autofree SimMetrics *m = g_new0 (SimMetrics, MAX (configs->len, 1));
+  for (guint i = 0; i < configs->len; i++)
+    {
+      const SimConfig *c = g_ptr_array_index (configs, i);
+      metrics_of (c, &sums[i], &m[i]);
+      if (c->infeasible)
+        continue;
+      k.tokens = k.tokens || isfinite (m[i].tokens_per_s);
+      k.mfu = k.mfu || isfinite (m[i].model_flops);
+      k.train = k.train || isfinite (m[i].train_time);
+      k.cost = k.cost || isfinite (m[i].cost);
+    }
   printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
           "iters", "loss", "accuracy", "compute", "comm", "wait");
   if (k.targets)
@@ -292,9 +380,17 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
     printf ("  %8s", "scaling");
   if (k.figure)
     printf ("  %12s", k.figure);
+  if (k.tokens)
+    printf ("  %12s", "tokens/s");
+  if (k.mfu)
+    printf ("  %12s  %6s", "FLOP/s/GPU", "MFU");
+  if (k.train)
+    printf ("  %12s  %10s", "to train", "GPU-hours");
+  if (k.cost)
+    printf ("  %10s", "cost");
   printf ("\n");
   for (guint i = 0; i < configs->len; i++)
-    table_row (&k, g_ptr_array_index (configs, i), &sums[i], eff[i]);
+    table_row (&k, g_ptr_array_index (configs, i), &sums[i], eff[i], &m[i]);
   table_footer (&k, configs, db);
 }
 

@@ -20,6 +20,7 @@
 #include "netmodel/netmodel.h"
 #include "sim/run.h"
 #include "sim/cluster.h"
+#include "config/metrics.h"
 
 /* What the policy's recorder callbacks see. */
 typedef struct {
@@ -289,6 +290,11 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
   gboolean ok = r.cl != NULL;
   if (ok)
     {
+      /* the figures the buyer's metrics need beyond the runs row, so that
+       * the trace alone gives them (docs/trace.md, params) */
+      SimMetricsIn mi;
+      sim_metrics_inputs (c, r.cl->model, &mi);
+      sim_metrics_params (&mi, rec_param, &r);
       /* the links table with them, naming the links of their routes */
       if (trace && sim_trace_wants (&sim_table_messages, c->detail))
         {

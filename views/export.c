@@ -100,6 +100,51 @@ throughput_of (const Run *r, gboolean counted, double samples, const char *kind)
   return isfinite (r->batch) ? r->updates * r->batch / r->sim_time : NAN;
 }
 
+/* The params rows the buyer's metrics come from (config/metrics.h), in
+ * the order metrics_in() reads them, and the unit each is written in. */
+static const struct {
+  const char *key;
+  SimUnitKind unit;
+} metric_params[] = {
+  { "cluster.devices", SIM_UNIT_NONE }, { "model.flops_per_sample", SIM_UNIT_NONE },
+  { "model.tokens_per_sample", SIM_UNIT_NONE }, { "device.flops", SIM_UNIT_COMPUTE },
+  { "scenario.tokens", SIM_UNIT_NONE }, { "scenario.epochs", SIM_UNIT_NONE },
+  { "model.train_samples", SIM_UNIT_NONE }, { "cluster.price", SIM_UNIT_NONE },
+};
+
+/* Run r's metrics from its `samples` (NAN: unknown; for a trace older than
+ * runs.samples, its throughput x sim_time) and its params rows.  A row
+ * that is missing or not a number (an older or hostile trace) makes the
+ * metrics that need it unknown. */
+static void
+metrics_of (SimTraceDb *t, Run *r, double samples)
+{
+  double v[G_N_ELEMENTS (metric_params)];
+  for (gsize k = 0; k < G_N_ELEMENTS (metric_params); k++)
+    {
+      const SimTraceParam *p = sim_tracedb_param (t, r->id, metric_params[k].key);
+      const char *why;
+      if (!p || !p->text || !sim_parse_quantity (p->text, metric_params[k].unit, &v[k], &why)
+          || !isfinite (v[k]))
+        v[k] = NAN;
+    }
+  SimMetricsIn in = {
+    .samples = isfinite (samples) ? samples : r->samples_per_s * r->sim_time,
+    .sim_time = r->sim_time,
+    .workers = r->workers,
+    .devices = v[0],
+    .flops_per_sample = v[1],
+    .tokens_per_sample = v[2],
+    .peak = v[3],
+    .tokens = v[4],
+    .epochs = v[5],
+    .train_samples = v[6],
+    .price = v[7],
+  };
+  sim_metrics_compute (&in, &r->metrics);
+  r->metrics.samples_per_s = r->samples_per_s;
+}
+
 /* The runs (all, or `only`), each with its swept values: one scan of runs
  * and one of params, whatever the number of runs and keys. */
 static GPtrArray *
@@ -113,7 +158,13 @@ load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
   g_autofree const char **all = g_new (const char *, keys->len + G_N_ELEMENTS (wanted));
   for (guint k = 0; k < keys->len + G_N_ELEMENTS (wanted); k++)
     all[k] = k < keys->len ? g_ptr_array_index (keys, k) : wanted[k - keys->len];
-  if (!sim_tracedb_params_load (t, all, keys->len + G_N_ELEMENTS (wanted), error))
+  /* and the metrics' rows, in the same one scan of params */
+  gsize n_all = keys->len + G_N_ELEMENTS (wanted);
+  g_autofree const char **load = g_new (const char *, n_all + G_N_ELEMENTS (metric_params));
+  memcpy (load, all, n_all * sizeof *load);
+  for (gsize k = 0; k < G_N_ELEMENTS (metric_params); k++)
+    load[n_all + k] = metric_params[k].key;
+  if (!sim_tracedb_params_load (t, load, n_all + G_N_ELEMENTS (metric_params), error))
     return NULL;
   g_autofree char *sql
     = g_strdup_printf ("SELECT id, scenario, name, seed, status, error, stop, sim_time,"
@@ -159,6 +210,7 @@ load_runs (SimTraceDb *t, GPtrArray *keys, gint64 only, GError **error)
             *into[k - keys->len] = NAN;
         }
       r->samples_per_s = throughput_of (r, counted > 0, samples, kind);
+      metrics_of (t, r, counted > 0 ? samples : NAN);
       r->scaling = NAN;
     }
   if (rc < 0)
@@ -226,7 +278,8 @@ scaling (GPtrArray *runs, GPtrArray *keys)
 
 /* The summary columns after the swept ones, in order. */
 static const char *const summary[] = {
-  "sim_time", "iterations", "updates", "samples_per_s", "scaling_efficiency", "final_loss",
+  "sim_time", "iterations", "updates", "samples_per_s", "scaling_efficiency", "tokens_per_s",
+  "model_flops_per_gpu", "mfu", "time_to_train", "gpu_hours", "cost", "final_loss",
   "final_accuracy", "compute_share", "comm_share", "wait_share", "wall_time", "events", "seed",
   "scenario", "version",
 };
@@ -237,13 +290,15 @@ summary_values (const Run *r, double *v)
   const double parts[] = { r->compute, r->comm, r->wait };
   double share[3];
   sim_time_shares (parts, 3, share);
+  const SimMetrics *m = &r->metrics;
   double vals[] = { r->sim_time, r->iterations, r->updates, r->samples_per_s, r->scaling,
-                    r->final_loss, r->final_accuracy, share[0], share[1], share[2], r->wall_time,
+                    m->tokens_per_s, m->model_flops, m->mfu, m->train_time, m->device_hours,
+                    m->cost, r->final_loss, r->final_accuracy, share[0], share[1], share[2], r->wall_time,
                     r->events, r->seed };
   memcpy (v, vals, sizeof vals);
 }
 
-#define N_SUMMARY_NUMBERS 13
+#define N_SUMMARY_NUMBERS 19
 
 static void
 csv_text (GString *s, const char *v)

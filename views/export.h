@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include "views/tracedb.h"
+#include "config/metrics.h"
 
 G_BEGIN_DECLS
 
@@ -32,6 +33,8 @@ typedef struct {
   double batch, workers;   /* [model] batch, [cluster] workers; NAN: absent */
   double samples_per_s;    /* runs.samples / sim_time; NAN: unknown */
   double scaling;          /* NAN unless cluster.workers is swept */
+  SimMetrics metrics;      /* the buyer's metrics, from the runs row and the
+                              params rows (config/metrics.h); NAN: unknown */
 } SimExportRun;
 
 /* The tables and columns sim_export_runs() reads (n of them), for

@@ -127,16 +127,39 @@ cell_number (GString *s, double v, const char *fmt)
   g_string_append (s, "</td>");
 }
 
+/* The errors of the runs that have one, as a list under the table. */
 static void
-run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
+run_errors (GString *s, GPtrArray *runs)
 {
-  gboolean scaling = FALSE, loss = FALSE;
+  gboolean any = FALSE;
   for (guint i = 0; i < runs->len; i++)
     {
       const SimExportRun *r = g_ptr_array_index (runs, i);
-      scaling = scaling || isfinite (r->scaling);
-      loss = loss || isfinite (r->final_loss);
+      if (!r->error)
+        continue;
+      if (!any)
+        g_string_append (s, "<ul class=\"errors\">\n");
+      any = TRUE;
+      g_string_append_printf (s, "<li>run %" G_GINT64_FORMAT " (", r->id);
+      esc (s, r->status);
+      g_string_append (s, "): ");
+      esc (s, r->error);
+      g_string_append (s, "</li>\n");
     }
+  if (any)
+    g_string_append (s, "</ul>\n");
+}
+
+/* Which optional columns the run table has: those some run has a value
+ * for. */
+typedef struct {
+  gboolean scaling, loss, tokens, mfu, train, cost;
+} RunColumns;
+
+/* The run table's header row, for the swept keys and the columns. */
+static void
+run_table_head (GString *s, GPtrArray *keys, const RunColumns *c)
+{
   g_string_append (s, "<table id=\"runs\">\n<thead><tr><th>run</th><th>status</th>");
   for (guint k = 0; k < keys->len; k++)
     {
@@ -146,11 +169,38 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
       g_string_append (s, "</th>");
     }
   g_string_append (s, "<th>sim time (s)</th><th>iterations</th><th>samples/s</th>");
-  if (scaling)
+  if (c->scaling)
     g_string_append (s, "<th>scaling</th>");
-  if (loss)
+  if (c->tokens)
+    g_string_append (s, "<th>tokens/s</th>");
+  if (c->mfu)
+    g_string_append (s, "<th>model FLOP/s per GPU</th><th>MFU</th>");
+  if (c->train)
+    g_string_append (s, "<th>time to train</th><th>GPU-hours</th>");
+  if (c->cost)
+    g_string_append (s, "<th>cost</th>");
+  if (c->loss)
     g_string_append (s, "<th>loss</th><th>accuracy</th>");
   g_string_append (s, "<th>compute</th><th>comm</th><th>wait</th></tr></thead>\n<tbody>\n");
+}
+
+static void
+run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
+{
+  RunColumns c = { FALSE };
+  for (guint i = 0; i < runs->len; i++)
+    {
+      const SimExportRun *r = g_ptr_array_index (runs, i);
+      c.scaling = c.scaling || isfinite (r->scaling);
+      c.loss = c.loss || isfinite (r->final_loss);
+      c.tokens = c.tokens || isfinite (r->metrics.tokens_per_s);
+      c.mfu = c.mfu || isfinite (r->metrics.model_flops);
+      c.train = c.train || isfinite (r->metrics.train_time);
+      c.cost = c.cost || isfinite (r->metrics.cost);
+    }
+  gboolean scaling = c.scaling, loss = c.loss, tokens = c.tokens, mfu = c.mfu,
+    train = c.train, cost = c.cost;
+  run_table_head (s, keys, &c);
   for (guint i = 0; i < runs->len; i++)
     {
       const SimExportRun *r = g_ptr_array_index (runs, i);
@@ -172,6 +222,23 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
       cell_number (s, r->samples_per_s, "%.6g");
       if (scaling)
         cell_number (s, 100 * r->scaling, "%.1f%%");
+      const SimMetrics *m = &r->metrics;
+      if (tokens)
+        cell_number (s, m->tokens_per_s, "%.6g");
+      if (mfu)
+        {
+          cell_number (s, m->model_flops, "%.4g");
+          cell_number (s, 100 * m->mfu, "%.3g%%");
+        }
+      if (train)
+        {
+          g_autofree char *t = sim_metrics_format_time (m->train_time);
+          g_string_append_printf (s, "<td class=\"n\">%s</td>",
+                                  isfinite (m->train_time) ? t : "&ndash;");
+          cell_number (s, m->device_hours, "%.4g");
+        }
+      if (cost)
+        cell_number (s, m->cost, "%.4g");
       if (loss)
         {
           cell_number (s, r->final_loss, "%.4f");
@@ -182,23 +249,7 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
       g_string_append (s, "</tr>\n");
     }
   g_string_append (s, "</tbody></table>\n");
-  gboolean any = FALSE;
-  for (guint i = 0; i < runs->len; i++)
-    {
-      const SimExportRun *r = g_ptr_array_index (runs, i);
-      if (!r->error)
-        continue;
-      if (!any)
-        g_string_append (s, "<ul class=\"errors\">\n");
-      any = TRUE;
-      g_string_append_printf (s, "<li>run %" G_GINT64_FORMAT " (", r->id);
-      esc (s, r->status);
-      g_string_append (s, "): ");
-      esc (s, r->error);
-      g_string_append (s, "</li>\n");
-    }
-  if (any)
-    g_string_append (s, "</ul>\n");
+  run_errors (s, runs);
 }
 
 /* The keys every run has with one value, in a table. */
