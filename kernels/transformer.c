@@ -33,10 +33,9 @@
 #define LINE_FC 8
 #define LINE_FC_PROJ 10
 
-/* [model] blocks stops at 1,000 (12,004 layers, a few MB to build) so that
- * a scenario asking for more is refused by its bounds before a table of
- * millions of lines is written; the model's layer cap (1,024 layers, 82
- * blocks) refuses what lies between. */
+/* [model] blocks stops at 1,000 (12,004 layers, a few MB to build, under
+ * the model's layer cap of 16,384) so that a scenario asking for more is
+ * refused by its bounds before a table of millions of lines is written. */
 static const BaseKey keys[] = {
   { "model", "blocks", BASE_KEY_INT, 0, "12", 1, 1000, 0, NULL, 0,
     "kind = transformer: blocks (layers) of the decoder; GPT-2 small has 12, GPT-3 96.", NULL },
