@@ -332,6 +332,78 @@ sim_model_tokens (const SimConfig *c)
   return (double) base_values_int (c->values, "model." TOKENS_KEY);
 }
 
+/* The params-row text of "section.key" in c, or NULL. */
+static char **
+param_text (SimConfig *c, const char *dotted)
+{
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), dotted) == 0)
+      return (char **) &g_ptr_array_index (c->param_values, i);
+  return NULL;
+}
+
+/* The value a shape's text gives key k (an INT or an ENUM key of a model
+ * kind; the shapes are the kind's own, so their text always reads). */
+static gint64
+shape_value (const BaseKey *k, const char *text)
+{
+  if (k->type == BASE_KEY_ENUM)
+    {
+      for (const BaseChoice *ch = k->choices; ch->name; ch++)
+        if (strcmp (ch->name, text) == 0)
+          return ch->value;
+      g_return_val_if_reached (0);
+    }
+  g_return_val_if_fail (k->type == BASE_KEY_INT, 0);
+  return g_ascii_strtoll (text, NULL, 10);
+}
+
+gboolean
+sim_model_shape_apply (SimConfig *c, const char *file, GError **error)
+{
+  const KernModelKind *kind = sim_model_kind (c);
+  if (!kind->shapes)
+    return TRUE;
+  const char *name = base_values_string (c->values, "model.shape");
+  if (!name || !name[0])
+    return TRUE;
+  const KernModelShape *shape = NULL;
+  GString *names = g_string_new (NULL);
+  for (const KernModelShape *sh = kind->shapes; sh->name; sh++)
+    {
+      g_string_append_printf (names, "%s%s", names->len ? ", " : "", sh->name);
+      if (strcmp (sh->name, name) == 0)
+        shape = sh;
+    }
+  g_autofree char *known = g_string_free (names, FALSE);
+  if (!shape)
+    return sim_key_error (error, file, "model", "shape",
+                          "no shape '%s' for kind = %s; use one of %s (docs/workloads.md)",
+                          name, kind->name, known);
+  for (const char *const *kv = shape->values; kv[0]; kv += 2)
+    {
+      const BaseKey *k = kind->keys;
+      while (k->section && strcmp (k->key, kv[0]) != 0)
+        k++;
+      g_return_val_if_fail (k->section != NULL, FALSE);
+      g_autofree char *dotted = g_strconcat ("model.", kv[0], NULL);
+      gint64 v = shape_value (k, kv[1]);
+      char **text = param_text (c, dotted);
+      if (g_hash_table_contains (c->given, dotted) && base_values_int (c->values, dotted) != v)
+        return sim_key_error (error, file, "model", kv[0],
+                              "%s disagrees with shape = %s, which sets %s = %s; remove "
+                              "%s or shape", text ? *text : "the value", name, kv[0], kv[1],
+                              kv[0]);
+      base_values_set_int (c->values, dotted, v);
+      if (text)
+        {
+          g_free (*text);
+          *text = g_strdup (kv[1]);
+        }
+    }
+  return TRUE;
+}
+
 gboolean
 sim_model_kind_validate (const SimConfig *c, const char *file, GError **error)
 {

@@ -47,6 +47,12 @@ double sim_model_tokens (const SimConfig *c);
 
 /* Appends (const BaseKey *) the [model] keys the kinds declare. */
 void sim_model_kind_keys (GPtrArray *rows);
+/* [model] shape: the values the named shape of c's model kind gives its
+ * keys, set in c (and its params rows); a key the file gives with another
+ * value, or a name the kind does not know, is refused naming `file` and
+ * the key.  Nothing to do for an empty shape or a kind without shapes
+ * (sim_model_kind_validate refuses a shape given to one). */
+gboolean sim_model_shape_apply (SimConfig *c, const char *file, GError **error);
 /* The rules of c's model kind about its keys, and another kind's keys
  * refused when given; errors name `file` and the key. */
 gboolean sim_model_kind_validate (const SimConfig *c, const char *file, GError **error);

@@ -783,8 +783,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
                          ? be->can_reproduce : c->reproducible == SIM_REPRODUCIBLE_TRUE;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
-  if (!sim_model_kind_validate (c, file, error) || !check_policy (c, file, error)
-      || !check_train_length (c, file, error))
+  if (!sim_model_shape_apply (c, file, error) || !sim_model_kind_validate (c, file, error)
+      || !check_policy (c, file, error) || !check_train_length (c, file, error))
     return FALSE;
   if (!sim_stragglers_validate (c, error))
     return FALSE;

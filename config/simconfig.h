@@ -37,7 +37,7 @@ typedef enum {
 #define SIM_MAX_SERVER_PAIRS (4096 * 4096)
 #define SIM_MAX_SWEEP_POINTS 10000
 /* The most layers a model may have (MLP or layer table). */
-#define SIM_MAX_LAYERS 1024
+#define SIM_MAX_LAYERS 16384
 /* The most host memory (bytes) the real math of one run may need: its
  * models, gradients, optimizer states, activations and data set. */
 #define SIM_MAX_HOST_BYTES (16.0 * 1024 * 1024 * 1024)

@@ -644,7 +644,7 @@ model_fits_check (const SimConfig *c, const char *file, GError **error)
   gboolean ok = TRUE;
   if (m->n_layers > SIM_MAX_LAYERS)
     {
-      /* the pipeline's exact balancing costs stages x layers^2 */
+      /* the pipeline's exact balancing costs stages x (layers - stages + 1) */
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "%s: [model] %s: %d layers%s, more than the %d a model may have; "
                    "merge layers into fewer, larger ones", file, depth,

@@ -231,6 +231,17 @@ typedef struct {
   const BaseValues *values;
 } KernModelArgs;
 
+/* A named shape of a model kind ([model] shape = name): the values it
+ * gives some of the kind's own keys, written as a scenario writes them
+ * (an integer, or an ENUM key's choice), and the publication they come
+ * from.  The loader (config/models.c) sets them, and refuses a key the
+ * file gives with another value. */
+typedef struct {
+  const char *name;
+  const char *description;   /* one line: the model, and its source */
+  const char *const *values; /* "key", "value", ..., NULL */
+} KernModelShape;
+
 /* A model kind ([model] kind): one entry in the file of its model
  * (mlp.c, timing.c), one line in the registry (config/models.c). */
 typedef struct {
@@ -251,6 +262,9 @@ typedef struct {
   /* The model for `a`, math on `be` (borrowed; NULL = CPU), or NULL with
    * `error` set. */
   KernModel *(*new) (const KernModelArgs *a, struct KernBackend *be, GError **error);
+  /* Its named shapes, read from its [model] shape key (a STRING key of its
+   * `keys`, "" = none), ending with a NULL name; NULL = the kind has none. */
+  const KernModelShape *shapes;
 } KernModelKind;
 
 

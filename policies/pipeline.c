@@ -154,41 +154,116 @@ struct PlPolicy {
   PolRun run;                 /* counters, evaluation, end of the run */
 };
 
-/* Partition (policy.h): best[k][i] = least largest group over the first i
- * layers in k groups, by dynamic programming over the last cut. */
+/* Partition (policy.h).  f(k, i), the least largest group over the first i
+ * layers in k groups, obeys f(k, i) = min over j of max(f(k - 1, j),
+ * S(j, i)), S(j, i) = prefix[i] - prefix[j] the cost of layers [j, i).  With
+ * costs >= 0, S grows with i and shrinks with j (rounding is monotone), and
+ * f(k - 1, j) grows with j, so the max is least where the two cross: the
+ * first j at which f(k - 1, j) >= S(j, i) (call it c) gives f(k - 1, c),
+ * the j before it S(c - 1, i), and f(k, i) is the smaller.  c only moves
+ * right as i grows, so a row of the table costs O(L), and only the
+ * W = L - stages + 1 entries of each row that a cut of all L layers can
+ * reach are kept: stages x W <= L^2 / 4 steps in all.  These are the same
+ * doubles the textbook O(stages L^2) programme finds (every value is one of
+ * the same S(j, i), chosen by exact comparisons).
+ *
+ * The cut before the last of k groups ending at layer i is the first j
+ * (at least k - 1) with S(j, i) <= f(k, i): f(k - 1, j) is then <= f(k, i)
+ * too, since some later j reaches the optimum and f(k - 1, .) grows, so
+ * this is the earliest optimal cut, the one the programme's strict
+ * comparison kept.  The walk back from (stages, L) needs f(k, i) of one i
+ * per row: rows are kept every B = ceil(sqrt(stages)) and the B rows
+ * between two of them recomputed once when the walk reaches them, so
+ * memory is about 2 sqrt(stages) W doubles and time twice the forward
+ * pass. */
+
+/* Row k of f over i = k .. k + W - 1 into row[i - k], from row k - 1 in
+ * prev (over j = k - 1 .. k + W - 2); k = 1 needs no prev. */
+static void
+partition_row (const double *prefix, int k, int W, const double *prev, double *row)
+{
+  if (k == 1)
+    {
+      for (int t = 0; t < W; t++)
+        row[t] = prefix[1 + t] - prefix[0];
+      return;
+    }
+  int c = k - 1;
+  for (int t = 0; t < W; t++)
+    {
+      int i = k + t;
+      while (c < i && prev[c - (k - 1)] < prefix[i] - prefix[c])
+        c++;
+      double v = c < i ? prev[c - (k - 1)] : INFINITY;
+      if (c > k - 1)
+        v = MIN (v, prefix[i] - prefix[c - 1]);
+      row[t] = v;
+    }
+}
+
+/* The first j in [0, i) with prefix[i] - prefix[j] <= most (there is one:
+ * j = i - 1 when most is f of a partition ending at i). */
+static int
+partition_first_cut (const double *prefix, int i, double most)
+{
+  int lo = 0, hi = i - 1;
+  while (lo < hi)
+    {
+      int mid = lo + (hi - lo) / 2;
+      if (prefix[i] - prefix[mid] <= most)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+  return lo;
+}
+
 void
 pol_pipeline_partition (const double *cost, int L, int stages, int *count)
 {
   g_return_if_fail (cost != NULL && count != NULL && stages >= 1 && stages <= L);
   g_autofree double *prefix = g_new0 (double, L + 1);
   for (int i = 0; i < L; i++)
-    prefix[i + 1] = prefix[i] + cost[i];
-  gsize cells = (gsize) (stages + 1) * (gsize) (L + 1);
-  g_autofree double *best = g_new (double, cells);
-  g_autofree int *cut = g_new0 (int, cells);
-#define AT(k, i) ((gsize) (k) * (gsize) (L + 1) + (gsize) (i))
-  for (gsize c = 0; c < cells; c++)
-    best[c] = INFINITY;
-  best[AT (0, 0)] = 0;
+    {
+      g_return_if_fail (isfinite (cost[i]) && cost[i] >= 0);
+      prefix[i + 1] = prefix[i] + cost[i];
+    }
+  int W = L - stages + 1, B = 1;
+  while (B * B < stages)
+    B++;
+  int n_saved = (stages - 1) / B + 1;
+  /* saved[s]: row s B + 1; block: rows b B + 1 .. b B + B, as the walk
+   * needs them; prev/cur: the forward pass's two rows */
+  g_autofree double *saved = g_new (double, (gsize) n_saved * (gsize) W);
+  g_autofree double *block = g_new (double, (gsize) B * (gsize) W);
+  g_autofree double *prev = g_new (double, W);
+  g_autofree double *cur = g_new (double, W);
   for (int k = 1; k <= stages; k++)
-    for (int i = k; i <= L; i++)
-      for (int j = k - 1; j < i; j++)
-        {
-          double v = MAX (best[AT (k - 1, j)], prefix[i] - prefix[j]);
-          if (v < best[AT (k, i)])
-            {
-              best[AT (k, i)] = v;
-              cut[AT (k, i)] = j;
-            }
-        }
-  int i = L;
+    {
+      partition_row (prefix, k, W, prev, cur);
+      if ((k - 1) % B == 0)
+        memcpy (saved + (gsize) ((k - 1) / B) * (gsize) W, cur, sizeof (double) * (gsize) W);
+      double *t = prev;
+      prev = cur;
+      cur = t;
+    }
+  int i = L, loaded = -1;
   for (int k = stages; k >= 1; k--)
     {
-      int j = cut[AT (k, i)];
+      int b = (k - 1) / B, first = b * B + 1;
+      if (b != loaded)
+        {
+          memcpy (block, saved + (gsize) b * (gsize) W, sizeof (double) * (gsize) W);
+          for (int r = first + 1; r <= MIN (first + B - 1, stages); r++)
+            partition_row (prefix, r, W, block + (gsize) (r - 1 - first) * (gsize) W,
+                           block + (gsize) (r - first) * (gsize) W);
+          loaded = b;
+        }
+      double most = block[(gsize) (k - first) * (gsize) W + (gsize) (i - k)];
+      int j = k == 1 ? 0 : MAX (k - 1, partition_first_cut (prefix, i, most));
       count[k - 1] = i - j;
       i = j;
     }
-#undef AT
 }
 
 /* The j-th forward (backward) of stage s under Megatron-LM's interleaved

@@ -478,11 +478,14 @@ double pol_reduce_per_byte (const PolEnv *env);
 /* The pipeline's schedule and cut, which tests and the policy share
  * (docs/policies.md, "Pipeline"). */
 
-/* Splits n_layers layers of costs cost[] into `stages` contiguous non-empty
- * groups minimising the largest group's summed cost (exact dynamic
- * programme; among optimal splits, each cut is placed as early as
- * possible, scanning from the last stage backwards).  Writes the layer
- * count of each stage into count[] (stages).  1 <= stages <= n_layers. */
+/* Splits n_layers layers of costs cost[] (finite, >= 0) into `stages`
+ * contiguous non-empty groups minimising the largest group's summed cost,
+ * exactly (the cut of the dynamic programme over the last cut: scanning
+ * from the last stage backwards, each cut is the earliest that keeps the
+ * least largest group of the layers before the stage's end), in
+ * O(stages x (n_layers - stages + 1)) time and about
+ * 2 sqrt(stages) x (n_layers - stages + 1) doubles.  Writes the layer count
+ * of each stage into count[] (stages).  1 <= stages <= n_layers. */
 void pol_pipeline_partition (const double *cost, int n_layers, int stages, int *count);
 /* The order stage s of p, holding v chunks, runs its 2mv operations in:
  * ops[k] = c m + i for the forward of micro-batch i through its chunk c,

@@ -830,8 +830,13 @@ test_transformer (void)
   const struct { const char *key, *value, *want; } bad[] = {
     { "heads", "7", "[model] heads" },                  /* 7 does not divide 768 */
     { "positions", "100", "[model] positions" },        /* fewer than the sequence */
-    { "blocks", "100", "[model] blocks: 1204 layers" }, /* 12 x 100 + 4 > 1024 */
     { "blocks", "100000", "[model] blocks" },           /* past its bound: never built */
+    { "kv_heads", "5", "[model] kv_heads" },            /* 5 does not divide 12 heads */
+    { "kv_heads", "24", "[model] kv_heads" },           /* more than the heads */
+    { "ffn", "-1", "[model] ffn" },
+    { "mlp", "relu", "[model] mlp" },
+    { "attention", "sparse", "[model] attention" },
+    { "shape", "gpt-5", "[model] shape: no shape 'gpt-5'" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
     {
@@ -847,6 +852,218 @@ test_transformer (void)
   g_autofree char *foreign = test_load_scenario_error (
     "[model]\nkind = mlp\nblocks = 4\n");
   g_assert_nonnull (strstr (foreign, "[model] blocks: applies only to kind = transformer"));
+}
+
+/* `transformer` with [model] last, for lines to follow. */
+static const char transformer_open[] =
+  "[scenario]\nname = t\niterations = 2\n"
+  "[cluster]\nworkers = 2\n"
+  "[device]\nflops = 1TFLOPS\nefficiency = 0.5\n"
+  "[policy]\nkind = allreduce\n"
+  "[model]\nkind = transformer\nbatch = 4\n";
+
+/* A transformer of `shape` ([model] shape), with `extra` (a scenario's
+ * [model] lines, may be "") after it. */
+static KernModel *
+shaped (const char *shape, const char *extra)
+{
+  g_autofree char *text = g_strdup_printf ("%sshape = %s\n%s", transformer_open, shape,
+                                           extra);
+  SimConfig *c = load_one (text, NULL);
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  sim_config_free (c);
+  g_assert_nonnull (m);
+  return m;
+}
+
+/* The published shapes: each one's parameters are the closed form of its
+ * blocks, and come within 0.5% of the count its paper (or model card)
+ * gives; its forward FLOPs per sequence are the sum over its matrix
+ * products, 2 x tokens x inputs x outputs each, and the attention's two
+ * 2 s^2 d products. */
+static void
+test_transformer_shapes (void)
+{
+  const struct {
+    const char *name;
+    double blocks, d, heads, kv, ffn, s, V;
+    gboolean llama;      /* SwiGLU, RMSNorm, untied, rotary, no biases */
+    double published;    /* parameters */
+  } shapes[] = {
+    { "gpt3-175b", 96, 12288, 96, 96, 4 * 12288, 2048, 50257, FALSE, 174.6e9 },
+    { "llama2-7b", 32, 4096, 32, 32, 11008, 4096, 32000, TRUE, 6.74e9 },
+    { "llama2-70b", 80, 8192, 64, 8, 28672, 4096, 32000, TRUE, 68.98e9 },
+    { "llama3-8b", 32, 4096, 32, 8, 14336, 8192, 128256, TRUE, 8.03e9 },
+    { "llama3-70b", 80, 8192, 64, 8, 28672, 8192, 128256, TRUE, 70.6e9 },
+    { "llama3-405b", 126, 16384, 128, 8, 53248, 8192, 128256, TRUE, 405.9e9 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (shapes); i++)
+    {
+      double L = shapes[i].blocks, d = shapes[i].d, F = shapes[i].ffn, s = shapes[i].s;
+      double V = shapes[i].V, q = d + 2 * shapes[i].kv * (d / shapes[i].heads);
+      KernModel *m = shaped (shapes[i].name, "");
+      double params = (double) m->ops->n_params (m);
+      double want, fwd;
+      if (shapes[i].llama)
+        {
+          /* per block: query/key/value, output, gate + up, down; two RMS
+           * scales; then the token table, the untied head, the last scale */
+          want = L * (d * q + d * d + d * 2 * F + F * d + 2 * d) + 2 * V * d + d;
+          fwd = L * (2 * s * d * q + 4 * s * s * d + 2 * s * d * d + 2 * s * d * 2 * F
+                     + 2 * s * F * d) + 2 * s * d * V;
+        }
+      else
+        {
+          /* GPT-2's block at d: 12 d^2 + 13 d, learned positions, tied head */
+          want = L * (12 * d * d + 13 * d) + V * d + s * d + 2 * d;
+          fwd = L * (24 * s * d * d + 4 * s * s * d) + 2 * s * d * V;
+        }
+      g_assert_cmpfloat (params, ==, want);
+      g_assert_cmpfloat (fabs (params - shapes[i].published), <=, 0.005 * shapes[i].published);
+      g_assert_cmpfloat (m->ops->flops_forward (m, 1), ==, fwd);
+      g_assert_cmpint (m->n_layers, ==, 12 * (int) L + 4);
+      kern_model_free (m);
+    }
+  /* a key the file gives must agree with the shape: the same value is
+   * taken, another refused naming the key and the shape */
+  KernModel *same = shaped ("llama3-8b", "width = 4096\nmlp = swiglu\n");
+  g_assert_cmpuint (same->ops->n_params (same), ==, 8030261248u);
+  kern_model_free (same);
+  g_autofree char *t1 = g_strdup_printf ("%sshape = llama3-8b\nwidth = 4000\n", transformer_open);
+  g_autofree char *m1 = test_load_scenario_error (t1);
+  g_assert_nonnull (strstr (m1, "[model] width: 4000 disagrees with shape = llama3-8b, "
+                                "which sets width = 4096"));
+  g_assert_null (strchr (m1, '\n'));
+  g_autofree char *t2 = g_strdup_printf ("%sshape = gpt3-175b\nnorm = rmsnorm\n", transformer_open);
+  g_autofree char *m2 = test_load_scenario_error (t2);
+  g_assert_nonnull (strstr (m2, "[model] norm: rmsnorm disagrees with shape = gpt3-175b"));
+  /* a shape under another kind is refused like any transformer key */
+  g_autofree char *m3 = test_load_scenario_error ("[model]\nkind = mlp\nshape = llama3-8b\n");
+  g_assert_nonnull (strstr (m3, "[model] shape: applies only to kind = transformer"));
+}
+
+/* Each option alone against the defaults (GPT-2 small): ffn and kv_heads
+ * change the matrices' widths, swiglu adds a third ffn x width matrix,
+ * rmsnorm drops the norms' biases, untied adds V x width, rotary drops the
+ * position table, bias = false the projections' biases. */
+static void
+test_transformer_options (void)
+{
+  const double B = 12, d = 768, s = 1024, V = 50257;
+  KernModel *base = shaped ("", "");
+  double p0 = (double) base->ops->n_params (base), f0 = base->ops->flops_forward (base, 1);
+  kern_model_free (base);
+  const struct { const char *keys; double dparams, dflops; } opts[] = {
+    { "ffn = 2048\n", B * (2048 - 4 * d) * (2 * d + 1), B * 2 * 2 * s * d * (2048 - 4 * d) },
+    { "kv_heads = 4\n", -B * 2 * (12 - 4) * (d / 12) * (d + 1),
+      -B * 2 * s * d * 2 * (12 - 4) * (d / 12) },
+    { "mlp = swiglu\n", B * (4 * d) * (d + 1), B * 2 * s * d * 4 * d },
+    { "norm = rmsnorm\n", -(2 * B + 1) * d, 0 },
+    { "head = untied\n", V * d, 0 },
+    { "position = rotary\n", -s * d, 0 },
+    { "bias = false\n", -B * (3 * d + d + 4 * d + d), 0 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (opts); i++)
+    {
+      KernModel *m = shaped ("", opts[i].keys);
+      g_assert_cmpfloat ((double) m->ops->n_params (m) - p0, ==, opts[i].dparams);
+      g_assert_cmpfloat (m->ops->flops_forward (m, 1) - f0, ==, opts[i].dflops);
+      kern_model_free (m);
+    }
+}
+
+/* Sum of the activations kept per sample. */
+static double
+kept (const KernModel *m)
+{
+  double a = 0;
+  for (int l = 0; l < m->n_layers; l++)
+    a += m->layers[l].activations;
+  return a;
+}
+
+/* attention = flash keeps no s x s matrix: per block the scores' and the
+ * probabilities' heads x s^2 floats become heads x s softmax statistics;
+ * FLOPs and parameters do not change. */
+static void
+test_transformer_flash (void)
+{
+  KernModel *dense = shaped ("llama3-8b", "");
+  KernModel *flash = shaped ("llama3-8b", "attention = flash\n");
+  const double B = 32, a = 32, s = 8192;
+  g_assert_cmpfloat (flash->ops->flops_forward (flash, 1), ==,
+                     dense->ops->flops_forward (dense, 1));
+  g_assert_cmpfloat (flash->ops->flops_backward (flash, 1), ==,
+                     dense->ops->flops_backward (dense, 1));
+  g_assert_cmpuint (flash->ops->n_params (flash), ==, dense->ops->n_params (dense));
+  g_assert_cmpfloat (kept (dense) - kept (flash), ==, B * (2 * a * s * s - a * s));
+  for (int b = 0; b < B; b++)
+    {
+      const KernLayer *score = &flash->layers[1 + 12 * b + 2];
+      g_assert_cmpfloat (score->activations, ==, a * s);
+      g_assert_cmpfloat (score[1].activations, ==, 0);
+    }
+  kern_model_free (dense);
+  kern_model_free (flash);
+}
+
+/* Llama 3 8B cut 8 ways: every block's query/key/value and gate + up
+ * projections go by columns, the output and down projections by rows, the
+ * attention between them inside (32 heads, 4 per rank); the token table
+ * by vocabulary, the untied head by columns.  A rank holds 1/8 of every
+ * cut matrix and the whole norms, which is the closed form below. */
+static void
+test_transformer_tensor (void)
+{
+  KernModel *m = shaped ("llama3-8b", "");
+  const int T = 8;
+  PolTpSplit *split = g_new (PolTpSplit, m->n_layers);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (pol_tensor_split (m->layers, m->n_layers, T, split, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (split[0], ==, POL_TP_VOCABULARY);
+  g_assert_cmpint (split[m->n_layers - 2], ==, POL_TP_COLUMN);
+  for (int b = 0; b < 32; b++)
+    {
+      const PolTpSplit *blk = &split[1 + 12 * b];
+      const PolTpSplit want[12] = { POL_TP_WHOLE, POL_TP_COLUMN, POL_TP_INSIDE, POL_TP_INSIDE,
+                                    POL_TP_INSIDE, POL_TP_ROW, POL_TP_WHOLE, POL_TP_WHOLE,
+                                    POL_TP_COLUMN, POL_TP_INSIDE, POL_TP_ROW, POL_TP_WHOLE };
+      for (int i = 0; i < 12; i++)
+        g_assert_cmpint (blk[i], ==, want[i]);
+    }
+  const double L = 32, d = 4096, q = 4096 + 2 * 8 * 128, F = 14336, V = 128256;
+  double rank = L * ((d * q + d * d + d * 2 * F + F * d) / T + 2 * d) + 2 * V * d / T + d;
+  gsize n = m->ops->n_params (m);
+  g_assert_cmpfloat ((double) pol_tensor_rank_params (m->layers, m->n_layers, n, split, T), ==,
+                     rank);
+  g_free (split);
+  kern_model_free (m);
+}
+
+/* GPT-3 (96 blocks, 1,156 layers) and Llama 3 405B (126 blocks, 1,516
+ * layers), more than the 1,024 layers a model could once have, load and
+ * run one iteration of a 3-D layout (8 replicas x 16 stages x 8 tensor
+ * ranks), timing only; the pipeline's balanced stages cover every layer. */
+static void
+test_transformer_deep (void)
+{
+  const char *names[] = { "gpt3-175b", "llama3-405b" };
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autofree char *text = g_strdup_printf (
+        "[scenario]\nname = deep\niterations = 1\n"
+        "[cluster]\nworkers = 1024\n"
+        "[device]\nflops = 1PFLOPS\nefficiency = 0.5\n"
+        "[model]\nkind = transformer\nshape = %s\nattention = flash\nbatch = 16\n"
+        "[policy]\nkind = pipeline\nstages = 16\ntensor = 8\nreplicas = 8\nmicrobatches = 16\n",
+        names[i]);
+      TestRun *r = test_run_collect (text, NULL);
+      g_assert_cmpint (r->sum.iterations, ==, 1);
+      g_assert_cmpfloat (r->sum.sim_time, >, 0);
+      g_assert_true (isfinite (r->sum.sim_time));
+      test_run_free (r);
+    }
 }
 
 int
@@ -870,5 +1087,10 @@ main (int argc, char **argv)
   g_test_add_func ("/model/scenario/scaling-resnet", test_scaling_resnet);
   g_test_add_func ("/model/workload/names", test_workload_names);
   g_test_add_func ("/model/kind/transformer", test_transformer);
+  g_test_add_func ("/model/transformer/shapes", test_transformer_shapes);
+  g_test_add_func ("/model/transformer/options", test_transformer_options);
+  g_test_add_func ("/model/transformer/flash", test_transformer_flash);
+  g_test_add_func ("/model/transformer/tensor", test_transformer_tensor);
+  g_test_add_func ("/model/transformer/deep", test_transformer_deep);
   return g_test_run ();
 }

@@ -197,6 +197,117 @@ test_partition (void)
     }
 }
 
+/* The textbook dynamic programme the partition replaced, O(stages L^2):
+ * best[k][i] = least largest group over the first i layers in k groups,
+ * taking the first j that reaches it (strict comparison), then walking the
+ * cuts back from (stages, L). */
+static void
+reference_partition (const double *cost, int L, int stages, int *count)
+{
+  double *prefix = g_new0 (double, L + 1);
+  for (int i = 0; i < L; i++)
+    prefix[i + 1] = prefix[i] + cost[i];
+  gsize cells = (gsize) (stages + 1) * (gsize) (L + 1);
+  double *best = g_new (double, cells);
+  int *cut = g_new0 (int, cells);
+#define AT(k, i) ((gsize) (k) * (gsize) (L + 1) + (gsize) (i))
+  for (gsize c = 0; c < cells; c++)
+    best[c] = INFINITY;
+  best[AT (0, 0)] = 0;
+  for (int k = 1; k <= stages; k++)
+    for (int i = k; i <= L; i++)
+      for (int j = k - 1; j < i; j++)
+        {
+          double v = MAX (best[AT (k - 1, j)], prefix[i] - prefix[j]);
+          if (v < best[AT (k, i)])
+            {
+              best[AT (k, i)] = v;
+              cut[AT (k, i)] = j;
+            }
+        }
+  int i = L;
+  for (int k = stages; k >= 1; k--)
+    {
+      int j = cut[AT (k, i)];
+      count[k - 1] = i - j;
+      i = j;
+    }
+#undef AT
+  g_free (prefix);
+  g_free (best);
+  g_free (cut);
+}
+
+/* The partition returns the very cut of the dynamic programme, on random
+ * costs of four kinds: small integers (many ties between splits), integers
+ * with zeros, doubles whose sums round, and a few heavy layers among light
+ * ones; every stage count from 1 to L. */
+static void
+test_partition_reference (void)
+{
+  GRand *rng = g_rand_new_with_seed (2024);
+  for (int trial = 0; trial < 400; trial++)
+    {
+      int L = g_rand_int_range (rng, 1, 41);
+      int kind = trial % 4;
+      double *cost = g_new (double, L);
+      for (int l = 0; l < L; l++)
+        switch (kind)
+          {
+          case 0:
+            cost[l] = g_rand_int_range (rng, 1, 4);
+            break;
+          case 1:
+            cost[l] = g_rand_int_range (rng, 0, 3);
+            break;
+          case 2:
+            cost[l] = g_rand_double_range (rng, 0, 1e-3);
+            break;
+          default:
+            cost[l] = g_rand_int_range (rng, 0, 10) == 0 ? g_rand_double_range (rng, 1, 50)
+                                                           : g_rand_double_range (rng, 0, 1);
+          }
+      int *got = g_new (int, L), *want = g_new (int, L);
+      for (int p = 1; p <= L; p++)
+        {
+          pol_pipeline_partition (cost, L, p, got);
+          reference_partition (cost, L, p, want);
+          for (int s = 0; s < p; s++)
+            g_assert_cmpint (got[s], ==, want[s]);
+        }
+      g_free (got);
+      g_free (want);
+      g_free (cost);
+    }
+  g_rand_free (rng);
+}
+
+/* A model of the most layers a model may have (SIM_MAX_LAYERS) over L / 2
+ * stages (where stages x (L - stages + 1), the table's size, is largest):
+ * non-empty stages summing to L, the largest of ceil(L / stages) layers of
+ * cost 1, the least any cut of equal costs can have. */
+static void
+test_partition_large (void)
+{
+  int L = SIM_MAX_LAYERS, p = L / 2;
+  double *cost = g_new (double, L);
+  for (int l = 0; l < L; l++)
+    cost[l] = 1;
+  int *count = g_new (int, p);
+  pol_pipeline_partition (cost, L, p, count);
+  int sum = 0, most = 0;
+  for (int s = 0; s < p; s++)
+    {
+      g_assert_cmpint (count[s], >=, 1);
+      sum += count[s];
+      most = MAX (most, count[s]);
+    }
+  g_assert_cmpint (sum, ==, L);
+  g_assert_cmpint (most, ==, (L + p - 1) / p);
+  g_free (count);
+  g_free (cost);
+}
+
 /* Every micro-batch's forward comes once and before its backward; 1F1B
  * starts with min(p - s - 1, m) forwards and then alternates. */
 static void
@@ -1085,6 +1196,8 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/pipeline/uniform", test_uniform);
   g_test_add_func ("/pipeline/partition", test_partition);
+  g_test_add_func ("/pipeline/partition/reference", test_partition_reference);
+  g_test_add_func ("/pipeline/partition/large", test_partition_large);
   g_test_add_func ("/pipeline/order", test_order);
   g_test_add_func ("/pipeline/mlp-equivalence", test_mlp_equivalence);
   g_test_add_func ("/pipeline/replicas", test_replicas);
