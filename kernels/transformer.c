@@ -15,7 +15,7 @@
  * The keys of today's models change that network where they say, and
  * their defaults leave it GPT-2's: ffn (the MLP's width), kv_heads
  * (grouped-query attention, Ainslie et al. 2023: keys and values of
- * kv_heads heads shared by the query heads), mlp = swiglu (Shazeer 2020:
+ * kv_heads heads shared by the query heads), activation = swiglu (Shazeer 2020:
  * one fused gate and up projection of 2 x ffn outputs, their SiLU-gated
  * product of ffn, the down projection), norm = rmsnorm (Zhang and Sennrich
  * 2019: a scale, no bias), head = untied (the LM head's own vocabulary x
@@ -91,7 +91,7 @@ static const BaseKey keys[] = {
     "kind = transformer: width of the MLP (its hidden layer); 0 = 4 x width.", NULL },
   { "model", "kv_heads", BASE_KEY_INT, 0, "0", 0, 65536, 0, NULL, 0,
     "kind = transformer: heads of the keys and values (grouped-query attention), dividing heads; 0 = heads.", NULL },
-  { "model", "mlp", BASE_KEY_ENUM, 0, "gelu", 0, 0, 0, mlp_choices, 0,
+  { "model", "activation", BASE_KEY_ENUM, 0, "gelu", 0, 0, 0, mlp_choices, 0,
     "kind = transformer: the MLP: gelu (two matrices) or swiglu (a fused gate and up projection of 2 x ffn, then the down projection).", NULL },
   { "model", "norm", BASE_KEY_ENUM, 0, "layernorm", 0, 0, 0, norm_choices, 0,
     "kind = transformer: layernorm (scale and bias) or rmsnorm (scale only).", NULL },
@@ -113,11 +113,11 @@ static const BaseKey keys[] = {
  * RMSNorm, rotary positions, no biases and an untied head, and all but
  * Llama 2 7B grouped-query attention of 8 key/value heads.  Llama 3's
  * vocabulary is its tokenizer's 128,000 tokens and 256 special ones. */
-#define LLAMA "mlp", "swiglu", "norm", "rmsnorm", "head", "untied", "position", "rotary", \
+#define LLAMA "activation", "swiglu", "norm", "rmsnorm", "head", "untied", "position", "rotary", \
               "bias", "false"
 static const char *const gpt3_175b[] = {
   "blocks", "96", "width", "12288", "heads", "96", "kv_heads", "96", "ffn", "49152",
-  "sequence", "2048", "vocabulary", "50257", "mlp", "gelu", "norm", "layernorm", "head", "tied",
+  "sequence", "2048", "vocabulary", "50257", "activation", "gelu", "norm", "layernorm", "head", "tied",
   "position", "learned", "bias", "true", NULL };
 static const char *const llama2_7b[] = {
   "blocks", "32", "width", "4096", "heads", "32", "kv_heads", "32", "ffn", "11008",
@@ -163,7 +163,7 @@ shape_of (const BaseValues *v)
     .s = base_values_int (v, "model.sequence"),
     .vocab = base_values_int (v, "model.vocabulary"),
     .npos = base_values_int (v, "model.positions"),
-    .swiglu = base_values_int (v, "model.mlp") == MLP_SWIGLU,
+    .swiglu = base_values_int (v, "model.activation") == MLP_SWIGLU,
     .rms = base_values_int (v, "model.norm") == NORM_RMSNORM,
     .untied = base_values_int (v, "model.head") == HEAD_UNTIED,
     .flash = base_values_int (v, "model.attention") == ATTENTION_FLASH,
@@ -336,7 +336,7 @@ transformer_new (const KernModelArgs *a, struct KernBackend *be G_GNUC_UNUSED, G
 const KernModelKind kern_model_transformer = {
   .name = "transformer",
   .description = "a GPT-style decoder from its shape ([model] blocks, width, heads, sequence, "
-                 "vocabulary, ffn, kv_heads, mlp, norm, head, attention, or shape), no math "
+                 "vocabulary, ffn, kv_heads, activation, norm, head, attention, or shape), no math "
                  "(docs/workloads.md)",
   .math = FALSE,
   .depth_key = "blocks",

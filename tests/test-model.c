@@ -834,7 +834,7 @@ test_transformer (void)
     { "kv_heads", "5", "[model] kv_heads" },            /* 5 does not divide 12 heads */
     { "kv_heads", "24", "[model] kv_heads" },           /* more than the heads */
     { "ffn", "-1", "[model] ffn" },
-    { "mlp", "relu", "[model] mlp" },
+    { "activation", "relu", "[model] activation" },
     { "attention", "sparse", "[model] attention" },
     { "shape", "gpt-5", "[model] shape: no shape 'gpt-5'" },
   };
@@ -926,7 +926,7 @@ test_transformer_shapes (void)
     }
   /* a key the file gives must agree with the shape: the same value is
    * taken, another refused naming the key and the shape */
-  KernModel *same = shaped ("llama3-8b", "width = 4096\nmlp = swiglu\n");
+  KernModel *same = shaped ("llama3-8b", "width = 4096\nactivation = swiglu\n");
   g_assert_cmpuint (same->ops->n_params (same), ==, 8030261248u);
   kern_model_free (same);
   g_autofree char *t1 = g_strdup_printf ("%sshape = llama3-8b\nwidth = 4000\n", transformer_open);
@@ -957,7 +957,7 @@ test_transformer_options (void)
     { "ffn = 2048\n", B * (2048 - 4 * d) * (2 * d + 1), B * 2 * 2 * s * d * (2048 - 4 * d) },
     { "kv_heads = 4\n", -B * 2 * (12 - 4) * (d / 12) * (d + 1),
       -B * 2 * s * d * 2 * (12 - 4) * (d / 12) },
-    { "mlp = swiglu\n", B * (4 * d) * (d + 1), B * 2 * s * d * 4 * d },
+    { "activation = swiglu\n", B * (4 * d) * (d + 1), B * 2 * s * d * 4 * d },
     { "norm = rmsnorm\n", -(2 * B + 1) * d, 0 },
     { "head = untied\n", V * d, 0 },
     { "position = rotary\n", -s * d, 0 },
