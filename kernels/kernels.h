@@ -131,8 +131,10 @@ typedef struct {
   int n_weights;
   KernWeight weight[KERN_MAX_WEIGHTS];
   /* An attention layer's heads, which tensor parallelism shares out (0:
-   * not an attention layer, or not known). */
+   * not an attention layer, or not known), and its key/value heads
+   * (grouped-query attention: fewer; 0: as many as heads), shared out too. */
   int heads;
+  int kv_heads;
   /* A layer over the vocabulary (a token embedding's rows, an LM head's
    * outputs, their loss), which tensor parallelism cuts by vocabulary. */
   gboolean vocabulary;

@@ -328,7 +328,10 @@ transformer_new (const KernModelArgs *a, struct KernBackend *be G_GNUC_UNUSED, G
       set_weight (first + LINE_FC, 0, D, fc_cols (&sh), sh.bias);
       set_weight (first + LINE_FC_PROJ, 0, sh.ffn, D, sh.bias);
       for (int i = LINE_QKV + 1; i < LINE_PROJ; i++)
-        first[i].heads = (int) sh.heads;
+        {
+          first[i].heads = (int) sh.heads;
+          first[i].kv_heads = (int) sh.kv;
+        }
     }
   return m;
 }

@@ -94,6 +94,13 @@ pol_tensor_split (const KernLayer *layers, int n_layers, int T, PolTpSplit *spli
                                   "%d does not divide the %d attention heads of layer %s, "
                                   "which it would share out; choose a tensor size dividing %d",
                                   T, layers[i].heads, layers[i].name, layers[i].heads);
+          /* each rank keeps whole key/value heads (grouped-query attention) */
+          if (layers[i].kv_heads > 0 && layers[i].kv_heads % T != 0)
+            return pol_key_error (error, "policy", "tensor",
+                                  "%d does not divide the %d key/value heads of layer %s "
+                                  "([model] kv_heads), which it would share out; choose a "
+                                  "tensor size dividing %d", T, layers[i].kv_heads,
+                                  layers[i].name, layers[i].kv_heads);
           split[i] = POL_TP_INSIDE;
         }
       split[l] = POL_TP_ROW;

@@ -786,6 +786,7 @@ test_transformer (void)
       KernLayer a = t->layers[l], b = w->layers[l];
       a.n_weights = b.n_weights = 0;
       a.heads = b.heads = 0;
+      a.kv_heads = b.kv_heads = 0;
       a.vocabulary = b.vocabulary = FALSE;
       memset (a.weight, 0, sizeof a.weight);
       memset (b.weight, 0, sizeof b.weight);
@@ -1007,7 +1008,8 @@ test_transformer_flash (void)
   kern_model_free (flash);
 }
 
-/* Llama 3 8B cut 8 ways: every block's query/key/value and gate + up
+/* Llama 3 8B cut 8 ways (16 ways would split its 8 key/value heads, and
+ * is refused): every block's query/key/value and gate + up
  * projections go by columns, the output and down projections by rows, the
  * attention between them inside (32 heads, 4 per rank); the token table
  * by vocabulary, the untied head by columns.  A rank holds 1/8 of every
@@ -1037,6 +1039,10 @@ test_transformer_tensor (void)
   gsize n = m->ops->n_params (m);
   g_assert_cmpfloat ((double) pol_tensor_rank_params (m->layers, m->n_layers, n, split, T), ==,
                      rank);
+  /* 16 ranks would share its 8 key/value heads: refused, naming them */
+  g_autoptr (GError) kv = NULL;
+  g_assert_false (pol_tensor_split (m->layers, m->n_layers, 16, split, &kv));
+  g_assert_nonnull (strstr (kv->message, "16 does not divide the 8 key/value heads"));
   g_free (split);
   kern_model_free (m);
 }
