@@ -410,11 +410,8 @@ start_data (ArPolicy *ar, const CommAlgorithm *alg, CommKind kind, gsize n, Comm
                                on_part_done, ar, NULL);
           continue;
         }
-      CommArgs a = pol_comm_args (&ar->env, ar->dp, ar->dp_hosts[t], NULL, part, 0);
-      a.channels = 1;
-      g_autoptr (GError) error = NULL;
-      if (!comm_start (alg, &a, kind, on_part_done, ar, NULL, &error))
-        g_error ("%s with %s: %s", comm_kind_name (kind), alg->name, error->message); /* checked */
+      pol_collective_start (&ar->env, alg, kind, ar->dp, ar->dp_hosts[t], part, 0, 0,
+                            on_part_done, ar, NULL);
     }
 }
 
@@ -425,8 +422,7 @@ static const CommAlgorithm *
 sharded_algorithm (const PolEnv *env, const CommAlgorithm *alg, int p, const int *hosts,
                    CommKind kind, gsize n)
 {
-  CommArgs a = pol_comm_args (env, p, hosts, NULL, n, 0);
-  a.channels = 1;
+  CommArgs a = pol_collective_args (env, p, hosts, n, 0, 0);
   return comm_does (alg, kind) ? comm_resolve (alg, &a, kind) : NULL;
 }
 

@@ -206,6 +206,28 @@ pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
   return a;
 }
 
+CommArgs
+pol_collective_args (const PolEnv *env, int p, const int *hosts, gsize n, double elem_bytes,
+                     int tag)
+{
+  CommArgs a = pol_comm_args (env, p, hosts, NULL, n, tag);
+  if (elem_bytes > 0)
+    a.elem_bytes = elem_bytes;
+  a.channels = 1;
+  return a;
+}
+
+void
+pol_collective_start (const PolEnv *env, const CommAlgorithm *alg, CommKind kind, int p,
+                      const int *hosts, gsize n, double elem_bytes, int tag, CommDone done,
+                      gpointer ctx, gpointer data)
+{
+  CommArgs a = pol_collective_args (env, p, hosts, n, elem_bytes, tag);
+  g_autoptr (GError) error = NULL;
+  if (!comm_start (alg, &a, kind, done, ctx, data, &error))
+    g_error ("%s with %s: %s", comm_kind_name (kind), alg->name, error->message);
+}
+
 void
 pol_allreduce_start (const PolEnv *env, const CommAlgorithm *alg, int p,
                      const int *hosts, float *const *bufs, gsize n, int tag,

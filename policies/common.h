@@ -110,6 +110,19 @@ void pol_allreduce_start (const PolEnv *env, const CommAlgorithm *alg,
 CommArgs pol_comm_args (const PolEnv *env, int p, const int *hosts,
                            float *const *bufs, gsize n, int tag);
 
+/* pol_comm_args() for a timing-only collective on one channel (the
+ * reduce-scatters, all-gathers and tensor collectives, which [policy]
+ * channels does not cut), its values elem_bytes each (0: env's gradient
+ * values). */
+CommArgs pol_collective_args (const PolEnv *env, int p, const int *hosts, gsize n,
+                              double elem_bytes, int tag);
+/* Starts a collective of `kind` with those arguments and `alg`, which was
+ * resolved to run that kind (a failure to start is a bug and aborts);
+ * `done` as in comm_start(). */
+void pol_collective_start (const PolEnv *env, const CommAlgorithm *alg, CommKind kind, int p,
+                           const int *hosts, gsize n, double elem_bytes, int tag,
+                           CommDone done, gpointer ctx, gpointer data);
+
 /* The algorithm pol_allreduce_start() runs for alg (what `auto` picks for
  * these ranks and n floats, else alg). */
 const CommAlgorithm *pol_allreduce_resolve (const PolEnv *env,

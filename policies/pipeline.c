@@ -569,13 +569,8 @@ zero_collectives (PlPolicy *pl, const PlWorker *wk, CommKind kind, CommDone done
   for (int t = 0; t < pl->T; t++)
     {
       TrainGroup gt = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index + t);
-      CommArgs a = pol_comm_args (&pl->env, gt.n, gt.hosts, NULL, wk->rank_params,
-                                  TAG_ALLREDUCE);
-      a.channels = 1;
-      g_autoptr (GError) error = NULL;
-      if (!comm_start (pl->alg, &a, kind, done, pl, GINT_TO_POINTER (s), &error))
-        g_error ("%s with %s: %s", comm_kind_name (kind), pl->alg->name,
-                 error->message); /* checked: the algorithm runs it */
+      pol_collective_start (&pl->env, pl->alg, kind, gt.n, gt.hosts, wk->rank_params, 0,
+                            TAG_ALLREDUCE, done, pl, GINT_TO_POINTER (s));
     }
 }
 

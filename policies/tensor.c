@@ -281,9 +281,8 @@ static void
 add_collective (PolTensorStep *ts, CommKind kind, double floats, const CommAlgorithm *alg)
 {
   Op op = { .kind = OP_COLLECTIVE, .coll = kind, .floats = (gsize) MAX (1.0, floats) };
-  CommArgs a = pol_comm_args (ts->env, ts->T, ts->hosts[0], NULL, op.floats, ts->tag);
-  a.elem_bytes = ts->elem_bytes;
-  a.channels = 1;
+  CommArgs a = pol_collective_args (ts->env, ts->T, ts->hosts[0], op.floats, ts->elem_bytes,
+                                    ts->tag);
   op.alg = comm_does (alg, kind) ? comm_resolve (alg, &a, kind) : NULL;
   if (!op.alg) /* checked before: the ring does every kind */
     op.alg = &comm_ring;
@@ -472,13 +471,8 @@ run_op (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       ts->pending = ts->groups;
       for (int g = 0; g < ts->groups; g++)
         {
-          CommArgs a = pol_comm_args (ts->env, ts->T, ts->hosts[g], NULL, op->floats, ts->tag);
-          a.elem_bytes = ts->elem_bytes;
-          a.channels = 1;
-          g_autoptr (GError) error = NULL;
-          if (!comm_start (op->alg, &a, op->coll, on_collective_done, ts, NULL, &error))
-            g_error ("%s with %s: %s", comm_kind_name (op->coll), op->alg->name,
-                     error->message); /* resolved to run it */
+          pol_collective_start (ts->env, op->alg, op->coll, ts->T, ts->hosts[g], op->floats,
+                                ts->elem_bytes, ts->tag, on_collective_done, ts, NULL);
         }
       return;
     }
