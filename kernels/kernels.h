@@ -358,7 +358,12 @@ typedef enum {
  * unique and at most 31 bytes; PARAMS a non-negative integer; FWD_FLOPS
  * and ACTIVATIONS non-negative finite numbers.  `name` labels error
  * messages.  Returns NULL and sets `error` (KERN_TIMING_ERROR) on a bad
- * table.  The model has d = k = 0, no loss_grad and no evaluate. */
+ * table.  The model has d = k = 0, no loss_grad and no evaluate.
+ * Lines between "# repeat N" and "# end" (not nested) stand for N copies
+ * of themselves, the k-th copy's names suffixed ".k" (k from 0), so a
+ * transformer's block is written once; a table has at most
+ * KERN_TIMING_MAX_LAYERS layers after its repeats. */
+#define KERN_TIMING_MAX_LAYERS 65536
 KernModel *kern_timing_parse (const char *name, const char *text, GError **error);
 /* A single-layer timing model of `params` parameters and `flops` per sample
  * (forward + backward, split 1:2). */

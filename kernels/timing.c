@@ -293,7 +293,19 @@ typedef struct {
   double input;         /* floats per sample the first layer reads */
   int input_line;       /* line of "# input N", 0 = none yet */
   gsize total;          /* parameters so far */
+  int repeat_line;      /* line of an open "# repeat N", 0 = none */
+  guint64 repeat;       /* its N */
+  guint repeat_first;   /* the first row of its block */
 } TimingTable;
+
+/* If `text` (a line after its '#') is "repeat N" or "end", opens or closes
+ * a repeated block of t and returns TRUE (with `error` set when the
+ * directive is malformed, misplaced or makes the table too long); other
+ * comments return FALSE.  Closing a block appends its rows N - 1 more
+ * times, each copy's names suffixed ".k" (k = 1 .. N - 1; the first
+ * copy's rows are renamed ".0"), so names stay unique. */
+static gboolean timing_parse_repeat (TimingTable *t, int lineno, const char *text,
+                                     GError **error);
 
 /* Reads a comment line, `text` being what follows its '#': a "# input N"
  * directive sets t->input, once per table; any other comment is skipped. */
@@ -303,6 +315,13 @@ timing_parse_comment (TimingTable *t, int lineno, const char *text,
 {
   GError *err = NULL;
   double v = 0.0;
+  if (timing_parse_repeat (t, lineno, text, &err))
+    {
+      if (err == NULL)
+        return TRUE;
+      g_propagate_error (error, err);
+      return FALSE;
+    }
   if (!timing_parse_directive (t->table, lineno, text, &v, &err))
     return TRUE;
   if (err != NULL)
@@ -371,6 +390,137 @@ timing_add_row (TimingTable *t, int lineno, const char *const *f,
   t->total += (gsize) row.params;
   g_array_append_val (t->rows, row);
   g_hash_table_insert (t->seen, g_strdup (f[0]), GINT_TO_POINTER (lineno));
+  return TRUE;
+}
+
+/* Renames row `r` NAME.k, refusing a name that grows past the field. */
+static gboolean
+timing_suffix_name (const TimingTable *t, int lineno, TimingRow *r, guint64 k,
+                    GError **error)
+{
+  g_autofree char *name = g_strdup_printf ("%s.%" G_GUINT64_FORMAT, r->name, k);
+  if (strlen (name) >= sizeof r->name)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: repeated layer name \"%s\" is longer than %d bytes; "
+                   "shorten \"%s\"", t->table, lineno, name, (int) sizeof r->name - 1,
+                   r->name);
+      return FALSE;
+    }
+  g_strlcpy (r->name, name, sizeof r->name);
+  return TRUE;
+}
+
+/* Closes the open block at line `lineno`: see timing_parse_repeat. */
+static gboolean
+timing_close_repeat (TimingTable *t, int lineno, GError **error)
+{
+  guint first = t->repeat_first, n = t->rows->len - first;
+  guint64 N = t->repeat;
+  t->repeat_line = 0;
+  if (n == 0)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: \"# end\" closes a repeated block with no layers",
+                   t->table, lineno);
+      return FALSE;
+    }
+  if ((guint64) first + (guint64) n * N > KERN_TIMING_MAX_LAYERS)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: the repeated block makes %" G_GUINT64_FORMAT
+                   " layers, more than the %d a table may have; lower its repeat count",
+                   t->table, lineno, (guint64) first + (guint64) n * N,
+                   KERN_TIMING_MAX_LAYERS);
+      return FALSE;
+    }
+  /* the block's parameters N - 1 more times: each copy's total is at most
+   * t->total, so N copies overflow only if N x block does */
+  gsize block = 0;
+  for (guint i = first; i < first + n; i++)
+    block += (gsize) g_array_index (t->rows, TimingRow, i).params;
+  if (block > 0 && (N - 1) > (G_MAXSIZE - t->total) / block)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: the parameter total overflows", t->table, lineno);
+      return FALSE;
+    }
+  for (guint i = first; i < first + n; i++)
+    g_hash_table_remove (t->seen, g_array_index (t->rows, TimingRow, i).name);
+  for (guint64 k = 1; k < N; k++)
+    for (guint i = 0; i < n; i++)
+      {
+        TimingRow r = g_array_index (t->rows, TimingRow, first + i);
+        if (!timing_suffix_name (t, lineno, &r, k, error))
+          return FALSE;
+        g_array_append_val (t->rows, r);
+      }
+  for (guint i = 0; i < n; i++)
+    if (!timing_suffix_name (t, lineno, &g_array_index (t->rows, TimingRow, first + i), 0,
+                             error))
+      return FALSE;
+  t->total += (gsize) (N - 1) * block;
+  /* a suffixed name may meet a layer named so outside the block */
+  for (guint i = first; i < t->rows->len; i++)
+    {
+      const char *name = g_array_index (t->rows, TimingRow, i).name;
+      gpointer at = g_hash_table_lookup (t->seen, name);
+      if (at != NULL)
+        {
+          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                       "%s line %d: repeated layer name \"%s\" is also the layer on "
+                       "line %d; rename one", t->table, lineno, name, GPOINTER_TO_INT (at));
+          return FALSE;
+        }
+      g_hash_table_insert (t->seen, g_strdup (name), GINT_TO_POINTER (lineno));
+    }
+  return TRUE;
+}
+
+static gboolean
+timing_parse_repeat (TimingTable *t, int lineno, const char *text, GError **error)
+{
+  g_auto (GStrv) words = g_strsplit_set (text, " \t", -1);
+  const char *w[3] = { NULL, NULL, NULL };
+  int n = timing_words (words, w, 3);
+  if (n == 0 || (strcmp (w[0], "repeat") != 0 && strcmp (w[0], "end") != 0))
+    return FALSE;
+  if (strcmp (w[0], "end") == 0)
+    {
+      if (n != 1 || t->repeat_line == 0)
+        g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                     n != 1 ? "%s line %d: expected \"# end\" alone on its line"
+                            : "%s line %d: \"# end\" without a \"# repeat N\" before it",
+                     t->table, lineno);
+      else
+        timing_close_repeat (t, lineno, error);
+      return TRUE;
+    }
+  guint64 N = 0;
+  if (t->repeat_line != 0)
+    g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                 "%s line %d: \"# repeat\" inside the block opened on line %d; blocks "
+                 "do not nest: close it with \"# end\" first", t->table, lineno,
+                 t->repeat_line);
+  else if (n != 2)
+    g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                 "%s line %d: expected \"# repeat N\" (how many times the layers up to "
+                 "\"# end\" repeat), found %d values after \"repeat\"", t->table, lineno,
+                 n - 1);
+  else if (timing_check_printable (t->table, lineno, w[1], error)
+           && timing_parse_count (t->table, lineno, "repeat", w[1], &N, error))
+    {
+      if (N < 1 || N > KERN_TIMING_MAX_LAYERS)
+        g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                     "%s line %d: repeat count %" G_GUINT64_FORMAT " is outside 1 .. %d",
+                     t->table, lineno, N, KERN_TIMING_MAX_LAYERS);
+      else
+        {
+          t->repeat_line = lineno;
+          t->repeat = N;
+          t->repeat_first = t->rows->len;
+        }
+    }
   return TRUE;
 }
 
@@ -468,6 +618,20 @@ kern_timing_parse (const char *name, const char *text, GError **error)
                     : timing_parse_layer (&t, lineno, line, error);
       if (!ok)
         return NULL;
+      if (t.rows->len > KERN_TIMING_MAX_LAYERS)
+        {
+          g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                       "%s line %d: more than the %d layers a table may have",
+                       t.table, lineno, KERN_TIMING_MAX_LAYERS);
+          return NULL;
+        }
+    }
+  if (t.repeat_line != 0)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: \"# repeat\" has no \"# end\" closing its block",
+                   t.table, t.repeat_line);
+      return NULL;
     }
   return timing_table_model (&t, error);
 }

@@ -318,6 +318,45 @@ test_parse_input_last (void)
   kern_model_free (m);
 }
 
+/* "# repeat N" ... "# end" is the table with the block written N times,
+ * its k-th copy's names suffixed ".k": layer for layer the same costs,
+ * offsets and kinds, the first layer after the block reading the last
+ * copy's output. */
+static void
+test_parse_repeat (void)
+{
+  const int N = 3;
+  g_autoptr (GError) error = NULL;
+  KernModel *r = kern_timing_parse ("t", "# input 5\nembed 10 0 7 embedding\n# repeat 3\n"
+                                    "fc 4 8 7\nact 0 0 7 elementwise\n# end\nhead 6 12 2\n",
+                                    &error);
+  g_assert_no_error (error);
+  GString *flat = g_string_new ("# input 5\nembed 10 0 7 embedding\n");
+  for (int k = 0; k < N; k++)
+    g_string_append_printf (flat, "fc.%d 4 8 7\nact.%d 0 0 7 elementwise\n", k, k);
+  g_string_append (flat, "head 6 12 2\n");
+  KernModel *f = kern_timing_parse ("t", flat->str, &error);
+  g_string_free (flat, TRUE);
+  g_assert_no_error (error);
+  g_assert_cmpint (r->n_layers, ==, 1 + 2 * N + 1);
+  g_assert_cmpint (r->n_layers, ==, f->n_layers);
+  g_assert_cmpuint (r->ops->n_params (r), ==, 10 + 4 * N + 6);
+  for (int l = 0; l < r->n_layers; l++)
+    {
+      const KernLayer *a = &r->layers[l], *b = &f->layers[l];
+      g_assert_cmpstr (a->name, ==, b->name);
+      g_assert_cmpuint (a->param_offset, ==, b->param_offset);
+      g_assert_cmpuint (a->params, ==, b->params);
+      g_assert_cmpint (a->kind, ==, b->kind);
+      g_assert_cmpfloat (a->fwd_flops, ==, b->fwd_flops);
+      g_assert_cmpfloat (a->fwd_bytes, ==, b->fwd_bytes);
+      g_assert_cmpfloat (a->bwd_bytes_fixed, ==, b->bwd_bytes_fixed);
+      g_assert_cmpfloat (a->activations, ==, b->activations);
+    }
+  kern_model_free (r);
+  kern_model_free (f);
+}
+
 /* --- parse errors ---------------------------------------------------------- */
 
 typedef struct {
@@ -364,6 +403,28 @@ static const BadTable bad_tables[] = {
     "t: no layers" },
   { "no-input", "b 1 2 3\n# inputs are images\n", KERN_TIMING_ERROR_EMPTY,
     "t: no \"# input N\" line" },
+  { "repeat-unclosed", "# input 1\n# repeat 2\nb 1 2 3\n", KERN_TIMING_ERROR_PARSE,
+    "t line 2: \"# repeat\" has no \"# end\" closing its block" },
+  { "repeat-nested", "# input 1\n# repeat 2\nb 1 2 3\n# repeat 2\n", KERN_TIMING_ERROR_PARSE,
+    "t line 4: \"# repeat\" inside the block opened on line 2" },
+  { "repeat-zero", "# input 1\n# repeat 0\nb 1 2 3\n# end\n", KERN_TIMING_ERROR_PARSE,
+    "t line 2: repeat count 0 is outside 1 .. 65536" },
+  { "repeat-count", "# input 1\n# repeat two\n", KERN_TIMING_ERROR_PARSE,
+    "t line 2: repeat: expected an integer" },
+  { "repeat-empty", "# input 1\n# repeat 2\n# end\nb 1 2 3\n", KERN_TIMING_ERROR_PARSE,
+    "t line 3: \"# end\" closes a repeated block with no layers" },
+  { "end-alone", "# input 1\nb 1 2 3\n# end\n", KERN_TIMING_ERROR_PARSE,
+    "t line 3: \"# end\" without a \"# repeat N\" before it" },
+  { "repeat-too-many", "# input 1\n# repeat 40000\nb 1 2 3\nc 1 2 3\n# end\n",
+    KERN_TIMING_ERROR_PARSE, "t line 5: the repeated block makes 80000 layers, more than "
+    "the 65536" },
+  { "repeat-name-clash", "# input 1\nb.1 1 2 3\n# repeat 2\nb 1 2 3\n# end\n",
+    KERN_TIMING_ERROR_PARSE, "t line 5: repeated layer name \"b.1\" is also the layer on "
+    "line 2" },
+  { "repeat-long-name", "# input 1\n# repeat 20\nabcdefghijklmnopqrstuvwxyz0123 1 2 3\n"
+    "# end\n", KERN_TIMING_ERROR_PARSE, "t line 4: repeated layer name" },
+  { "repeat-overflow", "# input 1\n# repeat 65536\nb 18446744073709551 2 3\n# end\n",
+    KERN_TIMING_ERROR_PARSE, "t line 4: the parameter total overflows" },
 };
 
 static void
@@ -462,6 +523,7 @@ main (int argc, char **argv)
   g_test_add_func ("/workloads/parse/costs", test_parse_costs);
   g_test_add_func ("/workloads/parse/kinds", test_parse_kinds);
   g_test_add_func ("/workloads/parse/input-last", test_parse_input_last);
+  g_test_add_func ("/workloads/parse/repeat", test_parse_repeat);
   for (gsize i = 0; i < G_N_ELEMENTS (bad_tables); i++)
     {
       g_autofree char *p = g_strdup_printf ("/workloads/parse/error/%s", bad_tables[i].path);
