@@ -330,7 +330,7 @@ check_layout (const SimConfig *c, KernModel *m)
       double a2a = 0;
       for (int l = 0; l < m->n_layers; l++)
         if (pol_experts_first (m->layers, l))
-          a2a += 4 * pol_experts_alltoall_floats (&m->layers[l], &ex) * (double) c->batch;
+          a2a += 4 * pol_experts_alltoall_floats (m->layers, l, &ex) * (double) c->batch;
       g_string_append_printf (line, " (%" G_GINT64_FORMAT " x %d expert ranks: %d of the %d "
                               "experts of a layer on each; a step's all-to-alls %.4g MB per "
                               "rank; %.3g%% of the tokens' expert choices dropped, the busiest "

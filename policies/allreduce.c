@@ -1157,7 +1157,7 @@ ar_start (PolPolicy *p)
       double a2a = 0;
       for (int l = 0; l < ar->env.n_layers; l++)
         if (pol_experts_first (ar->env.layers, l))
-          a2a += 4 * pol_experts_alltoall_floats (&ar->env.layers[l], &ar->ex)
+          a2a += 4 * pol_experts_alltoall_floats (ar->env.layers, l, &ar->ex)
                  * (double) ar->env.batch;
       a2a *= ar->env.value_bytes > 0 ? ar->env.value_bytes : 4.0;
       ar->env.rec.param (ar->env.rec.ctx, "policy.alltoall_bytes",
@@ -1354,7 +1354,7 @@ ar_work (const PolModelInfo *mi, PolWork *out)
   for (int l = 0; ex.ep > 1 && l < mi->model->n_layers; l++)
     if (pol_experts_first (mi->model->layers, l))
       {
-        gsize n = (gsize) MAX (1.0, pol_experts_alltoall_floats (&mi->model->layers[l], &ex)
+        gsize n = (gsize) MAX (1.0, pol_experts_alltoall_floats (mi->model->layers, l, &ex)
                                     * (double) mi->batch);
         tensor += 4 * (W / ex.ep) * comm_messages ("naive", COMM_ALLTOALL, ex.ep, n, 1);
         stretches += 4;

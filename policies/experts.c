@@ -120,12 +120,16 @@ pol_experts_of (const BaseValues *v, const KernLayer *layers, int n_layers, PolE
 }
 
 double
-pol_experts_alltoall_floats (const KernLayer *ly, const PolExperts *ex)
+pol_experts_alltoall_floats (const KernLayer *layers, int l, const PolExperts *ex)
 {
-  if (ly->experts <= 1 || ex->ep <= 1)
+  if (layers[l].experts <= 1 || ex->ep <= 1)
     return 0;
-  /* tokens x top_k rows of the expert's input width, every block at the
-   * busiest rank's */
+  /* tokens x top_k rows of the experts' input width (the first expert
+   * layer's weight rows: the model's width), every block at the busiest
+   * rank's */
+  while (l > 0 && layers[l - 1].experts > 1)
+    l--;
+  const KernLayer *ly = &layers[l];
   return ly->tokens * ly->top_k * ly->weight[0].rows * ex->load;
 }
 

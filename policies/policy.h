@@ -341,11 +341,11 @@ double pol_experts_share (const BaseValues *v, int E, int i);
  * [r E/EP, (r+1) E/EP) and its load is EP x the sum of what they compute. */
 void pol_experts_of (const BaseValues *v, const KernLayer *layers, int n_layers,
                      PolExperts *ex);
-/* Values per sample one rank sends in one all-to-all around expert layer
- * ly (a dispatch or a combine, forward or backward): tokens x top_k x
- * width x load (every block at the busiest rank's size); 0 when ly is not
- * an expert layer or ex->ep <= 1. */
-double pol_experts_alltoall_floats (const KernLayer *ly, const PolExperts *ex);
+/* Values per sample one rank sends in one all-to-all around the run of
+ * expert layers holding layer l (a dispatch or a combine, forward or
+ * backward): tokens x top_k x width x load (every block at the busiest
+ * rank's size); 0 when l is not an expert layer or ex->ep <= 1. */
+double pol_experts_alltoall_floats (const KernLayer *layers, int l, const PolExperts *ex);
 /* Whether layer l is the first (last) of a run of expert layers: the
  * dispatch comes before the first, the combine after the last. */
 gboolean pol_experts_first (const KernLayer *layers, int l);

@@ -338,7 +338,7 @@ add_pass (PolTensorStep *ts, const PolTpSplit *split, gboolean sequence, int fir
       gboolean expert = ts->ex.ep > 1 && layers[l].experts > 1;
       if (expert && (forward ? pol_experts_first (layers, l)
                              : pol_experts_last (layers, ts->env->n_layers, l)))
-        add_alltoall (ts, pol_experts_alltoall_floats (&layers[l], &ts->ex) * n, alg);
+        add_alltoall (ts, pol_experts_alltoall_floats (layers, l, &ts->ex) * n, alg);
       int k = layer_collectives (layers, split, sequence, ts->env->recomputed, l, forward,
                                  TRUE, c);
       for (int j = 0; j < k; j++)
@@ -358,7 +358,7 @@ add_pass (PolTensorStep *ts, const PolTpSplit *split, gboolean sequence, int fir
       /* the combine (forward) or the dispatch's gradient (backward) */
       if (expert && (forward ? pol_experts_last (layers, ts->env->n_layers, l)
                              : pol_experts_first (layers, l)))
-        add_alltoall (ts, pol_experts_alltoall_floats (&layers[l], &ts->ex) * n, alg);
+        add_alltoall (ts, pol_experts_alltoall_floats (layers, l, &ts->ex) * n, alg);
       ts->compute += seconds[l] * share;
       ts->whole += seconds[l];
     }
