@@ -1039,6 +1039,44 @@ buckets_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg)
     }
 }
 
+/* The mesh of the workers (data, expert and tensor axes), the hosts of
+ * each tensor rank's data group, and with EP > 1 those of the ranks
+ * holding each expert slot. */
+static void
+mesh_new (ArPolicy *ar, const PolEnv *env)
+{
+  pol_experts_of (env->values, env->layers, env->n_layers, &ar->ex);
+  int EP = ar->ex.ep > 1 ? ar->ex.ep : 1;
+  ar->ex.ep = EP;
+  int size[TRAIN_N_AXES] = { 0 };
+  for (int a = 0; a < TRAIN_N_AXES; a++)
+    size[a] = 1;
+  size[TRAIN_AXIS_DATA] = ar->dp / EP;
+  size[TRAIN_AXIS_EXPERT] = EP;
+  size[TRAIN_AXIS_TENSOR] = ar->T;
+  ar->mesh = train_mesh_new (size, 0);
+  ar->hosts = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, 0).hosts;
+  ar->dp_hosts = g_new (const int *, ar->T);
+  if (EP == 1)
+    {
+      for (int t = 0; t < ar->T; t++)
+        ar->dp_hosts[t] = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, t).hosts;
+      return;
+    }
+  /* the data-parallel ranks of tensor rank t: every rank i T + t */
+  ar->dp_own = g_new (int *, ar->T);
+  for (int t = 0; t < ar->T; t++)
+    {
+      ar->dp_own[t] = g_new (int, ar->dp);
+      for (int i = 0; i < ar->dp; i++)
+        ar->dp_own[t][i] = train_mesh_host (ar->mesh, i * ar->T + t);
+      ar->dp_hosts[t] = ar->dp_own[t];
+    }
+  ar->ex_hosts = g_new (const int *, EP);
+  for (int e = 0; e < EP; e++)
+    ar->ex_hosts[e] = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, e * ar->T).hosts;
+}
+
 static PolPolicy *
 ar_create (const PolEnv *env, GError **error)
 {
@@ -1053,36 +1091,7 @@ ar_create (const PolEnv *env, GError **error)
   ar->T = (int) base_values_int (env->values, "policy.tensor");
   ar->dp = W / ar->T;
   pol_run_init_ranks (&ar->run, &ar->env, ar->dp);
-  pol_experts_of (env->values, env->layers, env->n_layers, &ar->ex);
-  int EP = ar->ex.ep > 1 ? ar->ex.ep : 1;
-  ar->ex.ep = EP;
-  int size[TRAIN_N_AXES] = { 0 };
-  for (int a = 0; a < TRAIN_N_AXES; a++)
-    size[a] = 1;
-  size[TRAIN_AXIS_DATA] = ar->dp / EP;
-  size[TRAIN_AXIS_EXPERT] = EP;
-  size[TRAIN_AXIS_TENSOR] = ar->T;
-  ar->mesh = train_mesh_new (size, 0);
-  ar->hosts = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, 0).hosts;
-  ar->dp_hosts = g_new (const int *, ar->T);
-  if (EP > 1)
-    {
-      /* the data-parallel ranks of tensor rank t: every rank i T + t */
-      ar->dp_own = g_new (int *, ar->T);
-      for (int t = 0; t < ar->T; t++)
-        {
-          ar->dp_own[t] = g_new (int, ar->dp);
-          for (int i = 0; i < ar->dp; i++)
-            ar->dp_own[t][i] = train_mesh_host (ar->mesh, i * ar->T + t);
-          ar->dp_hosts[t] = ar->dp_own[t];
-        }
-      ar->ex_hosts = g_new (const int *, EP);
-      for (int e = 0; e < EP; e++)
-        ar->ex_hosts[e] = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, e * ar->T).hosts;
-    }
-  else
-    for (int t = 0; t < ar->T; t++)
-      ar->dp_hosts[t] = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, t).hosts;
+  mesh_new (ar, env);
   ar->step_time = g_new0 (double, W);
   /* the parameters only where the math runs: a timing-only model may be of
    * any size; a tensor group computes one data rank's gradient */
@@ -1356,7 +1365,8 @@ ar_work (const PolModelInfo *mi, PolWork *out)
       {
         gsize n = (gsize) MAX (1.0, pol_experts_alltoall_floats (mi->model->layers, l, &ex)
                                     * (double) mi->batch);
-        tensor += 4 * (W / ex.ep) * comm_messages ("naive", COMM_ALLTOALL, ex.ep, n, 1);
+        tensor += 4 * (W / ex.ep) * comm_messages (pol_experts_alltoall_algorithm (comm_lookup (alg))->name,
+                                                      COMM_ALLTOALL, ex.ep, n, 1);
         stretches += 4;
       }
   if (zero)

@@ -133,6 +133,22 @@ pol_experts_alltoall_floats (const KernLayer *layers, int l, const PolExperts *e
   return ly->tokens * ly->top_k * ly->weight[0].rows * ex->load;
 }
 
+const CommAlgorithm *
+pol_experts_alltoall_algorithm (const CommAlgorithm *alg)
+{
+  if (alg && !alg->choose && comm_does (alg, COMM_ALLTOALL))
+    return alg;
+  const void *const *entries = comm_entries ();
+  for (int i = 0; entries[i]; i++)
+    {
+      const CommAlgorithm *a = entries[i];
+      if (!a->choose && comm_does (a, COMM_ALLTOALL))
+        return a;
+    }
+  g_assert_not_reached (); /* the registry holds one that does every kind */
+  return NULL;
+}
+
 gboolean
 pol_experts_first (const KernLayer *layers, int l)
 {

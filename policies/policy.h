@@ -346,6 +346,9 @@ void pol_experts_of (const BaseValues *v, const KernLayer *layers, int n_layers,
  * backward): tokens x top_k x width x load (every block at the busiest
  * rank's size); 0 when l is not an expert layer or ex->ep <= 1. */
 double pol_experts_alltoall_floats (const KernLayer *layers, int l, const PolExperts *ex);
+/* What runs the all-to-alls: alg where it does all-to-all (not auto),
+ * else the first registered algorithm that does. */
+const CommAlgorithm *pol_experts_alltoall_algorithm (const CommAlgorithm *alg);
 /* Whether layer l is the first (last) of a run of expert layers: the
  * dispatch comes before the first, the combine after the last. */
 gboolean pol_experts_first (const KernLayer *layers, int l);

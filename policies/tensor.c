@@ -309,11 +309,7 @@ add_alltoall (PolTensorStep *ts, double floats, const CommAlgorithm *alg)
 {
   Op op = { .kind = OP_COLLECTIVE, .coll = COMM_ALLTOALL, .expert = TRUE,
             .floats = (gsize) MAX (1.0, floats) };
-  CommArgs a = pol_collective_args (ts->env, ts->ex.ep, ts->ehosts[0], op.floats,
-                                    ts->elem_bytes, ts->etag);
-  op.alg = comm_does (alg, COMM_ALLTOALL) ? comm_resolve (alg, &a, COMM_ALLTOALL) : NULL;
-  if (!op.alg) /* the naive algorithm does every kind */
-    op.alg = comm_lookup ("naive");
+  op.alg = pol_experts_alltoall_algorithm (alg);
   g_array_append_val (ts->ops, op);
 }
 
