@@ -286,15 +286,43 @@ check_memory_terms (const SimConfig *c, KernModel *m)
     "nothing sharded", "optimizer state sharded", "gradients and optimizer state sharded",
     "parameters, gradients and optimizer state sharded"
   };
+  g_autofree char *experts = t.experts > 1
+    ? g_strdup_printf ("an expert rank's share (the dense parameters and 1/%d of the "
+                       "experts'; their activations at capacity_factor); ", t.experts)
+    : g_strdup ("");
   g_autofree char *zero = pol_lookup (c->policy)->zero
-    ? g_strdup_printf ("; %szero %d: %s over %" G_GINT64_FORMAT " data-parallel ranks",
-                       t.tensor > 1 ? "a tensor rank's share; " : "", t.zero, sharded[t.zero],
-                       c->workers / t.tensor)
+    ? g_strdup_printf ("; %s%szero %d: %s over %" G_GINT64_FORMAT " data-parallel ranks",
+                       t.tensor > 1 ? "a tensor rank's share; " : "", experts, t.zero,
+                       sharded[t.zero], c->workers / t.tensor)
     : g_strdup ("");
   printf ("  device memory per worker: %.4g GiB = parameters %.4g + gradients %.4g + optimizer "
           "state %.4g%s + activations %.4g (%g + %g + %g bytes per parameter%s)\n",
           t.total / G, t.params / G, t.grads / G, t.state / G, gathered, t.activations / G,
           t.param_bytes, t.grad_bytes, t.state_bytes, zero);
+}
+
+/* The expert axis of dtsim check's layout line ([policy] experts > 1):
+ * the D data-parallel ranks as D / EP x EP, and what an expert group's
+ * all-to-alls move in a step at e bytes a value. */
+static void
+check_experts_layout (const SimConfig *c, const KernModel *m, gint64 D, double e,
+                      GString *line)
+{
+  PolExperts ex = { .ep = 1 };
+  if (pol_lookup (c->policy)->experts)
+    pol_experts_of (c->values, m->layers, m->n_layers, &ex);
+  if (ex.ep <= 1)
+    return;
+  double a2a = 0;
+  for (int l = 0; l < m->n_layers; l++)
+    if (pol_experts_first (m->layers, l))
+      a2a += 4 * pol_experts_alltoall_floats (m->layers, l, &ex) * (double) c->batch;
+  g_string_append_printf (line, " (%" G_GINT64_FORMAT " x %d expert ranks: %d of the %d "
+                          "experts of a layer on each; a step's all-to-alls %.4g MB per "
+                          "rank; %.3g%% of the tokens' expert choices dropped, the busiest "
+                          "rank %.3g x an even share)", D / ex.ep, ex.ep,
+                          ex.experts / ex.ep, ex.experts, a2a * e / 1e6, 100 * ex.dropped,
+                          ex.load);
 }
 
 /* dtsim check's line on a data-parallel run's layout: ranks per axis, the
@@ -317,6 +345,7 @@ check_layout (const SimConfig *c, KernModel *m)
     g_string_append_printf (line, " x %" G_GINT64_FORMAT " pipeline stage%s", S,
                             S == 1 ? "" : "s");
   g_string_append_printf (line, " x %d tensor rank%s", T, T == 1 ? "" : "s");
+  check_experts_layout (c, m, D, e, line);
   if (T > 1)
     {
       /* tensor groups are T consecutive workers: do they share a server? */

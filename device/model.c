@@ -264,12 +264,37 @@ sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out)
             div[l] = split[l] != POL_TP_WHOLE || sequence ? T : 1;
         }
     }
+  /* an expert rank's share ([policy] experts = EP > 1): the dense
+   * parameters and E / EP experts'; sharded over the N ranks the dense
+   * ones over N and the experts' over the N / EP ranks holding them, that
+   * is P / N of the whole in all; its experts' activations at the
+   * capacity (capacity_factor x their even share of the tokens) */
+  PolExperts ex = { .ep = 1 };
+  if (data && ops->experts)
+    pol_experts_of (c->values, m->layers, m->n_layers, &ex);
+  double Pshard = P / N;
+  out->experts = ex.ep > 1 ? ex.ep : 1;
+  if (ex.ep > 1)
+    {
+      gsize NP = m->ops->n_params (m);
+      P = (double) pol_experts_rank_params (m->layers, m->n_layers, NP, ex.ep);
+      Pshard = (double) NP / N;
+      if (!div)
+        {
+          div = g_new (double, MAX (m->n_layers, 1));
+          for (int l = 0; l < m->n_layers; l++)
+            div[l] = 1;
+        }
+      for (int l = 0; l < m->n_layers; l++)
+        if (m->layers[l].experts > 1)
+          div[l] /= ex.capacity;
+    }
   out->param_bytes = mixed ? 2 : 4;
   out->grad_bytes = out->param_bytes;
   out->state_bytes = 4.0 * per + (mixed ? 4 : 0);
-  out->params = out->param_bytes * P / (zero >= 3 ? N : 1);
-  out->grads = out->grad_bytes * P / (zero >= 2 ? N : 1);
-  out->state = out->state_bytes * P / (zero >= 1 ? N : 1);
+  out->params = out->param_bytes * (zero >= 3 ? Pshard : P);
+  out->grads = out->grad_bytes * (zero >= 2 ? Pshard : P);
+  out->state = out->state_bytes * (zero >= 1 ? Pshard : P);
   if (zero >= 3)
     out->gathered = out->param_bytes
                     * (double) gathered_params (m, base_values_int (c->values, "policy.prefetch"));

@@ -75,6 +75,10 @@ KernOptConfig sim_opt_config (const SimConfig *c);
 typedef struct {
   int zero;              /* [policy] zero of a policy that shards, else 0 */
   int tensor;            /* [policy] tensor: T, 1 without */
+  int experts;           /* [policy] experts: EP, 1 without; with EP > 1
+                            Psi is the dense parameters and E / EP
+                            experts', sharded P / N in all, and the expert
+                            layers' activations are at capacity_factor x */
   gint64 ranks;          /* N: data-parallel ranks sharing the state (1 at
                             zero 0) */
   double param_bytes;    /* bytes per parameter: 2 (bf16, fp16) or 4 */

@@ -138,6 +138,14 @@ typedef struct {
   /* A layer over the vocabulary (a token embedding's rows, an LM head's
    * outputs, their loss), which tensor parallelism cuts by vocabulary. */
   gboolean vocabulary;
+  /* An expert layer of a mixture-of-experts block (its MLP's), 0 for any
+   * other: `experts` expert MLPs of which each token runs `top_k`; the
+   * layer's parameters are all the experts' (its weight one expert's
+   * shape), its FLOPs and activations top_k tokens' worth per token;
+   * `tokens` counts the tokens per sample routed (a sequence's). */
+  int experts;
+  int top_k;
+  double tokens;
 } KernLayer;
 
 typedef struct KernModel KernModel;

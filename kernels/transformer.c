@@ -25,6 +25,15 @@
  * no position table) and bias = false (no bias vectors in the projections).
  * [model] shape names a published model's settings of them (`shapes`).
  *
+ * experts = E > 1 makes every block's MLP a mixture of experts (Shazeer et
+ * al. 2017; Fedus et al. 2022; Jiang et al. 2024): a router (a width x E
+ * projection, then the softmax and top-k choice over its scores) and E
+ * expert MLPs of the block's ffn and activation, of which each token runs
+ * top_k.  The expert layers hold E MLPs' parameters and cost top_k MLPs'
+ * FLOPs and activations per token; they are marked (KernLayer.experts) so
+ * that expert parallelism (policies/experts.c), the memory model and the
+ * tensor cut know them.
+ *
  * The layers are the rows tools/workloads.py writes for GPT-2 (its
  * attention_block), written here as a layer table and read by the same
  * parser (timing.c), so that kind = transformer with GPT-2's shape is the
@@ -41,9 +50,11 @@
 
 #include <string.h>
 
-/* Layer lines per block, and where a block's weight matrices are among
- * them (the order of append_block). */
+/* Layer lines per dense block, and where a block's weight matrices are
+ * among them (the order of append_block); a mixture-of-experts block has
+ * the router's two lines before the MLP's (ROUTER_LINES). */
 #define LINES_PER_BLOCK 12
+#define ROUTER_LINES 2
 #define LINE_QKV 1
 #define LINE_PROJ 5
 #define LINE_FC 8
@@ -103,8 +114,12 @@ static const BaseKey keys[] = {
     "kind = transformer: learned (a position table of positions x width) or rotary (no table).", NULL },
   { "model", "bias", BASE_KEY_ENUM, 0, "true", 0, 0, 0, bool_choices, 0,
     "kind = transformer: whether the projections and the MLP have bias vectors.", NULL },
+  { "model", "experts", BASE_KEY_INT, 0, "0", 0, 4096, 0, NULL, 0,
+    "kind = transformer: experts per mixture-of-experts MLP (a router and E expert MLPs of which each token runs top_k; docs/policies.md, \"Experts\"); 0 or 1 = a dense MLP.", NULL },
+  { "model", "top_k", BASE_KEY_INT, 0, "2", 1, 4096, 0, NULL, 0,
+    "kind = transformer, experts > 1: experts each token runs, 1 to experts.", NULL },
   { "model", "shape", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, 0,
-    "kind = transformer: a published model's shape (gpt3-175b, llama2-7b, llama2-70b, llama3-8b, llama3-70b, llama3-405b; docs/workloads.md) setting the keys above; a key also given must agree with it.", NULL },
+    "kind = transformer: a published model's shape (gpt3-175b, llama2-7b, llama2-70b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b; docs/workloads.md) setting the keys above; a key also given must agree with it.", NULL },
   { .section = NULL },
 };
 
@@ -134,6 +149,12 @@ static const char *const llama3_70b[] = {
 static const char *const llama3_405b[] = {
   "blocks", "126", "width", "16384", "heads", "128", "kv_heads", "8", "ffn", "53248",
   "sequence", "8192", "vocabulary", "128256", LLAMA, NULL };
+/* Mixtral 8x7B (Jiang et al. 2024, table 1): Mistral 7B's blocks with
+ * eight SwiGLU experts per MLP, two per token, and a context of 32,768
+ * tokens. */
+static const char *const mixtral_8x7b[] = {
+  "blocks", "32", "width", "4096", "heads", "32", "kv_heads", "8", "ffn", "14336",
+  "sequence", "32768", "vocabulary", "32000", "experts", "8", "top_k", "2", LLAMA, NULL };
 #undef LLAMA
 
 static const KernModelShape shapes[] = {
@@ -143,11 +164,13 @@ static const KernModelShape shapes[] = {
   { "llama3-8b", "Llama 3 8B (Dubey et al. 2024, table 3)", llama3_8b },
   { "llama3-70b", "Llama 3 70B (Dubey et al. 2024, table 3)", llama3_70b },
   { "llama3-405b", "Llama 3 405B (Dubey et al. 2024, table 3)", llama3_405b },
+  { "mixtral-8x7b", "Mixtral 8x7B (Jiang et al. 2024, table 1)", mixtral_8x7b },
   { NULL, NULL, NULL },
 };
 
 typedef struct {
   gint64 blocks, d, heads, kv, ffn, s, vocab, npos;
+  gint64 experts, top_k;   /* experts > 1: a mixture of experts */
   gboolean swiglu, rms, untied, flash, rotary, bias;
 } Shape;
 
@@ -163,6 +186,8 @@ shape_of (const BaseValues *v)
     .s = base_values_int (v, "model.sequence"),
     .vocab = base_values_int (v, "model.vocabulary"),
     .npos = base_values_int (v, "model.positions"),
+    .experts = base_values_int (v, "model.experts"),
+    .top_k = base_values_int (v, "model.top_k"),
     .swiglu = base_values_int (v, "model.activation") == MLP_SWIGLU,
     .rms = base_values_int (v, "model.norm") == NORM_RMSNORM,
     .untied = base_values_int (v, "model.head") == HEAD_UNTIED,
@@ -196,6 +221,20 @@ transformer_validate (const BaseValues *v, GError **error)
                    "[model] kv_heads: %" G_GINT64_FORMAT " key/value heads do not divide the %"
                    G_GINT64_FORMAT " heads; use a divisor of heads (or 0 = heads)", sh.kv,
                    sh.heads);
+      return FALSE;
+    }
+  if (sh.experts > 1 && sh.top_k > sh.experts)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, 0,
+                   "[model] top_k: %" G_GINT64_FORMAT " is more than the %" G_GINT64_FORMAT
+                   " experts; use 1 to experts", sh.top_k, sh.experts);
+      return FALSE;
+    }
+  if (sh.experts <= 1 && sh.top_k != 2)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, 0,
+                   "[model] top_k: applies only with experts > 1 (a mixture of experts); "
+                   "remove it or set [model] experts");
       return FALSE;
     }
   if (sh.npos < sh.s)
@@ -238,12 +277,31 @@ fc_cols (const Shape *sh)
   return sh->swiglu ? 2 * sh->ffn : sh->ffn;
 }
 
-/* Block b's twelve lines (the pre-LN block of docs/workloads.md). */
+/* Whether the blocks' MLPs are mixtures of experts. */
+static gboolean
+moe (const Shape *sh)
+{
+  return sh->experts > 1;
+}
+
+/* Layer lines per block. */
+static int
+block_lines (const Shape *sh)
+{
+  return LINES_PER_BLOCK + (moe (sh) ? ROUTER_LINES : 0);
+}
+
+/* Block b's twelve lines (the pre-LN block of docs/workloads.md); with
+ * experts, the router's two before the MLP, whose lines then hold E
+ * experts' parameters and top_k experts' FLOPs and activations. */
 static void
 append_block (GString *t, const Shape *sh, gint64 b)
 {
   double s = (double) sh->s, d = (double) sh->d, a = (double) sh->heads;
   double f = (double) sh->ffn, q = (double) qkv_cols (sh), fc = (double) fc_cols (sh);
+  /* E experts' parameters, k experts' work per token (1 and 1 dense) */
+  gint64 E = moe (sh) ? sh->experts : 1;
+  double k = moe (sh) ? (double) sh->top_k : 1.0;
   gint64 D = sh->d, Q = qkv_cols (sh), F = sh->ffn, FC = fc_cols (sh);
   gint64 bias = sh->bias ? 1 : 0;
   /* flash attention keeps each query row's softmax statistics (one float
@@ -259,17 +317,26 @@ append_block (GString *t, const Shape *sh, gint64 b)
   line (t, NAME ("attn.proj"), D * D + bias * D, 2 * s * d * d, s * d, "gemm");
   line (t, NAME ("attn.add"), 0, 0, s * d, "elementwise");
   line (t, NAME ("ln_2"), norm_params (sh), 0, s * d, "norm");
+  if (moe (sh))
+    {
+      /* the router's scores (no bias), their softmax and top-k choice */
+      double e = (double) sh->experts;
+      line (t, NAME ("mlp.router"), D * sh->experts, 2 * s * d * e, s * e, "gemm");
+      line (t, NAME ("mlp.route"), 0, 0, s * e, "elementwise");
+    }
   if (sh->swiglu)
     {
-      line (t, NAME ("mlp.gate_up"), D * FC + bias * FC, 2 * s * d * fc, s * fc, "gemm");
-      line (t, NAME ("mlp.swiglu"), 0, 0, s * f, "elementwise");
+      line (t, NAME ("mlp.gate_up"), E * (D * FC + bias * FC), k * 2 * s * d * fc, k * s * fc,
+            "gemm");
+      line (t, NAME ("mlp.swiglu"), 0, 0, k * s * f, "elementwise");
     }
   else
     {
-      line (t, NAME ("mlp.fc"), D * FC + bias * FC, 2 * s * d * fc, s * fc, "gemm");
-      line (t, NAME ("mlp.gelu"), 0, 0, s * f, "elementwise");
+      line (t, NAME ("mlp.fc"), E * (D * FC + bias * FC), k * 2 * s * d * fc, k * s * fc,
+            "gemm");
+      line (t, NAME ("mlp.gelu"), 0, 0, k * s * f, "elementwise");
     }
-  line (t, NAME ("mlp.proj"), F * D + bias * D, 2 * s * f * d, s * d, "gemm");
+  line (t, NAME ("mlp.proj"), E * (F * D + bias * D), k * 2 * s * f * d, s * d, "gemm");
   line (t, NAME ("mlp.add"), 0, 0, s * d, "elementwise");
 #undef NAME
 }
@@ -320,13 +387,23 @@ transformer_new (const KernModelArgs *a, struct KernBackend *be G_GNUC_UNUSED, G
     head->weight[head->n_weights++] = (KernWeight) { .offset = 0, .rows = (int) D,
                                                      .cols = (int) sh.vocab };
   m->layers[0].vocabulary = head->vocabulary = m->layers[L - 1].vocabulary = TRUE;
+  int lines = block_lines (&sh), mlp = moe (&sh) ? ROUTER_LINES : 0;
   for (gint64 b = 0; b < sh.blocks; b++)
     {
-      KernLayer *first = &m->layers[1 + b * LINES_PER_BLOCK];
+      KernLayer *first = &m->layers[1 + b * lines];
       set_weight (first + LINE_QKV, 0, D, qkv_cols (&sh), sh.bias);
       set_weight (first + LINE_PROJ, 0, D, D, sh.bias);
-      set_weight (first + LINE_FC, 0, D, fc_cols (&sh), sh.bias);
-      set_weight (first + LINE_FC_PROJ, 0, sh.ffn, D, sh.bias);
+      /* an expert layer's weight is one expert's (the router has none:
+       * it runs whole on every tensor rank) */
+      set_weight (first + mlp + LINE_FC, 0, D, fc_cols (&sh), sh.bias);
+      set_weight (first + mlp + LINE_FC_PROJ, 0, sh.ffn, D, sh.bias);
+      for (int i = LINE_FC; moe (&sh) && i <= LINE_FC_PROJ; i++)
+        {
+          KernLayer *ly = first + mlp + i;
+          ly->experts = (int) sh.experts;
+          ly->top_k = (int) sh.top_k;
+          ly->tokens = (double) sh.s;
+        }
       for (int i = LINE_QKV + 1; i < LINE_PROJ; i++)
         {
           first[i].heads = (int) sh.heads;
@@ -338,9 +415,9 @@ transformer_new (const KernModelArgs *a, struct KernBackend *be G_GNUC_UNUSED, G
 
 const KernModelKind kern_model_transformer = {
   .name = "transformer",
-  .description = "a GPT-style decoder from its shape ([model] blocks, width, heads, sequence, "
-                 "vocabulary, ffn, kv_heads, activation, norm, head, attention, or shape), no math "
-                 "(docs/workloads.md)",
+.description = "a GPT-style decoder from its shape ([model] blocks, width, heads, sequence, "
+                 "vocabulary, ffn, kv_heads, activation, norm, head, attention, experts, top_k, or "
+                 "shape), no math (docs/workloads.md)",
   .math = FALSE,
   .depth_key = "blocks",
   .keys = keys,

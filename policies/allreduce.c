@@ -80,6 +80,14 @@
  *     is gathered after the update (the next forward gathers).  [device]
  *     overlap_slowdown is not modelled here.
  *
+ * [policy] experts = EP > 1 (experts.c; docs/policies.md, "Experts") lays
+ * the D data-parallel ranks out as D / EP x EP on the mesh's data and
+ * expert axes: the step runs as a chain (tensor.c) with each expert
+ * layer's all-to-alls on the expert groups, and each bucket's reduction is
+ * two: its dense parameters' over all D ranks, and its expert parameters'
+ * 1/EP share over the D / EP ranks holding the same experts (EP such
+ * groups at once).
+ *
  * The real math is the same at every stage: the sum of the gradients is
  * what the reduce-scatters deliver, shard by shard, and each shard is
  * updated with an optimizer state of its own size (the element-wise
@@ -96,6 +104,10 @@
 #include "policies/tensor.h"
 #include "train/mesh.h"
 #include "train/step.h"
+
+/* The tag of the expert layers' all-to-alls' transfers ([policy] experts
+ * > 1); tag 0 is every other collective's. */
+#define AR_TAG_ALLTOALL 1
 
 typedef struct {
   gsize lo, hi;            /* parameters [lo, hi) */
@@ -166,6 +178,11 @@ typedef struct {
   int T;                   /* [policy] tensor: ranks of a tensor group */
   int dp;                  /* data-parallel ranks: workers / T */
   const int **dp_hosts;    /* (T) the hosts of tensor rank t's data group */
+  int **dp_own;            /* (T) EP > 1: dp_hosts, built here (the mesh's
+                              data axis holds D / EP of the D ranks) */
+  PolExperts ex;           /* [policy] experts and the routing's figures */
+  const int **ex_hosts;    /* (EP) EP > 1: the hosts of the D / EP ranks
+                              holding expert slot e (tensor rank 0) */
   int pending;             /* collectives of the data groups running */
   CommDone pending_done;   /* called when they have all ended */
   gpointer pending_data;
@@ -415,6 +432,62 @@ start_data (ArPolicy *ar, const CommAlgorithm *alg, CommKind kind, gsize n, Comm
     }
 }
 
+/* EP > 1: starts a bucket's collective of `kind` as two (timing only):
+ * its dense parameters over the D data-parallel ranks with `alg`, and the
+ * 1/EP share of its expert parameters on each of the EP groups of D / EP
+ * ranks holding the same experts; `done` once all have ended. */
+static void
+start_bucket_data (ArPolicy *ar, const ArBucket *b, const CommAlgorithm *alg, CommKind kind,
+                   CommDone done, gpointer data)
+{
+  const PolEnv *env = &ar->env;
+  if (ar->ex.ep <= 1)
+    {
+      start_data (ar, alg, kind, b->hi - b->lo, done, data);
+      return;
+    }
+  int EP = ar->ex.ep, R = ar->dp / EP;
+  gsize ne = pol_experts_params_in (env->layers, env->n_layers, env->n_params, b->lo, b->hi);
+  gsize nd = b->hi - b->lo - ne, part = ne / (gsize) EP;
+  gboolean experts = R > 1 && part > 0;
+  ar->pending = (nd > 0 ? 1 : 0) + (experts ? EP : 0);
+  ar->pending_done = done;
+  ar->pending_data = data;
+  if (ar->pending == 0)
+    {
+      /* nothing to reduce: a bucket of expert parameters that no other
+       * rank holds */
+      ar->pending = 1;
+      eng_schedule (env->sim, 0, on_part_done, ar, NULL);
+      return;
+    }
+  if (nd > 0)
+    {
+      if (kind == COMM_ALLREDUCE)
+        pol_allreduce_start (env, alg, ar->dp, ar->dp_hosts[0], NULL, nd, 0, on_part_done, ar,
+                             NULL);
+      else
+        pol_collective_start (env, alg, kind, ar->dp, ar->dp_hosts[0], nd, 0, 0, on_part_done,
+                              ar, NULL);
+    }
+  for (int e = 0; experts && e < EP; e++)
+    {
+      if (kind == COMM_ALLREDUCE)
+        {
+          const CommAlgorithm *ea = pol_allreduce_resolve (env, ar->alg, R, ar->ex_hosts[e],
+                                                           part);
+          pol_allreduce_start (env, ea, R, ar->ex_hosts[e], NULL, part, 0, on_part_done, ar,
+                               NULL);
+          continue;
+        }
+      CommArgs a = pol_collective_args (env, R, ar->ex_hosts[e], part, 0, 0);
+      const CommAlgorithm *ea = comm_does (ar->alg, kind) ? comm_resolve (ar->alg, &a, kind)
+                                                          : NULL;
+      pol_collective_start (env, ea ? ea : &comm_ring, kind, R, ar->ex_hosts[e], part, 0, 0,
+                            on_part_done, ar, NULL);
+    }
+}
+
 /* What runs a reduce-scatter or all-gather of n floats among the workers:
  * [policy] algorithm, or what auto picks for it; NULL when it does not do
  * that kind (ar_check_model refuses the run). */
@@ -435,7 +508,7 @@ on_gather_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   if (++ar->gathered < ar->n_buckets)
     {
       ArBucket *b = &ar->buckets[ar->gathered];
-      start_data (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, on_gather_done, NULL);
+      start_bucket_data (ar, b, b->gather, COMM_ALLGATHER, on_gather_done, NULL);
       return;
     }
   on_update_done (sim, ar, NULL);
@@ -448,7 +521,7 @@ on_shard_updated (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   ar->update_end = eng_sim_now (sim);
   ar->gathered = 0;
   ArBucket *b = &ar->buckets[0];
-  start_data (ar, b->gather, COMM_ALLGATHER, b->hi - b->lo, on_gather_done, NULL);
+  start_bucket_data (ar, b, b->gather, COMM_ALLGATHER, on_gather_done, NULL);
 }
 
 static void
@@ -468,12 +541,12 @@ start_bucket (EngSim *sim, gpointer ctx, gpointer data)
     }
   if (ar->zero)
     {
-      start_data (ar, b->alg, COMM_REDUCE_SCATTER, b->hi - b->lo, on_bucket_done, data);
+      start_bucket_data (ar, b, b->alg, COMM_REDUCE_SCATTER, on_bucket_done, data);
       return;
     }
   if (!ar->cmp)
     {
-      start_data (ar, b->alg, COMM_ALLREDUCE, b->hi - b->lo, on_bucket_done, data);
+      start_bucket_data (ar, b, b->alg, COMM_ALLREDUCE, on_bucket_done, data);
       return;
     }
   CommArgs a = allgather_args (ar, b->wire);
@@ -781,7 +854,8 @@ tp_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg, GError **erro
   env->layer_seconds (env->compute_ctx, env->batch, fwd, bwd);
   gboolean sequence = base_values_int (env->values, "policy.sequence_parallel") != 0;
   ar->tp = pol_tensor_step_new (&ar->env, ar->mesh, ar->split, sequence, env->batch, fwd, bwd,
-                                alg, env->value_bytes > 0 ? env->value_bytes : 4.0);
+                                alg, env->value_bytes > 0 ? env->value_bytes : 4.0, &ar->ex,
+                                AR_TAG_ALLTOALL);
   double whole = pol_tensor_step_whole (ar->tp);
   ar->tp_share = whole > 0 ? pol_tensor_step_compute (ar->tp) / whole : 1.0;
   return TRUE;
@@ -873,7 +947,9 @@ shards_new (ArPolicy *ar, const PolEnv *env)
   /* a tensor rank's parameters: what its optimizer updates */
   gsize mine = ar->T > 1 ? pol_tensor_rank_params (env->layers, env->n_layers, P, ar->split,
                                                    ar->T)
-                         : P;
+               : ar->ex.ep > 1 ? pol_experts_rank_params (env->layers, env->n_layers, P,
+                                                          ar->ex.ep)
+               : P;
   ar->zero = (int) base_values_int (env->values, "policy.zero");
   ar->prefetch = base_values_int (env->values, "policy.prefetch") != 0;
   if (ar->zero)
@@ -963,6 +1039,44 @@ buckets_new (ArPolicy *ar, const PolEnv *env, const CommAlgorithm *alg)
     }
 }
 
+/* The mesh of the workers (data, expert and tensor axes), the hosts of
+ * each tensor rank's data group, and with EP > 1 those of the ranks
+ * holding each expert slot. */
+static void
+mesh_new (ArPolicy *ar, const PolEnv *env)
+{
+  pol_experts_of (env->values, env->layers, env->n_layers, &ar->ex);
+  int EP = ar->ex.ep > 1 ? ar->ex.ep : 1;
+  ar->ex.ep = EP;
+  int size[TRAIN_N_AXES] = { 0 };
+  for (int a = 0; a < TRAIN_N_AXES; a++)
+    size[a] = 1;
+  size[TRAIN_AXIS_DATA] = ar->dp / EP;
+  size[TRAIN_AXIS_EXPERT] = EP;
+  size[TRAIN_AXIS_TENSOR] = ar->T;
+  ar->mesh = train_mesh_new (size, 0);
+  ar->hosts = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, 0).hosts;
+  ar->dp_hosts = g_new (const int *, ar->T);
+  if (EP == 1)
+    {
+      for (int t = 0; t < ar->T; t++)
+        ar->dp_hosts[t] = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, t).hosts;
+      return;
+    }
+  /* the data-parallel ranks of tensor rank t: every rank i T + t */
+  ar->dp_own = g_new (int *, ar->T);
+  for (int t = 0; t < ar->T; t++)
+    {
+      ar->dp_own[t] = g_new (int, ar->dp);
+      for (int i = 0; i < ar->dp; i++)
+        ar->dp_own[t][i] = train_mesh_host (ar->mesh, i * ar->T + t);
+      ar->dp_hosts[t] = ar->dp_own[t];
+    }
+  ar->ex_hosts = g_new (const int *, EP);
+  for (int e = 0; e < EP; e++)
+    ar->ex_hosts[e] = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, e * ar->T).hosts;
+}
+
 static PolPolicy *
 ar_create (const PolEnv *env, GError **error)
 {
@@ -977,16 +1091,7 @@ ar_create (const PolEnv *env, GError **error)
   ar->T = (int) base_values_int (env->values, "policy.tensor");
   ar->dp = W / ar->T;
   pol_run_init_ranks (&ar->run, &ar->env, ar->dp);
-  int size[TRAIN_N_AXES] = { 0 };
-  for (int a = 0; a < TRAIN_N_AXES; a++)
-    size[a] = 1;
-  size[TRAIN_AXIS_DATA] = ar->dp;
-  size[TRAIN_AXIS_TENSOR] = ar->T;
-  ar->mesh = train_mesh_new (size, 0);
-  ar->hosts = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, 0).hosts;
-  ar->dp_hosts = g_new (const int *, ar->T);
-  for (int t = 0; t < ar->T; t++)
-    ar->dp_hosts[t] = train_mesh_group (ar->mesh, TRAIN_AXIS_DATA, t).hosts;
+  mesh_new (ar, env);
   ar->step_time = g_new0 (double, W);
   /* the parameters only where the math runs: a timing-only model may be of
    * any size; a tensor group computes one data rank's gradient */
@@ -1014,7 +1119,7 @@ ar_create (const PolEnv *env, GError **error)
                                 .tensor = ar->plan, .host_timed = env->host_timed };
       ar->steps = train_steps_new (&setup);
     }
-  if (ar->T > 1 && !tp_new (ar, env, alg, error))
+  if ((ar->T > 1 || ar->ex.ep > 1) && !tp_new (ar, env, alg, error))
     {
       ar_free ((PolPolicy *) ar);
       return NULL;
@@ -1022,7 +1127,7 @@ ar_create (const PolEnv *env, GError **error)
   shards_new (ar, env);
   /* zero = 3 and tensor > 1: not modelled (device/model.c refuses it set
    * by hand; a catalog device's own is left out) */
-  ar->slowdown = ar->zero == 3 || ar->T > 1 ? 0 : env->overlap_slowdown;
+  ar->slowdown = ar->zero == 3 || ar->tp ? 0 : env->overlap_slowdown;
   ar->bucket_overhead = base_values_double (env->values, "policy.bucket_overhead");
   ar->cmp = pol_compress_of (env->values);
   if (ar->cmp && env->model)
@@ -1050,6 +1155,23 @@ ar_start (PolPolicy *p)
   ArPolicy *ar = (ArPolicy *) p;
   pol_report_mesh (&ar->env, ar->mesh);
   pol_report_algorithm (&ar->env, ar->alg, ar->buckets[0].alg);
+  if (ar->ex.ep > 1 && ar->env.rec.param)
+    {
+      char v[G_ASCII_DTOSTR_BUF_SIZE];
+      ar->env.rec.param (ar->env.rec.ctx, "policy.expert_dropped",
+                         g_ascii_formatd (v, sizeof v, "%.6g", ar->ex.dropped));
+      ar->env.rec.param (ar->env.rec.ctx, "policy.expert_load",
+                         g_ascii_formatd (v, sizeof v, "%.6g", ar->ex.load));
+      /* bytes one rank sends in a step's all-to-alls */
+      double a2a = 0;
+      for (int l = 0; l < ar->env.n_layers; l++)
+        if (pol_experts_first (ar->env.layers, l))
+          a2a += 4 * pol_experts_alltoall_floats (ar->env.layers, l, &ar->ex)
+                 * (double) ar->env.batch;
+      a2a *= ar->env.value_bytes > 0 ? ar->env.value_bytes : 4.0;
+      ar->env.rec.param (ar->env.rec.ctx, "policy.alltoall_bytes",
+                         g_ascii_formatd (v, sizeof v, "%.17g", a2a));
+    }
   pol_run_start (&ar->run, ar->params);
   eng_schedule (ar->env.sim, 0, start_iteration, ar, NULL);
 }
@@ -1096,11 +1218,15 @@ ar_free (PolPolicy *p)
   g_free (ar->split);
   g_free (ar->bucket_layer);
   g_free (ar->dp_hosts);
+  for (int t = 0; ar->dp_own && t < ar->T; t++)
+    g_free (ar->dp_own[t]);
+  g_free (ar->dp_own);
+  g_free (ar->ex_hosts);
   g_free (ar);
 }
 
 const char pol_allreduce_tag[] = "allreduce";
-static const char *const ar_tags[] = { pol_allreduce_tag };
+static const char *const ar_tags[] = { pol_allreduce_tag, "alltoall" };
 
 /* The most gradient buckets of a run: each is an all-reduce of its own and
  * a trace row per iteration. */
@@ -1129,6 +1255,8 @@ ar_check_model (const PolModelInfo *mi, GError **error)
       if (!pol_tensor_split (mi->model->layers, mi->model->n_layers, T, split, error))
         return FALSE;
     }
+  if (!pol_experts_check_model (mi, error))
+    return FALSE;
   if (zero == 3) /* a bucket per layer: bucket_size does not apply */
     return TRUE;
   if (size <= 0)
@@ -1228,6 +1356,19 @@ ar_work (const PolModelInfo *mi, PolWork *out)
           stretches = n + 1;
         }
     }
+  /* experts > 1: each expert layer run's four all-to-alls on the W / EP
+   * expert groups */
+  PolExperts ex;
+  pol_experts_of (mi->values, mi->model->layers, mi->model->n_layers, &ex);
+  for (int l = 0; ex.ep > 1 && l < mi->model->n_layers; l++)
+    if (pol_experts_first (mi->model->layers, l))
+      {
+        gsize n = (gsize) MAX (1.0, pol_experts_alltoall_floats (mi->model->layers, l, &ex)
+                                    * (double) mi->batch);
+        tensor += 4 * (W / ex.ep) * comm_messages (pol_experts_alltoall_algorithm (comm_lookup (alg))->name,
+                                                      COMM_ALLTOALL, ex.ep, n, 1);
+        stretches += 4;
+      }
   if (zero)
     {
       /* zero = 3: a unit per layer at most, gathered twice */
@@ -1260,6 +1401,7 @@ const PolPolicyOps pol_allreduce_ops = {
   .compresses = TRUE,
   .zero = TRUE,
   .tensor = TRUE,
+  .experts = TRUE,
   .source = "S. Li et al.: PyTorch Distributed: experiences on accelerating data parallel training, VLDB 2020 (gradient buckets)",
   .keys = ar_keys,
   .check_model = ar_check_model,

@@ -313,6 +313,53 @@ PolTpCollective *pol_tensor_collectives (const KernLayer *layers, int n_layers,
                                          const PolTpSplit *split, gboolean sequence,
                                          const gboolean *recomputed, int *n_out);
 
+/* --- expert parallelism (policies/experts.c) --- */
+
+/* The expert layers of a model as [policy] experts, capacity_factor and
+ * routing place them. */
+typedef struct {
+  int experts;           /* E of the model's expert layers; 0 = none */
+  int top_k;             /* experts each token runs */
+  int ep;                /* [policy] experts: ranks of an expert group */
+  double capacity;       /* [policy] capacity_factor */
+  double dropped;        /* share of the token-expert assignments dropped
+                            (over capacity); 0 unless ep > 1 */
+  double load;           /* the busiest rank's assignments over an even
+                            share (1 / ep of them): 1 when even, more on
+                            the hot expert's rank; 1 unless ep > 1 */
+  double hot;            /* share of the assignments expert 0 computes */
+} PolExperts;
+
+/* Adds the expert axis' [policy] keys to rows (BaseKey pointers). */
+void pol_experts_keys (GPtrArray *rows);
+/* The share p_i of the token-expert assignments the router sends expert
+ * i of E: 1/E, or (routing = zipf, exponent s) (i+1)^-s / sum_j (j+1)^-s. */
+double pol_experts_share (const BaseValues *v, int E, int i);
+/* Fills ex for the model's layers under v: the capacity of expert i is a
+ * share c/E of the assignments (c = capacity_factor), it computes
+ * min(p_i, c/E), the rest is dropped; rank r holds experts
+ * [r E/EP, (r+1) E/EP) and its load is EP x the sum of what they compute. */
+void pol_experts_of (const BaseValues *v, const KernLayer *layers, int n_layers,
+                     PolExperts *ex);
+/* Values per sample one rank sends in one all-to-all around the run of
+ * expert layers holding layer l (a dispatch or a combine, forward or
+ * backward): tokens x top_k x width x load (every block at the busiest
+ * rank's size); 0 when l is not an expert layer or ex->ep <= 1. */
+double pol_experts_alltoall_floats (const KernLayer *layers, int l, const PolExperts *ex);
+/* What runs the all-to-alls: alg where it does all-to-all (not auto),
+ * else the first registered algorithm that does. */
+const CommAlgorithm *pol_experts_alltoall_algorithm (const CommAlgorithm *alg);
+/* Whether layer l is the first (last) of a run of expert layers: the
+ * dispatch comes before the first, the combine after the last. */
+gboolean pol_experts_first (const KernLayer *layers, int l);
+gboolean pol_experts_last (const KernLayer *layers, int n_layers, int l);
+/* The parameters in [lo, hi) that belong to expert layers. */
+gsize pol_experts_params_in (const KernLayer *layers, int n_layers, gsize n_params, gsize lo,
+                             gsize hi);
+/* The parameters one rank of an expert group of ep holds: the dense ones
+ * and 1/ep of the experts'. */
+gsize pol_experts_rank_params (const KernLayer *layers, int n_layers, gsize n_params, int ep);
+
 /* The model as a run will place it, for the `check_model` and `shares`
  * hooks. */
 typedef struct {
@@ -372,6 +419,10 @@ typedef struct {
                                * real math's (host_bytes) and the transfers */
 } PolWork;
 
+/* The expert axis' rules on the model: experts > 1 needs expert layers
+ * whose E it divides. */
+gboolean pol_experts_check_model (const PolModelInfo *mi, GError **error);
+
 /* The default of a policy without a `work` hook: every worker computes,
  * sends to and receives from one peer in each iteration. */
 void pol_work_default (const PolModelInfo *mi, PolWork *out);
@@ -395,6 +446,9 @@ typedef struct {
                                 * gradient_precision values */
   gboolean tensor;             /* cuts layers among tensor groups as
                                 * [policy] tensor and sequence_parallel say */
+  gboolean experts;            /* spreads a mixture of experts' experts over
+                                * its data-parallel ranks as [policy]
+                                * experts says */
   gboolean updates_not_samples; /* updates x batch is not the samples it
                                 * trained on (a trace without its samples
                                 * counted has no throughput) */
@@ -443,6 +497,13 @@ typedef struct {
   void (*finish) (PolPolicy *p, PolResult *out);
   void (*free) (PolPolicy *p);
 } PolPolicyOps;
+
+/* The expert axis' rules on the keys alone (pol_validate calls it):
+ * experts > 1 only under a policy with `experts`, with tensor = 1, zero <= 2,
+ * no compression, dividing the data-parallel ranks; capacity_factor > 0;
+ * capacity_factor, routing and zipf only with experts > 1, zipf only with
+ * routing = zipf. */
+gboolean pol_experts_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error);
 
 /* The samplers of env's workers over env->train, by env->partition
  * (train/sampler.h). */

@@ -95,6 +95,7 @@ pol_keys (GPtrArray *rows)
   base_registry_keys (rows, shared_keys, (const void *const *) policies,
                       G_STRUCT_OFFSET (PolPolicyOps, keys));
   pol_compress_keys (rows);
+  pol_experts_keys (rows);
 }
 
 char *
@@ -220,6 +221,8 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "reduce",
                           "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
   if (!pol_compress_validate (chk->values, ops, error))
+    return FALSE;
+  if (!pol_experts_validate (ops, chk, error))
     return FALSE;
   if (ops->validate && !ops->validate (chk, error))
     return FALSE;

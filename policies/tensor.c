@@ -27,6 +27,13 @@
  * A pipeline stage runs the part of that chain its operation covers (a
  * layer range, one direction) on its own group, whenever its schedule
  * says (pol_tensor_op_new).
+ *
+ * With expert parallelism (experts.c) the step's chain also holds the
+ * all-to-alls of every run of expert layers, on the expert groups: one
+ * before the first expert layer's forward and one after the last's (the
+ * dispatch and the combine), one before the last's backward and one after
+ * the first's; the expert layers' compute is stretched by the busiest
+ * rank's load, which the others wait for at the next all-to-all.
  */
 #include "config.h"
 
@@ -135,12 +142,14 @@ pol_tensor_rank_params (const KernLayer *layers, int n_layers, gsize n_params,
         }
       else
         {
+          /* an expert layer holds its experts' weights, each cut alike */
           const KernWeight *w = &layers[l].weight[0];
+          gsize copies = (gsize) MAX (layers[l].experts, 1);
           gsize weights = (gsize) w->rows * (gsize) w->cols / (gsize) T;
           gsize bias = w->has_bias ? (split[l] == POL_TP_COLUMN ? (gsize) w->cols / (gsize) T
                                                                  : (gsize) w->cols)
                                    : 0;
-          total += weights + bias;
+          total += copies * (weights + bias);
         }
     }
   return total;
@@ -238,6 +247,7 @@ typedef struct {
   CommKind coll;           /* OP_COLLECTIVE */
   gsize floats;            /* OP_COLLECTIVE: CommArgs n */
   const CommAlgorithm *alg;
+  gboolean expert;         /* OP_COLLECTIVE: on the expert groups */
   int layer;               /* OP_READY */
 } Op;
 
@@ -249,6 +259,10 @@ struct PolTensorStep {
   const int **hosts;       /* (groups) each group's hosts (the mesh's) */
   double elem_bytes;
   int tag;                 /* of the collectives' transfers */
+  PolExperts ex;           /* expert parallelism; ex.ep = 1 without */
+  int egroups;             /* expert groups */
+  const int **ehosts;      /* (egroups) each expert group's hosts */
+  int etag;                /* of the all-to-alls' transfers */
   double compute, whole;   /* s, see pol_tensor_step_compute */
   /* a run */
   double k;
@@ -289,6 +303,16 @@ add_collective (PolTensorStep *ts, CommKind kind, double floats, const CommAlgor
   g_array_append_val (ts->ops, op);
 }
 
+/* An all-to-all of `floats` values on the expert groups. */
+static void
+add_alltoall (PolTensorStep *ts, double floats, const CommAlgorithm *alg)
+{
+  Op op = { .kind = OP_COLLECTIVE, .coll = COMM_ALLTOALL, .expert = TRUE,
+            .floats = (gsize) MAX (1.0, floats) };
+  op.alg = pol_experts_alltoall_algorithm (alg);
+  g_array_append_val (ts->ops, op);
+}
+
 /* Appends the chain of layers [first, last] on n samples: their forward
  * from `first` up, or their backward from `last` down (with a ready mark
  * after each layer's when `ready`), each layer's compute at its share and
@@ -306,10 +330,17 @@ add_pass (PolTensorStep *ts, const PolTpSplit *split, gboolean sequence, int fir
     {
       int l = forward ? first + i : last - i;
       double share = split[l] != POL_TP_WHOLE || sequence ? 1.0 / T : 1.0;
+      /* the dispatch (forward) or the combine's gradient (backward) */
+      gboolean expert = ts->ex.ep > 1 && layers[l].experts > 1;
+      if (expert && (forward ? pol_experts_first (layers, l)
+                             : pol_experts_last (layers, ts->env->n_layers, l)))
+        add_alltoall (ts, pol_experts_alltoall_floats (layers, l, &ts->ex) * n, alg);
       int k = layer_collectives (layers, split, sequence, ts->env->recomputed, l, forward,
                                  TRUE, c);
       for (int j = 0; j < k; j++)
         add_collective (ts, c[j].kind, c[j].floats * n, alg);
+      if (expert) /* the busiest rank's tokens */
+        share *= ts->ex.load;
       add_compute (ts, seconds[l] * share);
       if (!forward && ready)
         {
@@ -320,6 +351,10 @@ add_pass (PolTensorStep *ts, const PolTpSplit *split, gboolean sequence, int fir
                              c);
       for (int j = 0; j < k; j++)
         add_collective (ts, c[j].kind, c[j].floats * n, alg);
+      /* the combine (forward) or the dispatch's gradient (backward) */
+      if (expert && (forward ? pol_experts_last (layers, ts->env->n_layers, l)
+                             : pol_experts_first (layers, l)))
+        add_alltoall (ts, pol_experts_alltoall_floats (layers, l, &ts->ex) * n, alg);
       ts->compute += seconds[l] * share;
       ts->whole += seconds[l];
     }
@@ -335,6 +370,8 @@ chain_new (const PolEnv *env, int T, int groups, double elem_bytes, int tag)
   ts->T = T;
   ts->elem_bytes = elem_bytes;
   ts->tag = tag;
+  ts->ex.ep = 1;
+  ts->ex.load = 1;
   ts->hosts = g_new (const int *, MAX (groups, 1));
   ts->ops = g_array_new (FALSE, FALSE, sizeof (Op));
   ts->starts = g_array_new (FALSE, FALSE, sizeof (double));
@@ -345,7 +382,8 @@ chain_new (const PolEnv *env, int T, int groups, double elem_bytes, int tag)
 PolTensorStep *
 pol_tensor_step_new (const PolEnv *env, const TrainMesh *mesh, const PolTpSplit *split,
                      gboolean sequence, int n, const double *fwd, const double *bwd,
-                     const CommAlgorithm *alg, double elem_bytes)
+                     const CommAlgorithm *alg, double elem_bytes, const PolExperts *ex,
+                     int expert_tag)
 {
   int R = train_mesh_ranks (mesh);
   PolTensorStep *ts = chain_new (env, train_mesh_size (mesh, TRAIN_AXIS_TENSOR), R,
@@ -353,6 +391,15 @@ pol_tensor_step_new (const PolEnv *env, const TrainMesh *mesh, const PolTpSplit 
   for (int r = 0; r < R; r++)
     if (train_mesh_coord (mesh, r, TRAIN_AXIS_TENSOR) == 0)
       ts->hosts[ts->groups++] = train_mesh_group (mesh, TRAIN_AXIS_TENSOR, r).hosts;
+  if (ex && ex->ep > 1 && train_mesh_size (mesh, TRAIN_AXIS_EXPERT) == ex->ep)
+    {
+      ts->ex = *ex;
+      ts->etag = expert_tag;
+      ts->ehosts = g_new (const int *, R);
+      for (int r = 0; r < R; r++)
+        if (train_mesh_coord (mesh, r, TRAIN_AXIS_EXPERT) == 0)
+          ts->ehosts[ts->egroups++] = train_mesh_group (mesh, TRAIN_AXIS_EXPERT, r).hosts;
+    }
   int L = env->n_layers;
   if (L < 1)
     return ts;
@@ -392,6 +439,7 @@ pol_tensor_step_free (PolTensorStep *ts)
   g_array_unref (ts->starts);
   g_array_unref (ts->ends);
   g_free (ts->hosts);
+  g_free (ts->ehosts);
   g_free (ts);
 }
 
@@ -468,6 +516,15 @@ run_op (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     case OP_COLLECTIVE:
     default:
       end_stretch (ts, now);
+      if (op->expert)
+        {
+          ts->pending = ts->egroups;
+          for (int g = 0; g < ts->egroups; g++)
+            pol_collective_start (ts->env, op->alg, op->coll, ts->ex.ep, ts->ehosts[g],
+                                  op->floats, ts->elem_bytes, ts->etag, on_collective_done,
+                                  ts, NULL);
+          return;
+        }
       ts->pending = ts->groups;
       for (int g = 0; g < ts->groups; g++)
         {

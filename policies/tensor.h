@@ -39,11 +39,16 @@ typedef void (*PolTensorDone) (gpointer ctx);
 /* The chain of a step of n samples per group on the groups of `mesh`'s
  * tensor axis (every rank whose tensor coordinate is 0 leads one): fwd
  * and bwd the layers' device seconds at n samples, unsplit, no straggler;
- * collectives with `alg` (or what auto picks) at elem_bytes per value. */
+ * collectives with `alg` (or what auto picks) at elem_bytes per value.
+ * With ex (NULL = none) of ex->ep > 1 ranks, the mesh's expert axis of
+ * that size: the expert layers' all-to-alls on its groups (`alg` where it
+ * does all-to-all, else naive), tagged expert_tag, and their compute
+ * stretched by ex->load. */
 PolTensorStep *pol_tensor_step_new (const PolEnv *env, const TrainMesh *mesh,
                                     const PolTpSplit *split, gboolean sequence, int n,
                                     const double *fwd, const double *bwd,
-                                    const CommAlgorithm *alg, double elem_bytes);
+                                    const CommAlgorithm *alg, double elem_bytes,
+                                    const PolExperts *ex, int expert_tag);
 /* The chain of one pipeline operation on one tensor group of T ranks on
  * `hosts` (T entries, borrowed): the forward of layers [first, last]
  * (from first up) or their backward (from last down) on n samples, with
