@@ -9,7 +9,7 @@
  *   dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]
  *   dtsim report DB [-o FILE.html]
  *   dtsim check FILE.ini [--set section.key=value]...
- *   dtsim plan FILE.ini [--top K] [--by time|cost] [--tensor T] [--pipeline P] [--json]
+ *   dtsim plan FILE.ini [--top K] [--by time|cost] [--tensor T] [--stages P] [--json]
  *   dtsim hardware [FILE]
  *   dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini] [--force]
  *
@@ -57,7 +57,7 @@ static const char usage[] =
   "  mpirun -n N dtsim run FILE.ini ...  # the sweep's points over N MPI ranks\n"
   "            [--rank-timeout S]  # a rank silent this long is lost (default: 60)\n"
   "  dtsim check FILE.ini [--set section.key=value]...\n"
-  "  dtsim plan FILE.ini [--top K] [--by time|cost] [--tensor T] [--pipeline P] [--json]\n"
+  "  dtsim plan FILE.ini [--top K] [--by time|cost] [--tensor T] [--stages P] [--json]\n"
   "                            # search data x pipeline x tensor layouts, simulate the best\n"
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
   "  dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]\n"
@@ -465,14 +465,14 @@ cmd_plan (int argc, char **argv)
   g_auto (GStrv) sets = NULL;
   g_autofree char *by = NULL;
   gboolean json = FALSE, quiet = FALSE;
-  int top = 5, tensor = 0, pipeline = 0;
+  int top = 5, tensor = 0, stages = 0;
   GOptionEntry entries[] = {
     { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
       "section.key=value" },
     { "top", 'k', 0, G_OPTION_ARG_INT, &top, "Layouts simulated and ranked (default: 5)", "K" },
     { "by", 0, 0, G_OPTION_ARG_STRING, &by, "Rank by time (default) or cost", "time|cost" },
     { "tensor", 0, 0, G_OPTION_ARG_INT, &tensor, "Only layouts of tensor size T", "T" },
-    { "pipeline", 0, 0, G_OPTION_ARG_INT, &pipeline, "Only layouts of P stages", "P" },
+    { "stages", 0, 0, G_OPTION_ARG_INT, &stages, "Only layouts of P pipeline stages", "P" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress lines", NULL },
     { NULL }
@@ -483,11 +483,11 @@ cmd_plan (int argc, char **argv)
     return bad_usage ("--top: needs a number of layouts from 1 to 20 (default: 5)");
   if (by && strcmp (by, "time") != 0 && strcmp (by, "cost") != 0)
     return bad_usage ("--by: rank by time or cost (default: time)");
-  if (tensor < 0 || tensor > SIM_MAX_HOSTS || pipeline < 0 || pipeline > SIM_MAX_HOSTS)
-    return bad_usage ("--tensor, --pipeline: need a size of 1 or more that divides the workers");
+  if (tensor < 0 || tensor > SIM_MAX_HOSTS || stages < 0 || stages > SIM_MAX_HOSTS)
+    return bad_usage ("--tensor, --stages: need a size of 1 or more that divides the workers");
   if (argc != 2)
     return bad_usage ("plan needs exactly one scenario file");
-  SimPlanOptions opt = { .top = top, .tensor = tensor, .pipeline = pipeline,
+  SimPlanOptions opt = { .top = top, .tensor = tensor, .stages = stages,
                          .by_cost = by && strcmp (by, "cost") == 0, .progress = !quiet };
   GError *error = NULL;
   g_autoptr (SimPlan) plan = sim_plan_new (argv[1], (const char *const *) sets, &opt, &error);

@@ -65,7 +65,7 @@ static const Command commands[] = {
       { "by", 0, "time|cost", "rank by iteration time (default) or cost per iteration "
                               "(needs [cluster] price)" },
       { "tensor", 0, "T", "only layouts of tensor size T" },
-      { "pipeline", 0, "P", "only layouts of P pipeline stages" },
+      { "stages", 0, "P", "only layouts of P pipeline stages" },
       { "json", 0, NULL, "print one JSON object: the counts, the ranked layouts with their "
                          "overrides, a layout refused for memory" },
       { "quiet", 'q', NULL, "no progress lines" } } ,

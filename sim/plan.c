@@ -26,6 +26,7 @@
 #include "comm/collectives.h"
 #include "config/scenario.h"
 #include "config/units.h"
+#include "policies/policy.h"
 #include "device/model.h"
 #include "engine/engine.h"
 #include "netmodel/netmodel.h"
@@ -34,7 +35,12 @@
 #include "sim/plan.h"
 #include "sim/run.h"
 
-static const char *const recompute_names[] = { "none", "selective", "full" };
+/* [model] recompute's value as a scenario writes it. */
+static const char *
+recompute_name (int rc)
+{
+  return sim_scenario_choice_name ("model", "recompute", rc);
+}
 
 /* What the search holds while it runs. */
 typedef struct {
@@ -117,7 +123,7 @@ candidate_sets (const Search *s, const SimPlanRow *r, gint64 batch)
   g_ptr_array_add (a, g_strdup_printf ("policy.schedule=%s",
                                        r->chunks > 1 ? "interleaved" : "1f1b"));
   g_ptr_array_add (a, g_strdup_printf ("policy.chunks=%d", r->chunks));
-  g_ptr_array_add (a, g_strdup_printf ("model.recompute=%s", recompute_names[r->recompute]));
+  g_ptr_array_add (a, g_strdup_printf ("model.recompute=%s", recompute_name (r->recompute)));
   if (s->sequence)
     g_ptr_array_add (a, g_strdup_printf ("policy.sequence_parallel=%s",
                                          r->T > 1 ? "true" : "false"));
@@ -313,7 +319,7 @@ enumerate (Search *s)
         continue;
       for (gint64 P = 1; P <= W / T; P++)
         {
-          if ((W / T) % P != 0 || (s->opt->pipeline && P != s->opt->pipeline)
+          if ((W / T) % P != 0 || (s->opt->stages && P != s->opt->stages)
               || (s->blocks > 0 && s->blocks % P != 0))
             continue;
           enumerate_layout (s, (int) (W / T / P), (int) P, T);
@@ -343,11 +349,17 @@ read_base (Search *s, GError **error)
     return FALSE;
   const SimConfig *c = g_ptr_array_index (configs, 0);
   if (configs->len != 1)
-    return sim_key_error (error, s->path, "sweep", c->swept && c->swept->len
-                          ? (const char *) g_ptr_array_index (c->swept, 0) : "-",
-                          "plan searches the layouts of one run, and the scenario sweeps %u; "
-                          "remove the [sweep] section", configs->len);
-  if (strcmp (c->policy, "pipeline") != 0)
+    {
+      g_autofree char *key = g_strdup (c->swept && c->swept->len
+                                       ? (const char *) g_ptr_array_index (c->swept, 0) : "");
+      key[strcspn (key, "=")] = '\0';
+      return sim_key_error (error, s->path, "sweep", key,
+                            "plan searches the layouts of one run, and the scenario sweeps %u "
+                            "points; remove the [sweep] section (or --set the key)",
+                            configs->len);
+    }
+  /* the policy that cuts the model into stages of tensor groups */
+  if (!pol_lookup (c->policy)->shares)
     return sim_key_error (error, s->path, "policy", "kind",
                           "plan searches data x pipeline x tensor layouts, which kind = "
                           "pipeline runs, not kind = %s; set kind = pipeline", c->policy);
@@ -364,8 +376,11 @@ read_base (Search *s, GError **error)
     return sim_key_error (error, s->path, "cluster", "price",
                           "--by cost needs a price per GPU-hour; set [cluster] price "
                           "(e.g. 2.5) or rank --by time");
-  s->blocks = strcmp (c->model_kind, "transformer") == 0 ? base_values_int (c->values,
-                                                                            "model.blocks") : 0;
+  /* a transformer's blocks: the stages (and chunks) divide them */
+  s->blocks = base_values_declares (c->values, "model.blocks")
+              && (g_hash_table_contains (c->given, "model.blocks")
+                  || g_hash_table_contains (c->given, "model.shape"))
+              ? base_values_int (c->values, "model.blocks") : 0;
   s->sequence = base_values_int (c->values, "policy.sequence_parallel") != 0;
   s->e = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 2 : 4;
   s->g = base_values_int (c->values, "policy.gradient_precision") ? s->e : 4;
@@ -374,6 +389,13 @@ read_base (Search *s, GError **error)
   if (!s->net)
     return FALSE;
   s->server = server_size (s->net, c->workers);
+  if (s->opt->tensor && s->server % s->opt->tensor != 0)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: --tensor %d does not divide the %d "
+                   "workers of a server (tensor groups stay inside one); use a divisor of %d",
+                   s->path, s->opt->tensor, s->server, s->server);
+      return FALSE;
+    }
   return TRUE;
 }
 
@@ -505,7 +527,7 @@ write_json_row (GString *out, const SimPlanRow *r, int rank)
                           "\"recompute\": \"%s\", ", rank, r->D, r->P, r->T, r->D, r->P, r->T,
                           r->zero, r->micro, r->microbatches,
                           r->chunks > 1 ? "interleaved" : "1f1b", r->chunks,
-                          recompute_names[r->recompute]);
+                          recompute_name (r->recompute));
   const char *keys[] = { "iteration_time", "estimate", "tokens_per_s", "samples_per_s", "mfu",
                          "memory_gib", "headroom_gib", "cost", "bubble_share",
                          "exposed_comm_share" };
@@ -586,7 +608,7 @@ write_table (const SimPlan *p, GString *out)
                               "%5.1f GiB %5.1f GiB %10s  bubble %.0f%%, exposed comm %.0f%%, "
                               "headroom %.0f%%\n", i + 1, layout, r->zero, r->micro,
                               schedule_text (r, sched, sizeof sched),
-                              recompute_names[r->recompute], r->time, r->metrics.tokens_per_s,
+                              recompute_name (r->recompute), r->time, r->metrics.tokens_per_s,
                               100 * r->metrics.mfu, r->peak_bytes / G, head, cost,
                               100 * r->bubble, 100 * r->exposed,
                               r->memory > 0 ? 100 * (r->memory - r->peak_bytes) / r->memory

@@ -26,7 +26,7 @@ G_BEGIN_DECLS
 typedef struct {
   int top;               /* candidates simulated and printed, 1..SIM_PLAN_MAX_TOP */
   int tensor;            /* only this tensor size; 0 = every one */
-  int pipeline;          /* only this pipeline size; 0 = every one */
+  int stages;            /* only this many pipeline stages; 0 = every count */
   gboolean by_cost;      /* rank by cost per iteration ([cluster] price) */
   gboolean progress;     /* one line on stderr per phase (redrawn on a terminal) */
 } SimPlanOptions;
