@@ -56,6 +56,7 @@ typedef struct {
   double e;                  /* bytes per activation value (training precision) */
   double g;                  /* bytes per gradient value reduced */
   guint done;                /* candidates looked at, for the progress line */
+  gboolean overflow;         /* more than SIM_PLAN_MAX_CANDIDATES to look at */
   gboolean tty;
 } Search;
 
@@ -297,6 +298,11 @@ enumerate_layout (Search *s, int D, int P, int T)
             if ((batch > 0 && batch % micro != 0) || (batch == 0 && micro > 1)
                 || (v > 1 && (P < 2 || (s->blocks > 0 && s->blocks % (P * v) != 0))))
               continue;
+            if (p->candidates >= SIM_PLAN_MAX_CANDIDATES)
+              {
+                s->overflow = TRUE;
+                return;
+              }
             SimPlanRow *r = g_new0 (SimPlanRow, 1);
             *r = (SimPlanRow) { .D = D, .P = P, .T = T, .zero = zero, .micro = micro,
                                 .microbatches = batch > 0 ? (int) (batch / micro) : 1,
@@ -481,6 +487,13 @@ sim_plan_new (const char *path, const char *const *sets, const SimPlanOptions *o
     eng_sim_free (s.sim);
   if (!ok)
     return NULL;
+  if (s.overflow)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: more than %d layouts to search on %"
+                   G_GINT64_FORMAT " workers; restrict the search with --tensor T or --stages P",
+                   path, SIM_PLAN_MAX_CANDIDATES, p->workers);
+      return NULL;
+    }
   if (p->fit->len == 0)
     {
       sim_key_error (error, path, "cluster", "workers",
