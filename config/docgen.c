@@ -69,8 +69,8 @@ static const Command commands[] = {
       { "json", 0, NULL, "print one JSON object: the counts, the ranked layouts with their "
                          "overrides, a layout refused for memory" },
       { "quiet", 'q', NULL, "no progress lines" } } ,
-    "dtsim plan scenarios/validation/megatron-gpt-76.1b-a100.ini --top 3\n"
-    "dtsim plan scenarios/gpt3-sizing.ini --tensor 8 --json > plan.json" },
+    "dtsim plan scenarios/validation/megatron-gpt-76.1b-a100.ini --top 3  # ranked layouts\n"
+    "dtsim plan scenarios/validation/megatron-gpt-76.1b-a100.ini --tensor 8 --json > plan.json" },
   { "plot", "DB", "db",
     "Draws the figures of a trace database with gnuplot.",
     { { "output", 'o', "DIR", "folder for the figures (default: the database's)" },
