@@ -1,6 +1,6 @@
 /*
- * main.c — the `dtsim` command: run, check, plot, export, report, keys, hardware, calibrate,
- * completion, man.
+ * main.c — the `dtsim` command: run, check, plan, plot, export, report, keys, hardware,
+ * calibrate, completion, man.
  *
  *   dtsim run FILE.ini [-o DB] [--set section.key=value]... [--json] [--quiet]
  *             [--jobs N] [--threads N] [--rank-timeout S]
@@ -9,6 +9,7 @@
  *   dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]
  *   dtsim report DB [-o FILE.html]
  *   dtsim check FILE.ini [--set section.key=value]...
+ *   dtsim plan FILE.ini [--top K] [--by time|cost] [--tensor T] [--stages P] [--json]
  *   dtsim hardware [FILE]
  *   dtsim calibrate MEASURED.csv -o CATALOG.ini [--catalog BASE.ini] [--force]
  *
@@ -45,6 +46,7 @@
 #include "config/scenario.h"
 #include "sim/trace.h"
 #include "sim/load.h"
+#include "sim/plan.h"
 #include "sweep/launch.h"
 
 static const char usage[] =
@@ -55,6 +57,8 @@ static const char usage[] =
   "  mpirun -n N dtsim run FILE.ini ...  # the sweep's points over N MPI ranks\n"
   "            [--rank-timeout S]  # a rank silent this long is lost (default: 60)\n"
   "  dtsim check FILE.ini [--set section.key=value]...\n"
+  "  dtsim plan FILE.ini [--top K] [--by time|cost] [--tensor T] [--stages P] [--json]\n"
+  "                            # search data x pipeline x tensor layouts, simulate the best\n"
   "  dtsim plot DB [-o DIR] [--format png|svg]\n"
   "  dtsim export DB [--format csv|json|perfetto] [-o FILE] [--run N]\n"
   "                            # runs as a table (csv, json) or a timeline (perfetto)\n"
@@ -485,6 +489,46 @@ cmd_check (int argc, char **argv)
 }
 
 static int
+cmd_plan (int argc, char **argv)
+{
+  g_auto (GStrv) sets = NULL;
+  g_autofree char *by = NULL;
+  gboolean json = FALSE, quiet = FALSE;
+  int top = 5, tensor = 0, stages = 0;
+  GOptionEntry entries[] = {
+    { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
+      "section.key=value" },
+    { "top", 'k', 0, G_OPTION_ARG_INT, &top, "Layouts simulated and ranked (default: 5)", "K" },
+    { "by", 0, 0, G_OPTION_ARG_STRING, &by, "Rank by time (default) or cost", "time|cost" },
+    { "tensor", 0, 0, G_OPTION_ARG_INT, &tensor, "Only layouts of tensor size T", "T" },
+    { "stages", 0, 0, G_OPTION_ARG_INT, &stages, "Only layouts of P pipeline stages", "P" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
+    { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress lines", NULL },
+    { NULL }
+  };
+  if (!parse (&argc, &argv, entries, "plan FILE.ini"))
+    return 2;
+  if (top < 1 || top > SIM_PLAN_MAX_TOP)
+    return bad_usage ("--top: needs a number of layouts from 1 to 20 (default: 5)");
+  if (by && strcmp (by, "time") != 0 && strcmp (by, "cost") != 0)
+    return bad_usage ("--by: rank by time or cost (default: time)");
+  if (tensor < 0 || tensor > SIM_MAX_HOSTS || stages < 0 || stages > SIM_MAX_HOSTS)
+    return bad_usage ("--tensor, --stages: need a size of 1 or more that divides the workers");
+  if (argc != 2)
+    return bad_usage ("plan needs exactly one scenario file");
+  SimPlanOptions opt = { .top = top, .tensor = tensor, .stages = stages,
+                         .by_cost = by && strcmp (by, "cost") == 0, .progress = !quiet };
+  GError *error = NULL;
+  g_autoptr (SimPlan) plan = sim_plan_new (argv[1], (const char *const *) sets, &opt, &error);
+  if (!plan)
+    return die (error, 2);
+  g_autoptr (GString) out = g_string_new (NULL);
+  sim_plan_write (plan, json, out);
+  fputs (out->str, stdout);
+  return 0;
+}
+
+static int
 cmd_plot (int argc, char **argv)
 {
   g_autofree char *dir = NULL, *format = NULL;
@@ -691,6 +735,8 @@ main (int argc, char **argv)
     return cmd_run (argc - 1, argv + 1);
   if (strcmp (cmd, "check") == 0)
     return cmd_check (argc - 1, argv + 1);
+  if (strcmp (cmd, "plan") == 0)
+    return cmd_plan (argc - 1, argv + 1);
   if (strcmp (cmd, "plot") == 0)
     return cmd_plot (argc - 1, argv + 1);
   if (strcmp (cmd, "export") == 0)

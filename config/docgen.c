@@ -54,6 +54,23 @@ static const Command commands[] = {
     { { "set", 0, "SECTION.KEY=VALUE", "override a scenario key (repeatable)" } } ,
     "dtsim check scenarios/zero.ini --set policy.zero=3  # memory per GPU, term by term\n"
     "dtsim check scenarios/megatron-3d.ini             # every point, before running" },
+  { "plan", "FILE.ini", "ini",
+    "Searches the layouts of a pipeline scenario's model on its cluster (data x pipeline x "
+    "tensor, ZeRO stage, micro-batch size, 1F1B or interleaved, recomputation) with the "
+    "global batch held fixed; validates each as run would, ranks those that fit by an "
+    "analytic estimate, simulates the best with the event engine (no trace written) and "
+    "prints them ranked, with the --set overrides that give the best.",
+    { { "set", 0, "SECTION.KEY=VALUE", "override a scenario key before the search (repeatable)" },
+      { "top", 'k', "K", "layouts simulated and ranked, 1 to 20 (default: 5)" },
+      { "by", 0, "time|cost", "rank by iteration time (default) or cost per iteration "
+                              "(needs [cluster] price)" },
+      { "tensor", 0, "T", "only layouts of tensor size T" },
+      { "stages", 0, "P", "only layouts of P pipeline stages" },
+      { "json", 0, NULL, "print one JSON object: the counts, the ranked layouts with their "
+                         "overrides, a layout refused for memory" },
+      { "quiet", 'q', NULL, "no progress lines" } } ,
+    "dtsim plan scenarios/validation/megatron-gpt-76.1b-a100.ini --top 3  # ranked layouts\n"
+    "dtsim plan scenarios/validation/megatron-gpt-76.1b-a100.ini --tensor 8 --json > plan.json" },
   { "plot", "DB", "db",
     "Draws the figures of a trace database with gnuplot.",
     { { "output", 'o', "DIR", "folder for the figures (default: the database's)" },

@@ -748,7 +748,7 @@ test_completion_and_man (void)
         g_error ("completing '%s': got '%s', want '%s'", cases[i].words, got, cases[i].want);
     }
   /* every option the script offers, the subcommand's --help knows */
-  const char *subs[] = { "run", "check", "plot", "export", "calibrate" };
+  const char *subs[] = { "run", "check", "plan", "plot", "export", "calibrate" };
   for (gsize i = 0; i < G_N_ELEMENTS (subs); i++)
     {
       g_autofree char *w = g_strdup_printf ("dtsim %s -", subs[i]);
@@ -762,7 +762,7 @@ test_completion_and_man (void)
     }
   /* every command answers --help with what it does and examples, which the
    * page lists too; a misspelt command gets the one meant */
-  const char *all[] = { "run", "check", "plot", "export", "report", "keys", "hardware",
+  const char *all[] = { "run", "check", "plan", "plot", "export", "report", "keys", "hardware",
                         "calibrate", "completion", "man" };
   g_assert_nonnull (strstr (man, ".SH EXAMPLES"));
   for (gsize i = 0; i < G_N_ELEMENTS (all); i++)
