@@ -1123,7 +1123,7 @@ iteration_counts (Plot *p, GError **error)
 
 /* Empirical CDF of worker iteration times, per run; at most CDF_POINTS
  * points per run (every k-th iteration, and the last). */
-#define CDF_POINTS 2000
+#define CDF_POINTS 200
 static gboolean
 plot_iteration_cdf (Plot *p, GError **error)
 {
