@@ -1687,8 +1687,16 @@ plot_timelines (Plot *p, GError **error)
       /* a reader that shows a few (the report) chooses them */
       if (p->sink && p->sink->timeline && !p->sink->timeline (p->sink->ctx, run))
         continue;
-      /* its label (what differs from the other runs), else its name */
-      g_autofree char *title = sim_clean_text (label_of (p->labels, run), LABEL_MAX);
+      /* its scenario's name and its label (what differs from the other
+       * runs), or its name where that is its label */
+      static const char *const scenario_name[] = { "scenario.name" };
+      if (!sim_tracedb_params_load (&p->t, scenario_name, 1, error))
+        return FALSE;
+      const SimTraceParam *sc = sim_tracedb_param (&p->t, run, scenario_name[0]);
+      const char *label = label_of (p->labels, run), *name = sim_tracedb_text (st, 1);
+      g_autofree char *raw = sc && sc->text && !g_str_has_prefix (label, name)
+                             ? g_strdup_printf ("%s: %s", sc->text, label) : g_strdup (label);
+      g_autofree char *title = sim_clean_text (raw, LABEL_MAX);
       if (!plot_timeline (p, run, title, error))
         return FALSE;
       timelines++;
