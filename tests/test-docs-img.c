@@ -78,7 +78,7 @@ draw_all (Drawn *d)
       if (test_run_dtsim (tmpdir, &o, &e, "run", ini, "-o", db, "-q", NULL) != 0)
         g_error ("%s: %s", ini, e);
       g_assert_cmpint (g_mkdir (dir, 0755), ==, 0);
-      SimPlotSink sink = { on_figure, on_other, on_note, d };
+      SimPlotSink sink = { on_figure, on_other, on_note, d, NULL };
       d->scenario = s;
       g_autoptr (GError) error = NULL;
       g_assert_cmpint (sim_plot_to (db, dir, "png", &sink, &error), ==, 0);

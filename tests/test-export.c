@@ -608,6 +608,182 @@ test_report_hostile (void)
   g_assert_false (g_file_test (nh, G_FILE_TEST_EXISTS));
 }
 
+/* The text of the page's first paragraph (tags removed). */
+static char *
+lead_text (const char *page)
+{
+  const char *a = strstr (page, "<p class=\"lead\" id=\"answer\">");
+  g_assert_nonnull (a);
+  const char *b = strstr (a, "</p>");
+  g_assert_nonnull (b);
+  GString *t = g_string_new (NULL);
+  gboolean tag = FALSE;
+  for (const char *c = a; c < b; c++)
+    {
+      if (*c == '<')
+        tag = TRUE;
+      else if (*c == '>')
+        tag = FALSE;
+      else if (!tag)
+        g_string_append_c (t, *c);
+    }
+  return g_string_free (t, FALSE);
+}
+
+/* How many times `needle` occurs in `hay`. */
+static guint
+occurrences (const char *hay, const char *needle)
+{
+  guint n = 0;
+  for (const char *c = strstr (hay, needle); c; c = strstr (c + 1, needle))
+    n++;
+  return n;
+}
+
+/* The report's first paragraph names the best run by time per iteration
+ * (sim_time / iterations, the first of equals) with its label, the keys
+ * that differ; it draws the timelines of at most the baseline, the best
+ * and the worst, and says how to draw the others. */
+static void
+test_report_answer (void)
+{
+  g_autofree char *db = sweep_db ();
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "report", "sweep.db", "-o", "answer.html", NULL), ==, 0);
+  g_autofree char *html = path_in ("answer.html");
+  g_autofree char *page = test_read_file (html, NULL);
+  /* the title is [scenario] name */
+  g_assert_nonnull (strstr (page, "<h1>ex</h1>"));
+  gint64 n = (gint64) test_query_number (db, "SELECT COUNT(*) FROM runs");
+  g_assert_cmpint (n, ==, 6);
+  gint64 best = 0;
+  double lowest = INFINITY;
+  for (gint64 run = 1; run <= n; run++)
+    {
+      double per = run_number (db, run, "sim_time / iterations");
+      if (per < lowest)
+        {
+          lowest = per;
+          best = run;
+        }
+    }
+  g_autofree char *q_w = g_strdup_printf ("SELECT value FROM params WHERE run_id = %"
+                                          G_GINT64_FORMAT " AND key = 'cluster.workers'", best);
+  g_autofree char *q_lr = g_strdup_printf ("SELECT value FROM params WHERE run_id = %"
+                                           G_GINT64_FORMAT " AND key = 'model.lr'", best);
+  g_autofree char *label = g_strdup_printf ("workers=%g lr=%g (run %" G_GINT64_FORMAT ")",
+                                            test_query_number (db, q_w),
+                                            test_query_number (db, q_lr), best);
+  g_autofree char *lead = lead_text (page);
+  const char *answer = strstr (lead, "Answer: ");
+  g_assert_nonnull (answer);
+  if (!g_str_has_prefix (answer + strlen ("Answer: "), label))
+    g_error ("the answer does not start with the best run '%s': %s", label, lead);
+  g_assert_nonnull (strstr (lead, "per iteration"));
+  /* at most 3 timelines (baseline, best, worst) of the 6 runs with spans,
+   * the baseline among them, and a line on drawing the others */
+  guint shown = occurrences (page, "<figure id=\"fig-timeline-run");
+  g_assert_cmpuint (shown, >=, 1);
+  g_assert_cmpuint (shown, <=, 3);
+  g_assert_nonnull (strstr (page, "<figure id=\"fig-timeline-run1\">"));
+  g_autofree char *best_fig = g_strdup_printf ("<figure id=\"fig-timeline-run%" G_GINT64_FORMAT
+                                               "\">", best);
+  g_assert_nonnull (strstr (page, best_fig));
+  g_autofree char *more = g_strdup_printf ("The timelines of the %" G_GINT64_FORMAT " other runs",
+                                           n - shown);
+  g_assert_nonnull (strstr (page, more));
+  g_assert_nonnull (strstr (page, "dtsim plot sweep.db -o DIR"));
+}
+
+/* A joint sweep whose first key never changes (policy.kind/policy.algorithm
+ * = allreduce/ring, allreduce/tree): the runs are labelled by the algorithm
+ * only, in the first paragraph, the table and the figures' keys. */
+static void
+test_report_labels (void)
+{
+  g_autofree char *text = test_replaced (sweep_ini, "model.lr = 0.1, 0.05\n",
+                                         "policy.kind/policy.algorithm = allreduce/ring,"
+                                         " allreduce/tree\n");
+  g_autofree char *ini = path_in ("joint.ini");
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", "joint.ini", "-o", "joint.db", "-q", NULL), ==, 0);
+  g_clear_pointer (&o, g_free);
+  g_clear_pointer (&e, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "report", "joint.db", NULL), ==, 0);
+  g_autofree char *html = path_in ("joint.html");
+  g_autofree char *page = test_read_file (html, NULL);
+  g_autofree char *lead = lead_text (page);
+  g_assert_nonnull (strstr (lead, "differing in workers and algorithm"));
+  g_assert_nonnull (strstr (lead, " algorithm="));
+  g_assert_null (strstr (lead, "kind"));
+  g_assert_null (strstr (lead, "policy."));
+  g_assert_nonnull (strstr (page, "<th title=\"policy.algorithm\">algorithm</th>"));
+  g_assert_null (strstr (page, "<th title=\"policy.kind\">"));
+  /* the figures say the same: the loss figure's key, read in its SVG */
+  const char *img = strstr (page, "<figure id=\"fig-loss-time\">");
+  g_assert_nonnull (img);
+  const char *b64 = strstr (img, "base64,") + strlen ("base64,");
+  g_autofree char *enc = g_strndup (b64, strcspn (b64, "\""));
+  gsize len = 0;
+  g_autofree guchar *svg = g_base64_decode (enc, &len);
+  g_autofree char *svgs = g_strndup ((const char *) svg, len);
+  g_assert_nonnull (strstr (svgs, "algorithm=tree"));
+  g_assert_null (strstr (svgs, "kind="));
+  g_assert_null (strstr (svgs, "allreduce/"));
+}
+
+/* The width in px of the SVG `svg` (its width attribute). */
+static double
+svg_width (const char *svg)
+{
+  const char *w = strstr (svg, " width=\"");
+  g_assert_nonnull (w);
+  return g_ascii_strtod (w + strlen (" width=\""), NULL);
+}
+
+/* The shipped straggler study with spans (24 runs): a page of bounded size
+ * (the figures inline, 3 timelines, not 24) whose figures fit a page's
+ * width. */
+static void
+test_report_size (void)
+{
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  g_assert_nonnull (src);
+  g_autofree char *ini = g_build_filename (src, "scenarios", "stragglers.ini", NULL);
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "--set", "trace.detail=spans", "-o",
+                          "stragglers.db", "-q", NULL), ==, 0);
+  g_clear_pointer (&o, g_free);
+  g_clear_pointer (&e, g_free);
+  g_assert_cmpint (dtsim (&o, &e, "report", "stragglers.db", NULL), ==, 0);
+  g_autofree char *html = path_in ("stragglers.html");
+  gsize size = 0;
+  g_autofree char *page = test_read_file (html, &size);
+  /* 24 timelines of 24 runs made it 9 MB; 3 of them and thinned CDFs
+   * keep it under 2 MiB */
+  g_assert_cmpuint (size, <, 2 << 20);
+  g_assert_cmpuint (occurrences (page, "<figure id=\"fig-timeline-run"), <=, 3);
+  /* every figure at most 1000 px wide, the breakdown of 24 bars among them */
+  guint figures = 0;
+  gboolean breakdown = FALSE;
+  for (const char *f = strstr (page, "<figure id=\"fig-"); f; f = strstr (f + 1, "<figure id=\"fig-"))
+    {
+      const char *b64 = strstr (f, "base64,") + strlen ("base64,");
+      g_autofree char *enc = g_strndup (b64, strcspn (b64, "\""));
+      gsize len = 0;
+      g_autofree guchar *svg = g_base64_decode (enc, &len);
+      g_autofree char *svgs = g_strndup ((const char *) svg, len);
+      double w = svg_width (svgs);
+      if (w > 1000)
+        g_error ("figure %.30s is %g px wide", f + strlen ("<figure id=\""), w);
+      breakdown = breakdown || g_str_has_prefix (f, "<figure id=\"fig-breakdown\"");
+      figures++;
+    }
+  g_assert_true (breakdown);
+  g_assert_cmpuint (figures, >=, 4);
+}
+
 /* A timing-only sweep of 2 x `n` points into `name`; returns its path. */
 static char *
 timing_sweep (const char *name, int n)
@@ -661,7 +837,7 @@ reader_costs (const char *db, guint64 *cost, guint64 *steps)
   g_autofree char *csv = path_in ("cost.csv"), *json = path_in ("cost.json");
   g_autofree char *html = path_in ("cost.html"), *figs = path_in ("cost-figures");
   int drawn = 0;
-  SimPlotSink sink = { sink_figure, sink_line, sink_note, &drawn };
+  SimPlotSink sink = { sink_figure, sink_line, sink_note, &drawn, NULL };
   for (int k = 0; k < 4; k++)
     {
       guint64 s0, v0, s1, v1;
@@ -942,6 +1118,9 @@ main (int argc, char **argv)
   g_test_add_func ("/export/bad-input", test_bad_input);
   g_test_add_func ("/export/report", test_report);
   g_test_add_func ("/export/report-hostile", test_report_hostile);
+  g_test_add_func ("/export/report/answer", test_report_answer);
+  g_test_add_func ("/export/report/labels", test_report_labels);
+  g_test_add_func ("/export/report/size", test_report_size);
   g_test_add_func ("/export/readers-linear", test_readers_linear);
   g_test_add_func ("/export/shares/unit", test_shares_unit);
   g_test_add_func ("/export/shares/huge", test_shares_huge);

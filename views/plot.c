@@ -68,6 +68,9 @@
 /* characters of a label or name from the database shown in a figure or a
  * message (runs are grouped by their whole labels, never by cut ones) */
 #define LABEL_MAX 120
+/* characters of a bar's label (breakdown, time-to-target): the room the
+ * templates keep left of the bars */
+#define BAR_LABEL_MAX 60
 /* run ids listed in the line about running or failed runs */
 #define LIST_MAX 8
 /* the largest magnitude a figure draws: gnuplot widens an axis to its next
@@ -491,35 +494,6 @@ skipped (Plot *p, const char *figure, const char *why)
 
 /* --- labels -------------------------------------------------------------- */
 
-/* The label of a run: its swept values when it has any, else its name.
- * "policy.consistency=bsp" shows as "consistency=bsp", and a joint sweep
- * "policy.kind/cluster.servers=ps/1" as its values "ps/1". */
-static char *
-run_label (const char *name, const char *scenario_name)
-{
-  if (!scenario_name || !g_str_has_prefix (name, scenario_name)
-      || name[strlen (scenario_name)] != ' ')
-    return g_strdup (name);
-  g_auto (GStrv) words = g_strsplit (name + strlen (scenario_name) + 1, " ", -1);
-  GString *out = g_string_new (NULL);
-  for (int i = 0; words[i]; i++)
-    {
-      const char *eq = strchr (words[i], '=');
-      if (out->len)
-        g_string_append_c (out, ' ');
-      if (!eq)
-        g_string_append (out, words[i]);
-      else if (memchr (words[i], '/', eq - words[i]))
-        g_string_append (out, eq + 1);
-      else
-        {
-          const char *dot = memchr (words[i], '.', eq - words[i]);
-          g_string_append (out, dot ? dot + 1 : words[i]);
-        }
-    }
-  return g_string_free (out, FALSE);
-}
-
 /* The mark of a run that is not 'done' in its labels: " [running]". */
 static char *
 status_mark (const char *status)
@@ -532,9 +506,46 @@ status_mark (const char *status)
   return g_strdup (" [?]");
 }
 
+/* Removes from `keys` (params already loaded) those every run has with one
+ * value: a key a joint sweep carries along (policy.kind/policy.graph =
+ * gossip/ring, gossip/torus, ...) tells no run from another.  FALSE with
+ * *error set when reading the runs fails. */
+static gboolean
+keep_differing (Plot *p, GPtrArray *keys, GError **error)
+{
+  g_autoptr (sqlite3_stmt) st = sim_tracedb_prepare (&p->t, "SELECT id FROM runs ORDER BY id",
+                                                     error);
+  if (!st)
+    return FALSE;
+  g_autoptr (GArray) ids = g_array_new (FALSE, FALSE, sizeof (gint64));
+  int rc;
+  while ((rc = sim_tracedb_step (&p->t, st, error)) == SQLITE_ROW)
+    {
+      gint64 id = sqlite3_column_int64 (st, 0);
+      g_array_append_val (ids, id);
+    }
+  if (rc < 0)
+    return FALSE;
+  for (guint k = keys->len; k-- > 0;)
+    {
+      const char *key = g_ptr_array_index (keys, k);
+      gboolean differs = FALSE;
+      for (guint i = 1; i < ids->len && !differs; i++)
+        {
+          const SimTraceParam *a = sim_tracedb_param (&p->t, g_array_index (ids, gint64, 0), key);
+          const SimTraceParam *b = sim_tracedb_param (&p->t, g_array_index (ids, gint64, i), key);
+          differs = !a != !b || (a && g_strcmp0 (a->text, b->text) != 0);
+        }
+      if (!differs)
+        g_ptr_array_remove_index (keys, k);
+    }
+  return TRUE;
+}
+
 /* run id (gint64 *) -> label: "short=value" for each swept key but those of
  * `omit` (a NULL-terminated list, or NULL), where short is the key without
- * its section unless two swept keys share it, and the run's status mark.
+ * its section unless two swept keys share it, and the run's status mark;
+ * only the keys whose values differ between runs (keep_differing()).
  * A run with no such key is labelled `fallback`, or its name when NULL.
  * Labels are clean text, whole: they are cut to LABEL_MAX where shown. */
 static GHashTable *
@@ -558,6 +569,13 @@ run_labels (Plot *p, const char *const *omit, const char *fallback, GError **err
           g_ptr_array_remove_index (keys, i);
           break;
         }
+  if (!sim_tracedb_params_load (&p->t, (const char *const *) keys->pdata, keys->len, error)
+      || !keep_differing (p, keys, error))
+    return NULL;
+  g_autoptr (sqlite3_stmt) runs
+    = sim_tracedb_prepare (&p->t, "SELECT id, name, status FROM runs ORDER BY id", error);
+  if (!runs)
+    return NULL;
   g_autoptr (GPtrArray) shorts = g_ptr_array_new ();
   for (guint i = 0; i < keys->len; i++)
     {
@@ -571,12 +589,6 @@ run_labels (Plot *p, const char *const *omit, const char *fallback, GError **err
         }
       g_ptr_array_add (shorts, (gpointer) sh);
     }
-  if (!sim_tracedb_params_load (&p->t, (const char *const *) keys->pdata, keys->len, error))
-    return NULL;
-  g_autoptr (sqlite3_stmt) runs
-    = sim_tracedb_prepare (&p->t, "SELECT id, name, status FROM runs ORDER BY id", error);
-  if (!runs)
-    return NULL;
   GHashTable *labels = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
   int rc;
   while ((rc = sim_tracedb_step (&p->t, runs, error)) == SQLITE_ROW)
@@ -1111,7 +1123,7 @@ iteration_counts (Plot *p, GError **error)
 
 /* Empirical CDF of worker iteration times, per run; at most CDF_POINTS
  * points per run (every k-th iteration, and the last). */
-#define CDF_POINTS 2000
+#define CDF_POINTS 200
 static gboolean
 plot_iteration_cdf (Plot *p, GError **error)
 {
@@ -1178,7 +1190,7 @@ plot_breakdown (Plot *p, GError **error)
           continue;
         }
       l.points++;
-      lines_title (&l, label);
+      g_ptr_array_add (l.titles, sim_clean_text (label, BAR_LABEL_MAX));
       fprintf (l.f, "%u\t%.17g\t%.17g\t%.17g\n", l.titles->len, c[0], c[1], c[2]);
       maxlabel = MAX (maxlabel,
                       (int) g_utf8_strlen (g_ptr_array_index (l.titles, l.titles->len - 1), -1));
@@ -1329,7 +1341,7 @@ plot_time_to_target (Plot *p, GError **error)
         first_thr = thr[0];
       else if (thr[0] != first_thr)
         same = FALSE;
-      lines_title (&l, label_of (p->labels, id));
+      g_ptr_array_add (l.titles, sim_clean_text (label_of (p->labels, id), BAR_LABEL_MAX));
       maxlabel = MAX (maxlabel,
                       (int) g_utf8_strlen (g_ptr_array_index (l.titles, l.titles->len - 1), -1));
       double t = thr[1];
@@ -1360,18 +1372,18 @@ plot_time_to_target (Plot *p, GError **error)
                      "no run has loss metrics (timing-only runs)", extra, error);
 }
 
-/* The run's name without its "cluster.workers=N" label, and without the
- * scenario name: the line it belongs to in the iteration-time figure. */
+/* The run's label (run_labels()) without its workers: the line it belongs
+ * to in the iteration-time figure; the scenario's name (or "runs") when
+ * nothing but the workers differs. */
 static char *
-line_label (const char *name, const char *scenario_name)
+line_label (const char *label, const char *scenario_name)
 {
-  g_autofree char *label = run_label (name, scenario_name);
   g_auto (GStrv) words = g_strsplit (label, " ", -1);
   GString *out = g_string_new (NULL);
   for (int i = 0; words[i]; i++)
-    if (!g_str_has_prefix (words[i], "workers="))
+    if (!g_str_has_prefix (words[i], "workers=") && !g_str_has_prefix (words[i], "cluster.workers="))
       g_string_append_printf (out, "%s%s", out->len ? " " : "", words[i]);
-  if (out->len == 0 || g_strcmp0 (out->str, name) == 0)
+  if (out->len == 0)
     g_string_assign (out, scenario_name ? scenario_name : "runs");
   g_autofree char *raw = g_string_free (out, FALSE);
   return sim_clean_text (raw, G_MAXSIZE);
@@ -1415,7 +1427,7 @@ plot_iteration_time (Plot *p, GError **error)
           continue;
         }
       /* the scenario's name, NULL when the run has none */
-      g_autofree char *label = line_label (sim_tracedb_text (st, 1), sc ? sc->text : NULL);
+      g_autofree char *label = line_label (label_of (p->labels, id), sc ? sc->text : NULL);
       guint i = GPOINTER_TO_UINT (g_hash_table_lookup (line_of, label));
       if (i-- == 0)
         {
@@ -1671,16 +1683,27 @@ plot_timelines (Plot *p, GError **error)
           more++; /* one gnuplot per timeline: a database sets no bound on it */
           continue;
         }
-      g_autofree char *name = sim_clean_text (sim_tracedb_text (st, 1), LABEL_MAX);
-      g_autofree char *mark = status_mark (sim_tracedb_text (st, 2));
-      g_autofree char *title = g_strconcat (name, mark, NULL);
-      if (!plot_timeline (p, sqlite3_column_int64 (st, 0), title, error))
+      gint64 run = sqlite3_column_int64 (st, 0);
+      /* a reader that shows a few (the report) chooses them */
+      if (p->sink && p->sink->timeline && !p->sink->timeline (p->sink->ctx, run))
+        continue;
+      /* its scenario's name and its label (what differs from the other
+       * runs), or its name where that is its label */
+      static const char *const scenario_name[] = { "scenario.name" };
+      if (!sim_tracedb_params_load (&p->t, scenario_name, 1, error))
+        return FALSE;
+      const SimTraceParam *sc = sim_tracedb_param (&p->t, run, scenario_name[0]);
+      const char *label = label_of (p->labels, run), *name = sim_tracedb_text (st, 1);
+      g_autofree char *raw = sc && sc->text && !g_str_has_prefix (label, name)
+                             ? g_strdup_printf ("%s: %s", sc->text, label) : g_strdup (label);
+      g_autofree char *title = sim_clean_text (raw, LABEL_MAX);
+      if (!plot_timeline (p, run, title, error))
         return FALSE;
       timelines++;
     }
   if (rc < 0)
     return FALSE;
-  if (timelines == 0)
+  if (timelines == 0 && !(p->sink && p->sink->timeline))
     skipped (p, "timeline", "no spans table rows ([trace] detail below spans)");
   if (more > 0)
     {

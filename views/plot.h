@@ -24,12 +24,16 @@ int sim_plot (const char *db, const char *dir, const char *format, GError **erro
 /* Where sim_plot_to() reports instead of stdout: each figure drawn (its
  * name, e.g. "loss-time" or "timeline-run3", its file, and a SHA-256 of
  * what it shows: template, variables and data at six significant digits),
- * each figure not drawn and why, and each note (the Amdahl fits). */
+ * each figure not drawn and why, and each note (the Amdahl fits).
+ * `timeline`, when set, is asked about each run with spans, in id order,
+ * and only the runs it answers TRUE for get a timeline (then a database
+ * with none is not reported as skipped: the reader says what it left out). */
 typedef struct {
   void (*figure) (gpointer ctx, const char *figure, const char *path, const char *digest);
   void (*skipped) (gpointer ctx, const char *figure, const char *why);
   void (*note) (gpointer ctx, const char *line);
   gpointer ctx;
+  gboolean (*timeline) (gpointer ctx, gint64 run);
 } SimPlotSink;
 
 /* sim_plot() reporting to `sink` (NULL: stdout, as sim_plot). */

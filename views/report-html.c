@@ -71,11 +71,30 @@ static const struct {
     "and the bubble between them." },
 };
 
+/* Timelines the page shows at most: the baseline (first run), the best and
+ * the worst; `dtsim plot` draws every run's. */
+#define REPORT_TIMELINES 3
+
 typedef struct {
   GPtrArray *figures;    /* char * name, then char * path, in drawing order */
   GPtrArray *skipped;    /* char * "figure: why" */
   GPtrArray *notes;      /* char * */
+  gint64 shown[REPORT_TIMELINES]; /* runs whose timeline is drawn (0: none) */
+  char role[REPORT_TIMELINES][32]; /* "baseline", "best", "worst", or "best and worst" */
+  int declined;          /* runs with spans whose timeline is not drawn */
 } Collected;
+
+/* Whether run `run` gets a timeline: one of c->shown; counts the others. */
+static gboolean
+wants_timeline (gpointer ctx, gint64 run)
+{
+  Collected *c = ctx;
+  for (int i = 0; i < REPORT_TIMELINES; i++)
+    if (c->shown[i] == run)
+      return TRUE;
+  c->declined++;
+  return FALSE;
+}
 
 static void
 got_figure (gpointer ctx, const char *figure, const char *path,
@@ -150,25 +169,331 @@ run_errors (GString *s, GPtrArray *runs)
     g_string_append (s, "</ul>\n");
 }
 
+/* --- what differs between the runs, and which is best -------------------- */
+
+/* What the runs are ranked by, the first that applies: the simulated time
+ * to the scenario's target (some run reached it), the cost of training (a
+ * price and a train length are set), the time to train, else the simulated
+ * time per iteration.  Lower is better for each. */
+typedef enum { BY_TARGET, BY_COST, BY_TRAIN, BY_ITERATION } Measure;
+
+static const char *const measure_name[] = {
+  "simulated time to the target", "cost of training", "time to train",
+  "simulated time per iteration",
+};
+
+/* What the page says of the runs beyond their rows. */
+typedef struct {
+  char *title;           /* [scenario] name (clean text), else the database's name */
+  GArray *cols;          /* guint: indices into the swept keys whose values differ */
+  GPtrArray *heads;      /* char *: each one's short name: after its last '.',
+                            unless two differing keys share it */
+  GPtrArray *labels;     /* char *: each run's "short=value ..." (clean text) */
+  gboolean targets;      /* some run's scenario sets a target */
+  gboolean *target;      /* (runs) its scenario sets target_loss or _accuracy */
+  Measure measure;
+  double *value;         /* (runs) the measure, NAN where it has none */
+  GArray *ranked;        /* guint: run indices with a value, best first */
+} Points;
+
+static void
+points_clear (Points *pt)
+{
+  g_free (pt->title);
+  g_clear_pointer (&pt->cols, g_array_unref);
+  g_clear_pointer (&pt->heads, g_ptr_array_unref);
+  g_clear_pointer (&pt->labels, g_ptr_array_unref);
+  g_free (pt->target);
+  g_free (pt->value);
+  g_clear_pointer (&pt->ranked, g_array_unref);
+}
+
+/* Whether run r reached its target (its stop reason is target_...). */
+static gboolean
+reached (const SimExportRun *r)
+{
+  return g_str_has_prefix (r->stop ? r->stop : "", "target_");
+}
+
+/* Run r's value of measure m (NAN where it has none). */
+static double
+measure_of (const SimExportRun *r, Measure m)
+{
+  if (g_strcmp0 (r->status, "done") != 0)
+    return NAN;
+  switch (m)
+    {
+    case BY_TARGET:
+      return reached (r) ? r->sim_time : NAN;
+    case BY_COST:
+      return r->metrics.cost;
+    case BY_TRAIN:
+      return r->metrics.train_time;
+    case BY_ITERATION:
+    default:
+      return r->iterations > 0 ? r->sim_time / r->iterations : NAN;
+    }
+}
+
+static gint
+by_value (gconstpointer a, gconstpointer b, gpointer values)
+{
+  double x = ((double *) values)[*(const guint *) a], y = ((double *) values)[*(const guint *) b];
+  if (x != y)
+    return x < y ? -1 : 1;
+  return *(const guint *) a < *(const guint *) b ? -1 : *(const guint *) a > *(const guint *) b;
+}
+
+/* Fills pt from the runs (their swept `keys`) and the params of t: the
+ * title, the differing keys and labels, the targets and the ranking.
+ * FALSE with *error set when reading the params fails. */
+static gboolean
+points_of (Points *pt, SimTraceDb *t, const char *db, GPtrArray *runs, GPtrArray *keys,
+           GError **error)
+{
+  static const char *const wanted[] = { "scenario.name", "scenario.target_loss",
+                                        "scenario.target_accuracy" };
+  if (!sim_tracedb_params_load (t, wanted, G_N_ELEMENTS (wanted), error))
+    return FALSE;
+  guint n = runs->len;
+  const SimExportRun *first = n ? g_ptr_array_index (runs, 0) : NULL;
+  const SimTraceParam *name = first ? sim_tracedb_param (t, first->id, wanted[0]) : NULL;
+  if (name && name->text && *name->text)
+    pt->title = sim_clean_text (name->text, 120);
+  else
+    {
+      g_autofree char *base = g_path_get_basename (db);
+      pt->title = sim_clean_text (base, 120);
+    }
+  /* the swept keys whose values differ between the runs */
+  pt->cols = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint k = 0; k < keys->len; k++)
+    {
+      gboolean differs = FALSE;
+      for (guint i = 1; i < n && !differs; i++)
+        differs = g_strcmp0 (((SimExportRun *) g_ptr_array_index (runs, i))->swept[k],
+                             first->swept[k]) != 0;
+      if (differs)
+        g_array_append_val (pt->cols, k);
+    }
+  pt->heads = g_ptr_array_new_with_free_func (g_free);
+  for (guint c = 0; c < pt->cols->len; c++)
+    {
+      const char *k = g_ptr_array_index (keys, g_array_index (pt->cols, guint, c));
+      const char *dot = strrchr (k, '.'), *sh = dot ? dot + 1 : k;
+      for (guint d = 0; d < pt->cols->len; d++)
+        {
+          const char *o = g_ptr_array_index (keys, g_array_index (pt->cols, guint, d));
+          const char *od = strrchr (o, '.');
+          if (d != c && strcmp (od ? od + 1 : o, sh) == 0)
+            sh = k;
+        }
+      g_ptr_array_add (pt->heads, sim_clean_text (sh, 120));
+    }
+  pt->labels = g_ptr_array_new_with_free_func (g_free);
+  pt->target = g_new0 (gboolean, MAX (n, 1));
+  pt->value = g_new0 (double, MAX (n, 1));
+  gboolean any_reached = FALSE, any_cost = FALSE, any_train = FALSE;
+  for (guint i = 0; i < n; i++)
+    {
+      const SimExportRun *r = g_ptr_array_index (runs, i);
+      GString *l = g_string_new (NULL);
+      for (guint c = 0; c < pt->cols->len; c++)
+        {
+          const char *v = r->swept[g_array_index (pt->cols, guint, c)];
+          g_string_append_printf (l, "%s%s=%s", l->len ? " " : "",
+                                  (char *) g_ptr_array_index (pt->heads, c), v ? v : "-");
+        }
+      if (l->len == 0)
+        g_string_assign (l, n == 1 ? pt->title : r->name ? r->name : "");
+      g_ptr_array_add (pt->labels, sim_clean_text (l->str, 400));
+      g_string_free (l, TRUE);
+      const SimTraceParam *tl = sim_tracedb_param (t, r->id, wanted[1]);
+      const SimTraceParam *ta = sim_tracedb_param (t, r->id, wanted[2]);
+      pt->target[i] = (tl && tl->real > 0) || (ta && ta->real > 0);
+      pt->targets = pt->targets || pt->target[i];
+      any_reached = any_reached || isfinite (measure_of (r, BY_TARGET));
+      any_cost = any_cost || isfinite (measure_of (r, BY_COST));
+      any_train = any_train || isfinite (measure_of (r, BY_TRAIN));
+    }
+  pt->measure = any_reached ? BY_TARGET : any_cost ? BY_COST : any_train ? BY_TRAIN
+              : BY_ITERATION;
+  pt->ranked = g_array_new (FALSE, FALSE, sizeof (guint));
+  for (guint i = 0; i < n; i++)
+    {
+      pt->value[i] = measure_of (g_ptr_array_index (runs, i), pt->measure);
+      if (isfinite (pt->value[i]))
+        g_array_append_val (pt->ranked, i);
+    }
+  g_array_sort_with_data (pt->ranked, by_value, pt->value);
+  return TRUE;
+}
+
+/* A duration for a sentence: 12.3 us, 4.56 ms, 7.89 s, 3.2 hours, 25 days. */
+static char *
+duration (double seconds)
+{
+  if (seconds < 1e-3)
+    return g_strdup_printf ("%.3g &micro;s", seconds * 1e6);
+  if (seconds < 1)
+    return g_strdup_printf ("%.3g ms", seconds * 1e3);
+  return sim_metrics_format_time (seconds);
+}
+
+/* Measure m's value v for a sentence (HTML). */
+static char *
+measure_text (Measure m, double v)
+{
+  if (m == BY_COST)
+    return g_strdup_printf ("a cost of %.4g", v);
+  g_autofree char *d = duration (v);
+  return m == BY_ITERATION ? g_strdup_printf ("%s per iteration", d)
+         : m == BY_TARGET ? g_strdup_printf ("%s to the target", d)
+         : g_strdup_printf ("%s to train", d);
+}
+
+/* Appends "LABEL (run N)" of run index i. */
+static void
+point_name (GString *s, GPtrArray *runs, const Points *pt, guint i)
+{
+  g_string_append (s, "<b>");
+  esc (s, g_ptr_array_index (pt->labels, i));
+  g_string_append_printf (s, "</b> (run %" G_GINT64_FORMAT ")",
+                          ((SimExportRun *) g_ptr_array_index (runs, i))->id);
+}
+
+/* One run's headline figures, comma separated (HTML). */
+static void
+headline (GString *s, const SimExportRun *r, gboolean target)
+{
+  g_autofree char *per = duration (r->sim_time / r->iterations);
+  g_string_append_printf (s, "%s per iteration", per);
+  if (isfinite (r->samples_per_s))
+    g_string_append_printf (s, ", %.4g samples/s", r->samples_per_s);
+  const SimMetrics *m = &r->metrics;
+  if (isfinite (m->tokens_per_s))
+    g_string_append_printf (s, ", %.4g tokens/s", m->tokens_per_s);
+  if (isfinite (m->mfu))
+    g_string_append_printf (s, ", MFU %.3g%%", 100 * m->mfu);
+  if (isfinite (m->train_time))
+    {
+      g_autofree char *t = duration (m->train_time);
+      g_string_append_printf (s, ", %s to train (%.4g GPU-hours)", t, m->device_hours);
+    }
+  if (isfinite (m->cost))
+    g_string_append_printf (s, ", a cost of %.4g", m->cost);
+  if (target && reached (r))
+    {
+      g_autofree char *t = duration (r->sim_time);
+      g_string_append_printf (s, "; it reached its target in %s after %.0f gradients", t,
+                              r->updates);
+    }
+  else if (target)
+    g_string_append (s, "; it missed its target");
+}
+
+/* The first paragraph: the question the runs answer and its answer. */
+static void
+lead (GString *s, GPtrArray *runs, const Points *pt)
+{
+  guint n = runs->len, k = pt->ranked->len;
+  g_string_append (s, "<p class=\"lead\" id=\"answer\">");
+  if (n == 1)
+    {
+      const SimExportRun *r = g_ptr_array_index (runs, 0);
+      if (g_strcmp0 (r->status, "done") != 0 || !(r->iterations > 0))
+        {
+          g_string_append (s, "The run did not finish (status ");
+          esc (s, r->status);
+          g_string_append (s, "): see below.</p>\n");
+          return;
+        }
+      g_string_append (s, "<b>Headline:</b> ");
+      headline (s, r, pt->target[0]);
+      g_string_append (s, ".</p>\n");
+      return;
+    }
+  g_string_append_printf (s, "<b>Question:</b> which of the %u runs", n);
+  if (pt->heads->len)
+    {
+      g_string_append (s, ", differing in ");
+      for (guint c = 0; c < pt->heads->len; c++)
+        {
+          g_string_append (s, c == 0 ? "" : c + 1 == pt->heads->len ? " and " : ", ");
+          esc (s, g_ptr_array_index (pt->heads, c));
+        }
+      g_string_append (s, ",");
+    }
+  g_string_append_printf (s, " has the lowest %s? <b>Answer:</b> ", measure_name[pt->measure]);
+  if (k == 0)
+    {
+      g_string_append (s, "none finished with one.</p>\n");
+      return;
+    }
+  guint best = g_array_index (pt->ranked, guint, 0);
+  point_name (s, runs, pt, best);
+  g_autofree char *bv = measure_text (pt->measure, pt->value[best]);
+  g_string_append_printf (s, ", %s", bv);
+  const SimExportRun *rb = g_ptr_array_index (runs, best);
+  if (pt->measure == BY_COST && isfinite (rb->metrics.train_time))
+    {
+      g_autofree char *t = duration (rb->metrics.train_time);
+      g_string_append_printf (s, " (%s to train)", t);
+    }
+  if (k == 1)
+    g_string_append (s, "; no other run has one");
+  else
+    {
+      guint next = g_array_index (pt->ranked, guint, 1);
+      double a = pt->value[best], b = pt->value[next];
+      if (b > a)
+        g_string_append_printf (s, ", %.3g%% below the next best, ", 100 * (b - a) / b);
+      else
+        g_string_append (s, ", tied with ");
+      point_name (s, runs, pt, next);
+      g_autofree char *nv = measure_text (pt->measure, b);
+      g_string_append_printf (s, " (%s)", nv);
+      guint worst = g_array_index (pt->ranked, guint, k - 1);
+      if (k > 2 && a > 0)
+        {
+          g_string_append (s, "; the worst, ");
+          point_name (s, runs, pt, worst);
+          double x = pt->value[worst] / a;
+          g_string_append_printf (s, x < 1000 ? ", is %.3g&times; the best"
+                                               : ", is %.0f&times; the best", x);
+        }
+    }
+  if (pt->measure == BY_TARGET && k < n)
+    g_string_append_printf (s, "; %u of the %u runs did not reach the target", n - k, n);
+  g_string_append (s, ".</p>\n");
+}
+
 /* Which optional columns the run table has: those some run has a value
  * for. */
 typedef struct {
   gboolean scaling, loss, tokens, mfu, train, cost;
 } RunColumns;
 
-/* The run table's header row, for the swept keys and the columns. */
+/* The run table's header row: the keys that differ (short names, the
+ * whole key as a tooltip), the columns. */
 static void
-run_table_head (GString *s, GPtrArray *keys, const RunColumns *c)
+run_table_head (GString *s, GPtrArray *keys, const Points *pt, const RunColumns *c)
 {
   g_string_append (s, "<table id=\"runs\">\n<thead><tr><th>run</th><th>status</th>");
-  for (guint k = 0; k < keys->len; k++)
+  for (guint k = 0; k < pt->cols->len; k++)
     {
-      g_autofree char *key = sim_clean_text (g_ptr_array_index (keys, k), 120);
-      g_string_append (s, "<th>");
+      g_autofree char *key
+        = sim_clean_text (g_ptr_array_index (keys, g_array_index (pt->cols, guint, k)), 120);
+      g_string_append (s, "<th title=\"");
       esc (s, key);
+      g_string_append (s, "\">");
+      esc (s, g_ptr_array_index (pt->heads, k));
       g_string_append (s, "</th>");
     }
-  g_string_append (s, "<th>sim time (s)</th><th>iterations</th><th>samples/s</th>");
+  g_string_append (s, "<th>sim time (s)</th><th>iterations</th>");
+  if (pt->targets)
+    g_string_append (s, "<th>target</th><th>gradients</th>");
+  g_string_append (s, "<th>samples/s</th>");
   if (c->scaling)
     g_string_append (s, "<th>scaling</th>");
   if (c->tokens)
@@ -185,7 +510,7 @@ run_table_head (GString *s, GPtrArray *keys, const RunColumns *c)
 }
 
 static void
-run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
+run_table (GString *s, GPtrArray *runs, GPtrArray *keys, const Points *pt)
 {
   RunColumns c = { FALSE };
   for (guint i = 0; i < runs->len; i++)
@@ -200,7 +525,7 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
     }
   gboolean scaling = c.scaling, loss = c.loss, tokens = c.tokens, mfu = c.mfu,
     train = c.train, cost = c.cost;
-  run_table_head (s, keys, &c);
+  run_table_head (s, keys, pt, &c);
   for (guint i = 0; i < runs->len; i++)
     {
       const SimExportRun *r = g_ptr_array_index (runs, i);
@@ -208,10 +533,11 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
                               r->id, g_strcmp0 (r->status, "done") == 0 ? "ok" : "bad");
       esc (s, r->status);
       g_string_append (s, "</td>");
-      for (guint k = 0; k < keys->len; k++)
+      for (guint k = 0; k < pt->cols->len; k++)
         {
+          const char *v = r->swept[g_array_index (pt->cols, guint, k)];
           g_string_append (s, "<td>");
-          esc (s, r->swept[k] ? r->swept[k] : "");
+          esc (s, v ? v : "");
           g_string_append (s, "</td>");
         }
       const double parts[] = { r->compute, r->comm, r->wait };
@@ -219,6 +545,14 @@ run_table (GString *s, GPtrArray *runs, GPtrArray *keys)
       sim_time_shares (parts, 3, share);
       cell_number (s, r->sim_time, "%.6g");
       cell_number (s, r->iterations, "%.0f");
+      /* as `dtsim run` prints them: reached or missed, and the gradients
+       * applied (sim/report.c) */
+      if (pt->targets)
+        {
+          const char *what = reached (r) ? "reached" : pt->target[i] ? "missed" : "&ndash;";
+          g_string_append_printf (s, "<td>%s</td>", what);
+          cell_number (s, r->updates, "%.0f");
+        }
       cell_number (s, r->samples_per_s, "%.6g");
       if (scaling)
         cell_number (s, 100 * r->scaling, "%.1f%%");
@@ -284,8 +618,8 @@ params_table (GString *s, SimTraceDb *t, GError **error)
  * explanation from explained[], the SVG inline, and under it the notes that
  * concern it. */
 static gboolean
-figure_one (GString *s, const Collected *c, const char *name, const char *path,
-            GError **error)
+figure_one (GString *s, const Collected *c, const Points *pt, GPtrArray *runs,
+            const char *name, const char *path, GError **error)
 {
   g_autofree char *svg = NULL;
   gsize len = 0;
@@ -308,7 +642,20 @@ figure_one (GString *s, const Collected *c, const char *name, const char *path,
   g_string_append_printf (s, "<figure id=\"fig-%s\">\n<h3>", name);
   esc (s, title);
   if (g_str_has_prefix (name, "timeline-run"))
-    g_string_append_printf (s, ", run %s", name + strlen ("timeline-run"));
+    {
+      /* the run, what sets it apart and why it is shown */
+      gint64 id = g_ascii_strtoll (name + strlen ("timeline-run"), NULL, 10);
+      g_string_append_printf (s, ", run %" G_GINT64_FORMAT, id);
+      for (guint i = 0; i < runs->len; i++)
+        if (((SimExportRun *) g_ptr_array_index (runs, i))->id == id && runs->len > 1)
+          {
+            g_string_append (s, ": ");
+            esc (s, g_ptr_array_index (pt->labels, i));
+          }
+      for (int i = 0; i < REPORT_TIMELINES; i++)
+        if (c->shown[i] == id && runs->len > 1)
+          g_string_append_printf (s, " (%s)", c->role[i]);
+    }
   g_string_append (s, "</h3>\n<img alt=\"");
   esc (s, title);
   g_string_append_printf (s, "\" src=\"data:image/svg+xml;base64,%s\">\n<figcaption>", b64);
@@ -371,14 +718,25 @@ figures_missing (GString *s, const Collected *c)
     }
 }
 
-/* Every drawn figure in C, in the order drawn, then what was not drawn. */
+/* Every drawn figure in C, in the order drawn, how to draw the timelines
+ * left out (`db`: the database, as given), then what was not drawn. */
 static gboolean
-figures (GString *s, const Collected *c, GError **error)
+figures (GString *s, const Collected *c, const Points *pt, GPtrArray *runs, const char *db,
+         GError **error)
 {
   for (guint i = 0; i + 1 < c->figures->len; i += 2)
-    if (!figure_one (s, c, g_ptr_array_index (c->figures, i),
+    if (!figure_one (s, c, pt, runs, g_ptr_array_index (c->figures, i),
                      g_ptr_array_index (c->figures, i + 1), error))
       return FALSE;
+  if (c->declined > 0)
+    {
+      g_autofree char *shown = sim_clean_text (db, 400);
+      g_string_append_printf (s, "<p id=\"more-timelines\">The timelines of the %d other run%s"
+                              " with spans are not shown here; <code>dtsim plot ",
+                              c->declined, c->declined == 1 ? "" : "s");
+      esc (s, shown);
+      g_string_append (s, " -o DIR</code> draws every run&#39;s timeline, one file each.</p>\n");
+    }
   figures_missing (s, c);
   return TRUE;
 }
@@ -391,7 +749,8 @@ static const char style[] =
   "tabular-nums}td.ok{color:#176317}td.bad{color:#a31515;font-weight:bold}"
   "figure{margin:2em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}"
   "figcaption{color:#444;max-width:60em}ul.errors{color:#a31515}"
-  "details{margin:1em 0}summary{cursor:pointer}.meta{color:#666}";
+  "details{margin:1em 0}summary{cursor:pointer}.meta{color:#666}"
+  "p.lead{font-size:1.1em;max-width:60em}";
 
 /* Where the page goes: OUT, or beside DB with .html for its extension. */
 static char *
@@ -424,12 +783,12 @@ write_page (const char *path, const char *db, GString *s, GError **error)
   return ok;
 }
 
-/* The page's head and its first lines: the database's name as title, how
- * many runs ended how, the scenario and the versions that wrote and read it. */
+/* The page's head and its first lines: the scenario's name as title, how
+ * many runs ended how, the scenario file and the versions that wrote and
+ * read it. */
 static void
-page_head (GString *s, const char *db, const GPtrArray *runs)
+page_head (GString *s, const Points *pt, const GPtrArray *runs)
 {
-  g_autofree char *base = g_path_get_basename (db);
   guint n[3] = { 0, 0, 0 };
   for (guint i = 0; i < runs->len; i++)
     {
@@ -441,11 +800,11 @@ page_head (GString *s, const char *db, const GPtrArray *runs)
   g_string_append (s, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
                       "'none'; img-src data:; style-src 'unsafe-inline'\">\n"
-                      "<meta name=\"viewport\" content=\"width=device-width\">\n<title>dtsim report: ");
-  g_autofree char *cbase = sim_clean_text (base, 120);
-  esc (s, cbase);
-  g_string_append_printf (s, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", style);
-  esc (s, cbase);
+                      "<meta name=\"viewport\" content=\"width=device-width\">\n<title>");
+  esc (s, pt->title);
+  g_string_append_printf (s, " &ndash; dtsim report</title>\n<style>%s</style>\n</head>\n<body>\n<h1>",
+                          style);
+  esc (s, pt->title);
   g_string_append (s, "</h1>\n<p class=\"meta\">");
   g_string_append_printf (s, "%u run%s: %u done, %u failed, %u infeasible. Scenario ",
                           runs->len, runs->len == 1 ? "" : "s", n[0], n[1], n[2]);
@@ -453,6 +812,39 @@ page_head (GString *s, const char *db, const GPtrArray *runs)
   g_string_append (s, "; written by dtsim ");
   esc (s, first ? first->version : "");
   g_string_append_printf (s, ", reported by dtsim %s.</p>\n", PACKAGE_VERSION);
+}
+
+/* The runs whose timelines the page shows, into c: the baseline (the first
+ * run), the best and the worst by pt's measure. */
+static void
+choose_timelines (Collected *c, GPtrArray *runs, const Points *pt)
+{
+  guint k = pt->ranked->len;
+  const SimExportRun *pick[REPORT_TIMELINES] = {
+    runs->len ? g_ptr_array_index (runs, 0) : NULL,
+    k ? g_ptr_array_index (runs, g_array_index (pt->ranked, guint, 0)) : NULL,
+    k > 1 ? g_ptr_array_index (runs, g_array_index (pt->ranked, guint, k - 1)) : NULL,
+  };
+  static const char *const role[REPORT_TIMELINES] = { "baseline", "best", "worst" };
+  int m = 0;
+  for (int i = 0; i < REPORT_TIMELINES; i++)
+    {
+      if (!pick[i])
+        continue;
+      int j = 0;
+      while (j < m && c->shown[j] != pick[i]->id)
+        j++;
+      if (j == m)
+        {
+          c->shown[m++] = pick[i]->id;
+          g_strlcpy (c->role[j], role[i], sizeof c->role[j]);
+        }
+      else
+        {
+          g_strlcat (c->role[j], " and ", sizeof c->role[j]);
+          g_strlcat (c->role[j], role[i], sizeof c->role[j]);
+        }
+    }
 }
 
 int
@@ -469,10 +861,15 @@ sim_report_html (const char *db, const char *out, GError **error)
   g_autoptr (GPtrArray) keys = NULL;
   g_autoptr (GPtrArray) runs = sim_export_runs (&t, 0, &keys, error);
   g_autoptr (GString) params = g_string_new (NULL);
-  gboolean ok = runs && params_table (params, &t, error);
+  Points pt = { 0 };
+  gboolean ok = runs && params_table (params, &t, error)
+                && points_of (&pt, &t, db, runs, keys, error);
   sim_tracedb_close (&t);
   if (!ok)
-    return 2;
+    {
+      points_clear (&pt);
+      return 2;
+    }
 
   /* the figures, drawn as dtsim plot draws them, into a private folder */
   g_autoptr (GError) local = NULL;
@@ -481,34 +878,43 @@ sim_report_html (const char *db, const char *out, GError **error)
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_RUNTIME, "%s; check the temporary folder (TMPDIR)",
                    local->message);
+      points_clear (&pt);
       return 1;
     }
   Collected c = { g_ptr_array_new_with_free_func (g_free),
                   g_ptr_array_new_with_free_func (g_free),
-                  g_ptr_array_new_with_free_func (g_free) };
-  SimPlotSink sink = { got_figure, got_skipped, got_note, &c };
+                  g_ptr_array_new_with_free_func (g_free), { 0 }, { "" }, 0 };
+  choose_timelines (&c, runs, &pt);
+  SimPlotSink sink = { got_figure, got_skipped, got_note, &c, wants_timeline };
   int code = sim_plot_to (db, tmp, "svg", &sink, error);
 
   g_autoptr (GString) s = g_string_new (NULL);
   if (code == 0)
     {
-      page_head (s, db, runs);
+      page_head (s, &pt, runs);
+      lead (s, runs, &pt);
       g_string_append (s, "<h2>Runs</h2>\n<p>One row per run (sweep point); the swept keys "
-                          "are the columns after the status. Samples/s is the samples "
-                          "trained on (each once, however many pipeline stages it crossed) "
-                          "over simulated time; compute, comm and wait are shares of "
-                          "worker time.</p>\n");
-      run_table (s, runs, keys);
+                          "whose values differ between runs are the columns after the "
+                          "status. Samples/s is the samples trained on (each once, however "
+                          "many pipeline stages it crossed) over simulated time; compute, "
+                          "comm and wait are shares of worker time.");
+      if (pt.targets)
+        g_string_append (s, " Target: whether the run reached its [scenario] target_loss or "
+                            "target_accuracy (at its sim time, after that many gradients) or "
+                            "missed it.");
+      g_string_append (s, "</p>\n");
+      run_table (s, runs, keys, &pt);
       g_string_append (s, "<h2>Parameters</h2>\n");
       g_string_append (s, params->str);
       g_string_append (s, "<h2>Figures</h2>\n");
-      if (!figures (s, &c, error))
+      if (!figures (s, &c, &pt, runs, db, error))
         code = 1;
       g_string_append (s, "</body>\n</html>\n");
     }
   g_ptr_array_unref (c.figures);
   g_ptr_array_unref (c.skipped);
   g_ptr_array_unref (c.notes);
+  points_clear (&pt);
   /* the private folder and its figures */
   sim_remove_tree (tmp);
   if (code != 0)

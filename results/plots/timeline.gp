@@ -12,18 +12,21 @@
 # Data: blocks compute, forward, backward, communication, waiting, update,
 # down (columns: actor row, start, end), then micro-batches (columns: middle,
 # actor row, micro-batch).
-set terminal term size 1200,height font ",11"
+# a page's width; the key above the rows, not beside them
+set terminal term size 1000,height+30 font ",11"
 set output outfile
+set encoding utf8
 set termoption noenhanced
 set title sprintf("Timeline of %s", runtitle) noenhanced
-set xlabel "simulated time (s)"
+set xlabel "simulated time"
+set format x "%.1s %cs"
 if (staged) { set ylabel "pipeline stage" } else { set ylabel "actor (worker or server)" }
 set yrange [-0.7:nactors-0.3] reverse
 set ytics ()
 do for [i=1:nshown] { set ytics add (actors[i] actor_rows[i]) }
 set xrange [0:xmax]
 set grid x
-set key outside right top
+set key outside top center horizontal
 set datafile separator "\t"
 set style fill solid 1.0 border lc rgb "#ffffff"
 plot datafile index 0 using (($2+$3)/2):1:2:3:($1-0.35):($1+0.35) with boxxyerror lc rgb "#2b8cbe" title (has[1] ? "compute" : ""), \
