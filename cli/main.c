@@ -519,13 +519,30 @@ cmd_plan (int argc, char **argv)
   SimPlanOptions opt = { .top = top, .tensor = tensor, .stages = stages,
                          .by_cost = by && strcmp (by, "cost") == 0, .progress = !quiet };
   GError *error = NULL;
-  g_autoptr (SimPlan) plan = sim_plan_new (argv[1], (const char *const *) sets, &opt, &error);
-  if (!plan)
+  g_autoptr (GPtrArray) points = sim_plan_points (argv[1], (const char *const *) sets, &error);
+  if (!points)
     return die (error, 2);
-  g_autoptr (GString) out = g_string_new (NULL);
-  sim_plan_write (plan, json, out);
-  fputs (out->str, stdout);
-  return 0;
+  /* a sweep (clusters, devices, prices): one search per point */
+  g_autofree SimPlan **plans = g_new0 (SimPlan *, points->len);
+  int code = 0;
+  for (guint i = 0; i < points->len && code == 0; i++)
+    {
+      const SimPlanPoint *pt = g_ptr_array_index (points, i);
+      if (points->len > 1 && !quiet)
+        fprintf (stderr, "plan: point %u of %u: %s\n", i + 1, points->len, pt->label);
+      plans[i] = sim_plan_new (argv[1], (const char *const *) pt->sets, &opt, &error);
+      if (!plans[i])
+        code = die (error, 2);
+    }
+  if (code == 0)
+    {
+      g_autoptr (GString) out = g_string_new (NULL);
+      sim_plan_write_points (points, plans, json, out);
+      fputs (out->str, stdout);
+    }
+  for (guint i = 0; i < points->len; i++)
+    g_clear_pointer (&plans[i], sim_plan_free);
+  return code;
 }
 
 static int

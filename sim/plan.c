@@ -643,3 +643,143 @@ sim_plan_write (const SimPlan *p, gboolean json, GString *out)
   else
     write_table (p, out);
 }
+
+static void
+point_free (gpointer data)
+{
+  SimPlanPoint *pt = data;
+  g_free (pt->label);
+  g_strfreev (pt->sets);
+  g_free (pt);
+}
+
+/* The point's overrides: the user's, then "a=x", "b=y" for each swept
+ * "a/b=x/y" (fixing a swept key removes it from the sweep). */
+static SimPlanPoint *
+point_new (const SimConfig *c, const char *const *sets)
+{
+  g_autoptr (GStrvBuilder) b = g_strv_builder_new ();
+  GString *label = g_string_new (NULL);
+  if (sets)
+    g_strv_builder_addv (b, (const char **) sets);
+  for (guint i = 0; c->swept && i < c->swept->len; i++)
+    {
+      const char *kv = g_ptr_array_index (c->swept, i);
+      g_string_append_printf (label, "%s%s", i ? " " : "", kv);
+      const char *eq = strchr (kv, '=');
+      g_autofree char *keys = g_strndup (kv, (gsize) (eq - kv));
+      g_auto (GStrv) names = g_strsplit (keys, "/", -1);
+      g_auto (GStrv) vals = g_strsplit (eq + 1, "/", -1);
+      for (int q = 0; names[q] && vals[q]; q++)
+        {
+          g_autofree char *kv1 = g_strdup_printf ("%s=%s", g_strstrip (names[q]),
+                                                  g_strstrip (vals[q]));
+          g_strv_builder_add (b, kv1);
+        }
+    }
+  SimPlanPoint *pt = g_new0 (SimPlanPoint, 1);
+  pt->label = g_string_free (label, FALSE);
+  pt->sets = g_strv_builder_end (b);
+  return pt;
+}
+
+GPtrArray *
+sim_plan_points (const char *path, const char *const *sets, GError **error)
+{
+  g_autoptr (GPtrArray) configs = sim_scenario_load (path, sets, error);
+  if (!configs)
+    return NULL;
+  GPtrArray *points = g_ptr_array_new_with_free_func (point_free);
+  for (guint i = 0; i < configs->len; i++)
+    g_ptr_array_add (points, point_new (g_ptr_array_index (configs, i), sets));
+  return points;
+}
+
+/* The best simulated row of a plan (NULL: none simulated). */
+static const SimPlanRow *
+plan_best (const SimPlan *p)
+{
+  return p && p->ranked->len > 0 ? g_ptr_array_index (p->ranked, 0) : NULL;
+}
+
+/* With several points: each point's best, its time to train and cost
+ * where the scenario gives tokens or epochs and a price, and which wins. */
+static void
+write_points_summary (GPtrArray *points, SimPlan **plans, GString *out)
+{
+  g_string_append_printf (out, "\nbest layout of each of the %u points:\n", points->len);
+  int fastest = -1, cheapest = -1;
+  for (guint i = 0; i < points->len; i++)
+    {
+      const SimPlanRow *r = plan_best (plans[i]);
+      const SimPlanPoint *pt = g_ptr_array_index (points, i);
+      if (!r)
+        {
+          g_string_append_printf (out, "  %s: no layout could be simulated\n", pt->label);
+          continue;
+        }
+      g_autofree char *train = sim_metrics_format_time (r->metrics.train_time);
+      char cost[48];
+      g_snprintf (cost, sizeof cost, isfinite (r->metrics.cost) ? "%.4g" : "-",
+                  r->metrics.cost);
+      g_string_append_printf (out, "  %s: %dx%dx%d, %.4g s per iteration, %.4g tokens/s, "
+                              "MFU %.1f%%, time to train %s, GPU-hours %.4g, cost %s\n",
+                              pt->label, r->D, r->P, r->T, r->time, r->metrics.tokens_per_s,
+                              100 * r->metrics.mfu, train, r->metrics.device_hours, cost);
+      const SimPlanRow *f = fastest >= 0 ? plan_best (plans[fastest]) : NULL;
+      const SimPlanRow *c = cheapest >= 0 ? plan_best (plans[cheapest]) : NULL;
+      double t = isfinite (r->metrics.train_time) ? r->metrics.train_time : r->time;
+      if (!f || t < (isfinite (f->metrics.train_time) ? f->metrics.train_time : f->time))
+        fastest = (int) i;
+      if (isfinite (r->metrics.cost) && (!c || r->metrics.cost < c->metrics.cost))
+        cheapest = (int) i;
+    }
+  if (fastest < 0)
+    return;
+  const SimPlanPoint *f = g_ptr_array_index (points, fastest);
+  g_string_append_printf (out, "fastest: %s", f->label);
+  if (cheapest >= 0)
+    g_string_append_printf (out, "; cheapest: %s",
+                            ((SimPlanPoint *) g_ptr_array_index (points, cheapest))->label);
+  g_string_append (out, "\n");
+}
+
+void
+sim_plan_write_points (GPtrArray *points, SimPlan **plans, gboolean json, GString *out)
+{
+  if (points->len == 1)
+    {
+      sim_plan_write (plans[0], json, out);
+      return;
+    }
+  if (json)
+    {
+      g_string_append (out, "{\"file\": ");
+      sim_append_json_string (out, plans[0]->file);
+      g_string_append (out, ", \"points\": [");
+    }
+  for (guint i = 0; i < points->len; i++)
+    {
+      const SimPlanPoint *pt = g_ptr_array_index (points, i);
+      if (json)
+        {
+          g_string_append_printf (out, "%s{\"point\": ", i ? ", " : "");
+          sim_append_json_string (out, pt->label);
+          g_string_append (out, ", \"plan\": ");
+          write_json (plans[i], out);
+          /* write_json ends its object with a newline */
+          g_string_truncate (out, out->len - 1);
+          g_string_append (out, "}");
+        }
+      else
+        {
+          g_string_append_printf (out, "%s== point %u of %u: %s\n", i ? "\n" : "", i + 1,
+                                  points->len, pt->label);
+          write_table (plans[i], out);
+        }
+    }
+  if (json)
+    g_string_append (out, "]}\n");
+  else
+    write_points_summary (points, plans, out);
+}

@@ -77,6 +77,26 @@ typedef struct {
 SimPlan *sim_plan_new (const char *path, const char *const *sets, const SimPlanOptions *opt,
                        GError **error);
 void sim_plan_free (SimPlan *p);
+
+/* One point of a scenario's [sweep] (a cluster, a device, a price ...) as
+ * plan searches it: its label ("cluster.device=a100 ...", "" for a
+ * scenario without a sweep) and the --set overrides that fix it (the
+ * user's, then each swept key's value), NULL-terminated. */
+typedef struct {
+  char *label;
+  char **sets;
+} SimPlanPoint;
+
+/* The points of the scenario at `path` with `sets` applied, in the order
+ * `dtsim run` runs them (GPtrArray of SimPlanPoint *, freed with it); NULL
+ * with the loader's one-line error on a bad scenario. */
+GPtrArray *sim_plan_points (const char *path, const char *const *sets, GError **error);
+
+/* Writes several points' plans (plans[i] searched at points[i]): each
+ * point's table (or, with json, {"file", "points": [{"point", "plan"}]})
+ * and, with more than one point, which point's best layout trains
+ * fastest and which costs least. */
+void sim_plan_write_points (GPtrArray *points, SimPlan **plans, gboolean json, GString *out);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SimPlan, sim_plan_free)
 
 /* The ranked table (human), or one JSON object (json), appended to out. */
