@@ -349,9 +349,10 @@ timing_parse_comment (TimingTable *t, int lineno, const char *text,
   return TRUE;
 }
 
-/* Adds the layer of the fields `f` (NAME PARAMS FWD_FLOPS ACTIVATIONS) on
- * line `lineno` to `t`, after checking the name (length, not seen before),
- * the three numbers and that the parameter total still fits a gsize. */
+/* Adds the layer of the fields `f` (NAME PARAMS FWD_FLOPS ACTIVATIONS
+ * [KIND [KEEP]]) on line `lineno` to `t`, after checking the name (length,
+ * not seen before), the three numbers, KIND and KEEP, and that the
+ * parameter total still fits a gsize. */
 static gboolean
 timing_add_row (TimingTable *t, int lineno, const char *const *f,
                 GError **error)
