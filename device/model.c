@@ -533,7 +533,7 @@ memory_advice (GString *out, const SimConfig *c, const KernModel *m, const MemTe
   if (strcmp (terms[k].name, "reserve") == 0)
     OR ("lower [device] reserve");
   if (state && zero < 3)
-    OR ("raise [policy] zero (now %" G_GINT64_FORMAT ")", zero);
+    OR ("use a higher [policy] zero (now %" G_GINT64_FORMAT ")", zero);
   if (fit > 0)
     OR ("lower [model] batch to %" G_GINT64_FORMAT, fit);
   static const struct { int mode; const char *name; } modes[] = {
@@ -556,7 +556,7 @@ memory_advice (GString *out, const SimConfig *c, const KernModel *m, const MemTe
   for (int l = 0; l < m->n_layers && !cut; l++)
     cut = m->layers[l].n_weights > 0;
   if (ops->tensor && cut)
-    OR ("raise [policy] tensor (now %" G_GINT64_FORMAT ")",
+    OR ("use a larger [policy] tensor (now %" G_GINT64_FORMAT ")",
         MAX (base_values_int (c->values, "policy.tensor"), 1));
   if (extra)
     OR ("%s", extra);
