@@ -265,11 +265,11 @@ check_shares (const SimConfig *c, KernModel *m)
       g_autofree char *layers = pol_share_layers (&plan->share[s]);
       printf ("  %s %d: layers %s, %" G_GSIZE_FORMAT " parameters; device memory "
               "%.4g GiB = parameters %.4g + gradients %.4g + optimizer state %.4g + "
-              "activations %.4g (%d stashed micro-batches of %d samples%s)\n",
+              "activations %.4g (%d stashed micro-batches of %d samples%s) + reserve %.4g\n",
               plan->unit, s, layers, st[s].params, st[s].total / G,
               st[s].param_bytes / G, st[s].grad_bytes / G, st[s].opt_bytes / G,
               st[s].act_bytes / G, st[s].slots, st[s].microbatch,
-              plan->share[s].chunks > 1 ? " in its chunks" : "");
+              plan->share[s].chunks > 1 ? " in its chunks" : "", st[s].reserve / G);
     }
   g_free (st);
   pol_shares_free (plan);
@@ -300,9 +300,10 @@ check_memory_terms (const SimConfig *c, KernModel *m)
                        sharded[t.zero], c->workers / t.tensor)
     : g_strdup ("");
   printf ("  device memory per worker: %.4g GiB = parameters %.4g + gradients %.4g + optimizer "
-          "state %.4g%s + activations %.4g (%g + %g + %g bytes per parameter%s)\n",
+          "state %.4g%s + activations %.4g + reserve %.4g (%g + %g + %g bytes per "
+          "parameter%s)\n",
           t.total / G, t.params / G, t.grads / G, t.state / G, gathered, t.activations / G,
-          t.param_bytes, t.grad_bytes, t.state_bytes, zero);
+          t.reserve / G, t.param_bytes, t.grad_bytes, t.state_bytes, zero);
 }
 
 /* The expert axis of dtsim check's layout line ([policy] experts > 1):

@@ -138,6 +138,10 @@ take_device (SimConfig *c, const SimCatalog *cat, const char *file, GError **err
   take (c, "device.overlap_slowdown", &c->overlap_slowdown, d->overlap_slowdown);
   take (c, "device.memory_bandwidth", &c->memory_bandwidth, d->memory_bandwidth);
   take (c, "device.memory", &c->memory, d->memory);
+  /* the framework's share of a catalog device's memory */
+  if (c->memory > 0)
+    take (c, "device.reserve", &c->reserve,
+          SIM_RESERVE_CONTEXT + SIM_RESERVE_FRAGMENTATION * c->memory);
   /* a catalog of the user's own may price its devices; the built-in
    * one does not */
   if (d->price > 0)

@@ -41,6 +41,12 @@ typedef enum {
 /* The most host memory (bytes) the real math of one run may need: its
  * models, gradients, optimizer states, activations and data set. */
 #define SIM_MAX_HOST_BYTES (16.0 * 1024 * 1024 * 1024)
+/* The default [device] reserve of a catalog device with memory: the CUDA
+ * context and the libraries' handles and workspaces (bytes), plus this
+ * share of the capacity for the caching allocator's fragmentation
+ * (docs/compute.md, "Device memory"). */
+#define SIM_RESERVE_CONTEXT (512.0 * 1024 * 1024)
+#define SIM_RESERVE_FRAGMENTATION 0.05
 
 typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
 /* [model] recompute (docs/compute.md, "Activation recomputation"). */
@@ -91,6 +97,9 @@ typedef struct {
   double serial_time;    /* seconds per step that do not parallelise, added */
   double memory_bandwidth; /* bytes/s, 0 = not modelled */
   double memory;         /* bytes of device memory, 0 = not checked */
+  double reserve;        /* bytes of it the framework keeps for itself
+                            (context, workspaces, fragmentation); < 0 =
+                            the default, sim_memory_reserve */
   int precision;         /* SimPrecision: which peak [cluster] device gives */
   gboolean measured;     /* compute_time = measured: host time x scale */
   double measured_scale; /* factor applied to measured host seconds */

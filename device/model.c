@@ -299,7 +299,15 @@ sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out)
     out->gathered = out->param_bytes
                     * (double) gathered_params (m, base_values_int (c->values, "policy.prefetch"));
   out->activations = activation_bytes (c, m, div);
-  out->total = out->params + out->grads + out->state + out->gathered + out->activations;
+  out->reserve = sim_memory_reserve (c);
+  out->total = out->params + out->grads + out->state + out->gathered + out->activations
+               + out->reserve;
+}
+
+double
+sim_memory_reserve (const SimConfig *c)
+{
+  return c->reserve > 0 ? c->reserve : 0.0;
 }
 
 double
@@ -413,7 +421,9 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
       st->opt_bytes = (4.0 * per + (mixed ? 4.0 : 0.0)) * (double) st->params
                       / (zero >= 1 ? R : 1);
       st->act_bytes = x->act_bytes;
-      st->total = st->param_bytes + st->grad_bytes + st->opt_bytes + st->act_bytes;
+      st->reserve = sim_memory_reserve (c);
+      st->total = st->param_bytes + st->grad_bytes + st->opt_bytes + st->act_bytes
+                  + st->reserve;
     }
   *n = sh->n;
   if (plan)
@@ -471,8 +481,117 @@ memory_key (const SimConfig *c)
   return g_hash_table_contains (c->given, "device.memory") || !c->device ? "[device] memory" : "[cluster] device";
 }
 
+/* One term of a device's memory, for the refusal's wording. */
+typedef struct {
+  const char *name;
+  double bytes;
+} MemTerm;
+
+/* The index of the largest of n terms. */
+static int
+largest_term (const MemTerm *t, int n)
+{
+  int k = 0;
+  for (int i = 1; i < n; i++)
+    if (t[i].bytes > t[k].bytes)
+      k = i;
+  return k;
+}
+
+/* The largest batch, a multiple of `step` samples, at which `fixed` bytes
+ * and the activations (`act` bytes at `batch` samples, linear in them) fit
+ * in `memory` bytes; 0 when none does. */
+static gint64
+fitting_batch (double fixed, double act, gint64 batch, gint64 step, double memory)
+{
+  if (act <= 0 || batch < 1 || step < 1 || fixed >= memory)
+    return 0;
+  double per = act / (double) batch;          /* bytes per sample */
+  double most = floor ((memory - fixed) / per);
+  gint64 b = most >= (double) batch ? batch : (gint64) most;
+  b -= b % step;
+  while (b > 0 && fixed + per * (double) b > memory)
+    b -= step;
+  return b;
+}
+
+/* Whether every device's share of m fits in c's memory under c. */
+static gboolean
+fits (const SimConfig *c, const KernModel *m)
+{
+  if (!pol_lookup (c->policy)->shares)
+    {
+      SimMemoryTerms t;
+      sim_memory_terms (c, m, &t);
+      return t.total <= c->memory;
+    }
+  int n;
+  SimStageMemory *st = sim_shares_memory (c, m, &n, NULL);
+  gboolean ok = TRUE;
+  for (int s = 0; s < n; s++)
+    ok = ok && st[s].total <= c->memory;
+  g_free (st);
+  return ok;
+}
+
+/* The refusal's advice, appended to `out`: the largest of the n terms by
+ * name, then the keys that would make the model fit, those that would
+ * fit at once first: a batch that fits (`fit` > 0), a recompute mode that
+ * does, the keys that shard or cut the model, and `extra` (a policy's
+ * own advice, or NULL). */
+static void
+memory_advice (GString *out, const SimConfig *c, const KernModel *m, const MemTerm *terms,
+               int n, gint64 fit, const char *extra)
+{
+  int k = largest_term (terms, n);
+  g_string_append_printf (out, "; %s %.3g GiB %s the largest term: ", terms[k].name,
+                          gib (terms[k].bytes),
+                          terms[k].name[strlen (terms[k].name) - 1] == 's' ? "are" : "is");
+  gboolean first = TRUE;
+#define OR(...) (g_string_append (out, first ? "" : ", or "), first = FALSE, \
+                 g_string_append_printf (out, __VA_ARGS__))
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  gboolean state = strcmp (terms[k].name, "parameters") == 0
+                   || strcmp (terms[k].name, "gradients") == 0
+                   || strcmp (terms[k].name, "optimizer state") == 0;
+  gint64 zero = ops->zero ? base_values_int (c->values, "policy.zero") : 3;
+  if (strcmp (terms[k].name, "reserve") == 0)
+    OR ("lower [device] reserve");
+  if (state && zero < 3)
+    OR ("use a higher [policy] zero (now %" G_GINT64_FORMAT ")", zero);
+  if (fit > 0)
+    OR ("lower [model] batch to %" G_GINT64_FORMAT, fit);
+  static const struct { int mode; const char *name; } modes[] = {
+    { SIM_RECOMPUTE_SELECTIVE, "selective" }, { SIM_RECOMPUTE_FULL, "full" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (modes); i++)
+    {
+      if (modes[i].mode <= c->recompute)
+        continue;
+      SimConfig r = *c;      /* the same scenario, read only, another mode */
+      r.recompute = modes[i].mode;
+      if (fits (&r, m))
+        {
+          OR ("set [model] recompute = %s", modes[i].name);
+          break;
+        }
+    }
+  /* tensor parallelism cuts the layers whose weight shapes are known */
+  gboolean cut = FALSE;
+  for (int l = 0; l < m->n_layers && !cut; l++)
+    cut = m->layers[l].n_weights > 0;
+  if (ops->tensor && cut)
+    OR ("use a larger [policy] tensor (now %" G_GINT64_FORMAT ")",
+        MAX (base_values_int (c->values, "policy.tensor"), 1));
+  if (extra)
+    OR ("%s", extra);
+  OR ("use a device with more memory");
+#undef OR
+}
+
 /* Every share of the model, on its own device, fits in [device] memory;
- * the first that does not is named with its terms. */
+ * the first that does not is named with its terms, the largest of them
+ * and a batch at which every share would fit. */
 static gboolean
 shares_memory_check (const SimConfig *c, const KernModel *m, const char *file,
                      GError **error)
@@ -480,30 +599,48 @@ shares_memory_check (const SimConfig *c, const KernModel *m, const char *file,
   int n;
   PolShares *plan;
   SimStageMemory *st = sim_shares_memory (c, m, &n, &plan);
-  gboolean ok = TRUE;
-  for (int s = 0; s < n && ok; s++)
+  int bad = -1;
+  gint64 fit = c->batch;
+  for (int s = 0; s < n; s++)
     {
       const SimStageMemory *x = &st[s];
-      if (x->total <= c->memory)
-        continue;
-      g_autofree char *layers = pol_share_layers (&plan->share[s]);
+      if (x->total > c->memory && bad < 0)
+        bad = s;
+      /* the stashed micro-batches are linear in the batch: whole
+       * micro-batches of the same count */
+      gint64 step = x->microbatch > 0 ? MAX (c->batch / x->microbatch, 1) : 1;
+      fit = MIN (fit, fitting_batch (x->total - x->act_bytes, x->act_bytes, c->batch, step,
+                                     c->memory));
+    }
+  if (bad >= 0)
+    {
+      const SimStageMemory *x = &st[bad];
+      g_autofree char *layers = pol_share_layers (&plan->share[bad]);
+      MemTerm terms[] = {
+        { "parameters", x->param_bytes }, { "gradients", x->grad_bytes },
+        { "optimizer state", x->opt_bytes }, { "activations", x->act_bytes },
+        { "reserve", x->reserve },
+      };
+      g_autoptr (GString) advice = g_string_new (NULL);
+      memory_advice (advice, c, m, terms, G_N_ELEMENTS (terms), fit, plan->advice);
       g_set_error (error, SIM_ERROR, SIM_ERROR_INFEASIBLE,
                    "%s: %s: %s %s %d (layers %s) does not fit in %.3g GiB of "
                    "device memory: parameters %.3g GiB + gradients %.3g GiB + optimizer state "
                    "%.3g GiB + activations %.3g GiB (%d stashed micro-batches of %d samples, %s) "
-                   "= %.3g GiB; %s, lower [model] batch or a device with more memory",
-                   file, memory_key (c), c->policy, plan->unit, s, layers,
+                   "+ reserve %.3g GiB = %.3g GiB%s",
+                   file, memory_key (c), c->policy, plan->unit, bad, layers,
                    gib (c->memory), gib (x->param_bytes), gib (x->grad_bytes),
                    gib (x->opt_bytes), gib (x->act_bytes), x->slots, x->microbatch, plan->note,
-                   gib (x->total), plan->advice);
-      ok = FALSE;
+                   gib (x->reserve), gib (x->total), advice->str);
     }
   g_free (st);
   pol_shares_free (plan);
-  return ok;
+  return bad < 0;
 }
 
-/* The whole model, on every worker's device, fits in [device] memory. */
+/* The whole model, on every worker's device, fits in [device] memory;
+ * else the refusal names its terms, the largest of them, and a batch that
+ * would fit. */
 static gboolean
 whole_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
 {
@@ -514,16 +651,22 @@ whole_memory_check (const SimConfig *c, const KernModel *m, const char *file, GE
   g_autofree char *gathered = t.zero >= 3 ? g_strdup_printf (" + gathered parameters %.3g GiB",
                                                              gib (t.gathered))
                                           : g_strdup ("");
-  g_autofree char *hint = t.zero < 3 && pol_lookup (c->policy)->zero
-                          ? g_strdup_printf (", a higher [policy] zero (now %d)", t.zero)
-                          : g_strdup ("");
+  MemTerm terms[] = {
+    { "parameters", t.params }, { "gradients", t.grads }, { "optimizer state", t.state },
+    { "gathered parameters", t.gathered }, { "activations", t.activations },
+    { "reserve", t.reserve },
+  };
+  gint64 fit = fitting_batch (t.total - t.activations, t.activations, c->batch, 1, c->memory);
+  g_autoptr (GString) advice = g_string_new (NULL);
+  memory_advice (advice, c, m, terms, G_N_ELEMENTS (terms), fit, "choose a smaller model");
   g_set_error (error, SIM_ERROR, SIM_ERROR_INFEASIBLE,
                "%s: %s: the model does not fit in %.3g GiB of device memory: "
                "parameters %.3g GiB + gradients %.3g GiB + optimizer state %.3g GiB%s + "
-               "activations %.3g GiB (batch %" G_GINT64_FORMAT ") = %.3g GiB; "
-               "lower [model] batch%s, choose a smaller model or a device with more memory",
+               "activations %.3g GiB (batch %" G_GINT64_FORMAT ") + reserve %.3g GiB "
+               "= %.3g GiB%s",
                file, memory_key (c), gib (c->memory), gib (t.params), gib (t.grads),
-               gib (t.state), gathered, gib (t.activations), c->batch, gib (t.total), hint);
+               gib (t.state), gathered, gib (t.activations), c->batch, gib (t.reserve),
+               gib (t.total), advice->str);
   return FALSE;
 }
 

@@ -71,7 +71,9 @@ KernOptConfig sim_opt_config (const SimConfig *c);
  * K Psi, divided by N from zero 1.  Zero 3 also holds a layer's gathered
  * parameters (with prefetch, the next layer's too); activations as the
  * batch and recompute make them, a cut layer's (every layer's with
- * sequence parallelism) 1/T on a tensor rank. */
+ * sequence parallelism) 1/T on a tensor rank, the floats each layer keeps
+ * for backward (KernLayer.activations: docs/workloads.md, "What backward
+ * keeps"); and the framework's reserve, sim_memory_reserve. */
 typedef struct {
   int zero;              /* [policy] zero of a policy that shards, else 0 */
   int tensor;            /* [policy] tensor: T, 1 without */
@@ -85,8 +87,14 @@ typedef struct {
   double grad_bytes;     /* bytes per gradient, as param_bytes */
   double state_bytes;    /* K */
   double params, grads, state, gathered, activations;
-  double total;          /* their sum */
+  double reserve;        /* sim_memory_reserve */
+  double total;          /* their sum, reserve included */
 } SimMemoryTerms;
+
+/* Bytes of device memory the framework keeps for itself on each device of
+ * c ([device] reserve: CUDA context, library workspaces, the allocator's
+ * fragmentation), 0 where it is unset and no catalog device gave one. */
+double sim_memory_reserve (const SimConfig *c);
 
 void sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out);
 
@@ -129,7 +137,8 @@ typedef struct {
   double opt_bytes;      /* K x params, 1/replicas of them from zero = 1 */
   double act_bytes;      /* most bytes stashed at once (slots x
                           * stash_bytes with one chunk) */
-  double total;          /* their sum */
+  double reserve;        /* sim_memory_reserve */
+  double total;          /* their sum, reserve included */
 } SimStageMemory;
 
 /* The memory of each device's share of m under c's policy (its `shares`

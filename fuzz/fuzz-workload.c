@@ -66,12 +66,13 @@ fuzz_check_model (KernModel *m)
       fuzz_expect (l->params <= G_MAXSIZE - offset, i, "a parameter total that overflows");
       offset += l->params;
       fuzz_expect (isfinite (l->fwd_flops) && l->fwd_flops >= 0, i, "FWD_FLOPS not finite >= 0");
-      fuzz_expect (isfinite (l->activations) && l->activations >= 0, i,
+      fuzz_expect (isfinite (l->outputs) && l->outputs >= 0, i,
                    "ACTIVATIONS not finite >= 0");
       fuzz_expect (l->bwd_flops == 2.0 * l->fwd_flops, i, "backward not twice forward");
       fuzz_expect (l->fwd_flops_fixed == 0 && l->bwd_flops_fixed == 0, i,
                    "a fixed FLOP term");
-      fuzz_expect (l->outputs == l->activations, i, "outputs not ACTIVATIONS");
+      fuzz_expect (l->activations == l->outputs || l->activations == 0, i,
+                   "kept floats neither ACTIVATIONS nor 0 (KEEP)");
     }
   gsize P = m->ops->n_params (m);
   fuzz_expect (P == offset, -1, "n_params not the sum of the layers' PARAMS");

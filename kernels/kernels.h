@@ -357,14 +357,17 @@ typedef enum {
 
 /* A published network as a layer table (no math): see docs/workloads.md and
  * scenarios/workloads/.  Text format, one layer per line, '#' comments:
- *   NAME PARAMS FWD_FLOPS ACTIVATIONS
+ *   NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND [KEEP]]
  * per sample, FLOPs counting a multiply-add as 2; backward = 2 x forward;
  * fwd_bytes = 4 x (inputs + outputs) per sample, with weights read once
  * per batch (4 x PARAMS fixed); backward moves twice that.  A layer's
  * inputs are the previous layer's ACTIVATIONS; the first layer's come from
  * the one required comment line "# input N" (floats per sample).  NAME is
  * unique and at most 31 bytes; PARAMS a non-negative integer; FWD_FLOPS
- * and ACTIVATIONS non-negative finite numbers.  `name` labels error
+ * and ACTIVATIONS non-negative finite numbers; KEEP (output, inplace or
+ * none) says whether a layer's activations (kept for backward) are its
+ * ACTIVATIONS or 0, by default inplace for an elementwise layer as wide as
+ * its input, else output; outputs are ACTIVATIONS.  `name` labels error
  * messages.  Returns NULL and sets `error` (KERN_TIMING_ERROR) on a bad
  * table.  The model has d = k = 0, no loss_grad and no evaluate.
  * Lines between "# repeat N" and "# end" (not nested) stand for N copies

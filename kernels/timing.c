@@ -5,7 +5,7 @@
  * price ResNet-50 or GPT-2 on thousands of workers without computing
  * anything.  kern_timing_parse() reads a table of
  *
- *   NAME PARAMS FWD_FLOPS ACTIVATIONS        (per sample)
+ *   NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND [KEEP]]   (per sample)
  *
  * lines (scenarios/workloads/, written by tools/workloads.py) and turns
  * each into a KernLayer by the rules of docs/workloads.md:
@@ -13,11 +13,21 @@
  *   fwd_flops = FWD_FLOPS                bwd_flops = 2 x FWD_FLOPS
  *   fwd_bytes_fixed = 4 PARAMS           bwd_bytes_fixed = 2 x 4 PARAMS
  *   fwd_bytes = 4 (inputs + ACTIVATIONS) bwd_bytes = 2 x fwd_bytes
- *   activations = ACTIVATIONS
+ *   outputs = ACTIVATIONS                activations = the floats KEEP keeps
  *
  * where a layer's inputs are the previous layer's ACTIVATIONS, and the
  * first layer's are given by the table's "# input N" comment line; every
- * fixed FLOP term is 0.  The weights are read once per batch (fixed bytes);
+ * fixed FLOP term is 0.  KEEP says what backward keeps of the layer's
+ * output (memory only; the time above reads ACTIVATIONS):
+ *
+ *   output   its own tensor of ACTIVATIONS floats
+ *   inplace  none of its own: it writes over its input, whose storage the
+ *            layer before it counts (ReLU after a conv or a norm, a
+ *            residual add, a softmax over the scores)
+ *   none     nothing: its output is freed once the next layer has read it
+ *
+ * Without KEEP, an element-wise layer whose ACTIVATIONS equal its inputs
+ * is inplace and every other layer output (docs/workloads.md).  The weights are read once per batch (fixed bytes);
  * backward reads them again and writes their gradient, and reads and writes
  * about twice the per-sample data of forward (the output gradient, the
  * saved input, the input gradient).  Backward = 2 x forward is the usual
@@ -38,8 +48,22 @@ G_DEFINE_QUARK (kern-timing-error-quark, kern_timing_error)
 /* Bytes of one float32 value. */
 #define TIMING_FLOAT_BYTES 4.0
 
-/* Fields of a layer line: NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND]. */
-#define TIMING_FIELDS 5
+/* Fields of a layer line: NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND [KEEP]]. */
+#define TIMING_FIELDS 6
+
+/* What backward keeps of a layer's output (the KEEP column). */
+typedef enum {
+  TIMING_KEEP_DEFAULT,  /* no KEEP: by the layer's kind and width */
+  TIMING_KEEP_OUTPUT,   /* its own tensor */
+  TIMING_KEEP_INPLACE,  /* its input's storage, counted by the layer before */
+  TIMING_KEEP_NONE,     /* nothing */
+} TimingKeep;
+
+static const char *const keep_names[] = {
+  [TIMING_KEEP_OUTPUT] = "output",
+  [TIMING_KEEP_INPLACE] = "inplace",
+  [TIMING_KEEP_NONE] = "none",
+};
 
 /* One parsed layer line. */
 typedef struct {
@@ -48,6 +72,7 @@ typedef struct {
   double fwd_flops;     /* per sample */
   double activations;   /* floats per sample */
   KernLayerKind kind;
+  TimingKeep keep;
 } TimingRow;
 
 static gsize
@@ -110,10 +135,12 @@ static const KernModelOps timing_ops = {
 };
 
 /* Fills one layer by the rules in the file comment.  `inputs` and
- * `activations` are floats per sample. */
+ * `activations` (the ACTIVATIONS column) are floats per sample; `kept`
+ * of them stay for backward. */
 static void
 timing_layer_set (KernLayer *l, const char *name, gsize offset, gsize params,
-                  double fwd_flops, double inputs, double activations, KernLayerKind kind)
+                  double fwd_flops, double inputs, double activations, double kept,
+                  KernLayerKind kind)
 {
   memset (l, 0, sizeof *l);
   g_strlcpy (l->name, name, sizeof l->name);
@@ -128,7 +155,7 @@ timing_layer_set (KernLayer *l, const char *name, gsize offset, gsize params,
   l->fwd_bytes = TIMING_FLOAT_BYTES * (inputs + activations);
   l->bwd_bytes_fixed = 2.0 * TIMING_FLOAT_BYTES * (double) params;
   l->bwd_bytes = 2.0 * l->fwd_bytes;
-  l->activations = activations;
+  l->activations = kept;
   l->outputs = activations;
 }
 
@@ -341,9 +368,10 @@ timing_parse_comment (TimingTable *t, int lineno, const char *text,
   return TRUE;
 }
 
-/* Adds the layer of the fields `f` (NAME PARAMS FWD_FLOPS ACTIVATIONS) on
- * line `lineno` to `t`, after checking the name (length, not seen before),
- * the three numbers and that the parameter total still fits a gsize. */
+/* Adds the layer of the fields `f` (NAME PARAMS FWD_FLOPS ACTIVATIONS
+ * [KIND [KEEP]]) on line `lineno` to `t`, after checking the name (length,
+ * not seen before), the three numbers, KIND and KEEP, and that the
+ * parameter total still fits a gsize. */
 static gboolean
 timing_add_row (TimingTable *t, int lineno, const char *const *f,
                 GError **error)
@@ -379,6 +407,17 @@ timing_add_row (TimingTable *t, int lineno, const char *const *f,
       g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
                    "%s line %d: KIND: expected gemm, conv, attention, elementwise, norm "
                    "or embedding, found \"%s\"", t->table, lineno, f[4]);
+      return FALSE;
+    }
+  row.keep = TIMING_KEEP_DEFAULT;
+  for (int k = TIMING_KEEP_OUTPUT; f[5] && k <= TIMING_KEEP_NONE; k++)
+    if (strcmp (f[5], keep_names[k]) == 0)
+      row.keep = (TimingKeep) k;
+  if (f[5] && row.keep == TIMING_KEEP_DEFAULT)
+    {
+      g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
+                   "%s line %d: KEEP: expected output, inplace or none (what backward keeps "
+                   "of the layer's output), found \"%s\"", t->table, lineno, f[5]);
       return FALSE;
     }
   if (row.params > G_MAXSIZE - t->total)
@@ -540,11 +579,11 @@ timing_parse_layer (TimingTable *t, int lineno, char *line, GError **error)
   int n = timing_words (words, f, TIMING_FIELDS);
   if (n == 0)
     return TRUE;
-  if (n < TIMING_FIELDS - 1 || n > TIMING_FIELDS)
+  if (n < TIMING_FIELDS - 2 || n > TIMING_FIELDS)
     {
       g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
-                   "%s line %d: expected 4 or 5 fields NAME PARAMS FWD_FLOPS "
-                   "ACTIVATIONS [KIND], found %d", t->table, lineno, n);
+                   "%s line %d: expected 4 to 6 fields NAME PARAMS FWD_FLOPS "
+                   "ACTIVATIONS [KIND [KEEP]], found %d", t->table, lineno, n);
       return FALSE;
     }
   return timing_add_row (t, lineno, f, error);
@@ -578,8 +617,13 @@ timing_table_model (const TimingTable *t, GError **error)
   for (int i = 0; i < n_layers; i++)
     {
       const TimingRow *r = &g_array_index (t->rows, TimingRow, i);
+      TimingKeep keep = r->keep;
+      if (keep == TIMING_KEEP_DEFAULT)
+        keep = r->kind == KERN_LAYER_ELEMENTWISE && r->activations == inputs
+               ? TIMING_KEEP_INPLACE : TIMING_KEEP_OUTPUT;
       timing_layer_set (&layers[i], r->name, offset, (gsize) r->params,
-                        r->fwd_flops, inputs, r->activations, r->kind);
+                        r->fwd_flops, inputs, r->activations,
+                        keep == TIMING_KEEP_OUTPUT ? r->activations : 0.0, r->kind);
       offset += (gsize) r->params;
       inputs = r->activations;
     }
@@ -646,7 +690,8 @@ kern_timing_new (gsize params, double flops_per_sample)
                         NULL);
 
   KernLayer *l = g_new0 (KernLayer, 1);
-  timing_layer_set (l, "all", 0, params, flops_per_sample / 3.0, 0.0, 0.0, KERN_LAYER_GEMM);
+  timing_layer_set (l, "all", 0, params, flops_per_sample / 3.0, 0.0, 0.0, 0.0,
+                    KERN_LAYER_GEMM);
   return timing_model_new (l, 1);
 }
 

@@ -44,7 +44,9 @@
  * vocabulary, so the model can be cut within a layer: every block keeps
  * two pairs of one-matrix dense layers (query/key/value then output
  * projection, MLP in then out), which tensor parallelism cuts by columns
- * then rows.
+ * then rows.  What backward keeps follows the table rule (timing.c,
+ * docs/workloads.md): the softmax and the residual adds run in place, the
+ * GELU line keeps its own output beside its input.
  */
 #include "kernels/kernels.h"
 
@@ -248,11 +250,20 @@ transformer_validate (const BaseValues *v, GError **error)
   return TRUE;
 }
 
+/* One layer line; `keep` is its KEEP field, "" for the parser's default
+ * (timing.c: an element-wise line as wide as its input in place). */
+static void
+line_keep (GString *t, const char *name, gint64 params, double flops, double acts,
+           const char *kind, const char *keep)
+{
+  g_string_append_printf (t, "%s %" G_GINT64_FORMAT " %.17g %.17g %s %s\n", name, params, flops,
+                          acts, kind, keep);
+}
+
 static void
 line (GString *t, const char *name, gint64 params, double flops, double acts, const char *kind)
 {
-  g_string_append_printf (t, "%s %" G_GINT64_FORMAT " %.17g %.17g %s\n", name, params, flops,
-                          acts, kind);
+  line_keep (t, name, params, flops, acts, kind, "");
 }
 
 /* Parameters of a norm: a scale (and a bias for layer norm) per feature. */
@@ -334,7 +345,9 @@ append_block (GString *t, const Shape *sh, gint64 b)
     {
       line (t, NAME ("mlp.fc"), E * (D * FC + bias * FC), k * 2 * s * d * fc, k * s * fc,
             "gemm");
-      line (t, NAME ("mlp.gelu"), 0, 0, k * s * f, "elementwise");
+      /* GELU's backward reads its input, the projection's its output:
+       * both stay (Korthikanti et al. 2022, section 4.1) */
+      line_keep (t, NAME ("mlp.gelu"), 0, 0, k * s * f, "elementwise", "output");
     }
   line (t, NAME ("mlp.proj"), E * (F * D + bias * D), k * 2 * s * f * d, s * d, "gemm");
   line (t, NAME ("mlp.add"), 0, 0, s * d, "elementwise");

@@ -566,7 +566,7 @@ test_infeasible_points (void)
     "[device]\nprecision = bf16\n"
     "[model]\nkind = timing\nworkload = gpt-1.7b\noptimizer = adam\n"
     "[policy]\nkind = allreduce\n"
-    "[sweep]\nmodel.batch = 1, 4, 64\n", -1, NULL));
+    "[sweep]\nmodel.batch = 1, 8, 64\n", -1, NULL));
   g_autofree char *db = tmp ("inf.db");
   g_autofree char *o = NULL, *e = NULL;
   g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db, NULL), ==, 0);
@@ -574,7 +574,7 @@ test_infeasible_points (void)
   g_assert_cmpint (count (db, "SELECT COUNT(*) FROM runs WHERE status = 'infeasible' AND"
                               " error LIKE '%does not fit in 74.5 GiB%' AND id IN (2, 3)"), ==, 2);
   g_assert_cmpint (count (db, "SELECT COUNT(*) FROM iterations WHERE run_id > 1"), ==, 0);
-  g_assert_nonnull (strstr (o, "inf model.batch=4     infeasible"));
+  g_assert_nonnull (strstr (o, "inf model.batch=8     infeasible"));
   g_assert_nonnull (strstr (o, "infeasible: run 3 (inf model.batch=64): "));
   /* --json: each point's status and reason */
   g_autofree char *db2 = tmp ("inf2.db");
@@ -595,12 +595,12 @@ test_infeasible_points (void)
   /* check names them before anything runs */
   g_clear_pointer (&o, g_free);
   g_assert_cmpint (dtsim (&o, &e, "check", ini, NULL), ==, 0);
-  g_assert_nonnull (strstr (o, "run 2: inf model.batch=4: infeasible, will be recorded"));
+  g_assert_nonnull (strstr (o, "run 2: inf model.batch=8: infeasible, will be recorded"));
   /* nothing fits: bad input, one line, no database */
   g_autofree char *db3 = tmp ("inf3.db");
   g_clear_pointer (&o, g_free);
   g_clear_pointer (&e, g_free);
-  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db3, "--set", "sweep.model.batch=4,64", NULL),
+  g_assert_cmpint (dtsim (&o, &e, "run", ini, "-o", db3, "--set", "sweep.model.batch=8,64", NULL),
                    ==, 2);
   g_assert_nonnull (strstr (e, "no point of the sweep fits device memory"));
   g_assert_true (strchr (e, '\n') == e + strlen (e) - 1);

@@ -446,7 +446,7 @@ test_lookup (void)
   g_assert_null (sim_catalog_device (c, "ib-hdr")); /* a link is not a device */
   g_assert_null (sim_catalog_link (c, "a100"));
   g_autofree char *names = sim_catalog_names (c, TRUE);
-  assert_contains (names, "p100, v100, a100, a100-40gb, h100");
+  assert_contains (names, "p100, v100, v100-16gb, a100, a100-40gb, h100");
   g_autofree char *lnames = sim_catalog_names (c, FALSE);
   assert_contains (lnames, "ib-edr, ib-hdr, ib-ndr");
   g_assert_true (g_strv_contains (sim_link_kinds (), "nvlink"));

@@ -141,7 +141,7 @@ test_table_layout (gconstpointer data)
       g_assert_cmpfloat (l->bwd_flops, ==, 2.0 * l->fwd_flops);
       if (i > 0)   /* reads what the previous layer wrote */
         g_assert_cmpfloat (l->fwd_bytes, ==,
-                           4.0 * (m->layers[i - 1].activations + l->activations));
+                           4.0 * (m->layers[i - 1].outputs + l->outputs));
       offset += l->params;
     }
   g_assert_cmpuint (m->ops->n_params (m), ==, offset);
@@ -384,9 +384,12 @@ static const BadTable bad_tables[] = {
   { "negative-activations", "# input 1\nb 1 2 -3\n", KERN_TIMING_ERROR_PARSE,
     "t line 2: ACTIVATIONS: expected a non-negative number" },
   { "too-few-fields", "# input 1\n# c\nb 1 2\n", KERN_TIMING_ERROR_PARSE,
-    "t line 3: expected 4 or 5 fields NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND], found 3" },
-  { "too-many-fields", "# input 1\nb 1 2 3 conv 4\n", KERN_TIMING_ERROR_PARSE,
-    "t line 2: expected 4 or 5 fields NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND], found 6" },
+    "t line 3: expected 4 to 6 fields NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND [KEEP]], found 3" },
+  { "too-many-fields", "# input 1\nb 1 2 3 conv none 4\n", KERN_TIMING_ERROR_PARSE,
+    "t line 2: expected 4 to 6 fields NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND [KEEP]], found 7" },
+  { "bad-keep", "# input 1\nb 1 2 3 conv 4\n", KERN_TIMING_ERROR_PARSE,
+    "t line 2: KEEP: expected output, inplace or none (what backward keeps of the layer's "
+    "output), found \"4\"" },
   { "bad-kind", "# input 1\nb 1 2 3 4\n", KERN_TIMING_ERROR_PARSE,
     "t line 2: KIND: expected gemm, conv, attention, elementwise, norm or embedding, found \"4\"" },
   { "duplicate-name", "# input 1\nb 1 2 3\nc 1 2 3\nb 1 2 3\n", KERN_TIMING_ERROR_PARSE,
