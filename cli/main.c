@@ -495,7 +495,7 @@ cmd_plan (int argc, char **argv)
   g_auto (GStrv) sets = NULL;
   g_autofree char *by = NULL;
   gboolean json = FALSE, quiet = FALSE;
-  int top = 5, tensor = 0, stages = 0;
+  int top = 5, tensor = 0, stages = 0, jobs = 0;
   GOptionEntry entries[] = {
     { "set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario key",
       "section.key=value" },
@@ -505,6 +505,8 @@ cmd_plan (int argc, char **argv)
     { "stages", 0, 0, G_OPTION_ARG_INT, &stages, "Only layouts of P pipeline stages", "P" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress lines", NULL },
+    { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+      "Layouts simulated at once (default: the online cores)", "N" },
     { NULL }
   };
   if (!parse (&argc, &argv, entries, "plan FILE.ini"))
@@ -515,10 +517,16 @@ cmd_plan (int argc, char **argv)
     return bad_usage ("--by: rank by time or cost (default: time)");
   if (tensor < 0 || tensor > SIM_MAX_HOSTS || stages < 0 || stages > SIM_MAX_HOSTS)
     return bad_usage ("--tensor, --stages: need a size of 1 or more that divides the workers");
+  if (jobs < 0 || jobs > SIM_PLAN_MAX_TOP)
+    return bad_usage ("--jobs: needs a number of simulations at once from 1 to 20 "
+                      "(default: the online cores)");
+  if (jobs == 0)
+    jobs = (int) MIN (g_get_num_processors (), SIM_PLAN_MAX_TOP);
   if (argc != 2)
     return bad_usage ("plan needs exactly one scenario file");
   SimPlanOptions opt = { .top = top, .tensor = tensor, .stages = stages,
-                         .by_cost = by && strcmp (by, "cost") == 0, .progress = !quiet };
+                         .by_cost = by && strcmp (by, "cost") == 0, .progress = !quiet,
+                         .jobs = jobs };
   GError *error = NULL;
   g_autoptr (GPtrArray) points = sim_plan_points (argv[1], (const char *const *) sets, &error);
   if (!points)

@@ -24,7 +24,8 @@ typedef struct {
   const char *args;      /* positional arguments, for the synopsis */
   const char *files;     /* the extension its positional argument has, or NULL */
   const char *doc;
-  Option options[8];
+  /* the options, then a zeroed one that ends them */
+  Option options[12];
   const char *examples;  /* command lines, one per line, each with a comment */
 } Command;
 
@@ -59,7 +60,8 @@ static const Command commands[] = {
     "tensor, ZeRO stage, micro-batch size, 1F1B or interleaved, recomputation) with the "
     "global batch held fixed; validates each as run would, ranks those that fit by an "
     "analytic estimate, simulates the best with the event engine (no trace written) and "
-    "prints them ranked, with the --set overrides that give the best.",
+    "prints them ranked, with the --set overrides that give the best. A scenario that "
+    "sweeps clusters is planned point by point, ending with the fastest and the cheapest.",
     { { "set", 0, "SECTION.KEY=VALUE", "override a scenario key before the search (repeatable)" },
       { "top", 'k', "K", "layouts simulated and ranked, 1 to 20 (default: 5)" },
       { "by", 0, "time|cost", "rank by iteration time (default) or cost per iteration "
@@ -68,8 +70,10 @@ static const Command commands[] = {
       { "stages", 0, "P", "only layouts of P pipeline stages" },
       { "json", 0, NULL, "print one JSON object: the counts, the ranked layouts with their "
                          "overrides, a layout refused for memory" },
-      { "quiet", 'q', NULL, "no progress lines" } } ,
+      { "quiet", 'q', NULL, "no progress lines" },
+      { "jobs", 'j', "N", "layouts simulated at once (default: the online cores)" } } ,
     "dtsim plan scenarios/validation/megatron-gpt-76.1b-a100.ini --top 3  # ranked layouts\n"
+    "dtsim plan scenarios/gpt3-sizing.ini --top 2    # 1,024 H100s or 2,048 A100s?\n"
     "dtsim plan scenarios/validation/megatron-gpt-76.1b-a100.ini --tensor 8 --json > plan.json" },
   { "plot", "DB", "db",
     "Draws the figures of a trace database with gnuplot.",

@@ -105,29 +105,51 @@ progress (const Search *s, gboolean phase, const char *fmt, ...)
   fflush (stderr);
 }
 
+/* Whether the override "section.key=value" sets a key every candidate
+ * sets for itself (the layout, batch, schedule, recompute). */
+static gboolean
+plan_sets_key (const char *kv)
+{
+  static const char *const keys[] = {
+    "policy.layout", "policy.replicas", "policy.stages", "policy.tensor", "policy.zero",
+    "model.global_batch", "model.batch", "policy.microbatches", "policy.schedule",
+    "policy.chunks", "model.recompute", "policy.sequence_parallel" };
+  gsize n = strcspn (kv, "=");
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    if (strlen (keys[i]) == n && strncmp (kv, keys[i], n) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 /* The overrides that make candidate r of the scenario: the user's, then
  * the layout's own. */
 static char **
 candidate_sets (const Search *s, const SimPlanRow *r, gint64 batch)
 {
+  GPtrArray *own = g_ptr_array_new ();
+  g_ptr_array_add (own, g_strdup_printf ("policy.layout=%dx%dx%d", r->D, r->P, r->T));
+  g_ptr_array_add (own, g_strdup_printf ("policy.replicas=%d", r->D));
+  g_ptr_array_add (own, g_strdup_printf ("policy.stages=%d", r->P));
+  g_ptr_array_add (own, g_strdup_printf ("policy.tensor=%d", r->T));
+  g_ptr_array_add (own, g_strdup_printf ("policy.zero=%d", r->zero));
+  g_ptr_array_add (own, g_strdup ("model.global_batch=0"));
+  g_ptr_array_add (own, g_strdup_printf ("model.batch=%" G_GINT64_FORMAT, batch));
+  g_ptr_array_add (own, g_strdup_printf ("policy.microbatches=%d", r->microbatches));
+  g_ptr_array_add (own, g_strdup_printf ("policy.schedule=%s",
+                                         r->chunks > 1 ? "interleaved" : "1f1b"));
+  g_ptr_array_add (own, g_strdup_printf ("policy.chunks=%d", r->chunks));
+  g_ptr_array_add (own, g_strdup_printf ("model.recompute=%s", recompute_name (r->recompute)));
+  if (s->sequence)
+    g_ptr_array_add (own, g_strdup_printf ("policy.sequence_parallel=%s",
+                                           r->T > 1 ? "true" : "false"));
+  /* the user's overrides first, less those the layout sets itself */
   GPtrArray *a = g_ptr_array_new ();
   for (const char *const *u = s->sets; u && *u; u++)
-    g_ptr_array_add (a, g_strdup (*u));
-  g_ptr_array_add (a, g_strdup_printf ("policy.layout=%dx%dx%d", r->D, r->P, r->T));
-  g_ptr_array_add (a, g_strdup_printf ("policy.replicas=%d", r->D));
-  g_ptr_array_add (a, g_strdup_printf ("policy.stages=%d", r->P));
-  g_ptr_array_add (a, g_strdup_printf ("policy.tensor=%d", r->T));
-  g_ptr_array_add (a, g_strdup_printf ("policy.zero=%d", r->zero));
-  g_ptr_array_add (a, g_strdup ("model.global_batch=0"));
-  g_ptr_array_add (a, g_strdup_printf ("model.batch=%" G_GINT64_FORMAT, batch));
-  g_ptr_array_add (a, g_strdup_printf ("policy.microbatches=%d", r->microbatches));
-  g_ptr_array_add (a, g_strdup_printf ("policy.schedule=%s",
-                                       r->chunks > 1 ? "interleaved" : "1f1b"));
-  g_ptr_array_add (a, g_strdup_printf ("policy.chunks=%d", r->chunks));
-  g_ptr_array_add (a, g_strdup_printf ("model.recompute=%s", recompute_name (r->recompute)));
-  if (s->sequence)
-    g_ptr_array_add (a, g_strdup_printf ("policy.sequence_parallel=%s",
-                                         r->T > 1 ? "true" : "false"));
+    if (!plan_sets_key (*u))
+      g_ptr_array_add (a, g_strdup (*u));
+  for (guint i = 0; i < own->len; i++)
+    g_ptr_array_add (a, g_ptr_array_index (own, i));
+  g_ptr_array_free (own, TRUE);
   g_ptr_array_add (a, NULL);
   return (char **) g_ptr_array_free (a, FALSE);
 }
@@ -463,6 +485,54 @@ simulate (const Search *s, SimPlanRow *r)
   return TRUE;
 }
 
+/* A candidate to simulate on a pool thread, and whether it ran. */
+typedef struct {
+  const Search *s;
+  SimPlanRow *r;
+  gboolean ok;
+} SimJob;
+
+static void
+simulate_job (gpointer data, gpointer user G_GNUC_UNUSED)
+{
+  SimJob *j = data;
+  j->ok = simulate (j->s, j->r);
+}
+
+/* Simulates the best candidates by estimate until opt->top have run (or
+ * none is left), `jobs` at once: each run is independent of the others
+ * and of the order they finish in, and the rows are added in estimate
+ * order, so the result is the same for any number of jobs. */
+static void
+simulate_best (Search *s, int jobs)
+{
+  SimPlan *p = s->plan;
+  guint next = 0;
+  while ((int) p->ranked->len < s->opt->top && next < p->fit->len)
+    {
+      guint want = (guint) s->opt->top - p->ranked->len;
+      guint n = MIN (want, p->fit->len - next);
+      g_autofree SimJob *job = g_new0 (SimJob, n);
+      progress (s, FALSE, "plan: simulating %u layouts (%d at once)", n, MAX (jobs, 1));
+      GThreadPool *pool = jobs > 1 ? g_thread_pool_new (simulate_job, NULL, jobs, TRUE, NULL)
+                                   : NULL;
+      for (guint k = 0; k < n; k++)
+        {
+          job[k] = (SimJob) { s, g_ptr_array_index (p->fit, next + k), FALSE };
+          if (pool)
+            g_thread_pool_push (pool, &job[k], NULL);
+          else
+            simulate_job (&job[k], NULL);
+        }
+      if (pool)
+        g_thread_pool_free (pool, FALSE, TRUE);
+      for (guint k = 0; k < n; k++)
+        if (job[k].ok)
+          g_ptr_array_add (p->ranked, job[k].r);
+      next += n;
+    }
+}
+
 SimPlan *
 sim_plan_new (const char *path, const char *const *sets, const SimPlanOptions *opt,
               GError **error)
@@ -506,14 +576,7 @@ sim_plan_new (const char *path, const char *const *sets, const SimPlanOptions *o
   progress (&s, TRUE, "plan: %u layouts, %u fit (%u refused by the rules, %u by memory); "
             "simulating the best %d", p->candidates, p->fit->len, p->pruned_rules,
             p->pruned_memory, opt->top);
-  for (guint i = 0; i < p->fit->len && (int) p->ranked->len < opt->top; i++)
-    {
-      SimPlanRow *r = g_ptr_array_index (p->fit, i);
-      progress (&s, FALSE, "plan: simulating %u/%d: %dx%dx%d", p->ranked->len + 1, opt->top,
-                r->D, r->P, r->T);
-      if (simulate (&s, r))
-        g_ptr_array_add (p->ranked, r);
-    }
+  simulate_best (&s, opt->jobs);
   progress (&s, TRUE, "plan: simulated %u layouts", p->ranked->len);
   /* cost per iteration is price x workers x time: the same order */
   g_ptr_array_sort (p->ranked, by_time);
@@ -665,7 +728,6 @@ point_new (const SimConfig *c, const char *const *sets)
   for (guint i = 0; c->swept && i < c->swept->len; i++)
     {
       const char *kv = g_ptr_array_index (c->swept, i);
-      g_string_append_printf (label, "%s%s", i ? " " : "", kv);
       const char *eq = strchr (kv, '=');
       g_autofree char *keys = g_strndup (kv, (gsize) (eq - kv));
       g_auto (GStrv) names = g_strsplit (keys, "/", -1);
@@ -675,6 +737,12 @@ point_new (const SimConfig *c, const char *const *sets)
           g_autofree char *kv1 = g_strdup_printf ("%s=%s", g_strstrip (names[q]),
                                                   g_strstrip (vals[q]));
           g_strv_builder_add (b, kv1);
+          /* labelled by what the plan does not choose, by its short name */
+          if (plan_sets_key (kv1))
+            continue;
+          const char *dot = strchr (names[q], '.');
+          g_string_append_printf (label, "%s%s=%s", label->len ? " " : "",
+                                  dot ? dot + 1 : names[q], vals[q]);
         }
     }
   SimPlanPoint *pt = g_new0 (SimPlanPoint, 1);
@@ -702,6 +770,19 @@ plan_best (const SimPlan *p)
   return p && p->ranked->len > 0 ? g_ptr_array_index (p->ranked, 0) : NULL;
 }
 
+/* A point's best: its time and cost to train, or per iteration. */
+static double
+point_time (const SimPlanRow *r)
+{
+  return isfinite (r->metrics.train_time) ? r->metrics.train_time : r->time;
+}
+
+static double
+point_cost (const SimPlanRow *r)
+{
+  return isfinite (r->metrics.cost) ? r->metrics.cost : r->cost;
+}
+
 /* With several points: each point's best, its time to train and cost
  * where the scenario gives tokens or epochs and a price, and which wins. */
 static void
@@ -718,20 +799,26 @@ write_points_summary (GPtrArray *points, SimPlan **plans, GString *out)
           g_string_append_printf (out, "  %s: no layout could be simulated\n", pt->label);
           continue;
         }
-      g_autofree char *train = sim_metrics_format_time (r->metrics.train_time);
-      char cost[48];
-      g_snprintf (cost, sizeof cost, isfinite (r->metrics.cost) ? "%.4g" : "-",
-                  r->metrics.cost);
       g_string_append_printf (out, "  %s: %dx%dx%d, %.4g s per iteration, %.4g tokens/s, "
-                              "MFU %.1f%%, time to train %s, GPU-hours %.4g, cost %s\n",
-                              pt->label, r->D, r->P, r->T, r->time, r->metrics.tokens_per_s,
-                              100 * r->metrics.mfu, train, r->metrics.device_hours, cost);
-      const SimPlanRow *f = fastest >= 0 ? plan_best (plans[fastest]) : NULL;
-      const SimPlanRow *c = cheapest >= 0 ? plan_best (plans[cheapest]) : NULL;
-      double t = isfinite (r->metrics.train_time) ? r->metrics.train_time : r->time;
-      if (!f || t < (isfinite (f->metrics.train_time) ? f->metrics.train_time : f->time))
+                              "MFU %.1f%%", pt->label, r->D, r->P, r->T, r->time,
+                              r->metrics.tokens_per_s, 100 * r->metrics.mfu);
+      if (isfinite (r->metrics.train_time))
+        {
+          g_autofree char *train = sim_metrics_format_time (r->metrics.train_time);
+          g_string_append_printf (out, ", time to train %s, GPU-hours %.4g", train,
+                                  r->metrics.device_hours);
+        }
+      if (isfinite (r->metrics.cost))
+        g_string_append_printf (out, ", cost %.4g", r->metrics.cost);
+      else if (isfinite (r->cost))
+        g_string_append_printf (out, ", cost %.4g per iteration", r->cost);
+      g_string_append (out, "\n");
+      /* to train where [scenario] tokens or epochs say how long, else per
+       * iteration */
+      double t = point_time (r), c = point_cost (r);
+      if (fastest < 0 || t < point_time (plan_best (plans[fastest])))
         fastest = (int) i;
-      if (isfinite (r->metrics.cost) && (!c || r->metrics.cost < c->metrics.cost))
+      if (isfinite (c) && (cheapest < 0 || c < point_cost (plan_best (plans[cheapest]))))
         cheapest = (int) i;
     }
   if (fastest < 0)

@@ -29,6 +29,7 @@ typedef struct {
   int stages;            /* only this many pipeline stages; 0 = every count */
   gboolean by_cost;      /* rank by cost per iteration ([cluster] price) */
   gboolean progress;     /* one line on stderr per phase (redrawn on a terminal) */
+  int jobs;              /* simulations run at once (1: one after another) */
 } SimPlanOptions;
 
 /* One candidate layout and what the search learned of it. */

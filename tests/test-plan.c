@@ -177,6 +177,54 @@ test_restrict_tensor (void)
   tj_free (j);
 }
 
+/* A swept scenario (here two prices) is planned point by point: each
+ * point's plan is the plan of the scenario with that point's keys set,
+ * and the summary names the point whose best costs least. */
+static void
+test_sweep_points (void)
+{
+  g_autofree char *ini = test_data_path ("plan-gpt.ini");
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (dtsim (&out, &err, "plan", ini, "--json", "--top", "1", "--quiet",
+                          "--set", "sweep.cluster.price=3,2", NULL), ==, 0);
+  g_autofree char *perr = NULL;
+  TjNode *j = tj_parse (out, strlen (out), &perr);
+  g_assert_null (perr);
+  const TjNode *points = tj_get (j, "points");
+  g_assert_cmpuint (points->items->len, ==, 2);
+  const double price[] = { 3, 2 };
+  double cost[2];
+  for (guint i = 0; i < 2; i++)
+    {
+      const TjNode *pt = g_ptr_array_index (points->items, i);
+      g_autofree char *label = g_strdup_printf ("price=%g", price[i]);
+      g_assert_cmpstr (tj_string (pt, "point"), ==, label);
+      const TjNode *best = g_ptr_array_index (tj_get (tj_get (pt, "plan"), "ranked")->items, 0);
+      /* the same layout as a plan of that price alone */
+      g_autofree char *set = g_strdup_printf ("cluster.price=%g", price[i]);
+      g_autofree char *o1 = NULL, *e1 = NULL;
+      g_assert_cmpint (dtsim (&o1, &e1, "plan", ini, "--json", "--top", "1", "--quiet", "--set",
+                              set, NULL), ==, 0);
+      TjNode *alone = tj_parse (o1, strlen (o1), &perr);
+      const TjNode *ab = g_ptr_array_index (tj_get (alone, "ranked")->items, 0);
+      g_assert_cmpstr (tj_string (best, "layout"), ==, tj_string (ab, "layout"));
+      g_assert_cmpfloat (tj_number (best, "iteration_time"), ==,
+                         tj_number (ab, "iteration_time"));
+      cost[i] = tj_number (best, "cost");
+      /* price x GPUs x seconds per iteration / 3600 */
+      g_assert_cmpfloat_with_epsilon (cost[i], price[i] * 16 * tj_number (best, "iteration_time")
+                                      / 3600.0, 1e-12 * cost[i]);
+      tj_free (alone);
+    }
+  tj_free (j);
+  g_assert_cmpfloat (cost[1], <, cost[0]);
+  g_autofree char *text = NULL;
+  g_assert_cmpint (dtsim (&text, &err, "plan", ini, "--top", "1", "--quiet", "--set",
+                          "sweep.cluster.price=3,2", NULL), ==, 0);
+  g_assert_nonnull (strstr (text, "== point 2 of 2: price=2\n"));
+  g_assert_nonnull (strstr (text, "fastest: price=3; cheapest: price=2\n"));
+}
+
 /* Bad options and scenarios: exit 2, one line on stderr naming what. */
 static void
 test_bad_input (void)
@@ -202,8 +250,8 @@ test_bad_input (void)
       g_assert_nonnull (strstr (first, cases[i].want));
     }
   g_autofree char *out = NULL, *err = NULL;
-  g_assert_cmpint (dtsim (&out, &err, "plan", small, NULL), ==, 2);
-  g_assert_nonnull (strstr (err, "[sweep]"));
+  g_assert_cmpint (dtsim (&out, &err, "plan", small, "--quiet", NULL), ==, 2);
+  g_assert_nonnull (strstr (err, "kind = pipeline"));
   g_assert_cmpstr (strchr (err, '\n'), ==, err + strlen (err) - 1);  /* one line */
   g_assert_cmpint (dtsim (&out, &err, "plan", NULL), ==, 2);
 }
@@ -218,6 +266,7 @@ main (int argc, char **argv)
   g_test_add_func ("/plan/memory-pruned", test_memory_pruned);
   g_test_add_func ("/plan/deterministic", test_deterministic);
   g_test_add_func ("/plan/restrict-tensor", test_restrict_tensor);
+  g_test_add_func ("/plan/sweep-points", test_sweep_points);
   g_test_add_func ("/plan/bad-input", test_bad_input);
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
