@@ -1181,6 +1181,15 @@ ar_finish (PolPolicy *p, PolResult *out)
 {
   ArPolicy *ar = (ArPolicy *) p;
   pol_run_finish (&ar->run, ar->params, out);
+  if (ar->ex.ep > 1 && ar->tp && ar->env.rec.param && out->end_time > 0)
+    {
+      /* the all-to-alls' share of the run: every rank waits on them */
+      char v[G_ASCII_DTOSTR_BUF_SIZE];
+      ar->env.rec.param (ar->env.rec.ctx, "policy.alltoall_share",
+                         g_ascii_formatd (v, sizeof v, "%.6g",
+                                          pol_tensor_step_alltoall_seconds (ar->tp)
+                                          / out->end_time));
+    }
 }
 
 static void

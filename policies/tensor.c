@@ -273,6 +273,8 @@ struct PolTensorStep {
   gpointer ctx;
   double stretch_start;    /* s, start of the compute since the last
                               collective; < 0 when none */
+  double coll_start;       /* s, when the running collective op began */
+  double alltoall;         /* s, the all-to-all ops have taken over all runs */
   GArray *starts, *ends;   /* double: the compute stretches of the run */
 };
 
@@ -478,8 +480,11 @@ static void
 on_collective_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   PolTensorStep *ts = ctx;
-  if (--ts->pending == 0)
-    next_op (ts);
+  if (--ts->pending > 0)
+    return;
+  if (g_array_index (ts->ops, Op, ts->pos).expert)
+    ts->alltoall += eng_sim_now (ts->env->sim) - ts->coll_start;
+  next_op (ts);
 }
 
 static void
@@ -516,6 +521,7 @@ run_op (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     case OP_COLLECTIVE:
     default:
       end_stretch (ts, now);
+      ts->coll_start = now;
       if (op->expert)
         {
           ts->pending = ts->egroups;
@@ -549,6 +555,12 @@ pol_tensor_step_run (PolTensorStep *ts, double k, PolTensorReady ready, PolTenso
   g_array_set_size (ts->starts, 0);
   g_array_set_size (ts->ends, 0);
   run_op (ts->env->sim, ts, NULL);
+}
+
+double
+pol_tensor_step_alltoall_seconds (const PolTensorStep *ts)
+{
+  return ts->alltoall;
 }
 
 void

@@ -76,6 +76,11 @@ double pol_tensor_step_whole (const PolTensorStep *ts);
 void pol_tensor_step_run (PolTensorStep *ts, double k, PolTensorReady ready, PolTensorDone done,
                           gpointer ctx);
 
+/* The simulated seconds the chain has spent in its experts' all-to-alls
+ * (dispatch and combine, forward and backward) over every run so far: the
+ * steps wait on them, as on every collective of the chain. */
+double pol_tensor_step_alltoall_seconds (const PolTensorStep *ts);
+
 /* The compute stretches of the last run (between two collectives), as
  * the slowest rank ran them: *n of them, the arrays owned by ts. */
 void pol_tensor_step_stretches (const PolTensorStep *ts, const double **start,

@@ -190,6 +190,15 @@ test_alltoall_bytes (void)
   double load = test_query_number (db, "SELECT CAST(value AS REAL) FROM params "
                                        "WHERE key = 'policy.expert_load'");
   g_assert_cmpfloat (load, ==, 1);
+  /* the all-to-alls' share of the run: each op's transfers start together
+   * and the chain waits for the last to end */
+  double spent = test_query_number (db, "SELECT SUM(e - s) FROM (SELECT start AS s, MAX(end) AS e "
+                                        "FROM messages WHERE tag = 'alltoall' GROUP BY start)");
+  double end = test_query_number (db, "SELECT sim_time FROM runs");
+  double share = test_query_number (db, "SELECT CAST(value AS REAL) FROM params "
+                                        "WHERE key = 'policy.alltoall_share'");
+  g_assert_cmpfloat (spent, >, 0);
+  g_assert_cmpfloat_with_epsilon (share, spent / end, 1e-5 * share);
 }
 
 /* The routing's figures for E experts over EP ranks at capacity c. */
