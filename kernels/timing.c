@@ -24,7 +24,7 @@
  *   inplace  none of its own: it writes over its input, whose storage the
  *            layer before it counts (ReLU after a conv or a norm, a
  *            residual add, a softmax over the scores)
- *   none     nothing: its output is freed once the next layer has read it
+ *   freed    nothing: its output is freed once the next layer has read it
  *
  * Without KEEP, an element-wise layer whose ACTIVATIONS equal its inputs
  * is inplace and every other layer output (docs/workloads.md).  The weights are read once per batch (fixed bytes);
@@ -62,7 +62,7 @@ typedef enum {
 static const char *const keep_names[] = {
   [TIMING_KEEP_OUTPUT] = "output",
   [TIMING_KEEP_INPLACE] = "inplace",
-  [TIMING_KEEP_NONE] = "none",
+  [TIMING_KEEP_NONE] = "freed",
 };
 
 /* One parsed layer line. */
@@ -416,7 +416,7 @@ timing_add_row (TimingTable *t, int lineno, const char *const *f,
   if (f[5] && row.keep == TIMING_KEEP_DEFAULT)
     {
       g_set_error (error, KERN_TIMING_ERROR, KERN_TIMING_ERROR_PARSE,
-                   "%s line %d: KEEP: expected output, inplace or none (what backward keeps "
+                   "%s line %d: KEEP: expected output, inplace or freed (what backward keeps "
                    "of the layer's output), found \"%s\"", t->table, lineno, f[5]);
       return FALSE;
     }

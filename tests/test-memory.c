@@ -133,7 +133,7 @@ test_refusal_batch (void)
 
 /* The KEEP rule on a small table: a conv keeps its output C; its norm
  * keeps its own; an in-place ReLU (as wide as its input) keeps nothing;
- * pooling (narrower) keeps its output; a norm marked none keeps nothing;
+ * pooling (narrower) keeps its output; a norm marked freed keeps nothing;
  * the add after it runs in place; a GELU marked output keeps its own.
  * The time model reads ACTIVATIONS whatever KEEP says. */
 static void

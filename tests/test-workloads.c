@@ -385,10 +385,10 @@ static const BadTable bad_tables[] = {
     "t line 2: ACTIVATIONS: expected a non-negative number" },
   { "too-few-fields", "# input 1\n# c\nb 1 2\n", KERN_TIMING_ERROR_PARSE,
     "t line 3: expected 4 to 6 fields NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND [KEEP]], found 3" },
-  { "too-many-fields", "# input 1\nb 1 2 3 conv none 4\n", KERN_TIMING_ERROR_PARSE,
+  { "too-many-fields", "# input 1\nb 1 2 3 conv freed 4\n", KERN_TIMING_ERROR_PARSE,
     "t line 2: expected 4 to 6 fields NAME PARAMS FWD_FLOPS ACTIVATIONS [KIND [KEEP]], found 7" },
   { "bad-keep", "# input 1\nb 1 2 3 conv 4\n", KERN_TIMING_ERROR_PARSE,
-    "t line 2: KEEP: expected output, inplace or none (what backward keeps of the layer's "
+    "t line 2: KEEP: expected output, inplace or freed (what backward keeps of the layer's "
     "output), found \"4\"" },
   { "bad-kind", "# input 1\nb 1 2 3 4\n", KERN_TIMING_ERROR_PARSE,
     "t line 2: KIND: expected gemm, conv, attention, elementwise, norm or embedding, found \"4\"" },

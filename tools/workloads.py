@@ -11,7 +11,7 @@ kern_timing_parse() reads (kernels/kernels.h, docs/workloads.md):
 
 all per sample: PARAMS float32 parameters of the layer, FWD_FLOPS forward
 FLOPs counting a multiply-add as 2, ACTIVATIONS floats of the layer's output.
-KEEP (output, inplace or none) says what backward keeps of that output
+KEEP (output, inplace or freed) says what backward keeps of that output
 where the parser's default (an element-wise line as wide as its input runs
 in place, every other line keeps its output) is not what frameworks do:
 GELU keeps its own output beside its input, and a projection shortcut's
@@ -63,7 +63,7 @@ class Table:
         if kind is None:
             kind = "gemm" if flops > 0 else "elementwise"
         assert kind in KINDS, kind
-        assert keep in ("", "output", "inplace", "none"), keep
+        assert keep in ("", "output", "inplace", "freed"), keep
         self.rows.append((name, int(params), int(flops), int(acts), kind, keep))
 
     def params(self, prefix=""):
@@ -170,7 +170,7 @@ def resnet(name, blocks, stride_in_3x3=True):
             out = n.conv(p + "conv3", 4 * width, 1, bn_name=p + "bn3", relu=False)
             if b == 0:
                 n.conv(p + "downsample", 4 * width, 1, stride=stride, shape=x,
-                       bn_name=p + "downsample.bn", relu=False, bn_keep="none")
+                       bn_name=p + "downsample.bn", relu=False, bn_keep="freed")
             assert n.shape == out
             c, h, w = out
             n.add(p + "add", 0, 0, c * h * w, "elementwise")

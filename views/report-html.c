@@ -847,6 +847,34 @@ choose_timelines (Collected *c, GPtrArray *runs, const Points *pt)
     }
 }
 
+/* The page: its head, the answer, the runs, the parameters and the
+ * figures collected in c.  FALSE with `error` set where a figure cannot
+ * be read back. */
+static gboolean
+page_body (GString *s, Collected *c, const Points *pt, GPtrArray *runs, GPtrArray *keys,
+           const GString *params, const char *db, GError **error)
+{
+  page_head (s, pt, runs);
+  lead (s, runs, pt);
+  g_string_append (s, "<h2>Runs</h2>\n<p>One row per run (sweep point); the swept keys "
+                      "whose values differ between runs are the columns after the "
+                      "status. Samples/s is the samples trained on (each once, however "
+                      "many pipeline stages it crossed) over simulated time; compute, "
+                      "comm and wait are shares of worker time.");
+  if (pt->targets)
+    g_string_append (s, " Target: whether the run reached its [scenario] target_loss or "
+                        "target_accuracy (at its sim time, after that many gradients) or "
+                        "missed it.");
+  g_string_append (s, "</p>\n");
+  run_table (s, runs, keys, pt);
+  g_string_append (s, "<h2>Parameters</h2>\n");
+  g_string_append (s, params->str);
+  g_string_append (s, "<h2>Figures</h2>\n");
+  gboolean ok = figures (s, c, pt, runs, db, error);
+  g_string_append (s, "</body>\n</html>\n");
+  return ok;
+}
+
 int
 sim_report_html (const char *db, const char *out, GError **error)
 {
@@ -889,28 +917,8 @@ sim_report_html (const char *db, const char *out, GError **error)
   int code = sim_plot_to (db, tmp, "svg", &sink, error);
 
   g_autoptr (GString) s = g_string_new (NULL);
-  if (code == 0)
-    {
-      page_head (s, &pt, runs);
-      lead (s, runs, &pt);
-      g_string_append (s, "<h2>Runs</h2>\n<p>One row per run (sweep point); the swept keys "
-                          "whose values differ between runs are the columns after the "
-                          "status. Samples/s is the samples trained on (each once, however "
-                          "many pipeline stages it crossed) over simulated time; compute, "
-                          "comm and wait are shares of worker time.");
-      if (pt.targets)
-        g_string_append (s, " Target: whether the run reached its [scenario] target_loss or "
-                            "target_accuracy (at its sim time, after that many gradients) or "
-                            "missed it.");
-      g_string_append (s, "</p>\n");
-      run_table (s, runs, keys, &pt);
-      g_string_append (s, "<h2>Parameters</h2>\n");
-      g_string_append (s, params->str);
-      g_string_append (s, "<h2>Figures</h2>\n");
-      if (!figures (s, &c, &pt, runs, db, error))
-        code = 1;
-      g_string_append (s, "</body>\n</html>\n");
-    }
+  if (code == 0 && !page_body (s, &c, &pt, runs, keys, params, db, error))
+    code = 1;
   g_ptr_array_unref (c.figures);
   g_ptr_array_unref (c.skipped);
   g_ptr_array_unref (c.notes);
