@@ -447,6 +447,9 @@ check_model (const SimConfig *c)
   if (c->step_time < 0 && c->memory_bandwidth > 0 && m->n_layers > 0)
     check_layer_kinds (c, m);
   check_shares (c, m);
+  g_autofree char *placement = sim_model_describe (c, m);
+  if (placement)
+    fputs (placement, stdout);
   sim_step_cost_clear (&cost);
   kern_model_free (m);
 }

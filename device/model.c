@@ -355,6 +355,7 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .workers = c->workers,
     .servers = c->servers,
     .batch = c->batch,
+    .seed = c->seed,
     .failures = c->fail_worker != NULL && c->fail_worker->len > 0,
     .host_timed = c->measured && c->step_time < 0,
     .recomputed = lc->recomputed,
@@ -732,6 +733,15 @@ sim_model_host_memory (const SimConfig *c, const KernModel *m, double *state, do
   LayerCtx lc = { c, m, NULL };
   PolModelInfo mi = model_info (c, &lc);
   *state = ops->host_bytes ? ops->host_bytes (&mi, per_worker) : hosts * per_worker;
+}
+
+char *
+sim_model_describe (const SimConfig *c, const KernModel *m)
+{
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  LayerCtx lc = { c, m, NULL };
+  PolModelInfo mi = model_info (c, &lc);
+  return ops->describe ? ops->describe (&mi) : NULL;
 }
 
 void

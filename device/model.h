@@ -109,6 +109,9 @@ void sim_model_host_memory (const SimConfig *c, const KernModel *m, double *stat
                             double *data);
 /* What one iteration of c's policy does (its `work` hook, or
  * pol_work_default), for the model m. */
+/* The policy's lines for `dtsim check` on how it places model m (its
+ * `describe` hook), or NULL (caller frees). */
+char *sim_model_describe (const SimConfig *c, const KernModel *m);
 void sim_model_work (const SimConfig *c, const KernModel *m, PolWork *out);
 
 /* Whether each layer of m runs its forward again in backward under c's

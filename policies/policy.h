@@ -366,6 +366,7 @@ typedef struct {
   const BaseValues *values;
   const KernModel *model;     /* layers, n_layers, ops->n_params */
   gint64 workers, servers, batch;
+  guint64 seed;               /* [scenario] seed */
   gboolean failures;          /* [failures] lists some */
   gboolean host_timed;        /* compute_time = measured */
   const gboolean *recomputed; /* (n_layers) as PolEnv's; NULL = none */
@@ -463,6 +464,9 @@ typedef struct {
    * it, `per_model` being one copy of the parameters, gradients, optimizer
    * state and a batch's activations (NULL: one per worker and server). */
   double (*host_bytes) (const PolModelInfo *mi, double per_model);
+  /* Lines `dtsim check` prints about how it places the model (NULL =
+   * none), each ending in a newline (caller frees). */
+  char *(*describe) (const PolModelInfo *mi);
   /* How it spreads the model over devices (NULL: every worker holds the
    * whole model and runs whole batches).  Called after check_model. */
   PolShares *(*shares) (const PolModelInfo *mi);

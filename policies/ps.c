@@ -51,6 +51,7 @@
 
 #include "policies/common.h"
 #include "comm/shard.h"
+#include "policies/partition.h"
 #include "policies/compress.h"
 #include "train/step.h"
 
@@ -152,15 +153,19 @@ typedef struct {
   int id;
   char *name;
   int host;
-  gsize lo, hi;          /* shard [lo, hi) of the parameter vector */
+  const PolRange *range; /* (n_ranges) its key ranges, in key order; the
+                          * shard is their concatenation */
+  int n_ranges;
+  gsize n;               /* keys it holds: the ranges' lengths summed */
   EngResource *fifo;
-  KernOptimizer *opt;    /* optimizer state of the shard; NULL without math */
+  KernOptimizer **opt;   /* (n_ranges) optimizer state of each range; NULL
+                          * without math */
   gint64 version;        /* changes of the shard's parameters so far */
   PsSnap *snap;          /* the latest snapshot sent, of version snap_version;
                           * with one server, always the current version,
                           * whose data is ps->global */
   gint64 snap_version;
-  float *round_sum;      /* BSP: (hi - lo) sum of the round's gradients so far */
+  float *round_sum;      /* BSP: (n) sum of the round's gradients so far */
   gint64 round_n;        /* BSP: gradients in round_sum */
   gint64 *applied;       /* (workers) gradients applied per worker */
   gint64 min_applied;    /* the least of applied[] */
@@ -194,6 +199,8 @@ struct PsPolicy {
   float *global;         /* (n_params) the servers' parameters, by shard */
   gint64 *grad_shards;   /* per (worker): shards of its latest gradient applied */
   TrainSteps *steps;       /* the workers' steps */
+  PolPartition *part;    /* [policy] partition: which server holds which keys */
+  PolRange *srv_ranges;  /* (part->n_ranges) the ranges, server by server */
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
   gint64 total;          /* iterations * workers */
   PolRun run;            /* counters (updates: gradients applied to every
@@ -273,6 +280,30 @@ msg_done (PsPolicy *ps, PsMsg *m)
 static void on_message (EngSim *sim, gpointer ctx, gpointer data,
                         const NetTransfer *t);
 
+/* dst (srv->n) = srv's ranges of the vector src, one after the other. */
+static void
+shard_gather (const PsServer *srv, float *dst, const float *src)
+{
+  for (int j = 0; j < srv->n_ranges; j++)
+    {
+      gsize len = srv->range[j].hi - srv->range[j].lo;
+      memcpy (dst, src + srv->range[j].lo, len * sizeof (float));
+      dst += len;
+    }
+}
+
+/* srv's ranges of the vector dst = src (srv->n), the inverse of gather. */
+static void
+shard_scatter (const PsServer *srv, float *dst, const float *src)
+{
+  for (int j = 0; j < srv->n_ranges; j++)
+    {
+      gsize len = srv->range[j].hi - srv->range[j].lo;
+      memcpy (dst + srv->range[j].lo, src, len * sizeof (float));
+      src += len;
+    }
+}
+
 static void
 span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
       gint64 iter, double bytes)
@@ -299,21 +330,30 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   for (int s = 0; s < ps->env.servers; s++)
     {
       PsServer *srv = &ps->servers[s];
-      gsize len = srv->hi - srv->lo;
+      gsize lo = srv->range[0].lo, len = srv->n;
       PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, w->iter);
       double bytes = (double) len * sizeof (float);
       if (ps->cmp)
         {
-          /* each shard compressed on its own; the server gets what it decodes */
-          if (ps->env.model && !ps->deferred)
-            ps->cmp->apply (ps->env.values, w->grad + srv->lo,
-                            w->memory ? w->memory + srv->lo : NULL, len, &w->rng);
-          bytes = ps->cmp->wire_bytes (ps->env.values, len);
+          /* each key range compressed on its own (one per server with
+           * partition = range); the server gets what it decodes */
+          bytes = 0;
+          for (int j = 0; j < srv->n_ranges; j++)
+            {
+              gsize a = srv->range[j].lo, rl = srv->range[j].hi - a;
+              if (ps->env.model && !ps->deferred)
+                ps->cmp->apply (ps->env.values, w->grad + a,
+                                w->memory ? w->memory + a : NULL, rl, &w->rng);
+              bytes += ps->cmp->wire_bytes (ps->env.values, rl);
+            }
         }
-      if (ps->env.model && ps->copy_grads)
-        m->grad = m->copy = g_memdup2 (w->grad + srv->lo, len * sizeof (float));
+      if (ps->env.model && (ps->copy_grads || srv->n_ranges > 1))
+        {
+          m->grad = m->copy = g_new (float, len);
+          shard_gather (srv, m->copy, w->grad);
+        }
       else if (ps->env.model && !ps->deferred)
-        m->grad = w->grad + srv->lo;
+        m->grad = w->grad + lo;
       send_msg (ps, m, w->host, srv->host, bytes);
     }
 }
@@ -415,7 +455,7 @@ static void
 answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
 {
   PsWorker *w = &ps->workers[p->worker];
-  gsize len = srv->hi - srv->lo;
+  gsize len = srv->n;
   double now = eng_sim_now (ps->env.sim);
   /* K of N: the worker joins the current round */
   gint64 iter = ps->kofn ? ps->rounds_done : p->iter;
@@ -429,7 +469,8 @@ answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
       if (!srv->snap || srv->snap_version != srv->version)
         {
           snap_unref (srv->snap);
-          srv->snap = snap_new (ps->global + srv->lo, len, ps->spare[srv->id]);
+          srv->snap = snap_alloc (len, ps->spare[srv->id]);
+          shard_gather (srv, srv->snap->data, ps->global);
           srv->snap_version = srv->version;
         }
       m->snap = snap_ref (srv->snap);
@@ -532,14 +573,20 @@ server_step (PsPolicy *ps, PsServer *srv, const float *grad)
 {
   if (ps->env.servers == 1 && srv->snap->ref > 1)
     {
-      PsSnap *n = snap_alloc (srv->hi - srv->lo, ps->spare[srv->id]);
-      kern_optimizer_step_into (srv->opt, n->data, srv->snap->data, grad);
+      PsSnap *n = snap_alloc (srv->n, ps->spare[srv->id]);
+      kern_optimizer_step_into (srv->opt[0], n->data, srv->snap->data, grad);
       snap_unref (srv->snap);
       srv->snap = n;
       ps->global = n->data;
     }
   else
-    kern_optimizer_step (srv->opt, ps->global + srv->lo, grad);
+    /* each range its own optimizer (every optimizer is elementwise, and
+     * the ranges' step counts move together) */
+    for (int j = 0; j < srv->n_ranges; j++)
+      {
+        kern_optimizer_step (srv->opt[j], ps->global + srv->range[j].lo, grad);
+        grad += srv->range[j].hi - srv->range[j].lo;
+      }
   srv->version++;
   if (ps->env.servers == 1)
     srv->snap_version = srv->version;
@@ -554,7 +601,7 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
   PsServer *srv = &ps->servers[m->server];
   if (ps->run.finished)
     return;
-  gsize len = srv->hi - srv->lo;
+  gsize len = srv->n;
   gboolean round_done = FALSE;
   if (ps->env.model && ps->deferred)
     m->grad = deferred_gradient (ps, &ps->workers[m->worker]);
@@ -629,7 +676,7 @@ got_reply (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
       w->params = w->snap->data;
     }
   else if (ps->env.model && !ps->shared_global)
-    memcpy (w->params + srv->lo, m->snap->data, (srv->hi - srv->lo) * sizeof (float));
+    shard_scatter (srv, w->params, m->snap->data);
   w->acc_staleness = MAX (w->acc_staleness, m->iter - m->clock);
   if (w->replies_got == 0
       || m->hold_end - m->hold_start > w->acc_hold_end - w->acc_hold_start)
@@ -668,7 +715,7 @@ got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
     }
   if (apply)
     {
-      double cost = ps->env.update_time (ps->env.compute_ctx, srv->hi - srv->lo);
+      double cost = ps->env.update_time (ps->env.compute_ctx, srv->n);
       eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
     }
   else
@@ -840,16 +887,21 @@ servers_new (PsPolicy *ps)
       srv->id = s;
       srv->name = g_strdup_printf ("server%d", s);
       srv->host = W + s;
-      comm_shard_bounds (P, S, s, &srv->lo, &srv->hi);
+      int a = ps->part->server_first[s], b = ps->part->server_first[s + 1];
+      srv->range = ps->srv_ranges + a;
+      srv->n_ranges = b - a;
+      srv->n = ps->part->server_keys[s];
       srv->fifo = eng_resource_new (env->sim);
       srv->applied = g_new0 (gint64, W);
       srv->n_at_min = W;
       srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
       if (env->model)
         {
-          srv->opt = kern_optimizer_new (&env->opt, srv->hi - srv->lo);
+          srv->opt = g_new (KernOptimizer *, srv->n_ranges);
+          for (int j = 0; j < srv->n_ranges; j++)
+            srv->opt[j] = kern_optimizer_new (&env->opt, srv->range[j].hi - srv->range[j].lo);
           if (ps->consistency == POL_BSP)
-            srv->round_sum = g_new0 (float, srv->hi - srv->lo);
+            srv->round_sum = g_new0 (float, srv->n);
         }
     }
   if (env->model && S == 1)
@@ -861,6 +913,16 @@ servers_new (PsPolicy *ps)
       g_free (ps->global);
       ps->global = srv->snap->data;
     }
+}
+
+/* The placement [policy] partition and virtual_nodes give P keys on S
+ * servers (the ring seeded with the scenario's seed). */
+static PolPartition *
+ps_partition_of (const BaseValues *v, gsize P, int S, guint64 seed)
+{
+  PolPartitionKind kind = (PolPartitionKind) base_values_int (v, "policy.partition");
+  return pol_partition_new (kind, P, S, (int) base_values_int (v, "policy.virtual_nodes"), 1,
+                            seed);
 }
 
 static PolPolicy *
@@ -918,6 +980,17 @@ ps_create (const PolEnv *env, GError **error)
                             .compute_time = env->compute_time, .ctx = env->compute_ctx };
   ps->steps = train_steps_new (&setup);
 
+  ps->part = ps_partition_of (env->values, P, S, env->seed);
+  ps->srv_ranges = g_new (PolRange, MAX (ps->part->n_ranges, 1));
+  for (int j = 0; j < ps->part->n_ranges; j++)
+    ps->srv_ranges[j] = ps->part->ranges[ps->part->by_server[j]];
+  if (env->rec.param && ps->part->kind == POL_PARTITION_HASH)
+    {
+      char text[G_ASCII_DTOSTR_BUF_SIZE];
+      g_ascii_dtostr (text, sizeof text, pol_partition_imbalance (ps->part));
+      env->rec.param (env->rec.ctx, "policy.imbalance", text);
+    }
+
   workers_new (ps);
   if (ps->deferred)
     {
@@ -972,8 +1045,9 @@ ps_free (PolPolicy *p)
       PsServer *srv = &ps->servers[s];
       g_free (srv->name);
       eng_resource_free (srv->fifo);
-      if (srv->opt)
-        kern_optimizer_free (srv->opt);
+      for (int j = 0; srv->opt && j < srv->n_ranges; j++)
+        kern_optimizer_free (srv->opt[j]);
+      g_free (srv->opt);
       snap_unref (srv->snap);
       g_free (srv->round_sum);
       g_free (srv->applied);
@@ -985,6 +1059,8 @@ ps_free (PolPolicy *p)
   if (ps->env.servers != 1)  /* else the data of servers[0].snap */
     g_free (ps->global);
   g_free (ps->grad_shards);
+  pol_partition_free (ps->part);
+  g_free (ps->srv_ranges);
   train_steps_free (ps->steps);
   g_hash_table_unref (ps->live);
   for (int s = 0; ps->spare && s < ps->env.servers; s++)
@@ -1009,6 +1085,15 @@ static const BaseChoice late_choices[] = {
   { "drop", 0, FALSE }, { "keep", 1, FALSE }, { NULL, 0, FALSE },
 };
 
+static const BaseChoice partition_choices[] = {
+  { "range", POL_PARTITION_RANGE, FALSE }, { "hash", POL_PARTITION_HASH, FALSE },
+  { NULL, 0, FALSE },
+};
+
+/* Most points one server may put on the ring, and on the ring in all. */
+#define PS_MAX_VIRTUAL_NODES 1024
+#define PS_MAX_RING_POINTS (1 << 22)
+
 static const BaseKey ps_keys[] = {
   { "policy", "consistency", BASE_KEY_ENUM, 0, "bsp", 0, 0, 0, consistency_choices, 0,
     "Parameter-server consistency: bsp, ssp (bounded staleness) or async.", NULL },
@@ -1018,6 +1103,10 @@ static const BaseKey ps_keys[] = {
     "BSP parameter server: a round closes when the first K = wait_for of its gradients have arrived (0 or workers = all; 1 <= K <= workers; needs servers = 1 when K < workers; docs/policies.md).", NULL },
   { "policy", "late", BASE_KEY_ENUM, 0, "drop", 0, 0, 0, late_choices, 0,
     "wait_for < workers: a gradient of a closed round is dropped, or kept and applied as a stale update.", NULL },
+  { "policy", "partition", BASE_KEY_ENUM, 0, "range", 0, 0, 0, partition_choices, 0,
+    "Parameter server: which server holds which keys: range (one contiguous shard each) or hash (consistent hashing: virtual_nodes points per server on a ring; docs/policies.md).", NULL },
+  { "policy", "virtual_nodes", BASE_KEY_INT, 0, "16", 1, PS_MAX_VIRTUAL_NODES, 0, NULL, 0,
+    "partition = hash: points of each server on the ring; more points, more even loads (at most 4194304 points in all).", NULL },
   { .section = NULL },
 };
 
@@ -1039,6 +1128,24 @@ wait_for_check (const PolCheck *chk, gboolean bsp, GError **error)
   return TRUE;
 }
 
+/* [policy] partition and virtual_nodes against the servers. */
+static gboolean
+ps_placement_check (const PolCheck *chk, GError **error)
+{
+  gboolean hash = base_values_int (chk->values, "policy.partition") == POL_PARTITION_HASH;
+  gint64 v = base_values_int (chk->values, "policy.virtual_nodes");
+  if (!hash && v != 16)
+    return pol_key_error (error, "policy", "virtual_nodes",
+                          "applies only to partition = hash; remove it or set partition = hash");
+  if (hash && v * chk->servers > PS_MAX_RING_POINTS)
+    return pol_key_error (error, "policy", "virtual_nodes",
+                          "%" G_GINT64_FORMAT " points for each of %" G_GINT64_FORMAT
+                          " servers is more than %d on the ring; use at most %" G_GINT64_FORMAT,
+                          v, chk->servers, PS_MAX_RING_POINTS,
+                          MAX (PS_MAX_RING_POINTS / chk->servers, 1));
+  return TRUE;
+}
+
 /* K of N applies to BSP with one server; worker failures need one server. */
 static gboolean
 ps_validate (PolCheck *chk, GError **error)
@@ -1051,6 +1158,8 @@ ps_validate (PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "wait_for",
                           "K of N needs one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
                           "; set servers = 1 or wait_for = 0", chk->servers);
+  if (!ps_placement_check (chk, error))
+    return FALSE;
   if (chk->n_failures > 0 && chk->servers != 1)
     return pol_key_error (error, "failures", "worker",
                           "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
@@ -1062,7 +1171,38 @@ ps_validate (PolCheck *chk, GError **error)
 static gboolean
 ps_foreign (const PolCheck *chk, GError **error)
 {
+  static const char *const own[] = { "partition", "virtual_nodes" };
+  gboolean given[] = {
+    base_values_int (chk->values, "policy.partition") != POL_PARTITION_RANGE,
+    base_values_int (chk->values, "policy.virtual_nodes") != 16,
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (own); i++)
+    if (given[i])
+      return pol_key_error (error, "policy", own[i],
+                            "applies only to kind = ps; remove it or set kind = ps");
   return wait_for_check (chk, FALSE, error);
+}
+
+/* dtsim check's lines: where the keys live (the ranges of each server,
+ * keys per server and the imbalance). */
+static char *
+ps_describe (const PolModelInfo *mi)
+{
+  gsize P = mi->model->ops->n_params (mi->model);
+  int S = (int) mi->servers;
+  PolPartition *part = ps_partition_of (mi->values, P, S,
+                                        mi->seed);
+  g_autofree char *lines = pol_partition_describe (part, 8);
+  GString *out = g_string_new (NULL);
+  g_string_append_printf (out, "placement: partition = %s", part->kind == POL_PARTITION_HASH
+                          ? "hash" : "range");
+  if (part->kind == POL_PARTITION_HASH)
+    g_string_append_printf (out, " (%d virtual nodes per server, ring seeded with [scenario] seed)",
+                            part->virtual_nodes);
+  g_string_append_printf (out, ", %d key range%s on %d server%s\n%s", part->n_ranges,
+                          part->n_ranges == 1 ? "" : "s", S, S == 1 ? "" : "s", lines);
+  pol_partition_free (part);
+  return g_string_free (out, FALSE);
 }
 
 /* A shard holds at least one parameter. */
@@ -1118,6 +1258,7 @@ const PolPolicyOps pol_ps_ops = {
   .validate = ps_validate,
   .foreign = ps_foreign,
   .check_model = ps_check_model,
+  .describe = ps_describe,
   .tag_names = ps_tags,
   .n_tags = G_N_ELEMENTS (ps_tags),
   .description = "parameter server: workers pull shards, compute a real gradient, push it; "
