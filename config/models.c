@@ -61,6 +61,14 @@ static gboolean
 synthetic_load (const SimConfig *c, KernDataset **train, KernDataset **test,
                 GError **error G_GNUC_UNUSED)
 {
+  const KernModelKind *kind = sim_model_kind (c);
+  if (kind->synthetic_draw)
+    {
+      /* a kind with data of its own (kind = sparse) */
+      kind->synthetic_draw (c->values, (int) c->samples, (int) c->test_samples,
+                            (guint64) c->seed, train, test);
+      return TRUE;
+    }
   kern_dataset_blobs ((int) c->samples, (int) c->test_samples, (int) c->features,
                       (int) c->classes, c->separation, (guint64) c->seed, train, test);
   return TRUE;
@@ -134,10 +142,21 @@ dataset_of (const SimConfig *c)
   return d;
 }
 
+/* The synthetic data of a kind that draws its own, or NULL. */
+static const KernModelKind *
+own_synthetic (const SimConfig *c)
+{
+  const KernModelKind *kind = sim_model_kind (c);
+  return dataset_of (c) == &synthetic && kind->synthetic_draw ? kind : NULL;
+}
+
 int
 sim_model_inputs (const SimConfig *c)
 {
   const Dataset *d = dataset_of (c);
+  const KernModelKind *own = own_synthetic (c);
+  if (own)
+    return own->synthetic_width (c->values);
   return d->features ? d->features : (int) c->features;
 }
 
@@ -145,6 +164,8 @@ int
 sim_model_classes (const SimConfig *c)
 {
   const Dataset *d = dataset_of (c);
+  if (own_synthetic (c))
+    return 2; /* the kinds with data of their own are binary */
   return d->classes ? d->classes : (int) c->classes;
 }
 
@@ -237,6 +258,7 @@ extern const KernModelKind kern_model_softmax;     /* kernels/mlp.c */
 extern const KernModelKind kern_model_mlp;         /* kernels/mlp.c */
 extern const KernModelKind kern_model_timing;      /* kernels/timing.c */
 extern const KernModelKind kern_model_transformer; /* kernels/transformer.c */
+extern const KernModelKind kern_model_sparse;      /* kernels/sparse.c */
 
 static const KernModelKind *const model_kinds[] = {
   &kern_model_linear,
@@ -244,6 +266,7 @@ static const KernModelKind *const model_kinds[] = {
   &kern_model_mlp,
   &kern_model_timing,
   &kern_model_transformer,
+  &kern_model_sparse,
   NULL,
 };
 
@@ -418,6 +441,23 @@ sim_model_kind_validate (const SimConfig *c, const char *file, GError **error)
                                 "applies only to kind = %s; remove it or set kind = %s",
                                 model_kinds[i]->name, model_kinds[i]->name);
       }
+  if (mine->synthetic_draw)
+    {
+      /* its data is its own: the blobs' keys and other data sets do not fit */
+      if (dataset_of (c) != &synthetic)
+        return sim_key_error (error, file, "model", "dataset",
+                              "kind = %s draws its own sparse data; set dataset = synthetic",
+                              mine->name);
+      static const char *const blobs_keys[] = { "features", "classes", "separation" };
+      for (gsize i = 0; i < G_N_ELEMENTS (blobs_keys); i++)
+        {
+          g_autofree char *dotted = g_strconcat ("model.", blobs_keys[i], NULL);
+          if (g_hash_table_contains (c->given, dotted))
+            return sim_key_error (error, file, "model", blobs_keys[i],
+                                  "does not apply to kind = %s, whose data has its own keys "
+                                  "(dimension, nnz, skew); remove it", mine->name);
+        }
+    }
   g_autoptr (GError) local = NULL;
   if (!mine->validate || mine->validate (c->values, &local))
     return TRUE;

@@ -188,6 +188,11 @@ typedef struct {
    * backend, timing-only models).  Free with kern_model_free(). */
   KernModel *(*clone) (const KernModel *m);
   void (*free) (KernModel *m);
+  /* The parameters a batch x (n, d) reads, and so the only ones its
+   * gradient can make non-zero: their indices, ascending and distinct,
+   * written to keys (room for n x d + 1), and their count.  NULL where
+   * every batch reads every parameter (dense models). */
+  gsize (*touched) (const KernModel *m, const float *x, int n, gsize *keys);
 } KernModelOps;
 
 struct KernModel {
@@ -219,6 +224,28 @@ KernModel *kern_linear_new (int d, int k);
 struct KernBackend *kern_mlp_backend (const KernModel *m, KernLoss *loss);
 
 void kern_model_free (KernModel *m);
+
+/* Sparse binary logistic regression (kernels/sparse.c, docs/kernels.md):
+ * `features` weights and one bias (parameters 0 .. features - 1, then the
+ * bias at index `features`), on rows of `nnz` (index, value) pairs: a
+ * sample's row is d = 2 nnz floats, x[2j] the j-th feature's index (an
+ * exact integer below 2^24; a negative one pads a row with fewer
+ * features) and x[2j + 1] its value.  Labels are 0 or 1 (k = 2).
+ * 1 <= nnz <= features <= KERN_SPARSE_MAX_FEATURES. */
+#define KERN_SPARSE_MAX_FEATURES (1 << 24)
+#define KERN_SPARSE_MAX_NNZ 4096
+KernModel *kern_sparse_new (gint64 features, int nnz);
+/* The sparse data set of kern_sparse_new's rows: per sample nnz feature
+ * draws from a Zipf law of exponent `skew` > 0 over the features (ranks
+ * spread over indices by a fixed permutation), duplicates merged; the
+ * label drawn from the logistic law of a hidden sparse weight vector.
+ * Formulas and draw order in docs/kernels.md. */
+void kern_dataset_sparse (int n_train, int n_test, gint64 features, int nnz,
+                          double skew, guint64 seed, KernDataset **train,
+                          KernDataset **test);
+/* The indices of the parameters a batch reads (the model's `touched` op),
+ * or 0 with keys untouched where the model has no such op. */
+gsize kern_model_touched (const KernModel *m, const float *x, int n, gsize *keys);
 
 /* Whether every one of `rows` labels lies in [0, k): one outside would
  * index out of the logits on any backend. */
@@ -275,6 +302,13 @@ typedef struct {
   /* Its named shapes, read from its [model] shape key (a STRING key of its
    * `keys`, "" = none), ending with a NULL name; NULL = the kind has none. */
   const KernModelShape *shapes;
+  /* The kind's own synthetic data ([model] dataset = synthetic), NULL =
+   * the Gaussian blobs of [model] features and classes: `width` gives the
+   * floats of one sample's row and `draw` the seeded training and test
+   * sets, from the run's keys. */
+  int (*synthetic_width) (const BaseValues *values);
+  void (*synthetic_draw) (const BaseValues *values, int n_train, int n_test,
+                          guint64 seed, KernDataset **train, KernDataset **test);
 } KernModelKind;
 
 

@@ -33,6 +33,7 @@ typedef struct {
  * data generator and to each model initialiser. */
 #define KERN_RNG_STREAM_BLOBS   G_GUINT64_CONSTANT (0x626c6f6273)       /* "blobs" */
 #define KERN_RNG_STREAM_SOFTMAX G_GUINT64_CONSTANT (0x736f66746d6178)   /* ASCII of softmax */
+#define KERN_RNG_STREAM_SPARSE  G_GUINT64_CONSTANT (0x737061727365)     /* ASCII of sparse */
 
 /* Seeds `rng` from (seed, stream).  SplitMix64 output is never all zero over
  * four consecutive draws, so the xoshiro state is valid. */

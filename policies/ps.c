@@ -43,6 +43,13 @@
  *     it that carries the old epoch is dropped on arrival (the gradient it was
  *     sending, the parameters it was waiting for).  At its restart it sends a
  *     fresh pull for the iteration it had not finished.
+ *
+ * Sparse pulls ([policy] pull = sparse, ps-sparse.c): a worker draws its
+ * next batch before its pull is answered (the same batches, in the same
+ * order, as a dense run draws them), each server's reply carries only the
+ * keys of that batch in its shard and each push only the keys of the batch
+ * it was computed on, 8 bytes a key.  The math is the dense run's: the
+ * gradient is zero off those keys and reads none other.
  */
 #include "config.h"
 
@@ -53,6 +60,7 @@
 #include "comm/shard.h"
 #include "policies/partition.h"
 #include "policies/compress.h"
+#include "policies/ps-sparse.h"
 #include "train/step.h"
 
 typedef struct PsPolicy PsPolicy;
@@ -139,6 +147,11 @@ typedef struct {
   int replies_got;
   double acc_hold_start, acc_hold_end;
   gint64 acc_staleness;
+  /* pull = sparse: the next batch, drawn when its pull is first answered */
+  int *next_idx;         /* (batch) */
+  gboolean next_ready;
+  gint64 *next_keys;     /* (servers) keys of next_idx in each shard */
+  gint64 *keys;          /* (servers) keys of the batch being computed */
 } PsWorker;
 
 typedef struct {
@@ -235,6 +248,9 @@ struct PsPolicy {
   gint64 rounds_done;    /* rounds whose accepted gradients are all applied */
   gint64 accepted_applied;
   gint64 late;           /* gradients of closed rounds (dropped or kept) */
+  gboolean sparse_pull;  /* pull = sparse */
+  PolSparse *sparse;     /* its key counter, from the servers' shards on */
+  double pull_bytes, push_bytes; /* sent so far, for the params rows */
 };
 
 static GPtrArray *
@@ -332,7 +348,8 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
       PsServer *srv = &ps->servers[s];
       gsize lo = srv->range[0].lo, len = srv->n;
       PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, w->iter);
-      double bytes = (double) len * sizeof (float);
+      double bytes = ps->sparse ? pol_sparse_bytes (w->keys[s]) : (double) len * sizeof (float);
+      ps->push_bytes += bytes;
       if (ps->cmp)
         {
           /* each key range compressed on its own (one per server with
@@ -383,6 +400,16 @@ start_compute (PsPolicy *ps, PsWorker *w)
                    .grads = ps->env.model && !ps->deferred ? &w->grad : NULL,
                    .drawn_into = ps->env.model && ps->deferred ? w->idx : NULL,
                    .seconds = &t };
+  if (ps->sparse)
+    {
+      /* the batch its pull fetched the keys of */
+      g_assert (w->next_ready);
+      w->next_ready = FALSE;
+      memcpy (w->keys, w->next_keys, (gsize) ps->env.servers * sizeof *w->keys);
+      if (ps->deferred)
+        memcpy (w->idx, w->next_idx, (gsize) ps->env.batch * sizeof *w->idx);
+      st.drawn = ps->deferred ? w->idx : w->next_idx;
+    }
   train_step (ps->steps, &st);
   w->compute = t;
   span (ps, w->name, "compute", now, now + t, w->iter, 0);
@@ -450,12 +477,33 @@ applied_inc (PsPolicy *ps, PsServer *srv, int v)
   srv->n_at_min = n;
 }
 
-/* Sends server srv's shard to worker w as the answer to its pull. */
+/* pull = sparse: worker w's next batch is drawn (its first pull answer
+ * draws it, where a dense run's compute would), its keys counted. */
+static void
+sparse_draw (PsPolicy *ps, PsWorker *w)
+{
+  if (w->next_ready)
+    return;
+  TrainStep st = { .n = 1, .first = w->id, .drawn_into = w->next_idx };
+  train_step (ps->steps, &st);
+  pol_sparse_count (ps->sparse, w->next_idx, w->next_keys);
+  w->next_ready = TRUE;
+}
+
+/* Sends server srv's shard to worker w as the answer to its pull (pull =
+ * sparse: the keys of w's next batch in it). */
 static void
 answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
 {
   PsWorker *w = &ps->workers[p->worker];
   gsize len = srv->n;
+  double bytes = (double) len * sizeof (float);
+  if (ps->sparse)
+    {
+      sparse_draw (ps, w);
+      bytes = pol_sparse_bytes (w->next_keys[srv->id]);
+    }
+  ps->pull_bytes += bytes;
   double now = eng_sim_now (ps->env.sim);
   /* K of N: the worker joins the current round */
   gint64 iter = ps->kofn ? ps->rounds_done : p->iter;
@@ -475,7 +523,7 @@ answer_pull (PsPolicy *ps, PsServer *srv, const PsPendingPull *p)
         }
       m->snap = snap_ref (srv->snap);
     }
-  send_msg (ps, m, srv->host, w->host, (double) len * sizeof (float));
+  send_msg (ps, m, srv->host, w->host, bytes);
 }
 
 /* Answers, in registration order, every held pull whose bound now holds. */
@@ -866,6 +914,12 @@ workers_new (PsPolicy *ps)
             wk->idx = g_new (int, env->batch);
           if (ps->cmp && ps->cmp->feedback)
             wk->memory = g_new0 (float, P);
+          if (ps->sparse_pull)
+            {
+              wk->next_idx = g_new (int, env->batch);
+              wk->next_keys = g_new0 (gint64, S);
+              wk->keys = g_new0 (gint64, S);
+            }
           eng_rng_init (&wk->rng, env->seed, POL_COMPRESS_STREAM + (guint64) w);
         }
     }
@@ -939,6 +993,9 @@ ps_create (const PolEnv *env, GError **error)
   ps->staleness = base_values_int (env->values, "policy.staleness");
   ps->wait_for = base_values_int (env->values, "policy.wait_for");
   ps->late_keep = base_values_int (env->values, "policy.late") != 0;
+  /* ps_check_model made sure the model lists its keys */
+  ps->sparse_pull = base_values_int (env->values, "policy.pull") == POL_PULL_SPARSE
+                    && env->model && env->model->ops->touched;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
   ps->copy_grads = env->n_failures > 0;
   ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed;
@@ -997,6 +1054,10 @@ ps_create (const PolEnv *env, GError **error)
       ps->scratch = g_new0 (float, P);
     }
   servers_new (ps);
+  if (ps->sparse_pull)
+    {
+      ps->sparse = pol_sparse_new (env->model, env->train, env->batch, ps->part);
+    }
   return (PolPolicy *) ps;
 }
 
@@ -1022,6 +1083,19 @@ ps_finish (PolPolicy *p, PolResult *out)
   pol_run_finish (&ps->run, ps->global, out);
   if (ps->kofn)
     out->rounds = ps->rounds_done;
+  if (ps->sparse && ps->env.rec.param)
+    {
+      /* per worker-iteration, against a dense run's shard floats */
+      double n = MAX ((double) ps->run.updates, 1.0);
+      char buf[G_ASCII_DTOSTR_BUF_SIZE];
+      ps->env.rec.param (ps->env.rec.ctx, "policy.pull_bytes",
+                         g_ascii_formatd (buf, sizeof buf, "%.10g", ps->pull_bytes / n));
+      ps->env.rec.param (ps->env.rec.ctx, "policy.push_bytes",
+                         g_ascii_formatd (buf, sizeof buf, "%.10g", ps->push_bytes / n));
+      ps->env.rec.param (ps->env.rec.ctx, "policy.dense_bytes",
+                         g_ascii_formatd (buf, sizeof buf, "%.10g",
+                                          (double) ps->env.n_params * sizeof (float)));
+    }
 }
 
 static void
@@ -1039,6 +1113,9 @@ ps_free (PolPolicy *p)
       g_free (wk->grad);
       g_free (wk->memory);
       g_free (wk->idx);
+      g_free (wk->next_idx);
+      g_free (wk->next_keys);
+      g_free (wk->keys);
     }
   for (int s = 0; s < ps->env.servers; s++)
     {
@@ -1053,6 +1130,7 @@ ps_free (PolPolicy *p)
       g_free (srv->applied);
       g_array_unref (srv->pending);
     }
+  pol_sparse_free (ps->sparse);
   g_free (ps->workers);
   g_free (ps->servers);
   g_free (ps->scratch);
@@ -1094,7 +1172,14 @@ static const BaseChoice partition_choices[] = {
 #define PS_MAX_VIRTUAL_NODES 1024
 #define PS_MAX_RING_POINTS (1 << 22)
 
+static const BaseChoice pull_choices[] = {
+  { "dense", POL_PULL_DENSE, FALSE }, { "sparse", POL_PULL_SPARSE, FALSE },
+  { NULL, 0, FALSE },
+};
+
 static const BaseKey ps_keys[] = {
+  { "policy", "pull", BASE_KEY_ENUM, 0, "dense", 0, 0, 0, pull_choices, 0,
+    "Parameter server: dense pulls and pushes whole shards; sparse only the keys of the worker's batch, 8 bytes a key (needs a model whose batches read few parameters, kind = sparse; docs/policies.md).", NULL },
   { "policy", "consistency", BASE_KEY_ENUM, 0, "bsp", 0, 0, 0, consistency_choices, 0,
     "Parameter-server consistency: bsp, ssp (bounded staleness) or async.", NULL },
   { "policy", "staleness", BASE_KEY_INT, 0, "3", 0, 1e9, 0, NULL, 0,
@@ -1160,6 +1245,11 @@ ps_validate (PolCheck *chk, GError **error)
                           "; set servers = 1 or wait_for = 0", chk->servers);
   if (!ps_placement_check (chk, error))
     return FALSE;
+  if (base_values_int (chk->values, "policy.pull") == POL_PULL_SPARSE
+      && pol_compress_of (chk->values))
+    return pol_key_error (error, "policy", "pull",
+                          "sparse pushes send the gradient's exact non-zero entries and "
+                          "cannot be compressed too; set compression = none or pull = dense");
   if (chk->n_failures > 0 && chk->servers != 1)
     return pol_key_error (error, "failures", "worker",
                           "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
@@ -1167,7 +1257,8 @@ ps_validate (PolCheck *chk, GError **error)
   return TRUE;
 }
 
-/* Another policy runs: waiting for K of N would do nothing there. */
+/* Another policy runs: waiting for K of N and sparse pulls would do
+ * nothing there. */
 static gboolean
 ps_foreign (const PolCheck *chk, GError **error)
 {
@@ -1180,6 +1271,9 @@ ps_foreign (const PolCheck *chk, GError **error)
     if (given[i])
       return pol_key_error (error, "policy", own[i],
                             "applies only to kind = ps; remove it or set kind = ps");
+  if (base_values_int (chk->values, "policy.pull") == POL_PULL_SPARSE)
+    return pol_key_error (error, "policy", "pull",
+                          "sparse pulls apply only to kind = ps; set pull = dense or kind = ps");
   return wait_for_check (chk, FALSE, error);
 }
 
@@ -1205,11 +1299,16 @@ ps_describe (const PolModelInfo *mi)
   return g_string_free (out, FALSE);
 }
 
-/* A shard holds at least one parameter. */
+/* A shard holds at least one parameter; sparse pulls need a model that
+ * says which keys a batch reads. */
 static gboolean
 ps_check_model (const PolModelInfo *mi, GError **error)
 {
   gsize P = mi->model->ops->n_params (mi->model);
+  if (base_values_int (mi->values, "policy.pull") == POL_PULL_SPARSE && !mi->model->ops->touched)
+    return pol_key_error (error, "policy", "pull",
+                          "sparse needs a model whose batches read few parameters (kind = "
+                          "sparse), and this one reads all of them; set pull = dense");
   if (mi->servers > 1 && (gsize) mi->servers > P)
     return pol_key_error (error, "cluster", "servers",
                           "%" G_GINT64_FORMAT " shards for a model of %" G_GSIZE_FORMAT
