@@ -12,7 +12,8 @@
  *     carries a snapshot of the shard as it is when the answer is sent.
  *   - When a worker has every shard, it computes a real gradient at its own
  *     copy of the parameters on its next batch, for a simulated time given by
- *     the device model, then pushes each gradient shard to its server.
+ *     the device model, then pushes each gradient shard to its server
+ *     (compressed, or filtered by [policy] filter: filter.c).
  *   - A server queues received gradients in a FIFO; applying one costs
  *     update_time(shard) seconds (the optimizer's roofline cost) and runs
  *     one step of the optimizer on the shard; the optimizer's state (momentum,
@@ -52,6 +53,7 @@
 #include "policies/common.h"
 #include "comm/shard.h"
 #include "policies/compress.h"
+#include "policies/filter.h"
 #include "train/step.h"
 
 typedef struct PsPolicy PsPolicy;
@@ -116,7 +118,8 @@ typedef struct {
   float *own;            /* (n_params) its own copy (several servers) */
   PsSnap *snap;          /* one server: the snapshot it holds */
   float *grad;           /* (n_params) */
-  float *memory;         /* (n_params) compression's error feedback, or NULL */
+  float *memory;         /* (n_params) compression's error feedback or the
+                          * filter's residual, or NULL */
   EngRng rng;            /* compression's stream */
   int *idx;              /* deferred: (batch) the batch it drew */
   gint64 iter;           /* iteration in progress */
@@ -195,6 +198,10 @@ struct PsPolicy {
   gint64 *grad_shards;   /* per (worker): shards of its latest gradient applied */
   TrainSteps *steps;       /* the workers' steps */
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
+  const PolFilter *filter;  /* [policy] filter; NULL = none */
+  double push_bytes;     /* bytes of every gradient push sent */
+  double dense_bytes;    /* what those pushes would be unfiltered */
+  double pushed, sent;   /* entries of those pushes; those a filter sent */
   gint64 total;          /* iterations * workers */
   PolRun run;            /* counters (updates: gradients applied to every
                             shard), evaluation, end of the run */
@@ -310,6 +317,18 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
                             w->memory ? w->memory + srv->lo : NULL, len, &w->rng);
           bytes = ps->cmp->wire_bytes (ps->env.values, len);
         }
+      else if (ps->filter && ps->env.model)
+        {
+          /* the filter sees the parameters the gradient was computed at */
+          gsize sent = ps->filter->apply (ps->env.values, ps->env.opt.lr, w->grad + srv->lo,
+                                          w->memory ? w->memory + srv->lo : NULL,
+                                          w->params + srv->lo, len);
+          bytes = pol_filter_bytes (len, sent);
+          ps->sent += (double) sent;
+        }
+      ps->push_bytes += bytes;
+      ps->dense_bytes += (double) len * sizeof (float);
+      ps->pushed += (double) len;
       if (ps->env.model && ps->copy_grads)
         m->grad = m->copy = g_memdup2 (w->grad + srv->lo, len * sizeof (float));
       else if (ps->env.model && !ps->deferred)
@@ -817,7 +836,7 @@ workers_new (PsPolicy *ps)
             }
           else
             wk->idx = g_new (int, env->batch);
-          if (ps->cmp && ps->cmp->feedback)
+          if ((ps->cmp && ps->cmp->feedback) || (ps->filter && ps->filter->feedback))
             wk->memory = g_new0 (float, P);
           eng_rng_init (&wk->rng, env->seed, POL_COMPRESS_STREAM + (guint64) w);
         }
@@ -874,12 +893,15 @@ ps_create (const PolEnv *env, GError **error)
   ps->total = env->iterations * W;
   ps->consistency = (PolConsistency) base_values_int (env->values, "policy.consistency");
   ps->cmp = pol_compress_of (env->values);
+  ps->filter = pol_filter_of (env->values);
   ps->staleness = base_values_int (env->values, "policy.staleness");
   ps->wait_for = base_values_int (env->values, "policy.wait_for");
   ps->late_keep = base_values_int (env->values, "policy.late") != 0;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
   ps->copy_grads = env->n_failures > 0;
-  ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed;
+  /* a filter decides a push's bytes from the gradient, so it is computed
+   * before the push */
+  ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed && !ps->filter;
   if (ps->kofn && S != 1)
     {
       g_set_error (error, POL_ERROR, 0,
@@ -949,6 +971,21 @@ ps_finish (PolPolicy *p, PolResult *out)
   pol_run_finish (&ps->run, ps->global, out);
   if (ps->kofn)
     out->rounds = ps->rounds_done;
+  if (ps->filter && ps->env.rec.param)
+    {
+      char v[G_ASCII_DTOSTR_BUF_SIZE];
+      ps->env.rec.param (ps->env.rec.ctx, "policy.filter_bytes",
+                         g_ascii_formatd (v, sizeof v, "%.17g", ps->push_bytes));
+      ps->env.rec.param (ps->env.rec.ctx, "policy.filter_dense_bytes",
+                         g_ascii_formatd (v, sizeof v, "%.17g", ps->dense_bytes));
+      ps->env.rec.param (ps->env.rec.ctx, "policy.filter_saved",
+                         g_ascii_formatd (v, sizeof v, "%.6g",
+                                          ps->dense_bytes > 0
+                                          ? 1 - ps->push_bytes / ps->dense_bytes : 0));
+      ps->env.rec.param (ps->env.rec.ctx, "policy.filter_kept",
+                         g_ascii_formatd (v, sizeof v, "%.6g",
+                                          ps->pushed > 0 ? ps->sent / ps->pushed : 1));
+    }
 }
 
 static void
@@ -1081,17 +1118,21 @@ ps_check_model (const PolModelInfo *mi, GError **error)
  * the servers' model, optimizer state and round sum, the snapshots the
  * workers hold (BSP: the round's, and the one before; SSP and async: up
  * to one version per worker), error feedback per worker where the
- * compressor keeps it.  Otherwise every worker and server holds a model. */
+ * compressor keeps it.  Otherwise (a filter included: it needs the
+ * gradient at the push) every worker and server holds a model, and a
+ * filter that keeps a residual adds one per worker. */
 static double
 ps_host_bytes (const PolModelInfo *mi, double per_model)
 {
   double W = (double) mi->workers;
   double shard = 4.0 * (double) mi->model->ops->n_params (mi->model);
   gboolean bsp = base_values_int (mi->values, "policy.consistency") == POL_BSP;
+  const PolFilter *filter = pol_filter_of (mi->values);
+  double residual = filter && filter->feedback ? W * shard : 0;
   if (mi->servers > 1 && bsp) /* shared_global: no worker copies */
-    return (W + (double) mi->servers) * per_model - W * shard;
-  if (mi->servers != 1 || mi->failures || mi->host_timed)
-    return (W + (double) mi->servers) * per_model;
+    return (W + (double) mi->servers) * per_model - W * shard + residual;
+  if (mi->servers != 1 || mi->failures || mi->host_timed || filter)
+    return (W + (double) mi->servers) * per_model + residual;
   const PolCompressor *cmp = pol_compress_of (mi->values);
   return 2 * per_model + (bsp ? 2 : W) * shard + (cmp && cmp->feedback ? W * shard : 0);
 }
@@ -1115,6 +1156,7 @@ const PolPolicyOps pol_ps_ops = {
   .keys = ps_keys,
   .failures = TRUE,
   .compresses = TRUE,
+  .filters = TRUE,
   .validate = ps_validate,
   .foreign = ps_foreign,
   .check_model = ps_check_model,
