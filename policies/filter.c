@@ -68,7 +68,7 @@ threshold_apply (const BaseValues *v, double lr, float *g, float *e, const float
 
 static const BaseKey threshold_keys[] = {
   { "policy", "threshold", BASE_KEY_QUANTITY, 0, "0.01", 0, 1e6, 0, NULL, 0,
-    "filter = threshold: a push leaves out entry i while |lr x (g_i + residual_i)| < threshold x |w_i| "
+    "filter = threshold: a push leaves out entry i while abs(lr x (g_i + residual_i)) < threshold x abs(w_i) "
     "(w: the parameters the gradient was computed at) and keeps it in the residual; 0 sends everything.",
     NULL },
   { .section = NULL },
