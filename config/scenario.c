@@ -697,6 +697,7 @@ check_policy (SimConfig *c, const char *file, GError **error)
     .batch = c->batch,
     .n_failures = (int) MAX (c->fail_worker->len, c->fail_at->len),
     .memory_bandwidth = c->memory_bandwidth,
+    .math = c->math,
     .resolved = param_resolved,
     .ctx = c,
   };

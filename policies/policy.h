@@ -242,6 +242,8 @@ struct PolCheck {
   gint64 batch;               /* samples per worker step */
   int n_failures;             /* [failures] entries */
   double memory_bandwidth;    /* [device] memory_bandwidth, 0 = none */
+  gboolean math;              /* the real math runs (model, backend and
+                               * policy all have it) */
   /* Records a key whose value the hook derived (e.g. a 0 that means "as
    * many as fit"), so that the run's params show it; with ctx. */
   void (*resolved) (gpointer ctx, const char *name, gint64 value);
@@ -441,6 +443,8 @@ typedef struct {
                                 * [kernels] say */
   gboolean compresses;         /* sends its gradients through [policy]
                                 * compression */
+  gboolean filters;            /* filters its pushes as [policy] filter
+                                * says (policies/filter.h) */
   gboolean zero;               /* shards its training state over its
                                 * workers as [policy] zero says, and its
                                 * gradient reductions carry [policy]

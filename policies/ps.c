@@ -12,7 +12,8 @@
  *     carries a snapshot of the shard as it is when the answer is sent.
  *   - When a worker has every shard, it computes a real gradient at its own
  *     copy of the parameters on its next batch, for a simulated time given by
- *     the device model, then pushes each gradient shard to its server.
+ *     the device model, then pushes each gradient shard to its server
+ *     (compressed, or filtered by [policy] filter: filter.c).
  *   - A server queues received gradients in a FIFO; applying one costs
  *     update_time(shard) seconds (the optimizer's roofline cost) and runs
  *     one step of the optimizer on the shard; the optimizer's state (momentum,
@@ -61,6 +62,7 @@
 #include "policies/partition.h"
 #include "policies/compress.h"
 #include "policies/ps-sparse.h"
+#include "policies/filter.h"
 #include "train/step.h"
 
 typedef struct PsPolicy PsPolicy;
@@ -125,7 +127,8 @@ typedef struct {
   float *own;            /* (n_params) its own copy (several servers) */
   PsSnap *snap;          /* one server: the snapshot it holds */
   float *grad;           /* (n_params) */
-  float *memory;         /* (n_params) compression's error feedback, or NULL */
+  float *memory;         /* (n_params) compression's error feedback or the
+                          * filter's residual, or NULL */
   EngRng rng;            /* compression's stream */
   int *idx;              /* deferred: (batch) the batch it drew */
   gint64 iter;           /* iteration in progress */
@@ -215,6 +218,10 @@ struct PsPolicy {
   PolPartition *part;    /* [policy] partition: which server holds which keys */
   PolRange *srv_ranges;  /* (part->n_ranges) the ranges, server by server */
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
+  const PolFilter *filter;  /* [policy] filter; NULL = none */
+  double push_bytes;     /* bytes of every gradient push sent */
+  double dense_bytes;    /* what those pushes would be unfiltered */
+  double pushed, sent;   /* entries of those pushes; those a filter sent */
   gint64 total;          /* iterations * workers */
   PolRun run;            /* counters (updates: gradients applied to every
                             shard), evaluation, end of the run */
@@ -250,7 +257,7 @@ struct PsPolicy {
   gint64 late;           /* gradients of closed rounds (dropped or kept) */
   gboolean sparse_pull;  /* pull = sparse */
   PolSparse *sparse;     /* its key counter, from the servers' shards on */
-  double pull_bytes, push_bytes; /* sent so far, for the params rows */
+  double pull_bytes;     /* pulls' bytes sent so far, for the params rows */
 };
 
 static GPtrArray *
@@ -349,7 +356,6 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
       gsize lo = srv->range[0].lo, len = srv->n;
       PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, w->iter);
       double bytes = ps->sparse ? pol_sparse_bytes (w->keys[s]) : (double) len * sizeof (float);
-      ps->push_bytes += bytes;
       if (ps->cmp)
         {
           /* each key range compressed on its own (one per server with
@@ -364,6 +370,23 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
               bytes += ps->cmp->wire_bytes (ps->env.values, rl);
             }
         }
+      else if (ps->filter && ps->env.model)
+        {
+          /* each key range filtered on its own, at the parameters the
+           * gradient was computed at; the push is min(dense, sparse) */
+          gsize sent = 0;
+          for (int j = 0; j < srv->n_ranges; j++)
+            {
+              gsize a = srv->range[j].lo, rl = srv->range[j].hi - a;
+              sent += ps->filter->apply (ps->env.values, ps->env.opt.lr, w->grad + a,
+                                         w->memory ? w->memory + a : NULL, w->params + a, rl);
+            }
+          bytes = pol_filter_bytes (len, sent);
+          ps->sent += (double) sent;
+        }
+      ps->push_bytes += bytes;
+      ps->dense_bytes += (double) len * sizeof (float);
+      ps->pushed += (double) len;
       if (ps->env.model && (ps->copy_grads || srv->n_ranges > 1))
         {
           m->grad = m->copy = g_new (float, len);
@@ -912,7 +935,7 @@ workers_new (PsPolicy *ps)
             }
           else
             wk->idx = g_new (int, env->batch);
-          if (ps->cmp && ps->cmp->feedback)
+          if ((ps->cmp && ps->cmp->feedback) || (ps->filter && ps->filter->feedback))
             wk->memory = g_new0 (float, P);
           if (ps->sparse_pull)
             {
@@ -990,6 +1013,7 @@ ps_create (const PolEnv *env, GError **error)
   ps->total = env->iterations * W;
   ps->consistency = (PolConsistency) base_values_int (env->values, "policy.consistency");
   ps->cmp = pol_compress_of (env->values);
+  ps->filter = pol_filter_of (env->values);
   ps->staleness = base_values_int (env->values, "policy.staleness");
   ps->wait_for = base_values_int (env->values, "policy.wait_for");
   ps->late_keep = base_values_int (env->values, "policy.late") != 0;
@@ -998,7 +1022,9 @@ ps_create (const PolEnv *env, GError **error)
                     && env->model && env->model->ops->touched;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
   ps->copy_grads = env->n_failures > 0;
-  ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed;
+  /* a filter decides a push's bytes from the gradient, so it is computed
+   * before the push */
+  ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed && !ps->filter;
   if (ps->kofn && S != 1)
     {
       g_set_error (error, POL_ERROR, 0,
@@ -1095,6 +1121,21 @@ ps_finish (PolPolicy *p, PolResult *out)
       ps->env.rec.param (ps->env.rec.ctx, "policy.dense_bytes",
                          g_ascii_formatd (buf, sizeof buf, "%.10g",
                                           (double) ps->env.n_params * sizeof (float)));
+    }
+  if (ps->filter && ps->env.rec.param)
+    {
+      char v[G_ASCII_DTOSTR_BUF_SIZE];
+      ps->env.rec.param (ps->env.rec.ctx, "policy.filter_bytes",
+                         g_ascii_formatd (v, sizeof v, "%.17g", ps->push_bytes));
+      ps->env.rec.param (ps->env.rec.ctx, "policy.filter_dense_bytes",
+                         g_ascii_formatd (v, sizeof v, "%.17g", ps->dense_bytes));
+      ps->env.rec.param (ps->env.rec.ctx, "policy.filter_saved",
+                         g_ascii_formatd (v, sizeof v, "%.6g",
+                                          ps->dense_bytes > 0
+                                          ? 1 - ps->push_bytes / ps->dense_bytes : 0));
+      ps->env.rec.param (ps->env.rec.ctx, "policy.filter_kept",
+                         g_ascii_formatd (v, sizeof v, "%.6g",
+                                          ps->pushed > 0 ? ps->sent / ps->pushed : 1));
     }
 }
 
@@ -1250,6 +1291,11 @@ ps_validate (PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "pull",
                           "sparse pushes send the gradient's exact non-zero entries and "
                           "cannot be compressed too; set compression = none or pull = dense");
+  if (base_values_int (chk->values, "policy.pull") == POL_PULL_SPARSE
+      && pol_filter_of (chk->values))
+    return pol_key_error (error, "policy", "pull",
+                          "sparse pushes already send only the batch's keys, and a filter on "
+                          "them is not modelled; set filter = none or pull = dense");
   if (chk->n_failures > 0 && chk->servers != 1)
     return pol_key_error (error, "failures", "worker",
                           "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
@@ -1320,17 +1366,21 @@ ps_check_model (const PolModelInfo *mi, GError **error)
  * the servers' model, optimizer state and round sum, the snapshots the
  * workers hold (BSP: the round's, and the one before; SSP and async: up
  * to one version per worker), error feedback per worker where the
- * compressor keeps it.  Otherwise every worker and server holds a model. */
+ * compressor keeps it.  Otherwise (a filter included: it needs the
+ * gradient at the push) every worker and server holds a model, and a
+ * filter that keeps a residual adds one per worker. */
 static double
 ps_host_bytes (const PolModelInfo *mi, double per_model)
 {
   double W = (double) mi->workers;
   double shard = 4.0 * (double) mi->model->ops->n_params (mi->model);
   gboolean bsp = base_values_int (mi->values, "policy.consistency") == POL_BSP;
+  const PolFilter *filter = pol_filter_of (mi->values);
+  double residual = filter && filter->feedback ? W * shard : 0;
   if (mi->servers > 1 && bsp) /* shared_global: no worker copies */
-    return (W + (double) mi->servers) * per_model - W * shard;
-  if (mi->servers != 1 || mi->failures || mi->host_timed)
-    return (W + (double) mi->servers) * per_model;
+    return (W + (double) mi->servers) * per_model - W * shard + residual;
+  if (mi->servers != 1 || mi->failures || mi->host_timed || filter)
+    return (W + (double) mi->servers) * per_model + residual;
   const PolCompressor *cmp = pol_compress_of (mi->values);
   return 2 * per_model + (bsp ? 2 : W) * shard + (cmp && cmp->feedback ? W * shard : 0);
 }
@@ -1354,6 +1404,7 @@ const PolPolicyOps pol_ps_ops = {
   .keys = ps_keys,
   .failures = TRUE,
   .compresses = TRUE,
+  .filters = TRUE,
   .validate = ps_validate,
   .foreign = ps_foreign,
   .check_model = ps_check_model,

@@ -11,6 +11,7 @@
 
 #include "comm/collectives.h"
 #include "policies/compress.h"
+#include "policies/filter.h"
 #include "policies/policy.h"
 
 extern const PolPolicyOps pol_ps_ops;        /* ps.c */
@@ -95,6 +96,7 @@ pol_keys (GPtrArray *rows)
   base_registry_keys (rows, shared_keys, (const void *const *) policies,
                       G_STRUCT_OFFSET (PolPolicyOps, keys));
   pol_compress_keys (rows);
+  pol_filter_keys (rows);
   pol_experts_keys (rows);
 }
 
@@ -221,6 +223,8 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "reduce",
                           "memory needs [device] memory_bandwidth; set it (e.g. 900GBps) or use reduce = free");
   if (!pol_compress_validate (chk->values, ops, error))
+    return FALSE;
+  if (!pol_filter_validate (ops, chk, error))
     return FALSE;
   if (!pol_experts_validate (ops, chk, error))
     return FALSE;

@@ -292,6 +292,7 @@ test_refusals_one_line (void)
     { "nnz = 8\n", "nnz = 8\ndataset = fashion-mnist\n", "[model] dataset: kind = sparse draws its own" },
     { "pull = sparse\n", "pull = sideways\n", "[policy] pull" },
     { "pull = sparse\n", "pull = sparse\ncompression = top-k\n", "[policy] pull: sparse pushes" },
+    { "pull = sparse\n", "pull = sparse\nfilter = zero\n", "[policy] pull: sparse pushes already" },
     { "kind = sparse\ndimension = 5000\nnnz = 8\nskew = 1.2\n", "kind = softmax\nfeatures = 8\n",
       "[policy] pull: sparse needs a model whose batches read few parameters" },
     { "kind = ps\nconsistency = bsp\n", "kind = allreduce\n", "[policy] pull" },
