@@ -60,6 +60,7 @@
 #include "policies/common.h"
 #include "comm/shard.h"
 #include "policies/partition.h"
+#include "policies/ps-replica.h"
 #include "policies/compress.h"
 #include "policies/ps-sparse.h"
 #include "policies/filter.h"
@@ -145,6 +146,9 @@ typedef struct {
   EngEventId restart_ev; /* the pending restart, 0 = none */
   enum { PH_RECV, PH_COMPUTE, PH_SEND } phase; /* what it is doing when up */
   gint64 accepted_round; /* K of N: last round that accepted its gradient */
+  int *acks_missing;     /* replication: (servers) acknowledgements of
+                          * `iter`'s push still due from each server's
+                          * chains; NULL without replication */
   /* the pull for the next compute; its answers may arrive while the pushes
    * of the current iteration are still in flight */
   int replies_got;
@@ -191,7 +195,7 @@ typedef struct {
   GArray *pending;       /* PsPendingPull, in registration order */
 } PsServer;
 
-typedef enum { MSG_PULL, MSG_REPLY, MSG_GRAD } PsMsgKind;
+typedef enum { MSG_PULL, MSG_REPLY, MSG_GRAD, MSG_REPLICA, MSG_ACK } PsMsgKind;
 
 typedef struct {
   PsMsgKind kind;
@@ -206,6 +210,10 @@ typedef struct {
                           * may change before the server applies it */
   guint epoch;           /* of the worker it is from or for */
   gboolean accepted;     /* GRAD, K of N: counted in its round */
+  gboolean acked;        /* PULL: sent once the previous push is
+                          * acknowledged (replication) */
+  int range, hop;        /* REPLICA: the range and the chain position it
+                          * goes to; ACK: the range */
 } PsMsg;
 
 struct PsPolicy {
@@ -217,6 +225,8 @@ struct PsPolicy {
   TrainSteps *steps;       /* the workers' steps */
   PolPartition *part;    /* [policy] partition: which server holds which keys */
   PolRange *srv_ranges;  /* (part->n_ranges) the ranges, server by server */
+  int replication;       /* [policy] replication: servers per chain */
+  PolReplicas *rep;      /* the ranges' backup copies; NULL when 1 */
   const PolCompressor *cmp; /* [policy] compression; NULL = none */
   const PolFilter *filter;  /* [policy] filter; NULL = none */
   double push_bytes;     /* bytes of every gradient push sent */
@@ -350,6 +360,17 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
     return;
   w->pushes_missing = ps->env.servers;
   w->phase = PH_SEND;
+  if (ps->rep)
+    {
+      /* the iteration ends with the last acknowledgement: one per range,
+       * or from the primary itself where it holds no range */
+      w->pushes_missing = 0;
+      for (int s = 0; s < ps->env.servers; s++)
+        {
+          w->acks_missing[s] = MAX (ps->servers[s].n_ranges, 1);
+          w->pushes_missing += w->acks_missing[s];
+        }
+    }
   for (int s = 0; s < ps->env.servers; s++)
     {
       PsServer *srv = &ps->servers[s];
@@ -663,6 +684,116 @@ server_step (PsPolicy *ps, PsServer *srv, const float *grad)
     srv->snap_version = srv->version;
 }
 
+/* Bytes of range r's gradient on the wire: 4 per key, or what the
+ * compressor sends for it. */
+static double
+range_bytes (PsPolicy *ps, int r)
+{
+  gsize len = ps->part->ranges[r].hi - ps->part->ranges[r].lo;
+  return ps->cmp ? ps->cmp->wire_bytes (ps->env.values, len) : (double) len * sizeof (float);
+}
+
+/* Sends worker m->worker's gradient of range r to position `hop` of the
+ * range's chain, from server `from`.  The gradient is read from the
+ * worker's buffer, which stays as it is until the push is acknowledged. */
+static void
+forward_range (PsPolicy *ps, const PsServer *from, const PsMsg *m, int r, int hop)
+{
+  PsWorker *w = &ps->workers[m->worker];
+  int to = pol_partition_chain (ps->part, r, hop);
+  PsMsg *f = msg_new (ps, MSG_REPLICA, m->worker, to, m->iter);
+  f->epoch = m->epoch;
+  f->range = r;
+  f->hop = hop;
+  if (ps->env.model)
+    f->grad = w->grad + ps->part->ranges[r].lo;
+  send_msg (ps, f, from->host, ps->servers[to].host, range_bytes (ps, r));
+}
+
+/* The tail of range r's chain (or a primary holding no range, r = -1)
+ * acknowledges worker m->worker's push of m->iter to server `owner`. */
+static void
+send_ack (PsPolicy *ps, const PsServer *from, const PsMsg *m, int owner, int r)
+{
+  PsMsg *a = msg_new (ps, MSG_ACK, m->worker, owner, m->iter);
+  a->epoch = m->epoch;
+  a->range = r;
+  send_msg (ps, a, from->host, ps->workers[m->worker].host, POL_PS_ACK_BYTES);
+}
+
+/* The primary SRV has applied push M: each of its ranges goes on to the
+ * next server of the range's chain. */
+static void
+replicate_push (PsPolicy *ps, PsServer *srv, const PsMsg *m)
+{
+  int first = ps->part->server_first[srv->id];
+  if (srv->n_ranges == 0)
+    send_ack (ps, srv, m, srv->id, -1);
+  for (int j = 0; j < srv->n_ranges; j++)
+    forward_range (ps, srv, m, ps->part->by_server[first + j], 1);
+}
+
+/* Replica position m->hop of range m->range has applied the gradient:
+ * forward it down the chain, or, at the tail, acknowledge it to the
+ * worker. */
+static void
+on_replica_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double start,
+                 double end)
+{
+  PsPolicy *ps = ctx;
+  PsMsg *m = data;
+  PsServer *srv = &ps->servers[m->server];
+  if (ps->run.finished)
+    return;
+  int r = m->range;
+  gsize len = ps->part->ranges[r].hi - ps->part->ranges[r].lo;
+  pol_replicas_apply (ps->rep, r, m->hop, m->worker, m->iter, m->grad);
+  span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
+  if (m->hop + 1 < ps->replication)
+    forward_range (ps, srv, m, r, m->hop + 1);
+  else
+    send_ack (ps, srv, m, ps->part->owner[r], r);
+  msg_done (ps, m);
+}
+
+/* A forwarded gradient reached replica SRV: it waits for the server's
+ * update queue like a push, and costs the update of its range. */
+static void
+got_replica (PsPolicy *ps, PsServer *srv, PsMsg *m)
+{
+  gsize len = ps->part->ranges[m->range].hi - ps->part->ranges[m->range].lo;
+  double cost = ps->env.update_time (ps->env.compute_ctx, len);
+  eng_resource_request (srv->fifo, cost, on_replica_done, ps, m);
+}
+
+/* An acknowledgement reached worker W: once every range of a server is
+ * acknowledged the worker pulls from it again (that pull tells the server
+ * the push counts for its bound); the iteration ends with the last, and
+ * the gradient then counts as applied (every replica of every range holds
+ * it and the worker knows). */
+static void
+got_ack (PsPolicy *ps, PsWorker *w, PsMsg *m)
+{
+  int s = m->server;
+  gint64 iter = m->iter;
+  msg_done (ps, m);
+  g_assert (w->acks_missing[s] > 0 && w->pushes_missing > 0);
+  if (--w->acks_missing[s] == 0)
+    {
+      PsMsg *p = msg_new (ps, MSG_PULL, w->id, s, iter + 1);
+      p->acked = TRUE;
+      send_msg (ps, p, w->host, ps->servers[s].host, 0);
+    }
+  if (--w->pushes_missing > 0)
+    return;
+  double now = eng_sim_now (ps->env.sim);
+  end_iteration (ps, w);
+  ps->run.updates++;
+  ps->run.samples += ps->env.batch;
+  pol_run_progress (&ps->run, now);
+  pol_run_round_end (&ps->run, ps->global, ps->run.updates >= ps->total);
+}
+
 static void
 on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double start,
                 double end)
@@ -705,8 +836,15 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
     }
   else if (ps->env.model)
     server_step (ps, srv, m->grad);
-  applied_inc (ps, srv, m->worker);
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
+  if (ps->rep)
+    {
+      /* counted once the chains acknowledge it */
+      replicate_push (ps, srv, m);
+      msg_done (ps, m);
+      return;
+    }
+  applied_inc (ps, srv, m->worker);
 
   /* a gradient counts once every shard has applied it */
   if (++ps->grad_shards[m->worker] % ps->env.servers == 0)
@@ -795,7 +933,7 @@ got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
       hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
       msg_done (ps, m);
     }
-  if (--w->pushes_missing == 0)
+  if (!ps->rep && --w->pushes_missing == 0)
     end_iteration (ps, w);
 }
 
@@ -817,8 +955,16 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
   switch (m->kind)
     {
     case MSG_PULL:
+      if (m->acked) /* the push of m->iter - 1 is held by every replica */
+        applied_inc (ps, srv, m->worker);
       hold_pull (ps, srv, m->worker, m->iter, m->epoch);
       msg_done (ps, m);
+      return;
+    case MSG_REPLICA:
+      got_replica (ps, srv, m);
+      return;
+    case MSG_ACK:
+      got_ack (ps, w, m);
       return;
     case MSG_REPLY:
       got_reply (ps, w, srv, m);
@@ -923,6 +1069,8 @@ workers_new (PsPolicy *ps)
       wk->name = g_strdup_printf ("worker%d", w);
       wk->host = w;
       wk->accepted_round = -1;
+      if (ps->rep)
+        wk->acks_missing = g_new0 (int, S);
       if (env->model)
         {
           if (ps->shared_global)
@@ -998,7 +1146,8 @@ static PolPartition *
 ps_partition_of (const BaseValues *v, gsize P, int S, guint64 seed)
 {
   PolPartitionKind kind = (PolPartitionKind) base_values_int (v, "policy.partition");
-  return pol_partition_new (kind, P, S, (int) base_values_int (v, "policy.virtual_nodes"), 1,
+  int k = (int) CLAMP (base_values_int (v, "policy.replication"), 1, S);
+  return pol_partition_new (kind, P, S, (int) base_values_int (v, "policy.virtual_nodes"), k,
                             seed);
 }
 
@@ -1073,6 +1222,12 @@ ps_create (const PolEnv *env, GError **error)
       g_ascii_dtostr (text, sizeof text, pol_partition_imbalance (ps->part));
       env->rec.param (env->rec.ctx, "policy.imbalance", text);
     }
+
+  ps->replication = (int) base_values_int (env->values, "policy.replication");
+  g_assert (ps->replication >= 1 && ps->replication <= MAX (S, 1));
+  if (ps->replication > 1)
+    ps->rep = pol_replicas_new (ps->part, ps->replication, W, ps->global, &env->opt,
+                                ps->consistency == POL_BSP);
 
   workers_new (ps);
   if (ps->deferred)
@@ -1157,6 +1312,7 @@ ps_free (PolPolicy *p)
       g_free (wk->next_idx);
       g_free (wk->next_keys);
       g_free (wk->keys);
+      g_free (wk->acks_missing);
     }
   for (int s = 0; s < ps->env.servers; s++)
     {
@@ -1178,6 +1334,7 @@ ps_free (PolPolicy *p)
   if (ps->env.servers != 1)  /* else the data of servers[0].snap */
     g_free (ps->global);
   g_free (ps->grad_shards);
+  pol_replicas_free (ps->rep);
   pol_partition_free (ps->part);
   g_free (ps->srv_ranges);
   train_steps_free (ps->steps);
@@ -1189,7 +1346,8 @@ ps_free (PolPolicy *p)
 }
 
 static const char *const ps_tags[] = { [MSG_PULL] = "pull", [MSG_REPLY] = "params",
-                                       [MSG_GRAD] = "grad" };
+                                       [MSG_GRAD] = "grad", [MSG_REPLICA] = "replica",
+                                       [MSG_ACK] = "ack" };
 
 /* The bound of [policy] wait_for as it is parsed: the most hosts a run may
  * have (SIM_MAX_HOSTS); ps_validate then holds it to the workers. */
@@ -1212,6 +1370,8 @@ static const BaseChoice partition_choices[] = {
 /* Most points one server may put on the ring, and on the ring in all. */
 #define PS_MAX_VIRTUAL_NODES 1024
 #define PS_MAX_RING_POINTS (1 << 22)
+/* Most servers of one replication chain. */
+#define PS_MAX_REPLICATION 16
 
 static const BaseChoice pull_choices[] = {
   { "dense", POL_PULL_DENSE, FALSE }, { "sparse", POL_PULL_SPARSE, FALSE },
@@ -1233,6 +1393,8 @@ static const BaseKey ps_keys[] = {
     "Parameter server: which server holds which keys: range (one contiguous shard each) or hash (consistent hashing: virtual_nodes points per server on a ring; docs/policies.md).", NULL },
   { "policy", "virtual_nodes", BASE_KEY_INT, 0, "16", 1, PS_MAX_VIRTUAL_NODES, 0, NULL, 0,
     "partition = hash: points of each server on the ring; more points, more even loads (at most 4194304 points in all).", NULL },
+  { "policy", "replication", BASE_KEY_INT, 0, "1", 1, PS_MAX_REPLICATION, 0, NULL, 0,
+    "Parameter server: servers holding each key range (1 = no copy; k <= servers: chain replication along the range's chain, the tail acknowledges each push; docs/policies.md).", NULL },
   { .section = NULL },
 };
 
@@ -1296,6 +1458,18 @@ ps_validate (PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "pull",
                           "sparse pushes already send only the batch's keys, and a filter on "
                           "them is not modelled; set filter = none or pull = dense");
+  gint64 k = base_values_int (chk->values, "policy.replication");
+  if (k > chk->servers)
+    return pol_key_error (error, "policy", "replication",
+                          "%" G_GINT64_FORMAT " copies of each key range need as many servers, found %"
+                          G_GINT64_FORMAT "; use 1 to %" G_GINT64_FORMAT " or more servers",
+                          k, chk->servers, chk->servers);
+  if (k > 1 && (base_values_int (chk->values, "policy.pull") == POL_PULL_SPARSE
+                || pol_filter_of (chk->values)))
+    return pol_key_error (error, "policy", "replication",
+                          "the copies forward whole key ranges, and sparse or filtered pushes "
+                          "along a chain are not modelled; set replication = 1, or pull = dense "
+                          "and filter = none");
   if (chk->n_failures > 0 && chk->servers != 1)
     return pol_key_error (error, "failures", "worker",
                           "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
@@ -1308,10 +1482,11 @@ ps_validate (PolCheck *chk, GError **error)
 static gboolean
 ps_foreign (const PolCheck *chk, GError **error)
 {
-  static const char *const own[] = { "partition", "virtual_nodes" };
+  static const char *const own[] = { "partition", "virtual_nodes", "replication" };
   gboolean given[] = {
     base_values_int (chk->values, "policy.partition") != POL_PARTITION_RANGE,
     base_values_int (chk->values, "policy.virtual_nodes") != 16,
+    base_values_int (chk->values, "policy.replication") != 1,
   };
   for (guint i = 0; i < G_N_ELEMENTS (own); i++)
     if (given[i])
@@ -1321,6 +1496,37 @@ ps_foreign (const PolCheck *chk, GError **error)
     return pol_key_error (error, "policy", "pull",
                           "sparse pulls apply only to kind = ps; set pull = dense or kind = ps");
   return wait_for_check (chk, FALSE, error);
+}
+
+/* dtsim check's lines on replication: each range's chain (the first 8)
+ * and the bytes of one push of the whole model along the chains. */
+static void
+describe_chains (GString *out, const PolPartition *part, const BaseValues *values)
+{
+  int k = part->depth;
+  const PolCompressor *cmp = pol_compress_of (values);
+  double bytes = 0;
+  g_string_append_printf (out, "replication: %d servers per chain; the primary applies a push, "
+                          "forwards it down the chain, the tail acknowledges (%d bytes)\n",
+                          k, POL_PS_ACK_BYTES);
+  for (int r = 0; r < part->n_ranges; r++)
+    {
+      gsize len = part->ranges[r].hi - part->ranges[r].lo;
+      double b = cmp ? cmp->wire_bytes (values, len) : 4.0 * (double) len;
+      bytes += k * b + POL_PS_ACK_BYTES;
+      if (r >= 8)
+        continue;
+      g_string_append_printf (out, "  range [%" G_GSIZE_FORMAT ", %" G_GSIZE_FORMAT "): chain",
+                              part->ranges[r].lo, part->ranges[r].hi);
+      for (int h = 0; h < k; h++)
+        g_string_append_printf (out, "%s server%d", h ? " ->" : "", pol_partition_chain (part, r, h));
+      g_string_append_c (out, '\n');
+    }
+  if (part->n_ranges > 8)
+    g_string_append_printf (out, "  ... %d more ranges\n", part->n_ranges - 8);
+  g_string_append_printf (out, "bytes per push of a worker: %.0f (%d x the gradient, plus %d "
+                          "acknowledgement%s)\n", bytes, k, part->n_ranges,
+                          part->n_ranges == 1 ? "" : "s");
 }
 
 /* dtsim check's lines: where the keys live (the ranges of each server,
@@ -1341,6 +1547,8 @@ ps_describe (const PolModelInfo *mi)
                             part->virtual_nodes);
   g_string_append_printf (out, ", %d key range%s on %d server%s\n%s", part->n_ranges,
                           part->n_ranges == 1 ? "" : "s", S, S == 1 ? "" : "s", lines);
+  if (part->depth > 1)
+    describe_chains (out, part, mi->values);
   pol_partition_free (part);
   return g_string_free (out, FALSE);
 }
@@ -1374,13 +1582,15 @@ ps_host_bytes (const PolModelInfo *mi, double per_model)
 {
   double W = (double) mi->workers;
   double shard = 4.0 * (double) mi->model->ops->n_params (mi->model);
+  /* each backup copy of the model, spread over the servers */
+  double backups = (double) (base_values_int (mi->values, "policy.replication") - 1) * per_model;
   gboolean bsp = base_values_int (mi->values, "policy.consistency") == POL_BSP;
   const PolFilter *filter = pol_filter_of (mi->values);
   double residual = filter && filter->feedback ? W * shard : 0;
   if (mi->servers > 1 && bsp) /* shared_global: no worker copies */
-    return (W + (double) mi->servers) * per_model - W * shard + residual;
+    return (W + (double) mi->servers) * per_model - W * shard + residual + backups;
   if (mi->servers != 1 || mi->failures || mi->host_timed || filter)
-    return (W + (double) mi->servers) * per_model + residual;
+    return (W + (double) mi->servers) * per_model + residual + backups;
   const PolCompressor *cmp = pol_compress_of (mi->values);
   return 2 * per_model + (bsp ? 2 : W) * shard + (cmp && cmp->feedback ? W * shard : 0);
 }
@@ -1392,8 +1602,12 @@ static void
 ps_work (const PolModelInfo *mi, PolWork *out)
 {
   double W = (double) mi->workers, S = (double) mi->servers;
-  *out = (PolWork) { .messages = 2 * W * S, .spans = W * (S + 5), .iteration_rows = W,
-                     .in_flight = 2 * W * S };
+  double k = (double) base_values_int (mi->values, "policy.replication");
+  /* replication (range placement): k - 1 forwards, an acknowledgement and
+   * a pull per server, and k - 1 more updates */
+  double extra = k > 1 ? (k + 1) * W * S : 0;
+  *out = (PolWork) { .messages = 2 * W * S + extra, .spans = W * (S + 5) + (k - 1) * W * S,
+                     .iteration_rows = W, .in_flight = 2 * W * S + extra };
 }
 
 const PolPolicyOps pol_ps_ops = {

@@ -4,7 +4,10 @@
  * today's contiguous shards, consistent hashing covers every key once with
  * a load imbalance under a derived bound, the ring's chains are distinct
  * servers, real math does not depend on the placement, and bad keys are
- * refused in one line.
+ * refused in one line.  Chain replication ([policy] replication): the
+ * closed-form time and bytes of a push through k replicas, replicas that
+ * step with the primary's arithmetic, and the same model trained with or
+ * without copies.
  */
 #include "config.h"
 
@@ -12,7 +15,9 @@
 #include <string.h>
 
 #include "comm/shard.h"
+#include "kernels/kernels.h"
 #include "policies/partition.h"
+#include "policies/ps-replica.h"
 #include "tests/util.h"
 
 /* partition = range: server s holds exactly comm_shard_bounds's shard s,
@@ -234,6 +239,190 @@ test_check_prints_placement (void)
   sim_remove_tree (dir);
 }
 
+/* One worker, S = 4 servers of n = P / S keys each (partition = range),
+ * a star with per-link latency l and bandwidth B and no contention, fixed
+ * compute time T, server rate F.  With replication k every iteration is
+ *   pull 2l, reply 2l + 4n/B, compute T,
+ *   k transfers 2l + 4n/B (the push, then k - 1 forwards), k updates
+ *   U = sgd_flops(n) / F, and the tail's acknowledgement 2l + a/B,
+ * a = POL_PS_ACK_BYTES (docs/policies.md, "Chain replication"); each
+ * server's chain runs alone on its links. */
+static const char repl_scenario[] =
+  "[scenario]\nname = t\nseed = 3\niterations = 3\n"
+  "[cluster]\nworkers = 1\nservers = 4\n"
+  "[device]\nflops = 1GFLOPS\nefficiency = 0.5\nstep_time = 2ms\n"
+  "[network]\ntopology = star\nbandwidth = 1Gbps\nlatency = 20us\ncontention = none\n"
+  "[model]\nfeatures = 15\nclasses = 4\nsamples = 512\ntest_samples = 64\nbatch = 8\n"
+  "[policy]\nkind = ps\nconsistency = bsp\nreplication = 1\n";
+
+static void
+test_replication_closed_form (void)
+{
+  const double S = 4, T = 2e-3, l = 20e-6, B = 1e9 / 8, F = 1e9 * 0.5;
+  const double P = 15 * 4 + 4;           /* softmax: d k + k */
+  const double n = P / S;                /* keys of one range */
+  const double U = kern_sgd_flops ((gsize) n) / F;
+  const double xfer = 2 * l + 4 * n / B;
+  const double ack = 2 * l + POL_PS_ACK_BYTES / B;
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-psrepl-XXXXXX", NULL);
+  for (int k = 2; k <= 4; k++)
+    {
+      g_autofree char *from = g_strdup_printf ("replication = %d", k);
+      g_autofree char *text = test_replaced (repl_scenario, "replication = 1", from);
+      TestRun *r = test_run_collect (text, NULL);
+      const double iter = 2 * l + xfer + T + k * xfer + k * U + ack;
+      g_assert_cmpuint (r->rows->len, ==, 3);
+      for (guint i = 0; i < r->rows->len; i++)
+        {
+          const TestRow *row = &g_array_index (r->rows, TestRow, i);
+          test_assert_close (row->end - row->start, iter, 1e-9);
+          test_assert_close (row->compute, T, 1e-12);
+        }
+      g_assert_cmpint (r->sum.updates, ==, 3);
+      /* the run ends when the last acknowledgement arrives */
+      test_assert_close (r->sum.sim_time, 3 * iter, 1e-9);
+      test_run_free (r);
+
+      /* bytes of one push: k copies of every range and one
+       * acknowledgement per range */
+      g_autofree char *name = g_strdup_printf ("k%d", k);
+      g_autofree char *db = test_run_messages (dir, text, name);
+      g_assert_cmpfloat (test_query_number (db, "SELECT sum(bytes) FROM messages WHERE tag IN "
+                                            "('grad', 'replica', 'ack')"),
+                         ==, k * 4 * P + S * POL_PS_ACK_BYTES);
+      g_assert_cmpfloat (test_query_number (db, "SELECT count(*) FROM messages WHERE tag = 'replica'"),
+                         ==, (k - 1) * S);
+      g_assert_cmpfloat (test_query_number (db, "SELECT count(*) FROM messages WHERE tag = 'ack'"),
+                         ==, S);
+    }
+  sim_remove_tree (dir);
+}
+
+/* A replica steps with the primary's arithmetic: under BSP the round's
+ * sum in arrival order, times 1/W, one optimizer step; so the same
+ * gradients give the same bits.  A resent gradient it already holds is
+ * skipped and changes nothing. */
+static void
+test_replica_same_bits (void)
+{
+  const gsize P = 37;
+  const int W = 3, S = 3;
+  PolPartition *part = pol_partition_new (POL_PARTITION_RANGE, P, S, 1, S, 1);
+  float init[37], grads[3][37];
+  for (gsize i = 0; i < P; i++)
+    {
+      init[i] = 0.01f * (float) i - 0.2f;
+      for (int w = 0; w < W; w++)
+        grads[w][i] = 0.3f * (float) w - 0.001f * (float) (i * i) + 0.07f;
+    }
+  KernOptConfig opt = { 0 };
+  opt.kind = &kern_opt_adam;
+  opt.lr = 0.01;
+  opt.beta1 = 0.9;
+  opt.beta2 = 0.999;
+  opt.eps = 1e-8;
+  PolReplicas *rp = pol_replicas_new (part, 3, W, init, &opt, TRUE);
+  for (int r = 0; r < part->n_ranges; r++)
+    {
+      gsize lo = part->ranges[r].lo, len = part->ranges[r].hi - lo;
+      /* the primary: two rounds, gradients arriving in order 2, 0, 1 */
+      float *prim = g_memdup2 (init + lo, len * sizeof (float));
+      float *sum = g_new0 (float, len);
+      KernOptimizer *o = kern_optimizer_new (&opt, len);
+      for (gint64 round = 0; round < 2; round++)
+        {
+          for (int j = 0; j < W; j++)
+            {
+              int w = (j + 2) % W;
+              for (gsize i = 0; i < len; i++)
+                sum[i] += grads[w][lo + i];
+              for (int h = 1; h < 3; h++)
+                g_assert_true (pol_replicas_apply (rp, r, h, w, round, grads[w] + lo));
+            }
+          float inv = 1.0f / (float) W;
+          for (gsize i = 0; i < len; i++)
+            sum[i] *= inv;
+          kern_optimizer_step (o, prim, sum);
+          memset (sum, 0, len * sizeof (float));
+        }
+      for (int h = 1; h < 3; h++)
+        {
+          g_assert_true (memcmp (pol_replicas_params (rp, r, h), prim, len * sizeof (float)) == 0);
+          /* round 1 of worker 0 again: already held */
+          g_assert_false (pol_replicas_apply (rp, r, h, 0, 1, grads[0] + lo));
+          g_assert_cmpint (pol_replicas_applied (rp, r, h, 0), ==, 2);
+          g_assert_true (memcmp (pol_replicas_params (rp, r, h), prim, len * sizeof (float)) == 0);
+        }
+      kern_optimizer_free (o);
+      g_free (prim);
+      g_free (sum);
+    }
+  pol_replicas_free (rp);
+  pol_partition_free (part);
+}
+
+/* Replication costs time, not math: BSP with two workers trains the same
+ * bits with and without copies (each round's mean is g1 + g2 over 2
+ * whatever the order), in more simulated time; replication = 1 is the
+ * run without the key. */
+static void
+test_replication_same_math (void)
+{
+  TestRun *plain = test_run_collect (scenario, NULL);
+  g_autofree char *one = test_replaced (scenario, "partition = range",
+                                        "partition = range\nreplication = 1");
+  g_autofree char *two = test_replaced (scenario, "partition = range",
+                                        "partition = hash\nvirtual_nodes = 3\nreplication = 3");
+  TestRun *r1 = test_run_collect (one, NULL);
+  TestRun *r2 = test_run_collect (two, NULL);
+  g_assert_true (memcmp (&r1->sum.sim_time, &plain->sum.sim_time, sizeof (double)) == 0);
+  g_assert_true (memcmp (&r1->sum.final_loss, &plain->sum.final_loss, sizeof (double)) == 0);
+  g_assert_cmpuint (r1->rows->len, ==, plain->rows->len);
+  g_assert_cmpint (r2->sum.updates, ==, plain->sum.updates);
+  g_assert_true (isfinite (plain->sum.final_loss));
+  g_assert_true (memcmp (&r2->sum.final_loss, &plain->sum.final_loss, sizeof (double)) == 0);
+  g_assert_cmpfloat (r2->sum.sim_time, >, plain->sum.sim_time);
+  test_run_free (plain);
+  test_run_free (r1);
+  test_run_free (r2);
+}
+
+/* Bad replication keys: one line naming [policy] replication. */
+static void
+test_refusals_replication (void)
+{
+  static const TestRefusal cases[] = {
+    { "partition = range", "partition = range\nreplication = 4",
+      "[policy] replication: 4 copies of each key range need as many servers, found 3" },
+    { "partition = range", "partition = range\nreplication = 0", "[policy] replication" },
+    { "partition = range", "partition = range\nreplication = 17", "[policy] replication" },
+    { "kind = ps\nconsistency = bsp\npartition = range", "kind = allreduce\nreplication = 2",
+      "[policy] replication: applies only to kind = ps" },
+    { "partition = range", "partition = range\nreplication = 2\nfilter = zero",
+      "[policy] replication: the copies forward whole key ranges" },
+  };
+  test_refusals (scenario, cases, G_N_ELEMENTS (cases));
+}
+
+/* dtsim check prints each range's chain and the bytes of a push. */
+static void
+test_check_prints_chains (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-psrepl-XXXXXX", NULL);
+  g_autofree char *text = test_replaced (repl_scenario, "replication = 1", "replication = 3");
+  g_autofree char *path = g_build_filename (dir, "t.ini", NULL);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "t.ini", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "replication: 3 servers per chain"));
+  g_assert_nonnull (strstr (out, "  range [48, 64): chain server3 -> server0 -> server1\n"));
+  /* 3 x 4 x 64 bytes of gradient and 4 acknowledgements */
+  g_autofree char *bytes = g_strdup_printf ("bytes per push of a worker: %d ",
+                                            3 * 4 * 64 + 4 * POL_PS_ACK_BYTES);
+  g_assert_nonnull (strstr (out, bytes));
+  sim_remove_tree (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -244,5 +433,10 @@ main (int argc, char **argv)
   g_test_add_func ("/ps-servers/hash-same-math", test_hash_same_math);
   g_test_add_func ("/ps-servers/refusals", test_refusals_placement);
   g_test_add_func ("/ps-servers/check-prints-placement", test_check_prints_placement);
+  g_test_add_func ("/ps-servers/replication/closed-form", test_replication_closed_form);
+  g_test_add_func ("/ps-servers/replication/replica-same-bits", test_replica_same_bits);
+  g_test_add_func ("/ps-servers/replication/same-math", test_replication_same_math);
+  g_test_add_func ("/ps-servers/replication/refusals", test_refusals_replication);
+  g_test_add_func ("/ps-servers/replication/check-prints-chains", test_check_prints_chains);
   return g_test_run ();
 }
