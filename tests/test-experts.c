@@ -135,21 +135,9 @@ test_mixtral (void)
 static char *
 timing_digest (const char *db)
 {
-  g_autoptr (GError) error = NULL;
-  GPtrArray *d = sim_trace_digest (db, &error);
-  g_assert_no_error (error);
-  GString *s = g_string_new (NULL);
-  for (guint i = 0; i < d->len; i++)
-    {
-      const SimTableDigest *t = g_ptr_array_index (d, i);
-      if (strcmp (t->table, "iterations") == 0 || strcmp (t->table, "spans") == 0
-          || strcmp (t->table, "messages") == 0 || strcmp (t->table, "buckets") == 0
-          || strcmp (t->table, "mesh") == 0)
-        g_string_append_printf (s, "%s %" G_GINT64_FORMAT " %s\n", t->table, t->rows,
-                                t->sha256);
-    }
-  g_ptr_array_unref (d);
-  return g_string_free (s, FALSE);
+  static const char *const tables[] = { "iterations", "spans", "messages", "buckets", "mesh",
+                                        NULL };
+  return test_tables_digest (db, tables);
 }
 
 /* experts absent, 0 or 1 (and [policy] experts = 1): the dense run, row for

@@ -137,22 +137,10 @@ run_db (const char *text, const char *name)
 static char *
 run_digest (const char *db)
 {
-  g_autoptr (GError) error = NULL;
-  GPtrArray *d = sim_trace_digest (db, &error);
-  g_assert_no_error (error);
-  GString *s = g_string_new (NULL);
-  for (guint i = 0; i < d->len; i++)
-    {
-      const SimTableDigest *t = g_ptr_array_index (d, i);
-      if (strcmp (t->table, "iterations") == 0 || strcmp (t->table, "spans") == 0
-          || strcmp (t->table, "messages") == 0 || strcmp (t->table, "metrics") == 0)
-        g_string_append_printf (s, "%s %" G_GINT64_FORMAT " %s\n", t->table, t->rows,
-                                t->sha256);
-    }
-  g_ptr_array_unref (d);
-  g_string_append_printf (s, "final_loss %.17g\n",
+  static const char *const tables[] = { "iterations", "spans", "messages", "metrics", NULL };
+  g_autofree char *digest = test_tables_digest (db, tables);
+  return g_strdup_printf ("%sfinal_loss %.17g\n", digest,
                           test_query_number (db, "SELECT final_loss FROM runs"));
-  return g_string_free (s, FALSE);
 }
 
 static double

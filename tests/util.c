@@ -342,3 +342,21 @@ test_refusals (const char *base, const TestRefusal *cases, gsize n)
       g_assert_null (strchr (msg, '\n'));
     }
 }
+
+char *
+test_tables_digest (const char *db, const char *const *tables)
+{
+  g_autoptr (GError) error = NULL;
+  GPtrArray *d = sim_trace_digest (db, &error);
+  g_assert_no_error (error);
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < d->len; i++)
+    {
+      const SimTableDigest *t = g_ptr_array_index (d, i);
+      if (g_strv_contains (tables, t->table))
+        g_string_append_printf (s, "%s %" G_GINT64_FORMAT " %s\n", t->table, t->rows,
+                                t->sha256);
+    }
+  g_ptr_array_unref (d);
+  return g_string_free (s, FALSE);
+}

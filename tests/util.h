@@ -11,6 +11,7 @@
 #include "sim/run.h"
 #include "config/scenario.h"
 #include "sim/trace.h"
+#include "views/tracedigest.h"
 
 /* Loads a scenario given as text (plus `sets` overrides, may be NULL) through
  * the real loader, via a temporary file; asserts it is valid.  Returns the
@@ -119,5 +120,10 @@ double test_harmonic (int n);
 
 /* Aborts the test unless |a - b| <= rel × max(|a|, |b|). */
 void test_assert_close (double a, double b, double rel);
+
+/* "TABLE ROWS SHA256" lines of the database's tables named in `tables`
+ * (NULL-terminated), in the digest's table order: what a run filled in
+ * those tables, to compare two runs by; fails the test on a bad database. */
+char *test_tables_digest (const char *db, const char *const *tables);
 
 #endif
