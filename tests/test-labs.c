@@ -861,6 +861,354 @@ lab7_gathering (void)
   g_assert_cmpfloat (q (db, "SELECT sim_time / iterations FROM runs"), >, three);
 }
 
+/* ---------------------------------------------------------------- lab 8 */
+
+/* x is the figure the lab prints as `shown`, rounded to `unit`. */
+static void
+assert_rounds_to (double x, double shown, double unit)
+{
+  if (fabs (x - shown) > unit / 2 * (1 + 1e-9))
+    g_error ("%.17g does not round to %g (to %g)", x, shown, unit);
+}
+
+/* The `dtsim check` output of scenarios/NAME.ini, with one --set unless
+ * `set` is NULL. */
+static char *
+lab_check (const char *name, const char *set)
+{
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  g_assert_nonnull (src);
+  g_autofree char *file = g_strdup_printf ("%s.ini", name);
+  g_autofree char *ini = g_build_filename (src, "scenarios", file, NULL);
+  char *out = NULL;
+  g_autofree char *err = NULL;
+  const char *args[] = { "check", ini, set ? "--set" : NULL, set, NULL };
+  int status = test_run_dtsim_argv (tmpdir, &out, &err, args);
+  if (status != 0)
+    g_error ("dtsim check %s --set %s failed (%d): %s", ini, set ? set : "-", status, err);
+  return out;
+}
+
+/* ps-strawmen.ini: 8 workers, an MLP 784-256-10 (weights and biases). */
+static const int straw_W = 8;
+static const double straw_grad = 4.0 * (784 * 256 + 256 + 256 * 10 + 10); /* bytes */
+
+/* `expr` over the runs row `r` of one design of ps-strawmen.ini, written
+ * as its joint sweep key has it: "kind/servers/filter/threshold". */
+static double
+straw_q (const char *design, const char *expr)
+{
+  const char *db = lab_db ("ps-strawmen", NULL);
+  g_auto (GStrv) f = g_strsplit (design, "/", 4);
+  g_autofree char *where = g_strdup_printf ("policy.kind=%s cluster.servers=%s policy.filter=%s"
+                                            " policy.threshold=%s", f[0], f[1], f[2], f[3]);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs r WHERE r.id = %s", expr, id);
+}
+
+#define STRAW_BROADCAST "exchange/1/none/0.01"
+#define STRAW_COORD "ps/1/none/0.01"
+#define STRAW_SHARDED "ps/4/none/0.01"
+#define STRAW_FILTERED "ps/4/threshold/0.1"
+#define BYTES_PER_ITER "(SELECT SUM(bytes) FROM messages m WHERE m.run_id = r.id) / r.iterations"
+#define SHARE(x) x " / (compute + comm + wait)"
+
+static void
+lab8_strawmen (void)
+{
+  const double W = straw_W;
+  g_assert_cmpfloat (straw_q (STRAW_BROADCAST, BYTES_PER_ITER), ==, W * (W - 1) * straw_grad);
+  g_assert_cmpfloat (straw_q (STRAW_COORD, BYTES_PER_ITER), ==, 2 * W * straw_grad);
+  g_assert_cmpfloat (straw_q (STRAW_SHARDED, BYTES_PER_ITER), ==, 2 * W * straw_grad);
+  assert_rounds_to (straw_q (STRAW_BROADCAST, BYTES_PER_ITER) / 1e6, 45.6, 0.1);
+  assert_rounds_to (straw_q (STRAW_COORD, BYTES_PER_ITER) / 1e6, 13.0, 0.1);
+  assert_rounds_to (straw_q (STRAW_FILTERED, BYTES_PER_ITER) / 1e6, 7.7, 0.1);
+
+  /* ms per iteration: the coordinator slowest, then broadcast, sharded, filtered */
+  const char *t = "1e3 * sim_time / iterations";
+  assert_rounds_to (straw_q (STRAW_COORD, t), 118, 1);
+  assert_rounds_to (straw_q (STRAW_BROADCAST, t), 78, 1);
+  assert_rounds_to (straw_q (STRAW_SHARDED, t), 52, 1);
+  assert_rounds_to (straw_q (STRAW_FILTERED, t), 46, 1);
+  g_assert_cmpfloat (straw_q (STRAW_FILTERED, t), <, straw_q (STRAW_SHARDED, t));
+  g_assert_cmpfloat (straw_q (STRAW_SHARDED, t), <, straw_q (STRAW_BROADCAST, t));
+  g_assert_cmpfloat (straw_q (STRAW_BROADCAST, t), <, straw_q (STRAW_COORD, t));
+
+  /* percent of worker time */
+  assert_rounds_to (100 * straw_q (STRAW_COORD, SHARE ("comm")), 78, 1);
+  assert_rounds_to (100 * straw_q (STRAW_COORD, SHARE ("compute")), 17, 1);
+  assert_rounds_to (100 * straw_q (STRAW_BROADCAST, SHARE ("compute")), 26, 1);
+  assert_rounds_to (100 * straw_q (STRAW_SHARDED, SHARE ("compute")), 39, 1);
+  assert_rounds_to (100 * straw_q (STRAW_BROADCAST, SHARE ("wait")), 15, 1);
+  assert_rounds_to (100 * straw_q (STRAW_SHARDED, SHARE ("wait")), 21, 1);
+  assert_rounds_to (100 * straw_q (STRAW_COORD, SHARE ("wait")), 5, 1);
+}
+
+/* ps-placement.ini: 16 workers, 16 servers, softmax 100,000 x 10 (plus
+ * the biases), 20 ms steps, SGD updates at 20 GFLOPS x 0.1, 10 Gbit/s
+ * links of 50 us. */
+enum { PLACE_W = 16, PLACE_S = 16 };
+static const double place_P = 100000.0 * 10 + 10;
+static const int place_v[] = { 1, 4, 16, 64 };
+
+/* The x solving f(x) = c for f increasing on [0, hi) with f(0) = 0. */
+static double
+bisect (double (*f) (double), double c, double hi)
+{
+  double lo = 0;
+  for (int i = 0; i < 200; i++)
+    {
+      double mid = 0.5 * (lo + hi);
+      *(f (mid) < c ? &lo : &hi) = mid;
+    }
+  return hi;
+}
+
+static double chernoff_up (double e) { return e - log1p (e); }
+static double chernoff_down (double h) { return -h - log1p (-h); }
+
+/* The lab's bound on the imbalance of S servers of v points each, except
+ * with probability 2 delta: (1 + e) / (1 - h) + S v / P, and never over S. */
+static double
+imbalance_bound (int S, int v, double P, double delta)
+{
+  double e = bisect (chernoff_up, log (S / delta) / v, 64);
+  double h = bisect (chernoff_down, log (1 / delta) / ((double) S * v), 1);
+  return MIN ((double) S, (1 + e) / (1 - h) + (double) S * v / P);
+}
+
+static double
+place_q (const char *point, const char *expr)
+{
+  const char *db = lab_db ("ps-placement", NULL);
+  g_auto (GStrv) f = g_strsplit (point, "/", 2);
+  g_autofree char *where = g_strdup_printf ("policy.partition=%s policy.virtual_nodes=%s",
+                                            f[0], f[1]);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs r WHERE r.id = %s", expr, id);
+}
+
+#define IMBALANCE "(SELECT CAST(value AS REAL) FROM params p WHERE p.run_id = r.id" \
+                  " AND p.key = 'policy.imbalance')"
+
+/* The BSP closed form with shards of I P / S keys at most: the round's W
+ * updates of the busiest shard, its reply, the step, the push. */
+static double
+place_formula (double I)
+{
+  const double T = 20e-3, l = 50e-6, B = 10e9 / 8, F = 20e9 * 0.1;
+  return T + 4 * l + I * ((double) PLACE_W / PLACE_S) * (8 * place_P / B + 2 * place_P / F);
+}
+
+static void
+lab8_placement (void)
+{
+  static const double shown_I[] = { 4.19, 1.87, 1.43, 1.24 };
+  static const double shown_ms[] = { 51.2, 34.0, 30.8, 29.4 };
+  double prev_I = INFINITY, prev_t = INFINITY, prev_excess = NAN;
+  for (gsize i = 0; i < G_N_ELEMENTS (place_v); i++)
+    {
+      g_autofree char *point = g_strdup_printf ("hash/%d", place_v[i]);
+      double I = place_q (point, IMBALANCE);
+      double t = place_q (point, "sim_time / iterations");
+      assert_rounds_to (I, shown_I[i], 0.01);
+      assert_rounds_to (1e3 * t, shown_ms[i], 0.1);
+      g_assert_cmpfloat (I, <=, imbalance_bound (PLACE_S, place_v[i], place_P, 1e-4));
+      g_assert_cmpfloat (I, <, prev_I);
+      g_assert_cmpfloat (t, <, prev_t);
+      test_assert_close (t, place_formula (I), 1e-3);
+      if (i >= 2) /* from v = 4 on, 4 x v about halves I - 1 */
+        {
+          g_assert_cmpfloat (prev_excess / (I - 1), >, 1.5);
+          g_assert_cmpfloat (prev_excess / (I - 1), <, 2.5);
+        }
+      prev_I = I;
+      prev_t = t;
+      prev_excess = I - 1;
+    }
+  /* contiguous ranges: ceil(P / S) keys at most, the fastest */
+  double range_I = ceil (place_P / PLACE_S) / (place_P / PLACE_S);
+  double range_t = place_q ("range/16", "sim_time / iterations");
+  assert_rounds_to (1e3 * range_t, 27.6, 0.1);
+  test_assert_close (range_t, place_formula (range_I), 1e-3);
+  g_assert_cmpfloat (range_t, <, prev_t);
+
+  /* the placement dtsim check prints */
+  g_autofree char *range = lab_check ("ps-placement", NULL);
+  g_assert_nonnull (strstr (range, "keys per server: min 62500, mean 62500.6, max 62501;"));
+  g_autofree char *v1 = lab_check ("ps-placement",
+                                   "sweep.policy.partition/policy.virtual_nodes=hash/1");
+  g_assert_nonnull (strstr (v1, "keys per server: min 5107, mean 62500.6, max 261626;"));
+}
+
+/* ps-replication.ini: 8 workers, 4 servers of one range each, the model
+ * and network of ps-placement.ini. */
+enum { REPL_W = 8, REPL_R = 4 };
+static const double repl_P = 100000.0 * 10 + 10;
+
+static double
+repl_q (const char *db, int k, const char *expr)
+{
+  g_autofree char *where = g_strdup_printf ("policy.replication=%d", k);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs r WHERE r.id = %s", expr, id);
+}
+
+/* One worker, no contention: the lab's closed form of an iteration (after
+ * the first) for shards of n keys. */
+static double
+repl_formula (int k, double n)
+{
+  const double T = 20e-3, l = 50e-6, B = 10e9 / 8, F = 20e9 * 0.1, ack = 16;
+  double x = 2 * l + 4 * n / B, U = 2 * n / F;
+  if (k == 1)
+    return x + T + x + U;
+  return 2 * l + x + T + k * x + k * U + (2 * l + ack / B);
+}
+
+static void
+lab8_replication (void)
+{
+  const char *db = lab_db ("ps-replication", NULL);
+  const char *push = "(SELECT SUM(bytes) FROM messages m WHERE m.run_id = r.id"
+                     " AND m.tag IN ('grad', 'replica', 'ack')) / r.iterations";
+  static const double shown_ms[] = { 35.0, 40.7, 47.1 };
+  for (int k = 1; k <= 3; k++)
+    {
+      double bytes = repl_q (db, k, push) / REPL_W;
+      g_assert_cmpfloat (bytes, ==, k * 4 * repl_P + (k > 1 ? 16 * REPL_R : 0));
+      assert_rounds_to (1e3 * repl_q (db, k, "sim_time / iterations"), shown_ms[k - 1], 0.1);
+    }
+  double t1 = repl_q (db, 1, "sim_time / iterations");
+  assert_rounds_to (100 * (repl_q (db, 2, "sim_time / iterations") / t1 - 1), 16, 1);
+  assert_rounds_to (100 * (repl_q (db, 3, "sim_time / iterations") / t1 - 1), 34, 1);
+
+  /* one worker: the largest shard sets every iteration after the first */
+  const char *one = lab_db ("ps-replication", "cluster.workers=1", "network.contention=none",
+                            NULL);
+  static const double shown_one[] = { 22.05, 23.40, 24.55 };
+  double n = ceil (repl_P / REPL_R);
+  for (int k = 1; k <= 3; k++)
+    {
+      double lo = repl_q (one, k, "(SELECT MIN(end - start) FROM iterations i"
+                                  " WHERE i.run_id = r.id AND iteration > 0)");
+      double hi = repl_q (one, k, "(SELECT MAX(end - start) FROM iterations i"
+                                  " WHERE i.run_id = r.id AND iteration > 0)");
+      test_assert_close (lo, repl_formula (k, n), 1e-6);
+      test_assert_close (hi, repl_formula (k, n), 1e-6);
+      assert_rounds_to (1e3 * lo, shown_one[k - 1], 0.01);
+    }
+
+  g_autofree char *chk = lab_check ("ps-replication", "policy.replication=3");
+  g_assert_nonnull (strstr (chk, "range [0, 250003): chain server0 -> server1 -> server2\n"));
+  g_autofree char *bytes = g_strdup_printf ("bytes per push of a worker: %.0f ",
+                                            3 * 4 * repl_P + 16 * REPL_R);
+  g_assert_nonnull (strstr (chk, bytes));
+}
+
+/* ps-filters.ini: `expr` over the run of that filter and threshold. */
+static double
+filt_q (const char *filter, const char *threshold, const char *expr)
+{
+  const char *db = lab_db ("ps-filters", NULL);
+  g_autofree char *where = g_strdup_printf ("policy.filter=%s policy.threshold=%s", filter,
+                                            threshold);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs r WHERE r.id = %s", expr, id);
+}
+
+#define FILTER_ROW(k) "(SELECT CAST(value AS REAL) FROM params p WHERE p.run_id = r.id" \
+                      " AND p.key = 'policy.filter_" k "')"
+
+static void
+lab8_filters (void)
+{
+  double none = filt_q ("none", "0.01", "final_accuracy");
+  assert_rounds_to (100 * none, 69.9, 0.1);
+  g_assert_cmpfloat (filt_q ("zero", "0.01", "final_accuracy"), ==, none);
+  assert_rounds_to (100 * filt_q ("zero", "0.01", FILTER_ROW ("kept")), 69, 1);
+  g_assert_cmpfloat (filt_q ("zero", "0.01", FILTER_ROW ("saved")), <, 0.01);
+
+  static const char *const ts[] = { "0.01", "0.1", "1" };
+  static const double shown_saved[] = { 27, 79, 97 };
+  double prev = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS (ts); i++)
+    {
+      double saved = filt_q ("threshold", ts[i], FILTER_ROW ("saved"));
+      double acc = filt_q ("threshold", ts[i], "final_accuracy");
+      assert_rounds_to (100 * saved, shown_saved[i], 1);
+      g_assert_cmpfloat (saved, >, prev);
+      g_assert_cmpfloat (acc, >=, none);
+      g_assert_cmpfloat (acc, >=, 0.695);
+      g_assert_cmpfloat (acc, <, 0.755);
+      prev = saved;
+    }
+  g_assert_cmpfloat (filt_q ("threshold", "10", FILTER_ROW ("saved")), >, 0.999);
+  g_assert_cmpfloat (filt_q ("threshold", "100", FILTER_ROW ("saved")), >, 0.999);
+  assert_rounds_to (filt_q ("threshold", "1", "sim_time"), 0.64, 0.01);
+  assert_rounds_to (filt_q ("none", "0.01", "sim_time"), 1.11, 0.01);
+  assert_rounds_to (100 * filt_q ("threshold", "10", "final_accuracy"), 68, 1);
+  assert_rounds_to (100 * filt_q ("threshold", "100", "final_accuracy"), 53, 1);
+  g_assert_cmpfloat (filt_q ("threshold", "100", "final_accuracy"), <,
+                     filt_q ("threshold", "10", "final_accuracy"));
+  g_assert_cmpfloat (filt_q ("threshold", "10", "final_accuracy"), <, none);
+}
+
+/* sparse-ps.ini: a million features and the bias; batches of 64 samples
+ * of 32 features. */
+static const double sparse_P = 1000000 + 1;
+enum { SPARSE_BATCH = 64, SPARSE_NNZ = 32 };
+
+static double
+sparse_q (const char *pull, const char *expr)
+{
+  const char *db = lab_db ("sparse-ps", NULL);
+  g_autofree char *where = g_strdup_printf ("policy.pull=%s", pull);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs r WHERE r.id = %s", expr, id);
+}
+
+#define SPARSE_ROW(k) "(SELECT CAST(value AS REAL) FROM params p WHERE p.run_id = r.id" \
+                      " AND p.key = 'policy." k "')"
+
+static void
+lab8_sparse (void)
+{
+  double pull = sparse_q ("sparse", SPARSE_ROW ("pull_bytes"));
+  double dense = sparse_q ("sparse", SPARSE_ROW ("dense_bytes"));
+  g_assert_cmpfloat (dense, ==, 4 * sparse_P);
+  assert_rounds_to (pull / 1e3, 7.85, 0.01);
+  assert_rounds_to (sparse_q ("sparse", SPARSE_ROW ("push_bytes")) / 1e3, 7.79, 0.01);
+  g_assert_cmpfloat (pull, <=, 8.0 * (SPARSE_BATCH * SPARSE_NNZ + 1));
+  assert_rounds_to (pull / 8, 980, 10);
+  g_assert_cmpfloat (dense / pull, >, 450);
+  g_assert_cmpfloat (dense / pull, <, 550);
+  assert_rounds_to (1e3 * sparse_q ("sparse", "sim_time / iterations"), 4.7, 0.1);
+  assert_rounds_to (1e3 * sparse_q ("dense", "sim_time / iterations"), 260, 1);
+  /* the README's "56 times faster per iteration" */
+  assert_rounds_to (sparse_q ("dense", "sim_time / iterations")
+                    / sparse_q ("sparse", "sim_time / iterations"), 56, 1);
+
+  /* the same model: final figures, and the loss at every evaluation
+   * between two rounds (after a multiple of 16 gradients; within a round
+   * the 4 shards take their steps at instants the message sizes move) */
+  for (int s = 0; s < 2; s++)
+    {
+      const char *pull_kind = s ? "sparse" : "dense";
+      assert_rounds_to (sparse_q (pull_kind, "final_loss"), 0.6238, 0.0001);
+      assert_rounds_to (100 * sparse_q (pull_kind, "final_accuracy"), 65.53, 0.01);
+    }
+  g_autofree char *d = run_with ("policy.pull=dense");
+  g_autofree char *sp = run_with ("policy.pull=sparse");
+  const char *db = lab_db ("sparse-ps", NULL);
+  g_assert_cmpfloat (q (db, "SELECT COUNT(*) FROM metrics WHERE run_id = %s", d), >, 10);
+  g_autofree char *pairs = g_strdup_printf ("FROM metrics a JOIN metrics b ON a.step = b.step"
+                                            " WHERE a.step %% 16 = 0 AND a.run_id = %s"
+                                            " AND b.run_id = %s", d, sp);
+  g_assert_cmpfloat (q (db, "SELECT COUNT(*) %s", pairs), >, 20);
+  g_assert_cmpfloat (q (db, "SELECT MAX(ABS(a.loss - b.loss) / a.loss) %s", pairs), <, 1e-8);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -909,6 +1257,11 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/model-parallel/3-stage0", lab7_stage0);
   g_test_add_func ("/labs/model-parallel/4-same-bytes", lab7_same_bytes);
   g_test_add_func ("/labs/model-parallel/5-gathering", lab7_gathering);
+  g_test_add_func ("/labs/parameter-server/1-strawmen", lab8_strawmen);
+  g_test_add_func ("/labs/parameter-server/2-placement", lab8_placement);
+  g_test_add_func ("/labs/parameter-server/3-replication", lab8_replication);
+  g_test_add_func ("/labs/parameter-server/4-filters", lab8_filters);
+  g_test_add_func ("/labs/parameter-server/5-sparse", lab8_sparse);
   g_test_add_func ("/studies/backup-workers", study_backup_workers);
   g_test_add_func ("/studies/hogwild", study_hogwild);
   int rc = g_test_run ();
