@@ -135,6 +135,10 @@ typedef struct {
   EngEventId restart_ev; /* the pending restart, 0 = none */
   enum { PH_RECV, PH_COMPUTE, PH_SEND } phase; /* what it is doing when up */
   gint64 accepted_round; /* K of N: last round that accepted its gradient */
+  gboolean *have;        /* server crashes: (servers) the reply of each
+                          * server for the next compute is in hand */
+  gboolean *arrived;     /* server crashes: (servers) the push of `iter`
+                          * reached each server */
   int *acks_missing;     /* replication: (servers) acknowledgements of
                           * `iter`'s push still due from each server's
                           * chains; NULL without replication */
@@ -177,6 +181,18 @@ typedef struct {
   gint64 released_min;   /* min_applied when the pending pulls were last
                           * scanned: none of them could be answered then */
   GArray *pending;       /* PsPendingPull, in registration order */
+  /* server crashes ([failures] server) */
+  gboolean down;         /* crashed and not back */
+  guint epoch;           /* bumped at each crash and restart: messages to
+                          * or from an older epoch are lost */
+  double up_at;          /* s, restart time while down */
+  EngEventId restart_ev; /* the pending restart, 0 = none */
+  gint64 rounds;         /* BSP: rounds stepped */
+  gint64 *counted;       /* (workers) gradients of each worker counted
+                          * towards the run's updates here; NULL without
+                          * crashes */
+  gint64 ckpt_at;        /* recover = checkpoint: min_applied of the last
+                          * checkpoint */
 } PsServer;
 
 typedef enum { MSG_PULL, MSG_REPLY, MSG_GRAD, MSG_REPLICA, MSG_ACK } PsMsgKind;
@@ -198,6 +214,13 @@ typedef struct {
                           * acknowledged (replication) */
   int range, hop;        /* REPLICA: the range and the chain position it
                           * goes to; ACK: the range */
+  int src_srv;           /* the server that sent it, -1 = a worker */
+  guint src_epoch;       /* that server's epoch when it sent it */
+  guint dst_epoch;       /* PULL, GRAD, REPLICA: the epoch of m->server
+                          * when it was sent */
+  gboolean resend;       /* GRAD: sent again after a server crash, its
+                          * first copy had arrived (the worker's iteration
+                          * counted it) */
 } PsMsg;
 
 struct PsPolicy {
@@ -245,6 +268,16 @@ struct PsPolicy {
   gint64 rounds_done;    /* rounds whose accepted gradients are all applied */
   gint64 accepted_applied;
   gint64 late;           /* gradients of closed rounds (dropped or kept) */
+  /* server crashes ([failures] server; docs/policies.md, "Server
+   * failures") */
+  PolServerFailures sf;
+  gboolean crashes;      /* some are planned, replication = 1 */
+  gboolean takeover;     /* some are planned, replication >= 2 */
+  float *init;           /* (n_params) the initial model, for reinit; NULL
+                          * without crashes or math */
+  float *ckpt;           /* (n_params) each server's last checkpoint of its
+                          * keys (the initial model until it takes one);
+                          * NULL unless recover = checkpoint */
 };
 
 static GPtrArray *
@@ -324,7 +357,50 @@ span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
 static void
 send_msg (PsPolicy *ps, PsMsg *m, int src, int dst, double bytes)
 {
+  int W = ps->env.workers;
+  m->src_srv = src >= W ? src - W : -1;
+  if (src >= W)
+    m->src_epoch = ps->servers[src - W].epoch;
+  if (dst >= W)
+    m->dst_epoch = ps->servers[dst - W].epoch;
   net_send (ps->env.net, src, dst, bytes, (int) m->kind, on_message, ps, m);
+}
+
+/* Sends worker w's gradient of w->iter (or, resending after a server
+ * crash, of `iter` it still holds) to server s.  `compress`: the first
+ * push, compressed now (a resent push carries the values compressed the
+ * first time); `resend`: its first copy had arrived. */
+static void
+push_shard (PsPolicy *ps, PsWorker *w, int s, gboolean compress, gboolean resend)
+{
+  PsServer *srv = &ps->servers[s];
+  gsize lo = srv->range[0].lo, len = srv->n;
+  gint64 iter = w->phase == PH_SEND ? w->iter : w->iter - 1;
+  PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, iter);
+  m->resend = resend;
+  double bytes = (double) len * sizeof (float);
+  if (ps->cmp)
+    {
+      /* each key range compressed on its own (one per server with
+       * partition = range); the server gets what it decodes */
+      bytes = 0;
+      for (int j = 0; j < srv->n_ranges; j++)
+        {
+          gsize a = srv->range[j].lo, rl = srv->range[j].hi - a;
+          if (compress && ps->env.model && !ps->deferred)
+            ps->cmp->apply (ps->env.values, w->grad + a,
+                            w->memory ? w->memory + a : NULL, rl, &w->rng);
+          bytes += ps->cmp->wire_bytes (ps->env.values, rl);
+        }
+    }
+  if (ps->env.model && (ps->copy_grads || srv->n_ranges > 1))
+    {
+      m->grad = m->copy = g_new (float, len);
+      shard_gather (srv, m->copy, w->grad);
+    }
+  else if (ps->env.model && !ps->deferred)
+    m->grad = w->grad + lo;
+  send_msg (ps, m, w->host, srv->host, bytes);
 }
 
 static void
@@ -348,35 +424,10 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
           w->pushes_missing += w->acks_missing[s];
         }
     }
+  if (w->arrived)
+    memset (w->arrived, 0, ps->env.servers * sizeof (gboolean));
   for (int s = 0; s < ps->env.servers; s++)
-    {
-      PsServer *srv = &ps->servers[s];
-      gsize lo = srv->range[0].lo, len = srv->n;
-      PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, w->iter);
-      double bytes = (double) len * sizeof (float);
-      if (ps->cmp)
-        {
-          /* each key range compressed on its own (one per server with
-           * partition = range); the server gets what it decodes */
-          bytes = 0;
-          for (int j = 0; j < srv->n_ranges; j++)
-            {
-              gsize a = srv->range[j].lo, rl = srv->range[j].hi - a;
-              if (ps->env.model && !ps->deferred)
-                ps->cmp->apply (ps->env.values, w->grad + a,
-                                w->memory ? w->memory + a : NULL, rl, &w->rng);
-              bytes += ps->cmp->wire_bytes (ps->env.values, rl);
-            }
-        }
-      if (ps->env.model && (ps->copy_grads || srv->n_ranges > 1))
-        {
-          m->grad = m->copy = g_new (float, len);
-          shard_gather (srv, m->copy, w->grad);
-        }
-      else if (ps->env.model && !ps->deferred)
-        m->grad = w->grad + lo;
-      send_msg (ps, m, w->host, srv->host, bytes);
-    }
+    push_shard (ps, w, s, TRUE, FALSE);
 }
 
 /* Every shard of the pull for w->iter has arrived and its previous pushes
@@ -397,6 +448,8 @@ start_compute (PsPolicy *ps, PsWorker *w)
   w->replies_got = 0;
   w->acc_staleness = 0;
   w->acc_hold_start = w->acc_hold_end = 0;
+  if (w->have)
+    memset (w->have, 0, ps->env.servers * sizeof (gboolean));
   /* deferred: the batch is drawn now, its gradient computed when due */
   double t;
   const float *own[1] = { w->params };
@@ -723,6 +776,21 @@ got_ack (PsPolicy *ps, PsWorker *w, PsMsg *m)
   pol_run_round_end (&ps->run, ps->global, ps->run.updates >= ps->total);
 }
 
+/* recover = checkpoint: server srv saves its keys each time every worker
+ * has checkpoint_every more gradients applied there (min_applied grows by
+ * one at a time), at no cost. */
+static void
+take_checkpoint (PsPolicy *ps, PsServer *srv)
+{
+  gint64 c = srv->min_applied;
+  if (c <= srv->ckpt_at || c % ps->sf.checkpoint_every != 0)
+    return;
+  srv->ckpt_at = c;
+  for (int j = 0; ps->env.model && j < srv->n_ranges; j++)
+    memcpy (ps->ckpt + srv->range[j].lo, ps->global + srv->range[j].lo,
+            (srv->range[j].hi - srv->range[j].lo) * sizeof (float));
+}
+
 static void
 on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double start,
                 double end)
@@ -734,6 +802,7 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
     return;
   gsize len = srv->n;
   gboolean round_done = FALSE;
+  g_assert (!srv->down && m->dst_epoch == srv->epoch); /* a crash drops its queue */
   if (ps->env.model && ps->deferred)
     m->grad = deferred_gradient (ps, &ps->workers[m->worker]);
   if (m->accepted && ++ps->accepted_applied == (ps->rounds_done + 1) * ps->wait_for)
@@ -761,6 +830,7 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
               memset (srv->round_sum, 0, len * sizeof (float));
             }
           srv->round_n = 0;
+          srv->rounds++;
         }
     }
   else if (ps->env.model)
@@ -774,9 +844,14 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
       return;
     }
   applied_inc (ps, srv, m->worker);
-
-  /* a gradient counts once every shard has applied it */
-  if (++ps->grad_shards[m->worker] % ps->env.servers == 0)
+  if (ps->ckpt)
+    take_checkpoint (ps, srv);
+  /* a gradient counts once every shard has applied it (once: a gradient
+   * applied again after a crash counted the first time) */
+  gboolean first = !srv->counted || m->iter >= srv->counted[m->worker];
+  if (srv->counted && first)
+    srv->counted[m->worker] = m->iter + 1;
+  if (first && ++ps->grad_shards[m->worker] % ps->env.servers == 0)
     {
       ps->run.updates++;
       ps->run.samples += ps->env.batch;
@@ -816,6 +891,8 @@ got_reply (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
   else if (ps->env.model && !ps->shared_global)
     shard_scatter (srv, w->params, m->snap->data);
   w->acc_staleness = MAX (w->acc_staleness, m->iter - m->clock);
+  if (w->have)
+    w->have[srv->id] = TRUE;
   if (w->replies_got == 0
       || m->hold_end - m->hold_start > w->acc_hold_end - w->acc_hold_start)
     {
@@ -835,6 +912,27 @@ static void
 got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
 {
   gboolean apply = TRUE;
+  if (ps->crashes)
+    {
+      gboolean counted = m->resend;
+      if (!m->resend && w->arrived)
+        w->arrived[srv->id] = TRUE;
+      if (m->iter < srv->applied[m->worker])
+        {
+          /* resent after a crash, and applied before it in a step that
+           * stands: only the pull it carries is recorded */
+          hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
+          msg_done (ps, m);
+        }
+      else
+        {
+          double cost = ps->env.update_time (ps->env.compute_ctx, srv->n);
+          eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
+        }
+      if (!counted && --w->pushes_missing == 0)
+        end_iteration (ps, w);
+      return;
+    }
   if (ps->kofn && m->iter == ps->open_round)
     {
       m->accepted = TRUE;
@@ -866,6 +964,19 @@ got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
     end_iteration (ps, w);
 }
 
+/* Whether M is lost to a server crash: sent by a server that has crashed
+ * since, or sent to one that is down or has crashed since. */
+static gboolean
+lost_to_crash (PsPolicy *ps, const PsMsg *m)
+{
+  if (m->src_srv >= 0 && ps->servers[m->src_srv].epoch != m->src_epoch)
+    return TRUE;
+  if (m->kind != MSG_PULL && m->kind != MSG_GRAD && m->kind != MSG_REPLICA)
+    return FALSE;
+  const PsServer *dst = &ps->servers[m->server];
+  return dst->down || dst->epoch != m->dst_epoch;
+}
+
 static void
 on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTransfer *t)
 {
@@ -875,6 +986,11 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
     return;
   PsWorker *w = &ps->workers[m->worker];
   PsServer *srv = &ps->servers[m->server];
+  if ((ps->crashes || ps->takeover) && lost_to_crash (ps, m))
+    {
+      msg_done (ps, m);
+      return;
+    }
   if (m->kind != MSG_PULL && m->epoch != w->epoch)
     {
       /* sent by or to the worker before it failed: lost */
@@ -980,6 +1096,132 @@ on_failure (EngSim *sim, gpointer ctx, gpointer data)
     ps->env.rec.failure (ps->env.rec.ctx, w->id, now, now + f->restart, w->iter, lost);
 }
 
+/* Server srv is back from a crash (replication = 1): its keys hold the
+ * initial model's values (reinit) or its last checkpoint's, with fresh
+ * optimizer state and an empty round; its per-worker counts keep what
+ * stands (BSP: the rounds it stepped; SSP and async: every gradient it
+ * applied, whose effect on the values is lost). */
+static void
+server_restore (PsPolicy *ps, PsServer *srv)
+{
+  const PolEnv *env = &ps->env;
+  if (env->model)
+    {
+      const float *src = ps->sf.recover == POL_RECOVER_CHECKPOINT ? ps->ckpt : ps->init;
+      if (env->servers == 1)
+        {
+          /* the workers keep the snapshots they hold */
+          PsSnap *n = snap_new (src, srv->n, ps->spare[srv->id]);
+          snap_unref (srv->snap);
+          srv->snap = n;
+          ps->global = n->data;
+        }
+      for (int j = 0; j < srv->n_ranges; j++)
+        {
+          gsize lo = srv->range[j].lo, len = srv->range[j].hi - lo;
+          if (env->servers != 1)
+            memcpy (ps->global + lo, src + lo, len * sizeof (float));
+          kern_optimizer_free (srv->opt[j]);
+          srv->opt[j] = kern_optimizer_new (&env->opt, len);
+        }
+      if (srv->round_sum)
+        memset (srv->round_sum, 0, srv->n * sizeof (float));
+    }
+  srv->round_n = 0;
+  srv->version++;
+  if (env->servers == 1)
+    srv->snap_version = srv->version;
+  if (ps->consistency == POL_BSP)
+    for (int v = 0; v < env->workers; v++)
+      srv->applied[v] = srv->rounds;
+  srv->min_applied = G_MAXINT64;
+  for (int v = 0; v < env->workers; v++)
+    srv->min_applied = MIN (srv->min_applied, srv->applied[v]);
+  srv->n_at_min = 0;
+  for (int v = 0; v < env->workers; v++)
+    srv->n_at_min += srv->applied[v] == srv->min_applied;
+  srv->released_min = srv->min_applied;
+}
+
+/* Server srv is back: every worker sends it again what it lost.  A worker
+ * holding srv's reply for its next compute needs nothing; one whose push
+ * of its current iteration had not arrived sends it; any other worker
+ * that has pushed sends its last push again (srv applies it unless a step
+ * that stands holds it, and records the pull that follows it); a worker
+ * that has never pushed pulls. */
+static void
+server_resends (PsPolicy *ps, PsServer *srv)
+{
+  int s = srv->id;
+  for (int v = 0; v < ps->env.workers; v++)
+    {
+      PsWorker *w = &ps->workers[v];
+      if (w->down || w->have[s] || w->phase == PH_COMPUTE)
+        continue;
+      if (w->phase == PH_SEND)
+        push_shard (ps, w, s, FALSE, w->arrived[s]);
+      else if (w->iter > 0)
+        push_shard (ps, w, s, FALSE, TRUE);
+      else
+        {
+          PsMsg *m = msg_new (ps, MSG_PULL, w->id, s, w->iter);
+          send_msg (ps, m, w->host, srv->host, 0);
+        }
+    }
+}
+
+static void
+on_server_restart (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  PsServer *srv = data;
+  srv->restart_ev = 0;
+  if (ps->run.finished)
+    return;
+  srv->down = FALSE;
+  srv->epoch++;
+  server_restore (ps, srv);
+  server_resends (ps, srv);
+}
+
+/* A server crashes: it stops at once; its update queue, its held pulls and
+ * its messages in flight either way are lost (epochs); replication = 1: its
+ * keys too, until its restart. */
+static void
+on_server_crash (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  const PolServerFailure *f = data;
+  PsServer *srv = &ps->servers[f->server];
+  double now = eng_sim_now (sim);
+  if (ps->run.finished)
+    return;
+  if (srv->down)
+    {
+      /* already down: the later of the two restarts wins */
+      if (now + f->restart > srv->up_at)
+        {
+          eng_cancel (sim, srv->restart_ev);
+          srv->up_at = now + f->restart;
+          srv->restart_ev = eng_schedule_at (sim, srv->up_at, on_server_restart, ps, srv);
+        }
+    }
+  else
+    {
+      srv->down = TRUE;
+      srv->epoch++;
+      eng_resource_free (srv->fifo);
+      srv->fifo = eng_resource_new (sim);
+      g_array_set_size (srv->pending, 0);
+      srv->up_at = now + f->restart;
+      srv->restart_ev = eng_schedule_at (sim, srv->up_at, on_server_restart, ps, srv);
+    }
+  span (ps, srv->name, "idle", now, now + f->restart, srv->rounds, 0);
+  if (ps->env.rec.server_failure)
+    ps->env.rec.server_failure (ps->env.rec.ctx, srv->id, now, NAN, now + f->restart,
+                                srv->min_applied, "keys");
+}
+
 /* PS's workers: names, hosts, and where the math runs their parameters
  * (shared, own, or the server's snapshot), gradient and batch buffers
  * (unless the steps are deferred to the shared scratch), compression memory
@@ -1000,6 +1242,11 @@ workers_new (PsPolicy *ps)
       wk->accepted_round = -1;
       if (ps->rep)
         wk->acks_missing = g_new0 (int, S);
+      if (ps->crashes || ps->takeover)
+        {
+          wk->have = g_new0 (gboolean, S);
+          wk->arrived = g_new0 (gboolean, S);
+        }
       if (env->model)
         {
           if (ps->shared_global)
@@ -1043,6 +1290,8 @@ servers_new (PsPolicy *ps)
       srv->applied = g_new0 (gint64, W);
       srv->n_at_min = W;
       srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
+      if (ps->crashes)
+        srv->counted = g_new0 (gint64, W);
       if (env->model)
         {
           srv->opt = g_new (KernOptimizer *, srv->n_ranges);
@@ -1089,7 +1338,11 @@ ps_create (const PolEnv *env, GError **error)
   ps->wait_for = base_values_int (env->values, "policy.wait_for");
   ps->late_keep = base_values_int (env->values, "policy.late") != 0;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
-  ps->copy_grads = env->n_failures > 0;
+  ps->sf = env->server_failures;
+  gint64 k_rep = base_values_int (env->values, "policy.replication");
+  ps->crashes = ps->sf.n > 0 && k_rep == 1;
+  ps->takeover = ps->sf.n > 0 && k_rep > 1;
+  ps->copy_grads = env->n_failures > 0 || ps->sf.n > 0;
   ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed;
   if (ps->kofn && S != 1)
     {
@@ -1115,6 +1368,10 @@ ps_create (const PolEnv *env, GError **error)
     {
       ps->global = g_new0 (float, P);
       env->model->ops->init (env->model, ps->global, env->seed);
+      if (ps->crashes)
+        ps->init = g_memdup2 (ps->global, P * sizeof (float));
+      if (ps->crashes && ps->sf.recover == POL_RECOVER_CHECKPOINT)
+        ps->ckpt = g_memdup2 (ps->global, P * sizeof (float));
     }
   ps->grad_shards = g_new0 (gint64, W);
   ps->live = g_hash_table_new_full (g_direct_hash, g_direct_equal, msg_free, NULL);
@@ -1168,6 +1425,12 @@ ps_start (PolPolicy *p)
     }
   for (int w = 0; w < ps->env.workers; w++)
     send_pull (ps, &ps->workers[w]);
+  for (int i = 0; i < ps->sf.n; i++)
+    {
+      const PolServerFailure *f = &ps->sf.list[i];
+      g_assert (f->server >= 0 && f->server < ps->env.servers);
+      eng_schedule_at (ps->env.sim, f->at, on_server_crash, ps, (gpointer) f);
+    }
 }
 
 static void
@@ -1195,6 +1458,8 @@ ps_free (PolPolicy *p)
       g_free (wk->memory);
       g_free (wk->idx);
       g_free (wk->acks_missing);
+      g_free (wk->have);
+      g_free (wk->arrived);
     }
   for (int s = 0; s < ps->env.servers; s++)
     {
@@ -1207,6 +1472,7 @@ ps_free (PolPolicy *p)
       snap_unref (srv->snap);
       g_free (srv->round_sum);
       g_free (srv->applied);
+      g_free (srv->counted);
       g_array_unref (srv->pending);
     }
   g_free (ps->workers);
@@ -1215,6 +1481,8 @@ ps_free (PolPolicy *p)
   if (ps->env.servers != 1)  /* else the data of servers[0].snap */
     g_free (ps->global);
   g_free (ps->grad_shards);
+  g_free (ps->init);
+  g_free (ps->ckpt);
   pol_replicas_free (ps->rep);
   pol_partition_free (ps->part);
   g_free (ps->srv_ranges);
@@ -1308,6 +1576,31 @@ ps_placement_check (const PolCheck *chk, GError **error)
   return TRUE;
 }
 
+/* Server crashes: alone (no worker failure, no K of N); recover and
+ * checkpoint_every only without copies, detect only with them. */
+static gboolean
+ps_crash_check (const PolCheck *chk, gint64 k, GError **error)
+{
+  gint64 K = base_values_int (chk->values, "policy.wait_for");
+  if (chk->n_failures > 0)
+    return pol_key_error (error, "failures", "server",
+                          "server crashes and worker failures are not simulated in one run; "
+                          "keep either [failures] server or worker");
+  if (K > 0 && K < chk->workers)
+    return pol_key_error (error, "failures", "server",
+                          "server crashes are not simulated with waiting for K of N "
+                          "([policy] wait_for); set wait_for = 0 or remove [failures] server");
+  if (k >= 2 && chk->recover != POL_RECOVER_REINIT)
+    return pol_key_error (error, "failures", "recover",
+                          "applies only to [policy] replication = 1 (with copies the next "
+                          "server of each chain takes over); remove it or set replication = 1");
+  if (k == 1 && chk->detect_given)
+    return pol_key_error (error, "failures", "detect",
+                          "applies only to [policy] replication >= 2 (a takeover); remove it "
+                          "or set replication = 2 or more");
+  return TRUE;
+}
+
 /* K of N applies to BSP with one server; worker failures need one server. */
 static gboolean
 ps_validate (PolCheck *chk, GError **error)
@@ -1328,6 +1621,8 @@ ps_validate (PolCheck *chk, GError **error)
                           "%" G_GINT64_FORMAT " copies of each key range need as many servers, found %"
                           G_GINT64_FORMAT "; use 1 to %" G_GINT64_FORMAT " or more servers",
                           k, chk->servers, chk->servers);
+  if (chk->n_server_failures > 0 && !ps_crash_check (chk, k, error))
+    return FALSE;
   if (chk->n_failures > 0 && chk->servers != 1)
     return pol_key_error (error, "failures", "worker",
                           "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
@@ -1462,6 +1757,7 @@ const PolPolicyOps pol_ps_ops = {
   .source = "M. Li et al.: Scaling distributed machine learning with the parameter server, OSDI 2014; SSP: Q. Ho et al.: More effective distributed ML via a stale synchronous parallel parameter server, NIPS 2013",
   .keys = ps_keys,
   .failures = TRUE,
+  .server_failures = TRUE,
   .compresses = TRUE,
   .validate = ps_validate,
   .foreign = ps_foreign,
