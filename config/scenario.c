@@ -780,6 +780,26 @@ check_server_failures (SimConfig *c, const char *file, GError **error)
                    "server %d does not exist ([cluster] servers = %" G_GINT64_FORMAT
                    "); list indices from 0 to %" G_GINT64_FORMAT,
                    g_array_index (c->fail_server, int, i), c->servers, c->servers - 1);
+  /* replication k >= 2 (partition = range): range r's chain is r, r + 1,
+   * ... mod servers, and a takeover needs one of them alive */
+  gint64 k = base_values_int (c->values, "policy.replication");
+  for (gint64 r = 0; k >= 2 && r < c->servers; r++)
+    {
+      gint64 dead = 0;
+      for (gint64 h = 0; h < k; h++)
+        for (guint i = 0; i < ns; i++)
+          if (g_array_index (c->fail_server, int, i) == (r + h) % c->servers)
+            {
+              dead++;
+              break;
+            }
+      if (dead == k)
+        return fail (error, file, find_key ("failures", "server"),
+                     "every server of the chain of server %" G_GINT64_FORMAT "'s range ([policy] "
+                     "replication = %" G_GINT64_FORMAT ") crashes, so no copy is left to take "
+                     "it over; crash at most %" G_GINT64_FORMAT " of any %" G_GINT64_FORMAT
+                     " neighbouring servers", r, k, k - 1, k);
+    }
   if (c->fail_recover == POL_RECOVER_CHECKPOINT && c->fail_checkpoint_every == 0)
     return fail (error, file, find_key ("failures", "checkpoint_every"),
                  "recover = checkpoint needs an interval; set checkpoint_every = N iterations "

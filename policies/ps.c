@@ -193,6 +193,11 @@ typedef struct {
                           * crashes */
   gint64 ckpt_at;        /* recover = checkpoint: min_applied of the last
                           * checkpoint */
+  const char *actor;     /* the name of the server it runs on (another
+                          * one after a takeover) */
+  int on;                /* the index of that server */
+  gint64 *held;          /* takeover: (workers) gradients of each worker
+                          * its parameters hold (a resent one is skipped) */
 } PsServer;
 
 typedef enum { MSG_PULL, MSG_REPLY, MSG_GRAD, MSG_REPLICA, MSG_ACK } PsMsgKind;
@@ -273,6 +278,10 @@ struct PsPolicy {
   PolServerFailures sf;
   gboolean crashes;      /* some are planned, replication = 1 */
   gboolean takeover;     /* some are planned, replication >= 2 */
+  int *live_chain;       /* takeover: (n_ranges x replication) each
+                          * range's live chain as partition chain
+                          * positions, primary first */
+  int *live_n;           /* takeover: (n_ranges) live servers of each */
   float *init;           /* (n_params) the initial model, for reinit; NULL
                           * without crashes or math */
   float *ckpt;           /* (n_params) each server's last checkpoint of its
@@ -357,12 +366,16 @@ span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
 static void
 send_msg (PsPolicy *ps, PsMsg *m, int src, int dst, double bytes)
 {
-  int W = ps->env.workers;
-  m->src_srv = src >= W ? src - W : -1;
-  if (src >= W)
-    m->src_epoch = ps->servers[src - W].epoch;
-  if (dst >= W)
-    m->dst_epoch = ps->servers[dst - W].epoch;
+  /* the server that sends it (a reply: its server; a forward or an
+   * acknowledgement: the one its caller named), and the one it goes to */
+  if (src < ps->env.workers)
+    m->src_srv = -1;
+  else if (m->kind == MSG_REPLY)
+    m->src_srv = m->server;
+  if (m->src_srv >= 0)
+    m->src_epoch = ps->servers[m->src_srv].epoch;
+  if (m->kind == MSG_PULL || m->kind == MSG_GRAD || m->kind == MSG_REPLICA)
+    m->dst_epoch = ps->servers[m->server].epoch;
   net_send (ps->env.net, src, dst, bytes, (int) m->kind, on_message, ps, m);
 }
 
@@ -675,6 +688,30 @@ range_bytes (PsPolicy *ps, int r)
   return ps->cmp ? ps->cmp->wire_bytes (ps->env.values, len) : (double) len * sizeof (float);
 }
 
+/* The chain position (in the partition's chain) of range r's primary:
+ * 0 until a takeover moves it. */
+static int
+chain_primary (const PsPolicy *ps, int r)
+{
+  return ps->takeover ? ps->live_chain[r * ps->replication] : 0;
+}
+
+/* The chain position that follows position `pos` in range r's chain of
+ * live servers: -1 at its tail, -2 when `pos` is no longer in it (or is
+ * its primary's, which takes no forward). */
+static int
+chain_next (const PsPolicy *ps, int r, int pos)
+{
+  if (!ps->takeover)
+    return pos + 1 < ps->replication ? pos + 1 : -1;
+  const int *c = ps->live_chain + r * ps->replication;
+  int n = ps->live_n[r];
+  for (int i = 0; i < n; i++)
+    if (c[i] == pos)
+      return i + 1 < n ? c[i + 1] : -1;
+  return -2;
+}
+
 /* Sends worker m->worker's gradient of range r to position `hop` of the
  * range's chain, from server `from`.  The gradient is read from the
  * worker's buffer, which stays as it is until the push is acknowledged. */
@@ -684,6 +721,7 @@ forward_range (PsPolicy *ps, const PsServer *from, const PsMsg *m, int r, int ho
   PsWorker *w = &ps->workers[m->worker];
   int to = pol_partition_chain (ps->part, r, hop);
   PsMsg *f = msg_new (ps, MSG_REPLICA, m->worker, to, m->iter);
+  f->src_srv = from->id;
   f->epoch = m->epoch;
   f->range = r;
   f->hop = hop;
@@ -698,6 +736,7 @@ static void
 send_ack (PsPolicy *ps, const PsServer *from, const PsMsg *m, int owner, int r)
 {
   PsMsg *a = msg_new (ps, MSG_ACK, m->worker, owner, m->iter);
+  a->src_srv = from->id;
   a->epoch = m->epoch;
   a->range = r;
   send_msg (ps, a, from->host, ps->workers[m->worker].host, POL_PS_ACK_BYTES);
@@ -712,7 +751,14 @@ replicate_push (PsPolicy *ps, PsServer *srv, const PsMsg *m)
   if (srv->n_ranges == 0)
     send_ack (ps, srv, m, srv->id, -1);
   for (int j = 0; j < srv->n_ranges; j++)
-    forward_range (ps, srv, m, ps->part->by_server[first + j], 1);
+    {
+      int r = ps->part->by_server[first + j];
+      int next = chain_next (ps, r, chain_primary (ps, r));
+      if (next < 0) /* the primary is the chain's only live server */
+        send_ack (ps, srv, m, srv->id, r);
+      else
+        forward_range (ps, srv, m, r, next);
+    }
 }
 
 /* Replica position m->hop of range m->range has applied the gradient:
@@ -729,10 +775,17 @@ on_replica_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double 
     return;
   int r = m->range;
   gsize len = ps->part->ranges[r].hi - ps->part->ranges[r].lo;
+  int next = chain_next (ps, r, m->hop);
+  if (next == -2 || (ps->takeover && m->hop == chain_primary (ps, r)))
+    {
+      /* its place in the chain was taken over while it waited */
+      msg_done (ps, m);
+      return;
+    }
   pol_replicas_apply (ps->rep, r, m->hop, m->worker, m->iter, m->grad);
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
-  if (m->hop + 1 < ps->replication)
-    forward_range (ps, srv, m, r, m->hop + 1);
+  if (next >= 0)
+    forward_range (ps, srv, m, r, next);
   else
     send_ack (ps, srv, m, ps->part->owner[r], r);
   msg_done (ps, m);
@@ -759,6 +812,8 @@ got_ack (PsPolicy *ps, PsWorker *w, PsMsg *m)
   int s = m->server;
   gint64 iter = m->iter;
   msg_done (ps, m);
+  if (ps->takeover && (w->phase != PH_SEND || iter != w->iter || w->acks_missing[s] == 0))
+    return; /* a push resent after a takeover was acknowledged twice */
   g_assert (w->acks_missing[s] > 0 && w->pushes_missing > 0);
   if (--w->acks_missing[s] == 0)
     {
@@ -835,7 +890,9 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
     }
   else if (ps->env.model)
     server_step (ps, srv, m->grad);
-  span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
+  span (ps, srv->actor, "update", start, end, m->iter, (double) len * sizeof (float));
+  if (ps->takeover)
+    srv->held[m->worker] = m->iter + 1;
   if (ps->rep)
     {
       /* counted once the chains acknowledge it */
@@ -874,6 +931,12 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
 static void
 got_reply (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
 {
+  if (ps->takeover && w->have[srv->id])
+    {
+      /* a pull resent after a takeover was answered twice */
+      msg_done (ps, m);
+      return;
+    }
   if (ps->kofn)
     {
       g_assert (m->iter >= w->iter);
@@ -949,7 +1012,13 @@ got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
       ps->late++;
       apply = ps->late_keep;
     }
-  if (apply)
+  if (apply && ps->takeover && m->iter < srv->held[m->worker])
+    {
+      /* resent after a takeover, and held here: on down the chain */
+      replicate_push (ps, srv, m);
+      msg_done (ps, m);
+    }
+  else if (apply)
     {
       double cost = ps->env.update_time (ps->env.compute_ctx, srv->n);
       eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
@@ -1000,7 +1069,9 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
   switch (m->kind)
     {
     case MSG_PULL:
-      if (m->acked) /* the push of m->iter - 1 is held by every replica */
+      /* the push of m->iter - 1 is held by every replica (counted once: a
+       * pull resent after a takeover may say it again) */
+      if (m->acked && srv->applied[m->worker] == m->iter - 1)
         applied_inc (ps, srv, m->worker);
       hold_pull (ps, srv, m->worker, m->iter, m->epoch);
       msg_done (ps, m);
@@ -1184,6 +1255,135 @@ on_server_restart (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   server_resends (ps, srv);
 }
 
+/* Range r's chain loses partition chain position `pos` (a crashed
+ * server's). */
+static void
+chain_drop (PsPolicy *ps, int r, int pos)
+{
+  int *c = ps->live_chain + r * ps->replication;
+  int n = 0;
+  for (int i = 0; i < ps->live_n[r]; i++)
+    if (c[i] != pos)
+      c[n++] = c[i];
+  ps->live_n[r] = n;
+}
+
+/* Worker w sends logical server srv again what srv may have lost in a
+ * takeover: an unacknowledged push (the primary skips what it holds, so do
+ * the copies down the chain); where srv itself moved, also the pull it has
+ * no answer to (acknowledged where it follows a push). */
+static void
+takeover_resends (PsPolicy *ps, PsWorker *w, PsServer *srv, gboolean moved)
+{
+  int s = srv->id;
+  if (w->have[s] || w->phase == PH_COMPUTE)
+    return;
+  if (w->phase == PH_SEND && w->acks_missing[s] > 0)
+    {
+      push_shard (ps, w, s, FALSE, TRUE);
+      return;
+    }
+  if (!moved)
+    return;
+  gint64 iter = w->phase == PH_SEND ? w->iter + 1 : w->iter;
+  PsMsg *m = msg_new (ps, MSG_PULL, w->id, s, iter);
+  m->acked = iter > 0;
+  send_msg (ps, m, w->host, srv->host, 0);
+}
+
+/* `detect` seconds after server `dead` crashed (replication >= 2): every
+ * chain drops it, and each range it was the primary of moves to the next
+ * live server of its chain, whose copy (parameters, optimizer state,
+ * round, gradients held) becomes the primary's; the workers then resend
+ * what was not acknowledged to every server whose chains changed. */
+static void
+on_takeover (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  int dead = GPOINTER_TO_INT (data);
+  if (ps->run.finished)
+    return;
+  const PolPartition *part = ps->part;
+  int S = ps->env.servers, k = ps->replication;
+  gboolean *changed = g_new0 (gboolean, S), *moved = g_new0 (gboolean, S);
+  for (int r = 0; r < part->n_ranges; r++)
+    {
+      int *c = ps->live_chain + r * k, pos = -1;
+      for (int i = 0; i < ps->live_n[r]; i++)
+        if (pol_partition_chain (part, r, c[i]) == dead)
+          pos = c[i];
+      if (pos < 0)
+        continue;
+      int owner = part->owner[r];
+      gboolean primary = pos == c[0];
+      chain_drop (ps, r, pos);
+      changed[owner] = TRUE;
+      g_assert (ps->live_n[r] > 0); /* validated: a chain keeps a server */
+      if (!primary)
+        continue;
+      /* the next live server takes range r over: logical server `owner`
+       * (one range: partition = range) now runs there */
+      PsServer *srv = &ps->servers[owner];
+      int to = pol_partition_chain (part, r, c[0]);
+      gsize lo = part->ranges[r].lo;
+      pol_replicas_promote (ps->rep, r, c[0], ps->env.model ? ps->global + lo : NULL,
+                            srv->opt ? &srv->opt[0] : NULL, srv->round_sum, &srv->round_n,
+                            srv->held);
+      if (srv->on == srv->id)
+        eng_resource_free (srv->fifo);
+      srv->fifo = ps->servers[to].fifo;
+      srv->on = to;
+      srv->host = ps->servers[to].host;
+      srv->actor = ps->servers[to].name;
+      srv->down = FALSE;
+      srv->epoch++;
+      srv->version++;
+      moved[owner] = TRUE;
+    }
+  double now = eng_sim_now (sim);
+  if (ps->env.rec.server_failure)
+    ps->env.rec.server_failure (ps->env.rec.ctx, dead, ps->servers[dead].up_at, now, now,
+                                ps->servers[dead].min_applied, "ranges");
+  for (int v = 0; v < ps->env.workers; v++)
+    for (int s = 0; s < S; s++)
+      if (changed[s])
+        takeover_resends (ps, &ps->workers[v], &ps->servers[s], moved[s]);
+  g_free (changed);
+  g_free (moved);
+}
+
+/* Server `p` crashes (replication >= 2): it stays out for the rest of the
+ * run.  Every logical server it runs stops (queue, held pulls and
+ * messages in flight lost) until the takeover, `detect` seconds later. */
+static void
+server_out (PsPolicy *ps, int p)
+{
+  EngSim *sim = ps->env.sim;
+  PsServer *phys = &ps->servers[p];
+  if (phys->on != p || phys->down)
+    return; /* out already */
+  EngResource *fifo = phys->fifo;
+  for (int s = 0; s < ps->env.servers; s++)
+    {
+      PsServer *srv = &ps->servers[s];
+      if (srv->on != p)
+        continue;
+      srv->down = TRUE;
+      srv->epoch++;
+      g_array_set_size (srv->pending, 0);
+      srv->fifo = NULL;
+    }
+  eng_resource_free (fifo);
+  EngResource *fresh = eng_resource_new (sim);
+  for (int s = 0; s < ps->env.servers; s++)
+    if (ps->servers[s].on == p)
+      ps->servers[s].fifo = fresh;
+  double now = eng_sim_now (sim);
+  phys->up_at = now; /* the crash time, for the record */
+  span (ps, phys->name, "idle", now, now + ps->sf.detect, phys->min_applied, 0);
+  eng_schedule (sim, ps->sf.detect, on_takeover, ps, GINT_TO_POINTER (p));
+}
+
 /* A server crashes: it stops at once; its update queue, its held pulls and
  * its messages in flight either way are lost (epochs); replication = 1: its
  * keys too, until its restart. */
@@ -1196,6 +1396,11 @@ on_server_crash (EngSim *sim, gpointer ctx, gpointer data)
   double now = eng_sim_now (sim);
   if (ps->run.finished)
     return;
+  if (ps->takeover)
+    {
+      server_out (ps, f->server);
+      return;
+    }
   if (srv->down)
     {
       /* already down: the later of the two restarts wins */
@@ -1281,7 +1486,11 @@ servers_new (PsPolicy *ps)
       PsServer *srv = &ps->servers[s];
       srv->id = s;
       srv->name = g_strdup_printf ("server%d", s);
+      srv->actor = srv->name;
+      srv->on = s;
       srv->host = W + s;
+      if (ps->takeover)
+        srv->held = g_new0 (gint64, W);
       int a = ps->part->server_first[s], b = ps->part->server_first[s + 1];
       srv->range = ps->srv_ranges + a;
       srv->n_ranges = b - a;
@@ -1402,6 +1611,18 @@ ps_create (const PolEnv *env, GError **error)
   if (ps->replication > 1)
     ps->rep = pol_replicas_new (ps->part, ps->replication, W, ps->global, &env->opt,
                                 ps->consistency == POL_BSP);
+  if (ps->takeover)
+    {
+      int n = MAX (ps->part->n_ranges, 1);
+      ps->live_chain = g_new (int, n * ps->replication);
+      ps->live_n = g_new (int, n);
+      for (int r = 0; r < ps->part->n_ranges; r++)
+        {
+          ps->live_n[r] = ps->replication;
+          for (int h = 0; h < ps->replication; h++)
+            ps->live_chain[r * ps->replication + h] = h;
+        }
+    }
 
   workers_new (ps);
   if (ps->deferred)
@@ -1465,7 +1686,8 @@ ps_free (PolPolicy *p)
     {
       PsServer *srv = &ps->servers[s];
       g_free (srv->name);
-      eng_resource_free (srv->fifo);
+      if (srv->on == s) /* else its host's */
+        eng_resource_free (srv->fifo);
       for (int j = 0; srv->opt && j < srv->n_ranges; j++)
         kern_optimizer_free (srv->opt[j]);
       g_free (srv->opt);
@@ -1473,6 +1695,7 @@ ps_free (PolPolicy *p)
       g_free (srv->round_sum);
       g_free (srv->applied);
       g_free (srv->counted);
+      g_free (srv->held);
       g_array_unref (srv->pending);
     }
   g_free (ps->workers);
@@ -1482,6 +1705,8 @@ ps_free (PolPolicy *p)
     g_free (ps->global);
   g_free (ps->grad_shards);
   g_free (ps->init);
+  g_free (ps->live_chain);
+  g_free (ps->live_n);
   g_free (ps->ckpt);
   pol_replicas_free (ps->rep);
   pol_partition_free (ps->part);
@@ -1594,6 +1819,10 @@ ps_crash_check (const PolCheck *chk, gint64 k, GError **error)
     return pol_key_error (error, "failures", "recover",
                           "applies only to [policy] replication = 1 (with copies the next "
                           "server of each chain takes over); remove it or set replication = 1");
+  if (k >= 2 && base_values_int (chk->values, "policy.partition") != POL_PARTITION_RANGE)
+    return pol_key_error (error, "failures", "server",
+                          "a takeover under replication is simulated with partition = range "
+                          "only; set [policy] partition = range or remove [failures] server");
   if (k == 1 && chk->detect_given)
     return pol_key_error (error, "failures", "detect",
                           "applies only to [policy] replication >= 2 (a takeover); remove it "
