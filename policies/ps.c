@@ -1907,6 +1907,75 @@ describe_chains (GString *out, const PolPartition *part, const BaseValues *value
                           part->n_ranges == 1 ? "" : "s");
 }
 
+/* dtsim check's lines on server crashes: who fails when and, with
+ * replication, who takes which ranges over (the crashes in time order,
+ * each chain dropping the servers crashed before); without replication,
+ * when each comes back and with what. */
+static void
+describe_crashes (GString *out, const PolPartition *part, const PolServerFailures *sf)
+{
+  int S = part->servers, k = part->depth, n = sf->n;
+  int *order = g_new (int, n);
+  for (int i = 0; i < n; i++)
+    order[i] = i;
+  for (int i = 1; i < n; i++) /* insertion sort: stable, by time */
+    for (int j = i; j > 0 && sf->list[order[j]].at < sf->list[order[j - 1]].at; j--)
+      {
+        int t = order[j];
+        order[j] = order[j - 1];
+        order[j - 1] = t;
+      }
+  gboolean *out_now = g_new0 (gboolean, S);
+  int *primary = g_new (int, MAX (part->n_ranges, 1));
+  for (int r = 0; r < part->n_ranges; r++)
+    primary[r] = part->owner[r];
+  g_string_append_printf (out, "server crashes: %d\n", n);
+  for (int i = 0; i < n; i++)
+    {
+      const PolServerFailure *f = &sf->list[order[i]];
+      g_string_append_printf (out, "  server%d crashes at %.9g s", f->server, f->at);
+      if (k == 1)
+        {
+          g_string_append_printf (out, ", back at %.9g s with %s; workers resend what it lost\n",
+                                  f->at + f->restart,
+                                  sf->recover == POL_RECOVER_CHECKPOINT
+                                  ? "its last checkpoint" : "its keys reinitialised");
+          continue;
+        }
+      if (out_now[f->server])
+        {
+          g_string_append (out, ": out already\n");
+          continue;
+        }
+      out_now[f->server] = TRUE;
+      g_string_append_printf (out, ", detected at %.9g s; stays out", f->at + sf->detect);
+      for (int r = 0; r < part->n_ranges; r++)
+        {
+          if (primary[r] != f->server)
+            continue;
+          for (int h = 0; h < k; h++)
+            {
+              int to = pol_partition_chain (part, r, h);
+              if (!out_now[to])
+                {
+                  primary[r] = to;
+                  g_string_append_printf (out, "; range [%" G_GSIZE_FORMAT ", %" G_GSIZE_FORMAT
+                                          ") -> server%d", part->ranges[r].lo,
+                                          part->ranges[r].hi, to);
+                  break;
+                }
+            }
+        }
+      g_string_append_c (out, '\n');
+    }
+  if (k == 1 && sf->recover == POL_RECOVER_CHECKPOINT)
+    g_string_append_printf (out, "  checkpoints: every %" G_GINT64_FORMAT " iterations, at no cost\n",
+                            sf->checkpoint_every);
+  g_free (order);
+  g_free (out_now);
+  g_free (primary);
+}
+
 /* dtsim check's lines: where the keys live (the ranges of each server,
  * keys per server and the imbalance). */
 static char *
@@ -1927,6 +1996,8 @@ ps_describe (const PolModelInfo *mi)
                           part->n_ranges == 1 ? "" : "s", S, S == 1 ? "" : "s", lines);
   if (part->depth > 1)
     describe_chains (out, part, mi->values);
+  if (mi->server_failures && mi->server_failures->n > 0)
+    describe_crashes (out, part, mi->server_failures);
   pol_partition_free (part);
   return g_string_free (out, FALSE);
 }
