@@ -43,6 +43,15 @@
  *     it that carries the old epoch is dropped on arrival (the gradient it was
  *     sending, the parameters it was waiting for).  At its restart it sends a
  *     fresh pull for the iteration it had not finished.
+ *
+ * Server crashes ([failures] server) use epochs too, one per server: a
+ * crash loses the server's update queue, its held pulls and every message
+ * to or from it in flight.  Without replication the server's keys come
+ * back at its restart as [failures] recover says (initial values or its
+ * last checkpoint) and the workers resend what it lost; with replication
+ * the next live server of each chain takes its ranges over after
+ * [failures] detect, from its copy, and the workers resend what was not
+ * acknowledged (docs/policies.md, "Server failures").
  */
 #include "config.h"
 
