@@ -57,6 +57,9 @@ static const BaseChoice partition_choices[] = {
 static const BaseChoice recompute_choices[] = {
   { "none", SIM_RECOMPUTE_NONE, FALSE }, { "selective", SIM_RECOMPUTE_SELECTIVE, FALSE },
   { "full", SIM_RECOMPUTE_FULL, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice recover_choices[] = {
+  { "reinit", POL_RECOVER_REINIT, FALSE }, { "checkpoint", POL_RECOVER_CHECKPOINT, FALSE },
+  { NULL, 0, FALSE } };
 static const BaseChoice precision_choices[] = {
   { "fp32", SIM_PREC_FP32, FALSE }, { "tf32", SIM_PREC_TF32, FALSE },
   { "bf16", SIM_PREC_BF16, FALSE }, { "fp16", SIM_PREC_FP16, FALSE }, { NULL, 0, FALSE } };
@@ -212,7 +215,17 @@ static const KeyDef core_keys[] = {
   { "failures", "at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
     "Simulated times of the failures, comma-separated, paired with `worker` (one time = every listed worker fails then).", NULL },
   { "failures", "restart", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "500ms", 0, BIG, 0, NULL, OFF (fail_restart),
-    "Delay from a failure until the worker is back: it then pulls fresh parameters and starts a new step (kind = ps only).", NULL },
+    "Delay from a failure until the worker or server is back: a worker then pulls fresh parameters and starts a new step; a server comes back as [failures] recover says (kind = ps only).", NULL },
+  { "failures", "server", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_server),
+    "Parameter servers that crash, one per crash (one index = the same server for every time in `server_at`; kind = ps; docs/policies.md, \"Server failures\").", NULL },
+  { "failures", "server_at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_server_at),
+    "Simulated times of the server crashes, comma-separated, paired with `server` as `at` is with `worker`.", NULL },
+  { "failures", "detect", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "1s", 0, 3600, 0, NULL, OFF (fail_detect),
+    "[policy] replication >= 2: delay from a server crash until it is detected and the next live server of each of its ranges' chains takes the range over (at most 1 hour).", NULL },
+  { "failures", "recover", BASE_KEY_ENUM, 0, "reinit", 0, 0, 0, recover_choices, OFF (fail_recover),
+    "[policy] replication = 1: the keys a crashed server comes back with: reinit (the model's initial values, fresh optimizer state) or checkpoint (the last checkpoint of its keys, fresh optimizer state).", NULL },
+  { "failures", "checkpoint_every", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (fail_checkpoint_every),
+    "recover = checkpoint: a server saves its keys each time every worker has this many more gradients applied there (at no cost); needed there, refused elsewhere.", NULL },
   { "kernels", "backend", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (backend),
     "Where the real math runs.", kern_backend_entries },
   { "kernels", "reproducible", BASE_KEY_ENUM, 0, "auto", 0, 0, 0, reproducible_choices, OFF (reproducible),
@@ -696,6 +709,10 @@ check_policy (SimConfig *c, const char *file, GError **error)
     .servers = c->servers,
     .batch = c->batch,
     .n_failures = (int) MAX (c->fail_worker->len, c->fail_at->len),
+    .n_server_failures = (int) MAX (c->fail_server->len, c->fail_server_at->len),
+    .detect_given = c->fail_detect != 1.0,
+    .recover = (PolRecover) c->fail_recover,
+    .checkpoint_every = c->fail_checkpoint_every,
     .memory_bandwidth = c->memory_bandwidth,
     .math = c->math,
     .resolved = param_resolved,
@@ -708,11 +725,99 @@ check_policy (SimConfig *c, const char *file, GError **error)
   return FALSE;
 }
 
+void
+sim_server_failures (const SimConfig *c, PolServerFailures *out)
+{
+  guint ns = c->fail_server->len, na = c->fail_server_at->len;
+  int n = (ns == 0 || na == 0) ? 0 : (int) MAX (ns, na);
+  PolServerFailure *f = g_new0 (PolServerFailure, MAX (n, 1));
+  for (int i = 0; i < n; i++)
+    {
+      f[i].server = g_array_index (c->fail_server, int, ns == 1 ? 0 : i);
+      f[i].at = g_array_index (c->fail_server_at, double, na == 1 ? 0 : i);
+      f[i].restart = c->fail_restart;
+    }
+  *out = (PolServerFailures) { .list = f, .n = n, .detect = c->fail_detect,
+                               .recover = (PolRecover) c->fail_recover,
+                               .checkpoint_every = c->fail_checkpoint_every };
+}
+
+/* The cross-key rules of [failures] server, server_at, detect, recover and
+ * checkpoint_every (those that involve replication are ps.c's). */
+static gboolean
+check_server_failures (SimConfig *c, const char *file, GError **error)
+{
+  guint ns = c->fail_server->len, na = c->fail_server_at->len;
+  if (ns == 0 && na == 0)
+    {
+      static const char *const keys[] = { "detect", "recover", "checkpoint_every" };
+      gboolean given[] = { c->fail_detect != 1.0, c->fail_recover != POL_RECOVER_REINIT,
+                           c->fail_checkpoint_every != 0 };
+      for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+        if (given[i])
+          return fail (error, file, find_key ("failures", keys[i]),
+                       "applies only to server crashes; remove it or list them with "
+                       "[failures] server and server_at");
+      return TRUE;
+    }
+  if (ns == 0 || na == 0)
+    return fail (error, file, find_key ("failures", ns == 0 ? "server" : "server_at"),
+                 "missing; a server crash needs both server and server_at, e.g. server = 1 and "
+                 "server_at = 2s");
+  if (ns != na && ns != 1 && na != 1)
+    return fail (error, file, find_key ("failures", "server_at"),
+                 "%u times for %u servers; give one time per server (or one server, or one time)",
+                 na, ns);
+  if (!pol_lookup (c->policy)->server_failures)
+    {
+      g_autofree char *kinds = pol_server_failure_names ();
+      return fail (error, file, find_key ("failures", "server"),
+                   "server crashes are simulated by kind = %s only, not %s; remove [failures] "
+                   "server or use kind = %s", kinds, c->policy, kinds);
+    }
+  for (guint i = 0; i < ns; i++)
+    if (g_array_index (c->fail_server, int, i) >= c->servers)
+      return fail (error, file, find_key ("failures", "server"),
+                   "server %d does not exist ([cluster] servers = %" G_GINT64_FORMAT
+                   "); list indices from 0 to %" G_GINT64_FORMAT,
+                   g_array_index (c->fail_server, int, i), c->servers, c->servers - 1);
+  /* replication k >= 2 (partition = range): range r's chain is r, r + 1,
+   * ... mod servers, and a takeover needs one of them alive */
+  gint64 k = base_values_int (c->values, "policy.replication");
+  for (gint64 r = 0; k >= 2 && r < c->servers; r++)
+    {
+      gint64 dead = 0;
+      for (gint64 h = 0; h < k; h++)
+        for (guint i = 0; i < ns; i++)
+          if (g_array_index (c->fail_server, int, i) == (r + h) % c->servers)
+            {
+              dead++;
+              break;
+            }
+      if (dead == k)
+        return fail (error, file, find_key ("failures", "server"),
+                     "every server of the chain of server %" G_GINT64_FORMAT "'s range ([policy] "
+                     "replication = %" G_GINT64_FORMAT ") crashes, so no copy is left to take "
+                     "it over; crash at most %" G_GINT64_FORMAT " of any %" G_GINT64_FORMAT
+                     " neighbouring servers", r, k, k - 1, k);
+    }
+  if (c->fail_recover == POL_RECOVER_CHECKPOINT && c->fail_checkpoint_every == 0)
+    return fail (error, file, find_key ("failures", "checkpoint_every"),
+                 "recover = checkpoint needs an interval; set checkpoint_every = N iterations "
+                 "(N >= 1)");
+  if (c->fail_recover != POL_RECOVER_CHECKPOINT && c->fail_checkpoint_every != 0)
+    return fail (error, file, find_key ("failures", "checkpoint_every"),
+                 "applies only to recover = checkpoint; remove it or set recover = checkpoint");
+  return TRUE;
+}
+
 /* The cross-key rules of [failures]. */
 static gboolean
 check_failures (SimConfig *c, const char *file, GError **error)
 {
   guint nw = c->fail_worker->len, na = c->fail_at->len;
+  if (!check_server_failures (c, file, error))
+    return FALSE;
   if (nw == 0 && na == 0)
     return TRUE;
   if (nw == 0 || na == 0)

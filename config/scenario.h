@@ -17,6 +17,7 @@
 
 #include "base/keys.h"
 #include "config/simconfig.h"
+#include "policies/policy.h"
 
 G_BEGIN_DECLS
 
@@ -51,6 +52,11 @@ typedef struct {
 
 /* Calls fn on every scenario key, in the reference's order. */
 void sim_scenario_foreach_key (void (*fn) (const SimKeyInfo *k, gpointer ctx), gpointer ctx);
+
+/* c's [failures] server crashes, paired up as `worker` and `at` are (one
+ * entry of either list stands for all), with detect, recover and
+ * checkpoint_every; out->list is allocated (free it with g_free). */
+void sim_server_failures (const SimConfig *c, PolServerFailures *out);
 
 G_END_DECLS
 

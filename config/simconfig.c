@@ -66,6 +66,10 @@ sim_config_free (SimConfig *c)
     g_array_unref (c->fail_worker);
   if (c->fail_at)
     g_array_unref (c->fail_at);
+  if (c->fail_server)
+    g_array_unref (c->fail_server);
+  if (c->fail_server_at)
+    g_array_unref (c->fail_server_at);
   if (c->param_keys)
     g_ptr_array_unref (c->param_keys);
   if (c->param_values)

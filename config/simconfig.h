@@ -144,6 +144,11 @@ typedef struct {
   GArray *fail_worker;   /* int worker ids, one per failure (or one for all) */
   GArray *fail_at;       /* double seconds, one per failure (or one for all) */
   double fail_restart;   /* seconds from a failure until the worker is back */
+  GArray *fail_server;   /* int server ids, one per crash (or one for all) */
+  GArray *fail_server_at; /* double seconds, one per crash (or one for all) */
+  double fail_detect;    /* seconds from a server crash to its takeover */
+  int fail_recover;      /* PolRecover: what a restarted server holds */
+  gint64 fail_checkpoint_every; /* iterations between checkpoints, 0 = none */
   /* [kernels] */
   gboolean math;         /* backend cpu or cuda: TRUE; none: timing only */
   char *backend;         /* cpu | cuda | none */

@@ -26,6 +26,7 @@
 #include "kernels/backend.h"
 #include "policies/policy.h"
 #include "config/models.h"
+#include "config/scenario.h"
 #include "device/model.h"
 
 double
@@ -356,7 +357,8 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .servers = c->servers,
     .batch = c->batch,
     .seed = c->seed,
-    .failures = c->fail_worker != NULL && c->fail_worker->len > 0,
+    .failures = (c->fail_worker != NULL && c->fail_worker->len > 0)
+                || (c->fail_server != NULL && c->fail_server->len > 0),
     .host_timed = c->measured && c->step_time < 0,
     .recomputed = lc->recomputed,
     .layer_seconds = layer_ctx_seconds,
@@ -741,7 +743,12 @@ sim_model_describe (const SimConfig *c, const KernModel *m)
   const PolPolicyOps *ops = pol_lookup (c->policy);
   LayerCtx lc = { c, m, NULL };
   PolModelInfo mi = model_info (c, &lc);
-  return ops->describe ? ops->describe (&mi) : NULL;
+  PolServerFailures sf;
+  sim_server_failures (c, &sf);
+  mi.server_failures = &sf;
+  char *text = ops->describe ? ops->describe (&mi) : NULL;
+  g_free ((gpointer) sf.list);
+  return text;
 }
 
 void

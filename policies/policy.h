@@ -101,6 +101,15 @@ typedef struct {
    * between phases). */
   void (*failure) (gpointer ctx, int worker, double start, double end,
                    gint64 iteration, const char *lost);
+  /* A parameter-server crash: server `server` went down at `start`;
+   * `detected` is when the next servers of its chains took its ranges over
+   * (replication >= 2; NAN without replication) and `end` its restart;
+   * `iteration` the least count of gradients applied there of any worker;
+   * `lost` names what it lost: keys (its keys' values, restored at the
+   * restart as [failures] recover says) or ranges (its place as primary or
+   * copy of its ranges, taken over). */
+  void (*server_failure) (gpointer ctx, int server, double start, double detected,
+                          double end, gint64 iteration, const char *lost);
   /* Called after every applied gradient: `done` of `total`. */
   void (*progress) (gpointer ctx, double t, gint64 done, gint64 total);
   /* One pipeline stage worker's summary, once per worker when the run
@@ -137,6 +146,32 @@ typedef struct {
   double restart;             /* seconds until the worker is back */
 } PolFailure;
 
+/* What a parameter server holds when it comes back from a crash without
+ * replication ([failures] recover; docs/policies.md, "Server failures"). */
+typedef enum {
+  POL_RECOVER_REINIT,         /* the model's initial values of its keys */
+  POL_RECOVER_CHECKPOINT,     /* its keys' values at its last checkpoint */
+} PolRecover;
+
+/* One parameter-server crash. */
+typedef struct {
+  int server;
+  double at;                  /* simulated seconds */
+  double restart;             /* seconds until the server is back */
+} PolServerFailure;
+
+/* The server crashes of a run and how they are handled ([failures]
+ * server, server_at, restart, detect, recover, checkpoint_every). */
+typedef struct {
+  const PolServerFailure *list; /* (n) in any order */
+  int n;
+  double detect;              /* seconds from a crash to its takeover
+                               * (replication >= 2) */
+  PolRecover recover;         /* replication = 1 */
+  gint64 checkpoint_every;    /* recover = checkpoint: iterations between
+                               * checkpoints, >= 1 */
+} PolServerFailures;
+
 /* Everything a policy needs to run.  Pointers are borrowed. */
 typedef struct {
   EngSim *sim;
@@ -169,6 +204,7 @@ typedef struct {
   const BaseValues *values;
   const PolFailure *failures; /* (n_failures) in any order */
   int n_failures;
+  PolServerFailures server_failures; /* parameter-server crashes */
   double memory_bandwidth;    /* bytes/s of a device's memory, 0 = not
                                * modelled ([policy] reduce = memory) */
   double value_bytes;         /* bytes of an activation or gradient value on
@@ -241,6 +277,10 @@ struct PolCheck {
   gint64 workers, servers;    /* servers resolved (0 became workers) */
   gint64 batch;               /* samples per worker step */
   int n_failures;             /* [failures] entries */
+  int n_server_failures;      /* [failures] server entries */
+  gboolean detect_given;      /* [failures] detect is not its default */
+  PolRecover recover;         /* [failures] recover */
+  gint64 checkpoint_every;    /* [failures] checkpoint_every */
   double memory_bandwidth;    /* [device] memory_bandwidth, 0 = none */
   gboolean math;              /* the real math runs (model, backend and
                                * policy all have it) */
@@ -370,6 +410,9 @@ typedef struct {
   gint64 workers, servers, batch;
   guint64 seed;               /* [scenario] seed */
   gboolean failures;          /* [failures] lists some */
+  const PolServerFailures *server_failures; /* [failures] server crashes;
+                               * NULL where none is known (the memory and
+                               * work hooks) */
   gboolean host_timed;        /* compute_time = measured */
   const gboolean *recomputed; /* (n_layers) as PolEnv's; NULL = none */
   PolLayerSeconds layer_seconds;
@@ -438,6 +481,7 @@ typedef struct {
    * none.  Keys several policies read are in policies/registry.c. */
   const BaseKey *keys;
   gboolean failures;           /* simulates [failures] */
+  gboolean server_failures;    /* simulates [failures] server crashes */
   gboolean no_model;           /* trains nothing: the run loads no data set
                                 * and runs no math, whatever [model] and
                                 * [kernels] say */
@@ -536,6 +580,8 @@ void pol_keys (GPtrArray *rows);
 gboolean pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error);
 /* The names of the policies that simulate [failures], joined by " or ". */
 char *pol_failure_names (void);
+/* The names of the policies that simulate server crashes, joined by " or ". */
+char *pol_server_failure_names (void);
 /* s per byte combined in a collective ([policy] reduce and the device's
  * memory bandwidth). */
 double pol_reduce_per_byte (const PolEnv *env);

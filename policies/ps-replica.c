@@ -136,3 +136,27 @@ pol_replicas_applied (const PolReplicas *rp, int r, int h, int w)
 {
   return replica_at (rp, r, h)->applied[w];
 }
+
+void
+pol_replicas_promote (PolReplicas *rp, int r, int h, float *params, KernOptimizer **opt,
+                      float *round_sum, gint64 *round_n, gint64 *held)
+{
+  PolReplica *x = replica_at (rp, r, h);
+  gsize len = rp->len[r];
+  g_assert (x->applied != NULL); /* promoted once */
+  memcpy (held, x->applied, rp->W * sizeof (gint64));
+  *round_n = x->round_n;
+  if (params && x->params)
+    memcpy (params, x->params, len * sizeof (float));
+  if (round_sum && x->round_sum)
+    memcpy (round_sum, x->round_sum, len * sizeof (float));
+  if (opt && x->opt)
+    {
+      kern_optimizer_free (*opt);
+      *opt = x->opt;
+      x->opt = NULL;
+    }
+  g_clear_pointer (&x->params, g_free);
+  g_clear_pointer (&x->round_sum, g_free);
+  g_clear_pointer (&x->applied, g_free);
+}

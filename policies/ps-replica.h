@@ -56,6 +56,15 @@ const float *pol_replicas_params (const PolReplicas *rp, int r, int h);
 /* Gradients of worker w applied to range r at chain position h. */
 gint64 pol_replicas_applied (const PolReplicas *rp, int r, int h, int w);
 
+/* A takeover: the copy of range r at chain position h becomes the range's
+ * primary.  Its parameters go to params (len floats; NULL without
+ * numbers), its optimizer state replaces *opt (the old one is freed; opt
+ * NULL without numbers), its BSP round to round_sum (len floats, or NULL)
+ * and *round_n, its gradients applied per worker to held (W).  The copy
+ * keeps no state and takes no further gradient. */
+void pol_replicas_promote (PolReplicas *rp, int r, int h, float *params, KernOptimizer **opt,
+                           float *round_sum, gint64 *round_n, gint64 *held);
+
 G_END_DECLS
 
 #endif /* DTSIM_POLICIES_PS_REPLICA_H */

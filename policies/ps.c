@@ -51,6 +51,14 @@
  * keys of that batch in its shard and each push only the keys of the batch
  * it was computed on, 8 bytes a key.  The math is the dense run's: the
  * gradient is zero off those keys and reads none other.
+ * Server crashes ([failures] server) use epochs too, one per server: a
+ * crash loses the server's update queue, its held pulls and every message
+ * to or from it in flight.  Without replication the server's keys come
+ * back at its restart as [failures] recover says (initial values or its
+ * last checkpoint) and the workers resend what it lost; with replication
+ * the next live server of each chain takes its ranges over after
+ * [failures] detect, from its copy, and the workers resend what was not
+ * acknowledged (docs/policies.md, "Server failures").
  */
 #include "config.h"
 
@@ -146,6 +154,10 @@ typedef struct {
   EngEventId restart_ev; /* the pending restart, 0 = none */
   enum { PH_RECV, PH_COMPUTE, PH_SEND } phase; /* what it is doing when up */
   gint64 accepted_round; /* K of N: last round that accepted its gradient */
+  gboolean *have;        /* server crashes: (servers) the reply of each
+                          * server for the next compute is in hand */
+  gboolean *arrived;     /* server crashes: (servers) the push of `iter`
+                          * reached each server */
   int *acks_missing;     /* replication: (servers) acknowledgements of
                           * `iter`'s push still due from each server's
                           * chains; NULL without replication */
@@ -193,6 +205,23 @@ typedef struct {
   gint64 released_min;   /* min_applied when the pending pulls were last
                           * scanned: none of them could be answered then */
   GArray *pending;       /* PsPendingPull, in registration order */
+  /* server crashes ([failures] server) */
+  gboolean down;         /* crashed and not back */
+  guint epoch;           /* bumped at each crash and restart: messages to
+                          * or from an older epoch are lost */
+  double up_at;          /* s, restart time while down */
+  EngEventId restart_ev; /* the pending restart, 0 = none */
+  gint64 rounds;         /* BSP: rounds stepped */
+  gint64 *counted;       /* (workers) gradients of each worker counted
+                          * towards the run's updates here; NULL without
+                          * crashes */
+  gint64 ckpt_at;        /* recover = checkpoint: min_applied of the last
+                          * checkpoint */
+  const char *actor;     /* the name of the server it runs on (another
+                          * one after a takeover) */
+  int on;                /* the index of that server */
+  gint64 *held;          /* takeover: (workers) gradients of each worker
+                          * its parameters hold (a resent one is skipped) */
 } PsServer;
 
 typedef enum { MSG_PULL, MSG_REPLY, MSG_GRAD, MSG_REPLICA, MSG_ACK } PsMsgKind;
@@ -214,6 +243,13 @@ typedef struct {
                           * acknowledged (replication) */
   int range, hop;        /* REPLICA: the range and the chain position it
                           * goes to; ACK: the range */
+  int src_srv;           /* the server that sent it, -1 = a worker */
+  guint src_epoch;       /* that server's epoch when it sent it */
+  guint dst_epoch;       /* PULL, GRAD, REPLICA: the epoch of m->server
+                          * when it was sent */
+  gboolean resend;       /* GRAD: sent again after a server crash, its
+                          * first copy had arrived (the worker's iteration
+                          * counted it) */
 } PsMsg;
 
 struct PsPolicy {
@@ -268,6 +304,20 @@ struct PsPolicy {
   gboolean sparse_pull;  /* pull = sparse */
   PolSparse *sparse;     /* its key counter, from the servers' shards on */
   double pull_bytes;     /* pulls' bytes sent so far, for the params rows */
+  /* server crashes ([failures] server; docs/policies.md, "Server
+   * failures") */
+  PolServerFailures sf;
+  gboolean crashes;      /* some are planned, replication = 1 */
+  gboolean takeover;     /* some are planned, replication >= 2 */
+  int *live_chain;       /* takeover: (n_ranges x replication) each
+                          * range's live chain as partition chain
+                          * positions, primary first */
+  int *live_n;           /* takeover: (n_ranges) live servers of each */
+  float *init;           /* (n_params) the initial model, for reinit; NULL
+                          * without crashes or math */
+  float *ckpt;           /* (n_params) each server's last checkpoint of its
+                          * keys (the initial model until it takes one);
+                          * NULL unless recover = checkpoint */
 };
 
 static GPtrArray *
@@ -347,7 +397,75 @@ span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
 static void
 send_msg (PsPolicy *ps, PsMsg *m, int src, int dst, double bytes)
 {
+  /* the server that sends it (a reply: its server; a forward or an
+   * acknowledgement: the one its caller named), and the one it goes to */
+  if (src < ps->env.workers)
+    m->src_srv = -1;
+  else if (m->kind == MSG_REPLY)
+    m->src_srv = m->server;
+  if (m->src_srv >= 0)
+    m->src_epoch = ps->servers[m->src_srv].epoch;
+  if (m->kind == MSG_PULL || m->kind == MSG_GRAD || m->kind == MSG_REPLICA)
+    m->dst_epoch = ps->servers[m->server].epoch;
   net_send (ps->env.net, src, dst, bytes, (int) m->kind, on_message, ps, m);
+}
+
+/* Sends worker w's gradient of w->iter (or, resending after a server
+ * crash, of `iter` it still holds) to server s.  `compress`: the first
+ * push, compressed now (a resent push carries the values compressed the
+ * first time); `resend`: its first copy had arrived. */
+static void
+push_shard (PsPolicy *ps, PsWorker *w, int s, gboolean compress, gboolean resend)
+{
+  PsServer *srv = &ps->servers[s];
+  gsize lo = srv->range[0].lo, len = srv->n;
+  gint64 iter = w->phase == PH_SEND ? w->iter : w->iter - 1;
+  PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, iter);
+  m->resend = resend;
+  double bytes = ps->sparse ? pol_sparse_bytes (w->keys[s]) : (double) len * sizeof (float);
+  if (ps->cmp)
+    {
+      /* each key range compressed on its own (one per server with
+       * partition = range); the server gets what it decodes */
+      bytes = 0;
+      for (int j = 0; j < srv->n_ranges; j++)
+        {
+          gsize a = srv->range[j].lo, rl = srv->range[j].hi - a;
+          if (compress && ps->env.model && !ps->deferred)
+            ps->cmp->apply (ps->env.values, w->grad + a,
+                            w->memory ? w->memory + a : NULL, rl, &w->rng);
+          bytes += ps->cmp->wire_bytes (ps->env.values, rl);
+        }
+    }
+  else if (ps->filter && ps->env.model)
+    {
+      /* each key range filtered on its own, at the parameters the
+       * gradient was computed at; the push is min(dense, sparse) (a
+       * filter and a crash are not modelled together: no resend here) */
+      gsize sent = 0;
+      for (int j = 0; j < srv->n_ranges; j++)
+        {
+          gsize a = srv->range[j].lo, rl = srv->range[j].hi - a;
+          sent += ps->filter->apply (ps->env.values, ps->env.opt.lr, w->grad + a,
+                                     w->memory ? w->memory + a : NULL, w->params + a, rl);
+        }
+      bytes = pol_filter_bytes (len, sent);
+      ps->sent += (double) sent;
+    }
+  if (!resend)
+    {
+      ps->push_bytes += bytes;
+      ps->dense_bytes += (double) len * sizeof (float);
+      ps->pushed += (double) len;
+    }
+  if (ps->env.model && (ps->copy_grads || srv->n_ranges > 1))
+    {
+      m->grad = m->copy = g_new (float, len);
+      shard_gather (srv, m->copy, w->grad);
+    }
+  else if (ps->env.model && !ps->deferred)
+    m->grad = w->grad + lo;
+  send_msg (ps, m, w->host, srv->host, bytes);
 }
 
 static void
@@ -371,52 +489,10 @@ on_compute_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
           w->pushes_missing += w->acks_missing[s];
         }
     }
+  if (w->arrived)
+    memset (w->arrived, 0, ps->env.servers * sizeof (gboolean));
   for (int s = 0; s < ps->env.servers; s++)
-    {
-      PsServer *srv = &ps->servers[s];
-      gsize lo = srv->range[0].lo, len = srv->n;
-      PsMsg *m = msg_new (ps, MSG_GRAD, w->id, s, w->iter);
-      double bytes = ps->sparse ? pol_sparse_bytes (w->keys[s]) : (double) len * sizeof (float);
-      if (ps->cmp)
-        {
-          /* each key range compressed on its own (one per server with
-           * partition = range); the server gets what it decodes */
-          bytes = 0;
-          for (int j = 0; j < srv->n_ranges; j++)
-            {
-              gsize a = srv->range[j].lo, rl = srv->range[j].hi - a;
-              if (ps->env.model && !ps->deferred)
-                ps->cmp->apply (ps->env.values, w->grad + a,
-                                w->memory ? w->memory + a : NULL, rl, &w->rng);
-              bytes += ps->cmp->wire_bytes (ps->env.values, rl);
-            }
-        }
-      else if (ps->filter && ps->env.model)
-        {
-          /* each key range filtered on its own, at the parameters the
-           * gradient was computed at; the push is min(dense, sparse) */
-          gsize sent = 0;
-          for (int j = 0; j < srv->n_ranges; j++)
-            {
-              gsize a = srv->range[j].lo, rl = srv->range[j].hi - a;
-              sent += ps->filter->apply (ps->env.values, ps->env.opt.lr, w->grad + a,
-                                         w->memory ? w->memory + a : NULL, w->params + a, rl);
-            }
-          bytes = pol_filter_bytes (len, sent);
-          ps->sent += (double) sent;
-        }
-      ps->push_bytes += bytes;
-      ps->dense_bytes += (double) len * sizeof (float);
-      ps->pushed += (double) len;
-      if (ps->env.model && (ps->copy_grads || srv->n_ranges > 1))
-        {
-          m->grad = m->copy = g_new (float, len);
-          shard_gather (srv, m->copy, w->grad);
-        }
-      else if (ps->env.model && !ps->deferred)
-        m->grad = w->grad + lo;
-      send_msg (ps, m, w->host, srv->host, bytes);
-    }
+    push_shard (ps, w, s, TRUE, FALSE);
 }
 
 /* Every shard of the pull for w->iter has arrived and its previous pushes
@@ -437,6 +513,8 @@ start_compute (PsPolicy *ps, PsWorker *w)
   w->replies_got = 0;
   w->acc_staleness = 0;
   w->acc_hold_start = w->acc_hold_end = 0;
+  if (w->have)
+    memset (w->have, 0, ps->env.servers * sizeof (gboolean));
   /* deferred: the batch is drawn now, its gradient computed when due */
   double t;
   const float *own[1] = { w->params };
@@ -693,6 +771,30 @@ range_bytes (PsPolicy *ps, int r)
   return ps->cmp ? ps->cmp->wire_bytes (ps->env.values, len) : (double) len * sizeof (float);
 }
 
+/* The chain position (in the partition's chain) of range r's primary:
+ * 0 until a takeover moves it. */
+static int
+chain_primary (const PsPolicy *ps, int r)
+{
+  return ps->takeover ? ps->live_chain[r * ps->replication] : 0;
+}
+
+/* The chain position that follows position `pos` in range r's chain of
+ * live servers: -1 at its tail, -2 when `pos` is no longer in it (or is
+ * its primary's, which takes no forward). */
+static int
+chain_next (const PsPolicy *ps, int r, int pos)
+{
+  if (!ps->takeover)
+    return pos + 1 < ps->replication ? pos + 1 : -1;
+  const int *c = ps->live_chain + r * ps->replication;
+  int n = ps->live_n[r];
+  for (int i = 0; i < n; i++)
+    if (c[i] == pos)
+      return i + 1 < n ? c[i + 1] : -1;
+  return -2;
+}
+
 /* Sends worker m->worker's gradient of range r to position `hop` of the
  * range's chain, from server `from`.  The gradient is read from the
  * worker's buffer, which stays as it is until the push is acknowledged. */
@@ -702,6 +804,7 @@ forward_range (PsPolicy *ps, const PsServer *from, const PsMsg *m, int r, int ho
   PsWorker *w = &ps->workers[m->worker];
   int to = pol_partition_chain (ps->part, r, hop);
   PsMsg *f = msg_new (ps, MSG_REPLICA, m->worker, to, m->iter);
+  f->src_srv = from->id;
   f->epoch = m->epoch;
   f->range = r;
   f->hop = hop;
@@ -716,6 +819,7 @@ static void
 send_ack (PsPolicy *ps, const PsServer *from, const PsMsg *m, int owner, int r)
 {
   PsMsg *a = msg_new (ps, MSG_ACK, m->worker, owner, m->iter);
+  a->src_srv = from->id;
   a->epoch = m->epoch;
   a->range = r;
   send_msg (ps, a, from->host, ps->workers[m->worker].host, POL_PS_ACK_BYTES);
@@ -730,7 +834,14 @@ replicate_push (PsPolicy *ps, PsServer *srv, const PsMsg *m)
   if (srv->n_ranges == 0)
     send_ack (ps, srv, m, srv->id, -1);
   for (int j = 0; j < srv->n_ranges; j++)
-    forward_range (ps, srv, m, ps->part->by_server[first + j], 1);
+    {
+      int r = ps->part->by_server[first + j];
+      int next = chain_next (ps, r, chain_primary (ps, r));
+      if (next < 0) /* the primary is the chain's only live server */
+        send_ack (ps, srv, m, srv->id, r);
+      else
+        forward_range (ps, srv, m, r, next);
+    }
 }
 
 /* Replica position m->hop of range m->range has applied the gradient:
@@ -747,10 +858,17 @@ on_replica_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double 
     return;
   int r = m->range;
   gsize len = ps->part->ranges[r].hi - ps->part->ranges[r].lo;
+  int next = chain_next (ps, r, m->hop);
+  if (next == -2 || (ps->takeover && m->hop == chain_primary (ps, r)))
+    {
+      /* its place in the chain was taken over while it waited */
+      msg_done (ps, m);
+      return;
+    }
   pol_replicas_apply (ps->rep, r, m->hop, m->worker, m->iter, m->grad);
   span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
-  if (m->hop + 1 < ps->replication)
-    forward_range (ps, srv, m, r, m->hop + 1);
+  if (next >= 0)
+    forward_range (ps, srv, m, r, next);
   else
     send_ack (ps, srv, m, ps->part->owner[r], r);
   msg_done (ps, m);
@@ -777,6 +895,8 @@ got_ack (PsPolicy *ps, PsWorker *w, PsMsg *m)
   int s = m->server;
   gint64 iter = m->iter;
   msg_done (ps, m);
+  if (ps->takeover && (w->phase != PH_SEND || iter != w->iter || w->acks_missing[s] == 0))
+    return; /* a push resent after a takeover was acknowledged twice */
   g_assert (w->acks_missing[s] > 0 && w->pushes_missing > 0);
   if (--w->acks_missing[s] == 0)
     {
@@ -794,6 +914,21 @@ got_ack (PsPolicy *ps, PsWorker *w, PsMsg *m)
   pol_run_round_end (&ps->run, ps->global, ps->run.updates >= ps->total);
 }
 
+/* recover = checkpoint: server srv saves its keys each time every worker
+ * has checkpoint_every more gradients applied there (min_applied grows by
+ * one at a time), at no cost. */
+static void
+take_checkpoint (PsPolicy *ps, PsServer *srv)
+{
+  gint64 c = srv->min_applied;
+  if (c <= srv->ckpt_at || c % ps->sf.checkpoint_every != 0)
+    return;
+  srv->ckpt_at = c;
+  for (int j = 0; ps->env.model && j < srv->n_ranges; j++)
+    memcpy (ps->ckpt + srv->range[j].lo, ps->global + srv->range[j].lo,
+            (srv->range[j].hi - srv->range[j].lo) * sizeof (float));
+}
+
 static void
 on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double start,
                 double end)
@@ -805,6 +940,7 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
     return;
   gsize len = srv->n;
   gboolean round_done = FALSE;
+  g_assert (!srv->down && m->dst_epoch == srv->epoch); /* a crash drops its queue */
   if (ps->env.model && ps->deferred)
     m->grad = deferred_gradient (ps, &ps->workers[m->worker]);
   if (m->accepted && ++ps->accepted_applied == (ps->rounds_done + 1) * ps->wait_for)
@@ -832,11 +968,14 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
               memset (srv->round_sum, 0, len * sizeof (float));
             }
           srv->round_n = 0;
+          srv->rounds++;
         }
     }
   else if (ps->env.model)
     server_step (ps, srv, m->grad);
-  span (ps, srv->name, "update", start, end, m->iter, (double) len * sizeof (float));
+  span (ps, srv->actor, "update", start, end, m->iter, (double) len * sizeof (float));
+  if (ps->takeover)
+    srv->held[m->worker] = m->iter + 1;
   if (ps->rep)
     {
       /* counted once the chains acknowledge it */
@@ -845,9 +984,14 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
       return;
     }
   applied_inc (ps, srv, m->worker);
-
-  /* a gradient counts once every shard has applied it */
-  if (++ps->grad_shards[m->worker] % ps->env.servers == 0)
+  if (ps->ckpt)
+    take_checkpoint (ps, srv);
+  /* a gradient counts once every shard has applied it (once: a gradient
+   * applied again after a crash counted the first time) */
+  gboolean first = !srv->counted || m->iter >= srv->counted[m->worker];
+  if (srv->counted && first)
+    srv->counted[m->worker] = m->iter + 1;
+  if (first && ++ps->grad_shards[m->worker] % ps->env.servers == 0)
     {
       ps->run.updates++;
       ps->run.samples += ps->env.batch;
@@ -870,6 +1014,12 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
 static void
 got_reply (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
 {
+  if (ps->takeover && w->have[srv->id])
+    {
+      /* a pull resent after a takeover was answered twice */
+      msg_done (ps, m);
+      return;
+    }
   if (ps->kofn)
     {
       g_assert (m->iter >= w->iter);
@@ -887,6 +1037,8 @@ got_reply (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
   else if (ps->env.model && !ps->shared_global)
     shard_scatter (srv, w->params, m->snap->data);
   w->acc_staleness = MAX (w->acc_staleness, m->iter - m->clock);
+  if (w->have)
+    w->have[srv->id] = TRUE;
   if (w->replies_got == 0
       || m->hold_end - m->hold_start > w->acc_hold_end - w->acc_hold_start)
     {
@@ -906,6 +1058,27 @@ static void
 got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
 {
   gboolean apply = TRUE;
+  if (ps->crashes)
+    {
+      gboolean counted = m->resend;
+      if (!m->resend && w->arrived)
+        w->arrived[srv->id] = TRUE;
+      if (m->iter < srv->applied[m->worker])
+        {
+          /* resent after a crash, and applied before it in a step that
+           * stands: only the pull it carries is recorded */
+          hold_pull (ps, srv, m->worker, m->iter + 1, m->epoch);
+          msg_done (ps, m);
+        }
+      else
+        {
+          double cost = ps->env.update_time (ps->env.compute_ctx, srv->n);
+          eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
+        }
+      if (!counted && --w->pushes_missing == 0)
+        end_iteration (ps, w);
+      return;
+    }
   if (ps->kofn && m->iter == ps->open_round)
     {
       m->accepted = TRUE;
@@ -922,7 +1095,13 @@ got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
       ps->late++;
       apply = ps->late_keep;
     }
-  if (apply)
+  if (apply && ps->takeover && m->iter < srv->held[m->worker])
+    {
+      /* resent after a takeover, and held here: on down the chain */
+      replicate_push (ps, srv, m);
+      msg_done (ps, m);
+    }
+  else if (apply)
     {
       double cost = ps->env.update_time (ps->env.compute_ctx, srv->n);
       eng_resource_request (srv->fifo, cost, on_update_done, ps, m);
@@ -937,6 +1116,19 @@ got_grad (PsPolicy *ps, PsWorker *w, PsServer *srv, PsMsg *m)
     end_iteration (ps, w);
 }
 
+/* Whether M is lost to a server crash: sent by a server that has crashed
+ * since, or sent to one that is down or has crashed since. */
+static gboolean
+lost_to_crash (PsPolicy *ps, const PsMsg *m)
+{
+  if (m->src_srv >= 0 && ps->servers[m->src_srv].epoch != m->src_epoch)
+    return TRUE;
+  if (m->kind != MSG_PULL && m->kind != MSG_GRAD && m->kind != MSG_REPLICA)
+    return FALSE;
+  const PsServer *dst = &ps->servers[m->server];
+  return dst->down || dst->epoch != m->dst_epoch;
+}
+
 static void
 on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTransfer *t)
 {
@@ -946,6 +1138,11 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
     return;
   PsWorker *w = &ps->workers[m->worker];
   PsServer *srv = &ps->servers[m->server];
+  if ((ps->crashes || ps->takeover) && lost_to_crash (ps, m))
+    {
+      msg_done (ps, m);
+      return;
+    }
   if (m->kind != MSG_PULL && m->epoch != w->epoch)
     {
       /* sent by or to the worker before it failed: lost */
@@ -955,7 +1152,9 @@ on_message (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, const NetTra
   switch (m->kind)
     {
     case MSG_PULL:
-      if (m->acked) /* the push of m->iter - 1 is held by every replica */
+      /* the push of m->iter - 1 is held by every replica (counted once: a
+       * pull resent after a takeover may say it again) */
+      if (m->acked && srv->applied[m->worker] == m->iter - 1)
         applied_inc (ps, srv, m->worker);
       hold_pull (ps, srv, m->worker, m->iter, m->epoch);
       msg_done (ps, m);
@@ -1051,6 +1250,266 @@ on_failure (EngSim *sim, gpointer ctx, gpointer data)
     ps->env.rec.failure (ps->env.rec.ctx, w->id, now, now + f->restart, w->iter, lost);
 }
 
+/* Server srv is back from a crash (replication = 1): its keys hold the
+ * initial model's values (reinit) or its last checkpoint's, with fresh
+ * optimizer state and an empty round; its per-worker counts keep what
+ * stands (BSP: the rounds it stepped; SSP and async: every gradient it
+ * applied, whose effect on the values is lost). */
+static void
+server_restore (PsPolicy *ps, PsServer *srv)
+{
+  const PolEnv *env = &ps->env;
+  if (env->model)
+    {
+      const float *src = ps->sf.recover == POL_RECOVER_CHECKPOINT ? ps->ckpt : ps->init;
+      if (env->servers == 1)
+        {
+          /* the workers keep the snapshots they hold */
+          PsSnap *n = snap_new (src, srv->n, ps->spare[srv->id]);
+          snap_unref (srv->snap);
+          srv->snap = n;
+          ps->global = n->data;
+        }
+      for (int j = 0; j < srv->n_ranges; j++)
+        {
+          gsize lo = srv->range[j].lo, len = srv->range[j].hi - lo;
+          if (env->servers != 1)
+            memcpy (ps->global + lo, src + lo, len * sizeof (float));
+          kern_optimizer_free (srv->opt[j]);
+          srv->opt[j] = kern_optimizer_new (&env->opt, len);
+        }
+      if (srv->round_sum)
+        memset (srv->round_sum, 0, srv->n * sizeof (float));
+    }
+  srv->round_n = 0;
+  srv->version++;
+  if (env->servers == 1)
+    srv->snap_version = srv->version;
+  if (ps->consistency == POL_BSP)
+    for (int v = 0; v < env->workers; v++)
+      srv->applied[v] = srv->rounds;
+  srv->min_applied = G_MAXINT64;
+  for (int v = 0; v < env->workers; v++)
+    srv->min_applied = MIN (srv->min_applied, srv->applied[v]);
+  srv->n_at_min = 0;
+  for (int v = 0; v < env->workers; v++)
+    srv->n_at_min += srv->applied[v] == srv->min_applied;
+  srv->released_min = srv->min_applied;
+}
+
+/* Server srv is back: every worker sends it again what it lost.  A worker
+ * holding srv's reply for its next compute needs nothing; one whose push
+ * of its current iteration had not arrived sends it; any other worker
+ * that has pushed sends its last push again (srv applies it unless a step
+ * that stands holds it, and records the pull that follows it); a worker
+ * that has never pushed pulls. */
+static void
+server_resends (PsPolicy *ps, PsServer *srv)
+{
+  int s = srv->id;
+  for (int v = 0; v < ps->env.workers; v++)
+    {
+      PsWorker *w = &ps->workers[v];
+      if (w->down || w->have[s] || w->phase == PH_COMPUTE)
+        continue;
+      if (w->phase == PH_SEND)
+        push_shard (ps, w, s, FALSE, w->arrived[s]);
+      else if (w->iter > 0)
+        push_shard (ps, w, s, FALSE, TRUE);
+      else
+        {
+          PsMsg *m = msg_new (ps, MSG_PULL, w->id, s, w->iter);
+          send_msg (ps, m, w->host, srv->host, 0);
+        }
+    }
+}
+
+static void
+on_server_restart (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  PsServer *srv = data;
+  srv->restart_ev = 0;
+  if (ps->run.finished)
+    return;
+  srv->down = FALSE;
+  srv->epoch++;
+  server_restore (ps, srv);
+  server_resends (ps, srv);
+}
+
+/* Range r's chain loses partition chain position `pos` (a crashed
+ * server's). */
+static void
+chain_drop (PsPolicy *ps, int r, int pos)
+{
+  int *c = ps->live_chain + r * ps->replication;
+  int n = 0;
+  for (int i = 0; i < ps->live_n[r]; i++)
+    if (c[i] != pos)
+      c[n++] = c[i];
+  ps->live_n[r] = n;
+}
+
+/* Worker w sends logical server srv again what srv may have lost in a
+ * takeover: an unacknowledged push (the primary skips what it holds, so do
+ * the copies down the chain); where srv itself moved, also the pull it has
+ * no answer to (acknowledged where it follows a push). */
+static void
+takeover_resends (PsPolicy *ps, PsWorker *w, PsServer *srv, gboolean moved)
+{
+  int s = srv->id;
+  if (w->have[s] || w->phase == PH_COMPUTE)
+    return;
+  if (w->phase == PH_SEND && w->acks_missing[s] > 0)
+    {
+      push_shard (ps, w, s, FALSE, TRUE);
+      return;
+    }
+  if (!moved)
+    return;
+  gint64 iter = w->phase == PH_SEND ? w->iter + 1 : w->iter;
+  PsMsg *m = msg_new (ps, MSG_PULL, w->id, s, iter);
+  m->acked = iter > 0;
+  send_msg (ps, m, w->host, srv->host, 0);
+}
+
+/* `detect` seconds after server `dead` crashed (replication >= 2): every
+ * chain drops it, and each range it was the primary of moves to the next
+ * live server of its chain, whose copy (parameters, optimizer state,
+ * round, gradients held) becomes the primary's; the workers then resend
+ * what was not acknowledged to every server whose chains changed. */
+static void
+on_takeover (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  int dead = GPOINTER_TO_INT (data);
+  if (ps->run.finished)
+    return;
+  const PolPartition *part = ps->part;
+  int S = ps->env.servers, k = ps->replication;
+  gboolean *changed = g_new0 (gboolean, S), *moved = g_new0 (gboolean, S);
+  for (int r = 0; r < part->n_ranges; r++)
+    {
+      int *c = ps->live_chain + r * k, pos = -1;
+      for (int i = 0; i < ps->live_n[r]; i++)
+        if (pol_partition_chain (part, r, c[i]) == dead)
+          pos = c[i];
+      if (pos < 0)
+        continue;
+      int owner = part->owner[r];
+      gboolean primary = pos == c[0];
+      chain_drop (ps, r, pos);
+      changed[owner] = TRUE;
+      g_assert (ps->live_n[r] > 0); /* validated: a chain keeps a server */
+      if (!primary)
+        continue;
+      /* the next live server takes range r over: logical server `owner`
+       * (one range: partition = range) now runs there */
+      PsServer *srv = &ps->servers[owner];
+      int to = pol_partition_chain (part, r, c[0]);
+      gsize lo = part->ranges[r].lo;
+      pol_replicas_promote (ps->rep, r, c[0], ps->env.model ? ps->global + lo : NULL,
+                            srv->opt ? &srv->opt[0] : NULL, srv->round_sum, &srv->round_n,
+                            srv->held);
+      if (srv->on == srv->id)
+        eng_resource_free (srv->fifo);
+      srv->fifo = ps->servers[to].fifo;
+      srv->on = to;
+      srv->host = ps->servers[to].host;
+      srv->actor = ps->servers[to].name;
+      srv->down = FALSE;
+      srv->epoch++;
+      srv->version++;
+      moved[owner] = TRUE;
+    }
+  double now = eng_sim_now (sim);
+  if (ps->env.rec.server_failure)
+    ps->env.rec.server_failure (ps->env.rec.ctx, dead, ps->servers[dead].up_at, now, now,
+                                ps->servers[dead].min_applied, "ranges");
+  for (int v = 0; v < ps->env.workers; v++)
+    for (int s = 0; s < S; s++)
+      if (changed[s])
+        takeover_resends (ps, &ps->workers[v], &ps->servers[s], moved[s]);
+  g_free (changed);
+  g_free (moved);
+}
+
+/* Server `p` crashes (replication >= 2): it stays out for the rest of the
+ * run.  Every logical server it runs stops (queue, held pulls and
+ * messages in flight lost) until the takeover, `detect` seconds later. */
+static void
+server_out (PsPolicy *ps, int p)
+{
+  EngSim *sim = ps->env.sim;
+  PsServer *phys = &ps->servers[p];
+  if (phys->on != p || phys->down)
+    return; /* out already */
+  EngResource *fifo = phys->fifo;
+  for (int s = 0; s < ps->env.servers; s++)
+    {
+      PsServer *srv = &ps->servers[s];
+      if (srv->on != p)
+        continue;
+      srv->down = TRUE;
+      srv->epoch++;
+      g_array_set_size (srv->pending, 0);
+      srv->fifo = NULL;
+    }
+  eng_resource_free (fifo);
+  EngResource *fresh = eng_resource_new (sim);
+  for (int s = 0; s < ps->env.servers; s++)
+    if (ps->servers[s].on == p)
+      ps->servers[s].fifo = fresh;
+  double now = eng_sim_now (sim);
+  phys->up_at = now; /* the crash time, for the record */
+  span (ps, phys->name, "idle", now, now + ps->sf.detect, phys->min_applied, 0);
+  eng_schedule (sim, ps->sf.detect, on_takeover, ps, GINT_TO_POINTER (p));
+}
+
+/* A server crashes: it stops at once; its update queue, its held pulls and
+ * its messages in flight either way are lost (epochs); replication = 1: its
+ * keys too, until its restart. */
+static void
+on_server_crash (EngSim *sim, gpointer ctx, gpointer data)
+{
+  PsPolicy *ps = ctx;
+  const PolServerFailure *f = data;
+  PsServer *srv = &ps->servers[f->server];
+  double now = eng_sim_now (sim);
+  if (ps->run.finished)
+    return;
+  if (ps->takeover)
+    {
+      server_out (ps, f->server);
+      return;
+    }
+  if (srv->down)
+    {
+      /* already down: the later of the two restarts wins */
+      if (now + f->restart > srv->up_at)
+        {
+          eng_cancel (sim, srv->restart_ev);
+          srv->up_at = now + f->restart;
+          srv->restart_ev = eng_schedule_at (sim, srv->up_at, on_server_restart, ps, srv);
+        }
+    }
+  else
+    {
+      srv->down = TRUE;
+      srv->epoch++;
+      eng_resource_free (srv->fifo);
+      srv->fifo = eng_resource_new (sim);
+      g_array_set_size (srv->pending, 0);
+      srv->up_at = now + f->restart;
+      srv->restart_ev = eng_schedule_at (sim, srv->up_at, on_server_restart, ps, srv);
+    }
+  span (ps, srv->name, "idle", now, now + f->restart, srv->rounds, 0);
+  if (ps->env.rec.server_failure)
+    ps->env.rec.server_failure (ps->env.rec.ctx, srv->id, now, NAN, now + f->restart,
+                                srv->min_applied, "keys");
+}
+
 /* PS's workers: names, hosts, and where the math runs their parameters
  * (shared, own, or the server's snapshot), gradient and batch buffers
  * (unless the steps are deferred to the shared scratch), compression memory
@@ -1071,6 +1530,11 @@ workers_new (PsPolicy *ps)
       wk->accepted_round = -1;
       if (ps->rep)
         wk->acks_missing = g_new0 (int, S);
+      if (ps->crashes || ps->takeover)
+        {
+          wk->have = g_new0 (gboolean, S);
+          wk->arrived = g_new0 (gboolean, S);
+        }
       if (env->model)
         {
           if (ps->shared_global)
@@ -1111,7 +1575,11 @@ servers_new (PsPolicy *ps)
       PsServer *srv = &ps->servers[s];
       srv->id = s;
       srv->name = g_strdup_printf ("server%d", s);
+      srv->actor = srv->name;
+      srv->on = s;
       srv->host = W + s;
+      if (ps->takeover)
+        srv->held = g_new0 (gint64, W);
       int a = ps->part->server_first[s], b = ps->part->server_first[s + 1];
       srv->range = ps->srv_ranges + a;
       srv->n_ranges = b - a;
@@ -1120,6 +1588,8 @@ servers_new (PsPolicy *ps)
       srv->applied = g_new0 (gint64, W);
       srv->n_at_min = W;
       srv->pending = g_array_new (FALSE, FALSE, sizeof (PsPendingPull));
+      if (ps->crashes)
+        srv->counted = g_new0 (gint64, W);
       if (env->model)
         {
           srv->opt = g_new (KernOptimizer *, srv->n_ranges);
@@ -1170,7 +1640,11 @@ ps_create (const PolEnv *env, GError **error)
   ps->sparse_pull = base_values_int (env->values, "policy.pull") == POL_PULL_SPARSE
                     && env->model && env->model->ops->touched;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
-  ps->copy_grads = env->n_failures > 0;
+  ps->sf = env->server_failures;
+  gint64 k_rep = base_values_int (env->values, "policy.replication");
+  ps->crashes = ps->sf.n > 0 && k_rep == 1;
+  ps->takeover = ps->sf.n > 0 && k_rep > 1;
+  ps->copy_grads = env->n_failures > 0 || ps->sf.n > 0;
   /* a filter decides a push's bytes from the gradient, so it is computed
    * before the push */
   ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed && !ps->filter;
@@ -1198,6 +1672,10 @@ ps_create (const PolEnv *env, GError **error)
     {
       ps->global = g_new0 (float, P);
       env->model->ops->init (env->model, ps->global, env->seed);
+      if (ps->crashes)
+        ps->init = g_memdup2 (ps->global, P * sizeof (float));
+      if (ps->crashes && ps->sf.recover == POL_RECOVER_CHECKPOINT)
+        ps->ckpt = g_memdup2 (ps->global, P * sizeof (float));
     }
   ps->grad_shards = g_new0 (gint64, W);
   ps->live = g_hash_table_new_full (g_direct_hash, g_direct_equal, msg_free, NULL);
@@ -1228,6 +1706,18 @@ ps_create (const PolEnv *env, GError **error)
   if (ps->replication > 1)
     ps->rep = pol_replicas_new (ps->part, ps->replication, W, ps->global, &env->opt,
                                 ps->consistency == POL_BSP);
+  if (ps->takeover)
+    {
+      int n = MAX (ps->part->n_ranges, 1);
+      ps->live_chain = g_new (int, n * ps->replication);
+      ps->live_n = g_new (int, n);
+      for (int r = 0; r < ps->part->n_ranges; r++)
+        {
+          ps->live_n[r] = ps->replication;
+          for (int h = 0; h < ps->replication; h++)
+            ps->live_chain[r * ps->replication + h] = h;
+        }
+    }
 
   workers_new (ps);
   if (ps->deferred)
@@ -1255,6 +1745,12 @@ ps_start (PolPolicy *p)
     }
   for (int w = 0; w < ps->env.workers; w++)
     send_pull (ps, &ps->workers[w]);
+  for (int i = 0; i < ps->sf.n; i++)
+    {
+      const PolServerFailure *f = &ps->sf.list[i];
+      g_assert (f->server >= 0 && f->server < ps->env.servers);
+      eng_schedule_at (ps->env.sim, f->at, on_server_crash, ps, (gpointer) f);
+    }
 }
 
 static void
@@ -1313,18 +1809,23 @@ ps_free (PolPolicy *p)
       g_free (wk->next_keys);
       g_free (wk->keys);
       g_free (wk->acks_missing);
+      g_free (wk->have);
+      g_free (wk->arrived);
     }
   for (int s = 0; s < ps->env.servers; s++)
     {
       PsServer *srv = &ps->servers[s];
       g_free (srv->name);
-      eng_resource_free (srv->fifo);
+      if (srv->on == s) /* else its host's */
+        eng_resource_free (srv->fifo);
       for (int j = 0; srv->opt && j < srv->n_ranges; j++)
         kern_optimizer_free (srv->opt[j]);
       g_free (srv->opt);
       snap_unref (srv->snap);
       g_free (srv->round_sum);
       g_free (srv->applied);
+      g_free (srv->counted);
+      g_free (srv->held);
       g_array_unref (srv->pending);
     }
   pol_sparse_free (ps->sparse);
@@ -1334,6 +1835,10 @@ ps_free (PolPolicy *p)
   if (ps->env.servers != 1)  /* else the data of servers[0].snap */
     g_free (ps->global);
   g_free (ps->grad_shards);
+  g_free (ps->init);
+  g_free (ps->live_chain);
+  g_free (ps->live_n);
+  g_free (ps->ckpt);
   pol_replicas_free (ps->rep);
   pol_partition_free (ps->part);
   g_free (ps->srv_ranges);
@@ -1434,6 +1939,41 @@ ps_placement_check (const PolCheck *chk, GError **error)
   return TRUE;
 }
 
+/* Server crashes: alone (no worker failure, no K of N); recover and
+ * checkpoint_every only without copies, detect only with them. */
+static gboolean
+ps_crash_check (const PolCheck *chk, gint64 k, GError **error)
+{
+  gint64 K = base_values_int (chk->values, "policy.wait_for");
+  if (chk->n_failures > 0)
+    return pol_key_error (error, "failures", "server",
+                          "server crashes and worker failures are not simulated in one run; "
+                          "keep either [failures] server or worker");
+  if (K > 0 && K < chk->workers)
+    return pol_key_error (error, "failures", "server",
+                          "server crashes are not simulated with waiting for K of N "
+                          "([policy] wait_for); set wait_for = 0 or remove [failures] server");
+  if (k >= 2 && chk->recover != POL_RECOVER_REINIT)
+    return pol_key_error (error, "failures", "recover",
+                          "applies only to [policy] replication = 1 (with copies the next "
+                          "server of each chain takes over); remove it or set replication = 1");
+  if (k >= 2 && base_values_int (chk->values, "policy.partition") != POL_PARTITION_RANGE)
+    return pol_key_error (error, "failures", "server",
+                          "a takeover under replication is simulated with partition = range "
+                          "only; set [policy] partition = range or remove [failures] server");
+  if (base_values_int (chk->values, "policy.pull") == POL_PULL_SPARSE
+      || pol_filter_of (chk->values))
+    return pol_key_error (error, "failures", "server",
+                          "server crashes are not simulated with sparse or filtered pushes "
+                          "(a resend would have to rebuild them); set pull = dense and "
+                          "filter = none, or remove [failures] server");
+  if (k == 1 && chk->detect_given)
+    return pol_key_error (error, "failures", "detect",
+                          "applies only to [policy] replication >= 2 (a takeover); remove it "
+                          "or set replication = 2 or more");
+  return TRUE;
+}
+
 /* K of N applies to BSP with one server; worker failures need one server. */
 static gboolean
 ps_validate (PolCheck *chk, GError **error)
@@ -1470,6 +2010,8 @@ ps_validate (PolCheck *chk, GError **error)
                           "the copies forward whole key ranges, and sparse or filtered pushes "
                           "along a chain are not modelled; set replication = 1, or pull = dense "
                           "and filter = none");
+  if (chk->n_server_failures > 0 && !ps_crash_check (chk, k, error))
+    return FALSE;
   if (chk->n_failures > 0 && chk->servers != 1)
     return pol_key_error (error, "failures", "worker",
                           "worker failures need one server ([cluster] servers = 1), found %" G_GINT64_FORMAT
@@ -1529,6 +2071,75 @@ describe_chains (GString *out, const PolPartition *part, const BaseValues *value
                           part->n_ranges == 1 ? "" : "s");
 }
 
+/* dtsim check's lines on server crashes: who fails when and, with
+ * replication, who takes which ranges over (the crashes in time order,
+ * each chain dropping the servers crashed before); without replication,
+ * when each comes back and with what. */
+static void
+describe_crashes (GString *out, const PolPartition *part, const PolServerFailures *sf)
+{
+  int S = part->servers, k = part->depth, n = sf->n;
+  int *order = g_new (int, n);
+  for (int i = 0; i < n; i++)
+    order[i] = i;
+  for (int i = 1; i < n; i++) /* insertion sort: stable, by time */
+    for (int j = i; j > 0 && sf->list[order[j]].at < sf->list[order[j - 1]].at; j--)
+      {
+        int t = order[j];
+        order[j] = order[j - 1];
+        order[j - 1] = t;
+      }
+  gboolean *out_now = g_new0 (gboolean, S);
+  int *primary = g_new (int, MAX (part->n_ranges, 1));
+  for (int r = 0; r < part->n_ranges; r++)
+    primary[r] = part->owner[r];
+  g_string_append_printf (out, "server crashes: %d\n", n);
+  for (int i = 0; i < n; i++)
+    {
+      const PolServerFailure *f = &sf->list[order[i]];
+      g_string_append_printf (out, "  server%d crashes at %.9g s", f->server, f->at);
+      if (k == 1)
+        {
+          g_string_append_printf (out, ", back at %.9g s with %s; workers resend what it lost\n",
+                                  f->at + f->restart,
+                                  sf->recover == POL_RECOVER_CHECKPOINT
+                                  ? "its last checkpoint" : "its keys reinitialised");
+          continue;
+        }
+      if (out_now[f->server])
+        {
+          g_string_append (out, ": out already\n");
+          continue;
+        }
+      out_now[f->server] = TRUE;
+      g_string_append_printf (out, ", detected at %.9g s; stays out", f->at + sf->detect);
+      for (int r = 0; r < part->n_ranges; r++)
+        {
+          if (primary[r] != f->server)
+            continue;
+          for (int h = 0; h < k; h++)
+            {
+              int to = pol_partition_chain (part, r, h);
+              if (!out_now[to])
+                {
+                  primary[r] = to;
+                  g_string_append_printf (out, "; range [%" G_GSIZE_FORMAT ", %" G_GSIZE_FORMAT
+                                          ") -> server%d", part->ranges[r].lo,
+                                          part->ranges[r].hi, to);
+                  break;
+                }
+            }
+        }
+      g_string_append_c (out, '\n');
+    }
+  if (k == 1 && sf->recover == POL_RECOVER_CHECKPOINT)
+    g_string_append_printf (out, "  checkpoints: every %" G_GINT64_FORMAT " iterations, at no cost\n",
+                            sf->checkpoint_every);
+  g_free (order);
+  g_free (out_now);
+  g_free (primary);
+}
+
 /* dtsim check's lines: where the keys live (the ranges of each server,
  * keys per server and the imbalance). */
 static char *
@@ -1549,6 +2160,8 @@ ps_describe (const PolModelInfo *mi)
                           part->n_ranges == 1 ? "" : "s", S, S == 1 ? "" : "s", lines);
   if (part->depth > 1)
     describe_chains (out, part, mi->values);
+  if (mi->server_failures && mi->server_failures->n > 0)
+    describe_crashes (out, part, mi->server_failures);
   pol_partition_free (part);
   return g_string_free (out, FALSE);
 }
@@ -1617,6 +2230,7 @@ const PolPolicyOps pol_ps_ops = {
   .source = "M. Li et al.: Scaling distributed machine learning with the parameter server, OSDI 2014; SSP: Q. Ho et al.: More effective distributed ML via a stale synchronous parallel parameter server, NIPS 2013",
   .keys = ps_keys,
   .failures = TRUE,
+  .server_failures = TRUE,
   .compresses = TRUE,
   .filters = TRUE,
   .validate = ps_validate,

@@ -110,6 +110,16 @@ pol_failure_names (void)
   return g_string_free (s, FALSE);
 }
 
+char *
+pol_server_failure_names (void)
+{
+  GString *s = g_string_new (NULL);
+  for (int i = 0; policies[i]; i++)
+    if (policies[i]->server_failures)
+      g_string_append_printf (s, "%s%s", s->len ? " or " : "", policies[i]->name);
+  return g_string_free (s, FALSE);
+}
+
 /* Reads "DPxPPxTP" into dim[3]; FALSE unless three positive integers. */
 static gboolean
 parse_layout (const char *text, gint64 dim[3])

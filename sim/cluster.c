@@ -23,6 +23,7 @@
 
 #include "policies/policy.h"
 #include "sim/cluster.h"
+#include "config/scenario.h"
 #include "config/units.h"
 
 NetTopologyParams
@@ -288,6 +289,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .values = c->values,
     .failures = cl->failures,
     .n_failures = cl->n_failures,
+    .server_failures = cl->server_failures,
     .memory_bandwidth = c->memory_bandwidth * c->memory_efficiency,
     .overlap_slowdown = c->overlap_slowdown,
     .value_bytes = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 2 : 4,
@@ -325,6 +327,7 @@ sim_cluster_new (const SimConfig *c, const PolRecorder *rec, GError **error)
     return NULL;
   gboolean ok = cluster_load_model (cl, error);
   cl->failures = failures_of (c, &cl->n_failures);
+  sim_server_failures (c, &cl->server_failures);
   if (!ok)
     return NULL;
   cluster_device_times (cl);
@@ -345,6 +348,7 @@ sim_cluster_free (SimCluster *cl)
   g_free (cl->ready);
   g_free (cl->recomputed);
   g_free (cl->failures);
+  g_free ((gpointer) cl->server_failures.list);
   if (cl->strag)
     sim_stragglers_free (cl->strag);
   sim_step_cost_clear (&cl->cost);

@@ -52,6 +52,7 @@ typedef struct {
                                 * which layer l's gradient is complete */
   PolFailure *failures;        /* (n_failures) [failures], paired up */
   int n_failures;
+  PolServerFailures server_failures; /* [failures] server crashes, paired up */
   PolEnv env;                  /* what the policy was created with */
   PolPolicy *pol;              /* created, not started */
   /* a compute time came out infinite: the engine was stopped there */

@@ -116,6 +116,17 @@ rec_failure (gpointer ctx, int worker, double start, double end, gint64 iteratio
 }
 
 static void
+rec_server_failure (gpointer ctx, int server, double start, double detected, double end,
+                    gint64 iteration, const char *lost)
+{
+  RunCtx *r = ctx;
+  if (r->trace && sim_trace_wants (&sim_table_failures, r->c->detail))
+    sim_trace_server_failure (r->trace, r->run, server, start, detected, end, iteration, lost);
+  if (r->extra && r->extra->server_failure)
+    r->extra->server_failure (r->extra->ctx, server, start, detected, end, iteration, lost);
+}
+
+static void
 rec_stage (gpointer ctx, const PolStageStats *st)
 {
   RunCtx *r = ctx;
@@ -204,6 +215,7 @@ run_recorder (RunCtx *r)
     .bucket = rec_bucket,
     .param = rec_param,
     .failure = rec_failure,
+    .server_failure = rec_server_failure,
     .progress = rec_progress,
     .stage = rec_stage,
     .mesh = rec_mesh,

@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/tables/) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 8
+#define SIM_TRACE_SCHEMA_VERSION 9
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -148,6 +148,11 @@ void sim_trace_param (SimTrace *t, gint64 run, const char *key,
 /* One worker failure (docs/trace.md, failures). */
 void sim_trace_failure (SimTrace *t, gint64 run, int worker, double start,
                         double end, gint64 iteration, const char *lost);
+/* One parameter-server crash (docs/trace.md, failures): `detected` NAN
+ * where no takeover ran. */
+void sim_trace_server_failure (SimTrace *t, gint64 run, int server, double start,
+                               double detected, double end, gint64 iteration,
+                               const char *lost);
 /* One pipeline stage worker's summary (the `stages` table). */
 void sim_trace_stage (SimTrace *t, gint64 run, const PolStageStats *st);
 void sim_trace_message (SimTrace *t, gint64 run, const char *src,

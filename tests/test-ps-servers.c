@@ -7,7 +7,10 @@
  * refused in one line.  Chain replication ([policy] replication): the
  * closed-form time and bytes of a push through k replicas, replicas that
  * step with the primary's arithmetic, and the same model trained with or
- * without copies.
+ * without copies.  Server crashes ([failures] server): the closed-form
+ * time of a takeover, exactly the crashed server's range moving, the same
+ * model bits after a takeover, a promoted copy's state, reinit and
+ * checkpoint recovery, runs without crashes unchanged, and the refusals.
  */
 #include "config.h"
 
@@ -19,6 +22,7 @@
 #include "policies/partition.h"
 #include "policies/ps-replica.h"
 #include "tests/util.h"
+#include "views/tracedigest.h"
 
 /* partition = range: server s holds exactly comm_shard_bounds's shard s,
  * and its chain is s, s + 1, ... mod S. */
@@ -423,6 +427,378 @@ test_check_prints_chains (void)
   sim_remove_tree (dir);
 }
 
+/* Server crashes (docs/policies.md, "Server failures").  The scenario of
+ * the closed forms above with replication = 2: chains 0 -> 1, 1 -> 2,
+ * 2 -> 3, 3 -> 0.  Server 1 crashes at t_c, in the middle of the
+ * worker's first compute (t0 = 2l + xfer: its pull and the replies), and
+ * is detected d later, after the compute ended: its push of range 1 was
+ * lost on arrival, and range 0's forward to it too.  At t_c + d server 2
+ * holds range 1 and the worker resends to it and to server 0 (range 0's
+ * chain changed); server 0 holds its push, so acknowledges at once (its
+ * chain is now itself), server 2 applies it (U) and, the tail of a chain
+ * of one, acknowledges:
+ *   iteration 0 ends at t_c + d + xfer + U + ack,
+ * and that resend is the first push after the takeover, handed to the
+ * network at t_c + d and arriving at t_c + d + xfer (a free network). */
+static void
+test_crash_takeover_time (void)
+{
+  const double S = 4, T = 2e-3, l = 20e-6, B = 1e9 / 8, F = 1e9 * 0.5;
+  const double P = 15 * 4 + 4, n = P / S;
+  const double U = kern_sgd_flops ((gsize) n) / F;
+  const double xfer = 2 * l + 4 * n / B;
+  const double ack = 2 * l + POL_PS_ACK_BYTES / B;
+  const double t0 = 2 * l + xfer, tc = t0 + T / 2, d = 5e-3;
+  g_autofree char *at = g_strdup_printf ("replication = 2\n[failures]\nserver = 1\n"
+                                         "server_at = %.17g\ndetect = %.17g\n", tc, d);
+  g_autofree char *one = test_replaced (repl_scenario, "iterations = 3", "iterations = 1");
+  g_autofree char *text = test_replaced (one, "replication = 1\n", at);
+  TestRun *r = test_run_collect (text, NULL);
+  g_assert_cmpuint (r->rows->len, ==, 1);
+  const TestRow *row = &g_array_index (r->rows, TestRow, 0);
+  test_assert_close (row->end, tc + d + xfer + U + ack, 1e-9);
+  test_assert_close (r->sum.sim_time, tc + d + xfer + U + ack, 1e-9);
+  test_run_free (r);
+
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-pscrash-XXXXXX", NULL);
+  g_autofree char *db = test_run_messages (dir, text, "t");
+  /* after the pushes at the end of the compute, t0 + T < t_c + d */
+  g_autofree char *first = g_strdup_printf ("SELECT %%s FROM messages WHERE tag = 'grad' AND "
+                                            "dst = 'server2' AND start > %.17g", t0 + T + l);
+  g_autofree char *start = g_strdup_printf (first, "min(start)");
+  g_autofree char *end = g_strdup_printf (first, "min(end)");
+  g_autofree char *count = g_strdup_printf (first, "count(*)");
+  test_assert_close (test_query_number (db, start), tc + d, 1e-12);
+  test_assert_close (test_query_number (db, end), tc + d + xfer, 1e-9);
+  g_assert_cmpfloat (test_query_number (db, count), ==, 1);
+  /* the trace's row: crash, detection and takeover */
+  test_assert_close (test_query_number (db, "SELECT start FROM failures WHERE role = 'server'"),
+                     tc, 1e-12);
+  test_assert_close (test_query_number (db, "SELECT detected FROM failures WHERE worker = 1 "
+                                        "AND role = 'server' AND lost = 'ranges'"), tc + d, 1e-12);
+  sim_remove_tree (dir);
+}
+
+/* Exactly the crashed server's range moves: after the takeover (three
+ * iterations, server 1 crashing during the first) every iteration pushes
+ * to servers 0 and 3 once and to server 2 twice (its range and server 1's),
+ * none to server 1, and forwards only ranges 2 and 3 (range 0's chain lost
+ * its copy, range 1's is its new primary alone).  dtsim check prints that
+ * plan. */
+static void
+test_crash_ranges_move (void)
+{
+  const double T = 2e-3;
+  g_autofree char *text = test_replaced (repl_scenario, "replication = 1\n",
+                                         "replication = 2\n[failures]\nserver = 1\n"
+                                         "server_at = 1ms\ndetect = 3ms\n");
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-pscrash-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "t.ini", NULL);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", "t.ini", "-o", "t.db", "--quiet",
+                                   "--set", "trace.detail=messages", NULL), ==, 0);
+  g_autofree char *db = g_build_filename (dir, "t.db", NULL);
+  /* the takeover is at 4 ms; iterations 1 and 2 push after it */
+  g_assert_cmpfloat (test_query_number (db, "SELECT min(start) FROM messages WHERE tag = 'grad' "
+                                        "AND start > 0.004"), >, 0.004);
+  static const struct { const char *dst; double per_iter; } want[] = {
+    { "server0", 1 }, { "server1", 0 }, { "server2", 2 }, { "server3", 1 },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (want); i++)
+    {
+      g_autofree char *q = g_strdup_printf ("SELECT count(*) FROM messages WHERE tag = 'grad' "
+                                            "AND start > %.17g AND dst = '%s'", 0.004 + T,
+                                            want[i].dst);
+      g_assert_cmpfloat (test_query_number (db, q), ==, 2 * want[i].per_iter);
+    }
+  g_autofree char *fwd = g_strdup_printf ("SELECT count(*) FROM messages WHERE tag = 'replica' "
+                                          "AND start > %.17g", 0.004 + T);
+  g_assert_cmpfloat (test_query_number (db, fwd), ==, 2 * 2);
+  g_assert_cmpfloat (test_query_number (db, "SELECT count(*) FROM messages WHERE start > 0.004 "
+                                        "AND (dst = 'server1' OR src = 'server1')"), ==, 0);
+  g_free (out);
+  g_free (err);
+  out = err = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "t.ini", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "  server1 crashes at 0.001 s, detected at 0.004 s; stays out; "
+                                 "range [16, 32) -> server2\n"));
+  sim_remove_tree (dir);
+}
+
+/* A takeover loses and doubles nothing: BSP with two workers (a round's
+ * mean is the same bits in either order) trains the same model bits with
+ * server 1 crashing mid-run as without, whether it crashes during a
+ * compute or while pushes and forwards are in flight, since the new
+ * primary starts from its copy's parameters, optimizer state and round
+ * and every push not acknowledged is resent and applied once. */
+static void
+test_crash_takeover_same_bits (void)
+{
+  TestRun *plain = test_run_collect (scenario, NULL);
+  g_assert_true (isfinite (plain->sum.final_loss));
+  static const char *const at[] = { "0.5ms", "1.3ms", "2.2ms" };
+  for (guint i = 0; i < G_N_ELEMENTS (at); i++)
+    {
+      g_autofree char *to = g_strdup_printf ("partition = range\nreplication = 2\n[failures]\n"
+                                             "server = 1\nserver_at = %s\ndetect = 1ms\n", at[i]);
+      g_autofree char *text = test_replaced (scenario, "partition = range\n", to);
+      TestRun *r = test_run_collect (text, NULL);
+      g_assert_cmpint (r->sum.updates, ==, plain->sum.updates);
+      g_assert_true (memcmp (&r->sum.final_loss, &plain->sum.final_loss, sizeof (double)) == 0);
+      g_assert_true (memcmp (&r->sum.final_accuracy, &plain->sum.final_accuracy,
+                             sizeof (double)) == 0);
+      g_assert_cmpfloat (r->sum.sim_time, >, plain->sum.sim_time);
+      test_run_free (r);
+    }
+  test_run_free (plain);
+}
+
+/* A promoted copy hands over what it holds: its parameters bit for bit,
+ * its gradients per worker, its open BSP round, and an optimizer that
+ * steps on as the copy's would have. */
+static void
+test_replica_promote (void)
+{
+  const gsize P = 20;
+  const int W = 2, S = 2;
+  PolPartition *part = pol_partition_new (POL_PARTITION_RANGE, P, S, 1, S, 1);
+  float init[20], g[20];
+  for (gsize i = 0; i < P; i++)
+    {
+      init[i] = 0.05f * (float) i - 0.4f;
+      g[i] = 0.01f * (float) (i * i) - 0.3f;
+    }
+  KernOptConfig opt = { 0 };
+  opt.kind = &kern_opt_adam;
+  opt.lr = 0.01;
+  opt.beta1 = 0.9;
+  opt.beta2 = 0.999;
+  opt.eps = 1e-8;
+  PolReplicas *rp = pol_replicas_new (part, 2, W, init, &opt, TRUE);
+  PolReplicas *ref = pol_replicas_new (part, 2, W, init, &opt, TRUE);
+  gsize len = part->ranges[1].hi - part->ranges[1].lo;
+  /* round 0 complete, round 1 holding worker 1's gradient */
+  const int order[][2] = { { 0, 0 }, { 1, 0 }, { 1, 1 } };
+  for (guint i = 0; i < G_N_ELEMENTS (order); i++)
+    {
+      g_assert_true (pol_replicas_apply (rp, 1, 1, order[i][0], order[i][1], g));
+      g_assert_true (pol_replicas_apply (ref, 1, 1, order[i][0], order[i][1], g));
+    }
+  float params[20], sum[20];
+  gint64 n = -1, held[2];
+  KernOptimizer *o = kern_optimizer_new (&opt, len);
+  pol_replicas_promote (rp, 1, 1, params, &o, sum, &n, held);
+  g_assert_true (memcmp (params, pol_replicas_params (ref, 1, 1), len * sizeof (float)) == 0);
+  g_assert_cmpint (held[0], ==, 1);
+  g_assert_cmpint (held[1], ==, 2);
+  g_assert_cmpint (n, ==, 1);
+  for (gsize i = 0; i < len; i++)
+    g_assert_true (sum[i] == g[i]); /* 0 + g: exact */
+  /* worker 0's gradient closes round 1 on both: the same step */
+  g_assert_true (pol_replicas_apply (ref, 1, 1, 0, 1, g));
+  for (gsize i = 0; i < len; i++)
+    sum[i] = (sum[i] + g[i]) * (1.0f / (float) W);
+  kern_optimizer_step (o, params, sum);
+  g_assert_true (memcmp (params, pol_replicas_params (ref, 1, 1), len * sizeof (float)) == 0);
+  kern_optimizer_free (o);
+  pol_replicas_free (rp);
+  pol_replicas_free (ref);
+  pol_partition_free (part);
+}
+
+/* Without replication a crashed server comes back with its keys as
+ * [failures] recover says.  BSP, two workers, three servers, plain SGD
+ * (no optimizer state to lose):
+ *   - reinit, crashing before any round is applied: its keys held the
+ *     initial values then, so the model is the same bits as without a
+ *     crash (a restore to anything else would show);
+ *   - checkpoint every iteration, crashing mid-run during a compute (the
+ *     server idle between rounds): the restored keys are the values it
+ *     held, the same bits again;
+ *   - reinit then loses what the server's keys had learned: another model;
+ *   - a checkpoint never taken (checkpoint_every beyond the run) restores
+ *     the initial values: the bits of reinit. */
+static void
+test_crash_recover (void)
+{
+  g_autofree char *sgd = test_replaced (scenario, "optimizer = adam\nlr = 0.01",
+                                        "optimizer = sgd\nlr = 0.1");
+  g_autofree char *longer = test_replaced (sgd, "iterations = 4", "iterations = 8");
+  TestRun *plain = test_run_collect (longer, NULL);
+  g_assert_true (isfinite (plain->sum.final_loss));
+  /* the workers compute iteration 0 from 62 to 87 us and iteration 4 from
+   * 503 to 528 us, every server idle then */
+  static const struct { const char *at, *recover; int same; } cases[] = {
+    { "75us", "reinit", 1 },
+    { "515us", "checkpoint\ncheckpoint_every = 1", 1 },
+    { "515us", "reinit", 0 },
+  };
+  double loss[G_N_ELEMENTS (cases)];
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *to = g_strdup_printf ("partition = range\n[failures]\nserver = 1\n"
+                                             "server_at = %s\nrestart = 1ms\nrecover = %s\n",
+                                             cases[i].at, cases[i].recover);
+      g_autofree char *text = test_replaced (longer, "partition = range\n", to);
+      TestRun *r = test_run_collect (text, NULL);
+      g_assert_cmpint (r->sum.updates, ==, plain->sum.updates);
+      g_assert_cmpfloat (r->sum.sim_time, >, plain->sum.sim_time);
+      loss[i] = r->sum.final_loss;
+      g_assert_true (isfinite (loss[i]));
+      g_assert_cmpint (memcmp (&loss[i], &plain->sum.final_loss, sizeof (double)) == 0, ==,
+                       cases[i].same);
+      test_run_free (r);
+    }
+  g_autofree char *never = test_replaced (longer, "partition = range\n",
+                                          "partition = range\n[failures]\nserver = 1\n"
+                                          "server_at = 515us\nrestart = 1ms\n"
+                                          "recover = checkpoint\ncheckpoint_every = 100\n");
+  TestRun *r = test_run_collect (never, NULL);
+  g_assert_true (memcmp (&r->sum.final_loss, &loss[2], sizeof (double)) == 0);
+  test_run_free (r);
+  test_run_free (plain);
+}
+
+/* A run without server crashes is the run before they existed: the
+ * digests (views/tracedigest.h) of its iterations, messages, metrics and
+ * spans, written by the build before [failures] server, for BSP over
+ * three servers, SSP with replication = 2, async on one server with top-k
+ * compression, and SSP with hash placement and replication = 3.  (Real
+ * math in the reproducible mode: the same bits on every x86-64 CPU.) */
+static void
+test_no_crash_unchanged (void)
+{
+  static const struct {
+    const char *sets[4];
+    const char *digest[4]; /* iterations, messages, metrics, spans */
+  } cases[] = {
+    { { NULL },
+      { "e6c5e10ec72dd7481e5c5493fac8d46a98054340e34b197e988d43c53a4553f3",
+        "566742329a2f04e64b5c2f776f931d69139b104700d9fd5ce3420c979760e434",
+        "45298efbb9f1f5c9ca8a65c6c6af3b973c21e3234fcf5c148fa3dc455f75a925",
+        "72d8612df759db836914ef37f75038b3977c509e6f4fe12c7402c8a312a00ba9" } },
+    { { "policy.replication=2", "policy.consistency=ssp", NULL },
+      { "596cd019ab6dbf4c026d7ee2b0af971c070c7a34d8b74fa03c717a88baae1420",
+        "3ff9412ce7f70c759730805ad97b7eca5c1d6891db2ac48f2ecc192b96f5f814",
+        "0b585d9dec65037bba14dcc606b0596e13efb7cae6bb19808a914ee01acfcb9a",
+        "de3ccefc6b6e6c058c1624ccc9c6a198529a5b1d736f5570a2c12358d32837a9" } },
+    { { "cluster.servers=1", "policy.consistency=async", "policy.compression=top-k" },
+      { "aa59f990e60f1fce35ab39484d9609402ec9e25913c786ede18bd912e33ac99b",
+        "60ba374711b0a933e1a5278ea46ed1281e04180a7034d87a43846a91183495fc",
+        "85dbe8fffaa6b8356b01e0ea9eaa88e8a13aa5da1fc0efb8d71b557d53f4bee7",
+        "afcbe2145c59b4da175d86ed153b8f54baea404b57eccc760467680828ff6a3e" } },
+    { { "policy.consistency=ssp", "policy.partition=hash", "policy.virtual_nodes=3",
+        "policy.replication=3" },
+      { "a25c4d96ed812eb16106d57bfc9cde395ebb3b4a65b1cabcbede11d900d9a92b",
+        "207642625b43d38bca88ee2358bf024ae183475373b6ee0c219cce1b16f98836",
+        "bf42eaca0b795e431eebedadc1acc157ecab7dea6bf46406373a83d275d5e50b",
+        "800046109a21ff0bfc3d463440a3bc94ef0b51908d2e7f2055c3efc29b55b9eb" } },
+  };
+  static const char *const tables[] = { "iterations", "messages", "metrics", "spans" };
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-pscrash-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "t.ini", NULL);
+  g_assert_true (g_file_set_contents (path, scenario, -1, NULL));
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autoptr (GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+      g_autofree char *db = g_strdup_printf ("t%u.db", c);
+      const char *fixed[] = { "run", "t.ini", "-o", db, "--quiet", "--set", "trace.detail=messages" };
+      for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
+        g_ptr_array_add (args, g_strdup (fixed[i]));
+      for (guint i = 0; i < G_N_ELEMENTS (cases[c].sets) && cases[c].sets[i]; i++)
+        {
+          g_ptr_array_add (args, g_strdup ("--set"));
+          g_ptr_array_add (args, g_strdup (cases[c].sets[i]));
+        }
+      g_ptr_array_add (args, NULL);
+      g_autofree char *out = NULL, *err = NULL;
+      g_assert_cmpint (test_run_dtsim_argv (dir, &out, &err, (const char *const *) args->pdata),
+                       ==, 0);
+      g_autofree char *full = g_build_filename (dir, db, NULL);
+      g_autoptr (GError) error = NULL;
+      g_autoptr (GPtrArray) got = sim_trace_digest (full, &error);
+      g_assert_no_error (error);
+      for (guint t = 0; t < G_N_ELEMENTS (tables); t++)
+        {
+          const SimTableDigest *d = NULL;
+          for (guint i = 0; i < got->len; i++)
+            if (strcmp (((SimTableDigest *) got->pdata[i])->table, tables[t]) == 0)
+              d = got->pdata[i];
+          g_assert_nonnull (d);
+          g_assert_cmpstr (d->sha256, ==, cases[c].digest[t]);
+        }
+    }
+  sim_remove_tree (dir);
+}
+
+/* Bad server-crash keys: one line naming [failures] key and the fix. */
+static void
+test_refusals_crash (void)
+{
+  static const char base[] =
+    "[scenario]\nname = t\niterations = 2\n"
+    "[cluster]\nworkers = 2\nservers = 3\n"
+    "[model]\nkind = softmax\nbatch = 8\n"
+    "[policy]\nkind = ps\nreplication = 1\npartition = range\nwait_for = 0\n"
+    "[failures]\nserver = 1\nserver_at = 1ms\n";
+  static const TestRefusal cases[] = {
+    { "server = 1\n", "server = 3\n",
+      "[failures] server: server 3 does not exist ([cluster] servers = 3)" },
+    { "server = 1\n", "server = -1\n", "[failures] server" },
+    { "server_at = 1ms\n", "", "[failures] server_at: missing" },
+    { "server = 1\nserver_at = 1ms\n", "server = 0, 1\nserver_at = 1ms, 2ms, 3ms\n",
+      "[failures] server_at: 3 times for 2 servers" },
+    { "server_at = 1ms\n", "server_at = soon\n", "[failures] server_at" },
+    { "kind = ps\n", "kind = allreduce\n",
+      "[failures] server: server crashes are simulated by kind = ps only" },
+    { "server_at = 1ms\n", "server_at = 1ms\nrecover = checkpoint\n",
+      "[failures] checkpoint_every: recover = checkpoint needs an interval" },
+    { "server_at = 1ms\n", "server_at = 1ms\ncheckpoint_every = 5\n",
+      "[failures] checkpoint_every: applies only to recover = checkpoint" },
+    { "server_at = 1ms\n", "server_at = 1ms\nrecover = snapshot\n", "[failures] recover" },
+    { "server_at = 1ms\n", "server_at = 1ms\nrecover = checkpoint\ncheckpoint_every = -1\n",
+      "[failures] checkpoint_every" },
+    { "server_at = 1ms\n", "server_at = 1ms\ndetect = 2s\n",
+      "[failures] detect: applies only to [policy] replication >= 2" },
+    { "server_at = 1ms\n", "server_at = 1ms\nworker = 0\nat = 1ms\n",
+      "[failures] server: server crashes and worker failures are not simulated in one run" },
+    { "wait_for = 0\n", "wait_for = 0\nfilter = zero\n",
+      "[failures] server: server crashes are not simulated with sparse or filtered pushes" },
+  };
+  test_refusals (base, cases, G_N_ELEMENTS (cases));
+  /* K of N runs on one server */
+  g_autofree char *one = test_replaced (base, "servers = 3\n", "servers = 1\n");
+  g_autofree char *one0 = test_replaced (one, "server = 1\n", "server = 0\n");
+  static const TestRefusal kofn[] = {
+    { "wait_for = 0\n", "wait_for = 1\n",
+      "[failures] server: server crashes are not simulated with waiting for K of N" },
+  };
+  test_refusals (one0, kofn, G_N_ELEMENTS (kofn));
+  g_autofree char *rep = test_replaced (base, "replication = 1\n", "replication = 2\n");
+  static const TestRefusal rep_cases[] = {
+    { "server_at = 1ms\n", "server_at = 1ms\nrecover = checkpoint\ncheckpoint_every = 2\n",
+      "[failures] recover: applies only to [policy] replication = 1" },
+    { "server_at = 1ms\n", "server_at = 1ms\ndetect = 4000s\n", "[failures] detect" },
+    { "server_at = 1ms\n", "server_at = 1ms\ndetect = -1s\n", "[failures] detect" },
+    { "partition = range\n", "partition = hash\n",
+      "[failures] server: a takeover under replication is simulated with partition = range" },
+    { "server = 1\n", "server = 1, 2\n",
+      "[failures] server: every server of the chain of server 1's range" },
+  };
+  test_refusals (rep, rep_cases, G_N_ELEMENTS (rep_cases));
+  /* no crash listed: the keys that tune one are refused */
+  static const TestRefusal none[] = {
+    { "server = 1\nserver_at = 1ms\n", "recover = checkpoint\n",
+      "[failures] recover: applies only to server crashes" },
+    { "server = 1\nserver_at = 1ms\n", "detect = 2s\n",
+      "[failures] detect: applies only to server crashes" },
+    { "server = 1\nserver_at = 1ms\n", "checkpoint_every = 3\n",
+      "[failures] checkpoint_every: applies only to server crashes" },
+  };
+  test_refusals (base, none, G_N_ELEMENTS (none));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -438,5 +814,12 @@ main (int argc, char **argv)
   g_test_add_func ("/ps-servers/replication/same-math", test_replication_same_math);
   g_test_add_func ("/ps-servers/replication/refusals", test_refusals_replication);
   g_test_add_func ("/ps-servers/replication/check-prints-chains", test_check_prints_chains);
+  g_test_add_func ("/ps-servers/crash/takeover-time", test_crash_takeover_time);
+  g_test_add_func ("/ps-servers/crash/ranges-move", test_crash_ranges_move);
+  g_test_add_func ("/ps-servers/crash/takeover-same-bits", test_crash_takeover_same_bits);
+  g_test_add_func ("/ps-servers/crash/replica-promote", test_replica_promote);
+  g_test_add_func ("/ps-servers/crash/recover", test_crash_recover);
+  g_test_add_func ("/ps-servers/crash/refusals", test_refusals_crash);
+  g_test_add_func ("/ps-servers/crash/none-unchanged", test_no_crash_unchanged);
   return g_test_run ();
 }

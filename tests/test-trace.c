@@ -53,7 +53,8 @@ static const char *const schema_now[] = {
   "CREATE TABLE failures (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  worker INTEGER NOT NULL, start REAL NOT NULL, end REAL NOT NULL,"
   "  iteration INTEGER NOT NULL, lost TEXT NOT NULL CHECK (lost IN"
-  "  ('compute','send','recv','idle')))",
+  "  ('compute','send','recv','idle','keys','ranges')), role TEXT NOT NULL CHECK"
+  " (role IN ('worker','server')), detected REAL)",
   "CREATE TABLE stages (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  replica INTEGER NOT NULL, stage INTEGER NOT NULL, worker INTEGER NOT NULL,"
   "  first_layer INTEGER NOT NULL, last_layer INTEGER NOT NULL, params INTEGER NOT NULL,"
@@ -325,7 +326,7 @@ static const struct {
   { "links", "i:1|i:3|t:host1.down|r:1250000000|r:5.0000000000000004e-06\n", 0 },
   { "buckets", "i:1|i:7|i:2|r:25000000|r:0.10000000000000001|"
                "r:0.20000000000000001|r:0.29999999999999999|t:ring\n", 0 },
-  { "failures", "i:1|i:5|r:0.5|r:0.69999999999999996|i:7|t:send\n", 0 },
+  { "failures", "i:1|i:5|r:0.5|r:0.69999999999999996|i:7|t:send|t:worker|NULL\n", 0 },
   /* bubble = idle / (compute + idle), NULL when both are 0 */
   { "stages", "i:1|i:1|i:2|i:3|i:10|i:19|i:5000000000|r:1000000000000|i:4|"
               "r:1000000000|r:1000000|r:3|r:1|r:0.25\n"
