@@ -1209,6 +1209,51 @@ lab8_sparse (void)
   g_assert_cmpfloat (q (db, "SELECT MAX(ABS(a.loss - b.loss) / a.loss) %s", pairs), <, 1e-8);
 }
 
+/* Part 2: scenarios/ps-crash.ini's four runs. */
+static double
+crash_q (const char *where, const char *expr)
+{
+  const char *db = lab_db ("ps-crash", NULL);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT %s FROM runs r WHERE r.id = %s", expr, id);
+}
+
+static void
+lab8_crash (void)
+{
+  const char *none = "failures.server_at=";
+  const char *reinit = "failures.server_at=0.6s policy.replication=1 failures.recover=reinit";
+  const char *ckpt = "failures.recover=checkpoint";
+  const char *copy = "policy.replication=2";
+  assert_rounds_to (crash_q (none, "sim_time"), 0.831, 0.001);
+  assert_rounds_to (crash_q (reinit, "sim_time"), 1.329, 0.001);
+  assert_rounds_to (crash_q (ckpt, "sim_time"), 1.329, 0.001);
+  assert_rounds_to (crash_q (copy, "sim_time"), 1.054, 0.001);
+  /* without a copy the crash costs about the restart, 0.5 s */
+  assert_rounds_to (crash_q (reinit, "sim_time") - crash_q (none, "sim_time"), 0.5, 0.01);
+  /* the failures table: down from 0.6 s to 1.1 s; with a copy, detected at 0.7 s */
+  const char *db = lab_db ("ps-crash", NULL);
+  g_autofree char *r = run_with (reinit);
+  g_autofree char *c = run_with (copy);
+  assert_rounds_to (q (db, "SELECT start FROM failures WHERE run_id = %s AND role = 'server'", r),
+                    0.6, 1e-9);
+  assert_rounds_to (q (db, "SELECT end FROM failures WHERE run_id = %s AND role = 'server'", r),
+                    1.1, 1e-9);
+  assert_rounds_to (q (db, "SELECT detected FROM failures WHERE run_id = %s", c), 0.7, 1e-9);
+  /* the takeover's model is the reference's, to the bit */
+  g_assert_cmpfloat (crash_q (copy, "final_loss"), ==, crash_q (none, "final_loss"));
+  g_assert_cmpfloat (crash_q (copy, "final_accuracy"), ==, crash_q (none, "final_accuracy"));
+  assert_rounds_to (crash_q (none, "final_loss"), 0.4592, 0.0001);
+  assert_rounds_to (100 * crash_q (none, "final_accuracy"), 80.26, 0.01);
+  /* reinit pays for the lost keys; the checkpoint ends within 0.004 */
+  assert_rounds_to (crash_q (reinit, "final_loss"), 0.4786, 0.0001);
+  assert_rounds_to (100 * crash_q (reinit, "final_accuracy"), 79.86, 0.01);
+  assert_rounds_to (crash_q (ckpt, "final_loss"), 0.4561, 0.0001);
+  assert_rounds_to (100 * crash_q (ckpt, "final_accuracy"), 80.34, 0.01);
+  g_assert_cmpfloat (fabs (crash_q (ckpt, "final_loss") - crash_q (none, "final_loss")), <,
+                     0.004);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1262,6 +1307,7 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/parameter-server/3-replication", lab8_replication);
   g_test_add_func ("/labs/parameter-server/4-filters", lab8_filters);
   g_test_add_func ("/labs/parameter-server/5-sparse", lab8_sparse);
+  g_test_add_func ("/labs/parameter-server/6-crash", lab8_crash);
   g_test_add_func ("/studies/backup-workers", study_backup_workers);
   g_test_add_func ("/studies/hogwild", study_hogwild);
   int rc = g_test_run ();
