@@ -480,8 +480,10 @@ cmd_check (int argc, char **argv)
   g_autoptr (GPtrArray) names = p->host_names ((int) c->workers, (int) c->servers);
   NetTopologyParams tp = sim_topology_params (c, names);
   g_autofree char *summary = t->summary ? t->summary (&tp) : NULL;
-  printf ("network: %s Contention: %s.%s%s\n", summary ? summary : t->description,
+  printf ("network: %s Contention: %s. Flow classes: %s.%s%s\n",
+          summary ? summary : t->description,
           sim_scenario_choice_name ("network", "contention", c->contention),
+          sim_scenario_choice_name ("network", "flow_classes", c->flow_classes),
           c->links ? " Link overrides: " : "",
           c->links ? c->links : "");
   /* a timing-only run computes no gradient, whatever the policy's words */

@@ -806,6 +806,8 @@ coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
       sub.bufs = bufs;
       sub.n = hi - lo;
       sub.channels = 0;
+      /* the channels run at once: none is alone on the network */
+      sub.exclusive = a->exclusive && C == 1;
       /* the same algorithm and kind: only the first can fail */
       if (!comm_start (alg, &sub, kind, on_channel_done, join, NULL,
                            error))
@@ -815,6 +817,139 @@ coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
           return FALSE;
         }
     }
+  return TRUE;
+}
+
+/* --- Flow classes --------------------------------------------------------- */
+
+/* Kinds of rounds an algorithm may describe (CommAlgorithm.rounds). */
+#define COLL_ROUND_KINDS 4
+
+/* A collective run as flow classes: its ranks in lock step, each round one
+ * class of p equivalent transfers timed once (docs/collectives.md, "Flow
+ * classes").  One event per round, at its end. */
+typedef struct {
+  EngSim *sim;
+  NetNetwork *net;
+  int n_kinds;                    /* kinds of rounds */
+  int kind;                       /* the current kind */
+  int left;                       /* rounds of it not yet ended */
+  double t;                       /* s, when the current round began */
+  int count[COLL_ROUND_KINDS];    /* rounds of each kind */
+  double delay[COLL_ROUND_KINDS]; /* s, latency phase of its transfers */
+  double bw[COLL_ROUND_KINDS];    /* bytes/s, each transfer's rate */
+  double bytes[COLL_ROUND_KINDS]; /* bytes of each transfer */
+  double secs[COLL_ROUND_KINDS];  /* s, each receiver's reduction */
+  CommDone done;
+  gpointer ctx, data;
+} CollClass;
+
+static void on_class_round (EngSim *sim, gpointer ctx, gpointer data);
+
+/* Times the round that begins at c->t and schedules its end: the
+ * receiver's last byte as the network would time it, then its reduction
+ * (eng_schedule's now + delay). */
+static void
+class_round (CollClass *c)
+{
+  int k = c->kind;
+  double t = net_network_class_arrival (c->net, c->t, c->delay[k],
+                                        c->bytes[k], c->bw[k]);
+
+  if (c->secs[k] > 0)
+    t = t + c->secs[k];
+  c->t = t;
+  eng_schedule_at (c->sim, t, on_class_round, c, NULL);
+}
+
+/* A round has ended on every rank: the next begins, or the collective is
+ * done. */
+static void
+on_class_round (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  CollClass *c = ctx;
+  CommDone done = c->done;
+  gpointer cctx = c->ctx, cdata = c->data;
+
+  if (--c->left == 0 && ++c->kind < c->n_kinds)
+    c->left = c->count[c->kind];
+  if (c->left > 0)
+    {
+      class_round (c);
+      return;
+    }
+  net_network_release (c->net);
+  g_free (c);
+  done (sim, cctx, cdata);
+}
+
+/* Runs `op` (built, not started) as flow classes when it may: the caller
+ * declared it exclusive, it moves no data, its algorithm describes it as
+ * rounds, each kind of round's transfers form one class of routes
+ * (net_network_class_routes) and the network is idle, has no observer and
+ * allows flow classes (net_network_claim).  Then frees op and returns
+ * TRUE; else changes nothing and returns FALSE. */
+static gboolean
+coll_class_start (CollOp *op, const CommArgs *a)
+{
+  CommRound rounds[COLL_ROUND_KINDS];
+  int n, p = op->pub.p;
+  gboolean ok;
+  CollClass *c;
+  g_autofree int *dst = NULL;
+  g_autofree double *floor = NULL;
+
+  if (!a->exclusive || op->bufs != NULL || op->alg->rounds == NULL || p < 2
+      || !(op->elem_bytes > 0) || !net_network_flow_classes (op->net)
+      || net_network_active (op->net) > 0)
+    return FALSE;
+  n = op->alg->rounds (&op->pub, rounds, COLL_ROUND_KINDS);
+  if (n == 0)
+    return FALSE;
+  c = g_new0 (CollClass, 1);
+  dst = g_new (int, p);
+  floor = g_new (double, p);
+  ok = TRUE;
+  for (int k = 0; k < n; k++)
+    {
+      const CommRound *rd = &rounds[k];
+
+      g_assert (rd->count >= 1 && rd->elems >= 1 && rd->to != NULL);
+      for (int r = 0; r < p && ok; r++)
+        {
+          g_assert (rd->to[r] != r && rd->to[r] >= 0 && rd->to[r] < p);
+          dst[r] = op->hosts[rd->to[r]];
+          floor[r] = step_floor (op, r, rd->to[r]);
+        }
+      ok = ok && net_network_class_routes (op->net, p, op->hosts, dst, floor,
+                                           &c->delay[k], &c->bw[k]);
+      c->count[k] = rd->count;
+      c->bytes[k] = (double) rd->elems * op->elem_bytes;
+      c->secs[k] = rd->mode == COMM_RECV_COPY ? 0
+                   : op->reduce_per_byte * (double) rd->elems
+                     * op->elem_bytes;
+      g_free (rd->to);
+    }
+  if (!ok || !net_network_claim (op->net))
+    {
+      g_free (c);
+      return FALSE;
+    }
+  net_network_count_collective (op->net, TRUE);
+  c->sim = op->sim;
+  c->net = op->net;
+  c->n_kinds = n;
+  c->left = c->count[0];
+  c->done = op->done;
+  c->ctx = op->ctx;
+  c->data = op->data;
+  /* the ranks start when on_start would run them */
+  c->t = eng_sim_now (op->sim) + a->launch_overhead;
+  G_LOCK (coll_stats);
+  coll_stats.classes++;
+  G_UNLOCK (coll_stats);
+  coll_op_free (op);
+  class_round (c);
   return TRUE;
 }
 
@@ -889,6 +1024,9 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
       coll_op_free (op);
       return FALSE;
     }
+  if (coll_class_start (op, a))
+    return TRUE;
+  net_network_count_collective (op->net, FALSE);
   for (int r = 0; r < a->p; r++)
     rank_load (op, r);
   op->outstanding = 1;

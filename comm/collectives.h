@@ -77,6 +77,10 @@ typedef struct {
                                 first byte moves (its latency is the larger
                                 of this and its route's) */
   double intra_step_overhead; /* the same between ranks of one host group */
+  gboolean exclusive;        /* the caller promises that no other transfer
+                                uses the network until `done`: the
+                                collective may then run as flow classes
+                                (docs/collectives.md, "Flow classes") */
   int channels;              /* all-reduce only: 0 = as given, one
                                 collective over the ranks in their order;
                                 C >= 1 = C concurrent collectives, each over
@@ -94,6 +98,7 @@ typedef struct {
  * rank's program (comm/program.h, private to comm/). */
 typedef struct CommOp CommOp;
 typedef struct CommStep CommStep;
+typedef struct CommRound CommRound;
 
 /* A two-level network for a cost formula: ranks in groups of `group`
  * (host groups: a node, a rack), routes inside a group of latency
@@ -160,6 +165,14 @@ struct CommAlgorithm {
   /* Every rank's transfers are handed to the network at once (naive: the
    * root as driver), not one per rank and channel at a time. */
   gboolean all_at_once;
+  /* Optional (NULL: never): the collective `op` as lock-step rounds
+   * (comm/program.h, CommRound) when every rank's program is the same up
+   * to a relabelling of the ranks: each step of every rank is, in order, an
+   * eager send of as many elements to one rank and a receive of as many
+   * from another.  Writes up to `max` rounds kinds into `out` and returns
+   * their number; 0 when the programs are not so (blocks of unequal sizes,
+   * groups of unequal sizes, a kind it does not describe). */
+  int (*rounds) (const CommOp *op, CommRound *out, int max);
 };
 
 /* TRUE for the collectives that go from one root to all ranks or back
@@ -246,6 +259,7 @@ typedef struct {
   guint64 transfers;    /* messages handed to net_send */
   guint64 examined;     /* times the executor examined a rank's current step */
   guint64 stored_steps; /* steps of the programs stored by builders */
+  guint64 classes;      /* collectives of those run as flow classes */
 } CommStats;
 
 /* Copies the counters into *out. */

@@ -210,6 +210,53 @@ hier_step (const CommOp *op, int r, guint index, CommStep *out)
   return FALSE;
 }
 
+/* The hierarchical all-reduce as rounds (CommAlgorithm.rounds) when every
+ * group has g ranks and the blocks cut evenly (g divides n, m divides n/g):
+ * g - 1 reducing rounds inside the groups, m - 1 reducing and m - 1
+ * copying rounds across them among the owners of each block, g - 1
+ * copying rounds inside the groups; every message of a phase has the
+ * same size. */
+static int
+hier_rounds (const CommOp *op, CommRound *out, int max)
+{
+  const HierGroups *h = op->state;
+  int m = h->m, g = h->G, p = op->p, n_out = 0;
+  gsize chunk;
+
+  if (op->kind != COMM_ALLREDUCE || p < 2 || max < 4 || op->n == 0)
+    return 0;
+  for (int j = 0; j < m; j++)
+    if (h->start[j + 1] - h->start[j] != g)
+      return 0;
+  if (op->n % (gsize) g != 0)
+    return 0;
+  chunk = op->n / (gsize) g;
+  if (m > 1 && chunk % (gsize) m != 0)
+    return 0;
+  for (int phase = 0; phase < 4; phase++)
+    {
+      gboolean cross = phase == 1 || phase == 2;
+      CommRound *o;
+
+      if ((cross && m < 2) || (!cross && g < 2))
+        continue;
+      o = &out[n_out++];
+      *o = (CommRound) { cross ? m - 1 : g - 1,
+                            cross ? chunk / (gsize) m : chunk,
+                            phase < 2 ? COMM_RECV_REDUCE : COMM_RECV_COPY,
+                            g_new (int, p) };
+      for (int r = 0; r < p; r++)
+        {
+          int j = h->grp[r], l = h->loc[r];
+
+          /* with groups of G ranks, local rank l owns block l alone */
+          o->to[r] = cross ? h->members[h->start[j + 1 == m ? 0 : j + 1] + l]
+                           : h->members[h->start[j] + (l + 1 == g ? 0 : l + 1)];
+        }
+    }
+  return n_out;
+}
+
 /* Uniform links, p ranks in m = p/g groups of g: the reduce-scatter and
  * the all-gather of block 0 (M1 = ceil(n/g) elements, the largest) are
  * chains of g-1 transfers each, the ring all-reduce of block 0 across the
@@ -258,4 +305,5 @@ const CommAlgorithm comm_hier = {
   .step = hier_step,
   .cost = hier_cost,
   .cost_levels = hier_cost_levels,
+  .rounds = hier_rounds,
 };

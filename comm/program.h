@@ -80,6 +80,19 @@ struct CommStep {
   gsize lo, hi;       /* element range [lo, hi), lo <= hi <= n */
 };
 
+/* Consecutive rounds of a symmetric collective (CommAlgorithm.rounds):
+ * in each of `count` rounds, every rank r sends `elems` elements to
+ * to[r] (an eager send) and then receives `elems` elements from the rank
+ * that sends to it, combined per `mode`; rank r's next round starts when
+ * its receive has completed.  `to` is a permutation of the ranks without
+ * fixed point. */
+struct CommRound {
+  int count;          /* rounds, >= 1 */
+  gsize elems;        /* elements per message, >= 1 */
+  CommRecvMode mode;  /* how every receive of these rounds combines */
+  int *to;            /* (p) newly allocated; freed by the executor */
+};
+
 /* Fill *out with a send of [lo, hi) to dst (flags COMM_SEND_*), a
  * receive of [lo, hi) from src combined per `mode`, or a local step; they
  * return TRUE, for a generator to return. */

@@ -89,6 +89,32 @@ ring_step (const CommOp *op, int r, guint index, CommStep *out)
   return comm_step_recv (out, r == 0 ? p - 1 : r - 1, lo, hi, mode);
 }
 
+/* The ring as rounds (CommAlgorithm.rounds): every rank sends to r + 1 and
+ * receives from r - 1 in each of the p - 1 steps of a pass, and a pass
+ * moves equal blocks when p divides n; broadcast's relay is no such ring
+ * (its ranks wait in turn). */
+static int
+ring_rounds (const CommOp *op, CommRound *out, int max)
+{
+  int p = op->p, n_out = 0;
+
+  if (p < 2 || op->n % (gsize) p != 0 || op->n == 0 || max < 2)
+    return 0;
+  if (op->kind == COMM_ALLREDUCE || op->kind == COMM_REDUCE_SCATTER)
+    out[n_out++] = (CommRound) { p - 1, op->n / (gsize) p,
+                                    COMM_RECV_REDUCE, NULL };
+  if (op->kind == COMM_ALLREDUCE || op->kind == COMM_ALLGATHER)
+    out[n_out++] = (CommRound) { p - 1, op->n / (gsize) p, COMM_RECV_COPY,
+                                    NULL };
+  for (int i = 0; i < n_out; i++)
+    {
+      out[i].to = g_new (int, p);
+      for (int r = 0; r < p; r++)
+        out[i].to[r] = r + 1 == p ? 0 : r + 1;
+    }
+  return n_out;
+}
+
 /* Patarasuk & Yuan 2009, Thakur et al. 2005:
  * 2(p-1) alpha + 2 ((p-1)/p) n beta, with n/p replaced by the largest
  * block M = ceil(n/p) elements (exact: block 0's path through all
@@ -164,4 +190,5 @@ const CommAlgorithm comm_ring = {
   .cost = ring_cost,
   .cost_levels = ring_cost_levels,
   .messages = ring_messages,
+  .rounds = ring_rounds,
 };

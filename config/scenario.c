@@ -35,6 +35,8 @@ typedef BaseKey KeyDef;
 static const BaseChoice contention_choices[] = {
   { "max-min", NET_CONTENTION_MAXMIN, FALSE }, { "none", NET_CONTENTION_NONE, FALSE },
   { "maxmin", NET_CONTENTION_MAXMIN, TRUE }, { NULL, 0, FALSE } };
+static const BaseChoice flow_class_choices[] = {
+  { "auto", 0, FALSE }, { "off", 1, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice detail_choices[] = {
   { "summary", SIM_DETAIL_SUMMARY, FALSE }, { "iterations", SIM_DETAIL_ITERATIONS, FALSE },
   { "spans", SIM_DETAIL_SPANS, FALSE }, { "messages", SIM_DETAIL_MESSAGES, FALSE },
@@ -144,6 +146,8 @@ static const KeyDef core_keys[] = {
     "Latency of every link; on a star a transfer crosses two links.", NULL },
   { "network", "contention", BASE_KEY_ENUM, 0, "max-min", 0, 0, 0, contention_choices, OFF (contention),
     "max-min: flows share links max-min fairly; none: every flow gets its route's slowest bandwidth.", NULL },
+  { "network", "flow_classes", BASE_KEY_ENUM, 0, "auto", 0, 0, 0, flow_class_choices, OFF (flow_classes),
+    "auto: a collective whose ranks' transfers are equivalent (equal blocks, routes of one class, alone on the network, timing only, messages not traced) runs as one flow per class of transfers, with the same times as per message (docs/collectives.md, Flow classes); off: always per message.", NULL },
   { "network", "links", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (links),
     "Per-link overrides after the topology is built: 'NAME BANDWIDTH [LATENCY]' entries separated by ';', e.g. rack0.up 1Gbps; worker3.down 100Mbps 200us (link names: docs/network.md).", NULL },
   { "network", "fabric", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (fabric),

@@ -110,6 +110,7 @@ typedef struct {
   double net_efficiency; /* share of bandwidth the links deliver, (0, 1] */
   double latency;        /* seconds per link */
   int contention;        /* NetContention */
+  int flow_classes;      /* 0 = auto, 1 = off ([network] flow_classes) */
   char *links;           /* per-link overrides, NULL = none */
   char *fabric;          /* catalog link for every link, NULL = none */
   char *intra_fabric;    /* nodes: catalog link inside a node, NULL = none */

@@ -165,6 +165,53 @@ void net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
 /* Transfers started and not yet finished. */
 gsize net_network_active (const NetNetwork *net);
 
+/* --- Flow classes (docs/network.md, "Flow classes") ----------------------
+ *
+ * A collective step whose p transfers are equivalent (same bytes, same
+ * start, congruent routes: each link crossed by one of them alone, every
+ * route of the same latency and slowest bandwidth) is timed as one flow
+ * carrying a multiplicity p: alone on its links, each member takes what
+ * net_send() would give it, computed once.  The collective executor
+ * (comm/collectives.c) decides when a collective may run so; these are
+ * the network's side of it. */
+
+/* Whether collectives may run as flow classes on this network ([network]
+ * flow_classes = auto, the default) or always per message (off). */
+void net_network_set_flow_classes (NetNetwork *net, gboolean on);
+gboolean net_network_flow_classes (const NetNetwork *net);
+
+/* Claims the network for one flow-class collective: TRUE when flow classes
+ * are on, no transfer is in flight, no observer is set (a trace recording
+ * every message takes the per-message path) and no claim is held.  While
+ * claimed, handing a transfer to the network is a caller's error (it
+ * aborts): the claimer promised to be the only traffic. */
+gboolean net_network_claim (NetNetwork *net);
+/* Ends the claim taken by net_network_claim(). */
+void net_network_release (NetNetwork *net);
+
+/* Whether the n routes src[i] -> dst[i] (src[i] != dst[i]) form one class:
+ * each exists, no link is crossed by two of them, and every route has the
+ * same latency phase max(floor[i], route latency) and the same slowest
+ * bandwidth, to the bit.  When they do, writes that phase (s) to *delay
+ * and that bandwidth (bytes/s) to *bandwidth. */
+gboolean net_network_class_routes (NetNetwork *net, int n, const int *src,
+                                   const int *dst, const double *floor,
+                                   double *delay, double *bandwidth);
+
+/* When a transfer of `bytes` (> 0) handed to the network at `now`, with
+ * latency phase `delay` and alone at `bandwidth` on its route (the values
+ * net_network_class_routes() gave), has its last byte in: the same
+ * floating-point operations, in the same order, as the per-message path. */
+double net_network_class_arrival (const NetNetwork *net, double now,
+                                  double delay, double bytes,
+                                  double bandwidth);
+
+/* Counts one collective run as flow classes (`classes`) or per message. */
+void net_network_count_collective (NetNetwork *net, gboolean classes);
+/* Collectives run so far as flow classes and per message. */
+void net_network_collective_counts (const NetNetwork *net, guint64 *classes,
+                                    guint64 *detailed);
+
 /* --- Topologies ---------------------------------------------------------- */
 
 /* The description of a topology a scenario asks for.  The first four fields

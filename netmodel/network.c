@@ -203,6 +203,14 @@ struct NetNetwork {
   guint64 next_seq;        /* seq of the next flow */
   NetObserver observer;    /* called after every NetDone, or NULL */
   gpointer observer_ctx;
+  gboolean flow_classes;   /* collectives may run as flow classes */
+  gboolean claimed;        /* a flow-class collective holds the network */
+  guint64 class_stamp;     /* stamp of net_network_class_routes' marks */
+  guint64 *class_marks;    /* (n_class_marks) scratch of
+                              net_network_class_routes, by link id */
+  guint n_class_marks;
+  guint64 coll_classes;    /* collectives run as flow classes */
+  guint64 coll_detailed;   /* collectives run per message */
 };
 
 /* Grows a vector's storage (v, *cap elements of `size` bytes) for one more
@@ -306,6 +314,7 @@ net_network_new (EngSim *sim, NetContention contention)
   net->link_ids = g_hash_table_new (g_str_hash, g_str_equal);
   net->dirty_epoch = 1;
   net->region_passes = NET_REGION_PASSES;
+  net->flow_classes = TRUE;
   return net;
 }
 
@@ -377,6 +386,7 @@ net_network_free (NetNetwork *net)
   g_hash_table_destroy (net->host_ids);
   g_ptr_array_free (net->host_names, TRUE);
   g_array_unref (net->host_groups);
+  g_free (net->class_marks);
   g_free (net);
 }
 
@@ -1653,6 +1663,11 @@ net_send_floored (NetNetwork *net, int src, int dst, double bytes,
   g_return_if_fail (host_valid (net, src) && host_valid (net, dst));
   g_return_if_fail (isfinite (bytes) && bytes >= 0);
   g_return_if_fail (isfinite (floor) && floor >= 0);
+  if (G_UNLIKELY (net->claimed))
+    g_error ("a transfer %s -> %s was handed to the network while a "
+             "flow-class collective holds it",
+             net_network_host_name (net, src),
+             net_network_host_name (net, dst));
   if (src != dst)
     {
       route = route_links (net, src, dst, stack, &heap, &n_hops);
@@ -1691,6 +1706,143 @@ net_send_floored (NetNetwork *net, int src, int dst, double bytes,
   else
     f->event = eng_schedule (net->sim, MAX (floor, route_latency (net, route, n_hops)),
                              on_latency_over, net, f);
+}
+
+/* --- Flow classes ---------------------------------------------------------- */
+
+/* Turns flow classes on (the default) or off for the collectives run on
+ * `net`. */
+void
+net_network_set_flow_classes (NetNetwork *net, gboolean on)
+{
+  g_return_if_fail (net != NULL);
+  net->flow_classes = on;
+}
+
+/* Whether collectives may run as flow classes on `net`. */
+gboolean
+net_network_flow_classes (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, FALSE);
+  return net->flow_classes;
+}
+
+/* Takes the network for one flow-class collective when it is idle, has no
+ * observer and flow classes are on; FALSE, changing nothing, otherwise. */
+gboolean
+net_network_claim (NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, FALSE);
+  if (!net->flow_classes || net->claimed || net->live.len > 0
+      || net->observer != NULL)
+    return FALSE;
+  net->claimed = TRUE;
+  return TRUE;
+}
+
+/* Gives back the claim of net_network_claim(). */
+void
+net_network_release (NetNetwork *net)
+{
+  g_return_if_fail (net != NULL && net->claimed);
+  net->claimed = FALSE;
+}
+
+/* Checks that the n routes src[i] -> dst[i] form one class (each link
+ * crossed by one of them, equal latency phases and slowest bandwidths to
+ * the bit); writes their phase and bandwidth.  O(total route length): the
+ * links are stamped in net->class_marks. */
+gboolean
+net_network_class_routes (NetNetwork *net, int n, const int *src,
+                          const int *dst, const double *floor, double *delay,
+                          double *bandwidth)
+{
+  g_return_val_if_fail (net != NULL && n >= 1, FALSE);
+  g_return_val_if_fail (src != NULL && dst != NULL && floor != NULL, FALSE);
+  g_return_val_if_fail (delay != NULL && bandwidth != NULL, FALSE);
+
+  if (net->n_class_marks < net->links->len)
+    {
+      g_free (net->class_marks);
+      net->n_class_marks = net->links->len;
+      net->class_marks = g_new0 (guint64, net->n_class_marks);
+    }
+  net->class_stamp++;
+  for (int i = 0; i < n; i++)
+    {
+      int stack[NET_ROUTE_STACK], len;
+      g_autofree int *heap = NULL;
+      const int *route;
+      double d, b;
+
+      if (!host_valid (net, src[i]) || !host_valid (net, dst[i])
+          || src[i] == dst[i])
+        return FALSE;
+      route = route_links (net, src[i], dst[i], stack, &heap, &len);
+      if (len <= 0)
+        return FALSE;
+      for (int k = 0; k < len; k++)
+        {
+          /* links added after the first call have no mark yet */
+          if (route[k] < 0 || (guint) route[k] >= net->n_class_marks)
+            return FALSE;
+          if (net->class_marks[route[k]] == net->class_stamp)
+            return FALSE;   /* two members on one link: they would share */
+          net->class_marks[route[k]] = net->class_stamp;
+        }
+      d = MAX (floor[i], route_latency (net, route, len));
+      b = route_bandwidth (net, route, len);
+      if (i == 0)
+        {
+          *delay = d;
+          *bandwidth = b;
+        }
+      else if (d != *delay || b != *bandwidth)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The arrival time of a lone transfer, as the per-message path computes
+ * it: with max-min, the latency event at now + delay (eng_schedule), then
+ * the completion at that time + remaining / rate, the rate being the
+ * bandwidth itself (a lone flow's fair share is its slowest link's
+ * bandwidth / 1, exact; its remaining bytes are all its bytes);
+ * with contention none, one event at now + (delay + bytes / bandwidth). */
+double
+net_network_class_arrival (const NetNetwork *net, double now, double delay,
+                           double bytes, double bandwidth)
+{
+  double join;
+
+  g_return_val_if_fail (net != NULL && bytes > 0 && bandwidth > 0, NAN);
+  if (net->contention == NET_CONTENTION_NONE)
+    return now + (delay + bytes / bandwidth);
+  join = now + delay;
+  return join + bytes / bandwidth;
+}
+
+/* Counts one collective by the path it ran on. */
+void
+net_network_count_collective (NetNetwork *net, gboolean classes)
+{
+  g_return_if_fail (net != NULL);
+  if (classes)
+    net->coll_classes++;
+  else
+    net->coll_detailed++;
+}
+
+/* The counts of net_network_count_collective(). */
+void
+net_network_collective_counts (const NetNetwork *net, guint64 *classes,
+                               guint64 *detailed)
+{
+  g_return_if_fail (net != NULL);
+  if (classes)
+    *classes = net->coll_classes;
+  if (detailed)
+    *detailed = net->coll_detailed;
 }
 
 /* --- Test hooks (netmodel-private.h) ------------------------------------ */

@@ -421,6 +421,17 @@ start_data (ArPolicy *ar, const CommAlgorithm *alg, CommKind kind, gsize n, Comm
   ar->pending_data = data;
   for (int t = 0; t < ar->T; t++)
     {
+      if (kind == COMM_ALLREDUCE && ar->T == 1 && !ar->tp)
+        {
+          /* the only traffic of the iteration: the buckets go one at a
+           * time, and nothing else is sent meanwhile */
+          CommArgs a = pol_comm_args (&ar->env, ar->dp, ar->dp_hosts[t], NULL, part, 0);
+          g_autoptr (GError) error = NULL;
+          a.exclusive = TRUE;
+          if (!comm_start (alg, &a, kind, on_part_done, ar, NULL, &error))
+            g_error ("all-reduce with %s: %s", alg->name, error->message);
+          continue;
+        }
       if (kind == COMM_ALLREDUCE)
         {
           pol_allreduce_start (&ar->env, alg, ar->dp, ar->dp_hosts[t], NULL, part, 0,

@@ -107,6 +107,7 @@ sim_network_build (const SimConfig *c, EngSim *sim, const char *file, GError **e
   g_return_val_if_fail (ops && topo, NULL);
   NetNetwork *net = net_network_new (sim, c->contention == 0 ? NET_CONTENTION_MAXMIN
                                                              : NET_CONTENTION_NONE);
+  net_network_set_flow_classes (net, c->flow_classes == 0);
   g_autoptr (GPtrArray) names = ops->host_names ((int) c->workers, (int) c->servers);
   NetTopologyParams p = sim_topology_params (c, names);
   g_autoptr (GError) local = NULL;

@@ -314,6 +314,17 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
           net_network_set_observer (r.cl->net, on_transfer, &r);
         }
       run_engine (c, r.cl, out);
+      {
+        /* which path the collectives took (docs/collectives.md, Flow
+         * classes) */
+        guint64 classes, detailed;
+        g_autofree char *path = NULL;
+
+        net_network_collective_counts (r.cl->net, &classes, &detailed);
+        path = g_strdup_printf ("classes=%" G_GUINT64_FORMAT
+                                " detailed=%" G_GUINT64_FORMAT, classes, detailed);
+        rec_param (&r, "network.flow_classes_path", path);
+      }
       if (r.links_used)
         {
           record_links (&r);

@@ -1,0 +1,385 @@
+/*
+ * test-flowclass.c — flow classes against the per-message path.
+ *
+ * A collective whose ranks' transfers are equivalent runs as flow classes
+ * (docs/collectives.md, "Flow classes"): one timing per round for all p
+ * ranks instead of p transfers.  Every case here runs the same collective
+ * twice on fresh networks, once with flow classes on and once off
+ * ([network] flow_classes = off, net_network_set_flow_classes), and
+ * requires the same completion time to 1e-9 relative (the class path
+ * repeats the per-message path's floating-point operations, so the times
+ * come out equal to the bit in practice), and that the path expected ran:
+ * the sweep over algorithms x topologies x sizes runs as classes, the
+ * cases that break the symmetry (unequal blocks, routes of two kinds, a
+ * degraded link, traffic already in flight, a caller that does not promise
+ * to be alone, an observer of every message) run per message.  A run
+ * through `dtsim` checks the same on every trace table but the events and
+ * the params row naming the path.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/collectives.h"
+#include "netmodel/netmodel.h"
+#include "tests/util.h"
+
+#define LINK_BW  1.25e9    /* bytes/s, host links (10 Gbit/s) */
+#define LINK_LAT 5e-6      /* s */
+#define NVL_BW   1.5e11    /* bytes/s, nodes: each GPU's NVLink link */
+#define NVL_LAT  7e-7      /* s */
+
+/* A network to run one collective on. */
+typedef struct {
+  const char *topology;
+  int gpus;          /* nodes: GPUs per node; fat-tree: k; else 0 */
+  gboolean nic_gpu;  /* nodes: one NIC per GPU */
+} Topo;
+
+/* What one run gave. */
+typedef struct {
+  double t_done;     /* s, when `done` ran */
+  int n_done;
+  gboolean classes;  /* it ran as flow classes */
+} Outcome;
+
+static void
+on_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  Outcome *o = ctx;
+
+  o->t_done = eng_sim_now (sim);
+  o->n_done++;
+}
+
+static void
+on_other (EngSim *sim G_GNUC_UNUSED, gpointer ctx G_GNUC_UNUSED,
+          gpointer data G_GNUC_UNUSED, const NetTransfer *t G_GNUC_UNUSED)
+{
+}
+
+static void
+observe (gpointer ctx, const NetTransfer *t G_GNUC_UNUSED)
+{
+  (*(int *) ctx)++;
+}
+
+/* How a case disturbs the collective. */
+typedef enum {
+  DISTURB_NONE,
+  DISTURB_LINK,      /* one host link at half bandwidth */
+  DISTURB_TRAFFIC,   /* a transfer in flight when it starts */
+  DISTURB_SHARED,    /* the caller does not promise to be alone */
+  DISTURB_OBSERVER   /* every message observed (a trace of messages) */
+} Disturb;
+
+static NetNetwork *
+network_new (EngSim *sim, const Topo *t, int p, NetContention contention)
+{
+  NetNetwork *net = net_network_new (sim, contention);
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  BaseValues *v = net_topology_values_new ();
+  NetTopologyParams tp;
+  g_autoptr (GError) error = NULL;
+
+  for (int h = 0; h < p; h++)
+    g_ptr_array_add (names, g_strdup_printf ("h%d", h));
+  if (strcmp (t->topology, "nodes") == 0)
+    {
+      base_values_set_int (v, "network.gpus_per_node", t->gpus);
+      base_values_set_double (v, "network.intra_bandwidth", NVL_BW);
+      base_values_set_double (v, "network.intra_latency", NVL_LAT);
+      base_values_set_int (v, "network.nic", t->nic_gpu);
+    }
+  else if (strcmp (t->topology, "fat-tree") == 0 && t->gpus > 0)
+    base_values_set_int (v, "network.fat_tree_k", t->gpus);
+  tp.n_hosts = p;
+  tp.names = (const char *const *) names->pdata;
+  tp.bandwidth = LINK_BW;
+  tp.latency = LINK_LAT;
+  tp.values = v;
+  g_assert_true (net_topology_lookup (t->topology)->build (net, &tp, &error));
+  g_assert_no_error (error);
+  base_values_free (v);
+  return net;
+}
+
+/* Runs `kind` of algorithm `alg` over p ranks (rank r on host r) of n
+ * elements, timing only, with flow classes on or off. */
+static Outcome
+run_one (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
+         NetContention contention, Disturb disturb, gboolean classes)
+{
+  EngSim *sim = eng_sim_new ();
+  NetNetwork *net = network_new (sim, t, p, contention);
+  g_autofree int *hosts = g_new (int, p);
+  Outcome o = { 0 };
+  CommStats before, after;
+  int observed = 0;
+  CommArgs a = {
+    .sim = sim, .net = net, .p = p, .hosts = hosts, .bufs = NULL, .n = n,
+    .elem_bytes = 4, .reduce_per_byte = 1e-11, .root = 0, .tag = 7,
+    .launch_overhead = 3e-6, .step_overhead = 6e-6,
+    .intra_step_overhead = 2e-6, .exclusive = disturb != DISTURB_SHARED,
+  };
+  g_autoptr (GError) error = NULL;
+
+  for (int r = 0; r < p; r++)
+    hosts[r] = r;
+  net_network_set_flow_classes (net, classes);
+  if (disturb == DISTURB_LINK)
+    g_assert_true (net_network_set_link (
+      net, net_network_link_id (net, "h1.up"), LINK_BW / 2, LINK_LAT));
+  if (disturb == DISTURB_TRAFFIC)
+    net_send (net, 0, p - 1, 1e3, 99, on_other, NULL, NULL);
+  if (disturb == DISTURB_OBSERVER)
+    net_network_set_observer (net, observe, &observed);
+  comm_stats (&before);
+  g_assert_true (comm_start (comm_lookup (alg), &a, kind, on_done, &o, NULL,
+                             &error));
+  g_assert_no_error (error);
+  eng_run (sim, INFINITY);
+  comm_stats (&after);
+  g_assert_cmpint (o.n_done, ==, 1);
+  g_assert_cmpuint (net_network_active (net), ==, 0);
+  o.classes = after.classes > before.classes;
+  if (disturb == DISTURB_OBSERVER)
+    g_assert_cmpint (observed, >, 0);
+  net_network_free (net);
+  eng_sim_free (sim);
+  return o;
+}
+
+/* The same collective with flow classes on and off: equal times, and the
+ * class path taken when `expect_classes`. */
+static void
+compare (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
+         NetContention contention, Disturb disturb, gboolean expect_classes)
+{
+  Outcome on = run_one (alg, kind, t, p, n, contention, disturb, TRUE);
+  Outcome off = run_one (alg, kind, t, p, n, contention, disturb, FALSE);
+
+  if (g_test_verbose ())
+    g_printerr ("%s %s on %s (%d), p = %d, n = %zu: %.17g s, %s\n", alg,
+                comm_kind_name (kind), t->topology, t->gpus, p, n,
+                on.t_done, on.classes ? "classes" : "per message");
+  g_assert_false (off.classes);
+  g_assert_cmpint (on.classes, ==, expect_classes);
+  g_assert_cmpfloat (off.t_done, >, 0);
+  g_assert_cmpfloat_with_epsilon (on.t_done, off.t_done, 1e-9 * off.t_done);
+}
+
+/* Symmetric cases: ring (all-reduce, reduce-scatter, all-gather) and
+ * hierarchical all-reduce on star, nodes (one NIC per GPU; one GPU per
+ * node), fat-tree and ring topologies, 2 to 4,096 ranks, blocks that
+ * divide evenly. */
+static void
+test_symmetric (void)
+{
+  static const Topo star = { "star", 0, FALSE };
+  static const Topo nodes8 = { "nodes", 8, TRUE };
+  static const Topo nodes4 = { "nodes", 4, TRUE };
+  static const Topo nodes1 = { "nodes", 1, FALSE };
+  static const Topo ring = { "ring", 0, FALSE };
+  static const Topo fat = { "fat-tree", 4, FALSE };
+  static const int ring_sizes[] = { 2, 3, 16, 256, 1024 };
+  static const int hier_sizes[] = { 8, 64, 512, 4096 };
+  static const CommKind kinds[] = { COMM_ALLREDUCE, COMM_REDUCE_SCATTER,
+                                    COMM_ALLGATHER };
+  /* divisible by every p below and every group count */
+  const gsize n = 3 * 4096 * 5;
+
+  for (guint i = 0; i < G_N_ELEMENTS (ring_sizes); i++)
+    for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)
+      {
+        int p = ring_sizes[i];
+        gsize np = n - n % (gsize) p;
+
+        compare ("ring", kinds[k], &star, p, np, NET_CONTENTION_MAXMIN,
+                 DISTURB_NONE, TRUE);
+        if (p <= 256)
+          compare ("ring", kinds[k], &star, p, np, NET_CONTENTION_NONE,
+                   DISTURB_NONE, TRUE);
+      }
+  /* a ring topology's neighbours are one hop apart, each on its own link */
+  compare ("ring", COMM_ALLREDUCE, &ring, 64, n, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, TRUE);
+  /* a fat-tree (k = 4, 16 hosts): its links have one latency and
+   * bandwidth, and each neighbour pair's route its own links */
+  compare ("ring", COMM_ALLREDUCE, &fat, 16, n, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, TRUE);
+  /* nodes of one GPU: every route crosses the NICs */
+  compare ("ring", COMM_ALLREDUCE, &nodes1, 32, n, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, TRUE);
+  /* inside one node: NVLink only */
+  compare ("ring", COMM_ALLREDUCE, &nodes8, 8, n, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, TRUE);
+  for (guint i = 0; i < G_N_ELEMENTS (hier_sizes); i++)
+    {
+      int p = hier_sizes[i];
+
+      compare ("hierarchical", COMM_ALLREDUCE, &nodes8, p, n,
+               NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+      if (p <= 512)
+        {
+          compare ("hierarchical", COMM_ALLREDUCE, &nodes4, p, n,
+                   NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+          compare ("hierarchical", COMM_ALLREDUCE, &star, p, n,
+                   NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+        }
+    }
+}
+
+/* Where the symmetry breaks, the collective runs per message, with the
+ * same times as with flow classes off. */
+static void
+test_fallback (void)
+{
+  static const Topo star = { "star", 0, FALSE };
+  static const Topo nodes8 = { "nodes", 8, TRUE };
+  static const Topo nodes_shared = { "nodes", 8, FALSE };
+  const gsize n = 3 * 4096 * 5;
+
+  /* blocks of unequal sizes: p does not divide n */
+  compare ("ring", COMM_ALLREDUCE, &star, 7, 1000, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, FALSE);
+  compare ("hierarchical", COMM_ALLREDUCE, &nodes8, 64, n + 8,
+           NET_CONTENTION_MAXMIN, DISTURB_NONE, FALSE);
+  /* routes of two kinds: a ring over nodes crosses NVLink and NICs */
+  compare ("ring", COMM_ALLREDUCE, &nodes8, 32, n, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, FALSE);
+  /* eight GPUs of a node through its one NIC: they share it */
+  compare ("hierarchical", COMM_ALLREDUCE, &nodes_shared, 64, n,
+           NET_CONTENTION_MAXMIN, DISTURB_NONE, FALSE);
+  /* one slow link */
+  compare ("ring", COMM_ALLREDUCE, &star, 16, n, NET_CONTENTION_MAXMIN,
+           DISTURB_LINK, FALSE);
+  /* traffic already in flight, a caller that may send meanwhile, a trace
+   * of every message */
+  compare ("ring", COMM_ALLREDUCE, &star, 16, n, NET_CONTENTION_MAXMIN,
+           DISTURB_TRAFFIC, FALSE);
+  compare ("ring", COMM_ALLREDUCE, &star, 16, n, NET_CONTENTION_MAXMIN,
+           DISTURB_SHARED, FALSE);
+  compare ("ring", COMM_ALLREDUCE, &star, 16, n, NET_CONTENTION_MAXMIN,
+           DISTURB_OBSERVER, FALSE);
+  /* algorithms that give no rounds */
+  compare ("halving-doubling", COMM_ALLREDUCE, &star, 16, n,
+           NET_CONTENTION_MAXMIN, DISTURB_NONE, FALSE);
+  compare ("tree", COMM_ALLREDUCE, &star, 16, n, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, FALSE);
+  compare ("double-tree", COMM_ALLREDUCE, &star, 16, n,
+           NET_CONTENTION_MAXMIN, DISTURB_NONE, FALSE);
+  compare ("ring", COMM_BROADCAST, &star, 16, n, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, FALSE);
+}
+
+/* A transfer handed to the network while a flow-class collective holds it
+ * breaks the caller's promise: dtsim stops rather than give wrong times. */
+static void
+test_claim (void)
+{
+  if (g_test_subprocess ())
+    {
+      EngSim *sim = eng_sim_new ();
+      Topo star = { "star", 0, FALSE };
+      NetNetwork *net = network_new (sim, &star, 4, NET_CONTENTION_MAXMIN);
+
+      g_assert_true (net_network_claim (net));
+      g_assert_false (net_network_claim (net));
+      net_send (net, 0, 1, 1e3, 1, on_other, NULL, NULL);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed ();
+  g_test_trap_assert_stderr ("*flow-class collective holds it*");
+}
+
+/* The text of the first column of the first row `sql` returns from `db`,
+ * newly allocated, or NULL when there is none. */
+static char *
+query_text (const char *db, const char *sql)
+{
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  char *out = NULL;
+
+  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==,
+                   SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (h, sql, -1, &st, NULL), ==, SQLITE_OK);
+  if (sqlite3_step (st) == SQLITE_ROW)
+    out = g_strdup ((const char *) sqlite3_column_text (st, 0));
+  sqlite3_finalize (st);
+  sqlite3_close (h);
+  return out;
+}
+
+/* `dtsim run` of a timing-only data-parallel step with the hierarchical
+ * all-reduce: every table of the trace is the same with flow classes on
+ * and off, but the run's events and the params rows of the key and of the
+ * path taken. */
+static void
+test_run (void)
+{
+  g_autofree char *tmp = g_dir_make_tmp ("flowclass-XXXXXX", NULL);
+  const char *ini = "[scenario]\nname = fc\niterations = 2\n"
+                    "[cluster]\nworkers = 64\n"
+                    "[device]\nstep_time = 1ms\n"
+                    "[network]\ntopology = nodes\ngpus_per_node = 8\n"
+                    "nic = gpu\nstep_overhead = 10us\n"
+                    "[model]\nkind = timing\nparams = 1048576\nflops = 1e6\n"
+                    "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
+                    "bucket_size = 0\n"
+                    "[kernels]\nbackend = none\n"
+                    "[trace]\ndetail = spans\n";
+  static const char *const tables[] = { "iterations", "spans", "metrics",
+                                        NULL };
+  g_autofree char *path = g_build_filename (tmp, "fc.ini", NULL);
+  char *digest[2], *ran[2], *sim_time[2], *events[2];
+
+  g_assert_true (g_file_set_contents (path, ini, -1, NULL));
+  for (int off = 0; off < 2; off++)
+    {
+      g_autofree char *db = g_strdup_printf ("%s/fc%d.db", tmp, off);
+      g_autofree char *o = NULL, *e = NULL;
+
+      g_assert_cmpint (test_run_dtsim (tmp, &o, &e, "run", path, "-o", db,
+                                       "--quiet", "--set",
+                                       off ? "network.flow_classes=off"
+                                           : "network.flow_classes=auto",
+                                       NULL), ==, 0);
+      digest[off] = test_tables_digest (db, tables);
+      ran[off] = query_text (db, "SELECT value FROM params"
+                                 " WHERE key = 'network.flow_classes_path'");
+      sim_time[off] = query_text (db, "SELECT printf('%.17g', sim_time)"
+                                      " FROM runs");
+      events[off] = query_text (db, "SELECT events FROM runs");
+    }
+  g_assert_cmpstr (digest[0], ==, digest[1]);
+  g_assert_cmpstr (sim_time[0], ==, sim_time[1]);
+  /* one bucket per iteration, each an all-reduce */
+  g_assert_cmpstr (ran[0], ==, "classes=2 detailed=0");
+  g_assert_cmpstr (ran[1], ==, "classes=0 detailed=2");
+  g_assert_cmpint (atoll (events[0]), <, atoll (events[1]));
+  for (int i = 0; i < 2; i++)
+    {
+      g_free (digest[i]);
+      g_free (ran[i]);
+      g_free (sim_time[i]);
+      g_free (events[i]);
+    }
+  sim_remove_tree (tmp);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/flowclass/symmetric", test_symmetric);
+  g_test_add_func ("/flowclass/fallback", test_fallback);
+  g_test_add_func ("/flowclass/claim", test_claim);
+  g_test_add_func ("/flowclass/run", test_run);
+  return g_test_run ();
+}
