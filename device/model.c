@@ -897,6 +897,16 @@ backend_check (const SimConfig *c, const char *file, GError **error)
 {
   g_autoptr (GError) e = NULL;
   KernBackend *be = kern_backend_new (c->backend, c->reproducible_math, &e);
+  if (!be && strcmp (c->backend, "cpu") == 0)
+    {
+      /* only the OpenBLAS products can be missing: the fixed-order ones
+       * need no library */
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [kernels] reproducible: false needs OpenBLAS, which is not available "
+                   "here: %s; or use reproducible = true",
+                   file, e->message);
+      return FALSE;
+    }
   if (!be)
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,

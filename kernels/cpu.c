@@ -9,7 +9,8 @@
  * (gemm.c: one summation order, the same bits on every CPU) or, in the
  * backend kern_backend_cpu_new_full (FALSE) gives, through OpenBLAS's
  * cblas_sgemm (faster; its last bits depend on the kernel OpenBLAS picks
- * for the CPU); all other operations are plain loops the compiler
+ * for the CPU), which blas.c opens when the first such backend is made;
+ * all other operations are plain loops the compiler
  * vectorises, with exp, log and pow from base/fmath.c.
  *
  * Buffers are ordinary g_malloc'd host memory, so upload and download are
@@ -26,10 +27,11 @@
 #include "config.h"
 
 #include "kernels/backend.h"
+#include "kernels/blas.h"
 #include "kernels/kernels.h"
 #include "base/fmath.h"
 
-#include <cblas.h>
+#include <gio/gio.h>
 #include <math.h>
 #include <string.h>
 
@@ -116,9 +118,10 @@ cpu_gemm (KernBackend *be, gboolean trans_a, gboolean trans_b, int m, int n,
       kern_gemm_fixed (trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
       return;
     }
-  cblas_sgemm (CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda,
-               B, ldb, beta, C, ldc);
+  const KernBlas *blas = be->priv;
+  blas->sgemm (CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda,
+                B, ldb, beta, C, ldc);
 }
 
 /* Z (n, k): every row a copy of bias (k).  0 FLOPs. */
@@ -327,20 +330,33 @@ static const KernBackendOps cpu_ops = {
   .destroy = cpu_destroy,
 };
 
-/* Marks a backend whose products go to OpenBLAS (priv is otherwise NULL). */
-static char openblas_mark;
-
-/* A new CPU backend: reproducible (every product by kern_gemm_fixed) or
- * not (OpenBLAS).  It holds no resources beyond its own struct, never
- * fails, and may be shared by any number of models used from one thread.
- * Free with kern_backend_free(). */
-KernBackend *
-kern_backend_cpu_new_full (gboolean reproducible)
+/* A new CPU backend on `blas` (its products through blas->sgemm) or, for
+ * NULL, on kern_gemm_fixed.  priv holds that table. */
+static KernBackend *
+cpu_backend_new (const KernBlas *blas)
 {
   KernBackend *be = g_new0 (KernBackend, 1);
   be->ops = &cpu_ops;
-  be->priv = reproducible ? NULL : &openblas_mark;
+  be->priv = (gpointer) blas;
   return be;
+}
+
+/* A new CPU backend: reproducible (every product by kern_gemm_fixed) or
+ * not (OpenBLAS, opened by the first such call; a caller that must survive
+ * its absence goes through kern_backend_new, which reports it, since this
+ * aborts the process then).  It holds no resources beyond its own struct
+ * and may be shared by any number of models used from one thread.  Free
+ * with kern_backend_free(). */
+KernBackend *
+kern_backend_cpu_new_full (gboolean reproducible)
+{
+  if (reproducible)
+    return cpu_backend_new (NULL);
+  g_autoptr (GError) error = NULL;
+  const KernBlas *blas = kern_blas_get (&error);
+  if (blas == NULL)
+    g_error ("%s", error->message);
+  return cpu_backend_new (blas);
 }
 
 /* The reproducible CPU backend: kern_backend_cpu_new_full (TRUE). */
@@ -350,30 +366,37 @@ kern_backend_cpu_new (void)
   return kern_backend_cpu_new_full (TRUE);
 }
 
-/* "OpenBLAS <version> <core>", as far as this OpenBLAS says. */
+/* "OpenBLAS <version> <core>", as far as this OpenBLAS says; opens it.
+ * Where it cannot be opened, "OpenBLAS (not loadable: <why>)". */
 char *
 kern_openblas_describe (void)
 {
+  g_autoptr (GError) error = NULL;
+  const KernBlas *blas = kern_blas_get (&error);
+  if (blas == NULL)
+    return g_strdup_printf ("OpenBLAS (not loadable: %s)", error->message);
   g_autofree char *version = NULL;
-#ifdef HAVE_OPENBLAS_GET_CONFIG
-  /* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
-   * its second word is the version */
-  g_auto (GStrv) words = g_strsplit (openblas_get_config (), " ", 3);
-  if (words[0] && words[1])
-    version = g_strdup (words[1]);
-#endif
-#ifdef HAVE_OPENBLAS_GET_CORENAME
-  const char *core = openblas_get_corename ();
-#else
-  const char *core = "unknown core";
-#endif
+  if (blas->get_config != NULL)
+    {
+      /* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64":
+       * its second word is the version */
+      g_auto (GStrv) words = g_strsplit (blas->get_config (), " ", 3);
+      if (words[0] && words[1])
+        version = g_strdup (words[1]);
+    }
+  const char *core = blas->get_corename != NULL ? blas->get_corename () : "unknown core";
   return g_strdup_printf ("OpenBLAS%s%s %s", version ? " " : "", version ? version : "", core);
 }
 
+/* The fixed-order backend never fails; the other one fails when OpenBLAS
+ * cannot be opened, with blas.c's one-line reason. */
 static KernBackend *
-cpu_create (gboolean reproducible, GError **error G_GNUC_UNUSED)
+cpu_create (gboolean reproducible, GError **error)
 {
-  return kern_backend_cpu_new_full (reproducible);
+  if (reproducible)
+    return cpu_backend_new (NULL);
+  const KernBlas *blas = kern_blas_get (error);
+  return blas != NULL ? cpu_backend_new (blas) : NULL;
 }
 
 /* "fixed-order", or the OpenBLAS that does the products. */

@@ -17,10 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-#include <cblas.h>
-#endif
-
+#include "kernels/blas.h"
 #include "train/lanes.h"
 #include "sweep/mpi.h"
 #include "sweep/sweep.h"
@@ -252,11 +249,10 @@ sweep_jobs (const SimRunOptions *opt, guint n)
   int cores = MAX (1, (int) g_get_num_processors () / sim_mpi_local_size ());
   int jobs = opt->jobs > 0 ? opt->jobs : cores;
   jobs = (int) MIN ((guint) MAX (jobs, 1), MAX (n, 1));
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-  /* points run side by side: one BLAS thread each */
+  /* points run side by side: one BLAS thread each (applied when OpenBLAS
+   * is opened, if it ever is) */
   if (jobs > 1)
-    openblas_set_num_threads (1);
-#endif
+    kern_blas_set_threads (1);
   /* the cores the points leave go to each point's independent math
    * (train/lanes.h: the same numbers on any number of threads) */
   train_set_threads (opt->threads > 0 ? opt->threads : MAX (1, cores / jobs));

@@ -263,6 +263,74 @@ test_kernels_reproducible (void)
   g_assert_nonnull (strstr (o4, "OpenBLAS "));
 }
 
+/* The dynamic loader's account (LD_DEBUG=libs) of the libraries `dtsim
+ * run INI -o DB -q` with `set` (NULL: none) initialises: its stderr, after
+ * asserting the run succeeded. */
+static char *
+loader_log (const char *ini, const char *db, const char *set)
+{
+  g_setenv ("LD_DEBUG", "libs", TRUE);
+  g_autofree char *o = NULL;
+  char *e = NULL;
+  int rc = set ? dtsim (&o, &e, "run", ini, "-o", db, "-q", "--set", set, NULL)
+               : dtsim (&o, &e, "run", ini, "-o", db, "-q", NULL);
+  g_unsetenv ("LD_DEBUG");
+  g_assert_cmpint (rc, ==, 0);
+  return e;
+}
+
+/* A timing-only run, and a real-math run on the fixed-order products, never
+ * load OpenBLAS (docs/kernels.md): the loader initialises it only for
+ * [kernels] reproducible = false.  Where it cannot be loaded, they still
+ * run, and a run that needs it is refused in one line naming the file, the
+ * key, the library and the fix, leaving the good database in place. */
+static void
+test_kernels_lazy_blas (void)
+{
+  g_autofree char *timing = tmp ("lazy-timing.ini");
+  g_assert_true (g_file_set_contents (timing,
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 4\n"
+    "[device]\nstep_time = 1ms\n[model]\nkind = timing\nparams = 1000\nflops = 1\n"
+    "[policy]\nkind = allreduce\n[kernels]\nbackend = none\n", -1, NULL));
+  g_autofree char *math = tmp ("lazy-math.ini");
+  g_assert_true (g_file_set_contents (math,
+    "[scenario]\nname = m\niterations = 2\n[cluster]\nworkers = 2\n"
+    "[model]\nkind = mlp\nhidden = 8\nfeatures = 6\nclasses = 3\nsamples = 64\n"
+    "test_samples = 16\nbatch = 8\n[policy]\nkind = allreduce\n", -1, NULL));
+  g_autofree char *db = tmp ("lazy.db");
+  /* "calling init: /path/libopenblas...": the library ran its constructor */
+  const char *init = "calling init: ";
+  g_autofree char *want = g_strconcat ("/", DTSIM_BLAS_SONAME, NULL);
+
+  g_autofree char *e1 = loader_log (timing, db, NULL);
+  g_assert_nonnull (strstr (e1, init)); /* the loader did report */
+  g_assert_null (strstr (e1, want));
+  g_autofree char *e2 = loader_log (math, db, NULL);
+  g_assert_nonnull (strstr (e2, init));
+  g_assert_null (strstr (e2, want));
+  g_autofree char *e3 = loader_log (math, db, "kernels.reproducible=false");
+  g_assert_nonnull (strstr (e3, want));
+
+  /* no library: only the run that needs it fails */
+  g_setenv ("DTSIM_BLAS_LIBRARY", "/nonexistent/libopenblas.so.0", TRUE);
+  g_autofree char *o4 = NULL, *e4 = NULL, *o5 = NULL, *e5 = NULL, *o6 = NULL, *e6 = NULL;
+  int rc4 = dtsim (&o4, &e4, "run", timing, "-o", db, "-q", NULL);
+  int rc5 = dtsim (&o5, &e5, "run", math, "-o", db, "-q", NULL);
+  int rc6 = dtsim (&o6, &e6, "run", math, "-o", db, "-q", "--set",
+                   "kernels.reproducible=false", NULL);
+  g_unsetenv ("DTSIM_BLAS_LIBRARY");
+  g_assert_cmpint (rc4, ==, 0);
+  g_assert_cmpint (rc5, ==, 0);
+  g_assert_cmpint (rc6, ==, 2);
+  g_assert_nonnull (strstr (e6, math));
+  g_assert_nonnull (strstr (e6, "[kernels] reproducible"));
+  g_assert_nonnull (strstr (e6, "/nonexistent/libopenblas.so.0"));
+  g_assert_nonnull (strstr (e6, "reproducible = true"));
+  g_assert_true (strchr (e6, '\n') == e6 + strlen (e6) - 1);
+  g_autofree char *k = run_kernel (db);
+  g_assert_cmpstr (k, ==, "fixed-order"); /* the good database survived */
+}
+
 /* The step time dtsim predicts for one worker of `device` in `precision`
  * training `workload` at `batch`, with `extra` [device] lines: the run's
  * simulated time over its iterations. */
@@ -1492,6 +1560,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/run/jobs", test_jobs);
   g_test_add_func ("/cli/run/threads", test_threads);
   g_test_add_func ("/cli/kernels/reproducible", test_kernels_reproducible);
+  g_test_add_func ("/cli/kernels/lazy-blas", test_kernels_lazy_blas);
   g_test_add_func ("/cli/calibrate", test_calibrate);
   g_test_add_func ("/cli/run/jobs-failure", test_jobs_failure);
   g_test_add_func ("/cli/run/jobs-tables", test_jobs_tables);

@@ -8,16 +8,19 @@
  * differences; stacked groups against separate calls; the staging path of
  * non-host backends; initialisation; layer tables, exact FLOP and byte
  * formulas and memory bytes; training progress; and the optimizers
- * against closed forms.  Every random input comes from an explicit seed,
+ * against closed forms; and that OpenBLAS is opened only by the backend
+ * that uses it.  Every random input comes from an explicit seed,
  * so each run checks the same numbers.
  */
 #include "kernels/kernels.h"
 #include "kernels/backend.h"
+#include "kernels/blas.h"
 #include "kernels/cuda.h"
 #include "kernels/rng.h"
 #include "base/fmath.h"
 
 #include <gio/gio.h>
+#include <gmodule.h>
 
 #include <math.h>
 #include <string.h>
@@ -785,6 +788,124 @@ test_gemm_kernel_name (void)
   g_assert_true (g_str_has_prefix (blas, "OpenBLAS "));
   g_assert_cmpuint (strlen (blas), >, strlen ("OpenBLAS "));
   g_assert_cmpstr (cuda, ==, "cuda");
+}
+
+/* TRUE when a library whose file name holds "blas" is mapped into this
+ * process (the file itself, not the name it was opened by: Debian's
+ * libopenblas.so.0 is a link to openblas-pthread/libopenblasp-r0.3.21.so). */
+static gboolean
+blas_mapped (void)
+{
+  g_autofree char *maps = NULL;
+  g_assert_true (g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL));
+  g_auto (GStrv) lines = g_strsplit (maps, "\n", -1);
+  for (char **l = lines; *l; l++)
+    {
+      const char *slash = strrchr (*l, '/');
+      if (slash != NULL && strstr (slash, "blas") != NULL)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* OpenBLAS is opened by the first backend that sends it a product, not
+ * before: the fixed-order backend and its products leave it unmapped; the
+ * thread count asked for before it opens is the one it then runs with. */
+static void
+test_blas_lazy (void)
+{
+  /* a process of its own, where nothing has opened it yet, with no
+   * OPENBLAS_NUM_THREADS to decide the count in its place */
+  if (!g_test_subprocess ())
+    {
+      g_autofree char *was = g_strdup (g_getenv ("OPENBLAS_NUM_THREADS"));
+      g_unsetenv ("OPENBLAS_NUM_THREADS");
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+      if (was)
+        g_setenv ("OPENBLAS_NUM_THREADS", was, TRUE);
+      g_test_trap_assert_passed ();
+      return;
+    }
+  g_assert_false (kern_blas_loaded ());
+  g_assert_false (blas_mapped ());
+
+  /* a count OpenBLAS would not choose for itself (it takes the cores) */
+  int threads = g_get_num_processors () == 3 ? 2 : 3;
+  kern_blas_set_threads (threads);
+  g_assert_false (kern_blas_loaded ());
+
+  /* the fixed-order backend: a product, and still no OpenBLAS */
+  const float A[2 * 3] = { 1, 2, 3, 4, 5, 6 };      /* (2, 3) row-major */
+  const float B[3 * 2] = { 7, 8, 9, 10, 11, 12 };   /* (3, 2) row-major */
+  float C[2 * 2] = { 0 };
+  g_autoptr (GError) error = NULL;
+  KernBackend *fixed = kern_backend_new ("cpu", TRUE, &error);
+  g_assert_no_error (error);
+  fixed->ops->gemm (fixed, FALSE, FALSE, 2, 2, 3, 1.0f, A, 3, B, 2, 0.0f, C, 2);
+  g_assert_cmpfloat (C[0], ==, 1 * 7 + 2 * 9 + 3 * 11);
+  kern_backend_free (fixed);
+  g_assert_false (kern_blas_loaded ());
+  g_assert_false (blas_mapped ());
+
+  /* the OpenBLAS backend opens it; small integers are exact in float, so
+   * its product is the formula's whatever order it sums in */
+  KernBackend *blas = kern_backend_new ("cpu", FALSE, &error);
+  g_assert_no_error (error);
+  g_assert_true (kern_blas_loaded ());
+  g_assert_true (blas_mapped ());
+  memset (C, 0, sizeof C);
+  blas->ops->gemm (blas, FALSE, FALSE, 2, 2, 3, 1.0f, A, 3, B, 2, 0.0f, C, 2);
+  g_assert_cmpfloat (C[0], ==, 1 * 7 + 2 * 9 + 3 * 11);
+  g_assert_cmpfloat (C[3], ==, 4 * 8 + 5 * 10 + 6 * 12);
+  kern_backend_free (blas);
+
+  /* it runs with the count asked for before it opened (OpenBLAS only) */
+  const KernBlas *t = kern_blas_get (NULL);
+  g_assert_nonnull (t);
+  if (t->set_num_threads != NULL)
+    {
+      GModule *m = g_module_open (t->path, G_MODULE_BIND_LOCAL);
+      g_assert_nonnull (m);
+      gpointer get = NULL;
+      g_assert_true (g_module_symbol (m, "openblas_get_num_threads", &get));
+      g_assert_cmpint (((int (*) (void)) get) (), ==, threads);
+      kern_blas_set_threads (1);
+      g_assert_cmpint (((int (*) (void)) get) (), ==, 1);
+      g_module_close (m);
+    }
+}
+
+/* A BLAS library that cannot be opened fails the OpenBLAS backend with one
+ * line naming the library and the fix, and nothing else: the fixed-order
+ * backend still works, and the description says why there is none. */
+static void
+test_blas_missing (void)
+{
+  if (!g_test_subprocess ())
+    {
+      g_autofree char *was = g_strdup (g_getenv (KERN_BLAS_LIBRARY_ENV));
+      g_setenv (KERN_BLAS_LIBRARY_ENV, "/nonexistent/libopenblas.so.0", TRUE);
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+      if (was)
+        g_setenv (KERN_BLAS_LIBRARY_ENV, was, TRUE);
+      else
+        g_unsetenv (KERN_BLAS_LIBRARY_ENV);
+      g_test_trap_assert_passed ();
+      return;
+    }
+  g_autoptr (GError) error = NULL;
+  KernBackend *fixed = kern_backend_new ("cpu", TRUE, &error);
+  g_assert_no_error (error);
+  kern_backend_free (fixed);
+  KernBackend *blas = kern_backend_new ("cpu", FALSE, &error);
+  g_assert_null (blas);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
+  g_assert_nonnull (strstr (error->message, "/nonexistent/libopenblas.so.0"));
+  g_assert_nonnull (strstr (error->message, KERN_BLAS_LIBRARY_ENV));
+  g_assert_null (strchr (error->message, '\n'));
+  g_assert_false (kern_blas_loaded ());
+  g_autofree char *name = kern_backend_kernel_name ("cpu", FALSE);
+  g_assert_true (g_str_has_prefix (name, "OpenBLAS (not loadable: "));
 }
 
 /* Units in the last place between a and b (b the reference). */
@@ -1925,6 +2046,8 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/cpu/gemm", test_cpu_gemm);
   g_test_add_func ("/kernels/gemm/fixed", test_gemm_fixed);
   g_test_add_func ("/kernels/gemm/kernel-name", test_gemm_kernel_name);
+  g_test_add_func ("/kernels/blas/lazy", test_blas_lazy);
+  g_test_add_func ("/kernels/blas/missing", test_blas_missing);
   g_test_add_func ("/kernels/fmath/accuracy", test_fmath_accuracy);
   g_test_add_func ("/kernels/cpu/fill-rows", test_cpu_fill_rows);
   g_test_add_func ("/kernels/cpu/col-sum", test_cpu_col_sum);
