@@ -73,6 +73,58 @@ add_range (GArray *ranges, GArray *owners, GArray *ends, gsize lo, gsize hi, int
   g_array_append_val (ends, end);
 }
 
+/* p->chain: each range's owner, then the next distinct servers clockwise
+ * from the point that ends it (end[r] among the m sorted points `pts`;
+ * range partition: owner + h mod S). */
+static void
+fill_chains (PolPartition *p, const int *end, const RingPoint *pts, gsize m)
+{
+  int S = p->servers, depth = p->depth;
+  p->chain = g_new (int, (gsize) p->n_ranges * depth);
+  gboolean *seen = g_new0 (gboolean, S);
+  for (int r = 0; r < p->n_ranges; r++)
+    {
+      int *c = p->chain + (gsize) r * depth;
+      if (p->kind == POL_PARTITION_RANGE)
+        {
+          for (int h = 0; h < depth; h++)
+            c[h] = (p->owner[r] + h) % S;
+          continue;
+        }
+      int n = 0;
+      for (gsize j = (gsize) end[r]; n < depth; j = (j + 1) % m)
+        if (!seen[pts[j].server])
+          {
+            seen[pts[j].server] = TRUE;
+            c[n++] = pts[j].server;
+          }
+      for (int h = 0; h < n; h++)
+        seen[c[h]] = FALSE;
+    }
+  g_free (seen);
+}
+
+/* p->server_keys, server_first and by_server from the ranges' owners. */
+static void
+index_by_server (PolPartition *p)
+{
+  int S = p->servers;
+  p->server_keys = g_new0 (gsize, S);
+  p->server_first = g_new0 (int, S + 1);
+  for (int r = 0; r < p->n_ranges; r++)
+    {
+      p->server_keys[p->owner[r]] += p->ranges[r].hi - p->ranges[r].lo;
+      p->server_first[p->owner[r] + 1]++;
+    }
+  for (int s = 0; s < S; s++)
+    p->server_first[s + 1] += p->server_first[s];
+  p->by_server = g_new (int, MAX (p->n_ranges, 1));
+  int *fill = g_memdup2 (p->server_first, sizeof (int) * S);
+  for (int r = 0; r < p->n_ranges; r++)
+    p->by_server[fill[p->owner[r]]++] = r;
+  g_free (fill);
+}
+
 PolPartition *
 pol_partition_new (PolPartitionKind kind, gsize keys, int S, int v, int depth, guint64 seed)
 {
@@ -116,46 +168,10 @@ pol_partition_new (PolPartitionKind kind, gsize keys, int S, int v, int depth, g
   p->owner = (int *) g_array_free (owners, FALSE);
   int *end = (int *) g_array_free (ends, FALSE);
 
-  /* chains: the owner, then the next distinct servers clockwise */
-  p->chain = g_new (int, (gsize) p->n_ranges * depth);
-  gboolean *seen = g_new0 (gboolean, S);
-  for (int r = 0; r < p->n_ranges; r++)
-    {
-      int *c = p->chain + (gsize) r * depth;
-      if (kind == POL_PARTITION_RANGE)
-        {
-          for (int h = 0; h < depth; h++)
-            c[h] = (p->owner[r] + h) % S;
-          continue;
-        }
-      int n = 0;
-      for (gsize j = (gsize) end[r]; n < depth; j = (j + 1) % m)
-        if (!seen[pts[j].server])
-          {
-            seen[pts[j].server] = TRUE;
-            c[n++] = pts[j].server;
-          }
-      for (int h = 0; h < n; h++)
-        seen[c[h]] = FALSE;
-    }
-  g_free (seen);
+  fill_chains (p, end, pts, m);
   g_free (end);
   g_free (pts);
-
-  p->server_keys = g_new0 (gsize, S);
-  p->server_first = g_new0 (int, S + 1);
-  for (int r = 0; r < p->n_ranges; r++)
-    {
-      p->server_keys[p->owner[r]] += p->ranges[r].hi - p->ranges[r].lo;
-      p->server_first[p->owner[r] + 1]++;
-    }
-  for (int s = 0; s < S; s++)
-    p->server_first[s + 1] += p->server_first[s];
-  p->by_server = g_new (int, MAX (p->n_ranges, 1));
-  int *fill = g_memdup2 (p->server_first, sizeof (int) * S);
-  for (int r = 0; r < p->n_ranges; r++)
-    p->by_server[fill[p->owner[r]]++] = r;
-  g_free (fill);
+  index_by_server (p);
   return p;
 }
 

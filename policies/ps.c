@@ -1621,6 +1621,44 @@ ps_partition_of (const BaseValues *v, gsize P, int S, guint64 seed)
                             seed);
 }
 
+/* Where the keys live (the partition, each server's ranges, the
+ * imbalance row) and their copies: the replicas and, for a takeover, each
+ * range's live chain. */
+static void
+placement_new (PsPolicy *ps)
+{
+  const PolEnv *env = &ps->env;
+  int W = env->workers, S = env->servers;
+  ps->part = ps_partition_of (env->values, env->n_params, S, env->seed);
+  ps->srv_ranges = g_new (PolRange, MAX (ps->part->n_ranges, 1));
+  for (int j = 0; j < ps->part->n_ranges; j++)
+    ps->srv_ranges[j] = ps->part->ranges[ps->part->by_server[j]];
+  if (env->rec.param && ps->part->kind == POL_PARTITION_HASH)
+    {
+      char text[G_ASCII_DTOSTR_BUF_SIZE];
+      g_ascii_dtostr (text, sizeof text, pol_partition_imbalance (ps->part));
+      env->rec.param (env->rec.ctx, "policy.imbalance", text);
+    }
+
+  ps->replication = (int) base_values_int (env->values, "policy.replication");
+  g_assert (ps->replication >= 1 && ps->replication <= MAX (S, 1));
+  if (ps->replication > 1)
+    ps->rep = pol_replicas_new (ps->part, ps->replication, W, ps->global, &env->opt,
+                                ps->consistency == POL_BSP);
+  if (ps->takeover)
+    {
+      int n = MAX (ps->part->n_ranges, 1);
+      ps->live_chain = g_new (int, n * ps->replication);
+      ps->live_n = g_new (int, n);
+      for (int r = 0; r < ps->part->n_ranges; r++)
+        {
+          ps->live_n[r] = ps->replication;
+          for (int h = 0; h < ps->replication; h++)
+            ps->live_chain[r * ps->replication + h] = h;
+        }
+    }
+}
+
 static PolPolicy *
 ps_create (const PolEnv *env, GError **error)
 {
@@ -1690,45 +1728,13 @@ ps_create (const PolEnv *env, GError **error)
                             .compute_time = env->compute_time, .ctx = env->compute_ctx };
   ps->steps = train_steps_new (&setup);
 
-  ps->part = ps_partition_of (env->values, P, S, env->seed);
-  ps->srv_ranges = g_new (PolRange, MAX (ps->part->n_ranges, 1));
-  for (int j = 0; j < ps->part->n_ranges; j++)
-    ps->srv_ranges[j] = ps->part->ranges[ps->part->by_server[j]];
-  if (env->rec.param && ps->part->kind == POL_PARTITION_HASH)
-    {
-      char text[G_ASCII_DTOSTR_BUF_SIZE];
-      g_ascii_dtostr (text, sizeof text, pol_partition_imbalance (ps->part));
-      env->rec.param (env->rec.ctx, "policy.imbalance", text);
-    }
-
-  ps->replication = (int) base_values_int (env->values, "policy.replication");
-  g_assert (ps->replication >= 1 && ps->replication <= MAX (S, 1));
-  if (ps->replication > 1)
-    ps->rep = pol_replicas_new (ps->part, ps->replication, W, ps->global, &env->opt,
-                                ps->consistency == POL_BSP);
-  if (ps->takeover)
-    {
-      int n = MAX (ps->part->n_ranges, 1);
-      ps->live_chain = g_new (int, n * ps->replication);
-      ps->live_n = g_new (int, n);
-      for (int r = 0; r < ps->part->n_ranges; r++)
-        {
-          ps->live_n[r] = ps->replication;
-          for (int h = 0; h < ps->replication; h++)
-            ps->live_chain[r * ps->replication + h] = h;
-        }
-    }
-
+  placement_new (ps);
   workers_new (ps);
   if (ps->deferred)
-    {
-      ps->scratch = g_new0 (float, P);
-    }
+    ps->scratch = g_new0 (float, P);
   servers_new (ps);
   if (ps->sparse_pull)
-    {
-      ps->sparse = pol_sparse_new (env->model, env->train, env->batch, ps->part);
-    }
+    ps->sparse = pol_sparse_new (env->model, env->train, env->batch, ps->part);
   return (PolPolicy *) ps;
 }
 
