@@ -147,7 +147,7 @@ test_keep_rule (void)
     "relu 0 0 %g elementwise\n"
     "pool 0 0 %g elementwise\n"
     "conv2 10 100 %g conv\n"
-    "bn2 2 0 %g norm none\n"
+    "bn2 2 0 %g norm freed\n"
     "add 0 0 %g elementwise\n"
     "gelu 0 0 %g elementwise output\n",
     C, C, C, P, P, P, P, P);
