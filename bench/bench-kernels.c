@@ -26,6 +26,9 @@
  *             reproducibility shows in whole runs.
  *
  * Usage: bench-kernels [iterations]  (default 10 for the run)
+ *        bench-kernels --peer  (only the two products' GFLOP/s on one line,
+ *                               sgemm then the fixed-order one: the peer
+ *                               figures bench/bench-policies.sh prints)
  * With BENCH_KERNELS_ONLY=TEXT[|TEXT...] in the environment, only the
  * training runs whose label contains one of the TEXTs are timed and
  * printed (the peer and the gradient figures always are), e.g.
@@ -168,11 +171,17 @@ run_gflops (const char *label, const char *policy, int iters, int threads)
 int
 main (int argc, char **argv)
 {
+  const char *threads = g_getenv ("OPENBLAS_NUM_THREADS");
+  double fixed;
+  if (argc > 1 && strcmp (argv[1], "--peer") == 0)
+    {
+      double sgemm = sgemm_gflops (&fixed);
+      printf ("%.2f %.2f\n", sgemm, fixed);
+      return 0;
+    }
   int iters = argc > 1 ? atoi (argv[1]) : 10;
   if (iters < 1)
     iters = 10;
-  const char *threads = g_getenv ("OPENBLAS_NUM_THREADS");
-  double fixed;
   double peer = sgemm_gflops (&fixed);
 
   int hidden[] = { 512, 512 };
