@@ -34,6 +34,9 @@
 #include <gio/gio.h>
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__SSE__)
+#include <immintrin.h>
+#endif
 
 static float *
 cpu_alloc (KernBackend *be G_GNUC_UNUSED, gsize n)
@@ -259,18 +262,41 @@ cpu_mse (KernBackend *be G_GNUC_UNUSED, float *Z, const int *y, int n, int k, fl
     }
 }
 
+/* The optimizer loops below run once per parameter per step: for a
+ * worker that steps its own model after a small batch they cost as much as
+ * the gradient.  Each element's operations are IEEE single-precision
+ * operations in a fixed order, so computing 4, 8 or 16 elements at once
+ * gives the scalar loop's bits, provided no multiply is fused into an add
+ * (fp-contract=off: a fused multiply-add rounds once, a multiply then an
+ * add twice) and sqrt is the correctly rounded instruction (no-math-errno
+ * only drops the errno write for a negative input, which v >= 0 never is).
+ * Compiled for AVX-512, AVX2 and the baseline; the loader picks by CPU.
+ * The pointers are restrict: a parameter vector, its state and its
+ * gradient are distinct buffers (kern_optimizer_step's contract).
+ * tests/test-kernels.c /kernels/cpu/optimizer-bits checks the clone the
+ * CPU picks against a plain scalar loop, to the bit. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CPU_OPT_LOOP                                                          \
+  __attribute__ ((target_clones ("arch=x86-64-v4", "arch=x86-64-v3", "default"), \
+                  optimize ("O2", "tree-vectorize", "fp-contract=off", "no-math-errno", \
+                            "vect-cost-model=dynamic")))
+#else
+#define CPU_OPT_LOOP
+#endif
+
 /* p -= lr g: 2 FLOPs per parameter. */
-static void
-cpu_sgd (KernBackend *be G_GNUC_UNUSED, float *p, const float *g, gsize len, float lr)
+CPU_OPT_LOOP static void
+cpu_sgd (KernBackend *be G_GNUC_UNUSED, float *restrict p, const float *restrict g, gsize len,
+         float lr)
 {
   for (gsize i = 0; i < len; i++)
     p[i] -= lr * g[i];
 }
 
 /* v = mu v + g; p -= lr v: 4 FLOPs per parameter. */
-static void
-cpu_momentum (KernBackend *be G_GNUC_UNUSED, float *p, float *v, const float *g, gsize len,
-              float lr, float mu)
+CPU_OPT_LOOP static void
+cpu_momentum (KernBackend *be G_GNUC_UNUSED, float *restrict p, float *restrict v,
+              const float *restrict g, gsize len, float lr, float mu)
 {
   for (gsize i = 0; i < len; i++)
     {
@@ -279,9 +305,55 @@ cpu_momentum (KernBackend *be G_GNUC_UNUSED, float *p, float *v, const float *g,
     }
 }
 
+/* Square roots of x[0..n), n a multiple of 4, each correctly rounded (the
+ * value sqrtf gives): x86-64's packed sqrt, since the compiler vectorises
+ * no call of sqrtf while sqrtf may set errno. */
+static void
+sqrt_block (float *x, int n)
+{
+#if defined(__x86_64__) && defined(__SSE__)
+  for (int i = 0; i < n; i += 4)
+    _mm_storeu_ps (x + i, _mm_sqrt_ps (_mm_loadu_ps (x + i)));
+#else
+  for (int i = 0; i < n; i++)
+    x[i] = sqrtf (x[i]);
+#endif
+}
+
+/* Elements per block of adam_loop (a multiple of 4). */
+enum { ADAM_BLOCK = 512 };
+
 /* Adam at step t >= 1.  The scalars 1 - beta1, 1 - beta2, c1 = 1 - beta1^t
  * and c2 = 1 - beta2^t are formed once per call (pow in double, then
- * rounded to float: 6 FLOPs per call); then 14 FLOPs per parameter. */
+ * rounded to float: 6 FLOPs per call); then 14 FLOPs per parameter.  In
+ * blocks: the moments and mhat, vhat (vectorised), the square roots, then
+ * the parameters (vectorised); each element's operations are the plain
+ * formula's, in its order. */
+CPU_OPT_LOOP static void
+adam_loop (float *restrict p, float *restrict m, float *restrict v, const float *restrict g,
+           gsize len, float lr, float beta1, float beta2, float eps, float omb1, float omb2,
+           float c1, float c2)
+{
+  float mhat[ADAM_BLOCK], root[ADAM_BLOCK];
+  for (gsize lo = 0; lo < len; lo += ADAM_BLOCK)
+    {
+      int n = (int) MIN ((gsize) ADAM_BLOCK, len - lo);
+      for (int i = 0; i < n; i++)
+        {
+          float gi = g[lo + i];
+          m[lo + i] = beta1 * m[lo + i] + omb1 * gi;       /* 3 */
+          v[lo + i] = beta2 * v[lo + i] + omb2 * (gi * gi);/* 4 */
+          mhat[i] = m[lo + i] / c1;                        /* 1 */
+          root[i] = v[lo + i] / c2;                        /* 1 (vhat) */
+        }
+      for (int i = n; i < ((n + 3) & ~3); i++)
+        root[i] = 0.0f;
+      sqrt_block (root, (n + 3) & ~3);                     /* 1 */
+      for (int i = 0; i < n; i++)
+        p[lo + i] -= lr * mhat[i] / (root[i] + eps);       /* 4 */
+    }
+}
+
 static void
 cpu_adam (KernBackend *be G_GNUC_UNUSED, float *p, float *m, float *v, const float *g,
           gsize len, float lr, float beta1, float beta2, float eps, gint64 t)
@@ -291,15 +363,7 @@ cpu_adam (KernBackend *be G_GNUC_UNUSED, float *p, float *m, float *v, const flo
   float omb2 = 1.0f - beta2;                               /* 1 */
   float c1 = (float) (1.0 - base_pow (beta1, (double) t)); /* 2 */
   float c2 = (float) (1.0 - base_pow (beta2, (double) t)); /* 2 */
-  for (gsize i = 0; i < len; i++)
-    {
-      float gi = g[i];
-      m[i] = beta1 * m[i] + omb1 * gi;                     /* 3 */
-      v[i] = beta2 * v[i] + omb2 * (gi * gi);              /* 4 */
-      float mhat = m[i] / c1;                              /* 1 */
-      float vhat = v[i] / c2;                              /* 1 */
-      p[i] -= lr * mhat / (sqrtf (vhat) + eps);            /* 5 */
-    }
+  adam_loop (p, m, v, g, len, lr, beta1, beta2, eps, omb1, omb2, c1, c2);
 }
 
 static void

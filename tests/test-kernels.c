@@ -1185,6 +1185,79 @@ test_cpu_optimizer_ops (void)
   kern_backend_free (be);
 }
 
+/* The optimizer operations are compiled vectorised (cpu.c); each element
+ * must still be the plain formula's float operations in their order, so
+ * the result equals a scalar loop of backend.h's formula to the bit.  A
+ * length that leaves a tail after every vector width and after Adam's
+ * blocks of 512, gradients over several octaves and of both signs, Adam
+ * at t = 1 and t = 7 (the clone this CPU picks; the AVX-512, AVX2 and
+ * baseline clones run on CPUs that have them). */
+static void
+test_cpu_optimizer_bits (void)
+{
+  KernBackend *be = kern_backend_cpu_new ();
+  enum { N = 1037 };
+  const float lr = 0.05f, mu = 0.9f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+  float *g = g_new (float, N), *p = g_new (float, N), *want_p = g_new (float, N);
+  float *s1 = g_new (float, N), *s2 = g_new (float, N);
+  float *want_s1 = g_new (float, N), *want_s2 = g_new (float, N);
+  fill_wave (g, N, 1.1, 1.0);
+  for (int i = 0; i < N; i++)
+    g[i] *= ldexpf (1.0f, i % 13 - 6);
+
+  fill_wave (p, N, 1.2, 1.0);
+  memcpy (want_p, p, N * sizeof (float));
+  for (int i = 0; i < N; i++)
+    want_p[i] -= lr * g[i];
+  be->ops->sgd (be, p, g, N, lr);
+  g_assert_cmpmem (p, N * sizeof (float), want_p, N * sizeof (float));
+
+  fill_wave (p, N, 1.2, 1.0);
+  fill_wave (s1, N, 1.3, 0.5);
+  memcpy (want_p, p, N * sizeof (float));
+  memcpy (want_s1, s1, N * sizeof (float));
+  for (int i = 0; i < N; i++)
+    {
+      want_s1[i] = mu * want_s1[i] + g[i];
+      want_p[i] -= lr * want_s1[i];
+    }
+  be->ops->momentum (be, p, s1, g, N, lr, mu);
+  g_assert_cmpmem (s1, N * sizeof (float), want_s1, N * sizeof (float));
+  g_assert_cmpmem (p, N * sizeof (float), want_p, N * sizeof (float));
+
+  for (gint64 t = 1; t <= 7; t += 6)
+    {
+      fill_wave (p, N, 1.2, 1.0);
+      fill_wave (s1, N, 1.4, 0.3);
+      fill_wave (s2, N, 1.5, 0.3);
+      for (int i = 0; i < N; i++)
+        s2[i] = fabsf (s2[i]);                  /* second moments are >= 0 */
+      memcpy (want_p, p, N * sizeof (float));
+      memcpy (want_s1, s1, N * sizeof (float));
+      memcpy (want_s2, s2, N * sizeof (float));
+      float c1 = (float) (1.0 - pow (b1, (double) t)), c2 = (float) (1.0 - pow (b2, (double) t));
+      for (int i = 0; i < N; i++)
+        {
+          want_s1[i] = b1 * want_s1[i] + (1.0f - b1) * g[i];
+          want_s2[i] = b2 * want_s2[i] + (1.0f - b2) * (g[i] * g[i]);
+          float mhat = want_s1[i] / c1, vhat = want_s2[i] / c2;
+          want_p[i] -= lr * mhat / (sqrtf (vhat) + eps);
+        }
+      be->ops->adam (be, p, s1, s2, g, N, lr, b1, b2, eps, t);
+      g_assert_cmpmem (s1, N * sizeof (float), want_s1, N * sizeof (float));
+      g_assert_cmpmem (s2, N * sizeof (float), want_s2, N * sizeof (float));
+      g_assert_cmpmem (p, N * sizeof (float), want_p, N * sizeof (float));
+    }
+  g_free (g);
+  g_free (p);
+  g_free (want_p);
+  g_free (s1);
+  g_free (s2);
+  g_free (want_s1);
+  g_free (want_s2);
+  kern_backend_free (be);
+}
+
 /* Upload and download are copies; a copy onto itself is allowed. */
 static void
 test_cpu_transfers (void)
@@ -2055,6 +2128,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/cpu/softmax-xent", test_cpu_softmax_xent);
   g_test_add_func ("/kernels/cpu/mse", test_cpu_mse);
   g_test_add_func ("/kernels/cpu/optimizer-ops", test_cpu_optimizer_ops);
+  g_test_add_func ("/kernels/cpu/optimizer-bits", test_cpu_optimizer_bits);
   g_test_add_func ("/kernels/cpu/transfers", test_cpu_transfers);
   g_test_add_func ("/kernels/backend/new", test_backend_new);
   g_test_add_func ("/kernels/dense/names", test_dense_names);
