@@ -165,13 +165,13 @@ struct CommAlgorithm {
   /* Every rank's transfers are handed to the network at once (naive: the
    * root as driver), not one per rank and channel at a time. */
   gboolean all_at_once;
-  /* Optional (NULL: never): the collective `op` as lock-step rounds
-   * (comm/program.h, CommRound) when every rank's program is the same up
-   * to a relabelling of the ranks: each step of every rank is, in order, an
-   * eager send of as many elements to one rank and a receive of as many
-   * from another.  Writes up to `max` rounds kinds into `out` and returns
-   * their number; 0 when the programs are not so (blocks of unequal sizes,
-   * groups of unequal sizes, a kind it does not describe). */
+  /* Optional (NULL: never): the collective `op` as phases of rounds
+   * (comm/program.h, CommRound) when every rank's program is, step after
+   * step, an eager send of the block it holds to one rank and a receive of
+   * the block another sends, forwarded in the next step.  Writes up to
+   * `max` phases into `out` and returns their number; 0 when the programs
+   * are not so (a block of no element, groups of unequal sizes, a kind it
+   * does not describe). */
   int (*rounds) (const CommOp *op, CommRound *out, int max);
 };
 

@@ -198,6 +198,14 @@ gboolean net_network_class_routes (NetNetwork *net, int n, const int *src,
                                    const int *dst, const double *floor,
                                    double *delay, double *bandwidth);
 
+/* Whether some link is crossed both by one of the n1 routes src1[i] ->
+ * dst1[i] and by one of the n2 routes src2[i] -> dst2[i] (each src !=
+ * dst, with a route): two classes that use it at overlapping times would
+ * share it. */
+gboolean net_network_routes_meet (NetNetwork *net, int n1, const int *src1,
+                                  const int *dst1, int n2, const int *src2,
+                                  const int *dst2);
+
 /* When a transfer of `bytes` (> 0) handed to the network at `now`, with
  * latency phase `delay` and alone at `bandwidth` on its route (the values
  * net_network_class_routes() gave), has its last byte in: the same
