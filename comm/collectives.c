@@ -1364,6 +1364,18 @@ comm_kind_one_to_all (CommKind kind)
 }
 
 double
+comm_class_events (const char *name, CommKind kind, int p, int group,
+                   gsize n)
+{
+  const CommAlgorithm *alg = comm_lookup (name);
+
+  if (alg == NULL || alg->class_rounds == NULL || p < 2 || group < 1
+      || p % group != 0)
+    return 0;
+  return alg->class_rounds (kind, p, group, n);
+}
+
+double
 comm_messages (const char *name, CommKind kind, int p, gsize n, int channels)
 {
   if (p < 2)

@@ -265,6 +265,20 @@ hier_rounds (const CommOp *op, CommRound *out, int max)
   return n_out;
 }
 
+/* The rounds hier_rounds gives for m = p / g groups of g: 2(g - 1)
+ * inside the groups and 2(m - 1) across them, when every sub-block has an
+ * element. */
+static double
+hier_class_rounds (CommKind kind, int p, int g, gsize n)
+{
+  int m = p / g;
+
+  if (kind != COMM_ALLREDUCE || p < 2 || n / (gsize) g < (gsize) m
+      || n < (gsize) g)
+    return 0;
+  return 2.0 * (g - 1) + 2.0 * (m - 1);
+}
+
 /* Uniform links, p ranks in m = p/g groups of g: the reduce-scatter and
  * the all-gather of block 0 (M1 = ceil(n/g) elements, the largest) are
  * chains of g-1 transfers each, the ring all-reduce of block 0 across the
@@ -314,4 +328,5 @@ const CommAlgorithm comm_hier = {
   .cost = hier_cost,
   .cost_levels = hier_cost_levels,
   .rounds = hier_rounds,
+  .class_rounds = hier_class_rounds,
 };

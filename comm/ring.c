@@ -135,6 +135,20 @@ ring_rounds (const CommOp *op, CommRound *out, int max)
   return 1;
 }
 
+/* The rounds ring_rounds gives: 2(p - 1) for an all-reduce, p - 1 for a
+ * reduce-scatter or an all-gather, when every block has an element. */
+static double
+ring_class_rounds (CommKind kind, int p, int group G_GNUC_UNUSED, gsize n)
+{
+  if (p < 2 || n < (gsize) p)
+    return 0;
+  if (kind == COMM_ALLREDUCE)
+    return 2.0 * (p - 1);
+  if (kind == COMM_REDUCE_SCATTER || kind == COMM_ALLGATHER)
+    return p - 1;
+  return 0;
+}
+
 /* Patarasuk & Yuan 2009, Thakur et al. 2005:
  * 2(p-1) alpha + 2 ((p-1)/p) n beta, with n/p replaced by the largest
  * block M = ceil(n/p) elements (exact: block 0's path through all
@@ -211,4 +225,5 @@ const CommAlgorithm comm_ring = {
   .cost_levels = ring_cost_levels,
   .messages = ring_messages,
   .rounds = ring_rounds,
+  .class_rounds = ring_class_rounds,
 };

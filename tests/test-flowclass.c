@@ -24,7 +24,9 @@
 #include <string.h>
 
 #include "comm/collectives.h"
+#include "config/scenario.h"
 #include "netmodel/netmodel.h"
+#include "sim/estimate.h"
 #include "tests/util.h"
 
 #define LINK_BW  1.25e9    /* bytes/s, host links (10 Gbit/s) */
@@ -480,6 +482,65 @@ test_run (void)
   sim_remove_tree (tmp);
 }
 
+/* The events `dtsim check` estimates for a timing-only data-parallel run
+ * whose buckets run as flow classes: one per round of each bucket's
+ * all-reduce instead of its transfers' (sim/estimate.c), where the run
+ * would take the class path; per message where it would not (flow classes
+ * off, a trace of every message, GPUs sharing a NIC, real math). */
+static void
+test_estimate (void)
+{
+  const char *ini = "[scenario]\nname = fc\niterations = 3\n"
+                    "[cluster]\nworkers = 64\n"
+                    "[device]\nstep_time = 1ms\n"
+                    "[network]\ntopology = nodes\ngpus_per_node = 8\n"
+                    "nic = gpu\n"
+                    "[model]\nkind = timing\nparams = 1000003\nflops = 1e6\n"
+                    "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
+                    "bucket_size = 1MB\n"
+                    "[kernels]\nbackend = none\n"
+                    "[trace]\ndetail = spans\n";
+  static const char *const per_message[] = {
+    "network.flow_classes=off", "trace.detail=messages", "network.nic=node",
+    "policy.channels=2", NULL };
+  const double I = 3, W = 64, g = 8, m = W / g;
+  /* 1,000,003 elements in buckets of 250,000: four full and one of 3 */
+  const double full = 4, rounds = 2 * (g - 1) + 2 * (m - 1);
+  const double n_last = 1000003 - 4 * 250000;
+  double base_events;
+
+  g_assert_cmpfloat (n_last, <, m * g);   /* the last bucket: no rounds */
+  for (int i = -1; per_message[i < 0 ? 0 : i] != NULL; i++)
+    {
+      const char *sets[] = { i < 0 ? "network.flow_classes=auto"
+                                   : per_message[i], NULL };
+      g_autoptr (GPtrArray) configs = test_load_scenario_text (ini, sets);
+      g_autoptr (GError) error = NULL;
+      SimEstimate e;
+      double all_messages;
+
+      g_ptr_array_set_free_func (configs, (GDestroyNotify) sim_config_free);
+      g_assert_true (sim_estimate (g_ptr_array_index (configs, 0), &e,
+                                   &error));
+      g_assert_no_error (error);
+      all_messages = e.messages;
+      if (i < 0)
+        {
+          /* the last bucket runs per message: its share of the transfers */
+          double last_messages = all_messages / (full + 1);
+
+          g_assert_cmpfloat_with_epsilon (
+            e.events, 1.5 * last_messages + I * full * rounds + 4 * I * W,
+            1e-9 * e.events);
+          base_events = e.events;
+          continue;
+        }
+      g_assert_cmpfloat (e.events, >, base_events);
+      g_assert_cmpfloat_with_epsilon (
+        e.events, 1.5 * all_messages + 4 * I * W, 1e-9 * e.events);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -489,5 +550,6 @@ main (int argc, char **argv)
   g_test_add_func ("/flowclass/fallback", test_fallback);
   g_test_add_func ("/flowclass/claim", test_claim);
   g_test_add_func ("/flowclass/run", test_run);
+  g_test_add_func ("/flowclass/estimate", test_estimate);
   return g_test_run ();
 }
