@@ -363,7 +363,6 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .recomputed = lc->recomputed,
     .layer_seconds = layer_ctx_seconds,
     .ctx = lc,
-    .math = c->math,
     .flow_classes = c->flow_classes == 0 && c->detail != SIM_DETAIL_MESSAGES
                     && (c->links == NULL || *c->links == '\0'),
     .topology = c->topology,

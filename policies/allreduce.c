@@ -1341,8 +1341,9 @@ ar_host_bytes (const PolModelInfo *mi, double per_model)
 
 /* The host groups' size (ranks of a node) when the buckets' all-reduces
  * of a run over `workers` may run as flow classes (docs/collectives.md,
- * "Flow classes"), 0 when they run per message: timing only, flow classes
- * on, one data group (tensor = 1, experts = 1, zero = 0) in one channel
+ * "Flow classes"), 0 when they run per message: flow classes on (the
+ * collectives carry no data even with real math: the sums are formed
+ * apart), one data group (tensor = 1, experts = 1, zero = 0) in one channel
  * without compression, and a topology whose routes of each phase form one
  * class when its links are as built (no [network] links): star, fat-tree and ring (groups of
  * one), nodes with one NIC per GPU and every node full. */
@@ -1354,7 +1355,7 @@ ar_class_group (const PolModelInfo *mi, gint64 workers)
   const char *compression = base_values_string (v, "policy.compression");
   gint64 g;
 
-  if (mi->math || !mi->flow_classes || workers < 2 || topo == NULL
+  if (!mi->flow_classes || workers < 2 || topo == NULL
       || base_values_int (v, "policy.tensor") > 1
       || base_values_int (v, "policy.experts") > 1
       || base_values_int (v, "policy.zero") != 0

@@ -417,7 +417,6 @@ typedef struct {
   const gboolean *recomputed; /* (n_layers) as PolEnv's; NULL = none */
   PolLayerSeconds layer_seconds;
   gpointer ctx;               /* of layer_seconds */
-  gboolean math;              /* the real math runs */
   gboolean flow_classes;      /* collectives may run as flow classes:
                                * [network] flow_classes = auto, no trace of
                                * every message, no [network] links */

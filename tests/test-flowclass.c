@@ -486,7 +486,7 @@ test_run (void)
  * whose buckets run as flow classes: one per round of each bucket's
  * all-reduce instead of its transfers' (sim/estimate.c), where the run
  * would take the class path; per message where it would not (flow classes
- * off, a trace of every message, GPUs sharing a NIC, real math). */
+ * off, a trace of every message, GPUs sharing a NIC, several channels). */
 static void
 test_estimate (void)
 {
