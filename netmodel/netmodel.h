@@ -165,7 +165,7 @@ void net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
 /* Transfers started and not yet finished. */
 gsize net_network_active (const NetNetwork *net);
 
-/* --- Flow classes (docs/network.md, "Flow classes") ----------------------
+/* --- Flow classes (docs/collectives.md, "Flow classes") ------------------
  *
  * A collective step whose p transfers are equivalent (same bytes, same
  * start, congruent routes: each link crossed by one of them alone, every
