@@ -45,5 +45,5 @@ if test -n "$last_n"; then
   echo "$last_n $last_wall $last_rss $goal_s $goal_gb" | awk '{
     gb = $3 * 1024 / 1e9
     printf "  goal: %d GPUs within %g s and %g GB: %.2f s and %.3f GB, %s\n",
-           $1, $4, $5, $2, gb, $2 <= $4 && gb <= $5 ? "met" : "NOT met" }'
+           $1, $4, $5, $2, gb, ($2 <= $4 && gb <= $5 ? "met" : "NOT met") }'
 fi

@@ -42,5 +42,5 @@ if test -n "$peer" && test -n "$last"; then
   echo "$last $wall $pwall $goal" | awk '{
     x = $2 > 0 ? $3 / $2 : 0
     printf "  goal: >= %gx SimGrid at %d hosts: %.0fx (dtsim %.2f s, SimGrid %.2f s), %s\n",
-           $4, $1, x, $2, $3, x >= $4 ? "met" : "NOT met" }'
+           $4, $1, x, $2, $3, (x >= $4 ? "met" : "NOT met") }'
 fi
