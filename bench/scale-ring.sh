@@ -4,11 +4,14 @@
 # prints both side by side (make bench-scale).  Both are timed from outside
 # as whole processes (bench/measure): start-up, platform, run and exit.
 #
-# Usage: scale-ring.sh DTSIM MEASURE SCENARIO COMPARE_AWK PEER SGVER HOSTS...
+# Usage: scale-ring.sh DTSIM MEASURE SCENARIO COMPARE_AWK PEER SGVER GOAL HOSTS...
 #   PEER: the simgrid-ring program, or "" to skip the peer.
+#   GOAL: how many times faster than the peer dtsim should be at the last
+#   host count (the line after the table says whether it is).
 set -eu
-dtsim=$1 measure=$2 scenario=$3 compare=$4 peer=$5 sgver=$6
-shift 6
+dtsim=$1 measure=$2 scenario=$3 compare=$4 peer=$5 sgver=$6 goal=$7
+shift 7
+last= wall= pwall=
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 params=$(sed -n 's/^params *= *//p' "$scenario")
@@ -33,4 +36,11 @@ for n in "$@"; do
               "$(per_second "$transfers" "$pwall")")
   fi
   printf '%s\n' "$lines" | awk -v sgver="$sgver" -v dlabel="dtsim run" -f "$compare"
+  last=$n
 done
+if test -n "$peer" && test -n "$last"; then
+  echo "$last $wall $pwall $goal" | awk '{
+    x = $2 > 0 ? $3 / $2 : 0
+    printf "  goal: >= %gx SimGrid at %d hosts: %.0fx (dtsim %.2f s, SimGrid %.2f s), %s\n",
+           $4, $1, x, $2, $3, (x >= $4 ? "met" : "NOT met") }'
+fi

@@ -822,48 +822,183 @@ coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
 
 /* --- Flow classes --------------------------------------------------------- */
 
-/* Kinds of rounds an algorithm may describe (CommAlgorithm.rounds). */
-#define COLL_ROUND_KINDS 4
+/* Phases an algorithm may describe (CommAlgorithm.rounds), and the chain
+ * classes one phase may hold; beyond them a collective runs per message. */
+#define COLL_PHASES 4
+#define COLL_CLASSES 16
 
-/* A collective run as flow classes: its ranks in lock step, each round one
- * class of p equivalent transfers timed once (docs/collectives.md, "Flow
- * classes").  One event per round, at its end. */
+/* A collective run as flow classes (docs/collectives.md, "Flow classes"):
+ * its times computed class by class when it starts, then one event per
+ * round, at that round's end on its last rank. */
 typedef struct {
   EngSim *sim;
   NetNetwork *net;
-  int n_kinds;                    /* kinds of rounds */
-  int kind;                       /* the current kind */
-  int left;                       /* rounds of it not yet ended */
-  double t;                       /* s, when the current round began */
-  int count[COLL_ROUND_KINDS];    /* rounds of each kind */
-  double delay[COLL_ROUND_KINDS]; /* s, latency phase of its transfers */
-  double bw[COLL_ROUND_KINDS];    /* bytes/s, each transfer's rate */
-  double bytes[COLL_ROUND_KINDS]; /* bytes of each transfer */
-  double secs[COLL_ROUND_KINDS];  /* s, each receiver's reduction */
+  GArray *ends;       /* double, s: each round's end on its last rank */
+  guint next;         /* the round whose end is scheduled */
   CommDone done;
   gpointer ctx, data;
 } CollClass;
 
-static void on_class_round (EngSim *sim, gpointer ctx, gpointer data);
+/* The chain classes of one phase: a chain is the path of one block around
+ * its ring (CommRound); chains that start at the same time with blocks of
+ * the same size have the same times, so one class times them all. */
+typedef struct {
+  int n;                        /* classes */
+  int start[COLL_CLASSES];      /* its start time: index among the previous
+                                   phase's class ends (the first phase: 0,
+                                   the collective's start) */
+  gsize elems[COLL_CLASSES];    /* elements of its block */
+  guint32 next[COLL_CLASSES];   /* bit b set: the ring's next rank after
+                                   the one that starts a chain of this class
+                                   starts one of class b, the chain that
+                                   crosses the same link one round earlier */
+} CollChains;
 
-/* Times the round that begins at c->t and schedules its end: the
- * receiver's last byte as the network would time it, then its reduction
- * (eng_schedule's now + delay). */
-static void
-class_round (CollClass *c)
+/* Sorts phase rd's chains into classes: rank r's by (start[r], its
+ * block's size), written to cls[r]; end[r] is the class of the block rank r
+ * holds when the phase ends, where its next phase starts (scratch: p ints).
+ * FALSE when the phase has more than COLL_CLASSES classes. */
+static gboolean
+chains_classify (int p, const CommRound *rd, const int *start, int *cls,
+                 int *end, int *scratch, CollChains *ch)
 {
-  int k = c->kind;
-  double t = net_network_class_arrival (c->net, c->t, c->delay[k],
-                                        c->bytes[k], c->bw[k]);
+  ch->n = 0;
+  for (int r = 0; r < p; r++)
+    {
+      int c = 0;
 
-  if (c->secs[k] > 0)
-    t = t + c->secs[k];
-  c->t = t;
-  eng_schedule_at (c->sim, t, on_class_round, c, NULL);
+      while (c < ch->n
+             && (ch->start[c] != start[r] || ch->elems[c] != rd->elems[r]))
+        c++;
+      if (c == ch->n)
+        {
+          if (c == COLL_CLASSES)
+            return FALSE;
+          ch->start[c] = start[r];
+          ch->elems[c] = rd->elems[r];
+          ch->next[c] = 0;
+          ch->n++;
+        }
+      cls[r] = c;
+    }
+  for (int r = 0; r < p; r++)
+    {
+      ch->next[cls[r]] |= 1u << cls[rd->to[r]];
+      end[r] = -1;
+    }
+  /* a block moves one rank along its ring per round: after `count` rounds
+   * rank i of a ring of L holds the block rank i - count started with */
+  for (int r = 0; r < p; r++)
+    {
+      int L = 0, x = r, shift;
+
+      if (end[r] >= 0)
+        continue;
+      do
+        {
+          g_assert (L < p && end[x] < 0);
+          scratch[L++] = x;
+          end[x] = 0;
+          x = rd->to[x];
+        }
+      while (x != r);
+      shift = rd->count % L;
+      for (int i = 0; i < L; i++)
+        end[scratch[i]] = cls[scratch[i >= shift ? i - shift
+                                                 : i - shift + L]];
+    }
+  return TRUE;
 }
 
-/* A round has ended on every rank: the next begins, or the collective is
- * done. */
+/* Times the n_ph phases `ph` of op from t0 on, one class at a time, with
+ * the operations of the per-message path: a transfer sent at T arrives at
+ * net_network_class_arrival (T, ...), a reducing receive completes
+ * reduce_per_byte x bytes later (eng_schedule's T + secs), a copying one
+ * when it arrives.  That holds while, in every round, for every pair of
+ * classes a, b where b's chain crosses a link one round before a's: the
+ * receiver of a's block, ready when b's block was received, is ready when
+ * it arrives (it does not wait); and, with max-min sharing, b's transfer has
+ * left the link before a's enters its bandwidth phase (they do not share).
+ * Appends each round's latest end to `ends` and gives each phase's first
+ * entry into a bandwidth phase (first_join) and last arrival (last_arr);
+ * FALSE where a condition fails. */
+static gboolean
+class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
+            const double *bw, double t0, GArray *ends, double *first_join,
+            double *last_arr)
+{
+  int p = op->pub.p;
+  gboolean maxmin
+    = net_network_contention (op->net) == NET_CONTENTION_MAXMIN;
+  g_autofree int *start = g_new0 (int, p), *end = g_new (int, p);
+  g_autofree int *cls = g_new (int, p), *scratch = g_new (int, p);
+  double from[COLL_CLASSES] = { t0 };   /* s, the previous phase's ends */
+  double last = t0;
+
+  for (int k = 0; k < n_ph; k++)
+    {
+      const CommRound *rd = &ph[k];
+      CollChains ch;
+      double T[COLL_CLASSES];     /* s, when its current block is in */
+      double arr[COLL_CLASSES];   /* s, its transfer's arrival */
+      double prev[COLL_CLASSES];  /* s, its previous transfer's arrival */
+      double bytes[COLL_CLASSES], secs[COLL_CLASSES];
+      int *swap;
+
+      if (!chains_classify (p, rd, start, cls, end, scratch, &ch))
+        return FALSE;
+      first_join[k] = INFINITY;
+      for (int c = 0; c < ch.n; c++)
+        {
+          T[c] = from[ch.start[c]];
+          bytes[c] = (double) ch.elems[c] * op->elem_bytes;
+          secs[c] = op->reduce_per_byte * (double) ch.elems[c]
+                    * op->elem_bytes;
+          first_join[k] = MIN (first_join[k], T[c] + delay[k]);
+        }
+      for (int i = 0; i < rd->count; i++)
+        {
+          double t = last;
+
+          for (int c = 0; c < ch.n; c++)
+            arr[c] = net_network_class_arrival (op->net, T[c], delay[k],
+                                                bytes[c], bw[k]);
+          for (int a = 0; a < ch.n; a++)
+            for (int b = 0; b < ch.n; b++)
+              if (ch.next[a] & (1u << b))
+                {
+                  if (T[b] > arr[a])
+                    return FALSE;
+                  if (maxmin && i > 0 && prev[b] > T[a] + delay[k])
+                    return FALSE;
+                }
+          for (int c = 0; c < ch.n; c++)
+            {
+              prev[c] = arr[c];
+              T[c] = i < rd->reducing && secs[c] > 0 ? arr[c] + secs[c]
+                                                     : arr[c];
+              t = MAX (t, T[c]);
+            }
+          g_array_append_val (ends, t);
+          last = t;
+        }
+      last_arr[k] = -INFINITY;
+      for (int c = 0; c < ch.n; c++)
+        {
+          last_arr[k] = MAX (last_arr[k], prev[c]);
+          from[c] = T[c];
+        }
+      swap = start;
+      start = end;
+      end = swap;
+    }
+  return TRUE;
+}
+
+static void on_class_round (EngSim *sim, gpointer ctx, gpointer data);
+
+/* A round has ended on its last rank: the next round's end is scheduled,
+ * or the collective is done. */
 static void
 on_class_round (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
@@ -871,85 +1006,118 @@ on_class_round (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   CommDone done = c->done;
   gpointer cctx = c->ctx, cdata = c->data;
 
-  if (--c->left == 0 && ++c->kind < c->n_kinds)
-    c->left = c->count[c->kind];
-  if (c->left > 0)
+  if (++c->next < c->ends->len)
     {
-      class_round (c);
+      eng_schedule_at (sim, g_array_index (c->ends, double, c->next),
+                       on_class_round, c, NULL);
       return;
     }
   net_network_release (c->net);
+  g_array_unref (c->ends);
   g_free (c);
   done (sim, cctx, cdata);
 }
 
+/* Whether phases k1 and k2 of `ph` send over some common link. */
+static gboolean
+phases_meet (CollOp *op, const CommRound *ph, int k1, int k2, int *src,
+             int *dst1, int *dst2)
+{
+  int p = op->pub.p;
+
+  for (int r = 0; r < p; r++)
+    {
+      src[r] = op->hosts[r];
+      dst1[r] = op->hosts[ph[k1].to[r]];
+      dst2[r] = op->hosts[ph[k2].to[r]];
+    }
+  return net_network_routes_meet (op->net, p, src, dst1, p, src, dst2);
+}
+
 /* Runs `op` (built, not started) as flow classes when it may: the caller
  * declared it exclusive, it moves no data, its algorithm describes it as
- * rounds, each kind of round's transfers form one class of routes
- * (net_network_class_routes) and the network is idle, has no observer and
- * allows flow classes (net_network_claim).  Then frees op and returns
- * TRUE; else changes nothing and returns FALSE. */
+ * phases of rounds, each phase's transfers form one class of routes
+ * (net_network_class_routes), its chains' times meet class_plan's
+ * conditions, phases whose transfers may overlap in time use distinct
+ * links, and the network is idle, has no observer and allows flow classes
+ * (net_network_claim).  Then frees op and returns TRUE; else changes
+ * nothing and returns FALSE. */
 static gboolean
 coll_class_start (CollOp *op, const CommArgs *a)
 {
-  CommRound rounds[COLL_ROUND_KINDS];
+  CommRound ph[COLL_PHASES];
+  double delay[COLL_PHASES], bw[COLL_PHASES];
+  double first_join[COLL_PHASES], last_arr[COLL_PHASES];
   int n, p = op->pub.p;
-  gboolean ok;
+  gboolean ok = TRUE;
   CollClass *c;
-  g_autofree int *dst = NULL;
+  g_autofree int *src = NULL, *dst = NULL, *dst2 = NULL;
   g_autofree double *floor = NULL;
+  GArray *ends;
 
   if (!a->exclusive || op->bufs != NULL || op->alg->rounds == NULL || p < 2
       || !(op->elem_bytes > 0) || !net_network_flow_classes (op->net)
       || net_network_active (op->net) > 0)
     return FALSE;
-  n = op->alg->rounds (&op->pub, rounds, COLL_ROUND_KINDS);
+  n = op->alg->rounds (&op->pub, ph, COLL_PHASES);
   if (n == 0)
     return FALSE;
-  c = g_new0 (CollClass, 1);
+  src = g_new (int, p);
   dst = g_new (int, p);
+  dst2 = g_new (int, p);
   floor = g_new (double, p);
-  ok = TRUE;
-  for (int k = 0; k < n; k++)
+  for (int r = 0; r < p; r++)
+    src[r] = op->hosts[r];
+  for (int k = 0; k < n && ok; k++)
     {
-      const CommRound *rd = &rounds[k];
+      const CommRound *rd = &ph[k];
 
-      g_assert (rd->count >= 1 && rd->elems >= 1 && rd->to != NULL);
-      for (int r = 0; r < p && ok; r++)
+      g_assert (rd->count >= 1 && rd->reducing >= 0
+                && rd->reducing <= rd->count && rd->to && rd->elems);
+      for (int r = 0; r < p; r++)
         {
           g_assert (rd->to[r] != r && rd->to[r] >= 0 && rd->to[r] < p);
+          g_assert (rd->elems[r] >= 1);
           dst[r] = op->hosts[rd->to[r]];
           floor[r] = step_floor (op, r, rd->to[r]);
         }
-      ok = ok && net_network_class_routes (op->net, p, op->hosts, dst, floor,
-                                           &c->delay[k], &c->bw[k]);
-      c->count[k] = rd->count;
-      c->bytes[k] = (double) rd->elems * op->elem_bytes;
-      c->secs[k] = rd->mode == COMM_RECV_COPY ? 0
-                   : op->reduce_per_byte * (double) rd->elems
-                     * op->elem_bytes;
-      g_free (rd->to);
+      ok = net_network_class_routes (op->net, p, src, dst, floor, &delay[k],
+                                     &bw[k]);
+    }
+  ends = g_array_new (FALSE, FALSE, sizeof (double));
+  /* the ranks start when on_start would run them */
+  ok = ok && class_plan (op, ph, n, delay, bw,
+                         eng_sim_now (op->sim) + a->launch_overhead, ends,
+                         first_join, last_arr);
+  if (net_network_contention (op->net) == NET_CONTENTION_MAXMIN)
+    for (int k1 = 0; k1 < n && ok; k1++)
+      for (int k2 = k1 + 1; k2 < n && ok; k2++)
+        if (last_arr[k1] > first_join[k2])
+          ok = !phases_meet (op, ph, k1, k2, src, dst, dst2);
+  for (int k = 0; k < n; k++)
+    {
+      g_free (ph[k].to);
+      g_free (ph[k].elems);
     }
   if (!ok || !net_network_claim (op->net))
     {
-      g_free (c);
+      g_array_unref (ends);
       return FALSE;
     }
   net_network_count_collective (op->net, TRUE);
+  c = g_new0 (CollClass, 1);
   c->sim = op->sim;
   c->net = op->net;
-  c->n_kinds = n;
-  c->left = c->count[0];
+  c->ends = ends;
   c->done = op->done;
   c->ctx = op->ctx;
   c->data = op->data;
-  /* the ranks start when on_start would run them */
-  c->t = eng_sim_now (op->sim) + a->launch_overhead;
   G_LOCK (coll_stats);
   coll_stats.classes++;
   G_UNLOCK (coll_stats);
   coll_op_free (op);
-  class_round (c);
+  eng_schedule_at (c->sim, g_array_index (ends, double, 0), on_class_round,
+                   c, NULL);
   return TRUE;
 }
 
@@ -1193,6 +1361,18 @@ comm_kind_one_to_all (CommKind kind)
 {
   return kind == COMM_BROADCAST || kind == COMM_REDUCE || kind == COMM_SCATTER
          || kind == COMM_GATHER;
+}
+
+double
+comm_class_events (const char *name, CommKind kind, int p, int group,
+                   gsize n)
+{
+  const CommAlgorithm *alg = comm_lookup (name);
+
+  if (alg == NULL || alg->class_rounds == NULL || p < 2 || group < 1
+      || p % group != 0)
+    return 0;
+  return alg->class_rounds (kind, p, group, n);
 }
 
 double

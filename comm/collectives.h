@@ -165,14 +165,18 @@ struct CommAlgorithm {
   /* Every rank's transfers are handed to the network at once (naive: the
    * root as driver), not one per rank and channel at a time. */
   gboolean all_at_once;
-  /* Optional (NULL: never): the collective `op` as lock-step rounds
-   * (comm/program.h, CommRound) when every rank's program is the same up
-   * to a relabelling of the ranks: each step of every rank is, in order, an
-   * eager send of as many elements to one rank and a receive of as many
-   * from another.  Writes up to `max` rounds kinds into `out` and returns
-   * their number; 0 when the programs are not so (blocks of unequal sizes,
-   * groups of unequal sizes, a kind it does not describe). */
+  /* Optional (NULL: never): the collective `op` as phases of rounds
+   * (comm/program.h, CommRound) when every rank's program is, step after
+   * step, an eager send of the block it holds to one rank and a receive of
+   * the block another sends, forwarded in the next step.  Writes up to
+   * `max` phases into `out` and returns their number; 0 when the programs
+   * are not so (a block of no element, groups of unequal sizes, a kind it
+   * does not describe). */
   int (*rounds) (const CommOp *op, CommRound *out, int max);
+  /* Optional (NULL: never), with `rounds`: how many rounds `rounds` gives
+   * in all for p ranks in host groups of `group` ranks each (group divides
+   * p) and n elements, 0 where it gives none; for the event estimate. */
+  double (*class_rounds) (CommKind kind, int p, int group, gsize n);
 };
 
 /* TRUE for the collectives that go from one root to all ranks or back
@@ -248,6 +252,15 @@ double comm_cost_grouped (const CommAlgorithm *alg, CommKind kind,
                               int p, int group, gsize n, double elem_bytes,
                               double alpha, double beta,
                               double reduce_per_byte);
+
+/* Engine events of one collective of algorithm `name` (not "auto") that
+ * runs as flow classes over p ranks in host groups of `group` ranks each
+ * (group divides p) and n elements: one per round (docs/collectives.md,
+ * "Flow classes"); 0 where the algorithm describes no rounds for it, so
+ * that it runs per message.  The network's side (routes of one class, the
+ * ranks' lag) is not known here: the estimate assumes it holds. */
+double comm_class_events (const char *name, CommKind kind, int p, int group,
+                          gsize n);
 
 /* Work counters of the executor (test-only: tests/test-collectives.c
  * bounds the work per transfer with them; nothing in a run reads them).

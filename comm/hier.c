@@ -210,51 +210,73 @@ hier_step (const CommOp *op, int r, guint index, CommStep *out)
   return FALSE;
 }
 
-/* The hierarchical all-reduce as rounds (CommAlgorithm.rounds) when every
- * group has g ranks and the blocks cut evenly (g divides n, m divides n/g):
- * g - 1 reducing rounds inside the groups, m - 1 reducing and m - 1
- * copying rounds across them among the owners of each block, g - 1
- * copying rounds inside the groups; every message of a phase has the
- * same size. */
+/* The hierarchical all-reduce as phases of rounds (CommAlgorithm.rounds)
+ * when every group has g ranks (then local rank l owns block l alone) and
+ * every sub-block has an element: g - 1 reducing rounds inside the groups,
+ * where local rank l starts with chunk l - 1; 2(m - 1) rounds across them
+ * among the owners of each block, the first m - 1 reducing, group j's
+ * rank starting with sub-block j; g - 1 copying rounds inside the groups,
+ * local rank l starting with chunk l.  Chunks and sub-blocks are cut as
+ * hier_step cuts them, sizes differing by one. */
 static int
 hier_rounds (const CommOp *op, CommRound *out, int max)
 {
   const HierGroups *h = op->state;
   int m = h->m, g = h->G, p = op->p, n_out = 0;
-  gsize chunk;
 
-  if (op->kind != COMM_ALLREDUCE || p < 2 || max < 4 || op->n == 0)
+  if (op->kind != COMM_ALLREDUCE || p < 2 || max < 3)
     return 0;
   for (int j = 0; j < m; j++)
     if (h->start[j + 1] - h->start[j] != g)
       return 0;
-  if (op->n % (gsize) g != 0)
+  /* the smallest chunk, then its smallest sub-block, has an element */
+  if (op->n / (gsize) g < (gsize) m || op->n < (gsize) g)
     return 0;
-  chunk = op->n / (gsize) g;
-  if (m > 1 && chunk % (gsize) m != 0)
-    return 0;
-  for (int phase = 0; phase < 4; phase++)
+  for (int phase = 0; phase < 3; phase++)
     {
-      gboolean cross = phase == 1 || phase == 2;
+      gboolean cross = phase == 1;
       CommRound *o;
 
       if ((cross && m < 2) || (!cross && g < 2))
         continue;
       o = &out[n_out++];
-      *o = (CommRound) { cross ? m - 1 : g - 1,
-                            cross ? chunk / (gsize) m : chunk,
-                            phase < 2 ? COMM_RECV_REDUCE : COMM_RECV_COPY,
-                            g_new (int, p) };
+      *o = (CommRound) { cross ? 2 * (m - 1) : g - 1,
+                         phase == 0 ? g - 1 : cross ? m - 1 : 0,
+                         g_new (int, p), g_new (gsize, p) };
       for (int r = 0; r < p; r++)
         {
           int j = h->grp[r], l = h->loc[r];
+          gsize lo, hi, slo, shi;
 
-          /* with groups of G ranks, local rank l owns block l alone */
-          o->to[r] = cross ? h->members[h->start[j + 1 == m ? 0 : j + 1] + l]
-                           : h->members[h->start[j] + (l + 1 == g ? 0 : l + 1)];
+          if (cross)
+            {
+              comm_shard_bounds (op->n, g, l, &lo, &hi);
+              comm_shard_bounds (hi - lo, m, j, &slo, &shi);
+              o->to[r] = h->members[h->start[j + 1 == m ? 0 : j + 1] + l];
+              o->elems[r] = shi - slo;
+              continue;
+            }
+          comm_shard_bounds (op->n, g, phase == 0 ? comm_mod (l - 1, g) : l,
+                             &lo, &hi);
+          o->to[r] = h->members[h->start[j] + (l + 1 == g ? 0 : l + 1)];
+          o->elems[r] = hi - lo;
         }
     }
   return n_out;
+}
+
+/* The rounds hier_rounds gives for m = p / g groups of g: 2(g - 1)
+ * inside the groups and 2(m - 1) across them, when every sub-block has an
+ * element. */
+static double
+hier_class_rounds (CommKind kind, int p, int g, gsize n)
+{
+  int m = p / g;
+
+  if (kind != COMM_ALLREDUCE || p < 2 || n / (gsize) g < (gsize) m
+      || n < (gsize) g)
+    return 0;
+  return 2.0 * (g - 1) + 2.0 * (m - 1);
 }
 
 /* Uniform links, p ranks in m = p/g groups of g: the reduce-scatter and
@@ -306,4 +328,5 @@ const CommAlgorithm comm_hier = {
   .cost = hier_cost,
   .cost_levels = hier_cost_levels,
   .rounds = hier_rounds,
+  .class_rounds = hier_class_rounds,
 };

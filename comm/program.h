@@ -80,17 +80,23 @@ struct CommStep {
   gsize lo, hi;       /* element range [lo, hi), lo <= hi <= n */
 };
 
-/* Consecutive rounds of a symmetric collective (CommAlgorithm.rounds):
- * in each of `count` rounds, every rank r sends `elems` elements to
- * to[r] (an eager send) and then receives `elems` elements from the rank
- * that sends to it, combined per `mode`; rank r's next round starts when
- * its receive has completed.  `to` is a permutation of the ranks without
- * fixed point. */
+/* A phase of a symmetric collective (CommAlgorithm.rounds): `count`
+ * rounds around the rings of the permutation `to`.  Each rank r starts the
+ * phase holding one block of elems[r] elements; in every round it sends
+ * the block it holds to to[r] (an eager send), then receives the block
+ * its predecessor sends, combined by adding in the first `reducing`
+ * rounds and by copying in the others, and holds that block in the next
+ * round, which it starts when the receive has completed.  A block thus
+ * travels around its ring one rank per round: a *chain* of transfers of
+ * one size.  The phase's first round starts on each rank when its
+ * previous phase has ended there. */
 struct CommRound {
   int count;          /* rounds, >= 1 */
-  gsize elems;        /* elements per message, >= 1 */
-  CommRecvMode mode;  /* how every receive of these rounds combines */
-  int *to;            /* (p) newly allocated; freed by the executor */
+  int reducing;       /* the first of them that reduce, 0 .. count */
+  int *to;            /* (p) newly allocated, freed by the executor: a
+                         permutation of the ranks without fixed point */
+  gsize *elems;       /* (p) newly allocated, freed by the executor: the
+                         block each rank holds at the start, >= 1 */
 };
 
 /* Fill *out with a send of [lo, hi) to dst (flags COMM_SEND_*), a

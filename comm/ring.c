@@ -89,30 +89,64 @@ ring_step (const CommOp *op, int r, guint index, CommStep *out)
   return comm_step_recv (out, r == 0 ? p - 1 : r - 1, lo, hi, mode);
 }
 
-/* The ring as rounds (CommAlgorithm.rounds): every rank sends to r + 1 and
- * receives from r - 1 in each of the p - 1 steps of a pass, and a pass
- * moves equal blocks when p divides n; broadcast's relay is no such ring
- * (its ranks wait in turn). */
+/* The ring as one phase of rounds (CommAlgorithm.rounds): every rank
+ * sends to r + 1 and receives from r - 1 in each step, forwarding the
+ * block it received, so block b travels around the ring; blocks of
+ * floor(n/p) and floor(n/p) + 1 elements (comm_shard_bounds), at least
+ * one each.  All-reduce is 2(p - 1) rounds, the first p - 1 reducing,
+ * rank r starting with block r; reduce-scatter p - 1 reducing rounds from
+ * block r - 1; all-gather p - 1 copying rounds from block r.  Broadcast's
+ * relay is no such ring (its ranks wait in turn). */
 static int
 ring_rounds (const CommOp *op, CommRound *out, int max)
 {
-  int p = op->p, n_out = 0;
+  int p = op->p, off;
+  CommRound *o = &out[0];
 
-  if (p < 2 || op->n % (gsize) p != 0 || op->n == 0 || max < 2)
+  if (p < 2 || op->n < (gsize) p || max < 1)
     return 0;
-  if (op->kind == COMM_ALLREDUCE || op->kind == COMM_REDUCE_SCATTER)
-    out[n_out++] = (CommRound) { p - 1, op->n / (gsize) p,
-                                    COMM_RECV_REDUCE, NULL };
-  if (op->kind == COMM_ALLREDUCE || op->kind == COMM_ALLGATHER)
-    out[n_out++] = (CommRound) { p - 1, op->n / (gsize) p, COMM_RECV_COPY,
-                                    NULL };
-  for (int i = 0; i < n_out; i++)
+  switch (op->kind)
     {
-      out[i].to = g_new (int, p);
-      for (int r = 0; r < p; r++)
-        out[i].to[r] = r + 1 == p ? 0 : r + 1;
+    case COMM_ALLREDUCE:
+      *o = (CommRound) { 2 * (p - 1), p - 1, NULL, NULL };
+      off = 0;
+      break;
+    case COMM_REDUCE_SCATTER:
+      *o = (CommRound) { p - 1, p - 1, NULL, NULL };
+      off = -1;
+      break;
+    case COMM_ALLGATHER:
+      *o = (CommRound) { p - 1, 0, NULL, NULL };
+      off = 0;
+      break;
+    default:
+      return 0;
     }
-  return n_out;
+  o->to = g_new (int, p);
+  o->elems = g_new (gsize, p);
+  for (int r = 0; r < p; r++)
+    {
+      gsize lo, hi;
+
+      comm_shard_bounds (op->n, p, comm_mod (r + off, p), &lo, &hi);
+      o->to[r] = r + 1 == p ? 0 : r + 1;
+      o->elems[r] = hi - lo;
+    }
+  return 1;
+}
+
+/* The rounds ring_rounds gives: 2(p - 1) for an all-reduce, p - 1 for a
+ * reduce-scatter or an all-gather, when every block has an element. */
+static double
+ring_class_rounds (CommKind kind, int p, int group G_GNUC_UNUSED, gsize n)
+{
+  if (p < 2 || n < (gsize) p)
+    return 0;
+  if (kind == COMM_ALLREDUCE)
+    return 2.0 * (p - 1);
+  if (kind == COMM_REDUCE_SCATTER || kind == COMM_ALLGATHER)
+    return p - 1;
+  return 0;
 }
 
 /* Patarasuk & Yuan 2009, Thakur et al. 2005:
@@ -191,4 +225,5 @@ const CommAlgorithm comm_ring = {
   .cost_levels = ring_cost_levels,
   .messages = ring_messages,
   .rounds = ring_rounds,
+  .class_rounds = ring_class_rounds,
 };

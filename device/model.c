@@ -363,6 +363,9 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .recomputed = lc->recomputed,
     .layer_seconds = layer_ctx_seconds,
     .ctx = lc,
+    .flow_classes = c->flow_classes == 0 && c->detail != SIM_DETAIL_MESSAGES
+                    && (c->links == NULL || *c->links == '\0'),
+    .topology = c->topology,
   };
 }
 

@@ -165,7 +165,7 @@ void net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
 /* Transfers started and not yet finished. */
 gsize net_network_active (const NetNetwork *net);
 
-/* --- Flow classes (docs/network.md, "Flow classes") ----------------------
+/* --- Flow classes (docs/collectives.md, "Flow classes") ------------------
  *
  * A collective step whose p transfers are equivalent (same bytes, same
  * start, congruent routes: each link crossed by one of them alone, every
@@ -197,6 +197,14 @@ void net_network_release (NetNetwork *net);
 gboolean net_network_class_routes (NetNetwork *net, int n, const int *src,
                                    const int *dst, const double *floor,
                                    double *delay, double *bandwidth);
+
+/* Whether some link is crossed both by one of the n1 routes src1[i] ->
+ * dst1[i] and by one of the n2 routes src2[i] -> dst2[i] (each src !=
+ * dst, with a route): two classes that use it at overlapping times would
+ * share it. */
+gboolean net_network_routes_meet (NetNetwork *net, int n1, const int *src1,
+                                  const int *dst1, int n2, const int *src2,
+                                  const int *dst2);
 
 /* When a transfer of `bytes` (> 0) handed to the network at `now`, with
  * latency phase `delay` and alone at `bandwidth` on its route (the values

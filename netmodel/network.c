@@ -1803,6 +1803,58 @@ net_network_class_routes (NetNetwork *net, int n, const int *src,
   return TRUE;
 }
 
+/* Stamps the links of the n routes src[i] -> dst[i] with `stamp` in
+ * net->class_marks, or, when `probe`, returns TRUE at the first link
+ * already stamped so (FALSE after stamping none). */
+static gboolean
+class_stamp_routes (NetNetwork *net, int n, const int *src, const int *dst,
+                    guint64 stamp, gboolean probe)
+{
+  for (int i = 0; i < n; i++)
+    {
+      int stack[NET_ROUTE_STACK], len;
+      g_autofree int *heap = NULL;
+      const int *route;
+
+      if (!host_valid (net, src[i]) || !host_valid (net, dst[i])
+          || src[i] == dst[i])
+        continue;
+      route = route_links (net, src[i], dst[i], stack, &heap, &len);
+      for (int k = 0; k < len; k++)
+        {
+          if (route[k] < 0 || (guint) route[k] >= net->n_class_marks)
+            continue;
+          if (probe && net->class_marks[route[k]] == stamp)
+            return TRUE;
+          if (!probe)
+            net->class_marks[route[k]] = stamp;
+        }
+    }
+  return FALSE;
+}
+
+/* Stamps the first set's links, then looks for a stamped link on the
+ * second's: O(total route length). */
+gboolean
+net_network_routes_meet (NetNetwork *net, int n1, const int *src1,
+                         const int *dst1, int n2, const int *src2,
+                         const int *dst2)
+{
+  g_return_val_if_fail (net != NULL && n1 >= 0 && n2 >= 0, TRUE);
+  g_return_val_if_fail (src1 != NULL && dst1 != NULL, TRUE);
+  g_return_val_if_fail (src2 != NULL && dst2 != NULL, TRUE);
+
+  if (net->n_class_marks < net->links->len)
+    {
+      g_free (net->class_marks);
+      net->n_class_marks = net->links->len;
+      net->class_marks = g_new0 (guint64, net->n_class_marks);
+    }
+  net->class_stamp++;
+  class_stamp_routes (net, n1, src1, dst1, net->class_stamp, FALSE);
+  return class_stamp_routes (net, n2, src2, dst2, net->class_stamp, TRUE);
+}
+
 /* The arrival time of a lone transfer, as the per-message path computes
  * it: with max-min, the latency event at now + delay (eng_schedule), then
  * the completion at that time + remaining / rate, the rate being the

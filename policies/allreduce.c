@@ -1339,6 +1339,40 @@ ar_host_bytes (const PolModelInfo *mi, double per_model)
   return per_model + G * ar_worker_bytes (mi->model, (int) mi->batch) + feedback;
 }
 
+/* The host groups' size (ranks of a node) when the buckets' all-reduces
+ * of a run over `workers` may run as flow classes (docs/collectives.md,
+ * "Flow classes"), 0 when they run per message: flow classes on (the
+ * collectives carry no data even with real math: the sums are formed
+ * apart), one data group (tensor = 1, experts = 1, zero = 0) in one channel
+ * without compression, and a topology whose routes of each phase form one
+ * class when its links are as built (no [network] links): star, fat-tree and ring (groups of
+ * one), nodes with one NIC per GPU and every node full. */
+static int
+ar_class_group (const PolModelInfo *mi, gint64 workers)
+{
+  const BaseValues *v = mi->values;
+  const char *topo = mi->topology;
+  const char *compression = base_values_string (v, "policy.compression");
+  gint64 g;
+
+  if (!mi->flow_classes || workers < 2 || topo == NULL
+      || base_values_int (v, "policy.tensor") > 1
+      || base_values_int (v, "policy.experts") > 1
+      || base_values_int (v, "policy.zero") != 0
+      || base_values_int (v, "policy.channels") > 1
+      || (compression != NULL && *compression != '\0'
+          && strcmp (compression, "none") != 0))
+    return 0;
+  if (strcmp (topo, "star") == 0 || strcmp (topo, "fat-tree") == 0
+      || strcmp (topo, "ring") == 0)
+    return 1;
+  if (strcmp (topo, "nodes") != 0 || base_values_int (v, "network.nic") == 0)
+    return 0;
+  g = base_values_int (v, "network.gpus_per_node");
+  g = g > 0 ? g : 8;
+  return workers % g == 0 ? (int) g : 0;
+}
+
 /* Each gradient bucket is all-reduced once an iteration (every bucket's
  * collective may be in flight at once, each with a transfer per rank and
  * channel); spans: compute, communication and wait per worker. */
@@ -1405,6 +1439,21 @@ ar_work (const PolModelInfo *mi, PolWork *out)
   double each = T * comm_messages (alg, COMM_ALLREDUCE, (int) D, part, C);
   *out = (PolWork) { .messages = B * each + tensor, .spans = (3 + stretches) * W,
                      .iteration_rows = W, .bucket_rows = B, .in_flight = B * W * C };
+  /* the buckets of `per` elements and the last, of what is left */
+  int group = ar_class_group (mi, (gint64) W);
+  gsize last = P - (gsize) (B - 1) * per;
+  double full = group ? comm_class_events (alg, COMM_ALLREDUCE, (int) W, group, per) : 0;
+  double rest = group ? comm_class_events (alg, COMM_ALLREDUCE, (int) W, group, last) : 0;
+  if (full > 0)
+    {
+      out->class_messages += (B - 1) * each;
+      out->class_events += (B - 1) * full;
+    }
+  if (rest > 0)
+    {
+      out->class_messages += each;
+      out->class_events += rest;
+    }
 }
 
 /* A tensor group draws one batch: the data-parallel ranks are the parts. */

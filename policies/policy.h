@@ -417,6 +417,10 @@ typedef struct {
   const gboolean *recomputed; /* (n_layers) as PolEnv's; NULL = none */
   PolLayerSeconds layer_seconds;
   gpointer ctx;               /* of layer_seconds */
+  gboolean flow_classes;      /* collectives may run as flow classes:
+                               * [network] flow_classes = auto, no trace of
+                               * every message, no [network] links */
+  const char *topology;       /* [network] topology */
 } PolModelInfo;
 
 /* One device's part of the model when a policy spreads the model over its
@@ -463,6 +467,10 @@ typedef struct {
                                * events until its last byte arrives) */
   double state_bytes;         /* host bytes its own state holds beyond the
                                * real math's (host_bytes) and the transfers */
+  double class_messages;      /* of `messages`, those of collectives that
+                               * run as flow classes */
+  double class_events;        /* the engine events those collectives take
+                               * instead (comm_class_events) */
 } PolWork;
 
 /* The expert axis' rules on the model: experts > 1 needs expert layers

@@ -60,8 +60,10 @@ sim_estimate (const SimConfig *c, SimEstimate *out, GError **error)
                     + w.in_flight * SIM_ESTIMATE_FLIGHT_MEMORY + w.state_bytes
                     + out->math_bytes;
   /* a transfer's start and end, and a few events per worker iteration
-   * (its step, its update, a barrier) */
-  out->events = 1.5 * out->messages + 4 * out->iteration_rows;
+   * (its step, its update, a barrier); a collective run as flow classes,
+   * one event per round instead of its transfers' */
+  out->events = 1.5 * (out->messages - I * w.class_messages) + I * w.class_events
+                + 4 * out->iteration_rows;
   return TRUE;
 }
 

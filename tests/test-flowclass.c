@@ -24,7 +24,9 @@
 #include <string.h>
 
 #include "comm/collectives.h"
+#include "config/scenario.h"
 #include "netmodel/netmodel.h"
+#include "sim/estimate.h"
 #include "tests/util.h"
 
 #define LINK_BW  1.25e9    /* bytes/s, host links (10 Gbit/s) */
@@ -108,10 +110,11 @@ network_new (EngSim *sim, const Topo *t, int p, NetContention contention)
 }
 
 /* Runs `kind` of algorithm `alg` over p ranks (rank r on host r) of n
- * elements, timing only, with flow classes on or off. */
+ * elements of elem_bytes, timing only, with flow classes on or off. */
 static Outcome
 run_one (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
-         NetContention contention, Disturb disturb, gboolean classes)
+         double elem_bytes, NetContention contention, Disturb disturb,
+         gboolean classes)
 {
   EngSim *sim = eng_sim_new ();
   NetNetwork *net = network_new (sim, t, p, contention);
@@ -121,7 +124,7 @@ run_one (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
   int observed = 0;
   CommArgs a = {
     .sim = sim, .net = net, .p = p, .hosts = hosts, .bufs = NULL, .n = n,
-    .elem_bytes = 4, .reduce_per_byte = 1e-11, .root = 0, .tag = 7,
+        .elem_bytes = elem_bytes, .reduce_per_byte = 1e-11, .root = 0, .tag = 7,
     .launch_overhead = 3e-6, .step_overhead = 6e-6,
     .intra_step_overhead = 2e-6, .exclusive = disturb != DISTURB_SHARED,
   };
@@ -153,23 +156,35 @@ run_one (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
   return o;
 }
 
-/* The same collective with flow classes on and off: equal times, and the
- * class path taken when `expect_classes`. */
+/* The same collective of elements of elem_bytes with flow classes on and
+ * off: equal times, and the class path taken when `expect_classes`. */
 static void
-compare (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
-         NetContention contention, Disturb disturb, gboolean expect_classes)
+compare_bytes (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
+               double elem_bytes, NetContention contention, Disturb disturb,
+               gboolean expect_classes)
 {
-  Outcome on = run_one (alg, kind, t, p, n, contention, disturb, TRUE);
-  Outcome off = run_one (alg, kind, t, p, n, contention, disturb, FALSE);
+  Outcome on = run_one (alg, kind, t, p, n, elem_bytes, contention, disturb,
+                        TRUE);
+  Outcome off = run_one (alg, kind, t, p, n, elem_bytes, contention, disturb,
+                         FALSE);
 
   if (g_test_verbose ())
-    g_printerr ("%s %s on %s (%d), p = %d, n = %zu: %.17g s, %s\n", alg,
+    g_printerr ("%s %s on %s (%d), p = %d, n = %zu: %.17g s, %s%s\n", alg,
                 comm_kind_name (kind), t->topology, t->gpus, p, n,
-                on.t_done, on.classes ? "classes" : "per message");
+                on.t_done, on.classes ? "classes" : "per message",
+                on.t_done == off.t_done ? "" : " (not bit-identical)");
   g_assert_false (off.classes);
   g_assert_cmpint (on.classes, ==, expect_classes);
   g_assert_cmpfloat (off.t_done, >, 0);
   g_assert_cmpfloat_with_epsilon (on.t_done, off.t_done, 1e-9 * off.t_done);
+}
+
+/* compare_bytes with 4-byte elements. */
+static void
+compare (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
+         NetContention contention, Disturb disturb, gboolean expect_classes)
+{
+  compare_bytes (alg, kind, t, p, n, 4, contention, disturb, expect_classes);
 }
 
 /* Symmetric cases: ring (all-reduce, reduce-scatter, all-gather) and
@@ -233,6 +248,81 @@ test_symmetric (void)
     }
 }
 
+/* Blocks of two sizes, floor(n/p) and floor(n/p) + 1 elements (in the
+ * hierarchical all-reduce, chunks of n/g and sub-blocks of a chunk / m,
+ * each of two sizes): the ranks drift out of lock step, each size's chains
+ * keep their own times, and the class path still gives the per-message
+ * times.  n is a prime, or p k + r for several r (g m k + r for the
+ * hierarchical all-reduce), on star, fat-tree and nodes topologies from 2
+ * to 4,096 ranks. */
+static void
+test_unequal (void)
+{
+  static const Topo star = { "star", 0, FALSE };
+  static const Topo nodes8 = { "nodes", 8, TRUE };
+  static const Topo nodes4 = { "nodes", 4, TRUE };
+  static const Topo fat = { "fat-tree", 4, FALSE };
+  static const Topo fat8 = { "fat-tree", 8, FALSE };
+  static const int ring_sizes[] = { 2, 3, 16, 256, 1024 };
+  static const int hier_sizes[] = { 16, 64, 512, 4096 };
+  static const CommKind kinds[] = { COMM_ALLREDUCE, COMM_REDUCE_SCATTER,
+                                    COMM_ALLGATHER };
+  const gsize prime = 61483;   /* divided by none of the p below */
+  const gsize k = 97;
+
+  for (guint i = 0; i < G_N_ELEMENTS (ring_sizes); i++)
+    {
+      int p = ring_sizes[i];
+      gsize rems[] = { 1, (gsize) p / 2, (gsize) p - 1 };
+
+      for (guint c = 0; c < G_N_ELEMENTS (kinds); c++)
+        compare ("ring", kinds[c], &star, p, prime, NET_CONTENTION_MAXMIN,
+                 DISTURB_NONE, TRUE);
+      for (guint r = 0; r < G_N_ELEMENTS (rems) && p <= 256; r++)
+        if (rems[r] > 0)
+          {
+            compare ("ring", COMM_ALLREDUCE, &star, p, p * k + rems[r],
+                     NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+            compare ("ring", COMM_ALLREDUCE, &star, p, p * k + rems[r],
+                     NET_CONTENTION_NONE, DISTURB_NONE, TRUE);
+          }
+    }
+  compare ("ring", COMM_ALLREDUCE, &fat, 16, prime, NET_CONTENTION_MAXMIN,
+           DISTURB_NONE, TRUE);
+  compare ("ring", COMM_ALLREDUCE, &fat8, 128, 128 * k + 31,
+           NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+  compare ("hierarchical", COMM_ALLREDUCE, &fat8, 128, prime,
+           NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+  for (guint i = 0; i < G_N_ELEMENTS (hier_sizes); i++)
+    {
+      int p = hier_sizes[i];
+      /* every remainder modulo g: chunks of two sizes; modulo g m too:
+       * sub-blocks of two sizes in chunks of either */
+      gsize rems[] = { 1, 8 - 1, (gsize) p / 2 + 3, (gsize) p - 1 };
+
+      /* the ranks leave the cross-node rings up to 2(m - 1) one-element
+       * hops apart: at 4,096 ranks (m = 512) with 4-byte elements, 3.3 us,
+       * more than the 2 us step inside a node, so that the all-gather's
+       * NVLink transfers would overlap (test_fallback); 2-byte elements
+       * (bf16) halve the lag */
+      compare_bytes ("hierarchical", COMM_ALLREDUCE, &nodes8, p, prime,
+                     p < 4096 ? 4 : 2, NET_CONTENTION_MAXMIN, DISTURB_NONE,
+                     TRUE);
+      for (guint r = 0; r < G_N_ELEMENTS (rems) && p <= 512; r++)
+        compare ("hierarchical", COMM_ALLREDUCE, &nodes8, p,
+                 p * k + rems[r], NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+      if (p <= 512)
+        {
+          compare ("hierarchical", COMM_ALLREDUCE, &nodes4, p, prime,
+                   NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+          compare ("hierarchical", COMM_ALLREDUCE, &nodes8, p, prime,
+                   NET_CONTENTION_NONE, DISTURB_NONE, TRUE);
+          compare ("hierarchical", COMM_ALLREDUCE, &star, p, prime,
+                   NET_CONTENTION_MAXMIN, DISTURB_NONE, TRUE);
+        }
+    }
+}
+
 /* Where the symmetry breaks, the collective runs per message, with the
  * same times as with flow classes off. */
 static void
@@ -243,10 +333,29 @@ test_fallback (void)
   static const Topo nodes_shared = { "nodes", 8, FALSE };
   const gsize n = 3 * 4096 * 5;
 
-  /* blocks of unequal sizes: p does not divide n */
-  compare ("ring", COMM_ALLREDUCE, &star, 7, 1000, NET_CONTENTION_MAXMIN,
+  /* a block of no element: p > n */
+  compare ("ring", COMM_ALLREDUCE, &star, 16, 9, NET_CONTENTION_MAXMIN,
            DISTURB_NONE, FALSE);
-  compare ("hierarchical", COMM_ALLREDUCE, &nodes8, 64, n + 8,
+  compare ("hierarchical", COMM_ALLREDUCE, &nodes8, 64, 8 * 7 + 3,
+           NET_CONTENTION_MAXMIN, DISTURB_NONE, FALSE);
+  /* blocks of one and two elements of 4 KiB: one element is more than a
+   * hop's latency, so after a few rounds the chains of two-element blocks
+   * lag so far that a sender's next transfer would share its link with
+   * the previous one (max-min), or a receiver would still be busy when the
+   * next block arrives (contention none) */
+  compare_bytes ("ring", COMM_ALLREDUCE, &star, 16, 16 + 5, 4096,
+                 NET_CONTENTION_MAXMIN, DISTURB_NONE, FALSE);
+  compare_bytes ("ring", COMM_ALLREDUCE, &star, 16, 16 + 5, 4096,
+                 NET_CONTENTION_NONE, DISTURB_NONE, FALSE);
+  /* a receiver still busy when a block arrives: the ranks leave the
+   * cross-node rings of 64 nodes (sub-blocks of 120 and 121 elements of
+   * 64 bytes) further apart than one NVLink hop of a chunk takes, so the
+   * all-gather inside the nodes waits on some of them */
+  compare_bytes ("hierarchical", COMM_ALLREDUCE, &nodes8, 512, 61483, 64,
+                 NET_CONTENTION_MAXMIN, DISTURB_NONE, FALSE);
+  /* the same with 4-byte elements at 4,096 ranks: the lag exceeds the
+   * in-node step, a sender's next NVLink transfer would share the link */
+  compare ("hierarchical", COMM_ALLREDUCE, &nodes8, 4096, 61483,
            NET_CONTENTION_MAXMIN, DISTURB_NONE, FALSE);
   /* routes of two kinds: a ring over nodes crosses NVLink and NICs */
   compare ("ring", COMM_ALLREDUCE, &nodes8, 32, n, NET_CONTENTION_MAXMIN,
@@ -373,13 +482,74 @@ test_run (void)
   sim_remove_tree (tmp);
 }
 
+/* The events `dtsim check` estimates for a timing-only data-parallel run
+ * whose buckets run as flow classes: one per round of each bucket's
+ * all-reduce instead of its transfers' (sim/estimate.c), where the run
+ * would take the class path; per message where it would not (flow classes
+ * off, a trace of every message, GPUs sharing a NIC, several channels). */
+static void
+test_estimate (void)
+{
+  const char *ini = "[scenario]\nname = fc\niterations = 3\n"
+                    "[cluster]\nworkers = 64\n"
+                    "[device]\nstep_time = 1ms\n"
+                    "[network]\ntopology = nodes\ngpus_per_node = 8\n"
+                    "nic = gpu\n"
+                    "[model]\nkind = timing\nparams = 1000003\nflops = 1e6\n"
+                    "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
+                    "bucket_size = 1MB\n"
+                    "[kernels]\nbackend = none\n"
+                    "[trace]\ndetail = spans\n";
+  static const char *const per_message[] = {
+    "network.flow_classes=off", "trace.detail=messages", "network.nic=node",
+    "policy.channels=2", NULL };
+  const double I = 3, W = 64, g = 8, m = W / g;
+  /* 1,000,003 elements in buckets of 250,000: four full and one of 3 */
+  const double full = 4, rounds = 2 * (g - 1) + 2 * (m - 1);
+  const double n_last = 1000003 - 4 * 250000;
+  double base_events;
+
+  g_assert_cmpfloat (n_last, <, m * g);   /* the last bucket: no rounds */
+  for (int i = -1; per_message[i < 0 ? 0 : i] != NULL; i++)
+    {
+      const char *sets[] = { i < 0 ? "network.flow_classes=auto"
+                                   : per_message[i], NULL };
+      g_autoptr (GPtrArray) configs = test_load_scenario_text (ini, sets);
+      g_autoptr (GError) error = NULL;
+      SimEstimate e;
+      double all_messages;
+
+      g_ptr_array_set_free_func (configs, (GDestroyNotify) sim_config_free);
+      g_assert_true (sim_estimate (g_ptr_array_index (configs, 0), &e,
+                                   &error));
+      g_assert_no_error (error);
+      all_messages = e.messages;
+      if (i < 0)
+        {
+          /* the last bucket runs per message: its share of the transfers */
+          double last_messages = all_messages / (full + 1);
+
+          g_assert_cmpfloat_with_epsilon (
+            e.events, 1.5 * last_messages + I * full * rounds + 4 * I * W,
+            1e-9 * e.events);
+          base_events = e.events;
+          continue;
+        }
+      g_assert_cmpfloat (e.events, >, base_events);
+      g_assert_cmpfloat_with_epsilon (
+        e.events, 1.5 * all_messages + 4 * I * W, 1e-9 * e.events);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/flowclass/symmetric", test_symmetric);
+  g_test_add_func ("/flowclass/unequal", test_unequal);
   g_test_add_func ("/flowclass/fallback", test_fallback);
   g_test_add_func ("/flowclass/claim", test_claim);
   g_test_add_func ("/flowclass/run", test_run);
+  g_test_add_func ("/flowclass/estimate", test_estimate);
   return g_test_run ();
 }
