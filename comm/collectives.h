@@ -253,9 +253,10 @@ double comm_cost_grouped (const CommAlgorithm *alg, CommKind kind,
                               double alpha, double beta,
                               double reduce_per_byte);
 
-/* Engine events of one collective of algorithm `name` (not "auto") that
- * runs as flow classes over p ranks in host groups of `group` ranks each
- * (group divides p) and n elements: one per round (docs/collectives.md,
+/* Engine events of one collective of algorithm `name` (a concrete one, not
+ * the automatic choice) that runs as flow classes over p ranks in host
+ * groups of `group` ranks each (group divides p) and n elements: one per
+ * round (docs/collectives.md,
  * "Flow classes"); 0 where the algorithm describes no rounds for it, so
  * that it runs per message.  The network's side (routes of one class, the
  * ranks' lag) is not known here: the estimate assumes it holds. */

@@ -295,6 +295,13 @@ fattree_summary (const NetTopologyParams *p)
     (p->n_hosts / 2) * p->bandwidth * 8 / 1e9);
 }
 
+/* Every host alone: each phase's routes form one flow class. */
+static int
+fat_tree_class_group (const BaseValues *values G_GNUC_UNUSED, gint64 workers G_GNUC_UNUSED)
+{
+  return 1;
+}
+
 const NetTopology net_topology_fat_tree = {
   .name = "fat-tree",
   .description = "A k-ary fat-tree (Al-Fares et al., SIGCOMM 2008) of edge, "
@@ -304,4 +311,5 @@ const NetTopology net_topology_fat_tree = {
   .keys = keys,
   .build = fattree_build,
   .summary = fattree_summary,
+  .class_group = fat_tree_class_group,
 };

@@ -253,6 +253,12 @@ typedef struct {
    * (hosts, switches, links, bisection bandwidth in Gbit/s, what is shared),
    * for `dtsim check`; NULL when `p` is invalid. */
   char *(*summary) (const NetTopologyParams *p);
+  /* Optional: the size of the host groups (1: hosts alone) over which a
+   * ring or hierarchical all-reduce of `workers` ranks has, in each phase,
+   * routes of one flow class when the topology is built from `values` as
+   * it builds it (docs/collectives.md, "Flow classes"); 0 (or NULL) when
+   * they may not, so that the estimate counts messages. */
+  int (*class_group) (const BaseValues *values, gint64 workers);
 } NetTopology;
 
 /* The registered topology with that name, or NULL. */

@@ -261,6 +261,17 @@ nodes_summary (const NetTopologyParams *p)
               : "a node's NIC by the off-node flows of all its GPUs");
 }
 
+/* Full nodes with one NIC per GPU: groups of gpus_per_node. */
+static int
+nodes_class_group (const BaseValues *values, gint64 workers)
+{
+  if (base_values_int (values, "network.nic") == 0)
+    return 0;
+  gint64 g = base_values_int (values, "network.gpus_per_node");
+  g = g > 0 ? g : 8;
+  return workers % g == 0 ? (int) g : 0;
+}
+
 const NetTopology net_topology_nodes = {
   .name = "nodes",
   .description = "Multi-GPU nodes: GPUs of a node talk over NVLink-like "
@@ -270,4 +281,5 @@ const NetTopology net_topology_nodes = {
   .servers = TRUE,
   .build = nodes_build,
   .summary = nodes_summary,
+  .class_group = nodes_class_group,
 };

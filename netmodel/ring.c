@@ -150,6 +150,13 @@ ring_summary (const NetTopologyParams *p)
     (n / 2) * p->latency * 1e6, cables * p->bandwidth * 8 / 1e9);
 }
 
+/* Every host alone: each phase's routes form one flow class. */
+static int
+ring_class_group (const BaseValues *values G_GNUC_UNUSED, gint64 workers G_GNUC_UNUSED)
+{
+  return 1;
+}
+
 const NetTopology net_topology_ring = {
   .name = "ring",
   .description = "Every host is cabled to its two neighbours in a ring; a "
@@ -157,4 +164,5 @@ const NetTopology net_topology_ring = {
                  "between the two hosts.",
   .build = ring_build,
   .summary = ring_summary,
+  .class_group = ring_class_group,
 };

@@ -167,6 +167,13 @@ star_summary (const NetTopologyParams *p)
     2 * p->latency * 1e6, (p->n_hosts / 2) * p->bandwidth * 8 / 1e9);
 }
 
+/* Every host alone: each phase's routes form one flow class. */
+static int
+star_class_group (const BaseValues *values G_GNUC_UNUSED, gint64 workers G_GNUC_UNUSED)
+{
+  return 1;
+}
+
 const NetTopology net_topology_star = {
   .name = "star",
   .description = "Every host has one full-duplex link to a single "
@@ -174,4 +181,5 @@ const NetTopology net_topology_star = {
                  "uplink and the receiver's downlink.",
   .build = star_build,
   .summary = star_summary,
+  .class_group = star_class_group,
 };

@@ -1345,32 +1345,21 @@ ar_host_bytes (const PolModelInfo *mi, double per_model)
  * collectives carry no data even with real math: the sums are formed
  * apart), one data group (tensor = 1, experts = 1, zero = 0) in one channel
  * without compression, and a topology whose routes of each phase form one
- * class when its links are as built (no [network] links): star, fat-tree and ring (groups of
- * one), nodes with one NIC per GPU and every node full. */
+ * class when its links are as built (no [network] links): its registry
+ * entry's class_group says over which host groups. */
 static int
 ar_class_group (const PolModelInfo *mi, gint64 workers)
 {
   const BaseValues *v = mi->values;
-  const char *topo = mi->topology;
-  const char *compression = base_values_string (v, "policy.compression");
-  gint64 g;
-
-  if (!mi->flow_classes || workers < 2 || topo == NULL
+  const NetTopology *topo = mi->topology ? net_topology_lookup (mi->topology) : NULL;
+  if (!mi->flow_classes || workers < 2 || !topo || !topo->class_group
       || base_values_int (v, "policy.tensor") > 1
       || base_values_int (v, "policy.experts") > 1
       || base_values_int (v, "policy.zero") != 0
       || base_values_int (v, "policy.channels") > 1
-      || (compression != NULL && *compression != '\0'
-          && strcmp (compression, "none") != 0))
+      || pol_compress_of (v))
     return 0;
-  if (strcmp (topo, "star") == 0 || strcmp (topo, "fat-tree") == 0
-      || strcmp (topo, "ring") == 0)
-    return 1;
-  if (strcmp (topo, "nodes") != 0 || base_values_int (v, "network.nic") == 0)
-    return 0;
-  g = base_values_int (v, "network.gpus_per_node");
-  g = g > 0 ? g : 8;
-  return workers % g == 0 ? (int) g : 0;
+  return topo->class_group (v, workers);
 }
 
 /* Each gradient bucket is all-reduced once an iteration (every bucket's
