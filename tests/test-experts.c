@@ -58,10 +58,7 @@ scenario (int workers, const char *model, const char *policy)
 static KernModel *
 model_of (const char *text, SimConfig **config)
 {
-  GPtrArray *configs = test_load_scenario_text (text, NULL);
-  g_assert_cmpuint (configs->len, ==, 1);
-  *config = g_ptr_array_steal_index (configs, 0);
-  g_ptr_array_unref (configs);
+  *config = test_load_one (text);
   KernModel *m = sim_model_new (*config, NULL, NULL);
   g_assert_nonnull (m);
   return m;

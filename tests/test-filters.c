@@ -115,23 +115,6 @@ ps_scenario (int workers, int servers, const char *policy_extra)
                           "[trace]\ndetail = messages\n", workers, servers, policy_extra);
 }
 
-/* Runs text at detail messages as it is (its own iterations) into
- * tmpdir/NAME.db; returns the path. */
-static char *
-run_db (const char *text, const char *name)
-{
-  g_autofree char *file = g_strdup_printf ("%s.ini", name);
-  g_autofree char *base = g_strdup_printf ("%s.db", name);
-  g_autofree char *ini = g_build_filename (tmpdir, file, NULL);
-  char *db = g_build_filename (tmpdir, base, NULL);
-  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
-  g_autofree char *out = NULL, *err = NULL;
-  int rc = test_run_dtsim (tmpdir, &out, &err, "run", ini, "-o", db, "--quiet", NULL);
-  if (rc != 0)
-    g_error ("%s: exit %d: %s", name, rc, err);
-  return db;
-}
-
 /* The digests of the tables a run's timing and math fill (not params,
  * which name the filter). */
 static char *
@@ -163,7 +146,7 @@ test_threshold_zero_is_none (void)
       g_autofree char *b = ps_scenario (4, servers, "filter = threshold\nthreshold = 0\n");
       g_autofree char *na = g_strdup_printf ("none%d", servers);
       g_autofree char *nb = g_strdup_printf ("t0-%d", servers);
-      g_autofree char *da = run_db (a, na), *db = run_db (b, nb);
+      g_autofree char *da = test_run_text (tmpdir, a, na), *db = test_run_text (tmpdir, b, nb);
       g_autofree char *ga = run_digest (da), *gb = run_digest (db);
       g_assert_cmpstr (ga, ==, gb);
       g_assert_nonnull (strstr (ga, "messages"));
@@ -182,7 +165,7 @@ test_zero_run (void)
 {
   g_autofree char *a = ps_scenario (1, 2, "filter = none\n");
   g_autofree char *b = ps_scenario (1, 2, "filter = zero\n");
-  g_autofree char *da = run_db (a, "zero-none"), *db = run_db (b, "zero");
+  g_autofree char *da = test_run_text (tmpdir, a, "zero-none"), *db = test_run_text (tmpdir, b, "zero");
   double loss_a = test_query_number (da, "SELECT final_loss FROM runs");
   double loss_b = test_query_number (db, "SELECT final_loss FROM runs");
   g_assert_cmpfloat (loss_a, ==, loss_b);

@@ -34,10 +34,7 @@ resnet_text (int batch, const char *precision)
 static SimConfig *
 load_one (const char *text)
 {
-  GPtrArray *configs = test_load_scenario_text (text, NULL);
-  g_assert_cmpuint (configs->len, ==, 1);
-  SimConfig *c = g_ptr_array_steal_index (configs, 0);
-  g_ptr_array_unref (configs);
+  SimConfig *c = test_load_one (text);
   g_assert_null (c->infeasible);
   return c;
 }

@@ -478,23 +478,13 @@ xl_text (int workers, int batch, int m, const char *schedule, const char *memory
                           workers, memory, batch, schedule, m);
 }
 
-static SimConfig *
-load_config (const char *text)
-{
-  GPtrArray *configs = test_load_scenario_text (text, NULL);
-  g_assert_cmpuint (configs->len, ==, 1);
-  SimConfig *c = g_ptr_array_steal_index (configs, 0);
-  g_ptr_array_unref (configs);
-  return c;
-}
-
 /* The stages' memory for the scenario of xl_text without a capacity, and
  * the whole model's on one device in *whole. */
 static SimStageMemory *
 xl_memory (int workers, int batch, int m, const char *schedule, double *whole)
 {
   g_autofree char *text = xl_text (workers, batch, m, schedule, "0");
-  SimConfig *c = load_config (text);
+  SimConfig *c = test_load_one (text);
   KernModel *model = sim_model_new (c, NULL, NULL);
   g_assert_nonnull (model);
   int n;
@@ -539,7 +529,7 @@ test_memory_stages (void)
     }
   g_assert_cmpuint (params, ==, 1557611200);  /* the table's total (gpt-2-xl.txt) */
   g_autofree char *ok_text = xl_text (8, 8, 8, "gpipe", "40GB");
-  sim_config_free (load_config (ok_text));
+  sim_config_free (test_load_one (ok_text));
 
   g_autofree SimStageMemory *two = xl_memory (2, 8, 8, "gpipe", NULL);
   int bad = first_over (two, 2, cap);
@@ -578,7 +568,7 @@ test_memory_1f1b (void)
   if (!strstr (msg, stage))
     g_error ("unexpected: %s", msg);
   g_autofree char *ft = xl_text (4, 32, 32, "1f1b", "40GB");
-  sim_config_free (load_config (ft));
+  sim_config_free (test_load_one (ft));
 }
 
 /* The check prices each stage as the run reports it: its total equals the

@@ -51,6 +51,16 @@ test_load_scenario_text (const char *text, const char *const *sets)
   return configs;
 }
 
+SimConfig *
+test_load_one (const char *text)
+{
+  GPtrArray *configs = test_load_scenario_text (text, NULL);
+  g_assert_cmpuint (configs->len, ==, 1);
+  SimConfig *c = g_ptr_array_steal_index (configs, 0);
+  g_ptr_array_unref (configs);
+  return c;
+}
+
 void
 test_run_scenario_text (const char *text, const char *const *sets, const PolRecorder *rec,
                         SimRunSummary *sum, SimConfig **config_out)
@@ -314,20 +324,42 @@ test_replaced (const char *text, const char *from, const char *to)
   return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, to, at + strlen (from));
 }
 
-char *
-test_run_messages (const char *dir, const char *text, const char *name)
+/* Runs `text` saved as dir/NAME.ini into dir/NAME.db with the extra
+ * arguments `extra` (NULL-terminated); returns the database's path. */
+static char *
+run_text_into (const char *dir, const char *text, const char *name, const char *const *extra)
 {
   g_autofree char *file = g_strdup_printf ("%s.ini", name);
   g_autofree char *base = g_strdup_printf ("%s.db", name);
   g_autofree char *ini = g_build_filename (dir, file, NULL);
   char *db = g_build_filename (dir, base, NULL);
   g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  const char *const head[] = { "run", ini, "-o", db, "--quiet" };
+  for (gsize i = 0; i < G_N_ELEMENTS (head); i++)
+    g_ptr_array_add (argv, (gpointer) head[i]);
+  for (const char *const *e = extra; e && *e; e++)
+    g_ptr_array_add (argv, (gpointer) *e);
+  g_ptr_array_add (argv, NULL);
   g_autofree char *out = NULL, *err = NULL;
-  int rc = test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet", "--set",
-                           "trace.detail=messages", "--set", "scenario.iterations=1", NULL);
+  int rc = test_run_dtsim_argv (dir, &out, &err, (const char *const *) argv->pdata);
   if (rc != 0)
     g_error ("%s: exit %d: %s", name, rc, err);
   return db;
+}
+
+char *
+test_run_messages (const char *dir, const char *text, const char *name)
+{
+  const char *const sets[] = { "--set", "trace.detail=messages", "--set",
+                               "scenario.iterations=1", NULL };
+  return run_text_into (dir, text, name, sets);
+}
+
+char *
+test_run_text (const char *dir, const char *text, const char *name)
+{
+  return run_text_into (dir, text, name, NULL);
 }
 
 void

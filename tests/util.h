@@ -17,6 +17,9 @@
  * the real loader, via a temporary file; asserts it is valid.  Returns the
  * configs (GPtrArray of SimConfig*). */
 GPtrArray *test_load_scenario_text (const char *text, const char *const *sets);
+/* The one config of a scenario text without a sweep (the test fails if it
+ * does not load or has several points); free with sim_config_free. */
+SimConfig *test_load_one (const char *text);
 
 /* Loads a one-point scenario given as text (plus `sets`, may be NULL), runs it
  * without a trace, reporting to `rec` (may be NULL), and asserts the run
@@ -60,6 +63,8 @@ char *test_replaced (const char *text, const char *from, const char *to);
  * (written to DIR/NAME.ini, the trace to DIR/NAME.db), asserting it ran;
  * returns the database's path. */
 char *test_run_messages (const char *dir, const char *text, const char *name);
+/* The same, the scenario run as written (its own iterations and detail). */
+char *test_run_text (const char *dir, const char *text, const char *name);
 
 /* A scenario edit (the first `from` of a base text becomes `to`) and what
  * the one-line refusal of the result must say. */
