@@ -220,6 +220,48 @@ void net_network_count_collective (NetNetwork *net, gboolean classes);
 void net_network_collective_counts (const NetNetwork *net, guint64 *classes,
                                     guint64 *detailed);
 
+/* --- Mirrored copies (docs/collectives.md, "Mirrored replicas") ---------
+ *
+ * Some topologies are made of copies: cut into blocks of `period`
+ * consecutive hosts, moving every host by one block (the last to the
+ * first) maps links onto links of the same bandwidth and latency and
+ * routes onto routes.  A caller whose traffic is the same in every copy,
+ * moved (the replicas of a data-parallel job, each a translate of the
+ * first), may then run the first copy only.  A transfer from a host of the
+ * first copy to a host of another is *folded*: its route is written in the
+ * first copy's links, each link of the real route replaced by the link of
+ * the first copy that a translate of the transfer crosses there.  Each
+ * link of the first copy then carries, for every folded flow, exactly as
+ * many translates as the folded route crosses it, so max-min sharing gives
+ * every flow the rate its whole class has in the full network. */
+
+/* Whether moving every host by `period` hosts is a symmetry of the
+ * topology's network as built (the router's state `ctx`), with two copies
+ * or more. */
+typedef gboolean (*NetFoldCheck) (gconstpointer ctx, int period);
+/* Writes the folded route from src (a host of the first copy) to dst (any
+ * other host) into `links` when it fits (`max`), as a NetRouteFunc does;
+ * 0 when there is none. */
+typedef int (*NetFoldRoute) (gconstpointer ctx, int period, int src, int dst,
+                             int *links, int max);
+/* Declares the router's copies (a topology's build, after
+ * net_network_set_router; NULL and NULL for none). */
+void net_network_set_folder (NetNetwork *net, NetFoldCheck check,
+                             NetFoldRoute route);
+/* Folds the network into copies of `period` hosts: TRUE when its topology
+ * declared copies of that size, no route was set pair by pair, no link was
+ * changed after building (net_network_set_link), no observer is set (it
+ * would see the first copy's transfers only) and nothing is in flight;
+ * else FALSE, changing nothing.  Period 0 unfolds it (nothing in flight). */
+gboolean net_network_fold (NetNetwork *net, int period);
+/* The period net_network_fold() set, 0 when not folded. */
+int net_network_fold_period (const NetNetwork *net);
+/* net_send_floored() of a transfer from a host of the first copy to any
+ * other host, on its folded route (the network folded). */
+void net_send_folded (NetNetwork *net, int src, int dst, double bytes,
+                      double floor, int tag, NetDone done, gpointer ctx,
+                      gpointer data);
+
 /* --- Topologies ---------------------------------------------------------- */
 
 /* The description of a topology a scenario asks for.  The first four fields

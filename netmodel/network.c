@@ -211,6 +211,10 @@ struct NetNetwork {
   guint n_class_marks;
   guint64 coll_classes;    /* collectives run as flow classes */
   guint64 coll_detailed;   /* collectives run per message */
+  NetFoldCheck fold_check; /* the router's mirrored copies, or NULL */
+  NetFoldRoute fold_route;
+  int fold_period;         /* hosts per copy once folded, 0 = not folded */
+  gboolean links_edited;   /* net_network_set_link changed a link */
 };
 
 /* Grows a vector's storage (v, *cap elements of `size` bytes) for one more
@@ -623,6 +627,7 @@ net_network_set_link (NetNetwork *net, int link, double bandwidth,
     return FALSE;
   link_at (net, link)->bandwidth = bandwidth;
   link_at (net, link)->latency = latency;
+  net->links_edited = TRUE;
   return TRUE;
 }
 
@@ -1648,34 +1653,17 @@ net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
   net_send_floored (net, src, dst, bytes, 0, tag, done, ctx, data);
 }
 
-void
-net_send_floored (NetNetwork *net, int src, int dst, double bytes,
-                  double floor, int tag, NetDone done, gpointer ctx,
-                  gpointer data)
+/* Starts a transfer src -> dst over `route` (n_hops links; NULL and 0 for
+ * a host to itself): net_send_floored's work once the route is known. */
+static void
+send_on_route (NetNetwork *net, int src, int dst, const int *route,
+               int n_hops, double bytes, double floor, int tag, NetDone done,
+               gpointer ctx, gpointer data)
 {
-  int stack[NET_ROUTE_STACK];
-  g_autofree int *heap = NULL;
-  const int *route = NULL;
   NetFlow *f;
-  int n_hops = 0;
 
-  g_return_if_fail (net != NULL);
-  g_return_if_fail (host_valid (net, src) && host_valid (net, dst));
-  g_return_if_fail (isfinite (bytes) && bytes >= 0);
-  g_return_if_fail (isfinite (floor) && floor >= 0);
-  if (G_UNLIKELY (net->claimed))
-    g_error ("a transfer %s -> %s was handed to the network while a "
-             "flow-class collective holds it",
-             net_network_host_name (net, src),
-             net_network_host_name (net, dst));
-  if (src != dst)
-    {
-      route = route_links (net, src, dst, stack, &heap, &n_hops);
-      g_return_if_fail (n_hops > 0);
-      for (int i = 0; i < n_hops; i++)
-        g_return_if_fail (route[i] >= 0 && (guint) route[i] < net->links->len);
-    }
-
+  for (int i = 0; i < n_hops; i++)
+    g_return_if_fail (route[i] >= 0 && (guint) route[i] < net->links->len);
   f = flow_alloc (net, n_hops);
   f->net = net;
   f->seq = net->next_seq++;
@@ -1706,6 +1694,97 @@ net_send_floored (NetNetwork *net, int src, int dst, double bytes,
   else
     f->event = eng_schedule (net->sim, MAX (floor, route_latency (net, route, n_hops)),
                              on_latency_over, net, f);
+}
+
+/* The checks every transfer handed to the network passes. */
+static gboolean
+send_valid (const NetNetwork *net, int src, int dst, double bytes,
+            double floor)
+{
+  g_return_val_if_fail (net != NULL, FALSE);
+  g_return_val_if_fail (host_valid (net, src) && host_valid (net, dst), FALSE);
+  g_return_val_if_fail (isfinite (bytes) && bytes >= 0, FALSE);
+  g_return_val_if_fail (isfinite (floor) && floor >= 0, FALSE);
+  if (G_UNLIKELY (net->claimed))
+    g_error ("a transfer %s -> %s was handed to the network while a "
+             "flow-class collective holds it",
+             net_network_host_name (net, src),
+             net_network_host_name (net, dst));
+  return TRUE;
+}
+
+void
+net_send_floored (NetNetwork *net, int src, int dst, double bytes,
+                  double floor, int tag, NetDone done, gpointer ctx,
+                  gpointer data)
+{
+  int stack[NET_ROUTE_STACK];
+  g_autofree int *heap = NULL;
+  const int *route = NULL;
+  int n_hops = 0;
+
+  if (!send_valid (net, src, dst, bytes, floor))
+    return;
+  if (src != dst)
+    {
+      route = route_links (net, src, dst, stack, &heap, &n_hops);
+      g_return_if_fail (n_hops > 0);
+    }
+  send_on_route (net, src, dst, route, n_hops, bytes, floor, tag, done, ctx,
+                 data);
+}
+
+/* --- Mirrored copies ------------------------------------------------------- */
+
+void
+net_network_set_folder (NetNetwork *net, NetFoldCheck check,
+                        NetFoldRoute route)
+{
+  g_return_if_fail (net != NULL && (check == NULL) == (route == NULL));
+  net->fold_check = check;
+  net->fold_route = route;
+  net->fold_period = 0;
+}
+
+gboolean
+net_network_fold (NetNetwork *net, int period)
+{
+  g_return_val_if_fail (net != NULL, FALSE);
+  if (period == 0 && net->live.len == 0)
+    {
+      net->fold_period = 0;
+      return TRUE;
+    }
+  if (period < 1 || net->fold_check == NULL || net->routes != NULL
+      || net->links_edited || net->live.len > 0 || net->observer != NULL
+      || !net->fold_check (net->router_ctx, period))
+    return FALSE;
+  net->fold_period = period;
+  return TRUE;
+}
+
+int
+net_network_fold_period (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, 0);
+  return net->fold_period;
+}
+
+void
+net_send_folded (NetNetwork *net, int src, int dst, double bytes,
+                 double floor, int tag, NetDone done, gpointer ctx,
+                 gpointer data)
+{
+  int links[NET_ROUTE_STACK], n_hops;
+
+  if (!send_valid (net, src, dst, bytes, floor))
+    return;
+  g_return_if_fail (net->fold_period > 0 && src != dst);
+  n_hops = net->fold_route (net->router_ctx, net->fold_period, src, dst,
+                            links, NET_ROUTE_STACK);
+  g_return_if_fail (n_hops > 0 && n_hops <= NET_ROUTE_STACK);
+  send_on_route (net, src, dst, links, n_hops, bytes, floor, tag, done, ctx,
+                 data);
 }
 
 /* --- Flow classes ---------------------------------------------------------- */

@@ -158,6 +158,50 @@ nodes_route (gconstpointer ctx, int src, int dst, int *links, int max)
   return 4;
 }
 
+/* NetFoldCheck: copies of whole nodes, two or more (the switch between
+ * the NICs is non-blocking, every node built alike). */
+static gboolean
+nodes_fold_check (gconstpointer ctx, int period)
+{
+  const NodesRoutes *s = ctx;
+
+  return period >= 1 && period % s->gpus == 0 && s->n % period == 0
+         && s->n / period >= 2;
+}
+
+/* NetFoldRoute: nodes_route with the receiver's links taken in the first
+ * copy (GPU b mod period, its node's NIC). */
+static int
+nodes_fold_route (gconstpointer ctx, int period, int src, int dst, int *links,
+                  int max)
+{
+  const NodesRoutes *s = ctx;
+  int a = src - s->first, b = dst - s->first;
+
+  if (a < 0 || a >= period || b < 0 || b >= s->n || a == b)
+    return 0;
+  if (b < period)
+    return nodes_route (ctx, src, dst, links, max);
+  int bf = b % period;  /* another copy: another node than a's */
+  if (s->per_gpu)
+    {
+      if (max >= 2)
+        {
+          links[0] = s->nic_up[a];
+          links[1] = s->nic_down[bf];
+        }
+      return 2;
+    }
+  if (max >= 4)
+    {
+      links[0] = s->nv_up[a];
+      links[1] = s->nic_up[a / s->gpus];
+      links[2] = s->nic_down[bf / s->gpus];
+      links[3] = s->nv_down[bf];
+    }
+  return 4;
+}
+
 /* Adds the GPUs with their NVLink cables and host groups, then the NICs. */
 static void
 nodes_add (NetNetwork *net, const NetTopologyParams *p, const NodesShape *shape,
@@ -218,6 +262,7 @@ nodes_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   s->nic_down = s->nic_up + n_nics;
   nodes_add (net, p, &shape, s);
   net_network_set_router (net, nodes_route, s, g_free, size);
+  net_network_set_folder (net, nodes_fold_check, nodes_fold_route);
   return TRUE;
 }
 

@@ -128,6 +128,34 @@ star_route (gconstpointer ctx, int src, int dst, int *links, int max)
   return 2;
 }
 
+/* NetFoldCheck: any block size that cuts the hosts into two copies or
+ * more (the switch is non-blocking). */
+static gboolean
+star_fold_check (gconstpointer ctx, int period)
+{
+  const StarRoutes *s = ctx;
+
+  return period >= 1 && s->n % period == 0 && s->n / period >= 2;
+}
+
+/* NetFoldRoute: [up(a), down(b mod period)]. */
+static int
+star_fold_route (gconstpointer ctx, int period, int src, int dst, int *links,
+                 int max)
+{
+  const StarRoutes *s = ctx;
+  int a = src - s->first, b = dst - s->first;
+
+  if (a < 0 || a >= period || b < 0 || b >= s->n || a == b)
+    return 0;
+  if (max >= 2)
+    {
+      links[0] = s->up[a];
+      links[1] = s->down[b % period];
+    }
+  return 2;
+}
+
 static gboolean
 star_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
@@ -148,6 +176,7 @@ star_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
   s->down = s->links + p->n_hosts;
   s->first = net_topology_add_hosts (net, p, s->up, s->down);
   net_network_set_router (net, star_route, s, g_free, size);
+  net_network_set_folder (net, star_fold_check, star_fold_route);
   return TRUE;
 }
 
