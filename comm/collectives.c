@@ -808,6 +808,7 @@ coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
       sub.channels = 0;
       /* the channels run at once: none is alone on the network */
       sub.exclusive = a->exclusive && C == 1;
+      sub.mirrored = a->mirrored && C == 1;
       /* the same algorithm and kind: only the first can fail */
       if (!comm_start (alg, &sub, kind, on_channel_done, join, NULL,
                            error))
@@ -1121,6 +1122,213 @@ coll_class_start (CollOp *op, const CommArgs *a)
   return TRUE;
 }
 
+/* A collective `kind` of `alg` (an algorithm, not a selector) for `a`,
+ * built, not started; NULL (and an error) when alg cannot run it. */
+static CollOp *
+coll_op_new (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
+             CommDone done, gpointer ctx, gpointer data, GError **error)
+{
+  CollOp *op;
+
+  op = g_new0 (CollOp, 1);
+  op->alg = alg;
+  op->sim = a->sim;
+  op->net = a->net;
+  op->pub.p = a->p;
+  op->hosts = g_memdup2 (a->hosts, sizeof (int) * (gsize) a->p);
+  op->groups = g_new (int, a->p);
+  for (int r = 0; r < a->p; r++)
+    op->groups[r] = net_network_host_group (a->net, a->hosts[r]);
+  op->pub.group = op->groups;
+  op->bufs = a->bufs ? g_memdup2 (a->bufs, sizeof (float *) * (gsize) a->p)
+                     : NULL;
+  op->pub.n = a->n;
+  op->pub.kind = kind;
+  op->elem_bytes = a->elem_bytes;
+  op->reduce_per_byte = a->reduce_per_byte;
+  op->step_overhead = a->step_overhead;
+  op->intra_step_overhead = a->intra_step_overhead;
+  op->pub.root = a->root;
+  op->tag = a->tag;
+  op->done = done;
+  op->ctx = ctx;
+  op->data = data;
+  op->ranks = g_new0 (CollRank, a->p);
+  if (alg->step == NULL)
+    for (int r = 0; r < a->p; r++)
+      op->ranks[r].prog = g_array_new (FALSE, FALSE, sizeof (CommStep));
+  if (!alg->build (&op->pub, kind, error))
+    {
+      coll_op_free (op);
+      return NULL;
+    }
+  return op;
+}
+
+/* --- Mirrored replicas (docs/collectives.md, "Mirrored replicas") --------- */
+
+/* A collective whose ranks are the copies of a folded network, run by its
+ * rank 0: per phase, the peer it sends to, the bytes of its block, the
+ * reduction time of a reducing round and the message's least latency. */
+typedef struct {
+  EngSim *sim;
+  NetNetwork *net;
+  int n_ph, k, i;               /* phases; the current phase and round */
+  int count[COLL_PHASES], reducing[COLL_PHASES];
+  int src, dst[COLL_PHASES];    /* hosts */
+  double bytes[COLL_PHASES], secs[COLL_PHASES], floor[COLL_PHASES];
+  int tag;
+  CommDone done;
+  gpointer ctx, data;
+} CollMirror;
+
+/* The phases of `op` as CollMirror keeps them, when every rank's program
+ * is rank 0's moved by a copy: phases of rounds (alg->rounds) whose peer
+ * is rank + c for one c, blocks of one size, ranks on the copies of the
+ * folded network in order (rank r on rank 0's host moved by r copies),
+ * one rank per copy, and no data.  FALSE otherwise. */
+static gboolean
+coll_mirror_plan (CollOp *op, CollMirror *m)
+{
+  CommRound ph[COLL_PHASES];
+  int p = op->pub.p, period = net_network_fold_period (op->net);
+  gboolean ok = TRUE;
+
+  if (op->bufs != NULL || op->alg->rounds == NULL || p < 2 || period < 1
+      || !(op->elem_bytes > 0) || op->hosts[0] >= period
+      || (gint64) p * period != net_network_n_hosts (op->net))
+    return FALSE;
+  for (int r = 0; r < p; r++)
+    if (op->hosts[r] != op->hosts[0] + r * period)
+      return FALSE;
+  m->n_ph = op->alg->rounds (&op->pub, ph, COLL_PHASES);
+  for (int k = 0; k < m->n_ph; k++)
+    {
+      int c = comm_mod (ph[k].to[0], p);
+
+      for (int r = 0; r < p && ok; r++)
+        ok = ph[k].to[r] == comm_mod (r + c, p) && ph[k].elems[r] == ph[k].elems[0];
+      m->count[k] = ph[k].count;
+      m->reducing[k] = ph[k].reducing;
+      m->dst[k] = op->hosts[c];
+      m->floor[k] = step_floor (op, 0, c);
+      m->bytes[k] = (double) ph[k].elems[0] * op->elem_bytes;
+      m->secs[k] = op->reduce_per_byte * m->bytes[k];
+      g_free (ph[k].to);
+      g_free (ph[k].elems);
+    }
+  m->src = op->hosts[0];
+  return ok && m->n_ph > 0;
+}
+
+gboolean
+comm_mirror_ok (const CommAlgorithm *alg, const CommArgs *a, CommKind kind)
+{
+  g_return_val_if_fail (alg != NULL && a != NULL && a->hosts != NULL, FALSE);
+  const CommAlgorithm *chosen = comm_resolve (alg, a, kind);
+  if (chosen == NULL || a->channels > 1)
+    return FALSE;
+  if (a->channels == 1 && kind == COMM_ALLREDUCE)
+    {
+      /* one channel runs over the ranks in topology order */
+      g_autofree int *group = g_new (int, a->p), *order = g_new (int, a->p);
+      for (int r = 0; r < a->p; r++)
+        group[r] = net_network_host_group (a->net, a->hosts[r]);
+      comm_channel_order (a->p, group, 0, net_network_group_order (a->net), order);
+      for (int r = 0; r < a->p; r++)
+        if (order[r] != r)
+          return FALSE;
+    }
+  CollOp *op = coll_op_new (chosen, a, kind, NULL, NULL, NULL, NULL);
+  CollMirror m;
+  gboolean ok = op != NULL && coll_mirror_plan (op, &m);
+  if (op)
+    coll_op_free (op);
+  return ok;
+}
+
+static void mirror_send (EngSim *sim, gpointer ctx, gpointer data);
+
+/* Rank 0 (and so every rank) has its block of this round: the next round,
+ * phase or the end. */
+static void
+mirror_next (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  CollMirror *m = ctx;
+
+  if (++m->i == m->count[m->k])
+    {
+      m->i = 0;
+      m->k++;
+    }
+  if (m->k < m->n_ph)
+    {
+      mirror_send (sim, m, NULL);
+      return;
+    }
+  CommDone done = m->done;
+  gpointer dctx = m->ctx, ddata = m->data;
+  g_free (m);
+  done (sim, dctx, ddata);
+}
+
+/* Rank 0's send has arrived, and so has the block its predecessor sent it
+ * (the same transfer moved by a copy): reduce it or go on. */
+static void
+mirror_arrived (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED,
+                const NetTransfer *t G_GNUC_UNUSED)
+{
+  CollMirror *m = ctx;
+
+  if (m->i < m->reducing[m->k] && m->secs[m->k] > 0)
+    eng_schedule (sim, m->secs[m->k], mirror_next, m, NULL);
+  else
+    mirror_next (sim, m, NULL);
+}
+
+static void
+mirror_send (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data G_GNUC_UNUSED)
+{
+  CollMirror *m = ctx;
+
+  net_send_folded (m->net, m->src, m->dst[m->k], m->bytes[m->k],
+                   m->floor[m->k], m->tag, mirror_arrived, m, NULL);
+}
+
+/* comm_start() of a collective declared mirrored: rank 0 runs the rounds
+ * every rank runs, its transfers on folded routes; an error where
+ * comm_mirror_ok() would say no. */
+static gboolean
+coll_mirror_start (const CommAlgorithm *alg, const CommArgs *a,
+                   CommKind kind, CommDone done, gpointer ctx, gpointer data,
+                   GError **error)
+{
+  CollOp *op = coll_op_new (alg, a, kind, done, ctx, data, error);
+  if (op == NULL)
+    return FALSE;
+  CollMirror *m = g_new0 (CollMirror, 1);
+  if (a->channels > 1 || !coll_mirror_plan (op, m))
+    {
+      g_free (m);
+      coll_op_free (op);
+      g_set_error (error, COMM_ERROR, COMM_ERROR_UNSUPPORTED,
+                   "%s with %s: the ranks are not mirrored copies of one "
+                   "another on a folded network", comm_kind_name (kind),
+                   alg->name);
+      return FALSE;
+    }
+  m->sim = a->sim;
+  m->net = a->net;
+  m->tag = a->tag;
+  m->done = done;
+  m->ctx = ctx;
+  m->data = data;
+  coll_op_free (op);
+  net_network_count_collective (a->net, TRUE);
+  eng_schedule (a->sim, a->launch_overhead, mirror_send, m, NULL);
+  return TRUE;
+}
+
 /* --- Start ---------------------------------------------------------------- */
 
 gboolean
@@ -1160,38 +1368,11 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
   if (a->channels >= 1 && kind == COMM_ALLREDUCE)
     return coll_start_channels (alg, a, kind, done, ctx, data, error);
 
-  op = g_new0 (CollOp, 1);
-  op->alg = alg;
-  op->sim = a->sim;
-  op->net = a->net;
-  op->pub.p = a->p;
-  op->hosts = g_memdup2 (a->hosts, sizeof (int) * (gsize) a->p);
-  op->groups = g_new (int, a->p);
-  for (int r = 0; r < a->p; r++)
-    op->groups[r] = net_network_host_group (a->net, a->hosts[r]);
-  op->pub.group = op->groups;
-  op->bufs = a->bufs ? g_memdup2 (a->bufs, sizeof (float *) * (gsize) a->p)
-                     : NULL;
-  op->pub.n = a->n;
-  op->pub.kind = kind;
-  op->elem_bytes = a->elem_bytes;
-  op->reduce_per_byte = a->reduce_per_byte;
-  op->step_overhead = a->step_overhead;
-  op->intra_step_overhead = a->intra_step_overhead;
-  op->pub.root = a->root;
-  op->tag = a->tag;
-  op->done = done;
-  op->ctx = ctx;
-  op->data = data;
-  op->ranks = g_new0 (CollRank, a->p);
-  if (alg->step == NULL)
-    for (int r = 0; r < a->p; r++)
-      op->ranks[r].prog = g_array_new (FALSE, FALSE, sizeof (CommStep));
-  if (!alg->build (&op->pub, kind, error))
-    {
-      coll_op_free (op);
-      return FALSE;
-    }
+  if (a->mirrored)
+    return coll_mirror_start (alg, a, kind, done, ctx, data, error);
+  op = coll_op_new (alg, a, kind, done, ctx, data, error);
+  if (op == NULL)
+    return FALSE;
   if (coll_class_start (op, a))
     return TRUE;
   net_network_count_collective (op->net, FALSE);

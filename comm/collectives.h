@@ -81,6 +81,14 @@ typedef struct {
                                 uses the network until `done`: the
                                 collective may then run as flow classes
                                 (docs/collectives.md, "Flow classes") */
+  gboolean mirrored;         /* the caller promises that the ranks are
+                                the copies of a folded network
+                                (net_network_fold), rank r on rank 0's host
+                                moved by r copies, and that everything else
+                                on the network is the same in every copy,
+                                moved: rank 0 alone is run, its transfers
+                                on folded routes (docs/collectives.md,
+                                "Mirrored replicas"); see comm_mirror_ok */
   int channels;              /* all-reduce only: 0 = as given, one
                                 collective over the ranks in their order;
                                 C >= 1 = C concurrent collectives, each over
@@ -178,6 +186,14 @@ struct CommAlgorithm {
    * p) and n elements, 0 where it gives none; for the event estimate. */
   double (*class_rounds) (CommKind kind, int p, int group, gsize n);
 };
+
+/* Whether comm_start() can run collective `kind` of `alg` for `a` as
+ * mirrored (CommArgs.mirrored): the algorithm it resolves to describes it
+ * as phases of rounds in which every rank sends to the rank c places
+ * further (c fixed per phase) a block of one size, one channel, no data,
+ * and the ranks sit one per copy of the folded network, in order. */
+gboolean comm_mirror_ok (const CommAlgorithm *alg, const CommArgs *a,
+                         CommKind kind);
 
 /* TRUE for the collectives that go from one root to all ranks or back
  * (broadcast, reduce, scatter, gather). */
