@@ -122,6 +122,13 @@ sim_stragglers_free (SimStragglers *s)
   g_free (s);
 }
 
+gboolean
+sim_stragglers_uniform (const SimStragglers *s)
+{
+  g_return_val_if_fail (s != NULL, FALSE);
+  return s->model->uniform;
+}
+
 double
 sim_stragglers_next (SimStragglers *s, int worker)
 {

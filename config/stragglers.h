@@ -35,6 +35,8 @@ typedef struct {
   /* Factor (> 0; 1 = normal speed) of the next step of `worker`, drawn
    * from `rng`, the worker's own stream, where the model is random. */
   double (*draw) (gconstpointer state, EngRng *rng, int worker);
+  /* Every factor it draws is 1: all workers compute at the same pace. */
+  gboolean uniform;
 } SimStragglerModel;
 
 typedef struct SimStragglers SimStragglers;
@@ -44,6 +46,8 @@ SimStragglers *sim_stragglers_new (const SimConfig *c);
 void sim_stragglers_free (SimStragglers *s);
 /* Factor of the next step of `worker`. */
 double sim_stragglers_next (SimStragglers *s, int worker);
+/* Whether every factor s gives is 1 (its model is uniform). */
+gboolean sim_stragglers_uniform (const SimStragglers *s);
 
 /* The registered model of that name, or NULL. */
 const SimStragglerModel *sim_straggler_lookup (const char *name);

@@ -230,6 +230,10 @@ typedef struct {
   PolComputeTime compute_time;
   gboolean host_timed;        /* compute_time uses the host's time of the
                                * math (compute_time = measured) */
+  gboolean same_pace;         /* scale_time gives every worker the same
+                               * time for the same work (no straggler
+                               * model, not measured): workers whose work
+                               * is alike run alike */
   PolUpdateTime update_time;
   gpointer compute_ctx;       /* of compute_time and update_time */
   PolRecorder rec;

@@ -308,6 +308,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .scale_time = scale_time,
     .compute_time = compute_time,
     .host_timed = c->measured && c->step_time < 0,
+    .same_pace = sim_stragglers_uniform (cl->strag) && !(c->measured && c->step_time < 0),
     .update_time = update_time,
     .compute_ctx = cl,
     .rec = *rec,

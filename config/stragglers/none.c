@@ -16,4 +16,5 @@ const SimStragglerModel sim_straggler_none = {
   .name = "none",
   .description = "every step at normal speed",
   .draw = none_draw,
+  .uniform = TRUE,
 };
