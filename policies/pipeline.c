@@ -148,6 +148,9 @@ struct PlPolicy {
                                * one replica): the stage's gradient is
                                * reduce-scattered, each replica updates
                                * its shard, the parameters all-gathered */
+  gboolean mirror;            /* the replicas are mirrored copies: replica 0
+                               * alone runs (see "Mirrored replicas" below) */
+  int Rs;                     /* replicas run: 1 when mirrored, else R */
   gint64 iter;
   double iter_start;
   double loss_sum;            /* mean losses of the iteration's micro-batches */
@@ -407,10 +410,25 @@ rank_stash_bytes (const KernLayer *layers, const gboolean *recomputed, const Pol
   return 4.0 * (double) n * stash;
 }
 
+/* A span of worker w, and when mirrored of its peer in every replica. */
+static void
+span_detail (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes,
+             const PolSpanDetail *d)
+{
+  if (!pl->mirror)
+    {
+      pol_worker_span_detail (&pl->env, w, kind, a, b, pl->iter, bytes, d);
+      return;
+    }
+  for (int r = 0; r < pl->R; r++)
+    pol_worker_span_detail (&pl->env, train_mesh_rank_at (pl->mesh, w, TRAIN_AXIS_DATA, r), kind,
+                            a, b, pl->iter, bytes, d);
+}
+
 static void
 span (PlPolicy *pl, int w, const char *kind, double a, double b, double bytes)
 {
-  pol_worker_span (&pl->env, w, kind, a, b, pl->iter, bytes);
+  span_detail (pl, w, kind, a, b, bytes, NULL);
 }
 
 /* The same span on each rank of wk's tensor group. */
@@ -427,6 +445,27 @@ static PlWorker *
 group_of (PlPolicy *pl, int rank)
 {
   return &pl->w[rank / pl->T];
+}
+
+/* Elements of a tensor rank's ZeRO reduce-scatter and all-gather: its
+ * parameters padded to a multiple of the replicas, as Megatron-LM's
+ * distributed optimizer and DeepSpeed pad their flat buffers, so that
+ * every replica's shard has the same size. */
+static gsize
+zero_elems (const PlPolicy *pl, const PlWorker *wk)
+{
+  gsize R = (gsize) pl->R;
+  return (wk->rank_params + R - 1) / R * R;
+}
+
+/* The group that runs group k's work: k itself, or when mirrored its
+ * peer in replica 0. */
+static PlWorker *
+run_group (PlPolicy *pl, int k)
+{
+  if (!pl->mirror)
+    return &pl->w[k];
+  return group_of (pl, train_mesh_rank_at (pl->mesh, k * pl->T, TRAIN_AXIS_DATA, 0));
 }
 
 /* Message data: the receiving chunk (its group x v + chunk, the group of
@@ -477,13 +516,17 @@ end_iteration (PlPolicy *pl)
   double T = now - pl->iter_start;
   for (int k = 0; k < pl->G; k++)
     {
-      PlWorker *wk = &pl->w[k];
+      /* mirrored, replica 0's group stands for its peers */
+      PlWorker *wk = run_group (pl, k);
       double compute = wk->it_compute, comm = MIN (wk->it_comm, T - compute);
       double wait = MAX (0.0, T - compute - comm);
-      wk->sum_compute += compute;
-      wk->sum_idle += T - compute;
+      if (wk == &pl->w[k])
+        {
+          wk->sum_compute += compute;
+          wk->sum_idle += T - compute;
+        }
       for (int t = 0; t < pl->T; t++)
-        pol_run_iteration (&pl->run, wk->index + t, pl->iter, pl->iter_start, now, compute,
+        pol_run_iteration (&pl->run, k * pl->T + t, pl->iter, pl->iter_start, now, compute,
                            comm, wait, 0);
     }
   pl->run.updates += pl->W;
@@ -505,7 +548,7 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data)
   int s = GPOINTER_TO_INT (data);
   double now = eng_sim_now (sim);
   TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s * pl->T);
-  for (int r = 0; r < g.n; r++)
+  for (int r = 0; r < pl->Rs; r++)
     {
       PlWorker *wk = group_of (pl, g.ranks[r]);
       wk->it_compute += pl->update_time[s];
@@ -558,6 +601,16 @@ pack_grad (PlPolicy *pl, PlWorker *wk, float *grad, gboolean back)
     }
 }
 
+/* Starts collective `kind` among stage s's replicas with a, `done` with s. */
+static void
+data_start (PlPolicy *pl, const CommArgs *a, CommKind kind, CommDone done, int s)
+{
+  g_autoptr (GError) error = NULL;
+  if (!comm_start (pl->alg, a, kind, done, pl, GINT_TO_POINTER (s), &error))
+    g_error ("%s with %s: %s", comm_kind_name (kind), pl->alg->name,
+             error->message); /* validated before */
+}
+
 /* zero > 0: the reduce-scatter of stage s's gradients (or the all-gather
  * of its updated parameters) among the replicas, timing only: each tensor
  * rank's data group, T at once, over that rank's parameters; `done` with
@@ -569,8 +622,10 @@ zero_collectives (PlPolicy *pl, const PlWorker *wk, CommKind kind, CommDone done
   for (int t = 0; t < pl->T; t++)
     {
       TrainGroup gt = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index + t);
-      pol_collective_start (&pl->env, pl->alg, kind, gt.n, gt.hosts, wk->rank_params, 0,
-                            TAG_ALLREDUCE, done, pl, GINT_TO_POINTER (s));
+      CommArgs a = pol_collective_args (&pl->env, gt.n, gt.hosts, zero_elems (pl, wk), 0,
+                                        TAG_ALLREDUCE);
+      a.mirrored = pl->mirror;
+      data_start (pl, &a, kind, done, s);
     }
 }
 
@@ -605,7 +660,7 @@ on_reduce_done (EngSim *sim, gpointer ctx, gpointer data)
     return; /* another tensor rank's data group is still reducing */
   double now = eng_sim_now (sim);
   TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, s * pl->T);
-  for (int r = 0; r < g.n; r++)
+  for (int r = 0; r < pl->Rs; r++)
     {
       PlWorker *wk = group_of (pl, g.ranks[r]);
       wk->it_comm += now - wk->blocked_since;
@@ -626,7 +681,7 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
   for (int c = 0; c < pl->V; c++)
     if (wk->chunk[c].ks)
       kern_stage_take_grad (wk->chunk[c].ks, pl->grad[wk->replica]);
-  if (++pl->backward_done[s] < pl->R)
+  if (++pl->backward_done[s] < pl->Rs)
     return;
   double now = eng_sim_now (pl->env.sim);
   if (pl->R == 1)
@@ -638,7 +693,7 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
    * others waited for it (their wait), the collective is comm */
   TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index);
   gboolean math = pl->env.model && !pl->stacked;
-  for (int r = 0; r < g.n; r++)
+  for (int r = 0; r < pl->Rs; r++)
     {
       PlWorker *o = group_of (pl, g.ranks[r]);
       if (math && o->packed)
@@ -657,8 +712,10 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
     }
   if (pl->T == 1)
     {
-      pol_allreduce_start (&pl->env, pl->alg, g.n, g.hosts, math ? pl->reduce_bufs : NULL,
-                           wk->params, TAG_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s));
+      CommArgs a = pol_comm_args (&pl->env, g.n, g.hosts, math ? pl->reduce_bufs : NULL,
+                                  wk->params, TAG_ALLREDUCE);
+      a.mirrored = pl->mirror;
+      data_start (pl, &a, COMM_ALLREDUCE, on_reduce_done, s);
       return;
     }
   /* tensor groups: each tensor rank's data group (its peers at the same
@@ -668,8 +725,10 @@ stage_backward_done (PlPolicy *pl, PlWorker *wk)
   for (int t = 0; t < pl->T; t++)
     {
       TrainGroup gt = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index + t);
-      pol_allreduce_start (&pl->env, pl->alg, gt.n, gt.hosts, NULL, wk->rank_params,
-                           TAG_ALLREDUCE, on_reduce_done, pl, GINT_TO_POINTER (s));
+      CommArgs a = pol_comm_args (&pl->env, gt.n, gt.hosts, NULL, wk->rank_params,
+                                  TAG_ALLREDUCE);
+      a.mirrored = pl->mirror;
+      data_start (pl, &a, COMM_ALLREDUCE, on_reduce_done, s);
     }
 }
 
@@ -766,7 +825,7 @@ on_tensor_op_done (gpointer ctx)
       if (a[i] > from)
         group_span (pl, wk, "send", from, a[i], 0);
       for (int t = 0; t < pl->T; t++)
-        pol_worker_span_detail (&pl->env, wk->index + t, "compute", a[i], b[i], pl->iter, 0, &d);
+        span_detail (pl, wk->index + t, "compute", a[i], b[i], 0, &d);
       compute += b[i] - a[i];
       from = b[i];
     }
@@ -865,7 +924,7 @@ try_next (PlPolicy *pl, PlWorker *wk)
     }
   double dt = env->scale_time (env->compute_ctx, wk->index, fwd ? ch->t_fwd : ch->t_bwd, host);
   PolSpanDetail d = { fwd ? "forward" : "backward", micro, ch->first, ch->last };
-  pol_worker_span_detail (&pl->env, wk->index, "compute", now, now + dt, pl->iter, 0, &d);
+  span_detail (pl, wk->index, "compute", now, now + dt, 0, &d);
   eng_schedule (sim, dt, on_op_done, pl, wk);
 }
 
@@ -893,6 +952,8 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   for (int k = 0; k < pl->G; k++)
     {
       PlWorker *wk = &pl->w[k];
+      if (wk->replica >= pl->Rs)
+        continue;  /* mirrored: replica 0 runs for all */
       wk->pos = 0;
       wk->busy = FALSE;
       wk->stash = 0;
@@ -912,7 +973,8 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
         }
     }
   for (int k = 0; k < pl->G; k++)
-    try_next (pl, &pl->w[k]);
+    if (pl->w[k].replica < pl->Rs)
+      try_next (pl, &pl->w[k]);
 }
 
 /* Replicas draw batches as data-parallel workers do: one part of the
@@ -1006,21 +1068,28 @@ value_bytes (const PolEnv *env)
 static double
 stage_update_time (const PlPolicy *pl, const PlWorker *wk)
 {
-  gsize n = pl->zero ? (wk->rank_params + (gsize) pl->R - 1) / (gsize) pl->R : wk->rank_params;
+  gsize n = pl->zero ? zero_elems (pl, wk) / (gsize) pl->R : wk->rank_params;
   return pl->env.update_time (pl->env.compute_ctx, n);
 }
 
 /* Sets up stage s of replica r: its chunks' layers, parameters, device
  * times, stash and per-micro-batch state (and their KernStages with math
  * run operation by operation), its FLOPs and its schedule. */
+/* The first rank of stage s of replica r. */
+static int
+stage_rank (const PlPolicy *pl, int r, int s)
+{
+  return train_mesh_rank_at (pl->mesh, train_mesh_rank_at (pl->mesh, 0, TRAIN_AXIS_DATA, r),
+                             TRAIN_AXIS_PIPELINE, s);
+}
+
 static void
 pl_worker_init (PlPolicy *pl, int r, int s)
 {
   const PolEnv *env = &pl->env;
   int P = pl->P, M = pl->M, V = pl->V, L = env->n_layers;
   double n = pl->n;
-  int rank = train_mesh_rank_at (pl->mesh, train_mesh_rank_at (pl->mesh, 0, TRAIN_AXIS_DATA, r),
-                                 TRAIN_AXIS_PIPELINE, s);
+  int rank = stage_rank (pl, r, s);
   PlWorker *wk = group_of (pl, rank);
   wk->pl = pl;
   wk->replica = r;
@@ -1211,18 +1280,90 @@ pl_create (const PolEnv *env, GError **error)
   pl->mesh = train_mesh_new (size, 0);
   pl->reduce_bufs = g_new0 (float *, R);
   pl->w = g_new0 (PlWorker, pl->G);
+  pl->Rs = R;
+  /* the other replicas' groups are set up at the start, unless mirrored */
   for (int r = 0; r < R; r++)
     for (int s = 0; s < P; s++)
-      pl_worker_init (pl, r, s);
+      if (r == 0 || env->model)
+        pl_worker_init (pl, r, s);
+      else
+        group_of (pl, stage_rank (pl, r, s))->replica = r;
   if (env->model)
     pl_math_new (pl);
   return (PolPolicy *) pl;
+}
+
+/* Mirrored replicas (docs/policies.md, "Mirrored replicas").  When every
+ * replica is replica 0 moved on a network made of copies — the same
+ * compute at the same pace, no failure, no math, no per-message trace, no
+ * expert groups across replicas, each replica's ranks on one copy of the
+ * network in the same order — the replicas do the same thing at the same
+ * times, and their data-parallel collectives are mirrored too
+ * (comm_mirror_ok): replica 0 alone is run, its collectives among replicas
+ * on folded routes, and what it records stands for every replica.  Folds
+ * the network and returns NULL then; else returns why not, the network
+ * unfolded. */
+static const char *
+pl_mirror (PlPolicy *pl)
+{
+  const PolEnv *env = &pl->env;
+  int period = pl->P * pl->T;
+  if (pl->R < 2)
+    return "no: one replica";
+  if (env->model)
+    return "no: the replicas' real math differs";
+  if (!env->same_pace || env->n_failures > 0)
+    return "no: stragglers, measured compute or failures make replicas differ";
+  if (base_values_int (env->values, "policy.experts") > 1)
+    return "no: expert groups span the replicas";
+  if (!net_network_flow_classes (env->net))
+    return "no: [network] flow_classes = off";
+  for (int w = 0; w < pl->W; w++)
+    {
+      int base = train_mesh_host (pl->mesh, train_mesh_rank_at (pl->mesh, w, TRAIN_AXIS_DATA, 0));
+      int r = train_mesh_coord (pl->mesh, w, TRAIN_AXIS_DATA);
+      if (base >= period || train_mesh_host (pl->mesh, w) != base + r * period)
+        return "no: the replicas are not placed alike";
+    }
+  if (!net_network_fold (env->net, period))
+    return "no: the network is not made of copies of one replica's hosts (topology, nodes "
+           "split by a replica, [network] links, or a trace of every message)";
+  for (int s = 0; s < pl->P; s++)
+    for (int t = 0; t < pl->T; t++)
+      {
+        const PlWorker *wk = group_of (pl, stage_rank (pl, 0, s));
+        TrainGroup g = train_mesh_group (pl->mesh, TRAIN_AXIS_DATA, wk->index + t);
+        CommArgs a = pl->zero
+          ? pol_collective_args (env, g.n, g.hosts, zero_elems (pl, wk), 0, TAG_ALLREDUCE)
+          : pol_comm_args (env, g.n, g.hosts, NULL, pl->T == 1 ? wk->params : wk->rank_params,
+                           TAG_ALLREDUCE);
+        gboolean ok = pl->zero ? comm_mirror_ok (pl->alg, &a, COMM_REDUCE_SCATTER)
+                                   && comm_mirror_ok (pl->alg, &a, COMM_ALLGATHER)
+                               : comm_mirror_ok (pl->alg, &a, COMM_ALLREDUCE);
+        if (!ok)
+          {
+            net_network_fold (env->net, 0);
+            return "no: the data-parallel collective's ranks do not all do alike (algorithm, "
+                   "channels or blocks of two sizes)";
+          }
+      }
+  return NULL;
 }
 
 static void
 pl_start (PolPolicy *p)
 {
   PlPolicy *pl = (PlPolicy *) p;
+  const char *why = pl_mirror (pl);
+  pl->mirror = why == NULL;
+  pl->Rs = pl->mirror ? 1 : pl->R;
+  if (pl->R > 1 && pl->env.rec.param)
+    pl->env.rec.param (pl->env.rec.ctx, "policy.replicas_mirrored",
+                       why ? why : "yes: replica 0 ran for every replica");
+  for (int r = pl->mirror ? pl->R : 1; r < pl->R; r++)
+    for (int s = 0; s < pl->P; s++)
+      if (group_of (pl, stage_rank (pl, r, s))->chunk == NULL)
+        pl_worker_init (pl, r, s);
   pol_report_mesh (&pl->env, pl->mesh);
   if (pl->R > 1)  /* what stage 0's replicas all-reduce with */
     {
@@ -1244,9 +1385,9 @@ pl_finish (PolPolicy *p, PolResult *out)
     return;
   for (int k = 0; k < pl->W; k++)
     {
-      const PlWorker *wk = group_of (pl, k);
+      const PlWorker *wk = run_group (pl, k / pl->T);
       PolStageStats st = {
-        .replica = wk->replica,
+        .replica = group_of (pl, k)->replica,
         .stage = wk->stage,
         .worker = k,
         .first_layer = wk->chunk[0].first,
