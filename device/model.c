@@ -26,6 +26,7 @@
 #include "kernels/backend.h"
 #include "policies/policy.h"
 #include "config/models.h"
+#include "config/stragglers.h"
 #include "config/scenario.h"
 #include "device/model.h"
 
@@ -366,6 +367,8 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .flow_classes = c->flow_classes == 0 && c->detail != SIM_DETAIL_MESSAGES
                     && (c->links == NULL || *c->links == '\0'),
     .topology = c->topology,
+    .same_pace = sim_straggler_lookup (base_values_string (c->values, "stragglers.model"))->uniform
+                 && !(c->measured && c->step_time < 0),
   };
 }
 

@@ -301,6 +301,10 @@ typedef struct {
    * it builds it (docs/collectives.md, "Flow classes"); 0 (or NULL) when
    * they may not, so that the estimate counts messages. */
   int (*class_group) (const BaseValues *values, gint64 workers);
+  /* Optional: whether the network built from `values` for `workers`
+   * hosts is made of copies of `period` hosts (net_network_fold would
+   * fold it); NULL = never. */
+  gboolean (*copies) (const BaseValues *values, gint64 workers, int period);
 } NetTopology;
 
 /* The registered topology with that name, or NULL. */

@@ -317,6 +317,15 @@ nodes_class_group (const BaseValues *values, gint64 workers)
   return workers % g == 0 ? (int) g : 0;
 }
 
+/* Copies of whole nodes, two or more (nodes_fold_check). */
+static gboolean
+nodes_copies (const BaseValues *values, gint64 workers, int period)
+{
+  gint64 g = base_values_int (values, "network.gpus_per_node");
+  g = g > 0 ? g : NODES_DEFAULT_GPUS;
+  return period >= 1 && period % g == 0 && workers % period == 0 && workers / period >= 2;
+}
+
 const NetTopology net_topology_nodes = {
   .name = "nodes",
   .description = "Multi-GPU nodes: GPUs of a node talk over NVLink-like "
@@ -327,4 +336,5 @@ const NetTopology net_topology_nodes = {
   .build = nodes_build,
   .summary = nodes_summary,
   .class_group = nodes_class_group,
+  .copies = nodes_copies,
 };

@@ -203,6 +203,13 @@ star_class_group (const BaseValues *values G_GNUC_UNUSED, gint64 workers G_GNUC_
   return 1;
 }
 
+/* Copies of any size that cuts the hosts into two or more. */
+static gboolean
+star_copies (const BaseValues *values G_GNUC_UNUSED, gint64 workers, int period)
+{
+  return period >= 1 && workers % period == 0 && workers / period >= 2;
+}
+
 const NetTopology net_topology_star = {
   .name = "star",
   .description = "Every host has one full-duplex link to a single "
@@ -211,4 +218,5 @@ const NetTopology net_topology_star = {
   .build = star_build,
   .summary = star_summary,
   .class_group = star_class_group,
+  .copies = star_copies,
 };

@@ -1303,21 +1303,34 @@ pl_create (const PolEnv *env, GError **error)
  * on folded routes, and what it records stands for every replica.  Folds
  * the network and returns NULL then; else returns why not, the network
  * unfolded. */
+/* The conditions of mirrored replicas that the scenario alone settles:
+ * NULL when they hold, else why not. */
+static const char *
+pl_mirror_keys (const BaseValues *v, int R, gboolean math, gboolean same_pace,
+                gboolean failures, gboolean flow_classes)
+{
+  if (R < 2)
+    return "no: one replica";
+  if (math)
+    return "no: the replicas' real math differs";
+  if (!same_pace || failures)
+    return "no: stragglers, measured compute or failures make replicas differ";
+  if (base_values_int (v, "policy.experts") > 1)
+    return "no: expert groups span the replicas";
+  if (!flow_classes)
+    return "no: [network] flow_classes = off";
+  return NULL;
+}
+
 static const char *
 pl_mirror (PlPolicy *pl)
 {
   const PolEnv *env = &pl->env;
   int period = pl->P * pl->T;
-  if (pl->R < 2)
-    return "no: one replica";
-  if (env->model)
-    return "no: the replicas' real math differs";
-  if (!env->same_pace || env->n_failures > 0)
-    return "no: stragglers, measured compute or failures make replicas differ";
-  if (base_values_int (env->values, "policy.experts") > 1)
-    return "no: expert groups span the replicas";
-  if (!net_network_flow_classes (env->net))
-    return "no: [network] flow_classes = off";
+  const char *why = pl_mirror_keys (env->values, pl->R, env->model != NULL, env->same_pace,
+                                    env->n_failures > 0, net_network_flow_classes (env->net));
+  if (why)
+    return why;
   for (int w = 0; w < pl->W; w++)
     {
       int base = train_mesh_host (pl->mesh, train_mesh_rank_at (pl->mesh, w, TRAIN_AXIS_DATA, 0));
@@ -1677,6 +1690,49 @@ pl_shares (const PolModelInfo *mi)
   return out;
 }
 
+/* Whether a run of `mi` will mirror its replicas (pl_mirror), as far as
+ * the scenario tells before the network is built: NULL when it should,
+ * else why not.  The collectives' own test (blocks of one size) is left to
+ * the run, which reports it. */
+static const char *
+pl_mirror_predicted (const PolModelInfo *mi)
+{
+  const BaseValues *v = mi->values;
+  int T = (int) MAX (base_values_int (v, "policy.tensor"), 1);
+  int P = (int) base_values_int (v, "policy.stages");
+  int R = (int) MAX (base_values_int (v, "policy.replicas"), 1);
+  const char *why = pl_mirror_keys (v, R, mi->model->ops->loss_grad != NULL, mi->same_pace,
+                                    mi->failures, mi->flow_classes);
+  if (why)
+    return why;
+  const NetTopology *topo = mi->topology ? net_topology_lookup (mi->topology) : NULL;
+  if (!topo || !topo->copies || P < 1 || !topo->copies (v, mi->workers, P * T))
+    return "no: the network is not made of copies of one replica's hosts (topology, nodes "
+           "split by a replica, [network] links, or a trace of every message)";
+  const CommAlgorithm *alg = comm_lookup (base_values_string (v, "policy.algorithm"));
+  if (!alg || alg->choose || !alg->rounds || base_values_int (v, "policy.channels") > 1)
+    return "no: the data-parallel collective's ranks do not all do alike (algorithm, "
+           "channels or blocks of two sizes)";
+  return NULL;
+}
+
+/* `dtsim check`: whether the replicas will run mirrored. */
+static char *
+pl_describe (const PolModelInfo *mi)
+{
+  int R = (int) MAX (base_values_int (mi->values, "policy.replicas"), 1);
+  if (R < 2)
+    return NULL;
+  const char *why = pl_mirror_predicted (mi);
+  if (why)
+    return g_strdup_printf ("replicas: all %d run, not mirrored: %s (docs/policies.md, "
+                            "\"Mirrored replicas\")\n", R, why + strlen ("no: "));
+  return g_strdup_printf ("replicas: mirrored: replica 0 runs for all %d, its collectives "
+                          "among replicas on folded routes, where their blocks are of one size "
+                          "(docs/policies.md, \"Mirrored replicas\"; the params row "
+                          "policy.replicas_mirrored says what the run did)\n", R);
+}
+
 /* Per replica, each micro-batch crosses every virtual stage boundary
  * forward (activations) and backward (gradients), T transfers each with
  * tensor groups, whose operations also run the tensor collectives; each
@@ -1716,9 +1772,18 @@ pl_work (const PolModelInfo *mi, PolWork *out)
           coll = k;
         }
     }
-  *out = (PolWork) { .messages = R * T * 2 * (P * V - 1) * M + T * P * each + R * M * tensor,
+  /* mirrored, replica 0 alone runs: one transfer per round of a
+   * collective among replicas */
+  double Rrun = R;
+  if (R > 1 && !pl_mirror_predicted (mi))
+    {
+      Rrun = 1;
+      each = 2 * (R - 1);
+    }
+  *out = (PolWork) { .messages = Rrun * T * 2 * (P * V - 1) * M + T * P * each
+                                 + Rrun * M * tensor,
                      .spans = W * (4 * M * V + 2 * M * coll + 3), .iteration_rows = W,
-                     .in_flight = R * P * T * (M * V + C) };
+                     .in_flight = Rrun * P * T * (M * V + C) };
 }
 
 const PolPolicyOps pol_pipeline_ops = {
@@ -1732,6 +1797,7 @@ const PolPolicyOps pol_pipeline_ops = {
   .validate = pl_validate,
   .zero = TRUE,
   .check_model = pl_check_model,
+  .describe = pl_describe,
   .shares = pl_shares,
   .description = "pipeline parallel: layers cut into stages, one per worker (or per tensor "
                  "group); micro-batches flow forward and back under GPipe, 1F1B or interleaved "

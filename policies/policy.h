@@ -425,6 +425,8 @@ typedef struct {
                                * [network] flow_classes = auto, no trace of
                                * every message, no [network] links */
   const char *topology;       /* [network] topology */
+  gboolean same_pace;         /* as PolEnv's: no straggler model, not
+                               * measured */
 } PolModelInfo;
 
 /* One device's part of the model when a policy spreads the model over its

@@ -280,6 +280,28 @@ test_folded_sharing (void)
   eng_sim_free (sim);
 }
 
+/* `dtsim check` says whether the replicas will run mirrored, and why not. */
+static void
+test_check_says (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-mirror-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename (dir, "m.ini", NULL);
+  g_assert_true (g_file_set_contents (file, base, -1, NULL));
+  char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "m.ini", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "replicas: mirrored: replica 0 runs for all 4"));
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "m.ini", "--set",
+                                   "stragglers.model=fixed", "--set", "stragglers.slow=1", NULL),
+                   ==, 0);
+  g_assert_nonnull (strstr (out, "replicas: all 4 run, not mirrored: stragglers"));
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "m.ini", "--set",
+                                   "network.gpus_per_node=8", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "not mirrored: the network is not made of copies"));
+  g_free (out);
+  g_free (err);
+  sim_remove_tree (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -289,5 +311,6 @@ main (int argc, char **argv)
   g_test_add_func ("/mirror/pipeline/equal", test_equal_cases);
   g_test_add_func ("/mirror/pipeline/fallbacks", test_fallbacks);
   g_test_add_func ("/mirror/pipeline/larger", test_larger);
+  g_test_add_func ("/mirror/check", test_check_says);
   return g_test_run ();
 }
