@@ -201,13 +201,16 @@ test_fallbacks (void)
   rec_free (r);
 }
 
-/* A 256-GPU job, 64 replicas, and a padded ZeRO buffer whose parameters
- * do not divide among them. */
+/* Jobs of 256 and 1,024 GPUs (64 and 256 replicas), and a padded ZeRO
+ * buffer whose parameters do not divide among 7 replicas. */
 static void
 test_larger (void)
 {
   const char *const sets[] = { "cluster.workers=256", "policy.layout=64x2x2", NULL };
   assert_mirror (base, sets, "yes");
+  const char *const big[] = { "cluster.workers=1024", "policy.layout=256x2x2",
+                              "scenario.iterations=1", NULL };
+  assert_mirror (base, big, "yes");
   const char *const odd[] = { "cluster.workers=28", "policy.layout=7x2x2", NULL };
   assert_mirror (base, odd, "yes");
 }
