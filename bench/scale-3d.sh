@@ -23,21 +23,10 @@ for arg in "$@"; do
   n=${arg%:off}
   classes=auto
   test "$n" = "$arg" || classes=off
-  rm -f "$tmp/run.db"
-  out=$("$measure" "$dtsim" run "$scenario" --set "cluster.workers=$n" \
-          --set "policy.layout=$((n / (P * T)))x${P}x${T}" \
-          --set "network.flow_classes=$classes" -o "$tmp/run.db" --json \
-          2>"$tmp/err") || { cat "$tmp/err" >&2; exit 1; }
-  json=$(printf '%s\n' "$out" | sed -n '/^{/p')
-  sim=$(printf '%s\n' "$json" | sed -n 's/.*"sim_time": \([^,}]*\).*/\1/p')
-  events=$(printf '%s\n' "$json" | sed -n 's/.*"total_events": \([^,}]*\).*/\1/p')
-  mirrored=-
-  if command -v sqlite3 >/dev/null 2>&1; then
-    mirrored=$(sqlite3 "$tmp/run.db" "SELECT substr(value, 1, instr(value, ':') - 1)
-                 FROM params WHERE key = 'policy.replicas_mirrored'" 2>/dev/null || echo -)
-  fi
-  wall=$(measured wall_s "$out")
-  rss=$(measured rss_kib "$out")
+  run_point "$dtsim" "$measure" "$scenario" "$tmp/run.db" policy.replicas_mirrored \
+    "cluster.workers=$n" "policy.layout=$((n / (P * T)))x${P}x${T}" \
+    "network.flow_classes=$classes"
+  mirrored=${run_param%%:*} sim=$run_sim events=$run_events wall=$run_wall rss=$run_rss
   printf '  %8s %-9s %11s %9.2f %9.1f %20s\n' "$n" "$mirrored" "$events" "$wall" \
     "$(echo "$rss" | awk '{ print $1 / 1024 }')" "$sim"
   if test "$classes" = auto; then

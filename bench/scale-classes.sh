@@ -21,20 +21,9 @@ for arg in "$@"; do
   n=${arg%:off}
   classes=auto
   test "$n" = "$arg" || classes=off
-  rm -f "$tmp/run.db"
-  out=$("$measure" "$dtsim" run "$scenario" --set "cluster.workers=$n" \
-          --set "network.flow_classes=$classes" -o "$tmp/run.db" --json \
-          2>"$tmp/err") || { cat "$tmp/err" >&2; exit 1; }
-  json=$(printf '%s\n' "$out" | sed -n '/^{/p')
-  sim=$(printf '%s\n' "$json" | sed -n 's/.*"sim_time": \([^,}]*\).*/\1/p')
-  events=$(printf '%s\n' "$json" | sed -n 's/.*"total_events": \([^,}]*\).*/\1/p')
-  path=-
-  if command -v sqlite3 >/dev/null 2>&1; then
-    path=$(sqlite3 "$tmp/run.db" "SELECT value FROM params WHERE key =
-             'network.flow_classes_path'" 2>/dev/null || echo -)
-  fi
-  wall=$(measured wall_s "$out")
-  rss=$(measured rss_kib "$out")
+  run_point "$dtsim" "$measure" "$scenario" "$tmp/run.db" network.flow_classes_path \
+    "cluster.workers=$n" "network.flow_classes=$classes"
+  path=$run_param sim=$run_sim events=$run_events wall=$run_wall rss=$run_rss
   printf '  %8s %-22s %12s %9.2f %9.1f %20s\n' "$n" "$path" "$events" "$wall" \
     "$(echo "$rss" | awk '{ print $1 / 1024 }')" "$sim"
   if test "$classes" = auto; then
