@@ -109,6 +109,11 @@ mpi_env (const char *tag)
                                                asan && *asan ? ":" : "");
   env = g_environ_setenv (env, "ASAN_OPTIONS", no_leaks, TRUE);
   env = g_environ_setenv (env, "DTSIM_TEST_MPI_TAG", tag, TRUE);
+  /* mpirun ends a failed job with SIGTERM, then SIGKILL after this many
+   * seconds (1 by default): on a loaded machine a rank may not have run its
+   * SIGTERM handler by then, and SIGKILL leaves files no process can
+   * remove.  The tests check dtsim's cleanup on SIGTERM, not that race. */
+  env = g_environ_setenv (env, "OMPI_MCA_odls_base_sigkill_timeout", "30", TRUE);
   return env;
 }
 
