@@ -164,8 +164,9 @@ int
 sim_model_classes (const SimConfig *c)
 {
   const Dataset *d = dataset_of (c);
-  if (own_synthetic (c))
-    return 2; /* the kinds with data of their own are binary */
+  const KernModelKind *own = own_synthetic (c);
+  if (own)
+    return own->synthetic_classes ? own->synthetic_classes (c->values) : 2;
   return d->classes ? d->classes : (int) c->classes;
 }
 
@@ -259,6 +260,7 @@ extern const KernModelKind kern_model_mlp;         /* kernels/mlp.c */
 extern const KernModelKind kern_model_timing;      /* kernels/timing.c */
 extern const KernModelKind kern_model_transformer; /* kernels/transformer.c */
 extern const KernModelKind kern_model_sparse;      /* kernels/sparse.c */
+extern const KernModelKind kern_model_gpt;         /* kernels/gpt.c */
 
 static const KernModelKind *const model_kinds[] = {
   &kern_model_linear,
@@ -267,6 +269,7 @@ static const KernModelKind *const model_kinds[] = {
   &kern_model_timing,
   &kern_model_transformer,
   &kern_model_sparse,
+  &kern_model_gpt,
   NULL,
 };
 
@@ -446,7 +449,7 @@ sim_model_kind_validate (const SimConfig *c, const char *file, GError **error)
       /* its data is its own: the blobs' keys and other data sets do not fit */
       if (dataset_of (c) != &synthetic)
         return sim_key_error (error, file, "model", "dataset",
-                              "kind = %s draws its own sparse data; set dataset = synthetic",
+                              "kind = %s draws its own data; set dataset = synthetic",
                               mine->name);
       static const char *const blobs_keys[] = { "features", "classes", "separation" };
       for (gsize i = 0; i < G_N_ELEMENTS (blobs_keys); i++)
@@ -455,7 +458,7 @@ sim_model_kind_validate (const SimConfig *c, const char *file, GError **error)
           if (g_hash_table_contains (c->given, dotted))
             return sim_key_error (error, file, "model", blobs_keys[i],
                                   "does not apply to kind = %s, whose data has its own keys "
-                                  "(dimension, nnz, skew); remove it", mine->name);
+                                  "(docs/kernels.md); remove it", mine->name);
         }
     }
   g_autoptr (GError) local = NULL;

@@ -247,6 +247,37 @@ void kern_dataset_sparse (int n_train, int n_test, gint64 features, int nnz,
  * or 0 with keys untouched where the model has no such op. */
 gsize kern_model_touched (const KernModel *m, const float *x, int n, gsize *keys);
 
+/* A small decoder-only transformer with real math (kernels/gpt.c,
+ * docs/kernels.md "GPT"): V symbols, S positions, width D, H heads
+ * (dividing D), L blocks, the LM head tied to the token embedding unless
+ * `untied`.  A sample is a row of S + 1 symbols (d = S + 1, k = V); the
+ * loss is the mean next-token cross-entropy over its S predictions, labels
+ * unread.  Math on `be` (borrowed; NULL = a private CPU backend); a backend
+ * whose buffers are not host memory gives NULL and `error`. */
+KernModel *kern_gpt_new (int V, int S, int D, int H, int L, gboolean untied,
+                         struct KernBackend *be, GError **error);
+/* Its logits (n S, V) for x (n, S + 1), row b S + t scoring symbol t + 1
+ * of sample b. */
+void kern_gpt_logits (KernModel *m, const float *params, const float *x, int n,
+                      float *logits);
+/* The shape of a model of kern_gpt_new (FALSE for any other model). */
+gboolean kern_gpt_shape (const KernModel *m, int *V, int *S, int *D, int *H, int *L,
+                         gboolean *untied);
+
+/* The synthetic language of kind = gpt (kernels/language.c): an order-2
+ * Markov chain over V <= KERN_LANGUAGE_MAX_SYMBOLS symbols whose contexts
+ * each favour `branching` symbols, smoothed by KERN_LANGUAGE_SMOOTHING
+ * towards the uniform law; its entropy rate is computed exactly. */
+#define KERN_LANGUAGE_MAX_SYMBOLS 256
+#define KERN_LANGUAGE_SMOOTHING 0.05
+typedef struct KernLanguage KernLanguage;
+KernLanguage *kern_language_new (int V, int branching, guint64 seed);
+void kern_language_free (KernLanguage *l);
+double kern_language_entropy (const KernLanguage *l);
+double kern_language_floor (const KernLanguage *l, int S);
+void kern_dataset_language (int n_train, int n_test, int V, int branching, int sequence,
+                            guint64 seed, KernDataset **train, KernDataset **test);
+
 /* Whether every one of `rows` labels lies in [0, k): one outside would
  * index out of the logits on any backend. */
 gboolean kern_labels_valid (const int *y, gsize rows, int k);
@@ -309,6 +340,8 @@ typedef struct {
   int (*synthetic_width) (const BaseValues *values);
   void (*synthetic_draw) (const BaseValues *values, int n_train, int n_test,
                           guint64 seed, KernDataset **train, KernDataset **test);
+  /* The classes of that data (NULL = 2, binary labels). */
+  int (*synthetic_classes) (const BaseValues *values);
 } KernModelKind;
 
 

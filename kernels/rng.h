@@ -34,6 +34,8 @@ typedef struct {
 #define KERN_RNG_STREAM_BLOBS   G_GUINT64_CONSTANT (0x626c6f6273)       /* "blobs" */
 #define KERN_RNG_STREAM_SOFTMAX G_GUINT64_CONSTANT (0x736f66746d6178)   /* ASCII of softmax */
 #define KERN_RNG_STREAM_SPARSE  G_GUINT64_CONSTANT (0x737061727365)     /* ASCII of sparse */
+#define KERN_RNG_STREAM_GPT      G_GUINT64_CONSTANT (0x677074)          /* ASCII of gpt */
+#define KERN_RNG_STREAM_LANGUAGE G_GUINT64_CONSTANT (0x6c616e6775616765) /* ASCII of language */
 
 /* Seeds `rng` from (seed, stream).  SplitMix64 output is never all zero over
  * four consecutive draws, so the xoshiro state is valid. */

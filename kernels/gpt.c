@@ -1,0 +1,1004 @@
+/*
+ * gpt.c — `kind = gpt`: a small decoder-only transformer with real math on
+ * the CPU backend, trained character-level on the synthetic language
+ * (language.c).
+ *
+ * Shape: V symbols (vocabulary), S positions (sequence), width D, H heads
+ * of hd = D / H, L blocks, MLP width F = 4 D.  A sample is a row of S + 1
+ * symbols x_0 .. x_S (floats holding exact integers); the model predicts
+ * x_{t+1} from x_0 .. x_t for t = 0 .. S - 1, so a batch of n samples is T
+ * = n S rows of predictions.  Parameters, in the order of the rows of the
+ * timing transformer (transformer.c), all row-major:
+ *
+ *   wte (V, D), wpe (S, D)
+ *   per block: ln_1 gamma, beta (D each); W_qkv (D, 3D), b_qkv (3D);
+ *     W_o (D, D), b_o (D); ln_2 gamma, beta; W_fc (D, F), b_fc (F);
+ *     W_p (F, D), b_p (D)
+ *   ln_f gamma, beta; with head = untied, W_head (D, V)
+ *
+ * Forward, rows r = (sample b, position t):
+ *
+ *   h_0[r] = wte[x_r] + wpe[t]
+ *   a = LN_1(h_l);  [q k v] = a W_qkv + b_qkv                 (T, 3D)
+ *   per sample and head: P = causal softmax(q k^T / sqrt(hd))  (S, S)
+ *                        c = P v                               (S, hd)
+ *   m = h_l + c W_o + b_o
+ *   u = LN_2(m) W_fc + b_fc;  h_{l+1} = m + GELU(u) W_p + b_p
+ *   z = LN_f(h_L) wte^T (tied) or LN_f(h_L) W_head (untied)    (T, V)
+ *   loss = (1 / T) sum_r [log sum_c exp z_rc - z_r,x_{r+1}]
+ *
+ * with LN(x) = gamma (x - mu) / sqrt(var + 1e-5) + beta over a row's D
+ * features, GELU(u) = u/2 (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))), tanh
+ * written through exp.  Backward is the chain rule by hand, block by block
+ * from the last.  Every matrix product is the backend's GEMM (the
+ * fixed-order products by default, so the same bits on every CPU); the
+ * attention scores and context are full S x S products per sample and head,
+ * the causal mask applied in the softmax (probabilities above the diagonal
+ * are 0), as the timing transformer counts them.  Layer norm, GELU, the
+ * attention softmax and the embedding are plain loops here, in double where
+ * they accumulate, with exp from base/fmath.c.  The math needs host
+ * buffers: another backend is refused.
+ *
+ * Costs: the layer table has the timing transformer's rows, names,
+ * parameter counts and weight shapes for the same shape, and the same
+ * forward FLOPs on every GEMM and attention row; its other rows count what
+ * the loops here do (docs/kernels.md, "GPT"), and backward rows count this
+ * file's backward (not the timing table's 2 x forward).  flops_forward and
+ * flops_backward are the layer sums.
+ *
+ * Scratch grows to the largest batch seen; a model is used by one thread at
+ * a time (clone gives another its own).
+ */
+#include "kernels/kernels.h"
+#include "kernels/backend.h"
+#include "kernels/rng.h"
+#include "base/fmath.h"
+
+#include <gio/gio.h>
+#include <math.h>
+#include <string.h>
+
+#define GPT_LN_EPS 1e-5
+#define GPT_GELU_C 0.7978845608028654   /* sqrt(2 / pi) */
+#define GPT_GELU_A 0.044715
+#define GPT_INIT_STD 0.02
+#define GPT_EVAL_CHUNK 64               /* sequences per evaluation pass */
+/* Layer rows: embed, 12 per block, ln_f, lm_head, lm_loss. */
+#define GPT_BLOCK_ROWS 12
+
+/* Offsets of one block's parameters. */
+typedef struct {
+  gsize ln1, qkv, proj, ln2, fc, fc2;   /* W then b; gamma then beta */
+} GptOff;
+
+/* One block's activations for `cap` sequences (T = cap S rows). */
+typedef struct {
+  float *xn1, *mu1, *rs1;   /* LN_1 out (T, D), its mean and 1/sd (T) */
+  float *qkv;               /* (T, 3D) */
+  float *att;               /* (cap, H, S, S) probabilities */
+  float *ctx;               /* (T, D) heads side by side */
+  float *mid;               /* (T, D) h + attention */
+  float *xn2, *mu2, *rs2;   /* LN_2 */
+  float *u, *g;             /* (T, F) GELU's input and output */
+} GptAct;
+
+typedef struct {
+  KernBackend *be;
+  gboolean own_be;
+  int V, S, D, H, L, F;
+  gboolean untied;
+  gsize n_params, wte, wpe, lnf, head;
+  GptOff *off;              /* (L) */
+
+  int cap;                  /* sequences the scratch holds */
+  float **res;              /* (L + 1) residual stream (T, D) */
+  GptAct *act;              /* (L) */
+  float *xnf, *muf, *rsf;   /* LN_f */
+  float *logits;            /* (T, V), then dZ */
+  int *tok, *tgt;           /* (T) inputs and targets */
+  float *row_loss;          /* (T) */
+  int *pred;                /* (T) */
+  float *dres, *dsmall, *dbig, *dqkv;   /* (T, D), (T, D), (T, F), (T, 3D) */
+  float *dP;                /* (S, S) */
+  double *lnrow;            /* (2 D) layer-norm backward scratch */
+} GptPriv;
+
+/* --- Scratch ------------------------------------------------------------- */
+
+static void
+act_free (GptAct *a)
+{
+  g_free (a->xn1); g_free (a->mu1); g_free (a->rs1); g_free (a->qkv); g_free (a->att);
+  g_free (a->ctx); g_free (a->mid); g_free (a->xn2); g_free (a->mu2); g_free (a->rs2);
+  g_free (a->u); g_free (a->g);
+  memset (a, 0, sizeof *a);
+}
+
+static void
+scratch_free (GptPriv *p)
+{
+  for (int l = 0; l <= p->L && p->res; l++)
+    g_free (p->res[l]);
+  for (int l = 0; l < p->L && p->act; l++)
+    act_free (&p->act[l]);
+  g_free (p->xnf); g_free (p->muf); g_free (p->rsf); g_free (p->logits);
+  g_free (p->tok); g_free (p->tgt); g_free (p->row_loss); g_free (p->pred);
+  g_free (p->dres); g_free (p->dsmall); g_free (p->dbig); g_free (p->dqkv);
+}
+
+/* Grows the scratch to n sequences; contents are not kept. */
+static void
+gpt_reserve (GptPriv *p, int n)
+{
+  if (n <= p->cap)
+    return;
+  scratch_free (p);
+  gsize T = (gsize) n * p->S, D = p->D, F = p->F;
+  for (int l = 0; l <= p->L; l++)
+    p->res[l] = g_new (float, T * D);
+  for (int l = 0; l < p->L; l++)
+    {
+      GptAct *a = &p->act[l];
+      a->xn1 = g_new (float, T * D);
+      a->mu1 = g_new (float, T);
+      a->rs1 = g_new (float, T);
+      a->qkv = g_new (float, T * 3 * D);
+      a->att = g_new (float, (gsize) n * p->H * p->S * p->S);
+      a->ctx = g_new (float, T * D);
+      a->mid = g_new (float, T * D);
+      a->xn2 = g_new (float, T * D);
+      a->mu2 = g_new (float, T);
+      a->rs2 = g_new (float, T);
+      a->u = g_new (float, T * F);
+      a->g = g_new (float, T * F);
+    }
+  p->xnf = g_new (float, T * D);
+  p->muf = g_new (float, T);
+  p->rsf = g_new (float, T);
+  p->logits = g_new (float, T * p->V);
+  p->tok = g_new (int, T);
+  p->tgt = g_new (int, T);
+  p->row_loss = g_new (float, T);
+  p->pred = g_new (int, T);
+  p->dres = g_new (float, T * D);
+  p->dsmall = g_new (float, T * D);
+  p->dbig = g_new (float, T * F);
+  p->dqkv = g_new (float, T * 3 * D);
+  p->cap = n;
+}
+
+/* --- Element-wise passes ------------------------------------------------- */
+
+/* out = LN(x) over rows of D, keeping each row's mean and 1/sd: 8 D + 4
+ * FLOPs a row. */
+static void
+ln_forward (const float *x, const float *gamma, const float *beta, gsize rows, int D,
+            float *out, float *mu, float *rs)
+{
+  for (gsize r = 0; r < rows; r++)
+    {
+      const float *xr = x + r * D;
+      double s = xr[0];
+      for (int j = 1; j < D; j++)
+        s += xr[j];                                    /* D - 1 */
+      double m = s / D;                                /* 1 */
+      double v = 0.0;
+      for (int j = 0; j < D; j++)
+        {
+          double d = xr[j] - m;
+          v += d * d;                                  /* 3 D (the first add onto 0) */
+        }
+      double rstd = 1.0 / sqrt (v / D + GPT_LN_EPS);  /* 1 + 3 */
+      for (int j = 0; j < D; j++)
+        out[r * D + j] = (float) ((xr[j] - m) * rstd * gamma[j] + beta[j]);   /* 4 D */
+      mu[r] = (float) m;
+      rs[r] = (float) rstd;
+    }
+}
+
+/* Backward of ln_forward given dout: adds into dgamma, dbeta (which the
+ * caller zeroed) and into dx (the residual stream's gradient): 14 D + 2
+ * FLOPs a row.  `tmp` holds 2 D doubles. */
+static void
+ln_backward (const float *dout, const float *x, const float *gamma, const float *mu,
+             const float *rs, gsize rows, int D, float *dgamma, float *dbeta, float *dx,
+             double *tmp)
+{
+  double *dxh = tmp, *xh = tmp + D;
+  for (gsize r = 0; r < rows; r++)
+    {
+      const float *dr = dout + r * D, *xr = x + r * D;
+      double m1 = 0.0, m2 = 0.0;
+      for (int j = 0; j < D; j++)
+        {
+          xh[j] = (xr[j] - mu[r]) * (double) rs[r];     /* 2 */
+          dxh[j] = (double) dr[j] * gamma[j];           /* 1 */
+          dgamma[j] += (float) (dr[j] * xh[j]);        /* 2 */
+          dbeta[j] += dr[j];                            /* 1 */
+          m1 += dxh[j];                                 /* 1 */
+          m2 += dxh[j] * xh[j];                         /* 2 */
+        }
+      m1 /= D;                                          /* 1 */
+      m2 /= D;                                          /* 1 */
+      for (int j = 0; j < D; j++)
+        dx[r * D + j] += (float) (rs[r] * (dxh[j] - m1 - xh[j] * m2));   /* 5 */
+    }
+}
+
+/* tanh(z) through exp: 1 - 2 / (exp(2 z) + 1), 5 FLOPs. */
+static double
+gpt_tanh (double z)
+{
+  return 1.0 - 2.0 / (base_exp (2.0 * z) + 1.0);
+}
+
+/* g = GELU(u), 13 FLOPs an element. */
+static void
+gelu_forward (const float *u, float *g, gsize len)
+{
+  for (gsize i = 0; i < len; i++)
+    {
+      double x = u[i], x3 = x * x * x;                          /* 2 */
+      double t = gpt_tanh (GPT_GELU_C * (x + GPT_GELU_A * x3)); /* 3 + 5 */
+      g[i] = (float) (0.5 * x * (1.0 + t));                     /* 3 */
+    }
+}
+
+/* dg *= GELU'(u) in place, 22 FLOPs an element. */
+static void
+gelu_backward (float *dg, const float *u, gsize len)
+{
+  for (gsize i = 0; i < len; i++)
+    {
+      double x = u[i], x2 = x * x, x3 = x2 * x;                 /* 2 */
+      double t = gpt_tanh (GPT_GELU_C * (x + GPT_GELU_A * x3)); /* 3 + 5 */
+      double a = 0.5 * (1.0 + t);                               /* 2 */
+      double sech2 = 1.0 - t * t;                               /* 2 */
+      double dz = GPT_GELU_C * (1.0 + 3.0 * GPT_GELU_A * x2);   /* 3 */
+      dg[i] = (float) (dg[i] * (a + 0.5 * x * sech2 * dz));     /* 5 */
+    }
+}
+
+/* --- Dense layers and attention ------------------------------------------ */
+
+/* Z (rows, out) = A (rows, in) W (in, out) + b. */
+static void
+dense_forward (KernBackend *be, const float *A, const float *W, int rows, int in, int out,
+               float *Z)
+{
+  be->ops->fill_rows (be, Z, W + (gsize) in * out, rows, out);
+  be->ops->gemm (be, FALSE, FALSE, rows, out, in, 1.0f, A, in, W, out, 1.0f, Z, out);
+}
+
+/* dW = A^T dZ, db = column sums of dZ (both written into G at W's offset),
+ * and dA = dZ W^T where dA is not NULL. */
+static void
+dense_backward (KernBackend *be, const float *A, const float *W, const float *dZ, int rows,
+                int in, int out, float *dW, float *dA)
+{
+  be->ops->gemm (be, TRUE, FALSE, in, out, rows, 1.0f, A, in, dZ, out, 0.0f, dW, out);
+  be->ops->col_sum (be, dZ, rows, out, dW + (gsize) in * out);
+  if (dA)
+    be->ops->gemm (be, FALSE, TRUE, rows, in, out, 1.0f, dZ, out, W, out, 0.0f, dA, in);
+}
+
+/* Row i of a head's (S, S) scores in place: the causal softmax of the
+ * scaled scores j <= i, zeros after: 5 (i + 1) FLOPs. */
+static void
+causal_softmax_row (float *row, int i, int S, double scale)
+{
+  double mx = -INFINITY;
+  for (int j = 0; j <= i; j++)
+    {
+      row[j] = (float) (row[j] * scale);              /* i + 1 */
+      mx = MAX (mx, row[j]);
+    }
+  double sum = 0.0;
+  for (int j = 0; j <= i; j++)
+    {
+      double e = base_exp (row[j] - mx);              /* 2 (i + 1) */
+      row[j] = (float) e;
+      sum = j == 0 ? e : sum + e;                     /* i */
+    }
+  double inv = 1.0 / sum;                             /* 1 */
+  for (int j = 0; j <= i; j++)
+    row[j] = (float) (row[j] * inv);                  /* i + 1 */
+  for (int j = i + 1; j < S; j++)
+    row[j] = 0.0f;
+}
+
+/* Scores, causal softmax and context of every sample and head. */
+static void
+attn_forward (GptPriv *p, GptAct *a, int n)
+{
+  KernBackend *be = p->be;
+  int S = p->S, D = p->D, hd = D / p->H, q3 = 3 * D;
+  double scale = 1.0 / sqrt ((double) hd);
+  for (int b = 0; b < n; b++)
+    for (int h = 0; h < p->H; h++)
+      {
+        const float *Q = a->qkv + (gsize) b * S * q3 + h * hd;   /* (S, hd), stride 3D */
+        const float *K = Q + D, *Vv = Q + 2 * D;
+        float *P = a->att + ((gsize) b * p->H + h) * S * S;      /* (S, S) */
+        be->ops->gemm (be, FALSE, TRUE, S, S, hd, 1.0f, Q, q3, K, q3, 0.0f, P, S);
+        for (int i = 0; i < S; i++)
+          causal_softmax_row (P + (gsize) i * S, i, S, scale);
+        be->ops->gemm (be, FALSE, FALSE, S, hd, S, 1.0f, P, S, Vv, q3, 0.0f,
+                       a->ctx + (gsize) b * S * D + h * hd, D);
+      }
+}
+
+/* dP (S, S) into the score gradient in place: dS_ij = scale P_ij (dP_ij -
+ * sum_k P_ik dP_ik) for j <= i, 0 after: 5 (i + 1) - 1 FLOPs row i. */
+static void
+causal_softmax_backward (const float *P, float *dP, int S, double scale)
+{
+  for (int i = 0; i < S; i++)
+    {
+      const float *pr = P + (gsize) i * S;
+      float *dr = dP + (gsize) i * S;
+      double dot = (double) pr[0] * dr[0];
+      for (int j = 1; j <= i; j++)
+        dot += (double) pr[j] * dr[j];                /* 2 i + 1 */
+      for (int j = 0; j <= i; j++)
+        dr[j] = (float) (scale * pr[j] * (dr[j] - dot));   /* 3 (i + 1) */
+      for (int j = i + 1; j < S; j++)
+        dr[j] = 0.0f;
+    }
+}
+
+/* From dctx (T, D) to dqkv (T, 3D). */
+static void
+attn_backward (GptPriv *p, const GptAct *a, const float *dctx, int n)
+{
+  KernBackend *be = p->be;
+  int S = p->S, D = p->D, hd = D / p->H, q3 = 3 * D;
+  double scale = 1.0 / sqrt ((double) hd);
+  for (int b = 0; b < n; b++)
+    for (int h = 0; h < p->H; h++)
+      {
+        gsize r0 = (gsize) b * S;
+        const float *Q = a->qkv + r0 * q3 + h * hd, *K = Q + D, *Vv = Q + 2 * D;
+        const float *P = a->att + ((gsize) b * p->H + h) * S * S;
+        const float *dC = dctx + r0 * D + h * hd;               /* (S, hd), stride D */
+        float *dQ = p->dqkv + r0 * q3 + h * hd, *dK = dQ + D, *dV = dQ + 2 * D;
+        be->ops->gemm (be, FALSE, TRUE, S, S, hd, 1.0f, dC, D, Vv, q3, 0.0f, p->dP, S);
+        be->ops->gemm (be, TRUE, FALSE, S, hd, S, 1.0f, P, S, dC, D, 0.0f, dV, q3);
+        causal_softmax_backward (P, p->dP, S, scale);
+        be->ops->gemm (be, FALSE, FALSE, S, hd, S, 1.0f, p->dP, S, K, q3, 0.0f, dQ, q3);
+        be->ops->gemm (be, TRUE, FALSE, S, hd, S, 1.0f, p->dP, S, Q, q3, 0.0f, dK, q3);
+      }
+}
+
+/* --- The network --------------------------------------------------------- */
+
+/* Block l forward: res[l] -> res[l + 1]. */
+static void
+block_forward (GptPriv *p, const float *P, int l, int n)
+{
+  KernBackend *be = p->be;
+  GptAct *a = &p->act[l];
+  const GptOff *o = &p->off[l];
+  int D = p->D, F = p->F, T = n * p->S;
+  gsize TD = (gsize) T * D;
+  const float *h = p->res[l];
+  ln_forward (h, P + o->ln1, P + o->ln1 + D, T, D, a->xn1, a->mu1, a->rs1);
+  dense_forward (be, a->xn1, P + o->qkv, T, D, 3 * D, a->qkv);
+  attn_forward (p, a, n);
+  dense_forward (be, a->ctx, P + o->proj, T, D, D, a->mid);
+  for (gsize i = 0; i < TD; i++)
+    a->mid[i] += h[i];                                           /* attn.add */
+  ln_forward (a->mid, P + o->ln2, P + o->ln2 + D, T, D, a->xn2, a->mu2, a->rs2);
+  dense_forward (be, a->xn2, P + o->fc, T, D, F, a->u);
+  gelu_forward (a->u, a->g, (gsize) T * F);
+  float *out = p->res[l + 1];
+  dense_forward (be, a->g, P + o->fc2, T, F, D, out);
+  for (gsize i = 0; i < TD; i++)
+    out[i] += a->mid[i];                                         /* mlp.add */
+}
+
+/* Block l backward: dres holds dL/d res[l + 1] and becomes dL/d res[l];
+ * the block's parameter gradients go to G. */
+static void
+block_backward (GptPriv *p, const float *P, float *G, int l, int n)
+{
+  KernBackend *be = p->be;
+  GptAct *a = &p->act[l];
+  const GptOff *o = &p->off[l];
+  int D = p->D, F = p->F, T = n * p->S;
+  dense_backward (be, a->g, P + o->fc2, p->dres, T, F, D, G + o->fc2, p->dbig);
+  gelu_backward (p->dbig, a->u, (gsize) T * F);
+  dense_backward (be, a->xn2, P + o->fc, p->dbig, T, D, F, G + o->fc, p->dsmall);
+  memset (G + o->ln2, 0, 2 * (gsize) D * sizeof (float));
+  ln_backward (p->dsmall, a->mid, P + o->ln2, a->mu2, a->rs2, T, D, G + o->ln2,
+               G + o->ln2 + D, p->dres, p->lnrow);                /* dres = dL/d mid */
+  dense_backward (be, a->ctx, P + o->proj, p->dres, T, D, D, G + o->proj, p->dsmall);
+  attn_backward (p, a, p->dsmall, n);
+  dense_backward (be, a->xn1, P + o->qkv, p->dqkv, T, D, 3 * D, G + o->qkv, p->dsmall);
+  memset (G + o->ln1, 0, 2 * (gsize) D * sizeof (float));
+  ln_backward (p->dsmall, p->res[l], P + o->ln1, a->mu1, a->rs1, T, D, G + o->ln1,
+               G + o->ln1 + D, p->dres, p->lnrow);                /* dres = dL/d res[l] */
+}
+
+/* Reads the tokens and targets of x (n, S + 1); FALSE when a value is not
+ * a symbol in [0, V). */
+static gboolean
+gpt_tokens (GptPriv *p, const float *x, int n)
+{
+  int S = p->S;
+  for (int b = 0; b < n; b++)
+    for (int t = 0; t <= S; t++)
+      {
+        float v = x[(gsize) b * (S + 1) + t];
+        if (!(v >= 0.0f && v < (float) p->V) || v != floorf (v))
+          return FALSE;
+        if (t < S)
+          p->tok[(gsize) b * S + t] = (int) v;
+        if (t > 0)
+          p->tgt[(gsize) b * S + t - 1] = (int) v;
+      }
+  return TRUE;
+}
+
+/* Embedding, blocks, LN_f and the logits of n sequences. */
+static void
+gpt_forward (GptPriv *p, const float *P, int n)
+{
+  int S = p->S, D = p->D, T = n * S;
+  for (int r = 0; r < T; r++)
+    {
+      const float *e = P + p->wte + (gsize) p->tok[r] * D;
+      const float *q = P + p->wpe + (gsize) (r % S) * D;
+      for (int j = 0; j < D; j++)
+        p->res[0][(gsize) r * D + j] = e[j] + q[j];              /* S D a sample */
+    }
+  for (int l = 0; l < p->L; l++)
+    block_forward (p, P, l, n);
+  ln_forward (p->res[p->L], P + p->lnf, P + p->lnf + D, T, D, p->xnf, p->muf, p->rsf);
+  KernBackend *be = p->be;
+  if (p->untied)
+    be->ops->gemm (be, FALSE, FALSE, T, p->V, D, 1.0f, p->xnf, D, P + p->head, p->V, 0.0f,
+                   p->logits, p->V);
+  else
+    be->ops->gemm (be, FALSE, TRUE, T, p->V, D, 1.0f, p->xnf, D, P + p->wte, D, 0.0f,
+                   p->logits, p->V);
+}
+
+/* Backward from the loss gradient in logits to G (n_params). */
+static void
+gpt_backward (GptPriv *p, const float *P, float *G, int n)
+{
+  KernBackend *be = p->be;
+  int S = p->S, D = p->D, V = p->V, T = n * S;
+  gsize TD = (gsize) T * D;
+  /* the head: dW (into wte's gradient when tied, which the embedding then
+   * adds onto) and dL/d LN_f's output */
+  if (p->untied)
+    {
+      be->ops->gemm (be, TRUE, FALSE, D, V, T, 1.0f, p->xnf, D, p->logits, V, 0.0f,
+                     G + p->head, V);
+      be->ops->gemm (be, FALSE, TRUE, T, D, V, 1.0f, p->logits, V, P + p->head, V, 0.0f,
+                     p->dsmall, D);
+      memset (G + p->wte, 0, (gsize) V * D * sizeof (float));
+    }
+  else
+    {
+      be->ops->gemm (be, TRUE, FALSE, V, D, T, 1.0f, p->logits, V, p->xnf, D, 0.0f,
+                     G + p->wte, D);
+      be->ops->gemm (be, FALSE, FALSE, T, D, V, 1.0f, p->logits, V, P + p->wte, D, 0.0f,
+                     p->dsmall, D);
+    }
+  memset (p->dres, 0, TD * sizeof (float));
+  memset (G + p->lnf, 0, 2 * (gsize) D * sizeof (float));
+  ln_backward (p->dsmall, p->res[p->L], P + p->lnf, p->muf, p->rsf, T, D, G + p->lnf,
+               G + p->lnf + D, p->dres, p->lnrow);
+  for (int l = p->L - 1; l >= 0; l--)
+    block_backward (p, P, G, l, n);
+  memset (G + p->wpe, 0, (gsize) S * D * sizeof (float));
+  for (int r = 0; r < T; r++)
+    {
+      float *dt = G + p->wte + (gsize) p->tok[r] * D;
+      float *dq = G + p->wpe + (gsize) (r % S) * D;
+      const float *d = p->dres + (gsize) r * D;
+      for (int j = 0; j < D; j++)
+        {
+          dt[j] += d[j];
+          dq[j] += d[j];                                           /* 2 S D a sample */
+        }
+    }
+}
+
+/* Sum of r >= 1 row losses in double: r - 1 adds. */
+static double
+row_sum (const float *loss, gsize r)
+{
+  double total = loss[0];
+  for (gsize i = 1; i < r; i++)
+    total += loss[i];
+  return total;
+}
+
+static double
+gpt_loss_grad (KernModel *m, const float *params, const float *x, const int *y G_GNUC_UNUSED,
+               int n, float *grad)
+{
+  g_return_val_if_fail (m != NULL && params != NULL && x != NULL && n >= 1, NAN);
+  GptPriv *p = m->priv;
+  g_return_val_if_fail (n <= G_MAXINT / p->S, NAN);
+  gpt_reserve (p, n);
+  g_return_val_if_fail (gpt_tokens (p, x, n), NAN);
+  gpt_forward (p, params, n);
+  int T = n * p->S;
+  float scale = grad != NULL ? 1.0f / (float) T : 0.0f;         /* 1 */
+  p->be->ops->softmax_xent (p->be, p->logits, p->tgt, T, p->V, scale, p->row_loss, NULL);
+  double loss = row_sum (p->row_loss, (gsize) T) / T;           /* T - 1, 1 */
+  if (grad != NULL)
+    gpt_backward (p, params, grad, n);
+  return loss;
+}
+
+/* loss_grad_groups (kernels.h): one loss_grad per group. */
+static void
+gpt_loss_grad_groups (KernModel *m, const float *params, const float *x, const int *y, int n,
+                      int groups, float *const *grads, double *losses)
+{
+  g_return_if_fail (m != NULL && x != NULL && n >= 1 && groups >= 1 && losses != NULL);
+  for (int g = 0; g < groups; g++)
+    losses[g] = gpt_loss_grad (m, params, x + (gsize) g * n * m->d, y ? y + (gsize) g * n : NULL,
+                               n, grads ? grads[g] : NULL);
+}
+
+/* Loss per predicted token and next-token argmax accuracy over every
+ * position of every sequence of ds. */
+static void
+gpt_evaluate (KernModel *m, const float *params, const KernDataset *ds, double *loss,
+              double *accuracy)
+{
+  g_return_if_fail (m != NULL && params != NULL && ds != NULL);
+  g_return_if_fail (ds->d == m->d && ds->k == m->k);
+  GptPriv *p = m->priv;
+  double total = 0.0;
+  gint64 correct = 0, tokens = 0;
+  for (int start = 0; start < ds->n; start += GPT_EVAL_CHUNK)
+    {
+      int rows = MIN (GPT_EVAL_CHUNK, ds->n - start), T = rows * p->S;
+      gpt_reserve (p, rows);
+      g_return_if_fail (gpt_tokens (p, ds->x + (gsize) start * m->d, rows));
+      gpt_forward (p, params, rows);
+      p->be->ops->softmax_xent (p->be, p->logits, p->tgt, T, p->V, 0.0f, p->row_loss, p->pred);
+      total += row_sum (p->row_loss, (gsize) T);
+      for (int r = 0; r < T; r++)
+        correct += p->pred[r] == p->tgt[r];
+      tokens += T;
+    }
+  if (loss)
+    *loss = tokens > 0 ? total / (double) tokens : NAN;
+  if (accuracy)
+    *accuracy = tokens > 0 ? (double) correct / (double) tokens : NAN;
+}
+
+static gsize
+gpt_n_params (const KernModel *m)
+{
+  return ((const GptPriv *) m->priv)->n_params;
+}
+
+/* GPT-2's initialisation from one (seed, stream) generator, in parameter
+ * order: every matrix from N(0, 0.02^2), the residual projections W_o and
+ * W_p from N(0, (0.02 / sqrt(2 L))^2), biases 0, layer-norm gammas 1 and
+ * betas 0. */
+static void
+gpt_init (const KernModel *m, float *params, guint64 seed)
+{
+  g_return_if_fail (m != NULL && params != NULL);
+  const GptPriv *p = m->priv;
+  KernRng rng;
+  kern_rng_init (&rng, seed, KERN_RNG_STREAM_GPT);
+  memset (params, 0, p->n_params * sizeof (float));
+  double proj_std = GPT_INIT_STD / sqrt (2.0 * p->L);
+  int D = p->D, F = p->F;
+#define FILL(at, count, std) \
+  for (gsize i_ = 0; i_ < (gsize) (count); i_++) \
+    params[(at) + i_] = (float) ((std) * kern_rng_normal (&rng))
+#define ONES(at) \
+  for (int j_ = 0; j_ < D; j_++) \
+    params[(at) + j_] = 1.0f
+  FILL (p->wte, (gsize) p->V * D, GPT_INIT_STD);
+  FILL (p->wpe, (gsize) p->S * D, GPT_INIT_STD);
+  for (int l = 0; l < p->L; l++)
+    {
+      const GptOff *o = &p->off[l];
+      ONES (o->ln1);
+      FILL (o->qkv, (gsize) D * 3 * D, GPT_INIT_STD);
+      FILL (o->proj, (gsize) D * D, proj_std);
+      ONES (o->ln2);
+      FILL (o->fc, (gsize) D * F, GPT_INIT_STD);
+      FILL (o->fc2, (gsize) F * D, proj_std);
+    }
+  ONES (p->lnf);
+  if (p->untied)
+    FILL (p->head, (gsize) D * p->V, GPT_INIT_STD);
+#undef FILL
+#undef ONES
+}
+
+static double
+gpt_flops_forward (const KernModel *m, int n)
+{
+  double total = 0.0;
+  for (int i = 0; i < m->n_layers; i++)
+    total += m->layers[i].fwd_flops_fixed + m->layers[i].fwd_flops * n;
+  return total;
+}
+
+static double
+gpt_flops_backward (const KernModel *m, int n)
+{
+  double total = 0.0;
+  for (int i = 0; i < m->n_layers; i++)
+    total += m->layers[i].bwd_flops_fixed + m->layers[i].bwd_flops * n;
+  return total;
+}
+
+static void
+gpt_free (KernModel *m)
+{
+  GptPriv *p = m->priv;
+  scratch_free (p);
+  if (p->own_be)
+    kern_backend_free (p->be);
+  g_free (p->res);
+  g_free (p->act);
+  g_free (p->off);
+  g_free (p->lnrow);
+  g_free (p->dP);
+  g_free (p);
+  g_free (m->layers);
+  g_free (m);
+}
+
+static KernModel *
+gpt_clone (const KernModel *m)
+{
+  const GptPriv *p = m->priv;
+  return kern_gpt_new (p->V, p->S, p->D, p->H, p->L, p->untied, NULL, NULL);
+}
+
+static const KernModelOps gpt_ops = {
+  .name = "gpt",
+  .n_params = gpt_n_params,
+  .init = gpt_init,
+  .loss_grad = gpt_loss_grad,
+  .loss_grad_groups = gpt_loss_grad_groups,
+  .evaluate = gpt_evaluate,
+  .flops_forward = gpt_flops_forward,
+  .flops_backward = gpt_flops_backward,
+  .clone = gpt_clone,
+  .free = gpt_free,
+};
+
+/* --- The layer table ----------------------------------------------------- */
+
+/* One row: its name, kind, parameters from `at`, FLOPs and bytes per
+ * sample (forward, backward), activations and outputs per sample. */
+static KernLayer *
+row (KernModel *m, int *i, const char *name, KernLayerKind kind, gsize at, gsize params,
+     double fwd, double bwd, double acts, double outputs)
+{
+  KernLayer *ly = &m->layers[(*i)++];
+  g_strlcpy (ly->name, name, sizeof ly->name);
+  ly->kind = kind;
+  ly->param_offset = at;
+  ly->params = params;
+  ly->fwd_flops = fwd;
+  ly->bwd_flops = bwd;
+  /* bytes: every float a pass reads or writes once (activations in and
+   * out), the parameters and their gradients once per batch */
+  ly->fwd_bytes = 4.0 * (acts + outputs);
+  ly->bwd_bytes = 8.0 * (acts + outputs);
+  ly->fwd_bytes_fixed = 4.0 * (double) params;
+  ly->bwd_bytes_fixed = 8.0 * (double) params;
+  ly->activations = acts;
+  ly->outputs = outputs;
+  return ly;
+}
+
+/* A dense row's weight (rows, cols) at `at`, its bias after it when bias. */
+static void
+weight (KernLayer *ly, gsize at, int rows, int cols, gboolean bias)
+{
+  ly->weight[ly->n_weights++] = (KernWeight) {
+    .offset = at, .rows = rows, .cols = cols, .has_bias = bias,
+    .bias = bias ? at + (gsize) rows * cols : 0 };
+}
+
+/* A dense row of the batch's T = n S rows, in -> out with a bias: the
+ * forward product 2 S in out; backward dW (2 S in out), db ((n S - 1) out:
+ * -out fixed) and dA (2 S in out). */
+static void
+dense_row (KernModel *m, int *i, const char *name, gsize at, double S, int in, int out)
+{
+  KernLayer *ly = row (m, i, name, KERN_LAYER_GEMM, at, (gsize) in * out + out,
+                       2.0 * S * in * out, 4.0 * S * in * out + S * out, S * out, S * out);
+  ly->bwd_flops_fixed = -out;
+  weight (ly, at, in, out, TRUE);
+}
+
+/* Block l's twelve rows (the timing transformer's block, append_block). */
+static void
+block_rows (KernModel *m, int *i, const GptPriv *p, int l)
+{
+  double S = p->S, D = p->D, F = p->F, H = p->H;
+  const GptOff *o = &p->off[l];
+  char name[32];
+#define NAME(suffix) (g_snprintf (name, sizeof name, "h.%d." suffix, l), name)
+  /* layer norm: 8 D + 4 a row forward, 14 D + 2 backward */
+  row (m, i, NAME ("ln_1"), KERN_LAYER_NORM, o->ln1, 2 * p->D, S * (8 * D + 4), S * (14 * D + 2),
+       S * D + 2 * S, S * D);
+  dense_row (m, i, NAME ("attn.qkv"), o->qkv, S, p->D, 3 * p->D);
+  /* per head: Q K^T (2 S S hd) forward; dQ, dK (4 S S hd) backward */
+  KernLayer *sc = row (m, i, NAME ("attn.score"), KERN_LAYER_ATTENTION, o->proj, 0,
+                       2 * S * S * D, 4 * S * S * D, H * S * S, H * S * S);
+  /* per head, row i: 5 (i + 1) forward, 5 (i + 1) - 1 backward */
+  KernLayer *sm = row (m, i, NAME ("attn.softmax"), KERN_LAYER_ELEMENTWISE, o->proj, 0,
+                       H * 5 * S * (S + 1) / 2, H * (5 * S * (S + 1) / 2 - S), 0, H * S * S);
+  /* per head: P V forward; dP, dV backward */
+  KernLayer *cx = row (m, i, NAME ("attn.context"), KERN_LAYER_ATTENTION, o->proj, 0,
+                       2 * S * S * D, 4 * S * S * D, S * D, S * D);
+  sc->heads = sm->heads = cx->heads = sc->kv_heads = sm->kv_heads = cx->kv_heads = p->H;
+  dense_row (m, i, NAME ("attn.proj"), o->proj, S, p->D, p->D);
+  row (m, i, NAME ("attn.add"), KERN_LAYER_ELEMENTWISE, o->ln2, 0, S * D, 0, S * D, S * D);
+  row (m, i, NAME ("ln_2"), KERN_LAYER_NORM, o->ln2, 2 * p->D, S * (8 * D + 4), S * (14 * D + 2),
+       S * D + 2 * S, S * D);
+  dense_row (m, i, NAME ("mlp.fc"), o->fc, S, p->D, p->F);
+  /* 13 FLOPs an element forward, 22 backward */
+  row (m, i, NAME ("mlp.gelu"), KERN_LAYER_ELEMENTWISE, o->fc2, 0, S * F * 13, S * F * 22,
+       S * F, S * F);
+  dense_row (m, i, NAME ("mlp.proj"), o->fc2, S, p->F, p->D);
+  gsize next = l + 1 < p->L ? p->off[l + 1].ln1 : p->lnf;
+  row (m, i, NAME ("mlp.add"), KERN_LAYER_ELEMENTWISE, next, 0, S * D, 0, S * D, S * D);
+#undef NAME
+}
+
+/* The whole table: embed, the blocks, ln_f, lm_head, lm_loss. */
+static void
+gpt_layers (KernModel *m, const GptPriv *p)
+{
+  double S = p->S, D = p->D, V = p->V;
+  int i = 0;
+  /* the lookup-add S D forward; adding into both tables 2 S D backward */
+  KernLayer *em = row (m, &i, "embed", KERN_LAYER_EMBEDDING, p->wte,
+                       (gsize) (p->V + p->S) * p->D, S * D, 2 * S * D, S * D + S, S * D);
+  weight (em, p->wte, p->V, p->D, FALSE);
+  weight (em, p->wpe, p->S, p->D, FALSE);
+  em->vocabulary = TRUE;
+  for (int l = 0; l < p->L; l++)
+    block_rows (m, &i, p, l);
+  row (m, &i, "ln_f", KERN_LAYER_NORM, p->lnf, 2 * p->D, S * (8 * D + 4), S * (14 * D + 2),
+       S * D + 2 * S, S * D);
+  /* logits 2 S D V; backward dW and dA, 2 S D V each */
+  KernLayer *hd = row (m, &i, "lm_head", KERN_LAYER_GEMM, p->head,
+                       p->untied ? (gsize) p->D * p->V : 0, 2 * S * D * V, 4 * S * D * V,
+                       S * V, S * V);
+  if (p->untied)
+    weight (hd, p->head, p->D, p->V, FALSE);
+  else
+    hd->weight[hd->n_weights++] = (KernWeight) { .offset = 0, .rows = p->D, .cols = p->V };
+  hd->vocabulary = TRUE;
+  /* softmax_xent (3 V + 1 a row) and the mean (1 a row) forward; V + 2 a
+   * row and the scale 1 / T (fixed) backward */
+  KernLayer *ls = row (m, &i, "lm_loss", KERN_LAYER_ELEMENTWISE, p->n_params, 0,
+                       S * (3 * V + 2), S * (V + 2), 0, 0);
+  ls->bwd_flops_fixed = 1.0;
+  ls->vocabulary = TRUE;
+  g_assert (i == m->n_layers);
+}
+
+/* --- Construction -------------------------------------------------------- */
+
+/* Parameter offsets in the header's order. */
+static void
+gpt_offsets (GptPriv *p)
+{
+  gsize D = p->D, F = p->F, at = 0;
+  p->wte = at;
+  at += (gsize) p->V * D;
+  p->wpe = at;
+  at += (gsize) p->S * D;
+  for (int l = 0; l < p->L; l++)
+    {
+      GptOff *o = &p->off[l];
+      o->ln1 = at;
+      at += 2 * D;
+      o->qkv = at;
+      at += D * 3 * D + 3 * D;
+      o->proj = at;
+      at += D * D + D;
+      o->ln2 = at;
+      at += 2 * D;
+      o->fc = at;
+      at += D * F + F;
+      o->fc2 = at;
+      at += F * D + D;
+    }
+  p->lnf = at;
+  at += 2 * D;
+  p->head = at;
+  if (p->untied)
+    at += D * (gsize) p->V;
+  p->n_params = at;
+}
+
+/* A GPT of V symbols, S positions, width D, H heads (dividing D) and L
+ * blocks, its head tied to the token embedding unless `untied` (kernels.h).
+ * Math on `be` (borrowed; NULL = a private CPU backend), which must keep
+ * its buffers in host memory: NULL with `error` set otherwise. */
+KernModel *
+kern_gpt_new (int V, int S, int D, int H, int L, gboolean untied, KernBackend *be,
+              GError **error)
+{
+  g_return_val_if_fail (V >= 1 && S >= 1 && D >= 1 && H >= 1 && L >= 1 && D % H == 0, NULL);
+  if (be != NULL && strcmp (be->ops->name, "cpu") != 0)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                   "[kernels] backend: kind = gpt runs its math on the cpu backend only; "
+                   "set backend = cpu");
+      return NULL;
+    }
+  GptPriv *p = g_new0 (GptPriv, 1);
+  p->own_be = be == NULL;
+  p->be = be ? be : kern_backend_cpu_new ();
+  p->V = V, p->S = S, p->D = D, p->H = H, p->L = L, p->F = 4 * D;
+  p->untied = untied;
+  p->off = g_new0 (GptOff, L);
+  p->res = g_new0 (float *, L + 1);
+  p->act = g_new0 (GptAct, L);
+  p->lnrow = g_new (double, 2 * (gsize) D);
+  p->dP = g_new (float, (gsize) S * S);
+  gpt_offsets (p);
+  KernModel *m = g_new0 (KernModel, 1);
+  m->ops = &gpt_ops;
+  m->d = S + 1;
+  m->k = V;
+  m->priv = p;
+  m->n_layers = 1 + GPT_BLOCK_ROWS * L + 3;
+  m->layers = g_new0 (KernLayer, m->n_layers);
+  gpt_layers (m, p);
+  return m;
+}
+
+/* The logits (n S, V) of x (n, S + 1) at params into `logits`, row b S + t
+ * scoring symbol t + 1 of sample b (kernels.h). */
+void
+kern_gpt_logits (KernModel *m, const float *params, const float *x, int n, float *logits)
+{
+  g_return_if_fail (m != NULL && m->ops == &gpt_ops && params && x && logits && n >= 1);
+  GptPriv *p = m->priv;
+  gpt_reserve (p, n);
+  g_return_if_fail (gpt_tokens (p, x, n));
+  gpt_forward (p, params, n);
+  memcpy (logits, p->logits, (gsize) n * p->S * p->V * sizeof (float));
+}
+
+/* The shape of a model of kern_gpt_new: FALSE for any other model. */
+gboolean
+kern_gpt_shape (const KernModel *m, int *V, int *S, int *D, int *H, int *L, gboolean *untied)
+{
+  g_return_val_if_fail (m != NULL, FALSE);
+  if (m->ops != &gpt_ops)
+    return FALSE;
+  const GptPriv *p = m->priv;
+  *V = p->V, *S = p->S, *D = p->D, *H = p->H, *L = p->L, *untied = p->untied;
+  return TRUE;
+}
+
+/* --- The kind ------------------------------------------------------------ */
+
+enum { HEAD_TIED, HEAD_UNTIED };
+static const BaseChoice head_choices[] = {
+  { "tied", HEAD_TIED, FALSE }, { "untied", HEAD_UNTIED, FALSE }, { NULL, 0, FALSE } };
+
+/* The timing transformer's rows for the keys both kinds read (the first
+ * declaration is the one `dtsim keys` lists and whose default applies),
+ * and the synthetic language's own. */
+static const BaseKey gpt_keys[] = {
+  { "model", "blocks", BASE_KEY_INT, 0, "12", 1, 1000, 0, NULL, 0, "blocks of the decoder.", NULL },
+  { "model", "width", BASE_KEY_INT, 0, "768", 1, 1048576, 0, NULL, 0, "model width.", NULL },
+  { "model", "heads", BASE_KEY_INT, 0, "12", 1, 65536, 0, NULL, 0, "attention heads.", NULL },
+  { "model", "sequence", BASE_KEY_INT, 0, "1024", 1, 1048576, 0, NULL, 0, "tokens per sample.", NULL },
+  { "model", "vocabulary", BASE_KEY_INT, 0, "50257", 1, 100000000, 0, NULL, 0, "symbols.", NULL },
+  { "model", "head", BASE_KEY_ENUM, 0, "tied", 0, 0, 0, head_choices, 0, "LM head.", NULL },
+  { "model", "branching", BASE_KEY_INT, 0, "3", 1, KERN_LANGUAGE_MAX_SYMBOLS, 0, NULL, 0,
+    "kind = gpt: symbols each context of the synthetic language favours (docs/kernels.md, \"Synthetic language\"), at most vocabulary.", NULL },
+  { .section = NULL },
+};
+
+/* Real-math bounds, so that a run's scratch stays small: the transformer's
+ * key bounds are those of timing models. */
+#define GPT_MAX_WIDTH 1024
+#define GPT_MAX_SEQUENCE 1024
+#define GPT_MAX_BLOCKS 48
+
+static gboolean
+gpt_bound (const BaseValues *v, const char *key, gint64 lo, gint64 hi, const char *why,
+           GError **error)
+{
+  g_autofree char *dotted = g_strconcat ("model.", key, NULL);
+  gint64 x = base_values_int (v, dotted);
+  if (x >= lo && x <= hi)
+    return TRUE;
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+               "[model] %s: %" G_GINT64_FORMAT " is out of kind = gpt's range %" G_GINT64_FORMAT
+               " to %" G_GINT64_FORMAT " (%s); set %s in that range", key, x, lo, hi, why, key);
+  return FALSE;
+}
+
+static gboolean
+gpt_validate (const BaseValues *v, GError **error)
+{
+  if (!gpt_bound (v, "vocabulary", 2, KERN_LANGUAGE_MAX_SYMBOLS,
+                  "the symbols of its synthetic language", error)
+      || !gpt_bound (v, "width", 1, GPT_MAX_WIDTH, "real math on the CPU", error)
+      || !gpt_bound (v, "sequence", 1, GPT_MAX_SEQUENCE, "real math on the CPU", error)
+      || !gpt_bound (v, "blocks", 1, GPT_MAX_BLOCKS, "real math on the CPU", error)
+      || !gpt_bound (v, "branching", 1, base_values_int (v, "model.vocabulary"),
+                     "at most vocabulary", error))
+    return FALSE;
+  gint64 D = base_values_int (v, "model.width"), H = base_values_int (v, "model.heads");
+  if (D % H == 0)
+    return TRUE;
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+               "[model] heads: %" G_GINT64_FORMAT " heads do not divide width %" G_GINT64_FORMAT
+               "; use a divisor of width", H, D);
+  return FALSE;
+}
+
+static KernModel *
+gpt_kind_new (const KernModelArgs *a, KernBackend *be, GError **error)
+{
+  const BaseValues *v = a->values;
+  if (!gpt_validate (v, error))
+    return NULL;
+  return kern_gpt_new ((int) base_values_int (v, "model.vocabulary"),
+                       (int) base_values_int (v, "model.sequence"),
+                       (int) base_values_int (v, "model.width"),
+                       (int) base_values_int (v, "model.heads"),
+                       (int) base_values_int (v, "model.blocks"),
+                       base_values_int (v, "model.head") == HEAD_UNTIED, be, error);
+}
+
+static int
+gpt_width (const BaseValues *v)
+{
+  return (int) base_values_int (v, "model.sequence") + 1;
+}
+
+static int
+gpt_classes (const BaseValues *v)
+{
+  return (int) base_values_int (v, "model.vocabulary");
+}
+
+static void
+gpt_draw (const BaseValues *v, int n_train, int n_test, guint64 seed, KernDataset **train,
+          KernDataset **test)
+{
+  kern_dataset_language (n_train, n_test, (int) base_values_int (v, "model.vocabulary"),
+                         (int) base_values_int (v, "model.branching"),
+                         (int) base_values_int (v, "model.sequence"), seed, train, test);
+}
+
+const KernModelKind kern_model_gpt = {
+  .name = "gpt",
+  .description = "a small decoder-only transformer with real math on the CPU, trained on a "
+                 "synthetic language of known entropy ([model] blocks, width, heads, sequence, "
+                 "vocabulary, head, branching; docs/kernels.md)",
+  .math = TRUE,
+  .depth_key = "blocks",
+  .keys = gpt_keys,
+  .validate = gpt_validate,
+  .new = gpt_kind_new,
+  .synthetic_width = gpt_width,
+  .synthetic_classes = gpt_classes,
+  .synthetic_draw = gpt_draw,
+};

@@ -1,0 +1,400 @@
+/*
+ * test-gpt.c — kind = gpt (kernels/gpt.c) and its synthetic language
+ * (kernels/language.c): gradients against finite differences, causality,
+ * FLOP counts, agreement with the timing transformer's layer table, the
+ * entropy floor of the language reached by a run, every data-parallel
+ * policy, thread counts, and the refusals of pipeline and tensor
+ * parallelism.  Nothing here compares against stored bits of real math.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/rng.h"
+#include "config/models.h"
+#include "train/lanes.h"
+#include "tests/util.h"
+
+/* A tiny GPT's shape for the unit tests. */
+#define TV 5
+#define TS 4
+#define TD 8
+#define TH 2
+#define TL 2
+
+/* Random symbols of n rows of S + 1 from `seed`. */
+static void
+random_tokens (float *x, int n, int S, int V, guint64 seed)
+{
+  KernRng rng;
+  kern_rng_init (&rng, seed, 1);
+  for (int i = 0; i < n * (S + 1); i++)
+    x[i] = (float) kern_rng_below (&rng, (guint64) V);
+}
+
+/* Initial parameters plus N(0, 0.3^2) noise, so that layer-norm gains,
+ * biases and the attention are at a generic point with gradients of
+ * order 0.01 to 1. */
+static float *
+noisy_params (KernModel *m, guint64 seed)
+{
+  gsize P = m->ops->n_params (m);
+  float *w = g_new (float, P);
+  m->ops->init (m, w, seed);
+  KernRng rng;
+  kern_rng_init (&rng, seed, 2);
+  for (gsize i = 0; i < P; i++)
+    w[i] += (float) (0.3 * kern_rng_normal (&rng));
+  return w;
+}
+
+/* Central differences (L(w + h e_i) - L(w - h e_i)) / 2h on a few
+ * parameters of every layer that has some, head tied or untied.  The loss
+ * is float: with h = 1e-2 its rounding (u = 2^-24 on a loss near log V,
+ * amplified by a few hundred operations: about 1e-5 absolute) divided by 2h
+ * gives 1e-3, and the truncation h^2 |L'''| / 6 another 1e-4 or so, hence
+ * |fd - g| <= 2e-3 + 2e-2 |g|. */
+static void
+check_gradient (gboolean untied)
+{
+  KernModel *m = kern_gpt_new (TV, TS, TD, TH, TL, untied, NULL, NULL);
+  g_assert_nonnull (m);
+  gsize P = m->ops->n_params (m);
+  g_autofree float *w = noisy_params (m, 7);
+  g_autofree float *g = g_new (float, P);
+  float x[3 * (TS + 1)];
+  int y[3] = { 0, 0, 0 };
+  random_tokens (x, 3, TS, TV, 11);
+  m->ops->loss_grad (m, w, x, y, 3, g);
+  int checked_layers = 0;
+  for (int l = 0; l < m->n_layers; l++)
+    {
+      const KernLayer *ly = &m->layers[l];
+      if (ly->params == 0)
+        continue;
+      checked_layers++;
+      for (int k = 0; k < 6; k++)
+        {
+          gsize i = ly->param_offset + (gsize) k * (ly->params - 1) / 5;
+          float keep = w[i];
+          const float h = 1e-2f;
+          w[i] = keep + h;
+          double up = m->ops->loss_grad (m, w, x, y, 3, NULL);
+          w[i] = keep - h;
+          double down = m->ops->loss_grad (m, w, x, y, 3, NULL);
+          w[i] = keep;
+          double fd = (up - down) / (2.0 * (double) h);
+          if (fabs (fd - g[i]) > 2e-3 + 2e-2 * fabs (g[i]))
+            g_error ("%s parameter %" G_GSIZE_FORMAT ": gradient %g, finite difference %g",
+                     ly->name, i, g[i], fd);
+        }
+    }
+  /* embed, per block ln_1, qkv, proj, ln_2, fc, proj, then ln_f (and the
+   * untied head) */
+  g_assert_cmpint (checked_layers, ==, 1 + 6 * TL + 1 + (untied ? 1 : 0));
+  kern_model_free (m);
+}
+
+static void
+test_gradient_tied (void)
+{
+  check_gradient (FALSE);
+}
+
+static void
+test_gradient_untied (void)
+{
+  check_gradient (TRUE);
+}
+
+/* Changing symbol j of a row changes no logit of the positions t < j (which
+ * see symbols 0 .. t only), and does change position j's. */
+static void
+test_causal (void)
+{
+  KernModel *m = kern_gpt_new (TV, TS, TD, TH, TL, FALSE, NULL, NULL);
+  g_autofree float *w = noisy_params (m, 3);
+  float x[TS + 1], x2[TS + 1];
+  float z[TS * TV], z2[TS * TV];
+  random_tokens (x, 1, TS, TV, 5);
+  for (int j = 0; j < TS; j++)
+    {
+      memcpy (x2, x, sizeof x);
+      x2[j] = (float) (((int) x[j] + 1) % TV);
+      kern_gpt_logits (m, w, x, 1, z);
+      kern_gpt_logits (m, w, x2, 1, z2);
+      for (int t = 0; t < j; t++)
+        for (int c = 0; c < TV; c++)
+          g_assert_cmpfloat (z[t * TV + c], ==, z2[t * TV + c]);
+      gboolean changed = FALSE;
+      for (int c = 0; c < TV; c++)
+        changed = changed || z[j * TV + c] != z2[j * TV + c];
+      g_assert_true (changed);
+    }
+  kern_model_free (m);
+}
+
+/* flops_forward/backward are the layer sums, and the products' rows hold
+ * the closed forms: per sample, per block 2 S D (3D) + 2 S^2 D + 2 S^2 D +
+ * 2 S D^2 + 2 (2 S D F) forward, plus the head's 2 S D V. */
+static void
+test_flops (void)
+{
+  KernModel *m = kern_gpt_new (TV, TS, TD, TH, TL, TRUE, NULL, NULL);
+  for (int n = 1; n <= 5; n += 4)
+    {
+      double f = 0, b = 0;
+      for (int l = 0; l < m->n_layers; l++)
+        {
+          f += m->layers[l].fwd_flops_fixed + m->layers[l].fwd_flops * n;
+          b += m->layers[l].bwd_flops_fixed + m->layers[l].bwd_flops * n;
+        }
+      g_assert_cmpfloat (m->ops->flops_forward (m, n), ==, f);
+      g_assert_cmpfloat (m->ops->flops_backward (m, n), ==, b);
+    }
+  double S = TS, D = TD, F = 4 * TD, V = TV, gemm = 0;
+  for (int l = 0; l < m->n_layers; l++)
+    if (m->layers[l].kind == KERN_LAYER_GEMM || m->layers[l].kind == KERN_LAYER_ATTENTION)
+      gemm += m->layers[l].fwd_flops;
+  double want = TL * (2 * S * D * 3 * D + 4 * S * S * D + 2 * S * D * D + 4 * S * D * F)
+                + 2 * S * D * V;
+  g_assert_cmpfloat (gemm, ==, want);
+  gsize params = (gsize) (TV + TS) * TD
+                 + TL * (4 * TD + 3 * TD * TD + 3 * TD + TD * TD + TD + 8 * TD * TD + 5 * TD)
+                 + 2 * TD + TD * TV;
+  g_assert_cmpuint (m->ops->n_params (m), ==, params);
+  kern_model_free (m);
+}
+
+/* The model a scenario of kind `kind` with the tiny shape builds. */
+static KernModel *
+model_of (const char *kind, const char *head)
+{
+  g_autofree char *text = g_strdup_printf (
+    "[scenario]\nname = t\nseed = 1\niterations = 1\n[cluster]\nworkers = 1\n"
+    "[model]\nkind = %s\nblocks = %d\nwidth = %d\nheads = %d\nsequence = %d\n"
+    "vocabulary = %d\nhead = %s\n[policy]\nkind = allreduce\n",
+    kind, TL, TD, TH, TS, TV, head);
+  SimConfig *c = test_load_one (text);
+  g_autoptr (GError) error = NULL;
+  KernModel *m = sim_model_new (c, NULL, &error);
+  g_assert_no_error (error);
+  sim_config_free (c);
+  return m;
+}
+
+/* The real-math GPT describes itself with the timing transformer's rows
+ * for the same shape: names, kinds, parameters and their offsets, weight
+ * shapes, heads, vocabulary rows, and the forward FLOPs of every product. */
+static void
+check_agrees (const char *head)
+{
+  KernModel *g = model_of ("gpt", head), *t = model_of ("transformer", head);
+  g_assert_cmpint (g->n_layers, ==, t->n_layers);
+  g_assert_cmpuint (g->ops->n_params (g), ==, t->ops->n_params (t));
+  for (int l = 0; l < g->n_layers; l++)
+    {
+      const KernLayer *a = &g->layers[l], *b = &t->layers[l];
+      g_assert_cmpstr (a->name, ==, b->name);
+      g_assert_cmpint (a->kind, ==, b->kind);
+      g_assert_cmpuint (a->params, ==, b->params);
+      g_assert_cmpuint (a->param_offset, ==, b->param_offset);
+      g_assert_cmpint (a->heads, ==, b->heads);
+      g_assert_cmpint (a->vocabulary, ==, b->vocabulary);
+      g_assert_cmpint (a->n_weights, ==, b->n_weights);
+      for (int k = 0; k < a->n_weights; k++)
+        {
+          g_assert_cmpuint (a->weight[k].offset, ==, b->weight[k].offset);
+          g_assert_cmpint (a->weight[k].rows, ==, b->weight[k].rows);
+          g_assert_cmpint (a->weight[k].cols, ==, b->weight[k].cols);
+          g_assert_cmpint (a->weight[k].has_bias, ==, b->weight[k].has_bias);
+        }
+      if (a->kind == KERN_LAYER_GEMM || a->kind == KERN_LAYER_ATTENTION)
+        g_assert_cmpfloat (a->fwd_flops, ==, b->fwd_flops);
+    }
+  kern_model_free (g);
+  kern_model_free (t);
+}
+
+static void
+test_agrees_tied (void)
+{
+  check_agrees ("tied");
+}
+
+static void
+test_agrees_untied (void)
+{
+  check_agrees ("untied");
+}
+
+/* With branching = 1 every context's law is the same up to which symbol it
+ * favours, so H is that law's entropy whatever pi is:
+ * -(1 - e + e/V) log(1 - e + e/V) - (V - 1) (e/V) log(e/V); the floor of
+ * S predictions lies between H and H(X_1 | X_0) <= log V. */
+static void
+test_entropy (void)
+{
+  for (int V = 2; V <= 32; V *= 4)
+    {
+      KernLanguage *l = kern_language_new (V, 1, 9);
+      double e = KERN_LANGUAGE_SMOOTHING, top = 1 - e + e / V, low = e / V;
+      double H = -top * log (top) - (V - 1) * low * log (low);
+      g_assert_cmpfloat_with_epsilon (kern_language_entropy (l), H, 1e-12);
+      double f = kern_language_floor (l, 8);
+      g_assert_cmpfloat (f, >=, H - 1e-12);
+      g_assert_cmpfloat (f, <=, H + (log (V) - H) / 8 + 1e-12);
+      kern_language_free (l);
+    }
+  /* richer contexts: between 0 and log V */
+  KernLanguage *l = kern_language_new (16, 4, 3);
+  g_assert_cmpfloat (kern_language_entropy (l), >, 0.0);
+  g_assert_cmpfloat (kern_language_entropy (l), <, log (16.0));
+  kern_language_free (l);
+}
+
+/* Rows of S + 1 symbols in [0, V), the label the last. */
+static void
+test_dataset (void)
+{
+  KernDataset *tr, *te;
+  kern_dataset_language (50, 20, 7, 2, 9, 4, &tr, &te);
+  g_assert_cmpint (tr->d, ==, 10);
+  g_assert_cmpint (tr->k, ==, 7);
+  g_assert_cmpint (te->n, ==, 20);
+  for (int i = 0; i < tr->n; i++)
+    {
+      for (int t = 0; t < tr->d; t++)
+        {
+          float v = tr->x[i * tr->d + t];
+          g_assert_true (v >= 0 && v < 7 && v == floorf (v));
+        }
+      g_assert_cmpint (tr->y[i], ==, (int) tr->x[i * tr->d + tr->d - 1]);
+    }
+  kern_dataset_free (tr);
+  kern_dataset_free (te);
+}
+
+/* The language and model of the training tests: 8 symbols, 2 favoured per
+ * context, sequences of 16, a one-block GPT of width 32. */
+static const char base_scenario[] =
+  "[scenario]\nname = gpt\nseed = 5\niterations = 300\n"
+  "[cluster]\nworkers = 1\n"
+  "[model]\neval_samples = 256\ntest_samples = 64\neval_every = 100\nkind = gpt\nvocabulary = 8\nbranching = 2\nsequence = 16\nwidth = 32\n"
+  "heads = 2\nblocks = 1\nbatch = 16\nsamples = 4096\noptimizer = adam\nlr = 0.01\n"
+  "[policy]\nkind = allreduce\n[trace]\ndetail = summary\n";
+
+/* One worker on the language of base_scenario, Adam at lr 0.003, gets its
+ * evaluated loss, in nats per predicted symbol, within 0.05 of the floor
+ * (H(X_1 | X_0) + 15 H) / 16 in 1,000 steps of 16 sequences (about 3 s
+ * here), and not below it by more than 0.05: the loss is measured on 256
+ * x 16 predictions, whose mean has a standard error near 0.016 nats (a
+ * prediction's loss varies by about 1 nat), so 0.05 is three of them. */
+static void
+test_entropy_floor (void)
+{
+  static const char *const sets[] = { "scenario.iterations=1000", "model.lr=0.003", NULL };
+  TestRun *r = test_run_collect (base_scenario, sets);
+  KernLanguage *l = kern_language_new (8, 2, 5);
+  double floor_ = kern_language_floor (l, 16), loss = r->sum.final_loss;
+  g_test_message ("loss %.4f, floor %.4f, entropy rate %.4f", loss, floor_,
+                  kern_language_entropy (l));
+  g_assert_cmpfloat (loss, <=, floor_ + 0.05);
+  g_assert_cmpfloat (loss, >=, floor_ - 0.05);
+  /* uniform guessing, the start: log V */
+  TestMetric *first = &g_array_index (r->metrics, TestMetric, 0);
+  g_assert_cmpfloat (fabs (first->loss - log (8.0)), <, 0.1);
+  kern_language_free (l);
+  test_run_free (r);
+}
+
+/* Every data-parallel policy trains it: 4 workers, 20 steps, the last
+ * evaluation below the first. */
+static void
+test_policies (void)
+{
+  static const char *const policies[] = {
+    "kind = ps\nconsistency = bsp\n", "kind = ps\nconsistency = ssp\n",
+    "kind = ps\nconsistency = async\n", "kind = allreduce\n", "kind = local-sgd\n",
+    "kind = gossip\n", "kind = fedavg\n", "kind = hogwild\n",
+    "kind = allreduce\ncompression = top-k\n",
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS (policies); i++)
+    {
+      g_autofree char *a = test_replaced (base_scenario, "kind = allreduce\n", policies[i]);
+      g_autofree char *b = test_replaced (a, "workers = 1", "workers = 4");
+      g_autofree char *c = test_replaced (b, "iterations = 300", "iterations = 20");
+      g_autofree char *text = test_replaced (c, "eval_every = 100", "eval_every = 0");
+      TestRun *r = test_run_collect (text, NULL);
+      g_assert_cmpuint (r->metrics->len, >=, 2);
+      double first = g_array_index (r->metrics, TestMetric, 0).loss;
+      double last = g_array_index (r->metrics, TestMetric, r->metrics->len - 1).loss;
+      g_autofree char *name = g_strdelimit (g_strdup (policies[i]), "\n", ' ');
+      g_test_message ("%s: %.4f -> %.4f", name, first, last);
+      if (!(last < first))
+        g_error ("policy %s: loss %g did not fall below %g", policies[i], last, first);
+      test_run_free (r);
+    }
+}
+
+/* The same run on one host thread and on two: the same evaluations. */
+static void
+test_threads (void)
+{
+  g_autofree char *a = test_replaced (base_scenario, "workers = 1", "workers = 4");
+  g_autofree char *text = test_replaced (a, "iterations = 300", "iterations = 10");
+  TestRun *r[2];
+  for (int t = 0; t < 2; t++)
+    {
+      train_set_threads (t + 1);
+      r[t] = test_run_collect (text, NULL);
+    }
+  train_set_threads (1);
+  g_assert_cmpuint (r[0]->metrics->len, ==, r[1]->metrics->len);
+  for (guint i = 0; i < r[0]->metrics->len; i++)
+    {
+      g_assert_cmpfloat (g_array_index (r[0]->metrics, TestMetric, i).loss, ==,
+                         g_array_index (r[1]->metrics, TestMetric, i).loss);
+      g_assert_cmpfloat (g_array_index (r[0]->metrics, TestMetric, i).accuracy, ==,
+                         g_array_index (r[1]->metrics, TestMetric, i).accuracy);
+    }
+  test_run_free (r[0]);
+  test_run_free (r[1]);
+}
+
+/* Pipeline and tensor parallelism are refused up front, in one line naming
+ * the key; so are keys out of gpt's range. */
+static void
+test_refusals_gpt (void)
+{
+  static const TestRefusal cases[] = {
+    { "kind = allreduce\n", "kind = pipeline\nstages = 2\n", "[policy] kind" },
+    { "kind = allreduce\n", "kind = allreduce\ntensor = 2\n", "[policy] tensor" },
+    { "vocabulary = 8", "vocabulary = 300", "[model] vocabulary" },
+    { "branching = 2", "branching = 9", "[model] branching" },
+    { "heads = 2", "heads = 3", "[model] heads" },
+    { "width = 32", "width = 4096", "[model] width" },
+    { "kind = gpt\n", "kind = gpt\npositions = 32\n", "[model] positions" },
+  };
+  g_autofree char *text = test_replaced (base_scenario, "workers = 1", "workers = 2");
+  test_refusals (text, cases, G_N_ELEMENTS (cases));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/gpt/gradient/tied", test_gradient_tied);
+  g_test_add_func ("/gpt/gradient/untied", test_gradient_untied);
+  g_test_add_func ("/gpt/causal", test_causal);
+  g_test_add_func ("/gpt/flops", test_flops);
+  g_test_add_func ("/gpt/timing-agrees/tied", test_agrees_tied);
+  g_test_add_func ("/gpt/timing-agrees/untied", test_agrees_untied);
+  g_test_add_func ("/gpt/language/entropy", test_entropy);
+  g_test_add_func ("/gpt/language/dataset", test_dataset);
+  g_test_add_func ("/gpt/train/entropy-floor", test_entropy_floor);
+  g_test_add_func ("/gpt/train/policies", test_policies);
+  g_test_add_func ("/gpt/train/threads", test_threads);
+  g_test_add_func ("/gpt/refusals", test_refusals_gpt);
+  return g_test_run ();
+}
