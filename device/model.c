@@ -692,13 +692,8 @@ policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GE
                           "not modelled with [policy] zero = 3 or tensor > 1 (their collectives "
                           "interleave with every layer's compute); remove it, or use zero <= 2 "
                           "and tensor = 1");
-  /* the real math of a model without stages or a tensor cut (kind = gpt,
-   * sparse) runs whole models only */
-  if (c->math && !m->ops->stage_new && strcmp (ops->name, "pipeline") == 0)
-    return sim_key_error (error, file, "policy", "kind",
-                          "pipeline stages are not written for the real math of kind = %s; "
-                          "use a data-parallel policy (allreduce, ps, ...) or [kernels] "
-                          "backend = none (timing only)", c->model_kind);
+  /* the real math of a model without a tensor cut (kind = gpt, sparse)
+   * runs whole models only */
   if (c->math && base_values_int (c->values, "policy.tensor") > 1 && !kern_mlp_backend (m, NULL))
     return sim_key_error (error, file, "policy", "tensor",
                           "the real math of kind = %s is not split across tensor ranks; use "

@@ -1585,6 +1585,15 @@ pl_check_model (const PolModelInfo *mi, GError **error)
   gint64 V = base_values_int (mi->values, "policy.chunks");
   int T = (int) base_values_int (mi->values, "policy.tensor");
   int L = mi->model->n_layers;
+  /* real math: stacked at the iteration's start, or run stage by stage,
+   * which needs the model's stages (measured compute) */
+  const KernModelOps *ops = mi->model->ops;
+  if (ops->loss_grad && (mi->host_timed || !ops->loss_grad_groups) && !ops->stage_new)
+    return pol_key_error (error, "device", "compute_time",
+                          "%s the real math of this model kind is not cut into pipeline "
+                          "stages; use compute_time = model, another [policy] kind, or "
+                          "[kernels] backend = none (timing only)",
+                          mi->host_timed ? "measured times each stage's math, but" : "");
   if (base_values_int (mi->values, "policy.zero") > 0 && mi->host_timed
       && mi->model->ops->loss_grad_groups)
     return pol_key_error (error, "device", "compute_time",

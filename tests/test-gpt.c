@@ -308,8 +308,9 @@ test_entropy_floor (void)
   test_run_free (r);
 }
 
-/* Every data-parallel policy trains it: 4 workers, 20 steps, the last
- * evaluation below the first. */
+/* Every data-parallel policy, and the pipeline (its math stacked at the
+ * iteration's start), trains it: 4 workers, 20 steps, the last evaluation
+ * below the first. */
 static void
 test_policies (void)
 {
@@ -318,6 +319,7 @@ test_policies (void)
     "kind = ps\nconsistency = async\n", "kind = allreduce\n", "kind = local-sgd\n",
     "kind = gossip\n", "kind = fedavg\n", "kind = hogwild\n",
     "kind = allreduce\ncompression = top-k\n",
+    "kind = pipeline\nlayout = 2x2x1\nmicrobatches = 4\n",
   };
   for (gsize i = 0; i < G_N_ELEMENTS (policies); i++)
     {
@@ -362,13 +364,16 @@ test_threads (void)
   test_run_free (r[1]);
 }
 
-/* Pipeline and tensor parallelism are refused up front, in one line naming
- * the key; so are keys out of gpt's range. */
+/* Pipeline stages timed by the host's measured math and tensor parallelism
+ * are refused up front, in one line naming the key; so are keys out of
+ * gpt's range. */
 static void
 test_refusals_gpt (void)
 {
   static const TestRefusal cases[] = {
-    { "kind = allreduce\n", "kind = pipeline\nstages = 2\n", "[policy] kind" },
+    { "[policy]\nkind = allreduce\n",
+      "[device]\ncompute_time = measured\n[policy]\nkind = pipeline\nstages = 2\n",
+      "[device] compute_time" },
     { "kind = allreduce\n", "kind = allreduce\ntensor = 2\n", "[policy] tensor" },
     { "vocabulary = 8", "vocabulary = 300", "[model] vocabulary" },
     { "branching = 2", "branching = 9", "[model] branching" },
