@@ -361,6 +361,7 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .failures = (c->fail_worker != NULL && c->fail_worker->len > 0)
                 || (c->fail_server != NULL && c->fail_server->len > 0),
     .host_timed = c->measured && c->step_time < 0,
+    .math = c->math && sim_model_kind (c)->math,
     .recomputed = lc->recomputed,
     .layer_seconds = layer_ctx_seconds,
     .ctx = lc,
@@ -828,8 +829,10 @@ model_fits_check (const SimConfig *c, const char *file, GError **error)
   KernModel *m = sim_model_new (c, NULL, &local);
   if (!m)
     {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] workload: %s", file,
-                   local->message);
+      /* a kind with math names its own key ("[model] features: ..."); a
+       * layer table's errors are the workload's */
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s%s", file,
+                   local->message[0] == '[' ? "" : "[model] workload: ", local->message);
       return FALSE;
     }
   gboolean ok = TRUE;
