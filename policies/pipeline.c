@@ -1593,7 +1593,8 @@ pl_check_model (const PolModelInfo *mi, GError **error)
   if (T > 1)
     {
       g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (L, 1));
-      if (!pol_tensor_split (mi->model->layers, L, T, split, error))
+      if (!pol_tensor_split (mi->model->layers, L, T, split, error)
+          || !pol_tensor_check_math (mi, T, error))
         return FALSE;
       if (mi->host_timed && mi->model->ops->loss_grad_groups)
         return pol_key_error (error, "device", "compute_time",
@@ -1601,6 +1602,13 @@ pl_check_model (const PolModelInfo *mi, GError **error)
                               "[policy] tensor = %d (the groups' math runs at the iteration's "
                               "start); use compute_time = model or tensor = 1", T);
     }
+  /* measured compute runs each stage's math when its operation starts */
+  if (mi->math && !mi->model->ops->stage_new
+      && (mi->host_timed || !mi->model->ops->loss_grad_groups))
+    return pol_key_error (error, "policy", "kind",
+                          "pipeline with [device] compute_time = measured runs each stage's "
+                          "math on its own, which model %s does not support yet; use "
+                          "compute_time = model, or another kind", mi->model->ops->name);
   if (P > L)
     return pol_key_error (error, "policy", "stages",
                           "%" G_GINT64_FORMAT " stages for a model of %d layers; "
