@@ -381,14 +381,18 @@ test_policies (void)
     }
 }
 
-/* --threads 1 and 2 give the same numbers (the lanes' contract). */
+/* --threads 1 and 2 give the same numbers (the lanes' contract), and
+ * the run trained. */
 static void
 test_threads (void)
 {
+  /* 48 workers of batch 16: three tasks of TRAIN_TASK_ROWS / 16 workers
+   * each, so that the second thread's clone computes some of them */
+  g_autofree char *text = test_replaced (small, "workers = 4\n", "workers = 48\n");
   train_set_threads (1);
-  TestRun *a = test_run_collect (small, NULL);
+  TestRun *a = test_run_collect (text, NULL);
   train_set_threads (2);
-  TestRun *b = test_run_collect (small, NULL);
+  TestRun *b = test_run_collect (text, NULL);
   train_set_threads (1);
   g_assert_cmpuint (a->metrics->len, ==, b->metrics->len);
   for (guint i = 0; i < a->metrics->len; i++)
@@ -399,6 +403,8 @@ test_threads (void)
       g_assert_cmpfloat (x->accuracy, ==, y->accuracy);
     }
   g_assert_cmpfloat (a->sum.final_loss, ==, b->sum.final_loss);
+  const TestMetric *first = &g_array_index (a->metrics, TestMetric, 0);
+  g_assert_cmpfloat (a->sum.final_loss, <, 0.9 * first->loss);
   test_run_free (a);
   test_run_free (b);
 }
@@ -431,7 +437,8 @@ run_on_core (const char *dir, const char *ini, const char *core)
 
 /* With [kernels] reproducible at its default, OpenBLAS told to use
  * Haswell's kernels changes no bit of the run (compared within this
- * machine: no stored digest of real math). */
+ * machine: no stored digest of real math); with reproducible = false the
+ * model runs on OpenBLAS's sgemm. */
 static void
 test_coretype (void)
 {
@@ -442,6 +449,15 @@ test_coretype (void)
   g_autofree char *own = run_on_core (dir, ini, NULL);
   g_autofree char *haswell = run_on_core (dir, ini, "Haswell");
   g_assert_cmpstr (own, ==, haswell);
+  /* the same products on OpenBLAS's sgemm run and train too */
+  g_autofree char *db = g_build_filename (dir, "blas.db", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "-q", "--set",
+                                   "kernels.reproducible=false", NULL), ==, 0);
+  g_assert_cmpfloat (test_query_number (db, "SELECT count(*) FROM runs WHERE kernel LIKE "
+                                            "'OpenBLAS %'"), ==, 1);
+  g_assert_cmpfloat (test_query_number (db, "SELECT final_loss FROM runs"), <,
+                     0.9 * test_query_number (db, "SELECT loss FROM metrics WHERE step = 0"));
   sim_remove_tree (dir);
 }
 
