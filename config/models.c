@@ -261,6 +261,7 @@ extern const KernModelKind kern_model_timing;      /* kernels/timing.c */
 extern const KernModelKind kern_model_transformer; /* kernels/transformer.c */
 extern const KernModelKind kern_model_sparse;      /* kernels/sparse.c */
 extern const KernModelKind kern_model_gpt;         /* kernels/gpt.c */
+extern const KernModelKind kern_model_cnn;         /* kernels/cnn.c */
 
 static const KernModelKind *const model_kinds[] = {
   &kern_model_linear,
@@ -270,6 +271,7 @@ static const KernModelKind *const model_kinds[] = {
   &kern_model_transformer,
   &kern_model_sparse,
   &kern_model_gpt,
+  &kern_model_cnn,
   NULL,
 };
 
@@ -444,6 +446,10 @@ sim_model_kind_validate (const SimConfig *c, const char *file, GError **error)
                                 "applies only to kind = %s; remove it or set kind = %s",
                                 model_kinds[i]->name, model_kinds[i]->name);
       }
+  if (mine->cpu_only && c->math && strcmp (c->backend, "cpu") != 0)
+    return sim_key_error (error, file, "kernels", "backend",
+                          "kind = %s runs its math on the CPU backend only, not %s; set "
+                          "backend = cpu (or none for timing alone)", mine->name, c->backend);
   if (mine->synthetic_draw)
     {
       /* its data is its own: the blobs' keys and other data sets do not fit */

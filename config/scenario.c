@@ -163,7 +163,7 @@ static const KeyDef core_keys[] = {
   { "model", "kind", BASE_KEY_NAME, 0, "softmax", 0, 0, 0, NULL, OFF (model_kind),
     "Model trained by every worker.", sim_model_kind_entries },
   { "model", "hidden", BASE_KEY_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),
-    "kind = mlp: comma-separated widths of the hidden layers, e.g. 512,512.", NULL },
+    "kind = mlp and cnn: comma-separated widths of the hidden (dense, ReLU) layers, e.g. 512,512; for cnn, after the convolutions.", NULL },
   { "model", "workload", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (workload),
     "kind = timing: a built-in layer table by name (docs/workloads.md; an unknown name gets the list) or a table file; empty = one layer of `params` and `flops`.", NULL },
   { "model", "params", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e15, 0, NULL, OFF (model_params),

@@ -361,6 +361,7 @@ model_info (const SimConfig *c, LayerCtx *lc)
     .failures = (c->fail_worker != NULL && c->fail_worker->len > 0)
                 || (c->fail_server != NULL && c->fail_server->len > 0),
     .host_timed = c->measured && c->step_time < 0,
+    .math = c->math && sim_model_kind (c)->math,
     .recomputed = lc->recomputed,
     .layer_seconds = layer_ctx_seconds,
     .ctx = lc,
@@ -692,12 +693,6 @@ policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GE
                           "not modelled with [policy] zero = 3 or tensor > 1 (their collectives "
                           "interleave with every layer's compute); remove it, or use zero <= 2 "
                           "and tensor = 1");
-  /* the real math of a model without a tensor cut (kind = gpt, sparse)
-   * runs whole models only */
-  if (c->math && base_values_int (c->values, "policy.tensor") > 1 && !kern_mlp_backend (m, NULL))
-    return sim_key_error (error, file, "policy", "tensor",
-                          "the real math of kind = %s is not split across tensor ranks; use "
-                          "tensor = 1, or [kernels] backend = none (timing only)", c->model_kind);
   g_autofree gboolean *mask = sim_recompute_mask (c, m);
   LayerCtx lc = { c, m, mask };
   PolModelInfo mi = model_info (c, &lc);
@@ -834,8 +829,10 @@ model_fits_check (const SimConfig *c, const char *file, GError **error)
   KernModel *m = sim_model_new (c, NULL, &local);
   if (!m)
     {
-      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [model] workload: %s", file,
-                   local->message);
+      /* a kind with math names its own key ("[model] features: ..."); a
+       * layer table's errors are the workload's */
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s%s", file,
+                   local->message[0] == '[' ? "" : "[model] workload: ", local->message);
       return FALSE;
     }
   gboolean ok = TRUE;

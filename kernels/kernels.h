@@ -225,6 +225,19 @@ struct KernBackend *kern_mlp_backend (const KernModel *m, KernLoss *loss);
 
 void kern_model_free (KernModel *m);
 
+/* A convolutional network for square one-channel images of d = side^2
+ * features (kernels/cnn.c, docs/kernels.md): n_conv (1 to 8) layers of a
+ * q x q convolution (q odd, stride 1, zero padding keeping the size) to
+ * channels[l] outputs, ReLU and a pool x pool max-pool (pool = 1: none),
+ * then n_hidden (0 to 7) dense ReLU layers of hidden[l] units and a k-way
+ * softmax cross-entropy head.  Math on `be` (borrowed, a CPU backend; NULL
+ * = a private reproducible one).  NULL with `error` set ("[model] KEY:
+ * what is wrong; the fix") when d is not a square or the image shrinks
+ * below a kernel or a pool. */
+KernModel *kern_cnn_new (int d, const int *channels, int n_conv, int q, int pool,
+                         const int *hidden, int n_hidden, int k, struct KernBackend *be,
+                         GError **error);
+
 /* Sparse binary logistic regression (kernels/sparse.c, docs/kernels.md):
  * `features` weights and one bias (parameters 0 .. features - 1, then the
  * bias at index `features`), on rows of `nnz` (index, value) pairs: a
@@ -317,6 +330,8 @@ typedef struct {
   const char *description;   /* one line for `dtsim keys` */
   gboolean math;             /* trains for real; FALSE: timing only (no loss) */
   gboolean reads_workload;   /* [model] workload, params and flops are its */
+  gboolean cpu_only;         /* its math runs on the CPU backend only: the
+                              * loader refuses [kernels] backend = cuda */
   /* The [model] key that sets its depth, named when a model has too many
    * layers (NULL: "hidden", or "workload" for a kind without math). */
   const char *depth_key;

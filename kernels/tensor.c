@@ -184,15 +184,25 @@ check_model (const KernModel *m, GError **error)
   gboolean shapes = FALSE;
   for (int i = 0; i < m->n_layers; i++)
     shapes = shapes || m->layers[i].n_weights > 0;
-  if (kern_mlp_backend (m, NULL) != NULL)
+  if (kern_tensor_supports (m))
     return TRUE;
   g_set_error (error, KERN_TENSOR_ERROR, KERN_TENSOR_ERROR_MODEL,
                "[policy] tensor: model '%s' has %s, so its math cannot be split across "
                "ranks; fix: use [model] kind = mlp (or softmax, linear) for real math, or "
                "tensor = 1", m->ops->name,
-               shapes ? "no real math (a timing-only model)"
-                      : "no weight shapes (a timing-only model)");
+               m->ops->loss_grad ? "no tensor-parallel math yet"
+               : shapes ? "no real math (a timing-only model)"
+                        : "no weight shapes (a timing-only model)");
   return FALSE;
+}
+
+/* kern_tensor_supports (tensor.h): the plan runs mlp.c's dense layers on
+ * their own backend. */
+gboolean
+kern_tensor_supports (const KernModel *m)
+{
+  g_return_val_if_fail (m != NULL, FALSE);
+  return kern_mlp_backend (m, NULL) != NULL;
 }
 
 /* Refuses T when it does not divide every column-split width. */

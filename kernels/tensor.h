@@ -77,6 +77,10 @@ typedef struct KernTensorPlan KernTensorPlan;
  * the width of a column-split layer, or when m has no weight shapes or no
  * real math (timing-only models).  Free with kern_tensor_plan_free(). */
 KernTensorPlan *kern_tensor_plan_new (const KernModel *m, int T, GError **error);
+/* Whether kern_tensor_plan_new() can cut m's real math: TRUE for the dense
+ * models of kern_mlp_new(), FALSE for any other (a CNN, timing-only
+ * models). */
+gboolean kern_tensor_supports (const KernModel *m);
 void kern_tensor_plan_free (KernTensorPlan *p);
 
 /* T. */

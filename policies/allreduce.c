@@ -1272,7 +1272,8 @@ ar_check_model (const PolModelInfo *mi, GError **error)
   if (T > 1)
     {
       g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (mi->model->n_layers, 1));
-      if (!pol_tensor_split (mi->model->layers, mi->model->n_layers, T, split, error))
+      if (!pol_tensor_split (mi->model->layers, mi->model->n_layers, T, split, error)
+          || !pol_tensor_check_math (mi, T, error))
         return FALSE;
     }
   if (!pol_experts_check_model (mi, error))

@@ -1585,15 +1585,6 @@ pl_check_model (const PolModelInfo *mi, GError **error)
   gint64 V = base_values_int (mi->values, "policy.chunks");
   int T = (int) base_values_int (mi->values, "policy.tensor");
   int L = mi->model->n_layers;
-  /* real math: stacked at the iteration's start, or run stage by stage,
-   * which needs the model's stages (measured compute) */
-  const KernModelOps *ops = mi->model->ops;
-  if (ops->loss_grad && (mi->host_timed || !ops->loss_grad_groups) && !ops->stage_new)
-    return pol_key_error (error, "device", "compute_time",
-                          "%s the real math of this model kind is not cut into pipeline "
-                          "stages; use compute_time = model, another [policy] kind, or "
-                          "[kernels] backend = none (timing only)",
-                          mi->host_timed ? "measured times each stage's math, but" : "");
   if (base_values_int (mi->values, "policy.zero") > 0 && mi->host_timed
       && mi->model->ops->loss_grad_groups)
     return pol_key_error (error, "device", "compute_time",
@@ -1602,7 +1593,8 @@ pl_check_model (const PolModelInfo *mi, GError **error)
   if (T > 1)
     {
       g_autofree PolTpSplit *split = g_new (PolTpSplit, MAX (L, 1));
-      if (!pol_tensor_split (mi->model->layers, L, T, split, error))
+      if (!pol_tensor_split (mi->model->layers, L, T, split, error)
+          || !pol_tensor_check_math (mi, T, error))
         return FALSE;
       if (mi->host_timed && mi->model->ops->loss_grad_groups)
         return pol_key_error (error, "device", "compute_time",
@@ -1610,6 +1602,13 @@ pl_check_model (const PolModelInfo *mi, GError **error)
                               "[policy] tensor = %d (the groups' math runs at the iteration's "
                               "start); use compute_time = model or tensor = 1", T);
     }
+  /* measured compute runs each stage's math when its operation starts */
+  if (mi->math && !mi->model->ops->stage_new
+      && (mi->host_timed || !mi->model->ops->loss_grad_groups))
+    return pol_key_error (error, "policy", "kind",
+                          "pipeline with [device] compute_time = measured runs each stage's "
+                          "math on its own, which model %s does not support yet; use "
+                          "compute_time = model, or another kind", mi->model->ops->name);
   if (P > L)
     return pol_key_error (error, "policy", "stages",
                           "%" G_GINT64_FORMAT " stages for a model of %d layers; "

@@ -418,6 +418,8 @@ typedef struct {
                                * NULL where none is known (the memory and
                                * work hooks) */
   gboolean host_timed;        /* compute_time = measured */
+  gboolean math;              /* the run computes the model's real math (a
+                               * kind with math, [kernels] backend not none) */
   const gboolean *recomputed; /* (n_layers) as PolEnv's; NULL = none */
   PolLayerSeconds layer_seconds;
   gpointer ctx;               /* of layer_seconds */

@@ -42,6 +42,7 @@
 
 #include "policies/common.h"
 #include "policies/tensor.h"
+#include "kernels/tensor.h"
 
 /* --- the cut --------------------------------------------------------------- */
 
@@ -58,6 +59,18 @@ static gboolean
 cut_weight (const KernLayer *ly)
 {
   return ly->kind == KERN_LAYER_GEMM && ly->n_weights == 1;
+}
+
+gboolean
+pol_tensor_check_math (const PolModelInfo *mi, int T, GError **error)
+{
+  if (T <= 1 || !mi->math || kern_tensor_supports (mi->model))
+    return TRUE;
+  return pol_key_error (error, "policy", "tensor",
+                        "%d: model %s does not support tensor parallelism of its real math "
+                        "yet (mlp, softmax and linear do); use tensor = 1, or [kernels] "
+                        "backend = none to time the run without math", T,
+                        mi->model->ops->name);
 }
 
 gboolean

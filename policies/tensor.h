@@ -86,6 +86,12 @@ double pol_tensor_step_alltoall_seconds (const PolTensorStep *ts);
 void pol_tensor_step_stretches (const PolTensorStep *ts, const double **start,
                                 const double **end, int *n);
 
+/* Tensor groups over a run's real math need a model whose math
+ * kernels/tensor.c can cut (kern_tensor_supports): FALSE, with an error
+ * "[policy] tensor: ..." naming the model, for T > 1 on any other; TRUE
+ * for T <= 1 or a run without math. */
+gboolean pol_tensor_check_math (const PolModelInfo *mi, int T, GError **error);
+
 G_END_DECLS
 
 #endif /* DTSIM_POLICIES_TENSOR_H */

@@ -373,7 +373,7 @@ test_refusals_gpt (void)
   static const TestRefusal cases[] = {
     { "[policy]\nkind = allreduce\n",
       "[device]\ncompute_time = measured\n[policy]\nkind = pipeline\nstages = 2\n",
-      "[device] compute_time" },
+      "[policy] kind" },
     { "kind = allreduce\n", "kind = allreduce\ntensor = 2\n", "[policy] tensor" },
     { "vocabulary = 8", "vocabulary = 300", "[model] vocabulary" },
     { "branching = 2", "branching = 9", "[model] branching" },

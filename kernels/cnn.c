@@ -1,0 +1,865 @@
+/*
+ * cnn.c — a convolutional network with real math: [model] kind = cnn.
+ *
+ * A sample is a square one-channel image of s x s pixels (d = s^2, as
+ * Fashion-MNIST's 28 x 28).  Activations are stored NHWC: (n, H, W, C)
+ * row-major, so that a convolution is a dense layer over the rows of its
+ * im2col matrix.  With C conv layers of c_1, ..., c_C output channels, a
+ * square kernel of q x q (q odd, stride 1, "same" zero padding r = (q-1)/2)
+ * and a max-pool of p x p (stride p) after each, then dense ReLU layers of
+ * the `hidden` widths and a k-way softmax head, for a batch x (n, s^2):
+ *
+ *   A_0 = x                                   (n, s, s, 1)
+ *   U_l = im2col(A_{l-1})                     (n H H, q q c_{l-1})
+ *   Z_l = U_l W_l + b_l,  Z_l = max(Z_l, 0)   (n H H, c_l)   W_l (q q c_{l-1}, c_l)
+ *   A_l = maxpool_p(Z_l)                      (n, H/p, H/p, c_l), argmax kept
+ *   then A_C flattened to (n, F) and the dense layers of mlp.c, ending in
+ *   loss = (1/n) sum_i xent(logits_i, y_i).
+ *
+ * Backward runs the same steps in reverse: the dense layers as mlp.c's;
+ * the pool sends each output's gradient to its argmax (zero elsewhere); the
+ * ReLU masks it; dW_l = U_l^T dZ_l, db_l = column sums of dZ_l; for l > 1
+ * dU = dZ_l W_l^T and col2im adds dU back onto the input pixels.  Every
+ * matrix product goes through the backend's gemm, which by default is the
+ * fixed-order product (kern_gemm_fixed): the same bits on every CPU.  The
+ * im2col, col2im and pooling loops run on the host in one fixed order, so
+ * the model runs on the CPU backend only (the kind says so: cpu_only).
+ *
+ * Parameters are one flat float vector, layer by layer: W_l then b_l for
+ * each conv layer, then W then b for each dense layer.  Initialisation
+ * (one generator from the seed and the "cnn" stream): conv and hidden
+ * weights from N(0, 2 / fan_in) (He), the head's from N(0, 2 / (in + out))
+ * (Glorot), every bias 0.
+ *
+ * Costs: the layer table (conv, relu, pool per conv layer; fc and relu per
+ * dense layer; the loss) counts the FLOPs and bytes of exactly these
+ * operations under docs/kernels.md's rules ("Convolutional network").
+ * Scratch grows to the largest batch seen; one thread at a time per model
+ * (clone gives another thread its own).
+ */
+#include "kernels/kernels.h"
+#include "kernels/backend.h"
+#include "kernels/rng.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The most conv layers and dense layers a model may have. */
+#define CNN_MAX_CONV 8
+#define CNN_MAX_DENSE 8
+/* Floats of scratch per evaluate chunk: the chunk holds as many samples
+ * as fit in this (at least 1, at most CNN_EVAL_ROWS). */
+#define CNN_EVAL_FLOATS (16 * 1024 * 1024)
+#define CNN_EVAL_ROWS 1024
+
+#define KERN_RNG_STREAM_CNN G_GUINT64_CONSTANT (0x636e6e) /* ASCII of cnn */
+
+typedef struct {
+  int side;        /* H = W of its input and output */
+  int cin, cout;   /* channels in, out */
+  int kk;          /* K = q q cin, the im2col row */
+  int pooled;      /* side after the pool (side / p; side when p = 1) */
+  gsize w_off;     /* W (K, cout) then b (cout) */
+} CnnConv;
+
+typedef struct {
+  KernBackend *be;      /* borrowed, or owned when own_be */
+  gboolean own_be;
+  int q, pad, pool;     /* kernel side, padding, pool side */
+  int n_conv;
+  CnnConv conv[CNN_MAX_CONV];
+  int n_dense;          /* hidden layers + 1 */
+  int width[CNN_MAX_DENSE + 1]; /* F, hidden..., k */
+  gsize d_off[CNN_MAX_DENSE];   /* W (in, out) then b (out) */
+  gsize n_params;
+  int widest;           /* floats per sample of the widest activation */
+  int widest_k;         /* the widest im2col row among conv layers 2.. */
+
+  /* Scratch for `cap` samples (host memory: the CPU backend's). */
+  int cap;
+  float *cols[CNN_MAX_CONV];   /* (cap H H, K) U_l */
+  float *z[CNN_MAX_CONV];      /* (cap H H, cout) Z_l, ReLU in place */
+  float *pooled[CNN_MAX_CONV]; /* (cap, H/p, H/p, cout); NULL when p = 1 */
+  int *arg[CNN_MAX_CONV];      /* (cap, H/p, H/p, cout) argmax within its sample */
+  float *act[CNN_MAX_DENSE];   /* (cap, width[l + 1]) dense outputs */
+  float *g[2];                 /* (cap, widest) input gradients */
+  float *dcols;                /* (cap, widest_k rows' worth) dU */
+  float *row_loss;             /* (cap) */
+  int *row_pred;               /* (cap) */
+} CnnPriv;
+
+/* The layer order of the table: per conv layer conv, relu, pool (pool
+ * left out when p = 1), per dense layer fc, relu (none after the head),
+ * then the loss. */
+
+/* Output of conv layer l as the next layer reads it. */
+static const float *
+conv_out (const CnnPriv *p, int l)
+{
+  return p->pool > 1 ? p->pooled[l] : p->z[l];
+}
+
+static gsize
+conv_rows (const CnnConv *cv, int n)
+{
+  return (gsize) n * (gsize) cv->side * (gsize) cv->side;
+}
+
+/* Grows the scratch to `rows` samples; contents are not kept. */
+static void
+cnn_reserve (CnnPriv *p, int rows)
+{
+  if (rows <= p->cap)
+    return;
+  gsize r = (gsize) rows;
+  for (int l = 0; l < p->n_conv; l++)
+    {
+      const CnnConv *cv = &p->conv[l];
+      gsize px = conv_rows (cv, rows), po = r * cv->pooled * cv->pooled * cv->cout;
+      p->cols[l] = g_renew (float, p->cols[l], px * cv->kk);
+      p->z[l] = g_renew (float, p->z[l], px * cv->cout);
+      if (p->pool > 1)
+        {
+          p->pooled[l] = g_renew (float, p->pooled[l], po);
+          p->arg[l] = g_renew (int, p->arg[l], po);
+        }
+    }
+  for (int l = 0; l < p->n_dense; l++)
+    p->act[l] = g_renew (float, p->act[l], r * p->width[l + 1]);
+  for (int i = 0; i < 2; i++)
+    p->g[i] = g_renew (float, p->g[i], r * p->widest);
+  p->dcols = g_renew (float, p->dcols, MAX (r * p->widest_k, 1));
+  p->row_loss = g_renew (float, p->row_loss, r);
+  p->row_pred = g_renew (int, p->row_pred, r);
+  p->cap = rows;
+}
+
+/* U (n H H, q q cin) from A (n, H, H, cin): row (i, y, x), column
+ * (ty q + tx) cin + c holds A[i, y + ty - r, x + tx - r, c], 0 outside the
+ * image.  Copies only: 0 FLOPs. */
+static void
+im2col (const CnnPriv *p, const CnnConv *cv, const float *A, int n, float *U)
+{
+  int H = cv->side, C = cv->cin, q = p->q;
+  for (int i = 0; i < n; i++)
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < H; x++)
+        {
+          float *row = U + (((gsize) i * H + y) * H + x) * cv->kk;
+          for (int ty = 0; ty < q; ty++)
+            {
+              int yy = y + ty - p->pad;
+              for (int tx = 0; tx < q; tx++)
+                {
+                  int xx = x + tx - p->pad;
+                  float *dst = row + (gsize) (ty * q + tx) * C;
+                  if (yy < 0 || yy >= H || xx < 0 || xx >= H)
+                    memset (dst, 0, (gsize) C * sizeof (float));
+                  else
+                    memcpy (dst, A + (((gsize) i * H + yy) * H + xx) * C,
+                            (gsize) C * sizeof (float));
+                }
+            }
+        }
+}
+
+/* dA (n, H, H, cin) = the sum, over every (row, tap) of dU that im2col
+ * filled from an image pixel, of that entry: zeroed first, then one add
+ * per such entry, in row then tap order (cin V(H)^2 FLOPs per sample,
+ * V of docs/kernels.md). */
+static void
+col2im (const CnnPriv *p, const CnnConv *cv, const float *dU, int n, float *dA)
+{
+  int H = cv->side, C = cv->cin, q = p->q;
+  memset (dA, 0, (gsize) n * H * H * C * sizeof (float));
+  for (int i = 0; i < n; i++)
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < H; x++)
+        {
+          const float *row = dU + (((gsize) i * H + y) * H + x) * cv->kk;
+          for (int ty = 0; ty < q; ty++)
+            {
+              int yy = y + ty - p->pad;
+              if (yy < 0 || yy >= H)
+                continue;
+              for (int tx = 0; tx < q; tx++)
+                {
+                  int xx = x + tx - p->pad;
+                  if (xx < 0 || xx >= H)
+                    continue;
+                  const float *src = row + (gsize) (ty * q + tx) * C;
+                  float *dst = dA + (((gsize) i * H + yy) * H + xx) * C;
+                  for (int c = 0; c < C; c++)
+                    dst[c] += src[c];
+                }
+            }
+        }
+}
+
+/* P (n, H/p, H/p, C) = the largest of each p x p window of Z (n, H, H, C)
+ * (rows and columns past p (H/p) left out), its index within the sample
+ * in arg: the first largest in window order.  Compares only: 0 FLOPs. */
+static void
+maxpool (const CnnPriv *p, const CnnConv *cv, const float *Z, int n, float *P, int *arg)
+{
+  int H = cv->side, O = cv->pooled, C = cv->cout, s = p->pool;
+  gsize in_sample = (gsize) H * H * C, out_sample = (gsize) O * O * C;
+  for (int i = 0; i < n; i++)
+    {
+      const float *zi = Z + i * in_sample;
+      for (int oy = 0; oy < O; oy++)
+        for (int ox = 0; ox < O; ox++)
+          for (int c = 0; c < C; c++)
+            {
+              int best = ((oy * s) * H + ox * s) * C + c;
+              for (int ty = 0; ty < s; ty++)
+                for (int tx = 0; tx < s; tx++)
+                  {
+                    int at = ((oy * s + ty) * H + ox * s + tx) * C + c;
+                    if (zi[at] > zi[best])
+                      best = at;
+                  }
+              gsize o = i * out_sample + ((gsize) oy * O + ox) * C + c;
+              P[o] = zi[best];
+              arg[o] = best;
+            }
+    }
+}
+
+/* dZ (n, H, H, C) = zero but at each output's argmax, which gets that
+ * output's gradient from dP (windows do not overlap).  0 FLOPs. */
+static void
+maxpool_backward (const CnnConv *cv, const float *dP, const int *arg, int n, float *dZ)
+{
+  gsize in_sample = (gsize) cv->side * cv->side * cv->cout;
+  gsize out_sample = (gsize) cv->pooled * cv->pooled * cv->cout;
+  memset (dZ, 0, (gsize) n * in_sample * sizeof (float));
+  for (int i = 0; i < n; i++)
+    for (gsize o = 0; o < out_sample; o++)
+      dZ[i * in_sample + arg[i * out_sample + o]] = dP[i * out_sample + o];
+}
+
+/* Forward over X (rows, s^2) at parameters P: leaves every conv layer's
+ * U, Z and pooled output and every dense layer's output (the logits last). */
+static void
+cnn_forward (CnnPriv *p, const float *P, const float *X, int rows)
+{
+  KernBackend *be = p->be;
+  const float *A = X;
+  for (int l = 0; l < p->n_conv; l++)
+    {
+      const CnnConv *cv = &p->conv[l];
+      int px = (int) conv_rows (cv, rows);
+      const float *W = P + cv->w_off;                     /* (K, cout) */
+      im2col (p, cv, A, rows, p->cols[l]);
+      be->ops->fill_rows (be, p->z[l], W + (gsize) cv->kk * cv->cout, px, cv->cout);
+      be->ops->gemm (be, FALSE, FALSE, px, cv->cout, cv->kk, 1.0f, p->cols[l], cv->kk, W,
+                     cv->cout, 1.0f, p->z[l], cv->cout);  /* 2 px K cout */
+      be->ops->relu (be, p->z[l], (gsize) px * cv->cout);
+      if (p->pool > 1)
+        maxpool (p, cv, p->z[l], rows, p->pooled[l], p->arg[l]);
+      A = conv_out (p, l);
+    }
+  for (int l = 0; l < p->n_dense; l++)
+    {
+      int in = p->width[l], out = p->width[l + 1];
+      const float *W = P + p->d_off[l];
+      float *Z = p->act[l];
+      be->ops->fill_rows (be, Z, W + (gsize) in * out, rows, out);
+      be->ops->gemm (be, FALSE, FALSE, rows, out, in, 1.0f, A, in, W, out, 1.0f, Z, out);
+      if (l < p->n_dense - 1)
+        be->ops->relu (be, Z, (gsize) rows * out);
+      A = Z;
+    }
+}
+
+/* Backward of the dense layers for `groups` groups of n rows, from dZ of
+ * the logits (in place in the last act): each group's dW and db into
+ * G[g]; returns the gradient at the flattened conv output (rows, F), in
+ * one of p->g. */
+static float *
+dense_backward (CnnPriv *p, const float *P, int n, int groups, float *const *G)
+{
+  KernBackend *be = p->be;
+  int rows = n * groups;
+  float *dZ = p->act[p->n_dense - 1];
+  for (int l = p->n_dense - 1; l >= 0; l--)
+    {
+      int in = p->width[l], out = p->width[l + 1];
+      const float *A = l > 0 ? p->act[l - 1] : conv_out (p, p->n_conv - 1);
+      for (int g = 0; g < groups; g++)
+        {
+          gsize r0 = (gsize) g * n;
+          float *dW = G[g] + p->d_off[l];
+          be->ops->gemm (be, TRUE, FALSE, in, out, n, 1.0f, A + r0 * in, in, dZ + r0 * out,
+                         out, 0.0f, dW, out);               /* 2 n in out */
+          be->ops->col_sum (be, dZ + r0 * out, n, out, dW + (gsize) in * out);
+        }
+      float *dA = dZ == p->g[0] ? p->g[1] : p->g[0];        /* (rows, in) */
+      be->ops->gemm (be, FALSE, TRUE, rows, in, out, 1.0f, dZ, out, P + p->d_off[l], out,
+                     0.0f, dA, in);                         /* 2 rows in out */
+      if (l > 0)
+        be->ops->relu_backward (be, dA, p->act[l - 1], (gsize) rows * in);
+      dZ = dA;
+    }
+  return dZ;
+}
+
+/* Backward of the conv layers from dA, the gradient at the last conv
+ * layer's output (in one of p->g): each group's dW and db into G[g]. */
+static void
+conv_backward (CnnPriv *p, const float *P, int n, int groups, float *dA, float *const *G)
+{
+  KernBackend *be = p->be;
+  int rows = n * groups;
+  for (int l = p->n_conv - 1; l >= 0; l--)
+    {
+      const CnnConv *cv = &p->conv[l];
+      int px = (int) conv_rows (cv, rows), gpx = (int) conv_rows (cv, n);
+      float *dZ = dA;                                      /* (px, cout) */
+      if (p->pool > 1)
+        {
+          dZ = dA == p->g[0] ? p->g[1] : p->g[0];
+          maxpool_backward (cv, dA, p->arg[l], rows, dZ);
+        }
+      be->ops->relu_backward (be, dZ, p->z[l], (gsize) px * cv->cout);
+      for (int g = 0; g < groups; g++)
+        {
+          gsize r0 = (gsize) g * gpx;
+          float *dW = G[g] + cv->w_off;                    /* (K, cout) */
+          be->ops->gemm (be, TRUE, FALSE, cv->kk, cv->cout, gpx, 1.0f,
+                         p->cols[l] + r0 * cv->kk, cv->kk, dZ + r0 * cv->cout, cv->cout,
+                         0.0f, dW, cv->cout);              /* 2 gpx K cout */
+          be->ops->col_sum (be, dZ + r0 * cv->cout, gpx, cv->cout,
+                            dW + (gsize) cv->kk * cv->cout);
+        }
+      if (l == 0)
+        break;
+      be->ops->gemm (be, FALSE, TRUE, px, cv->kk, cv->cout, 1.0f, dZ, cv->cout,
+                     P + cv->w_off, cv->cout, 0.0f, p->dcols, cv->kk); /* 2 px K cout */
+      dA = dZ == p->g[0] ? p->g[1] : p->g[0];
+      col2im (p, cv, p->dcols, rows, dA);
+    }
+}
+
+/* Sum of r >= 1 row losses in double: r - 1 adds. */
+static double
+cnn_sum (const float *loss, int r)
+{
+  double total = loss[0];
+  for (int i = 1; i < r; i++)
+    total += loss[i];
+  return total;
+}
+
+/* losses[g] = mean loss of group g of n rows; with grads, grads[g] = its
+ * gradient. */
+static void
+cnn_compute (KernModel *m, const float *params, const float *x, const int *y, int n,
+             int groups, float *const *grads, double *losses)
+{
+  CnnPriv *p = m->priv;
+  int rows = n * groups;
+  cnn_reserve (p, rows);
+  cnn_forward (p, params, x, rows);
+  float scale = grads != NULL ? 1.0f / (float) n : 0.0f;   /* 1 */
+  p->be->ops->softmax_xent (p->be, p->act[p->n_dense - 1], y, rows, m->k, scale,
+                            p->row_loss, NULL);
+  for (int g = 0; g < groups; g++)
+    losses[g] = cnn_sum (p->row_loss + (gsize) g * n, n) / n;  /* n - 1, 1 */
+  if (grads == NULL)
+    return;
+  float *dA = dense_backward (p, params, n, groups, grads);
+  conv_backward (p, params, n, groups, dA, grads);
+}
+
+/* The largest batch one call takes: every conv layer's rows fit an int. */
+static gboolean
+cnn_rows_ok (const KernModel *m, gint64 rows)
+{
+  return rows >= 1 && rows * m->d <= G_MAXINT;
+}
+
+static double
+cnn_loss_grad (KernModel *m, const float *params, const float *x, const int *y, int n,
+               float *grad)
+{
+  g_return_val_if_fail (m != NULL && params != NULL && x != NULL && y != NULL, NAN);
+  g_return_val_if_fail (cnn_rows_ok (m, n), NAN);
+  g_return_val_if_fail (kern_labels_valid (y, (gsize) n, m->k), NAN);
+  double loss;
+  cnn_compute (m, params, x, y, n, 1, grad != NULL ? &grad : NULL, &loss);
+  return loss;
+}
+
+/* loss_grad_groups (kernels.h); grads may be NULL (losses only). */
+static void
+cnn_loss_grad_groups (KernModel *m, const float *params, const float *x, const int *y,
+                      int n, int groups, float *const *grads, double *losses)
+{
+  g_return_if_fail (m != NULL && params != NULL && x != NULL && y != NULL);
+  g_return_if_fail (n >= 1 && groups >= 1 && losses != NULL);
+  g_return_if_fail (cnn_rows_ok (m, (gint64) n * groups));
+  g_return_if_fail (kern_labels_valid (y, (gsize) n * (gsize) groups, m->k));
+  if (grads != NULL)
+    for (int g = 0; g < groups; g++)
+      g_return_if_fail (grads[g] != NULL);
+  cnn_compute (m, params, x, y, n, groups, grads, losses);
+}
+
+/* Samples per evaluate chunk: the scratch of a chunk stays near
+ * CNN_EVAL_FLOATS. */
+static int
+eval_rows (const KernModel *m)
+{
+  double per = 0;
+  for (int i = 0; i < m->n_layers; i++)
+    per += m->layers[i].activations;
+  return (int) CLAMP (CNN_EVAL_FLOATS / MAX (per, 1.0), 1.0, (double) CNN_EVAL_ROWS);
+}
+
+static void
+cnn_evaluate (KernModel *m, const float *params, const KernDataset *ds, double *loss,
+              double *accuracy)
+{
+  g_return_if_fail (m != NULL && params != NULL && ds != NULL);
+  g_return_if_fail (ds->d == m->d && ds->k == m->k);
+  g_return_if_fail (kern_labels_valid (ds->y, (gsize) ds->n, m->k));
+  CnnPriv *p = m->priv;
+  int chunk = eval_rows (m);
+  double total = 0.0;
+  gint64 correct = 0;
+  for (int start = 0; start < ds->n; start += chunk)
+    {
+      int rows = MIN (chunk, ds->n - start);
+      const int *y = ds->y + start;
+      cnn_reserve (p, rows);
+      cnn_forward (p, params, ds->x + (gsize) start * m->d, rows);
+      p->be->ops->softmax_xent (p->be, p->act[p->n_dense - 1], y, rows, m->k, 0.0f,
+                                p->row_loss, p->row_pred);
+      total += cnn_sum (p->row_loss, rows);
+      for (int i = 0; i < rows; i++)
+        correct += (p->row_pred[i] == y[i]);
+    }
+  /* an empty data set has no mean */
+  if (loss != NULL)
+    *loss = ds->n > 0 ? total / ds->n : NAN;
+  if (accuracy != NULL)
+    *accuracy = ds->n > 0 ? (double) correct / ds->n : NAN;
+}
+
+static gsize
+cnn_n_params (const KernModel *m)
+{
+  const CnnPriv *p = m->priv;
+  return p->n_params;
+}
+
+/* W from N(0, std^2) element-wise for `nw` weights, then `nb` zeros. */
+static void
+draw_layer (KernRng *rng, float *W, gsize nw, gsize nb, double std)
+{
+  for (gsize i = 0; i < nw; i++)
+    W[i] = (float) (std * kern_rng_normal (rng));
+  memset (W + nw, 0, nb * sizeof (float));
+}
+
+/* Layer by layer from one (seed, "cnn") generator (file header). */
+static void
+cnn_init (const KernModel *m, float *params, guint64 seed)
+{
+  g_return_if_fail (m != NULL && params != NULL);
+  const CnnPriv *p = m->priv;
+  KernRng rng;
+  kern_rng_init (&rng, seed, KERN_RNG_STREAM_CNN);
+  for (int l = 0; l < p->n_conv; l++)
+    {
+      const CnnConv *cv = &p->conv[l];
+      draw_layer (&rng, params + cv->w_off, (gsize) cv->kk * cv->cout, cv->cout,
+                  sqrt (2.0 / cv->kk));
+    }
+  for (int l = 0; l < p->n_dense; l++)
+    {
+      int in = p->width[l], out = p->width[l + 1];
+      double std = l < p->n_dense - 1 ? sqrt (2.0 / in) : sqrt (2.0 / (in + out));
+      draw_layer (&rng, params + p->d_off[l], (gsize) in * out, out, std);
+    }
+}
+
+static double
+cnn_flops (const KernModel *m, int n, gboolean forward)
+{
+  double total = 0.0;
+  for (int i = 0; i < m->n_layers; i++)
+    {
+      const KernLayer *ly = &m->layers[i];
+      total += forward ? ly->fwd_flops_fixed + ly->fwd_flops * n
+                       : ly->bwd_flops_fixed + ly->bwd_flops * n;
+    }
+  return total;
+}
+
+static double
+cnn_flops_forward (const KernModel *m, int n)
+{
+  return cnn_flops (m, n, TRUE);
+}
+
+static double
+cnn_flops_backward (const KernModel *m, int n)
+{
+  return cnn_flops (m, n, FALSE);
+}
+
+static void
+cnn_free (KernModel *m)
+{
+  CnnPriv *p = m->priv;
+  for (int l = 0; l < p->n_conv; l++)
+    {
+      g_free (p->cols[l]);
+      g_free (p->z[l]);
+      g_free (p->pooled[l]);
+      g_free (p->arg[l]);
+    }
+  for (int l = 0; l < p->n_dense; l++)
+    g_free (p->act[l]);
+  g_free (p->g[0]);
+  g_free (p->g[1]);
+  g_free (p->dcols);
+  g_free (p->row_loss);
+  g_free (p->row_pred);
+  if (p->own_be)
+    kern_backend_free (p->be);
+  g_free (p);
+  g_free (m->layers);
+  g_free (m);
+}
+
+static KernModel *cnn_clone (const KernModel *m);
+
+static const KernModelOps cnn_ops = {
+  .name = "cnn",
+  .n_params = cnn_n_params,
+  .init = cnn_init,
+  .loss_grad = cnn_loss_grad,
+  .loss_grad_groups = cnn_loss_grad_groups,
+  .evaluate = cnn_evaluate,
+  .flops_forward = cnn_flops_forward,
+  .flops_backward = cnn_flops_backward,
+  .clone = cnn_clone,
+  .free = cnn_free,
+};
+
+/* --- The layer table (docs/kernels.md, "Convolutional network") ------------ */
+
+/* Valid taps along one axis: sum over the H positions of the kernel taps
+ * that fall inside the image, H q - r (r + 1) for H >= r. */
+static double
+valid_taps (int H, int q, int r)
+{
+  return (double) H * q - (double) r * (r + 1);
+}
+
+/* Conv layer l: im2col, bias rows, U W; backward dW, db and (l > 0) dU and
+ * col2im. */
+static void
+conv_layer (KernLayer *ly, const CnnPriv *p, int l)
+{
+  const CnnConv *cv = &p->conv[l];
+  double hw = (double) cv->side * cv->side, K = cv->kk, co = cv->cout, ci = cv->cin;
+  double d = l > 0 ? 1.0 : 0.0;
+  double v = valid_taps (cv->side, p->q, p->pad);
+  g_snprintf (ly->name, sizeof ly->name, "conv%d", l + 1);
+  ly->kind = p->q == 3 ? KERN_LAYER_CONV3X3 : KERN_LAYER_CONV;
+  ly->param_offset = cv->w_off;
+  ly->params = (gsize) cv->kk * cv->cout + cv->cout;
+  ly->fwd_flops = 2.0 * hw * K * co;
+  /* dW 2 hw K co; db (n hw - 1) co; dU 2 hw K co and col2im ci v^2 (l > 0) */
+  ly->bwd_flops_fixed = -co;
+  ly->bwd_flops = 2.0 * hw * K * co + hw * co + d * (2.0 * hw * K * co + ci * v * v);
+  /* im2col reads A, writes U; bias rows; GEMM reads U, reads and writes Z */
+  ly->fwd_bytes_fixed = 4.0 * (K * co + co);
+  ly->fwd_bytes = 4.0 * hw * (ci + 2.0 * K + 3.0 * co);
+  /* dW reads U and dZ; db reads dZ; dU reads dZ, writes dU; col2im reads
+   * dU, reads and writes dA */
+  ly->bwd_bytes_fixed = 4.0 * (K * co + co + d * K * co);
+  ly->bwd_bytes = 4.0 * hw * (K + 2.0 * co + d * (co + 2.0 * K + 2.0 * ci));
+  ly->activations = hw * (K + co);       /* U for dW, Z for the ReLU mask */
+  ly->outputs = hw * co;
+  ly->n_weights = 1;
+  ly->weight[0] = (KernWeight) { .offset = cv->w_off, .rows = cv->kk, .cols = cv->cout,
+                                 .has_bias = TRUE,
+                                 .bias = cv->w_off + (gsize) cv->kk * cv->cout };
+}
+
+/* ReLU in place on w floats per sample. */
+static void
+relu_layer (KernLayer *ly, const char *name, double w, gsize offset)
+{
+  g_strlcpy (ly->name, name, sizeof ly->name);
+  ly->kind = KERN_LAYER_ELEMENTWISE;
+  ly->param_offset = offset;
+  ly->fwd_bytes = 4.0 * 2.0 * w;         /* reads and writes Z */
+  ly->bwd_bytes = 4.0 * 3.0 * w;         /* reads dZ and Z, writes dZ */
+  ly->outputs = w;
+}
+
+/* Max-pool after conv layer l: compares and copies only. */
+static void
+pool_layer (KernLayer *ly, const CnnPriv *p, int l, gsize offset)
+{
+  const CnnConv *cv = &p->conv[l];
+  double in = (double) cv->side * cv->side * cv->cout;
+  double out = (double) cv->pooled * cv->pooled * cv->cout;
+  double s2 = (double) p->pool * p->pool;
+  g_snprintf (ly->name, sizeof ly->name, "pool%d", l + 1);
+  ly->kind = KERN_LAYER_ELEMENTWISE;
+  ly->param_offset = offset;
+  ly->fwd_bytes = 4.0 * (s2 * out + 2.0 * out);  /* windows read; P, arg written */
+  ly->bwd_bytes = 4.0 * (in + 2.0 * out);        /* dZ written; dP, arg read */
+  ly->activations = 2.0 * out;                   /* P and arg */
+  ly->outputs = out;
+}
+
+/* Dense layer l (in, out): mlp.c's, its input always needing a gradient. */
+static void
+dense_layer (KernLayer *ly, const CnnPriv *p, int l)
+{
+  double in = p->width[l], out = p->width[l + 1];
+  g_snprintf (ly->name, sizeof ly->name, "fc%d", l + 1);
+  ly->kind = KERN_LAYER_GEMM;
+  ly->param_offset = p->d_off[l];
+  ly->params = (gsize) p->width[l] * p->width[l + 1] + p->width[l + 1];
+  ly->fwd_flops = 2.0 * in * out;
+  ly->bwd_flops_fixed = -out;
+  ly->bwd_flops = 4.0 * in * out + out;
+  ly->fwd_bytes_fixed = 4.0 * (in * out + out);
+  ly->fwd_bytes = 4.0 * (in + 3.0 * out);
+  ly->bwd_bytes_fixed = 4.0 * (2.0 * in * out + out);
+  ly->bwd_bytes = 4.0 * (2.0 * in + 3.0 * out);
+  ly->activations = out;
+  ly->outputs = out;
+  ly->n_weights = 1;
+  ly->weight[0] = (KernWeight) { .offset = p->d_off[l], .rows = p->width[l],
+                                 .cols = p->width[l + 1], .has_bias = TRUE,
+                                 .bias = p->d_off[l] + (gsize) p->width[l] * p->width[l + 1] };
+}
+
+/* Softmax cross-entropy on k logits and the mean: as mlp.c's xent. */
+static void
+loss_layer (KernLayer *ly, const CnnPriv *p, int k)
+{
+  g_strlcpy (ly->name, "xent", sizeof ly->name);
+  ly->kind = KERN_LAYER_ELEMENTWISE;
+  ly->param_offset = p->n_params;
+  ly->fwd_flops = 3.0 * k + 2.0;
+  ly->bwd_flops_fixed = 1.0;
+  ly->bwd_flops = k + 2.0;
+  ly->fwd_bytes = 4.0 * (k + 3.0);
+  ly->bwd_bytes = 4.0 * k;
+}
+
+static void
+fill_layers (KernModel *m, const CnnPriv *p)
+{
+  m->n_layers = p->n_conv * (p->pool > 1 ? 3 : 2) + 2 * p->n_dense;
+  m->layers = g_new0 (KernLayer, m->n_layers);
+  int i = 0;
+  for (int l = 0; l < p->n_conv; l++)
+    {
+      gsize next = l + 1 < p->n_conv ? p->conv[l + 1].w_off : p->d_off[0];
+      char name[32];
+      conv_layer (&m->layers[i++], p, l);
+      g_snprintf (name, sizeof name, "relu%d", l + 1);
+      relu_layer (&m->layers[i++], name,
+                  (double) p->conv[l].side * p->conv[l].side * p->conv[l].cout, next);
+      if (p->pool > 1)
+        pool_layer (&m->layers[i++], p, l, next);
+    }
+  for (int l = 0; l < p->n_dense; l++)
+    {
+      dense_layer (&m->layers[i++], p, l);
+      if (l < p->n_dense - 1)
+        {
+          char name[32];
+          g_snprintf (name, sizeof name, "relu%d", p->n_conv + l + 1);
+          relu_layer (&m->layers[i++], name, p->width[l + 1], p->d_off[l + 1]);
+        }
+    }
+  loss_layer (&m->layers[i++], p, m->k);
+  g_assert (i == m->n_layers);
+}
+
+/* --- Construction ------------------------------------------------------------ */
+
+#define CNN_ERROR g_quark_from_static_string ("kern-cnn")
+
+/* The conv layers' shapes from the image side: FALSE with an error naming
+ * the key to change when the image gets smaller than a kernel or a pool. */
+static gboolean
+plan_convs (CnnPriv *p, int side, const int *channels, GError **error)
+{
+  int cin = 1;
+  for (int l = 0; l < p->n_conv; l++)
+    {
+      CnnConv *cv = &p->conv[l];
+      if (side < p->q || side < p->pool)
+        {
+          g_set_error (error, CNN_ERROR, 0,
+                       "[model] channels: convolution %d sees a %d x %d image, smaller than "
+                       "its %d x %d kernel or %d x %d pool; use fewer channels entries, or a "
+                       "smaller kernel or pool", l + 1, side, side, p->q, p->q, p->pool,
+                       p->pool);
+          return FALSE;
+        }
+      cv->side = side;
+      cv->cin = cin;
+      cv->cout = channels[l];
+      cv->kk = p->q * p->q * cin;
+      cv->pooled = side / p->pool;
+      cv->w_off = p->n_params;
+      p->n_params += (gsize) cv->kk * cv->cout + cv->cout;
+      p->widest = MAX (p->widest, side * side * cv->cout);
+      if (l > 0)
+        p->widest_k = MAX (p->widest_k, side * side * cv->kk);
+      side = cv->pooled;
+      cin = cv->cout;
+    }
+  p->width[0] = side * side * cin;
+  return TRUE;
+}
+
+/* Creates a CNN (file header) for square one-channel images of d = side^2
+ * features and k classes: n_conv (1 .. 8) conv layers of channels[l]
+ * outputs (>= 1), a q x q kernel (q odd), a p x p max-pool after each (p =
+ * 1: none), n_hidden (0 .. 7) dense ReLU layers of hidden[l] units, a k-way
+ * softmax head.  Math on `be` (borrowed, a CPU backend; NULL = a private
+ * reproducible one).  Returns NULL with `error` set ("[model] key: what is
+ * wrong; the fix") when d is not a square or the image shrinks below a
+ * kernel or pool; arguments out of those ranges are programming errors.
+ * Free with kern_model_free(). */
+KernModel *
+kern_cnn_new (int d, const int *channels, int n_conv, int q, int pool, const int *hidden,
+              int n_hidden, int k, KernBackend *be, GError **error)
+{
+  g_return_val_if_fail (d >= 1 && k >= 1 && channels != NULL, NULL);
+  g_return_val_if_fail (n_conv >= 1 && n_conv <= CNN_MAX_CONV, NULL);
+  g_return_val_if_fail (n_hidden >= 0 && n_hidden < CNN_MAX_DENSE, NULL);
+  g_return_val_if_fail (n_hidden == 0 || hidden != NULL, NULL);
+  g_return_val_if_fail (q >= 1 && q % 2 == 1 && pool >= 1, NULL);
+  g_return_val_if_fail (be == NULL || strcmp (be->ops->name, "cpu") == 0, NULL);
+  int side = (int) floor (sqrt ((double) d) + 0.5);
+  if (side * side != d)
+    {
+      g_set_error (error, CNN_ERROR, 0,
+                   "[model] features: kind = cnn reads a sample as a square one-channel "
+                   "image, and %d features are not a square; use dataset = fashion-mnist "
+                   "(28 x 28) or a square number of features (e.g. 784)", d);
+      return NULL;
+    }
+  CnnPriv *p = g_new0 (CnnPriv, 1);
+  p->q = q;
+  p->pad = (q - 1) / 2;
+  p->pool = pool;
+  p->n_conv = n_conv;
+  p->n_dense = n_hidden + 1;
+  if (!plan_convs (p, side, channels, error))
+    {
+      g_free (p);
+      return NULL;
+    }
+  for (int l = 0; l < n_hidden; l++)
+    p->width[l + 1] = hidden[l];
+  p->width[p->n_dense] = k;
+  for (int l = 0; l < p->n_dense; l++)
+    {
+      p->d_off[l] = p->n_params;
+      p->n_params += (gsize) p->width[l] * p->width[l + 1] + p->width[l + 1];
+      p->widest = MAX (p->widest, p->width[l]);
+    }
+  p->own_be = (be == NULL);
+  p->be = be != NULL ? be : kern_backend_cpu_new ();
+  KernModel *m = g_new0 (KernModel, 1);
+  m->ops = &cnn_ops;
+  m->d = d;
+  m->k = k;
+  m->priv = p;
+  fill_layers (m, p);
+  return m;
+}
+
+/* The same network; its own scratch.  A private backend (reproducible) is
+ * made anew; a borrowed CPU backend holds no state and is shared. */
+static KernModel *
+cnn_clone (const KernModel *m)
+{
+  const CnnPriv *p = m->priv;
+  int channels[CNN_MAX_CONV];
+  for (int l = 0; l < p->n_conv; l++)
+    channels[l] = p->conv[l].cout;
+  return kern_cnn_new (m->d, channels, p->n_conv, p->q, p->pool, p->width + 1,
+                       p->n_dense - 1, m->k, p->own_be ? NULL : p->be, NULL);
+}
+
+/* --- The registry entry ------------------------------------------------------ */
+
+static const BaseKey cnn_keys[] = {
+  { "model", "channels", BASE_KEY_INTLIST, 0, "16,32", 1, 1024, 0, NULL, 0,
+    "kind = cnn: output channels of each convolution layer, e.g. 16,32 (1 to 8 layers); the dense layers after them are [model] hidden.", NULL },
+  { "model", "kernel", BASE_KEY_INT, 0, "3", 1, 9, 0, NULL, 0,
+    "kind = cnn: side of the square convolution kernel, odd (stride 1, zero padding keeping the image's size).", NULL },
+  { "model", "pool", BASE_KEY_INT, 0, "2", 1, 8, 0, NULL, 0,
+    "kind = cnn: side of the max-pool window (and its stride) after each convolution; 1 = no pooling.", NULL },
+  { .section = NULL },
+};
+
+static gboolean
+cnn_validate (const BaseValues *v, GError **error)
+{
+  const GArray *ch = base_values_list (v, "model.channels");
+  if (ch == NULL || ch->len < 1 || ch->len > CNN_MAX_CONV)
+    {
+      g_set_error (error, CNN_ERROR, 0,
+                   "[model] channels: %u convolution layers; give 1 to %d widths, e.g. 16,32",
+                   ch ? ch->len : 0, CNN_MAX_CONV);
+      return FALSE;
+    }
+  gint64 q = base_values_int (v, "model.kernel");
+  if (q % 2 == 0)
+    {
+      g_set_error (error, CNN_ERROR, 0,
+                   "[model] kernel: %" G_GINT64_FORMAT " is even, and padding that keeps the "
+                   "image's size needs an odd kernel; use 1, 3, 5, 7 or 9", q);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static KernModel *
+cnn_kind_new (const KernModelArgs *a, KernBackend *be, GError **error)
+{
+  const GArray *ch = base_values_list (a->values, "model.channels");
+  if (a->n_hidden >= CNN_MAX_DENSE)
+    {
+      g_set_error (error, CNN_ERROR, 0,
+                   "[model] hidden: %d dense layers after the convolutions; kind = cnn takes "
+                   "at most %d", a->n_hidden, CNN_MAX_DENSE - 1);
+      return NULL;
+    }
+  return kern_cnn_new (a->inputs, (const int *) ch->data, (int) ch->len,
+                       (int) base_values_int (a->values, "model.kernel"),
+                       (int) base_values_int (a->values, "model.pool"), a->hidden,
+                       a->n_hidden, a->classes, be, error);
+}
+
+const KernModelKind kern_model_cnn = {
+  .name = "cnn",
+  .description = "convolutional network: conv, ReLU, max-pool layers, then dense layers and softmax (CPU backend)",
+  .math = TRUE,
+  .cpu_only = TRUE,
+  .depth_key = "channels",
+  .keys = cnn_keys,
+  .validate = cnn_validate,
+  .new = cnn_kind_new,
+};
