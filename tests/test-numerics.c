@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "train/lanes.h"
+#include "train/step.h"
 #include "tests/util.h"
 
 static guint32
@@ -344,6 +346,258 @@ test_names (void)
   g_assert_cmpint (out, ==, KERN_FORMAT_BF16);
 }
 
+/* --- The worker step ----------------------------------------------------- */
+
+/* Loss scaling, by the formula: a softmax model on inputs scaled by 2^-30
+ * has weight gradients X^T (P - Y) / n of order 2^-30, below half of fp16's
+ * least subnormal 2^-24, so fp16 gradients lose every one of them (and the
+ * update leaves the weights as they were).  With loss_scale S = 2^24 each gradient g comes back
+ * within max(|g| 2^-11, 2^-25 / S) of its float32 value: half a unit in
+ * the last place of fp16's normal range, or half of its least subnormal
+ * scaled back. */
+static void
+test_loss_scale_recovers (void)
+{
+  int d = 10, k = 4, B = 16;
+  KernModel *m = kern_softmax_new (d, k);
+  KernDataset *train, *test;
+  kern_dataset_blobs (64, 8, d, k, 3.0, 7, &train, &test);
+  for (gsize i = 0; i < (gsize) train->n * d; i++)
+    train->x[i] *= 0x1p-30f;
+  gsize P = m->ops->n_params (m), nw = (gsize) d * k;
+  g_autofree float *params = g_new (float, P);
+  m->ops->init (m, params, 3);
+  TrainStepsSetup setup = { .model = m, .train = train,
+                            .samplers = train_samplers_new (train->n, 1, 3), .parts = 1,
+                            .batch = B, .slots = 1 };
+  TrainSteps *ts = train_steps_new (&setup);
+  int idx[16];
+  for (int i = 0; i < B; i++)
+    idx[i] = i;
+  g_autofree float *g32 = g_new (float, P);
+  g_autofree float *g = g_new (float, P);
+  const float *own[1] = { params };
+  TrainStep st = { .n = 1, .first = 0, .drawn = idx, .own = own, .grads = &g32 };
+  train_step (ts, &st);
+  gsize nonzero = 0;
+  for (gsize i = 0; i < nw; i++)
+    {
+      nonzero += g32[i] != 0;
+      g_assert_cmpfloat (fabsf (g32[i]), <, 0x1p-25f);
+    }
+  g_assert_cmpuint (nonzero, ==, nw);
+
+  /* fp16, no scale: every weight gradient lost, so is the update */
+  m->num.gradients = KERN_FORMAT_FP16;
+  KernOptConfig cfg = { .kind = &kern_opt_sgd, .lr = 0.5 };
+  KernOptimizer *opt = kern_optimizer_new (&cfg, P);
+  g_autofree float *stepped = g_memdup2 (params, P * sizeof (float));
+  float *upd[1] = { stepped };
+  st.grads = &g;
+  st.opt = &opt;
+  st.update = upd;
+  train_step (ts, &st);
+  for (gsize i = 0; i < nw; i++)
+    {
+      g_assert_cmpfloat (g[i], ==, 0.0f);
+      g_assert_cmpfloat (stepped[i], ==, params[i]);
+    }
+  /* the bias gradients, the batch's mean of P - Y, are rounded as usual */
+  for (gsize i = nw; i < P; i++)
+    g_assert_cmpfloat (fabs ((double) g[i] - g32[i]), <=, MAX (fabs (g32[i]) * 0x1p-11, 0x1p-25));
+
+  /* fp16 with loss_scale = 2^16: the weight gradients are back */
+  const double S = 0x1p16;
+  m->num.loss_scale = (float) S;
+  gsize kept = 0, recovered = 0;
+  st.opt = NULL;
+  train_step (ts, &st);
+  for (gsize i = 0; i < P; i++)
+    {
+      double bound = MAX (fabs (g32[i]) * 0x1p-11, 0x1p-25 / S);
+      g_assert_cmpfloat (fabs ((double) g[i] - g32[i]), <=, bound);
+      /* kept unless below fp16's least subnormal even scaled */
+      if (fabs (g32[i]) >= 0x1p-24 / S)
+        kept++;
+      if (i < nw && g[i] != 0)
+        recovered++;
+    }
+  g_assert_cmpuint (kept, >=, P - 2);
+  g_assert_cmpuint (recovered, >=, nw - 2);
+
+  /* a scale too large: the bias gradients, scaled past fp16's largest
+   * 65504 (by half a unit: 65520), overflow to infinity */
+  m->num.loss_scale = 0x1p24f;
+  train_step (ts, &st);
+  gsize overflowed = 0;
+  for (gsize i = nw; i < P; i++)
+    if (fabs (g32[i]) * 0x1p24 >= 65520)
+      {
+        g_assert_true (isinf (g[i]));
+        overflowed++;
+      }
+  g_assert_cmpuint (overflowed, >=, 1);
+  kern_optimizer_free (opt);
+  train_steps_free (ts);
+  kern_model_free (m);
+  kern_dataset_free (train);
+  kern_dataset_free (test);
+}
+
+/* --- Whole runs ---------------------------------------------------------- */
+
+static const char base[] =
+  "[scenario]\niterations = 12\nseed = 3\n"
+  "[cluster]\nworkers = 4\n"
+  "[model]\nkind = mlp\nhidden = 16\nbatch = 16\nlr = 0.2\nsamples = 2048\n"
+  "features = 16\nclasses = 4\neval_every = 8\n"
+  "[policy]\nkind = allreduce\n";
+
+/* Two runs' evaluations and results are the same bits. */
+static void
+assert_same_runs (const TestRun *a, const TestRun *b)
+{
+  g_assert_cmpuint (a->metrics->len, ==, b->metrics->len);
+  for (guint i = 0; i < a->metrics->len; i++)
+    {
+      const TestMetric *x = &g_array_index (a->metrics, TestMetric, i);
+      const TestMetric *y = &g_array_index (b->metrics, TestMetric, i);
+      g_assert_cmpmem (&x->loss, sizeof x->loss, &y->loss, sizeof y->loss);
+      g_assert_cmpmem (&x->accuracy, sizeof x->accuracy, &y->accuracy, sizeof y->accuracy);
+      g_assert_cmpfloat (x->t, ==, y->t);
+    }
+  g_assert_cmpmem (&a->sum.final_loss, sizeof (double), &b->sum.final_loss, sizeof (double));
+  g_assert_cmpfloat (a->sum.sim_time, ==, b->sum.sim_time);
+}
+
+/* Every key at fp32 (and loss_scale 1) is the run without the section,
+ * bit for bit, for both policies that round transfers. */
+static void
+test_fp32_identity (void)
+{
+  const char *const policies[] = { "allreduce", "ps" };
+  for (guint p = 0; p < G_N_ELEMENTS (policies); p++)
+    {
+      g_autofree char *kind = g_strdup_printf ("kind = %s\n", policies[p]);
+      g_autofree char *plain = test_replaced (base, "kind = allreduce\n", kind);
+      g_autofree char *all = g_strconcat (plain, "[numerics]\nweights = fp32\ngradients = fp32\n"
+                                          "loss_scale = 1\ncommunication = fp32\n"
+                                          "activations = fp32\n", NULL);
+      TestRun *a = test_run_collect (plain, NULL);
+      TestRun *b = test_run_collect (all, NULL);
+      assert_same_runs (a, b);
+      test_run_free (a);
+      test_run_free (b);
+    }
+}
+
+/* The first and last evaluated losses of a run. */
+static void
+loss_ends (const TestRun *r, double *first, double *last)
+{
+  g_assert_cmpuint (r->metrics->len, >=, 2);
+  *first = g_array_index (r->metrics, TestMetric, 0).loss;
+  *last = g_array_index (r->metrics, TestMetric, r->metrics->len - 1).loss;
+}
+
+/* bf16 weights change the run and it still trains; so does each other
+ * key, on each policy that honours it. */
+static void
+test_formats_train (void)
+{
+  TestRun *ref = test_run_collect (base, NULL);
+  double f0, f1;
+  loss_ends (ref, &f0, &f1);
+  const char *const sets[][2] = {
+    { "numerics.weights=bf16", "policy.kind=allreduce" },
+    { "numerics.weights=fp8-e4m3", "policy.kind=ps" },
+    { "numerics.gradients=fp8-e5m2", "policy.kind=allreduce" },
+    { "numerics.communication=fp8-e5m2", "policy.kind=allreduce" },
+    { "numerics.communication=bf16", "policy.kind=ps" },
+    { "numerics.activations=fp8-e4m3", "policy.kind=allreduce" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (sets); i++)
+    {
+      const char *const s[] = { sets[i][0], sets[i][1], NULL };
+      TestRun *r = test_run_collect (base, s);
+      double l0, l1;
+      loss_ends (r, &l0, &l1);
+      g_test_message ("%s %s: loss %g -> %g (fp32: %g)", s[0], s[1], l0, l1, f1);
+      g_assert_cmpfloat (l1, <, 0.8 * l0);
+      g_assert_cmpfloat (l1, !=, f1);
+      test_run_free (r);
+    }
+  test_run_free (ref);
+}
+
+/* Every key rounding at once gives the same bits on 1 and 2 host
+ * threads (the lanes' model clones carry the formats). */
+static void
+test_threads (void)
+{
+  g_autofree char *text = g_strconcat (base, "[numerics]\nweights = bf16\ngradients = fp16\n"
+                                       "loss_scale = 1024\ncommunication = bf16\n"
+                                       "activations = fp8-e5m2\n", NULL);
+  train_set_threads (1);
+  TestRun *a = test_run_collect (text, NULL);
+  train_set_threads (2);
+  TestRun *b = test_run_collect (text, NULL);
+  train_set_threads (1);
+  assert_same_runs (a, b);
+  test_run_free (a);
+  test_run_free (b);
+}
+
+/* The GPT rounds its activations: the run changes and still trains. */
+static void
+test_gpt_activations (void)
+{
+  static const char gpt[] =
+    "[scenario]\niterations = 12\nseed = 5\n[cluster]\nworkers = 2\n"
+    "[model]\nkind = gpt\nvocabulary = 8\nbranching = 2\nsequence = 8\nwidth = 16\n"
+    "heads = 2\nblocks = 1\nbatch = 8\nsamples = 512\neval_samples = 64\n"
+    "test_samples = 64\nlr = 0.3\neval_every = 6\n[policy]\nkind = allreduce\n";
+  const char *const s[] = { "numerics.activations=fp8-e4m3", NULL };
+  TestRun *ref = test_run_collect (gpt, NULL);
+  TestRun *r = test_run_collect (gpt, s);
+  double f0, f1, l0, l1;
+  loss_ends (ref, &f0, &f1);
+  loss_ends (r, &l0, &l1);
+  g_assert_cmpfloat (l1, <, l0);
+  g_assert_cmpfloat (l1, !=, f1);
+  test_run_free (ref);
+  test_run_free (r);
+}
+
+/* A key that would change nothing, or that the run cannot honour, is
+ * refused in one line naming it. */
+static void
+test_refused (void)
+{
+  g_autofree char *text = g_strconcat (base, "[numerics]\nweights = fp32\n", NULL);
+  const TestRefusal cases[] = {
+    { "weights = fp32", "weights = bf16\n[kernels]\nbackend = none",
+      "[numerics] weights: rounds the real math, but this run does no math" },
+    { "kind = allreduce\n[numerics]\nweights = fp32",
+      "kind = gossip\n[numerics]\ncommunication = bf16",
+      "[numerics] communication: kind = gossip does not round" },
+    { "kind = allreduce\n[numerics]\nweights = fp32",
+      "kind = pipeline\nstages = 2\n[numerics]\ngradients = bf16",
+      "[numerics] gradients: kind = pipeline" },
+    { "weights = fp32", "loss_scale = 1024", "[numerics] loss_scale: scales only" },
+    { "weights = fp32", "gradients = fp16\nloss_scale = 0", "[numerics] loss_scale" },
+    { "weights = fp32", "weights = fp12", "[numerics] weights: unknown value 'fp12'" },
+  };
+  /* the sparse model has no activation hook */
+  const TestRefusal sparse[] = {
+    { "weights = fp32", "activations = bf16",
+      "[numerics] activations: kind = sparse has no hook" },
+  };
+  test_refusals (text, cases, G_N_ELEMENTS (cases));
+  g_autofree char *sp = test_replaced (text, "kind = mlp\nhidden = 16\n", "kind = sparse\n");
+  test_refusals (sp, sparse, 1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -357,5 +611,11 @@ main (int argc, char **argv)
   g_test_add_func ("/numerics/round/idempotent", test_idempotent);
   g_test_add_func ("/numerics/round/scaled", test_scaled);
   g_test_add_func ("/numerics/round/names", test_names);
+  g_test_add_func ("/numerics/step/loss-scale", test_loss_scale_recovers);
+  g_test_add_func ("/numerics/run/fp32-identity", test_fp32_identity);
+  g_test_add_func ("/numerics/run/formats-train", test_formats_train);
+  g_test_add_func ("/numerics/run/threads", test_threads);
+  g_test_add_func ("/numerics/run/gpt-activations", test_gpt_activations);
+  g_test_add_func ("/numerics/run/refused", test_refused);
   return g_test_run ();
 }
