@@ -309,7 +309,16 @@ sim_model_new (const SimConfig *c, KernBackend *be, GError **error)
     .read_workload = workload_text,
     .values = c->values,
   };
-  return sim_model_kind (c)->new (&a, be, error);
+  KernModel *m = sim_model_kind (c)->new (&a, be, error);
+  if (m)
+    m->num = (KernNumerics) {
+      .weights = (KernFormat) c->num_weights,
+      .gradients = (KernFormat) c->num_gradients,
+      .communication = (KernFormat) c->num_communication,
+      .activations = (KernFormat) c->num_activations,
+      .loss_scale = (float) c->loss_scale,
+    };
+  return m;
 }
 
 double

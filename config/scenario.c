@@ -65,6 +65,10 @@ static const BaseChoice recover_choices[] = {
 static const BaseChoice precision_choices[] = {
   { "fp32", SIM_PREC_FP32, FALSE }, { "tf32", SIM_PREC_TF32, FALSE },
   { "bf16", SIM_PREC_BF16, FALSE }, { "fp16", SIM_PREC_FP16, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice format_choices[] = {
+  { "fp32", KERN_FORMAT_FP32, FALSE }, { "bf16", KERN_FORMAT_BF16, FALSE },
+  { "fp16", KERN_FORMAT_FP16, FALSE }, { "fp8-e4m3", KERN_FORMAT_FP8_E4M3, FALSE },
+  { "fp8-e5m2", KERN_FORMAT_FP8_E5M2, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice compute_time_choices[] = {
   { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
 
@@ -234,6 +238,16 @@ static const KeyDef core_keys[] = {
     "Where the real math runs.", kern_backend_entries },
   { "kernels", "reproducible", BASE_KEY_ENUM, 0, "auto", 0, 0, 0, reproducible_choices, OFF (reproducible),
     "true: the real math gives the same bits on every x86-64 CPU and thread count (products summed in one fixed order, docs/kernels.md); false: the CPU backend's products go to OpenBLAS, faster, with last bits that depend on the CPU; auto: true where the backend can (cpu), false otherwise (cuda).", NULL },
+  { "numerics", "weights", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, format_choices, OFF (num_weights),
+    "Format the forward and backward read the parameters in (fp32, bf16, fp16, fp8-e4m3, fp8-e5m2): each step rounds a copy of them; the optimizer updates the fp32 master copy (docs/kernels.md, \"Low-precision emulation\").", NULL },
+  { "numerics", "gradients", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, format_choices, OFF (num_gradients),
+    "Format each worker's gradient is rounded to before it leaves the worker (pushed, all-reduced or stepped on): multiplied by loss_scale, rounded, divided by it.", NULL },
+  { "numerics", "loss_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 16777216, OPEN_MIN, NULL, OFF (loss_scale),
+    "Static loss scale S in (0, 2^24]: gradients (and, with activations, the gradients at layer outputs) are rounded as round(S g) / S, so that small values survive a narrow format; a power of two scales exactly.", NULL },
+  { "numerics", "communication", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, format_choices, OFF (num_communication),
+    "Format of the values a transfer carries: kind = allreduce rounds each worker's contribution and the summed result, kind = ps each pushed gradient and each pulled shard of parameters.", NULL },
+  { "numerics", "activations", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, format_choices, OFF (num_activations),
+    "Format each layer's output is rounded to in forward, and the gradient at it in backward (with loss_scale); kind = mlp, softmax, linear and gpt on backend = cpu.", NULL },
   { "trace", "detail", BASE_KEY_ENUM, 0, "iterations", 0, 0, 0, detail_choices, OFF (detail),
     "Tables written: summary (runs, params, metrics), iterations, spans, messages; each level includes the ones before.", NULL },
   { "trace", "db", BASE_KEY_STRING, 0, NULL, 0, 0, 0, NULL, OFF (db),
@@ -245,7 +259,7 @@ static const KeyDef core_keys[] = {
 /* The sections in the order `dtsim keys` lists them. */
 static const char *const sections[] = {
   "scenario", "cluster", "device", "network", "model", "policy", "stragglers",
-  "failures", "kernels", "trace", NULL,
+  "failures", "kernels", "numerics", "trace", NULL,
 };
 
 /* Appends the rows the registries declare, for every section. */
@@ -859,6 +873,54 @@ check_train_length (const SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
+/* [numerics]: the keys change the real math only, each where the model,
+ * backend and policy can honour it; a key that would change nothing is
+ * refused. */
+static gboolean
+check_numerics (const SimConfig *c, const char *file, GError **error)
+{
+  static const char *const keys[] = { "weights", "gradients", "communication", "activations" };
+  int fmt[] = { c->num_weights, c->num_gradients, c->num_communication, c->num_activations };
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      if (fmt[i] == KERN_FORMAT_FP32)
+        continue;
+      const KeyDef *k = find_key ("numerics", keys[i]);
+      if (!c->math)
+        return fail (error, file, k,
+                     "rounds the real math, but this run does no math ([kernels] backend = "
+                     "none, [model] kind = timing or a policy that trains nothing); remove it");
+      if (ops->no_numerics)
+        return fail (error, file, k,
+                     "kind = %s runs its stages' math layer by layer and does not emulate "
+                     "formats; remove [numerics] or use kind = allreduce or ps", c->policy);
+      if (i == 2 && !ops->wire_numerics)
+        return fail (error, file, k,
+                     "kind = %s does not round what its transfers carry (kind = allreduce and ps "
+                     "do); remove it or set it to fp32", c->policy);
+      if (i == 3 && !sim_model_kind (c)->rounds_activations)
+        return fail (error, file, k,
+                     "kind = %s has no hook for its layers' outputs (mlp, softmax, linear and gpt "
+                     "have); remove it or set it to fp32", c->model_kind);
+      if (i == 3 && strcmp (c->backend, "cpu") != 0)
+        return fail (error, file, k,
+                     "rounds layer outputs on the CPU backend only, not backend = %s; remove it "
+                     "or use [kernels] backend = cpu", c->backend);
+      if (i == 3 && base_values_declares (c->values, "policy.tensor")
+          && base_values_int (c->values, "policy.tensor") > 1)
+        return fail (error, file, k,
+                     "is not emulated in tensor-parallel layers ([policy] tensor > 1); remove it "
+                     "or set [policy] tensor = 1");
+    }
+  if (c->loss_scale != 1.0 && c->num_gradients == KERN_FORMAT_FP32
+      && c->num_activations == KERN_FORMAT_FP32)
+    return fail (error, file, find_key ("numerics", "loss_scale"),
+                 "scales only what gradients or activations round, and both are fp32; remove "
+                 "it or set [numerics] gradients");
+  return TRUE;
+}
+
 /* Rules that involve more than one key. */
 static gboolean
 check_cross (SimConfig *c, const char *file, GError **error)
@@ -893,6 +955,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
                  "set reproducible = false (or auto) or use backend = cpu", c->backend);
   c->reproducible_math = c->reproducible == SIM_REPRODUCIBLE_AUTO
                          ? be->can_reproduce : c->reproducible == SIM_REPRODUCIBLE_TRUE;
+  if (!check_numerics (c, file, error))
+    return FALSE;
   if (!sim_apply_catalog (c, file, error))
     return FALSE;
   if (!sim_model_shape_apply (c, file, error) || !sim_model_kind_validate (c, file, error)

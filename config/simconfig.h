@@ -155,6 +155,9 @@ typedef struct {
   char *backend;         /* cpu | cuda | none */
   int reproducible;      /* SimReproducible: [kernels] reproducible as given */
   gboolean reproducible_math;   /* resolved: products in the fixed order */
+  /* [numerics]: KernFormat values, docs/kernels.md */
+  int num_weights, num_gradients, num_communication, num_activations;
+  double loss_scale;     /* static loss scale, > 0 */
   /* [trace] */
   SimDetail detail;
   char *db;              /* output database path */

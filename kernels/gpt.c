@@ -101,6 +101,12 @@ typedef struct {
   float *dres, *dsmall, *dbig, *dqkv;   /* (T, D), (T, D), (T, F), (T, 3D) */
   float *dP;                /* (S, S) */
   double *lnrow;            /* (2 D) layer-norm backward scratch */
+  /* [numerics] activations, from the model's KernNumerics at each call:
+   * the embedding's and every block's output, the logits, and the
+   * gradients at them, are rounded to `fmt` (those at them scaled by
+   * `scale` first and unscaled after) */
+  KernFormat fmt;
+  float scale;
 } GptPriv;
 
 /* --- Scratch ------------------------------------------------------------- */
@@ -395,6 +401,7 @@ block_forward (GptPriv *p, const float *P, int l, int n)
   dense_forward (be, a->g, P + o->fc2, T, F, D, out);
   for (gsize i = 0; i < TD; i++)
     out[i] += a->mid[i];                                         /* mlp.add */
+  kern_round_to (p->fmt, out, TD);                               /* the block's output */
 }
 
 /* Block l backward: dres holds dL/d res[l + 1] and becomes dL/d res[l];
@@ -406,6 +413,7 @@ block_backward (GptPriv *p, const float *P, float *G, int l, int n)
   GptAct *a = &p->act[l];
   const GptOff *o = &p->off[l];
   int D = p->D, F = p->F, T = n * p->S;
+  kern_round_scaled (p->fmt, p->dres, (gsize) T * D, p->scale);  /* at the block's output */
   dense_backward (be, a->g, P + o->fc2, p->dres, T, F, D, G + o->fc2, p->dbig);
   gelu_backward (p->dbig, a->u, (gsize) T * F);
   dense_backward (be, a->xn2, P + o->fc, p->dbig, T, D, F, G + o->fc, p->dsmall);
@@ -452,6 +460,7 @@ gpt_forward (GptPriv *p, const float *P, int n)
       for (int j = 0; j < D; j++)
         p->res[0][(gsize) r * D + j] = e[j] + q[j];              /* S D a sample */
     }
+  kern_round_to (p->fmt, p->res[0], (gsize) T * D);              /* the embedding's output */
   for (int l = 0; l < p->L; l++)
     block_forward (p, P, l, n);
   ln_forward (p->res[p->L], P + p->lnf, P + p->lnf + D, T, D, p->xnf, p->muf, p->rsf);
@@ -462,6 +471,7 @@ gpt_forward (GptPriv *p, const float *P, int n)
   else
     be->ops->gemm (be, FALSE, TRUE, T, p->V, D, 1.0f, p->xnf, D, P + p->wte, D, 0.0f,
                    p->logits, p->V);
+  kern_round_to (p->fmt, p->logits, (gsize) T * p->V);           /* the head's output */
 }
 
 /* Backward from the loss gradient in logits to G (n_params). */
@@ -471,6 +481,7 @@ gpt_backward (GptPriv *p, const float *P, float *G, int n)
   KernBackend *be = p->be;
   int S = p->S, D = p->D, V = p->V, T = n * S;
   gsize TD = (gsize) T * D;
+  kern_round_scaled (p->fmt, p->logits, (gsize) T * V, p->scale); /* at the logits */
   /* the head: dW (into wte's gradient when tied, which the embedding then
    * adds onto) and dL/d LN_f's output */
   if (p->untied)
@@ -494,6 +505,7 @@ gpt_backward (GptPriv *p, const float *P, float *G, int n)
                G + p->lnf + D, p->dres, p->lnrow);
   for (int l = p->L - 1; l >= 0; l--)
     block_backward (p, P, G, l, n);
+  kern_round_scaled (p->fmt, p->dres, TD, p->scale);            /* at the embedding's output */
   memset (G + p->wpe, 0, (gsize) S * D * sizeof (float));
   for (int r = 0; r < T; r++)
     {
@@ -527,6 +539,8 @@ gpt_loss_grad (KernModel *m, const float *params, const float *x, const int *y G
   g_return_val_if_fail (n <= G_MAXINT / p->S, NAN);
   gpt_reserve (p, n);
   g_return_val_if_fail (gpt_tokens (p, x, n), NAN);
+  p->fmt = m->num.activations;
+  p->scale = kern_numerics_scale (&m->num);
   gpt_forward (p, params, n);
   int T = n * p->S;
   float scale = grad != NULL ? 1.0f / (float) T : 0.0f;         /* 1 */
@@ -564,6 +578,7 @@ gpt_evaluate (KernModel *m, const float *params, const KernDataset *ds, double *
       int rows = MIN (GPT_EVAL_CHUNK, ds->n - start), T = rows * p->S;
       gpt_reserve (p, rows);
       g_return_if_fail (gpt_tokens (p, ds->x + (gsize) start * m->d, rows));
+      p->fmt = m->num.activations;
       gpt_forward (p, params, rows);
       p->be->ops->softmax_xent (p->be, p->logits, p->tgt, T, p->V, 0.0f, p->row_loss, p->pred);
       total += row_sum (p->row_loss, (gsize) T);
@@ -876,6 +891,7 @@ kern_gpt_logits (KernModel *m, const float *params, const float *x, int n, float
   GptPriv *p = m->priv;
   gpt_reserve (p, n);
   g_return_if_fail (gpt_tokens (p, x, n));
+  p->fmt = m->num.activations;
   gpt_forward (p, params, n);
   memcpy (logits, p->logits, (gsize) n * p->S * p->V * sizeof (float));
 }
@@ -1001,4 +1017,5 @@ const KernModelKind kern_model_gpt = {
   .synthetic_width = gpt_width,
   .synthetic_classes = gpt_classes,
   .synthetic_draw = gpt_draw,
+  .rounds_activations = TRUE,
 };

@@ -63,6 +63,54 @@ gboolean kern_dataset_fashion_mnist_sizes (const char *dir, int *n_train, int *n
 KernDataset *kern_dataset_idx_load (const char *images_path,
                                     const char *labels_path, GError **error);
 
+/* --- Low-precision emulation (kernels/numerics.c) ------------------------ */
+
+/* Number formats the float32 math can round to ([numerics] keys;
+ * docs/kernels.md, "Low-precision emulation").  Each is a subset of
+ * float32: bf16 (8 exponent bits, 7 mantissa bits, float32's range); fp16
+ * (IEEE binary16, subnormals, overflow to infinity); fp8-e4m3 (OCP FP8,
+ * bias 7, largest 448, no infinity: overflow and infinity saturate to
+ * +-448, NaN stays NaN); fp8-e5m2 (bias 15, largest 57344, IEEE-like with
+ * infinity). */
+typedef enum {
+  KERN_FORMAT_FP32,
+  KERN_FORMAT_BF16,
+  KERN_FORMAT_FP16,
+  KERN_FORMAT_FP8_E4M3,
+  KERN_FORMAT_FP8_E5M2,
+  KERN_N_FORMATS
+} KernFormat;
+
+/* "fp32", "bf16", "fp16", "fp8-e4m3", "fp8-e5m2". */
+const char *kern_format_name (KernFormat f);
+/* Parses one of those names (exact); FALSE for anything else. */
+gboolean kern_format_parse (const char *name, KernFormat *out);
+/* x rounded to f, to nearest with ties to even; the same bits on every
+ * CPU.  Zeros keep their sign, NaN stays NaN; fp32 returns x. */
+float kern_round_one (KernFormat f, float x);
+/* kern_round_one on each of x[0..n), in place. */
+void kern_round_to (KernFormat f, float *x, gsize n);
+/* x = round_f(x scale) / scale on each of x[0..n) (loss scaling): with a
+ * power of two as scale the multiplication and division are exact.  A
+ * scale of 1 (or not positive) is kern_round_to. */
+void kern_round_scaled (KernFormat f, float *x, gsize n, float scale);
+
+/* Where the training step rounds ([numerics] keys): the parameters the
+ * forward and backward read, each worker's gradient when it leaves the
+ * worker (multiplied by loss_scale before, divided after), the values a
+ * transfer carries, and each layer's output and the gradient at it (the
+ * models that support it: KernModelKind.rounds_activations).  All
+ * KERN_FORMAT_FP32 (the zero value) is plain float32. */
+typedef struct {
+  KernFormat weights, gradients, communication, activations;
+  float loss_scale;          /* 0 is taken as 1 */
+} KernNumerics;
+
+/* Whether num (may be NULL) rounds anywhere. */
+gboolean kern_numerics_active (const KernNumerics *num);
+/* num's loss scale, 1 where num is NULL or its scale is 0. */
+float kern_numerics_scale (const KernNumerics *num);
+
 /* --- Models --------------------------------------------------------------- */
 
 /* What a layer's kernels are, which decides the share of the device's peak
@@ -202,6 +250,11 @@ struct KernModel {
   int n_layers;
   KernLayer *layers;   /* (n_layers), owned by the model */
   gpointer priv; /* model-specific state and scratch */
+  /* The formats its math emulates (zero: float32 everywhere); a model
+   * reads `activations` and `loss_scale` in its forward and backward where
+   * its kind rounds activations, and the worker step (train/step.c) the
+   * rest.  Set after construction; a clone needs it copied. */
+  KernNumerics num;
 };
 
 typedef enum { KERN_LOSS_XENT, KERN_LOSS_MSE } KernLoss;
@@ -357,6 +410,10 @@ typedef struct {
                           guint64 seed, KernDataset **train, KernDataset **test);
   /* The classes of that data (NULL = 2, binary labels). */
   int (*synthetic_classes) (const BaseValues *values);
+  /* Its models round each layer's output and the gradient at it as
+   * KernModel.num.activations says (on the CPU backend); FALSE: [numerics]
+   * activations is refused. */
+  gboolean rounds_activations;
 } KernModelKind;
 
 

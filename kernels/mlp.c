@@ -146,10 +146,11 @@ mlp_stage (KernModel *m, const float *params, const float *x, const int *y,
 }
 
 /* Forward pass over X (rows, d) at parameters P, both backend pointers:
- * leaves Z_l (ReLU applied for hidden layers) in act[l].  FLOPs: 2 rows
- * w_{l-1} w_l per dense layer; the bias rows and the ReLU are 0. */
+ * leaves Z_l (ReLU applied for hidden layers) in act[l], each rounded to
+ * `fmt` (host buffers only; fp32: untouched).  FLOPs: 2 rows w_{l-1} w_l
+ * per dense layer; the bias rows and the ReLU are 0. */
 static void
-mlp_forward (MlpPriv *p, const float *P, const float *X, int rows)
+mlp_forward (MlpPriv *p, const float *P, const float *X, int rows, KernFormat fmt)
 {
   KernBackend *be = p->be;
   const float *A = X;                                 /* (rows, in) */
@@ -164,6 +165,8 @@ mlp_forward (MlpPriv *p, const float *P, const float *X, int rows)
                      1.0f, Z, out);                   /* 2 rows in out */
       if (l < p->n_dense - 1)
         be->ops->relu (be, Z, (gsize) rows * (gsize) out);
+      if (p->host)
+        kern_round_to (fmt, Z, (gsize) rows * (gsize) out);   /* the layer's output */
       A = Z;
     }
 }
@@ -211,11 +214,15 @@ mlp_sum (const float *loss, int r)
  * and ReLU masks run once over all rows. */
 static void
 mlp_backward (MlpPriv *p, const float *P, const float *X, int n, int groups,
-              float *const *G)
+              float *const *G, const KernNumerics *num)
 {
   KernBackend *be = p->be;
   int rows = n * groups;
   float *dZ = p->act[p->n_dense - 1];                 /* (rows, out) */
+  KernFormat fmt = p->host ? num->activations : KERN_FORMAT_FP32;
+  float S = kern_numerics_scale (num);
+  /* the gradient at the logits, as at every layer output below */
+  kern_round_scaled (fmt, dZ, (gsize) rows * (gsize) p->width[p->n_dense], S);
   for (int l = p->n_dense - 1; l >= 0; l--)
     {
       int in = p->width[l], out = p->width[l + 1];
@@ -235,6 +242,7 @@ mlp_backward (MlpPriv *p, const float *P, const float *X, int n, int groups,
       float *dA = p->delta[(p->n_dense - 1 - l) % 2];  /* (rows, in) */
       be->ops->gemm (be, FALSE, TRUE, rows, in, out, 1.0f, dZ, out, W, out,
                      0.0f, dA, in);                    /* 2 rows in out */
+      kern_round_scaled (fmt, dA, (gsize) rows * (gsize) in, S);
       be->ops->relu_backward (be, dA, p->act[l - 1], (gsize) rows * (gsize) in);
       dZ = dA;
     }
@@ -254,7 +262,7 @@ mlp_compute (KernModel *m, const float *params, const float *x, const int *y,
   const float *P, *X;
   const int *Y;
   mlp_stage (m, params, x, y, rows, &P, &X, &Y);
-  mlp_forward (p, P, X, rows);
+  mlp_forward (p, P, X, rows, m->num.activations);
 
   float scale = grads != NULL ? 1.0f / (float) n : 0.0f;   /* 1 */
   mlp_loss_op (p, Y, rows, scale, FALSE);
@@ -268,7 +276,7 @@ mlp_compute (KernModel *m, const float *params, const float *x, const int *y,
 
   if (p->host)
     {
-      mlp_backward (p, P, X, n, groups, grads);
+      mlp_backward (p, P, X, n, groups, grads, &m->num);
       return;
     }
   if (groups > p->grad_groups)
@@ -280,7 +288,7 @@ mlp_compute (KernModel *m, const float *params, const float *x, const int *y,
   g_autofree float **G = g_new (float *, groups);
   for (int g = 0; g < groups; g++)
     G[g] = p->grad_dev + (gsize) g * p->n_params;
-  mlp_backward (p, P, X, n, groups, G);
+  mlp_backward (p, P, X, n, groups, G, &m->num);
   for (int g = 0; g < groups; g++)
     be->ops->download (be, grads[g], G[g], p->n_params);
 }
@@ -368,7 +376,7 @@ mlp_evaluate (KernModel *m, const float *params, const KernDataset *ds,
       const float *P, *X;
       const int *Y;
       mlp_stage (m, params, ds->x + (gsize) start * m->d, y, rows, &P, &X, &Y);
-      mlp_forward (p, P, X, rows);
+      mlp_forward (p, P, X, rows, m->num.activations);
       mlp_loss_op (p, Y, rows, 0.0f, TRUE);
 
       const int *pred = p->row_pred;
@@ -727,12 +735,13 @@ mlp_new (const KernModelArgs *a, KernBackend *be, GError **error G_GNUC_UNUSED)
 
 const KernModelKind kern_model_linear = {
   .name = "linear", .description = "least squares onto one-hot targets",
-  .math = TRUE, .new = linear_new };
+  .math = TRUE, .new = linear_new, .rounds_activations = TRUE };
 const KernModelKind kern_model_softmax = {
-  .name = "softmax", .description = "softmax regression", .math = TRUE, .new = softmax_new };
+  .name = "softmax", .description = "softmax regression", .math = TRUE, .new = softmax_new,
+  .rounds_activations = TRUE };
 const KernModelKind kern_model_mlp = {
   .name = "mlp", .description = "ReLU hidden layers, softmax output",
-  .math = TRUE, .new = mlp_new };
+  .math = TRUE, .new = mlp_new, .rounds_activations = TRUE };
 
 /* Dense layer l of the model, (in, out): costs of mlp_forward and
  * mlp_backward's operations on it (docs/kernels.md, "Dense layer"). */

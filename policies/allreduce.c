@@ -917,10 +917,14 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
                                   ar->memory ? ar->memory[w] + b->lo : NULL, b->hi - b->lo,
                                   &ar->rngs[w]);
                 }
+              /* its contribution as the all-reduce carries it */
+              pol_wire_round (env, ar->grad[i], P);
             }
           train_lanes_sum (train_steps_lanes (ar->steps), ar->sum,
                            (const float *const *) ar->grad, n, P);
         }
+      /* the sum as the workers receive it */
+      pol_wire_round (env, ar->sum, P);
     }
   for (int w = 0; w < W; w++)
     {
@@ -1457,6 +1461,7 @@ const PolPolicyOps pol_allreduce_ops = {
   .work = ar_work,
   .data_parts = ar_data_parts,
   .name = "allreduce",
+  .wire_numerics = TRUE,
   .compresses = TRUE,
   .zero = TRUE,
   .tensor = TRUE,

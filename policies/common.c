@@ -273,8 +273,25 @@ pol_evaluate (const PolEnv *env, const float *params, double *loss, double *accu
       *loss = *accuracy = NAN;
       return;
     }
+  /* the model as the steps run it: its parameters in the weights' format */
+  KernFormat f = env->model->num.weights;
+  g_autofree float *rounded = f != KERN_FORMAT_FP32 ? g_memdup2 (params, env->n_params
+                                                                          * sizeof (float))
+                                                    : NULL;
+  if (rounded)
+    {
+      kern_round_to (f, rounded, env->n_params);
+      params = rounded;
+    }
   env->model->ops->evaluate (env->model, params, env->eval, loss, &unused);
   env->model->ops->evaluate (env->model, params, env->test, &unused, accuracy);
+}
+
+void
+pol_wire_round (const PolEnv *env, float *x, gsize n)
+{
+  if (env->model)
+    kern_round_to (env->model->num.communication, x, n);
 }
 
 /* The samplers of env's workers over env->train: iid parts, or by label

@@ -92,6 +92,10 @@ void pol_worker_span (const PolEnv *env, int w, const char *kind, double a,
 void pol_worker_span_detail (const PolEnv *env, int w, const char *kind, double a, double b,
                              gint64 iteration, double bytes, const PolSpanDetail *detail);
 
+/* Rounds x (n floats) to the format of [numerics] communication, as a
+ * transfer carries them (nothing without math or in fp32). */
+void pol_wire_round (const PolEnv *env, float *x, gsize n);
+
 /* The collective algorithm [policy] algorithm names; NULL (and an error naming it) when
  * none has that name. */
 const CommAlgorithm *pol_env_algorithm (const PolEnv *env, GError **error);

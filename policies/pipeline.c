@@ -1797,6 +1797,7 @@ pl_work (const PolModelInfo *mi, PolWork *out)
 const PolPolicyOps pol_pipeline_ops = {
   .work = pl_work,
   .name = "pipeline",
+  .no_numerics = TRUE,
   .updates_not_samples = TRUE,
   .tensor = TRUE,
   .source = "Y. Huang et al.: GPipe, NeurIPS 2019; 1F1B: D. Narayanan et al.: PipeDream, SOSP 2019; "

@@ -514,6 +514,11 @@ typedef struct {
   gboolean experts;            /* spreads a mixture of experts' experts over
                                 * its data-parallel ranks as [policy]
                                 * experts says */
+  gboolean no_numerics;        /* runs math the worker step does not (a
+                                * pipeline's stages): refuses [numerics] */
+  gboolean wire_numerics;      /* rounds what its transfers carry as
+                                * [numerics] communication says
+                                * (pol_wire_round) */
   gboolean updates_not_samples; /* updates x batch is not the samples it
                                 * trained on (a trace without its samples
                                 * counted has no throughput) */
@@ -578,7 +583,8 @@ gboolean pol_experts_validate (const PolPolicyOps *ops, PolCheck *chk, GError **
 TrainSampler *pol_samplers_for_env (const PolEnv *env);
 
 /* Evaluates `params` (n_params) as every policy reports it: mean loss over
- * env->eval and accuracy over env->test; NAN for both without math. */
+ * env->eval and accuracy over env->test, the parameters read in [numerics]
+ * weights' format as the steps read them; NAN for both without math. */
 void pol_evaluate (const PolEnv *env, const float *params, double *loss,
                    double *accuracy);
 

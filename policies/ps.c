@@ -452,6 +452,11 @@ push_shard (PsPolicy *ps, PsWorker *w, int s, gboolean compress, gboolean resend
       bytes = pol_filter_bytes (len, sent);
       ps->sent += (double) sent;
     }
+  /* the values as the push carries them (idempotent: a resend rounds
+   * what was rounded) */
+  for (int j = 0; ps->env.model && !ps->deferred && j < srv->n_ranges; j++)
+    pol_wire_round (&ps->env, w->grad + srv->range[j].lo,
+                    srv->range[j].hi - srv->range[j].lo);
   if (!resend)
     {
       ps->push_bytes += bytes;
@@ -731,6 +736,7 @@ deferred_gradient (PsPolicy *ps, PsWorker *w)
   train_step (ps->steps, &st);
   if (ps->cmp)
     ps->cmp->apply (env->values, ps->scratch, w->memory, env->n_params, &w->rng);
+  pol_wire_round (env, ps->scratch, env->n_params);
   return ps->scratch;
 }
 
@@ -1725,7 +1731,10 @@ ps_create (const PolEnv *env, GError **error)
                             .samplers = env->model ? pol_samplers_for_env (env) : NULL,
                             .parts = env->model ? env->workers : 0, .batch = env->batch,
                             .slots = 1, .host_timed = env->host_timed,
-                            .compute_time = env->compute_time, .ctx = env->compute_ctx };
+                            .compute_time = env->compute_time, .ctx = env->compute_ctx,
+                            /* pulled over the wire: rounded as
+                             * [numerics] communication says */
+                            .wire_params = TRUE };
   ps->steps = train_steps_new (&setup);
 
   placement_new (ps);
@@ -2232,6 +2241,7 @@ ps_work (const PolModelInfo *mi, PolWork *out)
 const PolPolicyOps pol_ps_ops = {
   .work = ps_work,
   .name = "ps",
+  .wire_numerics = TRUE,
   .host_bytes = ps_host_bytes,
   .source = "M. Li et al.: Scaling distributed machine learning with the parameter server, OSDI 2014; SSP: Q. Ho et al.: More effective distributed ML via a stale synchronous parallel parameter server, NIPS 2013",
   .keys = ps_keys,

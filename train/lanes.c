@@ -84,6 +84,7 @@ train_lanes_new (KernModel *model, gboolean host_timed)
       KernModel *c = model->ops->clone (model);
       if (!c)
         break;
+      c->num = model->num;   /* the formats its math emulates */
       l->models[l->n++] = c;
     }
   if (l->n > 1)

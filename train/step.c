@@ -7,6 +7,12 @@
  * stacked step run as tasks of train_task_groups(batch) workers each, a
  * cut that depends on the problem only; each task writes its own workers'
  * gradients.
+ *
+ * Low-precision emulation (the model's KernNumerics, docs/kernels.md):
+ * the forward and backward read a copy of the parameters rounded to the
+ * weights' format, never the master copy, and each worker's gradient is
+ * rounded (loss scale applied) before anything else sees it: the
+ * optimizer here, or the schedule's push or reduction.
  */
 #include "config.h"
 
@@ -22,8 +28,12 @@ struct TrainSteps {
   int *y;                     /* (slots x batch) */
   int *idx;                   /* (batch) */
   double *losses;             /* (slots) when the step keeps none */
+  float *wcopy;               /* (slots, n_params) parameters rounded to
+                               * the weights' format; NULL while unused */
+  const float **wown;         /* (slots) the rounded copies of `own` */
   /* the step being computed, for the lanes' tasks */
   const TrainStep *st;
+  const float *st_params;     /* the parameters it reads (maybe rounded) */
   double *st_losses;
 };
 
@@ -56,6 +66,8 @@ train_steps_free (TrainSteps *ts)
   g_free (ts->y);
   g_free (ts->idx);
   g_free (ts->losses);
+  g_free (ts->wcopy);
+  g_free (ts->wown);
   g_free (ts);
 }
 
@@ -97,6 +109,44 @@ train_steps_y (const TrainSteps *ts, int slot)
   return slot_y (ts, slot);
 }
 
+/* The parameters st's workers read, rounded to the communication format
+ * where they came over the wire, then to the weights' format: one copy for a step whose workers share their parameters,
+ * one each otherwise (st is edited through *params and *own). */
+static void
+round_weights (TrainSteps *ts, const TrainStep *st, const float **params,
+               const float *const **own)
+{
+  const KernNumerics *num = &ts->s.model->num;
+  KernFormat wire = ts->s.wire_params ? num->communication : KERN_FORMAT_FP32;
+  *params = st->params;
+  *own = st->own;
+  if (num->weights == KERN_FORMAT_FP32 && wire == KERN_FORMAT_FP32)
+    return;
+  gsize P = ts->s.model->ops->n_params (ts->s.model);
+  if (!ts->wcopy)
+    {
+      ts->wcopy = g_new (float, (gsize) ts->s.slots * P);
+      ts->wown = g_new (const float *, ts->s.slots);
+    }
+  if (st->own && !(ts->s.tensor || ts->s.stacked))
+    {
+      for (int i = 0; i < st->n; i++)
+        {
+          float *c = ts->wcopy + (gsize) i * P;
+          memcpy (c, st->own[i], P * sizeof (float));
+          kern_round_to (wire, c, P);
+          kern_round_to (num->weights, c, P);
+          ts->wown[i] = c;
+        }
+      *own = ts->wown;
+      return;
+    }
+  memcpy (ts->wcopy, st->params, P * sizeof (float));
+  kern_round_to (wire, ts->wcopy, P);
+  kern_round_to (num->weights, ts->wcopy, P);
+  *params = ts->wcopy;
+}
+
 /* Task t of a stacked step: its workers' gradients, one product. */
 static void
 stacked_task (gpointer ctx, int t, KernModel *model)
@@ -104,7 +154,7 @@ stacked_task (gpointer ctx, int t, KernModel *model)
   TrainSteps *ts = ctx;
   const TrainStep *st = ts->st;
   int i0 = t * ts->chunk, n = MIN (ts->chunk, st->n - i0);
-  model->ops->loss_grad_groups (model, st->params, slot_x (ts, i0), slot_y (ts, i0),
+  model->ops->loss_grad_groups (model, ts->st_params, slot_x (ts, i0), slot_y (ts, i0),
                                 ts->s.batch, n, st->grads + i0,
                                 ts->st_losses + i0);
 }
@@ -135,9 +185,11 @@ train_step (TrainSteps *ts, const TrainStep *st)
            * one product, on the lanes; others each at its own */
           gint64 t0 = g_get_monotonic_time ();
           ts->st_losses = st->losses ? st->losses : ts->losses;
+          const float *const *own;
+          round_weights (ts, st, &ts->st_params, &own);
           if (s->tensor)     /* every slot's group at once, stacked on each rank */
-            kern_tensor_loss_grad_groups (s->tensor, st->params, slot_x (ts, 0), slot_y (ts, 0),
-                                          B, st->n, st->grads, ts->st_losses);
+            kern_tensor_loss_grad_groups (s->tensor, ts->st_params, slot_x (ts, 0),
+                                          slot_y (ts, 0), B, st->n, st->grads, ts->st_losses);
           else if (s->stacked)
             {
               ts->st = st;
@@ -146,9 +198,14 @@ train_step (TrainSteps *ts, const TrainStep *st)
             }
           else
             for (int i = 0; i < st->n; i++)
-              ts->st_losses[i] = s->model->ops->loss_grad (s->model, st->own[i], slot_x (ts, i),
+              ts->st_losses[i] = s->model->ops->loss_grad (s->model, own[i], slot_x (ts, i),
                                                            slot_y (ts, i), B, st->grads[i]);
           host = (double) (g_get_monotonic_time () - t0) / 1e6;
+          /* the gradients as they leave the workers */
+          const KernNumerics *num = &s->model->num;
+          gsize P = s->model->ops->n_params (s->model);
+          for (int i = 0; num->gradients != KERN_FORMAT_FP32 && i < st->n; i++)
+            kern_round_scaled (num->gradients, st->grads[i], P, kern_numerics_scale (num));
           /* 3. the optimizer, where the schedule updates on the worker */
           for (int i = 0; st->opt && i < st->n; i++)
             if (st->update_from && st->update_from[i])

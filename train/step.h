@@ -50,6 +50,10 @@ typedef struct {
    * once (kern_tensor_loss_grad_groups; borrowed); NULL = the whole model
    * on one device. */
   KernTensorPlan *tensor;
+  /* The workers' parameters came over the network (pulled from servers):
+   * the step reads them rounded to the model's communication format, then
+   * to its weights' format (docs/kernels.md). */
+  gboolean wire_params;
   gboolean host_timed;        /* compute time is measured: one lane */
   TrainComputeTime compute_time; /* with ctx; may be NULL if no step asks */
   gpointer ctx;
