@@ -67,14 +67,15 @@ enum
   GEMM_FINAL = 2,      /* the last panel: write C, else store the sums to S */
 };
 
-/* An MR x NR tile over one panel of kc steps: Ap holds kc columns of MR
- * rows of op(A) (row r of step p at Ap[p MR + r]), Bp kc rows of NR columns
- * of op(B) (Bp[p NR + j]); S is the tile's MR x NR partial sums (S[r NR +
- * j]).  In the final mode, element (r, j) of C is at C + r crow + j ccol,
- * and only rows < `rows`, columns < `cols` are written. */
-typedef void (*GemmTile) (int kc, const float *Ap, const float *Bp, float *S, int mode,
-                          float alpha, float beta, float *C, gsize crow, gsize ccol,
-                          int rows, int cols);
+/* An MR x NR tile over one panel of kc steps: element (r, p) of op(A) at
+ * Ap[p a_step + r a_row] (packed: a_step = MR, a_row = 1; read in place
+ * from a row-major A: 1, lda), element (p, j) of op(B) at Bp[p b_step + j]
+ * (packed: b_step = NR; in place: ldb); S is the tile's MR x NR partial
+ * sums (S[r NR + j]).  In the final mode, element (r, j) of C is at C + r
+ * crow + j ccol, and only rows < `rows`, columns < `cols` are written. */
+typedef void (*GemmTile) (int kc, const float *Ap, gsize a_step, gsize a_row, const float *Bp,
+                          gsize b_step, float *S, int mode, float alpha, float beta, float *C,
+                          gsize crow, gsize ccol, int rows, int cols);
 
 /* One instruction set's micro-kernel and block sizes. */
 typedef struct
@@ -84,7 +85,8 @@ typedef struct
   int kc;          /* steps of the sum per panel */
   int nc;          /* columns of op(B) per packed block (a multiple of nr) */
   int mc;          /* rows of op(A) per packed block (a multiple of mr) */
-  GemmTile tile;
+  GemmTile tile;   /* for op(A) packed */
+  GemmTile tile_direct;   /* for op(A) read in place (a_step = 1) */
 } GemmShape;
 
 /* C element of a tile from its sum s: the formula's last line. */
@@ -100,8 +102,9 @@ typedef struct
 enum { GEN_MR = 4, GEN_NR = 8 };
 
 GEMM_OPT static void
-tile_generic (int kc, const float *Ap, const float *Bp, float *S, int mode, float alpha,
-              float beta, float *C, gsize crow, gsize ccol, int rows, int cols)
+tile_generic (int kc, const float *Ap, gsize a_step, gsize a_row, const float *Bp, gsize b_step,
+              float *S, int mode, float alpha, float beta, float *C, gsize crow, gsize ccol,
+              int rows, int cols)
 {
   float acc[GEN_MR][GEN_NR];
   for (int r = 0; r < GEN_MR; r++)
@@ -109,10 +112,10 @@ tile_generic (int kc, const float *Ap, const float *Bp, float *S, int mode, floa
       acc[r][j] = mode & GEMM_CONTINUE ? S[r * GEN_NR + j] : 0.0f;
   for (int p = 0; p < kc; p++)
     {
-      const float *a = Ap + (gsize) p * GEN_MR, *b = Bp + (gsize) p * GEN_NR;
+      const float *a = Ap + p * a_step, *b = Bp + p * b_step;
       for (int r = 0; r < GEN_MR; r++)
         for (int j = 0; j < GEN_NR; j++)
-          acc[r][j] = fmaf (a[r], b[j], acc[r][j]);
+          acc[r][j] = fmaf (a[r * a_row], b[j], acc[r][j]);
     }
   if (!(mode & GEMM_FINAL))
     {
@@ -126,13 +129,15 @@ tile_generic (int kc, const float *Ap, const float *Bp, float *S, int mode, floa
 
 #ifdef GEMM_X86
 /* The vector micro-kernel for vectors VT of W floats, MR rows and NV
- * vectors per row (NR = NV W); LOAD, STORE, SET1, MUL and FMA are the
+ * vectors per row (NR = NV W), op(A) at A_STEP, A_ROW (constants for a
+ * packed sliver, so that the compiler folds them into the addresses);
+ * LOAD, STORE, SET1, MUL and FMA are the
  * instruction set's intrinsics.  A macro, so that each instruction set gets
  * its own copy without passing vectors between functions (whose ABI
  * differs with and without AVX).  Full tiles of a C with unit column
  * stride are finished in vectors; others go through `last`, a copy of the
  * sums finished element by element with the same two roundings. */
-#define GEMM_TILE_BODY(VT, W, MR, NV, LOAD, STORE, SET1, MUL, FMA)             \
+#define GEMM_TILE_BODY(VT, W, MR, NV, A_STEP, A_ROW, LOAD, STORE, SET1, MUL, FMA) \
   enum { NR_ = (NV) * (W) };                                                  \
   VT acc[(MR)][(NV)];                                                         \
   _Pragma ("GCC unroll 16")                                                   \
@@ -140,17 +145,17 @@ tile_generic (int kc, const float *Ap, const float *Bp, float *S, int mode, floa
     _Pragma ("GCC unroll 4")                                                  \
     for (int v = 0; v < (NV); v++)                                            \
       acc[r][v] = mode & GEMM_CONTINUE ? LOAD (S + r * NR_ + v * (W)) : SET1 (0.0f); \
-  for (int p = 0; p < kc; p++)                                                \
+  const float *a = Ap, *bp = Bp;                                              \
+  for (int p = 0; p < kc; p++, a += (A_STEP), bp += b_step)                   \
     {                                                                         \
       VT b[(NV)];                                                             \
       _Pragma ("GCC unroll 4")                                                \
       for (int v = 0; v < (NV); v++)                                          \
-        b[v] = LOAD (Bp + (gsize) p * NR_ + v * (W));                         \
-      const float *a = Ap + (gsize) p * (MR);                                 \
+        b[v] = LOAD (bp + v * (W));                                           \
       _Pragma ("GCC unroll 16")                                               \
       for (int r = 0; r < (MR); r++)                                          \
         {                                                                     \
-          VT ar = SET1 (a[r]);                                                \
+          VT ar = SET1 (a[r * (A_ROW)]);                                      \
           _Pragma ("GCC unroll 4")                                            \
           for (int v = 0; v < (NV); v++)                                      \
             acc[r][v] = FMA (ar, b[v], acc[r][v]);                            \
@@ -193,34 +198,84 @@ tile_generic (int kc, const float *Ap, const float *Bp, float *S, int mode, floa
 
 enum { AVX2_MR = 6, AVX2_NV = 2, AVX512_MR = 12, AVX512_NV = 2 };
 
-/* 6 x 16 on AVX2 with FMA: 12 accumulators of the 16 registers. */
+#define GEMM_TILE_ARGS                                                        \
+  int kc, const float *Ap, gsize a_step G_GNUC_UNUSED, gsize a_row G_GNUC_UNUSED, \
+  const float *Bp, gsize b_step, float *S, int mode, float alpha, float beta, float *C, \
+  gsize crow, gsize ccol, int rows, int cols
+
+/* 6 x 16 on AVX2 with FMA: 12 accumulators of the 16 registers; 6 x 8
+ * for products of at most 8 columns. */
 __attribute__ ((target ("avx2,fma"))) GEMM_OPT static void
-tile_avx2 (int kc, const float *Ap, const float *Bp, float *S, int mode, float alpha,
-           float beta, float *C, gsize crow, gsize ccol, int rows, int cols)
+tile_avx2 (GEMM_TILE_ARGS)
 {
-  GEMM_TILE_BODY (__m256, 8, AVX2_MR, AVX2_NV, _mm256_loadu_ps, _mm256_storeu_ps,
-                  _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps)
+  GEMM_TILE_BODY (__m256, 8, AVX2_MR, AVX2_NV, AVX2_MR, 1, _mm256_loadu_ps,
+                  _mm256_storeu_ps, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps)
 }
 
-/* 12 x 32 on AVX-512: 24 accumulators of the 32 registers. */
-__attribute__ ((target ("avx512f,avx2,fma"))) GEMM_OPT static void
-tile_avx512 (int kc, const float *Ap, const float *Bp, float *S, int mode, float alpha,
-             float beta, float *C, gsize crow, gsize ccol, int rows, int cols)
+__attribute__ ((target ("avx2,fma"))) GEMM_OPT static void
+tile_avx2_direct (GEMM_TILE_ARGS)
 {
-  GEMM_TILE_BODY (__m512, 16, AVX512_MR, AVX512_NV, _mm512_loadu_ps, _mm512_storeu_ps,
-                  _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps)
+  GEMM_TILE_BODY (__m256, 8, AVX2_MR, AVX2_NV, 1, a_row, _mm256_loadu_ps,
+                  _mm256_storeu_ps, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps)
+}
+
+__attribute__ ((target ("avx2,fma"))) GEMM_OPT static void
+tile_avx2_narrow (GEMM_TILE_ARGS)
+{
+  GEMM_TILE_BODY (__m256, 8, AVX2_MR, 1, AVX2_MR, 1, _mm256_loadu_ps,
+                  _mm256_storeu_ps, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps)
+}
+
+__attribute__ ((target ("avx2,fma"))) GEMM_OPT static void
+tile_avx2_narrow_direct (GEMM_TILE_ARGS)
+{
+  GEMM_TILE_BODY (__m256, 8, AVX2_MR, 1, 1, a_row, _mm256_loadu_ps,
+                  _mm256_storeu_ps, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps)
+}
+
+/* 12 x 32 on AVX-512: 24 accumulators of the 32 registers; 12 x 16 for
+ * products of at most 16 columns. */
+__attribute__ ((target ("avx512f,avx2,fma"))) GEMM_OPT static void
+tile_avx512 (GEMM_TILE_ARGS)
+{
+  GEMM_TILE_BODY (__m512, 16, AVX512_MR, AVX512_NV, AVX512_MR, 1, _mm512_loadu_ps,
+                  _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps)
+}
+
+__attribute__ ((target ("avx512f,avx2,fma"))) GEMM_OPT static void
+tile_avx512_direct (GEMM_TILE_ARGS)
+{
+  GEMM_TILE_BODY (__m512, 16, AVX512_MR, AVX512_NV, 1, a_row, _mm512_loadu_ps,
+                  _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps)
+}
+
+__attribute__ ((target ("avx512f,avx2,fma"))) GEMM_OPT static void
+tile_avx512_narrow (GEMM_TILE_ARGS)
+{
+  GEMM_TILE_BODY (__m512, 16, AVX512_MR, 1, AVX512_MR, 1, _mm512_loadu_ps,
+                  _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps)
+}
+
+__attribute__ ((target ("avx512f,avx2,fma"))) GEMM_OPT static void
+tile_avx512_narrow_direct (GEMM_TILE_ARGS)
+{
+  GEMM_TILE_BODY (__m512, 16, AVX512_MR, 1, 1, a_row, _mm512_loadu_ps,
+                  _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps)
 }
 #endif
 
-/* Every instruction set's shape, widest first.  Block sizes: a sliver of
- * op(A) (mr x kc) stays in L1 while the panels of the op(B) block (kc x nc)
+/* Every instruction set's shapes, widest first, each width's narrow one
+ * (a single vector of columns) after it.  Block sizes: a sliver of op(A)
+ * (mr x kc) stays in L1 while the panels of the op(B) block (kc x nc)
  * stream from L2 past it. */
 static const GemmShape gemm_shapes[] = {
 #ifdef GEMM_X86
-  { 16, AVX512_MR, AVX512_NV * 16, 256, 512, 384, tile_avx512 },
-  { 8, AVX2_MR, AVX2_NV * 8, 256, 512, 384, tile_avx2 },
+  { 16, AVX512_MR, AVX512_NV * 16, 256, 512, 384, tile_avx512, tile_avx512_direct },
+  { 16, AVX512_MR, 16, 256, 512, 384, tile_avx512_narrow, tile_avx512_narrow_direct },
+  { 8, AVX2_MR, AVX2_NV * 8, 256, 512, 384, tile_avx2, tile_avx2_direct },
+  { 8, AVX2_MR, 8, 256, 512, 384, tile_avx2_narrow, tile_avx2_narrow_direct },
 #endif
-  { 1, GEN_MR, GEN_NR, 256, 512, 384, tile_generic },
+  { 1, GEN_MR, GEN_NR, 256, 512, 384, tile_generic, tile_generic },
 };
 
 /* Rows pc .. pc + kc - 1, columns j0 .. j0 + cols - 1 of op(B), in panels
@@ -319,6 +374,18 @@ round_up (int x, int to)
   return (x + to - 1) / to * to;
 }
 
+/* Packing an operand is one pass over it for each block of the other:
+ * where the other is small (a product of a batch of 64 rows and a weight
+ * matrix) that pass costs as much as the products, so an operand whose
+ * rows are op()'s own rows is read in place when the other side has at
+ * most this many rows or columns (the tiles at its edge are still packed,
+ * zero-padded). */
+enum { GEMM_IN_PLACE = 1024 };
+
+/* Depth below which a product's time goes to writing C rather than to the
+ * sums, so that its transpose (written element by element) does not pay. */
+enum { GEMM_DEEP = 32 };
+
 /* C = alpha op(A) op(B) + beta C by the formula, element (i, j) of C at
  * C + i crow + j ccol; m, n > 0.  The loops, outermost first: blocks of nc
  * columns of op(B); panels of kc steps (op(B)'s block packed); blocks of mc
@@ -338,6 +405,7 @@ gemm_run (const GemmShape *g, gboolean trans_a, gboolean trans_b, int m, int n, 
   float *Bp = scratch ((nbp + nap + ns) * sizeof (float));
   float *Ap = Bp + nbp, *S = Ap + nap;
   int tiles_per_row = nb / nr;
+  gboolean direct_a = !trans_a && n <= GEMM_IN_PLACE, direct_b = !trans_b && m <= GEMM_IN_PLACE;
   for (int jc = 0; jc < n; jc += nb)
     {
       int cols = MIN (nb, n - jc);
@@ -345,20 +413,35 @@ gemm_run (const GemmShape *g, gboolean trans_a, gboolean trans_b, int m, int n, 
         {
           int kk = MIN (kc, k - pc);
           int mode = (pc > 0 ? GEMM_CONTINUE : 0) | (pc + kk >= k ? GEMM_FINAL : 0);
-          pack_b (trans_b, B, ldb, pc, kk, jc, cols, nr, Bp);
+          int full_b = direct_b ? cols / nr * nr : 0;   /* columns read in place */
+          if (full_b < cols)
+            pack_b (trans_b, B, ldb, pc, kk, jc + full_b, cols - full_b, nr,
+                    Bp + (gsize) full_b * kk);
           for (int ic = 0; ic < m; ic += mb)
             {
               int rows = MIN (mb, m - ic);
-              pack_a (trans_a, A, lda, ic, rows, pc, kk, mr, Ap);
+              int full_a = direct_a ? rows / mr * mr : 0;   /* rows read in place */
+              if (full_a < rows)
+                pack_a (trans_a, A, lda, ic + full_a, rows - full_a, pc, kk, mr,
+                        Ap + (gsize) full_a * kk);
               for (int ir = 0; ir < rows; ir += mr)
-                for (int jr = 0; jr < cols; jr += nr)
-                  {
-                    gsize tile = (gsize) ((ic + ir) / mr) * tiles_per_row + jr / nr;
-                    g->tile (kk, Ap + (gsize) ir * kk, Bp + (gsize) jr * kk,
-                             S + tile * mr * nr, mode, alpha, beta,
-                             C + (gsize) (ic + ir) * crow + (gsize) (jc + jr) * ccol, crow,
-                             ccol, MIN (mr, rows - ir), MIN (nr, cols - jr));
-                  }
+                {
+                  gboolean in_place = ir < full_a;
+                  const float *a = in_place ? A + (gsize) (ic + ir) * lda + pc
+                                            : Ap + (gsize) ir * kk;
+                  GemmTile tile = in_place ? g->tile_direct : g->tile;
+                  gsize a_step = in_place ? 1 : (gsize) mr, a_row = in_place ? (gsize) lda : 1;
+                  for (int jr = 0; jr < cols; jr += nr)
+                    {
+                      gsize at = (gsize) ((ic + ir) / mr) * tiles_per_row + jr / nr;
+                      const float *b = jr < full_b ? B + (gsize) pc * ldb + jc + jr
+                                                   : Bp + (gsize) jr * kk;
+                      gsize b_step = jr < full_b ? (gsize) ldb : (gsize) nr;
+                      tile (kk, a, a_step, a_row, b, b_step, S + at * mr * nr, mode, alpha,
+                            beta, C + (gsize) (ic + ir) * crow + (gsize) (jc + jr) * ccol,
+                            crow, ccol, MIN (mr, rows - ir), MIN (nr, cols - jr));
+                    }
+                }
             }
         }
     }
@@ -379,16 +462,20 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
   if (width == 0)
     width = kern_gemm_fixed_widths ()[0];
   const GemmShape *g = NULL;
-  for (gsize i = 0; i < G_N_ELEMENTS (gemm_shapes); i++)
+  for (gsize i = 0; i < G_N_ELEMENTS (gemm_shapes) && !g; i++)
     if (gemm_shapes[i].width == width)
       g = &gemm_shapes[i];
   g_return_if_fail (g != NULL);
-  /* A narrow product (n below a panel, m above it: a layer with few
-   * outputs) is computed as its transpose, C^T = op(B)^T op(A)^T, so that
-   * the vectors run along m; each element's sum is the same sum in the
-   * same order, so the bits are too. */
+  /* Some products are computed as their transpose, C^T = op(B)^T op(A)^T;
+   * each element's sum is the same sum in the same order, so the bits are
+   * the same.  A narrow one (n below a panel, m above it: a layer with few
+   * outputs), so that the vectors run along m, where op(A) is A^T (op(A)^T
+   * is then A, read in place); and A B^T with m below n (a batch's rows
+   * against a weight matrix): packing B^T is a pass over the whole weight
+   * matrix, while the transpose reads B in place and packs the batch. */
   gsize crow = (gsize) ldc, ccol = 1;
-  if (n < g->nr && m > n)
+  if ((n < g->nr && m > n && trans_a)
+      || (trans_b && !trans_a && m < n && m <= GEMM_IN_PLACE && k >= GEMM_DEEP))
     {
       int t = m;
       m = n;
@@ -405,6 +492,9 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
       crow = 1;
       ccol = (gsize) ldc;
     }
+  /* a product no wider than one vector: the width's narrow tile */
+  if (n <= width && g + 1 < gemm_shapes + G_N_ELEMENTS (gemm_shapes) && g[1].width == width)
+    g++;
   gemm_run (g, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, crow, ccol);
 }
 
