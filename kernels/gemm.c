@@ -270,8 +270,8 @@ tile_avx512_narrow_direct (GEMM_TILE_ARGS)
  * stream from L2 past it. */
 static const GemmShape gemm_shapes[] = {
 #ifdef GEMM_X86
-  { 16, AVX512_MR, AVX512_NV * 16, 256, 512, 384, tile_avx512, tile_avx512_direct },
-  { 16, AVX512_MR, 16, 256, 512, 384, tile_avx512_narrow, tile_avx512_narrow_direct },
+  { 16, AVX512_MR, AVX512_NV * 16, 384, 512, 384, tile_avx512, tile_avx512_direct },
+  { 16, AVX512_MR, 16, 384, 512, 384, tile_avx512_narrow, tile_avx512_narrow_direct },
   { 8, AVX2_MR, AVX2_NV * 8, 256, 512, 384, tile_avx2, tile_avx2_direct },
   { 8, AVX2_MR, 8, 256, 512, 384, tile_avx2_narrow, tile_avx2_narrow_direct },
 #endif
@@ -398,14 +398,16 @@ gemm_run (const GemmShape *g, gboolean trans_a, gboolean trans_b, int m, int n, 
           gsize crow, gsize ccol)
 {
   int mr = g->mr, nr = g->nr;
-  int kc = MIN (g->kc, MAX (k, 1));
+  /* panels of equal depth, none above g->kc: no short last panel */
+  int panels = MAX ((k + g->kc - 1) / g->kc, 1);
+  int kc = MAX ((k + panels - 1) / panels, 1);
   int nb = MIN (g->nc, round_up (n, nr)), mb = MIN (g->mc, round_up (m, mr));
   gsize nbp = (gsize) kc * nb, nap = (gsize) mb * kc;
   gsize ns = k > kc ? (gsize) round_up (m, mr) * nb : 0;
   float *Bp = scratch ((nbp + nap + ns) * sizeof (float));
   float *Ap = Bp + nbp, *S = Ap + nap;
   int tiles_per_row = nb / nr;
-  gboolean direct_a = !trans_a && n <= GEMM_IN_PLACE, direct_b = !trans_b && m <= GEMM_IN_PLACE;
+  gboolean direct_a = !trans_a, direct_b = !trans_b && m <= GEMM_IN_PLACE;
   for (int jc = 0; jc < n; jc += nb)
     {
       int cols = MIN (nb, n - jc);

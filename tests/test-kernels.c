@@ -778,10 +778,11 @@ test_gemm_fixed (void)
 
 /* Every micro-kernel (AVX-512, AVX2 with FMA, portable fmaf: each width
  * this CPU runs) gives the formula's bits on shapes that leave edge tiles
- * of every kind: m, n and k of 1, 7, 33, 65 and 257 in every combination
- * (257 also takes the sum over two panels, the partial sums kept between
- * them), all four transposition cases, alpha and beta each 0, 1 and
- * another value, and one product larger than every block size.  The
+ * of every kind: m, n and k of 1, 7, 33, 65 and 257 in every combination,
+ * all four transposition cases, alpha and beta each 0, 1 and another
+ * value; and on a product with more rows and columns than a block holds
+ * (384 and 512), and one whose sum takes three panels (of at most 384
+ * steps), the partial sums kept between them.  The
  * (alpha, beta) pairs take turns over the shapes, so that every pair meets
  * every transposition case and many shapes while the portable kernel's
  * one fmaf call per step keeps the test short. */
@@ -791,7 +792,7 @@ test_gemm_widths (void)
   static const int sizes[] = { 1, 7, 33, 65, 257 };
   static const float alphas[] = { 0.0f, 1.0f, -0.8125f }, betas[] = { 0.0f, 1.0f, 1.375f };
   enum { NS = G_N_ELEMENTS (sizes) };
-  int shapes[NS * NS * NS + 1][3];
+  int shapes[NS * NS * NS + 2][3];
   int n_shapes = 0;
   for (int a = 0; a < NS; a++)
     for (int b = 0; b < NS; b++)
@@ -802,10 +803,15 @@ test_gemm_widths (void)
           shapes[n_shapes][2] = sizes[c];
           n_shapes++;
         }
-  /* above the blocks of rows (384), columns (512) and steps (256) */
+  /* above the blocks of rows (384) and columns (512) */
   shapes[n_shapes][0] = 389;
   shapes[n_shapes][1] = 515;
-  shapes[n_shapes][2] = 258;
+  shapes[n_shapes][2] = 70;
+  n_shapes++;
+  /* three panels of the sum */
+  shapes[n_shapes][0] = 13;
+  shapes[n_shapes][1] = 70;
+  shapes[n_shapes][2] = 777;
   n_shapes++;
   g_assert_cmpint (kern_gemm_fixed_widths ()[0], !=, 0);
   guint64 seed = 20270101;
