@@ -77,6 +77,10 @@ typedef void (*GemmTile) (int kc, const float *Ap, gsize a_step, gsize a_row, co
                           gsize b_step, float *S, int mode, float alpha, float beta, float *C,
                           gsize crow, gsize ccol, int rows, int cols);
 
+/* Copies rows 0 .. w - 1 of src (row stride ld), columns 0 .. kc - 1,
+ * into a panel as its columns: panel[p nr + j] = src[j ld + p]. */
+typedef void (*GemmTranspose) (const float *src, gsize ld, int w, int kc, float *panel, int nr);
+
 /* One instruction set's micro-kernel and block sizes. */
 typedef struct
 {
@@ -87,6 +91,7 @@ typedef struct
   int mc;          /* rows of op(A) per packed block (a multiple of mr) */
   GemmTile tile;   /* for op(A) packed */
   GemmTile tile_direct;   /* for op(A) read in place (a_step = 1) */
+  GemmTranspose transpose;   /* packs panels of B^T */
 } GemmShape;
 
 /* C element of a tile from its sum s: the formula's last line. */
@@ -264,18 +269,74 @@ tile_avx512_narrow_direct (GEMM_TILE_ARGS)
 }
 #endif
 
+/* The portable transposing copy, in blocks of 16 rows of the panel,
+ * whose lines stay in L1 while every column is written into them. */
+GEMM_OPT static void
+transpose_generic (const float *src, gsize ld, int w, int kc, float *panel, int nr)
+{
+  for (int p0 = 0; p0 < kc; p0 += 16)
+    {
+      int d = MIN (16, kc - p0);
+      for (int j = 0; j < w; j++)
+        for (int p = 0; p < d; p++)
+          panel[(gsize) (p0 + p) * nr + j] = src[(gsize) j * ld + p0 + p];
+    }
+}
+
+#ifdef GEMM_X86
+/* The transposing copy in blocks of 8 x 8 transposed in AVX registers (a
+ * copy: no arithmetic, so no bit can change); the edges as above. */
+__attribute__ ((target ("avx2"))) GEMM_OPT static void
+transpose_avx2 (const float *src, gsize ld, int w, int kc, float *panel, int nr)
+{
+  int w8 = w / 8 * 8, k8 = kc / 8 * 8;
+  for (int p0 = 0; p0 < k8; p0 += 8)
+    for (int j0 = 0; j0 < w8; j0 += 8)
+      {
+        const float *s = src + (gsize) j0 * ld + p0;
+        __m256 r0 = _mm256_loadu_ps (s), r1 = _mm256_loadu_ps (s + ld),
+               r2 = _mm256_loadu_ps (s + 2 * ld), r3 = _mm256_loadu_ps (s + 3 * ld),
+               r4 = _mm256_loadu_ps (s + 4 * ld), r5 = _mm256_loadu_ps (s + 5 * ld),
+               r6 = _mm256_loadu_ps (s + 6 * ld), r7 = _mm256_loadu_ps (s + 7 * ld);
+        __m256 t0 = _mm256_unpacklo_ps (r0, r1), t1 = _mm256_unpackhi_ps (r0, r1),
+               t2 = _mm256_unpacklo_ps (r2, r3), t3 = _mm256_unpackhi_ps (r2, r3),
+               t4 = _mm256_unpacklo_ps (r4, r5), t5 = _mm256_unpackhi_ps (r4, r5),
+               t6 = _mm256_unpacklo_ps (r6, r7), t7 = _mm256_unpackhi_ps (r6, r7);
+        __m256 u0 = _mm256_shuffle_ps (t0, t2, 0x44), u1 = _mm256_shuffle_ps (t0, t2, 0xee),
+               u2 = _mm256_shuffle_ps (t1, t3, 0x44), u3 = _mm256_shuffle_ps (t1, t3, 0xee),
+               u4 = _mm256_shuffle_ps (t4, t6, 0x44), u5 = _mm256_shuffle_ps (t4, t6, 0xee),
+               u6 = _mm256_shuffle_ps (t5, t7, 0x44), u7 = _mm256_shuffle_ps (t5, t7, 0xee);
+        float *d = panel + (gsize) p0 * nr + j0;
+        _mm256_storeu_ps (d, _mm256_permute2f128_ps (u0, u4, 0x20));
+        _mm256_storeu_ps (d + nr, _mm256_permute2f128_ps (u1, u5, 0x20));
+        _mm256_storeu_ps (d + 2 * nr, _mm256_permute2f128_ps (u2, u6, 0x20));
+        _mm256_storeu_ps (d + 3 * nr, _mm256_permute2f128_ps (u3, u7, 0x20));
+        _mm256_storeu_ps (d + 4 * nr, _mm256_permute2f128_ps (u0, u4, 0x31));
+        _mm256_storeu_ps (d + 5 * nr, _mm256_permute2f128_ps (u1, u5, 0x31));
+        _mm256_storeu_ps (d + 6 * nr, _mm256_permute2f128_ps (u2, u6, 0x31));
+        _mm256_storeu_ps (d + 7 * nr, _mm256_permute2f128_ps (u3, u7, 0x31));
+      }
+  if (w8 < w)   /* the last columns, every row */
+    transpose_generic (src + (gsize) w8 * ld, ld, w - w8, kc, panel + w8, nr);
+  if (k8 < kc)   /* the last rows, the columns done in blocks */
+    transpose_generic (src + k8, ld, w8, kc - k8, panel + (gsize) k8 * nr, nr);
+}
+#endif
+
 /* Every instruction set's shapes, widest first, each width's narrow one
  * (a single vector of columns) after it.  Block sizes: a sliver of op(A)
  * (mr x kc) stays in L1 while the panels of the op(B) block (kc x nc)
  * stream from L2 past it. */
 static const GemmShape gemm_shapes[] = {
 #ifdef GEMM_X86
-  { 16, AVX512_MR, AVX512_NV * 16, 384, 512, 384, tile_avx512, tile_avx512_direct },
-  { 16, AVX512_MR, 16, 384, 512, 384, tile_avx512_narrow, tile_avx512_narrow_direct },
-  { 8, AVX2_MR, AVX2_NV * 8, 256, 512, 384, tile_avx2, tile_avx2_direct },
-  { 8, AVX2_MR, 8, 256, 512, 384, tile_avx2_narrow, tile_avx2_narrow_direct },
+  { 16, AVX512_MR, AVX512_NV * 16, 384, 512, 384, tile_avx512, tile_avx512_direct,
+    transpose_avx2 },
+  { 16, AVX512_MR, 16, 384, 512, 384, tile_avx512_narrow, tile_avx512_narrow_direct,
+    transpose_avx2 },
+  { 8, AVX2_MR, AVX2_NV * 8, 256, 512, 384, tile_avx2, tile_avx2_direct, transpose_avx2 },
+  { 8, AVX2_MR, 8, 256, 512, 384, tile_avx2_narrow, tile_avx2_narrow_direct, transpose_avx2 },
 #endif
-  { 1, GEN_MR, GEN_NR, 256, 512, 384, tile_generic, tile_generic },
+  { 1, GEN_MR, GEN_NR, 256, 512, 384, tile_generic, tile_generic, transpose_generic },
 };
 
 /* Rows pc .. pc + kc - 1, columns j0 .. j0 + cols - 1 of op(B), in panels
@@ -283,7 +344,7 @@ static const GemmShape gemm_shapes[] = {
  * cols. */
 GEMM_OPT static void
 pack_b (gboolean trans_b, const float *B, int ldb, int pc, int kc, int j0, int cols, int nr,
-        float *Bp)
+        GemmTranspose transpose, float *Bp)
 {
   for (int q0 = 0; q0 < cols; q0 += nr)
     {
@@ -291,15 +352,10 @@ pack_b (gboolean trans_b, const float *B, int ldb, int pc, int kc, int j0, int c
       float *panel = Bp + (gsize) (q0 / nr) * kc * nr;
       if (trans_b)   /* column j of op(B) is row j of B */
         {
-          for (int j = 0; j < w; j++)
-            {
-              const float *src = B + (gsize) (j0 + q0 + j) * ldb + pc;
-              for (int p = 0; p < kc; p++)
-                panel[(gsize) p * nr + j] = src[p];
-            }
-          for (int p = 0; p < kc; p++)
-            for (int j = w; j < nr; j++)
-              panel[(gsize) p * nr + j] = 0.0f;
+          transpose (B + (gsize) (j0 + q0) * ldb + pc, (gsize) ldb, w, kc, panel, nr);
+          if (w < nr)
+            for (int p = 0; p < kc; p++)
+              memset (panel + (gsize) p * nr + w, 0, (gsize) (nr - w) * sizeof (float));
         }
       else
         for (int p = 0; p < kc; p++)
@@ -382,10 +438,6 @@ round_up (int x, int to)
  * zero-padded). */
 enum { GEMM_IN_PLACE = 1024 };
 
-/* Depth below which a product's time goes to writing C rather than to the
- * sums, so that its transpose (written element by element) does not pay. */
-enum { GEMM_DEEP = 32 };
-
 /* C = alpha op(A) op(B) + beta C by the formula, element (i, j) of C at
  * C + i crow + j ccol; m, n > 0.  The loops, outermost first: blocks of nc
  * columns of op(B); panels of kc steps (op(B)'s block packed); blocks of mc
@@ -417,7 +469,7 @@ gemm_run (const GemmShape *g, gboolean trans_a, gboolean trans_b, int m, int n, 
           int mode = (pc > 0 ? GEMM_CONTINUE : 0) | (pc + kk >= k ? GEMM_FINAL : 0);
           int full_b = direct_b ? cols / nr * nr : 0;   /* columns read in place */
           if (full_b < cols)
-            pack_b (trans_b, B, ldb, pc, kk, jc + full_b, cols - full_b, nr,
+            pack_b (trans_b, B, ldb, pc, kk, jc + full_b, cols - full_b, nr, g->transpose,
                     Bp + (gsize) full_b * kk);
           for (int ic = 0; ic < m; ic += mb)
             {
@@ -468,16 +520,13 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
     if (gemm_shapes[i].width == width)
       g = &gemm_shapes[i];
   g_return_if_fail (g != NULL);
-  /* Some products are computed as their transpose, C^T = op(B)^T op(A)^T;
-   * each element's sum is the same sum in the same order, so the bits are
-   * the same.  A narrow one (n below a panel, m above it: a layer with few
-   * outputs), so that the vectors run along m, where op(A) is A^T (op(A)^T
-   * is then A, read in place); and A B^T with m below n (a batch's rows
-   * against a weight matrix): packing B^T is a pass over the whole weight
-   * matrix, while the transpose reads B in place and packs the batch. */
+  /* A narrow product (n below a panel, m above it: a layer with few
+   * outputs) where op(A) is A^T is computed as its transpose, C^T = op(B)^T
+   * op(A)^T, so that the vectors run along m and A is read in place; each
+   * element's sum is the same sum in the same order, so the bits are the
+   * same. */
   gsize crow = (gsize) ldc, ccol = 1;
-  if ((n < g->nr && m > n && trans_a)
-      || (trans_b && !trans_a && m < n && m <= GEMM_IN_PLACE && k >= GEMM_DEEP))
+  if (n < g->nr && m > n && trans_a)
     {
       int t = m;
       m = n;

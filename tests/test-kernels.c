@@ -782,7 +782,9 @@ test_gemm_fixed (void)
  * all four transposition cases, alpha and beta each 0, 1 and another
  * value; and on a product with more rows and columns than a block holds
  * (384 and 512), and one whose sum takes three panels (of at most 384
- * steps), the partial sums kept between them.  The
+ * steps), the partial sums kept between them.  Every fifth case scales a
+ * third of op(A) into the subnormal range, so that products and partial
+ * sums underflow and round as subnormals (no path flushes them).  The
  * (alpha, beta) pairs take turns over the shapes, so that every pair meets
  * every transposition case and many shapes while the portable kernel's
  * one fmaf call per step keeps the test short. */
@@ -834,7 +836,8 @@ test_gemm_widths (void)
         KernRng rng;
         kern_rng_init (&rng, seed++, 0);
         for (gsize i = 0; i < na; i++)
-          A[i] = (float) (2 * kern_rng_uniform_pos (&rng) - 1);
+          A[i] = (float) (2 * kern_rng_uniform_pos (&rng) - 1)
+                 * (turn % 5 == 4 && i % 3 == 0 ? 0x1p-126f : 1.0f);
         for (gsize i = 0; i < nb; i++)
           B[i] = (float) (2 * kern_rng_uniform_pos (&rng) - 1);
         for (gsize i = 0; i < nc; i++)
