@@ -27,14 +27,18 @@
  * of op(B) is copied into panels of NR columns (in L2), KC columns of a
  * block of rows of op(A) into slivers of MR rows, and a micro-kernel keeps
  * an MR x NR tile of float accumulators in registers for the KC steps,
- * broadcasting an element of op(A) against a row of the op(B) panel.  Tiles
- * at the edges are computed whole on zero-padded panels and only their
- * valid part is written.  On x86-64 the micro-kernel exists for AVX-512
- * (12 x 32), for AVX2 with FMA (6 x 16) and portably (4 x 8, with the C
- * library's fmaf, which is correctly rounded with or without FMA hardware:
- * slow where the CPU has none, exact everywhere); the widest the CPU runs
- * is picked, and all give the same bits.  docs/kernels.md gives its speed
- * against OpenBLAS.
+ * broadcasting an element of op(A) against a row of the op(B) panel.  An
+ * operand whose rows are its own rows is read in place instead where the
+ * other side is small (a batch of 64 rows against a weight matrix: the
+ * copy would cost as much as the sums).  Tiles at the edges are computed
+ * whole on zero-padded panels and only their valid part is written.  On
+ * x86-64 the micro-kernel exists for AVX-512 (12 x 32, 8 x 32 where 8
+ * divides the rows better, 12 x 16 for one vector of columns), for AVX2
+ * with FMA (6 x 16, 6 x 8) and portably (4 x 8, with the C library's fmaf,
+ * which is correctly rounded with or without FMA hardware: slow where the
+ * CPU has none, exact everywhere); the widest the CPU runs is picked, and
+ * all give the same bits.  docs/kernels.md gives its speed against
+ * OpenBLAS, and why the gradient stays on the broadcast side (subnormals).
  */
 #include "kernels/kernels.h"
 
@@ -201,7 +205,7 @@ tile_generic (int kc, const float *Ap, gsize a_step, gsize a_row, const float *B
     for (int j = 0; j < cols; j++)                                            \
       GEMM_FINISH (C + r * crow + j * ccol, last[r * NR_ + j], alpha, beta);
 
-enum { AVX2_MR = 6, AVX2_NV = 2, AVX512_MR = 12, AVX512_NV = 2 };
+enum { AVX2_MR = 6, AVX2_NV = 2, AVX512_MR = 12, AVX512_NV = 2, AVX512_MR8 = 8 };
 
 #define GEMM_TILE_ARGS                                                        \
   int kc, const float *Ap, gsize a_step G_GNUC_UNUSED, gsize a_row G_GNUC_UNUSED, \
@@ -251,6 +255,23 @@ __attribute__ ((target ("avx512f,avx2,fma"))) GEMM_OPT static void
 tile_avx512_direct (GEMM_TILE_ARGS)
 {
   GEMM_TILE_BODY (__m512, 16, AVX512_MR, AVX512_NV, 1, a_row, _mm512_loadu_ps,
+                  _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps)
+}
+
+/* 8 x 32 on AVX-512, for row counts that 8 divides better than 12 (a batch
+ * of 32 or 64 rows): 16 accumulators, still enough to hide the FMA's
+ * latency. */
+__attribute__ ((target ("avx512f,avx2,fma"))) GEMM_OPT static void
+tile_avx512_8 (GEMM_TILE_ARGS)
+{
+  GEMM_TILE_BODY (__m512, 16, AVX512_MR8, AVX512_NV, AVX512_MR8, 1, _mm512_loadu_ps,
+                  _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps)
+}
+
+__attribute__ ((target ("avx512f,avx2,fma"))) GEMM_OPT static void
+tile_avx512_8_direct (GEMM_TILE_ARGS)
+{
+  GEMM_TILE_BODY (__m512, 16, AVX512_MR8, AVX512_NV, 1, a_row, _mm512_loadu_ps,
                   _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps)
 }
 
@@ -324,7 +345,7 @@ transpose_avx2 (const float *src, gsize ld, int w, int kc, float *panel, int nr)
 #endif
 
 /* Every instruction set's shapes, widest first, each width's narrow one
- * (a single vector of columns) after it.  Block sizes: a sliver of op(A)
+ * (a single vector of columns) after it, then any with fewer rows.  Block sizes: a sliver of op(A)
  * (mr x kc) stays in L1 while the panels of the op(B) block (kc x nc)
  * stream from L2 past it. */
 static const GemmShape gemm_shapes[] = {
@@ -332,6 +353,8 @@ static const GemmShape gemm_shapes[] = {
   { 16, AVX512_MR, AVX512_NV * 16, 384, 512, 384, tile_avx512, tile_avx512_direct,
     transpose_avx2 },
   { 16, AVX512_MR, 16, 384, 512, 384, tile_avx512_narrow, tile_avx512_narrow_direct,
+    transpose_avx2 },
+  { 16, AVX512_MR8, AVX512_NV * 16, 384, 512, 384, tile_avx512_8, tile_avx512_8_direct,
     transpose_avx2 },
   { 8, AVX2_MR, AVX2_NV * 8, 256, 512, 384, tile_avx2, tile_avx2_direct, transpose_avx2 },
   { 8, AVX2_MR, 8, 256, 512, 384, tile_avx2_narrow, tile_avx2_narrow_direct, transpose_avx2 },
@@ -543,9 +566,16 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
       crow = 1;
       ccol = (gsize) ldc;
     }
-  /* a product no wider than one vector: the width's narrow tile */
-  if (n <= width && g + 1 < gemm_shapes + G_N_ELEMENTS (gemm_shapes) && g[1].width == width)
+  /* a product no wider than one vector: the width's narrow tile; else a
+   * tile with fewer rows where it pads at least 3 % fewer rows (the larger
+   * tile loads less per multiply-add) */
+  const GemmShape *end = gemm_shapes + G_N_ELEMENTS (gemm_shapes);
+  if (n <= width && g + 1 < end && g[1].width == width)
     g++;
+  else
+    for (const GemmShape *h = g + 1; h < end && h->width == width; h++)
+      if (h->nr == g->nr && 33 * (gint64) round_up (m, h->mr) < 32 * (gint64) round_up (m, g->mr))
+        g = h;
   gemm_run (g, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, crow, ccol);
 }
 
