@@ -461,6 +461,9 @@ round_up (int x, int to)
  * zero-padded). */
 enum { GEMM_IN_PLACE = 1024 };
 
+/* Rows of C per call of gemm_run: a multiple of every tile's rows. */
+enum { GEMM_BAND = 3072 };
+
 /* C = alpha op(A) op(B) + beta C by the formula, element (i, j) of C at
  * C + i crow + j ccol; m, n > 0.  The loops, outermost first: blocks of nc
  * columns of op(B); panels of kc steps (op(B)'s block packed); blocks of mc
@@ -576,7 +579,12 @@ kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int
     for (const GemmShape *h = g + 1; h < end && h->width == width; h++)
       if (h->nr == g->nr && 33 * (gint64) round_up (m, h->mr) < 32 * (gint64) round_up (m, g->mr))
         g = h;
-  gemm_run (g, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, crow, ccol);
+  /* in bands of rows, so that the partial sums of a deep product (4 n
+   * bytes a row) stay bounded however many rows it has */
+  for (int i0 = 0; i0 < m; i0 += GEMM_BAND)
+    gemm_run (g, trans_a, trans_b, MIN (GEMM_BAND, m - i0), n, k, alpha,
+              A + (trans_a ? (gsize) i0 : (gsize) i0 * lda), lda, B, ldb, beta,
+              C + (gsize) i0 * crow, crow, ccol);
 }
 
 /* The widths kern_gemm_fixed_width can run on this CPU, widest first, as a

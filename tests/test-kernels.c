@@ -782,8 +782,9 @@ test_gemm_fixed (void)
  * all four transposition cases, alpha and beta each 0, 1 and another
  * value; and on a product with more rows and columns than a block holds
  * (384 and 512), and one whose sum takes three panels (of at most 384
- * steps), the partial sums kept between them; and on 64 rows, which the
- * AVX-512 path computes in tiles of 8 rows.  Every fifth case scales a
+ * steps), the partial sums kept between them; on 64 rows, which the
+ * AVX-512 path computes in tiles of 8 rows; and on more rows than one band
+ * of the computation holds.  Every fifth case scales a
  * third of op(A) into the subnormal range, so that products and partial
  * sums underflow and round as subnormals (no path flushes them).  The
  * (alpha, beta) pairs take turns over the shapes, so that every pair meets
@@ -795,7 +796,7 @@ test_gemm_widths (void)
   static const int sizes[] = { 1, 7, 33, 65, 257 };
   static const float alphas[] = { 0.0f, 1.0f, -0.8125f }, betas[] = { 0.0f, 1.0f, 1.375f };
   enum { NS = G_N_ELEMENTS (sizes) };
-  int shapes[NS * NS * NS + 3][3];
+  int shapes[NS * NS * NS + 4][3];
   int n_shapes = 0;
   for (int a = 0; a < NS; a++)
     for (int b = 0; b < NS; b++)
@@ -820,6 +821,11 @@ test_gemm_widths (void)
   shapes[n_shapes][0] = 64;
   shapes[n_shapes][1] = 70;
   shapes[n_shapes][2] = 40;
+  n_shapes++;
+  /* more rows than a band (3072), each band's sum over two panels */
+  shapes[n_shapes][0] = 3100;
+  shapes[n_shapes][1] = 9;
+  shapes[n_shapes][2] = 400;
   n_shapes++;
   g_assert_cmpint (kern_gemm_fixed_widths ()[0], !=, 0);
   guint64 seed = 20270101;
