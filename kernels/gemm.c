@@ -54,7 +54,8 @@
  * out of sanitizer builds' instrumentation, which would make them some
  * fifty times slower (every real-math test runs through them); the buffers
  * they read and write are sized by gemm_run, which stays instrumented, and
- * /kernels/gemm/fixed checks every element they write.  No multiply is
+ * /kernels/gemm/fixed and /kernels/gemm/widths check every element they
+ * write.  No multiply is
  * ever fused into an add by the compiler (fp-contract=off, as the whole
  * build): the only fused operations are the explicit ones of the formula. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -85,7 +86,7 @@ typedef void (*GemmTile) (int kc, const float *Ap, gsize a_step, gsize a_row, co
  * into a panel as its columns: panel[p nr + j] = src[j ld + p]. */
 typedef void (*GemmTranspose) (const float *src, gsize ld, int w, int kc, float *panel, int nr);
 
-/* One instruction set's micro-kernel and block sizes. */
+/* A micro-kernel of one instruction set and its block sizes. */
 typedef struct
 {
   int width;       /* floats per vector: the name tests pick it by */
@@ -455,10 +456,12 @@ round_up (int x, int to)
 
 /* Packing an operand is one pass over it for each block of the other:
  * where the other is small (a product of a batch of 64 rows and a weight
- * matrix) that pass costs as much as the products, so an operand whose
- * rows are op()'s own rows is read in place when the other side has at
- * most this many rows or columns (the tiles at its edge are still packed,
- * zero-padded). */
+ * matrix) that pass costs as much as the products.  So op(A), when it is A
+ * itself, is always read in place (the micro-kernel broadcasts from its
+ * rows as cheaply as from a packed sliver), and op(B), when it is B, is
+ * read in place where m is at most this (larger products pack it, so that
+ * its rows, often a multiple of 4 KiB apart, do not evict each other from
+ * L1).  The tiles at their edges are still packed, zero-padded. */
 enum { GEMM_IN_PLACE = 1024 };
 
 /* Rows of C per call of gemm_run: a multiple of every tile's rows. */
@@ -466,10 +469,11 @@ enum { GEMM_BAND = 3072 };
 
 /* C = alpha op(A) op(B) + beta C by the formula, element (i, j) of C at
  * C + i crow + j ccol; m, n > 0.  The loops, outermost first: blocks of nc
- * columns of op(B); panels of kc steps (op(B)'s block packed); blocks of mc
- * rows of op(A) (packed); slivers of mr rows; panels of nr columns.  Where
- * the sum takes more than one panel, each tile's partial sums wait in S
- * (tile by tile, mr nr floats each) between panels. */
+ * columns of op(B); panels of kc steps (op(B)'s block packed, or read in
+ * place); blocks of mc rows of op(A) (packed, or read in place); slivers
+ * of mr rows; panels of nr columns.  Where the sum takes more than one
+ * panel, each tile's partial sums wait in S (tile by tile, mr nr floats
+ * each) between panels. */
 static void
 gemm_run (const GemmShape *g, gboolean trans_a, gboolean trans_b, int m, int n, int k,
           float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
