@@ -45,7 +45,7 @@
 #include <math.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__)
 #define GEMM_X86 1
 #include <immintrin.h>
 #endif
