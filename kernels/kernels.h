@@ -596,14 +596,15 @@ double kern_opt_bytes (const KernOptKind *kind, gsize n);
 void kern_sgd_step (float *params, const float *grad, gsize n, float lr);
 
 /* C (m, n) = alpha op(A) op(B) + beta C, row-major as cblas_sgemm, with
- * every element's sum formed in one fixed order in double and rounded to
- * float once: the same bits on every CPU (gemm.c gives the formula). */
+ * every element's sum one chain of float fused multiply-adds in a fixed
+ * order: the same bits on every CPU (gemm.c gives the formula). */
 void kern_gemm_fixed (gboolean trans_a, gboolean trans_b, int m, int n, int k,
                       float alpha, const float *A, int lda, const float *B, int ldb,
                       float beta, float *C, int ldc);
-/* kern_gemm_fixed on vectors of `width` doubles (0 = the widest this CPU
- * runs), and the widths this CPU runs (0-terminated): for tests, which show
- * that every width gives the same bits. */
+/* kern_gemm_fixed on the micro-kernel for vectors of `width` floats (16:
+ * AVX-512, 8: AVX2 with FMA, 1: portable; 0 = the widest this CPU runs),
+ * and the widths this CPU runs (0-terminated, widest first): for tests,
+ * which show that every width gives the same bits. */
 void kern_gemm_fixed_width (int width, gboolean trans_a, gboolean trans_b, int m, int n,
                             int k, float alpha, const float *A, int lda, const float *B,
                             int ldb, float beta, float *C, int ldc);

@@ -689,9 +689,9 @@ test_cpu_gemm (void)
 }
 
 /* kern_gemm_fixed computes, bit for bit, the formula gemm.c states:
- * S_ij = sum_p a_ip b_pj, products and sum in double, p in increasing
- * order from 0; C_ij = (float) (alpha S_ij + beta C_ij), or (float) (alpha
- * S_ij) when beta = 0 (C then not read: it may hold NaN).  Checked for every
+ * s_ij = fmaf (a_ip, b_pj, s_ij) for p in increasing order from s_ij = 0;
+ * C_ij = fmaf (beta, C_ij, alpha s_ij), or alpha s_ij when beta = 0 (C
+ * then not read: it may hold NaN).  Checked for every
  * vector width this CPU runs, both transpositions, padded strides, shapes
  * on either side of the block and panel sizes (narrow products take the
  * transposed path), k = 0, and the OpenBLAS backend within its error bound
@@ -737,12 +737,12 @@ test_gemm_fixed (void)
                   want[at] = C0[at];   /* padding is left alone */
                   continue;
                 }
-              double S = 0.0;
+              float sum = 0.0f;
               for (int p = 0; p < k; p++)
-                S += (double) (ta ? A[(gsize) p * lda + i] : A[(gsize) i * lda + p])
-                     * (double) (tb ? B[(gsize) j * ldb + p] : B[(gsize) p * ldb + j]);
-              want[at] = beta == 0.0f ? (float) ((double) alpha * S)
-                                      : (float) ((double) alpha * S + (double) beta * (double) C0[at]);
+                sum = fmaf (ta ? A[(gsize) p * lda + i] : A[(gsize) i * lda + p],
+                            tb ? B[(gsize) j * ldb + p] : B[(gsize) p * ldb + j], sum);
+              float t = alpha * sum;
+              want[at] = beta == 0.0f ? t : fmaf (beta, C0[at], t);
             }
         for (const int *w = kern_gemm_fixed_widths (); *w; w++)
           {
@@ -774,6 +774,110 @@ test_gemm_fixed (void)
           }
       }
   kern_backend_free (blas);
+}
+
+/* Every micro-kernel (AVX-512, AVX2 with FMA, portable fmaf: each width
+ * this CPU runs) gives the formula's bits on shapes that leave edge tiles
+ * of every kind: m, n and k of 1, 7, 33, 65 and 257 in every combination,
+ * all four transposition cases, alpha and beta each 0, 1 and another
+ * value; and on a product with more rows and columns than a block holds
+ * (384 and 512), and one whose sum takes three panels (of at most 384
+ * steps), the partial sums kept between them; on 64 rows, which the
+ * AVX-512 path computes in tiles of 8 rows; and on more rows than one band
+ * of the computation holds.  Every fifth case scales a
+ * third of op(A) into the subnormal range, so that products and partial
+ * sums underflow and round as subnormals (no path flushes them).  The
+ * (alpha, beta) pairs take turns over the shapes, so that every pair meets
+ * every transposition case and many shapes while the portable kernel's
+ * one fmaf call per step keeps the test short. */
+static void
+test_gemm_widths (void)
+{
+  static const int sizes[] = { 1, 7, 33, 65, 257 };
+  static const float alphas[] = { 0.0f, 1.0f, -0.8125f }, betas[] = { 0.0f, 1.0f, 1.375f };
+  enum { NS = G_N_ELEMENTS (sizes) };
+  int shapes[NS * NS * NS + 4][3];
+  int n_shapes = 0;
+  for (int a = 0; a < NS; a++)
+    for (int b = 0; b < NS; b++)
+      for (int c = 0; c < NS; c++)
+        {
+          shapes[n_shapes][0] = sizes[a];
+          shapes[n_shapes][1] = sizes[b];
+          shapes[n_shapes][2] = sizes[c];
+          n_shapes++;
+        }
+  /* above the blocks of rows (384) and columns (512) */
+  shapes[n_shapes][0] = 389;
+  shapes[n_shapes][1] = 515;
+  shapes[n_shapes][2] = 70;
+  n_shapes++;
+  /* three panels of the sum */
+  shapes[n_shapes][0] = 13;
+  shapes[n_shapes][1] = 70;
+  shapes[n_shapes][2] = 777;
+  n_shapes++;
+  /* a batch of 64 rows (AVX-512: the 8-row tile) */
+  shapes[n_shapes][0] = 64;
+  shapes[n_shapes][1] = 70;
+  shapes[n_shapes][2] = 40;
+  n_shapes++;
+  /* more rows than a band (3072), each band's sum over two panels */
+  shapes[n_shapes][0] = 3100;
+  shapes[n_shapes][1] = 9;
+  shapes[n_shapes][2] = 400;
+  n_shapes++;
+  g_assert_cmpint (kern_gemm_fixed_widths ()[0], !=, 0);
+  guint64 seed = 20270101;
+  int turn = 0;
+  for (int s = 0; s < n_shapes; s++)
+    for (int variant = 0; variant < 4; variant++, turn++)
+      {
+        int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        gboolean ta = variant & 1, tb = (variant >> 1) & 1;
+        float alpha = alphas[turn % 3], beta = betas[(turn / 3) % 3];
+        int pad = s % 3;
+        int a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+        int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+        gsize na = (gsize) a_rows * lda, nb = (gsize) b_rows * ldb, nc = (gsize) m * ldc;
+        g_autofree float *A = g_new (float, na);
+        g_autofree float *B = g_new (float, nb);
+        g_autofree float *C0 = g_new (float, nc);
+        g_autofree float *want = g_new (float, nc);
+        g_autofree float *got = g_new (float, nc);
+        KernRng rng;
+        kern_rng_init (&rng, seed++, 0);
+        for (gsize i = 0; i < na; i++)
+          A[i] = (float) (2 * kern_rng_uniform_pos (&rng) - 1)
+                 * (turn % 5 == 4 && i % 3 == 0 ? 0x1p-126f : 1.0f);
+        for (gsize i = 0; i < nb; i++)
+          B[i] = (float) (2 * kern_rng_uniform_pos (&rng) - 1);
+        for (gsize i = 0; i < nc; i++)
+          C0[i] = beta == 0.0f ? NAN : (float) (2 * kern_rng_uniform_pos (&rng) - 1);
+        memcpy (want, C0, nc * sizeof (float));
+        for (int i = 0; i < m; i++)
+          for (int j = 0; j < n; j++)
+            {
+              float sum = 0.0f;
+              for (int p = 0; p < k; p++)
+                sum = fmaf (ta ? A[(gsize) p * lda + i] : A[(gsize) i * lda + p],
+                            tb ? B[(gsize) j * ldb + p] : B[(gsize) p * ldb + j], sum);
+              float t = alpha * sum;
+              gsize at = (gsize) i * ldc + j;
+              want[at] = beta == 0.0f ? t : fmaf (beta, C0[at], t);
+            }
+        for (const int *w = kern_gemm_fixed_widths (); *w; w++)
+          {
+            memcpy (got, C0, nc * sizeof (float));
+            kern_gemm_fixed_width (*w, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, got, ldc);
+            if (memcmp (got, want, nc * sizeof (float)) != 0)
+              for (gsize i = 0; i < nc; i++)
+                if (memcmp (&got[i], &want[i], sizeof (float)) != 0)
+                  g_error ("width %d, (m, n, k) = (%d, %d, %d), trans %d %d, alpha %g, "
+                           "beta %g: C[%" G_GSIZE_FORMAT "] = %.9g, the formula gives %.9g",
+                           *w, m, n, k, ta, tb, alpha, beta, i, got[i], want[i]);
+          }
+      }
 }
 
 /* The backends name what does their products: the fixed order, or
@@ -2118,6 +2222,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/softmax/bytes", test_softmax_bytes);
   g_test_add_func ("/kernels/cpu/gemm", test_cpu_gemm);
   g_test_add_func ("/kernels/gemm/fixed", test_gemm_fixed);
+  g_test_add_func ("/kernels/gemm/widths", test_gemm_widths);
   g_test_add_func ("/kernels/gemm/kernel-name", test_gemm_kernel_name);
   g_test_add_func ("/kernels/blas/lazy", test_blas_lazy);
   g_test_add_func ("/kernels/blas/missing", test_blas_missing);
