@@ -692,9 +692,9 @@ policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GE
                           "not modelled with [policy] zero = 3 or tensor > 1 (their collectives "
                           "interleave with every layer's compute); remove it, or use zero <= 2 "
                           "and tensor = 1");
-  /* the real math of a model without a tensor cut (kind = gpt, sparse)
+  /* the real math of a model whose family has no tensor plan (sparse)
    * runs whole models only */
-  if (c->math && base_values_int (c->values, "policy.tensor") > 1 && !kern_mlp_backend (m, NULL))
+  if (c->math && base_values_int (c->values, "policy.tensor") > 1 && !m->ops->tensor_plan_new)
     return sim_key_error (error, file, "policy", "tensor",
                           "the real math of kind = %s is not split across tensor ranks; use "
                           "tensor = 1, or [kernels] backend = none (timing only)", c->model_kind);

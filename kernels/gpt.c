@@ -51,6 +51,8 @@
  */
 #include "kernels/kernels.h"
 #include "kernels/backend.h"
+#include "kernels/gpt-private.h"
+#include "kernels/tensor.h"
 #include "kernels/rng.h"
 #include "base/fmath.h"
 
@@ -63,8 +65,8 @@
 #define GPT_GELU_A 0.044715
 #define GPT_INIT_STD 0.02
 #define GPT_EVAL_CHUNK 64               /* sequences per evaluation pass */
-/* Layer rows: embed, 12 per block, ln_f, lm_head, lm_loss. */
-#define GPT_BLOCK_ROWS 12
+/* Layer rows: embed, GPT_BLOCK_ROWS (gpt-private.h) per block, ln_f,
+ * lm_head, lm_loss. */
 
 /* Offsets of one block's parameters. */
 typedef struct {
@@ -171,8 +173,8 @@ gpt_reserve (GptPriv *p, int n)
 
 /* out = LN(x) over rows of D, keeping each row's mean and 1/sd: 8 D + 4
  * FLOPs a row. */
-static void
-ln_forward (const float *x, const float *gamma, const float *beta, gsize rows, int D,
+void
+kern_gpt_ln_forward (const float *x, const float *gamma, const float *beta, gsize rows, int D,
             float *out, float *mu, float *rs)
 {
   for (gsize r = 0; r < rows; r++)
@@ -199,8 +201,8 @@ ln_forward (const float *x, const float *gamma, const float *beta, gsize rows, i
 /* Backward of ln_forward given dout: adds into dgamma, dbeta (which the
  * caller zeroed) and into dx (the residual stream's gradient): 14 D + 2
  * FLOPs a row.  `tmp` holds 2 D doubles. */
-static void
-ln_backward (const float *dout, const float *x, const float *gamma, const float *mu,
+void
+kern_gpt_ln_backward (const float *dout, const float *x, const float *gamma, const float *mu,
              const float *rs, gsize rows, int D, float *dgamma, float *dbeta, float *dx,
              double *tmp)
 {
@@ -233,8 +235,8 @@ gpt_tanh (double z)
 }
 
 /* g = GELU(u), 13 FLOPs an element. */
-static void
-gelu_forward (const float *u, float *g, gsize len)
+void
+kern_gpt_gelu_forward (const float *u, float *g, gsize len)
 {
   for (gsize i = 0; i < len; i++)
     {
@@ -245,8 +247,8 @@ gelu_forward (const float *u, float *g, gsize len)
 }
 
 /* dg *= GELU'(u) in place, 22 FLOPs an element. */
-static void
-gelu_backward (float *dg, const float *u, gsize len)
+void
+kern_gpt_gelu_backward (float *dg, const float *u, gsize len)
 {
   for (gsize i = 0; i < len; i++)
     {
@@ -284,8 +286,8 @@ dense_backward (KernBackend *be, const float *A, const float *W, const float *dZ
 
 /* Row i of a head's (S, S) scores in place: the causal softmax of the
  * scaled scores j <= i, zeros after: 5 (i + 1) FLOPs. */
-static void
-causal_softmax_row (float *row, int i, int S, double scale)
+void
+kern_gpt_causal_softmax_row (float *row, int i, int S, double scale)
 {
   double mx = -INFINITY;
   for (int j = 0; j <= i; j++)
@@ -322,7 +324,7 @@ attn_forward (GptPriv *p, GptAct *a, int n)
         float *P = a->att + ((gsize) b * p->H + h) * S * S;      /* (S, S) */
         be->ops->gemm (be, FALSE, TRUE, S, S, hd, 1.0f, Q, q3, K, q3, 0.0f, P, S);
         for (int i = 0; i < S; i++)
-          causal_softmax_row (P + (gsize) i * S, i, S, scale);
+          kern_gpt_causal_softmax_row (P + (gsize) i * S, i, S, scale);
         be->ops->gemm (be, FALSE, FALSE, S, hd, S, 1.0f, P, S, Vv, q3, 0.0f,
                        a->ctx + (gsize) b * S * D + h * hd, D);
       }
@@ -330,8 +332,8 @@ attn_forward (GptPriv *p, GptAct *a, int n)
 
 /* dP (S, S) into the score gradient in place: dS_ij = scale P_ij (dP_ij -
  * sum_k P_ik dP_ik) for j <= i, 0 after: 5 (i + 1) - 1 FLOPs row i. */
-static void
-causal_softmax_backward (const float *P, float *dP, int S, double scale)
+void
+kern_gpt_causal_softmax_backward (const float *P, float *dP, int S, double scale)
 {
   for (int i = 0; i < S; i++)
     {
@@ -364,7 +366,7 @@ attn_backward (GptPriv *p, const GptAct *a, const float *dctx, int n)
         float *dQ = p->dqkv + r0 * q3 + h * hd, *dK = dQ + D, *dV = dQ + 2 * D;
         be->ops->gemm (be, FALSE, TRUE, S, S, hd, 1.0f, dC, D, Vv, q3, 0.0f, p->dP, S);
         be->ops->gemm (be, TRUE, FALSE, S, hd, S, 1.0f, P, S, dC, D, 0.0f, dV, q3);
-        causal_softmax_backward (P, p->dP, S, scale);
+        kern_gpt_causal_softmax_backward (P, p->dP, S, scale);
         be->ops->gemm (be, FALSE, FALSE, S, hd, S, 1.0f, p->dP, S, K, q3, 0.0f, dQ, q3);
         be->ops->gemm (be, TRUE, FALSE, S, hd, S, 1.0f, p->dP, S, Q, q3, 0.0f, dK, q3);
       }
@@ -382,15 +384,15 @@ block_forward (GptPriv *p, const float *P, int l, int n)
   int D = p->D, F = p->F, T = n * p->S;
   gsize TD = (gsize) T * D;
   const float *h = p->res[l];
-  ln_forward (h, P + o->ln1, P + o->ln1 + D, T, D, a->xn1, a->mu1, a->rs1);
+  kern_gpt_ln_forward (h, P + o->ln1, P + o->ln1 + D, T, D, a->xn1, a->mu1, a->rs1);
   dense_forward (be, a->xn1, P + o->qkv, T, D, 3 * D, a->qkv);
   attn_forward (p, a, n);
   dense_forward (be, a->ctx, P + o->proj, T, D, D, a->mid);
   for (gsize i = 0; i < TD; i++)
     a->mid[i] += h[i];                                           /* attn.add */
-  ln_forward (a->mid, P + o->ln2, P + o->ln2 + D, T, D, a->xn2, a->mu2, a->rs2);
+  kern_gpt_ln_forward (a->mid, P + o->ln2, P + o->ln2 + D, T, D, a->xn2, a->mu2, a->rs2);
   dense_forward (be, a->xn2, P + o->fc, T, D, F, a->u);
-  gelu_forward (a->u, a->g, (gsize) T * F);
+  kern_gpt_gelu_forward (a->u, a->g, (gsize) T * F);
   float *out = p->res[l + 1];
   dense_forward (be, a->g, P + o->fc2, T, F, D, out);
   for (gsize i = 0; i < TD; i++)
@@ -407,37 +409,43 @@ block_backward (GptPriv *p, const float *P, float *G, int l, int n)
   const GptOff *o = &p->off[l];
   int D = p->D, F = p->F, T = n * p->S;
   dense_backward (be, a->g, P + o->fc2, p->dres, T, F, D, G + o->fc2, p->dbig);
-  gelu_backward (p->dbig, a->u, (gsize) T * F);
+  kern_gpt_gelu_backward (p->dbig, a->u, (gsize) T * F);
   dense_backward (be, a->xn2, P + o->fc, p->dbig, T, D, F, G + o->fc, p->dsmall);
   memset (G + o->ln2, 0, 2 * (gsize) D * sizeof (float));
-  ln_backward (p->dsmall, a->mid, P + o->ln2, a->mu2, a->rs2, T, D, G + o->ln2,
+  kern_gpt_ln_backward (p->dsmall, a->mid, P + o->ln2, a->mu2, a->rs2, T, D, G + o->ln2,
                G + o->ln2 + D, p->dres, p->lnrow);                /* dres = dL/d mid */
   dense_backward (be, a->ctx, P + o->proj, p->dres, T, D, D, G + o->proj, p->dsmall);
   attn_backward (p, a, p->dsmall, n);
   dense_backward (be, a->xn1, P + o->qkv, p->dqkv, T, D, 3 * D, G + o->qkv, p->dsmall);
   memset (G + o->ln1, 0, 2 * (gsize) D * sizeof (float));
-  ln_backward (p->dsmall, p->res[l], P + o->ln1, a->mu1, a->rs1, T, D, G + o->ln1,
+  kern_gpt_ln_backward (p->dsmall, p->res[l], P + o->ln1, a->mu1, a->rs1, T, D, G + o->ln1,
                G + o->ln1 + D, p->dres, p->lnrow);                /* dres = dL/d res[l] */
 }
 
-/* Reads the tokens and targets of x (n, S + 1); FALSE when a value is not
- * a symbol in [0, V). */
-static gboolean
-gpt_tokens (GptPriv *p, const float *x, int n)
+/* Reads the tokens and targets of x (n, S + 1) (gpt-private.h). */
+gboolean
+kern_gpt_read_tokens (const float *x, int n, int S, int V, int *tok, int *tgt)
 {
-  int S = p->S;
   for (int b = 0; b < n; b++)
     for (int t = 0; t <= S; t++)
       {
         float v = x[(gsize) b * (S + 1) + t];
-        if (!(v >= 0.0f && v < (float) p->V) || v != floorf (v))
+        if (!(v >= 0.0f && v < (float) V) || v != floorf (v))
           return FALSE;
         if (t < S)
-          p->tok[(gsize) b * S + t] = (int) v;
+          tok[(gsize) b * S + t] = (int) v;
         if (t > 0)
-          p->tgt[(gsize) b * S + t - 1] = (int) v;
+          tgt[(gsize) b * S + t - 1] = (int) v;
       }
   return TRUE;
+}
+
+/* The tokens and targets of x (n, S + 1) into the scratch; FALSE when a
+ * value is not a symbol in [0, V). */
+static gboolean
+gpt_tokens (GptPriv *p, const float *x, int n)
+{
+  return kern_gpt_read_tokens (x, n, p->S, p->V, p->tok, p->tgt);
 }
 
 /* Embedding, blocks, LN_f and the logits of n sequences. */
@@ -454,7 +462,7 @@ gpt_forward (GptPriv *p, const float *P, int n)
     }
   for (int l = 0; l < p->L; l++)
     block_forward (p, P, l, n);
-  ln_forward (p->res[p->L], P + p->lnf, P + p->lnf + D, T, D, p->xnf, p->muf, p->rsf);
+  kern_gpt_ln_forward (p->res[p->L], P + p->lnf, P + p->lnf + D, T, D, p->xnf, p->muf, p->rsf);
   KernBackend *be = p->be;
   if (p->untied)
     be->ops->gemm (be, FALSE, FALSE, T, p->V, D, 1.0f, p->xnf, D, P + p->head, p->V, 0.0f,
@@ -490,7 +498,7 @@ gpt_backward (GptPriv *p, const float *P, float *G, int n)
     }
   memset (p->dres, 0, TD * sizeof (float));
   memset (G + p->lnf, 0, 2 * (gsize) D * sizeof (float));
-  ln_backward (p->dsmall, p->res[p->L], P + p->lnf, p->muf, p->rsf, T, D, G + p->lnf,
+  kern_gpt_ln_backward (p->dsmall, p->res[p->L], P + p->lnf, p->muf, p->rsf, T, D, G + p->lnf,
                G + p->lnf + D, p->dres, p->lnrow);
   for (int l = p->L - 1; l >= 0; l--)
     block_backward (p, P, G, l, n);
@@ -664,6 +672,13 @@ gpt_clone (const KernModel *m)
   return kern_gpt_new (p->V, p->S, p->D, p->H, p->L, p->untied, NULL, NULL);
 }
 
+/* The tensor-parallel plan on the model's backend (gpt-tensor.c). */
+static KernTensorPlan *
+gpt_tensor_plan_new (const KernModel *m, int T, GError **error)
+{
+  return kern_gpt_tensor_plan_new (m, ((const GptPriv *) m->priv)->be, T, error);
+}
+
 static const KernModelOps gpt_ops = {
   .name = "gpt",
   .n_params = gpt_n_params,
@@ -675,6 +690,7 @@ static const KernModelOps gpt_ops = {
   .flops_backward = gpt_flops_backward,
   .clone = gpt_clone,
   .free = gpt_free,
+  .tensor_plan_new = gpt_tensor_plan_new,
 };
 
 /* --- The layer table ----------------------------------------------------- */
