@@ -2,7 +2,8 @@
  * gpt-private.h — what the GPT's one-device math (gpt.c) shares with its
  * tensor-parallel plan (gpt-tensor.c); private to kernels/.
  *
- * The element-wise passes are the same functions on both sides, so that
+ * The element-wise passes (gpt-layers.c) are the same functions on both
+ * sides, so that
  * the split computation differs from the whole one only where the ranks
  * sum partial results (docs/kernels.md, "Tensor parallelism of the GPT").
  * The layer table's rows come in the order below: `embed`, GPT_BLOCK_ROWS
@@ -48,9 +49,17 @@ void kern_gpt_causal_softmax_backward (const float *P, float *dP, int S, double 
  * [0, V). */
 gboolean kern_gpt_read_tokens (const float *x, int n, int S, int V, int *tok, int *tgt);
 
-/* The plan of T ranks for m, a model of kern_gpt_new() whose math runs on
- * be (the model's CPU backend): tensor.h's contract, gpt-tensor.c's split. */
-struct KernTensorPlan *kern_gpt_tensor_plan_new (const KernModel *m, KernBackend *be, int T,
+/* A GPT's shape (kern_gpt_new's arguments). */
+typedef struct {
+  int V, S, D, H, L;
+  gboolean untied;
+} KernGptShape;
+
+/* The plan of T >= 1 ranks for m, a model of kern_gpt_new() of that shape
+ * whose math runs on be (the model's CPU backend): tensor.h's contract,
+ * gpt-tensor.c's split. */
+struct KernTensorPlan *kern_gpt_tensor_plan_new (const KernModel *m, KernBackend *be,
+                                                 const KernGptShape *shape, int T,
                                                  GError **error);
 
 G_END_DECLS

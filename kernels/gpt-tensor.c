@@ -770,12 +770,12 @@ list_plan (GptPlan *p)
 
 /* The GPT's plan of T ranks (gpt-private.h). */
 KernTensorPlan *
-kern_gpt_tensor_plan_new (const KernModel *m, KernBackend *be, int T, GError **error)
+kern_gpt_tensor_plan_new (const KernModel *m, KernBackend *be, const KernGptShape *shape,
+                          int T, GError **error)
 {
-  int V, S, D, H, L;
-  gboolean untied;
-  g_return_val_if_fail (m != NULL && be != NULL && T >= 1, NULL);
-  g_return_val_if_fail (kern_gpt_shape (m, &V, &S, &D, &H, &L, &untied), NULL);
+  g_return_val_if_fail (m != NULL && be != NULL && shape != NULL && T >= 1, NULL);
+  int V = shape->V, S = shape->S, D = shape->D, H = shape->H, L = shape->L;
+  gboolean untied = shape->untied;
   g_return_val_if_fail (m->n_layers == 1 + GPT_BLOCK_ROWS * L + 3, NULL);
   if (H % T != 0)
     {
