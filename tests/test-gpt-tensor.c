@@ -459,6 +459,12 @@ test_refusals_tensor (void)
   };
   g_autofree char *text = test_replaced (base_scenario, "workers = 2", "workers = 8");
   test_refusals (text, cases, G_N_ELEMENTS (cases));
+  /* 4 ranks share 4 heads but not a vocabulary of 2 */
+  static const TestRefusal vocabulary[] = {
+    { "kind = allreduce\n", "kind = allreduce\ntensor = 4\n", "[policy] tensor" },
+  };
+  g_autofree char *small = test_replaced (text, "vocabulary = 8", "vocabulary = 2");
+  test_refusals (small, vocabulary, G_N_ELEMENTS (vocabulary));
 
   KernModel *m = kern_gpt_new (3, TS, 24, 6, 1, FALSE, NULL, NULL);
   struct { int T; const char *want; } plan_cases[] = {
