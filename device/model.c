@@ -699,29 +699,29 @@ policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GE
     return sim_key_error (error, file, "policy", "tensor",
                           "the real math of kind = %s is not split across tensor ranks; use "
                           "tensor = 1, or [kernels] backend = none (timing only)", c->model_kind);
-  /* and the plan's own refusals (a T the heads or the vocabulary cannot
-   * share) before the run rather than when the policy builds it */
-  if (ops->tensor && c->math && base_values_int (c->values, "policy.tensor") > 1)
-    {
-      g_autoptr (GError) refused = NULL;
-      KernTensorPlan *plan = kern_tensor_plan_new (m, (int) base_values_int (c->values,
-                                                                              "policy.tensor"),
-                                                   &refused);
-      if (plan == NULL)
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, refused->message);
-          return FALSE;
-        }
-      kern_tensor_plan_free (plan);
-    }
   g_autofree gboolean *mask = sim_recompute_mask (c, m);
   LayerCtx lc = { c, m, mask };
   PolModelInfo mi = model_info (c, &lc);
   g_autoptr (GError) local = NULL;
-  if (!ops->check_model || ops->check_model (&mi, &local))
+  if (ops->check_model && !ops->check_model (&mi, &local))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
+      return FALSE;
+    }
+  /* then the math's own tensor plan, whose refusals (a T the GPT's
+   * vocabulary cannot share) come before the run rather than when the
+   * policy builds it */
+  gint64 T = base_values_int (c->values, "policy.tensor");
+  if (!ops->tensor || !c->math || T <= 1)
     return TRUE;
-  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
-  return FALSE;
+  KernTensorPlan *plan = kern_tensor_plan_new (m, (int) T, &local);
+  if (plan == NULL)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
+      return FALSE;
+    }
+  kern_tensor_plan_free (plan);
+  return TRUE;
 }
 
 /* A step, an update and every layer must take a finite time: a tiny
