@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels/backend.h"
+#include "kernels/tensor.h"
 #include "policies/policy.h"
 #include "config/models.h"
 #include "config/stragglers.h"
@@ -697,10 +698,25 @@ policy_model_check (const SimConfig *c, const KernModel *m, const char *file, GE
   LayerCtx lc = { c, m, mask };
   PolModelInfo mi = model_info (c, &lc);
   g_autoptr (GError) local = NULL;
-  if (!ops->check_model || ops->check_model (&mi, &local))
+  if (ops->check_model && !ops->check_model (&mi, &local))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
+      return FALSE;
+    }
+  /* then the math's own tensor plan, whose refusals (a T the GPT's
+   * vocabulary cannot share) come before the run rather than when the
+   * policy builds it */
+  gint64 T = base_values_int (c->values, "policy.tensor");
+  if (!ops->tensor || !c->math || T <= 1)
     return TRUE;
-  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
-  return FALSE;
+  KernTensorPlan *plan = kern_tensor_plan_new (m, (int) T, &local);
+  if (plan == NULL)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: %s", file, local->message);
+      return FALSE;
+    }
+  kern_tensor_plan_free (plan);
+  return TRUE;
 }
 
 /* A step, an update and every layer must take a finite time: a tiny

@@ -34,9 +34,10 @@
  * fixed-order products by default, so the same bits on every CPU); the
  * attention scores and context are full S x S products per sample and head,
  * the causal mask applied in the softmax (probabilities above the diagonal
- * are 0), as the timing transformer counts them.  Layer norm, GELU, the
- * attention softmax and the embedding are plain loops here, in double where
- * they accumulate, with exp from base/fmath.c.  The math needs host
+ * are 0), as the timing transformer counts them.  Layer norm, GELU and
+ * the attention softmax are plain loops in gpt-layers.c (shared with the
+ * tensor-parallel split, gpt-tensor.c), the embedding here, in double
+ * where they accumulate, with exp from base/fmath.c.  The math needs host
  * buffers: another backend is refused.
  *
  * Costs: the layer table has the timing transformer's rows, names,
@@ -51,6 +52,8 @@
  */
 #include "kernels/kernels.h"
 #include "kernels/backend.h"
+#include "kernels/gpt-private.h"
+#include "kernels/tensor.h"
 #include "kernels/rng.h"
 #include "base/fmath.h"
 
@@ -58,13 +61,10 @@
 #include <math.h>
 #include <string.h>
 
-#define GPT_LN_EPS 1e-5
-#define GPT_GELU_C 0.7978845608028654   /* sqrt(2 / pi) */
-#define GPT_GELU_A 0.044715
 #define GPT_INIT_STD 0.02
 #define GPT_EVAL_CHUNK 64               /* sequences per evaluation pass */
-/* Layer rows: embed, 12 per block, ln_f, lm_head, lm_loss. */
-#define GPT_BLOCK_ROWS 12
+/* Layer rows: embed, GPT_BLOCK_ROWS (gpt-private.h) per block, ln_f,
+ * lm_head, lm_loss. */
 
 /* Offsets of one block's parameters. */
 typedef struct {
@@ -173,98 +173,6 @@ gpt_reserve (GptPriv *p, int n)
   p->cap = n;
 }
 
-/* --- Element-wise passes ------------------------------------------------- */
-
-/* out = LN(x) over rows of D, keeping each row's mean and 1/sd: 8 D + 4
- * FLOPs a row. */
-static void
-ln_forward (const float *x, const float *gamma, const float *beta, gsize rows, int D,
-            float *out, float *mu, float *rs)
-{
-  for (gsize r = 0; r < rows; r++)
-    {
-      const float *xr = x + r * D;
-      double s = xr[0];
-      for (int j = 1; j < D; j++)
-        s += xr[j];                                    /* D - 1 */
-      double m = s / D;                                /* 1 */
-      double v = 0.0;
-      for (int j = 0; j < D; j++)
-        {
-          double d = xr[j] - m;
-          v += d * d;                                  /* 3 D (the first add onto 0) */
-        }
-      double rstd = 1.0 / sqrt (v / D + GPT_LN_EPS);  /* 1 + 3 */
-      for (int j = 0; j < D; j++)
-        out[r * D + j] = (float) ((xr[j] - m) * rstd * gamma[j] + beta[j]);   /* 4 D */
-      mu[r] = (float) m;
-      rs[r] = (float) rstd;
-    }
-}
-
-/* Backward of ln_forward given dout: adds into dgamma, dbeta (which the
- * caller zeroed) and into dx (the residual stream's gradient): 14 D + 2
- * FLOPs a row.  `tmp` holds 2 D doubles. */
-static void
-ln_backward (const float *dout, const float *x, const float *gamma, const float *mu,
-             const float *rs, gsize rows, int D, float *dgamma, float *dbeta, float *dx,
-             double *tmp)
-{
-  double *dxh = tmp, *xh = tmp + D;
-  for (gsize r = 0; r < rows; r++)
-    {
-      const float *dr = dout + r * D, *xr = x + r * D;
-      double m1 = 0.0, m2 = 0.0;
-      for (int j = 0; j < D; j++)
-        {
-          xh[j] = (xr[j] - mu[r]) * (double) rs[r];     /* 2 */
-          dxh[j] = (double) dr[j] * gamma[j];           /* 1 */
-          dgamma[j] += (float) (dr[j] * xh[j]);        /* 2 */
-          dbeta[j] += dr[j];                            /* 1 */
-          m1 += dxh[j];                                 /* 1 */
-          m2 += dxh[j] * xh[j];                         /* 2 */
-        }
-      m1 /= D;                                          /* 1 */
-      m2 /= D;                                          /* 1 */
-      for (int j = 0; j < D; j++)
-        dx[r * D + j] += (float) (rs[r] * (dxh[j] - m1 - xh[j] * m2));   /* 5 */
-    }
-}
-
-/* tanh(z) through exp: 1 - 2 / (exp(2 z) + 1), 5 FLOPs. */
-static double
-gpt_tanh (double z)
-{
-  return 1.0 - 2.0 / (base_exp (2.0 * z) + 1.0);
-}
-
-/* g = GELU(u), 13 FLOPs an element. */
-static void
-gelu_forward (const float *u, float *g, gsize len)
-{
-  for (gsize i = 0; i < len; i++)
-    {
-      double x = u[i], x3 = x * x * x;                          /* 2 */
-      double t = gpt_tanh (GPT_GELU_C * (x + GPT_GELU_A * x3)); /* 3 + 5 */
-      g[i] = (float) (0.5 * x * (1.0 + t));                     /* 3 */
-    }
-}
-
-/* dg *= GELU'(u) in place, 22 FLOPs an element. */
-static void
-gelu_backward (float *dg, const float *u, gsize len)
-{
-  for (gsize i = 0; i < len; i++)
-    {
-      double x = u[i], x2 = x * x, x3 = x2 * x;                 /* 2 */
-      double t = gpt_tanh (GPT_GELU_C * (x + GPT_GELU_A * x3)); /* 3 + 5 */
-      double a = 0.5 * (1.0 + t);                               /* 2 */
-      double sech2 = 1.0 - t * t;                               /* 2 */
-      double dz = GPT_GELU_C * (1.0 + 3.0 * GPT_GELU_A * x2);   /* 3 */
-      dg[i] = (float) (dg[i] * (a + 0.5 * x * sech2 * dz));     /* 5 */
-    }
-}
-
 /* --- Dense layers and attention ------------------------------------------ */
 
 /* Z (rows, out) = A (rows, in) W (in, out) + b. */
@@ -288,31 +196,6 @@ dense_backward (KernBackend *be, const float *A, const float *W, const float *dZ
     be->ops->gemm (be, FALSE, TRUE, rows, in, out, 1.0f, dZ, out, W, out, 0.0f, dA, in);
 }
 
-/* Row i of a head's (S, S) scores in place: the causal softmax of the
- * scaled scores j <= i, zeros after: 5 (i + 1) FLOPs. */
-static void
-causal_softmax_row (float *row, int i, int S, double scale)
-{
-  double mx = -INFINITY;
-  for (int j = 0; j <= i; j++)
-    {
-      row[j] = (float) (row[j] * scale);              /* i + 1 */
-      mx = MAX (mx, row[j]);
-    }
-  double sum = 0.0;
-  for (int j = 0; j <= i; j++)
-    {
-      double e = base_exp (row[j] - mx);              /* 2 (i + 1) */
-      row[j] = (float) e;
-      sum = j == 0 ? e : sum + e;                     /* i */
-    }
-  double inv = 1.0 / sum;                             /* 1 */
-  for (int j = 0; j <= i; j++)
-    row[j] = (float) (row[j] * inv);                  /* i + 1 */
-  for (int j = i + 1; j < S; j++)
-    row[j] = 0.0f;
-}
-
 /* Scores, causal softmax and context of every sample and head. */
 static void
 attn_forward (GptPriv *p, GptAct *a, int n)
@@ -328,29 +211,10 @@ attn_forward (GptPriv *p, GptAct *a, int n)
         float *P = a->att + ((gsize) b * p->H + h) * S * S;      /* (S, S) */
         be->ops->gemm (be, FALSE, TRUE, S, S, hd, 1.0f, Q, q3, K, q3, 0.0f, P, S);
         for (int i = 0; i < S; i++)
-          causal_softmax_row (P + (gsize) i * S, i, S, scale);
+          kern_gpt_causal_softmax_row (P + (gsize) i * S, i, S, scale);
         be->ops->gemm (be, FALSE, FALSE, S, hd, S, 1.0f, P, S, Vv, q3, 0.0f,
                        a->ctx + (gsize) b * S * D + h * hd, D);
       }
-}
-
-/* dP (S, S) into the score gradient in place: dS_ij = scale P_ij (dP_ij -
- * sum_k P_ik dP_ik) for j <= i, 0 after: 5 (i + 1) - 1 FLOPs row i. */
-static void
-causal_softmax_backward (const float *P, float *dP, int S, double scale)
-{
-  for (int i = 0; i < S; i++)
-    {
-      const float *pr = P + (gsize) i * S;
-      float *dr = dP + (gsize) i * S;
-      double dot = (double) pr[0] * dr[0];
-      for (int j = 1; j <= i; j++)
-        dot += (double) pr[j] * dr[j];                /* 2 i + 1 */
-      for (int j = 0; j <= i; j++)
-        dr[j] = (float) (scale * pr[j] * (dr[j] - dot));   /* 3 (i + 1) */
-      for (int j = i + 1; j < S; j++)
-        dr[j] = 0.0f;
-    }
 }
 
 /* From dctx (T, D) to dqkv (T, 3D). */
@@ -370,7 +234,7 @@ attn_backward (GptPriv *p, const GptAct *a, const float *dctx, int n)
         float *dQ = p->dqkv + r0 * q3 + h * hd, *dK = dQ + D, *dV = dQ + 2 * D;
         be->ops->gemm (be, FALSE, TRUE, S, S, hd, 1.0f, dC, D, Vv, q3, 0.0f, p->dP, S);
         be->ops->gemm (be, TRUE, FALSE, S, hd, S, 1.0f, P, S, dC, D, 0.0f, dV, q3);
-        causal_softmax_backward (P, p->dP, S, scale);
+        kern_gpt_causal_softmax_backward (P, p->dP, S, scale);
         be->ops->gemm (be, FALSE, FALSE, S, hd, S, 1.0f, p->dP, S, K, q3, 0.0f, dQ, q3);
         be->ops->gemm (be, TRUE, FALSE, S, hd, S, 1.0f, p->dP, S, Q, q3, 0.0f, dK, q3);
       }
@@ -388,15 +252,15 @@ block_forward (GptPriv *p, const float *P, int l, int n)
   int D = p->D, F = p->F, T = n * p->S;
   gsize TD = (gsize) T * D;
   const float *h = p->res[l];
-  ln_forward (h, P + o->ln1, P + o->ln1 + D, T, D, a->xn1, a->mu1, a->rs1);
+  kern_gpt_ln_forward (h, P + o->ln1, P + o->ln1 + D, T, D, a->xn1, a->mu1, a->rs1);
   dense_forward (be, a->xn1, P + o->qkv, T, D, 3 * D, a->qkv);
   attn_forward (p, a, n);
   dense_forward (be, a->ctx, P + o->proj, T, D, D, a->mid);
   for (gsize i = 0; i < TD; i++)
     a->mid[i] += h[i];                                           /* attn.add */
-  ln_forward (a->mid, P + o->ln2, P + o->ln2 + D, T, D, a->xn2, a->mu2, a->rs2);
+  kern_gpt_ln_forward (a->mid, P + o->ln2, P + o->ln2 + D, T, D, a->xn2, a->mu2, a->rs2);
   dense_forward (be, a->xn2, P + o->fc, T, D, F, a->u);
-  gelu_forward (a->u, a->g, (gsize) T * F);
+  kern_gpt_gelu_forward (a->u, a->g, (gsize) T * F);
   float *out = p->res[l + 1];
   dense_forward (be, a->g, P + o->fc2, T, F, D, out);
   for (gsize i = 0; i < TD; i++)
@@ -415,37 +279,25 @@ block_backward (GptPriv *p, const float *P, float *G, int l, int n)
   int D = p->D, F = p->F, T = n * p->S;
   kern_round_scaled (p->fmt, p->dres, (gsize) T * D, p->scale);  /* at the block's output */
   dense_backward (be, a->g, P + o->fc2, p->dres, T, F, D, G + o->fc2, p->dbig);
-  gelu_backward (p->dbig, a->u, (gsize) T * F);
+  kern_gpt_gelu_backward (p->dbig, a->u, (gsize) T * F);
   dense_backward (be, a->xn2, P + o->fc, p->dbig, T, D, F, G + o->fc, p->dsmall);
   memset (G + o->ln2, 0, 2 * (gsize) D * sizeof (float));
-  ln_backward (p->dsmall, a->mid, P + o->ln2, a->mu2, a->rs2, T, D, G + o->ln2,
+  kern_gpt_ln_backward (p->dsmall, a->mid, P + o->ln2, a->mu2, a->rs2, T, D, G + o->ln2,
                G + o->ln2 + D, p->dres, p->lnrow);                /* dres = dL/d mid */
   dense_backward (be, a->ctx, P + o->proj, p->dres, T, D, D, G + o->proj, p->dsmall);
   attn_backward (p, a, p->dsmall, n);
   dense_backward (be, a->xn1, P + o->qkv, p->dqkv, T, D, 3 * D, G + o->qkv, p->dsmall);
   memset (G + o->ln1, 0, 2 * (gsize) D * sizeof (float));
-  ln_backward (p->dsmall, p->res[l], P + o->ln1, a->mu1, a->rs1, T, D, G + o->ln1,
+  kern_gpt_ln_backward (p->dsmall, p->res[l], P + o->ln1, a->mu1, a->rs1, T, D, G + o->ln1,
                G + o->ln1 + D, p->dres, p->lnrow);                /* dres = dL/d res[l] */
 }
 
-/* Reads the tokens and targets of x (n, S + 1); FALSE when a value is not
- * a symbol in [0, V). */
+/* The tokens and targets of x (n, S + 1) into the scratch; FALSE when a
+ * value is not a symbol in [0, V). */
 static gboolean
 gpt_tokens (GptPriv *p, const float *x, int n)
 {
-  int S = p->S;
-  for (int b = 0; b < n; b++)
-    for (int t = 0; t <= S; t++)
-      {
-        float v = x[(gsize) b * (S + 1) + t];
-        if (!(v >= 0.0f && v < (float) p->V) || v != floorf (v))
-          return FALSE;
-        if (t < S)
-          p->tok[(gsize) b * S + t] = (int) v;
-        if (t > 0)
-          p->tgt[(gsize) b * S + t - 1] = (int) v;
-      }
-  return TRUE;
+  return kern_gpt_read_tokens (x, n, p->S, p->V, p->tok, p->tgt);
 }
 
 /* Embedding, blocks, LN_f and the logits of n sequences. */
@@ -463,7 +315,7 @@ gpt_forward (GptPriv *p, const float *P, int n)
   kern_round_to (p->fmt, p->res[0], (gsize) T * D);              /* the embedding's output */
   for (int l = 0; l < p->L; l++)
     block_forward (p, P, l, n);
-  ln_forward (p->res[p->L], P + p->lnf, P + p->lnf + D, T, D, p->xnf, p->muf, p->rsf);
+  kern_gpt_ln_forward (p->res[p->L], P + p->lnf, P + p->lnf + D, T, D, p->xnf, p->muf, p->rsf);
   KernBackend *be = p->be;
   if (p->untied)
     be->ops->gemm (be, FALSE, FALSE, T, p->V, D, 1.0f, p->xnf, D, P + p->head, p->V, 0.0f,
@@ -501,7 +353,7 @@ gpt_backward (GptPriv *p, const float *P, float *G, int n)
     }
   memset (p->dres, 0, TD * sizeof (float));
   memset (G + p->lnf, 0, 2 * (gsize) D * sizeof (float));
-  ln_backward (p->dsmall, p->res[p->L], P + p->lnf, p->muf, p->rsf, T, D, G + p->lnf,
+  kern_gpt_ln_backward (p->dsmall, p->res[p->L], P + p->lnf, p->muf, p->rsf, T, D, G + p->lnf,
                G + p->lnf + D, p->dres, p->lnrow);
   for (int l = p->L - 1; l >= 0; l--)
     block_backward (p, P, G, l, n);
@@ -679,6 +531,15 @@ gpt_clone (const KernModel *m)
   return kern_gpt_new (p->V, p->S, p->D, p->H, p->L, p->untied, NULL, NULL);
 }
 
+/* The tensor-parallel plan on the model's backend (gpt-tensor.c). */
+static KernTensorPlan *
+gpt_tensor_plan_new (const KernModel *m, int T, GError **error)
+{
+  const GptPriv *p = m->priv;
+  KernGptShape shape = { p->V, p->S, p->D, p->H, p->L, p->untied };
+  return kern_gpt_tensor_plan_new (m, p->be, &shape, T, error);
+}
+
 static const KernModelOps gpt_ops = {
   .name = "gpt",
   .n_params = gpt_n_params,
@@ -690,6 +551,7 @@ static const KernModelOps gpt_ops = {
   .flops_backward = gpt_flops_backward,
   .clone = gpt_clone,
   .free = gpt_free,
+  .tensor_plan_new = gpt_tensor_plan_new,
 };
 
 /* --- The layer table ----------------------------------------------------- */

@@ -241,6 +241,11 @@ typedef struct {
    * written to keys (room for n x d + 1), and their count.  NULL where
    * every batch reads every parameter (dense models). */
   gsize (*touched) (const KernModel *m, const float *x, int n, gsize *keys);
+  /* Its math split across T >= 1 tensor-parallel ranks (kernels/tensor.h,
+   * which kern_tensor_plan_new() dispatches here): a new plan, or NULL with
+   * a KERN_TENSOR_ERROR naming [policy] tensor.  NULL where the math is not
+   * split (timing-only models, sparse logistic regression). */
+  struct KernTensorPlan *(*tensor_plan_new) (const KernModel *m, int T, GError **error);
 } KernModelOps;
 
 struct KernModel {

@@ -40,6 +40,7 @@
 #include "kernels/kernels.h"
 #include "kernels/backend.h"
 #include "kernels/rng.h"
+#include "kernels/tensor.h"
 
 #include <math.h>
 #include <string.h>
@@ -710,6 +711,7 @@ mlp_clone (const KernModel *m)
     .stage_new = mlp_stage_new,                   \
     .clone = mlp_clone,                           \
     .free = mlp_free,                             \
+    .tensor_plan_new = kern_mlp_tensor_plan_new,  \
   }
 MLP_OPS (softmax_ops, "softmax");
 MLP_OPS (linear_ops, "linear");

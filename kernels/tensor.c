@@ -1,7 +1,10 @@
 /*
  * tensor.c — the real math of a dense model split across T tensor-parallel
  * ranks (tensor.h gives the split; docs/kernels.md, "Tensor parallelism of
- * the real math", the formulas).
+ * the real math", the formulas), and what every family's plan shares: the
+ * accessors of tensor.h and kern_tensor_plan_new(), which hands a model to
+ * its family's plan (KernModelOps.tensor_plan_new; this file's for the
+ * models of kern_mlp_new(), gpt-tensor.c's for the GPT).
  *
  * Every rank reads its shard of W and b in place in the parameter vector
  * (a row shard's rows are consecutive; a column shard's are `out` floats
@@ -81,17 +84,14 @@ typedef struct {
                             * [0] unused (rank 0 writes the sum's buffer) */
 } TensorDense;
 
-struct KernTensorPlan {
-  const KernModel *m;      /* borrowed */
+/* The dense models' plan. */
+typedef struct {
+  KernTensorPlan base;     /* m, T, the splits and all-reduces */
   KernBackend *be;         /* the model's */
   gboolean host;           /* be's buffers are host memory */
   KernLoss loss;
-  int T;
   int n_dense;
   TensorDense *dense;      /* (n_dense) in forward order */
-  KernTensorSplit *split;  /* (m->n_layers) */
-  KernTensorAllReduce *ar; /* (n_fwd + n_bwd) */
-  int n_fwd, n_bwd;
   gsize n_params;
   int cap;                 /* rows the scratch holds */
   float *x_dev;            /* (cap, d) uploaded batches; NULL when host */
@@ -101,12 +101,13 @@ struct KernTensorPlan {
   float *params_dev;       /* (n_params) uploaded parameters; NULL when host */
   float *grad_dev;         /* (grad_groups, n_params) gradients; NULL when host */
   int grad_groups;
-};
+} MlpPlan;
 
 const char *
 kern_tensor_split_name (KernTensorSplit s)
 {
-  static const char *const names[] = { "no-weights", "replicated", "column", "row" };
+  static const char *const names[] = { "no-weights", "replicated", "column", "row",
+                                          "vocabulary" };
   g_return_val_if_fail ((unsigned) s < G_N_ELEMENTS (names), "?");
   return names[s];
 }
@@ -136,6 +137,136 @@ bufs_free (KernBackend *be, float **a, int count)
   for (int i = 0; i < count; i++)
     buf_free (be, a[i]);
   g_free (a);
+}
+
+/* --- every plan ------------------------------------------------------------ */
+
+void
+kern_tensor_plan_init (KernTensorPlan *p, const KernTensorPlanOps *ops, const KernModel *m,
+                       int T, int max_ar)
+{
+  g_return_if_fail (p != NULL && ops != NULL && m != NULL && T >= 1 && max_ar >= 0);
+  p->ops = ops;
+  p->m = m;
+  p->T = T;
+  p->split = g_new0 (KernTensorSplit, MAX (m->n_layers, 1));
+  p->ar = g_new0 (KernTensorAllReduce, MAX (max_ar, 1));
+  p->n_fwd = p->n_bwd = 0;
+}
+
+void
+kern_tensor_plan_clear (KernTensorPlan *p)
+{
+  g_free (p->split);
+  g_free (p->ar);
+  p->split = NULL;
+  p->ar = NULL;
+}
+
+/* The model's plan, from its tensor_plan_new; a model without one is
+ * refused with what it lacks. */
+KernTensorPlan *
+kern_tensor_plan_new (const KernModel *m, int T, GError **error)
+{
+  g_return_val_if_fail (m != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+  if (T < 1)
+    {
+      g_set_error (error, KERN_TENSOR_ERROR, KERN_TENSOR_ERROR_RANKS,
+                   "[policy] tensor: %d is not a number of ranks; fix: use tensor >= 1 "
+                   "(1 = no tensor parallelism)", T);
+      return NULL;
+    }
+  if (m->ops->tensor_plan_new != NULL)
+    return m->ops->tensor_plan_new (m, T, error);
+  gboolean shapes = FALSE;
+  for (int i = 0; i < m->n_layers; i++)
+    shapes = shapes || m->layers[i].n_weights > 0;
+  const char *lacks = m->ops->loss_grad != NULL ? "real math that is not split across ranks"
+                      : shapes ? "no real math (a timing-only model)"
+                      : "no weight shapes (a timing-only model)";
+  g_set_error (error, KERN_TENSOR_ERROR, KERN_TENSOR_ERROR_MODEL,
+               "[policy] tensor: model '%s' has %s, so its math cannot be split across "
+               "ranks; fix: use [model] kind = mlp, softmax, linear or gpt for real math, or "
+               "tensor = 1", m->ops->name, lacks);
+  return NULL;
+}
+
+void
+kern_tensor_plan_free (KernTensorPlan *p)
+{
+  if (p != NULL)
+    p->ops->free (p);
+}
+
+int
+kern_tensor_ranks (const KernTensorPlan *p)
+{
+  g_return_val_if_fail (p != NULL, 0);
+  return p->T;
+}
+
+KernTensorSplit
+kern_tensor_split (const KernTensorPlan *p, int i)
+{
+  g_return_val_if_fail (p != NULL && i >= 0 && i < p->m->n_layers, KERN_TENSOR_NONE);
+  return p->split[i];
+}
+
+void
+kern_tensor_cut (const KernTensorPlan *p, int i, int t, int *lo, int *hi)
+{
+  g_return_if_fail (p != NULL && i >= 0 && i < p->m->n_layers && t >= 0 && t < p->T);
+  g_return_if_fail (lo != NULL && hi != NULL);
+  p->ops->cut (p, i, t, lo, hi);
+}
+
+gsize
+kern_tensor_rank_params (const KernTensorPlan *p, int t)
+{
+  g_return_val_if_fail (p != NULL && t >= 0 && t < p->T, 0);
+  return p->ops->rank_params (p, t);
+}
+
+const KernTensorAllReduce *
+kern_tensor_collectives (const KernTensorPlan *p, int *n_fwd, int *n_bwd)
+{
+  g_return_val_if_fail (p != NULL, NULL);
+  if (n_fwd != NULL)
+    *n_fwd = p->n_fwd;
+  if (n_bwd != NULL)
+    *n_bwd = p->n_bwd;
+  return p->ar;
+}
+
+/* The groups' losses and gradients as the T ranks compute them
+ * (tensor.h), by the plan's family. */
+void
+kern_tensor_loss_grad_groups (KernTensorPlan *p, const float *params, const float *x,
+                              const int *y, int n, int groups, float *const *grads,
+                              double *losses)
+{
+  g_return_if_fail (p != NULL && params != NULL && x != NULL && y != NULL);
+  g_return_if_fail (losses != NULL);
+  g_return_if_fail (n >= 1 && groups >= 1 && n <= G_MAXINT / groups);
+  g_return_if_fail (kern_labels_valid (y, (gsize) n * groups, p->m->k));
+  for (int k = 0; grads != NULL && k < groups; k++)
+    g_return_if_fail (grads[k] != NULL);
+  p->ops->loss_grad_groups (p, params, x, y, n, groups, grads, losses);
+}
+
+/* The loss and gradient of one batch as the T ranks compute them
+ * (tensor.h): one group. */
+double
+kern_tensor_loss_grad (KernTensorPlan *p, const float *params, const float *x,
+                       const int *y, int n, float *grad)
+{
+  g_return_val_if_fail (p != NULL && params != NULL && x != NULL && y != NULL, NAN);
+  g_return_val_if_fail (n >= 1, NAN);
+  g_return_val_if_fail (kern_labels_valid (y, (gsize) n, p->m->k), NAN);
+  double loss;
+  kern_tensor_loss_grad_groups (p, params, x, y, n, 1, grad != NULL ? &grad : NULL, &loss);
+  return loss;
 }
 
 /* --- the plan ------------------------------------------------------------ */
@@ -177,37 +308,18 @@ find_dense (const KernModel *m, int *idx)
   return n > 0 && width == m->k ? n : -1;
 }
 
-/* Refuses a model the plan cannot split; TRUE when it can. */
-static gboolean
-check_model (const KernModel *m, GError **error)
-{
-  gboolean shapes = FALSE;
-  for (int i = 0; i < m->n_layers; i++)
-    shapes = shapes || m->layers[i].n_weights > 0;
-  if (kern_tensor_supports (m))
-    return TRUE;
-  g_set_error (error, KERN_TENSOR_ERROR, KERN_TENSOR_ERROR_MODEL,
-               "[policy] tensor: model '%s' has %s, so its math cannot be split across "
-               "ranks; fix: use [model] kind = mlp (or softmax, linear) for real math, or "
-               "tensor = 1", m->ops->name,
-               m->ops->loss_grad ? "no tensor-parallel math yet"
-               : shapes ? "no real math (a timing-only model)"
-                        : "no weight shapes (a timing-only model)");
-  return FALSE;
-}
-
-/* kern_tensor_supports (tensor.h): the plan runs mlp.c's dense layers on
- * their own backend. */
+/* kern_tensor_supports (tensor.h): the model's family gives a tensor
+ * plan. */
 gboolean
 kern_tensor_supports (const KernModel *m)
 {
   g_return_val_if_fail (m != NULL, FALSE);
-  return kern_mlp_backend (m, NULL) != NULL;
+  return m->ops->tensor_plan_new != NULL;
 }
 
 /* Refuses T when it does not divide every column-split width. */
 static gboolean
-check_widths (const KernTensorPlan *p, GError **error)
+check_widths (const MlpPlan *p, GError **error)
 {
   int g = 0;
   const TensorDense *bad = NULL;
@@ -215,7 +327,7 @@ check_widths (const KernTensorPlan *p, GError **error)
     if (p->dense[l].split == KERN_TENSOR_COLUMN)
       {
         g = gcd (g, p->dense[l].out);
-        if (bad == NULL && p->dense[l].out % p->T != 0)
+        if (bad == NULL && p->dense[l].out % p->base.T != 0)
           bad = &p->dense[l];
       }
   if (bad == NULL)
@@ -225,25 +337,25 @@ check_widths (const KernTensorPlan *p, GError **error)
                "tensor parallelism splits by columns; fix: set tensor to a divisor of %d "
                "(the greatest common divisor of the widths split by columns: [model] hidden "
                "widths 1, 3, 5, ...), or change those widths",
-               p->T, bad->out, p->m->layers[bad->layer].name, g);
+               p->base.T, bad->out, p->base.m->layers[bad->layer].name, g);
   return FALSE;
 }
 
 /* Splits: pairs (column, row) from the first dense layer on, an unpaired
  * last one replicated; all replicated when T = 1. */
 static void
-assign_splits (KernTensorPlan *p)
+assign_splits (MlpPlan *p)
 {
   for (int l = 0; l < p->n_dense; l++)
     {
       TensorDense *dl = &p->dense[l];
-      if (p->T == 1 || (l % 2 == 0 && l + 1 == p->n_dense))
+      if (p->base.T == 1 || (l % 2 == 0 && l + 1 == p->n_dense))
         dl->split = KERN_TENSOR_REPLICATED;
       else
         dl->split = l % 2 == 0 ? KERN_TENSOR_COLUMN : KERN_TENSOR_ROW;
-      dl->part = dl->split == KERN_TENSOR_COLUMN ? dl->out / p->T
-                 : dl->split == KERN_TENSOR_ROW ? dl->in / p->T : dl->out;
-      p->split[dl->layer] = dl->split;
+      dl->part = dl->split == KERN_TENSOR_COLUMN ? dl->out / p->base.T
+                 : dl->split == KERN_TENSOR_ROW ? dl->in / p->base.T : dl->out;
+      p->base.split[dl->layer] = dl->split;
     }
 }
 
@@ -251,43 +363,34 @@ assign_splits (KernTensorPlan *p)
  * order, then backward ones before each column-split layer but the first,
  * last layer first. */
 static void
-list_collectives (KernTensorPlan *p)
+list_collectives (MlpPlan *p)
 {
-  p->ar = g_new0 (KernTensorAllReduce, MAX (2 * p->n_dense, 1));
   for (int l = 0; l < p->n_dense; l++)
     if (p->dense[l].split == KERN_TENSOR_ROW)
-      p->ar[p->n_fwd++] = (KernTensorAllReduce) { KERN_TENSOR_FORWARD, p->dense[l].layer,
+      p->base.ar[p->base.n_fwd++] = (KernTensorAllReduce) { KERN_TENSOR_FORWARD, p->dense[l].layer,
                                                   p->dense[l].out };
   for (int l = p->n_dense - 1; l > 0; l--)
     if (p->dense[l].split == KERN_TENSOR_COLUMN)
-      p->ar[p->n_fwd + p->n_bwd++] = (KernTensorAllReduce) { KERN_TENSOR_BACKWARD,
+      p->base.ar[p->base.n_fwd + p->base.n_bwd++] = (KernTensorAllReduce) { KERN_TENSOR_BACKWARD,
                                                              p->dense[l].layer, p->dense[l].in };
 }
 
 /* The parameters' and gradients' buffers of a backend whose memory is
  * not the host's (the rows' scratch comes with the first call). */
 static void
-alloc_params (KernTensorPlan *p)
+alloc_params (MlpPlan *p)
 {
   if (!p->host)
     p->params_dev = p->be->ops->alloc (p->be, MAX (p->n_params, 1));
 }
 
-/* How T ranks split m (tensor.h). */
+static const KernTensorPlanOps mlp_plan_ops;
+
+/* How T >= 1 ranks split m, a model of kern_mlp_new() (tensor.h). */
 KernTensorPlan *
-kern_tensor_plan_new (const KernModel *m, int T, GError **error)
+kern_mlp_tensor_plan_new (const KernModel *m, int T, GError **error)
 {
-  g_return_val_if_fail (m != NULL, NULL);
-  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
-  if (T < 1)
-    {
-      g_set_error (error, KERN_TENSOR_ERROR, KERN_TENSOR_ERROR_RANKS,
-                   "[policy] tensor: %d is not a number of ranks; fix: use tensor >= 1 "
-                   "(1 = no tensor parallelism)", T);
-      return NULL;
-    }
-  if (!check_model (m, error))
-    return NULL;
+  g_return_val_if_fail (m != NULL && T >= 1 && kern_mlp_backend (m, NULL) != NULL, NULL);
   g_autofree int *idx = g_new (int, MAX (m->n_layers, 1));
   int n_dense = find_dense (m, idx);
   if (n_dense < 0)
@@ -299,14 +402,12 @@ kern_tensor_plan_new (const KernModel *m, int T, GError **error)
       return NULL;
     }
 
-  KernTensorPlan *p = g_new0 (KernTensorPlan, 1);
-  p->m = m;
+  MlpPlan *p = g_new0 (MlpPlan, 1);
+  kern_tensor_plan_init (&p->base, &mlp_plan_ops, m, T, 2 * n_dense);
   p->be = kern_mlp_backend (m, &p->loss);
   p->host = strcmp (p->be->ops->name, "cpu") == 0;
-  p->T = T;
   p->n_dense = n_dense;
   p->n_params = m->ops->n_params (m);
-  p->split = g_new0 (KernTensorSplit, m->n_layers);
   p->dense = g_new0 (TensorDense, n_dense);
   for (int l = 0; l < n_dense; l++)
     {
@@ -317,24 +418,24 @@ kern_tensor_plan_new (const KernModel *m, int T, GError **error)
   assign_splits (p);
   if (!check_widths (p, error))
     {
-      kern_tensor_plan_free (p);
+      kern_tensor_plan_free (&p->base);
       return NULL;
     }
   list_collectives (p);
   alloc_params (p);
-  return p;
+  return &p->base;
 }
 
 static void
-free_rows (KernTensorPlan *p)
+free_rows (MlpPlan *p)
 {
   KernBackend *be = p->be;
   for (int l = 0; l < p->n_dense; l++)
     {
       TensorDense *dl = &p->dense[l];
-      bufs_free (be, dl->act, p->T);
-      bufs_free (be, dl->dact, p->T);
-      bufs_free (be, dl->partial, p->T);
+      bufs_free (be, dl->act, p->base.T);
+      bufs_free (be, dl->dact, p->base.T);
+      bufs_free (be, dl->partial, p->base.T);
       buf_free (be, dl->z);
       buf_free (be, dl->dz);
       dl->act = dl->dact = dl->partial = NULL;
@@ -351,39 +452,22 @@ free_rows (KernTensorPlan *p)
   p->cap = 0;
 }
 
-void
-kern_tensor_plan_free (KernTensorPlan *p)
+static void
+mlp_plan_free (KernTensorPlan *base)
 {
-  if (p == NULL)
-    return;
+  MlpPlan *p = (MlpPlan *) base;
   free_rows (p);
   buf_free (p->be, p->params_dev);
   buf_free (p->be, p->grad_dev);
   g_free (p->dense);
-  g_free (p->split);
-  g_free (p->ar);
+  kern_tensor_plan_clear (&p->base);
   g_free (p);
 }
 
-int
-kern_tensor_ranks (const KernTensorPlan *p)
+static void
+mlp_plan_cut (const KernTensorPlan *base, int i, int t, int *lo, int *hi)
 {
-  g_return_val_if_fail (p != NULL, 0);
-  return p->T;
-}
-
-KernTensorSplit
-kern_tensor_split (const KernTensorPlan *p, int i)
-{
-  g_return_val_if_fail (p != NULL && i >= 0 && i < p->m->n_layers, KERN_TENSOR_NONE);
-  return p->split[i];
-}
-
-void
-kern_tensor_cut (const KernTensorPlan *p, int i, int t, int *lo, int *hi)
-{
-  g_return_if_fail (p != NULL && i >= 0 && i < p->m->n_layers && t >= 0 && t < p->T);
-  g_return_if_fail (lo != NULL && hi != NULL);
+  const MlpPlan *p = (const MlpPlan *) base;
   *lo = *hi = 0;
   for (int l = 0; l < p->n_dense; l++)
     if (p->dense[l].layer == i)
@@ -395,10 +479,10 @@ kern_tensor_cut (const KernTensorPlan *p, int i, int t, int *lo, int *hi)
       }
 }
 
-gsize
-kern_tensor_rank_params (const KernTensorPlan *p, int t)
+static gsize
+mlp_plan_rank_params (const KernTensorPlan *base, int t G_GNUC_UNUSED)
 {
-  g_return_val_if_fail (p != NULL && t >= 0 && t < p->T, 0);
+  const MlpPlan *p = (const MlpPlan *) base;
   gsize total = 0;
   for (int l = 0; l < p->n_dense; l++)
     {
@@ -413,22 +497,11 @@ kern_tensor_rank_params (const KernTensorPlan *p, int t)
   return total;
 }
 
-const KernTensorAllReduce *
-kern_tensor_collectives (const KernTensorPlan *p, int *n_fwd, int *n_bwd)
-{
-  g_return_val_if_fail (p != NULL, NULL);
-  if (n_fwd != NULL)
-    *n_fwd = p->n_fwd;
-  if (n_bwd != NULL)
-    *n_bwd = p->n_bwd;
-  return p->ar;
-}
-
 /* --- the math --------------------------------------------------------------- */
 
 /* Grows the row scratch to `rows` rows; contents are not kept. */
 static void
-reserve_rows (KernTensorPlan *p, int rows)
+reserve_rows (MlpPlan *p, int rows)
 {
   if (rows <= p->cap)
     return;
@@ -440,20 +513,20 @@ reserve_rows (KernTensorPlan *p, int rows)
       TensorDense *dl = &p->dense[l];
       if (dl->split == KERN_TENSOR_COLUMN)
         {
-          dl->act = bufs_new (be, p->T, r * dl->part);
-          dl->dact = bufs_new (be, p->T, r * dl->part);
+          dl->act = bufs_new (be, p->base.T, r * dl->part);
+          dl->dact = bufs_new (be, p->base.T, r * dl->part);
           if (l > 0)
-            dl->partial = bufs_new (be, p->T, r * dl->in);
+            dl->partial = bufs_new (be, p->base.T, r * dl->in);
           continue;
         }
       dl->z = be->ops->alloc (be, r * dl->out);
       dl->dz = be->ops->alloc (be, r * dl->out);
       if (dl->split == KERN_TENSOR_ROW)
-        dl->partial = bufs_new (be, p->T, r * dl->out);
+        dl->partial = bufs_new (be, p->base.T, r * dl->out);
     }
   if (!p->host)
     {
-      p->x_dev = be->ops->alloc (be, r * p->m->d);
+      p->x_dev = be->ops->alloc (be, r * p->base.m->d);
       p->y_dev = be->ops->alloc_int (be, r);
       p->h_loss = g_new (float, r);
     }
@@ -465,7 +538,7 @@ reserve_rows (KernTensorPlan *p, int rows)
 /* Grows the gradients' buffer of a backend whose memory is not the host's
  * to `groups` full gradient vectors; contents are not kept. */
 static void
-reserve_grads (KernTensorPlan *p, int groups)
+reserve_grads (MlpPlan *p, int groups)
 {
   if (p->host || groups <= p->grad_groups)
     return;
@@ -498,9 +571,9 @@ shard_b (const TensorDense *dl, int t)
 /* dst += src[1] + ... + src[T-1] in rank order, n floats each, where dst
  * holds rank 0's part: the all-reduce, in place. */
 static void
-all_reduce (KernTensorPlan *p, float *dst, float *const *src, gsize n)
+all_reduce (MlpPlan *p, float *dst, float *const *src, gsize n)
 {
-  for (int t = 1; t < p->T; t++)
+  for (int t = 1; t < p->base.T; t++)
     p->be->ops->sgd (p->be, dst, src[t], n, -1.0f);
 }
 
@@ -509,7 +582,7 @@ all_reduce (KernTensorPlan *p, float *dst, float *const *src, gsize n)
  * column shards of the layer before); rows = groups x n, all groups in
  * one product per rank. */
 static void
-forward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int rows)
+forward_dense (MlpPlan *p, int l, const float *P, const float *A, int rows)
 {
   KernBackend *be = p->be;
   TensorDense *dl = &p->dense[l];
@@ -518,7 +591,7 @@ forward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int row
   switch (dl->split)
     {
     case KERN_TENSOR_COLUMN:             /* always hidden: a row layer follows */
-      for (int t = 0; t < p->T; t++)
+      for (int t = 0; t < p->base.T; t++)
         {
           be->ops->fill_rows (be, dl->act[t], P + shard_b (dl, t), rows, dl->part);
           be->ops->gemm (be, FALSE, FALSE, rows, dl->part, dl->in, 1.0f, A, dl->in,
@@ -529,7 +602,7 @@ forward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int row
     case KERN_TENSOR_ROW:
       {
         const TensorDense *prev = &p->dense[l - 1];
-        for (int t = 0; t < p->T; t++)
+        for (int t = 0; t < p->base.T; t++)
           be->ops->gemm (be, FALSE, FALSE, rows, dl->out, dl->part, 1.0f, prev->act[t],
                          dl->part, P + shard_w (dl, t), dl->out, 0.0f, dl->partial[t], dl->out);
         all_reduce (p, dl->partial[0], dl->partial, len);
@@ -552,7 +625,7 @@ forward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int row
  * A (rows, a_cols) and of the gradient at its output g (rows, g_cols)
  * into the group's gradient vector G[g] (backend memory), in place. */
 static void
-shard_grads (KernTensorPlan *p, int l, int t, const float *A, int a_cols, const float *g,
+shard_grads (MlpPlan *p, int l, int t, const float *A, int a_cols, const float *g,
              int g_cols, int n, int groups, float *const *G, gboolean bias)
 {
   KernBackend *be = p->be;
@@ -574,7 +647,7 @@ shard_grads (KernTensorPlan *p, int l, int t, const float *A, int a_cols, const 
  * before's dz or dact).  A (rows, in) is its input as forward_dense took
  * it. */
 static void
-backward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int n, int groups,
+backward_dense (MlpPlan *p, int l, const float *P, const float *A, int n, int groups,
                 float *const *G)
 {
   KernBackend *be = p->be;
@@ -586,7 +659,7 @@ backward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int n,
   switch (dl->split)
     {
     case KERN_TENSOR_COLUMN:
-      for (int t = 0; t < p->T; t++)
+      for (int t = 0; t < p->base.T; t++)
         {
           shard_grads (p, l, t, A, dl->in, dl->dact[t], dl->part, n, groups, G, TRUE);
           if (prev != NULL)          /* rank 0's part straight into the sum's buffer */
@@ -601,7 +674,7 @@ backward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int n,
         }
       return;
     case KERN_TENSOR_ROW:
-      for (int t = 0; t < p->T; t++)
+      for (int t = 0; t < p->base.T; t++)
         {
           /* the bias once, with rank 0's part */
           shard_grads (p, l, t, prev->act[t], dl->part, g, dl->out, n, groups, G, t == 0);
@@ -625,7 +698,7 @@ backward_dense (KernTensorPlan *p, int l, const float *P, const float *A, int n,
 /* The input layer l reads: x, or the whole output of the layer before
  * (unused before a row-split layer, which reads the column shards). */
 static const float *
-layer_input (const KernTensorPlan *p, int l, const float *X)
+layer_input (const MlpPlan *p, int l, const float *X)
 {
   return l == 0 ? X : p->dense[l - 1].z;
 }
@@ -635,7 +708,7 @@ layer_input (const KernTensorPlan *p, int l, const float *X)
  * grads is not NULL, grads[g] (host memory), as the T ranks compute them.
  * The row scratch must hold groups n rows. */
 static void
-loss_grad_stack (KernTensorPlan *p, const float *P, const float *x, const int *y, int n,
+loss_grad_stack (MlpPlan *p, const float *P, const float *x, const int *y, int n,
                  int groups, float *const *grads, double *losses)
 {
   KernBackend *be = p->be;
@@ -644,7 +717,7 @@ loss_grad_stack (KernTensorPlan *p, const float *P, const float *x, const int *y
   const int *Y = y;
   if (!p->host)
     {
-      be->ops->upload (be, p->x_dev, x, (gsize) rows * p->m->d);
+      be->ops->upload (be, p->x_dev, x, (gsize) rows * p->base.m->d);
       be->ops->upload_int (be, p->y_dev, y, (gsize) rows);
       X = p->x_dev;
       Y = p->y_dev;
@@ -657,9 +730,9 @@ loss_grad_stack (KernTensorPlan *p, const float *P, const float *x, const int *y
   TensorDense *last = &p->dense[p->n_dense - 1];
   float scale = grads != NULL ? 1.0f / (float) n : 0.0f;
   if (p->loss == KERN_LOSS_XENT)
-    be->ops->softmax_xent (be, last->z, Y, rows, p->m->k, scale, p->row_loss, NULL);
+    be->ops->softmax_xent (be, last->z, Y, rows, p->base.m->k, scale, p->row_loss, NULL);
   else
-    be->ops->mse (be, last->z, Y, rows, p->m->k, scale, p->row_loss, NULL);
+    be->ops->mse (be, last->z, Y, rows, p->base.m->k, scale, p->row_loss, NULL);
   const float *rl = p->row_loss;
   if (!p->host)
     {
@@ -697,17 +770,12 @@ loss_grad_stack (KernTensorPlan *p, const float *P, const float *x, const int *y
 
 /* The groups' losses and gradients as the T ranks compute them
  * (tensor.h), in stacks of TENSOR_STACK_ROWS rows on the CPU. */
-void
-kern_tensor_loss_grad_groups (KernTensorPlan *p, const float *params, const float *x,
-                              const int *y, int n, int groups, float *const *grads,
-                              double *losses)
+static void
+mlp_plan_loss_grad_groups (KernTensorPlan *base, const float *params, const float *x,
+                           const int *y, int n, int groups, float *const *grads,
+                           double *losses)
 {
-  g_return_if_fail (p != NULL && params != NULL && x != NULL && y != NULL);
-  g_return_if_fail (losses != NULL);
-  g_return_if_fail (n >= 1 && groups >= 1 && n <= G_MAXINT / groups);
-  g_return_if_fail (kern_labels_valid (y, (gsize) n * groups, p->m->k));
-  for (int k = 0; grads != NULL && k < groups; k++)
-    g_return_if_fail (grads[k] != NULL);
+  MlpPlan *p = (MlpPlan *) base;
   /* the backend's view of the parameters, loaded once: every rank reads
    * its shard in place */
   const float *P = params;
@@ -721,21 +789,14 @@ kern_tensor_loss_grad_groups (KernTensorPlan *p, const float *params, const floa
   for (int g0 = 0; g0 < groups; g0 += stack)
     {
       int count = MIN (stack, groups - g0);
-      loss_grad_stack (p, P, x + (gsize) g0 * n * p->m->d, y + (gsize) g0 * n, n, count,
+      loss_grad_stack (p, P, x + (gsize) g0 * n * p->base.m->d, y + (gsize) g0 * n, n, count,
                        grads != NULL ? grads + g0 : NULL, losses + g0);
     }
 }
 
-/* The loss and gradient of one batch as the T ranks compute them
- * (tensor.h): one group. */
-double
-kern_tensor_loss_grad (KernTensorPlan *p, const float *params, const float *x,
-                       const int *y, int n, float *grad)
-{
-  g_return_val_if_fail (p != NULL && params != NULL && x != NULL && y != NULL, NAN);
-  g_return_val_if_fail (n >= 1, NAN);
-  g_return_val_if_fail (kern_labels_valid (y, (gsize) n, p->m->k), NAN);
-  double loss;
-  kern_tensor_loss_grad_groups (p, params, x, y, n, 1, grad != NULL ? &grad : NULL, &loss);
-  return loss;
-}
+static const KernTensorPlanOps mlp_plan_ops = {
+  .loss_grad_groups = mlp_plan_loss_grad_groups,
+  .cut = mlp_plan_cut,
+  .rank_params = mlp_plan_rank_params,
+  .free = mlp_plan_free,
+};

@@ -23,6 +23,15 @@
  * (docs/kernels.md, "Tensor parallelism of the real math");
  * kern_tensor_loss_grad_groups() does so for several data-parallel groups
  * at the same parameters at once, their batches stacked.
+ *
+ * That is the dense models' plan (tensor.c).  A model family provides its
+ * own through its KernModelOps.tensor_plan_new, which
+ * kern_tensor_plan_new() calls: a struct that begins with KernTensorPlan
+ * and a table of KernTensorPlanOps.  The GPT's (gpt-tensor.c) splits each
+ * block's attention by heads and its MLP as above, and the vocabulary
+ * (docs/kernels.md, "Tensor parallelism of the GPT").  Everything below
+ * holds for every plan; the split rules stated here are the dense
+ * models'.
  */
 #ifndef DTSIM_KERNELS_TENSOR_H
 #define DTSIM_KERNELS_TENSOR_H
@@ -48,9 +57,11 @@ typedef enum {
   KERN_TENSOR_REPLICATED,     /* every rank holds and computes it whole */
   KERN_TENSOR_COLUMN,         /* outputs split: rank t holds W[:, c_t..c_{t+1}), b[c_t..) */
   KERN_TENSOR_ROW,            /* inputs split: rank t holds W[c_t..c_{t+1}, :], all of b */
+  KERN_TENSOR_VOCABULARY,     /* symbols split: rank t holds the rows [v_t, v_{t+1}) of a
+                               * token table, or scores those logits of a loss */
 } KernTensorSplit;
 
-/* "no-weights", "replicated", "column", "row". */
+/* "no-weights", "replicated", "column", "row", "vocabulary". */
 const char *kern_tensor_split_name (KernTensorSplit s);
 
 /* Which pass an all-reduce belongs to. */
@@ -71,17 +82,52 @@ typedef struct {
 
 typedef struct KernTensorPlan KernTensorPlan;
 
-/* The plan of T ranks for m, a model of kern_mlp_new() (borrowed: it must
- * outlive the plan, and the plan uses its backend, so one thread at a
- * time).  NULL with a KERN_TENSOR_ERROR when T < 1, when T does not divide
- * the width of a column-split layer, or when m has no weight shapes or no
- * real math (timing-only models).  Free with kern_tensor_plan_free(). */
+/* What one family's plans do; the accessors below call them. */
+typedef struct {
+  /* kern_tensor_loss_grad_groups(), its arguments checked. */
+  void (*loss_grad_groups) (KernTensorPlan *p, const float *params, const float *x,
+                            const int *y, int n, int groups, float *const *grads,
+                            double *losses);
+  /* kern_tensor_cut() and kern_tensor_rank_params(), arguments checked. */
+  void (*cut) (const KernTensorPlan *p, int i, int t, int *lo, int *hi);
+  gsize (*rank_params) (const KernTensorPlan *p, int t);
+  /* Frees the plan, the common part with kern_tensor_plan_clear(). */
+  void (*free) (KernTensorPlan *p);
+} KernTensorPlanOps;
+
+/* The part of a plan every family fills, first in its own struct. */
+struct KernTensorPlan {
+  const KernTensorPlanOps *ops;
+  const KernModel *m;         /* borrowed */
+  int T;                      /* ranks */
+  KernTensorSplit *split;     /* (m->n_layers) how each layer is split */
+  KernTensorAllReduce *ar;    /* (n_fwd + n_bwd) the step's all-reduces */
+  int n_fwd, n_bwd;
+};
+
+/* Fills the common part of a new plan: ops, m, T, every layer
+ * KERN_TENSOR_NONE, room for `max_ar` all-reduces (none listed yet). */
+void kern_tensor_plan_init (KernTensorPlan *p, const KernTensorPlanOps *ops,
+                            const KernModel *m, int T, int max_ar);
+/* Frees what kern_tensor_plan_init() allocated (not p). */
+void kern_tensor_plan_clear (KernTensorPlan *p);
+
+/* The plan of T ranks for m (borrowed: it must outlive the plan, and the
+ * plan uses its backend, so one thread at a time), from m's
+ * tensor_plan_new: for a model of kern_mlp_new() the dense split above,
+ * for kern_gpt_new()'s the GPT's.  NULL with a KERN_TENSOR_ERROR when T <
+ * 1, when T does not divide what the plan cuts (a column-split width, a
+ * GPT's heads), or when m's math is not split (no such op: timing-only
+ * models, sparse logistic regression).  Free with kern_tensor_plan_free(). */
 KernTensorPlan *kern_tensor_plan_new (const KernModel *m, int T, GError **error);
-/* Whether kern_tensor_plan_new() can cut m's real math: TRUE for the dense
- * models of kern_mlp_new(), FALSE for any other (a CNN, timing-only
- * models). */
+/* Whether kern_tensor_plan_new() can cut m's real math: TRUE when its
+ * family gives a plan (the dense models, the GPT), FALSE for any other (a
+ * CNN, sparse logistic regression, timing-only models). */
 gboolean kern_tensor_supports (const KernModel *m);
 void kern_tensor_plan_free (KernTensorPlan *p);
+
+/* The dense models' plan (tensor.c): kern_mlp_new()'s tensor_plan_new. */
+KernTensorPlan *kern_mlp_tensor_plan_new (const KernModel *m, int T, GError **error);
 
 /* T. */
 int kern_tensor_ranks (const KernTensorPlan *p);
@@ -89,11 +135,14 @@ int kern_tensor_ranks (const KernTensorPlan *p);
 KernTensorSplit kern_tensor_split (const KernTensorPlan *p, int i);
 /* The part of layer i's split dimension that rank t holds, [*lo, *hi):
  * output columns of a column-split layer, input rows of a row-split one,
- * all outputs [0, out) of a replicated layer, [0, 0) for a layer without
- * weights. */
+ * all outputs [0, out) of a replicated layer, its symbols of a
+ * vocabulary-split one, [0, 0) for a layer without weights.  A GPT's
+ * query/key/value projection is cut in three such ranges, one in each of
+ * q, k and v: [*lo, *hi) is the one in q (gpt-tensor.c). */
 void kern_tensor_cut (const KernTensorPlan *p, int i, int t, int *lo, int *hi);
 /* The float32 parameters rank t (0 <= t < T) holds, which its gradient,
- * optimizer state and memory are sized by: per dense layer (in, out),
+ * optimizer state and memory are sized by: for the dense models, per dense
+ * layer (in, out),
  * in out + out when replicated, (in + 1) out / T when column-split, and
  * in out / T + out when row-split (the bias is on every rank).  Summed
  * over the ranks this is the model's parameter count plus T - 1 times
@@ -103,9 +152,9 @@ gsize kern_tensor_rank_params (const KernTensorPlan *p, int t);
 /* The all-reduces of one training step, in the order the ranks issue
  * them: the *n_fwd forward ones in layer order, then the *n_bwd backward
  * ones from the last layer to the first.  The array (n_fwd + n_bwd
- * entries) belongs to the plan.  *n_fwd is the number of column/row
- * pairs, *n_bwd that less one when a pair starts at the first layer; both
- * are 0 when T = 1. */
+ * entries) belongs to the plan.  For the dense models *n_fwd is the
+ * number of column/row pairs, *n_bwd that less one when a pair starts at
+ * the first layer; both are 0 when T = 1 (every plan lists none then). */
 const KernTensorAllReduce *kern_tensor_collectives (const KernTensorPlan *p, int *n_fwd,
                                                     int *n_bwd);
 

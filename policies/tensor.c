@@ -68,7 +68,7 @@ pol_tensor_check_math (const PolModelInfo *mi, int T, GError **error)
     return TRUE;
   return pol_key_error (error, "policy", "tensor",
                         "%d: model %s does not support tensor parallelism of its real math "
-                        "yet (mlp, softmax and linear do); use tensor = 1, or [kernels] "
+                        "yet (mlp, softmax, linear and gpt do); use tensor = 1, or [kernels] "
                         "backend = none to time the run without math", T,
                         mi->model->ops->name);
 }

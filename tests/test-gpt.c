@@ -3,8 +3,9 @@
  * (kernels/language.c): gradients against finite differences, causality,
  * FLOP counts, agreement with the timing transformer's layer table, the
  * entropy floor of the language reached by a run, every data-parallel
- * policy, thread counts, and the refusals of pipeline and tensor
- * parallelism.  Nothing here compares against stored bits of real math.
+ * policy, thread counts, and the refusals of measured pipeline stages and
+ * of a tensor size that does not divide the heads (test-gpt-tensor.c
+ * tests the split itself).  Nothing here compares against stored bits of real math.
  */
 #include <math.h>
 #include <string.h>
@@ -364,9 +365,9 @@ test_threads (void)
   test_run_free (r[1]);
 }
 
-/* Pipeline stages timed by the host's measured math and tensor parallelism
- * are refused up front, in one line naming the key; so are keys out of
- * gpt's range. */
+/* Pipeline stages timed by the host's measured math and a tensor size
+ * that does not divide the heads (2 here) are refused up front, in one
+ * line naming the key; so are keys out of gpt's range. */
 static void
 test_refusals_gpt (void)
 {
@@ -374,7 +375,7 @@ test_refusals_gpt (void)
     { "[policy]\nkind = allreduce\n",
       "[device]\ncompute_time = measured\n[policy]\nkind = pipeline\nstages = 2\n",
       "[policy] kind" },
-    { "kind = allreduce\n", "kind = allreduce\ntensor = 2\n", "[policy] tensor" },
+    { "kind = allreduce\n", "kind = allreduce\ntensor = 4\n", "[policy] tensor" },
     { "vocabulary = 8", "vocabulary = 300", "[model] vocabulary" },
     { "branching = 2", "branching = 9", "[model] branching" },
     { "heads = 2", "heads = 3", "[model] heads" },
