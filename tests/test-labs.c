@@ -425,6 +425,61 @@ lab3_async (void)
   g_assert_cmpfloat (q (db, "SELECT MAX(staleness) FROM iterations WHERE run_id = %s", as), >, 3);
 }
 
+/* The final loss of staleness-gpt.ini's run under `consistency` with
+ * optimizer `opt`. */
+static double
+gpt_loss (const char *db, const char *consistency, const char *opt)
+{
+  g_autofree char *where = g_strdup_printf ("policy.consistency=%s model.optimizer=%s",
+                                            consistency, opt);
+  g_autofree char *id = run_with (where);
+  return q (db, "SELECT final_loss FROM runs WHERE id = %s", id);
+}
+
+/* staleness-gpt.ini: momentum ends below 1.1 under BSP and more than 0.3
+ * higher stale, a wider gap than SGD's between BSP and either stale run. */
+static void
+lab3_momentum (void)
+{
+  const char *db = lab_db ("staleness-gpt", NULL);
+  double m_bsp = gpt_loss (db, "bsp", "momentum");
+  g_assert_cmpfloat (m_bsp, <, 1.1);
+  double s_bsp = gpt_loss (db, "bsp", "sgd"), sgd_gap = 0;
+  const char *stale[] = { "ssp", "async" };
+  for (int i = 0; i < 2; i++)
+    sgd_gap = MAX (sgd_gap, fabs (gpt_loss (db, stale[i], "sgd") - s_bsp));
+  for (int i = 0; i < 2; i++)
+    {
+      double gap = gpt_loss (db, stale[i], "momentum") - m_bsp;
+      g_assert_cmpfloat (gap, >, 0.3);
+      g_assert_cmpfloat (gap, >, sgd_gap);
+    }
+}
+
+/* staleness-gpt.ini: Adam reaches the target under all three; SSP and async
+ * with more than 1.5 times BSP's gradients and more simulated time. */
+static void
+lab3_adam (void)
+{
+  const char *db = lab_db ("staleness-gpt", NULL);
+  const char *cons[] = { "bsp", "ssp", "async" };
+  double updates[3], t[3];
+  for (int i = 0; i < 3; i++)
+    {
+      g_autofree char *where = g_strdup_printf ("policy.consistency=%s model.optimizer=adam",
+                                                cons[i]);
+      g_autofree char *id = run_with (where);
+      g_assert_cmpfloat (q (db, "SELECT stop = 'target_loss' FROM runs WHERE id = %s", id), ==, 1);
+      updates[i] = q (db, "SELECT updates FROM runs WHERE id = %s", id);
+      t[i] = q (db, "SELECT sim_time FROM runs WHERE id = %s", id);
+    }
+  for (int i = 1; i < 3; i++)
+    {
+      g_assert_cmpfloat (updates[i], >, 1.5 * updates[0]);
+      g_assert_cmpfloat (t[i], >, t[0]);
+    }
+}
+
 /* ---------------------------------------------------------------- lab 4 */
 
 static double
@@ -1278,6 +1333,8 @@ main (int argc, char **argv)
   g_test_add_func ("/labs/staleness/4-slack-unused", lab3_slack_unused);
   g_test_add_func ("/labs/staleness/5-lr", lab3_lr);
   g_test_add_func ("/labs/staleness/6-async", lab3_async);
+  g_test_add_func ("/labs/staleness/7-momentum", lab3_momentum);
+  g_test_add_func ("/labs/staleness/8-adam", lab3_adam);
   g_test_add_func ("/labs/allreduce/1-latency-bound", lab4_latency_bound);
   g_test_add_func ("/labs/allreduce/2-bandwidth-bound", lab4_bandwidth_bound);
   g_test_add_func ("/labs/allreduce/3-one-server", lab4_one_server);
