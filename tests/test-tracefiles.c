@@ -259,8 +259,12 @@ test_stale_temporaries (void)
   g_assert_cmpint (kill (c.pid, SIGKILL), ==, 0);
   child_reap (&c, TRUE);
   g_assert_true (WIFSIGNALED (c.status));
-  /* the temporary, its journal and the lock file */
-  g_assert_cmpuint (test_count_entries (dir, ".t.db."), ==, 3);
+  /* the temporary and the lock file, and the journal when the kill came
+   * inside a transaction (it exists only between a batch's first row and
+   * its commit) */
+  guint left = test_count_entries (dir, ".t.db.");
+  g_assert_cmpuint (left, >=, 2);
+  g_assert_cmpuint (left, <=, 3);
   g_assert_true (g_file_test (lock, G_FILE_TEST_EXISTS));
   child_clear (&c);
 
