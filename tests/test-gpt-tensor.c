@@ -31,30 +31,6 @@
 
 static const double U = 0x1p-24;   /* float's unit roundoff */
 
-static void
-random_tokens (float *x, int n, int S, int V, guint64 seed)
-{
-  KernRng rng;
-  kern_rng_init (&rng, seed, 1);
-  for (int i = 0; i < n * (S + 1); i++)
-    x[i] = (float) kern_rng_below (&rng, (guint64) V);
-}
-
-/* GPT-2's initialisation plus N(0, 0.3^2) noise: a generic point, every
- * gradient entry of order 0.01 to 1, no layer norm near a zero variance. */
-static float *
-noisy_params (KernModel *m, guint64 seed)
-{
-  gsize P = m->ops->n_params (m);
-  float *w = g_new (float, P);
-  m->ops->init (m, w, seed);
-  KernRng rng;
-  kern_rng_init (&rng, seed, 2);
-  for (gsize i = 0; i < P; i++)
-    w[i] += (float) (0.3 * kern_rng_normal (&rng));
-  return w;
-}
-
 /* The tiny GPT on the fixed-order backend (NULL) or on `be`. */
 static KernModel *
 tiny (gboolean untied, KernBackend *be)
@@ -87,11 +63,11 @@ test_one_rank_bits (void)
     {
       KernModel *m = tiny (untied, NULL);
       gsize P = m->ops->n_params (m);
-      g_autofree float *w = noisy_params (m, 7);
+      g_autofree float *w = test_noisy_params (m, 7);
       g_autofree float *g1 = g_new (float, P), *gt = g_new (float, P);
       float x[TN * (TS + 1)];
       int y[TN] = { 0 };
-      random_tokens (x, TN, TS, TV, 11);
+      test_random_tokens (x, TN, TS, TV, 11);
       double l1 = m->ops->loss_grad (m, w, x, y, TN, g1);
       double lt = split_grad (m, 1, w, x, gt);
       g_assert_cmpfloat (l1, ==, lt);
@@ -148,11 +124,11 @@ check_close (gboolean untied, int T, KernBackend *be)
 {
   KernModel *m = tiny (untied, be);
   gsize P = m->ops->n_params (m);
-  g_autofree float *w = noisy_params (m, 7 + T);
+  g_autofree float *w = test_noisy_params (m, 7 + T);
   g_autofree float *g1 = g_new (float, P), *gt = g_new (float, P);
   float x[TN * (TS + 1)];
   int y[TN] = { 0 };
-  random_tokens (x, TN, TS, TV, 13 + T);
+  test_random_tokens (x, TN, TS, TV, 13 + T);
   double l1 = m->ops->loss_grad (m, w, x, y, TN, g1);
   double lt = split_grad (m, T, w, x, gt);
   double gmax = 0, worst = 0;
@@ -208,11 +184,11 @@ test_deterministic (void)
 {
   KernModel *m = tiny (FALSE, NULL);
   gsize P = m->ops->n_params (m);
-  g_autofree float *w = noisy_params (m, 5);
+  g_autofree float *w = test_noisy_params (m, 5);
   g_autofree float *a = g_new (float, P), *b = g_new (float, P);
   float x[2 * TN * (TS + 1)];
   int y[2 * TN] = { 0 };
-  random_tokens (x, 2 * TN, TS, TV, 3);
+  test_random_tokens (x, 2 * TN, TS, TV, 3);
   KernTensorPlan *p = kern_tensor_plan_new (m, 4, NULL);
   double la = kern_tensor_loss_grad (p, w, x, y, TN, a);
   kern_tensor_loss_grad (p, w, x, y, 2 * TN, b);   /* grows the scratch */

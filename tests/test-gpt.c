@@ -23,32 +23,6 @@
 #define TH 2
 #define TL 2
 
-/* Random symbols of n rows of S + 1 from `seed`. */
-static void
-random_tokens (float *x, int n, int S, int V, guint64 seed)
-{
-  KernRng rng;
-  kern_rng_init (&rng, seed, 1);
-  for (int i = 0; i < n * (S + 1); i++)
-    x[i] = (float) kern_rng_below (&rng, (guint64) V);
-}
-
-/* Initial parameters plus N(0, 0.3^2) noise, so that layer-norm gains,
- * biases and the attention are at a generic point with gradients of
- * order 0.01 to 1. */
-static float *
-noisy_params (KernModel *m, guint64 seed)
-{
-  gsize P = m->ops->n_params (m);
-  float *w = g_new (float, P);
-  m->ops->init (m, w, seed);
-  KernRng rng;
-  kern_rng_init (&rng, seed, 2);
-  for (gsize i = 0; i < P; i++)
-    w[i] += (float) (0.3 * kern_rng_normal (&rng));
-  return w;
-}
-
 /* Central differences (L(w + h e_i) - L(w - h e_i)) / 2h on a few
  * parameters of every layer that has some, head tied or untied.  The loss
  * is float: with h = 1e-2 its rounding (u = 2^-24 on a loss near log V,
@@ -61,11 +35,11 @@ check_gradient (gboolean untied)
   KernModel *m = kern_gpt_new (TV, TS, TD, TH, TL, untied, NULL, NULL);
   g_assert_nonnull (m);
   gsize P = m->ops->n_params (m);
-  g_autofree float *w = noisy_params (m, 7);
+  g_autofree float *w = test_noisy_params (m, 7);
   g_autofree float *g = g_new (float, P);
   float x[3 * (TS + 1)];
   int y[3] = { 0, 0, 0 };
-  random_tokens (x, 3, TS, TV, 11);
+  test_random_tokens (x, 3, TS, TV, 11);
   m->ops->loss_grad (m, w, x, y, 3, g);
   int checked_layers = 0;
   for (int l = 0; l < m->n_layers; l++)
@@ -114,10 +88,10 @@ static void
 test_causal (void)
 {
   KernModel *m = kern_gpt_new (TV, TS, TD, TH, TL, FALSE, NULL, NULL);
-  g_autofree float *w = noisy_params (m, 3);
+  g_autofree float *w = test_noisy_params (m, 3);
   float x[TS + 1], x2[TS + 1];
   float z[TS * TV], z2[TS * TV];
-  random_tokens (x, 1, TS, TV, 5);
+  test_random_tokens (x, 1, TS, TV, 5);
   for (int j = 0; j < TS; j++)
     {
       memcpy (x2, x, sizeof x);

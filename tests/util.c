@@ -12,6 +12,7 @@
 
 #include "sim/run.h"
 #include "config/scenario.h"
+#include "kernels/rng.h"
 #include "tests/util.h"
 #include "sim/load.h"
 
@@ -391,4 +392,26 @@ test_tables_digest (const char *db, const char *const *tables)
     }
   g_ptr_array_unref (d);
   return g_string_free (s, FALSE);
+}
+
+void
+test_random_tokens (float *x, int n, int S, int V, guint64 seed)
+{
+  KernRng rng;
+  kern_rng_init (&rng, seed, 1);
+  for (int i = 0; i < n * (S + 1); i++)
+    x[i] = (float) kern_rng_below (&rng, (guint64) V);
+}
+
+float *
+test_noisy_params (KernModel *m, guint64 seed)
+{
+  gsize P = m->ops->n_params (m);
+  float *w = g_new (float, P);
+  m->ops->init (m, w, seed);
+  KernRng rng;
+  kern_rng_init (&rng, seed, 2);
+  for (gsize i = 0; i < P; i++)
+    w[i] += (float) (0.3 * kern_rng_normal (&rng));
+  return w;
 }

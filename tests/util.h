@@ -131,4 +131,12 @@ void test_assert_close (double a, double b, double rel);
  * those tables, to compare two runs by; fails the test on a bad database. */
 char *test_tables_digest (const char *db, const char *const *tables);
 
+/* Random symbols (kernels/language.c's rows for kind = gpt): n rows of
+ * S + 1 values in [0, V) from `seed`, as floats. */
+void test_random_tokens (float *x, int n, int S, int V, guint64 seed);
+/* m's initial parameters from `seed` plus N(0, 0.3^2) noise, so that
+ * layer-norm gains, biases and attention sit at a generic point with
+ * gradients of order 0.01 to 1 (finite-difference tests); g_free it. */
+float *test_noisy_params (KernModel *m, guint64 seed);
+
 #endif
