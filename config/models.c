@@ -395,10 +395,31 @@ shape_value (const BaseKey *k, const char *text)
   return g_ascii_strtoll (text, NULL, 10);
 }
 
+/* The kind's own defaults for the keys the scenario leaves out
+ * (KernModelKind.defaults), with their params rows. */
+static void
+kind_defaults (SimConfig *c, const KernModelKind *kind)
+{
+  for (const char *const *kv = kind->defaults; kv && kv[0]; kv += 2)
+    {
+      g_autofree char *dotted = g_strconcat ("model.", kv[0], NULL);
+      if (g_hash_table_contains (c->given, dotted))
+        continue;
+      base_values_set_int (c->values, dotted, g_ascii_strtoll (kv[1], NULL, 10));
+      char **text = param_text (c, dotted);
+      if (text)
+        {
+          g_free (*text);
+          *text = g_strdup (kv[1]);
+        }
+    }
+}
+
 gboolean
 sim_model_shape_apply (SimConfig *c, const char *file, GError **error)
 {
   const KernModelKind *kind = sim_model_kind (c);
+  kind_defaults (c, kind);
   if (!kind->shapes)
     return TRUE;
   const char *name = base_values_string (c->values, "model.shape");

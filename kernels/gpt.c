@@ -866,6 +866,13 @@ gpt_draw (const BaseValues *v, int n_train, int n_test, guint64 seed, KernDatase
                          (int) base_values_int (v, "model.sequence"), seed, train, test);
 }
 
+/* The shared keys' values without a scenario's: a GPT that trains in
+ * seconds here (the table's defaults are the timing transformer's GPT-2,
+ * beyond this kind's ranges). */
+static const char *const gpt_defaults[] = {
+  "vocabulary", "8", "blocks", "2", "width", "64", "heads", "4", "sequence", "32", NULL,
+};
+
 const KernModelKind kern_model_gpt = {
   .name = "gpt",
   .description = "a small decoder-only transformer with real math on the CPU, trained on a "
@@ -880,4 +887,5 @@ const KernModelKind kern_model_gpt = {
   .synthetic_classes = gpt_classes,
   .synthetic_draw = gpt_draw,
   .rounds_activations = TRUE,
+  .defaults = gpt_defaults,
 };

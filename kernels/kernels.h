@@ -406,6 +406,10 @@ typedef struct {
   /* Its named shapes, read from its [model] shape key (a STRING key of its
    * `keys`, "" = none), ending with a NULL name; NULL = the kind has none. */
   const KernModelShape *shapes;
+  /* Key, value pairs of the values its keys take where the scenario gives
+   * none, for keys another kind declares first (their table defaults are
+   * that kind's), ending with NULL; NULL = the table's defaults. */
+  const char *const *defaults;
   /* The kind's own synthetic data ([model] dataset = synthetic), NULL =
    * the Gaussian blobs of [model] features and classes: `width` gives the
    * floats of one sample's row and `draw` the seeded training and test

@@ -360,6 +360,30 @@ test_refusals_gpt (void)
   test_refusals (text, cases, G_N_ELEMENTS (cases));
 }
 
+/* A bare kind = gpt takes the kind's own values of the keys it shares with
+ * the timing transformer (whose GPT-2 defaults are beyond its ranges); a
+ * value the scenario gives stays. */
+static void
+test_defaults (void)
+{
+  SimConfig *c = test_load_one ("[scenario]\nname = g\n[model]\nkind = gpt\n");
+  g_assert_cmpint (base_values_int (c->values, "model.vocabulary"), ==, 8);
+  g_assert_cmpint (base_values_int (c->values, "model.blocks"), ==, 2);
+  g_assert_cmpint (base_values_int (c->values, "model.width"), ==, 64);
+  g_assert_cmpint (base_values_int (c->values, "model.heads"), ==, 4);
+  g_assert_cmpint (base_values_int (c->values, "model.sequence"), ==, 32);
+  sim_config_free (c);
+  c = test_load_one ("[scenario]\nname = g\n[model]\nkind = gpt\nvocabulary = 16\n");
+  g_assert_cmpint (base_values_int (c->values, "model.vocabulary"), ==, 16);
+  g_assert_cmpint (base_values_int (c->values, "model.width"), ==, 64);
+  sim_config_free (c);
+  /* the timing transformer keeps the table's */
+  c = test_load_one ("[scenario]\nname = t\n[model]\nkind = transformer\n"
+                     "[kernels]\nbackend = none\n");
+  g_assert_cmpint (base_values_int (c->values, "model.vocabulary"), ==, 50257);
+  sim_config_free (c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -376,5 +400,6 @@ main (int argc, char **argv)
   g_test_add_func ("/gpt/train/policies", test_policies);
   g_test_add_func ("/gpt/train/threads", test_threads);
   g_test_add_func ("/gpt/refusals", test_refusals_gpt);
+  g_test_add_func ("/gpt/defaults", test_defaults);
   return g_test_run ();
 }
