@@ -172,6 +172,50 @@ racks_route (gconstpointer ctx, int src, int dst, int *links, int max)
   return 4;
 }
 
+/* NetFoldCheck: copies of whole racks, two or more (the core is
+ * non-blocking, every rack's uplinks alike). */
+static gboolean
+racks_fold_check (gconstpointer ctx, int period)
+{
+  const RacksRoutes *s = ctx;
+
+  return period >= 1 && period % s->size == 0 && s->n % period == 0
+         && s->n / period >= 2;
+}
+
+/* NetFoldRoute: racks_route with the receiver's links taken in the first
+ * copy (host b mod period, its rack's downlink). */
+static int
+racks_fold_route (gconstpointer ctx, int period, int src, int dst, int *links,
+                  int max)
+{
+  const RacksRoutes *s = ctx;
+  int a = src - s->first, b = dst - s->first;
+
+  if (a < 0 || a >= period || b < 0 || b >= s->n || a == b)
+    return 0;
+  if (b < period)
+    return racks_route (ctx, src, dst, links, max);
+  int bf = b % period;  /* another copy: another rack than a's */
+  if (max >= 4)
+    {
+      links[0] = s->up[a];
+      links[1] = s->rack_up[a / s->size];
+      links[2] = s->rack_down[bf / s->size];
+      links[3] = s->down[bf];
+    }
+  return 4;
+}
+
+/* Copies of whole racks, two or more (racks_fold_check). */
+static gboolean
+racks_copies (const BaseValues *values, gint64 workers, int period)
+{
+  gint64 size = base_values_int (values, "network.rack_size");
+  size = size > 0 ? size : RACKS_DEFAULT_SIZE;
+  return period >= 1 && period % size == 0 && workers % period == 0 && workers / period >= 2;
+}
+
 static gboolean
 racks_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
 {
@@ -212,6 +256,7 @@ racks_build (NetNetwork *net, const NetTopologyParams *p, GError **error)
                                                     shape.sw_lat);
     }
   net_network_set_router (net, racks_route, s, g_free, size);
+  net_network_set_folder (net, racks_fold_check, racks_fold_route);
   return TRUE;
 }
 
@@ -256,4 +301,5 @@ const NetTopology net_topology_racks = {
   .keys = keys,
   .build = racks_build,
   .summary = racks_summary,
+  .copies = racks_copies,
 };

@@ -162,6 +162,8 @@ test_equal_cases (void)
     { "network.topology=star", "policy.layout=8x2x1", NULL },
     { "network.topology=star", "policy.layout=8x2x1", "policy.zero=0", NULL },
     { "network.gpus_per_node=2", "policy.layout=4x1x4", NULL },
+    { "network.topology=racks", "network.rack_size=4", "network.oversubscription=4", NULL },
+    { "network.topology=racks", "network.rack_size=2", "policy.layout=8x2x1", NULL },
     { "policy.sequence_parallel=true", NULL },
   };
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
