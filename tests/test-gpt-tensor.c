@@ -412,14 +412,7 @@ test_threads (void)
       r[t] = run_with (base_scenario, "workers = 8", "kind = allreduce\ntensor = 4\n");
     }
   train_set_threads (1);
-  g_assert_cmpuint (r[0]->metrics->len, ==, r[1]->metrics->len);
-  for (guint i = 0; i < r[0]->metrics->len; i++)
-    {
-      g_assert_cmpfloat (g_array_index (r[0]->metrics, TestMetric, i).loss, ==,
-                         g_array_index (r[1]->metrics, TestMetric, i).loss);
-      g_assert_cmpfloat (g_array_index (r[0]->metrics, TestMetric, i).accuracy, ==,
-                         g_array_index (r[1]->metrics, TestMetric, i).accuracy);
-    }
+  test_assert_same_runs (r[0], r[1]);
   test_run_free (r[0]);
   test_run_free (r[1]);
 }

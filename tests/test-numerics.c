@@ -453,23 +453,6 @@ static const char base[] =
   "features = 16\nclasses = 4\neval_every = 8\n"
   "[policy]\nkind = allreduce\n";
 
-/* Two runs' evaluations and results are the same bits. */
-static void
-assert_same_runs (const TestRun *a, const TestRun *b)
-{
-  g_assert_cmpuint (a->metrics->len, ==, b->metrics->len);
-  for (guint i = 0; i < a->metrics->len; i++)
-    {
-      const TestMetric *x = &g_array_index (a->metrics, TestMetric, i);
-      const TestMetric *y = &g_array_index (b->metrics, TestMetric, i);
-      g_assert_cmpmem (&x->loss, sizeof x->loss, &y->loss, sizeof y->loss);
-      g_assert_cmpmem (&x->accuracy, sizeof x->accuracy, &y->accuracy, sizeof y->accuracy);
-      g_assert_cmpfloat (x->t, ==, y->t);
-    }
-  g_assert_cmpmem (&a->sum.final_loss, sizeof (double), &b->sum.final_loss, sizeof (double));
-  g_assert_cmpfloat (a->sum.sim_time, ==, b->sum.sim_time);
-}
-
 /* Every key at fp32 (and loss_scale 1) is the run without the section,
  * bit for bit, for both policies that round transfers. */
 static void
@@ -485,7 +468,7 @@ test_fp32_identity (void)
                                           "activations = fp32\n", NULL);
       TestRun *a = test_run_collect (plain, NULL);
       TestRun *b = test_run_collect (all, NULL);
-      assert_same_runs (a, b);
+      test_assert_same_runs (a, b);
       test_run_free (a);
       test_run_free (b);
     }
@@ -543,7 +526,7 @@ test_threads (void)
   train_set_threads (2);
   TestRun *b = test_run_collect (text, NULL);
   train_set_threads (1);
-  assert_same_runs (a, b);
+  test_assert_same_runs (a, b);
   test_run_free (a);
   test_run_free (b);
 }

@@ -415,3 +415,19 @@ test_noisy_params (KernModel *m, guint64 seed)
     w[i] += (float) (0.3 * kern_rng_normal (&rng));
   return w;
 }
+
+void
+test_assert_same_runs (const TestRun *a, const TestRun *b)
+{
+  g_assert_cmpuint (a->metrics->len, ==, b->metrics->len);
+  for (guint i = 0; i < a->metrics->len; i++)
+    {
+      const TestMetric *x = &g_array_index (a->metrics, TestMetric, i);
+      const TestMetric *y = &g_array_index (b->metrics, TestMetric, i);
+      g_assert_cmpmem (&x->loss, sizeof x->loss, &y->loss, sizeof y->loss);
+      g_assert_cmpmem (&x->accuracy, sizeof x->accuracy, &y->accuracy, sizeof y->accuracy);
+      g_assert_cmpfloat (x->t, ==, y->t);
+    }
+  g_assert_cmpmem (&a->sum.final_loss, sizeof (double), &b->sum.final_loss, sizeof (double));
+  g_assert_cmpfloat (a->sum.sim_time, ==, b->sum.sim_time);
+}

@@ -131,6 +131,10 @@ void test_assert_close (double a, double b, double rel);
  * those tables, to compare two runs by; fails the test on a bad database. */
 char *test_tables_digest (const char *db, const char *const *tables);
 
+/* Asserts that two runs' evaluations (loss, accuracy and time of each),
+ * final loss and simulated time are the same bits: what --threads or an
+ * identity setting must not change. */
+void test_assert_same_runs (const TestRun *a, const TestRun *b);
 /* Random symbols (kernels/language.c's rows for kind = gpt): n rows of
  * S + 1 values in [0, V) from `seed`, as floats. */
 void test_random_tokens (float *x, int n, int S, int V, guint64 seed);
