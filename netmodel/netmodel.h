@@ -244,6 +244,10 @@ typedef gboolean (*NetFoldCheck) (gconstpointer ctx, int period);
  * 0 when there is none. */
 typedef int (*NetFoldRoute) (gconstpointer ctx, int period, int src, int dst,
                              int *links, int max);
+/* Whether `hosts` cut into blocks of `period` hosts make two copies or
+ * more, each of whole units of `unit` hosts (a node, a rack; 1 for hosts
+ * alone): the rule every topology of copies applies. */
+gboolean net_copies_fit (gint64 hosts, int unit, int period);
 /* Declares the router's copies (a topology's build, after
  * net_network_set_router; NULL and NULL for none). */
 void net_network_set_folder (NetNetwork *net, NetFoldCheck check,

@@ -1736,6 +1736,13 @@ net_send_floored (NetNetwork *net, int src, int dst, double bytes,
 
 /* --- Mirrored copies ------------------------------------------------------- */
 
+gboolean
+net_copies_fit (gint64 hosts, int unit, int period)
+{
+  return unit >= 1 && period >= 1 && period % unit == 0 && hosts % period == 0
+         && hosts / period >= 2;
+}
+
 void
 net_network_set_folder (NetNetwork *net, NetFoldCheck check,
                         NetFoldRoute route)

@@ -165,8 +165,7 @@ nodes_fold_check (gconstpointer ctx, int period)
 {
   const NodesRoutes *s = ctx;
 
-  return period >= 1 && period % s->gpus == 0 && s->n % period == 0
-         && s->n / period >= 2;
+  return net_copies_fit (s->n, s->gpus, period);
 }
 
 /* NetFoldRoute: nodes_route with the receiver's links taken in the first
@@ -323,7 +322,7 @@ nodes_copies (const BaseValues *values, gint64 workers, int period)
 {
   gint64 g = base_values_int (values, "network.gpus_per_node");
   g = g > 0 ? g : NODES_DEFAULT_GPUS;
-  return period >= 1 && period % g == 0 && workers % period == 0 && workers / period >= 2;
+  return net_copies_fit (workers, (int) g, period);
 }
 
 const NetTopology net_topology_nodes = {

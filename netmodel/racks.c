@@ -179,8 +179,7 @@ racks_fold_check (gconstpointer ctx, int period)
 {
   const RacksRoutes *s = ctx;
 
-  return period >= 1 && period % s->size == 0 && s->n % period == 0
-         && s->n / period >= 2;
+  return net_copies_fit (s->n, s->size, period);
 }
 
 /* NetFoldRoute: racks_route with the receiver's links taken in the first
@@ -213,7 +212,7 @@ racks_copies (const BaseValues *values, gint64 workers, int period)
 {
   gint64 size = base_values_int (values, "network.rack_size");
   size = size > 0 ? size : RACKS_DEFAULT_SIZE;
-  return period >= 1 && period % size == 0 && workers % period == 0 && workers / period >= 2;
+  return net_copies_fit (workers, (int) size, period);
 }
 
 static gboolean

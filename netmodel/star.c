@@ -135,7 +135,7 @@ star_fold_check (gconstpointer ctx, int period)
 {
   const StarRoutes *s = ctx;
 
-  return period >= 1 && s->n % period == 0 && s->n / period >= 2;
+  return net_copies_fit (s->n, 1, period);
 }
 
 /* NetFoldRoute: [up(a), down(b mod period)]. */
@@ -207,7 +207,7 @@ star_class_group (const BaseValues *values G_GNUC_UNUSED, gint64 workers G_GNUC_
 static gboolean
 star_copies (const BaseValues *values G_GNUC_UNUSED, gint64 workers, int period)
 {
-  return period >= 1 && workers % period == 0 && workers / period >= 2;
+  return net_copies_fit (workers, 1, period);
 }
 
 const NetTopology net_topology_star = {

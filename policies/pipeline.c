@@ -1303,6 +1303,15 @@ pl_create (const PolEnv *env, GError **error)
  * on folded routes, and what it records stands for every replica.  Folds
  * the network and returns NULL then; else returns why not, the network
  * unfolded. */
+/* Why replicas are not mirrored, where both the run and the prediction of
+ * `dtsim check` can find it. */
+static const char MIRROR_NOT_COPIES[] =
+  "no: the network is not made of copies of one replica's hosts (topology, nodes split by a "
+  "replica, [network] links, or a trace of every message)";
+static const char MIRROR_NOT_ALIKE[] =
+  "no: the data-parallel collective's ranks do not all do alike (algorithm, channels or "
+  "blocks of two sizes)";
+
 /* The conditions of mirrored replicas that the scenario alone settles:
  * NULL when they hold, else why not. */
 static const char *
@@ -1339,8 +1348,7 @@ pl_mirror (PlPolicy *pl)
         return "no: the replicas are not placed alike";
     }
   if (!net_network_fold (env->net, period))
-    return "no: the network is not made of copies of one replica's hosts (topology, nodes "
-           "split by a replica, [network] links, or a trace of every message)";
+    return MIRROR_NOT_COPIES;
   for (int s = 0; s < pl->P; s++)
     for (int t = 0; t < pl->T; t++)
       {
@@ -1356,8 +1364,7 @@ pl_mirror (PlPolicy *pl)
         if (!ok)
           {
             net_network_fold (env->net, 0);
-            return "no: the data-parallel collective's ranks do not all do alike (algorithm, "
-                   "channels or blocks of two sizes)";
+            return MIRROR_NOT_ALIKE;
           }
       }
   return NULL;
@@ -1715,12 +1722,10 @@ pl_mirror_predicted (const PolModelInfo *mi)
     return why;
   const NetTopology *topo = mi->topology ? net_topology_lookup (mi->topology) : NULL;
   if (!topo || !topo->copies || P < 1 || !topo->copies (v, mi->workers, P * T))
-    return "no: the network is not made of copies of one replica's hosts (topology, nodes "
-           "split by a replica, [network] links, or a trace of every message)";
+    return MIRROR_NOT_COPIES;
   const CommAlgorithm *alg = comm_lookup (base_values_string (v, "policy.algorithm"));
   if (!alg || alg->choose || !alg->rounds || base_values_int (v, "policy.channels") > 1)
-    return "no: the data-parallel collective's ranks do not all do alike (algorithm, "
-           "channels or blocks of two sizes)";
+    return MIRROR_NOT_ALIKE;
   return NULL;
 }
 
