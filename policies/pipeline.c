@@ -420,6 +420,8 @@ span_detail (PlPolicy *pl, int w, const char *kind, double a, double b, double b
       pol_worker_span_detail (&pl->env, w, kind, a, b, pl->iter, bytes, d);
       return;
     }
+  if (!pl->env.rec.want_spans)
+    return;  /* nothing to write for any replica */
   for (int r = 0; r < pl->R; r++)
     pol_worker_span_detail (&pl->env, train_mesh_rank_at (pl->mesh, w, TRAIN_AXIS_DATA, r), kind,
                             a, b, pl->iter, bytes, d);
