@@ -1725,8 +1725,10 @@ pl_mirror_predicted (const PolModelInfo *mi)
   const NetTopology *topo = mi->topology ? net_topology_lookup (mi->topology) : NULL;
   if (!topo || !topo->copies || P < 1 || !topo->copies (v, mi->workers, P * T))
     return MIRROR_NOT_COPIES;
+  /* a selector (the default, auto) picks per collective when the run
+   * starts; the run says what it did */
   const CommAlgorithm *alg = comm_lookup (base_values_string (v, "policy.algorithm"));
-  if (!alg || alg->choose || !alg->rounds || base_values_int (v, "policy.channels") > 1)
+  if (!alg || (!alg->choose && !alg->rounds) || base_values_int (v, "policy.channels") > 1)
     return MIRROR_NOT_ALIKE;
   return NULL;
 }
@@ -1743,7 +1745,8 @@ pl_describe (const PolModelInfo *mi)
     return g_strdup_printf ("replicas: all %d run, not mirrored: %s (docs/policies.md, "
                             "\"Mirrored replicas\")\n", R, why + strlen ("no: "));
   return g_strdup_printf ("replicas: mirrored: replica 0 runs for all %d, its collectives "
-                          "among replicas on folded routes, where their blocks are of one size "
+                          "among replicas on folded routes, where the algorithm (or the one "
+                          "auto picks) runs them in rounds with blocks of one size "
                           "(docs/policies.md, \"Mirrored replicas\"; the params row "
                           "policy.replicas_mirrored says what the run did)\n", R);
 }

@@ -295,6 +295,14 @@ test_check_says (void)
   char *out = NULL, *err = NULL;
   g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "m.ini", NULL), ==, 0);
   g_assert_nonnull (strstr (out, "replicas: mirrored: replica 0 runs for all 4"));
+  /* the default algorithm, auto, picks at the start: predicted mirrored */
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "m.ini", "--set",
+                                   "policy.algorithm=auto", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "replicas: mirrored: replica 0 runs for all 4"));
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "m.ini", "--set",
+                                   "policy.algorithm=tree", "--set", "policy.zero=0", NULL),
+                   ==, 0);
+  g_assert_nonnull (strstr (out, "not mirrored: the data-parallel collective"));
   g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", "m.ini", "--set",
                                    "stragglers.model=fixed", "--set", "stragglers.slow=1", NULL),
                    ==, 0);
