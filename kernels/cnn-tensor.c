@@ -160,7 +160,9 @@ free_rows (CnnPlan *p)
       bufs_free (l->cols, T);
       bufs_free (l->z, l->nout);
       bufs_free (l->pooled_out, l->nout);
-      bufs_free ((float **) l->arg, l->nout);
+      for (int k = 0; l->arg != NULL && k < l->nout; k++)
+        g_free (l->arg[k]);
+      g_free (l->arg);
       if (l->dout != l->dz)
         bufs_free (l->dout, l->nout);
       bufs_free (l->dz, l->nout);
@@ -198,7 +200,9 @@ reserve_rows (CnnPlan *p, int rows)
       if (l->conv && p->shape.pool > 1)
         {
           l->pooled_out = bufs_new (l->nout, r * out_len (p, l));
-          l->arg = (int **) bufs_new (l->nout, r * out_len (p, l));
+          l->arg = g_new0 (int *, l->nout);
+          for (int k = 0; k < l->nout; k++)
+            l->arg[k] = g_new (int, r * out_len (p, l));
           l->dout = bufs_new (l->nout, r * out_len (p, l));
         }
       if (row)
