@@ -5,8 +5,8 @@
  * so the losses after k SGD steps), the layers it cuts and the all-reduces
  * it runs against what the timing side cuts (policies/tensor.c), what each
  * rank holds, runs under the all-reduce and pipeline policies that learn
- * what T = 1 learns, thread counts, and the refusal of a T that does not
- * divide the channels.
+ * what T = 1 learns, thread counts and OpenBLAS core types, and the
+ * refusal of a T that does not divide the channels.
  */
 #include "config.h"
 
@@ -499,6 +499,43 @@ test_threads (void)
   test_run_free (r[1]);
 }
 
+/* The run's losses in a dtsim process told to use OpenBLAS's kernels for
+ * `core`, as "final weighted" in hexadecimal. */
+static char *
+run_on_core (const char *dir, const char *ini, const char *core)
+{
+  g_autofree char *was = g_strdup (g_getenv ("OPENBLAS_CORETYPE"));
+  g_setenv ("OPENBLAS_CORETYPE", core, TRUE);
+  g_autofree char *db = g_strconcat (dir, G_DIR_SEPARATOR_S, core, ".db", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  int rc = test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "-q", NULL);
+  if (was)
+    g_setenv ("OPENBLAS_CORETYPE", was, TRUE);
+  else
+    g_unsetenv ("OPENBLAS_CORETYPE");
+  g_assert_cmpint (rc, ==, 0);
+  double final = test_query_number (db, "SELECT final_loss FROM runs");
+  double weighted = test_query_number (db, "SELECT sum(loss * (step + 1)) FROM metrics");
+  return g_strdup_printf ("%a %a", final, weighted);
+}
+
+/* Two tensor ranks on the fixed-order products: OpenBLAS told to use
+ * Haswell's kernels or SkylakeX's changes no bit of the run. */
+static void
+test_coretype (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-cnn-tensor-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename (dir, "c.ini", NULL);
+  g_autofree char *a = test_replaced (base_scenario, "workers = 2", "workers = 4");
+  g_autofree char *text = test_replaced (a, "kind = allreduce\n", "kind = allreduce\ntensor = 2\n");
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_autofree char *haswell = run_on_core (dir, ini, "Haswell");
+  g_autofree char *skylake = run_on_core (dir, ini, "SkylakeX");
+  g_test_message ("Haswell %s, SkylakeX %s", haswell, skylake);
+  g_assert_cmpstr (haswell, ==, skylake);
+  sim_remove_tree (dir);
+}
+
 /* A T that does not divide the channels, from a scenario and from the
  * plan, in one line naming [policy] tensor. */
 static void
@@ -547,6 +584,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cnn-tensor/train/allreduce", test_allreduce);
   g_test_add_func ("/cnn-tensor/train/pipeline", test_pipeline);
   g_test_add_func ("/cnn-tensor/train/threads", test_threads);
+  g_test_add_func ("/cnn-tensor/train/coretype", test_coretype);
   g_test_add_func ("/cnn-tensor/refusals", test_refusals_tensor);
   return g_test_run ();
 }
