@@ -35,18 +35,18 @@
  * dense layer; the loss) counts the FLOPs and bytes of exactly these
  * operations under docs/kernels.md's rules ("Convolutional network").
  * Scratch grows to the largest batch seen; one thread at a time per model
- * (clone gives another thread its own).
+ * (clone gives another thread its own).  Tensor parallelism (cnn-tensor.c)
+ * cuts the convolutions by channels and the dense layers as mlp.c's.
  */
-#include "kernels/kernels.h"
-#include "kernels/backend.h"
+#include "kernels/cnn-private.h"
 #include "kernels/rng.h"
+#include "kernels/tensor.h"
 
 #include <math.h>
 #include <string.h>
 
-/* The most conv layers and dense layers a model may have. */
-#define CNN_MAX_CONV 8
-#define CNN_MAX_DENSE 8
+#define CNN_MAX_CONV KERN_CNN_MAX_CONV
+#define CNN_MAX_DENSE KERN_CNN_MAX_DENSE
 /* Floats of scratch per evaluate chunk: the chunk holds as many samples
  * as fit in this (at least 1, at most CNN_EVAL_ROWS). */
 #define CNN_EVAL_FLOATS (16 * 1024 * 1024)
@@ -54,13 +54,7 @@
 
 #define KERN_RNG_STREAM_CNN G_GUINT64_CONSTANT (0x636e6e) /* ASCII of cnn */
 
-typedef struct {
-  int side;        /* H = W of its input and output */
-  int cin, cout;   /* channels in, out */
-  int kk;          /* K = q q cin, the im2col row */
-  int pooled;      /* side after the pool (side / p; side when p = 1) */
-  gsize w_off;     /* W (K, cout) then b (cout) */
-} CnnConv;
+typedef KernCnnConv CnnConv;
 
 typedef struct {
   KernBackend *be;      /* borrowed, or owned when own_be */
@@ -134,111 +128,6 @@ cnn_reserve (CnnPriv *p, int rows)
   p->cap = rows;
 }
 
-/* U (n H H, q q cin) from A (n, H, H, cin): row (i, y, x), column
- * (ty q + tx) cin + c holds A[i, y + ty - r, x + tx - r, c], 0 outside the
- * image.  Copies only: 0 FLOPs. */
-static void
-im2col (const CnnPriv *p, const CnnConv *cv, const float *A, int n, float *U)
-{
-  int H = cv->side, C = cv->cin, q = p->q;
-  for (int i = 0; i < n; i++)
-    for (int y = 0; y < H; y++)
-      for (int x = 0; x < H; x++)
-        {
-          float *row = U + (((gsize) i * H + y) * H + x) * cv->kk;
-          for (int ty = 0; ty < q; ty++)
-            {
-              int yy = y + ty - p->pad;
-              for (int tx = 0; tx < q; tx++)
-                {
-                  int xx = x + tx - p->pad;
-                  float *dst = row + (gsize) (ty * q + tx) * C;
-                  if (yy < 0 || yy >= H || xx < 0 || xx >= H)
-                    memset (dst, 0, (gsize) C * sizeof (float));
-                  else
-                    memcpy (dst, A + (((gsize) i * H + yy) * H + xx) * C,
-                            (gsize) C * sizeof (float));
-                }
-            }
-        }
-}
-
-/* dA (n, H, H, cin) = the sum, over every (row, tap) of dU that im2col
- * filled from an image pixel, of that entry: zeroed first, then one add
- * per such entry, in row then tap order (cin V(H)^2 FLOPs per sample,
- * V of docs/kernels.md). */
-static void
-col2im (const CnnPriv *p, const CnnConv *cv, const float *dU, int n, float *dA)
-{
-  int H = cv->side, C = cv->cin, q = p->q;
-  memset (dA, 0, (gsize) n * H * H * C * sizeof (float));
-  for (int i = 0; i < n; i++)
-    for (int y = 0; y < H; y++)
-      for (int x = 0; x < H; x++)
-        {
-          const float *row = dU + (((gsize) i * H + y) * H + x) * cv->kk;
-          for (int ty = 0; ty < q; ty++)
-            {
-              int yy = y + ty - p->pad;
-              if (yy < 0 || yy >= H)
-                continue;
-              for (int tx = 0; tx < q; tx++)
-                {
-                  int xx = x + tx - p->pad;
-                  if (xx < 0 || xx >= H)
-                    continue;
-                  const float *src = row + (gsize) (ty * q + tx) * C;
-                  float *dst = dA + (((gsize) i * H + yy) * H + xx) * C;
-                  for (int c = 0; c < C; c++)
-                    dst[c] += src[c];
-                }
-            }
-        }
-}
-
-/* P (n, H/p, H/p, C) = the largest of each p x p window of Z (n, H, H, C)
- * (rows and columns past p (H/p) left out), its index within the sample
- * in arg: the first largest in window order.  Compares only: 0 FLOPs. */
-static void
-maxpool (const CnnPriv *p, const CnnConv *cv, const float *Z, int n, float *P, int *arg)
-{
-  int H = cv->side, O = cv->pooled, C = cv->cout, s = p->pool;
-  gsize in_sample = (gsize) H * H * C, out_sample = (gsize) O * O * C;
-  for (int i = 0; i < n; i++)
-    {
-      const float *zi = Z + i * in_sample;
-      for (int oy = 0; oy < O; oy++)
-        for (int ox = 0; ox < O; ox++)
-          for (int c = 0; c < C; c++)
-            {
-              int best = ((oy * s) * H + ox * s) * C + c;
-              for (int ty = 0; ty < s; ty++)
-                for (int tx = 0; tx < s; tx++)
-                  {
-                    int at = ((oy * s + ty) * H + ox * s + tx) * C + c;
-                    if (zi[at] > zi[best])
-                      best = at;
-                  }
-              gsize o = i * out_sample + ((gsize) oy * O + ox) * C + c;
-              P[o] = zi[best];
-              arg[o] = best;
-            }
-    }
-}
-
-/* dZ (n, H, H, C) = zero but at each output's argmax, which gets that
- * output's gradient from dP (windows do not overlap).  0 FLOPs. */
-static void
-maxpool_backward (const CnnConv *cv, const float *dP, const int *arg, int n, float *dZ)
-{
-  gsize in_sample = (gsize) cv->side * cv->side * cv->cout;
-  gsize out_sample = (gsize) cv->pooled * cv->pooled * cv->cout;
-  memset (dZ, 0, (gsize) n * in_sample * sizeof (float));
-  for (int i = 0; i < n; i++)
-    for (gsize o = 0; o < out_sample; o++)
-      dZ[i * in_sample + arg[i * out_sample + o]] = dP[i * out_sample + o];
-}
-
 /* Forward over X (rows, s^2) at parameters P: leaves every conv layer's
  * U, Z and pooled output and every dense layer's output (the logits last). */
 static void
@@ -251,13 +140,13 @@ cnn_forward (CnnPriv *p, const float *P, const float *X, int rows)
       const CnnConv *cv = &p->conv[l];
       int px = (int) conv_rows (cv, rows);
       const float *W = P + cv->w_off;                     /* (K, cout) */
-      im2col (p, cv, A, rows, p->cols[l]);
+      kern_cnn_im2col (p->q, p->pad, cv->side, cv->cin, A, rows, p->cols[l]);
       be->ops->fill_rows (be, p->z[l], W + (gsize) cv->kk * cv->cout, px, cv->cout);
       be->ops->gemm (be, FALSE, FALSE, px, cv->cout, cv->kk, 1.0f, p->cols[l], cv->kk, W,
                      cv->cout, 1.0f, p->z[l], cv->cout);  /* 2 px K cout */
       be->ops->relu (be, p->z[l], (gsize) px * cv->cout);
       if (p->pool > 1)
-        maxpool (p, cv, p->z[l], rows, p->pooled[l], p->arg[l]);
+        kern_cnn_maxpool (p->pool, cv->side, cv->cout, p->z[l], rows, p->pooled[l], p->arg[l]);
       A = conv_out (p, l);
     }
   for (int l = 0; l < p->n_dense; l++)
@@ -320,7 +209,7 @@ conv_backward (CnnPriv *p, const float *P, int n, int groups, float *dA, float *
       if (p->pool > 1)
         {
           dZ = dA == p->g[0] ? p->g[1] : p->g[0];
-          maxpool_backward (cv, dA, p->arg[l], rows, dZ);
+          kern_cnn_maxpool_backward (p->pool, cv->side, cv->cout, dA, p->arg[l], rows, dZ);
         }
       be->ops->relu_backward (be, dZ, p->z[l], (gsize) px * cv->cout);
       for (int g = 0; g < groups; g++)
@@ -338,7 +227,7 @@ conv_backward (CnnPriv *p, const float *P, int n, int groups, float *dA, float *
       be->ops->gemm (be, FALSE, TRUE, px, cv->kk, cv->cout, 1.0f, dZ, cv->cout,
                      P + cv->w_off, cv->cout, 0.0f, p->dcols, cv->kk); /* 2 px K cout */
       dA = dZ == p->g[0] ? p->g[1] : p->g[0];
-      col2im (p, cv, p->dcols, rows, dA);
+      kern_cnn_col2im (p->q, p->pad, cv->side, cv->cin, p->dcols, rows, dA);
     }
 }
 
@@ -538,6 +427,19 @@ cnn_free (KernModel *m)
 
 static KernModel *cnn_clone (const KernModel *m);
 
+/* tensor_plan_new (kernels.h): cnn-tensor.c's plan on this model's shape. */
+static KernTensorPlan *
+cnn_tensor_plan_new (const KernModel *m, int T, GError **error)
+{
+  const CnnPriv *p = m->priv;
+  KernCnnShape shape = { .q = p->q, .pad = p->pad, .pool = p->pool, .n_conv = p->n_conv,
+                         .n_dense = p->n_dense, .n_params = p->n_params };
+  memcpy (shape.conv, p->conv, sizeof p->conv);
+  memcpy (shape.width, p->width, sizeof p->width);
+  memcpy (shape.d_off, p->d_off, sizeof p->d_off);
+  return kern_cnn_tensor_plan_new (m, p->be, &shape, T, error);
+}
+
 static const KernModelOps cnn_ops = {
   .name = "cnn",
   .n_params = cnn_n_params,
@@ -549,6 +451,7 @@ static const KernModelOps cnn_ops = {
   .flops_backward = cnn_flops_backward,
   .clone = cnn_clone,
   .free = cnn_free,
+  .tensor_plan_new = cnn_tensor_plan_new,
 };
 
 /* --- The layer table (docs/kernels.md, "Convolutional network") ------------ */

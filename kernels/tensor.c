@@ -187,7 +187,7 @@ kern_tensor_plan_new (const KernModel *m, int T, GError **error)
                       : "no weight shapes (a timing-only model)";
   g_set_error (error, KERN_TENSOR_ERROR, KERN_TENSOR_ERROR_MODEL,
                "[policy] tensor: model '%s' has %s, so its math cannot be split across "
-               "ranks; fix: use [model] kind = mlp, softmax, linear or gpt for real math, or "
+               "ranks; fix: use [model] kind = mlp, softmax, linear, gpt or cnn for real math, or "
                "tensor = 1", m->ops->name, lacks);
   return NULL;
 }

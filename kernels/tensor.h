@@ -29,7 +29,10 @@
  * kern_tensor_plan_new() calls: a struct that begins with KernTensorPlan
  * and a table of KernTensorPlanOps.  The GPT's (gpt-tensor.c) splits each
  * block's attention by heads and its MLP as above, and the vocabulary
- * (docs/kernels.md, "Tensor parallelism of the GPT").  Everything below
+ * (docs/kernels.md, "Tensor parallelism of the GPT"); the CNN's
+ * (cnn-tensor.c) splits the convolutions by channels, column then row as
+ * above, and its dense layers as the dense models' (docs/kernels.md,
+ * "Tensor parallelism of the CNN").  Everything below
  * holds for every plan; the split rules stated here are the dense
  * models'.
  */
@@ -115,14 +118,14 @@ void kern_tensor_plan_clear (KernTensorPlan *p);
 /* The plan of T ranks for m (borrowed: it must outlive the plan, and the
  * plan uses its backend, so one thread at a time), from m's
  * tensor_plan_new: for a model of kern_mlp_new() the dense split above,
- * for kern_gpt_new()'s the GPT's.  NULL with a KERN_TENSOR_ERROR when T <
+ * for kern_gpt_new()'s the GPT's, for kern_cnn_new()'s the CNN's.  NULL with a KERN_TENSOR_ERROR when T <
  * 1, when T does not divide what the plan cuts (a column-split width, a
  * GPT's heads), or when m's math is not split (no such op: timing-only
  * models, sparse logistic regression).  Free with kern_tensor_plan_free(). */
 KernTensorPlan *kern_tensor_plan_new (const KernModel *m, int T, GError **error);
 /* Whether kern_tensor_plan_new() can cut m's real math: TRUE when its
- * family gives a plan (the dense models, the GPT), FALSE for any other (a
- * CNN, sparse logistic regression, timing-only models). */
+ * family gives a plan (the dense models, the GPT, the CNN), FALSE for any
+ * other (sparse logistic regression, timing-only models). */
 gboolean kern_tensor_supports (const KernModel *m);
 void kern_tensor_plan_free (KernTensorPlan *p);
 
@@ -136,7 +139,10 @@ KernTensorSplit kern_tensor_split (const KernTensorPlan *p, int i);
 /* The part of layer i's split dimension that rank t holds, [*lo, *hi):
  * output columns of a column-split layer, input rows of a row-split one,
  * all outputs [0, out) of a replicated layer, its symbols of a
- * vocabulary-split one, [0, 0) for a layer without weights.  A GPT's
+ * vocabulary-split one, [0, 0) for a layer without weights.  A CNN's
+ * layers are cut by channels: output channels of a column-split
+ * convolution, input channels of a row-split layer (every kernel tap or
+ * pooled pixel of them; cnn-tensor.c).  A GPT's
  * query/key/value projection is cut in three such ranges, one in each of
  * q, k and v: [*lo, *hi) is the one in q (gpt-tensor.c). */
 void kern_tensor_cut (const KernTensorPlan *p, int i, int t, int *lo, int *hi);

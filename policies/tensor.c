@@ -3,8 +3,9 @@
  * (tensor.h; docs/policies.md, "Tensor parallelism").
  *
  * The cut follows Megatron-LM (Shoeybi et al. 2019, section 3): the dense
- * layers that know their weight shapes (KernLayer.weight) pair up in order,
- * the first of a pair split by columns, the second by rows; a transformer's
+ * layers and convolutions that know their weight shapes (KernLayer.weight)
+ * pair up in order, the first of a pair split by columns (a convolution's
+ * output channels), the second by rows (its input channels); a transformer's
  * query/key/value projection pairs with its output projection, the MLP's
  * first layer with its second.  An odd one out runs whole.  The layers
  * between a pair (the attention's scores, softmax and context, the GELU)
@@ -55,10 +56,15 @@ input_floats (const KernLayer *layers, int l)
   return l > 0 ? layers[l - 1].outputs : layers[l].weight[0].rows;
 }
 
+/* A layer the cut pairs up: a dense layer or a convolution with one known
+ * weight (a convolution's rows are its kernel taps times its input
+ * channels, its columns its output channels, so that a column cut shares
+ * out channels and a row cut input channels). */
 static gboolean
 cut_weight (const KernLayer *ly)
 {
-  return ly->kind == KERN_LAYER_GEMM && ly->n_weights == 1;
+  return (ly->kind == KERN_LAYER_GEMM || ly->kind == KERN_LAYER_CONV
+          || ly->kind == KERN_LAYER_CONV3X3) && ly->n_weights == 1;
 }
 
 gboolean
@@ -68,7 +74,7 @@ pol_tensor_check_math (const PolModelInfo *mi, int T, GError **error)
     return TRUE;
   return pol_key_error (error, "policy", "tensor",
                         "%d: model %s does not support tensor parallelism of its real math "
-                        "yet (mlp, softmax, linear and gpt do); use tensor = 1, or [kernels] "
+                        "yet (mlp, softmax, linear, gpt and cnn do); use tensor = 1, or [kernels] "
                         "backend = none to time the run without math", T,
                         mi->model->ops->name);
 }

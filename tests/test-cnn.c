@@ -458,8 +458,6 @@ static void
 test_refusals_one_line (void)
 {
   static const TestRefusal cases[] = {
-    { "kind = allreduce\n", "kind = allreduce\ntensor = 2\n",
-      "[policy] tensor: 2: model cnn does not support tensor parallelism" },
     { "kind = allreduce\n", "kind = pipeline\n[device]\ncompute_time = measured\n",
       "[policy] kind: pipeline with [device] compute_time = measured" },
     { "kind = allreduce\n", "kind = allreduce\n[kernels]\nbackend = cuda\n",

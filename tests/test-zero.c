@@ -2,7 +2,8 @@
  * test-zero.c — ZeRO's sharded data parallelism ([policy] zero with kind =
  * allreduce; policies/allreduce.c, device/model.c): the bytes each stage
  * moves, the time of an iteration where nothing overlaps, the memory terms
- * of the ZeRO paper, that every stage learns exactly what stage 0 learns,
+ * of the ZeRO paper, that every stage learns exactly what stage 0 learns
+ * (the MLP, and the CNN and the GPT with and without tensor parallelism),
  * and the refusals.
  *
  * The model is an MLP of three dense layers whose parameter counts W
@@ -221,6 +222,69 @@ test_same_learning (void)
     }
 }
 
+/* The real-math models other than the MLP: a small CNN and a small GPT,
+ * each also with two tensor ranks per data-parallel rank. */
+static const char cnn_model[] =
+  "[scenario]\nseed = 5\niterations = 6\n"
+  "[cluster]\nworkers = 4\n"
+  "[model]\nkind = cnn\nchannels = 4,8\nhidden = 16\nfeatures = 64\nclasses = 4\n"
+  "samples = 512\ntest_samples = 64\neval_samples = 128\nbatch = 8\nlr = 0.05\n"
+  "eval_every = 2\noptimizer = OPT\n"
+  "[policy]\nkind = allreduce\nalgorithm = ring\nzero = 0\n";
+static const char gpt_model[] =
+  "[scenario]\nseed = 5\niterations = 6\n"
+  "[cluster]\nworkers = 4\n"
+  "[model]\nkind = gpt\nvocabulary = 8\nbranching = 2\nsequence = 8\nwidth = 16\n"
+  "heads = 2\nblocks = 1\nbatch = 4\nsamples = 512\neval_samples = 64\n"
+  "test_samples = 32\nlr = 0.01\neval_every = 2\noptimizer = OPT\n"
+  "[policy]\nkind = allreduce\nalgorithm = ring\nzero = 0\n";
+
+/* The same holds for kind = cnn and kind = gpt, with and without tensor
+ * parallelism (each tensor rank's shard sharded among its data-parallel
+ * peers): stages 1 to 3 (1 and 2 with tensor ranks) give stage 0's
+ * evaluations to the bit. */
+static void
+test_same_learning_models (void)
+{
+  const char *const models[] = { cnn_model, gpt_model };
+  const char *const optimizers[] = { "sgd", "adam" };
+  const char *const tensors[] = { "zero = ", "tensor = 2\nzero = " };
+  for (gsize m = 0; m < G_N_ELEMENTS (models); m++)
+    for (gsize o = 0; o < G_N_ELEMENTS (optimizers); o++)
+      for (gsize t = 0; t < G_N_ELEMENTS (tensors); t++)
+        {
+          g_autofree char *opt = test_replaced (models[m], "OPT", optimizers[o]);
+          g_autofree char *base = test_replaced (opt, "zero = ", tensors[t]);
+          TestRun *r0 = test_run_collect (base, NULL);
+          g_assert_cmpuint (r0->metrics->len, >=, 3);
+          const TestMetric *first = &g_array_index (r0->metrics, TestMetric, 0);
+          g_assert_cmpfloat (r0->sum.final_loss, <, first->loss);
+          /* zero = 3 is refused with tensor > 1 (test_zero_refusals' kin) */
+          for (int zero = 1; zero <= (t == 0 ? 3 : 2); zero++)
+            {
+              g_autofree char *stage = g_strdup_printf ("zero = %d", zero);
+              g_autofree char *text = test_replaced (base, "zero = 0", stage);
+              TestRun *r = test_run_collect (text, NULL);
+              g_test_message ("%s, %s, %s, zero = %d: final loss %.9f vs %.9f",
+                              m == 0 ? "cnn" : "gpt", optimizers[o],
+                              t == 0 ? "tensor = 1" : "tensor = 2", zero, r->sum.final_loss,
+                              r0->sum.final_loss);
+              g_assert_cmpuint (r->metrics->len, ==, r0->metrics->len);
+              for (guint i = 0; i < r->metrics->len; i++)
+                {
+                  const TestMetric *a = &g_array_index (r0->metrics, TestMetric, i);
+                  const TestMetric *b = &g_array_index (r->metrics, TestMetric, i);
+                  g_assert_cmpint (a->step, ==, b->step);
+                  g_assert_cmpfloat (a->loss, ==, b->loss);
+                  g_assert_cmpfloat (a->accuracy, ==, b->accuracy);
+                }
+              g_assert_cmpfloat (r->sum.final_loss, ==, r0->sum.final_loss);
+              test_run_free (r);
+            }
+          test_run_free (r0);
+        }
+}
+
 /* One line naming the key and the fix for each combination that makes no
  * sense. */
 static void
@@ -255,6 +319,7 @@ main (int argc, char **argv)
   g_test_add_func ("/zero/no-overlap", test_no_overlap);
   g_test_add_func ("/zero/memory", test_memory);
   g_test_add_func ("/zero/same-learning", test_same_learning);
+  g_test_add_func ("/zero/same-learning/models", test_same_learning_models);
   g_test_add_func ("/zero/refusals", test_zero_refusals);
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
