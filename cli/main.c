@@ -436,7 +436,7 @@ check_model (const SimConfig *c)
           pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
           mem / (1024.0 * 1024.0 * 1024.0), of);
   if (cost.host.input > 0 || cost.host.framework > 0)
-    printf ("host: %d GPU%s share %" G_GINT64_FORMAT " cores, loaders on %.4g cores per GPU; "
+    printf ("input pipeline: %d GPU%s of a server share %" G_GINT64_FORMAT " cores, loaders on %.4g cores per GPU; "
             "input %.6g s and framework %.6g s per step beside the device's %.6g s: the "
             "step waits %.6g s for its host\n",
             cost.host.gpus, cost.host.gpus == 1 ? "" : "s", c->host_cores, cost.host.loaders,

@@ -69,25 +69,20 @@ layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, doubl
                                  rate, c->memory_bandwidth * c->memory_efficiency);
 }
 
-/* Whether layer l of m is element-wise or a norm, the layers a fused
- * kernel folds in. */
+/* Whether layer l of m runs inside the kernel of the layer before it under
+ * fusion = elementwise: an element-wise layer after a matrix product, a
+ * convolution, a norm or another element-wise layer (the producer's
+ * epilogue applies it).  A norm never does: it needs statistics of its
+ * whole input before it can normalise any of it, so its input is written
+ * and read back; it heads a chain of its own. */
 static gboolean
-fusible (const KernModel *m, int l)
+fused_into_previous (const KernModel *m, int l)
 {
-  return l >= 0 && l < m->n_layers
-         && (m->layers[l].kind == KERN_LAYER_ELEMENTWISE || m->layers[l].kind == KERN_LAYER_NORM);
-}
-
-/* Whether layer l of m may head a fused chain: a matrix product or a
- * convolution whose epilogue takes the element-wise layers after it. */
-static gboolean
-fusion_head (const KernModel *m, int l)
-{
-  if (l < 0 || l >= m->n_layers)
+  if (l <= 0 || l >= m->n_layers || m->layers[l].kind != KERN_LAYER_ELEMENTWISE)
     return FALSE;
-  KernLayerKind k = m->layers[l].kind;
-  return k == KERN_LAYER_GEMM || k == KERN_LAYER_CONV || k == KERN_LAYER_CONV3X3
-         || k == KERN_LAYER_ATTENTION;
+  KernLayerKind p = m->layers[l - 1].kind;
+  return p == KERN_LAYER_GEMM || p == KERN_LAYER_CONV || p == KERN_LAYER_CONV3X3
+         || p == KERN_LAYER_ATTENTION || p == KERN_LAYER_ELEMENTWISE || p == KERN_LAYER_NORM;
 }
 
 void
@@ -100,11 +95,10 @@ sim_layer_bytes (const SimConfig *c, const KernModel *m, int l, double *fwd, dou
   *joined = FALSE;
   if (c->fusion != SIM_FUSION_ELEMENTWISE)
     return;
-  /* a chain is an element-wise or norm layer with the fusible layers
-   * after it, and the matrix product or convolution before it if any:
-   * what passes between two of its layers stays in registers */
-  gboolean in = fusible (m, l) && (fusible (m, l - 1) || fusion_head (m, l - 1));
-  gboolean out = fusible (m, l + 1) && (fusible (m, l) || fusion_head (m, l));
+  /* a chain is a layer with the element-wise layers fused after it: what
+   * passes between two of its layers stays on chip */
+  gboolean in = fused_into_previous (m, l);
+  gboolean out = fused_into_previous (m, l + 1);
   double drop = 0;                      /* floats per sample not moved */
   if (in)
     drop += m->layers[l - 1].outputs;   /* its input is not read */

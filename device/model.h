@@ -57,12 +57,11 @@ double sim_host_wait (const SimConfig *c, double device, SimHostCost *out);
  * under c's [model] fusion, and whether the pass runs inside the kernel of
  * the layer before it (*joined: no kernel overhead of its own).  Without
  * fusion the layer's own fwd_bytes and bwd_bytes.  With fusion =
- * elementwise a chain (a run of element-wise and norm layers with the
- * matrix product or convolution before it) reads its first input and
- * writes its last output once: a layer whose input comes from the chain
- * drops 4 x (its input's outputs) bytes forward and twice that backward,
- * one whose output stays in it drops 4 x its outputs (twice backward),
- * never below 0. */
+ * elementwise an element-wise layer after a matrix product, convolution,
+ * norm or element-wise layer runs in that layer's kernel: it drops 4 x
+ * (its input's outputs) bytes forward and twice that backward, and the
+ * layer before it drops 4 x its own outputs (twice backward), never below
+ * 0 (docs/compute.md, "Kernel fusion"). */
 void sim_layer_bytes (const SimConfig *c, const KernModel *m, int l, double *fwd, double *bwd,
                       gboolean *joined);
 
