@@ -426,15 +426,22 @@ check_model (const SimConfig *c)
         ? g_strdup_printf ("%s (timing only)", sim_model_kind (c)->name)
         : g_strdup ("timing only ([model] params and flops)");
   printf ("model: %s, %d layer%s, %" G_GSIZE_FORMAT " parameters; step of batch %"
-          G_GINT64_FORMAT ": %.6g s (serial %.6g s, forward %.6g s), %.4g GFLOP; update %.6g s; "
+          G_GINT64_FORMAT ": %.6g s (serial %.6g s, host wait %.6g s, forward %.6g s), %.4g GFLOP; update %.6g s; "
           "device memory needed %s%.4g GiB%s\n",
           what, m->n_layers, m->n_layers == 1 ? "" : "s", P, c->batch, cost.step,
-          cost.serial, cost.forward,
+          cost.serial, cost.host_wait, cost.forward,
           (m->ops->flops_forward (m, (int) c->batch)
            + m->ops->flops_backward (m, (int) c->batch)) / 1e9,
           cost.update,
           pol_lookup (c->policy)->shares ? "by the whole model on one device " : "",
           mem / (1024.0 * 1024.0 * 1024.0), of);
+  if (cost.host.input > 0 || cost.host.framework > 0)
+    printf ("input pipeline: %d GPU%s of a server share %" G_GINT64_FORMAT " cores, loaders on %.4g cores per GPU; "
+            "input %.6g s and framework %.6g s per step beside the device's %.6g s: the "
+            "step waits %.6g s for its host\n",
+            cost.host.gpus, cost.host.gpus == 1 ? "" : "s", c->host_cores, cost.host.loaders,
+            cost.host.input, cost.host.framework, cost.forward + cost.backward,
+            cost.host_wait);
   if (!pol_lookup (c->policy)->shares)
     check_memory_terms (c, m);
   if (pol_lookup (c->policy)->zero)

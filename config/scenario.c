@@ -69,6 +69,9 @@ static const BaseChoice format_choices[] = {
   { "fp32", KERN_FORMAT_FP32, FALSE }, { "bf16", KERN_FORMAT_BF16, FALSE },
   { "fp16", KERN_FORMAT_FP16, FALSE }, { "fp8-e4m3", KERN_FORMAT_FP8_E4M3, FALSE },
   { "fp8-e5m2", KERN_FORMAT_FP8_E5M2, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice fusion_choices[] = {
+  { "none", SIM_FUSION_NONE, FALSE }, { "elementwise", SIM_FUSION_ELEMENTWISE, FALSE },
+  { NULL, 0, FALSE } };
 static const BaseChoice compute_time_choices[] = {
   { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
 
@@ -106,6 +109,8 @@ static const KeyDef core_keys[] = {
     "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file.", NULL },
   { "cluster", "price", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e6, 0, NULL, OFF (price),
     "Price of one device for one hour (per GPU-hour), a plain number in your own currency (0 = no cost shown; a hardware catalog entry may give a default): cost = GPU-hours x price.", NULL },
+  { "cluster", "host_cores", BASE_KEY_INT, 0, "0", 0, 4096, 0, NULL, OFF (host_cores),
+    "CPU cores of one server, shared by the data loaders of the GPUs it holds (the workers of one node of the topology; one per host where the topology has no servers): a GPU's loaders get host_cores / its server's GPUs (docs/compute.md, \"The host and the input pipeline\"); 0 = the host is not modelled and input is free.", NULL },
   { "cluster", "catalog", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (catalog),
     "Hardware catalog file to look device and fabric names up in (default: the built-in scenarios/hardware.ini).", NULL },
   { "device", "flops", BASE_KEY_QUANTITY, SIM_UNIT_COMPUTE, "100GFLOPS", 0, BIG, 1, NULL, OFF (flops),
@@ -200,6 +205,14 @@ static const KeyDef core_keys[] = {
     "Samples per worker step.", NULL },
   { "model", "global_batch", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (global_batch),
     "Strong scaling: samples per step summed over all data-parallel ranks; each rank's batch is global_batch / ranks (the workers; a pipeline's replicas; workers / tensor), which must divide exactly (0 = unset, use batch).", NULL },
+  { "model", "input_time", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, 60, 0, NULL, OFF (input_time),
+    "CPU time to load, decode and augment one sample on one core of the host (at most 60 s), e.g. 5ms for an ImageNet JPEG with random crop and flip, next to nothing for pre-tokenised text: a step's batch takes batch x input_time / (its loaders' cores); loaders prefetch, so a step waits only for what exceeds its device time (docs/compute.md). Needs [cluster] host_cores; 0 = input is free.", NULL },
+  { "model", "loader_workers", BASE_KEY_INT, 0, "0", 0, 4096, 0, NULL, OFF (loader_workers),
+    "Data-loader processes per GPU (PyTorch DataLoader num_workers, DALI num_threads), one core each, capped by the GPU's share of [cluster] host_cores; 0 = its whole share. Needs host_cores and input_time.", NULL },
+  { "model", "framework_time", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, 60, 0, NULL, OFF (framework_time),
+    "Host time of one step's framework work (at most 60 s): launching its kernels and the optimizer's, the Python side. The host runs ahead of the device, so it shows only where the device's step is shorter: the step lasts at least this (docs/compute.md); 0 = none.", NULL },
+  { "model", "fusion", BASE_KEY_ENUM, 0, "none", 0, 0, 0, fusion_choices, OFF (fusion),
+    "Kernel fusion of element-wise layers: none (eager PyTorch: every element-wise and norm layer reads and writes its activations itself); elementwise (XLA, TorchScript/nvFuser, MXNet: a chain of element-wise layers after a matrix product or convolution runs inside one kernel, reading and writing the chain's activations once; docs/compute.md).", NULL },
   { "model", "lr", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0.1", 0, BIG, 1, NULL, OFF (lr),
     "Learning rate of every optimizer step. A synchronous round (parameter-server BSP, all-reduce, pipeline replicas) takes one step with the mean of its gradients; SSP and async servers take one step per gradient they receive (docs/policies.md).", NULL },
   { "model", "eval_every", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (eval_every),
@@ -922,6 +935,53 @@ check_numerics (const SimConfig *c, const char *file, GError **error)
 }
 
 /* Rules that involve more than one key. */
+/* The host keys ([cluster] host_cores, [model] input_time, loader_workers,
+ * framework_time: docs/compute.md) only where they price something: the
+ * loaders need cores to share and a cost per sample to spend, and the
+ * modelled step to overlap; a pipeline prices its micro-batches layer by
+ * layer and a collective has no step, so both would ignore them. */
+static gboolean
+check_host (const SimConfig *c, const char *file, GError **error)
+{
+  if (c->input_time > 0 && c->host_cores == 0)
+    return fail (error, file, find_key ("model", "input_time"),
+                 "needs [cluster] host_cores, the CPU cores of a server that its GPUs' loaders "
+                 "share; set host_cores (e.g. 40 for a DGX-1) or remove input_time");
+  if (c->host_cores > 0 && c->input_time == 0)
+    return fail (error, file, find_key ("cluster", "host_cores"),
+                 "shares the cores among data loaders, but [model] input_time is 0 (input "
+                 "costs nothing); set input_time (CPU time per sample on one core) or remove "
+                 "host_cores");
+  if (c->loader_workers > 0 && c->input_time == 0)
+    return fail (error, file, find_key ("model", "loader_workers"),
+                 "needs [model] input_time and [cluster] host_cores (the loaders' cost and "
+                 "cores); set both or remove loader_workers");
+  if (c->fusion != SIM_FUSION_NONE && (c->memory_bandwidth <= 0 || c->step_time >= 0))
+    return fail (error, file, find_key ("model", "fusion"),
+                 "fusion saves memory traffic, which this run does not price (%s); set "
+                 "[device] memory_bandwidth (or a catalog [cluster] device) or remove fusion",
+                 c->step_time >= 0 ? "[device] step_time fixes the step"
+                                   : "[device] memory_bandwidth is 0");
+  const char *host_key = c->input_time > 0 ? "input_time"
+                         : c->framework_time > 0 ? "framework_time" : NULL;
+  if (!host_key)
+    return TRUE;
+  const PolPolicyOps *ops = pol_lookup (c->policy);
+  if (c->measured && c->step_time < 0)
+    return fail (error, file, find_key ("model", host_key),
+                 "prices the host beside the modelled step, but [device] compute_time = "
+                 "measured times the host's real step; use compute_time = model or remove %s",
+                 host_key);
+  if (ops->no_model || g_strcmp0 (c->policy, "pipeline") == 0)
+    return fail (error, file, find_key ("model", host_key),
+                 "[policy] kind = %s %s, so the host model would be ignored; use kind = "
+                 "allreduce (or another data-parallel kind) or remove %s",
+                 c->policy, ops->no_model ? "runs no training step"
+                                          : "prices its micro-batches layer by layer",
+                 host_key);
+  return TRUE;
+}
+
 static gboolean
 check_cross (SimConfig *c, const char *file, GError **error)
 {
@@ -963,6 +1023,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
       || !check_policy (c, file, error) || !check_train_length (c, file, error))
     return FALSE;
   if (!sim_stragglers_validate (c, error))
+    return FALSE;
+  if (!check_host (c, file, error))
     return FALSE;
   if (!check_failures (c, file, error))
     return FALSE;

@@ -51,6 +51,8 @@ typedef enum {
 typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
 /* [model] recompute (docs/compute.md, "Activation recomputation"). */
 typedef enum { SIM_RECOMPUTE_NONE, SIM_RECOMPUTE_SELECTIVE, SIM_RECOMPUTE_FULL } SimRecompute;
+/* [model] fusion: whether chains of element-wise layers run as one kernel. */
+typedef enum { SIM_FUSION_NONE, SIM_FUSION_ELEMENTWISE } SimFusion;
 /* [kernels] reproducible: auto (what the backend does by default), true,
  * false. */
 typedef enum { SIM_REPRODUCIBLE_AUTO, SIM_REPRODUCIBLE_TRUE, SIM_REPRODUCIBLE_FALSE } SimReproducible;
@@ -81,6 +83,8 @@ typedef struct {
   char *device;          /* catalog name, NULL = the [device] keys alone */
   char *catalog;         /* hardware catalog file, NULL = built-in */
   double price;          /* per device-hour, the user's currency, 0 = none */
+  gint64 host_cores;     /* CPU cores of a server, shared by its GPUs' data
+                            loaders; 0 = the host is not modelled */
   /* [device] */
   double flops;          /* peak FLOP/s */
   double efficiency;     /* share of peak matrix products achieve, (0, 1] */
@@ -134,6 +138,14 @@ typedef struct {
   gint64 warmup;         /* steps of learning-rate warm-up */
   gint64 batch;          /* samples per worker step */
   gint64 global_batch;   /* samples per step over all workers, 0 = unset */
+  double input_time;     /* CPU seconds to load, decode and augment one
+                            sample on one core; 0 = free input */
+  gint64 loader_workers; /* data-loader processes per GPU, one core each;
+                            0 = as many as its share of host_cores */
+  double framework_time; /* host seconds per step of framework work
+                            (launches, optimizer, Python), overlapped with
+                            the device's step; 0 = none */
+  int fusion;            /* SimFusion: element-wise chains fused or not */
   double lr;
   gint64 eval_every;     /* evaluate every this many applied gradients */
   gint64 eval_samples;   /* training samples the loss is measured on, 0 = all */

@@ -30,6 +30,7 @@
 #include "config/stragglers.h"
 #include "config/scenario.h"
 #include "device/model.h"
+#include "netmodel/netmodel.h"
 
 double
 sim_roofline_seconds (double flops, double bytes, double achieved, double bandwidth)
@@ -50,10 +51,11 @@ activation_scale (const SimConfig *c)
 
 /* One pass of layer ly over n samples: `flops`, and bytes_fixed (weights,
  * in 4-byte floats) + n x bytes_sample (activations, at the precision's
- * size), at its kind's rate (docs/compute.md). */
+ * size), at its kind's rate (docs/compute.md); a pass fused into the
+ * kernel of the layer before it (`joined`) pays no kernel_overhead. */
 static double
 layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, double bytes_fixed,
-                    double bytes_sample, double n)
+                    double bytes_sample, double n, gboolean joined)
 {
   double conv = c->conv_efficiency > 0 ? c->conv_efficiency : c->efficiency;
   double eff = ly->kind == KERN_LAYER_CONV ? conv
@@ -62,9 +64,49 @@ layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, doubl
                : ly->kind == KERN_LAYER_ATTENTION ? c->efficiency * c->attention_factor
                : c->efficiency;
   double rate = c->flops * eff;
-  return c->kernel_overhead
+  return (joined ? 0 : c->kernel_overhead)
          + sim_roofline_seconds (flops, bytes_fixed + bytes_sample * n * activation_scale (c),
                                  rate, c->memory_bandwidth * c->memory_efficiency);
+}
+
+/* Whether layer l of m runs inside the kernel of the layer before it under
+ * fusion = elementwise: an element-wise layer after a matrix product, a
+ * convolution, a norm or another element-wise layer (the producer's
+ * epilogue applies it).  A norm never does: it needs statistics of its
+ * whole input before it can normalise any of it, so its input is written
+ * and read back; it heads a chain of its own. */
+static gboolean
+fused_into_previous (const KernModel *m, int l)
+{
+  if (l <= 0 || l >= m->n_layers || m->layers[l].kind != KERN_LAYER_ELEMENTWISE)
+    return FALSE;
+  KernLayerKind p = m->layers[l - 1].kind;
+  return p == KERN_LAYER_GEMM || p == KERN_LAYER_CONV || p == KERN_LAYER_CONV3X3
+         || p == KERN_LAYER_ATTENTION || p == KERN_LAYER_ELEMENTWISE || p == KERN_LAYER_NORM;
+}
+
+void
+sim_layer_bytes (const SimConfig *c, const KernModel *m, int l, double *fwd, double *bwd,
+                 gboolean *joined)
+{
+  const KernLayer *ly = &m->layers[l];
+  *fwd = ly->fwd_bytes;
+  *bwd = ly->bwd_bytes;
+  *joined = FALSE;
+  if (c->fusion != SIM_FUSION_ELEMENTWISE)
+    return;
+  /* a chain is a layer with the element-wise layers fused after it: what
+   * passes between two of its layers stays on chip */
+  gboolean in = fused_into_previous (m, l);
+  gboolean out = fused_into_previous (m, l + 1);
+  double drop = 0;                      /* floats per sample not moved */
+  if (in)
+    drop += m->layers[l - 1].outputs;   /* its input is not read */
+  if (out)
+    drop += ly->outputs;                /* its output is not written */
+  *fwd = MAX (0.0, ly->fwd_bytes - 4.0 * drop);
+  *bwd = MAX (0.0, ly->bwd_bytes - 2.0 * 4.0 * drop);
+  *joined = in;
 }
 
 /* Whether layer ly's forward runs again in backward ([model] recompute). */
@@ -100,6 +142,40 @@ sim_update_seconds (const SimConfig *c, gsize n)
                                c->memory_bandwidth * c->memory_efficiency);
 }
 
+int
+sim_host_gpus (const SimConfig *c)
+{
+  const NetTopology *topo = c->topology ? net_topology_lookup (c->topology) : NULL;
+  gint64 g = 1;
+  if (topo && topo->servers)
+    {
+      g = c->values ? base_values_int (c->values, "network.gpus_per_node") : 0;
+      if (g <= 0)
+        g = SIM_HOST_DEFAULT_GPUS;
+    }
+  return (int) MAX (1, MIN (g, c->workers));
+}
+
+double
+sim_host_wait (const SimConfig *c, double device, SimHostCost *out)
+{
+  SimHostCost h = { 0 };
+  if (c->host_cores > 0)
+    {
+      h.gpus = sim_host_gpus (c);
+      h.cores = (double) c->host_cores / h.gpus;
+      h.loaders = c->loader_workers > 0 ? MIN ((double) c->loader_workers, h.cores) : h.cores;
+      h.input = (double) c->batch * c->input_time / h.loaders;
+    }
+  h.framework = c->framework_time;
+  /* loaders prefetch and the host runs ahead of the device: the step
+   * lasts max(device, input, framework) */
+  double wait = MAX (0.0, MAX (h.input, h.framework) - device);
+  if (out)
+    *out = h;
+  return wait;
+}
+
 void
 sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
 {
@@ -117,10 +193,13 @@ sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
       const KernLayer *ly = &m->layers[l];
       double ff = ly->fwd_flops_fixed + ly->fwd_flops * n;
       double fb = ly->bwd_flops_fixed + ly->bwd_flops * n;
-      double tf = layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, ly->fwd_bytes, n);
+      double bf, bb;
+      gboolean joined;
+      sim_layer_bytes (c, m, l, &bf, &bb, &joined);
+      double tf = layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, bf, n, joined);
       f_fwd += ff;
       t_fwd += tf;
-      bwd[l] = layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, ly->bwd_bytes, n);
+      bwd[l] = layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, bb, n, joined);
       /* recomputation: the layer's forward again, just before its backward */
       if (recomputed (c, ly))
         {
@@ -152,11 +231,13 @@ sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out)
       out->forward = t_fwd;
     }
   out->backward = step - out->forward;
-  /* the serial part ([device] serial_time) comes first, then forward, then
+  /* the serial part ([device] serial_time) comes first, then the wait for
+   * the host (input or framework behind the device), then forward, then
    * backward from the last layer to the first */
   out->serial = c->serial_time;
-  double t = out->serial + out->forward;
-  out->step = out->serial + step;
+  out->host_wait = sim_host_wait (c, step, &out->host);
+  double t = out->serial + out->host_wait + out->forward;
+  out->step = out->serial + out->host_wait + step;
   for (int l = L - 1; l >= 0; l--)
     {
       t += bwd[l];
@@ -468,9 +549,12 @@ sim_layer_seconds (const SimConfig *c, const KernModel *m, int n, double *fwd, d
         }
       else
         {
-          fwd[l] = bw > 0 ? layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, ly->fwd_bytes, n)
+          double bf, bb;
+          gboolean joined;
+          sim_layer_bytes (c, m, l, &bf, &bb, &joined);
+          fwd[l] = bw > 0 ? layer_pass_seconds (c, ly, ff, ly->fwd_bytes_fixed, bf, n, joined)
                           : ff / achieved;
-          bwd[l] = bw > 0 ? layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, ly->bwd_bytes, n)
+          bwd[l] = bw > 0 ? layer_pass_seconds (c, ly, fb, ly->bwd_bytes_fixed, bb, n, joined)
                           : fb / achieved;
         }
       if (recomputed (c, ly))

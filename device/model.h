@@ -28,11 +28,51 @@ G_BEGIN_DECLS
 double sim_roofline_seconds (double flops, double bytes, double achieved,
                              double bandwidth);
 
+/* The host of a worker's GPU, per step (docs/compute.md, "The host and
+ * the input pipeline"). */
+typedef struct {
+  int gpus;              /* GPUs of its server sharing host_cores */
+  double cores;          /* host_cores / gpus */
+  double loaders;        /* cores its loaders use: min(loader_workers,
+                          * cores), or cores */
+  double input;          /* s, batch x input_time / loaders: the loaders'
+                          * time for one step's batch (0 = not modelled) */
+  double framework;      /* s, [model] framework_time */
+} SimHostCost;
+
+/* GPUs per server sharing one host's cores: [network] gpus_per_node
+ * (SIM_HOST_DEFAULT_GPUS when 0) on a topology whose host groups are
+ * servers, 1 on the others, at most [cluster] workers. */
+#define SIM_HOST_DEFAULT_GPUS 8
+int sim_host_gpus (const SimConfig *c);
+
+/* Seconds a step whose device part (forward and backward) lasts `device`
+ * waits for its host: max(0, max(input, framework) - device), the loaders
+ * having prefetched the batch and the host having launched the kernels
+ * while the device ran the step before.  *out (may be NULL) receives the
+ * terms. */
+double sim_host_wait (const SimConfig *c, double device, SimHostCost *out);
+
+/* Bytes per sample of layer l of m's forward (*fwd) and backward (*bwd)
+ * under c's [model] fusion, and whether the pass runs inside the kernel of
+ * the layer before it (*joined: no kernel overhead of its own).  Without
+ * fusion the layer's own fwd_bytes and bwd_bytes.  With fusion =
+ * elementwise an element-wise layer after a matrix product, convolution,
+ * norm or element-wise layer runs in that layer's kernel: it drops 4 x
+ * (its input's outputs) bytes forward and twice that backward, and the
+ * layer before it drops 4 x its own outputs (twice backward), never below
+ * 0 (docs/compute.md, "Kernel fusion"). */
+void sim_layer_bytes (const SimConfig *c, const KernModel *m, int l, double *fwd, double *bwd,
+                      gboolean *joined);
+
 /* Host-independent cost of one worker step of c's model at c's batch. */
 typedef struct {
-  double step;           /* s, serial + forward + backward */
+  double step;           /* s, serial + host_wait + forward + backward */
   double serial;         /* s, [device] serial_time: the part that does not
                           * parallelise, before forward */
+  double host_wait;      /* s, after serial, before forward: the time the
+                          * device waits for its host (sim_host_wait) */
+  SimHostCost host;      /* the host's terms */
   double forward;        /* s, all layers' forward */
   double backward;       /* s, all layers' backward */
   int n_layers;
