@@ -972,7 +972,7 @@ check_host (const SimConfig *c, const char *file, GError **error)
                  "prices the host beside the modelled step, but [device] compute_time = "
                  "measured times the host's real step; use compute_time = model or remove %s",
                  host_key);
-  if (ops->no_model || g_strcmp0 (c->policy, "pipeline") == 0)
+  if (ops->no_model || ops->layer_steps)
     return fail (error, file, find_key ("model", host_key),
                  "[policy] kind = %s %s, so the host model would be ignored; use kind = "
                  "allreduce (or another data-parallel kind) or remove %s",

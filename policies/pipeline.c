@@ -1808,6 +1808,7 @@ const PolPolicyOps pol_pipeline_ops = {
   .work = pl_work,
   .name = "pipeline",
   .no_numerics = TRUE,
+  .layer_steps = TRUE,
   .updates_not_samples = TRUE,
   .tensor = TRUE,
   .source = "Y. Huang et al.: GPipe, NeurIPS 2019; 1F1B: D. Narayanan et al.: PipeDream, SOSP 2019; "

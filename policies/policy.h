@@ -516,6 +516,10 @@ typedef struct {
                                 * experts says */
   gboolean no_numerics;        /* runs math the worker step does not (a
                                 * pipeline's stages): refuses [numerics] */
+  gboolean layer_steps;        /* prices its steps layer by layer (a
+                                * pipeline's micro-batches), so the host's
+                                * whole-step terms ([model] input_time,
+                                * framework_time) do not apply */
   gboolean wire_numerics;      /* rounds what its transfers carry as
                                 * [numerics] communication says
                                 * (pol_wire_round) */
