@@ -215,7 +215,7 @@ test_catalog_overheads (void)
     "[scenario]\nname = t\niterations = 2\n[cluster]\nworkers = 8\n"
     "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n"
     "fabric = ib-hdr\nintra_fabric = nvlink3\ncontention = none\n"
-    "[policy]\nkind = collective\nsize = 4004B\nalgorithm = ring\n";
+    "[policy]\nkind = collective\nsize = 4004B\nalgorithm = ring\nprotocol = simple\n";
   const char *sets[] = { NULL };
   const char *zero[] = { "network.launch_overhead=0", "network.intra_step_overhead=0",
                          NULL };
