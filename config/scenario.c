@@ -549,8 +549,9 @@ resolve_int (SimConfig *c, const KeyDef *k, const char *text, const char *file,
       return fail (error, file, k, "'%s' is not an integer", text);
     }
   if ((double) v < k->min || (double) v > k->max)
-    return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f",
-                 text, k->min, k->max);
+    return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f%s%s",
+                 text, k->min, k->max, k->choices && k->choices[0].name ? " or " : "",
+                 k->choices && k->choices[0].name ? k->choices[0].name : "");
   store (c, k, (Resolved) { .i = v });
   return TRUE;
 }
