@@ -10,16 +10,19 @@
 
 #include "comm/program.h"
 
-/* The network as the cost formulas see it: rank 0's routes to a rank of
- * its host group and to a rank of another (latencies floored by the step
- * overheads, as the executor charges them), the size of rank 0's group and
- * whether there is more than one group. */
+/* The network as the cost formulas see it under protocol `pr` for an
+ * algorithm of `family`: rank 0's routes to a rank of its host group and to
+ * a rank of another (latencies floored by the step overheads, scaled by the
+ * protocol, as the executor charges them; bandwidth terms times the
+ * protocol's wire bytes), the size of rank 0's group and whether there is
+ * more than one group. */
 static void
-auto_levels (const CommArgs *a, CommKind kind, CommLevels *l,
-             gboolean *several)
+auto_levels (const CommArgs *a, CommKind kind, const CommProtocol *pr,
+             CommFamily family, CommLevels *l, gboolean *several)
 {
   int g0 = net_network_host_group (a->net, a->hosts[0]);
   int in = -1, out = -1;
+  double wire = pr ? pr->wire : 1.0;
 
   l->kind = kind;
   l->p = a->p;
@@ -48,11 +51,15 @@ auto_levels (const CommArgs *a, CommKind kind, CommLevels *l,
       return;
     }
   l->alpha_in = MAX (net_network_route_latency (a->net, a->hosts[0], a->hosts[in]),
-                     a->intra_step_overhead);
-  l->beta_in = 1 / net_network_route_bandwidth (a->net, a->hosts[0], a->hosts[in]);
+                     a->intra_step_overhead
+                       * comm_protocol_step_scale (pr, family, a->intra_hw));
+  l->beta_in = wire / net_network_route_bandwidth (a->net, a->hosts[0], a->hosts[in]);
   l->alpha_out = MAX (net_network_route_latency (a->net, a->hosts[0], a->hosts[out]),
-                      *several ? a->step_overhead : a->intra_step_overhead);
-  l->beta_out = 1 / net_network_route_bandwidth (a->net, a->hosts[0], a->hosts[out]);
+                      *several
+                        ? a->step_overhead * comm_protocol_step_scale (pr, family, a->hw)
+                        : a->intra_step_overhead
+                            * comm_protocol_step_scale (pr, family, a->intra_hw));
+  l->beta_out = wire / net_network_route_bandwidth (a->net, a->hosts[0], a->hosts[out]);
 }
 
 /* Seconds `alg` takes on `l` in `channels` channels: its two-level formula
@@ -82,14 +89,145 @@ auto_estimate (const CommAlgorithm *alg, const CommLevels *l,
                     stretch * l->beta_out, l->reduce_per_byte);
 }
 
-/* An algorithm's time as one of auto's callers prices it (NaN when it does
- * not do the kind). */
-typedef double (*AutoPrice) (const CommAlgorithm *alg, gconstpointer data);
+int
+comm_channel_paths (const CommArgs *a)
+{
+  g_return_val_if_fail (a != NULL && a->net != NULL && a->hosts != NULL, 1);
+  int g0 = net_network_host_group (a->net, a->hosts[0]), x = -1;
+  for (int r = 1; r < a->p && x < 0; r++)
+    if (net_network_host_group (a->net, a->hosts[r]) != g0)
+      x = r;
+  if (x < 0)
+    return 1;
+  /* the slowest link (the first of equals) of each route out of the
+   * group: a NIC of its own per GPU, or one the node's GPUs share */
+  g_autoptr (GArray) seen = g_array_new (FALSE, FALSE, sizeof (int));
+  int links[64];
+  for (int r = 0; r < a->p && seen->len < 64; r++)
+    {
+      if (net_network_host_group (a->net, a->hosts[r]) != g0
+          || a->hosts[r] == a->hosts[x])
+        continue;
+      int n = net_network_route_links (a->net, a->hosts[r], a->hosts[x], links,
+                                       G_N_ELEMENTS (links));
+      int best = -1;
+      for (int i = 0; i < MIN (n, (int) G_N_ELEMENTS (links)); i++)
+        if (best < 0 || net_network_link_bandwidth (a->net, links[i])
+                          < net_network_link_bandwidth (a->net, best))
+          best = links[i];
+      gboolean known = best < 0;
+      for (guint i = 0; i < seen->len && !known; i++)
+        known = g_array_index (seen, int, i) == best;
+      if (!known)
+        g_array_append_val (seen, best);
+    }
+  return MAX ((int) seen->len, 1);
+}
+
+/* The channels collective `kind` of `alg` runs in under protocol `pr`:
+ * a->channels as given, or (COMM_CHANNELS_AUTO) NCCL's count for its size
+ * up to `paths` for an all-reduce and 0 (as given) for the other kinds. */
+static int
+auto_channels (const CommArgs *a, CommKind kind, const CommAlgorithm *alg,
+               const CommProtocol *pr, int paths)
+{
+  if (a->channels != COMM_CHANNELS_AUTO)
+    return a->channels;
+  if (kind != COMM_ALLREDUCE)
+    return 0;
+  return comm_protocol_channels (pr, alg->family, a->p,
+                                 (double) a->n * a->elem_bytes, paths);
+}
+
+/* Seconds auto estimates for `alg` under `pr` in `channels` channels
+ * (NaN where it does not do the kind): its formula on the network as
+ * auto_levels sees it, plus the launch overhead scaled by the protocol
+ * (left out with no protocol: the same for every algorithm). */
+static double
+auto_price (const CommArgs *a, CommKind kind, const CommAlgorithm *alg,
+            const CommProtocol *pr, int channels)
+{
+  CommLevels l;
+  gboolean several;
+  gboolean shared = net_network_contention (a->net) == NET_CONTENTION_MAXMIN;
+  double t;
+
+  auto_levels (a, kind, pr, alg->family, &l, &several);
+  t = auto_estimate (alg, &l, several, MAX (channels, 1), shared);
+  if (pr != NULL)
+    t += a->launch_overhead * comm_protocol_launch_scale (pr, alg->family);
+  return t;
+}
+
+gboolean
+comm_plan (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
+           CommPlan *out)
+{
+  const CommProtocol *given[1];
+  const CommProtocol *const *protos = given;
+  int n_protos = 1, paths = 1;
+
+  g_return_val_if_fail (alg != NULL && a != NULL && out != NULL, FALSE);
+  *out = (CommPlan) { NULL, NULL, 0, NAN };
+  given[0] = a->protocol;
+  if (a->protocol != NULL && a->protocol->selector)
+    for (protos = comm_protocol_candidates (), n_protos = 0; protos[n_protos];)
+      n_protos++;
+  if (a->channels == COMM_CHANNELS_AUTO && kind == COMM_ALLREDUCE && a->p > 1)
+    paths = comm_channel_paths (a);
+  if (alg->choose == NULL)
+    {
+      /* one algorithm: the protocol of least estimate, the first where
+       * none is a number (its build then refuses the kind) */
+      out->alg = alg;
+      out->protocol = protos[0];
+      out->channels = auto_channels (a, kind, alg, protos[0], paths);
+      for (int i = 0; i < n_protos && n_protos > 1; i++)
+        {
+          int c = auto_channels (a, kind, alg, protos[i], paths);
+          double t = auto_price (a, kind, alg, protos[i], c);
+
+          if (!isnan (t) && (isnan (out->estimate) || t < out->estimate * (1 - 1e-9)))
+            *out = (CommPlan) { alg, protos[i], c, t };
+        }
+      return TRUE;
+    }
+  /* auto: the least over algorithm x protocol among the real algorithms
+   * (the baselines where no other does the kind); a tie up to rounding
+   * (hierarchical with every rank alone is the ring) goes to the first in
+   * the registry, then to the first protocol */
+  for (int baselines = 0; baselines < 2 && out->alg == NULL; baselines++)
+    for (const CommAlgorithm *const *it = comm_all (); *it; it++)
+      {
+        if ((*it)->choose != NULL || (*it)->baseline != baselines)
+          continue;
+        for (int i = 0; i < n_protos; i++)
+          {
+            int c = auto_channels (a, kind, *it, protos[i], paths);
+            double t = auto_price (a, kind, *it, protos[i], c);
+
+            if (!isnan (t) && (out->alg == NULL || t < out->estimate * (1 - 1e-9)))
+              *out = (CommPlan) { *it, protos[i], c, t };
+          }
+      }
+  return out->alg != NULL;
+}
+
+/* The cheapest algorithm that runs `kind` for `a` (comm_plan's). */
+static const CommAlgorithm *
+auto_choose (const CommArgs *a, CommKind kind)
+{
+  extern const CommAlgorithm comm_auto;
+  CommPlan plan;
+
+  return comm_plan (&comm_auto, a, kind, &plan) ? plan.alg : NULL;
+}
 
 /* The cheapest algorithm by `price` among the real ones (the baselines
  * where no other does the kind), its time in *t; NULL when none does it.
- * A tie up to rounding (hierarchical with every rank alone is the ring)
- * goes to the first in the registry. */
+ * A tie up to rounding goes to the first in the registry. */
+typedef double (*AutoPrice) (const CommAlgorithm *alg, gconstpointer data);
+
 static const CommAlgorithm *
 auto_cheapest (AutoPrice price, gconstpointer data, double *t)
 {
@@ -111,34 +249,6 @@ auto_cheapest (AutoPrice price, gconstpointer data, double *t)
           }
       }
   return best;
-}
-
-/* What auto_choose prices on. */
-typedef struct {
-  CommLevels l;
-  gboolean several, shared;
-  int channels;
-} AutoNetwork;
-
-static double
-price_network (const CommAlgorithm *alg, gconstpointer data)
-{
-  const AutoNetwork *w = data;
-
-  return auto_estimate (alg, &w->l, w->several, w->channels, w->shared);
-}
-
-/* The cheapest algorithm that runs `kind` for `a`. */
-static const CommAlgorithm *
-auto_choose (const CommArgs *a, CommKind kind)
-{
-  AutoNetwork w;
-  double t;
-
-  w.channels = kind == COMM_ALLREDUCE ? MAX (a->channels, 1) : 1;
-  w.shared = net_network_contention (a->net) == NET_CONTENTION_MAXMIN;
-  auto_levels (a, kind, &w.l, &w.several);
-  return auto_cheapest (price_network, &w, &t);
 }
 
 /* What auto_cost prices on: uniform links. */

@@ -685,8 +685,33 @@ const CommAlgorithm *
 comm_resolve (const CommAlgorithm *alg, const CommArgs *a,
                   CommKind kind)
 {
+  CommPlan plan;
+
   g_return_val_if_fail (alg != NULL && a != NULL, NULL);
-  return alg->choose ? alg->choose (a, kind) : alg;
+  return comm_plan (alg, a, kind, &plan) ? plan.alg : NULL;
+}
+
+/* `a` with plan's protocol applied (docs/collectives.md, "Protocols"):
+ * the overheads scaled by its figures over Simple's ring ones, each
+ * element carrying its lines' bytes (the reduction still costs per byte of
+ * data), its channels; protocol NULL, so that nothing is applied twice. */
+static CommArgs
+coll_apply_plan (const CommArgs *a, const CommPlan *plan)
+{
+  CommArgs b = *a;
+  const CommProtocol *pr = plan->protocol;
+  CommFamily f = plan->alg->family;
+
+  b.protocol = NULL;
+  b.channels = plan->channels;
+  if (pr == NULL)
+    return b;
+  b.launch_overhead *= comm_protocol_launch_scale (pr, f);
+  b.step_overhead *= comm_protocol_step_scale (pr, f, a->hw);
+  b.intra_step_overhead *= comm_protocol_step_scale (pr, f, a->intra_hw);
+  b.elem_bytes *= pr->wire;
+  b.reduce_per_byte /= pr->wire;
+  return b;
 }
 
 /* --- Channels -------------------------------------------------------------- */
@@ -1145,6 +1170,7 @@ coll_op_new (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
   op->pub.n = a->n;
   op->pub.kind = kind;
   op->elem_bytes = a->elem_bytes;
+  op->pub.elem_bytes = a->elem_bytes;
   op->reduce_per_byte = a->reduce_per_byte;
   op->step_overhead = a->step_overhead;
   op->intra_step_overhead = a->intra_step_overhead;
@@ -1225,9 +1251,12 @@ gboolean
 comm_mirror_ok (const CommAlgorithm *alg, const CommArgs *a, CommKind kind)
 {
   g_return_val_if_fail (alg != NULL && a != NULL && a->hosts != NULL, FALSE);
-  const CommAlgorithm *chosen = comm_resolve (alg, a, kind);
-  if (chosen == NULL || a->channels > 1)
+  CommPlan plan;
+  if (!comm_plan (alg, a, kind, &plan) || plan.channels > 1)
     return FALSE;
+  const CommAlgorithm *chosen = plan.alg;
+  CommArgs planned = coll_apply_plan (a, &plan);
+  a = &planned;
   if (a->channels == 1 && kind == COMM_ALLREDUCE)
     {
       /* one channel runs over the ranks in topology order */
@@ -1347,15 +1376,22 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
                         && a->intra_step_overhead >= 0, FALSE);
   g_return_val_if_fail (done != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-  g_return_val_if_fail (a->channels >= 0, FALSE);
+  g_return_val_if_fail (a->channels >= 0
+                        || a->channels == COMM_CHANNELS_AUTO, FALSE);
+  g_return_val_if_fail ((guint) a->hw < COMM_N_HW
+                        && (guint) a->intra_hw < COMM_N_HW, FALSE);
 
-  if (alg->choose != NULL)
+  CommArgs planned;
+  if (alg->choose != NULL || a->protocol != NULL
+      || a->channels == COMM_CHANNELS_AUTO)
     {
-      const CommAlgorithm *chosen = alg->choose (a, kind);
+      CommPlan plan;
 
-      if (chosen == NULL)
+      if (!comm_plan (alg, a, kind, &plan))
         return comm_unsupported (alg->name, kind, error);
-      alg = chosen;
+      alg = plan.alg;
+      planned = coll_apply_plan (a, &plan);
+      a = &planned;
     }
 
   if (a->channels > 1 && kind != COMM_ALLREDUCE)

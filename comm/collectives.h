@@ -56,6 +56,66 @@ typedef enum {
 /* "all-reduce", "reduce-scatter", ... as [policy] operation names them. */
 const char *comm_kind_name (CommKind kind);
 
+/* NCCL's kinds of hardware a collective step crosses (its cost model's
+ * NCCL_HW_NET, NCCL_HW_NVLINK, NCCL_HW_PCI): which of a protocol's step
+ * latencies applies (comm/protocol.c). */
+typedef enum {
+  COMM_HW_NET,     /* a NIC: InfiniBand or Ethernet (the default) */
+  COMM_HW_NVLINK,
+  COMM_HW_PCI,
+  COMM_N_HW
+} CommHw;
+
+/* The row of NCCL's latency tables an algorithm is charged by: its ring's
+ * or its tree's (CommAlgorithm.family). */
+typedef enum {
+  COMM_FAMILY_RING,
+  COMM_FAMILY_TREE,
+  COMM_N_FAMILIES
+} CommFamily;
+
+/* A wire protocol (comm/protocol.c; docs/collectives.md, "Protocols"):
+ * bytes on the wire per byte of data, and NCCL's latencies, which scale
+ * the Simple ring figures a scenario gives (CommArgs' overheads). */
+typedef struct {
+  const char *name;          /* as in [policy] protocol */
+  const char *description;
+  const char *source;
+  gboolean selector;         /* "auto": not a protocol but the choice of one */
+  double wire;               /* bytes sent per byte of data, >= 1 */
+  double base_lat[COMM_N_FAMILIES];            /* s per collective */
+  double hw_lat[COMM_N_FAMILIES][COMM_N_HW];   /* s per step */
+  double channel_bytes;      /* a channel is dropped while the collective
+                                has fewer bytes than channels x this */
+  gboolean channel_bytes_per_rank; /* ring: channel_bytes times the ranks */
+} CommProtocol;
+
+/* The protocol called `name` (or the selector "auto"), or NULL. */
+const CommProtocol *comm_protocol_lookup (const char *name);
+/* The same list, untyped, for [policy] protocol (BaseKey.entries). */
+const void *const *comm_protocol_entries (void);
+/* The protocols auto tries, NULL-terminated, Simple first (it wins ties). */
+const CommProtocol *const *comm_protocol_candidates (void);
+/* What `proto` multiplies a step overhead on hardware `hw` by, for an
+ * algorithm of `family`: its hwLat over Simple's ring figure on that
+ * hardware (1 for NULL, the figures as given). */
+double comm_protocol_step_scale (const CommProtocol *proto, CommFamily family,
+                                 CommHw hw);
+/* The same for the launch overhead: its baseLat over Simple's ring one. */
+double comm_protocol_launch_scale (const CommProtocol *proto,
+                                   CommFamily family);
+/* NCCL's channels for a collective of `bytes` over p ranks under `proto`
+ * (NULL: Simple's rule): floor(bytes / channel_bytes) (times p on a ring
+ * for LL), between 1 and `most` (>= 1). */
+int comm_protocol_channels (const CommProtocol *proto, CommFamily family,
+                            int p, double bytes, int most);
+/* The hardware of a catalog link kind: "nvlink", "pcie", else the network. */
+CommHw comm_hw_of_kind (const char *kind);
+
+/* CommArgs.channels: as many as NCCL would use (docs/collectives.md,
+ * "Channels"). */
+#define COMM_CHANNELS_AUTO (-1)
+
 /* Called once, when every rank has finished its part (simulated time now). */
 typedef void (*CommDone) (EngSim *sim, gpointer ctx, gpointer data);
 
@@ -89,7 +149,15 @@ typedef struct {
                                 moved: rank 0 alone is run, its transfers
                                 on folded routes (docs/collectives.md,
                                 "Mirrored replicas"); see comm_mirror_ok */
-  int channels;              /* all-reduce only: 0 = as given, one
+  const CommProtocol *protocol; /* NULL: every message charged with the
+                                overheads as given (Simple's); a protocol:
+                                scaled by it and its wire bytes; "auto": the
+                                protocol of least estimated time */
+  CommHw hw, intra_hw;       /* the hardware step_overhead and
+                                intra_step_overhead are for (a protocol
+                                scales each by its figure there) */
+  int channels;              /* all-reduce only: COMM_CHANNELS_AUTO = as
+                                NCCL picks (comm_plan); 0 = as given, one
                                 collective over the ranks in their order;
                                 C >= 1 = C concurrent collectives, each over
                                 1/C of the buffer (comm_shard_bounds), their
@@ -157,6 +225,9 @@ struct CommAlgorithm {
    * once, so its bytes can take up to twice its formula's time.  auto
    * prices it at the worst where links are shared. */
   double shared_beta;
+  /* Which of NCCL's latency rows a protocol charges it by: the tree's for
+   * the trees, the ring's (0) for the others. */
+  CommFamily family;
   /* A teaching baseline (naive): auto picks it only for a kind no other
    * algorithm does, its contention-free formula ignoring the incast at
    * its root that max-min charges. */
@@ -186,6 +257,28 @@ struct CommAlgorithm {
    * p) and n elements, 0 where it gives none; for the event estimate. */
   double (*class_rounds) (CommKind kind, int p, int group, gsize n);
 };
+
+/* What comm_start() runs for a collective: the algorithm, the protocol
+ * (NULL: the overheads as given) and the channels (0: as given, for the
+ * kinds other than all-reduce). */
+typedef struct {
+  const CommAlgorithm *alg;
+  const CommProtocol *protocol;
+  int channels;
+  double estimate;           /* s, auto's estimate; NaN where none was made */
+} CommPlan;
+
+/* Resolves `alg` (or auto's choice), a->protocol (or auto's) and
+ * a->channels (or COMM_CHANNELS_AUTO's count) for collective `kind`
+ * (comm/auto.c; docs/collectives.md, "auto").  Returns FALSE when no
+ * algorithm that alg stands for does the kind. */
+gboolean comm_plan (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
+                    CommPlan *out);
+
+/* The most channels NCCL's topology search would lay for `a`: one per
+ * distinct bottleneck link (a NIC) on the routes from rank 0's host group
+ * to another group, 1 with a single group. */
+int comm_channel_paths (const CommArgs *a);
 
 /* Whether comm_start() can run collective `kind` of `alg` for `a` as
  * mirrored (CommArgs.mirrored): the algorithm it resolves to describes it

@@ -125,20 +125,29 @@ dbt_state_free (gpointer data)
   g_free (st);
 }
 
-/* Chunks per half: C = max(1, min(floor(n/2), 8 ceil(lg p))).  The pipeline
- * takes about 2C + 2 lg p chunk times per phase, so C >= 8 lg p keeps its
- * fill within 1/8 of its steady state; no chunk is empty (n >= 2C), which
- * the cost formula needs, and C does not depend on bytes, which build does
- * not know. */
+/* The least bytes of a chunk: NCCL's tree chunks are never below 32 KiB
+ * (LL's whole chunk, half its 64 KiB step; the floor to which NCCL halves
+ * LL128's and Simple's for small buffers: src/enqueue.cc). */
+#define DBT_CHUNK_BYTES 32768.0
+
+/* Chunks per half, for n elements of e bytes over p ranks:
+ * C = max(1, min(floor(n/2), 8 ceil(lg p), floor(n e / (2 x 32 KiB)))).
+ * The pipeline takes about 2C + 2 lg p chunk times per phase, so
+ * C >= 8 lg p keeps its fill within 1/8 of its steady state; no chunk is
+ * empty (n >= 2C), which the cost formula needs; and no chunk is smaller
+ * than NCCL's, since every chunk pays a step's latency. */
 static int
-dbt_chunks (gsize n, int p)
+dbt_chunks (gsize n, int p, double e)
 {
   int L = 0;
   gsize C;
+  double by_bytes = floor ((double) n * e / (2 * DBT_CHUNK_BYTES));
 
   while ((1 << L) < p)
     L++;
   C = MIN (n / 2, (gsize) (8 * L));
+  if (!(by_bytes >= (double) C))   /* also NaN */
+    C = by_bytes >= 1 ? (gsize) by_bytes : 0;
   return C < 1 ? 1 : (int) C;
 }
 
@@ -183,7 +192,7 @@ dbt_build (CommOp *op, CommKind kind, GError **error)
   if (op->p == 1)
     return TRUE;
   st = g_new0 (DbtState, 1);
-  st->chunks = dbt_chunks (op->n, op->p);
+  st->chunks = dbt_chunks (op->n, op->p, op->elem_bytes);
   st->ranks = g_new0 (DbtRank, op->p);
   st->ranks[0] = (DbtRank) {
     .up = { -1, -1 }, .n_down = 2, .inner = -1,
@@ -404,7 +413,7 @@ static double
 dbt_reduce_cost (int p, gsize n, double e, double alpha, double beta,
                  double gamma)
 {
-  int C = dbt_chunks (n, p), H = floor_log2 (p - 1), odd = p % 2;
+  int C = dbt_chunks (n, p, e), H = floor_log2 (p - 1), odd = p % 2;
   gsize na = n - n / 2, nb = n / 2;
   double a0 = dbt_chunk_len (na, C, 0), al = dbt_chunk_len (na, C, C - 1);
   double b0 = dbt_chunk_len (nb, C, 0), bl = dbt_chunk_len (nb, C, C - 1);
@@ -431,7 +440,7 @@ dbt_reduce_cost (int p, gsize n, double e, double alpha, double beta,
 static double
 dbt_bcast_cost (int p, gsize n, double e, double alpha, double beta)
 {
-  int C = dbt_chunks (n, p), H = floor_log2 (p - 1);
+  int C = dbt_chunks (n, p, e), H = floor_log2 (p - 1);
   int pow2 = (p & (p - 1)) == 0;
   gsize na = n / 2, nb = n - n / 2;
   double a0 = dbt_chunk_len (na, C, 0), b0 = dbt_chunk_len (nb, C, 0);
@@ -468,11 +477,13 @@ dbt_cost (CommKind kind, int p, int group G_GNUC_UNUSED, gsize n,
 }
 
 /* Transfers of one collective in one channel: two trees, each moving C
- * chunks (dbt_chunks) across p - 1 edges, once each way for all-reduce. */
+ * chunks (dbt_chunks) across p - 1 edges, once each way for all-reduce;
+ * without the element's bytes, an upper bound (C for elements so large
+ * that the byte rule does not bind). */
 static double
 dbtree_messages (CommKind kind, int p, gsize n)
 {
-  return (kind == COMM_ALLREDUCE ? 2 : 1) * (double) (p - 1) * 2 * dbt_chunks (n, p);
+  return (kind == COMM_ALLREDUCE ? 2 : 1) * (double) (p - 1) * 2 * dbt_chunks (n, p, INFINITY);
 }
 
 const CommAlgorithm comm_dbtree = {
@@ -481,6 +492,7 @@ const CommAlgorithm comm_dbtree = {
                  "up and broadcast down its own tree, pipelined in chunks",
   .source = "NCCL src/graph/trees.cc (ncclGetBtree, ncclGetDtree); "
             "Sanders, Speck & Träff 2009, Parallel Comput. 35(12)",
+  .family = COMM_FAMILY_TREE,
   .build = dbt_build,
   .step = dbt_step,
   .cost = dbt_cost,

@@ -34,6 +34,8 @@ struct CommOp {
   gsize n;            /* floats per buffer */
   int root;           /* broadcast root (and tree/naive driver), in [0, p) */
   CommKind kind;   /* the collective asked for */
+  double elem_bytes;  /* bytes of an element on the wire (its protocol's
+                         lines included): for chunk rules in bytes */
   const int *group;   /* (p) locality: the group of each rank's host
                          (net_network_host_group); ranks with equal values
                          share a node or rack.  Every rank alone (all

@@ -119,6 +119,7 @@ const CommAlgorithm comm_tree = {
   .name = "tree",
   .description = "binomial-tree reduce to the root, then binomial broadcast",
   .source = "Thakur, Rabenseifner & Gropp 2005, IJHPCA 19(1)",
+  .family = COMM_FAMILY_TREE,
   .build = tree_build,
   .step = tree_step,
   .cost = tree_cost,

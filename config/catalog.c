@@ -17,6 +17,7 @@
 
 #include "config/catalog.h"
 #include "config/hardware.h"
+#include "comm/collectives.h"
 
 /* Replaces the params-row text of "section.key" in c. */
 static void
@@ -173,6 +174,8 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
       if (ok)
         take (c, "network.step_overhead", &c->step_overhead,
               sim_catalog_step_overhead (cat, sim_catalog_link (cat, c->fabric)->kind));
+      if (ok)
+        c->step_hw = comm_hw_of_kind (sim_catalog_link (cat, c->fabric)->kind);
     }
   if (ok && c->intra_fabric)
     {
@@ -180,6 +183,8 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
       if (ok)
         take (c, "network.intra_step_overhead", &c->intra_step_overhead,
               sim_catalog_step_overhead (cat, sim_catalog_link (cat, c->intra_fabric)->kind));
+      if (ok)
+        c->intra_step_hw = comm_hw_of_kind (sim_catalog_link (cat, c->intra_fabric)->kind);
     }
   if (ok && (c->fabric || c->intra_fabric))
     take (c, "network.launch_overhead", &c->launch_overhead,

@@ -543,15 +543,28 @@ resolve_int (SimConfig *c, const KeyDef *k, const char *text, const char *file,
              GError **error)
 {
   char *end = NULL;
+  /* an integer key with choices also takes their names (channels = auto) */
+  for (const BaseChoice *ch = k->choices; ch && ch->name; ch++)
+    if (g_ascii_strcasecmp (text, ch->name) == 0)
+      {
+        store (c, k, (Resolved) { .i = ch->value });
+        return TRUE;
+      }
   errno = 0;
   gint64 v = g_ascii_strtoll (text, &end, 10);
   while (end && g_ascii_isspace (*end))
     end++;
   if (end == text || *end != '\0' || errno != 0)
-    return fail (error, file, k, "'%s' is not an integer", text);
+    {
+      if (k->choices && k->choices[0].name)
+        return fail (error, file, k, "'%s' is not an integer or %s", text,
+                     k->choices[0].name);
+      return fail (error, file, k, "'%s' is not an integer", text);
+    }
   if ((double) v < k->min || (double) v > k->max)
-    return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f",
-                 text, k->min, k->max);
+    return fail (error, file, k, "%s is out of range; use a value from %.0f to %.0f%s%s",
+                 text, k->min, k->max, k->choices && k->choices[0].name ? " or " : "",
+                 k->choices && k->choices[0].name ? k->choices[0].name : "");
   store (c, k, (Resolved) { .i = v });
   return TRUE;
 }
@@ -1461,7 +1474,11 @@ sim_scenario_foreach_key (void (*fn) (const SimKeyInfo *k, gpointer ctx), gpoint
       g_auto (GStrv) choices = NULL;
       switch (k->type)
         {
-        case BASE_KEY_INT: type = "integer"; break;
+        case BASE_KEY_INT:
+          type = k->choices && k->choices[0].name
+                   ? (shown = g_strdup_printf ("integer \\| %s", k->choices[0].name))
+                   : "integer";
+          break;
         case BASE_KEY_QUANTITY:
           type = k->unit == SIM_UNIT_NONE ? "number" : sim_unit_base_name (k->unit);
           break;

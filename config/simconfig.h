@@ -122,6 +122,9 @@ typedef struct {
   double step_overhead;       /* s, least latency of a collective's message
                                  between nodes (CommArgs) */
   double intra_step_overhead; /* nodes: the same inside a node */
+  int step_hw, intra_step_hw; /* CommHw of the catalog link kinds of fabric
+                                 and intra_fabric (read where these are
+                                 named) */
   /* [model] */
   char *model_kind;      /* linear | softmax | mlp | timing */
   GArray *hidden;        /* int widths of the MLP's hidden layers */

@@ -1382,7 +1382,8 @@ ar_work (const PolModelInfo *mi, PolWork *out)
   per = MAX (MIN (per, P), 1);
   double B = (double) ((P + per - 1) / per);
   gsize part = MAX (per / (gsize) T, 1);
-  int C = (int) base_values_int (mi->values, "policy.channels");
+  /* auto counted as one channel: its count depends on the size */
+  int C = (int) MAX (base_values_int (mi->values, "policy.channels"), 1);
   const char *alg = base_values_string (mi->values, "policy.algorithm");
   gint64 zero = base_values_int (mi->values, "policy.zero");
   /* tensor > 1: the step's collectives on each of the D tensor groups */

@@ -169,6 +169,7 @@ coll_start (PolPolicy *p)
   CommArgs a = coll_args (cp);
 
   pol_report_algorithm (&cp->env, cp->alg, comm_resolve (cp->alg, &a, cp->kind));
+  pol_report_plan (&cp->env, cp->alg, &a, cp->kind);
   pol_run_start (&cp->run, NULL);
   eng_schedule (cp->env.sim, 0, start_iteration, cp, NULL);
 }
@@ -315,7 +316,8 @@ coll_work (const PolModelInfo *mi, PolWork *out)
   double W = (double) mi->workers;
   CommKind kind = (CommKind) base_values_int (mi->values, "policy.operation");
   gsize n = (gsize) (base_values_double (mi->values, "policy.size") / 4);
-  int C = (int) base_values_int (mi->values, "policy.channels");
+  /* auto counted as one channel: its count depends on the size */
+  int C = (int) MAX (base_values_int (mi->values, "policy.channels"), 1);
   const char *alg = base_values_string (mi->values, "policy.algorithm");
   double messages = comm_messages (alg, kind, (int) W, n, C);
   /* an algorithm that sends everything at once (naive) and an all-to-all

@@ -181,6 +181,22 @@ pol_env_algorithm (const PolEnv *env, GError **error)
   return alg;
 }
 
+int
+pol_channels (const BaseValues *values)
+{
+  gint64 c = base_values_int (values, "policy.channels");
+  return c == 0 ? COMM_CHANNELS_AUTO : (int) c;
+}
+
+const CommProtocol *
+pol_protocol (const BaseValues *values)
+{
+  if (!base_values_declares (values, "policy.protocol")
+      || !base_values_has (values, "policy.protocol"))
+    return NULL;
+  return comm_protocol_lookup (base_values_string (values, "policy.protocol"));
+}
+
 CommArgs
 pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
                gsize n, int tag)
@@ -198,7 +214,10 @@ pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
     .reduce_per_byte = pol_reduce_per_byte (env),
     .root = 0,
     .tag = tag,
-    .channels = (int) base_values_int (env->values, "policy.channels"),
+    .channels = pol_channels (env->values),
+    .protocol = pol_protocol (env->values),
+    .hw = (CommHw) env->hw,
+    .intra_hw = (CommHw) env->intra_hw,
     .launch_overhead = env->launch_overhead,
     .step_overhead = env->step_overhead,
     .intra_step_overhead = env->intra_step_overhead,
@@ -256,6 +275,23 @@ pol_report_algorithm (const PolEnv *env, const CommAlgorithm *alg,
 {
   if (alg->choose != NULL && env->rec.param != NULL)
     env->rec.param (env->rec.ctx, "policy.algorithm_chosen", chosen->name);
+}
+
+void
+pol_report_plan (const PolEnv *env, const CommAlgorithm *alg, const CommArgs *a,
+                 CommKind kind)
+{
+  CommPlan plan;
+
+  if (env->rec.param == NULL || !comm_plan (alg, a, kind, &plan))
+    return;
+  if (a->protocol != NULL && a->protocol->selector && plan.protocol != NULL)
+    env->rec.param (env->rec.ctx, "policy.protocol_chosen", plan.protocol->name);
+  if (a->channels == COMM_CHANNELS_AUTO && kind == COMM_ALLREDUCE)
+    {
+      g_autofree char *c = g_strdup_printf ("%d", plan.channels);
+      env->rec.param (env->rec.ctx, "policy.channels_chosen", c);
+    }
 }
 
 double

@@ -109,6 +109,13 @@ void pol_allreduce_start (const PolEnv *env, const CommAlgorithm *alg,
                           gsize n, int tag, CommDone done, gpointer ctx,
                           gpointer data);
 
+/* [policy] channels as CommArgs takes it: auto (0 in the values) is
+ * COMM_CHANNELS_AUTO. */
+int pol_channels (const BaseValues *values);
+/* [policy] protocol (auto is the selector), or NULL where the values hold
+ * none (tables built by hand): the overheads charged as given. */
+const CommProtocol *pol_protocol (const BaseValues *values);
+
 /* The arguments of a collective of n floats among the p ranks on hosts, as
  * env gives them: its reduction cost, overheads and channels, root 0. */
 CommArgs pol_comm_args (const PolEnv *env, int p, const int *hosts,
@@ -141,6 +148,11 @@ void pol_report_mesh (const PolEnv *env, const TrainMesh *mesh);
 
 /* Where alg is a selector (auto), reports what it chose as the run's
  * params row policy.algorithm_chosen. */
+/* Records in the params table what comm_plan resolves for collective
+ * `kind` of `alg` with arguments `a`: policy.protocol_chosen where the
+ * protocol is auto, policy.channels_chosen where the channels are. */
+void pol_report_plan (const PolEnv *env, const CommAlgorithm *alg,
+                      const CommArgs *a, CommKind kind);
 void pol_report_algorithm (const PolEnv *env, const CommAlgorithm *alg,
                            const CommAlgorithm *chosen);
 

@@ -302,7 +302,8 @@ ls_work (const PolModelInfo *mi, PolWork *out)
   double W = (double) mi->workers;
   double H = (double) MAX (base_values_int (mi->values, "policy.sync_every"), 1);
   gsize P = mi->model->ops->n_params (mi->model);
-  int C = (int) base_values_int (mi->values, "policy.channels");
+  /* auto counted as one channel: its count depends on the size */
+  int C = (int) MAX (base_values_int (mi->values, "policy.channels"), 1);
   const char *alg = base_values_string (mi->values, "policy.algorithm");
   double each = comm_messages (alg, COMM_ALLREDUCE, (int) W, P, C);
   *out = (PolWork) { .messages = each / H, .spans = W * (1 + 1 / H), .iteration_rows = W,

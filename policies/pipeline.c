@@ -1770,7 +1770,8 @@ pl_work (const PolModelInfo *mi, PolWork *out)
   if (P < 1)
     P = MAX (1.0, floor (W / (R * T)));
   gsize n = mi->model->ops->n_params (mi->model);
-  int C = (int) base_values_int (mi->values, "policy.channels");
+  /* auto counted as one channel: its count depends on the size */
+  int C = (int) MAX (base_values_int (mi->values, "policy.channels"), 1);
   const char *alg = base_values_string (mi->values, "policy.algorithm");
   double each = comm_messages (alg, COMM_ALLREDUCE, (int) R, (gsize) ((double) n / P / T), C);
   double tensor = 0, coll = 0;

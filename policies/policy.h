@@ -220,6 +220,7 @@ typedef struct {
   /* Collective overheads ([network] launch_overhead, step_overhead,
    * intra_step_overhead; CommArgs), s */
   double launch_overhead, step_overhead, intra_step_overhead;
+  int hw, intra_hw;           /* CommHw those overheads are for (CommArgs) */
   const KernLayer *layers;    /* (n_layers) the model's layer table */
   const gboolean *recomputed; /* (n_layers) TRUE where the layer's forward
                                * runs again in its backward ([model]

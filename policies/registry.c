@@ -60,6 +60,11 @@ static const BaseChoice gradient_choices[] = {
   { "fp32", 0, FALSE }, { "training", 1, FALSE }, { NULL, 0, FALSE },
 };
 
+/* [policy] channels = auto (COMM_CHANNELS_AUTO, stored as 0) */
+static const BaseChoice channel_choices[] = {
+  { "auto", 0, FALSE }, { NULL, 0, FALSE },
+};
+
 static const BaseChoice bool_choices[] = {
   { "false", FALSE, FALSE }, { "true", TRUE, FALSE }, { NULL, 0, FALSE },
 };
@@ -69,8 +74,10 @@ static const BaseChoice bool_choices[] = {
 static const BaseKey shared_keys[] = {
   { "policy", "algorithm", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, 0,
     "Collective algorithm of kind = allreduce, local-sgd, pipeline replicas and collective (docs/collectives.md); auto picks, for each collective, the one whose cost formula is least on the network (the run's params and buckets tables say which).", comm_entries },
-  { "policy", "channels", BASE_KEY_INT, 0, "1", 1, 64, 0, NULL, 0,
-    "All-reduce as this many concurrent collectives, each over its share of the buffer, the ranks in topology order (by node or rack); channel c enters each node at its GPU c, so with [network] nic = gpu each channel crosses nodes through a different NIC, as NCCL's channels do (docs/collectives.md).", NULL },
+  { "policy", "channels", BASE_KEY_INT, 0, "auto", 1, 64, 0, channel_choices, 0,
+    "All-reduce as this many concurrent collectives, each over its share of the buffer, the ranks in topology order (by node or rack); channel c enters each node at its GPU c, so with [network] nic = gpu each channel crosses nodes through a different NIC, as NCCL's channels do. auto: as NCCL picks them, one per NIC route out of a node (1 on one node or with one NIC per node), fewer for small buffers (docs/collectives.md, Channels).", NULL },
+  { "policy", "protocol", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, 0,
+    "NCCL wire protocol of the collectives (docs/collectives.md, Protocols): ll, ll128 or simple, each with its step latency and its bytes on the wire; auto picks, for each collective, the protocol (and with algorithm = auto the algorithm) of least estimated time, as NCCL does by size.", comm_protocol_entries },
   { "policy", "compression", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, 0,
     "Gradient compression of kind = allreduce and ps (docs/policies.md): what each worker sends instead of its whole gradient; the math uses what a receiver decodes. With all-reduce the compressed gradients are all-gathered (they cannot be summed on the way).", pol_compress_entries },
   { "policy", "reduce", BASE_KEY_ENUM, 0, "free", 0, 0, 0, reduce_choices, 0,

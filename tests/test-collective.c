@@ -11,6 +11,8 @@
  */
 #include "config.h"
 
+#include <sqlite3.h>
+
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
@@ -215,7 +217,7 @@ test_catalog_overheads (void)
     "[scenario]\nname = t\niterations = 2\n[cluster]\nworkers = 8\n"
     "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n"
     "fabric = ib-hdr\nintra_fabric = nvlink3\ncontention = none\n"
-    "[policy]\nkind = collective\nsize = 4004B\nalgorithm = ring\n";
+    "[policy]\nkind = collective\nsize = 4004B\nalgorithm = ring\nprotocol = simple\n";
   const char *sets[] = { NULL };
   const char *zero[] = { "network.launch_overhead=0", "network.intra_step_overhead=0",
                          NULL };
@@ -287,6 +289,201 @@ test_auto_recorded (void)
   g_rmdir (dir);
 }
 
+/* Runs the scenario `text` with dtsim into a database in a new folder;
+ * returns the database's path (the caller removes it with rm_db). */
+static char *
+run_db (const char *text)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-proto-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename (dir, "t.ini", NULL);
+  char *db = g_build_filename (dir, "t.db", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet",
+                                   NULL), ==, 0);
+  g_remove (ini);
+  return db;
+}
+
+static void
+rm_db (char *db)
+{
+  g_autofree char *dir = g_path_get_dirname (db);
+
+  g_remove (db);
+  g_rmdir (dir);
+  g_free (db);
+}
+
+/* The text of params row `key` of run `id`. */
+static char *
+param_of (const char *db, int id, const char *key)
+{
+  g_autofree char *sql = g_strdup_printf (
+    "SELECT COUNT(*) FROM params WHERE run_id = %d AND key = '%s'", id, key);
+  g_autofree char *q = NULL;
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  char *v = NULL;
+
+  g_assert_cmpfloat (test_query_number (db, sql), ==, 1);
+  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  q = g_strdup_printf ("SELECT value FROM params WHERE run_id = %d AND key = '%s'", id, key);
+  g_assert_cmpint (sqlite3_prepare_v2 (h, q, -1, &st, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_step (st), ==, SQLITE_ROW);
+  v = g_strdup ((const char *) sqlite3_column_text (st, 0));
+  sqlite3_finalize (st);
+  sqlite3_close (h);
+  return v;
+}
+
+/* Under each protocol a ring all-reduce on a star with contention none
+ * (route latency 2l, bandwidth B, Simple's overheads L and o given, on a
+ * network) takes, per iteration,
+ *   L x baseLat / 8.4us + 2(p-1) max(2l, o x hwLat / 14us)
+ *     + 2(p-1) M wire / B,
+ * M = ceil(n/p) x 4 bytes, with NCCL's ring figures over a network: LL
+ * 6.6us, 2.7us, wire 2 (8-byte lines of 4 data bytes); LL128 14us, 4us,
+ * wire 128/120; Simple 8.4us, 14us, wire 1 (docs/collectives.md,
+ * "Protocols"). */
+static void
+test_protocol_closed_form (void)
+{
+  static const struct { const char *name; double base, hw, wire; } protos[] = {
+    { "ll", 6.6e-6, 2.7e-6, 8.0 / 4.0 },
+    { "ll128", 14e-6, 4e-6, 128.0 / 120.0 },
+    { "simple", 8.4e-6, 14e-6, 1.0 },
+  };
+  const double B = 1.25e9, l = 1e-6, L = 8.4e-6, o = 14e-6;
+  const int p = 6;
+  const gsize n = 100003;   /* floats: 400012 bytes */
+
+  for (guint i = 0; i < G_N_ELEMENTS (protos); i++)
+    {
+      g_autofree char *text = g_strdup_printf (
+        "[scenario]\nname = t\niterations = 2\n[cluster]\nworkers = %d\n"
+        "[network]\ntopology = star\nbandwidth = 1.25GBps\nlatency = 1us\n"
+        "contention = none\nlaunch_overhead = 8.4us\nstep_overhead = 14us\n"
+        "[policy]\nkind = collective\nalgorithm = ring\nsize = %" G_GSIZE_FORMAT "B\n"
+        "protocol = %s\n", p, n * 4, protos[i].name);
+      const char *sets[] = { NULL };
+      SimRunSummary sum;
+      SimConfig *c = NULL;
+      double M = (double) ((n + p - 1) / p) * 4;
+      double alpha = MAX (2 * l, o * protos[i].hw / 14e-6);
+      double each = L * protos[i].base / 8.4e-6 + 2 * (p - 1) * alpha
+                    + 2 * (p - 1) * M * protos[i].wire / B;
+
+      test_run_scenario_text (text, sets, NULL, &sum, &c);
+      g_test_message ("%s: %.3f us per all-reduce", protos[i].name, sum.sim_time / 2 * 1e6);
+      g_assert_cmpfloat_with_epsilon (sum.sim_time, 2 * each, 1e-9 * sum.sim_time);
+      sim_config_free (c);
+    }
+}
+
+/* On one DGX-A100 node (8 A100 on NVLink 3 at NCCL's delivered rate, the
+ * catalog's overheads) protocol = auto picks LL for 8 B and 64 KB, whose
+ * time is nearly all steps' latency (0.6 against 3.4 us a step), and
+ * Simple for 1 GB, whose time is bandwidth (LL would send it twice over,
+ * LL128 16/15 times); each choice is what the run records and is the
+ * fastest of the three protocols run on their own. */
+static void
+test_protocol_auto (void)
+{
+  static const char *sizes[] = { "8B", "64KB", "1GB" };
+  static const char *expect[] = { "ll", "ll", "simple" };
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 8\n"
+    "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n"
+    "fabric = ib-hdr\nintra_fabric = nvlink3\n"
+    "[policy]\nkind = collective\noperation = all-reduce\nverify = false\n"
+    "[sweep]\npolicy.size = 8B, 64KB, 1GB\npolicy.protocol = auto, ll, ll128, simple\n";
+  char *db = run_db (text);
+
+  for (guint k = 0; k < G_N_ELEMENTS (sizes); k++)
+    {
+      /* the sweep's points: size outer, protocol inner */
+      int id = 1 + 4 * (int) k;
+      g_autofree char *chosen = param_of (db, id, "policy.protocol_chosen");
+      g_autofree char *sql = g_strdup_printf ("SELECT sim_time FROM runs WHERE id = %d", id);
+      double t = test_query_number (db, sql);
+
+      g_test_message ("%s: %s", sizes[k], chosen);
+      g_assert_cmpstr (chosen, ==, expect[k]);
+      for (int j = 1; j <= 3; j++)
+        {
+          g_autofree char *q = g_strdup_printf ("SELECT sim_time FROM runs WHERE id = %d",
+                                                id + j);
+          g_assert_cmpfloat (t, <=, test_query_number (db, q) * (1 + 1e-9));
+        }
+    }
+  rm_db (db);
+}
+
+/* channels = auto (the default): one channel per NIC route out of a node
+ * when the buffer is large (8 on DGX-A100 nodes, one HDR NIC per GPU),
+ * fewer for small buffers (NCCL drops a channel while the bytes are below
+ * channels x 512 threads x 64 bytes under Simple, x 8 bytes x p under LL
+ * on a ring: 1 for 64 KB), one with one NIC per node; and with every
+ * default an 8-node all-reduce of 1 GB reaches nccl-tests' bus bandwidth
+ * on DGX A100 clusters, about 185 GB/s (docs/collectives.md, "Against
+ * nccl-tests"), within 10%. */
+static void
+test_channels_auto (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 64\n"
+    "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n"
+    "fabric = ib-hdr\nintra_fabric = nvlink3\n"
+    "[policy]\nkind = collective\noperation = all-reduce\nverify = false\n"
+    "[sweep]\nnetwork.nic/policy.size = gpu/1GB, gpu/64KB, node/1GB\n";
+  char *db = run_db (text);
+  g_autofree char *c1 = param_of (db, 1, "policy.channels_chosen");
+  g_autofree char *c2 = param_of (db, 2, "policy.channels_chosen");
+  g_autofree char *c3 = param_of (db, 3, "policy.channels_chosen");
+  double p = 64, t = test_query_number (db, "SELECT sim_time FROM runs WHERE id = 1");
+  double busbw = 1e9 / t * 2 * (p - 1) / p;
+
+  g_test_message ("8 x 8 A100, 1 GB: %s channels, %.1f GB/s", c1, busbw / 1e9);
+  g_assert_cmpstr (c1, ==, "8");
+  g_assert_cmpstr (c2, ==, "1");
+  g_assert_cmpstr (c3, ==, "1");
+  test_assert_close (busbw, 185e9, 0.10);
+  rm_db (db);
+}
+
+/* The double tree on two 8-GPU servers: its chunks are at least 32 KiB,
+ * so 64 KB runs as one chunk per half, like 8 B, and pays the same step
+ * latencies; the difference is bandwidth alone: at most the 4C + 3H + 2
+ * sends on its longest paths (C = 1, H = 3), each of half the buffer,
+ * at half the NIC's delivered rate (two flows may share it). It was
+ * cut into 32 chunks of 1 KB whatever the bytes, each paying a step's
+ * latency: 1.88 ms against 0.13 ms for 8 B. */
+static void
+test_double_tree_small (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 16\n"
+    "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n"
+    "fabric = ib-hdr\nintra_fabric = nvlink3\n"
+    "[policy]\nkind = collective\noperation = all-reduce\nalgorithm = double-tree\n"
+    "protocol = simple\nverify = false\n"
+    "[sweep]\npolicy.size = 8B, 64KB\n";
+  g_autoptr (SimCatalog) cat = sim_catalog_load (NULL, NULL);
+  const SimLinkSpec *ib = sim_catalog_link (cat, "ib-hdr");
+  double beta = 1 / (ib->bandwidth * ib->efficiency);
+  char *db = run_db (text);
+  double t8 = test_query_number (db, "SELECT sim_time FROM runs WHERE id = 1");
+  double t64 = test_query_number (db, "SELECT sim_time FROM runs WHERE id = 2");
+  int C = 1, H = 3;
+
+  g_test_message ("double tree, 2 x 8 GPUs: 8 B %.1f us, 64 KB %.1f us", t8 * 1e6, t64 * 1e6);
+  g_assert_cmpfloat (t64, >, t8);
+  g_assert_cmpfloat (t64 - t8, <=, (4 * C + 3 * H + 2) * (65536 / 2.0) * 2 * beta);
+  rm_db (db);
+}
+
 /* scenarios/validation/nccl-a100.ini against the nccl-tests runs it
  * models (docs/collectives.md, "Against nccl-tests"): the bus bandwidth of
  * each point within its stated tolerance of the published figure.  One
@@ -338,5 +535,9 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/catalog-overheads", test_catalog_overheads);
   g_test_add_func ("/collective/auto-recorded", test_auto_recorded);
   g_test_add_func ("/collective/nccl-validation", test_nccl_validation);
+  g_test_add_func ("/collective/protocol/closed-form", test_protocol_closed_form);
+  g_test_add_func ("/collective/protocol/auto", test_protocol_auto);
+  g_test_add_func ("/collective/channels-auto", test_channels_auto);
+  g_test_add_func ("/collective/double-tree-small", test_double_tree_small);
   return g_test_run ();
 }

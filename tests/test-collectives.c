@@ -180,14 +180,24 @@ pow2_floor (int p)
   return 1 << (int) floor (log2 ((double) p) + 1e-12);
 }
 
-/* The double tree's chunks per half (docs/collectives.md, "double-tree"):
- * C = max(1, min(floor(n/2), 8 ceil(lg p))). */
+/* The double tree's chunks per half (docs/collectives.md, "double-tree")
+ * for elements of e bytes:
+ * C = max(1, min(floor(n/2), 8 ceil(lg p), floor(n e / (2 x 32 KiB)))). */
+static int
+dbt_chunks_bytes (int p, gsize n, double e)
+{
+  gsize c = MIN (n / 2, (gsize) (8 * log2_ceil (p)));
+  double by_bytes = floor ((double) n * e / (2 * 32768.0));
+
+  if (by_bytes < (double) c)
+    c = (gsize) by_bytes;
+  return c < 1 ? 1 : (int) c;
+}
+
 static int
 dbt_chunks (int p, gsize n)
 {
-  gsize c = MIN (n / 2, (gsize) (8 * log2_ceil (p)));
-
-  return c < 1 ? 1 : (int) c;
+  return dbt_chunks_bytes (p, n, ELEM);
 }
 
 /* The closed forms of all-reduce with contention = none (docs/collectives.md,

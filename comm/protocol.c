@@ -1,0 +1,158 @@
+/*
+ * protocol.c — NCCL's three wire protocols (LL, LL128, Simple) as the
+ * collective executor charges them, and NCCL's rule for how many channels a
+ * collective of a given size uses.
+ *
+ * A protocol changes two things about every message of a collective: the
+ * bytes on the wire per byte of data (LL sends 8-byte lines holding 4 bytes
+ * of data and a 4-byte flag; LL128 128-byte lines holding 120 bytes of data
+ * and 8 of flags; Simple sends the data alone and synchronises with a
+ * memory fence per step instead) and the fixed latency of a step.  The
+ * figures are NCCL's own tuning constants (NCCL src/graph/tuning.cc,
+ * baseLat and hwLat per algorithm and protocol; read in the NVIDIA/nccl
+ * repository), so they live here, in one table, rather than in the
+ * catalog: the catalog's step and launch overheads stay the Simple ring
+ * figures, and a protocol scales them by its figure over Simple's on the
+ * same kind of link (docs/collectives.md, "Protocols").
+ */
+#include "config.h"
+
+#include <math.h>
+
+#include "base/keys.h"
+#include "comm/collectives.h"
+
+#define US 1e-6
+
+/* The selector: not a protocol. */
+static const CommProtocol proto_auto = {
+  .name = "auto",
+  .description = "for each collective, the protocol (with the algorithm under "
+                 "algorithm = auto) of least estimated time, as NCCL's tuner "
+                 "chooses by size",
+  .source = "NCCL src/graph/tuning.cc, src/enqueue.cc (topoGetAlgoInfo)",
+  .selector = TRUE,
+};
+
+/* Rows of base_lat and hw_lat: [ring, tree]; columns of hw_lat: [network,
+ * NVLink, PCIe] (CommHw's order).  NCCL's threads per channel times its
+ * thread threshold give channel_bytes (src/enqueue.cc: a collective drops a
+ * channel while its bytes are below channels x threads x threshold; 512
+ * threads for LL and Simple, 640 for LL128; thresholds 8, 8 and 64 bytes in
+ * src/include/comm.h, LL's multiplied by the ranks on a ring in
+ * tuning.cc). */
+static const CommProtocol proto_ll = {
+  .name = "ll",
+  .description = "NCCL's low-latency protocol: 8-byte lines of 4 data bytes "
+                 "and a 4-byte flag, half the bandwidth, the least latency",
+  .source = "NCCL src/graph/tuning.cc (baseLat, hwLat: LL), "
+            "src/include/device.h (ncclLLFifoLine)",
+  .wire = 2.0,
+  .base_lat = { 6.6 * US, 6.8 * US },
+  .hw_lat = { { 2.7 * US, 0.6 * US, 1.0 * US },
+              { 5.0 * US, 0.6 * US, 1.0 * US } },
+  .channel_bytes = 512 * 8,
+  .channel_bytes_per_rank = TRUE,
+};
+
+static const CommProtocol proto_ll128 = {
+  .name = "ll128",
+  .description = "NCCL's LL128 protocol: 128-byte lines of 120 data bytes and "
+                 "an 8-byte flag, near full bandwidth at a low latency",
+  .source = "NCCL src/graph/tuning.cc (baseLat, hwLat: LL128), "
+            "src/include/device.h (NCCL_LL128_LINESIZE, NCCL_LL128_DATAELEMS)",
+  .wire = 128.0 / 120.0,
+  .base_lat = { 14.0 * US, 14.0 * US },
+  .hw_lat = { { 4.0 * US, 1.9 * US, 2.5 * US },
+              { 8.5 * US, 1.25 * US, 1.9 * US } },
+  .channel_bytes = 640 * 8,
+};
+
+static const CommProtocol proto_simple = {
+  .name = "simple",
+  .description = "NCCL's Simple protocol: the data alone at full bandwidth, a "
+                 "memory fence per step (the largest latency)",
+  .source = "NCCL src/graph/tuning.cc (baseLat, hwLat: Simple)",
+  .wire = 1.0,
+  .base_lat = { 8.4 * US, 8.4 * US },
+  .hw_lat = { { 14.0 * US, 3.4 * US, 5.7 * US },
+              { 14.0 * US, 4.0 * US, 4.0 * US } },
+  .channel_bytes = 512 * 64,
+};
+
+/* The selector, then the protocols; auto tries them in the order of
+ * comm_protocol_candidates. */
+static const CommProtocol *const protocols[] = {
+  &proto_auto, &proto_ll, &proto_ll128, &proto_simple, NULL,
+};
+
+/* Simple first: with no overheads the protocols tie on latency and Simple
+ * has the most bandwidth, so a tie goes to it. */
+static const CommProtocol *const candidates[] = {
+  &proto_simple, &proto_ll128, &proto_ll, NULL,
+};
+
+const void *const *
+comm_protocol_entries (void)
+{
+  return (const void *const *) protocols;
+}
+
+const CommProtocol *
+comm_protocol_lookup (const char *name)
+{
+  return base_registry_find ((const void *const *) protocols, name);
+}
+
+const CommProtocol *const *
+comm_protocol_candidates (void)
+{
+  return candidates;
+}
+
+double
+comm_protocol_step_scale (const CommProtocol *proto, CommFamily family,
+                          CommHw hw)
+{
+  g_return_val_if_fail ((guint) family < COMM_N_FAMILIES, 1.0);
+  g_return_val_if_fail ((guint) hw < COMM_N_HW, 1.0);
+  if (proto == NULL || proto->selector)
+    return 1.0;
+  return proto->hw_lat[family][hw] / proto_simple.hw_lat[COMM_FAMILY_RING][hw];
+}
+
+double
+comm_protocol_launch_scale (const CommProtocol *proto, CommFamily family)
+{
+  g_return_val_if_fail ((guint) family < COMM_N_FAMILIES, 1.0);
+  if (proto == NULL || proto->selector)
+    return 1.0;
+  return proto->base_lat[family] / proto_simple.base_lat[COMM_FAMILY_RING];
+}
+
+int
+comm_protocol_channels (const CommProtocol *proto, CommFamily family, int p,
+                        double bytes, int most)
+{
+  const CommProtocol *pr = proto == NULL || proto->selector ? &proto_simple : proto;
+  double per = pr->channel_bytes;
+  double c;
+
+  g_return_val_if_fail (most >= 1 && p >= 1, 1);
+  if (pr->channel_bytes_per_rank && family == COMM_FAMILY_RING)
+    per *= p;
+  c = floor (bytes / per);
+  if (!(c >= 1))   /* also NaN */
+    return 1;
+  return c >= most ? most : (int) c;
+}
+
+CommHw
+comm_hw_of_kind (const char *kind)
+{
+  if (kind != NULL && g_strcmp0 (kind, "nvlink") == 0)
+    return COMM_HW_NVLINK;
+  if (kind != NULL && g_strcmp0 (kind, "pcie") == 0)
+    return COMM_HW_PCI;
+  return COMM_HW_NET;
+}
