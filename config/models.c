@@ -317,7 +317,11 @@ sim_model_new (const SimConfig *c, KernBackend *be, GError **error)
       .communication = (KernFormat) c->num_communication,
       .activations = (KernFormat) c->num_activations,
       .loss_scale = (float) c->loss_scale,
+      .dynamic_scale = c->loss_scale_dynamic,
+      .growth_interval = (int) c->growth_interval,
     };
+  if (m)
+    kern_scaler_reset (&m->scaler, &m->num);
   return m;
 }
 

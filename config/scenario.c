@@ -255,10 +255,14 @@ static const KeyDef core_keys[] = {
     "Format the forward and backward read the parameters in (fp32, bf16, fp16, fp8-e4m3, fp8-e5m2): each step rounds a copy of them; the optimizer updates the fp32 master copy (docs/kernels.md, \"Low-precision emulation\").", NULL },
   { "numerics", "gradients", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, format_choices, OFF (num_gradients),
     "Format each worker's gradient is rounded to before it leaves the worker (pushed, all-reduced or stepped on): multiplied by loss_scale, rounded, divided by it.", NULL },
-  { "numerics", "loss_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 16777216, OPEN_MIN, NULL, OFF (loss_scale),
-    "Static loss scale S in (0, 2^24]: gradients (and, with activations, the gradients at layer outputs) are rounded as round(S g) / S, so that small values survive a narrow format; a power of two scales exactly.", NULL },
+  { "numerics", "loss_scale", BASE_KEY_STRING, 0, "1", 0, 0, 0, NULL, OFF (loss_scale_text),
+    "Loss scale S: a static number in (0, 2^24], or dynamic (start at 2^16, halve it and skip the gradient on an inf or NaN, double it after growth_interval clean gradients). Gradients (and, with activations, the gradients at layer outputs) are rounded as round(S g) / S, so that small values survive a narrow format; a power of two scales exactly.", NULL },
+  { "numerics", "growth_interval", BASE_KEY_INT, 0, "2000", 1, 1e9, 0, NULL, OFF (growth_interval),
+    "loss_scale = dynamic: clean gradients in a row (no inf or NaN) after which the scale doubles; refused with a static scale.", NULL },
+  { "numerics", "initial_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "65536", 0, 16777216, OPEN_MIN, NULL, OFF (initial_scale),
+    "loss_scale = dynamic: the scale of the first gradient, in (0, 2^24] (default 2^16, as PyTorch's GradScaler); refused with a static scale.", NULL },
   { "numerics", "communication", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, format_choices, OFF (num_communication),
-    "Format of the values a transfer carries: kind = allreduce rounds each worker's contribution and the summed result, kind = ps each pushed gradient and each pulled shard of parameters.", NULL },
+    "Format of the values a transfer carries: kind = allreduce rounds each worker's contribution and the summed result, kind = ps each pushed gradient and each pulled shard of parameters, local-sgd each model averaged and the sum, fedavg the global model sent and each model sent back, gossip the model each worker sends its neighbours.", NULL },
   { "numerics", "activations", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, format_choices, OFF (num_activations),
     "Format each layer's output is rounded to in forward, and the gradient at it in backward (with loss_scale); kind = mlp, softmax, linear and gpt on backend = cpu.", NULL },
   { "trace", "detail", BASE_KEY_ENUM, 0, "iterations", 0, 0, 0, detail_choices, OFF (detail),
@@ -899,11 +903,35 @@ check_train_length (const SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
+/* [numerics] loss_scale: "dynamic" (from initial_scale, 2^16 by default as
+ * PyTorch's GradScaler) or a number in (0, 2^24], into c->loss_scale and
+ * c->loss_scale_dynamic. */
+static gboolean
+parse_loss_scale (SimConfig *c, const char *file, GError **error)
+{
+  const char *text = c->loss_scale_text ? c->loss_scale_text : "1";
+  g_autofree char *t = g_strstrip (g_strdup (text));
+  c->loss_scale_dynamic = strcmp (t, "dynamic") == 0;
+  if (c->loss_scale_dynamic)
+    {
+      c->loss_scale = c->initial_scale;
+      return TRUE;
+    }
+  double v;
+  const char *why = NULL;
+  if (!sim_parse_quantity (t, SIM_UNIT_NONE, &v, &why) || !(v > 0) || v > 16777216.0)
+    return fail (error, file, find_key ("numerics", "loss_scale"),
+                 "'%s' is neither dynamic nor a number in (0, 2^24]; use e.g. 1024 or dynamic",
+                 text);
+  c->loss_scale = v;
+  return TRUE;
+}
+
 /* [numerics]: the keys change the real math only, each where the model,
  * backend and policy can honour it; a key that would change nothing is
  * refused. */
 static gboolean
-check_numerics (const SimConfig *c, const char *file, GError **error)
+check_numerics (SimConfig *c, const char *file, GError **error)
 {
   static const char *const keys[] = { "weights", "gradients", "communication", "activations" };
   int fmt[] = { c->num_weights, c->num_gradients, c->num_communication, c->num_activations };
@@ -921,10 +949,13 @@ check_numerics (const SimConfig *c, const char *file, GError **error)
         return fail (error, file, k,
                      "kind = %s runs its stages' math layer by layer and does not emulate "
                      "formats; remove [numerics] or use kind = allreduce or ps", c->policy);
+      if (i == 2 && !ops->wire_numerics && ops->no_wire)
+        return fail (error, file, k, "has nothing to round under kind = %s: %s", c->policy,
+                     ops->no_wire);
       if (i == 2 && !ops->wire_numerics)
         return fail (error, file, k,
-                     "kind = %s does not round what its transfers carry (kind = allreduce and ps "
-                     "do); remove it or set it to fp32", c->policy);
+                     "kind = %s does not round what its transfers carry (kind = allreduce, ps, "
+                     "local-sgd, gossip and fedavg do); remove it or set it to fp32", c->policy);
       if (i == 3 && !sim_model_kind (c)->rounds_activations)
         return fail (error, file, k,
                      "kind = %s has no hook for its layers' outputs (mlp, softmax, linear and gpt "
@@ -939,11 +970,29 @@ check_numerics (const SimConfig *c, const char *file, GError **error)
                      "is not emulated in tensor-parallel layers ([policy] tensor > 1); remove it "
                      "or set [policy] tensor = 1");
     }
-  if (c->loss_scale != 1.0 && c->num_gradients == KERN_FORMAT_FP32
+  if (!parse_loss_scale (c, file, error))
+    return FALSE;
+  if ((c->loss_scale != 1.0 || c->loss_scale_dynamic) && c->num_gradients == KERN_FORMAT_FP32
       && c->num_activations == KERN_FORMAT_FP32)
     return fail (error, file, find_key ("numerics", "loss_scale"),
                  "scales only what gradients or activations round, and both are fp32; remove "
                  "it or set [numerics] gradients");
+  if (c->loss_scale_dynamic && c->num_gradients == KERN_FORMAT_FP32)
+    return fail (error, file, find_key ("numerics", "loss_scale"),
+                 "dynamic watches the gradients for overflow, but [numerics] gradients is fp32; "
+                 "set gradients = fp16 (or bf16, fp8-*) or give a fixed number");
+  if (c->loss_scale_dynamic && c->num_activations != KERN_FORMAT_FP32)
+    return fail (error, file, find_key ("numerics", "loss_scale"),
+                 "dynamic is not applied inside the layers that [numerics] activations rounds; "
+                 "give a fixed number, or set activations = fp32");
+  static const char *const dyn_keys[] = { "growth_interval", "initial_scale" };
+  for (guint i = 0; i < G_N_ELEMENTS (dyn_keys); i++)
+    if (!c->loss_scale_dynamic
+        && g_hash_table_contains (c->given, i == 0 ? "numerics.growth_interval"
+                                                   : "numerics.initial_scale"))
+      return fail (error, file, find_key ("numerics", dyn_keys[i]),
+                   "applies to loss_scale = dynamic only, and the scale is fixed; remove it or "
+                   "set loss_scale = dynamic");
   return TRUE;
 }
 

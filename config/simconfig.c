@@ -61,6 +61,7 @@ sim_config_free (SimConfig *c)
   if (c->given)
     g_hash_table_unref (c->given);
   g_free (c->db);
+  g_free (c->loss_scale_text);
   base_values_free (c->values);
   if (c->fail_worker)
     g_array_unref (c->fail_worker);

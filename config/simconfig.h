@@ -172,7 +172,11 @@ typedef struct {
   gboolean reproducible_math;   /* resolved: products in the fixed order */
   /* [numerics]: KernFormat values, docs/kernels.md */
   int num_weights, num_gradients, num_communication, num_activations;
-  double loss_scale;     /* static loss scale, > 0 */
+  char *loss_scale_text; /* [numerics] loss_scale as given: a number or "dynamic" */
+  double loss_scale;     /* resolved: the static scale, or the initial one */
+  gboolean loss_scale_dynamic;  /* the scale moves with overflows */
+  gint64 growth_interval; /* clean gradients before a dynamic scale doubles */
+  double initial_scale;  /* a dynamic scale's first value */
   /* [trace] */
   SimDetail detail;
   char *db;              /* output database path */

@@ -103,13 +103,40 @@ void kern_round_scaled (KernFormat f, float *x, gsize n, float scale);
  * KERN_FORMAT_FP32 (the zero value) is plain float32. */
 typedef struct {
   KernFormat weights, gradients, communication, activations;
-  float loss_scale;          /* 0 is taken as 1 */
+  float loss_scale;          /* 0 is taken as 1; with dynamic_scale the
+                              * initial scale */
+  /* Dynamic loss scaling (KernScaler below): the gradients' scale moves
+   * with their overflows instead of staying at loss_scale. */
+  gboolean dynamic_scale;
+  int growth_interval;       /* clean gradients before the scale doubles */
 } KernNumerics;
 
 /* Whether num (may be NULL) rounds anywhere. */
 gboolean kern_numerics_active (const KernNumerics *num);
 /* num's loss scale, 1 where num is NULL or its scale is 0. */
 float kern_numerics_scale (const KernNumerics *num);
+
+/* The state of dynamic loss scaling, as PyTorch's torch.amp.GradScaler
+ * keeps it: the scale gradients are rounded at now, and the count of
+ * gradients seen without inf or NaN since the last overflow (or growth). */
+typedef struct {
+  float scale;               /* S, a power of two times the initial scale */
+  gint64 clean;              /* consecutive clean gradients */
+  gint64 skipped;            /* gradients skipped since the reset */
+} KernScaler;
+
+/* Sets s to num's initial state: scale loss_scale (1 where it is 0), no
+ * step seen. */
+void kern_scaler_reset (KernScaler *s, const KernNumerics *num);
+/* Whether x (n floats) holds no inf and no NaN. */
+gboolean kern_all_finite (const float *x, gsize n);
+/* One gradient seen at s->scale (already rounded there): `finite` says
+ * whether it held only finite values.  An overflow halves the scale (not
+ * below 2^-126), counts a skip and restarts the clean count; the
+ * growth_interval-th clean gradient in a row doubles the scale (not past
+ * 2^126) and restarts the count.  Returns `finite` (the gradient may be
+ * used). */
+gboolean kern_scaler_update (KernScaler *s, const KernNumerics *num, gboolean finite);
 
 /* --- Models --------------------------------------------------------------- */
 
@@ -260,6 +287,9 @@ struct KernModel {
    * its kind rounds activations, and the worker step (train/step.c) the
    * rest.  Set after construction; a clone needs it copied. */
   KernNumerics num;
+  /* With num.dynamic_scale, the run's loss scale as the worker step moves
+   * it (train/step.c); reset with kern_scaler_reset() when num is set. */
+  KernScaler scaler;
 };
 
 typedef enum { KERN_LOSS_XENT, KERN_LOSS_MSE } KernLoss;

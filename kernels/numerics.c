@@ -175,3 +175,42 @@ kern_numerics_scale (const KernNumerics *num)
 {
   return num && num->loss_scale > 0.0f ? num->loss_scale : 1.0f;
 }
+
+void
+kern_scaler_reset (KernScaler *s, const KernNumerics *num)
+{
+  s->scale = kern_numerics_scale (num);
+  s->clean = 0;
+  s->skipped = 0;
+}
+
+gboolean
+kern_all_finite (const float *x, gsize n)
+{
+  /* an exponent field of all ones is inf or NaN; OR-ing a flag keeps the
+   * loop free of an early exit, so that it vectorises */
+  guint32 bad = 0;
+  for (gsize i = 0; i < n; i++)
+    bad |= (bits_of (x[i]) & 0x7f800000u) == 0x7f800000u;
+  return bad == 0;
+}
+
+gboolean
+kern_scaler_update (KernScaler *s, const KernNumerics *num, gboolean finite)
+{
+  if (!finite)
+    {
+      if (s->scale > 0x1p-126f)
+        s->scale *= 0.5f;
+      s->clean = 0;
+      s->skipped++;
+      return FALSE;
+    }
+  if (++s->clean >= MAX (num->growth_interval, 1))
+    {
+      if (s->scale < 0x1p126f)
+        s->scale *= 2.0f;
+      s->clean = 0;
+    }
+  return TRUE;
+}

@@ -133,6 +133,15 @@ pol_run_finish (const PolRun *run, const float *params, PolResult *out)
   out->compute = run->sum_compute;
   out->comm = run->sum_comm;
   out->wait = run->sum_wait;
+  /* what a dynamic loss scale did (docs/kernels.md) */
+  if (env->model && env->model->num.dynamic_scale && env->rec.param)
+    {
+      char text[G_ASCII_DTOSTR_BUF_SIZE];
+      g_snprintf (text, sizeof text, "%" G_GINT64_FORMAT, env->model->scaler.skipped);
+      env->rec.param (env->rec.ctx, "numerics.skipped_gradients", text);
+      g_ascii_formatd (text, sizeof text, "%.9g", env->model->scaler.scale);
+      env->rec.param (env->rec.ctx, "numerics.final_loss_scale", text);
+    }
 }
 
 GPtrArray *

@@ -77,7 +77,9 @@ gboolean pol_run_eval_due (const PolRun *run, gboolean last);
  * finished (here or earlier). */
 gboolean pol_run_round_end (PolRun *run, const float *params, gboolean last);
 /* Fills in the result: counters (samples included), end time (now when not
- * finished), the final evaluation of `params`; rounds = updates / workers. */
+ * finished), the final evaluation of `params`; rounds = updates / workers.
+ * With a dynamic loss scale, reports the skipped gradients and the final
+ * scale as params rows (numerics.skipped_gradients, .final_loss_scale). */
 void pol_run_finish (const PolRun *run, const float *params, PolResult *out);
 
 /* Host names "worker0" ... "worker{W-1}" (no servers; caller frees). */

@@ -30,6 +30,10 @@
  * the close: compute = its local steps; wait = from its answer's arrival to
  * the close (waiting for the others); comm = the rest (the model's two
  * transfers).  A client cut off has wait = 0.
+ *
+ * [numerics] communication rounds both transfers' models: a client trains
+ * from the global model rounded to that format (the server keeps its own
+ * in fp32), and the server averages the rounded answers.
  */
 #include "config.h"
 
@@ -188,6 +192,10 @@ on_step_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
       take_step (fa, c);
       return;
     }
+  /* its model as the answer carries it (local[c] is rewritten only by the
+   * next round's global model) */
+  if (fa->global)
+    pol_wire_round (&fa->env, fa->local[c], fa->env.n_params);
   net_send (fa->env.net, c, fa->server, (double) fa->env.n_params * sizeof (float), 0,
             on_answer, fa, tag_of (fa, c));
 }
@@ -221,7 +229,11 @@ on_model (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
   if (!current (fa, data) || k->dropped)
     return;
   if (fa->global)
-    memcpy (fa->local[c], fa->global, fa->env.n_params * sizeof (float));
+    {
+      /* the global model as the transfer carried it */
+      memcpy (fa->local[c], fa->global, fa->env.n_params * sizeof (float));
+      pol_wire_round (&fa->env, fa->local[c], fa->env.n_params);
+    }
   take_step (fa, c);
 }
 
@@ -433,5 +445,6 @@ const PolPolicyOps pol_fedavg_ops = {
   .create = fa_create,
   .start = fa_start,
   .finish = fa_finish,
+  .wire_numerics = TRUE,
   .free = fa_free,
 };

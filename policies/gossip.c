@@ -33,7 +33,10 @@
  * overwrites xs[k & 1][v] only when it combines iteration k + 1, which
  * needs w's model of k + 1, which w has only after its combine of k.  So a
  * transfer carries only its receiver and parity (nothing to free when a
- * run stops with transfers in flight).
+ * run stops with transfers in flight).  With [numerics] communication the
+ * model sent is a rounded copy, by parity too (sent[k & 1][w], safe for the
+ * same reason), which the neighbours mix; a worker mixes its own x_w^k
+ * unrounded, as it never crosses the wire.
  *
  * Unless compute time is measured on the host, a worker's gradient is
  * computed when it is used (at the combine for d-psgd, at the end of its
@@ -86,6 +89,9 @@ typedef struct {
   float *self_weight;    /* (W) M[w][w] */
   GoWorker *wk;
   float **xs[2];         /* (W) x_w^k in xs[k & 1][w]; NULL without math */
+  float **sent[2];       /* (W) x_w^k as its transfers carry it, rounded to
+                          * [numerics] communication, by parity as xs;
+                          * NULL in fp32 (the neighbours read xs) */
   const float **mix_src; /* (W) scratch: the models a combine sums */
   float *mix_weight;     /* (W) scratch: their weights */
   gboolean deferred;      /* gradients computed when used (see above) */
@@ -277,6 +283,11 @@ send_model (GoPolicy *go, int w, gint64 k)
 {
   double now = eng_sim_now (go->env.sim);
   int p = (int) (k & 1);
+  if (go->sent[0])
+    {
+      memcpy (go->sent[p][w], go->xs[p][w], go->env.n_params * sizeof (float));
+      pol_wire_round (&go->env, go->sent[p][w], go->env.n_params);
+    }
   for (int i = 0; i < go->deg[w]; i++)
     {
       int v = go->nbr[w][i];
@@ -300,7 +311,7 @@ combine (GoPolicy *go, int w, gint64 k, const float *grad)
   /* M[w][v] = M[v][w]: the Metropolis weights are symmetric */
   for (int i = 0; i < d; i++)
     {
-      go->mix_src[i + 1] = go->xs[p][go->nbr[w][i]];
+      go->mix_src[i + 1] = (go->sent[0] ? go->sent : go->xs)[p][go->nbr[w][i]];
       go->mix_weight[i + 1] = go->weight[w][i];
     }
   kern_optimizer_mix_step (go->opt[w], go->xs[p ^ 1][w], d + 1, go->mix_src, go->mix_weight,
@@ -500,6 +511,13 @@ go_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
         for (int w = 0; w < W; w++)
           for (gsize i = 0; i < P; i++)
             go->xs[0][w][i] += (float) (spread * eng_rng_normal (&rng));
+      if (env->model->num.communication != KERN_FORMAT_FP32)
+        for (int p = 0; p < 2; p++)
+          {
+            go->sent[p] = g_new (float *, W);
+            for (int w = 0; w < W; w++)
+              go->sent[p][w] = g_new (float, P);
+          }
       go->avg = g_new0 (float, P);
       go->run.consensus = consensus;
       go->run.consensus_ctx = go;
@@ -550,6 +568,12 @@ go_free (PolPolicy *p)
     }
   g_free (go->xs[0]);
   g_free (go->xs[1]);
+  for (int q = 0; q < 2; q++)
+    {
+      for (int w = 0; go->sent[q] && w < W; w++)
+        g_free (go->sent[q][w]);
+      g_free (go->sent[q]);
+    }
   g_free (go->mix_src);
   g_free (go->mix_weight);
   g_free (go->grad);
@@ -662,5 +686,6 @@ const PolPolicyOps pol_gossip_ops = {
   .create = go_create,
   .start = go_start,
   .finish = go_finish,
+  .wire_numerics = TRUE,
   .free = go_free,
 };

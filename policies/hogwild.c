@@ -395,5 +395,7 @@ const PolPolicyOps pol_hogwild_ops = {
   .create = hw_create,
   .start = hw_start,
   .finish = hw_finish,
+  .no_wire = "its cores share one model in memory and nothing crosses a network; round what "
+             "the cores read with [numerics] weights instead",
   .free = hw_free,
 };

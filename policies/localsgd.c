@@ -35,7 +35,9 @@
  * (kern_optimizer_step_into), later steps update that copy in place.  The
  * all-reduce runs for its timing only; the sum it delivers is formed at its
  * end, worker by worker (train_lanes_sum: the same floats on any number of
- * host threads), then divided by W.
+ * host threads), then divided by W.  [numerics] communication rounds
+ * each worker's model as it enters the all-reduce and the sum as it
+ * leaves, before the division, as kind = allreduce rounds gradients.
  */
 #include "config.h"
 
@@ -97,7 +99,12 @@ on_sync_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
       gsize P = env->n_params;
       float inv = 1.0f / (float) W;
       memset (ls->avg, 0, P * sizeof (float));
+      /* each model as it goes into the all-reduce, the sum as it comes
+       * back ([numerics] communication; nothing in fp32) */
+      for (int w = 0; w < W; w++)
+        pol_wire_round (env, ls->own[w], P);
       train_lanes_sum (train_steps_lanes (ls->worker_steps), ls->avg, (const float *const *) ls->own, W, P);
+      pol_wire_round (env, ls->avg, P);
       for (gsize i = 0; i < P; i++)
         ls->avg[i] *= inv;
       for (int w = 0; w < W; w++)
@@ -323,5 +330,6 @@ const PolPolicyOps pol_local_sgd_ops = {
   .create = ls_create,
   .start = ls_start,
   .finish = ls_finish,
+  .wire_numerics = TRUE,
   .free = ls_free,
 };

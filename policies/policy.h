@@ -524,6 +524,9 @@ typedef struct {
   gboolean wire_numerics;      /* rounds what its transfers carry as
                                 * [numerics] communication says
                                 * (pol_wire_round) */
+  const char *no_wire;         /* without wire_numerics: why, for the line
+                                * that refuses [numerics] communication
+                                * (NULL: a generic one) */
   gboolean updates_not_samples; /* updates x batch is not the samples it
                                 * trained on (a trace without its samples
                                 * counted has no throughput) */

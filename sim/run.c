@@ -283,9 +283,14 @@ run_verdict (const RunCtx *r, const SimRunSummary *s, GError **error)
        * warm-up) is too large for this model and data */
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "%s: [model] lr: the training loss diverged (%s after %" G_GINT64_FORMAT
-                   " updates, at simulated %.6g s) with lr = %g; lower [model] lr",
+                   " updates, at simulated %.6g s) with lr = %g; lower [model] lr%s",
                    c->file, isnan (r->diverged_loss) ? "NaN" : r->diverged_loss > 0 ? "+inf" : "-inf",
-                   r->diverged_step, r->diverged_at, c->lr);
+                   r->diverged_step, r->diverged_at, c->lr,
+                   /* a fixed scale that overflows the gradients' format
+                    * gives the same symptom */
+                   c->num_gradients != KERN_FORMAT_FP32 && !c->loss_scale_dynamic
+                   ? ", or set [numerics] loss_scale = dynamic (a fixed scale may overflow the "
+                     "gradients' format)" : "");
       return FALSE;
     }
   return TRUE;

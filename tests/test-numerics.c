@@ -444,6 +444,116 @@ test_loss_scale_recovers (void)
   kern_dataset_free (test);
 }
 
+/* The scaler alone, by its rule: halve on an overflow, double after
+ * `growth_interval` clean gradients in a row. */
+static void
+test_scaler_rule (void)
+{
+  KernNumerics num = { .gradients = KERN_FORMAT_FP16, .loss_scale = 0x1p16f,
+                       .dynamic_scale = TRUE, .growth_interval = 3 };
+  KernScaler s;
+  kern_scaler_reset (&s, &num);
+  g_assert_cmpfloat (s.scale, ==, 0x1p16f);
+  /* two overflows, then three clean: 2^16 / 2^2 x 2 */
+  g_assert_false (kern_scaler_update (&s, &num, FALSE));
+  g_assert_false (kern_scaler_update (&s, &num, FALSE));
+  g_assert_cmpfloat (s.scale, ==, 0x1p16f / 4);
+  for (int i = 0; i < 2; i++)
+    g_assert_true (kern_scaler_update (&s, &num, TRUE));
+  g_assert_cmpfloat (s.scale, ==, 0x1p16f / 4);
+  g_assert_true (kern_scaler_update (&s, &num, TRUE));
+  g_assert_cmpfloat (s.scale, ==, 0x1p16f / 2);
+  /* an overflow restarts the clean count */
+  g_assert_true (kern_scaler_update (&s, &num, TRUE));
+  g_assert_true (kern_scaler_update (&s, &num, TRUE));
+  g_assert_false (kern_scaler_update (&s, &num, FALSE));
+  g_assert_true (kern_scaler_update (&s, &num, TRUE));
+  g_assert_true (kern_scaler_update (&s, &num, TRUE));
+  g_assert_cmpfloat (s.scale, ==, 0x1p16f / 4);
+  g_assert_cmpint (s.skipped, ==, 3);
+  float ok[3] = { 1, -0.0f, FLT_MAX }, inf[3] = { 1, INFINITY, 2 }, nan[3] = { NAN, 0, 0 };
+  g_assert_true (kern_all_finite (ok, 3));
+  g_assert_false (kern_all_finite (inf, 3));
+  g_assert_false (kern_all_finite (nan, 3));
+}
+
+/* Dynamic loss scaling in the worker step, on one batch at fixed
+ * parameters, so that every step's float32 gradient g is the same.  fp16
+ * overflows where round(S |g|) reaches 65520 (half a unit past 65504), and
+ * S is a power of two, so S |g| is exact: from S0 = 2^24 the first k steps
+ * are skipped, k the least with 2^(24-k) max|g| < 65520.  With growth
+ * interval 3 the scale then doubles back to an overflowing one after every
+ * 3 clean steps: of the next 4j steps, j more are skipped, and the scale
+ * ends at 2^(24-k).  A skipped step leaves the parameters as they were. */
+static void
+test_dynamic_scale_skips (void)
+{
+  int d = 10, k = 4, B = 16;
+  KernModel *m = kern_softmax_new (d, k);
+  KernDataset *train, *test;
+  kern_dataset_blobs (64, 8, d, k, 3.0, 7, &train, &test);
+  gsize P = m->ops->n_params (m);
+  g_autofree float *params = g_new (float, P);
+  m->ops->init (m, params, 3);
+  TrainStepsSetup setup = { .model = m, .train = train,
+                            .samplers = train_samplers_new (train->n, 1, 3), .parts = 1,
+                            .batch = B, .slots = 1 };
+  TrainSteps *ts = train_steps_new (&setup);
+  int idx[16];
+  for (int i = 0; i < B; i++)
+    idx[i] = i;
+  g_autofree float *g32 = g_new (float, P);
+  g_autofree float *g = g_new (float, P);
+  const float *own[1] = { params };
+  TrainStep st = { .n = 1, .first = 0, .drawn = idx, .own = own, .grads = &g32 };
+  train_step (ts, &st);
+  double gmax = 0;
+  for (gsize i = 0; i < P; i++)
+    gmax = MAX (gmax, fabs (g32[i]));
+  int skips = 0;
+  while (ldexp (gmax, 24 - skips) >= 65520)
+    skips++;
+  g_assert_cmpint (skips, >=, 2);
+
+  m->num = (KernNumerics) { .gradients = KERN_FORMAT_FP16, .loss_scale = 0x1p24f,
+                            .dynamic_scale = TRUE, .growth_interval = 3 };
+  kern_scaler_reset (&m->scaler, &m->num);
+  /* the first step overflows: zeros leave the worker, no update */
+  KernOptConfig cfg = { .kind = &kern_opt_sgd, .lr = 0.5 };
+  KernOptimizer *opt = kern_optimizer_new (&cfg, P);
+  g_autofree float *stepped = g_memdup2 (params, P * sizeof (float));
+  float *upd[1] = { stepped };
+  st.grads = &g;
+  st.opt = &opt;
+  st.update = upd;
+  train_step (ts, &st);
+  for (gsize i = 0; i < P; i++)
+    {
+      g_assert_cmpfloat (g[i], ==, 0.0f);
+      g_assert_cmpfloat (stepped[i], ==, params[i]);
+    }
+  st.opt = NULL;
+  int j = 5;
+  for (int i = 1; i < skips + 4 * j; i++)
+    train_step (ts, &st);
+  g_assert_cmpint (m->scaler.skipped, ==, skips + j);
+  g_assert_cmpfloat (m->scaler.scale, ==, ldexpf (1.0f, 24 - skips));
+  /* the last step was skipped; the next is clean, rounded at 2^(24-k):
+   * within half a unit of fp16 (or half its least subnormal, scaled back)
+   * of float32 */
+  g_assert_cmpint (m->scaler.clean, ==, 0);
+  train_step (ts, &st);
+  g_assert_cmpint (m->scaler.clean, ==, 1);
+  for (gsize i = 0; i < P; i++)
+    g_assert_cmpfloat (fabs ((double) g[i] - g32[i]), <=,
+                       MAX (fabs (g32[i]) * 0x1p-11, ldexp (0x1p-25, skips - 24)));
+  kern_optimizer_free (opt);
+  train_steps_free (ts);
+  kern_model_free (m);
+  kern_dataset_free (train);
+  kern_dataset_free (test);
+}
+
 /* --- Whole runs ---------------------------------------------------------- */
 
 static const char base[] =
@@ -552,6 +662,89 @@ test_gpt_activations (void)
   test_run_free (r);
 }
 
+/* A fixed scale of 2^24 overflows fp16 gradients of this MLP (their
+ * largest, about 0.1, times 2^24 is far past 65504): the parameters turn
+ * inf and the run diverges.  A dynamic scale from the same 2^24 skips the
+ * overflowing gradients, halving each time, and trains; without growth
+ * (fewer clean gradients than the interval) its final scale is 2^24 /
+ * 2^skipped. */
+static void
+test_dynamic_run (void)
+{
+  static const char fixed[] = "[numerics]\ngradients = fp16\nloss_scale = 16777216\n";
+  g_autofree char *text = g_strconcat (base, fixed, NULL);
+  g_autoptr (GPtrArray) configs = test_load_scenario_text (text, NULL);
+  g_autoptr (GError) error = NULL;
+  SimRunSummary sum;
+  g_assert_false (sim_run_config (g_ptr_array_index (configs, 0), NULL, 0, NULL, &sum,
+                                  &error));
+  g_assert_nonnull (error);
+  g_assert_nonnull (strstr (error->message, "diverged"));
+  g_assert_nonnull (strstr (error->message, "loss_scale = dynamic"));
+
+  g_autofree char *dyn = g_strconcat (base, "[numerics]\ngradients = fp16\n"
+                                      "loss_scale = dynamic\ninitial_scale = 16777216\n", NULL);
+  TestRun *r = test_run_collect (dyn, NULL);
+  double l0, l1;
+  loss_ends (r, &l0, &l1);
+  g_assert_cmpfloat (l1, <, 0.8 * l0);
+  const char *skipped = g_hash_table_lookup (r->params, "numerics.skipped_gradients");
+  const char *scale = g_hash_table_lookup (r->params, "numerics.final_loss_scale");
+  g_assert_nonnull (skipped);
+  g_assert_nonnull (scale);
+  gint64 n = g_ascii_strtoll (skipped, NULL, 10);
+  g_test_message ("skipped %s, final scale %s, loss %g -> %g", skipped, scale, l0, l1);
+  g_assert_cmpint (n, >=, 1);
+  /* 12 iterations x 4 workers = 48 gradients, below the interval 2000 */
+  g_assert_cmpint (n, <, 48);
+  g_assert_cmpfloat (g_ascii_strtod (scale, NULL), ==, ldexp (0x1p24, (int) -n));
+  test_run_free (r);
+}
+
+/* Policies that round what crosses the wire: every key at fp32 is the run
+ * without the section, bit for bit. */
+static void
+test_wire_identity (void)
+{
+  const char *const kinds[] = { "kind = local-sgd\nsync_every = 3\n", "kind = gossip\n",
+                                "kind = fedavg\n" };
+  for (guint p = 0; p < G_N_ELEMENTS (kinds); p++)
+    {
+      g_autofree char *plain = test_replaced (base, "kind = allreduce\n", kinds[p]);
+      g_autofree char *all = g_strconcat (plain, "[numerics]\ncommunication = fp32\n"
+                                          "weights = fp32\ngradients = fp32\n", NULL);
+      TestRun *a = test_run_collect (plain, NULL);
+      TestRun *b = test_run_collect (all, NULL);
+      test_assert_same_runs (a, b);
+      test_run_free (a);
+      test_run_free (b);
+    }
+}
+
+/* The same policies with bf16 on the wire: the run changes and still
+ * trains. */
+static void
+test_wire_rounds (void)
+{
+  const char *const kinds[] = { "kind = local-sgd\nsync_every = 3\n", "kind = gossip\n",
+                                "kind = fedavg\n" };
+  for (guint p = 0; p < G_N_ELEMENTS (kinds); p++)
+    {
+      g_autofree char *plain = test_replaced (base, "kind = allreduce\n", kinds[p]);
+      const char *const s[] = { "numerics.communication=bf16", NULL };
+      TestRun *a = test_run_collect (plain, NULL);
+      TestRun *b = test_run_collect (plain, s);
+      double a0, a1, b0, b1;
+      loss_ends (a, &a0, &a1);
+      loss_ends (b, &b0, &b1);
+      g_test_message ("%.13s: fp32 %g -> %g, bf16 %g -> %g", kinds[p], a0, a1, b0, b1);
+      g_assert_cmpfloat (b1, !=, a1);
+      g_assert_cmpfloat (b1, <, 0.8 * b0);
+      test_run_free (a);
+      test_run_free (b);
+    }
+}
+
 /* A key that would change nothing, or that the run cannot honour, is
  * refused in one line naming it. */
 static void
@@ -562,8 +755,23 @@ test_refused (void)
     { "weights = fp32", "weights = bf16\n[kernels]\nbackend = none",
       "[numerics] weights: rounds the real math, but this run does no math" },
     { "kind = allreduce\n[numerics]\nweights = fp32",
-      "kind = gossip\n[numerics]\ncommunication = bf16",
-      "[numerics] communication: kind = gossip does not round" },
+      "kind = hogwild\n[numerics]\ncommunication = bf16",
+      "[numerics] communication: has nothing to round under kind = hogwild" },
+    { "weights = fp32", "gradients = fp16\nloss_scale = dynamics", "[numerics] loss_scale: 'dynamics'" },
+    { "weights = fp32", "gradients = fp16\nloss_scale = 1e9", "[numerics] loss_scale: '1e9'" },
+    { "weights = fp32", "loss_scale = dynamic", "[numerics] loss_scale: scales only" },
+    { "weights = fp32", "activations = bf16\nloss_scale = dynamic",
+      "[numerics] loss_scale: dynamic watches the gradients" },
+    { "weights = fp32", "activations = bf16\ngradients = fp16\nloss_scale = dynamic",
+      "[numerics] loss_scale: dynamic is not applied inside" },
+    { "weights = fp32", "gradients = fp16\nloss_scale = 1024\ngrowth_interval = 10",
+      "[numerics] growth_interval: applies to loss_scale = dynamic only" },
+    { "weights = fp32", "gradients = fp16\ninitial_scale = 1024",
+      "[numerics] initial_scale: applies to loss_scale = dynamic only" },
+    { "weights = fp32", "gradients = fp16\nloss_scale = dynamic\ngrowth_interval = 0",
+      "[numerics] growth_interval" },
+    { "weights = fp32", "gradients = fp16\nloss_scale = dynamic\ninitial_scale = 0",
+      "[numerics] initial_scale" },
     { "kind = allreduce\n[numerics]\nweights = fp32",
       "kind = pipeline\nstages = 2\n[numerics]\ngradients = bf16",
       "[numerics] gradients: kind = pipeline" },
@@ -595,6 +803,11 @@ main (int argc, char **argv)
   g_test_add_func ("/numerics/round/scaled", test_scaled);
   g_test_add_func ("/numerics/round/names", test_names);
   g_test_add_func ("/numerics/step/loss-scale", test_loss_scale_recovers);
+  g_test_add_func ("/numerics/step/scaler-rule", test_scaler_rule);
+  g_test_add_func ("/numerics/step/dynamic-skips", test_dynamic_scale_skips);
+  g_test_add_func ("/numerics/run/dynamic-overflow", test_dynamic_run);
+  g_test_add_func ("/numerics/run/wire-fp32-identity", test_wire_identity);
+  g_test_add_func ("/numerics/run/wire-rounds", test_wire_rounds);
   g_test_add_func ("/numerics/run/fp32-identity", test_fp32_identity);
   g_test_add_func ("/numerics/run/formats-train", test_formats_train);
   g_test_add_func ("/numerics/run/threads", test_threads);

@@ -12,7 +12,10 @@
  * the forward and backward read a copy of the parameters rounded to the
  * weights' format, never the master copy, and each worker's gradient is
  * rounded (loss scale applied) before anything else sees it: the
- * optimizer here, or the schedule's push or reduction.
+ * optimizer here, or the schedule's push or reduction.  With a dynamic
+ * loss scale (the model's KernScaler) a gradient that overflows there is
+ * skipped: zeroed, and not stepped on where the optimizer is the
+ * worker's.
  */
 #include "config.h"
 
@@ -28,6 +31,8 @@ struct TrainSteps {
   int *y;                     /* (slots x batch) */
   int *idx;                   /* (batch) */
   double *losses;             /* (slots) when the step keeps none */
+  gboolean *skip;             /* (slots) the step's gradients that a
+                               * dynamic loss scale skipped */
   float *wcopy;               /* (slots, n_params) parameters rounded to
                                * the weights' format; NULL while unused */
   const float **wown;         /* (slots) the rounded copies of `own` */
@@ -50,6 +55,7 @@ train_steps_new (const TrainStepsSetup *setup)
   ts->y = g_new (int, rows);
   ts->idx = g_new (int, setup->batch);
   ts->losses = g_new (double, setup->slots);
+  ts->skip = g_new0 (gboolean, setup->slots);
   ts->lanes = train_lanes_new (setup->model, setup->host_timed);
   ts->chunk = train_task_groups (setup->batch);
   return ts;
@@ -66,6 +72,7 @@ train_steps_free (TrainSteps *ts)
   g_free (ts->y);
   g_free (ts->idx);
   g_free (ts->losses);
+  g_free (ts->skip);
   g_free (ts->wcopy);
   g_free (ts->wown);
   g_free (ts);
@@ -201,14 +208,32 @@ train_step (TrainSteps *ts, const TrainStep *st)
               ts->st_losses[i] = s->model->ops->loss_grad (s->model, own[i], slot_x (ts, i),
                                                            slot_y (ts, i), B, st->grads[i]);
           host = (double) (g_get_monotonic_time () - t0) / 1e6;
-          /* the gradients as they leave the workers */
+          /* the gradients as they leave the workers; with a dynamic scale
+           * each in turn, worker order, at the scale the ones before left */
           const KernNumerics *num = &s->model->num;
           gsize P = s->model->ops->n_params (s->model);
+          gboolean *skip = ts->skip;
+          memset (skip, 0, (gsize) st->n * sizeof *skip);
           for (int i = 0; num->gradients != KERN_FORMAT_FP32 && i < st->n; i++)
-            kern_round_scaled (num->gradients, st->grads[i], P, kern_numerics_scale (num));
-          /* 3. the optimizer, where the schedule updates on the worker */
+            if (num->dynamic_scale)
+              {
+                KernScaler *sc = &s->model->scaler;
+                kern_round_scaled (num->gradients, st->grads[i], P, sc->scale);
+                skip[i] = !kern_scaler_update (sc, num, kern_all_finite (st->grads[i], P));
+                if (skip[i])  /* nothing of it leaves the worker */
+                  memset (st->grads[i], 0, P * sizeof (float));
+              }
+            else
+              kern_round_scaled (num->gradients, st->grads[i], P, kern_numerics_scale (num));
+          /* 3. the optimizer, where the schedule updates on the worker
+           * (a skipped gradient leaves the parameters as they were) */
           for (int i = 0; st->opt && i < st->n; i++)
-            if (st->update_from && st->update_from[i])
+            if (skip[i])
+              {
+                if (st->update_from && st->update_from[i])
+                  memcpy (st->update[i], st->update_from[i], P * sizeof (float));
+              }
+            else if (st->update_from && st->update_from[i])
               kern_optimizer_step_into (st->opt[i], st->update[i], st->update_from[i],
                                         st->grads[i]);
             else
