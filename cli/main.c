@@ -339,7 +339,7 @@ check_layout (const SimConfig *c, KernModel *m)
   gint64 S = stages ? MAX (base_values_int (c->values, "policy.stages"), 1) : 1;
   gint64 D = c->workers / T / S, groups = c->workers / T;
   gint64 zero = base_values_int (c->values, "policy.zero");
-  double e = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 2 : 4;
+  double e = sim_precision_mixed (c->precision) ? 2 : 4;
   g_autoptr (GString) line = g_string_new (NULL);
   g_string_append_printf (line, "  layout: %" G_GINT64_FORMAT " data-parallel rank%s", D,
                           D == 1 ? "" : "s");

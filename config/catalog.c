@@ -101,7 +101,7 @@ take_intra_link (SimConfig *c, const SimCatalog *cat, const char *file, GError *
 static gboolean
 take_device (SimConfig *c, const SimCatalog *cat, const char *file, GError **error)
 {
-  static const char *const prec[] = { "fp32", "tf32", "bf16", "fp16" };
+  static const char *const prec[] = { "fp32", "tf32", "bf16", "fp16", "fp8" };
   const SimDevice *d = sim_catalog_device (cat, c->device);
   if (!d)
     {
@@ -111,14 +111,31 @@ take_device (SimConfig *c, const SimCatalog *cat, const char *file, GError **err
                    file, c->device, names);
       return FALSE;
     }
-  SimDevicePrecision dp = sim_device_precision (d, c->precision);
+  /* fp8: the linear layers at the fp8 figures, every other layer at
+   * bf16's, which fill the keys below */
+  gboolean fp8 = c->precision == SIM_PREC_FP8;
+  SimDevicePrecision dp = sim_device_precision (d, fp8 ? SIM_PREC_BF16 : c->precision);
   double peak = dp.peak;
+  if (fp8 && !(d->fp8_flops > 0) && !given (c, "device.fp8_flops"))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [device] precision: device '%s' has no fp8 peak (fp8_flops) in the catalog; use precision = bf16 or set [device] fp8_flops",
+                   file, c->device);
+      return FALSE;
+    }
   if (!(peak > 0) && !given (c, "device.flops"))
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "%s: [device] precision: device '%s' has no %s peak in the catalog; use precision = fp32 or set [device] flops",
-                   file, c->device, prec[c->precision]);
+                   file, c->device, prec[fp8 ? SIM_PREC_BF16 : c->precision]);
       return FALSE;
+    }
+  if (fp8)
+    {
+      take (c, "device.fp8_flops", &c->fp8_flops, d->fp8_flops);
+      take (c, "device.fp8_efficiency", &c->fp8_efficiency,
+            d->fp8_efficiency > 0 ? d->fp8_efficiency
+            : dp.efficiency > 0   ? dp.efficiency : d->efficiency);
     }
   take (c, "device.flops", &c->flops, peak);
   take (c, "device.efficiency", &c->efficiency,

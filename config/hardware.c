@@ -75,12 +75,14 @@ static const CatalogKey device_keys[] = {
   { "tf32_flops", CK_QUANTITY, SIM_UNIT_COMPUTE, FALSE, 0, BIG, TRUE, "156TFLOPS", DEV (tf32_flops) },
   { "bf16_flops", CK_QUANTITY, SIM_UNIT_COMPUTE, FALSE, 0, BIG, TRUE, "312TFLOPS", DEV (bf16_flops) },
   { "fp16_flops", CK_QUANTITY, SIM_UNIT_COMPUTE, FALSE, 0, BIG, TRUE, "312TFLOPS", DEV (fp16_flops) },
+  { "fp8_flops", CK_QUANTITY, SIM_UNIT_COMPUTE, FALSE, 0, BIG, TRUE, "1979TFLOPS", DEV (fp8_flops) },
   { "memory_bandwidth", CK_QUANTITY, SIM_UNIT_BANDWIDTH, TRUE, 0, BIG, TRUE, "2039GBps", DEV (memory_bandwidth) },
   { "memory", CK_QUANTITY, SIM_UNIT_SIZE, FALSE, 0, BIG, TRUE, "80GB", DEV (memory) },
   { "efficiency", CK_QUANTITY, SIM_UNIT_NONE, TRUE, 0, 1, TRUE, "0.5", DEV (efficiency) },
   { "tf32_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (tf32_efficiency) },
   { "bf16_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (bf16_efficiency) },
   { "fp16_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (fp16_efficiency) },
+  { "fp8_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (fp8_efficiency) },
   { "conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.5", DEV (conv_efficiency) },
   { "tf32_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.25", DEV (tf32_conv_efficiency) },
   { "bf16_conv_efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.4", DEV (bf16_conv_efficiency) },
@@ -388,12 +390,13 @@ read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
 SimDevicePrecision
 sim_device_precision (const SimDevice *d, int precision)
 {
-  g_return_val_if_fail (d != NULL && precision >= 0 && precision < 4, (SimDevicePrecision) { 0 });
+  g_return_val_if_fail (d != NULL && precision >= 0 && precision < 5, (SimDevicePrecision) { 0 });
   const SimDevicePrecision all[] = {
     { d->flops, d->efficiency, d->conv_efficiency },
     { d->tf32_flops, d->tf32_efficiency, d->tf32_conv_efficiency },
     { d->bf16_flops, d->bf16_efficiency, d->bf16_conv_efficiency },
     { d->fp16_flops, d->fp16_efficiency, d->fp16_conv_efficiency },
+    { d->fp8_flops, d->fp8_efficiency, 0 },
   };
   return all[precision];
 }

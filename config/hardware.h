@@ -30,6 +30,7 @@ typedef struct {
   double bf16_flops;       /* FLOP/s, dense BF16 tensor-core peak, 0 = none */
   double fp16_flops;       /* FLOP/s, dense FP16 peak (tensor cores where
                               present), 0 = none */
+  double fp8_flops;        /* FLOP/s, dense FP8 tensor-core peak, 0 = none */
   double memory_bandwidth; /* bytes/s, peak DRAM/HBM bandwidth, > 0 */
   double memory;           /* bytes, capacity as the vendor states it,
                               0 = not stated (CPUs share host memory) */
@@ -39,6 +40,7 @@ typedef struct {
                               0 = not stated: efficiency */
   double bf16_efficiency;
   double fp16_efficiency;
+  double fp8_efficiency;   /* of the FP8 peak: linear layers' products */
   double conv_efficiency;  /* share of each peak convolutions achieve, 0 =
                               not stated: the efficiency of that peak */
   double tf32_conv_efficiency;
@@ -58,9 +60,10 @@ typedef struct {
                               default of [cluster] price; 0 = none */
 } SimDevice;
 
-/* Device d's figures for one precision (0 fp32, 1 tf32, 2 bf16, 3 fp16:
- * SimPrecision's order): its peak (0 = none) and, as the catalog states
- * them (0 = not stated), the dense and the convolution efficiency. */
+/* Device d's figures for one precision (0 fp32, 1 tf32, 2 bf16, 3 fp16,
+ * 4 fp8: SimPrecision's order): its peak (0 = none) and, as the catalog
+ * states them (0 = not stated), the dense and the convolution efficiency
+ * (none for fp8, whose convolutions run in bf16). */
 typedef struct {
   double peak;
   double efficiency;

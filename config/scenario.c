@@ -64,7 +64,8 @@ static const BaseChoice recover_choices[] = {
   { NULL, 0, FALSE } };
 static const BaseChoice precision_choices[] = {
   { "fp32", SIM_PREC_FP32, FALSE }, { "tf32", SIM_PREC_TF32, FALSE },
-  { "bf16", SIM_PREC_BF16, FALSE }, { "fp16", SIM_PREC_FP16, FALSE }, { NULL, 0, FALSE } };
+  { "bf16", SIM_PREC_BF16, FALSE }, { "fp16", SIM_PREC_FP16, FALSE },
+  { "fp8", SIM_PREC_FP8, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice format_choices[] = {
   { "fp32", KERN_FORMAT_FP32, FALSE }, { "bf16", KERN_FORMAT_BF16, FALSE },
   { "fp16", KERN_FORMAT_FP16, FALSE }, { "fp8-e4m3", KERN_FORMAT_FP8_E4M3, FALSE },
@@ -117,6 +118,10 @@ static const KeyDef core_keys[] = {
     "Peak FLOP/s of every worker and server device.", NULL },
   { "device", "efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, 1, 1, NULL, OFF (efficiency),
     "Share of peak FLOP/s that dense matrix products (layer kind gemm) achieve, in (0, 1]; the catalog's for its precision where [cluster] device is set.", NULL },
+  { "device", "fp8_flops", BASE_KEY_QUANTITY, SIM_UNIT_COMPUTE, "0", 0, BIG, 0, NULL, OFF (fp8_flops),
+    "precision = fp8: dense fp8 peak FLOP/s that the linear layers' matrix products (layer kind gemm) run at, while flops is the bf16 peak every other layer runs at (the catalog's fp8_flops where [cluster] device is set; 0 = none).", NULL },
+  { "device", "fp8_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1, 0, NULL, OFF (fp8_efficiency),
+    "precision = fp8: share of fp8_flops the linear layers' matrix products achieve, in (0, 1]; 0 = the same as efficiency (the catalog's where [cluster] device is set).", NULL },
   { "device", "conv_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1, 0, NULL, OFF (conv_efficiency),
     "Share of peak FLOP/s that convolutions (layer kind conv) achieve, in (0, 1]; 0 = the same as efficiency (the catalog's for its precision where [cluster] device is set).", NULL },
   { "device", "conv3x3_efficiency", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 4, 0, NULL, OFF (conv3x3_efficiency),
@@ -140,7 +145,7 @@ static const KeyDef core_keys[] = {
   { "device", "reserve", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "-1", -1, BIG, 0, NULL, OFF (reserve),
     "Device memory the framework keeps for itself, checked with the model's terms: the CUDA context, cuDNN and cuBLAS workspaces and the caching allocator's fragmentation (docs/compute.md). Default (-1): 0.5 GiB + 5% of memory where [cluster] device names a catalog device, else 0.", NULL },
   { "device", "precision", BASE_KEY_ENUM, 0, "fp32", 0, 0, 0, precision_choices, OFF (precision),
-    "Which peak (and efficiency) of [cluster] device is used: fp32, or the tensor-core tf32, bf16 or fp16; activations move as 2-byte values under bf16 and fp16, 4-byte otherwise.", NULL },
+    "Which peak (and efficiency) of [cluster] device is used: fp32, or the tensor-core tf32, bf16 or fp16, or fp8 (Transformer Engine: linear layers at fp8_flops, everything else at the bf16 peak); activations move as 2-byte values under bf16, fp16 and fp8, 4-byte otherwise.", NULL },
   { "device", "compute_time", BASE_KEY_ENUM, 0, "model", 0, 0, 0, compute_time_choices, OFF (measured),
     "model: host-independent roofline time; measured: the host's wall time of the real kernels times measured_scale (emulation; not reproducible across hosts).", NULL },
   { "device", "measured_scale", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "1", 0, BIG, 1, NULL, OFF (measured_scale),
@@ -996,6 +1001,35 @@ check_numerics (SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
+/* [device] precision = fp8 prices the linear layers at their own peak,
+ * which it needs, layer by layer (the per-layer model); the fp8 keys
+ * price nothing under any other precision. */
+static gboolean
+check_fp8 (const SimConfig *c, const char *file, GError **error)
+{
+  if (c->precision != SIM_PREC_FP8)
+    {
+      const char *k = c->fp8_flops > 0 ? "fp8_flops" : c->fp8_efficiency > 0 ? "fp8_efficiency"
+                                                                             : NULL;
+      if (k)
+        return fail (error, file, find_key ("device", k),
+                     "prices fp8 matrix products, but [device] precision is not fp8; set "
+                     "precision = fp8 or remove %s", k);
+      return TRUE;
+    }
+  if (!(c->fp8_flops > 0))
+    return fail (error, file, find_key ("device", "fp8_flops"),
+                 "precision = fp8 runs the linear layers at the fp8 peak, which is not set; "
+                 "set fp8_flops (e.g. 1979TFLOPS for an H100 SXM5), a [cluster] device with "
+                 "fp8 (h100), or precision = bf16");
+  if (c->memory_bandwidth <= 0 && c->step_time < 0)
+    return fail (error, file, find_key ("device", "precision"),
+                 "fp8 prices the linear layers apart from the rest, layer by layer, which needs "
+                 "[device] memory_bandwidth (the per-layer model); set it (or a catalog "
+                 "[cluster] device) or use precision = bf16");
+  return TRUE;
+}
+
 /* Rules that involve more than one key. */
 /* The host keys ([cluster] host_cores, [model] input_time, loader_workers,
  * framework_time: docs/compute.md) only where they price something: the
@@ -1080,6 +1114,8 @@ check_cross (SimConfig *c, const char *file, GError **error)
   if (!check_numerics (c, file, error))
     return FALSE;
   if (!sim_apply_catalog (c, file, error))
+    return FALSE;
+  if (!check_fp8 (c, file, error))
     return FALSE;
   if (!sim_model_shape_apply (c, file, error) || !sim_model_kind_validate (c, file, error)
       || !check_policy (c, file, error) || !check_train_length (c, file, error))

@@ -48,7 +48,22 @@ typedef enum {
 #define SIM_RESERVE_CONTEXT (512.0 * 1024 * 1024)
 #define SIM_RESERVE_FRAGMENTATION 0.05
 
-typedef enum { SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16 } SimPrecision;
+/* [device] precision.  fp8 is Transformer Engine's recipe: the linear
+ * layers' matrix products in fp8, everything else in bf16 (docs/compute.md,
+ * "FP8"). */
+typedef enum {
+  SIM_PREC_FP32, SIM_PREC_TF32, SIM_PREC_BF16, SIM_PREC_FP16, SIM_PREC_FP8
+} SimPrecision;
+#define SIM_N_PRECISIONS 5
+
+/* Whether `precision` (SimPrecision) is mixed-precision training: 2-byte
+ * activations and working weights beside an fp32 master copy (bf16, fp16,
+ * and fp8, whose tensors between kernels are bf16). */
+static inline gboolean
+sim_precision_mixed (int precision)
+{
+  return precision == SIM_PREC_BF16 || precision == SIM_PREC_FP16 || precision == SIM_PREC_FP8;
+}
 /* [model] recompute (docs/compute.md, "Activation recomputation"). */
 typedef enum { SIM_RECOMPUTE_NONE, SIM_RECOMPUTE_SELECTIVE, SIM_RECOMPUTE_FULL } SimRecompute;
 /* [model] fusion: whether chains of element-wise layers run as one kernel. */
@@ -86,8 +101,12 @@ typedef struct {
   gint64 host_cores;     /* CPU cores of a server, shared by its GPUs' data
                             loaders; 0 = the host is not modelled */
   /* [device] */
-  double flops;          /* peak FLOP/s */
+  double flops;          /* peak FLOP/s (under fp8: the bf16 peak, which
+                            every layer but the linear ones runs at) */
   double efficiency;     /* share of peak matrix products achieve, (0, 1] */
+  double fp8_flops;      /* FLOP/s, dense fp8 peak the linear layers' matrix
+                            products run at under precision = fp8; 0 = none */
+  double fp8_efficiency; /* share of fp8_flops they achieve; 0 = efficiency */
   double conv_efficiency; /* share of peak convolutions achieve; 0 = efficiency */
   double conv3x3_efficiency; /* the same for 3 x 3 stride-1 convolutions,
                                 by their direct FLOPs (Winograd: may pass

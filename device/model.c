@@ -42,11 +42,12 @@ sim_roofline_seconds (double flops, double bytes, double achieved, double bandwi
 }
 
 /* Bytes per sample of activation traffic relative to 4-byte floats: 2-byte
- * values under bf16 and fp16. */
+ * values under bf16, fp16 and fp8 (whose tensors between kernels are
+ * bf16). */
 static double
 activation_scale (const SimConfig *c)
 {
-  return c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 0.5 : 1.0;
+  return sim_precision_mixed (c->precision) ? 0.5 : 1.0;
 }
 
 /* One pass of layer ly over n samples: `flops`, and bytes_fixed (weights,
@@ -64,6 +65,10 @@ layer_pass_seconds (const SimConfig *c, const KernLayer *ly, double flops, doubl
                : ly->kind == KERN_LAYER_ATTENTION ? c->efficiency * c->attention_factor
                : c->efficiency;
   double rate = c->flops * eff;
+  /* fp8: the linear layers' products at the fp8 peak; attention's batched
+   * products, convolutions and the rest stay at bf16's */
+  if (c->precision == SIM_PREC_FP8 && ly->kind == KERN_LAYER_GEMM)
+    rate = c->fp8_flops * (c->fp8_efficiency > 0 ? c->fp8_efficiency : c->efficiency);
   return (joined ? 0 : c->kernel_overhead)
          + sim_roofline_seconds (flops, bytes_fixed + bytes_sample * n * activation_scale (c),
                                  rate, c->memory_bandwidth * c->memory_efficiency);
@@ -321,7 +326,7 @@ sim_memory_terms (const SimConfig *c, const KernModel *m, SimMemoryTerms *out)
 {
   double P = (double) m->ops->n_params (m);
   int per = kern_opt_state_per_param (kern_opt_lookup (c->optimizer));
-  gboolean mixed = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16;
+  gboolean mixed = sim_precision_mixed (c->precision);
   const PolPolicyOps *ops = pol_lookup (c->policy);
   /* the whole model on one device: a policy that spreads it (its shares)
    * has its own terms, sim_shares_memory */
@@ -475,7 +480,7 @@ sim_shares_memory (const SimConfig *c, const KernModel *m, int *n, PolShares **p
   /* with tensor groups, a share is one tensor rank's: its cut of each
    * layer's parameters (the policy's shares cut the activations) */
   int T = ops->tensor ? (int) base_values_int (c->values, "policy.tensor") : 1;
-  gboolean mixed = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16;
+  gboolean mixed = sim_precision_mixed (c->precision);
   int zero = ops->zero ? (int) base_values_int (c->values, "policy.zero") : 0;
   double R = MAX (1.0, (double) base_values_int (c->values, "policy.replicas"));
   g_autofree PolTpSplit *split = NULL;

@@ -293,9 +293,9 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .server_failures = cl->server_failures,
     .memory_bandwidth = c->memory_bandwidth * c->memory_efficiency,
     .overlap_slowdown = c->overlap_slowdown,
-    .value_bytes = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 2 : 4,
+    .value_bytes = sim_precision_mixed (c->precision) ? 2 : 4,
     .grad_bytes = base_values_int (c->values, "policy.gradient_precision") == 1
-                  && (c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16) ? 2 : 4,
+                  && sim_precision_mixed (c->precision) ? 2 : 4,
     .launch_overhead = c->launch_overhead,
     .step_overhead = c->step_overhead,
     /* one kind of link everywhere but inside the servers of a topology

@@ -410,7 +410,7 @@ read_base (Search *s, GError **error)
                   || g_hash_table_contains (c->given, "model.shape"))
               ? base_values_int (c->values, "model.blocks") : 0;
   s->sequence = base_values_int (c->values, "policy.sequence_parallel") != 0;
-  s->e = c->precision == SIM_PREC_BF16 || c->precision == SIM_PREC_FP16 ? 2 : 4;
+  s->e = sim_precision_mixed (c->precision) ? 2 : 4;
   s->g = base_values_int (c->values, "policy.gradient_precision") ? s->e : 4;
   s->sim = eng_sim_new ();
   s->net = sim_network_build (c, s->sim, s->path, error);

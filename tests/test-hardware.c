@@ -316,18 +316,19 @@ test_docs_match (void)
   for (guint r = 0; r < devices->len; r++)
     {
       char **cells = g_ptr_array_index (devices, r);
-      g_assert_cmpuint (g_strv_length (cells), ==, 8);
+      g_assert_cmpuint (g_strv_length (cells), ==, 9);
       const SimDevice *d = device_of (c, cells[0]);
       check_figure (d->name, "FP32", docs_figure (cells[1], SIM_UNIT_COMPUTE, d->name, "FP32"), d->flops);
       check_figure (d->name, "TF32", docs_figure (cells[2], SIM_UNIT_COMPUTE, d->name, "TF32"), d->tf32_flops);
       check_figure (d->name, "BF16", docs_figure (cells[3], SIM_UNIT_COMPUTE, d->name, "BF16"), d->bf16_flops);
       check_figure (d->name, "FP16", docs_figure (cells[4], SIM_UNIT_COMPUTE, d->name, "FP16"), d->fp16_flops);
+      check_figure (d->name, "FP8", docs_figure (cells[5], SIM_UNIT_COMPUTE, d->name, "FP8"), d->fp8_flops);
       check_figure (d->name, "memory bandwidth",
-                    docs_figure (cells[5], SIM_UNIT_BANDWIDTH, d->name, "memory bandwidth"),
+                    docs_figure (cells[6], SIM_UNIT_BANDWIDTH, d->name, "memory bandwidth"),
                     d->memory_bandwidth);
-      check_figure (d->name, "memory", docs_figure (cells[6], SIM_UNIT_SIZE, d->name, "memory"), d->memory);
+      check_figure (d->name, "memory", docs_figure (cells[7], SIM_UNIT_SIZE, d->name, "memory"), d->memory);
       check_figure (d->name, "efficiency",
-                    docs_figure (cells[7], SIM_UNIT_NONE, d->name, "efficiency"), d->efficiency);
+                    docs_figure (cells[8], SIM_UNIT_NONE, d->name, "efficiency"), d->efficiency);
     }
 
   g_autoptr (GPtrArray) links = docs_table (text, "| name | kind |");
