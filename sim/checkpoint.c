@@ -115,6 +115,15 @@ sim_ckpt_validate (const SimConfig *c, const SimCkptPlan *p, GError **error)
                    "mtbf", c->file);
       return FALSE;
     }
+  if (!(p->write <= 1e12 && p->restart <= 1e12))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [failures] checkpoint_bandwidth: %g bytes at %g bytes/s make a "
+                   "checkpoint write of %g s and a restart of %g s, more than 1e12 s; raise "
+                   "the bandwidth or lower checkpoint_size or reschedule", c->file, p->size,
+                   c->fail_ckpt_bandwidth, p->write, p->restart);
+      return FALSE;
+    }
   double span = p->interval + p->write + p->restart;
   if (isfinite (p->mtbf) && span > 5.0 * p->mtbf)
     {

@@ -78,7 +78,8 @@ void sim_ckpt_plan (const SimConfig *c, const KernModel *m, int n_links, SimCkpt
 
 /* The rules of a plan that need the model and the topology: FALSE with a
  * one-line SIM_ERROR_INPUT message naming c's file and the [failures] key
- * when auto has nothing to go on (no write time, or no failure rate) or
+ * when auto has nothing to go on (no write time, or no failure rate), when
+ * a write or a restart would take more than 1e12 s, or
  * when a segment, its write and a restart would take more than 5 job
  * MTBFs (the job would rarely get past one: e^5 ~ 150 tries each). */
 gboolean sim_ckpt_validate (const SimConfig *c, const SimCkptPlan *p, GError **error);
