@@ -458,6 +458,43 @@ check_model (const SimConfig *c)
   kern_model_free (m);
 }
 
+/* dtsim check's line on a job that fails (sim/checkpoint.h): its MTBF,
+ * the checkpoint's size, write and restart times, Young's and Daly's
+ * intervals and the first-order expected waste at the run's interval.
+ * FALSE with *error set where the plan breaks a rule (sim_ckpt_validate). */
+static gboolean
+check_failures (const SimConfig *c, GError **error)
+{
+  if (!(c->fail_mtbf > 0 || c->fail_link_mtbf > 0 || c->fail_job_at->len > 0))
+    return TRUE;
+  KernModel *m = sim_model_new (c, NULL, NULL);
+  EngSim *sim = eng_sim_new ();
+  NetNetwork *net = sim_network_build (c, sim, c->file, error);
+  if (!net)
+    {
+      eng_sim_free (sim);
+      if (m)
+        kern_model_free (m);
+      return FALSE;
+    }
+  SimCkptPlan p;
+  sim_ckpt_plan (c, m, net_network_n_links (net), &p);
+  net_network_free (net);
+  eng_sim_free (sim);
+  if (m)
+    kern_model_free (m);
+  if (!sim_ckpt_validate (c, &p, error))
+    return FALSE;
+  printf ("failures: %g devices and %g cables, job MTBF M = %.4g s (%.4g h); checkpoint of "
+          "%.4g GB written in C = %.4g s, restart R = %.4g s; Young's interval sqrt(2CM) = "
+          "%.4g s (Daly's higher-order %.4g s); at the interval of %.4g s (%s) the expected "
+          "waste C/tau + tau/(2M) + R/M is %.2f%% of the useful time (goodput %.2f%%)\n",
+          p.devices, p.cables, p.mtbf, p.mtbf / 3600.0, p.size / 1e9, p.write, p.restart,
+          p.young, p.daly, p.interval, c->ckpt_interval > 0 ? "given" : "auto",
+          100.0 * p.waste, 100.0 / (1.0 + p.waste));
+  return TRUE;
+}
+
 static int
 cmd_check (int argc, char **argv)
 {
@@ -495,6 +532,8 @@ cmd_check (int argc, char **argv)
           c->math ? "" : " (here timing only: no gradient is computed, only its time)");
   /* what one step costs on the device (first run) */
   check_model (c);
+  if (!check_failures (c, &error))
+    return die (error, 2);
   return 0;
 }
 

@@ -24,10 +24,16 @@ sim_metrics_compute (const SimMetricsIn *in, SimMetrics *out)
   out->model_flops = in->flops_per_sample > 0 && in->workers > 0
                      ? in->flops_per_sample * sps / in->workers : NAN;
   out->mfu = in->peak > 0 ? out->model_flops / in->peak : NAN;
+  /* a job that fails trains at its useful rate between outages; over a
+   * whole training its outages are the first-order model's expectation */
+  gboolean fails = in->useful_time > 0;
+  double rate = fails && in->samples >= 0 ? in->samples / in->useful_time : sps;
+  double stretch = fails ? 1.0 + in->waste : 1.0;
+  out->goodput = fails && in->sim_time > 0 ? in->useful_time / in->sim_time : NAN;
   if (in->tokens > 0)
-    out->train_time = in->tokens / out->tokens_per_s;
+    out->train_time = in->tokens / (rate * in->tokens_per_sample) * stretch;
   else if (in->epochs > 0 && in->train_samples > 0)
-    out->train_time = in->epochs * in->train_samples / sps;
+    out->train_time = in->epochs * in->train_samples / rate * stretch;
   else
     out->train_time = NAN;
   /* a run that trained nothing never finishes: no time, no hours */

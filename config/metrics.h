@@ -35,6 +35,11 @@ typedef struct {
   double epochs;            /* [scenario] epochs, 0 = not set */
   double train_samples;     /* the training set's samples (for epochs) */
   double price;             /* [cluster] price per device-hour, 0 = none */
+  /* a job that fails (sim/checkpoint.h): 0 without */
+  double useful_time;       /* s of useful work in sim_time (the rest is
+                               checkpoints, lost work, restarts) */
+  double waste;             /* first-order expected overhead per second of
+                               useful work: C / tau + tau / (2M) + R / M */
 } SimMetricsIn;
 
 /* The metrics; NAN where an input they need is missing. */
@@ -45,7 +50,11 @@ typedef struct {
                                samples_per_s / workers */
   double mfu;               /* model_flops / peak, a share */
   double train_time;        /* s: tokens / tokens_per_s, or epochs x
-                               train_samples / samples_per_s */
+                               train_samples / samples_per_s; for a job
+                               that fails, at the useful rate (samples /
+                               useful_time) times 1 + waste, the expected
+                               time of the first-order model */
+  double goodput;           /* useful_time / sim_time; NAN without failures */
   double device_hours;      /* train_time x devices / 3600 */
   double cost;              /* device_hours x price */
 } SimMetrics;

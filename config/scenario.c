@@ -252,6 +252,20 @@ static const KeyDef core_keys[] = {
     "[policy] replication = 1: the keys a crashed server comes back with: reinit (the model's initial values, fresh optimizer state) or checkpoint (the last checkpoint of its keys, fresh optimizer state).", NULL },
   { "failures", "checkpoint_every", BASE_KEY_INT, 0, "0", 0, 1e12, 0, NULL, OFF (fail_checkpoint_every),
     "recover = checkpoint: a server saves its keys each time every worker has this many more gradients applied there (at no cost); needed there, refused elsewhere.", NULL },
+  { "failures", "mtbf", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (fail_mtbf),
+    "Mean time between failures of one device of a synchronous job (kind = allreduce, pipeline): the job's devices fail as independent Poisson processes, so the whole job stops at rate devices / mtbf and restarts from its last checkpoint (0 = none; docs/policies.md, \"Job failures and checkpoints\").", NULL },
+  { "failures", "link_mtbf", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (fail_link_mtbf),
+    "The same for one full-duplex cable of the job's topology (two of its links, one per direction): adds cables / link_mtbf to the job's failure rate (0 = none).", NULL },
+  { "failures", "job_at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_job_at),
+    "Wall-clock times at which the whole job fails, comma-separated, besides (or instead of) the drawn ones; kind = allreduce, pipeline.", NULL },
+  { "failures", "checkpoint_interval", BASE_KEY_STRING, 0, "auto", 0, 0, 0, NULL, OFF (fail_ckpt_interval),
+    "Useful work between two checkpoints of a job that fails: a time, or auto = Young's sqrt(2 C M), C the write time and M the job's mean time between failures.", NULL },
+  { "failures", "checkpoint_size", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "0", 0, BIG, 0, NULL, OFF (fail_ckpt_size),
+    "Bytes of one checkpoint (0 = the model's parameters and optimizer state as the memory model counts them, one copy of each parameter).", NULL },
+  { "failures", "checkpoint_bandwidth", BASE_KEY_QUANTITY, SIM_UNIT_BANDWIDTH, "0", 0, BIG, 0, NULL, OFF (fail_ckpt_bandwidth),
+    "Bandwidth the whole job writes a checkpoint to storage at, and reads it back at after a failure; required with job failures (no default: it is the storage's, e.g. 2TBps for Llama 3's Tectonic, docs/policies.md).", NULL },
+  { "failures", "reschedule", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "-1", -1, BIG, 0, NULL, OFF (fail_reschedule),
+    "Time from a job failure until the job runs again on healthy devices, before it reads its checkpoint back (detection, replacement, start-up); required with job failures.", NULL },
   { "kernels", "backend", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (backend),
     "Where the real math runs.", kern_backend_entries },
   { "kernels", "reproducible", BASE_KEY_ENUM, 0, "auto", 0, 0, 0, reproducible_choices, OFF (reproducible),
@@ -892,6 +906,77 @@ check_failures (SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
+static gint
+compare_times (gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* The rules of [failures] mtbf, link_mtbf, job_at and the checkpoint keys
+ * (docs/policies.md, "Job failures and checkpoints"): a synchronous kind
+ * only, the storage and restart keys required with them and refused
+ * without them, the interval auto or a positive time.  The rules that need
+ * the model and the topology (the write time, the job's MTBF) are
+ * sim_ckpt_validate's (sim/checkpoint.c). */
+static gboolean
+check_job_failures (SimConfig *c, const char *file, GError **error)
+{
+  gboolean on = c->fail_mtbf > 0 || c->fail_link_mtbf > 0 || c->fail_job_at->len > 0;
+  gboolean is_auto = g_ascii_strcasecmp (c->fail_ckpt_interval, "auto") == 0;
+  if (!on)
+    {
+      static const char *const keys[] = { "checkpoint_interval", "checkpoint_size",
+                                          "checkpoint_bandwidth", "reschedule" };
+      gboolean given[] = { !is_auto, c->fail_ckpt_size != 0, c->fail_ckpt_bandwidth != 0,
+                           c->fail_reschedule != -1 };
+      for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+        if (given[i])
+          return fail (error, file, find_key ("failures", keys[i]),
+                       "applies only to whole-job failures; remove it or set [failures] mtbf "
+                       "(or link_mtbf, or job_at)");
+      return TRUE;
+    }
+  g_array_sort (c->fail_job_at, compare_times);
+  const char *which = c->fail_mtbf > 0 ? "mtbf" : c->fail_link_mtbf > 0 ? "link_mtbf" : "job_at";
+  if (!pol_lookup (c->policy)->job_failures)
+    {
+      g_autofree char *kinds = pol_job_failure_names ();
+      return fail (error, file, find_key ("failures", which),
+                   "whole-job failures and checkpoints are simulated for the synchronous kind = "
+                   "%s only, not %s (an asynchronous job goes on without the failed worker: "
+                   "use [failures] worker and at there); remove it or use kind = %s",
+                   kinds, c->policy, kinds);
+    }
+  if (c->detail > SIM_DETAIL_ITERATIONS)
+    return fail (error, file, find_key ("trace", "detail"),
+                 "%s: a job that fails has its iteration and metric rows moved to the "
+                 "wall-clock timeline, but not its spans and messages; use detail = iterations "
+                 "or summary, or remove [failures] %s", sim_detail_name (c->detail), which);
+  if (c->fail_ckpt_bandwidth <= 0)
+    return fail (error, file, find_key ("failures", "checkpoint_bandwidth"),
+                 "missing; a job that fails writes checkpoints: give the storage's write "
+                 "bandwidth, e.g. checkpoint_bandwidth = 100GBps");
+  if (c->fail_reschedule < 0)
+    return fail (error, file, find_key ("failures", "reschedule"),
+                 "missing; a job that fails waits to be placed again before it reads its "
+                 "checkpoint back: give that time, e.g. reschedule = 600s");
+  c->ckpt_interval = 0;
+  if (is_auto)
+    return TRUE;
+  const char *why = NULL;
+  double tau;
+  if (!sim_parse_quantity (c->fail_ckpt_interval, SIM_UNIT_TIME, &tau, &why))
+    return fail (error, file, find_key ("failures", "checkpoint_interval"),
+                 "'%s' is not valid; expected auto or %s", c->fail_ckpt_interval, why);
+  if (!(tau >= 1e-6 && tau <= 1e12))
+    return fail (error, file, find_key ("failures", "checkpoint_interval"),
+                 "%s is out of range; give a time from 1us to 1e12 s, or auto",
+                 c->fail_ckpt_interval);
+  c->ckpt_interval = tau;
+  return TRUE;
+}
+
 /* [scenario] tokens and epochs: one train length at most, in tokens only
  * for a model whose sample is made of tokens. */
 static gboolean
@@ -1124,7 +1209,7 @@ check_cross (SimConfig *c, const char *file, GError **error)
     return FALSE;
   if (!check_host (c, file, error))
     return FALSE;
-  if (!check_failures (c, file, error))
+  if (!check_failures (c, file, error) || !check_job_failures (c, file, error))
     return FALSE;
   if (c->db)
     {

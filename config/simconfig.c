@@ -67,6 +67,9 @@ sim_config_free (SimConfig *c)
     g_array_unref (c->fail_worker);
   if (c->fail_at)
     g_array_unref (c->fail_at);
+  if (c->fail_job_at)
+    g_array_unref (c->fail_job_at);
+  g_free (c->fail_ckpt_interval);
   if (c->fail_server)
     g_array_unref (c->fail_server);
   if (c->fail_server_at)

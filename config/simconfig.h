@@ -184,6 +184,15 @@ typedef struct {
   double fail_detect;    /* seconds from a server crash to its takeover */
   int fail_recover;      /* PolRecover: what a restarted server holds */
   gint64 fail_checkpoint_every; /* iterations between checkpoints, 0 = none */
+  /* whole-job failures of a synchronous job (sim/checkpoint.h) */
+  double fail_mtbf;      /* s, mean time between failures of one device, 0 = none */
+  double fail_link_mtbf; /* s, the same of one cable, 0 = none */
+  GArray *fail_job_at;   /* double wall-clock seconds of given job failures */
+  char *fail_ckpt_interval; /* checkpoint_interval as written: auto or a time */
+  double ckpt_interval;  /* resolved: s, 0 = auto (Young's) */
+  double fail_ckpt_size; /* bytes of a checkpoint, 0 = the model state's */
+  double fail_ckpt_bandwidth; /* bytes/s the job writes and reads checkpoints at */
+  double fail_reschedule; /* s from a job failure until it is placed again */
   /* [kernels] */
   gboolean math;         /* backend cpu or cuda: TRUE; none: timing only */
   char *backend;         /* cpu | cuda | none */

@@ -1462,6 +1462,7 @@ const PolPolicyOps pol_allreduce_ops = {
   .work = ar_work,
   .data_parts = ar_data_parts,
   .name = "allreduce",
+  .job_failures = TRUE,
   .wire_numerics = TRUE,
   .compresses = TRUE,
   .zero = TRUE,

@@ -1808,6 +1808,7 @@ pl_work (const PolModelInfo *mi, PolWork *out)
 const PolPolicyOps pol_pipeline_ops = {
   .work = pl_work,
   .name = "pipeline",
+  .job_failures = TRUE,
   .no_numerics = TRUE,
   .layer_steps = TRUE,
   .updates_not_samples = TRUE,

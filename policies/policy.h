@@ -499,6 +499,9 @@ typedef struct {
   const BaseKey *keys;
   gboolean failures;           /* simulates [failures] */
   gboolean server_failures;    /* simulates [failures] server crashes */
+  gboolean job_failures;       /* synchronous: stops whole at a failure, so
+                                * [failures] mtbf, link_mtbf and job_at
+                                * apply (sim/checkpoint.h) */
   gboolean no_model;           /* trains nothing: the run loads no data set
                                 * and runs no math, whatever [model] and
                                 * [kernels] say */
@@ -610,6 +613,9 @@ void pol_keys (GPtrArray *rows);
 gboolean pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error);
 /* The names of the policies that simulate [failures], joined by " or ". */
 char *pol_failure_names (void);
+/* The kinds that honour whole-job failures (job_failures), joined by " or ";
+ * free with g_free(). */
+char *pol_job_failure_names (void);
 /* The names of the policies that simulate server crashes, joined by " or ". */
 char *pol_server_failure_names (void);
 /* s per byte combined in a collective ([policy] reduce and the device's

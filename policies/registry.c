@@ -118,6 +118,16 @@ pol_failure_names (void)
 }
 
 char *
+pol_job_failure_names (void)
+{
+  GString *s = g_string_new (NULL);
+  for (int i = 0; policies[i]; i++)
+    if (policies[i]->job_failures)
+      g_string_append_printf (s, "%s%s", s->len ? " or " : "", policies[i]->name);
+  return g_string_free (s, FALSE);
+}
+
+char *
 pol_server_failure_names (void)
 {
   GString *s = g_string_new (NULL);

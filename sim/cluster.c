@@ -338,6 +338,9 @@ sim_cluster_new (const SimConfig *c, const PolRecorder *rec, GError **error)
   sim_server_failures (c, &cl->server_failures);
   if (!ok)
     return NULL;
+  sim_ckpt_plan (c, cl->model, net_network_n_links (cl->net), &cl->ckpt);
+  if (!sim_ckpt_validate (c, &cl->ckpt, error))
+    return NULL;
   cluster_device_times (cl);
   cluster_env (cl, rec);
   cl->pol = cl->ops->create (&cl->env, error);

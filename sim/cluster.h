@@ -16,6 +16,7 @@
 #include "device/model.h"
 #include "config/simconfig.h"
 #include "config/stragglers.h"
+#include "sim/checkpoint.h"
 
 G_BEGIN_DECLS
 
@@ -53,6 +54,7 @@ typedef struct {
   PolFailure *failures;        /* (n_failures) [failures], paired up */
   int n_failures;
   PolServerFailures server_failures; /* [failures] server crashes, paired up */
+  SimCkptPlan ckpt;            /* whole-job failures and checkpoints */
   PolEnv env;                  /* what the policy was created with */
   PolPolicy *pol;              /* created, not started */
   /* a compute time came out infinite: the engine was stopped there */

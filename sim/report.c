@@ -81,6 +81,8 @@ metrics_of (const SimConfig *c, const SimRunSummary *r, SimMetrics *out)
   sim_metrics_inputs_of (c, &in);
   in.samples = r->samples >= 0 ? (double) r->samples : NAN;
   in.sim_time = r->sim_time;
+  in.useful_time = r->useful_time;
+  in.waste = r->waste;
   sim_metrics_compute (&in, out);
 }
 
@@ -131,6 +133,21 @@ json_run (GString *s, const SimConfig *c, const SimRunSummary *r, int id, const 
   json_number (s, "gpu_hours", m.device_hours);
   g_string_append (s, ", ");
   json_number (s, "cost", m.cost);
+  if (r->useful_time > 0)
+    {
+      g_string_append (s, ", ");
+      json_number (s, "useful_time", r->useful_time);
+      g_string_append (s, ", ");
+      json_number (s, "goodput", m.goodput);
+      g_string_append_printf (s, ", \"failures\": %" G_GINT64_FORMAT ", ", r->failures);
+      json_number (s, "lost_time", r->lost);
+      g_string_append (s, ", ");
+      json_number (s, "checkpoint_time", r->checkpoint_time);
+      g_string_append (s, ", ");
+      json_number (s, "restart_time", r->restart_time);
+      g_string_append (s, ", ");
+      json_number (s, "expected_waste", r->waste);
+    }
   if (r->stop)
     g_string_append_printf (s, ", \"stop\": \"%s\"", r->stop);
   else
@@ -166,6 +183,8 @@ typedef struct
   gboolean mfu;          /* some run has model FLOPs: FLOP/s per GPU, MFU */
   gboolean train;        /* some run has a train length: time, GPU-hours */
   gboolean cost;         /* some run has a price: cost */
+  gboolean fails;        /* some run's job fails: goodput, failures, lost,
+                            checkpoint time, expected waste */
 } TableCols;
 
 /* Each run's scaling efficiency, into EFF: (throughput / workers) over that
@@ -244,6 +263,20 @@ table_metrics (const TableCols *k, const SimMetrics *m)
     table_number (10, "%.4g", m->cost);
 }
 
+/* The columns of a job that fails (those k shows), for run r. */
+static void
+table_failures (const TableCols *k, const SimRunSummary *r, const SimMetrics *m)
+{
+  if (!k->fails)
+    return;
+  gboolean on = r->useful_time > 0;
+  table_number (8, "%.2f%%", on ? 100 * m->goodput : NAN);
+  table_number (8, "%.0f", on ? (double) r->failures : NAN);
+  table_number (10, "%.4g", on ? r->lost : NAN);
+  table_number (10, "%.4g", on ? r->checkpoint_time : NAN);
+  table_number (8, "%.2f%%", on ? 100 * r->waste : NAN);
+}
+
 /* One run's row of the summary table: C, its summary R, its scaling
  * efficiency EFF; "-" where a value is missing. */
 static void
@@ -298,6 +331,7 @@ table_row (const TableCols *k, const SimConfig *c, const SimRunSummary *r, doubl
   else if (k->figure)
     printf ("  %12s", "-");
   table_metrics (k, m);
+  table_failures (k, r, m);
   printf ("\n");
 }
 
@@ -327,6 +361,12 @@ table_footer (const TableCols *k, GPtrArray *configs, const char *db)
             " samples/s; GPU-hours: that x devices (workers and servers) / 3600");
   if (k->cost)
     printf ("; cost: GPU-hours x [cluster] price");
+  if (k->fails)
+    printf ("; sim time of a job that fails: wall-clock, checkpoints, lost work and restarts "
+            "included; goodput: useful work / sim time; lost and ckpt: seconds of work "
+            "failures undid and of checkpoint writes; waste: the first-order model's "
+            "expected overhead C/tau + tau/(2M) + R/M per useful second, by which the time "
+            "to train is stretched");
   printf (")\n");
   for (guint i = 0; i < configs->len; i++)
     {
@@ -342,7 +382,7 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
   gsize w = 4;
   for (guint i = 0; i < configs->len; i++)
     w = MAX (w, strlen (((SimConfig *) g_ptr_array_index (configs, i))->name));
-  TableCols k = { (int) w, FALSE, TRUE, FALSE, NULL, FALSE, FALSE, FALSE, FALSE };
+  TableCols k = { (int) w, FALSE, TRUE, FALSE, NULL, FALSE, FALSE, FALSE, FALSE, FALSE };
   /* a sweep over cluster.workers also gets throughput and scaling efficiency */
   g_autofree double *eff = g_new0 (double, configs->len);
   scaling_efficiency (configs, sums, eff, &k.scaling, &k.all_figure);
@@ -369,6 +409,7 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
       k.mfu = k.mfu || isfinite (m[i].model_flops);
       k.train = k.train || isfinite (m[i].train_time);
       k.cost = k.cost || isfinite (m[i].cost);
+      k.fails = k.fails || sums[i].useful_time > 0;
     }
   printf ("%-*s  %12s  %6s  %8s  %8s  %8s  %8s  %8s", (int) w, "run", "sim time (s)",
           "iters", "loss", "accuracy", "compute", "comm", "wait");
@@ -388,6 +429,9 @@ sim_report_table (GPtrArray *configs, const SimRunSummary *sums, const char *db)
     printf ("  %12s  %10s", "to train", "GPU-hours");
   if (k.cost)
     printf ("  %10s", "cost");
+  if (k.fails)
+    printf ("  %8s  %8s  %10s  %10s  %8s", "goodput", "failures", "lost (s)", "ckpt (s)",
+            "waste");
   printf ("\n");
   for (guint i = 0; i < configs->len; i++)
     table_row (&k, g_ptr_array_index (configs, i), &sums[i], eff[i], &m[i]);

@@ -21,6 +21,22 @@
 #include "sim/run.h"
 #include "sim/cluster.h"
 #include "config/metrics.h"
+#include "sim/checkpoint.h"
+
+/* A row held back until the wall-clock time of its instants is final
+ * (a job that fails: sim/checkpoint.h). */
+typedef enum { HELD_ITERATION, HELD_METRIC, HELD_BUCKET } HeldKind;
+typedef struct {
+  HeldKind kind;
+  double latest;         /* s of useful time: its latest instant */
+  int worker;            /* iteration: worker; bucket: bucket */
+  gint64 iteration;      /* iteration; metric: step; bucket: iteration */
+  gint64 staleness;
+  double v[6];           /* iteration: start, end, compute, comm, wait;
+                            metric: t, loss, accuracy, consensus;
+                            bucket: bytes, ready, start, end */
+  const char *text;      /* bucket: algorithm (interned) */
+} HeldRow;
 
 /* What the policy's recorder callbacks see. */
 typedef struct {
@@ -35,7 +51,70 @@ typedef struct {
   gint64 diverged_step;
   double diverged_loss;
   GHashTable *links_used; /* link ids (GINT_TO_POINTER + 1) messages crossed */
+  /* a job that fails: its wall-clock timeline, and the rows whose times
+   * it has not settled yet, in the order they came */
+  SimTimeline *tl;
+  GArray *held;          /* HeldRow */
+  guint held_first;      /* rows of held before it are passed on */
 } RunCtx;
+
+static void emit_iteration (RunCtx *r, int worker, gint64 iteration, double start,
+                            double end, double compute, double comm, double wait,
+                            gint64 staleness);
+static void emit_metric (RunCtx *r, double t, gint64 step, double loss, double accuracy,
+                         double consensus);
+static void emit_bucket (RunCtx *r, gint64 iteration, int bucket, double bytes, double ready,
+                         double start, double end, const char *algorithm);
+
+/* Passes on, at their wall-clock times, the held rows (from the first, in
+ * order) whose instants are all settled: all of them when `all`. */
+static void
+release_held (RunCtx *r, gboolean all)
+{
+  double settled = sim_timeline_settled (r->tl);
+  while (r->held_first < r->held->len)
+    {
+      HeldRow *h = &g_array_index (r->held, HeldRow, r->held_first);
+      if (!all && !(h->latest < settled))
+        break;
+      const SimTimeline *tl = r->tl;
+      double *v = h->v;
+      switch (h->kind)
+        {
+        case HELD_ITERATION:
+          emit_iteration (r, h->worker, h->iteration, sim_timeline_wall (tl, v[0], TRUE),
+                          sim_timeline_wall (tl, v[1], FALSE), v[2], v[3], v[4], h->staleness);
+          break;
+        case HELD_METRIC:
+          emit_metric (r, sim_timeline_wall (tl, v[0], FALSE), h->iteration, v[1], v[2], v[3]);
+          break;
+        case HELD_BUCKET:
+          emit_bucket (r, h->iteration, h->worker, v[0], sim_timeline_wall (tl, v[1], FALSE),
+                       sim_timeline_wall (tl, v[2], TRUE), sim_timeline_wall (tl, v[3], FALSE),
+                       h->text);
+          break;
+        }
+      r->held_first++;
+    }
+  if (r->held_first == r->held->len)
+    {
+      g_array_set_size (r->held, 0);
+      r->held_first = 0;
+    }
+}
+
+/* Holds row h back: the timeline is settled up to now first, and the rows
+ * it settled are passed on.  FALSE (nothing held) without a timeline. */
+static gboolean
+hold (RunCtx *r, const HeldRow *h)
+{
+  if (!r->tl)
+    return FALSE;
+  sim_timeline_settle (r->tl, eng_sim_now (r->cl->sim));
+  g_array_append_val (r->held, *h);
+  release_held (r, FALSE);
+  return TRUE;
+}
 
 static void
 rec_iteration (gpointer ctx, int worker, gint64 iteration, double start,
@@ -43,6 +122,17 @@ rec_iteration (gpointer ctx, int worker, gint64 iteration, double start,
                gint64 staleness)
 {
   RunCtx *r = ctx;
+  HeldRow h = { HELD_ITERATION, end, worker, iteration, staleness,
+                { start, end, compute, comm, wait }, NULL };
+  if (!hold (r, &h))
+    emit_iteration (r, worker, iteration, start, end, compute, comm, wait, staleness);
+}
+
+static void
+emit_iteration (RunCtx *r, int worker, gint64 iteration, double start,
+                double end, double compute, double comm, double wait,
+                gint64 staleness)
+{
   if (r->trace)
     sim_trace_iteration (r->trace, r->run, worker, iteration, start, end, compute,
                          comm, wait, staleness);
@@ -75,6 +165,15 @@ rec_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy,
       r->diverged_loss = loss;
       eng_stop (r->cl->sim);
     }
+  HeldRow h = { HELD_METRIC, t, 0, step, 0, { t, loss, accuracy, consensus }, NULL };
+  if (!hold (r, &h))
+    emit_metric (r, t, step, loss, accuracy, consensus);
+}
+
+static void
+emit_metric (RunCtx *r, double t, gint64 step, double loss, double accuracy,
+             double consensus)
+{
   if (r->trace)
     sim_trace_metric (r->trace, r->run, t, step, loss, accuracy, consensus);
   if (r->extra && r->extra->metric)
@@ -86,6 +185,16 @@ rec_bucket (gpointer ctx, gint64 iteration, int bucket, double bytes, double rea
             double start, double end, const char *algorithm)
 {
   RunCtx *r = ctx;
+  HeldRow h = { HELD_BUCKET, MAX (MAX (ready, start), end), bucket, iteration, 0,
+                { bytes, ready, start, end }, g_intern_string (algorithm) };
+  if (!hold (r, &h))
+    emit_bucket (r, iteration, bucket, bytes, ready, start, end, algorithm);
+}
+
+static void
+emit_bucket (RunCtx *r, gint64 iteration, int bucket, double bytes, double ready,
+             double start, double end, const char *algorithm)
+{
   if (r->trace && sim_trace_wants (&sim_table_buckets, r->c->detail))
     sim_trace_bucket (r->trace, r->run, iteration, bucket, bytes, ready, start, end,
                       algorithm);
@@ -249,6 +358,46 @@ run_engine (const SimConfig *c, SimCluster *cl, SimRunSummary *out)
               : "time_limit";
 }
 
+static const char *const outage_names[] = { "checkpoint", "lost", "restart" };
+
+/* A failing job's end: the timeline composed to the run's useful end, the
+ * rows held back passed on, the outages recorded, the summary's times
+ * made wall-clock ones, and the results as params rows (docs/trace.md). */
+static void
+compose_timeline (RunCtx *r, SimRunSummary *out)
+{
+  sim_timeline_finish (r->tl, out->sim_time);
+  release_held (r, TRUE);
+  int n;
+  const SimOutage *o = sim_timeline_outages (r->tl, &n);
+  for (int i = 0; r->trace && i < n; i++)
+    sim_trace_outage (r->trace, r->run, outage_names[o[i].kind], o[i].start, o[i].end,
+                      o[i].useful, o[i].failure);
+  SimTimelineTotals tot;
+  sim_timeline_totals (r->tl, &tot);
+  const SimCkptPlan *p = &r->cl->ckpt;
+  out->useful_time = tot.useful;
+  out->sim_time = tot.elapsed;
+  out->failures = tot.failures;
+  out->lost = tot.lost;
+  out->checkpoint_time = tot.checkpoint;
+  out->restart_time = tot.restart;
+  out->waste = p->waste;
+  const struct { const char *key; double v; } rows[] = {
+    { "failures.job_mtbf", p->mtbf }, { "failures.checkpoint_bytes", p->size },
+    { "failures.write_time", p->write }, { "failures.restart_time", p->restart },
+    { "failures.interval", p->interval }, { "failures.young_daly", p->young },
+    { "failures.expected_waste", p->waste }, { "failures.useful", tot.useful },
+    { "failures.count", (double) tot.failures }, { "failures.lost", tot.lost },
+    { "failures.checkpoints", (double) tot.checkpoints },
+    { "failures.checkpoint_total", tot.checkpoint }, { "failures.restart_total", tot.restart },
+  };
+  char v[G_ASCII_DTOSTR_BUF_SIZE];
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    rec_param (r, rows[i].key, isfinite (rows[i].v)
+                               ? g_ascii_formatd (v, sizeof v, "%.17g", rows[i].v) : "inf");
+}
+
 /* Whether the run that stopped (summary *s) is a result: FALSE with *error
  * set when a compute time was infinite, the loss diverged, or a policy that
  * trains ran all its iterations without applying a gradient. */
@@ -318,7 +467,17 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
           r.links_used = g_hash_table_new (g_direct_hash, g_direct_equal);
           net_network_set_observer (r.cl->net, on_transfer, &r);
         }
+      if (r.cl->ckpt.on)
+        {
+          const GArray *at = c->fail_job_at; /* sorted by the loader */
+          r.tl = sim_timeline_new (r.cl->ckpt.interval, r.cl->ckpt.write, r.cl->ckpt.restart,
+                                   (const double *) at->data, (int) at->len, r.cl->ckpt.mtbf,
+                                   (guint64) c->seed);
+          r.held = g_array_new (FALSE, FALSE, sizeof (HeldRow));
+        }
       run_engine (c, r.cl, out);
+      if (r.tl)
+        compose_timeline (&r, out);
       {
         /* which path the collectives took (docs/collectives.md, Flow
          * classes) */
@@ -336,6 +495,18 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
           g_hash_table_unref (r.links_used);
         }
       ok = run_verdict (&r, out, error);
+      if (ok && r.tl && sim_timeline_truncated (r.tl))
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                       "%s: [failures] checkpoint_interval: %g s of work at an interval of %g s "
+                       "make more than %d checkpoints or outages; raise the interval or lower "
+                       "[scenario] iterations", c->file, out->useful_time,
+                       r.cl->ckpt.interval, SIM_CKPT_MAX_ROWS);
+          ok = FALSE;
+        }
+      sim_timeline_free (r.tl);
+      if (r.held)
+        g_array_unref (r.held);
       sim_cluster_free (r.cl);
     }
   out->wall_time = (double) (g_get_monotonic_time () - t0) / 1e6;

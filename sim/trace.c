@@ -75,6 +75,7 @@ static const SimTable *const tables[] = {
   &sim_table_stages,
   &sim_table_links,
   &sim_table_mesh,
+  &sim_table_outages,
 };
 #define N_TABLES ((int) G_N_ELEMENTS (tables))
 

@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/tables/) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 9
+#define SIM_TRACE_SCHEMA_VERSION 10
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -30,7 +30,7 @@ typedef struct SimTable SimTable;
 extern const SimTable sim_table_runs, sim_table_params, sim_table_metrics,
   sim_table_iterations, sim_table_spans, sim_table_messages, sim_table_buckets,
   sim_table_failures, sim_table_stages, sim_table_links;
-extern const SimTable sim_table_mesh;
+extern const SimTable sim_table_mesh, sim_table_outages;
 /* Whether a run at [trace] detail `detail` writes rows of table `tb`: the
  * table's own detail is that or lower. */
 gboolean sim_trace_wants (const SimTable *tb, SimDetail detail);
@@ -54,6 +54,15 @@ typedef struct {
   double compute, comm, wait;        /* worker seconds, summed */
   const char *stop;      /* why it ended: iterations, time_limit, target_loss,
                             target_accuracy */
+  /* whole-job failures (sim/checkpoint.h); all 0 without them.  With
+   * them, sim_time is the wall-clock time, every outage included */
+  double useful_time;    /* s of useful work: the unfailed run's time */
+  gint64 failures;       /* failures that struck the job */
+  double lost;           /* s of work (and partial writes) failures undid */
+  double checkpoint_time; /* s of completed checkpoint writes */
+  double restart_time;   /* s of restarts */
+  double waste;          /* first-order expected overhead per useful second
+                            (sim_ckpt_waste) at the run's interval */
 } SimRunSummary;
 
 /* Whether `path` may receive a new trace: TRUE when nothing is there or it
@@ -162,6 +171,10 @@ void sim_trace_message (SimTrace *t, gint64 run, const char *src,
  * name, bandwidth (bytes/s, delivered) and latency (s). */
 void sim_trace_link (SimTrace *t, gint64 run, int link, const char *name, double bandwidth,
                      double latency);
+/* One stretch of a failing job's timeline that is not useful work (the
+ * `outages` table): kind checkpoint, lost or restart (sim/checkpoint.h). */
+void sim_trace_outage (SimTrace *t, gint64 run, const char *kind, double start, double end,
+                       double useful, gboolean failure);
 /* One rank of the run's device mesh (the `mesh` table). */
 void sim_trace_mesh (SimTrace *t, gint64 run, const PolMeshRank *m);
 

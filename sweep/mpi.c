@@ -512,6 +512,12 @@ read_message (SimMpiHub *h, Message *m, SimMpiEvent *ev)
   s->compute = sim_wire_get_f64 (&r);
   s->comm = sim_wire_get_f64 (&r);
   s->wait = sim_wire_get_f64 (&r);
+  s->useful_time = sim_wire_get_f64 (&r);
+  s->failures = (gint64) sim_wire_get_u64 (&r);
+  s->lost = sim_wire_get_f64 (&r);
+  s->checkpoint_time = sim_wire_get_f64 (&r);
+  s->restart_time = sim_wire_get_f64 (&r);
+  s->waste = sim_wire_get_f64 (&r);
   g_autofree char *stop = sim_wire_get_str (&r);
   gint64 code = (gint64) sim_wire_get_u64 (&r);
   g_autofree char *message = sim_wire_get_str (&r);
@@ -736,6 +742,12 @@ sim_mpi_worker_send_end (SimMpiWorker *w, guint point, gboolean ok, const SimRun
   sim_wire_put_f64 (b, s->compute);
   sim_wire_put_f64 (b, s->comm);
   sim_wire_put_f64 (b, s->wait);
+  sim_wire_put_f64 (b, s->useful_time);
+  sim_wire_put_u64 (b, (guint64) s->failures);
+  sim_wire_put_f64 (b, s->lost);
+  sim_wire_put_f64 (b, s->checkpoint_time);
+  sim_wire_put_f64 (b, s->restart_time);
+  sim_wire_put_f64 (b, s->waste);
   sim_wire_put_str (b, ok ? s->stop : NULL);
   sim_wire_put_u64 (b, (guint64) (error ? error->code : 0));
   sim_wire_put_str (b, error ? error->message : NULL);

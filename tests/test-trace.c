@@ -68,6 +68,9 @@ static const char *const schema_now[] = {
   "  rank INTEGER NOT NULL, host TEXT NOT NULL,  replica INTEGER NOT NULL,"
   " stage INTEGER NOT NULL, expert INTEGER NOT NULL, context INTEGER NOT NULL,"
   " tensor INTEGER NOT NULL)",
+  "CREATE TABLE outages (run_id INTEGER NOT NULL REFERENCES runs(id),"
+  "  kind TEXT NOT NULL CHECK (kind IN ('checkpoint','lost','restart')), start REAL NOT NULL,"
+  " end REAL NOT NULL,  useful REAL NOT NULL, failure INTEGER NOT NULL)",
   "CREATE INDEX metrics_run ON metrics (run_id)",
   "CREATE INDEX iterations_run ON iterations (run_id)",
   "CREATE INDEX spans_run ON spans (run_id)",
@@ -77,11 +80,12 @@ static const char *const schema_now[] = {
   "CREATE INDEX stages_run ON stages (run_id)",
   "CREATE INDEX links_run ON links (run_id)",
   "CREATE INDEX mesh_run ON mesh (run_id)",
+  "CREATE INDEX outages_run ON outages (run_id)",
 };
 
 static const char *const row_tables[] = { "params", "metrics", "iterations", "spans",
                                           "messages", "buckets", "failures", "stages",
-                                          "links", "mesh" };
+                                          "links", "mesh", "outages" };
 
 /* More spans than a chunk holds, so that a buffer hands on full chunks. */
 #define MANY_SPANS 10000
@@ -185,6 +189,7 @@ emit_rows (SimTrace *t, gint64 run)
                                [TRAIN_AXIS_EXPERT] = 3, [TRAIN_AXIS_CONTEXT] = 4,
                                [TRAIN_AXIS_TENSOR] = 6 } };
   sim_trace_mesh (t, run, &m);
+  sim_trace_outage (t, run, "lost", 11.0, 15.0, 10.0, TRUE);
   for (int i = 0; i < MANY_SPANS; i++)
     sim_trace_span (t, run, i % 2 ? "worker1" : "worker2", "send", i, i + 0.5, i, i, NULL);
 }

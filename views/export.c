@@ -110,6 +110,9 @@ static const struct {
   { "model.tokens_per_sample", SIM_UNIT_NONE }, { "device.flops", SIM_UNIT_COMPUTE },
   { "scenario.tokens", SIM_UNIT_NONE }, { "scenario.epochs", SIM_UNIT_NONE },
   { "model.train_samples", SIM_UNIT_NONE }, { "cluster.price", SIM_UNIT_NONE },
+  { "failures.useful", SIM_UNIT_NONE }, { "failures.expected_waste", SIM_UNIT_NONE },
+  { "failures.count", SIM_UNIT_NONE }, { "failures.lost", SIM_UNIT_NONE },
+  { "failures.checkpoint_total", SIM_UNIT_NONE },
 };
 
 /* Run r's metrics from its `samples` (NAN: unknown; for a trace older than
@@ -140,8 +143,14 @@ metrics_of (SimTraceDb *t, Run *r, double samples)
     .epochs = v[5],
     .train_samples = v[6],
     .price = v[7],
+    .useful_time = isfinite (v[8]) ? v[8] : 0,
+    .waste = isfinite (v[9]) ? v[9] : 0,
   };
   sim_metrics_compute (&in, &r->metrics);
+  r->failures = v[10];
+  r->lost = v[11];
+  r->checkpoint = v[12];
+  r->waste = in.useful_time > 0 ? in.waste : NAN;
   r->metrics.samples_per_s = r->samples_per_s;
 }
 
@@ -279,7 +288,8 @@ scaling (GPtrArray *runs, GPtrArray *keys)
 /* The summary columns after the swept ones, in order. */
 static const char *const summary[] = {
   "sim_time", "iterations", "updates", "samples_per_s", "scaling_efficiency", "tokens_per_s",
-  "model_flops_per_gpu", "mfu", "time_to_train", "gpu_hours", "cost", "final_loss",
+  "model_flops_per_gpu", "mfu", "time_to_train", "gpu_hours", "cost", "goodput", "failures",
+  "lost_time", "checkpoint_time", "expected_waste", "final_loss",
   "final_accuracy", "compute_share", "comm_share", "wait_share", "wall_time", "events", "seed",
   "scenario", "version",
 };
@@ -293,12 +303,13 @@ summary_values (const Run *r, double *v)
   const SimMetrics *m = &r->metrics;
   double vals[] = { r->sim_time, r->iterations, r->updates, r->samples_per_s, r->scaling,
                     m->tokens_per_s, m->model_flops, m->mfu, m->train_time, m->device_hours,
-                    m->cost, r->final_loss, r->final_accuracy, share[0], share[1], share[2], r->wall_time,
+                    m->cost, m->goodput, r->failures, r->lost, r->checkpoint, r->waste,
+                    r->final_loss, r->final_accuracy, share[0], share[1], share[2], r->wall_time,
                     r->events, r->seed };
   memcpy (v, vals, sizeof vals);
 }
 
-#define N_SUMMARY_NUMBERS 19
+#define N_SUMMARY_NUMBERS 24
 
 static void
 csv_text (GString *s, const char *v)

@@ -33,6 +33,8 @@ typedef struct {
   double batch, workers;   /* [model] batch, [cluster] workers; NAN: absent */
   double samples_per_s;    /* runs.samples / sim_time; NAN: unknown */
   double scaling;          /* NAN unless cluster.workers is swept */
+  double failures, lost, checkpoint, waste; /* a job that fails (failures.* params
+                              rows); NAN without */
   SimMetrics metrics;      /* the buyer's metrics, from the runs row and the
                               params rows (config/metrics.h); NAN: unknown */
 } SimExportRun;
