@@ -10,9 +10,17 @@
  * unless it writes an efficiency too).  The resolved values replace the
  * defaults in the run's `params` rows, so a trace says which figures were
  * used.
+ *
+ * [cluster] devices lists several catalog entries with a count each, in
+ * worker order ("a100 x 8, h100 x 8"): each entry's figures are taken as
+ * [cluster] device takes them, into a SimDeviceKind of its own, and the
+ * first entry's also into the [device] keys (what the servers run on, and
+ * what the params rows show).
  */
 #include "config.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "config/catalog.h"
@@ -167,10 +175,164 @@ take_device (SimConfig *c, const SimCatalog *cat, const char *file, GError **err
   return TRUE;
 }
 
+/* The [device] figures of c as a SimDeviceKind. */
+static void
+kind_from (SimDeviceKind *k, const SimConfig *c)
+{
+  k->flops = c->flops;
+  k->efficiency = c->efficiency;
+  k->conv_efficiency = c->conv_efficiency;
+  k->conv3x3_efficiency = c->conv3x3_efficiency;
+  k->attention_factor = c->attention_factor;
+  k->memory_efficiency = c->memory_efficiency;
+  k->kernel_overhead = c->kernel_overhead;
+  k->overlap_slowdown = c->overlap_slowdown;
+  k->memory_bandwidth = c->memory_bandwidth;
+  k->memory = c->memory;
+  k->reserve = c->reserve;
+  k->price = c->price;
+}
+
+void
+sim_config_with_kind (SimConfig *dst, const SimConfig *c, int kind)
+{
+  *dst = *c;
+  if (kind < 0 || kind >= c->n_kinds)
+    return;
+  const SimDeviceKind *k = &c->kinds[kind];
+  dst->device = k->name;
+  dst->flops = k->flops;
+  dst->efficiency = k->efficiency;
+  dst->conv_efficiency = k->conv_efficiency;
+  dst->conv3x3_efficiency = k->conv3x3_efficiency;
+  dst->attention_factor = k->attention_factor;
+  dst->memory_efficiency = k->memory_efficiency;
+  dst->kernel_overhead = k->kernel_overhead;
+  dst->overlap_slowdown = k->overlap_slowdown;
+  dst->memory_bandwidth = k->memory_bandwidth;
+  dst->memory = k->memory;
+  dst->reserve = k->reserve;
+  dst->price = k->price;
+}
+
+static gboolean G_GNUC_PRINTF (3, 4)
+devices_error (GError **error, const char *file, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [cluster] devices: %s", file, msg);
+  return FALSE;
+}
+
+/* Parses entry e of [cluster] devices, "NAME x COUNT" or "NAME" (one
+ * worker), into k (its name and count). */
+static gboolean
+parse_device_entry (const char *e, SimDeviceKind *k, const char *file, GError **error)
+{
+  g_auto (GStrv) w = g_strsplit_set (e, " \t", -1);
+  const char *parts[4] = { NULL, NULL, NULL, NULL };
+  int n = 0;
+  for (int j = 0; w[j]; j++)
+    if (w[j][0] != '\0')
+      {
+        if (n == 3)
+          return devices_error (error, file, "'%s' is not 'NAME x COUNT'; write e.g. devices = a100 x 8, h100 x 8", e);
+        parts[n++] = w[j];
+      }
+  if (n == 2 || (n == 3 && g_ascii_strcasecmp (parts[1], "x") != 0))
+    return devices_error (error, file, "'%s' is not 'NAME x COUNT'; write e.g. devices = a100 x 8, h100 x 8", e);
+  gint64 count = 1;
+  if (n == 3)
+    {
+      char *end = NULL;
+      errno = 0;
+      count = g_ascii_strtoll (parts[2], &end, 10);
+      if (errno || end == parts[2] || *end != '\0' || count < 1 || count > SIM_MAX_HOSTS)
+        return devices_error (error, file, "'%s': the count '%s' is not a whole number of workers from 1 to %d; write e.g. a100 x 8",
+                              e, parts[2], SIM_MAX_HOSTS);
+    }
+  k->name = g_strdup (parts[0]);
+  k->count = count;
+  return TRUE;
+}
+
+/* [cluster] devices: its entries, each one's figures from the catalog as
+ * take_device takes them (into a copy of c whose params rows are left
+ * alone), every worker's kind, and the first kind's figures into c. */
+static gboolean
+take_devices (SimConfig *c, const SimCatalog *cat, const char *file, GError **error)
+{
+  if (c->device)
+    return devices_error (error, file, "set together with [cluster] device; give one device for every worker (device) or a list of them (devices), not both");
+  /* "+" separates entries too: a sweep's values are split at commas */
+  g_auto (GStrv) entries = g_strsplit_set (c->devices, ",+", -1);
+  GArray *kinds = g_array_new (FALSE, TRUE, sizeof (SimDeviceKind));
+  gint64 total = 0;
+  gboolean ok = TRUE;
+  for (int i = 0; ok && entries[i]; i++)
+    {
+      char *e = g_strstrip (entries[i]);
+      if (*e == '\0')
+        {
+          ok = devices_error (error, file, "entry %d is empty; write e.g. devices = a100 x 8, h100 x 8", i + 1);
+          break;
+        }
+      if (kinds->len == SIM_MAX_DEVICE_KINDS)
+        {
+          ok = devices_error (error, file, "more than %d entries; list each run of workers of one kind once, e.g. a100 x 64", SIM_MAX_DEVICE_KINDS);
+          break;
+        }
+      SimDeviceKind k = { 0 };
+      if (!(ok = parse_device_entry (e, &k, file, error)))
+        break;
+      total += k.count;
+      g_array_append_val (kinds, k);
+      if (!sim_catalog_device (cat, k.name))
+        {
+          g_autofree char *names = sim_catalog_names (cat, TRUE);
+          ok = devices_error (error, file, "unknown device '%s'; use one of: %s (dtsim hardware lists them)",
+                              k.name, names);
+          break;
+        }
+      /* its figures, as [cluster] device would set them */
+      SimConfig kc = *c;
+      g_autoptr (GPtrArray) no_rows = g_ptr_array_new ();
+      kc.device = k.name;
+      kc.param_keys = no_rows;
+      kc.param_values = no_rows;
+      g_autoptr (GError) local = NULL;
+      if (!(ok = take_device (&kc, cat, file, &local)))
+        {
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s (entry '%s' of [cluster] devices)",
+                       local->message, k.name);
+          break;
+        }
+      kind_from (&g_array_index (kinds, SimDeviceKind, kinds->len - 1), &kc);
+    }
+  if (ok && total != c->workers)
+    ok = devices_error (error, file, "the counts sum to %" G_GINT64_FORMAT " workers, but [cluster] workers = %"
+                        G_GINT64_FORMAT "; make them equal", total, c->workers);
+  c->n_kinds = (int) kinds->len;
+  c->kinds = (SimDeviceKind *) g_array_free (kinds, FALSE);
+  if (!ok)
+    return FALSE;
+  c->worker_kind = g_new (int, c->workers);
+  for (int k = 0, w = 0; k < c->n_kinds; k++)
+    for (gint64 i = 0; i < c->kinds[k].count; i++)
+      c->worker_kind[w++] = k;
+  /* the first kind's figures are the [device] keys (the servers' device) */
+  c->device = g_strdup (c->kinds[0].name);
+  ok = take_device (c, cat, file, error);
+  g_clear_pointer (&c->device, g_free);
+  return ok;
+}
+
 gboolean
 sim_apply_catalog (SimConfig *c, const char *file, GError **error)
 {
-  if (!c->device && !c->fabric && !c->intra_fabric)
+  if (!c->device && !c->devices && !c->fabric && !c->intra_fabric)
     return TRUE;
   g_autoptr (GError) local = NULL;
   SimCatalog *cat = sim_catalog_load (c->catalog, &local);
@@ -183,6 +345,8 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
   gboolean ok = TRUE;
   if (c->device)
     ok = take_device (c, cat, file, error);
+  if (ok && c->devices)
+    ok = take_devices (c, cat, file, error);
   if (ok && c->fabric)
     {
       LinkTarget t = { "network.bandwidth", "network.latency", "network.efficiency",

@@ -73,6 +73,9 @@ static const BaseChoice format_choices[] = {
 static const BaseChoice fusion_choices[] = {
   { "none", SIM_FUSION_NONE, FALSE }, { "elementwise", SIM_FUSION_ELEMENTWISE, FALSE },
   { NULL, 0, FALSE } };
+static const BaseChoice balance_choices[] = {
+  { "none", SIM_BALANCE_NONE, FALSE }, { "speed", SIM_BALANCE_SPEED, FALSE },
+  { NULL, 0, FALSE } };
 static const BaseChoice compute_time_choices[] = {
   { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
 
@@ -108,6 +111,8 @@ static const KeyDef core_keys[] = {
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
   { "cluster", "device", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
     "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file.", NULL },
+  { "cluster", "devices", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (devices),
+    "Devices of several kinds, one per worker in worker (host) order, by hardware-catalog name with a count: e.g. a100 x 8, h100 x 8 (entries separated by commas, or by + inside a [sweep] value; the counts sum to [cluster] workers, at most 64 entries; excludes [cluster] device). Each worker's step is priced on its own device; the [device] keys the file sets apply to every kind (docs/cluster.md, \"Devices of several kinds\").", NULL },
   { "cluster", "price", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e6, 0, NULL, OFF (price),
     "Price of one device for one hour (per GPU-hour), a plain number in your own currency (0 = no cost shown; a hardware catalog entry may give a default): cost = GPU-hours x price.", NULL },
   { "cluster", "host_cores", BASE_KEY_INT, 0, "0", 0, 4096, 0, NULL, OFF (host_cores),
@@ -236,6 +241,8 @@ static const KeyDef core_keys[] = {
     "Standard deviation of the class centres of the synthetic set (noise has deviation 1): larger is easier.", NULL },
   { "policy", "kind", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (policy),
     "Training schedule (docs/policies.md).", pol_entries },
+  { "policy", "balance", BASE_KEY_ENUM, 0, "none", 0, 0, 0, balance_choices, OFF (balance),
+    "With [cluster] devices: none gives every worker the same batch; speed shares the global batch in proportion to each device's samples per second (largest remainders), and weights each gradient by its batch. Kinds allreduce and ps (docs/cluster.md, \"Devices of several kinds\").", NULL },
   { "failures", "worker", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
     "Workers that fail, one per failure (one index = the same worker for every time in `at`).", NULL },
   { "failures", "at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
@@ -1163,6 +1170,35 @@ check_host (const SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
+/* [cluster] devices and [policy] balance: where they mean something. */
+static gboolean
+check_devices (const SimConfig *c, const char *file, GError **error)
+{
+  gboolean measured = c->measured && c->step_time < 0;
+  if (c->devices && measured)
+    return fail (error, file, find_key ("cluster", "devices"),
+                 "prices each worker's step on its own device, but [device] compute_time = measured "
+                 "times the host instead; use compute_time = model or remove devices");
+  if (c->balance == SIM_BALANCE_NONE)
+    return TRUE;
+  const KeyDef *k = find_key ("policy", "balance");
+  if (!c->devices)
+    return fail (error, file, k,
+                 "speed shares the batch among devices of several kinds, but [cluster] devices is not set; "
+                 "set devices (e.g. a100 x 8, h100 x 8) or remove balance");
+  gboolean ar = strcmp (c->policy, "allreduce") == 0;
+  if (!ar && strcmp (c->policy, "ps") != 0)
+    return fail (error, file, k,
+                 "kind = %s gives every worker the same batch; remove balance (kinds allreduce and ps "
+                 "share the batch by speed)", c->policy);
+  if (ar && (base_values_int (c->values, "policy.tensor") > 1
+             || base_values_int (c->values, "policy.experts") > 1))
+    return fail (error, file, k,
+                 "speed shares the batch among data-parallel workers, but [policy] tensor or experts "
+                 "groups them; set tensor = 1 and experts = 1, or remove balance");
+  return TRUE;
+}
+
 static gboolean
 check_cross (SimConfig *c, const char *file, GError **error)
 {
@@ -1198,7 +1234,7 @@ check_cross (SimConfig *c, const char *file, GError **error)
                          ? be->can_reproduce : c->reproducible == SIM_REPRODUCIBLE_TRUE;
   if (!check_numerics (c, file, error))
     return FALSE;
-  if (!sim_apply_catalog (c, file, error))
+  if (!sim_apply_catalog (c, file, error) || !check_devices (c, file, error))
     return FALSE;
   if (!check_fp8 (c, file, error))
     return FALSE;

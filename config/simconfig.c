@@ -52,6 +52,11 @@ sim_config_free (SimConfig *c)
   g_free (c->fabric);
   g_free (c->intra_fabric);
   g_free (c->device);
+  g_free (c->devices);
+  for (int k = 0; k < c->n_kinds; k++)
+    g_free (c->kinds[k].name);
+  g_free (c->kinds);
+  g_free (c->worker_kind);
   g_free (c->catalog);
   g_free (c->workload);
   g_free (c->data_dir);

@@ -71,6 +71,25 @@ typedef enum { SIM_FUSION_NONE, SIM_FUSION_ELEMENTWISE } SimFusion;
 /* [kernels] reproducible: auto (what the backend does by default), true,
  * false. */
 typedef enum { SIM_REPRODUCIBLE_AUTO, SIM_REPRODUCIBLE_TRUE, SIM_REPRODUCIBLE_FALSE } SimReproducible;
+/* [policy] balance: how a heterogeneous cluster shares the global batch. */
+typedef enum { SIM_BALANCE_NONE, SIM_BALANCE_SPEED } SimBalance;
+/* The most entries [cluster] devices may list. */
+#define SIM_MAX_DEVICE_KINDS 64
+
+/* One kind of device of [cluster] devices: the [device] figures its
+ * catalog entry gives (the file's own [device] keys win, as with
+ * [cluster] device), and how many workers it has. */
+typedef struct {
+  char *name;            /* catalog name as written */
+  gint64 count;          /* workers on it, >= 1 */
+  double flops, efficiency, conv_efficiency, conv3x3_efficiency, attention_factor;
+  double memory_efficiency, kernel_overhead, overlap_slowdown;
+  double memory_bandwidth; /* bytes/s */
+  double memory;         /* bytes */
+  double reserve;        /* bytes, < 0 = the default */
+  double price;          /* per device-hour */
+} SimDeviceKind;
+
 typedef enum {
   SIM_DETAIL_SUMMARY, SIM_DETAIL_ITERATIONS, SIM_DETAIL_SPANS, SIM_DETAIL_MESSAGES
 } SimDetail;
@@ -96,6 +115,12 @@ typedef struct {
   gint64 workers;
   gint64 servers;        /* parameter-server shards, one host each */
   char *device;          /* catalog name, NULL = the [device] keys alone */
+  char *devices;         /* [cluster] devices as written, NULL = one
+                            device for every worker */
+  int n_kinds;           /* entries of devices (0 without) */
+  SimDeviceKind *kinds;  /* (n_kinds) in the order written */
+  int *worker_kind;      /* (workers) worker w runs on kinds[worker_kind[w]];
+                            NULL without devices */
   char *catalog;         /* hardware catalog file, NULL = built-in */
   double price;          /* per device-hour, the user's currency, 0 = none */
   gint64 host_cores;     /* CPU cores of a server, shared by its GPUs' data
@@ -175,6 +200,7 @@ typedef struct {
   double separation;
   /* [policy]: its other keys are in `values`, declared by the policies */
   char *policy;          /* kind: a policy's name (policies/registry.c) */
+  int balance;           /* SimBalance: [policy] balance */
   /* [failures] */
   GArray *fail_worker;   /* int worker ids, one per failure (or one for all) */
   GArray *fail_at;       /* double seconds, one per failure (or one for all) */

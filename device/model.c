@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/backend.h"
@@ -30,6 +31,7 @@
 #include "config/stragglers.h"
 #include "config/scenario.h"
 #include "device/model.h"
+#include "config/catalog.h"
 #include "netmodel/netmodel.h"
 
 double
@@ -578,6 +580,8 @@ gib (double bytes)
 static const char *
 memory_key (const SimConfig *c)
 {
+  if (c->devices)
+    return "[cluster] devices";
   return g_hash_table_contains (c->given, "device.memory") || !c->device ? "[device] memory" : "[cluster] device";
 }
 
@@ -924,6 +928,111 @@ model_kind_check (SimConfig *c, const char *file, GError **error)
 /* The model c describes, built once without data: its layer count, its
  * step's cost, the policy's rules about it, and the device and host memory
  * it needs. */
+/* The model fits on c's device, or with [cluster] devices on every kind at
+ * the largest batch one of its workers steps (balance = speed gives the
+ * faster devices more samples); a kind whose share does not fit is named. */
+static gboolean
+kinds_memory_check (const SimConfig *c, const KernModel *m, const char *file, GError **error)
+{
+  gboolean shares = pol_lookup (c->policy)->shares != NULL;
+  if (c->n_kinds == 0)
+    return !(c->memory > 0) || (shares ? shares_memory_check (c, m, file, error)
+                                       : whole_memory_check (c, m, file, error));
+  g_autofree int *batches = NULL;
+  if (!sim_balanced_batches (c, m, &batches, error))
+    return FALSE;
+  for (int k = 0; k < c->n_kinds; k++)
+    {
+      SimConfig kc;
+      sim_config_with_kind (&kc, c, k);
+      if (!(kc.memory > 0))
+        continue;
+      if (batches)
+        {
+          kc.batch = 0;
+          for (gint64 w = 0; w < c->workers; w++)
+            if (c->worker_kind[w] == k)
+              kc.batch = MAX (kc.batch, batches[w]);
+        }
+      g_autoptr (GError) local = NULL;
+      if (shares ? shares_memory_check (&kc, m, file, &local)
+                 : whole_memory_check (&kc, m, file, &local))
+        continue;
+      g_set_error (error, local->domain, local->code, "%s (on the %s workers, batch %"
+                   G_GINT64_FORMAT ")", local->message, kc.device, kc.batch);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Descending remainders, then ascending worker: the largest-remainder
+ * order of [policy] balance = speed. */
+typedef struct {
+  double rem;
+  gint64 w;
+} Remainder;
+
+static int
+remainder_order (const void *a, const void *b)
+{
+  const Remainder *x = a, *y = b;
+  if (x->rem != y->rem)
+    return x->rem > y->rem ? -1 : 1;
+  return x->w < y->w ? -1 : x->w > y->w;
+}
+
+gboolean
+sim_balanced_batches (const SimConfig *c, const KernModel *m, int **out, GError **error)
+{
+  *out = NULL;
+  if (c->balance != SIM_BALANCE_SPEED || c->n_kinds == 0)
+    return TRUE;
+  /* each kind's samples per second at the scenario's batch */
+  double *speed = g_new (double, c->n_kinds);
+  for (int k = 0; k < c->n_kinds; k++)
+    {
+      SimConfig kc;
+      sim_config_with_kind (&kc, c, k);
+      SimStepCost cost;
+      sim_step_cost (&kc, m, &cost);
+      speed[k] = cost.step > 0 ? (double) c->batch / cost.step : 1.0;
+      sim_step_cost_clear (&cost);
+    }
+  gint64 W = c->workers, G = c->batch * W;
+  double total = 0;
+  for (gint64 w = 0; w < W; w++)
+    total += speed[c->worker_kind[w]];
+  int *b = g_new (int, W);
+  Remainder *r = g_new (Remainder, W);
+  gint64 given = 0;
+  for (gint64 w = 0; w < W; w++)
+    {
+      double q = (double) G * speed[c->worker_kind[w]] / total;
+      double f = floor (q);
+      b[w] = (int) f;
+      given += b[w];
+      r[w] = (Remainder) { q - f, w };
+    }
+  /* the samples the floors left, one each to the largest remainders */
+  qsort (r, (size_t) W, sizeof *r, remainder_order);
+  for (gint64 i = 0; given < G && i < W; i++, given++)
+    b[r[i].w]++;
+  g_free (r);
+  g_free (speed);
+  for (gint64 w = 0; w < W; w++)
+    if (b[w] < 1)
+      {
+        g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                     "%s: [policy] balance: worker %" G_GINT64_FORMAT " (%s) gets no sample of the global batch of %"
+                     G_GINT64_FORMAT " when it is shared by speed; raise [model] batch or set balance = none",
+                     c->file, w, c->kinds[c->worker_kind[w]].name, G);
+        g_free (b);
+        return FALSE;
+      }
+  *out = b;
+  return TRUE;
+}
+
 static gboolean
 model_fits_check (const SimConfig *c, const char *file, GError **error)
 {
@@ -956,9 +1065,7 @@ model_fits_check (const SimConfig *c, const char *file, GError **error)
                         "needs [device] memory_bandwidth (the per-layer model prices it); set "
                         "memory_bandwidth, or [cluster] device");
   ok = ok && step_cost_check (c, m, file, error) && policy_model_check (c, m, file, error);
-  if (ok && c->memory > 0)
-    ok = pol_lookup (c->policy)->shares ? shares_memory_check (c, m, file, error)
-                                        : whole_memory_check (c, m, file, error);
+  ok = ok && kinds_memory_check (c, m, file, error);
   ok = ok && host_memory_check (c, m, file, error);
   kern_model_free (m);
   return ok;

@@ -84,6 +84,18 @@ typedef struct {
 } SimStepCost;
 
 void sim_step_cost (const SimConfig *c, const KernModel *m, SimStepCost *out);
+
+/* [policy] balance = speed with [cluster] devices: *out receives a new
+ * array of the workers' batches (free with g_free), the global batch G =
+ * batch x workers shared in proportion to each worker's device speed
+ * v_k = batch / (its step at batch, sim_step_cost): worker w gets
+ * floor(G v_w / sum v) samples, and the G - sum of those floors left over
+ * go one each to the workers of the largest remainders G v_w / sum v -
+ * floor(...), ties to the lower worker.  *out = NULL without balancing.
+ * FALSE with an error naming [policy] balance when a worker would get no
+ * sample. */
+gboolean sim_balanced_batches (const SimConfig *c, const KernModel *m, int **out,
+                               GError **error);
 void sim_step_cost_clear (SimStepCost *cost);
 
 /* Seconds of each layer's forward (fwd[l]) and backward (bwd[l]) on n

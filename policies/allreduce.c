@@ -909,6 +909,16 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
           for (int i = 0; i < n; i++)
             {
               int w = w0 + i;
+              /* balance = speed: its mean gradient weighted by its share
+               * of the global batch, so that the sum over D is the mean
+               * over every sample of the round */
+              if (env->batches)
+                {
+                  /* b_w D / G, G = batch x D */
+                  float f = (float) ((double) env->batches[w] / (double) env->batch);
+                  for (gsize k = 0; k < P; k++)
+                    ar->grad[i][k] *= f;
+                }
               /* compressed: what the others decode, bucket by bucket */
               for (int j = 0; ar->cmp && j < ar->n_buckets; j++)
                 {
@@ -1132,6 +1142,14 @@ ar_create (const PolEnv *env, GError **error)
                                 .samplers = pol_samplers_for_env (&senv), .parts = ar->dp,
                                 .batch = env->batch, .slots = G, .stacked = ar->T == 1,
                                 .tensor = ar->plan, .host_timed = env->host_timed };
+      /* balance = speed: each worker at its own batch, one at a time */
+      if (env->batches)
+        {
+          setup.batches = env->batches;
+          setup.stacked = FALSE;
+          for (int w = 0; w < ar->dp; w++)
+            setup.batch = MAX (setup.batch, env->batches[w]);
+        }
       ar->steps = train_steps_new (&setup);
     }
   if ((ar->T > 1 || ar->ex.ep > 1) && !tp_new (ar, env, alg, error))

@@ -191,6 +191,9 @@ typedef struct {
   int workers;
   int servers;                /* parameter-server shards */
   int batch;                  /* samples per worker step */
+  /* (workers) samples of worker w's step under [policy] balance = speed
+   * (they sum to batch x workers); NULL: batch each */
+  const int *batches;
   TrainPartition partition;     /* how the training set is shared out */
   int classes_per_worker;     /* by-label */
   KernOptConfig opt;          /* optimizer applied where updates happen */

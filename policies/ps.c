@@ -387,6 +387,37 @@ shard_scatter (const PsServer *srv, float *dst, const float *src)
     }
 }
 
+/* Samples of worker w's step: its balanced batch, or env's. */
+static int
+ps_batch (const PolEnv *env, int w)
+{
+  return env->batches ? env->batches[w] : env->batch;
+}
+
+/* The largest of the workers' batches. */
+static int
+ps_max_batch (const PolEnv *env)
+{
+  int b = env->batch;
+  for (int w = 0; env->batches && w < env->workers; w++)
+    b = MAX (b, env->batches[w]);
+  return b;
+}
+
+/* balance = speed: worker w's mean gradient g (n_params floats) weighted
+ * by its share of the global batch, b_w / batch (= b_w W / G), before it
+ * leaves the worker: the servers' mean of a round's W gradients is then
+ * the mean over every sample of the round. */
+static void
+ps_weigh (PsPolicy *ps, int w, float *g)
+{
+  if (!ps->env.batches)
+    return;
+  float f = (float) ((double) ps->env.batches[w] / (double) ps->env.batch);
+  for (gsize k = 0; k < ps->env.n_params; k++)
+    g[k] *= f;
+}
+
 static void
 span (PsPolicy *ps, const char *actor, const char *kind, double a, double b,
       gint64 iter, double bytes)
@@ -538,6 +569,8 @@ start_compute (PsPolicy *ps, PsWorker *w)
       st.drawn = ps->deferred ? w->idx : w->next_idx;
     }
   train_step (ps->steps, &st);
+  if (st.grads)
+    ps_weigh (ps, w->id, w->grad);
   w->compute = t;
   span (ps, w->name, "compute", now, now + t, w->iter, 0);
   w->compute_ev = eng_schedule (sim, t, on_compute_done, ps, w);
@@ -734,6 +767,7 @@ deferred_gradient (PsPolicy *ps, PsWorker *w)
   const float *own[1] = { w->params };
   TrainStep st = { .n = 1, .first = w->id, .drawn = w->idx, .own = own, .grads = &ps->scratch };
   train_step (ps->steps, &st);
+  ps_weigh (ps, w->id, ps->scratch);
   if (ps->cmp)
     ps->cmp->apply (env->values, ps->scratch, w->memory, env->n_params, &w->rng);
   pol_wire_round (env, ps->scratch, env->n_params);
@@ -915,7 +949,7 @@ got_ack (PsPolicy *ps, PsWorker *w, PsMsg *m)
   double now = eng_sim_now (ps->env.sim);
   end_iteration (ps, w);
   ps->run.updates++;
-  ps->run.samples += ps->env.batch;
+  ps->run.samples += ps_batch (&ps->env, w->id);
   pol_run_progress (&ps->run, now);
   pol_run_round_end (&ps->run, ps->global, ps->run.updates >= ps->total);
 }
@@ -1000,7 +1034,7 @@ on_update_done (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data, double s
   if (first && ++ps->grad_shards[m->worker] % ps->env.servers == 0)
     {
       ps->run.updates++;
-      ps->run.samples += ps->env.batch;
+      ps->run.samples += ps_batch (&ps->env, m->worker);
       pol_run_progress (&ps->run, end);
       pol_run_round_end (&ps->run, ps->global,
                          ps->kofn ? ps->rounds_done >= ps->env.iterations
@@ -1552,7 +1586,7 @@ workers_new (PsPolicy *ps)
               wk->grad = g_new0 (float, P);
             }
           else
-            wk->idx = g_new (int, env->batch);
+            wk->idx = g_new (int, ps_max_batch (env));
           if ((ps->cmp && ps->cmp->feedback) || (ps->filter && ps->filter->feedback))
             wk->memory = g_new0 (float, P);
           if (ps->sparse_pull)
@@ -1684,6 +1718,14 @@ ps_create (const PolEnv *env, GError **error)
   ps->sparse_pull = base_values_int (env->values, "policy.pull") == POL_PULL_SPARSE
                     && env->model && env->model->ops->touched;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
+  if (ps->sparse_pull && env->batches)
+    {
+      g_set_error (error, POL_ERROR, 0,
+                   "[policy] balance: speed gives the workers batches of several sizes, which "
+                   "pull = sparse cannot fetch keys for; set pull = dense or balance = none");
+      g_free (ps);
+      return NULL;
+    }
   ps->sf = env->server_failures;
   gint64 k_rep = base_values_int (env->values, "policy.replication");
   ps->crashes = ps->sf.n > 0 && k_rep == 1;
@@ -1729,7 +1771,8 @@ ps_create (const PolEnv *env, GError **error)
 
   TrainStepsSetup setup = { .model = env->model, .train = env->train,
                             .samplers = env->model ? pol_samplers_for_env (env) : NULL,
-                            .parts = env->model ? env->workers : 0, .batch = env->batch,
+                            .parts = env->model ? env->workers : 0, .batch = ps_max_batch (env),
+                            .batches = env->batches,
                             .slots = 1, .host_timed = env->host_timed,
                             .compute_time = env->compute_time, .ctx = env->compute_ctx,
                             /* pulled over the wire: rounded as

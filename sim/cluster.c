@@ -25,6 +25,7 @@
 #include "sim/cluster.h"
 #include "config/scenario.h"
 #include "config/units.h"
+#include "config/catalog.h"
 
 NetTopologyParams
 sim_topology_params (const SimConfig *c, GPtrArray *names)
@@ -156,18 +157,24 @@ device_time (SimCluster *cl, int worker, double seconds, double host_seconds)
   return finite_time (cl, seconds * f, f);
 }
 
-/* PolComputeTime: one whole worker step. */
+/* PolComputeTime: one whole worker step, on the worker's own device and
+ * at its own batch where [cluster] devices gives them. */
 static double
 compute_time (gpointer ctx, int worker, double host_seconds)
 {
   SimCluster *cl = ctx;
-  return device_time (cl, worker, cl->cost.step, host_seconds);
+  double step = cl->step_of ? cl->costs[cl->step_of[worker]].step : cl->cost.step;
+  return device_time (cl, worker, step, host_seconds);
 }
 
-/* PolScaleTime: a part of a worker step. */
+/* PolScaleTime: a part of a worker step, priced on the first device and
+ * scaled to the worker's by the ratio of their whole steps. */
 static double
 scale_time (gpointer ctx, int worker, double seconds, double host_seconds)
 {
+  SimCluster *cl = ctx;
+  if (cl->kind_ratio)
+    seconds *= cl->kind_ratio[cl->c->worker_kind[worker]];
   return device_time (ctx, worker, seconds, host_seconds);
 }
 
@@ -255,6 +262,86 @@ cluster_device_times (SimCluster *cl)
   cl->recomputed = sim_recompute_mask (c, cl->model);
   for (int l = 0; l < cl->cost.n_layers; l++)
     cl->ready[l] = step > 0 ? cl->cost.grad_ready[l] / step : 1.0;
+  if (c->n_kinds == 0)
+    return;
+  /* one cost per (kind, batch) pair the workers step at: a kind's workers
+   * differ by one sample at most, so there are few */
+  int W = (int) c->workers;
+  cl->step_of = g_new (int, W);
+  cl->costs = g_new0 (SimStepCost, 2 * c->n_kinds + 2);
+  int *cost_kind = g_new (int, 2 * c->n_kinds + 2);
+  gint64 *cost_batch = g_new (gint64, 2 * c->n_kinds + 2);
+  int cap = 2 * c->n_kinds + 2;
+  for (int w = 0; w < W; w++)
+    {
+      int k = c->worker_kind[w];
+      gint64 b = cl->batches ? cl->batches[w] : c->batch;
+      int i = 0;
+      while (i < cl->n_costs && !(cost_kind[i] == k && cost_batch[i] == b))
+        i++;
+      if (i == cl->n_costs)
+        {
+          if (i == cap)
+            {
+              cap *= 2;
+              cl->costs = g_renew (SimStepCost, cl->costs, cap);
+              cost_kind = g_renew (int, cost_kind, cap);
+              cost_batch = g_renew (gint64, cost_batch, cap);
+            }
+          SimConfig kc;
+          sim_config_with_kind (&kc, c, k);
+          kc.batch = b;
+          sim_step_cost (&kc, cl->model, &cl->costs[i]);
+          cost_kind[i] = k;
+          cost_batch[i] = b;
+          cl->n_costs++;
+        }
+      cl->step_of[w] = i;
+    }
+  g_free (cost_kind);
+  g_free (cost_batch);
+  cl->kind_ratio = g_new (double, c->n_kinds);
+  for (int k = 0; k < c->n_kinds; k++)
+    {
+      SimConfig kc;
+      sim_config_with_kind (&kc, c, k);
+      SimStepCost kcost;
+      sim_step_cost (&kc, cl->model, &kcost);
+      cl->kind_ratio[k] = step > 0 ? kcost.step / step : 1.0;
+      sim_step_cost_clear (&kcost);
+    }
+}
+
+/* Whether every worker's device runs a part of a step as the first's. */
+static gboolean
+kinds_alike (const SimCluster *cl)
+{
+  for (int k = 0; cl->kind_ratio && k < cl->c->n_kinds; k++)
+    if (cl->kind_ratio[k] != 1.0)
+      return FALSE;
+  return cl->batches == NULL;
+}
+
+/* With balance = speed, the largest batch still fits a worker's part of
+ * the training set. */
+static gboolean
+cluster_batches_check (SimCluster *cl, GError **error)
+{
+  const SimConfig *c = cl->c;
+  if (!cl->batches || !c->math)
+    return TRUE;
+  int most = 0;
+  for (gint64 w = 0; w < c->workers; w++)
+    most = MAX (most, cl->batches[w]);
+  gint64 shard = cl->train->n / MAX (c->workers, 1);
+  if (most <= shard)
+    return TRUE;
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+               "%s: [policy] balance: the fastest device's batch of %d samples exceeds a worker's"
+               " shard of the training set (%" G_GINT64_FORMAT " samples), so each step would reuse"
+               " its samples; lower [model] batch, use more [model] samples or set balance = none",
+               c->file, most, shard);
+  return FALSE;
 }
 
 /* What the policy is created with: the parts of cl, the keys of c, the
@@ -314,7 +401,9 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .scale_time = scale_time,
     .compute_time = compute_time,
     .host_timed = c->measured && c->step_time < 0,
-    .same_pace = sim_stragglers_uniform (cl->strag) && !(c->measured && c->step_time < 0),
+    .same_pace = sim_stragglers_uniform (cl->strag) && !(c->measured && c->step_time < 0)
+                 && kinds_alike (cl),
+    .batches = cl->batches,
     .update_time = update_time,
     .compute_ctx = cl,
     .rec = *rec,
@@ -341,6 +430,9 @@ sim_cluster_new (const SimConfig *c, const PolRecorder *rec, GError **error)
   sim_ckpt_plan (c, cl->model, net_network_n_links (cl->net), &cl->ckpt);
   if (!sim_ckpt_validate (c, &cl->ckpt, error))
     return NULL;
+  if (!sim_balanced_batches (c, cl->model, &cl->batches, error)
+      || !cluster_batches_check (cl, error))
+    return NULL;
   cluster_device_times (cl);
   cluster_env (cl, rec);
   cl->pol = cl->ops->create (&cl->env, error);
@@ -363,6 +455,12 @@ sim_cluster_free (SimCluster *cl)
   if (cl->strag)
     sim_stragglers_free (cl->strag);
   sim_step_cost_clear (&cl->cost);
+  for (int i = 0; i < cl->n_costs; i++)
+    sim_step_cost_clear (&cl->costs[i]);
+  g_free (cl->costs);
+  g_free (cl->step_of);
+  g_free (cl->kind_ratio);
+  g_free (cl->batches);
   kern_model_free (cl->model);
   if (cl->backend)
     kern_backend_free (cl->backend);

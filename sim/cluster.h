@@ -47,6 +47,15 @@ typedef struct {
   KernModel *model;            /* timing-only models have layers, no math */
   SimStragglers *strag;        /* one straggler factor per compute time */
   SimStepCost cost;            /* device cost of one worker step */
+  /* [cluster] devices: the cost of each worker's step on its own device
+   * at its own batch (costs[step_of[w]]), and each kind's step at the
+   * scenario's batch over cost.step (kind_ratio[k], what a part of a step
+   * costs there); NULL without devices */
+  SimStepCost *costs;
+  int n_costs;
+  int *step_of;                /* (workers) */
+  double *kind_ratio;          /* (n_kinds) */
+  int *batches;                /* (workers) [policy] balance = speed, else NULL */
   gboolean *recomputed;        /* (n_layers) layers recomputed in backward
                                 * (sim_recompute_mask), NULL = none */
   double *ready;               /* (max(cost.n_layers, 1)) share of the step at

@@ -58,6 +58,7 @@ train_steps_new (const TrainStepsSetup *setup)
   ts->skip = g_new0 (gboolean, setup->slots);
   ts->lanes = train_lanes_new (setup->model, setup->host_timed);
   ts->chunk = train_task_groups (setup->batch);
+  g_return_val_if_fail (!(setup->batches && (setup->stacked || setup->tensor)), ts);
   return ts;
 }
 
@@ -179,12 +180,13 @@ train_step (TrainSteps *ts, const TrainStep *st)
        * ones it drew when its step started */
       for (int i = 0; i < st->n; i++)
         {
+          int Bi = s->batches ? s->batches[st->first + i] : B;
           const int *idx = st->drawn ? st->drawn + (gsize) i * B : ts->idx;
           if (!st->drawn)
-            train_sampler_next (&s->samplers[st->first + i], B,
+            train_sampler_next (&s->samplers[st->first + i], Bi,
                                 st->drawn_into ? st->drawn_into + (gsize) i * B : ts->idx);
           if (!st->drawn_into)
-            kern_dataset_gather (s->train, idx, B, slot_x (ts, i), slot_y (ts, i));
+            kern_dataset_gather (s->train, idx, Bi, slot_x (ts, i), slot_y (ts, i));
         }
       if (st->grads && !st->drawn_into)
         {
@@ -203,10 +205,12 @@ train_step (TrainSteps *ts, const TrainStep *st)
               train_lanes_run (ts->lanes, (st->n + ts->chunk - 1) / ts->chunk, stacked_task, ts);
               ts->st = NULL;
             }
-          else
+          else  /* each at its own parameters, or the shared ones at its own batch */
             for (int i = 0; i < st->n; i++)
-              ts->st_losses[i] = s->model->ops->loss_grad (s->model, own[i], slot_x (ts, i),
-                                                           slot_y (ts, i), B, st->grads[i]);
+              ts->st_losses[i] = s->model->ops->loss_grad (s->model, own ? own[i] : ts->st_params,
+                                                           slot_x (ts, i), slot_y (ts, i),
+                                                           s->batches ? s->batches[st->first + i] : B,
+                                                           st->grads[i]);
           host = (double) (g_get_monotonic_time () - t0) / 1e6;
           /* the gradients as they leave the workers; with a dynamic scale
            * each in turn, worker order, at the scale the ones before left */

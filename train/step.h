@@ -40,7 +40,12 @@ typedef struct {
   const KernDataset *train;   /* NULL with model */
   TrainSampler *samplers;     /* (parts) one per worker; owned from here on */
   int parts;
-  int batch;                  /* samples per worker step */
+  int batch;                  /* samples per worker step (with batches:
+                               * the largest of them) */
+  /* (parts) samples of worker w's steps where they differ ([policy]
+   * balance = speed); NULL: batch each.  Steps with batches are not
+   * stacked. */
+  const int *batches;
   int slots;                  /* most workers one step covers (>= 1) */
   /* The workers of a step read the same parameters: their batches go
    * through the model as one product (the model's loss_grad_groups). */
