@@ -17,6 +17,12 @@
 
 #include <glib.h>
 
+/* The word by which a key leaves its value to dtsim ([policy] channels,
+ * [failures] checkpoint_interval, ...); also the collective selector's
+ * name, which is why it is spelt once, here. */
+#define BASE_KEY_AUTO_NAME "auto"
+
+
 G_BEGIN_DECLS
 
 typedef enum {

@@ -490,7 +490,7 @@ check_failures (const SimConfig *c, GError **error)
           "%.4g s (Daly's higher-order %.4g s); at the interval of %.4g s (%s) the expected "
           "waste C/tau + tau/(2M) + R/M is %.2f%% of the useful time (goodput %.2f%%)\n",
           p.devices, p.cables, p.mtbf, p.mtbf / 3600.0, p.size / 1e9, p.write, p.restart,
-          p.young, p.daly, p.interval, c->ckpt_interval > 0 ? "given" : "auto",
+          p.young, p.daly, p.interval, c->ckpt_interval > 0 ? "given" : BASE_KEY_AUTO_NAME,
           100.0 * p.waste, 100.0 / (1.0 + p.waste));
   return TRUE;
 }

@@ -81,7 +81,8 @@ typedef struct {
   const char *name;          /* as in [policy] protocol */
   const char *description;
   const char *source;
-  gboolean selector;         /* "auto": not a protocol but the choice of one */
+  gboolean selector;         /* the selector auto: not a protocol but the
+                                choice of one */
   double wire;               /* bytes sent per byte of data, >= 1 */
   double base_lat[COMM_N_FAMILIES];            /* s per collective */
   double hw_lat[COMM_N_FAMILIES][COMM_N_HW];   /* s per step */
@@ -90,7 +91,7 @@ typedef struct {
   gboolean channel_bytes_per_rank; /* ring: channel_bytes times the ranks */
 } CommProtocol;
 
-/* The protocol called `name` (or the selector "auto"), or NULL. */
+/* The protocol called `name` (or the selector auto), or NULL. */
 const CommProtocol *comm_protocol_lookup (const char *name);
 /* The same list, untyped, for [policy] protocol (BaseKey.entries). */
 const void *const *comm_protocol_entries (void);
@@ -151,7 +152,7 @@ typedef struct {
                                 "Mirrored replicas"); see comm_mirror_ok */
   const CommProtocol *protocol; /* NULL: every message charged with the
                                 overheads as given (Simple's); a protocol:
-                                scaled by it and its wire bytes; "auto": the
+                                scaled by it and its wire bytes; the selector auto: the
                                 protocol of least estimated time */
   CommHw hw, intra_hw;       /* the hardware step_overhead and
                                 intra_step_overhead are for (a protocol
@@ -270,7 +271,7 @@ typedef struct {
 
 /* Resolves `alg` (or auto's choice), a->protocol (or auto's) and
  * a->channels (or COMM_CHANNELS_AUTO's count) for collective `kind`
- * (comm/auto.c; docs/collectives.md, "auto").  Returns FALSE when no
+ * (comm/auto.c; docs/collectives.md, section auto).  Returns FALSE when no
  * algorithm that alg stands for does the kind. */
 gboolean comm_plan (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
                     CommPlan *out);

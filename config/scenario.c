@@ -265,7 +265,7 @@ static const KeyDef core_keys[] = {
     "The same for one full-duplex cable of the job's topology (two of its links, one per direction): adds cables / link_mtbf to the job's failure rate (0 = none).", NULL },
   { "failures", "job_at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_job_at),
     "Wall-clock times at which the whole job fails, comma-separated, besides (or instead of) the drawn ones; kind = allreduce, pipeline.", NULL },
-  { "failures", "checkpoint_interval", BASE_KEY_STRING, 0, "auto", 0, 0, 0, NULL, OFF (fail_ckpt_interval),
+  { "failures", "checkpoint_interval", BASE_KEY_STRING, 0, BASE_KEY_AUTO_NAME, 0, 0, 0, NULL, OFF (fail_ckpt_interval),
     "Useful work between two checkpoints of a job that fails: a time, or auto = Young's sqrt(2 C M), C the write time and M the job's mean time between failures.", NULL },
   { "failures", "checkpoint_size", BASE_KEY_QUANTITY, SIM_UNIT_SIZE, "0", 0, BIG, 0, NULL, OFF (fail_ckpt_size),
     "Bytes of one checkpoint (0 = the model's parameters and optimizer state as the memory model counts them, one copy of each parameter).", NULL },
@@ -930,7 +930,7 @@ static gboolean
 check_job_failures (SimConfig *c, const char *file, GError **error)
 {
   gboolean on = c->fail_mtbf > 0 || c->fail_link_mtbf > 0 || c->fail_job_at->len > 0;
-  gboolean is_auto = g_ascii_strcasecmp (c->fail_ckpt_interval, "auto") == 0;
+  gboolean is_auto = g_ascii_strcasecmp (c->fail_ckpt_interval, BASE_KEY_AUTO_NAME) == 0;
   if (!on)
     {
       static const char *const keys[] = { "checkpoint_interval", "checkpoint_size",
@@ -1186,13 +1186,12 @@ check_devices (const SimConfig *c, const char *file, GError **error)
     return fail (error, file, k,
                  "speed shares the batch among devices of several kinds, but [cluster] devices is not set; "
                  "set devices (e.g. a100 x 8, h100 x 8) or remove balance");
-  gboolean ar = strcmp (c->policy, "allreduce") == 0;
-  if (!ar && strcmp (c->policy, "ps") != 0)
+  if (!pol_lookup (c->policy)->balances)
     return fail (error, file, k,
                  "kind = %s gives every worker the same batch; remove balance (kinds allreduce and ps "
                  "share the batch by speed)", c->policy);
-  if (ar && (base_values_int (c->values, "policy.tensor") > 1
-             || base_values_int (c->values, "policy.experts") > 1))
+  if (base_values_int (c->values, "policy.tensor") > 1
+      || base_values_int (c->values, "policy.experts") > 1)
     return fail (error, file, k,
                  "speed shares the batch among data-parallel workers, but [policy] tensor or experts "
                  "groups them; set tensor = 1 and experts = 1, or remove balance");

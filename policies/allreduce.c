@@ -1480,6 +1480,7 @@ const PolPolicyOps pol_allreduce_ops = {
   .work = ar_work,
   .data_parts = ar_data_parts,
   .name = "allreduce",
+  .balances = TRUE,
   .job_failures = TRUE,
   .wire_numerics = TRUE,
   .compresses = TRUE,

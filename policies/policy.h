@@ -523,6 +523,9 @@ typedef struct {
                                 * experts says */
   gboolean no_numerics;        /* runs math the worker step does not (a
                                 * pipeline's stages): refuses [numerics] */
+  gboolean balances;           /* shares its global batch among devices of
+                                * several kinds by their speeds as [policy]
+                                * balance = speed says */
   gboolean layer_steps;        /* prices its steps layer by layer (a
                                 * pipeline's micro-batches), so the host's
                                 * whole-step terms ([model] input_time,

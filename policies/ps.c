@@ -1699,6 +1699,28 @@ placement_new (PsPolicy *ps)
     }
 }
 
+/* TRUE, with *error set, where ps_create's settings cannot run together. */
+static gboolean
+ps_refused (const PsPolicy *ps, GError **error)
+{
+  int W = ps->env.workers, S = ps->env.servers;
+
+  if (ps->sparse_pull && ps->env.batches)
+    g_set_error (error, POL_ERROR, 0,
+                 "[policy] balance: speed gives the workers batches of several sizes, which "
+                 "pull = sparse cannot fetch keys for; set pull = dense or balance = none");
+  else if (ps->kofn && S != 1)
+    g_set_error (error, POL_ERROR, 0,
+                 "ps: waiting for %" G_GINT64_FORMAT " of %d workers needs one server, not %d",
+                 ps->wait_for, W, S);
+  else if (ps->env.n_failures > 0 && S != 1)
+    g_set_error (error, POL_ERROR, 0,
+                 "ps: worker failures need one server, not %d", S);
+  else
+    return FALSE;
+  return TRUE;
+}
+
 static PolPolicy *
 ps_create (const PolEnv *env, GError **error)
 {
@@ -1718,14 +1740,6 @@ ps_create (const PolEnv *env, GError **error)
   ps->sparse_pull = base_values_int (env->values, "policy.pull") == POL_PULL_SPARSE
                     && env->model && env->model->ops->touched;
   ps->kofn = ps->consistency == POL_BSP && ps->wait_for > 0 && ps->wait_for < W;
-  if (ps->sparse_pull && env->batches)
-    {
-      g_set_error (error, POL_ERROR, 0,
-                   "[policy] balance: speed gives the workers batches of several sizes, which "
-                   "pull = sparse cannot fetch keys for; set pull = dense or balance = none");
-      g_free (ps);
-      return NULL;
-    }
   ps->sf = env->server_failures;
   gint64 k_rep = base_values_int (env->values, "policy.replication");
   ps->crashes = ps->sf.n > 0 && k_rep == 1;
@@ -1734,18 +1748,8 @@ ps_create (const PolEnv *env, GError **error)
   /* a filter decides a push's bytes from the gradient, so it is computed
    * before the push */
   ps->deferred = env->model && S == 1 && !ps->copy_grads && !env->host_timed && !ps->filter;
-  if (ps->kofn && S != 1)
+  if (ps_refused (ps, error))
     {
-      g_set_error (error, POL_ERROR, 0,
-                   "ps: waiting for %" G_GINT64_FORMAT " of %d workers needs one server, not %d",
-                   ps->wait_for, W, S);
-      g_free (ps);
-      return NULL;
-    }
-  if (env->n_failures > 0 && S != 1)
-    {
-      g_set_error (error, POL_ERROR, 0,
-                   "ps: worker failures need one server, not %d", S);
       g_free (ps);
       return NULL;
     }
@@ -2285,6 +2289,7 @@ const PolPolicyOps pol_ps_ops = {
   .work = ps_work,
   .name = "ps",
   .wire_numerics = TRUE,
+  .balances = TRUE,
   .host_bytes = ps_host_bytes,
   .source = "M. Li et al.: Scaling distributed machine learning with the parameter server, OSDI 2014; SSP: Q. Ho et al.: More effective distributed ML via a stale synchronous parallel parameter server, NIPS 2013",
   .keys = ps_keys,

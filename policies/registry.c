@@ -74,7 +74,7 @@ static const BaseChoice bool_choices[] = {
 static const BaseKey shared_keys[] = {
   { "policy", "algorithm", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, 0,
     "Collective algorithm of kind = allreduce, local-sgd, pipeline replicas and collective (docs/collectives.md); auto picks, for each collective, the one whose cost formula is least on the network (the run's params and buckets tables say which).", comm_entries },
-  { "policy", "channels", BASE_KEY_INT, 0, "auto", 1, 64, 0, channel_choices, 0,
+  { "policy", "channels", BASE_KEY_INT, 0, BASE_KEY_AUTO_NAME, 1, 64, 0, channel_choices, 0,
     "All-reduce as this many concurrent collectives, each over its share of the buffer, the ranks in topology order (by node or rack); channel c enters each node at its GPU c, so with [network] nic = gpu each channel crosses nodes through a different NIC, as NCCL's channels do. auto: as NCCL picks them, one per NIC route out of a node (1 on one node or with one NIC per node), fewer for small buffers (docs/collectives.md, Channels).", NULL },
   { "policy", "protocol", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, 0,
     "NCCL wire protocol of the collectives (docs/collectives.md, Protocols): ll, ll128 or simple, each with its step latency and its bytes on the wire; auto picks, for each collective, the protocol (and with algorithm = auto the algorithm) of least estimated time, as NCCL does by size.", comm_protocol_entries },

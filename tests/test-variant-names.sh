@@ -25,8 +25,9 @@
 #   { "section", "N", ...  or .key = "N"   a scenario key called N
 # A file that defines N as a registry entry is N's own file and may spell it
 # anywhere.  Every other line holding "N" is printed as file:line.  A name
-# may have at most as many own files as the families (all registry keys)
-# that list it: two entries of one variant is a violation too.
+# may have at most as many own files as the keys that list it (registry
+# keys, and enumerated keys that take it as a keyword): two entries of one
+# variant is a violation too.
 #
 # Environment (AM_TESTS_ENVIRONMENT in Makefile.am): DTSIM_BIN, the dtsim to
 # ask; DTSIM_SRCDIR, the source tree to read.  Output is TAP.
@@ -115,8 +116,11 @@ for f in $families; do
       grep -n -F "\"$name\"" "$file" | grep -v -E "$other" \
         | sed "s|^|$rel:|; s|\$|   ($f $name)|" >> "$work/violations"
     done < "$work/files"
-    # the families (registry keys of any section) that list this name
-    fams=$(awk -F '\t' -v n="$name" '$2 == "name" && $3 == n' "$work/choices" | wc -l)
+    # the keys that list this name: registry keys (families) of any
+    # section, and enumerated keys whose keyword it is too ("auto" names a
+    # collective selector, a protocol selector and the keyword of keys such
+    # as [policy] channels, spelt once for them in base/keys.h)
+    fams=$(awk -F '\t' -v n="$name" '$3 == n' "$work/choices" | wc -l)
     if [ "$own" -gt "$fams" ]; then
       echo "\"$name\" ($f) is defined as an entry in $own files for $fams families:" \
            $(xargs grep -l -E "$entry" < "$work/files" | sed "s|^$DTSIM_SRCDIR/||") >> "$work/twice"

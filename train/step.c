@@ -167,6 +167,9 @@ stacked_task (gpointer ctx, int t, KernModel *model)
                                 ts->st_losses + i0);
 }
 
+/* Long on purpose: the worker step is read top to bottom, its four stages
+ * (batches, forward and backward, optimizer, device time) in order, as
+ * docs/architecture.md ("The training step and the mesh") presents it. */
 double
 train_step (TrainSteps *ts, const TrainStep *st)
 {
