@@ -118,13 +118,19 @@ typedef struct {
   CommLevels l;
   gboolean several, shared;
   int channels;
+  const CommArgs *a;
 } AutoNetwork;
 
+/* An algorithm that runs itself through switches that reduce prices
+ * itself on the network (NaN where it lacks them); the others by their
+ * formulas. */
 static double
 price_network (const CommAlgorithm *alg, gconstpointer data)
 {
   const AutoNetwork *w = data;
 
+  if (alg->price != NULL)
+    return alg->price (w->a, w->l.kind);
   return auto_estimate (alg, &w->l, w->several, w->channels, w->shared);
 }
 
@@ -135,6 +141,7 @@ auto_choose (const CommArgs *a, CommKind kind)
   AutoNetwork w;
   double t;
 
+  w.a = a;
   w.channels = kind == COMM_ALLREDUCE ? MAX (a->channels, 1) : 1;
   w.shared = net_network_contention (a->net) == NET_CONTENTION_MAXMIN;
   auto_levels (a, kind, &w.l, &w.several);
@@ -154,6 +161,9 @@ price_uniform (const CommAlgorithm *alg, gconstpointer data)
 {
   const AutoUniform *u = data;
 
+  /* uniform links say nothing of a switch that reduces */
+  if (alg->price != NULL)
+    return NAN;
   return alg->cost (u->kind, u->p, u->group, u->n, u->elem_bytes, u->alpha,
                     u->beta, u->gamma);
 }

@@ -1358,6 +1358,9 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
       alg = chosen;
     }
 
+  if (alg->start != NULL)
+    return alg->start (a, kind, done, ctx, data, error);
+
   if (a->channels > 1 && kind != COMM_ALLREDUCE)
     {
       g_set_error (error, COMM_ERROR, COMM_ERROR_UNSUPPORTED,
@@ -1394,12 +1397,15 @@ extern const CommAlgorithm comm_naive;
 extern const CommAlgorithm comm_hier;
 extern const CommAlgorithm comm_dbtree;
 extern const CommAlgorithm comm_butterfly;
+extern const CommAlgorithm comm_nvls;
+extern const CommAlgorithm comm_nvls_tree;
 
 static const CommAlgorithm *const coll_algorithms[] = {
   &comm_auto, &comm_ring, &comm_tree, &comm_hd,
   &comm_dbtree,
   &comm_butterfly,
-  &comm_naive, &comm_hier, NULL,
+  &comm_naive, &comm_hier,
+  &comm_nvls, &comm_nvls_tree, NULL,
 };
 
 const void *const *

@@ -185,6 +185,23 @@ struct CommAlgorithm {
    * in all for p ranks in host groups of `group` ranks each (group divides
    * p) and n elements, 0 where it gives none; for the event estimate. */
   double (*class_rounds) (CommKind kind, int p, int group, gsize n);
+  /* Optional (NULL: the executor runs the programs): runs the collective
+   * itself, for an algorithm whose transfers end at a switch that reduces
+   * rather than at a rank (in-network reduction, comm/nvls.c), as
+   * comm_start() documents; `channels` and `mirrored` do not apply.
+   * Returns FALSE (and sets COMM_ERROR_UNSUPPORTED) where the network
+   * lacks the switch it needs or the kind is not one it does. */
+  gboolean (*start) (const CommArgs *a, CommKind kind, CommDone done,
+                     gpointer ctx, gpointer data, GError **error);
+  /* With `start`: its time for `a` on the network it runs on, by its cost
+   * formula, NaN where `start` would refuse; auto prices it so, and only
+   * so (its `cost` assumes the switch is there). */
+  double (*price) (const CommArgs *a, CommKind kind);
+  /* It needs a switch inside each node that reduces ([network] nvswitch
+   * = sharp on the nodes topology), and, with `fabric_sharp`, across
+   * nodes one between them that does ([network] ib_sharp = true). */
+  gboolean in_switch;
+  gboolean fabric_sharp;
 };
 
 /* Whether comm_start() can run collective `kind` of `alg` for `a` as

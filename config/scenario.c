@@ -732,6 +732,7 @@ check_policy (SimConfig *c, const char *file, GError **error)
     .recover = (PolRecover) c->fail_recover,
     .checkpoint_every = c->fail_checkpoint_every,
     .memory_bandwidth = c->memory_bandwidth,
+    .topology = c->topology,
     .math = c->math,
     .resolved = param_resolved,
     .ctx = c,

@@ -286,6 +286,7 @@ struct PolCheck {
   PolRecover recover;         /* [failures] recover */
   gint64 checkpoint_every;    /* [failures] checkpoint_every */
   double memory_bandwidth;    /* [device] memory_bandwidth, 0 = none */
+  const char *topology;       /* [network] topology, NULL = unset */
   gboolean math;              /* the real math runs (model, backend and
                                * policy all have it) */
   /* Records a key whose value the hook derived (e.g. a 0 that means "as

@@ -194,6 +194,48 @@ resolve_layout (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   return TRUE;
 }
 
+/* An algorithm reduced in the switches (nvls, nvls-tree) runs only where
+ * the topology has them: the nodes topology with nvswitch = sharp, and
+ * for nvls across nodes ib_sharp = true. */
+static gboolean
+check_switch_algorithm (const PolPolicyOps *ops, const PolCheck *chk, const char *name,
+                        GError **error)
+{
+  const CommAlgorithm *alg = name ? comm_lookup (name) : NULL;
+  const char *topology = chk->topology;
+  gint64 g = base_values_int (chk->values, "network.gpus_per_node");
+
+  if (alg == NULL || !alg->in_switch)
+    return TRUE;
+  if (g_strcmp0 (topology, "nodes") != 0
+      || base_values_int (chk->values, "network.nvswitch") == 0)
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s needs a switch that reduces inside each node, which this "
+                          "network has not; set [network] topology = nodes and nvswitch = "
+                          "sharp, or use another algorithm (e.g. auto)", name);
+  g = g > 0 ? g : 8;
+  if (alg->fabric_sharp && chk->workers > g
+      && base_values_int (chk->values, "network.ib_sharp") == 0)
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s across %" G_GINT64_FORMAT " nodes needs a fabric that "
+                          "reduces; set [network] ib_sharp = true, or use nvls-tree",
+                          name, (chk->workers + g - 1) / g);
+  if (chk->workers > g
+      && (base_values_int (chk->values, "policy.zero") > 0
+          || (g_strcmp0 (ops->name, "collective") == 0
+              && base_values_int (chk->values, "policy.operation") != COMM_ALLREDUCE)))
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s does reduce-scatter and all-gather inside one node only, not "
+                          "across %" G_GINT64_FORMAT " nodes; use auto or ring", name,
+                          (chk->workers + g - 1) / g);
+  if (chk->workers > g && chk->workers % g != 0)
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s needs whole nodes, but %" G_GINT64_FORMAT " workers fill "
+                          "nodes of %" G_GINT64_FORMAT " unevenly; use a multiple of "
+                          "gpus_per_node", name, chk->workers, g);
+  return TRUE;
+}
+
 gboolean
 pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
 {
@@ -221,6 +263,8 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
                           "%" G_GINT64_FORMAT " needs reduce-scatter and all-gather, which "
                           "[policy] algorithm = %s does not run; use ring, halving-doubling "
                           "or auto, or zero = 0", zero, name);
+  if (!check_switch_algorithm (ops, chk, name, error))
+    return FALSE;
   if (!base_values_int (chk->values, "policy.prefetch") && zero != 3)
     return pol_key_error (error, "policy", "prefetch",
                           "applies only with zero = 3 (parameters gathered layer by layer); "
