@@ -7,7 +7,9 @@
  * keys the file did not set itself; [network] fabric and intra_fabric do the
  * same for link bandwidths, latencies and efficiencies (an efficiency only
  * with the catalog's bandwidth: a bandwidth the file writes is kept exactly,
- * unless it writes an efficiency too).  The resolved values replace the
+ * unless it writes an efficiency too); an intra_fabric whose switches
+ * reduce (sharp_bandwidth) sets [network] nvswitch = sharp and
+ * nvls_bandwidth where the file did not.  The resolved values replace the
  * defaults in the run's `params` rows, so a trace says which figures were
  * used.
  */
@@ -27,6 +29,19 @@ set_param_text (SimConfig *c, const char *dotted, double v)
       {
         g_free (g_ptr_array_index (c->param_values, i));
         g_ptr_array_index (c->param_values, i) = g_strdup_printf ("%.17g", v);
+        return;
+      }
+}
+
+/* Replaces the params-row text of "section.key" in c with `text`. */
+static void
+set_param_string (SimConfig *c, const char *dotted, const char *text)
+{
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), dotted) == 0)
+      {
+        g_free (g_ptr_array_index (c->param_values, i));
+        g_ptr_array_index (c->param_values, i) = g_strdup (text);
         return;
       }
 }
@@ -92,6 +107,19 @@ take_intra_link (SimConfig *c, const SimCatalog *cat, const char *file, GError *
   base_values_set_double (c->values, "network.intra_bandwidth", bw);
   base_values_set_double (c->values, "network.intra_latency", lat);
   base_values_set_double (c->values, "network.intra_efficiency", eff);
+  /* a fabric whose switches reduce (NVLink SHARP) says so, and at what
+   * rate, unless the file says otherwise */
+  const SimLinkSpec *l = sim_catalog_link (cat, c->intra_fabric);
+  if (l->sharp_bandwidth > 0 && !given (c, "network.nvswitch"))
+    {
+      base_values_set_int (c->values, "network.nvswitch", 1);
+      set_param_string (c, "network.nvswitch", "sharp");
+    }
+  if (l->sharp_bandwidth > 0 && !given (c, "network.nvls_bandwidth"))
+    {
+      base_values_set_double (c->values, "network.nvls_bandwidth", l->sharp_bandwidth);
+      set_param_text (c, "network.nvls_bandwidth", l->sharp_bandwidth);
+    }
   return TRUE;
 }
 

@@ -100,6 +100,9 @@ static const CatalogKey link_keys[] = {
   { "latency", CK_QUANTITY, SIM_UNIT_TIME, TRUE, 0, BIG, FALSE, "600ns", LNK (latency) },
   /* optional: where this entry is measured to differ from its kind */
   { "efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.76667", LNK (efficiency) },
+  /* optional: the switches it runs through reduce (NVLink SHARP) */
+  { "sharp_bandwidth", CK_QUANTITY, SIM_UNIT_BANDWIDTH, FALSE, 0, BIG, TRUE, "308.57GBps",
+    LNK (sharp_bandwidth) },
 };
 
 static const CatalogKey kind_keys[] = {

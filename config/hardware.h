@@ -80,6 +80,9 @@ typedef struct {
                               packet and protocol headers, in (0, 1]: the
                               entry's own `efficiency`, else its kind's, else
                               1 (a catalog that states neither) */
+  double sharp_bandwidth;  /* bytes/s per GPU at which the switches this
+                              link runs through reduce (NVLink SHARP),
+                              0 = they do not reduce */
 } SimLinkSpec;
 
 /* What is true of every link of one kind: a [kind:NAME] group. */

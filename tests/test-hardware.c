@@ -104,6 +104,7 @@ test_builtin_entries (void)
     { "ib-edr", "infiniband" }, { "ib-hdr", "infiniband" }, { "ib-ndr", "infiniband" },
     { "pcie3-x16", "pcie" }, { "pcie4-x16", "pcie" }, { "pcie5-x16", "pcie" },
     { "nvlink2", "nvlink" }, { "nvlink3", "nvlink" }, { "nvlink4", "nvlink" },
+    { "nvswitch3", "nvlink" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS (links); i++)
     {
@@ -199,6 +200,13 @@ test_builtin_derivations (void)
   /* NCCL's measured peaks: 230 of 300 GB/s (A100), 370 of 450 GB/s (H100) */
   g_assert_cmpfloat_with_epsilon (link_of (c, "nvlink3")->efficiency, 230.0 / 300, 5e-6);
   g_assert_cmpfloat_with_epsilon (link_of (c, "nvlink4")->efficiency, 370.0 / 450, 5e-6);
+  /* NVLink SHARP: NVLS's 480 GB/s busbw on 8 H100 is 480 / (2 x 7/8) of
+   * algorithm bandwidth, each GPU moving N (1 + 1/8) each way through the
+   * switch; plain NVLink's switches do not reduce */
+  g_assert_cmpfloat_with_epsilon (link_of (c, "nvswitch3")->sharp_bandwidth,
+                                  480e9 / (2 * 7.0 / 8) * (1 + 1.0 / 8), 1e-4 * 308.57e9);
+  g_assert_cmpfloat (link_of (c, "nvlink4")->sharp_bandwidth, ==, 0);
+  g_assert_cmpfloat (link_of (c, "nvswitch3")->efficiency, ==, link_of (c, "nvlink4")->efficiency);
   /* NCCL tuning.cc, ring, Simple protocol: hwLat per step, baseLat per collective */
   assert_rel (sim_catalog_step_overhead (c, "nvlink"), 3.4e-6);
   assert_rel (sim_catalog_step_overhead (c, "pcie"), 5.7e-6);
@@ -488,6 +496,10 @@ static const BadCase bad_cases[] = {
     "[device:x] flops", "'19.5e12' has no unit; write it with one, e.g. 19.5TFLOPS" },
   { "negative", GOOD_DEVICE "memory = -80GB\n", "[device:x] memory",
     "'-80GB' must be greater than 0 bytes" },
+  { "sharp-unit", GOOD_LINK "sharp_bandwidth = 300\n", "[link:y] sharp_bandwidth",
+    "'300' has no unit; write it with one, e.g. 308.57GBps" },
+  { "sharp-zero", GOOD_LINK "sharp_bandwidth = 0GBps\n", "[link:y] sharp_bandwidth",
+    "must be greater than 0 bytes/s" },
   { "zero-bandwidth", "[link:y]\nkind = pcie\ndescription = t\nbandwidth = 0GBps\nlatency = 1us\n",
     "[link:y] bandwidth", "must be greater than 0 bytes/s" },
   { "negative-latency", "[link:y]\nkind = pcie\ndescription = t\nbandwidth = 1GBps\nlatency = -1us\n",
