@@ -269,6 +269,10 @@ typedef struct PolPolicy PolPolicy;
 #define POL_ERROR pol_error_quark ()
 GQuark pol_error_quark (void);
 
+/* [network] gpus_per_node of `values` with its default resolved (0 means
+ * 8 GPUs per node, as the nodes topology reads it). */
+gint64 pol_gpus_per_node (const BaseValues *values);
+
 /* Sets a POL_ERROR error "[SECTION] KEY: MESSAGE" and returns FALSE. */
 gboolean pol_key_error (GError **error, const char *section, const char *key,
                         const char *fmt, ...) G_GNUC_PRINTF (4, 5);

@@ -511,7 +511,7 @@ test_nvls_refusals (void)
     { { "algorithm = nvls", "algorithm = nvls\noperation = reduce-scatter",
         "nvswitch = sharp", "nvswitch = sharp\nib_sharp = true",
         "workers = 8", "workers = 16", NULL },
-      "[policy] algorithm: nvls does reduce-scatter and all-gather inside one node only" },
+      "[policy] algorithm: nvls does reduce-scatter inside one node only, not across 2 nodes" },
   };
   g_autofree char *dir = g_dir_make_tmp ("dtsim-nvls-XXXXXX", NULL);
   g_autofree char *ini = g_build_filename (dir, "r.ini", NULL);
