@@ -382,8 +382,22 @@ nodes_summary (const NetTopologyParams *p)
                 * p->bandwidth;
   else
     bisection = cut_nodes * p->bandwidth;
-  n_links = 2 * p->n_hosts + 2 * (s.per_gpu ? p->n_hosts : s.n_nodes);
-  return g_strdup_printf (
+  n_links = 2 * p->n_hosts + 2 * (s.per_gpu ? p->n_hosts : s.n_nodes)
+            + (s.nvls ? 2 * s.n_nodes : 0);  /* a reduce and a multicast link */
+  g_autofree char *sharp = NULL;
+  if (s.nvls || s.ib_sharp)
+    {
+      g_autofree char *rate = s.nvls_bw > 0
+                                ? g_strdup_printf ("%.4g Gbit/s per GPU", s.nvls_bw * 8 / 1e9)
+                                : g_strdup ("the NVLink's rate");
+      sharp = g_strdup_printf (
+        " Switches that reduce:%s%s%s.",
+        s.nvls ? " each node's (NVLink SHARP, at " : "", s.nvls ? rate : "",
+        s.ib_sharp ? (s.nvls ? "); the one between nodes (InfiniBand SHARP)"
+                             : " the one between nodes (InfiniBand SHARP)")
+                   : ")");
+    }
+  g_autofree char *base = g_strdup_printf (
     "nodes: %d GPUs in %d node%s of %d (the last holds %d), %d switches (one "
     "per node, 1 between nodes), %d one-way links: NVLink "
     "(node<i>.gpu<j>.nvlink.up/down) of %.4g Gbit/s and %.4g us, %s of %.4g "
@@ -399,6 +413,7 @@ nodes_summary (const NetTopologyParams *p)
     bisection * 8 / 1e9, s.per_gpu ? " inside the node" : ", off-node ones too",
     s.per_gpu ? "a GPU's NIC by its off-node flows"
               : "a node's NIC by the off-node flows of all its GPUs");
+  return g_strconcat (base, sharp ? sharp : "", NULL);
 }
 
 /* Full nodes with one NIC per GPU: groups of gpus_per_node. */
