@@ -104,6 +104,8 @@ static const KeyDef core_keys[] = {
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
   { "cluster", "device", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
     "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file.", NULL },
+  { "cluster", "server", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (server),
+    "Server of every worker, by hardware-catalog name (dtsim hardware lists them; topology = nodes): its device, GPUs per node, NVLink fabric, NIC fabric and NICs, each where the file sets none (docs/hardware.md, \"Servers\").", NULL },
   { "cluster", "price", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e6, 0, NULL, OFF (price),
     "Price of one device for one hour (per GPU-hour), a plain number in your own currency (0 = no cost shown; a hardware catalog entry may give a default): cost = GPU-hours x price.", NULL },
   { "cluster", "catalog", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (catalog),

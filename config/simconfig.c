@@ -52,6 +52,7 @@ sim_config_free (SimConfig *c)
   g_free (c->fabric);
   g_free (c->intra_fabric);
   g_free (c->device);
+  g_free (c->server);
   g_free (c->catalog);
   g_free (c->workload);
   g_free (c->data_dir);

@@ -79,6 +79,8 @@ typedef struct {
   gint64 workers;
   gint64 servers;        /* parameter-server shards, one host each */
   char *device;          /* catalog name, NULL = the [device] keys alone */
+  char *server;          /* catalog server, NULL = none: its device, GPUs
+                            per node and links where the file sets none */
   char *catalog;         /* hardware catalog file, NULL = built-in */
   double price;          /* per device-hour, the user's currency, 0 = none */
   /* [device] */

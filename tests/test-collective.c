@@ -457,18 +457,18 @@ test_nvls_messages (void)
                                             " WHERE src = 'node0.nvswitch'"), ==, 8);
 }
 
-/* auto picks NVLS for a large all-reduce on an H100 server (its catalog
- * fabric, nvswitch3, reduces in the switch) and not on an A100 one
- * (nvlink3 does not), whose all-reduce then takes longer. */
+/* auto picks NVLS for a large all-reduce on the catalog's H100 server
+ * (dgx-h100: its nvswitch3 reduces in the switch) and not on its A100 one
+ * (dgx-a100: nvlink3 does not), whose all-reduce then takes longer; each
+ * server brings its device, fabrics, GPUs per node and NICs. */
 static void
 test_nvls_auto (void)
 {
   static const char text[] =
-    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 8\n"
-    "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\nfabric = ib-ndr\n"
-    "intra_fabric = nvswitch3\n"
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 8\nserver = dgx-h100\n"
+    "[network]\ntopology = nodes\n"
     "[policy]\nkind = collective\nalgorithm = auto\nsize = 1GB\nverify = false\n";
-  const char *a100[] = { "network.intra_fabric=nvlink3", NULL };
+  const char *a100[] = { "cluster.server=dgx-a100", NULL };
   TestRun *h = test_run_collect (text, NULL);
   TestRun *a = test_run_collect (text, a100);
 
@@ -477,6 +477,19 @@ test_nvls_auto (void)
   g_assert_cmpfloat (h->sum.sim_time, <, a->sum.sim_time);
   test_run_free (h);
   test_run_free (a);
+  {
+    g_autoptr (SimCatalog) cat = sim_catalog_load (NULL, NULL);
+    SimConfig *c = test_load_one (text);
+    const SimServer *v = sim_catalog_server (cat, "dgx-h100");
+
+    g_assert_cmpstr (c->device, ==, v->device);
+    g_assert_cmpstr (c->intra_fabric, ==, v->intra_fabric);
+    g_assert_cmpstr (c->fabric, ==, v->fabric);
+    g_assert_cmpint (base_values_int (c->values, "network.gpus_per_node"), ==, (gint64) v->gpus);
+    g_assert_cmpint (base_values_int (c->values, "network.nic"), ==, 1);   /* one per GPU */
+    g_assert_cmpint (base_values_int (c->values, "network.nvswitch"), ==, 1);
+    sim_config_free (c);
+  }
 }
 
 /* The new keys and where the algorithms do not run: one line each. */
@@ -493,6 +506,9 @@ test_nvls_refusals (void)
     { "nvswitch = sharp", "nvswitch = sharp\nnvls_bandwidth = 2PBps",
       "[network] nvls_bandwidth" },
     { "nvswitch = sharp", "nvswitch = sharp\nib_sharp = maybe", "[network] ib_sharp" },
+    { "workers = 8", "workers = 8\nserver = dgx-x100",
+      "[cluster] server: unknown server 'dgx-x100'; use one of: dgx-a100, dgx-h100" },
+
     { "workers = 8", "workers = 16",
       "[policy] algorithm: nvls across 2 nodes needs a fabric that reduces; set [network] "
       "ib_sharp = true, or use nvls-tree" },
@@ -512,6 +528,10 @@ test_nvls_refusals (void)
         "nvswitch = sharp", "nvswitch = sharp\nib_sharp = true",
         "workers = 8", "workers = 16", NULL },
       "[policy] algorithm: nvls does reduce-scatter inside one node only, not across 2 nodes" },
+    { { "topology = nodes", "topology = star", "workers = 8", "workers = 8\nserver = dgx-h100",
+        NULL },
+      "[cluster] server: dgx-h100 is a server of 8 GPUs, laid out by the nodes topology; "
+      "set [network] topology = nodes" },
   };
   g_autofree char *dir = g_dir_make_tmp ("dtsim-nvls-XXXXXX", NULL);
   g_autofree char *ini = g_build_filename (dir, "r.ini", NULL);
