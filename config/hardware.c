@@ -380,7 +380,7 @@ check_servers (const SimCatalog *c, const char *file, GError **error)
           g_autofree char *names = sim_catalog_names (c, TRUE);
           where = g_strdup_printf ("%s device", group);
           return fail (error, file, where, "unknown device '%s'; use one of: %s", v->device,
-                       names);
+                       *names ? names : "(none: add its [device:NAME] group)");
         }
       if (!sim_catalog_link (c, v->intra_fabric) || !sim_catalog_link (c, v->fabric))
         {
@@ -388,7 +388,8 @@ check_servers (const SimCatalog *c, const char *file, GError **error)
           gboolean intra = !sim_catalog_link (c, v->intra_fabric);
           where = g_strdup_printf ("%s %s", group, intra ? "intra_fabric" : "fabric");
           return fail (error, file, where, "unknown link '%s'; use one of: %s",
-                       intra ? v->intra_fabric : v->fabric, names);
+                       intra ? v->intra_fabric : v->fabric,
+                       *names ? names : "(none: add its [link:NAME] group)");
         }
       if (v->gpus != floor (v->gpus) || v->nics != floor (v->nics))
         {
