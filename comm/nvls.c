@@ -30,9 +30,10 @@ typedef struct {
   double beta_out;   /* s/byte each rank gets through its NIC */
 } NvlsShape;
 
-/* The shape of a's ranks; FALSE (with the reason in *why, static) where a
- * rank has no switch that reduces, the nodes differ in size, or a node's
- * ranks are not one whole switch's. */
+/* The shape of a's ranks, its figures read from rank 0's ports (every
+ * node built alike); FALSE (with the reason in *why, static) where a rank
+ * has no switch that reduces, the nodes hold different numbers of ranks,
+ * or, across nodes, there is no switch between them. */
 static gboolean
 nvls_shape (const CommArgs *a, NvlsShape *s, const char **why)
 {
