@@ -81,6 +81,7 @@ auto_estimate (const CommAlgorithm *alg, const CommLevels *l,
       CommLevels mine = *l;
 
       mine.n = share;
+      mine.shared = shared;
       mine.beta_in *= stretch;
       mine.beta_out *= stretch;
       return alg->cost_levels (&mine);
@@ -152,6 +153,8 @@ auto_price (const CommArgs *a, CommKind kind, const CommAlgorithm *alg,
   gboolean shared = net_network_contention (a->net) == NET_CONTENTION_MAXMIN;
   double t;
 
+  if (alg->price != NULL)   /* it prices itself on the network */
+    return alg->price (a, kind) + (pr != NULL ? a->launch_overhead : 0);
   auto_levels (a, kind, pr, alg->family, &l, &several);
   t = auto_estimate (alg, &l, several, MAX (channels, 1), shared);
   if (pr != NULL)
@@ -180,6 +183,12 @@ comm_plan (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
       /* one algorithm: the protocol of least estimate, the first where
        * none is a number (its build then refuses the kind) */
       out->alg = alg;
+      if (alg->price != NULL)   /* as below: Simple's overheads only */
+        {
+          out->channels = a->channels == COMM_CHANNELS_AUTO ? 1 : a->channels;
+          out->estimate = auto_price (a, kind, alg, NULL, out->channels);
+          return TRUE;
+        }
       out->protocol = protos[0];
       out->channels = auto_channels (a, kind, alg, protos[0], paths);
       for (int i = 0; i < n_protos && n_protos > 1; i++)
@@ -203,11 +212,16 @@ comm_plan (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
           continue;
         for (int i = 0; i < n_protos; i++)
           {
-            int c = auto_channels (a, kind, *it, protos[i], paths);
-            double t = auto_price (a, kind, *it, protos[i], c);
+            /* one that prices itself (through switches that reduce) runs
+             * with the overheads as given, Simple's: NCCL runs NVLS under
+             * Simple only */
+            const CommProtocol *pr = (*it)->price != NULL ? NULL : protos[i];
+            int c = pr == NULL && a->channels == COMM_CHANNELS_AUTO
+                      ? 1 : auto_channels (a, kind, *it, pr, paths);
+            double t = auto_price (a, kind, *it, pr, c);
 
             if (!isnan (t) && (out->alg == NULL || t < out->estimate * (1 - 1e-9)))
-              *out = (CommPlan) { *it, protos[i], c, t };
+              *out = (CommPlan) { *it, pr, c, t };
           }
       }
   return out->alg != NULL;
@@ -264,6 +278,9 @@ price_uniform (const CommAlgorithm *alg, gconstpointer data)
 {
   const AutoUniform *u = data;
 
+  /* uniform links say nothing of a switch that reduces */
+  if (alg->price != NULL)
+    return NAN;
   return alg->cost (u->kind, u->p, u->group, u->n, u->elem_bytes, u->alpha,
                     u->beta, u->gamma);
 }

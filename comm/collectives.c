@@ -1394,6 +1394,9 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
       a = &planned;
     }
 
+  if (alg->start != NULL)
+    return alg->start (a, kind, done, ctx, data, error);
+
   if (a->channels > 1 && kind != COMM_ALLREDUCE)
     {
       g_set_error (error, COMM_ERROR, COMM_ERROR_UNSUPPORTED,

@@ -179,7 +179,10 @@ typedef struct CommRound CommRound;
 
 /* A two-level network for a cost formula: ranks in groups of `group`
  * (host groups: a node, a rack), routes inside a group of latency
- * alpha_in and s/byte beta_in, across groups alpha_out and beta_out. */
+ * alpha_in and s/byte beta_in, across groups alpha_out and beta_out;
+ * `shared`: a link's bytes share its bandwidth (max-min), so a link that
+ * carries k blocks takes k times one block's time whatever their order
+ * (FALSE, contention none: every transfer has its route's bandwidth). */
 typedef struct {
   CommKind kind;
   int p, group;
@@ -187,6 +190,7 @@ typedef struct {
   double elem_bytes;
   double alpha_in, beta_in, alpha_out, beta_out;
   double reduce_per_byte;
+  gboolean shared;
 } CommLevels;
 
 typedef struct CommAlgorithm CommAlgorithm;
@@ -257,6 +261,23 @@ struct CommAlgorithm {
    * in all for p ranks in host groups of `group` ranks each (group divides
    * p) and n elements, 0 where it gives none; for the event estimate. */
   double (*class_rounds) (CommKind kind, int p, int group, gsize n);
+  /* Optional (NULL: the executor runs the programs): runs the collective
+   * itself, for an algorithm whose transfers end at a switch that reduces
+   * rather than at a rank (in-network reduction, comm/nvls.c), as
+   * comm_start() documents; `channels` and `mirrored` do not apply.
+   * Returns FALSE (and sets COMM_ERROR_UNSUPPORTED) where the network
+   * lacks the switch it needs or the kind is not one it does. */
+  gboolean (*start) (const CommArgs *a, CommKind kind, CommDone done,
+                     gpointer ctx, gpointer data, GError **error);
+  /* With `start`: its time for `a` on the network it runs on, by its cost
+   * formula, NaN where `start` would refuse; auto prices it so, and only
+   * so (its `cost` assumes the switch is there). */
+  double (*price) (const CommArgs *a, CommKind kind);
+  /* It needs a switch inside each node that reduces ([network] nvswitch
+   * = sharp on the nodes topology), and, with `fabric_sharp`, across
+   * nodes one between them that does ([network] ib_sharp = true). */
+  gboolean in_switch;
+  gboolean fabric_sharp;
 };
 
 /* What comm_start() runs for a collective: the algorithm, the protocol

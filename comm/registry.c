@@ -19,12 +19,15 @@ extern const CommAlgorithm comm_naive;
 extern const CommAlgorithm comm_hier;
 extern const CommAlgorithm comm_dbtree;
 extern const CommAlgorithm comm_butterfly;
+extern const CommAlgorithm comm_nvls;
+extern const CommAlgorithm comm_nvls_tree;
 
 static const CommAlgorithm *const coll_algorithms[] = {
   &comm_auto, &comm_ring, &comm_tree, &comm_hd,
   &comm_dbtree,
   &comm_butterfly,
-  &comm_naive, &comm_hier, NULL,
+  &comm_naive, &comm_hier,
+  &comm_nvls, &comm_nvls_tree, NULL,
 };
 
 const void *const *

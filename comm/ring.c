@@ -184,7 +184,10 @@ ring_cost (CommKind kind, int p, int group G_GNUC_UNUSED,
  * contention none: the chain that decides the time crosses x of its
  * 2(p-1) steps between groups (x = 2m, or 2m - 1 when g = 2), each
  * alpha_out + M beta_out, the others alpha_in + M beta_in, plus the p - 1
- * reductions (docs/collectives.md, hierarchical: the flat ring on nodes). */
+ * reductions (docs/collectives.md, hierarchical: the flat ring on nodes).
+ * Where links are shared, the chain's speed does not decide: every link
+ * of the ring carries 2(p - 1) blocks, so the slower level's bandwidth
+ * times all of them bounds the time, the latencies still the chain's. */
 static double
 ring_cost_levels (const CommLevels *l)
 {
@@ -196,6 +199,10 @@ ring_cost_levels (const CommLevels *l)
                       l->beta_out, l->reduce_per_byte);
   m = p / g;
   x = g == 2 ? 2 * m - 1 : 2 * m;
+  if (l->shared)  /* each crossing link carries all 2(p - 1) blocks */
+    return x * l->alpha_out + (2 * (p - 1) - x) * l->alpha_in
+           + 2 * (p - 1) * M * MAX (l->beta_out, l->beta_in)
+           + (p - 1) * M * l->reduce_per_byte;
   return x * (l->alpha_out + M * l->beta_out)
          + (2 * (p - 1) - x) * (l->alpha_in + M * l->beta_in)
          + (p - 1) * M * l->reduce_per_byte;

@@ -1,13 +1,17 @@
 /*
- * catalog.c — a scenario's [cluster] device, [network] fabric and
- * intra_fabric, applied from the hardware catalog.
+ * catalog.c — a scenario's [cluster] device and server, [network] fabric
+ * and intra_fabric, applied from the hardware catalog.
  *
  * [cluster] device copies the catalog entry's peak (of the chosen [device]
  * precision), efficiency, memory bandwidth and capacity into the [device]
  * keys the file did not set itself; [network] fabric and intra_fabric do the
  * same for link bandwidths, latencies and efficiencies (an efficiency only
  * with the catalog's bandwidth: a bandwidth the file writes is kept exactly,
- * unless it writes an efficiency too).  The resolved values replace the
+ * unless it writes an efficiency too); an intra_fabric whose switches
+ * reduce (sharp_bandwidth) sets [network] nvswitch = sharp and
+ * nvls_bandwidth where the file did not; [cluster] server names a device,
+ * both fabrics, gpus_per_node and nic for the nodes topology, where the file
+ * set none.  The resolved values replace the
  * defaults in the run's `params` rows, so a trace says which figures were
  * used.
  *
@@ -26,6 +30,7 @@
 #include "config/catalog.h"
 #include "config/hardware.h"
 #include "comm/collectives.h"
+#include "netmodel/netmodel.h"
 
 /* Replaces the params-row text of "section.key" in c. */
 static void
@@ -36,6 +41,19 @@ set_param_text (SimConfig *c, const char *dotted, double v)
       {
         g_free (g_ptr_array_index (c->param_values, i));
         g_ptr_array_index (c->param_values, i) = g_strdup_printf ("%.17g", v);
+        return;
+      }
+}
+
+/* Replaces the params-row text of "section.key" in c with `text`. */
+static void
+set_param_string (SimConfig *c, const char *dotted, const char *text)
+{
+  for (guint i = 0; i < c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (c->param_keys, i), dotted) == 0)
+      {
+        g_free (g_ptr_array_index (c->param_values, i));
+        g_ptr_array_index (c->param_values, i) = g_strdup (text);
         return;
       }
 }
@@ -101,6 +119,19 @@ take_intra_link (SimConfig *c, const SimCatalog *cat, const char *file, GError *
   base_values_set_double (c->values, "network.intra_bandwidth", bw);
   base_values_set_double (c->values, "network.intra_latency", lat);
   base_values_set_double (c->values, "network.intra_efficiency", eff);
+  /* a fabric whose switches reduce (NVLink SHARP) says so, and at what
+   * rate, unless the file says otherwise */
+  const SimLinkSpec *l = sim_catalog_link (cat, c->intra_fabric);
+  if (l->sharp_bandwidth > 0 && !given (c, "network.nvswitch"))
+    {
+      base_values_set_int (c->values, "network.nvswitch", 1);
+      set_param_string (c, "network.nvswitch", "sharp");
+    }
+  if (l->sharp_bandwidth > 0 && !given (c, "network.nvls_bandwidth"))
+    {
+      base_values_set_double (c->values, "network.nvls_bandwidth", l->sharp_bandwidth);
+      set_param_text (c, "network.nvls_bandwidth", l->sharp_bandwidth);
+    }
   return TRUE;
 }
 
@@ -329,10 +360,76 @@ take_devices (SimConfig *c, const SimCatalog *cat, const char *file, GError **er
   return ok;
 }
 
+/* Whether topology `name` declares [network] `key` among its own keys. */
+static gboolean
+topology_has_key (const char *name, const char *key)
+{
+  const NetTopology *t = name ? net_topology_lookup (name) : NULL;
+
+  for (const BaseKey *k = t ? t->keys : NULL; k && k->section; k++)
+    if (strcmp (k->key, key) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* [cluster] server: the entry's device, fabrics, GPUs per node and NICs
+ * into the keys the file left unset; the nodes topology only. */
+static gboolean
+take_server (SimConfig *c, const SimCatalog *cat, const char *file, GError **error)
+{
+  const SimServer *v = sim_catalog_server (cat, c->server);
+  if (!v)
+    {
+      GString *names = g_string_new (NULL);
+      for (guint i = 0; i < sim_catalog_n_servers (cat); i++)
+        g_string_append_printf (names, "%s%s", i ? ", " : "", sim_catalog_server_at (cat, i)->name);
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [cluster] server: unknown server '%s'; use one of: %s (dtsim hardware "
+                   "lists them)", file, c->server, names->len ? names->str : "(none in this catalog)");
+      g_string_free (names, TRUE);
+      return FALSE;
+    }
+  if (!topology_has_key (c->topology, "gpus_per_node") || !topology_has_key (c->topology, "nic"))
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
+                   "%s: [cluster] server: %s is a server of %.0f GPUs, laid out by the nodes "
+                   "topology; set [network] topology = nodes", file, v->name, v->gpus);
+      return FALSE;
+    }
+  if (!c->device && !c->devices)
+    {
+      c->device = g_strdup (v->device);
+      set_param_string (c, "cluster.device", v->device);
+    }
+  if (!c->intra_fabric)
+    {
+      c->intra_fabric = g_strdup (v->intra_fabric);
+      set_param_string (c, "network.intra_fabric", v->intra_fabric);
+    }
+  if (!c->fabric)
+    {
+      c->fabric = g_strdup (v->fabric);
+      set_param_string (c, "network.fabric", v->fabric);
+    }
+  if (!given (c, "network.gpus_per_node"))
+    {
+      base_values_set_int (c->values, "network.gpus_per_node", (gint64) v->gpus);
+      g_autofree char *g = g_strdup_printf ("%.0f", v->gpus);
+      set_param_string (c, "network.gpus_per_node", g);
+    }
+  if (!given (c, "network.nic"))
+    {
+      gboolean per_gpu = v->nics == v->gpus && v->gpus > 1;
+      base_values_set_int (c->values, "network.nic", per_gpu);
+      set_param_string (c, "network.nic", per_gpu ? "gpu" : "node");
+    }
+  return TRUE;
+}
+
 gboolean
 sim_apply_catalog (SimConfig *c, const char *file, GError **error)
 {
-  if (!c->device && !c->devices && !c->fabric && !c->intra_fabric)
+  if (!c->device && !c->devices && !c->fabric && !c->intra_fabric && !c->server)
     return TRUE;
   g_autoptr (GError) local = NULL;
   SimCatalog *cat = sim_catalog_load (c->catalog, &local);
@@ -343,7 +440,9 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
       return FALSE;
     }
   gboolean ok = TRUE;
-  if (c->device)
+  if (c->server)
+    ok = take_server (c, cat, file, error);
+  if (ok && c->device)
     ok = take_device (c, cat, file, error);
   if (ok && c->devices)
     ok = take_devices (c, cat, file, error);

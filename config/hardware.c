@@ -45,6 +45,7 @@ struct SimCatalog {
   GPtrArray *devices;  /* SimDevice*, in file order */
   GPtrArray *links;    /* SimLinkSpec*, in file order */
   GPtrArray *kinds;    /* SimLinkKind*, in file order */
+  GPtrArray *servers;  /* SimServer*, in file order */
   CatalogCollectives *collectives; /* NULL = no [collectives] group */
 };
 
@@ -66,6 +67,7 @@ typedef struct {
 #define DEV(f) offsetof (SimDevice, f)
 #define LNK(f) offsetof (SimLinkSpec, f)
 #define KND(f) offsetof (SimLinkKind, f)
+#define SRV(f) offsetof (SimServer, f)
 #define COL(f) offsetof (CatalogCollectives, f)
 #define BIG 1e300
 
@@ -102,12 +104,24 @@ static const CatalogKey link_keys[] = {
   { "latency", CK_QUANTITY, SIM_UNIT_TIME, TRUE, 0, BIG, FALSE, "600ns", LNK (latency) },
   /* optional: where this entry is measured to differ from its kind */
   { "efficiency", CK_QUANTITY, SIM_UNIT_NONE, FALSE, 0, 1, TRUE, "0.76667", LNK (efficiency) },
+  /* optional: the switches it runs through reduce (NVLink SHARP) */
+  { "sharp_bandwidth", CK_QUANTITY, SIM_UNIT_BANDWIDTH, FALSE, 0, BIG, TRUE, "308.57GBps",
+    LNK (sharp_bandwidth) },
 };
 
 static const CatalogKey kind_keys[] = {
   { "description", CK_TEXT, 0, TRUE, 0, 0, 0, "NVLink: 128-byte payloads", KND (description) },
   { "efficiency", CK_QUANTITY, SIM_UNIT_NONE, TRUE, 0, 1, TRUE, "0.8", KND (efficiency) },
   { "step_overhead", CK_QUANTITY, SIM_UNIT_TIME, TRUE, 0, BIG, FALSE, "3.4us", KND (step_overhead) },
+};
+
+static const CatalogKey server_keys[] = {
+  { "description", CK_TEXT, 0, TRUE, 0, 0, 0, "NVIDIA DGX H100", SRV (description) },
+  { "device", CK_TEXT, 0, TRUE, 0, 0, 0, "h100", SRV (device) },
+  { "gpus", CK_QUANTITY, SIM_UNIT_NONE, TRUE, 1, 1024, FALSE, "8", SRV (gpus) },
+  { "intra_fabric", CK_TEXT, 0, TRUE, 0, 0, 0, "nvswitch3", SRV (intra_fabric) },
+  { "fabric", CK_TEXT, 0, TRUE, 0, 0, 0, "ib-ndr", SRV (fabric) },
+  { "nics", CK_QUANTITY, SIM_UNIT_NONE, TRUE, 1, 1024, FALSE, "8", SRV (nics) },
 };
 
 static const CatalogKey collectives_keys[] = {
@@ -129,6 +143,17 @@ device_free (SimDevice *d)
   g_free (d->name);
   g_free (d->description);
   g_free (d);
+}
+
+static void
+server_free (SimServer *v)
+{
+  g_free (v->name);
+  g_free (v->description);
+  g_free (v->device);
+  g_free (v->intra_fabric);
+  g_free (v->fabric);
+  g_free (v);
 }
 
 static void
@@ -157,6 +182,8 @@ sim_catalog_free (SimCatalog *catalog)
   g_ptr_array_unref (catalog->devices);
   g_ptr_array_unref (catalog->links);
   g_ptr_array_unref (catalog->kinds);
+  if (catalog->servers)
+    g_ptr_array_unref (catalog->servers);
   if (catalog->collectives)
     g_free (catalog->collectives->description);
   g_free (catalog->collectives);
@@ -338,6 +365,50 @@ resolve_link_efficiencies (SimCatalog *c)
     }
 }
 
+/* Every server names a device and links of the catalog, a whole number
+ * of GPUs, and one NIC per server or per GPU (what the nodes topology
+ * lays). */
+static gboolean
+check_servers (const SimCatalog *c, const char *file, GError **error)
+{
+  for (guint i = 0; i < c->servers->len; i++)
+    {
+      const SimServer *v = g_ptr_array_index (c->servers, i);
+      g_autofree char *group = g_strdup_printf ("[server:%s]", v->name);
+      g_autofree char *where = NULL;
+
+      if (!sim_catalog_device (c, v->device))
+        {
+          g_autofree char *names = sim_catalog_names (c, TRUE);
+          where = g_strdup_printf ("%s device", group);
+          return fail (error, file, where, "unknown device '%s'; use one of: %s", v->device,
+                       *names ? names : "(none: add its [device:NAME] group)");
+        }
+      if (!sim_catalog_link (c, v->intra_fabric) || !sim_catalog_link (c, v->fabric))
+        {
+          g_autofree char *names = sim_catalog_names (c, FALSE);
+          gboolean intra = !sim_catalog_link (c, v->intra_fabric);
+          where = g_strdup_printf ("%s %s", group, intra ? "intra_fabric" : "fabric");
+          return fail (error, file, where, "unknown link '%s'; use one of: %s",
+                       intra ? v->intra_fabric : v->fabric,
+                       *names ? names : "(none: add its [link:NAME] group)");
+        }
+      if (v->gpus != floor (v->gpus) || v->nics != floor (v->nics))
+        {
+          where = g_strdup_printf ("%s %s", group, v->gpus != floor (v->gpus) ? "gpus" : "nics");
+          return fail (error, file, where, "expected a whole number, found %g",
+                       v->gpus != floor (v->gpus) ? v->gpus : v->nics);
+        }
+      if (v->nics != 1 && v->nics != v->gpus)
+        {
+          where = g_strdup_printf ("%s nics", group);
+          return fail (error, file, where, "%g NICs for %g GPUs; dtsim lays one NIC per server "
+                       "or one per GPU: write nics = 1 or nics = %g", v->nics, v->gpus, v->gpus);
+        }
+    }
+  return TRUE;
+}
+
 /* Fills `c` from the key file; `file` names it in messages. */
 static gboolean
 read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
@@ -357,10 +428,11 @@ read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
           continue;
         }
       if (strcmp (prefix, "device") != 0 && strcmp (prefix, "link") != 0
-          && strcmp (prefix, "kind") != 0)
+          && strcmp (prefix, "kind") != 0 && strcmp (prefix, "server") != 0)
         return fail (error, file, NULL,
                      "unknown group [%s]; a catalog has only [device:NAME] and [link:NAME] groups, "
-                     "plus [kind:NAME] and [collectives] (see docs/hardware.md)", group);
+                     "plus [server:NAME], [kind:NAME] and [collectives] (see docs/hardware.md)",
+                     group);
       if (!valid_name (name))
         return fail (error, file, NULL,
                      "[%s]: '%s' is not a valid name; use lower-case letters, digits, '.', '_' and '-', e.g. [%s:a100]",
@@ -375,6 +447,14 @@ read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
         }
       else if (strcmp (prefix, "link") == 0)
         ok = read_link (c, kf, file, group, name, error);
+      else if (strcmp (prefix, "server") == 0)
+        {
+          SimServer *v = g_new0 (SimServer, 1);
+          v->name = g_strdup (name);
+          g_ptr_array_add (c->servers, v);
+          ok = read_group (kf, file, group, "server", server_keys, G_N_ELEMENTS (server_keys),
+                           v, error);
+        }
       else
         ok = read_kind (c, kf, file, group, name, error);
       if (!ok)
@@ -384,7 +464,7 @@ read_catalog (SimCatalog *c, GKeyFile *kf, const char *file, GError **error)
     return fail (error, file, NULL,
                  "no entries; a catalog holds [device:NAME] and [link:NAME] groups (see docs/hardware.md)");
   resolve_link_efficiencies (c);
-  return TRUE;
+  return check_servers (c, file, error);
 }
 
 SimDevicePrecision
@@ -457,6 +537,7 @@ sim_catalog_load (const char *path, GError **error)
   c->devices = g_ptr_array_new_with_free_func ((GDestroyNotify) device_free);
   c->links = g_ptr_array_new_with_free_func ((GDestroyNotify) link_free);
   c->kinds = g_ptr_array_new_with_free_func ((GDestroyNotify) kind_free);
+  c->servers = g_ptr_array_new_with_free_func ((GDestroyNotify) server_free);
   if (!read_catalog (c, kf, file, error))
     {
       sim_catalog_free (c);
@@ -496,6 +577,33 @@ sim_catalog_link (const SimCatalog *catalog, const char *name)
         return l;
     }
   return NULL;
+}
+
+const SimServer *
+sim_catalog_server (const SimCatalog *catalog, const char *name)
+{
+  g_return_val_if_fail (catalog != NULL && name != NULL, NULL);
+  for (guint i = 0; i < catalog->servers->len; i++)
+    {
+      const SimServer *v = g_ptr_array_index (catalog->servers, i);
+      if (g_ascii_strcasecmp (v->name, name) == 0)
+        return v;
+    }
+  return NULL;
+}
+
+guint
+sim_catalog_n_servers (const SimCatalog *catalog)
+{
+  g_return_val_if_fail (catalog != NULL, 0);
+  return catalog->servers->len;
+}
+
+const SimServer *
+sim_catalog_server_at (const SimCatalog *catalog, guint index)
+{
+  g_return_val_if_fail (catalog != NULL && index < catalog->servers->len, NULL);
+  return g_ptr_array_index (catalog->servers, index);
 }
 
 char *
@@ -677,6 +785,23 @@ write_link_tables (const SimCatalog *catalog, GString *out, GPtrArray *rows)
           g_autofree char *eff = sim_format_quantity (k->efficiency, SIM_UNIT_NONE);
           g_autofree char *step = sim_format_quantity (k->step_overhead, SIM_UNIT_TIME);
           g_ptr_array_add (rows, row_new (k->name, eff, step, NULL));
+        }
+      write_aligned (out, rows);
+    }
+  if (catalog->servers->len > 0)
+    {
+      g_string_append (out, "\nServers (their GPUs' device, the link joining them, their "
+                            "NICs' link):\n");
+      g_ptr_array_set_size (rows, 0);
+      g_ptr_array_add (rows, row_new ("name", "device", "GPUs", "intra_fabric", "fabric",
+                                      "NICs", NULL));
+      for (guint i = 0; i < catalog->servers->len; i++)
+        {
+          const SimServer *v = g_ptr_array_index (catalog->servers, i);
+          g_autofree char *gpus = g_strdup_printf ("%.0f", v->gpus);
+          g_autofree char *nics = g_strdup_printf ("%.0f", v->nics);
+          g_ptr_array_add (rows, row_new (v->name, v->device, gpus, v->intra_fabric, v->fabric,
+                                          nics, NULL));
         }
       write_aligned (out, rows);
     }

@@ -3,7 +3,8 @@
  * links (Ethernet, InfiniBand, PCIe, NVLink) with their vendor figures.
  *
  * A catalog is a GLib key file with one `[device:NAME]` or `[link:NAME]`
- * group per entry (scenarios/hardware.ini, whose figures and sources are
+ * group per entry (and `[server:NAME]` groups naming a server's parts among
+ * them) (scenarios/hardware.ini, whose figures and sources are
  * listed in docs/hardware.md), plus what is true of a whole kind of link
  * rather than of one product: a `[kind:NAME]` group per link kind (the share
  * of the raw rate an application gets, the overhead of one collective step)
@@ -83,7 +84,22 @@ typedef struct {
                               packet and protocol headers, in (0, 1]: the
                               entry's own `efficiency`, else its kind's, else
                               1 (a catalog that states neither) */
+  double sharp_bandwidth;  /* bytes/s per GPU at which the switches this
+                              link runs through reduce (NVLink SHARP),
+                              0 = they do not reduce */
 } SimLinkSpec;
+
+/* One server: a [server:NAME] group, the parts a scenario's [cluster]
+ * server brings (docs/hardware.md, "Servers"). */
+typedef struct {
+  char *name;              /* catalog name, e.g. "dgx-h100" */
+  char *description;       /* one line: the product and its parts */
+  char *device;            /* catalog device of its GPUs */
+  double gpus;             /* GPUs per server, a whole number >= 1 */
+  char *intra_fabric;      /* catalog link joining its GPUs */
+  char *fabric;            /* catalog link of its NICs */
+  double nics;             /* NICs per server: 1, or one per GPU */
+} SimServer;
 
 /* What is true of every link of one kind: a [kind:NAME] group. */
 typedef struct {
@@ -125,6 +141,13 @@ guint sim_catalog_n_devices (const SimCatalog *catalog);
 const SimDevice *sim_catalog_device_at (const SimCatalog *catalog, guint index);
 guint sim_catalog_n_links (const SimCatalog *catalog);
 const SimLinkSpec *sim_catalog_link_at (const SimCatalog *catalog, guint index);
+
+/* The [server:NAME] entry called `name` (ASCII case ignored), or NULL;
+ * its device and links are entries of the same catalog. */
+const SimServer *sim_catalog_server (const SimCatalog *catalog, const char *name);
+/* The server entries in catalog order, for listing: index < the count. */
+guint sim_catalog_n_servers (const SimCatalog *catalog);
+const SimServer *sim_catalog_server_at (const SimCatalog *catalog, guint index);
 
 /* The kinds a link may have, NULL-terminated. */
 const char *const *sim_link_kinds (void);

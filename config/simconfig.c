@@ -57,6 +57,7 @@ sim_config_free (SimConfig *c)
     g_free (c->kinds[k].name);
   g_free (c->kinds);
   g_free (c->worker_kind);
+  g_free (c->server);
   g_free (c->catalog);
   g_free (c->workload);
   g_free (c->data_dir);

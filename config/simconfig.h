@@ -121,6 +121,8 @@ typedef struct {
   SimDeviceKind *kinds;  /* (n_kinds) in the order written */
   int *worker_kind;      /* (workers) worker w runs on kinds[worker_kind[w]];
                             NULL without devices */
+  char *server;          /* catalog server, NULL = none: its device, GPUs
+                            per node and links where the file sets none */
   char *catalog;         /* hardware catalog file, NULL = built-in */
   double price;          /* per device-hour, the user's currency, 0 = none */
   gint64 host_cores;     /* CPU cores of a server, shared by its GPUs' data

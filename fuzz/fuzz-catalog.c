@@ -84,6 +84,23 @@ fuzz_check_catalog (const SimCatalog *c)
       const SimLinkSpec *found = sim_catalog_link (c, l->name);
       fuzz_expect (found && g_ascii_strcasecmp (found->name, l->name) == 0, l->name,
                    "a name its lookup does not find");
+      fuzz_expect (isfinite (l->sharp_bandwidth) && l->sharp_bandwidth >= 0, l->name,
+                   "sharp_bandwidth not >= 0");
+    }
+  for (guint i = 0; i < sim_catalog_n_servers (c); i++)
+    {
+      const SimServer *v = sim_catalog_server_at (c, i);
+      fuzz_expect (v->name && v->description, v->name, "a NULL name or description");
+      fuzz_expect (sim_catalog_device (c, v->device) && sim_catalog_link (c, v->intra_fabric)
+                   && sim_catalog_link (c, v->fabric), v->name,
+                   "a device or link the catalog does not hold");
+      fuzz_expect (v->gpus >= 1 && v->gpus <= 1024 && v->gpus == floor (v->gpus), v->name,
+                   "gpus not a whole number in [1, 1024]");
+      fuzz_expect (v->nics == 1 || v->nics == v->gpus, v->name,
+                   "nics neither 1 nor one per GPU");
+      const SimServer *found = sim_catalog_server (c, v->name);
+      fuzz_expect (found && g_ascii_strcasecmp (found->name, v->name) == 0, v->name,
+                   "a name its lookup does not find");
     }
   for (guint i = 0; i < sim_catalog_n_kinds (c); i++)
     {

@@ -53,6 +53,10 @@ typedef struct {
   double start;      /* when the transfer was handed to the network */
   double end;        /* when its last byte arrived */
   int tag;           /* caller's tag, copied from net_send() */
+  int sw;            /* a transfer between a host and a switch
+                        (net_send_port): the switch, src == dst the host;
+                        -1 for a transfer between two hosts */
+  gboolean to_switch; /* with sw >= 0: host -> switch (else switch -> host) */
 } NetTransfer;
 
 /* Called when a transfer's last byte arrives at its destination. */
@@ -161,6 +165,55 @@ void net_send_floored (NetNetwork *net, int src, int dst, double bytes,
                        gpointer data);
 void net_send (NetNetwork *net, int src, int dst, double bytes, int tag,
                NetDone done, gpointer ctx, gpointer data);
+
+/* --- Switch ports: in-network reduction (docs/network.md, "Switches that
+ * reduce") ----------------------------------------------------------------
+ *
+ * A topology may name the switches its hosts reach and give each host a
+ * port to them: the links from the host up to the switch and from the
+ * switch down to it.  Level 0 is the switch inside a server (NVSwitch),
+ * level 1 the fabric between servers.  A switch that reduces (NVLink SHARP,
+ * InfiniBand SHARP) adds what its ports bring and sends the sum back down:
+ * the collectives that use it (comm/nvls.c) send on the ports with
+ * net_send_port. */
+#define NET_SWITCH_LEVELS 2
+#define NET_PORT_HOPS 4     /* links of a port, at most */
+
+/* Adds a switch named `name` (non-empty); `reduces`: it sums what its
+ * ports bring; `rate` (bytes/s, > 0, INFINITY = no limit): what each port
+ * gets of its reduction when all its ports are busy (the topology lays
+ * links that impose it).  Returns its id (0, 1, ... in order of
+ * addition). */
+int net_network_add_switch (NetNetwork *net, const char *name,
+                            gboolean reduces, double rate);
+double net_network_switch_rate (const NetNetwork *net, int sw);
+int net_network_n_switches (const NetNetwork *net);
+const char *net_network_switch_name (const NetNetwork *net, int sw);
+gboolean net_network_switch_reduces (const NetNetwork *net, int sw);
+/* Gives `host` a port at `level` (< NET_SWITCH_LEVELS) to switch `sw`:
+ * up[n_up] the link ids from the host to the switch, down[n_down] back
+ * (1 .. NET_PORT_HOPS each); replaces a port set before. */
+void net_network_set_port (NetNetwork *net, int host, int level, int sw,
+                           const int *up, int n_up, const int *down,
+                           int n_down);
+/* The switch `host` reaches at `level`, -1 where it has no port there. */
+int net_network_host_switch (const NetNetwork *net, int host, int level);
+/* The port's latency (s, the sum of its links') and slowest bandwidth
+ * (bytes/s), up or down; the port must exist. */
+double net_network_port_latency (const NetNetwork *net, int host, int level,
+                                 gboolean up);
+double net_network_port_bandwidth (const NetNetwork *net, int host,
+                                   int level, gboolean up);
+/* Writes the port's link ids up or down into `links` (up to `max`) and
+ * returns their number, 0 where the host has no port at `level`. */
+int net_network_port_links (const NetNetwork *net, int host, int level,
+                            gboolean up, int *links, int max);
+/* net_send_floored() between `host` and its switch at `level` (up: host to
+ * switch, else back), over the port's links; the NetTransfer reports the
+ * host as src and dst, the switch in `sw`. */
+void net_send_port (NetNetwork *net, int host, int level, gboolean up,
+                    double bytes, double floor, int tag, NetDone done,
+                    gpointer ctx, gpointer data);
 
 /* Transfers started and not yet finished. */
 gsize net_network_active (const NetNetwork *net);

@@ -107,6 +107,9 @@ struct NetFlow {
   guint64 seq;       /* creation order: orders simultaneous completions */
   int src, dst;      /* host ids */
   int tag;           /* caller's tag */
+  int sw;            /* the switch at the other end of a port transfer
+                        (src == dst is then the host), -1 host to host */
+  gboolean to_switch; /* a port transfer goes up to `sw` (else down) */
   double bytes;      /* payload, bytes */
   double remaining;  /* bytes not yet sent as of `updated` */
   double updated;    /* s, when `remaining` was last brought up to date */
@@ -156,6 +159,15 @@ typedef struct {
   int n_links;       /* >= 1 */
   int links[];       /* (n_links) link ids in crossing order */
 } NetRoute;
+
+/* A host's port to a switch (net_network_set_port): the links from the
+ * host up to the switch and from the switch down to it. */
+typedef struct {
+  int sw;                 /* switch id, -1 = no port */
+  int n_up, n_down;       /* 1 .. NET_PORT_HOPS */
+  int up[NET_PORT_HOPS];
+  int down[NET_PORT_HOPS];
+} NetPort;
 
 struct NetNetwork {
   EngSim *sim;
@@ -215,6 +227,11 @@ struct NetNetwork {
   NetFoldRoute fold_route;
   int fold_period;         /* hosts per copy once folded, 0 = not folded */
   gboolean links_edited;   /* net_network_set_link changed a link */
+  GPtrArray *switch_names; /* char*, owned; index = switch id */
+  GArray *switch_reduces;  /* gboolean; index = switch id */
+  GArray *switch_rates;    /* double, bytes/s per port; index = switch id */
+  GArray *ports;           /* NetPort; index = host * NET_SWITCH_LEVELS +
+                              level, sw = -1 where there is none */
 };
 
 /* Grows a vector's storage (v, *cap elements of `size` bytes) for one more
@@ -319,6 +336,10 @@ net_network_new (EngSim *sim, NetContention contention)
   net->dirty_epoch = 1;
   net->region_passes = NET_REGION_PASSES;
   net->flow_classes = TRUE;
+  net->switch_names = g_ptr_array_new_with_free_func (g_free);
+  net->switch_reduces = g_array_new (FALSE, FALSE, sizeof (gboolean));
+  net->switch_rates = g_array_new (FALSE, FALSE, sizeof (double));
+  net->ports = g_array_new (FALSE, FALSE, sizeof (NetPort));
   return net;
 }
 
@@ -390,6 +411,10 @@ net_network_free (NetNetwork *net)
   g_hash_table_destroy (net->host_ids);
   g_ptr_array_free (net->host_names, TRUE);
   g_array_unref (net->host_groups);
+  g_ptr_array_free (net->switch_names, TRUE);
+  g_array_unref (net->switch_reduces);
+  g_array_unref (net->switch_rates);
+  g_array_unref (net->ports);
   g_free (net->class_marks);
   g_free (net);
 }
@@ -1466,6 +1491,8 @@ flow_finish (NetNetwork *net, NetFlow *f)
   t.start = f->start;
   t.end = eng_sim_now (net->sim);
   t.tag = f->tag;
+  t.sw = f->sw;
+  t.to_switch = f->to_switch;
 
   net->live.v[f->live_pos] = net->live.v[--net->live.len];
   if (f->live_pos < net->live.len)
@@ -1670,6 +1697,8 @@ send_on_route (NetNetwork *net, int src, int dst, const int *route,
   f->src = src;
   f->dst = dst;
   f->tag = tag;
+  f->sw = -1;
+  f->to_switch = FALSE;
   f->bytes = bytes;
   f->remaining = bytes;
   f->start = eng_sim_now (net->sim);
@@ -1732,6 +1761,168 @@ net_send_floored (NetNetwork *net, int src, int dst, double bytes,
     }
   send_on_route (net, src, dst, route, n_hops, bytes, floor, tag, done, ctx,
                  data);
+}
+
+/* --- Switch ports (in-network reduction) --------------------------------- */
+
+int
+net_network_add_switch (NetNetwork *net, const char *name, gboolean reduces,
+                        double rate)
+{
+  g_return_val_if_fail (net != NULL && name != NULL && *name, -1);
+  g_return_val_if_fail (rate > 0, -1);
+  g_ptr_array_add (net->switch_names, g_strdup (name));
+  g_array_append_val (net->switch_reduces, reduces);
+  g_array_append_val (net->switch_rates, rate);
+  return (int) net->switch_names->len - 1;
+}
+
+int
+net_network_n_switches (const NetNetwork *net)
+{
+  g_return_val_if_fail (net != NULL, 0);
+  return (int) net->switch_names->len;
+}
+
+const char *
+net_network_switch_name (const NetNetwork *net, int sw)
+{
+  g_return_val_if_fail (net != NULL, NULL);
+  g_return_val_if_fail (sw >= 0 && (guint) sw < net->switch_names->len, NULL);
+  return g_ptr_array_index (net->switch_names, sw);
+}
+
+gboolean
+net_network_switch_reduces (const NetNetwork *net, int sw)
+{
+  g_return_val_if_fail (net != NULL, FALSE);
+  g_return_val_if_fail (sw >= 0 && (guint) sw < net->switch_reduces->len, FALSE);
+  return g_array_index (net->switch_reduces, gboolean, sw);
+}
+
+double
+net_network_switch_rate (const NetNetwork *net, int sw)
+{
+  g_return_val_if_fail (net != NULL, NAN);
+  g_return_val_if_fail (sw >= 0 && (guint) sw < net->switch_rates->len, NAN);
+  return g_array_index (net->switch_rates, double, sw);
+}
+
+/* The port of `host` at `level`, or NULL where it has none. */
+static const NetPort *
+port_at (const NetNetwork *net, int host, int level)
+{
+  guint i;
+  const NetPort *pt;
+
+  if (!host_valid (net, host) || level < 0 || level >= NET_SWITCH_LEVELS)
+    return NULL;
+  i = (guint) host * NET_SWITCH_LEVELS + (guint) level;
+  if (i >= net->ports->len)
+    return NULL;
+  pt = &g_array_index (net->ports, NetPort, i);
+  return pt->sw >= 0 ? pt : NULL;
+}
+
+void
+net_network_set_port (NetNetwork *net, int host, int level, int sw,
+                      const int *up, int n_up, const int *down, int n_down)
+{
+  NetPort none = { .sw = -1 }, *pt;
+  guint i;
+
+  g_return_if_fail (net != NULL && host_valid (net, host));
+  g_return_if_fail (level >= 0 && level < NET_SWITCH_LEVELS);
+  g_return_if_fail (sw >= 0 && (guint) sw < net->switch_names->len);
+  g_return_if_fail (n_up >= 1 && n_up <= NET_PORT_HOPS);
+  g_return_if_fail (n_down >= 1 && n_down <= NET_PORT_HOPS);
+  for (int k = 0; k < n_up; k++)
+    g_return_if_fail (up[k] >= 0 && (guint) up[k] < net->links->len);
+  for (int k = 0; k < n_down; k++)
+    g_return_if_fail (down[k] >= 0 && (guint) down[k] < net->links->len);
+  i = (guint) host * NET_SWITCH_LEVELS + (guint) level;
+  while (net->ports->len <= i)
+    g_array_append_val (net->ports, none);
+  pt = &g_array_index (net->ports, NetPort, i);
+  pt->sw = sw;
+  pt->n_up = n_up;
+  pt->n_down = n_down;
+  memcpy (pt->up, up, sizeof (int) * (gsize) n_up);
+  memcpy (pt->down, down, sizeof (int) * (gsize) n_down);
+}
+
+int
+net_network_host_switch (const NetNetwork *net, int host, int level)
+{
+  const NetPort *pt;
+
+  g_return_val_if_fail (net != NULL, -1);
+  pt = port_at (net, host, level);
+  return pt ? pt->sw : -1;
+}
+
+double
+net_network_port_latency (const NetNetwork *net, int host, int level,
+                          gboolean up)
+{
+  const NetPort *pt;
+
+  g_return_val_if_fail (net != NULL, NAN);
+  pt = port_at (net, host, level);
+  g_return_val_if_fail (pt != NULL, NAN);
+  return up ? route_latency (net, pt->up, pt->n_up)
+            : route_latency (net, pt->down, pt->n_down);
+}
+
+double
+net_network_port_bandwidth (const NetNetwork *net, int host, int level,
+                            gboolean up)
+{
+  const NetPort *pt;
+
+  g_return_val_if_fail (net != NULL, NAN);
+  pt = port_at (net, host, level);
+  g_return_val_if_fail (pt != NULL, NAN);
+  return up ? route_bandwidth (net, pt->up, pt->n_up)
+            : route_bandwidth (net, pt->down, pt->n_down);
+}
+
+int
+net_network_port_links (const NetNetwork *net, int host, int level,
+                        gboolean up, int *links, int max)
+{
+  const NetPort *pt;
+  int n;
+
+  g_return_val_if_fail (net != NULL, 0);
+  pt = port_at (net, host, level);
+  if (pt == NULL)
+    return 0;
+  n = up ? pt->n_up : pt->n_down;
+  for (int k = 0; k < n && k < max; k++)
+    links[k] = up ? pt->up[k] : pt->down[k];
+  return n;
+}
+
+void
+net_send_port (NetNetwork *net, int host, int level, gboolean up,
+               double bytes, double floor, int tag, NetDone done,
+               gpointer ctx, gpointer data)
+{
+  const NetPort *pt;
+  NetFlow *f;
+
+  if (!send_valid (net, host, host, bytes, floor))
+    return;
+  pt = port_at (net, host, level);
+  g_return_if_fail (pt != NULL);
+  send_on_route (net, host, host, up ? pt->up : pt->down,
+                 up ? pt->n_up : pt->n_down, bytes, floor, tag, done, ctx,
+                 data);
+  /* the flow just started is the last live one */
+  f = net->live.v[net->live.len - 1];
+  f->sw = pt->sw;
+  f->to_switch = up;
 }
 
 /* --- Mirrored copies ------------------------------------------------------- */

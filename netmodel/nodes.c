@@ -21,6 +21,18 @@
  * and NIC.  Each node's GPUs form one host group (net_network_host_group):
  * group = id of GPU 0 + node index, i.e. the node index when the network
  * holds nothing else.
+ *
+ * Switches that reduce (docs/network.md, "Switches that reduce"): with
+ * nvswitch = sharp each node's switch sums what its GPUs send it (NVLink
+ * SHARP, NVSwitch 3): GPU j's port to it at level 0 goes up
+ * [gpu(j).nvlink.up, node(i).nvswitch.reduce] and down
+ * [node(i).nvswitch.multicast, gpu(j).nvlink.down], the two switch links of
+ * gpus_per_node x nvls_bandwidth (the rate at which the switch reduces and
+ * multicasts for each GPU; 0 = no limit but the GPU's NVLink).  Every GPU
+ * also has a port at level 1 to the switch between the nodes, through its
+ * NIC (one per GPU: [gpu.nic.up] and [gpu.nic.down]; one per node:
+ * [gpu.nvlink.up, node.nic.up] and [node.nic.down, gpu.nvlink.down]),
+ * which reduces with ib_sharp = true (InfiniBand SHARP).
  */
 #include "netmodel/netmodel.h"
 
@@ -36,10 +48,21 @@ typedef struct {
   double intra_bw;   /* bytes/s of each NVLink link */
   double intra_lat;  /* s of each NVLink link */
   gboolean per_gpu;  /* one NIC per GPU */
+  gboolean nvls;     /* each node's switch reduces (nvswitch = sharp) */
+  double nvls_bw;    /* bytes/s per GPU of its reduction, 0 = no limit */
+  gboolean ib_sharp; /* the switch between nodes reduces */
 } NodesShape;
 
 static const BaseChoice nic_choices[] = {
   { "node", FALSE, FALSE }, { "gpu", TRUE, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice nvswitch_choices[] = {
+  { "plain", FALSE, FALSE }, { "sharp", TRUE, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice sharp_choices[] = {
+  { "false", FALSE, FALSE }, { "true", TRUE, FALSE }, { NULL, 0, FALSE } };
+
+/* nvls_bandwidth at most this many times the default NVLink figure's
+ * order (bytes/s): 1 PB/s per GPU, far above any switch. */
+#define NODES_MAX_NVLS_BW 1e15
 
 /* intra_bandwidth, intra_efficiency and intra_latency are declared with
  * the keys several topologies read (topologies.c). */
@@ -49,6 +72,15 @@ static const BaseKey keys[] = {
   { .section = "network", .key = "nic", .type = BASE_KEY_ENUM, .def = "node",
     .choices = nic_choices,
     .doc = "nodes: one NIC per node, shared by its GPUs, or one per gpu." },
+  { .section = "network", .key = "nvswitch", .type = BASE_KEY_ENUM, .def = "plain",
+    .choices = nvswitch_choices,
+    .doc = "nodes: the switch inside each node: plain forwards, sharp also reduces what its GPUs send it and multicasts the sum (NVLink SHARP, NVSwitch 3 as in DGX/HGX H100), which algorithm = nvls and nvls-tree need." },
+  { .section = "network", .key = "nvls_bandwidth", .type = BASE_KEY_QUANTITY,
+    .unit = BASE_UNIT_BANDWIDTH, .def = "0", .min = 0, .max = NODES_MAX_NVLS_BW,
+    .doc = "nodes with nvswitch = sharp: bytes/s per GPU at which the switch reduces and multicasts (its node carries gpus_per_node x this each way); 0 = no limit but the GPU's NVLink." },
+  { .section = "network", .key = "ib_sharp", .type = BASE_KEY_ENUM, .def = "false",
+    .choices = sharp_choices,
+    .doc = "nodes: the switch between the nodes reduces what the GPUs' NICs send it (InfiniBand SHARP), so that algorithm = nvls runs across nodes." },
   { .section = NULL },
 };
 
@@ -102,6 +134,16 @@ nodes_resolve (const NetNetwork *net, const NetTopologyParams *p,
     s->intra_bw *= intra_efficiency;
   s->intra_lat = intra_latency;
   s->per_gpu = nic_per_gpu != FALSE;
+  s->nvls = base_values_int (v, "network.nvswitch") != 0;
+  s->nvls_bw = base_values_double (v, "network.nvls_bandwidth");
+  s->ib_sharp = base_values_int (v, "network.ib_sharp") != 0;
+  if (!(isfinite (s->nvls_bw) && s->nvls_bw >= 0))
+    {
+      g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
+                   "nodes topology: expected nvls_bandwidth >= 0 bytes/s, "
+                   "found %g", s->nvls_bw);
+      return FALSE;
+    }
   if (!isfinite (s->intra_bw))
     {
       g_set_error (error, NET_ERROR, NET_ERROR_INVALID,
@@ -201,6 +243,59 @@ nodes_fold_route (gconstpointer ctx, int period, int src, int dst, int *links,
   return 4;
 }
 
+/* Gives every GPU its ports (net_network_set_port): to its node's switch
+ * where it reduces (level 0), to the switch between the nodes (level 1). */
+static void
+nodes_add_switches (NetNetwork *net, const NetTopologyParams *p,
+                    const NodesShape *shape, const NodesRoutes *s)
+{
+  int fabric = net_network_add_switch (net, "fabric", shape->ib_sharp,
+                                       INFINITY);
+
+  for (int node = 0; node < shape->n_nodes && shape->nvls; node++)
+    {
+      int first = node * shape->gpus;
+      int g = MIN (shape->gpus, p->n_hosts - first), red, mc;
+      double bw = shape->nvls_bw > 0 ? g * shape->nvls_bw : INFINITY;
+      g_autofree char *name = g_strdup_printf ("node%d.nvswitch", node);
+      g_autofree char *rname = g_strdup_printf ("node%d.nvswitch.reduce", node);
+      g_autofree char *mname = g_strdup_printf ("node%d.nvswitch.multicast",
+                                                node);
+      int sw = net_network_add_switch (net, name, TRUE,
+                                       shape->nvls_bw > 0 ? shape->nvls_bw
+                                                          : INFINITY);
+
+      /* no limit: as fast as g NVLinks together, which never binds */
+      if (!isfinite (bw))
+        bw = g * shape->intra_bw;
+      red = net_network_add_named_link (net, rname, bw, 0);
+      mc = net_network_add_named_link (net, mname, bw, 0);
+      for (int j = 0; j < g; j++)
+        {
+          int up[2] = { s->nv_up[first + j], red };
+          int down[2] = { mc, s->nv_down[first + j] };
+
+          net_network_set_port (net, s->first + first + j, 0, sw, up, 2, down,
+                                2);
+        }
+    }
+  for (int h = 0; h < p->n_hosts; h++)
+    {
+      int node = h / shape->gpus;
+
+      if (shape->per_gpu)
+        net_network_set_port (net, s->first + h, 1, fabric, &s->nic_up[h], 1,
+                              &s->nic_down[h], 1);
+      else
+        {
+          int up[2] = { s->nv_up[h], s->nic_up[node] };
+          int down[2] = { s->nic_down[node], s->nv_down[h] };
+
+          net_network_set_port (net, s->first + h, 1, fabric, up, 2, down, 2);
+        }
+    }
+}
+
 /* Adds the GPUs with their NVLink cables and host groups, then the NICs. */
 static void
 nodes_add (NetNetwork *net, const NetTopologyParams *p, const NodesShape *shape,
@@ -233,6 +328,7 @@ nodes_add (NetNetwork *net, const NetTopologyParams *p, const NodesShape *shape,
       net_network_add_cable (net, prefix, p->bandwidth, p->latency,
                              &s->nic_up[i], &s->nic_down[i]);
     }
+  nodes_add_switches (net, p, shape, s);
 }
 
 static gboolean
@@ -286,8 +382,22 @@ nodes_summary (const NetTopologyParams *p)
                 * p->bandwidth;
   else
     bisection = cut_nodes * p->bandwidth;
-  n_links = 2 * p->n_hosts + 2 * (s.per_gpu ? p->n_hosts : s.n_nodes);
-  return g_strdup_printf (
+  n_links = 2 * p->n_hosts + 2 * (s.per_gpu ? p->n_hosts : s.n_nodes)
+            + (s.nvls ? 2 * s.n_nodes : 0);  /* a reduce and a multicast link */
+  g_autofree char *sharp = NULL;
+  if (s.nvls || s.ib_sharp)
+    {
+      g_autofree char *rate = s.nvls_bw > 0
+                                ? g_strdup_printf ("%.4g Gbit/s per GPU", s.nvls_bw * 8 / 1e9)
+                                : g_strdup ("the NVLink's rate");
+      sharp = g_strdup_printf (
+        " Switches that reduce:%s%s%s.",
+        s.nvls ? " each node's (NVLink SHARP, at " : "", s.nvls ? rate : "",
+        s.ib_sharp ? (s.nvls ? "); the one between nodes (InfiniBand SHARP)"
+                             : " the one between nodes (InfiniBand SHARP)")
+                   : ")");
+    }
+  g_autofree char *base = g_strdup_printf (
     "nodes: %d GPUs in %d node%s of %d (the last holds %d), %d switches (one "
     "per node, 1 between nodes), %d one-way links: NVLink "
     "(node<i>.gpu<j>.nvlink.up/down) of %.4g Gbit/s and %.4g us, %s of %.4g "
@@ -303,6 +413,7 @@ nodes_summary (const NetTopologyParams *p)
     bisection * 8 / 1e9, s.per_gpu ? " inside the node" : ", off-node ones too",
     s.per_gpu ? "a GPU's NIC by its off-node flows"
               : "a node's NIC by the off-node flows of all its GPUs");
+  return g_strconcat (base, sharp ? sharp : "", NULL);
 }
 
 /* Full nodes with one NIC per GPU: groups of gpus_per_node. */

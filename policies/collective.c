@@ -251,6 +251,14 @@ coll_validate (PolCheck *chk, GError **error)
                             "%s does not do %s; use one that does: %s", alg->name,
                             comm_kind_name (kind), ok->str);
     }
+  /* reduced in the switches: reduce-scatter and all-gather inside a node */
+  if (alg && alg->in_switch && kind != COMM_ALLREDUCE
+      && chk->workers > pol_gpus_per_node (chk->values))
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s does %s inside one node only, not across %" G_GINT64_FORMAT
+                          " nodes; use auto", alg->name, comm_kind_name (kind),
+                          (chk->workers + pol_gpus_per_node (chk->values) - 1)
+                          / pol_gpus_per_node (chk->values));
   if (kind == COMM_ALLTOALL
       && (double) chk->workers * (double) (chk->workers - 1) > COLL_MAX_ALLTOALL_PAIRS)
     return pol_key_error (error, "policy", "operation",

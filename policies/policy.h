@@ -273,6 +273,10 @@ typedef struct PolPolicy PolPolicy;
 #define POL_ERROR pol_error_quark ()
 GQuark pol_error_quark (void);
 
+/* [network] gpus_per_node of `values` with its default resolved (0 means
+ * 8 GPUs per node, as the nodes topology reads it). */
+gint64 pol_gpus_per_node (const BaseValues *values);
+
 /* Sets a POL_ERROR error "[SECTION] KEY: MESSAGE" and returns FALSE. */
 gboolean pol_key_error (GError **error, const char *section, const char *key,
                         const char *fmt, ...) G_GNUC_PRINTF (4, 5);
@@ -290,6 +294,7 @@ struct PolCheck {
   PolRecover recover;         /* [failures] recover */
   gint64 checkpoint_every;    /* [failures] checkpoint_every */
   double memory_bandwidth;    /* [device] memory_bandwidth, 0 = none */
+  const char *topology;       /* [network] topology, NULL = unset */
   gboolean math;              /* the real math runs (model, backend and
                                * policy all have it) */
   /* Records a key whose value the hook derived (e.g. a 0 that means "as

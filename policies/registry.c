@@ -211,6 +211,65 @@ resolve_layout (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   return TRUE;
 }
 
+/* Whether topology `name` declares [network] `key` among its own keys. */
+static gboolean
+topology_has_key (const char *name, const char *key)
+{
+  const NetTopology *t = name ? net_topology_lookup (name) : NULL;
+
+  for (const BaseKey *k = t ? t->keys : NULL; k && k->section; k++)
+    if (strcmp (k->key, key) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* An algorithm reduced in the switches (CommAlgorithm.in_switch) runs
+ * only where the topology has them: one whose nodes can have a switch
+ * that reduces ([network] nvswitch), set so, and across nodes, where the
+ * algorithm needs it, a fabric that reduces (ib_sharp); on whole nodes;
+ * and for ZeRO's reduce-scatter and all-gather, inside one node. */
+static gboolean
+check_switch_algorithm (const PolCheck *chk, const char *name, GError **error)
+{
+  const CommAlgorithm *alg = name ? comm_lookup (name) : NULL;
+  gint64 g;
+
+  if (alg == NULL || !alg->in_switch)
+    return TRUE;
+  if (!topology_has_key (chk->topology, "nvswitch")
+      || base_values_int (chk->values, "network.nvswitch") == 0)
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s needs a switch that reduces inside each node, which this "
+                          "network has not; set [network] topology = nodes and nvswitch = "
+                          "sharp, or use another algorithm (e.g. auto)", name);
+  g = pol_gpus_per_node (chk->values);
+  if (alg->fabric_sharp && chk->workers > g
+      && base_values_int (chk->values, "network.ib_sharp") == 0)
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s across %" G_GINT64_FORMAT " nodes needs a fabric that "
+                          "reduces; set [network] ib_sharp = true, or use nvls-tree",
+                          name, (chk->workers + g - 1) / g);
+  if (chk->workers > g && base_values_int (chk->values, "policy.zero") > 0)
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s does reduce-scatter and all-gather inside one node only, not "
+                          "across %" G_GINT64_FORMAT " nodes (zero > 0 needs them); use auto "
+                          "or ring", name, (chk->workers + g - 1) / g);
+  if (chk->workers > g && chk->workers % g != 0)
+    return pol_key_error (error, "policy", "algorithm",
+                          "%s needs whole nodes, but %" G_GINT64_FORMAT " workers fill "
+                          "nodes of %" G_GINT64_FORMAT " unevenly; use a multiple of "
+                          "gpus_per_node", name, chk->workers, g);
+  return TRUE;
+}
+
+gint64
+pol_gpus_per_node (const BaseValues *values)
+{
+  gint64 g = base_values_int (values, "network.gpus_per_node");
+
+  return g > 0 ? g : 8;
+}
+
 gboolean
 pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
 {
@@ -256,6 +315,9 @@ pol_validate (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   if (!pol_experts_validate (ops, chk, error))
     return FALSE;
   if (ops->validate && !ops->validate (chk, error))
+    return FALSE;
+  if (!check_switch_algorithm (chk, base_values_string (chk->values, "policy.algorithm"),
+                               error))
     return FALSE;
   for (int i = 0; policies[i]; i++)
     if (policies[i] != ops && policies[i]->foreign && !policies[i]->foreign (chk, error))

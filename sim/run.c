@@ -277,7 +277,13 @@ on_transfer (gpointer ctx, const NetTransfer *t)
   const char *tag = (t->tag >= 0 && t->tag < ops->n_tags) ? ops->tag_names[t->tag] : NULL;
   /* its route, by link id (the links table names them at the run's end) */
   int links[64];
-  int n = net_network_route_links (r->cl->net, t->src, t->dst, links, G_N_ELEMENTS (links));
+  /* a transfer to or from a switch (in-network reduction) crosses its port */
+  int n = t->sw >= 0
+          ? net_network_port_links (r->cl->net, t->src,
+                                    net_network_host_switch (r->cl->net, t->src, 0) == t->sw ? 0 : 1,
+                                    t->to_switch, links, G_N_ELEMENTS (links))
+          : net_network_route_links (r->cl->net, t->src, t->dst, links, G_N_ELEMENTS (links));
+  const char *sw = t->sw >= 0 ? net_network_switch_name (r->cl->net, t->sw) : NULL;
   char route[64 * 12];
   gsize len = 0;
   route[0] = '\0';
@@ -286,8 +292,10 @@ on_transfer (gpointer ctx, const NetTransfer *t)
       len += (gsize) g_snprintf (route + len, sizeof route - len, "%s%d", i ? " " : "", links[i]);
       g_hash_table_add (r->links_used, GINT_TO_POINTER (links[i] + 1));
     }
-  sim_trace_message (r->trace, r->run, net_network_host_name (r->cl->net, t->src),
-                     net_network_host_name (r->cl->net, t->dst), t->bytes, t->start,
+  sim_trace_message (r->trace, r->run,
+                     sw && !t->to_switch ? sw : net_network_host_name (r->cl->net, t->src),
+                     sw && t->to_switch ? sw : net_network_host_name (r->cl->net, t->dst),
+                     t->bytes, t->start,
                      t->end, tag, n > 0 && n <= (int) G_N_ELEMENTS (links) ? route : NULL);
 }
 

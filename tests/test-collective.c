@@ -101,6 +101,18 @@ test_operations (void)
         g_assert_cmpstr (comm_kind_name ((CommKind) k), ==, ops[k]);
         if (isnan (want))
           continue;
+        if ((*a)->in_switch)
+          {
+            /* a star has no switch that reduces: refused in one line
+             * (test_nvls_* run these algorithms where it has one) */
+            g_autofree char *text = g_strdup_printf ("%ssize = 4004B\noperation = %s\n"
+                                                     "algorithm = %s\n", scenario, ops[k],
+                                                     (*a)->name);
+            g_autofree char *msg = test_load_scenario_error (text);
+
+            g_assert_nonnull (strstr (msg, "needs a switch that reduces"));
+            continue;
+          }
         rows = run_rows (sets, &sum);
         g_assert_cmpuint (rows->len, ==, ITERS * 7);
         for (guint i = 0; i < rows->len; i++)
@@ -524,6 +536,284 @@ test_nccl_validation (void)
   g_rmdir (dir);
 }
 
+
+/* --- NVLS and NVLSTree (comm/nvls.c) --------------------------------------- */
+
+#define NV_LAT  600e-9          /* s: each NVLink link */
+#define NV_BW   450e9           /* bytes/s: each NVLink link, each way */
+#define NIC_LAT 1e-6            /* s: each NIC link */
+#define NIC_BW  (200e9 / 8)     /* bytes/s: each NIC link */
+
+/* One node of 8 GPUs whose switch reduces, one NIC per GPU, no step or
+ * launch overhead, contention none. */
+static const char nvls_scenario[] =
+  "[scenario]\nname = t\niterations = 2\n[cluster]\nworkers = 8\n"
+  "[network]\ntopology = nodes\ngpus_per_node = 8\nnic = gpu\n"
+  "bandwidth = 200Gbps\nlatency = 1us\nintra_bandwidth = 450GBps\n"
+  "intra_latency = 600ns\nnvswitch = sharp\ncontention = none\n"
+  "[policy]\nkind = collective\nalgorithm = nvls\nsize = 40040B\n";
+
+/* The time of every iteration of `text` with `sets` (verified: the run
+ * aborts on a wrong result), asserting they are all `want`. */
+static void
+assert_iterations (const char *text, const char *const *sets, double want)
+{
+  TestRun *r = test_run_collect (text, sets);
+
+  g_assert_cmpuint (r->rows->len, >, 0);
+  for (guint i = 0; i < r->rows->len; i++)
+    {
+      TestRow *row = &g_array_index (r->rows, TestRow, i);
+
+      g_assert_cmpfloat_with_epsilon (row->end - row->start, want, 1e-9 * want);
+    }
+  test_run_free (r);
+}
+
+/* NVLS in one node on uniform links (contention none): every GPU sends
+ * its buffer to the switch and reads every block back, its reduced block
+ * multicast from it, all pipelined, so an all-reduce of N bytes among p
+ * lasts the port's latency there and back, then N (1 + 1/p) bytes at the
+ * link's rate; reduce-scatter sends N and reads N/p, all-gather the
+ * reverse: 2 L + N / B.  The cost formula says the same. */
+static void
+test_nvls_closed_form (void)
+{
+  const CommAlgorithm *nvls = comm_lookup ("nvls");
+  double N = 40040, p = 8, alpha = 2 * NV_LAT, beta = 1 / NV_BW;
+  const char *ar[] = { "policy.operation=all-reduce", NULL };
+  const char *rs[] = { "policy.operation=reduce-scatter", NULL };
+  const char *ag[] = { "policy.operation=all-gather", NULL };
+  double t_ar = 2 * NV_LAT + N * (1 + 1 / p) / NV_BW;
+  double t_rs = 2 * NV_LAT + N / NV_BW;
+
+  g_assert_nonnull (nvls);
+  assert_iterations (nvls_scenario, ar, t_ar);
+  assert_iterations (nvls_scenario, rs, t_rs);
+  assert_iterations (nvls_scenario, ag, t_rs);
+  test_assert_close (comm_cost (nvls, COMM_ALLREDUCE, 8, 40040 / 4, 4, alpha, beta, 0),
+                     t_ar, 1e-12);
+  test_assert_close (comm_cost (nvls, COMM_REDUCE_SCATTER, 8, 40040 / 4, 4, alpha, beta, 0),
+                     t_rs, 1e-12);
+  /* against the ring's 2 (p - 1) / p N: fewer bytes for p > 2 */
+  g_assert_cmpfloat (t_ar, <, comm_cost (comm_lookup ("ring"), COMM_ALLREDUCE, 8, 40040 / 4,
+                                         4, alpha, beta, 0));
+  /* nothing reduces a broadcast in the switch */
+  g_assert_true (isnan (comm_cost (nvls, COMM_BROADCAST, 8, 10, 4, alpha, beta, 0)));
+}
+
+/* The switch's own rate (nvls_bandwidth S, below the link's): with
+ * max-min sharing the 8 GPUs share the node's reduce and multicast links
+ * of 8 S, S each: 2 L + N (1 + 1/p) / S. */
+static void
+test_nvls_switch_rate (void)
+{
+  double N = 40040, p = 8, S = 100e9;
+  const char *sets[] = { "network.contention=max-min", "network.nvls_bandwidth=100GBps",
+                         NULL };
+
+  assert_iterations (nvls_scenario, sets, 2 * NV_LAT + N * (1 + 1 / p) / S);
+}
+
+/* Two nodes (contention none): NVLSTree, NVLS inside each node and a tree
+ * across, pipelined: every GPU's block of N/g goes out through its NIC
+ * and back, after the tree's ceil(log2 m) levels up and as many down, one
+ * NIC trip each; NVLS with the fabric reducing (ib_sharp) makes one trip.
+ *   T = 2 L_nv + trips 2 L_nic + max(N (1 + 1/g) / B_nv, (N/g) / B_nic)
+ * Here the NIC (25 GB/s, N/8 bytes) is the slower of the two. */
+static void
+test_nvls_two_nodes (void)
+{
+  double N = 40040, g = 8;
+  double bytes = MAX (N * (1 + 1 / g) / NV_BW, N / g / NIC_BW);
+  const char *tree[] = { "cluster.workers=16", "policy.algorithm=nvls-tree", NULL };
+  const char *sharp[] = { "cluster.workers=16", "network.ib_sharp=true", NULL };
+  const CommAlgorithm *nt = comm_lookup ("nvls-tree");
+
+  g_assert_cmpfloat (N / g / NIC_BW, >, N * (1 + 1 / g) / NV_BW);
+  assert_iterations (nvls_scenario, tree, 2 * NV_LAT + 2 * 2 * NIC_LAT + bytes);
+  assert_iterations (nvls_scenario, sharp, 2 * NV_LAT + 2 * NIC_LAT + bytes);
+  /* uniform links, 2 groups of 8: the tree's two trips */
+  test_assert_close (comm_cost_grouped (nt, COMM_ALLREDUCE, 16, 8, 1000, 4, 1e-6, 1e-9, 0),
+                     3 * 1e-6 + 4000 * (1 + 1 / g) * 1e-9, 1e-12);
+}
+
+/* Messages: two per GPU and iteration, to its node's switch and back,
+ * named by the switch at one end. */
+static void
+test_nvls_messages (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-nvls-XXXXXX", NULL);
+  g_autofree char *db = test_run_messages (dir, nvls_scenario, "m");
+
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM messages"), ==, 2 * 8);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM messages"
+                                            " WHERE dst = 'node0.nvswitch'"
+                                            " AND bytes = 40040 * 1.125"), ==, 8);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM messages"
+                                            " WHERE src = 'node0.nvswitch'"), ==, 8);
+}
+
+/* auto picks NVLS for a large all-reduce on the catalog's H100 server
+ * (dgx-h100: its nvswitch3 reduces in the switch) and not on its A100 one
+ * (dgx-a100: nvlink3 does not), whose all-reduce then takes longer; each
+ * server brings its device, fabrics, GPUs per node and NICs. */
+static void
+test_nvls_auto (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 8\nserver = dgx-h100\n"
+    "[network]\ntopology = nodes\n"
+    "[policy]\nkind = collective\nalgorithm = auto\nsize = 1GB\nverify = false\n";
+  const char *a100[] = { "cluster.server=dgx-a100", NULL };
+  TestRun *h = test_run_collect (text, NULL);
+  TestRun *a = test_run_collect (text, a100);
+
+  g_assert_cmpstr (g_hash_table_lookup (h->params, "policy.algorithm_chosen"), ==, "nvls");
+  g_assert_cmpstr (g_hash_table_lookup (a->params, "policy.algorithm_chosen"), !=, "nvls");
+  g_assert_cmpfloat (h->sum.sim_time, <, a->sum.sim_time);
+  test_run_free (h);
+  test_run_free (a);
+  {
+    g_autoptr (SimCatalog) cat = sim_catalog_load (NULL, NULL);
+    SimConfig *c = test_load_one (text);
+    const SimServer *v = sim_catalog_server (cat, "dgx-h100");
+
+    g_assert_cmpstr (c->device, ==, v->device);
+    g_assert_cmpstr (c->intra_fabric, ==, v->intra_fabric);
+    g_assert_cmpstr (c->fabric, ==, v->fabric);
+    g_assert_cmpint (base_values_int (c->values, "network.gpus_per_node"), ==, (gint64) v->gpus);
+    g_assert_cmpint (base_values_int (c->values, "network.nic"), ==, 1);   /* one per GPU */
+    g_assert_cmpint (base_values_int (c->values, "network.nvswitch"), ==, 1);
+    sim_config_free (c);
+  }
+}
+
+/* The new keys and where the algorithms do not run: one line each. */
+static void
+test_nvls_refusals (void)
+{
+  static const TestRefusal cases[] = {
+    { "nvswitch = sharp", "nvswitch = plain",
+      "[policy] algorithm: nvls needs a switch that reduces inside each node, which this "
+      "network has not; set [network] topology = nodes and nvswitch = sharp" },
+    { "nvswitch = sharp", "nvswitch = yes", "[network] nvswitch" },
+    { "nvswitch = sharp", "nvswitch = sharp\nnvls_bandwidth = -1GBps",
+      "[network] nvls_bandwidth" },
+    { "nvswitch = sharp", "nvswitch = sharp\nnvls_bandwidth = 2PBps",
+      "[network] nvls_bandwidth" },
+    { "nvswitch = sharp", "nvswitch = sharp\nib_sharp = maybe", "[network] ib_sharp" },
+    { "workers = 8", "workers = 8\nserver = dgx-x100",
+      "[cluster] server: unknown server 'dgx-x100'; use one of: dgx-a100, dgx-h100" },
+
+    { "workers = 8", "workers = 16",
+      "[policy] algorithm: nvls across 2 nodes needs a fabric that reduces; set [network] "
+      "ib_sharp = true, or use nvls-tree" },
+    { "workers = 8", "workers = 12",
+      "[policy] algorithm: nvls across 2 nodes needs a fabric that reduces" },
+    { "algorithm = nvls", "algorithm = nvls-tree\noperation = all-gather",
+      "[policy] algorithm: nvls-tree does not do all-gather" },
+  };
+  /* several edits each (from, to pairs, NULL-terminated) */
+  static const struct {
+    const char *edits[7];
+    const char *want;
+  } several[] = {
+    { { "algorithm = nvls", "algorithm = nvls-tree", "workers = 8", "workers = 12", NULL },
+      "[policy] algorithm: nvls-tree needs whole nodes" },
+    { { "algorithm = nvls", "algorithm = nvls\noperation = reduce-scatter",
+        "nvswitch = sharp", "nvswitch = sharp\nib_sharp = true",
+        "workers = 8", "workers = 16", NULL },
+      "[policy] algorithm: nvls does reduce-scatter inside one node only, not across 2 nodes" },
+    { { "topology = nodes", "topology = star", "workers = 8", "workers = 8\nserver = dgx-h100",
+        NULL },
+      "[cluster] server: dgx-h100 is a server of 8 GPUs, laid out by the nodes topology; "
+      "set [network] topology = nodes" },
+  };
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-nvls-XXXXXX", NULL);
+  g_autofree char *ini = g_build_filename (dir, "r.ini", NULL);
+  g_autofree char *text = test_replaced (nvls_scenario, "nvswitch = sharp", "nvswitch = plain");
+  g_autofree char *out = NULL, *err = NULL;
+
+  test_refusals (nvls_scenario, cases, G_N_ELEMENTS (cases));
+  for (guint i = 0; i < G_N_ELEMENTS (several); i++)
+    {
+      g_autofree char *text_i = g_strdup (nvls_scenario);
+      g_autofree char *msg = NULL;
+
+      for (int e = 0; several[i].edits[e]; e += 2)
+        {
+          char *next = test_replaced (text_i, several[i].edits[e], several[i].edits[e + 1]);
+
+          g_free (text_i);
+          text_i = next;
+        }
+      msg = test_load_scenario_error (text_i);
+      if (!strstr (msg, several[i].want))
+        g_error ("case %u: %s\n  does not say: %s", i, msg, several[i].want);
+    }
+  /* from the command line: exit 2, one line naming the file */
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "check", ini, NULL), ==, 2);
+  g_assert_nonnull (strstr (err, ini));
+  g_assert_nonnull (strstr (err, "[policy] algorithm"));
+  g_remove (ini);
+  g_rmdir (dir);
+}
+
+/* scenarios/validation/nccl-h100.ini against the figures it lists
+ * (docs/collectives.md, "Against nccl-tests"): bus bandwidth 2(p-1)/p N / t
+ * for an all-reduce, (p-1)/p N / t for the others.  Runs 1-3 and 5 (the
+ * ring) are where the catalog's figures were fixed (5%); run 4, two servers, is held out: the
+ * report it comes from measured 430 GB/s on one server as well, 10% under
+ * NVIDIA's 480, so dtsim's 514 is 20% over it.  Sizes below 1 MB are
+ * pending (the scenario's header), not run. */
+static void
+test_nccl_h100_validation (void)
+{
+  static const struct {
+    int workers;
+    gboolean allreduce;
+    double published, tolerance;
+  } cases[] = {
+    { 8, TRUE, 480e9, 0.05 },    /* nccl-tests issue 212: calibration */
+    { 8, FALSE, 370e9, 0.05 },   /* the same, all-gather: calibration */
+    { 8, FALSE, 370e9, 0.05 },   /* the same, reduce-scatter: calibration */
+    { 16, TRUE, 430e9, 0.20 },   /* NVIDIA/nccl issue 1221: validation */
+    { 8, TRUE, 370e9, 0.05 },    /* nccl-tests issue 212, ring: calibration */
+  };
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  g_autofree char *ini = g_build_filename (src, "scenarios", "validation", "nccl-h100.ini",
+                                           NULL);
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-nccl-XXXXXX", NULL);
+  g_autofree char *db = g_build_filename (dir, "v.db", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet", NULL),
+                   ==, 0);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM runs"), ==,
+                     G_N_ELEMENTS (cases));
+  /* auto's choices: NVLS in one server, NVLSTree across two */
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM params WHERE run_id = 1"
+                                            " AND key = 'policy.algorithm_chosen'"
+                                            " AND value = 'nvls'"), ==, 1);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM params WHERE run_id = 4"
+                                            " AND key = 'policy.algorithm_chosen'"
+                                            " AND value = 'nvls-tree'"), ==, 1);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *sql = g_strdup_printf ("SELECT sim_time FROM runs WHERE id = %u", i + 1);
+      double p = cases[i].workers, t = test_query_number (db, sql);
+      double busbw = 8e9 / t * (cases[i].allreduce ? 2 : 1) * (p - 1) / p;
+
+      g_test_message ("%d GPUs: %.1f GB/s, published %.1f", cases[i].workers, busbw / 1e9,
+                      cases[i].published / 1e9);
+      test_assert_close (busbw, cases[i].published, cases[i].tolerance);
+    }
+  g_remove (db);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -539,5 +829,12 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/protocol/auto", test_protocol_auto);
   g_test_add_func ("/collective/channels-auto", test_channels_auto);
   g_test_add_func ("/collective/double-tree-small", test_double_tree_small);
+  g_test_add_func ("/collective/nvls/closed-form", test_nvls_closed_form);
+  g_test_add_func ("/collective/nvls/switch-rate", test_nvls_switch_rate);
+  g_test_add_func ("/collective/nvls/two-nodes", test_nvls_two_nodes);
+  g_test_add_func ("/collective/nvls/messages", test_nvls_messages);
+  g_test_add_func ("/collective/nvls/auto", test_nvls_auto);
+  g_test_add_func ("/collective/nvls/refusals", test_nvls_refusals);
+  g_test_add_func ("/collective/nccl-h100-validation", test_nccl_h100_validation);
   return g_test_run ();
 }

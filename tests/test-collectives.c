@@ -580,7 +580,7 @@ test_registry (void)
 {
   const char *names[] = { "auto", "ring", "tree", "halving-doubling",
                           "double-tree", "butterfly", "naive",
-                          "hierarchical" };
+                          "hierarchical", "nvls", "nvls-tree" };
   const CommAlgorithm *const *all = comm_all ();
   int n = 0;
 
@@ -1469,7 +1469,7 @@ test_channels_ring_formula (void)
       assert_time (t, want);
       assert_allreduce_data (run);
       l = (CommLevels) { COMM_ALLREDUCE, p, 4, hi - lo, ELEM, a_in, b_in,
-                            a_out, b_out, 0 };
+                            a_out, b_out, 0, FALSE };
       assert_time (comm_lookup ("ring")->cost_levels (&l), want);
       run_free (run);
     }
@@ -1914,7 +1914,9 @@ test_auto_star (void)
           {
             double c;
 
-            if ((*a)->choose || (*a)->baseline)
+            /* a star has no switch that reduces, where alone auto
+             * prices nvls and nvls-tree (test-collective.c runs them) */
+            if ((*a)->choose || (*a)->baseline || (*a)->in_switch)
               continue;
             c = comm_cost (*a, COMM_ALLREDUCE, p, ns[k], ELEM, ALPHA,
                                BETA, 0);
@@ -1973,7 +1975,7 @@ test_auto_nodes (void)
           Run *other;
           double t;
 
-          if ((*a)->choose || strcmp ((*a)->name, "naive") == 0)
+          if ((*a)->choose || strcmp ((*a)->name, "naive") == 0 || (*a)->in_switch)
             continue;
           other = run_new_nodes (32, n, NET_CONTENTION_MAXMIN, 8, TRUE);
           t = run_coll_channels (other, (*a)->name, COMM_ALLREDUCE, FALSE,

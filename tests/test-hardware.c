@@ -104,6 +104,7 @@ test_builtin_entries (void)
     { "ib-edr", "infiniband" }, { "ib-hdr", "infiniband" }, { "ib-ndr", "infiniband" },
     { "pcie3-x16", "pcie" }, { "pcie4-x16", "pcie" }, { "pcie5-x16", "pcie" },
     { "nvlink2", "nvlink" }, { "nvlink3", "nvlink" }, { "nvlink4", "nvlink" },
+    { "nvswitch3", "nvlink" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS (links); i++)
     {
@@ -199,6 +200,13 @@ test_builtin_derivations (void)
   /* NCCL's measured peaks: 230 of 300 GB/s (A100), 370 of 450 GB/s (H100) */
   g_assert_cmpfloat_with_epsilon (link_of (c, "nvlink3")->efficiency, 230.0 / 300, 5e-6);
   g_assert_cmpfloat_with_epsilon (link_of (c, "nvlink4")->efficiency, 370.0 / 450, 5e-6);
+  /* NVLink SHARP: NVLS's 480 GB/s busbw on 8 H100 is 480 / (2 x 7/8) of
+   * algorithm bandwidth, each GPU moving N (1 + 1/8) each way through the
+   * switch; plain NVLink's switches do not reduce */
+  g_assert_cmpfloat_with_epsilon (link_of (c, "nvswitch3")->sharp_bandwidth,
+                                  480e9 / (2 * 7.0 / 8) * (1 + 1.0 / 8), 1e-4 * 308.57e9);
+  g_assert_cmpfloat (link_of (c, "nvlink4")->sharp_bandwidth, ==, 0);
+  g_assert_cmpfloat (link_of (c, "nvswitch3")->efficiency, ==, link_of (c, "nvlink4")->efficiency);
   /* NCCL tuning.cc, ring, Simple protocol: hwLat per step, baseLat per collective */
   assert_rel (sim_catalog_step_overhead (c, "nvlink"), 3.4e-6);
   assert_rel (sim_catalog_step_overhead (c, "pcie"), 5.7e-6);
@@ -347,6 +355,29 @@ test_docs_match (void)
                     docs_figure (cells[4], SIM_UNIT_NONE, l->name, "efficiency"), l->efficiency);
     }
 
+  /* Servers: every entry's parts, as the catalog names them */
+  g_autoptr (GPtrArray) servers = docs_table (text, "| name | device | GPUs |");
+  g_assert_cmpuint (servers->len, ==, sim_catalog_n_servers (c));
+  for (guint r = 0; r < servers->len; r++)
+    {
+      char **cells = g_ptr_array_index (servers, r);
+      g_assert_cmpuint (g_strv_length (cells), ==, 6);
+      const SimServer *v = sim_catalog_server (c, cells[0]);
+      if (!v)
+        g_error ("docs/hardware.md, Servers: no [server:%s] in the catalog", cells[0]);
+      g_assert_cmpstr (cells[1], ==, v->device);
+      check_figure (v->name, "GPUs", docs_figure (cells[2], SIM_UNIT_NONE, v->name, "GPUs"),
+                    v->gpus);
+      g_assert_cmpstr (cells[3], ==, v->intra_fabric);
+      g_assert_cmpstr (cells[4], ==, v->fabric);
+      check_figure (v->name, "NICs", docs_figure (cells[5], SIM_UNIT_NONE, v->name, "NICs"),
+                    v->nics);
+      /* its parts are entries of the catalog */
+      g_assert_nonnull (sim_catalog_device (c, v->device));
+      g_assert_nonnull (sim_catalog_link (c, v->intra_fabric));
+      g_assert_nonnull (sim_catalog_link (c, v->fabric));
+    }
+
   /* What links deliver: every kind's group, and the launch overhead */
   g_autoptr (GPtrArray) kinds = docs_table (text, "| kind | efficiency | step overhead |");
   g_assert_cmpuint (kinds->len, ==, sim_catalog_n_kinds (c));
@@ -489,6 +520,22 @@ static const BadCase bad_cases[] = {
     "[device:x] flops", "'19.5e12' has no unit; write it with one, e.g. 19.5TFLOPS" },
   { "negative", GOOD_DEVICE "memory = -80GB\n", "[device:x] memory",
     "'-80GB' must be greater than 0 bytes" },
+  { "server-device", GOOD_LINK "[server:s]\ndescription = t\ndevice = nope\ngpus = 8\n"
+    "intra_fabric = y\nfabric = y\nnics = 8\n", "[server:s] device", "unknown device 'nope'" },
+  { "server-link", GOOD_DEVICE GOOD_LINK "[server:s]\ndescription = t\ndevice = x\ngpus = 8\n"
+    "intra_fabric = y\nfabric = nope\nnics = 8\n", "[server:s] fabric", "unknown link 'nope'" },
+  { "server-nics", GOOD_DEVICE GOOD_LINK "[server:s]\ndescription = t\ndevice = x\ngpus = 8\n"
+    "intra_fabric = y\nfabric = y\nnics = 4\n", "[server:s] nics",
+    "4 NICs for 8 GPUs; dtsim lays one NIC per server or one per GPU: write nics = 1 or nics = 8" },
+  { "server-gpus", GOOD_DEVICE GOOD_LINK "[server:s]\ndescription = t\ndevice = x\ngpus = 2.5\n"
+    "intra_fabric = y\nfabric = y\nnics = 1\n", "[server:s] gpus",
+    "expected a whole number, found 2.5" },
+  { "server-missing", GOOD_DEVICE GOOD_LINK "[server:s]\ndescription = t\ndevice = x\n",
+    "[server:s] gpus", "missing" },
+  { "sharp-unit", GOOD_LINK "sharp_bandwidth = 300\n", "[link:y] sharp_bandwidth",
+    "'300' has no unit; write it with one, e.g. 308.57GBps" },
+  { "sharp-zero", GOOD_LINK "sharp_bandwidth = 0GBps\n", "[link:y] sharp_bandwidth",
+    "must be greater than 0 bytes/s" },
   { "zero-bandwidth", "[link:y]\nkind = pcie\ndescription = t\nbandwidth = 0GBps\nlatency = 1us\n",
     "[link:y] bandwidth", "must be greater than 0 bytes/s" },
   { "negative-latency", "[link:y]\nkind = pcie\ndescription = t\nbandwidth = 1GBps\nlatency = -1us\n",
@@ -502,7 +549,7 @@ static const BadCase bad_cases[] = {
   { "group", GOOD_DEVICE "[gpu:z]\nflops = 1TFLOPS\n", NULL,
     "unknown group [gpu:z]; a catalog has only [device:NAME] and [link:NAME] groups" },
   { "group-help", GOOD_DEVICE "[gpu:z]\nflops = 1TFLOPS\n", NULL,
-    "groups, plus [kind:NAME] and [collectives] (see docs/hardware.md)" },
+    "groups, plus [server:NAME], [kind:NAME] and [collectives] (see docs/hardware.md)" },
   { "name", "[device:A 100]\ndescription = t\n", NULL,
     "[device:A 100]: 'A 100' is not a valid name; use lower-case letters" },
   { "twice-group", GOOD_DEVICE "\n" GOOD_DEVICE, NULL,

@@ -555,6 +555,69 @@ test_nodes_nic_per_gpu (void)
   fixture_clear (&fx);
 }
 
+/* Switches that reduce (nvswitch = sharp, ib_sharp = true): each GPU's
+ * port to its node's switch crosses its NVLink and the switch's reduce or
+ * multicast link of gpus x nvls_bandwidth; its port to the fabric, its NIC
+ * (nic = node: its NVLink and the node's NIC).  Four GPUs sending up at
+ * once share the reduce link, nvls_bandwidth each: L + b / S.  Without
+ * sharp a node's GPUs have no port to it, and the fabric does not
+ * reduce. */
+static void
+test_nodes_sharp_ports (void)
+{
+  Fixture fx;
+  NetTopologyParams p;
+  double S = B / 2;   /* below the NVLink's NVL_BW */
+  int links[NET_PORT_HOPS];
+  int sw;
+
+  fx.names = host_names (8);
+  p = params (fx.names);
+  set_int (&p, "gpus_per_node", 4);
+  set_double (&p, "intra_bandwidth", NVL_BW);
+  set_double (&p, "intra_latency", NVL_LAT);
+  set_int (&p, "nvswitch", TRUE);
+  set_double (&p, "nvls_bandwidth", S);
+  set_int (&p, "ib_sharp", TRUE);
+  fixture_init (&fx, "nodes", p);
+  sw = net_network_host_switch (fx.net, 5, 0);
+  g_assert_cmpint (sw, >=, 0);
+  g_assert_cmpstr (net_network_switch_name (fx.net, sw), ==, "node1.nvswitch");
+  g_assert_true (net_network_switch_reduces (fx.net, sw));
+  g_assert_cmpfloat (net_network_switch_rate (fx.net, sw), ==, S);
+  g_assert_cmpint (net_network_host_switch (fx.net, 4, 0), ==, sw);
+  g_assert_cmpint (net_network_host_switch (fx.net, 3, 0), !=, sw);
+  g_assert_cmpint (net_network_port_links (fx.net, 5, 0, TRUE, links, NET_PORT_HOPS), ==, 2);
+  g_assert_cmpstr (net_network_link_name (fx.net, links[0]), ==, "node1.gpu1.nvlink.up");
+  g_assert_cmpstr (net_network_link_name (fx.net, links[1]), ==, "node1.nvswitch.reduce");
+  g_assert_cmpfloat (net_network_link_bandwidth (fx.net, links[1]), ==, 4 * S);
+  g_assert_cmpint (net_network_port_links (fx.net, 5, 0, FALSE, links, NET_PORT_HOPS), ==, 2);
+  g_assert_cmpstr (net_network_link_name (fx.net, links[0]), ==, "node1.nvswitch.multicast");
+  g_assert_cmpstr (net_network_link_name (fx.net, links[1]), ==, "node1.gpu1.nvlink.down");
+  assert_time (net_network_port_latency (fx.net, 5, 0, TRUE), NVL_LAT);
+  assert_time (net_network_port_bandwidth (fx.net, 5, 0, TRUE), MIN (NVL_BW, 4 * S));
+  /* the fabric, through the node's NIC */
+  sw = net_network_host_switch (fx.net, 5, 1);
+  g_assert_cmpstr (net_network_switch_name (fx.net, sw), ==, "fabric");
+  g_assert_true (net_network_switch_reduces (fx.net, sw));
+  g_assert_cmpint (net_network_port_links (fx.net, 5, 1, TRUE, links, NET_PORT_HOPS), ==, 2);
+  g_assert_cmpstr (net_network_link_name (fx.net, links[1]), ==, "node1.nic.up");
+  for (int h = 4; h < 8; h++)
+    net_send_port (fx.net, h, 0, TRUE, MSG, 0, 0, NULL, NULL, NULL);
+  eng_run (fx.sim, INFINITY);
+  assert_time (eng_sim_now (fx.sim), NVL_LAT + MSG / S);
+  fixture_clear (&fx);
+
+  fx.names = host_names (8);
+  p.names = (const char *const *) fx.names->pdata;
+  set_int (&p, "nvswitch", FALSE);
+  set_int (&p, "ib_sharp", FALSE);
+  fixture_init (&fx, "nodes", p);
+  g_assert_cmpint (net_network_host_switch (fx.net, 5, 0), ==, -1);
+  g_assert_false (net_network_switch_reduces (fx.net, net_network_host_switch (fx.net, 5, 1)));
+  fixture_clear (&fx);
+}
+
 /* Defaults: 8 GPUs per node, intra_bandwidth 10 B, intra_latency 0. */
 static void
 test_nodes_defaults (void)
@@ -1825,6 +1888,7 @@ main (int argc, char **argv)
   g_test_add_func ("/topology/ring/pass-through", test_ring_pass_through);
   g_test_add_func ("/topology/nodes/shared-nic", test_nodes_shared_nic);
   g_test_add_func ("/topology/nodes/nic-per-gpu", test_nodes_nic_per_gpu);
+  g_test_add_func ("/topology/nodes/sharp-ports", test_nodes_sharp_ports);
   g_test_add_func ("/topology/nodes/defaults", test_nodes_defaults);
   g_test_add_func ("/topology/dgx1/links", test_dgx1_links);
   g_test_add_func ("/topology/dgx1/server-routes", test_dgx1_server_routes);
