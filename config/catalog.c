@@ -15,7 +15,7 @@
  * defaults in the run's `params` rows, so a trace says which figures were
  * used.
  *
- * [cluster] devices lists several catalog entries with a count each, in
+ * [cluster] device_mix lists several catalog entries with a count each, in
  * worker order ("a100 x 8, h100 x 8"): each entry's figures are taken as
  * [cluster] device takes them, into a SimDeviceKind of its own, and the
  * first entry's also into the [device] keys (what the servers run on, and
@@ -253,11 +253,11 @@ devices_error (GError **error, const char *file, const char *fmt, ...)
   va_start (ap, fmt);
   g_autofree char *msg = g_strdup_vprintf (fmt, ap);
   va_end (ap);
-  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [cluster] devices: %s", file, msg);
+  g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [cluster] device_mix: %s", file, msg);
   return FALSE;
 }
 
-/* Parses entry e of [cluster] devices, "NAME x COUNT" or "NAME" (one
+/* Parses entry e of [cluster] device_mix, "NAME x COUNT" or "NAME" (one
  * worker), into k (its name and count). */
 static gboolean
 parse_device_entry (const char *e, SimDeviceKind *k, const char *file, GError **error)
@@ -289,14 +289,14 @@ parse_device_entry (const char *e, SimDeviceKind *k, const char *file, GError **
   return TRUE;
 }
 
-/* [cluster] devices: its entries, each one's figures from the catalog as
+/* [cluster] device_mix: its entries, each one's figures from the catalog as
  * take_device takes them (into a copy of c whose params rows are left
  * alone), every worker's kind, and the first kind's figures into c. */
 static gboolean
 take_devices (SimConfig *c, const SimCatalog *cat, const char *file, GError **error)
 {
   if (c->device)
-    return devices_error (error, file, "set together with [cluster] device; give one device for every worker (device) or a list of them (devices), not both");
+    return devices_error (error, file, "set together with [cluster] device; give one device for every worker (device) or a list of them (device_mix), not both");
   /* "+" separates entries too: a sweep's values are split at commas */
   g_auto (GStrv) entries = g_strsplit_set (c->devices, ",+", -1);
   GArray *kinds = g_array_new (FALSE, TRUE, sizeof (SimDeviceKind));
@@ -336,7 +336,7 @@ take_devices (SimConfig *c, const SimCatalog *cat, const char *file, GError **er
       g_autoptr (GError) local = NULL;
       if (!(ok = take_device (&kc, cat, file, &local)))
         {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s (entry '%s' of [cluster] devices)",
+          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s (entry '%s' of [cluster] device_mix)",
                        local->message, k.name);
           break;
         }

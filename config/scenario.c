@@ -111,7 +111,7 @@ static const KeyDef core_keys[] = {
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
   { "cluster", "device", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
     "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file.", NULL },
-  { "cluster", "devices", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (devices),
+  { "cluster", "device_mix", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (devices),
     "Devices of several kinds, one per worker in worker (host) order, by hardware-catalog name with a count: e.g. a100 x 8, h100 x 8 (entries separated by commas, or by + inside a [sweep] value; the counts sum to [cluster] workers, at most 64 entries; excludes [cluster] device). Each worker's step is priced on its own device; the [device] keys the file sets apply to every kind (docs/cluster.md, \"Devices of several kinds\").", NULL },
   { "cluster", "server", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (server),
     "Server of every worker, by hardware-catalog name (dtsim hardware lists them; topology = nodes): its device, GPUs per node, NVLink fabric, NIC fabric and NICs, each where the file sets none (docs/hardware.md, \"Servers\").", NULL },
@@ -244,7 +244,7 @@ static const KeyDef core_keys[] = {
   { "policy", "kind", BASE_KEY_NAME, 0, NULL, 0, 0, 0, NULL, OFF (policy),
     "Training schedule (docs/policies.md).", pol_entries },
   { "policy", "balance", BASE_KEY_ENUM, 0, "none", 0, 0, 0, balance_choices, OFF (balance),
-    "With [cluster] devices: none gives every worker the same batch; speed shares the global batch in proportion to each device's samples per second (largest remainders), and weights each gradient by its batch. Kinds allreduce and ps (docs/cluster.md, \"Devices of several kinds\").", NULL },
+    "With [cluster] device_mix: none gives every worker the same batch; speed shares the global batch in proportion to each device's samples per second (largest remainders), and weights each gradient by its batch. Kinds allreduce and ps (docs/cluster.md, \"Devices of several kinds\").", NULL },
   { "failures", "worker", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, OFF (fail_worker),
     "Workers that fail, one per failure (one index = the same worker for every time in `at`).", NULL },
   { "failures", "at", BASE_KEY_TIMELIST, SIM_UNIT_TIME, "", 0, BIG, 0, NULL, OFF (fail_at),
@@ -1173,22 +1173,22 @@ check_host (const SimConfig *c, const char *file, GError **error)
   return TRUE;
 }
 
-/* [cluster] devices and [policy] balance: where they mean something. */
+/* [cluster] device_mix and [policy] balance: where they mean something. */
 static gboolean
 check_devices (const SimConfig *c, const char *file, GError **error)
 {
   gboolean measured = c->measured && c->step_time < 0;
   if (c->devices && measured)
-    return fail (error, file, find_key ("cluster", "devices"),
+    return fail (error, file, find_key ("cluster", "device_mix"),
                  "prices each worker's step on its own device, but [device] compute_time = measured "
-                 "times the host instead; use compute_time = model or remove devices");
+                 "times the host instead; use compute_time = model or remove device_mix");
   if (c->balance == SIM_BALANCE_NONE)
     return TRUE;
   const KeyDef *k = find_key ("policy", "balance");
   if (!c->devices)
     return fail (error, file, k,
-                 "speed shares the batch among devices of several kinds, but [cluster] devices is not set; "
-                 "set devices (e.g. a100 x 8, h100 x 8) or remove balance");
+                 "speed shares the batch among devices of several kinds, but [cluster] device_mix is not set; "
+                 "set device_mix (e.g. a100 x 8, h100 x 8) or remove balance");
   if (!pol_lookup (c->policy)->balances)
     return fail (error, file, k,
                  "kind = %s gives every worker the same batch; remove balance (kinds allreduce and ps "

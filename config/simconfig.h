@@ -73,10 +73,10 @@ typedef enum { SIM_FUSION_NONE, SIM_FUSION_ELEMENTWISE } SimFusion;
 typedef enum { SIM_REPRODUCIBLE_AUTO, SIM_REPRODUCIBLE_TRUE, SIM_REPRODUCIBLE_FALSE } SimReproducible;
 /* [policy] balance: how a heterogeneous cluster shares the global batch. */
 typedef enum { SIM_BALANCE_NONE, SIM_BALANCE_SPEED } SimBalance;
-/* The most entries [cluster] devices may list. */
+/* The most entries [cluster] device_mix may list. */
 #define SIM_MAX_DEVICE_KINDS 64
 
-/* One kind of device of [cluster] devices: the [device] figures its
+/* One kind of device of [cluster] device_mix: the [device] figures its
  * catalog entry gives (the file's own [device] keys win, as with
  * [cluster] device), and how many workers it has. */
 typedef struct {
@@ -115,7 +115,7 @@ typedef struct {
   gint64 workers;
   gint64 servers;        /* parameter-server shards, one host each */
   char *device;          /* catalog name, NULL = the [device] keys alone */
-  char *devices;         /* [cluster] devices as written, NULL = one
+  char *devices;         /* [cluster] device_mix as written, NULL = one
                             device for every worker */
   int n_kinds;           /* entries of devices (0 without) */
   SimDeviceKind *kinds;  /* (n_kinds) in the order written */

@@ -581,7 +581,7 @@ static const char *
 memory_key (const SimConfig *c)
 {
   if (c->devices)
-    return "[cluster] devices";
+    return "[cluster] device_mix";
   return g_hash_table_contains (c->given, "device.memory") || !c->device ? "[device] memory" : "[cluster] device";
 }
 
@@ -928,7 +928,7 @@ model_kind_check (SimConfig *c, const char *file, GError **error)
 /* The model c describes, built once without data: its layer count, its
  * step's cost, the policy's rules about it, and the device and host memory
  * it needs. */
-/* The model fits on c's device, or with [cluster] devices on every kind at
+/* The model fits on c's device, or with [cluster] device_mix on every kind at
  * the largest batch one of its workers steps (balance = speed gives the
  * faster devices more samples); a kind whose share does not fit is named. */
 static gboolean

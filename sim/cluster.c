@@ -158,7 +158,7 @@ device_time (SimCluster *cl, int worker, double seconds, double host_seconds)
 }
 
 /* PolComputeTime: one whole worker step, on the worker's own device and
- * at its own batch where [cluster] devices gives them. */
+ * at its own batch where [cluster] device_mix gives them. */
 static double
 compute_time (gpointer ctx, int worker, double host_seconds)
 {

@@ -12,6 +12,7 @@
 #include <glib.h>
 
 #include "config/simconfig.h"
+#include "sim/trace.h"
 
 G_BEGIN_DECLS
 
@@ -21,7 +22,7 @@ G_BEGIN_DECLS
  * measured on traces of every policy (a message's route, one link id per
  * link it crosses, is longer on deeper topologies: 80 bytes covers a
  * fat-tree's six links).  An empty trace (the schema's page, and the first
- * page of each of the 10 tables and 8 indexes) takes
+ * page of each table and index: sim_trace_empty_pages) takes
  * SIM_ESTIMATE_EMPTY_TRACE. */
 #define SIM_ESTIMATE_MESSAGE_ROW 80.0
 #define SIM_ESTIMATE_SPAN_ROW 64.0
@@ -29,7 +30,7 @@ G_BEGIN_DECLS
 #define SIM_ESTIMATE_BUCKET_ROW 64.0
 #define SIM_ESTIMATE_METRIC_ROW 48.0
 #define SIM_ESTIMATE_PARAM_ROW 48.0
-#define SIM_ESTIMATE_EMPTY_TRACE (19.0 * 4096)
+#define SIM_ESTIMATE_EMPTY_TRACE (sim_trace_empty_pages () * 4096.0)
 /* Host memory: the program, its libraries and SQLite's page cache; each
  * host of the network (its routes and the policy's per-worker state); each
  * transfer in flight (its flow, its events and its place in the max-min

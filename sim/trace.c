@@ -90,6 +90,15 @@ table_index (const SimTable *tb)
   g_error ("trace table %s is not registered in sim/trace.c", tb->name);
 }
 
+int
+sim_trace_empty_pages (void)
+{
+  int pages = 1;   /* sqlite_master */
+  for (int i = 0; i < N_TABLES; i++)
+    pages += tables[i]->index ? 2 : 1;
+  return pages;
+}
+
 gboolean
 sim_trace_wants (const SimTable *tb, SimDetail detail)
 {

@@ -178,6 +178,10 @@ void sim_trace_outage (SimTrace *t, gint64 run, const char *kind, double start, 
 /* One rank of the run's device mesh (the `mesh` table). */
 void sim_trace_mesh (SimTrace *t, gint64 run, const PolMeshRank *m);
 
+/* Pages of a trace that holds no row: the schema's, and the first of
+ * each table and index (sim/estimate.h prices a trace from it). */
+int sim_trace_empty_pages (void);
+
 G_END_DECLS
 
 #endif

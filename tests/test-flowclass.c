@@ -440,7 +440,7 @@ test_run (void)
                     "nic = gpu\nstep_overhead = 10us\n"
                     "[model]\nkind = timing\nparams = 1048576\nflops = 1e6\n"
                     "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
-                    "bucket_size = 0\n"
+                    "bucket_size = 0\nchannels = 1\n"
                     "[kernels]\nbackend = none\n"
                     "[trace]\ndetail = spans\n";
   static const char *const tables[] = { "iterations", "spans", "metrics",

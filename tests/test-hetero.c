@@ -1,5 +1,5 @@
 /*
- * test-hetero.c — devices of several kinds in one job ([cluster] devices)
+ * test-hetero.c — devices of several kinds in one job ([cluster] device_mix)
  * and the batch shared by speed ([policy] balance; docs/cluster.md,
  * "Devices of several kinds"): a synchronous all-reduce waits for the
  * slowest device, balanced batches follow the speeds by largest
@@ -37,13 +37,13 @@ static const double F_SLOW = 1e9 * 0.5, F_FAST = 3e9 * 0.5; /* FLOP/s achieved *
 
 static char *catalog_path;
 
-/* The scenario on the test catalog, `devices` its [cluster] devices. */
+/* The scenario on the test catalog, `devices` its [cluster] device_mix. */
 static char *
 scenario (const char *devices, int workers)
 {
   return g_strdup_printf (
     "[scenario]\nname = t\nseed = 5\niterations = 5\n"
-    "[cluster]\nworkers = %d\ncatalog = %s\ndevices = %s\n"
+    "[cluster]\nworkers = %d\ncatalog = %s\ndevice_mix = %s\n"
     "[device]\nmemory_bandwidth = 0\n"
     "[network]\nbandwidth = 1Gbps\nlatency = 20us\ncontention = none\n"
     "[model]\nfeatures = 15\nclasses = 4\nsamples = 512\ntest_samples = 64\nbatch = 8\n"
@@ -167,7 +167,7 @@ static void
 test_one_kind_identical (void)
 {
   g_autofree char *text = scenario ("fast x 4", 4);
-  g_autofree char *homog = test_replaced (text, "devices = fast x 4", "device = fast");
+  g_autofree char *homog = test_replaced (text, "device_mix = fast x 4", "device = fast");
   const char *stepped[] = { "model.kind=mlp", "model.hidden=3", "policy.bucket_size=64B",
                             "network.contention=max-min", NULL };
   TestRun *a = test_run_collect (text, stepped);
@@ -258,18 +258,18 @@ test_refusals_hetero (void)
 {
   g_autofree char *base = scenario ("slow x 2, fast x 2", 4);
   const TestRefusal cases[] = {
-    { "devices = slow x 2, fast x 2", "devices = slow x 2, fast x 3", "[cluster] devices: the counts sum to 5" },
-    { "devices = slow x 2, fast x 2", "devices = slow x 2, medium x 2", "[cluster] devices: unknown device 'medium'" },
-    { "devices = slow x 2, fast x 2", "devices = slow x 0, fast x 4", "[cluster] devices: 'slow x 0': the count" },
-    { "devices = slow x 2, fast x 2", "devices = slow x two, fast x 2", "[cluster] devices: 'slow x two'" },
-    { "devices = slow x 2, fast x 2", "devices = slow 2, fast x 2", "is not 'NAME x COUNT'" },
-    { "devices = slow x 2, fast x 2", "devices = slow x 2,, fast x 2", "[cluster] devices: entry 2 is empty" },
-    { "devices = slow x 2, fast x 2", "devices = slow x 2, fast x 2\ndevice = slow", "[cluster] devices: set together with [cluster] device" },
+    { "device_mix = slow x 2, fast x 2", "device_mix = slow x 2, fast x 3", "[cluster] device_mix: the counts sum to 5" },
+    { "device_mix = slow x 2, fast x 2", "device_mix = slow x 2, medium x 2", "[cluster] device_mix: unknown device 'medium'" },
+    { "device_mix = slow x 2, fast x 2", "device_mix = slow x 0, fast x 4", "[cluster] device_mix: 'slow x 0': the count" },
+    { "device_mix = slow x 2, fast x 2", "device_mix = slow x two, fast x 2", "[cluster] device_mix: 'slow x two'" },
+    { "device_mix = slow x 2, fast x 2", "device_mix = slow 2, fast x 2", "is not 'NAME x COUNT'" },
+    { "device_mix = slow x 2, fast x 2", "device_mix = slow x 2,, fast x 2", "[cluster] device_mix: entry 2 is empty" },
+    { "device_mix = slow x 2, fast x 2", "device_mix = slow x 2, fast x 2\ndevice = slow", "[cluster] device_mix: set together with [cluster] device" },
     { "bucket_size = 0", "bucket_size = 0\nbalance = fast", "[policy] balance" },
-    { "devices = slow x 2, fast x 2", "device = slow", NULL },
+    { "device_mix = slow x 2, fast x 2", "device = slow", NULL },
     { "kind = allreduce", "kind = pipeline\nbalance = speed", "[policy] balance: kind = pipeline gives every worker the same batch" },
     { "kind = allreduce", "kind = allreduce\nbalance = speed\ntensor = 2", "[policy] balance: speed shares the batch among data-parallel workers" },
-    { "[device]\n", "[device]\ncompute_time = measured\n", "[cluster] devices: prices each worker's step on its own device" },
+    { "[device]\n", "[device]\ncompute_time = measured\n", "[cluster] device_mix: prices each worker's step on its own device" },
   };
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
     {
@@ -287,14 +287,14 @@ test_refusals_hetero (void)
         g_error ("case %zu: '%s' does not say '%s'", i, msg, cases[i].want);
     }
   /* more entries than the bound */
-  GString *many = g_string_new ("devices = ");
+  GString *many = g_string_new ("device_mix = ");
   for (int i = 0; i <= SIM_MAX_DEVICE_KINDS; i++)
     g_string_append_printf (many, "%sslow x 1", i ? ", " : "");
   g_autofree char *w = g_strdup_printf ("workers = %d", SIM_MAX_DEVICE_KINDS + 1);
-  g_autofree char *t1 = test_replaced (base, "devices = slow x 2, fast x 2", many->str);
+  g_autofree char *t1 = test_replaced (base, "device_mix = slow x 2, fast x 2", many->str);
   g_autofree char *t2 = test_replaced (t1, "workers = 4", w);
   g_autofree char *msg = test_load_scenario_error (t2);
-  g_assert_nonnull (strstr (msg, "[cluster] devices: more than 64 entries"));
+  g_assert_nonnull (strstr (msg, "[cluster] device_mix: more than 64 entries"));
   g_string_free (many, TRUE);
 }
 
