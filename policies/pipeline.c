@@ -855,7 +855,9 @@ chunk_math (PlPolicy *pl, PlWorker *wk, PlChunk *ch, int micro, gboolean fwd)
       const float *in = k == 0 ? train_steps_x (pl->steps, r) + row * (gsize) env->model->d
                                : pl->act[r][k - 1] + row * in_w;
       float *out = k + 1 < pl->K ? pl->act[r][k] + row * out_w : NULL;
-      double loss = kern_stage_forward (ch->ks, slot, in, train_steps_y (pl->steps, r) + row, out);
+      const float *x = train_steps_x (pl->steps, r) + row * (gsize) env->model->d;
+      double loss = kern_stage_forward (ch->ks, slot, in, x, train_steps_y (pl->steps, r) + row,
+                                        out);
       if (k + 1 == pl->K)
         pl->loss_sum += loss;
     }
