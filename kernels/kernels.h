@@ -221,6 +221,12 @@ typedef struct {
   int experts;
   int top_k;
   double tokens;
+  /* The layer reads more than the previous layer's output (inside a
+   * transformer block of kind = gpt, the residual stream runs beside its
+   * input), so a pipeline stage cannot begin at it: a boundary there would
+   * carry more than the previous row's `outputs`.  FALSE (the zero value)
+   * for every layer of the other models. */
+  gboolean joined;
 } KernLayer;
 
 typedef struct KernModel KernModel;

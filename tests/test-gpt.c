@@ -377,6 +377,62 @@ test_defaults (void)
   sim_config_free (c);
 }
 
+/* The layers cut into pipeline stages (kern_stage_new) at every place the
+ * layer table allows (before each row not `joined`: embed, each block's
+ * ln_1 and ln_2, ln_f, lm_head, lm_loss), one micro-batch or four: each
+ * micro-batch's loss and the summed gradient are the bits of the whole
+ * model's on the same micro-batches (test_stages_match; the token's loss
+ * scale (1 / B) / S is a power of two times the whole model's 1 / (n S)).
+ * Tied, only the cuts that keep lm_head with embed are stages: one. */
+static void
+check_stages (gboolean untied)
+{
+  g_autoptr (GError) error = NULL;
+  KernModel *m = kern_gpt_new (TV, TS, TD, TH, TL, untied, NULL, &error);
+  g_assert_no_error (error);
+  int B = 4, L = m->n_layers;
+  g_autofree float *x = g_new (float, (gsize) B * m->d);
+  g_autofree int *y = g_new0 (int, B);
+  test_random_tokens (x, B, TS, TV, 7);
+  g_autofree float *params = test_noisy_params (m, 7);
+  g_autofree int *starts = g_new (int, L);
+  int n_starts = 0;
+  for (int i = 0; i < L; i++)
+    if (!m->layers[i].joined)
+      starts[n_starts++] = i;
+  /* embed, ln_1 and ln_2 of each block, ln_f, lm_head, lm_loss */
+  g_assert_cmpint (n_starts, ==, 1 + 2 * TL + 3);
+  for (int M = 1; M <= 4; M *= 4)
+    {
+      int whole[] = { L };
+      test_stages_match (m, params, x, y, B, M, whole, 1);
+      if (!untied)
+        continue;
+      for (int c = 1; c < n_starts; c++)
+        {
+          int two[] = { starts[c], L - starts[c] };
+          test_stages_match (m, params, x, y, B, M, two, 2);
+        }
+      g_autofree int *each = g_new (int, n_starts);
+      for (int c = 0; c < n_starts; c++)
+        each[c] = (c + 1 < n_starts ? starts[c + 1] : L) - starts[c];
+      test_stages_match (m, params, x, y, B, M, each, n_starts);
+    }
+  kern_model_free (m);
+}
+
+static void
+test_stages_untied (void)
+{
+  check_stages (TRUE);
+}
+
+static void
+test_stages_tied (void)
+{
+  check_stages (FALSE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -384,6 +440,8 @@ main (int argc, char **argv)
   g_test_add_func ("/gpt/gradient/tied", test_gradient_tied);
   g_test_add_func ("/gpt/gradient/untied", test_gradient_untied);
   g_test_add_func ("/gpt/causal", test_causal);
+  g_test_add_func ("/gpt/stages/untied", test_stages_untied);
+  g_test_add_func ("/gpt/stages/tied", test_stages_tied);
   g_test_add_func ("/gpt/flops", test_flops);
   g_test_add_func ("/gpt/timing-agrees/tied", test_agrees_tied);
   g_test_add_func ("/gpt/timing-agrees/untied", test_agrees_untied);
