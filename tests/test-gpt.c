@@ -341,7 +341,10 @@ test_refusals_gpt (void)
   static const TestRefusal cases[] = {
     { "[policy]\nkind = allreduce\n",
       "[device]\ncompute_time = measured\n[policy]\nkind = pipeline\nstages = 2\n",
-      "[policy] kind" },
+      "[model] head: tied shares the token embedding" },
+    { "[policy]\nkind = allreduce\n",
+      "[policy]\nkind = pipeline\nstages = 2\nstage_layers = 3,13\n",
+      "[policy] stage_layers: stage 2 would begin at layer h.0.attn.score" },
     { "kind = allreduce\n", "kind = allreduce\ntensor = 4\n", "[policy] tensor" },
     { "vocabulary = 8", "vocabulary = 300", "[model] vocabulary" },
     { "branching = 2", "branching = 9", "[model] branching" },
@@ -375,6 +378,52 @@ test_defaults (void)
                      "[kernels]\nbackend = none\n");
   g_assert_cmpint (base_values_int (c->values, "model.vocabulary"), ==, 50257);
   sim_config_free (c);
+}
+
+/* Under kind = pipeline, [device] compute_time = measured runs each
+ * stage's math when its operation starts, the default the iteration's at
+ * its start.  With one micro-batch of 16 sequences of 16 (the token's
+ * loss scale (1 / 16) / 16 exact) the sums are the same, so the losses
+ * are too, bit for bit, with the balanced cut, with one between a block's
+ * halves and with one before the head; on 1 and 2 threads. */
+static void
+test_pipeline_measured (void)
+{
+  static const char *const cuts[] = {
+    "", "stage_layers = 8,8\n", "stage_layers = 14,2\n",
+  };
+  for (gsize c = 0; c < G_N_ELEMENTS (cuts); c++)
+    {
+      g_autofree char *pipe = g_strconcat ("kind = pipeline\nstages = 2\nmicrobatches = 1\n",
+                                           cuts[c], NULL);
+      g_autofree char *a_text = test_replaced (base_scenario, "kind = allreduce\n", pipe);
+      g_autofree char *b_text = test_replaced (a_text, "workers = 1", "workers = 2");
+      g_autofree char *text = test_replaced (b_text, "kind = gpt\n", "kind = gpt\nhead = untied\n");
+      static const char *const model[] = { "scenario.iterations=40", NULL };
+      static const char *const measured[] = { "scenario.iterations=40",
+                                              "device.compute_time=measured", NULL };
+      TestRun *a = test_run_collect (text, model);
+      for (int t = 1; t <= 2; t++)
+        {
+          train_set_threads (t);
+          TestRun *b = test_run_collect (text, measured);
+          g_assert_cmpuint (a->metrics->len, ==, b->metrics->len);
+          g_assert_cmpuint (a->metrics->len, >=, 2);
+          for (guint i = 0; i < a->metrics->len; i++)
+            {
+              double x = g_array_index (a->metrics, TestMetric, i).loss;
+              double y = g_array_index (b->metrics, TestMetric, i).loss;
+              if (memcmp (&x, &y, sizeof x) != 0)
+                g_error ("cut %" G_GSIZE_FORMAT ", evaluation %u: loss %a stacked, %a staged",
+                         c, i, x, y);
+            }
+          test_run_free (b);
+        }
+      train_set_threads (1);
+      const TestMetric *first = &g_array_index (a->metrics, TestMetric, 0);
+      g_assert_cmpfloat (a->sum.final_loss, <, first->loss);
+      test_run_free (a);
+    }
 }
 
 /* The layers cut into pipeline stages (kern_stage_new) at every place the
@@ -442,6 +491,7 @@ main (int argc, char **argv)
   g_test_add_func ("/gpt/causal", test_causal);
   g_test_add_func ("/gpt/stages/untied", test_stages_untied);
   g_test_add_func ("/gpt/stages/tied", test_stages_tied);
+  g_test_add_func ("/gpt/pipeline-measured", test_pipeline_measured);
   g_test_add_func ("/gpt/flops", test_flops);
   g_test_add_func ("/gpt/timing-agrees/tied", test_agrees_tied);
   g_test_add_func ("/gpt/timing-agrees/untied", test_agrees_untied);
