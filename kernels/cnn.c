@@ -400,6 +400,335 @@ cnn_flops_backward (const KernModel *m, int n)
   return cnn_flops (m, n, FALSE);
 }
 
+/* --- Pipeline stages (kernels.h, KernStage) ---------------------------------
+ *
+ * A stage holds rows [first, last] of the layer table (fill_layers below:
+ * conv, relu, pool per conv layer; fc, relu per dense layer; xent), and
+ * since each row reads the previous row's output alone, any cut is a
+ * stage boundary: the boundary carries that output ((n, width) NHWC for
+ * the convolutional rows, (n, width) for the dense ones).  A slot keeps
+ * one buffer per position j = 0 .. last - first + 1 (j = 0 the stage's
+ * input, copied in; j > 0 the output of row first + j - 1), a conv row's
+ * U and a pool row's argmax.  A ReLU works in place on the buffer before
+ * it and the loss turns the logits into dZ in place, as cnn_forward and
+ * cnn_compute do.  Backward walks the rows from last to first with the
+ * current gradient g:
+ *
+ *   xent:   g = the dZ kept in the slot (scale grad_scale)
+ *   relu:   g masked by the kept ReLU output
+ *   pool:   g routed to the kept argmax (kern_cnn_maxpool_backward)
+ *   conv:   dW = U^T g, db = column sums of g, into a micro-batch scratch
+ *           added onto the accumulator; unless the row is the table's
+ *           first, g = col2im(g W^T)
+ *   fc:     dW = A^T g, db likewise; g = g W^T
+ *
+ * Each operation is the one cnn_forward, dense_backward and conv_backward
+ * issue on the same rows, so a stage's micro-batch gradient is, bit for
+ * bit, the whole model's on that micro-batch at the same loss scale. */
+
+typedef enum { CNN_ROW_CONV, CNN_ROW_RELU, CNN_ROW_POOL, CNN_ROW_FC, CNN_ROW_LOSS } CnnRowKind;
+
+typedef struct {
+  CnnRowKind kind;
+  int l;                 /* its conv or dense layer */
+  int width;             /* floats per sample of its output */
+} CnnRow;
+
+typedef struct {
+  KernStage pub;         /* first member: a KernStage* is a CnnStage* */
+  CnnPriv *p;            /* the model's shape and backend */
+  CnnRow *rows;          /* (last - first + 1) */
+  int nbuf;              /* last - first + 2 */
+  float **buf;           /* (slots x nbuf) positions; a ReLU's is its input's */
+  float **cols;          /* (slots x nbuf) a conv row's U, else NULL */
+  int **arg;             /* (slots x nbuf) a pool row's argmax, else NULL */
+  const float *P;        /* the parameters (the model's whole layout) */
+  float *gacc, *gmb;     /* (hi - lo) accumulated, one micro-batch's */
+  float *g[2];           /* (n, widest) gradients between rows */
+  float *dcols;          /* (n, widest im2col block) dU */
+  float *row_loss;       /* (n) */
+} CnnStage;
+
+/* The table's row i: what it is, on which layer, its output width. */
+static CnnRow
+cnn_row (const CnnPriv *p, int n_layers, int i)
+{
+  int per = p->pool > 1 ? 3 : 2, conv_rows_n = p->n_conv * per;
+  if (i == n_layers - 1)
+    return (CnnRow) { CNN_ROW_LOSS, p->n_dense - 1, p->width[p->n_dense] };
+  if (i < conv_rows_n)
+    {
+      int l = i / per, r = i % per;
+      const CnnConv *cv = &p->conv[l];
+      int full = cv->side * cv->side * cv->cout;
+      if (r == 0)
+        return (CnnRow) { CNN_ROW_CONV, l, full };
+      if (r == 1)
+        return (CnnRow) { CNN_ROW_RELU, l, full };
+      return (CnnRow) { CNN_ROW_POOL, l, cv->pooled * cv->pooled * cv->cout };
+    }
+  int l = (i - conv_rows_n) / 2;
+  return (CnnRow) { (i - conv_rows_n) % 2 == 0 ? CNN_ROW_FC : CNN_ROW_RELU, l,
+                    p->width[l + 1] };
+}
+
+/* Whether a row works on the buffer before it (ReLU, the loss). */
+static gboolean
+cnn_row_in_place (CnnRowKind kind)
+{
+  return kind == CNN_ROW_RELU || kind == CNN_ROW_LOSS;
+}
+
+static void
+cnn_stage_set_params (KernStage *st, const float *params)
+{
+  ((CnnStage *) st)->P = params;
+}
+
+static double
+cnn_stage_forward (KernStage *st, int slot, const float *in, const float *x G_GNUC_UNUSED,
+                   const int *y, float *out)
+{
+  CnnStage *s = (CnnStage *) st;
+  CnnPriv *p = s->p;
+  KernBackend *be = p->be;
+  int n = st->n;
+  float **buf = s->buf + (gsize) slot * s->nbuf;
+  g_return_val_if_fail (s->P != NULL, NAN);
+  memcpy (buf[0], in, (gsize) n * st->in_width * sizeof (float));
+  double loss = NAN;
+  for (int i = st->first; i <= st->last; i++)
+    {
+      int j = i - st->first + 1;
+      const CnnRow *rw = &s->rows[j - 1];
+      const float *A = buf[j - 1];
+      switch (rw->kind)
+        {
+        case CNN_ROW_CONV:
+          {
+            const CnnConv *cv = &p->conv[rw->l];
+            int px = (int) conv_rows (cv, n);
+            const float *W = s->P + cv->w_off;            /* (K, cout) */
+            float *U = s->cols[(gsize) slot * s->nbuf + j];
+            kern_cnn_im2col (p->q, p->pad, cv->side, cv->cin, A, n, U);
+            be->ops->fill_rows (be, buf[j], W + (gsize) cv->kk * cv->cout, px, cv->cout);
+            be->ops->gemm (be, FALSE, FALSE, px, cv->cout, cv->kk, 1.0f, U, cv->kk, W,
+                           cv->cout, 1.0f, buf[j], cv->cout);
+            break;
+          }
+        case CNN_ROW_RELU:
+          be->ops->relu (be, buf[j], (gsize) n * rw->width);
+          break;
+        case CNN_ROW_POOL:
+          {
+            const CnnConv *cv = &p->conv[rw->l];
+            kern_cnn_maxpool (p->pool, cv->side, cv->cout, A, n, buf[j],
+                              s->arg[(gsize) slot * s->nbuf + j]);
+            break;
+          }
+        case CNN_ROW_FC:
+          {
+            int w_in = p->width[rw->l], w_out = p->width[rw->l + 1];
+            const float *W = s->P + p->d_off[rw->l];      /* (w_in, w_out) */
+            be->ops->fill_rows (be, buf[j], W + (gsize) w_in * w_out, n, w_out);
+            be->ops->gemm (be, FALSE, FALSE, n, w_out, w_in, 1.0f, A, w_in, W, w_out, 1.0f,
+                           buf[j], w_out);
+            break;
+          }
+        case CNN_ROW_LOSS:
+          g_return_val_if_fail (kern_labels_valid (y, (gsize) n, rw->width), NAN);
+          be->ops->softmax_xent (be, buf[j], y, n, rw->width, st->grad_scale_f, s->row_loss,
+                                 NULL);
+          loss = cnn_sum (s->row_loss, n) / n;
+          break;
+        }
+    }
+  if (!st->has_loss)
+    memcpy (out, buf[s->nbuf - 1], (gsize) n * st->out_width * sizeof (float));
+  return loss;
+}
+
+/* acc += dW and db of one micro-batch (len floats). */
+static void
+cnn_stage_add (float *acc, const float *mb, gsize len)
+{
+  for (gsize i = 0; i < len; i++)
+    acc[i] += mb[i];
+}
+
+static void
+cnn_stage_backward (KernStage *st, int slot, const float *dout, float *din)
+{
+  CnnStage *s = (CnnStage *) st;
+  CnnPriv *p = s->p;
+  KernBackend *be = p->be;
+  int n = st->n;
+  float **buf = s->buf + (gsize) slot * s->nbuf;
+  float *g;                                            /* (n, width) */
+  if (st->has_loss)
+    g = buf[s->nbuf - 1];
+  else
+    {
+      memcpy (s->g[0], dout, (gsize) n * st->out_width * sizeof (float));
+      g = s->g[0];
+    }
+  for (int i = st->last; i >= st->first; i--)
+    {
+      int j = i - st->first + 1;
+      const CnnRow *rw = &s->rows[j - 1];
+      float *next = g == s->g[0] ? s->g[1] : s->g[0];
+      switch (rw->kind)
+        {
+        case CNN_ROW_LOSS:
+          break;                                       /* dZ is in place */
+        case CNN_ROW_RELU:
+          be->ops->relu_backward (be, g, buf[j], (gsize) n * rw->width);
+          break;
+        case CNN_ROW_POOL:
+          {
+            const CnnConv *cv = &p->conv[rw->l];
+            kern_cnn_maxpool_backward (p->pool, cv->side, cv->cout, g,
+                                       s->arg[(gsize) slot * s->nbuf + j], n, next);
+            g = next;
+            break;
+          }
+        case CNN_ROW_CONV:
+          {
+            const CnnConv *cv = &p->conv[rw->l];
+            int px = (int) conv_rows (cv, n);
+            gsize off = cv->w_off - st->lo, nw = (gsize) cv->kk * cv->cout;
+            const float *U = s->cols[(gsize) slot * s->nbuf + j];
+            be->ops->gemm (be, TRUE, FALSE, cv->kk, cv->cout, px, 1.0f, U, cv->kk, g,
+                           cv->cout, 0.0f, s->gmb + off, cv->cout);
+            be->ops->col_sum (be, g, px, cv->cout, s->gmb + off + nw);
+            cnn_stage_add (s->gacc + off, s->gmb + off, nw + cv->cout);
+            if (i == 0)
+              break;
+            be->ops->gemm (be, FALSE, TRUE, px, cv->kk, cv->cout, 1.0f, g, cv->cout,
+                           s->P + cv->w_off, cv->cout, 0.0f, s->dcols, cv->kk);
+            kern_cnn_col2im (p->q, p->pad, cv->side, cv->cin, s->dcols, n, next);
+            g = next;
+            break;
+          }
+        case CNN_ROW_FC:
+          {
+            int w_in = p->width[rw->l], w_out = p->width[rw->l + 1];
+            gsize off = p->d_off[rw->l] - st->lo, nw = (gsize) w_in * w_out;
+            const float *A = buf[j - 1];               /* (n, w_in) */
+            be->ops->gemm (be, TRUE, FALSE, w_in, w_out, n, 1.0f, A, w_in, g, w_out, 0.0f,
+                           s->gmb + off, w_out);
+            be->ops->col_sum (be, g, n, w_out, s->gmb + off + nw);
+            cnn_stage_add (s->gacc + off, s->gmb + off, nw + w_out);
+            be->ops->gemm (be, FALSE, TRUE, n, w_in, w_out, 1.0f, g, w_out,
+                           s->P + p->d_off[rw->l], w_out, 0.0f, next, w_in);
+            g = next;
+            break;
+          }
+        }
+    }
+  if (st->first > 0)
+    memcpy (din, g, (gsize) n * st->in_width * sizeof (float));
+}
+
+static void
+cnn_stage_take_grad (KernStage *st, float *grad)
+{
+  CnnStage *s = (CnnStage *) st;
+  gsize len = st->hi - st->lo;
+  memcpy (grad + st->lo, s->gacc, len * sizeof (float));
+  memset (s->gacc, 0, len * sizeof (float));
+}
+
+static void
+cnn_stage_free (KernStage *st)
+{
+  CnnStage *s = (CnnStage *) st;
+  for (int slot = 0; slot < st->slots; slot++)
+    for (int j = 0; j < s->nbuf; j++)
+      {
+        gsize at = (gsize) slot * s->nbuf + j;
+        if (j == 0 || !cnn_row_in_place (s->rows[j - 1].kind))
+          g_free (s->buf[at]);
+        g_free (s->cols[at]);
+        g_free (s->arg[at]);
+      }
+  g_free (s->buf);
+  g_free (s->cols);
+  g_free (s->arg);
+  g_free (s->rows);
+  g_free (s->gacc);
+  g_free (s->gmb);
+  g_free (s->g[0]);
+  g_free (s->g[1]);
+  g_free (s->dcols);
+  g_free (s->row_loss);
+  g_free (s);
+}
+
+/* stage_new of the CNN (kernels.h, kern_stage_new): rows [first, last] of
+ * the layer table, any cut. */
+static KernStage *
+cnn_stage_new (KernModel *m, int first, int last, int n, int slots, float grad_scale)
+{
+  CnnPriv *p = m->priv;
+  CnnStage *s = g_new0 (CnnStage, 1);
+  KernStage *st = &s->pub;
+  st->first = first;
+  st->last = last;
+  st->n = n;
+  st->slots = slots;
+  st->grad_scale_f = grad_scale;
+  st->in_width = first == 0 ? m->d : cnn_row (p, m->n_layers, first - 1).width;
+  st->has_loss = last == m->n_layers - 1;
+  st->out_width = st->has_loss ? 0 : cnn_row (p, m->n_layers, last).width;
+  st->lo = m->layers[first].param_offset;
+  st->hi = last + 1 < m->n_layers ? m->layers[last + 1].param_offset : p->n_params;
+  st->set_params = cnn_stage_set_params;
+  st->forward = cnn_stage_forward;
+  st->backward = cnn_stage_backward;
+  st->take_grad = cnn_stage_take_grad;
+  st->free = cnn_stage_free;
+  s->p = p;
+  s->nbuf = last - first + 2;
+  s->rows = g_new (CnnRow, s->nbuf - 1);
+  gsize rows = (gsize) n, widest = (gsize) st->in_width, widest_u = 1;
+  for (int i = first; i <= last; i++)
+    {
+      CnnRow rw = cnn_row (p, m->n_layers, i);
+      s->rows[i - first] = rw;
+      widest = MAX (widest, (gsize) rw.width);
+      if (rw.kind == CNN_ROW_CONV && i > 0)
+        widest_u = MAX (widest_u, conv_rows (&p->conv[rw.l], 1) * p->conv[rw.l].kk);
+    }
+  gsize nb = (gsize) slots * s->nbuf;
+  s->buf = g_new0 (float *, nb);
+  s->cols = g_new0 (float *, nb);
+  s->arg = g_new0 (int *, nb);
+  for (int slot = 0; slot < slots; slot++)
+    {
+      float **b = s->buf + (gsize) slot * s->nbuf;
+      b[0] = g_new (float, rows * st->in_width);
+      for (int j = 1; j < s->nbuf; j++)
+        {
+          const CnnRow *rw = &s->rows[j - 1];
+          gsize at = (gsize) slot * s->nbuf + j;
+          b[j] = cnn_row_in_place (rw->kind) ? b[j - 1] : g_new (float, rows * rw->width);
+          if (rw->kind == CNN_ROW_CONV)
+            s->cols[at] = g_new (float, conv_rows (&p->conv[rw->l], n) * p->conv[rw->l].kk);
+          if (rw->kind == CNN_ROW_POOL)
+            s->arg[at] = g_new (int, rows * rw->width);
+        }
+    }
+  gsize len = MAX (st->hi - st->lo, 1);
+  s->gacc = g_new0 (float, len);
+  s->gmb = g_new0 (float, len);
+  s->g[0] = g_new (float, rows * widest);
+  s->g[1] = g_new (float, rows * widest);
+  s->dcols = g_new (float, rows * widest_u);
+  s->row_loss = g_new (float, rows);
+  return st;
+}
+
 static void
 cnn_free (KernModel *m)
 {
@@ -449,6 +778,7 @@ static const KernModelOps cnn_ops = {
   .evaluate = cnn_evaluate,
   .flops_forward = cnn_flops_forward,
   .flops_backward = cnn_flops_backward,
+  .stage_new = cnn_stage_new,
   .clone = cnn_clone,
   .free = cnn_free,
   .tensor_plan_new = cnn_tensor_plan_new,

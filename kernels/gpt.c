@@ -109,6 +109,8 @@ typedef struct {
   float scale;
 } GptPriv;
 
+static gboolean gpt_unit_start (const GptPriv *p, int i);
+
 /* --- Scratch ------------------------------------------------------------- */
 
 static void
@@ -242,30 +244,88 @@ attn_backward (GptPriv *p, const GptAct *a, const float *dctx, int n)
 
 /* --- The network --------------------------------------------------------- */
 
-/* Block l forward: res[l] -> res[l + 1]. */
+/* Pieces of the network, each on the buffers it is given, so that the
+ * whole model (gpt_forward, gpt_backward) and a pipeline stage (the
+ * stages below) run the same operations.  Gradients go to G at a
+ * parameter's offset less `lo` (0 for the whole model's vector, the
+ * stage's first parameter for a stage's). */
+
+/* Block l's attention half (rows ln_1 .. attn.add): a->mid = h +
+ * attention(LN_1(h)), h (T, D) the block's input. */
 static void
-block_forward (GptPriv *p, const float *P, int l, int n)
+attn_half_forward (GptPriv *p, const float *P, int l, GptAct *a, const float *h, int n)
 {
   KernBackend *be = p->be;
-  GptAct *a = &p->act[l];
   const GptOff *o = &p->off[l];
-  int D = p->D, F = p->F, T = n * p->S;
+  int D = p->D, T = n * p->S;
   gsize TD = (gsize) T * D;
-  const float *h = p->res[l];
   kern_gpt_ln_forward (h, P + o->ln1, P + o->ln1 + D, T, D, a->xn1, a->mu1, a->rs1);
   dense_forward (be, a->xn1, P + o->qkv, T, D, 3 * D, a->qkv);
   attn_forward (p, a, n);
   dense_forward (be, a->ctx, P + o->proj, T, D, D, a->mid);
   for (gsize i = 0; i < TD; i++)
     a->mid[i] += h[i];                                           /* attn.add */
+}
+
+/* Block l's MLP half (rows ln_2 .. mlp.add): out = a->mid +
+ * MLP(LN_2(a->mid)), rounded as the block's output. */
+static void
+mlp_half_forward (GptPriv *p, const float *P, int l, GptAct *a, float *out, int n)
+{
+  KernBackend *be = p->be;
+  const GptOff *o = &p->off[l];
+  int D = p->D, F = p->F, T = n * p->S;
+  gsize TD = (gsize) T * D;
   kern_gpt_ln_forward (a->mid, P + o->ln2, P + o->ln2 + D, T, D, a->xn2, a->mu2, a->rs2);
   dense_forward (be, a->xn2, P + o->fc, T, D, F, a->u);
   kern_gpt_gelu_forward (a->u, a->g, (gsize) T * F);
-  float *out = p->res[l + 1];
   dense_forward (be, a->g, P + o->fc2, T, F, D, out);
   for (gsize i = 0; i < TD; i++)
     out[i] += a->mid[i];                                         /* mlp.add */
   kern_round_to (p->fmt, out, TD);                               /* the block's output */
+}
+
+/* Block l forward: res[l] -> res[l + 1]. */
+static void
+block_forward (GptPriv *p, const float *P, int l, int n)
+{
+  attn_half_forward (p, P, l, &p->act[l], p->res[l], n);
+  mlp_half_forward (p, P, l, &p->act[l], p->res[l + 1], n);
+}
+
+/* The MLP half's backward: dres holds dL/d(the block's output) and
+ * becomes dL/d mid. */
+static void
+mlp_half_backward (GptPriv *p, const float *P, float *G, gsize lo, int l, const GptAct *a,
+                   int n)
+{
+  KernBackend *be = p->be;
+  const GptOff *o = &p->off[l];
+  int D = p->D, F = p->F, T = n * p->S;
+  kern_round_scaled (p->fmt, p->dres, (gsize) T * D, p->scale);  /* at the block's output */
+  dense_backward (be, a->g, P + o->fc2, p->dres, T, F, D, G + (o->fc2 - lo), p->dbig);
+  kern_gpt_gelu_backward (p->dbig, a->u, (gsize) T * F);
+  dense_backward (be, a->xn2, P + o->fc, p->dbig, T, D, F, G + (o->fc - lo), p->dsmall);
+  memset (G + (o->ln2 - lo), 0, 2 * (gsize) D * sizeof (float));
+  kern_gpt_ln_backward (p->dsmall, a->mid, P + o->ln2, a->mu2, a->rs2, T, D, G + (o->ln2 - lo),
+                        G + (o->ln2 - lo) + D, p->dres, p->lnrow);  /* dres = dL/d mid */
+}
+
+/* The attention half's backward from dres = dL/d mid to dres = dL/d h,
+ * h the block's input. */
+static void
+attn_half_backward (GptPriv *p, const float *P, float *G, gsize lo, int l, const GptAct *a,
+                    const float *h, int n)
+{
+  KernBackend *be = p->be;
+  const GptOff *o = &p->off[l];
+  int D = p->D, T = n * p->S;
+  dense_backward (be, a->ctx, P + o->proj, p->dres, T, D, D, G + (o->proj - lo), p->dsmall);
+  attn_backward (p, a, p->dsmall, n);
+  dense_backward (be, a->xn1, P + o->qkv, p->dqkv, T, D, 3 * D, G + (o->qkv - lo), p->dsmall);
+  memset (G + (o->ln1 - lo), 0, 2 * (gsize) D * sizeof (float));
+  kern_gpt_ln_backward (p->dsmall, h, P + o->ln1, a->mu1, a->rs1, T, D, G + (o->ln1 - lo),
+                        G + (o->ln1 - lo) + D, p->dres, p->lnrow);  /* dres = dL/d h */
 }
 
 /* Block l backward: dres holds dL/d res[l + 1] and becomes dL/d res[l];
@@ -273,23 +333,8 @@ block_forward (GptPriv *p, const float *P, int l, int n)
 static void
 block_backward (GptPriv *p, const float *P, float *G, int l, int n)
 {
-  KernBackend *be = p->be;
-  GptAct *a = &p->act[l];
-  const GptOff *o = &p->off[l];
-  int D = p->D, F = p->F, T = n * p->S;
-  kern_round_scaled (p->fmt, p->dres, (gsize) T * D, p->scale);  /* at the block's output */
-  dense_backward (be, a->g, P + o->fc2, p->dres, T, F, D, G + o->fc2, p->dbig);
-  kern_gpt_gelu_backward (p->dbig, a->u, (gsize) T * F);
-  dense_backward (be, a->xn2, P + o->fc, p->dbig, T, D, F, G + o->fc, p->dsmall);
-  memset (G + o->ln2, 0, 2 * (gsize) D * sizeof (float));
-  kern_gpt_ln_backward (p->dsmall, a->mid, P + o->ln2, a->mu2, a->rs2, T, D, G + o->ln2,
-               G + o->ln2 + D, p->dres, p->lnrow);                /* dres = dL/d mid */
-  dense_backward (be, a->ctx, P + o->proj, p->dres, T, D, D, G + o->proj, p->dsmall);
-  attn_backward (p, a, p->dsmall, n);
-  dense_backward (be, a->xn1, P + o->qkv, p->dqkv, T, D, 3 * D, G + o->qkv, p->dsmall);
-  memset (G + o->ln1, 0, 2 * (gsize) D * sizeof (float));
-  kern_gpt_ln_backward (p->dsmall, p->res[l], P + o->ln1, a->mu1, a->rs1, T, D, G + o->ln1,
-               G + o->ln1 + D, p->dres, p->lnrow);                /* dres = dL/d res[l] */
+  mlp_half_backward (p, P, G, 0, l, &p->act[l], n);
+  attn_half_backward (p, P, G, 0, l, &p->act[l], p->res[l], n);
 }
 
 /* The tokens and targets of x (n, S + 1) into the scratch; FALSE when a
@@ -300,69 +345,36 @@ gpt_tokens (GptPriv *p, const float *x, int n)
   return kern_gpt_read_tokens (x, n, p->S, p->V, p->tok, p->tgt);
 }
 
-/* Embedding, blocks, LN_f and the logits of n sequences. */
+/* out (T, D) = wte[tok] + wpe[position], rounded as the embedding's output. */
 static void
-gpt_forward (GptPriv *p, const float *P, int n)
+embed_forward (GptPriv *p, const float *P, const int *tok, int n, float *out)
 {
   int S = p->S, D = p->D, T = n * S;
   for (int r = 0; r < T; r++)
     {
-      const float *e = P + p->wte + (gsize) p->tok[r] * D;
+      const float *e = P + p->wte + (gsize) tok[r] * D;
       const float *q = P + p->wpe + (gsize) (r % S) * D;
       for (int j = 0; j < D; j++)
-        p->res[0][(gsize) r * D + j] = e[j] + q[j];              /* S D a sample */
+        out[(gsize) r * D + j] = e[j] + q[j];                    /* S D a sample */
     }
-  kern_round_to (p->fmt, p->res[0], (gsize) T * D);              /* the embedding's output */
-  for (int l = 0; l < p->L; l++)
-    block_forward (p, P, l, n);
-  kern_gpt_ln_forward (p->res[p->L], P + p->lnf, P + p->lnf + D, T, D, p->xnf, p->muf, p->rsf);
-  KernBackend *be = p->be;
-  if (p->untied)
-    be->ops->gemm (be, FALSE, FALSE, T, p->V, D, 1.0f, p->xnf, D, P + p->head, p->V, 0.0f,
-                   p->logits, p->V);
-  else
-    be->ops->gemm (be, FALSE, TRUE, T, p->V, D, 1.0f, p->xnf, D, P + p->wte, D, 0.0f,
-                   p->logits, p->V);
-  kern_round_to (p->fmt, p->logits, (gsize) T * p->V);           /* the head's output */
+  kern_round_to (p->fmt, out, (gsize) T * D);                    /* the embedding's output */
 }
 
-/* Backward from the loss gradient in logits to G (n_params). */
+/* The embedding's backward from dres = dL/d its output: adds onto wte's
+ * gradient (zeroed first when untied; tied, the head's is there) and
+ * writes wpe's. */
 static void
-gpt_backward (GptPriv *p, const float *P, float *G, int n)
+embed_backward (GptPriv *p, float *G, gsize lo, const int *tok, int n)
 {
-  KernBackend *be = p->be;
-  int S = p->S, D = p->D, V = p->V, T = n * S;
-  gsize TD = (gsize) T * D;
-  kern_round_scaled (p->fmt, p->logits, (gsize) T * V, p->scale); /* at the logits */
-  /* the head: dW (into wte's gradient when tied, which the embedding then
-   * adds onto) and dL/d LN_f's output */
+  int S = p->S, D = p->D, T = n * S;
+  kern_round_scaled (p->fmt, p->dres, (gsize) T * D, p->scale); /* at the embedding's output */
   if (p->untied)
-    {
-      be->ops->gemm (be, TRUE, FALSE, D, V, T, 1.0f, p->xnf, D, p->logits, V, 0.0f,
-                     G + p->head, V);
-      be->ops->gemm (be, FALSE, TRUE, T, D, V, 1.0f, p->logits, V, P + p->head, V, 0.0f,
-                     p->dsmall, D);
-      memset (G + p->wte, 0, (gsize) V * D * sizeof (float));
-    }
-  else
-    {
-      be->ops->gemm (be, TRUE, FALSE, V, D, T, 1.0f, p->logits, V, p->xnf, D, 0.0f,
-                     G + p->wte, D);
-      be->ops->gemm (be, FALSE, FALSE, T, D, V, 1.0f, p->logits, V, P + p->wte, D, 0.0f,
-                     p->dsmall, D);
-    }
-  memset (p->dres, 0, TD * sizeof (float));
-  memset (G + p->lnf, 0, 2 * (gsize) D * sizeof (float));
-  kern_gpt_ln_backward (p->dsmall, p->res[p->L], P + p->lnf, p->muf, p->rsf, T, D, G + p->lnf,
-               G + p->lnf + D, p->dres, p->lnrow);
-  for (int l = p->L - 1; l >= 0; l--)
-    block_backward (p, P, G, l, n);
-  kern_round_scaled (p->fmt, p->dres, TD, p->scale);            /* at the embedding's output */
-  memset (G + p->wpe, 0, (gsize) S * D * sizeof (float));
+    memset (G + (p->wte - lo), 0, (gsize) p->V * D * sizeof (float));
+  memset (G + (p->wpe - lo), 0, (gsize) S * D * sizeof (float));
   for (int r = 0; r < T; r++)
     {
-      float *dt = G + p->wte + (gsize) p->tok[r] * D;
-      float *dq = G + p->wpe + (gsize) (r % S) * D;
+      float *dt = G + (p->wte - lo) + (gsize) tok[r] * D;
+      float *dq = G + (p->wpe - lo) + (gsize) (r % S) * D;
       const float *d = p->dres + (gsize) r * D;
       for (int j = 0; j < D; j++)
         {
@@ -370,6 +382,84 @@ gpt_backward (GptPriv *p, const float *P, float *G, int n)
           dq[j] += d[j];                                           /* 2 S D a sample */
         }
     }
+}
+
+/* logits (T, V) = xnf (T, D) wte^T (tied) or xnf W_head, rounded as the
+ * head's output. */
+static void
+head_forward (GptPriv *p, const float *P, const float *xnf, int n, float *logits)
+{
+  KernBackend *be = p->be;
+  int T = n * p->S, D = p->D;
+  if (p->untied)
+    be->ops->gemm (be, FALSE, FALSE, T, p->V, D, 1.0f, xnf, D, P + p->head, p->V, 0.0f,
+                   logits, p->V);
+  else
+    be->ops->gemm (be, FALSE, TRUE, T, p->V, D, 1.0f, xnf, D, P + p->wte, D, 0.0f,
+                   logits, p->V);
+  kern_round_to (p->fmt, logits, (gsize) T * p->V);              /* the head's output */
+}
+
+/* The head's backward from the loss gradient in dlogits (T, V), rounded
+ * in place: its dW (into wte's gradient when tied, which the embedding
+ * then adds onto) and dL/d LN_f's output into dsmall. */
+static void
+head_backward (GptPriv *p, const float *P, float *G, gsize lo, const float *xnf,
+               float *dlogits, int n)
+{
+  KernBackend *be = p->be;
+  int D = p->D, V = p->V, T = n * p->S;
+  kern_round_scaled (p->fmt, dlogits, (gsize) T * V, p->scale);   /* at the logits */
+  if (p->untied)
+    {
+      be->ops->gemm (be, TRUE, FALSE, D, V, T, 1.0f, xnf, D, dlogits, V, 0.0f,
+                     G + (p->head - lo), V);
+      be->ops->gemm (be, FALSE, TRUE, T, D, V, 1.0f, dlogits, V, P + p->head, V, 0.0f,
+                     p->dsmall, D);
+    }
+  else
+    {
+      be->ops->gemm (be, TRUE, FALSE, V, D, T, 1.0f, dlogits, V, xnf, D, 0.0f,
+                     G + (p->wte - lo), D);
+      be->ops->gemm (be, FALSE, FALSE, T, D, V, 1.0f, dlogits, V, P + p->wte, D, 0.0f,
+                     p->dsmall, D);
+    }
+}
+
+/* LN_f's backward from dsmall = dL/d its output: dres = dL/d h_L (its
+ * input h), its gains' and shifts' gradients into G. */
+static void
+lnf_backward (GptPriv *p, const float *P, float *G, gsize lo, const float *h, const float *mu,
+              const float *rs, int n)
+{
+  int D = p->D, T = n * p->S;
+  memset (p->dres, 0, (gsize) T * D * sizeof (float));
+  memset (G + (p->lnf - lo), 0, 2 * (gsize) D * sizeof (float));
+  kern_gpt_ln_backward (p->dsmall, h, P + p->lnf, mu, rs, T, D, G + (p->lnf - lo),
+                        G + (p->lnf - lo) + D, p->dres, p->lnrow);
+}
+
+/* Embedding, blocks, LN_f and the logits of n sequences. */
+static void
+gpt_forward (GptPriv *p, const float *P, int n)
+{
+  int D = p->D, T = n * p->S;
+  embed_forward (p, P, p->tok, n, p->res[0]);
+  for (int l = 0; l < p->L; l++)
+    block_forward (p, P, l, n);
+  kern_gpt_ln_forward (p->res[p->L], P + p->lnf, P + p->lnf + D, T, D, p->xnf, p->muf, p->rsf);
+  head_forward (p, P, p->xnf, n, p->logits);
+}
+
+/* Backward from the loss gradient in logits to G (n_params). */
+static void
+gpt_backward (GptPriv *p, const float *P, float *G, int n)
+{
+  head_backward (p, P, G, 0, p->xnf, p->logits, n);
+  lnf_backward (p, P, G, 0, p->res[p->L], p->muf, p->rsf, n);
+  for (int l = p->L - 1; l >= 0; l--)
+    block_backward (p, P, G, l, n);
+  embed_backward (p, G, 0, p->tok, n);
 }
 
 /* Sum of r >= 1 row losses in double: r - 1 adds. */
@@ -507,6 +597,350 @@ gpt_flops_backward (const KernModel *m, int n)
   return total;
 }
 
+/* --- Pipeline stages (kernels.h, KernStage) ------------------------------
+ *
+ * A stage holds whole pieces of the network: the embedding (row embed),
+ * a block's attention half (ln_1 .. attn.add), its MLP half (ln_2 ..
+ * mlp.add), ln_f, lm_head, lm_loss.  Between two pieces the network's
+ * state is one tensor ((T, D) after the embedding, a half or ln_f; the
+ * logits (T, V) after the head), so a boundary carries exactly the
+ * previous row's `outputs`; inside a half the residual stream runs beside
+ * the rows' own input, so the layer table marks those rows `joined` and
+ * the pipeline cuts before the others only.  Per slot a stage keeps its
+ * input, each piece's activations and output, and the embedding's tokens;
+ * each piece runs the function the whole model runs (above), on the
+ * model's backward scratch, and the loss reads its targets from the
+ * micro-batch's input x.  The loss gradient of a token is grad_scale / S
+ * (a sample's loss is the mean over its S predictions), rounded once to
+ * float; it is the whole model's 1 / (n S) when grad_scale is the inverse
+ * of a power of two times 1 / n.  A tied head writes the token
+ * embedding's gradient, so a stage holding lm_head holds embed too where
+ * the head is tied (the pipeline refuses the cut otherwise). */
+
+typedef enum { GPT_U_EMBED, GPT_U_ATTN, GPT_U_MLP, GPT_U_LNF, GPT_U_HEAD, GPT_U_LOSS } GptUnitKind;
+
+typedef struct {
+  GptUnitKind kind;
+  int l;                  /* its block (halves) */
+  int width;              /* floats per sample of its output */
+} GptUnit;
+
+/* One piece's state in one slot. */
+typedef struct {
+  GptAct a;               /* a half's activations (an MLP half's mid: its input) */
+  float *out;             /* its output (an attention half's: a.mid; the loss's: its input) */
+  float *mu, *rs;         /* LN_f's (T) */
+  int *tok;               /* the embedding's tokens (T) */
+} GptSlotUnit;
+
+typedef struct {
+  KernStage pub;          /* first member: a KernStage* is a GptStage* */
+  KernModel *m;
+  GptPriv *p;
+  int n_units;
+  GptUnit *units;         /* (n_units) */
+  GptSlotUnit *su;        /* (slots x n_units) */
+  float **in;             /* (slots) the stage's input */
+  const float *P;
+  float *gacc, *gmb;      /* (hi - lo) */
+  float *glog;            /* (n S, V) the head's dout where the stage ends there */
+  int *tgt;               /* (n S) */
+  float *row_loss;        /* (n S) */
+} GptStage;
+
+/* The piece of table row i. */
+static GptUnit
+gpt_unit (const GptPriv *p, int i)
+{
+  int S = p->S, D = p->D, blocks_end = 1 + GPT_BLOCK_ROWS * p->L;
+  if (i == 0)
+    return (GptUnit) { GPT_U_EMBED, 0, S * D };
+  if (i < blocks_end)
+    {
+      int l = (i - 1) / GPT_BLOCK_ROWS, r = (i - 1) % GPT_BLOCK_ROWS;
+      return (GptUnit) { r < GPT_ROW_LN2 ? GPT_U_ATTN : GPT_U_MLP, l, S * D };
+    }
+  if (i == blocks_end)
+    return (GptUnit) { GPT_U_LNF, 0, S * D };
+  if (i == blocks_end + 1)
+    return (GptUnit) { GPT_U_HEAD, 0, S * p->V };
+  return (GptUnit) { GPT_U_LOSS, 0, S * p->V };
+}
+
+/* Whether table row i begins a piece. */
+static gboolean
+gpt_unit_start (const GptPriv *p, int i)
+{
+  int blocks_end = 1 + GPT_BLOCK_ROWS * p->L;
+  if (i <= 0 || i >= blocks_end)
+    return TRUE;
+  int r = (i - 1) % GPT_BLOCK_ROWS;
+  return r == GPT_ROW_LN1 || r == GPT_ROW_LN2;
+}
+
+static void
+gpt_stage_set_params (KernStage *st, const float *params)
+{
+  ((GptStage *) st)->P = params;
+}
+
+/* The model's scratch for the stage's n sequences and its numerics. */
+static void
+gpt_stage_prepare (GptStage *s)
+{
+  gpt_reserve (s->p, s->pub.n);
+  s->p->fmt = s->m->num.activations;
+  s->p->scale = kern_numerics_scale (&s->m->num);
+}
+
+static double
+gpt_stage_forward (KernStage *st, int slot, const float *in, const float *x,
+                   const int *y G_GNUC_UNUSED, float *out)
+{
+  GptStage *s = (GptStage *) st;
+  GptPriv *p = s->p;
+  int n = st->n, T = n * p->S, D = p->D;
+  g_return_val_if_fail (s->P != NULL, NAN);
+  gpt_stage_prepare (s);
+  GptSlotUnit *su = s->su + (gsize) slot * s->n_units;
+  memcpy (s->in[slot], in, (gsize) n * st->in_width * sizeof (float));
+  double loss = NAN;
+  for (int j = 0; j < s->n_units; j++)
+    {
+      const GptUnit *u = &s->units[j];
+      const float *A = j == 0 ? s->in[slot] : su[j - 1].out;
+      GptSlotUnit *w = &su[j];
+      switch (u->kind)
+        {
+        case GPT_U_EMBED:
+          if (!kern_gpt_read_tokens (A, n, p->S, p->V, w->tok, s->tgt))
+            g_return_val_if_reached (NAN);
+          embed_forward (p, s->P, w->tok, n, w->out);
+          break;
+        case GPT_U_ATTN:
+          attn_half_forward (p, s->P, u->l, &w->a, A, n);
+          break;
+        case GPT_U_MLP:
+          if (w->a.mid != A)
+            memcpy (w->a.mid, A, (gsize) T * D * sizeof (float));
+          mlp_half_forward (p, s->P, u->l, &w->a, w->out, n);
+          break;
+        case GPT_U_LNF:
+          kern_gpt_ln_forward (A, s->P + p->lnf, s->P + p->lnf + D, T, D, w->out, w->mu, w->rs);
+          break;
+        case GPT_U_HEAD:
+          head_forward (p, s->P, A, n, w->out);
+          break;
+        case GPT_U_LOSS:
+          {
+            g_return_val_if_fail (x != NULL, NAN);
+            g_autofree int *tok = g_new (int, T);
+            if (!kern_gpt_read_tokens (x, n, p->S, p->V, tok, s->tgt))
+              g_return_val_if_reached (NAN);
+            float scale = (float) ((double) st->grad_scale_f / p->S);
+            p->be->ops->softmax_xent (p->be, w->out, s->tgt, T, p->V, scale, s->row_loss, NULL);
+            loss = row_sum (s->row_loss, (gsize) T) / T;
+            break;
+          }
+        }
+    }
+  if (!st->has_loss)
+    memcpy (out, su[s->n_units - 1].out, (gsize) n * st->out_width * sizeof (float));
+  return loss;
+}
+
+static void
+gpt_stage_backward (KernStage *st, int slot, const float *dout, float *din)
+{
+  GptStage *s = (GptStage *) st;
+  GptPriv *p = s->p;
+  int n = st->n;
+  gpt_stage_prepare (s);
+  GptSlotUnit *su = s->su + (gsize) slot * s->n_units;
+  float *g = NULL;                                     /* the current gradient */
+  if (!st->has_loss)
+    {
+      GptUnitKind last = s->units[s->n_units - 1].kind;
+      g = last == GPT_U_HEAD ? s->glog : last == GPT_U_LNF ? p->dsmall : p->dres;
+      memcpy (g, dout, (gsize) n * st->out_width * sizeof (float));
+    }
+  for (int j = s->n_units - 1; j >= 0; j--)
+    {
+      const GptUnit *u = &s->units[j];
+      const float *A = j == 0 ? s->in[slot] : su[j - 1].out;
+      GptSlotUnit *w = &su[j];
+      switch (u->kind)
+        {
+        case GPT_U_LOSS:
+          g = w->out;                                  /* dZ is in place */
+          break;
+        case GPT_U_HEAD:
+          head_backward (p, s->P, s->gmb, st->lo, A, g, n);
+          g = p->dsmall;
+          break;
+        case GPT_U_LNF:
+          lnf_backward (p, s->P, s->gmb, st->lo, A, w->mu, w->rs, n);
+          g = p->dres;
+          break;
+        case GPT_U_MLP:
+          mlp_half_backward (p, s->P, s->gmb, st->lo, u->l, &w->a, n);
+          break;
+        case GPT_U_ATTN:
+          attn_half_backward (p, s->P, s->gmb, st->lo, u->l, &w->a, A, n);
+          break;
+        case GPT_U_EMBED:
+          embed_backward (p, s->gmb, st->lo, w->tok, n);
+          break;
+        }
+    }
+  gsize len = st->hi - st->lo;
+  for (gsize i = 0; i < len; i++)
+    s->gacc[i] += s->gmb[i];
+  if (st->first > 0)
+    memcpy (din, g, (gsize) n * st->in_width * sizeof (float));
+}
+
+static void
+gpt_stage_take_grad (KernStage *st, float *grad)
+{
+  GptStage *s = (GptStage *) st;
+  gsize len = st->hi - st->lo;
+  memcpy (grad + st->lo, s->gacc, len * sizeof (float));
+  memset (s->gacc, 0, len * sizeof (float));
+}
+
+static void
+gpt_stage_free (KernStage *st)
+{
+  GptStage *s = (GptStage *) st;
+  for (int slot = 0; slot < st->slots; slot++)
+    {
+      for (int j = 0; j < s->n_units; j++)
+        {
+          GptSlotUnit *w = &s->su[(gsize) slot * s->n_units + j];
+          GptUnitKind kind = s->units[j].kind;
+          if (kind == GPT_U_ATTN || kind == GPT_U_MLP)
+            act_free (&w->a);                          /* an attention half's out: a.mid */
+          else if (kind != GPT_U_LOSS)
+            g_free (w->out);
+          if (kind == GPT_U_MLP)
+            g_free (w->out);
+          g_free (w->mu);
+          g_free (w->rs);
+          g_free (w->tok);
+        }
+      g_free (s->in[slot]);
+    }
+  g_free (s->su);
+  g_free (s->in);
+  g_free (s->units);
+  g_free (s->gacc);
+  g_free (s->gmb);
+  g_free (s->glog);
+  g_free (s->tgt);
+  g_free (s->row_loss);
+  g_free (s);
+}
+
+/* A half's activations for n sequences (gpt_reserve's shapes). */
+static void
+act_alloc (const GptPriv *p, GptAct *a, int n)
+{
+  gsize T = (gsize) n * p->S, D = p->D, F = p->F;
+  a->xn1 = g_new (float, T * D);
+  a->mu1 = g_new (float, T);
+  a->rs1 = g_new (float, T);
+  a->qkv = g_new (float, T * 3 * D);
+  a->att = g_new (float, (gsize) n * p->H * p->S * p->S);
+  a->ctx = g_new (float, T * D);
+  a->mid = g_new (float, T * D);
+  a->xn2 = g_new (float, T * D);
+  a->mu2 = g_new (float, T);
+  a->rs2 = g_new (float, T);
+  a->u = g_new (float, T * F);
+  a->g = g_new (float, T * F);
+}
+
+/* stage_new of the GPT (kernels.h, kern_stage_new): rows [first, last]
+ * must be whole pieces (file section above), and with a tied head a
+ * stage holding lm_head must hold embed. */
+static KernStage *
+gpt_stage_new (KernModel *m, int first, int last, int n, int slots, float grad_scale)
+{
+  GptPriv *p = m->priv;
+  g_return_val_if_fail (gpt_unit_start (p, first), NULL);
+  g_return_val_if_fail (last + 1 == m->n_layers || gpt_unit_start (p, last + 1), NULL);
+  g_return_val_if_fail (p->untied || first == 0 || last < m->n_layers - 2, NULL);
+  GptStage *s = g_new0 (GptStage, 1);
+  KernStage *st = &s->pub;
+  st->first = first;
+  st->last = last;
+  st->n = n;
+  st->slots = slots;
+  st->grad_scale_f = grad_scale;
+  st->in_width = first == 0 ? m->d : gpt_unit (p, first - 1).width;
+  st->has_loss = last == m->n_layers - 1;
+  st->out_width = st->has_loss ? 0 : gpt_unit (p, last).width;
+  st->lo = m->layers[first].param_offset;
+  st->hi = last + 1 < m->n_layers ? m->layers[last + 1].param_offset : p->n_params;
+  st->set_params = gpt_stage_set_params;
+  st->forward = gpt_stage_forward;
+  st->backward = gpt_stage_backward;
+  st->take_grad = gpt_stage_take_grad;
+  st->free = gpt_stage_free;
+  s->m = m;
+  s->p = p;
+  s->units = g_new (GptUnit, last - first + 1);
+  for (int i = first; i <= last; i++)
+    if (gpt_unit_start (p, i))
+      s->units[s->n_units++] = gpt_unit (p, i);
+  gsize T = (gsize) n * p->S;
+  s->su = g_new0 (GptSlotUnit, (gsize) slots * s->n_units);
+  s->in = g_new0 (float *, slots);
+  for (int slot = 0; slot < slots; slot++)
+    {
+      s->in[slot] = g_new (float, (gsize) n * st->in_width);
+      for (int j = 0; j < s->n_units; j++)
+        {
+          GptSlotUnit *w = &s->su[(gsize) slot * s->n_units + j];
+          const GptUnit *u = &s->units[j];
+          switch (u->kind)
+            {
+            case GPT_U_EMBED:
+              w->out = g_new (float, T * p->D);
+              w->tok = g_new (int, T);
+              break;
+            case GPT_U_ATTN:
+              act_alloc (p, &w->a, n);
+              w->out = w->a.mid;
+              break;
+            case GPT_U_MLP:
+              act_alloc (p, &w->a, n);
+              w->out = g_new (float, T * p->D);
+              break;
+            case GPT_U_LNF:
+              w->out = g_new (float, T * p->D);
+              w->mu = g_new (float, T);
+              w->rs = g_new (float, T);
+              break;
+            case GPT_U_HEAD:
+              w->out = g_new (float, T * p->V);
+              break;
+            case GPT_U_LOSS:
+              w->out = j > 0 ? s->su[(gsize) slot * s->n_units + j - 1].out : s->in[slot];
+              break;
+            }
+        }
+    }
+  gsize len = MAX (st->hi - st->lo, 1);
+  s->gacc = g_new0 (float, len);
+  s->gmb = g_new0 (float, len);
+  s->glog = g_new (float, T * p->V);
+  s->tgt = g_new (int, T);
+  s->row_loss = g_new (float, T);
+  return st;
+}
+
 static void
 gpt_free (KernModel *m)
 {
@@ -549,6 +983,7 @@ static const KernModelOps gpt_ops = {
   .evaluate = gpt_evaluate,
   .flops_forward = gpt_flops_forward,
   .flops_backward = gpt_flops_backward,
+  .stage_new = gpt_stage_new,
   .clone = gpt_clone,
   .free = gpt_free,
   .tensor_plan_new = gpt_tensor_plan_new,
@@ -635,6 +1070,9 @@ block_rows (KernModel *m, int *i, const GptPriv *p, int l)
   gsize next = l + 1 < p->L ? p->off[l + 1].ln1 : p->lnf;
   row (m, i, NAME ("mlp.add"), KERN_LAYER_ELEMENTWISE, next, 0, S * D, 0, S * D, S * D);
 #undef NAME
+  /* a stage may begin at ln_1 or ln_2 only (the stages' file section) */
+  for (int r = *i - GPT_BLOCK_ROWS; r < *i; r++)
+    m->layers[r].joined = !gpt_unit_start (p, r);
 }
 
 /* The whole table: embed, the blocks, ln_f, lm_head, lm_loss. */

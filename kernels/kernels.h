@@ -221,6 +221,12 @@ typedef struct {
   int experts;
   int top_k;
   double tokens;
+  /* The layer reads more than the previous layer's output (inside a
+   * transformer block of kind = gpt, the residual stream runs beside its
+   * input), so a pipeline stage cannot begin at it: a boundary there would
+   * carry more than the previous row's `outputs`.  FALSE (the zero value)
+   * for every layer of the other models. */
+  gboolean joined;
 } KernLayer;
 
 typedef struct KernModel KernModel;
@@ -486,8 +492,8 @@ struct KernStage {
   float grad_scale_f;    /* the loss gradient's scale (1 / batch) */
   /* Implementation (mlp.c). */
   void (*set_params) (KernStage *st, const float *params);
-  double (*forward) (KernStage *st, int slot, const float *in, const int *y,
-                     float *out);
+  double (*forward) (KernStage *st, int slot, const float *in, const float *x,
+                     const int *y, float *out);
   void (*backward) (KernStage *st, int slot, const float *dout, float *din);
   void (*take_grad) (KernStage *st, float *grad);
   void (*free) (KernStage *st);
@@ -504,13 +510,14 @@ KernStage *kern_stage_new (KernModel *m, int first, int last, int n, int slots,
  * change to them. */
 void kern_stage_set_params (KernStage *st, const float *params);
 /* Forward of one micro-batch into `slot` (which must be free): in (n,
- * in_width), the model input x for a stage starting at layer 0; y (n)
- * labels, read only when the stage holds the loss.  Writes out (n,
+ * in_width), the model input x for a stage starting at layer 0; x (n, d)
+ * the micro-batch's model input and y (n) its labels, read only when the
+ * stage holds the loss (the GPT's targets are in x).  Writes out (n,
  * out_width) unless the stage holds the loss, in which case it returns the
  * micro-batch's mean loss and keeps the loss gradient for backward;
  * returns NAN otherwise. */
-double kern_stage_forward (KernStage *st, int slot, const float *in, const int *y,
-                           float *out);
+double kern_stage_forward (KernStage *st, int slot, const float *in, const float *x,
+                           const int *y, float *out);
 /* Backward of the micro-batch in `slot`, which it frees: dout (n,
  * out_width) is the gradient at the stage's output (ignored, may be NULL,
  * when the stage holds the loss).  Adds the micro-batch's parameter

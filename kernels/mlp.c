@@ -480,7 +480,8 @@ mlp_stage_set_params (KernStage *st, const float *params)
 }
 
 static double
-mlp_stage_forward (KernStage *st, int slot, const float *in, const int *y, float *out)
+mlp_stage_forward (KernStage *st, int slot, const float *in, const float *x G_GNUC_UNUSED,
+                   const int *y, float *out)
 {
   MlpStage *s = (MlpStage *) st;
   MlpPriv *p = s->p;

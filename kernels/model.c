@@ -44,12 +44,13 @@ kern_stage_set_params (KernStage *st, const float *params)
 }
 
 double
-kern_stage_forward (KernStage *st, int slot, const float *in, const int *y, float *out)
+kern_stage_forward (KernStage *st, int slot, const float *in, const float *x, const int *y,
+                    float *out)
 {
   g_return_val_if_fail (st != NULL && slot >= 0 && slot < st->slots && in != NULL, NAN);
   g_return_val_if_fail (!st->has_loss || y != NULL, NAN);
   g_return_val_if_fail (st->has_loss || out != NULL, NAN);
-  return st->forward (st, slot, in, y, out);
+  return st->forward (st, slot, in, x, y, out);
 }
 
 void

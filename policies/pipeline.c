@@ -363,9 +363,19 @@ pol_pipeline_stash_peak (PolSchedule schedule, int p, int v, int s, int m,
   return peak;
 }
 
+int
+pol_pipeline_pieces (const KernLayer *layers, int L)
+{
+  int pieces = 0;
+  for (int l = 0; l < L; l++)
+    pieces += l == 0 || !layers || !layers[l].joined;
+  return pieces;
+}
+
 void
 pol_pipeline_stage_counts (const int *stage_layers, const double *layer_fwd,
-                           const double *layer_bwd, int L, int p, int *count)
+                           const double *layer_bwd, const KernLayer *layers, int L, int p,
+                           int *count)
 {
   g_return_if_fail (count != NULL && p >= 1 && p <= L);
   if (stage_layers)
@@ -374,10 +384,26 @@ pol_pipeline_stage_counts (const int *stage_layers, const double *layer_fwd,
       return;
     }
   g_return_if_fail (layer_fwd != NULL && layer_bwd != NULL);
-  g_autofree double *cost = g_new (double, L);
+  /* piece u: layers start[u] .. start[u + 1] - 1, costs summed */
+  int U = pol_pipeline_pieces (layers, L);
+  g_return_if_fail (p <= U);
+  g_autofree double *cost = g_new0 (double, U);
+  g_autofree int *start = g_new (int, U + 1);
+  int u = -1;
   for (int l = 0; l < L; l++)
-    cost[l] = layer_fwd[l] + layer_bwd[l];
-  pol_pipeline_partition (cost, L, p, count);
+    {
+      if (l == 0 || !layers || !layers[l].joined)
+        start[++u] = l;
+      cost[u] += layer_fwd[l] + layer_bwd[l];
+    }
+  start[U] = L;
+  g_autofree int *pieces = g_new (int, p);
+  pol_pipeline_partition (cost, U, p, pieces);
+  for (int k = 0, at = 0; k < p; k++)
+    {
+      count[k] = start[at + pieces[k]] - start[at];
+      at += pieces[k];
+    }
 }
 
 double
@@ -855,7 +881,9 @@ chunk_math (PlPolicy *pl, PlWorker *wk, PlChunk *ch, int micro, gboolean fwd)
       const float *in = k == 0 ? train_steps_x (pl->steps, r) + row * (gsize) env->model->d
                                : pl->act[r][k - 1] + row * in_w;
       float *out = k + 1 < pl->K ? pl->act[r][k] + row * out_w : NULL;
-      double loss = kern_stage_forward (ch->ks, slot, in, train_steps_y (pl->steps, r) + row, out);
+      const float *x = train_steps_x (pl->steps, r) + row * (gsize) env->model->d;
+      double loss = kern_stage_forward (ch->ks, slot, in, x, train_steps_y (pl->steps, r) + row,
+                                        out);
       if (k + 1 == pl->K)
         pl->loss_sum += loss;
     }
@@ -1040,8 +1068,8 @@ pl_stage_counts (PlPolicy *pl, GError **error)
   const PolEnv *env = &pl->env;
   int K = pl->K, L = env->n_layers;
   pl->count = g_new (int, K);
-  pol_pipeline_stage_counts (pl_stage_layers (env->values), pl->layer_fwd, pl->layer_bwd, L, K,
-                             pl->count);
+  pol_pipeline_stage_counts (pl_stage_layers (env->values), pl->layer_fwd, pl->layer_bwd,
+                             env->layers, L, K, pl->count);
   int total = 0;
   for (int k = 0; k < K; k++)
     {
@@ -1628,6 +1656,23 @@ pl_check_model (const PolModelInfo *mi, GError **error)
                           G_GINT64_FORMAT " virtual stages of one layer or more, but the model "
                           "has %d layers; use at most %" G_GINT64_FORMAT " chunks",
                           P, V, P * V, L, MAX ((gint64) L / P, 1));
+  int U = pol_pipeline_pieces (mi->model->layers, L);
+  if (P * V > U)
+    return pol_key_error (error, "policy", "stages",
+                          "%" G_GINT64_FORMAT " stages x %" G_GINT64_FORMAT " chunks, but model "
+                          "%s can be cut before %d of its layers only (a transformer block's "
+                          "attention and MLP halves stay whole); use at most %d stages x chunks",
+                          P, V, mi->model->ops->name, U, U);
+  /* a tied head's gradient belongs to the embedding's stage too */
+  int V_ = 0, S_ = 0, D_ = 0, H_ = 0, L_ = 0;
+  gboolean untied = TRUE;
+  if (mi->math && mi->host_timed && P * V > 1
+      && kern_gpt_shape (mi->model, &V_, &S_, &D_, &H_, &L_, &untied) && !untied)
+    return pol_key_error (error, "model", "head",
+                          "tied shares the token embedding between the first and the last "
+                          "pipeline stage, and with [device] compute_time = measured each "
+                          "stage's gradient is its own (the embedding's all-reduce between them "
+                          "is not simulated); use head = untied, or compute_time = model");
   const GArray *sl = base_values_list (mi->values, "policy.stage_layers");
   if (!sl || sl->len == 0)
     return TRUE;
@@ -1638,6 +1683,17 @@ pl_check_model (const PolModelInfo *mi, GError **error)
     return pol_key_error (error, "policy", "stage_layers",
                           "the counts sum to %" G_GINT64_FORMAT " but the model has %d layers; "
                           "make them sum to %d", sum, L, L);
+  gint64 at = 0;
+  for (guint i = 0; i + 1 < sl->len; i++)
+    {
+      at += g_array_index (sl, int, i);
+      if (at > 0 && at < L && mi->model->layers[at].joined)
+        return pol_key_error (error, "policy", "stage_layers",
+                              "stage %u would begin at layer %s (%" G_GINT64_FORMAT "), inside "
+                              "a transformer block's half, whose residual stream a boundary "
+                              "cannot carry; move the cut before a ln_1, ln_2 or ln_f row", i + 2,
+                              mi->model->layers[at].name, at);
+    }
   return TRUE;
 }
 
@@ -1668,7 +1724,7 @@ pl_shares (const PolModelInfo *mi)
   g_autofree int *start = g_new (int, K + 1);
   g_autofree double *bytes = g_new (double, V);
   mi->layer_seconds (mi->ctx, n, fwd, bwd);
-  pol_pipeline_stage_counts (pl_stage_layers (mi->values), fwd, bwd, L, K, count);
+  pol_pipeline_stage_counts (pl_stage_layers (mi->values), fwd, bwd, m->layers, L, K, count);
   start[0] = 0;
   for (int k = 0; k < K; k++)
     start[k + 1] = start[k] + count[k];

@@ -663,10 +663,17 @@ void pol_pipeline_ops_order (PolSchedule schedule, int p, int v, int s, int m, i
 /* Layers per stage of a p-stage pipeline over n_layers layers (count[],
  * p entries): stage_layers when given (non-NULL), else
  * pol_pipeline_partition() on the costs layer_fwd[l] + layer_bwd[l] (the
- * layers' seconds on one micro-batch).  The policy and the device-memory
+ * layers' seconds on one micro-batch).  Where `layers` (may be NULL) marks
+ * some layers `joined`, the partition cuts before the others only: each
+ * unmarked layer and the joined ones after it are one piece, whose cost
+ * is their sum (p at most the pieces).  The policy and the device-memory
  * check (device/model.c) both cut the model with it. */
 void pol_pipeline_stage_counts (const int *stage_layers, const double *layer_fwd,
-                                const double *layer_bwd, int n_layers, int p, int *count);
+                                const double *layer_bwd, const KernLayer *layers,
+                                int n_layers, int p, int *count);
+/* The places a pipeline may cut `layers` (n_layers): the layers not
+ * `joined`, the first always among them. */
+int pol_pipeline_pieces (const KernLayer *layers, int n_layers);
 /* The stash of stage s of p (v chunks, m micro-batches) as its operations
  * run in pol_pipeline_ops_order's order: a micro-batch is stashed in a
  * chunk from the start of its forward there to the end of its backward,

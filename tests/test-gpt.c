@@ -341,7 +341,10 @@ test_refusals_gpt (void)
   static const TestRefusal cases[] = {
     { "[policy]\nkind = allreduce\n",
       "[device]\ncompute_time = measured\n[policy]\nkind = pipeline\nstages = 2\n",
-      "[policy] kind" },
+      "[model] head: tied shares the token embedding" },
+    { "[policy]\nkind = allreduce\n",
+      "[policy]\nkind = pipeline\nstages = 2\nstage_layers = 3,13\n",
+      "[policy] stage_layers: stage 2 would begin at layer h.0.attn.score" },
     { "kind = allreduce\n", "kind = allreduce\ntensor = 4\n", "[policy] tensor" },
     { "vocabulary = 8", "vocabulary = 300", "[model] vocabulary" },
     { "branching = 2", "branching = 9", "[model] branching" },
@@ -377,6 +380,108 @@ test_defaults (void)
   sim_config_free (c);
 }
 
+/* Under kind = pipeline, [device] compute_time = measured runs each
+ * stage's math when its operation starts, the default the iteration's at
+ * its start.  With one micro-batch of 16 sequences of 16 (the token's
+ * loss scale (1 / 16) / 16 exact) the sums are the same, so the losses
+ * are too, bit for bit, with the balanced cut, with one between a block's
+ * halves and with one before the head; on 1 and 2 threads. */
+static void
+test_pipeline_measured (void)
+{
+  static const char *const cuts[] = {
+    "", "stage_layers = 8,8\n", "stage_layers = 14,2\n",
+  };
+  for (gsize c = 0; c < G_N_ELEMENTS (cuts); c++)
+    {
+      g_autofree char *pipe = g_strconcat ("kind = pipeline\nstages = 2\nmicrobatches = 1\n",
+                                           cuts[c], NULL);
+      g_autofree char *a_text = test_replaced (base_scenario, "kind = allreduce\n", pipe);
+      g_autofree char *b_text = test_replaced (a_text, "workers = 1", "workers = 2");
+      g_autofree char *text = test_replaced (b_text, "kind = gpt\n", "kind = gpt\nhead = untied\n");
+      static const char *const model[] = { "scenario.iterations=40", NULL };
+      static const char *const measured[] = { "scenario.iterations=40",
+                                              "device.compute_time=measured", NULL };
+      TestRun *a = test_run_collect (text, model);
+      for (int t = 1; t <= 2; t++)
+        {
+          train_set_threads (t);
+          TestRun *b = test_run_collect (text, measured);
+          g_assert_cmpuint (a->metrics->len, ==, b->metrics->len);
+          g_assert_cmpuint (a->metrics->len, >=, 2);
+          for (guint i = 0; i < a->metrics->len; i++)
+            {
+              double x = g_array_index (a->metrics, TestMetric, i).loss;
+              double y = g_array_index (b->metrics, TestMetric, i).loss;
+              if (memcmp (&x, &y, sizeof x) != 0)
+                g_error ("cut %" G_GSIZE_FORMAT ", evaluation %u: loss %a stacked, %a staged",
+                         c, i, x, y);
+            }
+          test_run_free (b);
+        }
+      train_set_threads (1);
+      const TestMetric *first = &g_array_index (a->metrics, TestMetric, 0);
+      g_assert_cmpfloat (a->sum.final_loss, <, first->loss);
+      test_run_free (a);
+    }
+}
+
+/* The layers cut into pipeline stages (kern_stage_new) at every place the
+ * layer table allows (before each row not `joined`: embed, each block's
+ * ln_1 and ln_2, ln_f, lm_head, lm_loss), one micro-batch or four: each
+ * micro-batch's loss and the summed gradient are the bits of the whole
+ * model's on the same micro-batches (test_stages_match; the token's loss
+ * scale (1 / B) / S is a power of two times the whole model's 1 / (n S)).
+ * Tied, only the cuts that keep lm_head with embed are stages: one. */
+static void
+check_stages (gboolean untied)
+{
+  g_autoptr (GError) error = NULL;
+  KernModel *m = kern_gpt_new (TV, TS, TD, TH, TL, untied, NULL, &error);
+  g_assert_no_error (error);
+  int B = 4, L = m->n_layers;
+  g_autofree float *x = g_new (float, (gsize) B * m->d);
+  g_autofree int *y = g_new0 (int, B);
+  test_random_tokens (x, B, TS, TV, 7);
+  g_autofree float *params = test_noisy_params (m, 7);
+  g_autofree int *starts = g_new (int, L);
+  int n_starts = 0;
+  for (int i = 0; i < L; i++)
+    if (!m->layers[i].joined)
+      starts[n_starts++] = i;
+  /* embed, ln_1 and ln_2 of each block, ln_f, lm_head, lm_loss */
+  g_assert_cmpint (n_starts, ==, 1 + 2 * TL + 3);
+  for (int M = 1; M <= 4; M *= 4)
+    {
+      int whole[] = { L };
+      test_stages_match (m, params, x, y, B, M, whole, 1);
+      if (!untied)
+        continue;
+      for (int c = 1; c < n_starts; c++)
+        {
+          int two[] = { starts[c], L - starts[c] };
+          test_stages_match (m, params, x, y, B, M, two, 2);
+        }
+      g_autofree int *each = g_new (int, n_starts);
+      for (int c = 0; c < n_starts; c++)
+        each[c] = (c + 1 < n_starts ? starts[c + 1] : L) - starts[c];
+      test_stages_match (m, params, x, y, B, M, each, n_starts);
+    }
+  kern_model_free (m);
+}
+
+static void
+test_stages_untied (void)
+{
+  check_stages (TRUE);
+}
+
+static void
+test_stages_tied (void)
+{
+  check_stages (FALSE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -384,6 +489,9 @@ main (int argc, char **argv)
   g_test_add_func ("/gpt/gradient/tied", test_gradient_tied);
   g_test_add_func ("/gpt/gradient/untied", test_gradient_untied);
   g_test_add_func ("/gpt/causal", test_causal);
+  g_test_add_func ("/gpt/stages/untied", test_stages_untied);
+  g_test_add_func ("/gpt/stages/tied", test_stages_tied);
+  g_test_add_func ("/gpt/pipeline-measured", test_pipeline_measured);
   g_test_add_func ("/gpt/flops", test_flops);
   g_test_add_func ("/gpt/timing-agrees/tied", test_agrees_tied);
   g_test_add_func ("/gpt/timing-agrees/untied", test_agrees_untied);

@@ -417,6 +417,76 @@ test_noisy_params (KernModel *m, guint64 seed)
 }
 
 void
+test_stages_match (KernModel *m, const float *params, const float *x, const int *y, int B,
+                   int M, const int *counts, int n_stages)
+{
+  g_assert_true (M >= 1 && B % M == 0 && (M & (M - 1)) == 0);
+  int n = B / M, d = m->d;
+  gsize P = m->ops->n_params (m);
+  KernStage **st = g_new (KernStage *, n_stages);
+  float **act = g_new0 (float *, n_stages + 1), **dact = g_new0 (float *, n_stages + 1);
+  int first = 0;
+  for (int s = 0; s < n_stages; s++)
+    {
+      st[s] = kern_stage_new (m, first, first + counts[s] - 1, n, M, 1.0f / (float) B);
+      g_assert_nonnull (st[s]);
+      kern_stage_set_params (st[s], params);
+      first += counts[s];
+      /* boundary s + 1: every micro-batch's output of stage s */
+      act[s + 1] = g_new (float, (gsize) B * MAX (st[s]->out_width, 1));
+      dact[s + 1] = g_new (float, (gsize) B * MAX (st[s]->out_width, 1));
+    }
+  g_assert_cmpint (first, ==, m->n_layers);
+  double *loss = g_new (double, M);
+  for (int i = 0; i < M; i++)
+    for (int s = 0; s < n_stages; s++)
+      {
+        gsize row = (gsize) i * n;
+        const float *in = s == 0 ? x + row * d : act[s] + row * st[s]->in_width;
+        float *out = s + 1 < n_stages ? act[s + 1] + row * st[s]->out_width : NULL;
+        loss[i] = kern_stage_forward (st[s], i, in, x + row * d, y + row, out);
+      }
+  for (int i = 0; i < M; i++)
+    for (int s = n_stages - 1; s >= 0; s--)
+      {
+        gsize row = (gsize) i * n;
+        const float *dout = s + 1 < n_stages ? dact[s + 1] + row * st[s]->out_width : NULL;
+        float *din = s > 0 ? dact[s] + row * st[s]->in_width : NULL;
+        kern_stage_backward (st[s], i, dout, din);
+      }
+  float *got = g_new0 (float, P), *want = g_new0 (float, P), *g = g_new (float, P);
+  for (int s = 0; s < n_stages; s++)
+    kern_stage_take_grad (st[s], got);
+  for (int i = 0; i < M; i++)
+    {
+      gsize row = (gsize) i * n;
+      double l = m->ops->loss_grad (m, params, x + row * d, y + row, n, g);
+      if (memcmp (&l, &loss[i], sizeof l) != 0)
+        g_error ("stages: micro-batch %d of %d, %d stages: loss %a staged, %a whole", i, M,
+                 n_stages, loss[i], l);
+      for (gsize j = 0; j < P; j++)
+        want[j] += g[j] * (1.0f / (float) M);
+    }
+  for (gsize j = 0; j < P; j++)
+    if (memcmp (&got[j], &want[j], sizeof (float)) != 0)
+      g_error ("stages: parameter %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT ": %a staged, "
+               "%a whole", j, P, got[j], want[j]);
+  for (int s = 0; s < n_stages; s++)
+    {
+      kern_stage_free (st[s]);
+      g_free (act[s + 1]);
+      g_free (dact[s + 1]);
+    }
+  g_free (st);
+  g_free (act);
+  g_free (dact);
+  g_free (loss);
+  g_free (got);
+  g_free (want);
+  g_free (g);
+}
+
+void
 test_assert_same_runs (const TestRun *a, const TestRun *b)
 {
   g_assert_cmpuint (a->metrics->len, ==, b->metrics->len);

@@ -142,5 +142,14 @@ void test_random_tokens (float *x, int n, int S, int V, guint64 seed);
  * layer-norm gains, biases and attention sit at a generic point with
  * gradients of order 0.01 to 1 (finite-difference tests); g_free it. */
 float *test_noisy_params (KernModel *m, guint64 seed);
+/* Runs m's layers cut into n_stages pipeline stages of counts[s] layers
+ * (kern_stage_new) on a batch x (B, d), y (B) in M micro-batches of B / M
+ * (M a power of two dividing B), all forwards then all backwards, at the
+ * loss scale 1 / B, and asserts that every micro-batch's loss and the
+ * accumulated gradient are the bits of the whole model's loss_grad on
+ * each micro-batch, the gradients scaled by 1 / M (exact) and summed in
+ * micro-batch order into zeros. */
+void test_stages_match (KernModel *m, const float *params, const float *x, const int *y, int B,
+                        int M, const int *counts, int n_stages);
 
 #endif
