@@ -76,6 +76,10 @@ static const BaseChoice fusion_choices[] = {
 static const BaseChoice balance_choices[] = {
   { "none", SIM_BALANCE_NONE, FALSE }, { "speed", SIM_BALANCE_SPEED, FALSE },
   { NULL, 0, FALSE } };
+static const BaseChoice placement_choices[] = {
+  { "packed", SIM_PLACE_PACKED, FALSE }, { "spread", SIM_PLACE_SPREAD, FALSE },
+  { "random", SIM_PLACE_RANDOM, FALSE }, { "given", SIM_PLACE_GIVEN, FALSE },
+  { NULL, 0, FALSE } };
 static const BaseChoice compute_time_choices[] = {
   { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
 
@@ -109,6 +113,16 @@ static const KeyDef core_keys[] = {
     "Number of workers.", NULL },
   { "cluster", "servers", BASE_KEY_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
+  { "cluster", "placement", BASE_KEY_ENUM, 0, "packed", 0, 0, 0, placement_choices, OFF (placement),
+    "How the hosts of several jobs ([job NAME] sections) are laid on the cluster: packed (each job on consecutive hosts, jobs in order of priority), spread (hosts dealt to the jobs in turn), random (a shuffle of the cluster's hosts from [scenario] seed, then packed) or given (each job's [job NAME] hosts); docs/cluster.md, \"Several jobs\". Ignored without jobs.", NULL },
+  { "cluster", "hosts", BASE_KEY_INT, 0, "0", 0, SIM_MAX_HOSTS, 0, NULL, OFF (hosts),
+    "Hosts of a cluster shared by several jobs (0 = as many as the jobs use together); a larger cluster leaves hosts idle. Only with [job NAME] sections.", NULL },
+  { "job", "arrival", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, 0,
+    "[job NAME] only: the simulated time at which the job starts.", NULL },
+  { "job", "priority", BASE_KEY_INT, 0, "0", -1000, 1000, 0, NULL, 0,
+    "[job NAME] only: placement order; a job of higher priority gets its hosts first (ties: the order of the file).", NULL },
+  { "job", "hosts", BASE_KEY_INTLIST, 0, "", 0, SIM_MAX_HOSTS - 1, 0, NULL, 0,
+    "[job NAME] only, with [cluster] placement = given: the cluster hosts (from 0) the job runs on, one per host it needs, in its host order (workers, then servers).", NULL },
   { "cluster", "device", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (device),
     "Device of every worker and server, by hardware-catalog name (dtsim hardware lists them): sets the [device] keys not given in the file.", NULL },
   { "cluster", "device_mix", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (devices),
@@ -304,7 +318,7 @@ static const KeyDef core_keys[] = {
 /* The sections in the order `dtsim keys` lists them. */
 static const char *const sections[] = {
   "scenario", "cluster", "device", "network", "model", "policy", "stragglers",
-  "failures", "kernels", "numerics", "trace", NULL,
+  "failures", "kernels", "numerics", "trace", "job", NULL,
 };
 
 /* Appends the rows the registries declare, for every section. */
@@ -1330,9 +1344,12 @@ resolve (GKeyFile *kf, const char *file, GPtrArray *swept, gboolean db_trusted,
   c->file = g_strdup (file);
   c->given = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   c->values = base_values_new (key_table ());
+  gboolean job = g_key_file_has_group (kf, "job");
   for (guint i = 0; i < N_KEYS; i++)
     {
       const KeyDef *k = KEY (i);
+      if (!job && strcmp (k->section, "job") == 0)
+        continue; /* a job's own keys: only in a [job NAME] section */
       g_autofree char *given = g_key_file_get_value (kf, k->section, k->key, NULL);
       g_autofree char *text = NULL;
       if (given)
@@ -1457,14 +1474,85 @@ apply_set (GKeyFile *kf, const char *set, GError **error)
   return TRUE;
 }
 
+/* Whether a [job NAME] section may set "section.key": the keys of what a
+ * job is (its model, policy, devices, stragglers, numerics, kernels, its
+ * workers and its length), not those of the shared cluster ([network],
+ * [trace], placement) nor whole-job [failures]. */
+static gboolean
+job_may_set (const char *section, const char *key)
+{
+  static const char *const sections_ok[] = {
+    "model", "policy", "device", "stragglers", "numerics", "kernels", NULL };
+  static const char *const keys_ok[] = {
+    "cluster.workers", "cluster.servers", "cluster.device", "cluster.devices",
+    "scenario.iterations", "scenario.target_loss", "scenario.target_accuracy", NULL };
+  g_autofree char *dotted = g_strdup_printf ("%s.%s", section, key);
+  return g_strv_contains (sections_ok, section) || g_strv_contains (keys_ok, dotted);
+}
+
+/* Checks one [job NAME] section: its name, and that each key is one of a
+ * job's own (arrival, priority, hosts) or a "section.key" a job may set. */
+static gboolean
+check_job_section (GKeyFile *kf, const char *group, const char *path, GError **error)
+{
+  const char *name = group[3] ? group + 4 : "";
+  gsize len = strlen (name);
+  gboolean ok = len >= 1 && len <= SIM_MAX_JOB_NAME;
+  for (gsize i = 0; ok && i < len; i++)
+    ok = g_ascii_isalnum (name[i]) || name[i] == '_' || name[i] == '-';
+  if (!ok)
+    {
+      g_autofree char *shown = sim_input_printable (group);
+      return fail (error, path, NULL,
+                   "[%s]: a job section is [job NAME], NAME of 1 to %d letters, digits, _ or -;"
+                   " e.g. [job train-a]", shown, SIM_MAX_JOB_NAME);
+    }
+  g_auto (GStrv) ks = g_key_file_get_keys (kf, group, NULL, NULL);
+  for (int j = 0; ks[j]; j++)
+    {
+      g_autofree char *sec = NULL, *key = NULL;
+      if (!strchr (ks[j], '.'))
+        {
+          if (find_key ("job", ks[j]))
+            continue;
+          return fail (error, path, NULL,
+                       "[%s] %s: unknown key; a job's own keys are arrival, priority and hosts,"
+                       " and it sets other keys as section.key (e.g. model.kind = mlp)",
+                       group, ks[j]);
+        }
+      if (!split_dotted (ks[j], &sec, &key) || !find_key (sec, key)
+          || strcmp (sec, "job") == 0 || strcmp (sec, "sweep") == 0)
+        {
+          g_autofree char *hint = suggest_dotted (ks[j]);
+          return fail (error, path, NULL, "[%s] %s: not a scenario key;%s write section.key, "
+                       "e.g. policy.kind = allreduce", group, ks[j], hint);
+        }
+      if (!job_may_set (sec, key))
+        return fail (error, path, NULL,
+                     "[%s] %s: a job cannot set this key, which belongs to the cluster every job"
+                     " shares; set [%s] %s outside the job sections", group, ks[j], sec, key);
+    }
+  return TRUE;
+}
+
 /* Refuses a section or key that is not in the key table (and a [sweep] key
  * that names none). */
 static gboolean
 check_known (GKeyFile *kf, const char *path, GError **error)
 {
   g_auto (GStrv) groups = g_key_file_get_groups (kf, NULL);
+  int n_jobs = 0;
   for (int g = 0; groups[g]; g++)
     {
+      if (g_str_has_prefix (groups[g], "job ") || strcmp (groups[g], "job") == 0)
+        {
+          if (!check_job_section (kf, groups[g], path, error))
+            return FALSE;
+          if (++n_jobs > SIM_MAX_JOBS)
+            return fail (error, path, NULL, "[%s]: more than %d jobs; a scenario holds at most "
+                         "%d [job NAME] sections", groups[g], SIM_MAX_JOBS, SIM_MAX_JOBS);
+          continue;
+        }
       if (!known_section (groups[g]))
         {
           g_autofree char *l = list_sections ();
@@ -1540,6 +1628,84 @@ sweep_values (GKeyFile *kf, char **sweep_keys, const char *path, GPtrArray *valu
   return TRUE;
 }
 
+/* A job's error `e` (about key file jk, "PATH: [SEC] KEY: why") as the one
+ * line a user can act on: a key the [job NAME] section set is named as it
+ * wrote it, one it inherits is named with the job. */
+static void
+job_error (GError **error, GError *e, GKeyFile *kf, const char *group, const char *path)
+{
+  gsize plen = strlen (path);
+  const char *m = e->message;
+  const char *close = strncmp (m, path, plen) == 0 && strncmp (m + plen, ": [", 3) == 0
+                      ? strchr (m + plen + 3, ']') : NULL;
+  const char *colon = close && close[1] == ' ' ? strstr (close, ": ") : NULL;
+  if (!colon)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s (in [%s])", m, group);
+      return;
+    }
+  g_autofree char *sec = g_strndup (m + plen + 3, close - (m + plen + 3));
+  g_autofree char *key = g_strndup (close + 2, colon - (close + 2));
+  g_autofree char *dotted = g_strdup_printf ("%s.%s", sec, key);
+  if (strcmp (sec, "job") == 0)
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s%s", path, group, key, colon);
+  else if (g_key_file_has_key (kf, group, dotted, NULL))
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s%s", path, group, dotted, colon);
+  else
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s: [%s] %s (as [%s] inherits it)%s", path,
+                 sec, key, group, colon);
+}
+
+/* The jobs of point c ([job NAME] sections of its key file pk): each the
+ * file's sections with the job's keys set, resolved as a whole point. */
+static gboolean
+resolve_jobs (GKeyFile *pk, SimConfig *c, const char *path, GPtrArray *swept,
+              gboolean db_trusted, GError **error)
+{
+  g_auto (GStrv) groups = g_key_file_get_groups (pk, NULL);
+  for (int g = 0; groups[g]; g++)
+    {
+      if (!g_str_has_prefix (groups[g], "job "))
+        continue;
+      g_autoptr (GKeyFile) jk = g_key_file_new ();
+      g_autofree char *data = g_key_file_to_data (pk, NULL, NULL);
+      g_key_file_load_from_data (jk, data, (gsize) -1, G_KEY_FILE_NONE, NULL);
+      for (int h = 0; groups[h]; h++)
+        if (g_str_has_prefix (groups[h], "job "))
+          g_key_file_remove_group (jk, groups[h], NULL);
+      g_key_file_set_value (jk, "job", "arrival", "0");
+      g_auto (GStrv) ks = g_key_file_get_keys (pk, groups[g], NULL, NULL);
+      for (int j = 0; ks[j]; j++)
+        {
+          g_autofree char *v = g_key_file_get_value (pk, groups[g], ks[j], NULL);
+          g_autofree char *sec = NULL, *key = NULL;
+          if (split_dotted (ks[j], &sec, &key))
+            g_key_file_set_value (jk, sec, key, v);
+          else
+            g_key_file_set_value (jk, "job", ks[j], v);
+        }
+      g_autoptr (GError) local = NULL;
+      SimConfig *jc = resolve (jk, path, swept, db_trusted, &local);
+      if (!jc)
+        {
+          job_error (error, local, pk, groups[g], path);
+          return FALSE;
+        }
+      SimJob *job = g_new0 (SimJob, 1);
+      job->name = g_strdup (groups[g] + 4);
+      job->c = jc;
+      job->arrival = base_values_double (jc->values, "job.arrival");
+      job->priority = base_values_int (jc->values, "job.priority");
+      const GArray *hosts = base_values_list (jc->values, "job.hosts");
+      if (hosts && hosts->len)
+        job->hosts = g_array_copy ((GArray *) hosts);
+      if (!c->jobs)
+        c->jobs = g_ptr_array_new_with_free_func ((GDestroyNotify) sim_job_free);
+      g_ptr_array_add (c->jobs, job);
+    }
+  return TRUE;
+}
+
 /* The config of sweep point p: kf with the sweep's values of that point set
  * (the index of key i is a digit of p in mixed radix, the last key least
  * significant). */
@@ -1581,7 +1747,10 @@ sweep_point (GKeyFile *kf, char **sweep_keys, GPtrArray *values, gsize p, const 
         }
       g_ptr_array_add (swept, g_strdup_printf ("%s=%s", sweep_keys[i], parts[idx[i]]));
     }
-  return resolve (pk, path, swept, db_trusted, error);
+  g_autoptr (SimConfig) c = resolve (pk, path, swept, db_trusted, error);
+  if (!c || !resolve_jobs (pk, c, path, swept, db_trusted, error))
+    return NULL;
+  return g_steal_pointer (&c);
 }
 
 GPtrArray *

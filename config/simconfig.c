@@ -87,5 +87,19 @@ sim_config_free (SimConfig *c)
   if (c->swept)
     g_ptr_array_unref (c->swept);
   g_free (c->infeasible);
+  if (c->jobs)
+    g_ptr_array_unref (c->jobs);
   g_free (c);
+}
+
+void
+sim_job_free (SimJob *j)
+{
+  if (!j)
+    return;
+  g_free (j->name);
+  if (j->hosts)
+    g_array_unref (j->hosts);
+  sim_config_free (j->c);
+  g_free (j);
 }

@@ -247,9 +247,41 @@ typedef struct {
   char *infeasible;        /* why this point cannot run (it does not fit
                               device memory), NULL when it can */
   GHashTable *given;       /* "section.key" set in the file (or --set, sweep) */
+  /* several jobs on one cluster ([job NAME] sections, docs/cluster.md,
+   * "Several jobs"): NULL for a scenario of one job */
+  GPtrArray *jobs;         /* SimJob*, in the order the file writes them */
+  int placement;           /* [cluster] placement (SimPlacement) */
+  gint64 hosts;            /* [cluster] hosts: the cluster's hosts, 0 = the
+                              jobs' hosts together */
 } SimConfig;
 
+/* How the jobs' hosts are laid on the cluster ([cluster] placement). */
+typedef enum {
+  SIM_PLACE_PACKED,        /* jobs one after another on consecutive hosts */
+  SIM_PLACE_SPREAD,        /* jobs dealt host by host, round robin */
+  SIM_PLACE_RANDOM,        /* a seeded shuffle of the cluster's hosts */
+  SIM_PLACE_GIVEN,         /* each job's [job NAME] hosts list */
+} SimPlacement;
+
+/* Most [job NAME] sections a scenario may hold. */
+#define SIM_MAX_JOBS 64
+/* Most characters of a job's name. */
+#define SIM_MAX_JOB_NAME 32
+
+/* One job of a scenario of several: its own resolved keys (the file's
+ * sections with its [job NAME] overrides applied) and its place. */
+typedef struct {
+  char *name;              /* [A-Za-z0-9_-], 1 .. SIM_MAX_JOB_NAME */
+  double arrival;          /* s of simulated time at which it starts */
+  gint64 priority;         /* placed before jobs of lower priority */
+  GArray *hosts;           /* int: [job NAME] hosts (placement = given),
+                              or NULL */
+  SimConfig *c;            /* the job's keys (owned) */
+} SimJob;
+
 void sim_config_free (SimConfig *c);
+/* Frees a job and its config. */
+void sim_job_free (SimJob *j);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SimConfig, sim_config_free)
 
 /* Sets a SIM_ERROR_INPUT error "FILE: [SECTION] KEY: MESSAGE" and returns

@@ -68,6 +68,15 @@ typedef void (*NetObserver) (gpointer ctx, const NetTransfer *t);
 
 NetNetwork *net_network_new (EngSim *sim, NetContention contention);
 NetContention net_network_contention (const NetNetwork *net);
+/* A view of `base` (a network of its own, which must outlive it) showing
+ * n of its hosts: view host i is base host hosts[i] (distinct, in range).
+ * Every query and transfer on the view is the base's on those hosts, so
+ * flows started through several views of one network share its links
+ * (several jobs on one cluster, sim/jobs.c).  A view builds nothing, has
+ * no observer of its own, never folds and never runs flow classes (the
+ * base's other traffic would break their promise); a NetTransfer reports
+ * base host ids.  net_network_free() frees the view only. */
+NetNetwork *net_network_view_new (NetNetwork *base, int n, const int *hosts);
 
 /* How a topology lays a ring through the members of one host group for
  * channel c: fills order[size] with the members' indices (0 .. size-1, in

@@ -170,6 +170,12 @@ typedef struct {
 } NetPort;
 
 struct NetNetwork {
+  /* a view (net_network_view_new): the network it shows, and its hosts'
+   * ids there; every other field is unused.  NULL for a network of its own */
+  NetNetwork *base;
+  int *view_hosts;         /* (n_view) base host id of each view host */
+  int *view_local;         /* (base's hosts) view host id of each, or -1 */
+  int n_view;
   EngSim *sim;
   NetContention contention;
   NetGroupOrder group_order;  /* ring order inside a host group, or NULL */
@@ -305,6 +311,20 @@ route_links (const NetNetwork *net, int src, int dst, int *stack, int **heap,
   return *heap;
 }
 
+/* A view's host `host` as a host of its base (-1 when out of range). */
+static int
+view_host (const NetNetwork *net, int host)
+{
+  return host >= 0 && host < net->n_view ? net->view_hosts[host] : -1;
+}
+
+/* A base host id `id` as a host of the view (-1: not one of its hosts). */
+static int
+view_local (const NetNetwork *net, int id)
+{
+  return id >= 0 && id < net_network_n_hosts (net->base) ? net->view_local[id] : -1;
+}
+
 static gboolean
 host_valid (const NetNetwork *net, int host)
 {
@@ -349,6 +369,8 @@ net_network_new (EngSim *sim, NetContention contention)
 void
 net_network_set_group_order (NetNetwork *net, NetGroupOrder order)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_return_if_fail (net != NULL);
   net->group_order = order;
 }
@@ -356,6 +378,8 @@ net_network_set_group_order (NetNetwork *net, NetGroupOrder order)
 NetGroupOrder
 net_network_group_order (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_group_order (net->base);
   g_return_val_if_fail (net != NULL, NULL);
   return net->group_order;
 }
@@ -363,8 +387,33 @@ net_network_group_order (const NetNetwork *net)
 NetContention
 net_network_contention (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_contention (net->base);
   g_return_val_if_fail (net != NULL, NET_CONTENTION_MAXMIN);
   return net->contention;
+}
+
+NetNetwork *
+net_network_view_new (NetNetwork *base, int n, const int *hosts)
+{
+  g_return_val_if_fail (base != NULL && base->base == NULL, NULL);
+  g_return_val_if_fail (n >= 1 && hosts != NULL, NULL);
+  int nb = net_network_n_hosts (base);
+  NetNetwork *v = g_new0 (NetNetwork, 1);
+  v->base = base;
+  v->n_view = n;
+  v->view_hosts = g_memdup2 (hosts, sizeof (int) * (gsize) n);
+  v->view_local = g_new (int, MAX (nb, 1));
+  for (int h = 0; h < nb; h++)
+    v->view_local[h] = -1;
+  for (int i = 0; i < n; i++)
+    {
+      g_return_val_if_fail (hosts[i] >= 0 && hosts[i] < nb
+                            && v->view_local[hosts[i]] < 0, (net_network_free (v), NULL));
+      v->view_local[hosts[i]] = i;
+    }
+  v->sim = base->sim;
+  return v;
 }
 
 void
@@ -372,6 +421,13 @@ net_network_free (NetNetwork *net)
 {
   if (net == NULL)
     return;
+  if (net->base != NULL)
+    {
+      g_free (net->view_hosts);
+      g_free (net->view_local);
+      g_free (net);
+      return;
+    }
   for (guint i = 0; i < net->live.len; i++)
     {
       NetFlow *f = net->live.v[i];
@@ -424,6 +480,8 @@ net_network_free (NetNetwork *net)
 int
 net_network_add_host (NetNetwork *net, const char *name)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   char *copy;
   int id;
 
@@ -446,6 +504,8 @@ int
 net_network_add_named_link (NetNetwork *net, const char *name,
                             double bandwidth, double latency)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   NetLink l = { 0 };
   char *copy;
 
@@ -469,6 +529,8 @@ net_network_add_named_link (NetNetwork *net, const char *name,
 int
 net_network_add_link (NetNetwork *net, double bandwidth, double latency)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_autofree char *name = NULL;
 
   g_return_val_if_fail (net != NULL, -1);
@@ -484,6 +546,8 @@ void
 net_network_set_route (NetNetwork *net, int src, int dst,
                        const int *links, int n_links)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   NetRoute *r;
 
   g_return_if_fail (net != NULL);
@@ -524,6 +588,8 @@ void
 net_network_set_router (NetNetwork *net, NetRouteFunc route, gpointer ctx,
                         GDestroyNotify ctx_free, gsize ctx_bytes)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_return_if_fail (net != NULL);
   g_return_if_fail (route != NULL);
 
@@ -541,6 +607,8 @@ net_network_set_router (NetNetwork *net, NetRouteFunc route, gpointer ctx,
 gsize
 net_network_route_bytes (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_route_bytes (net->base);
   g_return_val_if_fail (net != NULL, 0);
   return net->route_bytes + net->router_bytes;
 }
@@ -549,6 +617,8 @@ net_network_route_bytes (const NetNetwork *net)
 int
 net_network_n_hosts (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return net->n_view;
   g_return_val_if_fail (net != NULL, 0);
   return (int) net->host_names->len;
 }
@@ -557,6 +627,8 @@ net_network_n_hosts (const NetNetwork *net)
 int
 net_network_n_links (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_n_links (net->base);
   g_return_val_if_fail (net != NULL, 0);
   return (int) net->links->len;
 }
@@ -565,6 +637,8 @@ net_network_n_links (const NetNetwork *net)
 const char *
 net_network_host_name (const NetNetwork *net, int host)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_host_name (net->base, view_host (net, host));
   g_return_val_if_fail (net != NULL, NULL);
   g_return_val_if_fail (host_valid (net, host), NULL);
   return g_ptr_array_index (net->host_names, host);
@@ -575,6 +649,8 @@ net_network_host_name (const NetNetwork *net, int host)
 void
 net_network_set_host_group (NetNetwork *net, int host, int group)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_return_if_fail (net != NULL);
   g_return_if_fail (host_valid (net, host));
   g_return_if_fail (group >= 0);
@@ -585,6 +661,8 @@ net_network_set_host_group (NetNetwork *net, int host, int group)
 int
 net_network_host_group (const NetNetwork *net, int host)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_host_group (net->base, view_host (net, host));
   g_return_val_if_fail (net != NULL, -1);
   g_return_val_if_fail (host_valid (net, host), -1);
   return g_array_index (net->host_groups, int, host);
@@ -594,6 +672,8 @@ net_network_host_group (const NetNetwork *net, int host)
 int
 net_network_host_id (const NetNetwork *net, const char *name)
 {
+  if (net != NULL && net->base != NULL)
+    return view_local (net, net_network_host_id (net->base, name));
   g_return_val_if_fail (net != NULL, -1);
   g_return_val_if_fail (name != NULL, -1);
   return GPOINTER_TO_INT (g_hash_table_lookup (net->host_ids, name)) - 1;
@@ -603,6 +683,8 @@ net_network_host_id (const NetNetwork *net, const char *name)
 double
 net_network_link_bandwidth (const NetNetwork *net, int link)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_link_bandwidth (net->base, link);
   g_return_val_if_fail (net != NULL, NAN);
   g_return_val_if_fail (link >= 0 && (guint) link < net->links->len, NAN);
   return link_at (net, link)->bandwidth;
@@ -612,6 +694,8 @@ net_network_link_bandwidth (const NetNetwork *net, int link)
 double
 net_network_link_latency (const NetNetwork *net, int link)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_link_latency (net->base, link);
   g_return_val_if_fail (net != NULL, NAN);
   g_return_val_if_fail (link >= 0 && (guint) link < net->links->len, NAN);
   return link_at (net, link)->latency;
@@ -621,6 +705,8 @@ net_network_link_latency (const NetNetwork *net, int link)
 int
 net_network_link_id (const NetNetwork *net, const char *name)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_link_id (net->base, name);
   g_return_val_if_fail (net != NULL, -1);
   g_return_val_if_fail (name != NULL, -1);
   return GPOINTER_TO_INT (g_hash_table_lookup (net->link_ids, name)) - 1;
@@ -630,6 +716,8 @@ net_network_link_id (const NetNetwork *net, const char *name)
 const char *
 net_network_link_name (const NetNetwork *net, int link)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_link_name (net->base, link);
   g_return_val_if_fail (net != NULL, NULL);
   g_return_val_if_fail (link >= 0 && (guint) link < net->links->len, NULL);
   return g_ptr_array_index (net->link_names, link);
@@ -643,6 +731,8 @@ gboolean
 net_network_set_link (NetNetwork *net, int link, double bandwidth,
                       double latency)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (link >= 0 && (guint) link < net->links->len, FALSE);
   g_return_val_if_fail (net->live.len == 0, FALSE);
@@ -664,6 +754,8 @@ int
 net_network_route_links (const NetNetwork *net, int src, int dst, int *links,
                          int max_links)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_route_links (net->base, view_host (net, src), view_host (net, dst), links, max_links);
   g_return_val_if_fail (net != NULL, 0);
   g_return_val_if_fail (host_valid (net, src) && host_valid (net, dst), 0);
   g_return_val_if_fail (max_links >= 0 && (links != NULL || max_links == 0),
@@ -698,6 +790,8 @@ route_bandwidth (const NetNetwork *net, const int *ids, int n)
 double
 net_network_route_latency (const NetNetwork *net, int src, int dst)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_route_latency (net->base, view_host (net, src), view_host (net, dst));
   int stack[NET_ROUTE_STACK], n;
   g_autofree int *heap = NULL;
   const int *ids;
@@ -716,6 +810,8 @@ net_network_route_latency (const NetNetwork *net, int src, int dst)
 double
 net_network_route_bandwidth (const NetNetwork *net, int src, int dst)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_route_bandwidth (net->base, view_host (net, src), view_host (net, dst));
   int stack[NET_ROUTE_STACK], n;
   g_autofree int *heap = NULL;
   const int *ids;
@@ -734,6 +830,8 @@ net_network_route_bandwidth (const NetNetwork *net, int src, int dst)
 void
 net_network_set_observer (NetNetwork *net, NetObserver obs, gpointer ctx)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_return_if_fail (net != NULL);
   net->observer = obs;
   net->observer_ctx = ctx;
@@ -743,6 +841,8 @@ net_network_set_observer (NetNetwork *net, NetObserver obs, gpointer ctx)
 gsize
 net_network_active (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_active (net->base);
   g_return_val_if_fail (net != NULL, 0);
   return net->live.len;
 }
@@ -1747,6 +1847,8 @@ net_send_floored (NetNetwork *net, int src, int dst, double bytes,
                   double floor, int tag, NetDone done, gpointer ctx,
                   gpointer data)
 {
+  if (net != NULL && net->base != NULL)
+    { net_send_floored (net->base, view_host (net, src), view_host (net, dst), bytes, floor, tag, done, ctx, data); return; }
   int stack[NET_ROUTE_STACK];
   g_autofree int *heap = NULL;
   const int *route = NULL;
@@ -1769,6 +1871,8 @@ int
 net_network_add_switch (NetNetwork *net, const char *name, gboolean reduces,
                         double rate)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_return_val_if_fail (net != NULL && name != NULL && *name, -1);
   g_return_val_if_fail (rate > 0, -1);
   g_ptr_array_add (net->switch_names, g_strdup (name));
@@ -1780,6 +1884,8 @@ net_network_add_switch (NetNetwork *net, const char *name, gboolean reduces,
 int
 net_network_n_switches (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_n_switches (net->base);
   g_return_val_if_fail (net != NULL, 0);
   return (int) net->switch_names->len;
 }
@@ -1787,6 +1893,8 @@ net_network_n_switches (const NetNetwork *net)
 const char *
 net_network_switch_name (const NetNetwork *net, int sw)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_switch_name (net->base, sw);
   g_return_val_if_fail (net != NULL, NULL);
   g_return_val_if_fail (sw >= 0 && (guint) sw < net->switch_names->len, NULL);
   return g_ptr_array_index (net->switch_names, sw);
@@ -1795,6 +1903,8 @@ net_network_switch_name (const NetNetwork *net, int sw)
 gboolean
 net_network_switch_reduces (const NetNetwork *net, int sw)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_switch_reduces (net->base, sw);
   g_return_val_if_fail (net != NULL, FALSE);
   g_return_val_if_fail (sw >= 0 && (guint) sw < net->switch_reduces->len, FALSE);
   return g_array_index (net->switch_reduces, gboolean, sw);
@@ -1803,6 +1913,8 @@ net_network_switch_reduces (const NetNetwork *net, int sw)
 double
 net_network_switch_rate (const NetNetwork *net, int sw)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_switch_rate (net->base, sw);
   g_return_val_if_fail (net != NULL, NAN);
   g_return_val_if_fail (sw >= 0 && (guint) sw < net->switch_rates->len, NAN);
   return g_array_index (net->switch_rates, double, sw);
@@ -1828,6 +1940,8 @@ void
 net_network_set_port (NetNetwork *net, int host, int level, int sw,
                       const int *up, int n_up, const int *down, int n_down)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   NetPort none = { .sw = -1 }, *pt;
   guint i;
 
@@ -1854,6 +1968,8 @@ net_network_set_port (NetNetwork *net, int host, int level, int sw,
 int
 net_network_host_switch (const NetNetwork *net, int host, int level)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_host_switch (net->base, view_host (net, host), level);
   const NetPort *pt;
 
   g_return_val_if_fail (net != NULL, -1);
@@ -1865,6 +1981,8 @@ double
 net_network_port_latency (const NetNetwork *net, int host, int level,
                           gboolean up)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_port_latency (net->base, view_host (net, host), level, up);
   const NetPort *pt;
 
   g_return_val_if_fail (net != NULL, NAN);
@@ -1878,6 +1996,8 @@ double
 net_network_port_bandwidth (const NetNetwork *net, int host, int level,
                             gboolean up)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_port_bandwidth (net->base, view_host (net, host), level, up);
   const NetPort *pt;
 
   g_return_val_if_fail (net != NULL, NAN);
@@ -1891,6 +2011,8 @@ int
 net_network_port_links (const NetNetwork *net, int host, int level,
                         gboolean up, int *links, int max)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_port_links (net->base, view_host (net, host), level, up, links, max);
   const NetPort *pt;
   int n;
 
@@ -1909,6 +2031,8 @@ net_send_port (NetNetwork *net, int host, int level, gboolean up,
                double bytes, double floor, int tag, NetDone done,
                gpointer ctx, gpointer data)
 {
+  if (net != NULL && net->base != NULL)
+    { net_send_port (net->base, view_host (net, host), level, up, bytes, floor, tag, done, ctx, data); return; }
   const NetPort *pt;
   NetFlow *f;
 
@@ -1938,6 +2062,8 @@ void
 net_network_set_folder (NetNetwork *net, NetFoldCheck check,
                         NetFoldRoute route)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_return_if_fail (net != NULL && (check == NULL) == (route == NULL));
   net->fold_check = check;
   net->fold_route = route;
@@ -1947,6 +2073,8 @@ net_network_set_folder (NetNetwork *net, NetFoldCheck check,
 gboolean
 net_network_fold (NetNetwork *net, int period)
 {
+  if (net != NULL && net->base != NULL)
+    return FALSE;
   g_return_val_if_fail (net != NULL, FALSE);
   if (period == 0 && net->live.len == 0)
     {
@@ -1964,6 +2092,8 @@ net_network_fold (NetNetwork *net, int period)
 int
 net_network_fold_period (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return 0;
   g_return_val_if_fail (net != NULL, 0);
   return net->fold_period;
 }
@@ -1973,6 +2103,8 @@ net_send_folded (NetNetwork *net, int src, int dst, double bytes,
                  double floor, int tag, NetDone done, gpointer ctx,
                  gpointer data)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   int links[NET_ROUTE_STACK], n_hops;
 
   if (!send_valid (net, src, dst, bytes, floor))
@@ -1992,6 +2124,8 @@ net_send_folded (NetNetwork *net, int src, int dst, double bytes,
 void
 net_network_set_flow_classes (NetNetwork *net, gboolean on)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_return_if_fail (net != NULL);
   net->flow_classes = on;
 }
@@ -2000,6 +2134,8 @@ net_network_set_flow_classes (NetNetwork *net, gboolean on)
 gboolean
 net_network_flow_classes (const NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return FALSE;
   g_return_val_if_fail (net != NULL, FALSE);
   return net->flow_classes;
 }
@@ -2009,6 +2145,8 @@ net_network_flow_classes (const NetNetwork *net)
 gboolean
 net_network_claim (NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return FALSE;
   g_return_val_if_fail (net != NULL, FALSE);
   if (!net->flow_classes || net->claimed || net->live.len > 0
       || net->observer != NULL)
@@ -2021,6 +2159,8 @@ net_network_claim (NetNetwork *net)
 void
 net_network_release (NetNetwork *net)
 {
+  if (net != NULL && net->base != NULL)
+    return;
   g_return_if_fail (net != NULL && net->claimed);
   net->claimed = FALSE;
 }
@@ -2034,6 +2174,8 @@ net_network_class_routes (NetNetwork *net, int n, const int *src,
                           const int *dst, const double *floor, double *delay,
                           double *bandwidth)
 {
+  if (net != NULL && net->base != NULL)
+    return FALSE;
   g_return_val_if_fail (net != NULL && n >= 1, FALSE);
   g_return_val_if_fail (src != NULL && dst != NULL && floor != NULL, FALSE);
   g_return_val_if_fail (delay != NULL && bandwidth != NULL, FALSE);
@@ -2117,6 +2259,8 @@ net_network_routes_meet (NetNetwork *net, int n1, const int *src1,
                          const int *dst1, int n2, const int *src2,
                          const int *dst2)
 {
+  if (net != NULL && net->base != NULL)
+    return TRUE;
   g_return_val_if_fail (net != NULL && n1 >= 0 && n2 >= 0, TRUE);
   g_return_val_if_fail (src1 != NULL && dst1 != NULL, TRUE);
   g_return_val_if_fail (src2 != NULL && dst2 != NULL, TRUE);
@@ -2142,6 +2286,8 @@ double
 net_network_class_arrival (const NetNetwork *net, double now, double delay,
                            double bytes, double bandwidth)
 {
+  if (net != NULL && net->base != NULL)
+    return net_network_class_arrival (net->base, now, delay, bytes, bandwidth);
   double join;
 
   g_return_val_if_fail (net != NULL && bytes > 0 && bandwidth > 0, NAN);
@@ -2155,6 +2301,8 @@ net_network_class_arrival (const NetNetwork *net, double now, double delay,
 void
 net_network_count_collective (NetNetwork *net, gboolean classes)
 {
+  if (net != NULL && net->base != NULL)
+    { net_network_count_collective (net->base, classes); return; }
   g_return_if_fail (net != NULL);
   if (classes)
     net->coll_classes++;
@@ -2167,6 +2315,8 @@ void
 net_network_collective_counts (const NetNetwork *net, guint64 *classes,
                                guint64 *detailed)
 {
+  if (net != NULL && net->base != NULL)
+    { net_network_collective_counts (net->base, classes, detailed); return; }
   g_return_if_fail (net != NULL);
   if (classes)
     *classes = net->coll_classes;
@@ -2252,6 +2402,8 @@ void
 net_network_add_cable (NetNetwork *net, const char *prefix, double bandwidth,
                        double latency, int *up, int *down)
 {
+  /* a view of another network builds nothing */
+  g_assert (net == NULL || net->base == NULL);
   g_autofree char *up_name = g_strdup_printf ("%s.up", prefix);
   g_autofree char *down_name = g_strdup_printf ("%s.down", prefix);
   *up = net_network_add_named_link (net, up_name, bandwidth, latency);

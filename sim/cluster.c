@@ -104,12 +104,20 @@ NetNetwork *
 sim_network_build (const SimConfig *c, EngSim *sim, const char *file, GError **error)
 {
   const PolPolicyOps *ops = pol_lookup (c->policy);
+  g_return_val_if_fail (ops, NULL);
+  g_autoptr (GPtrArray) names = ops->host_names ((int) c->workers, (int) c->servers);
+  return sim_network_build_hosts (c, sim, names, file, error);
+}
+
+NetNetwork *
+sim_network_build_hosts (const SimConfig *c, EngSim *sim, GPtrArray *names, const char *file,
+                         GError **error)
+{
   const NetTopology *topo = net_topology_lookup (c->topology);
-  g_return_val_if_fail (ops && topo, NULL);
+  g_return_val_if_fail (topo, NULL);
   NetNetwork *net = net_network_new (sim, c->contention == 0 ? NET_CONTENTION_MAXMIN
                                                              : NET_CONTENTION_NONE);
   net_network_set_flow_classes (net, c->flow_classes == 0);
-  g_autoptr (GPtrArray) names = ops->host_names ((int) c->workers, (int) c->servers);
   NetTopologyParams p = sim_topology_params (c, names);
   g_autoptr (GError) local = NULL;
   if (!topo->build (net, &p, &local))
@@ -413,13 +421,21 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
 SimCluster *
 sim_cluster_new (const SimConfig *c, const PolRecorder *rec, GError **error)
 {
-  g_return_val_if_fail (c && rec, NULL);
+  return sim_cluster_new_on (c, rec, NULL, NULL, error);
+}
+
+SimCluster *
+sim_cluster_new_on (const SimConfig *c, const PolRecorder *rec, EngSim *sim, NetNetwork *net,
+                    GError **error)
+{
+  g_return_val_if_fail (c && rec && (sim == NULL) == (net == NULL), NULL);
   g_autoptr (SimCluster) cl = g_new0 (SimCluster, 1);
   cl->c = c;
   cl->ops = pol_lookup (c->policy);
   g_assert (cl->ops); /* validated by the scenario loader */
-  cl->sim = eng_sim_new ();
-  cl->net = sim_network_build (c, cl->sim, "scenario", error);
+  cl->shared_sim = sim != NULL;
+  cl->sim = sim ? sim : eng_sim_new ();
+  cl->net = net ? net : sim_network_build (c, cl->sim, "scenario", error);
   if (!cl->net)
     return NULL;
   gboolean ok = cluster_load_model (cl, error);
@@ -467,6 +483,7 @@ sim_cluster_free (SimCluster *cl)
   kern_dataset_free (cl->train);
   kern_dataset_free (cl->test);
   net_network_free (cl->net);
-  eng_sim_free (cl->sim);
+  if (!cl->shared_sim)
+    eng_sim_free (cl->sim);
   g_free (cl);
 }

@@ -29,6 +29,11 @@ NetTopologyParams sim_topology_params (const SimConfig *c, GPtrArray *names);
 NetNetwork *sim_network_build (const SimConfig *c, EngSim *sim, const char *file,
                                GError **error);
 
+/* sim_network_build() on the given host names (borrowed), in host-id
+ * order, whatever policy runs on them: the cluster several jobs share. */
+NetNetwork *sim_network_build_hosts (const SimConfig *c, EngSim *sim, GPtrArray *names,
+                                     const char *file, GError **error);
+
 /* One run assembled and ready to start: everything its policy was created
  * with, owned here.  The device model lives here too: the policy's compute
  * callbacks (compute_time, scale_time, update_time, with this cluster as
@@ -39,6 +44,7 @@ typedef struct {
   const SimConfig *c;          /* borrowed: outlives the cluster */
   const PolPolicyOps *ops;     /* the policy's table (validated by the loader) */
   EngSim *sim;                 /* clock and event queue */
+  gboolean shared_sim;         /* sim is the caller's (sim_cluster_new_on) */
   NetNetwork *net;             /* the policy's hosts on the [network] topology */
   KernDataset *train, *test;   /* NULL unless the math runs */
   KernDataset eval;            /* a prefix of train, [train] eval_samples long:
@@ -79,6 +85,14 @@ typedef struct {
  * the error of the data, backend, model or policy) when a part cannot be
  * made. */
 SimCluster *sim_cluster_new (const SimConfig *c, const PolRecorder *rec, GError **error);
+
+/* sim_cluster_new() on the caller's engine `sim` and network `net`, for
+ * one job of several sharing them (sim/jobs.c): the cluster takes `net`
+ * (a view of the shared network, net_network_view_new) and frees it; `sim`
+ * stays the caller's and must outlive the cluster.  Both NULL: as
+ * sim_cluster_new(). */
+SimCluster *sim_cluster_new_on (const SimConfig *c, const PolRecorder *rec, EngSim *sim,
+                                NetNetwork *net, GError **error);
 
 /* Frees the policy, then every part of the cluster.  NULL is ignored. */
 void sim_cluster_free (SimCluster *cl);

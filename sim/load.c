@@ -17,11 +17,50 @@
 #include "sim/cluster.h"
 #include "sim/estimate.h"
 #include "sim/load.h"
+#include "sim/jobs.h"
+
+/* The checks of a point of several jobs: their placement, the cluster's
+ * network, each job's model on its device (a job that does not fit makes
+ * the point infeasible). */
+static gboolean
+check_jobs (SimConfig *c, const char *file, GError **error)
+{
+  int H = 0;
+  g_autoptr (GPtrArray) place = sim_jobs_place (c, file, &H, error);
+  if (!place)
+    return FALSE;
+  EngSim *sim = eng_sim_new ();
+  NetNetwork *net = sim_jobs_network (c, sim, place, H, file, error);
+  if (net)
+    net_network_free (net);
+  eng_sim_free (sim);
+  if (!net)
+    return FALSE;
+  for (guint j = 0; j < c->jobs->len; j++)
+    {
+      SimJob *job = g_ptr_array_index (c->jobs, j);
+      g_autoptr (GError) fit = NULL;
+      if (!sim_model_check (job->c, file, &fit))
+        {
+          if (!g_error_matches (fit, SIM_ERROR, SIM_ERROR_INFEASIBLE))
+            {
+              g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s (job %s)", fit->message,
+                           job->name);
+              return FALSE;
+            }
+          if (!c->infeasible)
+            c->infeasible = g_strdup_printf ("%s (job %s)", fit->message, job->name);
+        }
+    }
+  return TRUE;
+}
 
 /* The checks of one point that need its network and its model. */
 static gboolean
 check_point (SimConfig *c, const char *file, GError **error)
 {
+  if (c->jobs)
+    return check_jobs (c, file, error);
   /* build the network once: topology parameters and link names */
   EngSim *sim = eng_sim_new ();
   NetNetwork *net = sim_network_build (c, sim, file, error);

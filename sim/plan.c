@@ -490,12 +490,12 @@ typedef struct {
   const Search *s;
   SimPlanRow *r;
   gboolean ok;
-} SimJob;
+} PlanJob;
 
 static void
 simulate_job (gpointer data, gpointer user G_GNUC_UNUSED)
 {
-  SimJob *j = data;
+  PlanJob *j = data;
   j->ok = simulate (j->s, j->r);
 }
 
@@ -512,13 +512,13 @@ simulate_best (Search *s, int jobs)
     {
       guint want = (guint) s->opt->top - p->ranked->len;
       guint n = MIN (want, p->fit->len - next);
-      g_autofree SimJob *job = g_new0 (SimJob, n);
+      g_autofree PlanJob *job = g_new0 (PlanJob, n);
       progress (s, FALSE, "plan: simulating %u layouts (%d at once)", n, MAX (jobs, 1));
       GThreadPool *pool = jobs > 1 ? g_thread_pool_new (simulate_job, NULL, jobs, TRUE, NULL)
                                    : NULL;
       for (guint k = 0; k < n; k++)
         {
-          job[k] = (SimJob) { s, g_ptr_array_index (p->fit, next + k), FALSE };
+          job[k] = (PlanJob) { s, g_ptr_array_index (p->fit, next + k), FALSE };
           if (pool)
             g_thread_pool_push (pool, &job[k], NULL);
           else

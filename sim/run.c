@@ -22,6 +22,7 @@
 #include "sim/cluster.h"
 #include "config/metrics.h"
 #include "sim/checkpoint.h"
+#include "sim/jobs.h"
 
 /* A row held back until the wall-clock time of its instants is final
  * (a job that fails: sim/checkpoint.h). */
@@ -457,6 +458,8 @@ gboolean
 sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
                 const PolRecorder *extra, SimRunSummary *out, GError **error)
 {
+  if (c->jobs)
+    return sim_jobs_run (c, trace, run, extra, out, error);
   gint64 t0 = g_get_monotonic_time ();
   RunCtx r = { .c = c, .trace = trace, .run = run, .extra = extra };
   PolRecorder rec = run_recorder (&r);

@@ -76,6 +76,7 @@ static const SimTable *const tables[] = {
   &sim_table_links,
   &sim_table_mesh,
   &sim_table_outages,
+  &sim_table_jobs,
 };
 #define N_TABLES ((int) G_N_ELEMENTS (tables))
 

@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/tables/) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 10
+#define SIM_TRACE_SCHEMA_VERSION 11
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -30,7 +30,7 @@ typedef struct SimTable SimTable;
 extern const SimTable sim_table_runs, sim_table_params, sim_table_metrics,
   sim_table_iterations, sim_table_spans, sim_table_messages, sim_table_buckets,
   sim_table_failures, sim_table_stages, sim_table_links;
-extern const SimTable sim_table_mesh, sim_table_outages;
+extern const SimTable sim_table_mesh, sim_table_outages, sim_table_jobs;
 /* Whether a run at [trace] detail `detail` writes rows of table `tb`: the
  * table's own detail is that or lower. */
 gboolean sim_trace_wants (const SimTable *tb, SimDetail detail);
@@ -175,6 +175,25 @@ void sim_trace_link (SimTrace *t, gint64 run, int link, const char *name, double
  * `outages` table): kind checkpoint, lost or restart (sim/checkpoint.h). */
 void sim_trace_outage (SimTrace *t, gint64 run, const char *kind, double start, double end,
                        double useful, gboolean failure);
+/* One job of a run of several (the `jobs` table, docs/trace.md). */
+typedef struct {
+  int job;               /* its place in the file, from 0 */
+  const char *name;
+  const char *policy;    /* [policy] kind */
+  gint64 priority;
+  int first_worker;      /* its workers are first_worker .. + workers - 1 in
+                            the iterations table */
+  int workers;
+  const char *hosts;     /* its hosts' ids on the cluster, space-separated */
+  double arrival, end;   /* s */
+  gint64 iterations;     /* completed rounds */
+  double iteration_time; /* s: (end - arrival) / iterations; NaN: none */
+  double alone_time;     /* s: the same, the job alone on the cluster */
+  double slowdown;       /* iteration_time / alone_time */
+  double comm_share;     /* comm / (compute + comm + wait) of its workers */
+  double final_loss;     /* NaN: no math */
+} SimJobRow;
+void sim_trace_job (SimTrace *t, gint64 run, const SimJobRow *j);
 /* One rank of the run's device mesh (the `mesh` table). */
 void sim_trace_mesh (SimTrace *t, gint64 run, const PolMeshRank *m);
 

@@ -71,6 +71,11 @@ static const char *const schema_now[] = {
   "CREATE TABLE outages (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  kind TEXT NOT NULL CHECK (kind IN ('checkpoint','lost','restart')), start REAL NOT NULL,"
   " end REAL NOT NULL,  useful REAL NOT NULL, failure INTEGER NOT NULL)",
+  "CREATE TABLE jobs (run_id INTEGER NOT NULL REFERENCES runs(id),  job INTEGER NOT NULL,"
+  " name TEXT NOT NULL, policy TEXT NOT NULL, priority INTEGER NOT NULL,"
+  " first_worker INTEGER NOT NULL, workers INTEGER NOT NULL, hosts TEXT NOT NULL,"
+  " arrival REAL NOT NULL, end REAL, iterations INTEGER, iteration_time REAL, alone_time REAL,"
+  " slowdown REAL, comm_share REAL, final_loss REAL)",
   "CREATE INDEX metrics_run ON metrics (run_id)",
   "CREATE INDEX iterations_run ON iterations (run_id)",
   "CREATE INDEX spans_run ON spans (run_id)",
@@ -81,6 +86,7 @@ static const char *const schema_now[] = {
   "CREATE INDEX links_run ON links (run_id)",
   "CREATE INDEX mesh_run ON mesh (run_id)",
   "CREATE INDEX outages_run ON outages (run_id)",
+  "CREATE INDEX jobs_run ON jobs (run_id)",
 };
 
 static const char *const row_tables[] = { "params", "metrics", "iterations", "spans",

@@ -1,0 +1,237 @@
+/*
+ * test-jobs.c — several jobs on one cluster ([job NAME] sections,
+ * sim/jobs.c): a job alone gives the same iteration rows as that job beside
+ * a partner that arrives after it ends; packed and spread placement on a
+ * small nodes topology; two jobs on one shared link take half of it each
+ * (max-min, through network views); the refusals of the new keys.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "config/scenario.h"
+#include "engine/engine.h"
+#include "netmodel/netmodel.h"
+#include "sim/jobs.h"
+#include "tests/util.h"
+
+/* One all-reduce job on a star, its gradient heavy enough for the ring to
+ * take a good part of each step. */
+static const char *const alone =
+  "[scenario]\niterations = 5\nseed = 3\n"
+  "[cluster]\nworkers = 4\n"
+  "[network]\ntopology = star\nbandwidth = 10Gbps\nlatency = 5us\n"
+  "[device]\nstep_time = 10ms\n"
+  "[model]\nkind = timing\nparams = 20e6\nflops = 1e9\n"
+  "[policy]\nkind = allreduce\nalgorithm = ring\n";
+
+/* The same job as [job a], and a partner of other shape arriving long after
+ * a has ended. */
+static const char *const with_partner =
+  "[scenario]\niterations = 5\nseed = 3\n"
+  "[network]\ntopology = star\nbandwidth = 10Gbps\nlatency = 5us\n"
+  "[device]\nstep_time = 10ms\n"
+  "[model]\nkind = timing\nparams = 20e6\nflops = 1e9\n"
+  "[policy]\nkind = allreduce\nalgorithm = ring\n"
+  "[job a]\ncluster.workers = 4\n"
+  "[job b]\ncluster.workers = 2\nmodel.params = 5e6\narrival = 1000s\n";
+
+static void
+test_alone_equals_idle_partner (void)
+{
+  TestRun *one = test_run_collect (alone, NULL);
+  TestRun *two = test_run_collect (with_partner, NULL);
+  /* job a's rows come first (b starts only after a's last) and number its
+   * workers from 0 */
+  g_assert_cmpuint (one->rows->len, ==, 5 * 4);
+  g_assert_cmpuint (two->rows->len, ==, one->rows->len + 5 * 2);
+  for (guint i = 0; i < one->rows->len; i++)
+    {
+      const TestRow *x = &g_array_index (one->rows, TestRow, i);
+      const TestRow *y = &g_array_index (two->rows, TestRow, i);
+      g_assert_cmpint (x->worker, ==, y->worker);
+      g_assert_cmpint (x->iteration, ==, y->iteration);
+      /* bit-identical: the same events in the same order on the same links */
+      g_assert_true (x->start == y->start && x->end == y->end);
+      g_assert_true (x->compute == y->compute && x->comm == y->comm && x->wait == y->wait);
+    }
+  /* b's workers follow a's */
+  const TestRow *b0 = &g_array_index (two->rows, TestRow, one->rows->len);
+  g_assert_cmpint (b0->worker, >=, 4);
+  g_assert_cmpfloat (b0->start, >=, 1000.0);
+  test_run_free (one);
+  test_run_free (two);
+}
+
+/* The hosts placement gives each job of `text` (with `placement` set),
+ * written "a: 0 1 2 3; b: 4 5 6 7". */
+static char *
+placed (const char *text, const char *placement)
+{
+  g_autofree char *set = g_strdup_printf ("cluster.placement=%s", placement);
+  const char *sets[] = { set, NULL };
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = g_build_filename (g_get_tmp_dir (), "dtsim-test-jobs-XXXXXX.ini", NULL);
+  int fd = g_mkstemp (path);
+  g_assert_cmpint (fd, >=, 0);
+  close (fd);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  g_autoptr (GPtrArray) cs = sim_scenario_parse (path, sets, &error);
+  g_assert_no_error (error);
+  g_unlink (path);
+  const SimConfig *c = g_ptr_array_index (cs, 0);
+  int H = 0;
+  g_autoptr (GPtrArray) place = sim_jobs_place (c, path, &H, &error);
+  g_assert_no_error (error);
+  GString *s = g_string_new (NULL);
+  for (guint j = 0; j < place->len; j++)
+    {
+      const SimJob *job = g_ptr_array_index (c->jobs, j);
+      const GArray *p = g_ptr_array_index (place, j);
+      g_string_append_printf (s, "%s%s:", j ? "; " : "", job->name);
+      for (guint i = 0; i < p->len; i++)
+        g_string_append_printf (s, " %d", g_array_index (p, int, i));
+    }
+  return g_string_free (s, FALSE);
+}
+
+static const char *const on_nodes =
+  "[network]\ntopology = nodes\ngpus_per_node = 4\n"
+  "[device]\nstep_time = 1ms\n"
+  "[model]\nkind = timing\nparams = 1e6\nflops = 1e9\n"
+  "[policy]\nkind = allreduce\n"
+  "[job a]\ncluster.workers = 4\n"
+  "[job b]\ncluster.workers = 4\n";
+
+static void
+test_placement_nodes (void)
+{
+  /* packed: a fills node 0 (hosts 0-3), b node 1 (4-7) */
+  g_autofree char *packed = placed (on_nodes, "packed");
+  g_assert_cmpstr (packed, ==, "a: 0 1 2 3; b: 4 5 6 7");
+  /* spread: hosts dealt in turn, each job has two GPUs of each node */
+  g_autofree char *spread = placed (on_nodes, "spread");
+  g_assert_cmpstr (spread, ==, "a: 0 2 4 6; b: 1 3 5 7");
+  /* priority: b first gets node 0 */
+  g_autofree char *prio_text = test_replaced (on_nodes, "[job b]\n", "[job b]\npriority = 1\n");
+  g_autofree char *prio = placed (prio_text, "packed");
+  g_assert_cmpstr (prio, ==, "a: 4 5 6 7; b: 0 1 2 3");
+  /* a larger cluster leaves its last hosts idle under packed */
+  g_autofree char *big_text = test_replaced (on_nodes, "[device]", "[cluster]\nhosts = 12\n[device]");
+  g_autofree char *big = placed (big_text, "spread");
+  g_assert_cmpstr (big, ==, "a: 0 2 4 6; b: 1 3 5 7");
+  /* given: as listed */
+  g_autofree char *given_text = test_replaced (
+    test_replaced (on_nodes, "[job a]\n", "[job a]\nhosts = 7, 6, 5, 4\n"), "[job b]\n",
+    "[job b]\nhosts = 0, 1, 2, 3\n");
+  g_autofree char *given = placed (given_text, "given");
+  g_assert_cmpstr (given, ==, "a: 7 6 5 4; b: 0 1 2 3");
+  /* random: a permutation of the hosts, the same for the same seed */
+  g_autofree char *r1 = placed (on_nodes, "random");
+  g_autofree char *r2 = placed (on_nodes, "random");
+  g_assert_cmpstr (r1, ==, r2);
+}
+
+static void
+on_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED, const NetTransfer *t G_GNUC_UNUSED)
+{
+  *(double *) ctx = eng_sim_now (sim);
+}
+
+static void
+test_shared_link_maxmin (void)
+{
+  /* racks of 2: hosts 0, 1 under rack 0, hosts 2, 3 under rack 1; the
+   * uplink of a rack carries 2 x B / oversubscription = B / 2.  Job a on
+   * hosts {0, 2}, job b on {1, 3}: each sends b bytes from its first host
+   * to its second, and both cross rack 0's uplink, which each gets half
+   * of: B / 4.  Alone a flow gets the uplink's B / 2. */
+  const double B = 1e9, L = 1e-6, bytes = 1e6;
+  g_autoptr (BaseValues) v = net_topology_values_new ();
+  base_values_set_int (v, "network.rack_size", 2);
+  base_values_set_double (v, "network.oversubscription", 4);
+  const char *names[] = { "h0", "h1", "h2", "h3" };
+  NetTopologyParams p = { .n_hosts = 4, .names = names, .bandwidth = B, .latency = L,
+                          .values = v };
+  for (int together = 0; together < 2; together++)
+    {
+      EngSim *sim = eng_sim_new ();
+      NetNetwork *net = net_network_new (sim, NET_CONTENTION_MAXMIN);
+      g_autoptr (GError) error = NULL;
+      g_assert_true (net_topology_lookup ("racks")->build (net, &p, &error));
+      const int ha[] = { 0, 2 }, hb[] = { 1, 3 };
+      NetNetwork *a = net_network_view_new (net, 2, ha);
+      NetNetwork *b = net_network_view_new (net, 2, hb);
+      g_assert_cmpint (net_network_n_hosts (a), ==, 2);
+      g_assert_cmpstr (net_network_host_name (b, 1), ==, "h3");
+      double end_a = 0, end_b = 0;
+      net_send (a, 0, 1, bytes, 0, on_done, &end_a, NULL);
+      if (together)
+        net_send (b, 0, 1, bytes, 0, on_done, &end_b, NULL);
+      eng_run (sim, INFINITY);
+      /* the route: host up, rack up, rack down, host down */
+      double lat = net_network_route_latency (a, 0, 1);
+      double share = together ? (2 * B / 4) / 2 : 2 * B / 4;
+      g_assert_cmpfloat_with_epsilon (end_a, lat + bytes / share, 1e-12);
+      if (together)
+        g_assert_cmpfloat (end_b, ==, end_a);
+      net_network_free (a);
+      net_network_free (b);
+      net_network_free (net);
+      eng_sim_free (sim);
+    }
+}
+
+static const char *const base =
+  "[network]\ntopology = star\n"
+  "[device]\nstep_time = 1ms\n"
+  "[model]\nkind = timing\nparams = 1e6\nflops = 1e9\n"
+  "[policy]\nkind = allreduce\n"
+  "[cluster]\nplacement = packed\n"
+  "[job a]\ncluster.workers = 2\n"
+  "[job b]\ncluster.workers = 2\n";
+
+static void
+test_refusals_jobs (void)
+{
+  const TestRefusal cases[] = {
+    { "[job b]\n", "[job b]\nnetwork.bandwidth = 1Gbps\n",
+      "[job b] network.bandwidth: a job cannot set this key" },
+    { "[job b]\n", "[job b]\nspeed = 3\n", "[job b] speed: unknown key" },
+    { "[job b]\n", "[job b]\nmodel.kinds = mlp\n", "[job b] model.kinds: not a scenario key" },
+    { "[job b]\n", "[job b!]\n", "a job section is [job NAME]" },
+    { "[job b]\n", "[job]\n", "a job section is [job NAME]" },
+    { "[job b]\n", "[job b]\narrival = -1s\n", "[job b] arrival" },
+    { "[job b]\n", "[job b]\npriority = 5000\n", "[job b] priority" },
+    { "[job b]\n", "[job b]\nhosts = 0, 1\n", "[job b] hosts: only [cluster] placement = given" },
+    { "placement = packed", "placement = given", "[job a] hosts: job a lists 0 hosts and needs 2" },
+    { "placement = packed", "placement = packed\nhosts = 3",
+      "[cluster] hosts: 3 hosts cannot hold the jobs, which need 4" },
+    { "[job b]\n", "[job b]\nmodel.kind = nonsense\n", "[job b] model.kind" },
+    { "[job b]\ncluster.workers = 2\n", "[job b]\ncluster.workers = 0\n", "[job b] cluster.workers" },
+  };
+  test_refusals (base, cases, G_N_ELEMENTS (cases));
+  /* given hosts out of the cluster, or listed twice */
+  g_autofree char *given = test_replaced (
+    test_replaced (test_replaced (base, "placement = packed", "placement = given"),
+                   "[job a]\n", "[job a]\nhosts = 0, 1\n"), "[job b]\n", "[job b]\nhosts = 1, 5\n");
+  const TestRefusal twice[] = {
+    { "hosts = 1, 5", "hosts = 2, 5", "[job b] hosts: host 5 is not on the cluster" },
+    { "hosts = 1, 5", "hosts = 3, 1", "[job b] hosts: host 1 is job a's already" },
+  };
+  test_refusals (given, twice, G_N_ELEMENTS (twice));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/jobs/alone-equals-idle-partner", test_alone_equals_idle_partner);
+  g_test_add_func ("/jobs/placement/nodes", test_placement_nodes);
+  g_test_add_func ("/jobs/shared-link-maxmin", test_shared_link_maxmin);
+  g_test_add_func ("/jobs/refusals", test_refusals_jobs);
+  return g_test_run ();
+}
