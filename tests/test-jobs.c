@@ -3,7 +3,9 @@
  * sim/jobs.c): a job alone gives the same iteration rows as that job beside
  * a partner that arrives after it ends; packed and spread placement on a
  * small nodes topology; two jobs on one shared link take half of it each
- * (max-min, through network views); the refusals of the new keys.
+ * (max-min, through network views); the refusals of the new keys; the
+ * usage table's busy GPUs and link bytes against the schedule's closed
+ * form.
  */
 #include "config.h"
 
@@ -225,6 +227,51 @@ test_refusals_jobs (void)
   test_refusals (given, twice, G_N_ELEMENTS (twice));
 }
 
+/* Two ring all-reduce jobs on a star, both from 0: job a of 4 workers and
+ * N_a = 4 x 20e6 gradient bytes, job b of 2 and N_b = 4 x 5e6. */
+static void
+test_usage_closed_form (void)
+{
+  g_autofree char *text = test_replaced (
+    test_replaced (with_partner, "arrival = 1000s\n", ""), "[job a]",
+    "[trace]\ndetail = iterations\n[job a]");
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-usage-XXXXXX", NULL);
+  g_autofree char *db = test_run_text (dir, text, "usage");
+  /* busy GPU-seconds summed over the windows are the job's compute
+   * seconds, as its iterations rows count them */
+  double busy_a = test_query_number (db, "SELECT SUM(value * (end - start)) FROM usage"
+                                         " WHERE kind = 'busy' AND name = 'a'");
+  double compute_a = test_query_number (db, "SELECT SUM(compute) FROM iterations WHERE"
+                                            " worker < 4");
+  test_assert_close (busy_a, compute_a, 1e-12);
+  g_assert_cmpfloat (busy_a, >=, 5 * 4 * 10e-3);
+  /* a ring all-reduce of N bytes among p sends 2 (p - 1) / p N out of
+   * (and into) each host a step: each host link carries that, 5 steps */
+  const double B = 10e9 / 8, Na = 4 * 20e6, Nb = 4 * 5e6;
+  const char *const link[] = { "a/worker0.up", "a/worker3.down", "b/worker1.up" };
+  const double want[] = { 5 * 2.0 * 3 / 4 * Na, 5 * 2.0 * 3 / 4 * Na, 5 * 2.0 * 1 / 2 * Nb };
+  for (int k = 0; k < 3; k++)
+    {
+      g_autofree char *sql = g_strdup_printf ("SELECT SUM(value * (end - start)) FROM usage"
+                                              " WHERE kind = 'link' AND name = '%s'", link[k]);
+      test_assert_close (test_query_number (db, sql) * B, want[k], 1e-9);
+    }
+  /* the width: 1 us x 2^k, the least with 256 windows covering the run;
+   * every window a row per job and per host link (6 hosts, up and down) */
+  double end = test_query_number (db, "SELECT sim_time FROM runs");
+  double w = test_query_number (db, "SELECT MIN(end - start) FROM usage");
+  double k = log2 (w / 1e-6);
+  g_assert_cmpfloat (fabs (k - round (k)), <, 1e-9);
+  g_assert_cmpfloat (256 * w, >=, end);
+  g_assert_cmpfloat (128 * w, <, end);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM usage"), ==,
+                     ceil (end / w) * (2 + 6 * 2));
+  /* at most job a's 4 GPUs busy (the shares of a window rounded) */
+  g_assert_cmpfloat (test_query_number (db, "SELECT MAX(value) FROM usage WHERE kind = 'busy'"),
+                     <=, 4 * (1 + 1e-12));
+  sim_remove_tree (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -233,5 +280,6 @@ main (int argc, char **argv)
   g_test_add_func ("/jobs/placement/nodes", test_placement_nodes);
   g_test_add_func ("/jobs/shared-link-maxmin", test_shared_link_maxmin);
   g_test_add_func ("/jobs/refusals", test_refusals_jobs);
+  g_test_add_func ("/jobs/usage/closed-form", test_usage_closed_form);
   return g_test_run ();
 }
