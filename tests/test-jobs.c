@@ -5,7 +5,7 @@
  * small nodes topology; two jobs on one shared link take half of it each
  * (max-min, through network views); the refusals of the new keys; the
  * usage table's busy GPUs and link bytes against the schedule's closed
- * form.
+ * form; the Perfetto export's process per job.
  */
 #include "config.h"
 
@@ -18,7 +18,9 @@
 #include "engine/engine.h"
 #include "netmodel/netmodel.h"
 #include "sim/jobs.h"
+#include "tests/json.h"
 #include "tests/util.h"
+#include "views/perfetto.h"
 
 /* One all-reduce job on a star, its gradient heavy enough for the ring to
  * take a good part of each step. */
@@ -272,6 +274,62 @@ test_usage_closed_form (void)
   sim_remove_tree (dir);
 }
 
+/* The Perfetto export of a run of two jobs: each job's workers are the
+ * threads of a process of its own, named after the job. */
+static void
+test_perfetto_per_job (void)
+{
+  g_autofree char *text = test_replaced (
+    test_replaced (with_partner, "arrival = 1000s\n", "arrival = 1ms\n"), "[job a]",
+    "[trace]\ndetail = spans\n[job a]");
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-pf-XXXXXX", NULL);
+  g_autofree char *db = test_run_text (dir, text, "pf");
+  g_autofree char *json = g_build_filename (dir, "pf.json", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "export", db, "--format", "perfetto", "-o",
+                                   json, NULL), ==, 0);
+  gsize len = 0;
+  g_autofree char *body = test_read_file (json, &len);
+  g_autofree char *perr = NULL;
+  TjNode *root = tj_parse (body, len, &perr);
+  g_assert_null (perr);
+  const TjNode *ev = tj_get (root, "traceEvents");
+  g_assert_nonnull (ev);
+  const double pid_a = SIM_PERFETTO_JOB_PID (1, 0), pid_b = SIM_PERFETTO_JOB_PID (1, 1);
+  int threads_a = 0, threads_b = 0, named_a = 0, named_b = 0, other = 0;
+  for (guint i = 0; i < ev->items->len; i++)
+    {
+      const TjNode *e = g_ptr_array_index (ev->items, i);
+      const char *name = tj_string (e, "name");
+      double pid = tj_number (e, "pid");
+      const TjNode *args = tj_get (e, "args");
+      const char *arg = args ? tj_string (args, "name") : NULL;
+      if (g_strcmp0 (name, "process_name") == 0)
+        {
+          named_a += pid == pid_a && g_strcmp0 (arg, "run 1: job a") == 0;
+          named_b += pid == pid_b && g_strcmp0 (arg, "run 1: job b") == 0;
+        }
+      else if (g_strcmp0 (name, "thread_name") == 0 && arg)
+        {
+          /* every worker of a job on its job's process, and nowhere else */
+          if (g_str_has_prefix (arg, "a/worker"))
+            threads_a += pid == pid_a ? 1 : 1000;
+          else if (g_str_has_prefix (arg, "b/worker"))
+            threads_b += pid == pid_b ? 1 : 1000;
+          else
+            other++;
+        }
+    }
+  g_assert_cmpint (named_a, ==, 1);
+  g_assert_cmpint (named_b, ==, 1);
+  /* job a has 4 workers, job b 2: a track each (no overlapping spans) */
+  g_assert_cmpint (threads_a, ==, 4);
+  g_assert_cmpint (threads_b, ==, 2);
+  g_assert_cmpint (other, ==, 0);
+  tj_free (root);
+  sim_remove_tree (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -281,5 +339,6 @@ main (int argc, char **argv)
   g_test_add_func ("/jobs/shared-link-maxmin", test_shared_link_maxmin);
   g_test_add_func ("/jobs/refusals", test_refusals_jobs);
   g_test_add_func ("/jobs/usage/closed-form", test_usage_closed_form);
+  g_test_add_func ("/jobs/perfetto/process-per-job", test_perfetto_per_job);
   return g_test_run ();
 }
