@@ -16,6 +16,8 @@
 #include "sim/estimate.h"
 #include "device/model.h"
 #include "sim/trace.h"
+#include "sim/jobs.h"
+#include "sim/usage.h"
 
 gboolean
 sim_estimate (const SimConfig *c, SimEstimate *out, GError **error)
@@ -50,6 +52,24 @@ sim_estimate (const SimConfig *c, SimEstimate *out, GError **error)
     bytes += out->spans * SIM_ESTIMATE_SPAN_ROW;
   if (sim_trace_wants (&sim_table_messages, c->detail))
     bytes += out->messages * SIM_ESTIMATE_MESSAGE_ROW;
+  if (c->jobs && c->jobs->len > 0 && sim_trace_wants (&sim_table_usage, c->detail))
+    {
+      /* every window, a row per job and per link of the cluster (the links
+       * no transfer crosses write none: an upper bound) */
+      int H = 0;
+      double links = 0;
+      g_autoptr (GPtrArray) place = sim_jobs_place (c, c->file, &H, NULL);
+      if (place)
+        {
+          EngSim *sim = eng_sim_new ();
+          NetNetwork *net = sim_jobs_network (c, sim, place, H, c->file, NULL);
+          links = net ? net_network_n_links (net) : 0;
+          net_network_free (net);
+          eng_sim_free (sim);
+        }
+      out->usage_rows = (double) SIM_USAGE_WINDOWS * (c->jobs->len + links);
+      bytes += out->usage_rows * SIM_ESTIMATE_USAGE_ROW;
+    }
   out->trace_bytes = bytes;
 
   g_autoptr (GPtrArray) hosts = pol_lookup (c->policy)->host_names ((int) c->workers,

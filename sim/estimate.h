@@ -30,6 +30,7 @@ G_BEGIN_DECLS
 #define SIM_ESTIMATE_BUCKET_ROW 64.0
 #define SIM_ESTIMATE_METRIC_ROW 48.0
 #define SIM_ESTIMATE_PARAM_ROW 48.0
+#define SIM_ESTIMATE_USAGE_ROW 56.0
 #define SIM_ESTIMATE_EMPTY_TRACE (sim_trace_empty_pages () * 4096.0)
 /* Host memory: the program, its libraries and SQLite's page cache; each
  * host of the network (its routes and the policy's per-worker state); each
@@ -43,6 +44,7 @@ G_BEGIN_DECLS
  * run, bytes are bytes. */
 typedef struct {
   double messages, spans, iteration_rows, bucket_rows, metric_rows, param_rows;
+  double usage_rows;       /* a run of several jobs: at most SIM_USAGE_WINDOWS x (jobs + links) */
   double trace_bytes;      /* what the run adds to its database at its [trace] detail */
   double in_flight;        /* most transfers in flight at once */
   double math_bytes;       /* host memory of the real math (models, data) */

@@ -25,6 +25,7 @@
 
 #include "sim/cluster.h"
 #include "sim/jobs.h"
+#include "sim/usage.h"
 
 int
 sim_job_hosts_needed (const SimJob *j)
@@ -244,6 +245,7 @@ struct JobsRun {
   gint64 run;
   const PolRecorder *extra;
   JobCtx *jobs;          /* (c->jobs->len) */
+  SimUsage *usage;       /* the `usage` table's windows, or NULL */
 };
 
 /* What one job did in a run. */
@@ -273,7 +275,9 @@ job_span (gpointer ctx, const char *actor, const char *kind, double start, doubl
   JobCtx *j = ctx;
   JobsRun *jr = j->jr;
   g_autofree char *name = g_strdup_printf ("%s/%s", j->job->name, actor);
-  if (jr->trace)
+  if (jr->usage && strcmp (kind, "compute") == 0)
+    sim_usage_busy (jr->usage, j->index, start, end);
+  if (jr->trace && sim_trace_wants (&sim_table_spans, jr->c->detail))
     sim_trace_span (jr->trace, jr->run, name, kind, start, end, iteration, bytes, detail);
   if (jr->extra && jr->extra->span)
     jr->extra->span (jr->extra->ctx, name, kind, start, end, iteration, bytes, detail);
@@ -366,6 +370,14 @@ run_together (const SimConfig *c, const GPtrArray *place, int n_hosts, const gbo
   EngSim *sim = eng_sim_new ();
   NetNetwork *net = sim_jobs_network (c, sim, place, n_hosts, c->file, error);
   gboolean ok = net != NULL;
+  if (ok && trace && sim_trace_wants (&sim_table_usage, c->detail))
+    {
+      g_autofree const char **names = g_new (const char *, n);
+      for (int j = 0; j < n; j++)
+        names[j] = ((const SimJob *) g_ptr_array_index (c->jobs, j))->name;
+      jr.usage = sim_usage_new (n, names, net);
+      net_network_set_observer (net, sim_usage_transfer, jr.usage);
+    }
   int first = 0;
   for (int j = 0; ok && j < n; j++)
     {
@@ -384,7 +396,7 @@ run_together (const SimConfig *c, const GPtrArray *place, int n_hosts, const gbo
         .want_iterations = (trace && sim_trace_wants (&sim_table_iterations, c->detail))
                            || (extra && extra->want_iterations),
         .want_spans = (trace && sim_trace_wants (&sim_table_spans, c->detail))
-                      || (extra && extra->want_spans),
+                      || jr.usage || (extra && extra->want_spans),
         .iteration = job_iteration,
         .span = job_span,
         .metric = job_metric,
@@ -415,6 +427,8 @@ run_together (const SimConfig *c, const GPtrArray *place, int n_hosts, const gbo
       jobs_run_engine (sim, &jr, active, n, c->time_limit > 0 ? c->time_limit : INFINITY);
       *events = eng_sim_events (sim);
       *end = eng_sim_now (sim);
+      if (jr.usage)
+        sim_usage_write (jr.usage, trace, run, *end);
       for (int j = 0; j < n; j++)
         if (active[j])
           {
@@ -425,6 +439,7 @@ run_together (const SimConfig *c, const GPtrArray *place, int n_hosts, const gbo
   for (int j = 0; j < n; j++)
     sim_cluster_free (jr.jobs[j].cl);
   net_network_free (net);
+  sim_usage_free (jr.usage);
   eng_sim_free (sim);
   g_free (jr.jobs);
   return ok;

@@ -77,6 +77,7 @@ static const SimTable *const tables[] = {
   &sim_table_mesh,
   &sim_table_outages,
   &sim_table_jobs,
+  &sim_table_usage,
 };
 #define N_TABLES ((int) G_N_ELEMENTS (tables))
 

@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/tables/) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 11
+#define SIM_TRACE_SCHEMA_VERSION 12
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -30,7 +30,7 @@ typedef struct SimTable SimTable;
 extern const SimTable sim_table_runs, sim_table_params, sim_table_metrics,
   sim_table_iterations, sim_table_spans, sim_table_messages, sim_table_buckets,
   sim_table_failures, sim_table_stages, sim_table_links;
-extern const SimTable sim_table_mesh, sim_table_outages, sim_table_jobs;
+extern const SimTable sim_table_mesh, sim_table_outages, sim_table_jobs, sim_table_usage;
 /* Whether a run at [trace] detail `detail` writes rows of table `tb`: the
  * table's own detail is that or lower. */
 gboolean sim_trace_wants (const SimTable *tb, SimDetail detail);
@@ -194,6 +194,11 @@ typedef struct {
   double final_loss;     /* NaN: no math */
 } SimJobRow;
 void sim_trace_job (SimTrace *t, gint64 run, const SimJobRow *j);
+/* One row of the `usage` table: over [start, end) (s), kind "busy" gives
+ * job `name`'s mean busy GPUs, kind "link" link `name`'s mean utilisation
+ * (bytes carried over bandwidth x width, 0 to 1). */
+void sim_trace_usage (SimTrace *t, gint64 run, double start, double end, const char *kind,
+                      const char *name, double value);
 /* One rank of the run's device mesh (the `mesh` table). */
 void sim_trace_mesh (SimTrace *t, gint64 run, const PolMeshRank *m);
 

@@ -3,7 +3,9 @@
  * sim/jobs.c): a job alone gives the same iteration rows as that job beside
  * a partner that arrives after it ends; packed and spread placement on a
  * small nodes topology; two jobs on one shared link take half of it each
- * (max-min, through network views); the refusals of the new keys.
+ * (max-min, through network views); the refusals of the new keys; the
+ * usage table's busy GPUs and link bytes against the schedule's closed
+ * form; the Perfetto export's process per job.
  */
 #include "config.h"
 
@@ -16,7 +18,9 @@
 #include "engine/engine.h"
 #include "netmodel/netmodel.h"
 #include "sim/jobs.h"
+#include "tests/json.h"
 #include "tests/util.h"
+#include "views/perfetto.h"
 
 /* One all-reduce job on a star, its gradient heavy enough for the ring to
  * take a good part of each step. */
@@ -225,6 +229,107 @@ test_refusals_jobs (void)
   test_refusals (given, twice, G_N_ELEMENTS (twice));
 }
 
+/* Two ring all-reduce jobs on a star, both from 0: job a of 4 workers and
+ * N_a = 4 x 20e6 gradient bytes, job b of 2 and N_b = 4 x 5e6. */
+static void
+test_usage_closed_form (void)
+{
+  g_autofree char *text = test_replaced (
+    test_replaced (with_partner, "arrival = 1000s\n", ""), "[job a]",
+    "[trace]\ndetail = iterations\n[job a]");
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-usage-XXXXXX", NULL);
+  g_autofree char *db = test_run_text (dir, text, "usage");
+  /* busy GPU-seconds summed over the windows are the job's compute
+   * seconds, as its iterations rows count them */
+  double busy_a = test_query_number (db, "SELECT SUM(value * (end - start)) FROM usage"
+                                         " WHERE kind = 'busy' AND name = 'a'");
+  double compute_a = test_query_number (db, "SELECT SUM(compute) FROM iterations WHERE"
+                                            " worker < 4");
+  test_assert_close (busy_a, compute_a, 1e-12);
+  g_assert_cmpfloat (busy_a, >=, 5 * 4 * 10e-3);
+  /* a ring all-reduce of N bytes among p sends 2 (p - 1) / p N out of
+   * (and into) each host a step: each host link carries that, 5 steps */
+  const double B = 10e9 / 8, Na = 4 * 20e6, Nb = 4 * 5e6;
+  const char *const link[] = { "a/worker0.up", "a/worker3.down", "b/worker1.up" };
+  const double want[] = { 5 * 2.0 * 3 / 4 * Na, 5 * 2.0 * 3 / 4 * Na, 5 * 2.0 * 1 / 2 * Nb };
+  for (int k = 0; k < 3; k++)
+    {
+      g_autofree char *sql = g_strdup_printf ("SELECT SUM(value * (end - start)) FROM usage"
+                                              " WHERE kind = 'link' AND name = '%s'", link[k]);
+      test_assert_close (test_query_number (db, sql) * B, want[k], 1e-9);
+    }
+  /* the width: 1 us x 2^k, the least with 256 windows covering the run;
+   * every window a row per job and per host link (6 hosts, up and down) */
+  double end = test_query_number (db, "SELECT sim_time FROM runs");
+  double w = test_query_number (db, "SELECT MIN(end - start) FROM usage");
+  double k = log2 (w / 1e-6);
+  g_assert_cmpfloat (fabs (k - round (k)), <, 1e-9);
+  g_assert_cmpfloat (256 * w, >=, end);
+  g_assert_cmpfloat (128 * w, <, end);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM usage"), ==,
+                     ceil (end / w) * (2 + 6 * 2));
+  /* at most job a's 4 GPUs busy (the shares of a window rounded) */
+  g_assert_cmpfloat (test_query_number (db, "SELECT MAX(value) FROM usage WHERE kind = 'busy'"),
+                     <=, 4 * (1 + 1e-12));
+  sim_remove_tree (dir);
+}
+
+/* The Perfetto export of a run of two jobs: each job's workers are the
+ * threads of a process of its own, named after the job. */
+static void
+test_perfetto_per_job (void)
+{
+  g_autofree char *text = test_replaced (
+    test_replaced (with_partner, "arrival = 1000s\n", "arrival = 1ms\n"), "[job a]",
+    "[trace]\ndetail = spans\n[job a]");
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-pf-XXXXXX", NULL);
+  g_autofree char *db = test_run_text (dir, text, "pf");
+  g_autofree char *json = g_build_filename (dir, "pf.json", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "export", db, "--format", "perfetto", "-o",
+                                   json, NULL), ==, 0);
+  gsize len = 0;
+  g_autofree char *body = test_read_file (json, &len);
+  g_autofree char *perr = NULL;
+  TjNode *root = tj_parse (body, len, &perr);
+  g_assert_null (perr);
+  const TjNode *ev = tj_get (root, "traceEvents");
+  g_assert_nonnull (ev);
+  const double pid_a = SIM_PERFETTO_JOB_PID (1, 0), pid_b = SIM_PERFETTO_JOB_PID (1, 1);
+  int threads_a = 0, threads_b = 0, named_a = 0, named_b = 0, other = 0;
+  for (guint i = 0; i < ev->items->len; i++)
+    {
+      const TjNode *e = g_ptr_array_index (ev->items, i);
+      const char *name = tj_string (e, "name");
+      double pid = tj_number (e, "pid");
+      const TjNode *args = tj_get (e, "args");
+      const char *arg = args ? tj_string (args, "name") : NULL;
+      if (g_strcmp0 (name, "process_name") == 0)
+        {
+          named_a += pid == pid_a && g_strcmp0 (arg, "run 1: job a") == 0;
+          named_b += pid == pid_b && g_strcmp0 (arg, "run 1: job b") == 0;
+        }
+      else if (g_strcmp0 (name, "thread_name") == 0 && arg)
+        {
+          /* every worker of a job on its job's process, and nowhere else */
+          if (g_str_has_prefix (arg, "a/worker"))
+            threads_a += pid == pid_a ? 1 : 1000;
+          else if (g_str_has_prefix (arg, "b/worker"))
+            threads_b += pid == pid_b ? 1 : 1000;
+          else
+            other++;
+        }
+    }
+  g_assert_cmpint (named_a, ==, 1);
+  g_assert_cmpint (named_b, ==, 1);
+  /* job a has 4 workers, job b 2: a track each (no overlapping spans) */
+  g_assert_cmpint (threads_a, ==, 4);
+  g_assert_cmpint (threads_b, ==, 2);
+  g_assert_cmpint (other, ==, 0);
+  tj_free (root);
+  sim_remove_tree (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -233,5 +338,7 @@ main (int argc, char **argv)
   g_test_add_func ("/jobs/placement/nodes", test_placement_nodes);
   g_test_add_func ("/jobs/shared-link-maxmin", test_shared_link_maxmin);
   g_test_add_func ("/jobs/refusals", test_refusals_jobs);
+  g_test_add_func ("/jobs/usage/closed-form", test_usage_closed_form);
+  g_test_add_func ("/jobs/perfetto/process-per-job", test_perfetto_per_job);
   return g_test_run ();
 }

@@ -12,7 +12,10 @@
  * message is a slice on its sender's "sends" track and on its receiver's
  * "receives" track, joined by a flow arrow (s at the send, f at the
  * arrival, one id per message); all-reduce buckets are slices on a track of
- * their own.  Timestamps are microseconds of simulated time.
+ * their own.  Timestamps are microseconds of simulated time.  In a run of
+ * several jobs (table jobs) the actors of each job ("JOB/worker3") are the
+ * threads of a process of their own, SIM_PERFETTO_JOB_PID (run, job),
+ * named "run N: job JOB"; links, buckets and counters stay in the run's.
  *
  * Text from the database (names, kinds, tags) is cleaned and JSON-escaped;
  * rows whose times are not finite, or end before they start, are left out
@@ -51,6 +54,7 @@ typedef struct {
 
 typedef struct {
   int index;                                  /* in the sorted actors */
+  gint64 pid;                                 /* its process: the run's or its job's */
   char *name;
   double *ends[TRACK_KINDS];                  /* (SIM_PERFETTO_MAX_LANES) */
   int lanes[TRACK_KINDS];                     /* lanes opened */
@@ -93,13 +97,13 @@ flush (Writer *w)
   g_string_truncate (w->s, 0);
 }
 
-/* Opens an event: {"ph":PH,"pid":..,"tid":TID; the caller adds the rest
+/* Opens an event: {"ph":PH,"pid":PID,"tid":TID; the caller adds the rest
  * and the closing brace. */
 static void
-event (Writer *w, char ph, gint64 tid)
+event (Writer *w, char ph, gint64 pid, gint64 tid)
 {
   g_string_append_printf (w->s, "%s\n{\"ph\":\"%c\",\"pid\":%" G_GINT64_FORMAT ",\"tid\":%"
-                          G_GINT64_FORMAT, w->first ? "" : ",", ph, w->pid, tid);
+                          G_GINT64_FORMAT, w->first ? "" : ",", ph, pid, tid);
   w->first = FALSE;
   if (w->s->len > (1 << 20))
     flush (w);
@@ -134,11 +138,11 @@ name_track (Writer *w, const Actor *a, int kind, int lane)
   g_string_append (name, suffix[kind]);
   if (lane > 0)
     g_string_append_printf (name, " #%d", lane + 1);
-  event (w, 'M', tid);
+  event (w, 'M', a->pid, tid);
   g_string_append (w->s, ",\"name\":\"thread_name\",\"args\":{\"name\":");
   sim_append_json_string (w->s, name->str);
   g_string_append (w->s, "}}");
-  event (w, 'M', tid);
+  event (w, 'M', a->pid, tid);
   g_string_append_printf (w->s, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%"
                           G_GINT64_FORMAT "}}", tid);
 }
@@ -210,6 +214,59 @@ good_times (Writer *w, double a, double b)
   return FALSE;
 }
 
+/* Names process `pid`, job `job` of the run being written, and sorts it
+ * after the run's own. */
+static void
+name_process (Writer *w, gint64 pid, const char *job)
+{
+  g_autofree char *title = g_strdup_printf ("run %" G_GINT64_FORMAT ": job %s", w->pid, job);
+  event (w, 'M', pid, 0);
+  g_string_append (w->s, ",\"name\":\"process_name\",\"args\":{\"name\":");
+  sim_append_json_string (w->s, title);
+  g_string_append (w->s, "}}");
+  event (w, 'M', pid, 0);
+  g_string_append_printf (w->s, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%"
+                          G_GINT64_FORMAT "}}", pid);
+}
+
+/* The processes of the run's jobs (a run of several jobs, table jobs):
+ * clean job name -> pid SIM_PERFETTO_JOB_PID (run, job) (GSIZE_TO_POINTER);
+ * empty for a run of one job or a trace without the table; NULL with
+ * *error on a database error. */
+static GHashTable *
+job_processes (Writer *w, GError **error)
+{
+  GHashTable *jobs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  static const char *const cols[] = { "run_id", "job", "name", NULL };
+  int has = sim_tracedb_has (w->t, "jobs", cols, error);
+  if (has <= 0)
+    {
+      if (has < 0)
+        g_clear_pointer (&jobs, g_hash_table_unref);
+      return jobs;
+    }
+  g_autoptr (sqlite3_stmt) st
+    = sim_tracedb_prepare (w->t, "SELECT job, name FROM jobs WHERE run_id = ? ORDER BY job",
+                           error);
+  if (!st || !sim_tracedb_rebind (w->t, st, w->pid, error))
+    {
+      g_hash_table_unref (jobs);
+      return NULL;
+    }
+  int rc;
+  while ((rc = sim_tracedb_step (w->t, st, error)) == SQLITE_ROW)
+    {
+      gint64 j = sqlite3_column_int64 (st, 0);
+      if (j < 0 || j >= SIM_MAX_JOBS)
+        continue;
+      char *name = sim_clean_text (sim_tracedb_text (st, 1), 120);
+      g_hash_table_insert (jobs, name, GSIZE_TO_POINTER ((gsize) SIM_PERFETTO_JOB_PID (w->pid, j)));
+    }
+  if (rc < 0)
+    g_clear_pointer (&jobs, g_hash_table_unref);
+  return jobs;
+}
+
 static gboolean
 load_actors (Writer *w, gboolean messages, GError **error)
 {
@@ -238,11 +295,31 @@ load_actors (Writer *w, gboolean messages, GError **error)
   if (rc < 0)
     return FALSE;
   g_ptr_array_sort (names, natural_compare);
+  g_autoptr (GHashTable) jobs = job_processes (w, error);
+  if (!jobs)
+    return FALSE;
+  g_autoptr (GHashTable) named = g_hash_table_new (g_direct_hash, g_direct_equal);
   for (guint i = 0; i < names->len; i++)
     {
       Actor *a = g_new0 (Actor, 1);
       a->index = (int) i;
       a->name = g_strdup (g_ptr_array_index (names, i));
+      a->pid = w->pid;
+      const char *slash = strchr (a->name, '/');
+      if (slash)
+        {
+          g_autofree char *job = g_strndup (a->name, (gsize) (slash - a->name));
+          gpointer pid;
+          if (g_hash_table_lookup_extended (jobs, job, NULL, &pid))
+            {
+              a->pid = GPOINTER_TO_SIZE (pid);
+              if (!g_hash_table_contains (named, pid))
+                {
+                  g_hash_table_add (named, pid);
+                  name_process (w, a->pid, job);
+                }
+            }
+        }
       g_hash_table_insert (w->actors, a->name, a);
     }
   w->n_actors = (int) names->len;
@@ -279,6 +356,7 @@ load_links (Writer *w, GError **error)
       Link *l = g_new0 (Link, 1);
       l->track = g_new0 (Actor, 1);
       l->track->index = w->n_actors + 1 + k++;
+      l->track->pid = w->pid;
       g_autofree char *name = sim_clean_text (sim_tracedb_text (st, 1), 120);
       l->track->name = g_strdup_printf ("link %s", name);
       l->bandwidth = bw;
@@ -296,15 +374,15 @@ actor_of (Writer *w, sqlite3_stmt *st, int col)
 }
 
 static void
-slice (Writer *w, gint64 tid, double a, double b, const char *name, const char *cat,
+slice (Writer *w, gint64 pid, gint64 tid, double a, double b, const char *name, const char *cat,
        const char *args)
 {
-  event (w, 'B', tid);
+  event (w, 'B', pid, tid);
   ts (w, a);
   g_string_append (w->s, ",\"name\":");
   sim_append_json_string (w->s, name);
   g_string_append_printf (w->s, ",\"cat\":\"%s\",\"args\":{%s}}", cat, args);
-  event (w, 'E', tid);
+  event (w, 'E', pid, tid);
   ts (w, b);
   g_string_append (w->s, "}");
 }
@@ -344,7 +422,7 @@ write_spans (Writer *w, GError **error)
         if (ints[c - 4] && sqlite3_column_type (st, c) != SQLITE_NULL)
           g_string_append_printf (args, ",\"%s\":%" G_GINT64_FORMAT, ints[c - 4],
                                   (gint64) sqlite3_column_int64 (st, c));
-      slice (w, tid_of (a, TRACK_SPANS, lane), s0, s1, kind, phased ? "compute" : "span",
+      slice (w, a->pid, tid_of (a, TRACK_SPANS, lane), s0, s1, kind, phased ? "compute" : "span",
              args->str);
     }
   return rc >= 0;
@@ -376,7 +454,7 @@ counter (Writer *w, const char *name, const char *unit, GArray *steps, double sc
         continue;
       /* sums of rates that cancel leave rounding: show them as 0 */
       double shown = fabs (v) <= 1e-9 * peak ? 0 : v * scale;
-      event (w, 'C', 0);
+      event (w, 'C', w->pid, 0);
       ts (w, s->t);
       g_string_append (w->s, ",\"name\":");
       sim_append_json_string (w->s, name);
@@ -398,21 +476,21 @@ link_order (gconstpointer a, gconstpointer b)
  * members), and its flow's end there: leaving the send (SIDE 0) as it
  * starts, entering the receive (SIDE 1) as it ends. */
 static void
-message_events (Writer *w, gint64 tid, int side, double s0, double s1, gint64 id,
+message_events (Writer *w, gint64 pid, gint64 tid, int side, double s0, double s1, gint64 id,
                 const char *name, const char *args)
 {
-  event (w, 'B', tid);
+  event (w, 'B', pid, tid);
   ts (w, s0);
   g_string_append (w->s, ",\"name\":");
   sim_append_json_string (w->s, name);
   g_string_append_printf (w->s, ",\"cat\":\"message\",\"args\":{%s}}", args);
   /* the flow: leaves the send as it starts, enters the receive as
    * it ends (bound to the slice enclosing each point) */
-  event (w, side ? 'f' : 's', tid);
+  event (w, side ? 'f' : 's', pid, tid);
   ts (w, side ? s1 : s0);
   g_string_append_printf (w->s, ",\"name\":\"message\",\"cat\":\"message\",\"id\":%"
                           G_GINT64_FORMAT "%s}", id, side ? ",\"bp\":\"e\"" : "");
-  event (w, 'E', tid);
+  event (w, 'E', pid, tid);
   ts (w, s1);
   g_string_append (w->s, "}");
 }
@@ -436,7 +514,7 @@ message_links (Writer *w, const char *route, double s0, double s1, double bytes,
         continue;
       int ll = lane_for (w, lk->track, TRACK_SPANS, s0, s1);
       if (ll >= 0)
-        slice (w, tid_of (lk->track, TRACK_SPANS, ll), s0, s1, name, "link", args);
+        slice (w, w->pid, tid_of (lk->track, TRACK_SPANS, ll), s0, s1, name, "link", args);
       else
         w->crowded++;
       if (isfinite (rate) && rate > 0)
@@ -508,7 +586,7 @@ write_messages (Writer *w, GError **error)
           if (lane < 0)
             {
               /* the receive has no room: its flow ends on the first track */
-              event (w, 'f', tid_of (a, kind, 0));
+              event (w, 'f', a->pid, tid_of (a, kind, 0));
               ts (w, s1);
               g_string_append_printf (w->s, ",\"name\":\"message\",\"cat\":\"message\",\"id\":%"
                                       G_GINT64_FORMAT ",\"bp\":\"e\"}", id);
@@ -528,7 +606,7 @@ write_messages (Writer *w, GError **error)
           g_autofree char *name = g_strdup_printf ("%s %s %s", *tag ? tag : "message",
                                                    side ? "from" : "to", side ? src : dst);
           gint64 tid = tid_of (a, kind, lane);
-          message_events (w, tid, side, s0, s1, id, name, args->str);
+          message_events (w, a->pid, tid, side, s0, s1, id, name, args->str);
           /* the links it crossed: a slice on each, and its mean rate */
           if (side || sqlite3_column_type (st, 7) == SQLITE_NULL)
             continue;
@@ -618,7 +696,7 @@ write_buckets (Writer *w, GError **error)
                                  " buckets WHERE run_id = ? ORDER BY start, end", error);
   if (!st || !sim_tracedb_rebind (w->t, st, w->pid, error))
     return FALSE;
-  Actor bk = { .index = w->n_actors, .name = (char *) "all-reduce buckets" };
+  Actor bk = { .index = w->n_actors, .pid = w->pid, .name = (char *) "all-reduce buckets" };
   int rc;
   while ((rc = sim_tracedb_step (w->t, st, error)) == SQLITE_ROW)
     {
@@ -638,7 +716,7 @@ write_buckets (Writer *w, GError **error)
         "\"iteration\":%" G_GINT64_FORMAT ",\"bytes\":%.17g,\"ready_us\":%.17g",
         (gint64) sqlite3_column_int64 (st, 0), isfinite (bytes) ? bytes : 0.0,
         isfinite (ready) ? ready * 1e6 : 0.0);
-      slice (w, tid_of (&bk, TRACK_SPANS, lane), s0, s1, name, "bucket", args);
+      slice (w, w->pid, tid_of (&bk, TRACK_SPANS, lane), s0, s1, name, "bucket", args);
     }
   g_free (bk.ends[TRACK_SPANS]);
   return rc >= 0;
@@ -648,11 +726,11 @@ static gboolean
 write_run (Writer *w, const char *name, GError **error)
 {
   g_autofree char *title = g_strdup_printf ("run %" G_GINT64_FORMAT ": %s", w->pid, name);
-  event (w, 'M', 0);
+  event (w, 'M', w->pid, 0);
   g_string_append (w->s, ",\"name\":\"process_name\",\"args\":{\"name\":");
   sim_append_json_string (w->s, title);
   g_string_append (w->s, "}}");
-  event (w, 'M', 0);
+  event (w, 'M', w->pid, 0);
   g_string_append_printf (w->s, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%"
                           G_GINT64_FORMAT "}}", w->pid);
   static const char *const mcols[] = { "run_id", "src", "dst", "bytes", "start", "end", "tag",
