@@ -110,6 +110,14 @@ double comm_protocol_launch_scale (const CommProtocol *proto,
  * for LL), between 1 and `most` (>= 1). */
 int comm_protocol_channels (const CommProtocol *proto, CommFamily family,
                             int p, double bytes, int most);
+/* What a step overhead on hardware `hw` is multiplied by for NVLS (`tree`
+ * FALSE) or NVLSTree: NCCL's latency of the one over Simple's ring step
+ * latency on that hardware (25 us against 3.4 on NVLink; 18 and 20.9 against
+ * 14 on a network); 1 where NCCL has no figure (PCIe). */
+double comm_protocol_nvls_step_scale (gboolean tree, CommHw hw);
+/* The same for the launch overhead: 0, NCCL's base latency for both (its
+ * step figure above is their whole latency). */
+double comm_protocol_nvls_launch_scale (void);
 /* The hardware of a catalog link kind: "nvlink", "pcie", else the network. */
 CommHw comm_hw_of_kind (const char *kind);
 

@@ -814,6 +814,41 @@ test_nccl_h100_validation (void)
   g_rmdir (dir);
 }
 
+/* NVLS and NVLSTree pay NCCL's latency for them, not the ring's per-step
+ * figure: 25 us through NVLink (25/3.4 of the catalog's NVLink step
+ * overhead) and, across nodes, 20.9 us per trip for NVLSTree (20.9/14 of
+ * the network's), with no base latency (NCCL's baseLat for both is 0), so
+ * on the catalog's DGX H100 (S = nvswitch3's sharp_bandwidth, the NIC
+ * B = 400 Gb/s x its delivered share) a 64-byte all-reduce takes
+ *   one server:  25 us + N (1 + 1/8) / S
+ *   two servers: 25 us + 2 x 20.9 us + max(N (1 + 1/8) / S, (N/8) / B)
+ * (docs/collectives.md, "nvls and nvls-tree"). */
+static void
+test_nvls_latency (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 8\nserver = dgx-h100\n"
+    "[network]\ntopology = nodes\n"
+    "[policy]\nkind = collective\nsize = 64B\nverify = false\n"
+    "[sweep]\ncluster.workers/policy.algorithm = 8/nvls, 16/nvls-tree\n";
+  g_autoptr (SimCatalog) cat = sim_catalog_load (NULL, NULL);
+  const SimLinkSpec *sw = sim_catalog_link (cat, "nvswitch3");
+  const SimLinkSpec *ib = sim_catalog_link (cat, "ib-ndr");
+  double N = 64, S = sw->sharp_bandwidth, B = ib->bandwidth * ib->efficiency;
+  char *db = run_db (text);
+  double t1 = test_query_number (db, "SELECT sim_time FROM runs WHERE id = 1");
+  double t2 = test_query_number (db, "SELECT sim_time FROM runs WHERE id = 2");
+
+  g_assert_cmpfloat (S, <, sw->bandwidth * sw->efficiency);   /* the switch binds */
+  test_assert_close (t1, 25e-6 + N * (1 + 1.0 / 8) / S, 1e-9);
+  test_assert_close (t2, 25e-6 + 2 * 20.9e-6 + MAX (N * (1 + 1.0 / 8) / S, N / 8 / B), 1e-9);
+  test_assert_close (comm_protocol_nvls_step_scale (FALSE, COMM_HW_NVLINK), 25 / 3.4, 1e-12);
+  test_assert_close (comm_protocol_nvls_step_scale (TRUE, COMM_HW_NET), 20.9 / 14, 1e-12);
+  test_assert_close (comm_protocol_nvls_step_scale (FALSE, COMM_HW_NET), 18 / 14.0, 1e-12);
+  g_assert_cmpfloat (comm_protocol_nvls_launch_scale (), ==, 0);
+  rm_db (db);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -836,5 +871,6 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/nvls/auto", test_nvls_auto);
   g_test_add_func ("/collective/nvls/refusals", test_nvls_refusals);
   g_test_add_func ("/collective/nccl-h100-validation", test_nccl_h100_validation);
+  g_test_add_func ("/collective/nvls/latency", test_nvls_latency);
   return g_test_run ();
 }
