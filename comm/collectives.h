@@ -286,6 +286,9 @@ struct CommAlgorithm {
    * nodes one between them that does ([network] ib_sharp = true). */
   gboolean in_switch;
   gboolean fabric_sharp;
+  /* NCCL implements it (ring, double-tree, nvls, nvls-tree): the selector
+   * nccl chooses among these only; on the selector itself, that it does. */
+  gboolean nccl;
 };
 
 /* What comm_start() runs for a collective: the algorithm, the protocol

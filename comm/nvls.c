@@ -457,6 +457,7 @@ const CommAlgorithm comm_nvls = {
   .price = nvls_price,
   .in_switch = TRUE,
   .fabric_sharp = TRUE,
+  .nccl = TRUE,
 };
 
 const CommAlgorithm comm_nvls_tree = {
@@ -470,4 +471,5 @@ const CommAlgorithm comm_nvls_tree = {
   .start = nvls_tree_start,
   .price = nvls_tree_price,
   .in_switch = TRUE,
+  .nccl = TRUE,
 };

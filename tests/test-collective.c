@@ -814,6 +814,21 @@ test_nccl_h100_validation (void)
   g_rmdir (dir);
 }
 
+/* --- NCCL's latencies, its algorithms, its network overhead ---------------- */
+
+/* sim_time of the run whose params hold key1 = v1 and key2 = v2. */
+static double
+time_where (const char *db, const char *key1, const char *v1, const char *key2,
+            const char *v2)
+{
+  g_autofree char *sql = g_strdup_printf (
+    "SELECT sim_time FROM runs WHERE id IN (SELECT a.run_id FROM params a JOIN params b"
+    " ON a.run_id = b.run_id WHERE a.key = '%s' AND a.value = '%s' AND b.key = '%s'"
+    " AND b.value = '%s')", key1, v1, key2, v2);
+
+  return test_query_number (db, sql);
+}
+
 /* NVLS and NVLSTree pay NCCL's latency for them, not the ring's per-step
  * figure: 25 us through NVLink (25/3.4 of the catalog's NVLink step
  * overhead) and, across nodes, 20.9 us per trip for NVLSTree (20.9/14 of
@@ -849,6 +864,54 @@ test_nvls_latency (void)
   rm_db (db);
 }
 
+/* algorithm = nccl is auto among NCCL's algorithms only: on a star with
+ * contention none (where every formula is exact) it runs the ring or the
+ * double tree, whichever is faster at each size, to the bit, where auto
+ * also weighs halving-doubling and the butterfly and, for 8 bytes, runs
+ * one of them faster; a kind NCCL has no algorithm for is refused. */
+static void
+test_nccl_selector (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 16\n"
+    "[network]\ntopology = star\nbandwidth = 10Gbps\nlatency = 5us\ncontention = none\n"
+    "[policy]\nkind = collective\nverify = false\n"
+    "[sweep]\npolicy.algorithm = nccl, ring, double-tree, auto\n"
+    "policy.size = 8B, 64KB, 16MB\n";
+  static const char *const sizes[] = { "8B", "64KB", "16MB" };
+  const CommAlgorithm *nccl = comm_lookup ("nccl");
+  char *db = run_db (text);
+  gboolean auto_other = FALSE;
+
+  g_assert_nonnull (nccl);
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      double tn = time_where (db, "policy.algorithm", "nccl", "policy.size", sizes[i]);
+      double tr = time_where (db, "policy.algorithm", "ring", "policy.size", sizes[i]);
+      double td = time_where (db, "policy.algorithm", "double-tree", "policy.size", sizes[i]);
+      double ta = time_where (db, "policy.algorithm", "auto", "policy.size", sizes[i]);
+      g_autofree char *sql = g_strdup_printf (
+        "SELECT COUNT(*) FROM params p JOIN params q ON p.run_id = q.run_id"
+        " JOIN params c ON c.run_id = p.run_id WHERE p.key = 'policy.algorithm'"
+        " AND p.value = 'nccl' AND q.key = 'policy.size' AND q.value = '%s'"
+        " AND c.key = 'policy.algorithm_chosen'"
+        " AND c.value IN ('ring', 'double-tree')", sizes[i]);
+
+      g_test_message ("%s: nccl %.1f us, ring %.1f, double tree %.1f, auto %.1f", sizes[i],
+                      tn * 1e6, tr * 1e6, td * 1e6, ta * 1e6);
+      g_assert_cmpfloat (test_query_number (db, sql), ==, 1);
+      test_assert_close (tn, MIN (tr, td), 1e-9);
+      g_assert_cmpfloat (ta, <=, tn * (1 + 1e-9));
+      auto_other |= ta < tn * (1 - 1e-6);
+    }
+  g_assert_true (auto_other);
+  g_assert_true (comm_does (nccl, COMM_ALLREDUCE));
+  g_assert_true (comm_does (nccl, COMM_ALLGATHER));
+  g_assert_false (comm_does (nccl, COMM_SCATTER));
+  g_assert_false (comm_does (nccl, COMM_ALLTOALL));
+  rm_db (db);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -872,5 +935,6 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/nvls/refusals", test_nvls_refusals);
   g_test_add_func ("/collective/nccl-h100-validation", test_nccl_h100_validation);
   g_test_add_func ("/collective/nvls/latency", test_nvls_latency);
+  g_test_add_func ("/collective/nccl-selector", test_nccl_selector);
   return g_test_run ();
 }
