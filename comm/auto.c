@@ -13,16 +13,17 @@
 
 #include "comm/program.h"
 
-/* The network as the cost formulas see it under protocol `pr` for an
- * algorithm of `family`: rank 0's routes to a rank of its host group and to
- * a rank of another (latencies floored by the step overheads, scaled by the
- * protocol, as the executor charges them; bandwidth terms times the
- * protocol's wire bytes), the size of rank 0's group and whether there is
- * more than one group. */
+/* The network as the cost formulas see it under protocol `pr` for `alg`:
+ * rank 0's routes to a rank of its host group and to a rank of another
+ * (latencies floored by the step overheads, scaled by the protocol, and
+ * for the ring across groups by the network overhead, as the executor
+ * charges them; bandwidth terms times the protocol's wire bytes), the size
+ * of rank 0's group and whether there is more than one group. */
 static void
 auto_levels (const CommArgs *a, CommKind kind, const CommProtocol *pr,
-             CommFamily family, CommLevels *l, gboolean *several)
+             const CommAlgorithm *alg, CommLevels *l, gboolean *several)
 {
+  CommFamily family = alg->family;
   int g0 = net_network_host_group (a->net, a->hosts[0]);
   int in = -1, out = -1;
   double wire = pr ? pr->wire : 1.0;
@@ -63,6 +64,9 @@ auto_levels (const CommArgs *a, CommKind kind, const CommProtocol *pr,
                         : a->intra_step_overhead
                             * comm_protocol_step_scale (pr, family, a->intra_hw));
   l->beta_out = wire / net_network_route_bandwidth (a->net, a->hosts[0], a->hosts[out]);
+  if (alg->one_route && *several)   /* as coll_apply_plan charges it */
+    l->alpha_in = MAX (l->alpha_in,
+                       a->net_overhead * comm_protocol_net_overhead_scale (pr));
 }
 
 /* Seconds `alg` takes on `l` in `channels` channels: its two-level formula
@@ -158,7 +162,7 @@ auto_price (const CommArgs *a, CommKind kind, const CommAlgorithm *alg,
 
   if (alg->price != NULL)   /* it prices itself on the network */
     return alg->price (a, kind) + (pr != NULL ? a->launch_overhead : 0);
-  auto_levels (a, kind, pr, alg->family, &l, &several);
+  auto_levels (a, kind, pr, alg, &l, &several);
   t = auto_estimate (alg, &l, several, MAX (channels, 1), shared);
   if (pr != NULL)
     t += a->launch_overhead * comm_protocol_launch_scale (pr, alg->family);

@@ -110,6 +110,10 @@ double comm_protocol_launch_scale (const CommProtocol *proto,
  * for LL), between 1 and `most` (>= 1). */
 int comm_protocol_channels (const CommProtocol *proto, CommFamily family,
                             int p, double bytes, int most);
+/* What CommArgs.net_overhead is multiplied by under `proto`: 3 for Simple
+ * (and NULL, the figures as given, which are Simple's), 1 for LL and
+ * LL128, as NCCL's cost model charges its network overhead. */
+double comm_protocol_net_overhead_scale (const CommProtocol *proto);
 /* What a step overhead on hardware `hw` is multiplied by for NVLS (`tree`
  * FALSE) or NVLSTree: NCCL's latency of the one over Simple's ring step
  * latency on that hardware (25 us against 3.4 on NVLink; 18 and 20.9 against
@@ -146,6 +150,12 @@ typedef struct {
                                 first byte moves (its latency is the larger
                                 of this and its route's) */
   double intra_step_overhead; /* the same between ranks of one host group */
+  double net_overhead;       /* s: NCCL's network overhead: with ranks in
+                                several host groups, every step of the ring
+                                (one_route), inside a group too, takes at
+                                least this before its first byte moves
+                                (three times this under Simple and with no
+                                protocol: the figures as given are Simple's) */
   gboolean exclusive;        /* the caller promises that no other transfer
                                 uses the network until `done`: the
                                 collective may then run as flow classes
@@ -307,6 +317,9 @@ typedef struct {
  * algorithm that alg stands for does the kind. */
 gboolean comm_plan (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
                     CommPlan *out);
+
+/* TRUE when a's ranks sit in more than one host group (node, rack). */
+gboolean comm_spans_groups (const CommArgs *a);
 
 /* The most channels NCCL's topology search would lay for `a`: one per
  * distinct bottleneck link (a NIC) on the routes from rank 0's host group

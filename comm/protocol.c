@@ -148,6 +148,13 @@ comm_protocol_channels (const CommProtocol *proto, CommFamily family, int p,
   return c >= most ? most : (int) c;
 }
 
+double
+comm_protocol_net_overhead_scale (const CommProtocol *proto)
+{
+  /* tuning.cc: "if (p == NCCL_PROTO_SIMPLE) netOverhead *= 3" */
+  return proto == NULL || proto->selector || proto == &proto_simple ? 3.0 : 1.0;
+}
+
 /* NCCL's latency of a collective that the switches reduce, Simple protocol
  * (tuning.cc, hwLat rows NVLS and NVLSTree; their baseLat is 0, so this is
  * the whole latency NCCL charges): [nvls, nvls-tree] x CommHw's order

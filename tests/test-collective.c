@@ -912,6 +912,45 @@ test_nccl_selector (void)
   rm_db (db);
 }
 
+/* NCCL's network overhead o: a ring whose ranks span nodes pays at least
+ * o (3 o under Simple) on every step, its steps inside a node too.  On 2
+ * nodes of 4 GPUs (one NIC per GPU, contention none) the ring's time is
+ * its chain of x = 2m = 4 crossings and 2(p - 1) - x = 10 steps inside
+ * nodes (docs/collectives.md, "hierarchical"), so o adds exactly
+ *   10 (max(3 o, a_in) - a_in)  under Simple,  10 (max(o, a_in') - a_in')  under LL,
+ * a_in = max(route 2 x 100 ns, o_in) and a_in' = max(route, o_in 0.6/3.4):
+ * 55 us and 18 us here.  One node, or the double tree, pays nothing. */
+static void
+test_net_overhead (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 8\n"
+    "[network]\ntopology = nodes\ngpus_per_node = 4\nnic = gpu\nbandwidth = 100Gbps\n"
+    "latency = 1us\nintra_bandwidth = 100GBps\nintra_latency = 100ns\nstep_overhead = 5us\n"
+    "intra_step_overhead = 0.5us\ncontention = none\n"
+    "[policy]\nkind = collective\nalgorithm = ring\nchannels = 1\nsize = 8MB\nverify = false\n"
+    "[sweep]\ncluster.workers/policy.algorithm/policy.protocol/network.net_overhead = "
+    "8/ring/simple/0, 8/ring/simple/2us, 8/ring/ll/0, 8/ring/ll/2us, 4/ring/simple/0, "
+    "4/ring/simple/2us, 8/double-tree/simple/0, 8/double-tree/simple/2us\n";
+  double o = 2e-6, route = 2 * 100e-9, o_in = 0.5e-6;
+  double a_in = MAX (route, o_in), a_ll = MAX (route, o_in * 0.6 / 3.4);
+  char *db = run_db (text);
+  double t[9];
+
+  for (int i = 1; i <= 8; i++)
+    {
+      g_autofree char *sql = g_strdup_printf ("SELECT sim_time FROM runs WHERE id = %d", i);
+      t[i] = test_query_number (db, sql);
+    }
+  test_assert_close (t[2] - t[1], 10 * (MAX (3 * o, a_in) - a_in), 1e-6);
+  test_assert_close (t[4] - t[3], 10 * (MAX (o, a_ll) - a_ll), 1e-6);
+  g_assert_cmpfloat (t[6], ==, t[5]);
+  g_assert_cmpfloat (t[8], ==, t[7]);
+  g_assert_cmpfloat (comm_protocol_net_overhead_scale (NULL), ==, 3);
+  g_assert_cmpfloat (comm_protocol_net_overhead_scale (comm_protocol_lookup ("ll")), ==, 1);
+  rm_db (db);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -936,5 +975,6 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/nccl-h100-validation", test_nccl_h100_validation);
   g_test_add_func ("/collective/nvls/latency", test_nvls_latency);
   g_test_add_func ("/collective/nccl-selector", test_nccl_selector);
+  g_test_add_func ("/collective/net-overhead", test_net_overhead);
   return g_test_run ();
 }
