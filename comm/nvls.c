@@ -34,9 +34,10 @@ typedef struct {
 /* The shape of a's ranks for NVLS (`tree` FALSE) or NVLSTree, its figures
  * read from rank 0's ports (every node built alike), the latencies floored
  * by the step overheads scaled to NCCL's latency for the algorithm
- * (comm_protocol_nvls_step_scale); FALSE (with the reason in *why, static) where a rank
- * has no switch that reduces, the nodes hold different numbers of ranks,
- * or, across nodes, there is no switch between them. */
+ * (comm_protocol_nvls_step_scale); FALSE (with the reason in *why,
+ * static) where a rank has no switch that reduces, the nodes hold
+ * different numbers of ranks, or, across nodes, there is no switch
+ * between them. */
 static gboolean
 nvls_shape (const CommArgs *a, gboolean tree, NvlsShape *s, const char **why)
 {

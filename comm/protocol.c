@@ -1,8 +1,9 @@
 /*
  * protocol.c — NCCL's three wire protocols (LL, LL128, Simple) as the
  * collective executor charges them, and NCCL's rule for how many channels a
- * collective of a given size uses; and NCCL's latency for the algorithms
- * that the switches reduce (NVLS, NVLSTree), which run under Simple only.
+ * collective of a given size uses; NCCL's latency for the algorithms that
+ * the switches reduce (NVLS, NVLSTree), which run under Simple only; and
+ * how a protocol scales NCCL's network overhead.
  *
  * A protocol changes two things about every message of a collective: the
  * bytes on the wire per byte of data (LL sends 8-byte lines holding 4 bytes
@@ -151,7 +152,7 @@ comm_protocol_channels (const CommProtocol *proto, CommFamily family, int p,
 double
 comm_protocol_net_overhead_scale (const CommProtocol *proto)
 {
-  /* tuning.cc: "if (p == NCCL_PROTO_SIMPLE) netOverhead *= 3" */
+  /* tuning.cc (ncclTopoTuneModel) triples it for Simple */
   return proto == NULL || proto->selector || proto == &proto_simple ? 3.0 : 1.0;
 }
 
