@@ -2,7 +2,10 @@
  * auto.c — `algorithm = auto`: not an algorithm but a choice among the
  * registered ones, made for each collective from their cost formulas on the
  * network it runs on, as NCCL's tuner picks an algorithm per message size
- * from its cost model.  docs/collectives.md, "auto", states the rule.
+ * from its cost model; and `algorithm = nccl`, the same choice among the
+ * algorithms NCCL itself implements (CommAlgorithm.nccl), the one to compare
+ * with nccl-tests.  The two share every rule but the list, so they share
+ * this file.  docs/collectives.md, "auto", states the rule.
  */
 #include "config.h"
 
@@ -10,16 +13,17 @@
 
 #include "comm/program.h"
 
-/* The network as the cost formulas see it under protocol `pr` for an
- * algorithm of `family`: rank 0's routes to a rank of its host group and to
- * a rank of another (latencies floored by the step overheads, scaled by the
- * protocol, as the executor charges them; bandwidth terms times the
- * protocol's wire bytes), the size of rank 0's group and whether there is
- * more than one group. */
+/* The network as the cost formulas see it under protocol `pr` for `alg`:
+ * rank 0's routes to a rank of its host group and to a rank of another
+ * (latencies floored by the step overheads, scaled by the protocol, and
+ * for the ring across groups by the network overhead, as the executor
+ * charges them; bandwidth terms times the protocol's wire bytes), the size
+ * of rank 0's group and whether there is more than one group. */
 static void
 auto_levels (const CommArgs *a, CommKind kind, const CommProtocol *pr,
-             CommFamily family, CommLevels *l, gboolean *several)
+             const CommAlgorithm *alg, CommLevels *l, gboolean *several)
 {
+  CommFamily family = alg->family;
   int g0 = net_network_host_group (a->net, a->hosts[0]);
   int in = -1, out = -1;
   double wire = pr ? pr->wire : 1.0;
@@ -60,6 +64,9 @@ auto_levels (const CommArgs *a, CommKind kind, const CommProtocol *pr,
                         : a->intra_step_overhead
                             * comm_protocol_step_scale (pr, family, a->intra_hw));
   l->beta_out = wire / net_network_route_bandwidth (a->net, a->hosts[0], a->hosts[out]);
+  if (alg->one_route && *several)   /* as coll_apply_plan charges it */
+    l->alpha_in = MAX (l->alpha_in,
+                       a->net_overhead * comm_protocol_net_overhead_scale (pr));
 }
 
 /* Seconds `alg` takes on `l` in `channels` channels: its two-level formula
@@ -155,7 +162,7 @@ auto_price (const CommArgs *a, CommKind kind, const CommAlgorithm *alg,
 
   if (alg->price != NULL)   /* it prices itself on the network */
     return alg->price (a, kind) + (pr != NULL ? a->launch_overhead : 0);
-  auto_levels (a, kind, pr, alg->family, &l, &several);
+  auto_levels (a, kind, pr, alg, &l, &several);
   t = auto_estimate (alg, &l, several, MAX (channels, 1), shared);
   if (pr != NULL)
     t += a->launch_overhead * comm_protocol_launch_scale (pr, alg->family);
@@ -204,11 +211,12 @@ comm_plan (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
   /* auto: the least over algorithm x protocol among the real algorithms
    * (the baselines where no other does the kind); a tie up to rounding
    * (hierarchical with every rank alone is the ring) goes to the first in
-   * the registry, then to the first protocol */
+   * the registry, then to the first protocol; nccl: the same among NCCL's */
   for (int baselines = 0; baselines < 2 && out->alg == NULL; baselines++)
     for (const CommAlgorithm *const *it = comm_all (); *it; it++)
       {
-        if ((*it)->choose != NULL || (*it)->baseline != baselines)
+        if ((*it)->choose != NULL || (*it)->baseline != baselines
+            || (alg->nccl && !(*it)->nccl))
           continue;
         for (int i = 0; i < n_protos; i++)
           {
@@ -237,13 +245,23 @@ auto_choose (const CommArgs *a, CommKind kind)
   return comm_plan (&comm_auto, a, kind, &plan) ? plan.alg : NULL;
 }
 
+/* The same among NCCL's algorithms. */
+static const CommAlgorithm *
+nccl_choose (const CommArgs *a, CommKind kind)
+{
+  extern const CommAlgorithm comm_nccl;
+  CommPlan plan;
+
+  return comm_plan (&comm_nccl, a, kind, &plan) ? plan.alg : NULL;
+}
+
 /* The cheapest algorithm by `price` among the real ones (the baselines
  * where no other does the kind), its time in *t; NULL when none does it.
  * A tie up to rounding goes to the first in the registry. */
 typedef double (*AutoPrice) (const CommAlgorithm *alg, gconstpointer data);
 
 static const CommAlgorithm *
-auto_cheapest (AutoPrice price, gconstpointer data, double *t)
+auto_cheapest (AutoPrice price, gconstpointer data, gboolean nccl, double *t)
 {
   const CommAlgorithm *best = NULL;
 
@@ -253,7 +271,8 @@ auto_cheapest (AutoPrice price, gconstpointer data, double *t)
       {
         double ti;
 
-        if ((*it)->choose != NULL || (*it)->baseline != baselines)
+        if ((*it)->choose != NULL || (*it)->baseline != baselines
+            || (nccl && !(*it)->nccl))
           continue;
         ti = price (*it, data);
         if (!isnan (ti) && (best == NULL || ti < *t * (1 - 1e-9)))
@@ -294,7 +313,19 @@ auto_cost (CommKind kind, int p, int group, gsize n, double elem_bytes,
   AutoUniform u = { kind, p, group, n, elem_bytes, alpha, beta, gamma };
   double t;
 
-  auto_cheapest (price_uniform, &u, &t);
+  auto_cheapest (price_uniform, &u, FALSE, &t);
+  return t;
+}
+
+/* The same for nccl. */
+static double
+nccl_cost (CommKind kind, int p, int group, gsize n, double elem_bytes,
+           double alpha, double beta, double gamma)
+{
+  AutoUniform u = { kind, p, group, n, elem_bytes, alpha, beta, gamma };
+  double t;
+
+  auto_cheapest (price_uniform, &u, TRUE, &t);
   return t;
 }
 
@@ -306,4 +337,16 @@ const CommAlgorithm comm_auto = {
             "(NCCL src/graph/tuning.cc)",
   .cost = auto_cost,
   .choose = auto_choose,
+};
+
+const CommAlgorithm comm_nccl = {
+  .name = "nccl",
+  .description = "auto's choice among the algorithms NCCL implements (ring, "
+                 "double-tree, nvls, nvls-tree), as its tuner chooses by "
+                 "size: the one to compare with nccl-tests",
+  .source = "NCCL src/graph/tuning.cc (ncclTopoTuneModel), src/enqueue.cc "
+            "(topoGetAlgoInfo)",
+  .cost = nccl_cost,
+  .choose = nccl_choose,
+  .nccl = TRUE,
 };

@@ -704,14 +704,33 @@ coll_apply_plan (const CommArgs *a, const CommPlan *plan)
 
   b.protocol = NULL;
   b.channels = plan->channels;
-  if (pr == NULL)
-    return b;
-  b.launch_overhead *= comm_protocol_launch_scale (pr, f);
-  b.step_overhead *= comm_protocol_step_scale (pr, f, a->hw);
-  b.intra_step_overhead *= comm_protocol_step_scale (pr, f, a->intra_hw);
-  b.elem_bytes *= pr->wire;
-  b.reduce_per_byte /= pr->wire;
+  if (pr != NULL)
+    {
+      b.launch_overhead *= comm_protocol_launch_scale (pr, f);
+      b.step_overhead *= comm_protocol_step_scale (pr, f, a->hw);
+      b.intra_step_overhead *= comm_protocol_step_scale (pr, f, a->intra_hw);
+      b.elem_bytes *= pr->wire;
+      b.reduce_per_byte /= pr->wire;
+    }
+  /* NCCL's network overhead: a ring across nodes pays it on every step,
+   * its steps inside a node too (docs/collectives.md, "Overheads") */
+  if (plan->alg->one_route && a->net_overhead > 0 && comm_spans_groups (a))
+    b.intra_step_overhead = MAX (b.intra_step_overhead,
+                                 a->net_overhead
+                                   * comm_protocol_net_overhead_scale (pr));
+  b.net_overhead = 0;   /* applied: a channel's own start must not again */
   return b;
+}
+
+gboolean
+comm_spans_groups (const CommArgs *a)
+{
+  g_return_val_if_fail (a != NULL && a->net != NULL && a->hosts != NULL, FALSE);
+  for (int r = 1; r < a->p; r++)
+    if (net_network_host_group (a->net, a->hosts[r])
+        != net_network_host_group (a->net, a->hosts[0]))
+      return TRUE;
+  return FALSE;
 }
 
 /* --- Channels -------------------------------------------------------------- */
@@ -1372,6 +1391,7 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
   g_return_val_if_fail (a->p >= 1 && a->hosts != NULL, FALSE);
   g_return_val_if_fail (a->root >= 0 && a->root < a->p, FALSE);
   g_return_val_if_fail (a->elem_bytes >= 0 && a->reduce_per_byte >= 0, FALSE);
+  g_return_val_if_fail (a->net_overhead >= 0, FALSE);
   g_return_val_if_fail (a->launch_overhead >= 0 && a->step_overhead >= 0
                         && a->intra_step_overhead >= 0, FALSE);
   g_return_val_if_fail (done != NULL, FALSE);
@@ -1383,7 +1403,7 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
 
   CommArgs planned;
   if (alg->choose != NULL || a->protocol != NULL
-      || a->channels == COMM_CHANNELS_AUTO)
+      || a->channels == COMM_CHANNELS_AUTO || a->net_overhead > 0)
     {
       CommPlan plan;
 

@@ -110,6 +110,18 @@ double comm_protocol_launch_scale (const CommProtocol *proto,
  * for LL), between 1 and `most` (>= 1). */
 int comm_protocol_channels (const CommProtocol *proto, CommFamily family,
                             int p, double bytes, int most);
+/* What CommArgs.net_overhead is multiplied by under `proto`: 3 for Simple
+ * (and NULL, the figures as given, which are Simple's), 1 for LL and
+ * LL128, as NCCL's cost model charges its network overhead. */
+double comm_protocol_net_overhead_scale (const CommProtocol *proto);
+/* What a step overhead on hardware `hw` is multiplied by for NVLS (`tree`
+ * FALSE) or NVLSTree: NCCL's latency of the one over Simple's ring step
+ * latency on that hardware (25 us against 3.4 on NVLink; 18 and 20.9 against
+ * 14 on a network); 1 where NCCL has no figure (PCIe). */
+double comm_protocol_nvls_step_scale (gboolean tree, CommHw hw);
+/* The same for the launch overhead: 0, NCCL's base latency for both (its
+ * step figure above is their whole latency). */
+double comm_protocol_nvls_launch_scale (void);
 /* The hardware of a catalog link kind: "nvlink", "pcie", else the network. */
 CommHw comm_hw_of_kind (const char *kind);
 
@@ -138,6 +150,12 @@ typedef struct {
                                 first byte moves (its latency is the larger
                                 of this and its route's) */
   double intra_step_overhead; /* the same between ranks of one host group */
+  double net_overhead;       /* s: NCCL's network overhead: with ranks in
+                                several host groups, every step of the ring
+                                (one_route), inside a group too, takes at
+                                least this before its first byte moves
+                                (three times this under Simple and with no
+                                protocol: the figures as given are Simple's) */
   gboolean exclusive;        /* the caller promises that no other transfer
                                 uses the network until `done`: the
                                 collective may then run as flow classes
@@ -278,6 +296,9 @@ struct CommAlgorithm {
    * nodes one between them that does ([network] ib_sharp = true). */
   gboolean in_switch;
   gboolean fabric_sharp;
+  /* NCCL implements it (ring, double-tree, nvls, nvls-tree): the selector
+   * nccl chooses among these only; on the selector itself, that it does. */
+  gboolean nccl;
 };
 
 /* What comm_start() runs for a collective: the algorithm, the protocol
@@ -296,6 +317,9 @@ typedef struct {
  * algorithm that alg stands for does the kind. */
 gboolean comm_plan (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
                     CommPlan *out);
+
+/* TRUE when a's ranks sit in more than one host group (node, rack). */
+gboolean comm_spans_groups (const CommArgs *a);
 
 /* The most channels NCCL's topology search would lay for `a`: one per
  * distinct bottleneck link (a NIC) on the routes from rank 0's host group

@@ -498,4 +498,5 @@ const CommAlgorithm comm_dbtree = {
   .cost = dbt_cost,
   .shared_beta = 2,
   .messages = dbtree_messages,
+  .nccl = TRUE,
 };

@@ -23,19 +23,23 @@ typedef struct {
   int g, m;          /* ranks per node, nodes (m >= 1) */
   gboolean sharp;    /* with m > 1: the fabric between the nodes reduces */
   double alpha_in;   /* s: up and back through a node's switch, floored
-                        by the intra-node step overhead */
+                        by NCCL's latency for the algorithm (the intra-node
+                        step overhead scaled) */
   double beta_in;    /* s/byte each rank gets through its node's switch */
   double alpha_out;  /* s: up and back through the fabric's switch,
-                        floored by the step overhead */
+                        floored by the step overhead scaled likewise */
   double beta_out;   /* s/byte each rank gets through its NIC */
 } NvlsShape;
 
-/* The shape of a's ranks, its figures read from rank 0's ports (every
- * node built alike); FALSE (with the reason in *why, static) where a rank
- * has no switch that reduces, the nodes hold different numbers of ranks,
- * or, across nodes, there is no switch between them. */
+/* The shape of a's ranks for NVLS (`tree` FALSE) or NVLSTree, its figures
+ * read from rank 0's ports (every node built alike), the latencies floored
+ * by the step overheads scaled to NCCL's latency for the algorithm
+ * (comm_protocol_nvls_step_scale); FALSE (with the reason in *why,
+ * static) where a rank has no switch that reduces, the nodes hold
+ * different numbers of ranks, or, across nodes, there is no switch
+ * between them. */
 static gboolean
-nvls_shape (const CommArgs *a, NvlsShape *s, const char **why)
+nvls_shape (const CommArgs *a, gboolean tree, NvlsShape *s, const char **why)
 {
   NetNetwork *net = a->net;
   int sw0 = net_network_host_switch (net, a->hosts[0], 0);
@@ -85,7 +89,8 @@ nvls_shape (const CommArgs *a, NvlsShape *s, const char **why)
   up = net_network_port_bandwidth (net, a->hosts[0], 0, TRUE);
   down = net_network_port_bandwidth (net, a->hosts[0], 0, FALSE);
   rate = net_network_switch_rate (net, sw0);
-  s->alpha_in = MAX (a->intra_step_overhead,
+  s->alpha_in = MAX (a->intra_step_overhead
+                       * comm_protocol_nvls_step_scale (tree, a->intra_hw),
                      net_network_port_latency (net, a->hosts[0], 0, TRUE)
                      + net_network_port_latency (net, a->hosts[0], 0, FALSE));
   s->beta_in = 1 / MIN (MIN (up, down), rate);
@@ -99,7 +104,8 @@ nvls_shape (const CommArgs *a, NvlsShape *s, const char **why)
           return FALSE;
         }
       s->sharp = net_network_switch_reduces (net, sw1);
-      s->alpha_out = MAX (a->step_overhead,
+      s->alpha_out = MAX (a->step_overhead
+                            * comm_protocol_nvls_step_scale (tree, a->hw),
                           net_network_port_latency (net, a->hosts[0], 1, TRUE)
                           + net_network_port_latency (net, a->hosts[0], 1,
                                                       FALSE));
@@ -293,7 +299,8 @@ on_flow (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED,
   nvls_op_free (op);
 }
 
-/* After the launch overhead: every rank's flows at once, each floored at
+/* After the launch overhead (none: NCCL's base latency for these is 0,
+ * their step latency all of it): every rank's flows at once, each floored at
  * the latency of the whole path (formula: nvls_formula). */
 static void
 on_launch (EngSim *sim G_GNUC_UNUSED, gpointer ctx,
@@ -333,7 +340,7 @@ nvls_fits (const char *name, const CommArgs *a, CommKind kind,
 {
   const char *why = NULL;
 
-  if (!nvls_shape (a, s, &why))
+  if (!nvls_shape (a, !sharp_needed, s, &why))
     {
       g_set_error (error, COMM_ERROR, COMM_ERROR_UNSUPPORTED,
                    "%s: %s", name, why);
@@ -385,7 +392,8 @@ nvls_run (const char *name, gboolean sharp_needed, const CommArgs *a,
   op->ctx = ctx;
   op->data = data;
   op->elem_bytes = a->elem_bytes;
-  eng_schedule (a->sim, a->launch_overhead, on_launch, op, NULL);
+  eng_schedule (a->sim, a->launch_overhead * comm_protocol_nvls_launch_scale (),
+                on_launch, op, NULL);
   return TRUE;
 }
 
@@ -450,6 +458,7 @@ const CommAlgorithm comm_nvls = {
   .price = nvls_price,
   .in_switch = TRUE,
   .fabric_sharp = TRUE,
+  .nccl = TRUE,
 };
 
 const CommAlgorithm comm_nvls_tree = {
@@ -463,4 +472,5 @@ const CommAlgorithm comm_nvls_tree = {
   .start = nvls_tree_start,
   .price = nvls_tree_price,
   .in_switch = TRUE,
+  .nccl = TRUE,
 };

@@ -1,7 +1,9 @@
 /*
  * protocol.c — NCCL's three wire protocols (LL, LL128, Simple) as the
  * collective executor charges them, and NCCL's rule for how many channels a
- * collective of a given size uses.
+ * collective of a given size uses; NCCL's latency for the algorithms that
+ * the switches reduce (NVLS, NVLSTree), which run under Simple only; and
+ * how a protocol scales NCCL's network overhead.
  *
  * A protocol changes two things about every message of a collective: the
  * bytes on the wire per byte of data (LL sends 8-byte lines holding 4 bytes
@@ -145,6 +147,37 @@ comm_protocol_channels (const CommProtocol *proto, CommFamily family, int p,
   if (!(c >= 1))   /* also NaN */
     return 1;
   return c >= most ? most : (int) c;
+}
+
+double
+comm_protocol_net_overhead_scale (const CommProtocol *proto)
+{
+  /* tuning.cc (ncclTopoTuneModel) triples it for Simple */
+  return proto == NULL || proto->selector || proto == &proto_simple ? 3.0 : 1.0;
+}
+
+/* NCCL's latency of a collective that the switches reduce, Simple protocol
+ * (tuning.cc, hwLat rows NVLS and NVLSTree; their baseLat is 0, so this is
+ * the whole latency NCCL charges): [nvls, nvls-tree] x CommHw's order
+ * [network, NVLink, PCIe]; NCCL runs neither over PCIe (0 here). */
+static const double nvls_hw_lat[2][COMM_N_HW] = {
+  { 18.0 * US, 25.0 * US, 0 },
+  { 20.9 * US, 25.0 * US, 0 },
+};
+
+double
+comm_protocol_nvls_step_scale (gboolean tree, CommHw hw)
+{
+  g_return_val_if_fail ((guint) hw < COMM_N_HW, 1.0);
+  if (!(nvls_hw_lat[tree ? 1 : 0][hw] > 0))
+    return 1.0;
+  return nvls_hw_lat[tree ? 1 : 0][hw] / proto_simple.hw_lat[COMM_FAMILY_RING][hw];
+}
+
+double
+comm_protocol_nvls_launch_scale (void)
+{
+  return 0.0;   /* NCCL's baseLat for NVLS and NVLSTree */
 }
 
 CommHw

@@ -12,6 +12,7 @@
 
 /* One line per algorithm; each is defined in its own file, comm/NAME.c. */
 extern const CommAlgorithm comm_auto;
+extern const CommAlgorithm comm_nccl;
 extern const CommAlgorithm comm_ring;
 extern const CommAlgorithm comm_tree;
 extern const CommAlgorithm comm_hd;
@@ -23,7 +24,7 @@ extern const CommAlgorithm comm_nvls;
 extern const CommAlgorithm comm_nvls_tree;
 
 static const CommAlgorithm *const coll_algorithms[] = {
-  &comm_auto, &comm_ring, &comm_tree, &comm_hd,
+  &comm_auto, &comm_nccl, &comm_ring, &comm_tree, &comm_hd,
   &comm_dbtree,
   &comm_butterfly,
   &comm_naive, &comm_hier,

@@ -233,4 +233,5 @@ const CommAlgorithm comm_ring = {
   .messages = ring_messages,
   .rounds = ring_rounds,
   .class_rounds = ring_class_rounds,
+  .nccl = TRUE,
 };

@@ -467,8 +467,11 @@ sim_apply_catalog (SimConfig *c, const char *file, GError **error)
         c->intra_step_hw = comm_hw_of_kind (sim_catalog_link (cat, c->intra_fabric)->kind);
     }
   if (ok && (c->fabric || c->intra_fabric))
-    take (c, "network.launch_overhead", &c->launch_overhead,
-          sim_catalog_launch_overhead (cat));
+    {
+      take (c, "network.launch_overhead", &c->launch_overhead,
+            sim_catalog_launch_overhead (cat));
+      take (c, "network.net_overhead", &c->net_overhead, sim_catalog_net_overhead (cat));
+    }
   sim_catalog_free (cat);
   return ok;
 }

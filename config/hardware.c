@@ -38,6 +38,8 @@ GResource *dtsim_get_resource (void);
 typedef struct {
   char *description;      /* one line: where the figures come from */
   double launch_overhead; /* seconds per collective, >= 0 */
+  double net_overhead;    /* seconds, least time of every step of a ring
+                             that crosses nodes; 0 where absent */
 } CatalogCollectives;
 
 struct SimCatalog {
@@ -127,6 +129,8 @@ static const CatalogKey server_keys[] = {
 static const CatalogKey collectives_keys[] = {
   { "description", CK_TEXT, 0, TRUE, 0, 0, 0, "NCCL's base latency", COL (description) },
   { "launch_overhead", CK_QUANTITY, SIM_UNIT_TIME, TRUE, 0, BIG, FALSE, "8.4us", COL (launch_overhead) },
+  /* optional: a catalog written before it loads as before */
+  { "net_overhead", CK_QUANTITY, SIM_UNIT_TIME, FALSE, 0, BIG, FALSE, "1us", COL (net_overhead) },
 };
 
 static const char *const link_kinds[] = { "ethernet", "infiniband", "pcie", "nvlink", NULL };
@@ -692,6 +696,13 @@ sim_catalog_launch_overhead (const SimCatalog *catalog)
   return catalog->collectives ? catalog->collectives->launch_overhead : 0.0;
 }
 
+double
+sim_catalog_net_overhead (const SimCatalog *catalog)
+{
+  g_return_val_if_fail (catalog != NULL, 0.0);
+  return catalog->collectives ? catalog->collectives->net_overhead : 0.0;
+}
+
 /* ------------------------------------------------------------- tables -- */
 
 /* A quantity for a table cell; "-" where the device has none (0). */
@@ -809,7 +820,11 @@ write_link_tables (const SimCatalog *catalog, GString *out, GPtrArray *rows)
     {
       g_autofree char *launch = sim_format_quantity (catalog->collectives->launch_overhead,
                                                      SIM_UNIT_TIME);
-      g_string_append_printf (out, "\nCollectives: launch overhead %s per collective\n", launch);
+      g_autofree char *net = sim_format_quantity (catalog->collectives->net_overhead,
+                                                  SIM_UNIT_TIME);
+      g_string_append_printf (out, "\nCollectives: launch overhead %s per collective, "
+                              "network overhead %s per step of a ring across nodes\n",
+                              launch, net);
     }
 }
 

@@ -169,6 +169,10 @@ double sim_catalog_step_overhead (const SimCatalog *catalog, const char *kind);
 /* Seconds launching one collective costs, whatever its size and links;
  * 0 where the catalog has no [collectives] group. */
 double sim_catalog_launch_overhead (const SimCatalog *catalog);
+/* Seconds NCCL's network overhead costs every step of a ring whose ranks
+ * span several nodes ([network] net_overhead); 0 where the catalog's
+ * [collectives] group gives none. */
+double sim_catalog_net_overhead (const SimCatalog *catalog);
 
 /* Writes the catalog as aligned plain-text tables (devices, links, link
  * kinds, then the launch overhead) with human units to `out`: what `dtsim

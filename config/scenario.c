@@ -195,6 +195,8 @@ static const KeyDef core_keys[] = {
     "Least latency of a collective's message between nodes (a step's synchronisation, the hop's own latency included): a message waits max(this, its route latency). Default 0; fabric's link kind's where fabric names a catalog link.", NULL },
   { "network", "intra_step_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (intra_step_overhead),
     "nodes, dgx1: the same inside a server. Default 0; intra_fabric's link kind's where intra_fabric names a catalog link.", NULL },
+  { "network", "net_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (net_overhead),
+    "NCCL's network overhead: least time of every step of a ring whose ranks span several nodes, inside the nodes too (the proxy thread posts each step; tripled under the Simple protocol). NCCL takes 1us for Intel CPUs, 2us for AMD. Default 0; the catalog's [collectives] net_overhead where fabric or intra_fabric names a catalog link.", NULL },
   { "model", "kind", BASE_KEY_NAME, 0, "softmax", 0, 0, 0, NULL, OFF (model_kind),
     "Model trained by every worker.", sim_model_kind_entries },
   { "model", "hidden", BASE_KEY_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),

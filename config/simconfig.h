@@ -168,6 +168,8 @@ typedef struct {
   double step_overhead;       /* s, least latency of a collective's message
                                  between nodes (CommArgs) */
   double intra_step_overhead; /* nodes: the same inside a node */
+  double net_overhead;        /* s, least time of every step of a ring
+                                 across nodes (CommArgs) */
   int step_hw, intra_step_hw; /* CommHw of the catalog link kinds of fabric
                                  and intra_fabric (read where these are
                                  named) */

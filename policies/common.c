@@ -230,6 +230,7 @@ pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
     .launch_overhead = env->launch_overhead,
     .step_overhead = env->step_overhead,
     .intra_step_overhead = env->intra_step_overhead,
+    .net_overhead = env->net_overhead,
   };
   return a;
 }

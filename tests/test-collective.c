@@ -761,13 +761,71 @@ test_nvls_refusals (void)
   g_rmdir (dir);
 }
 
+/* One point of a published nccl-tests table: run `run` of a validation
+ * scenario, p GPUs, all-reduce or not, the table's size and time. */
+typedef struct {
+  int run;
+  int p;
+  gboolean allreduce;
+  double bytes;       /* nccl-tests' size */
+  double published;   /* s, its out-of-place time */
+  double tolerance;   /* relative, on the bus bandwidth */
+} NcclPoint;
+
+#define KIB 1024.0
+#define MIB (1024.0 * 1024)
+#define GIB (1024.0 * 1024 * 1024)
+#define US  1e-6
+
+/* Holds every point of `pts` to its tolerance: nccl-tests' bus bandwidth
+ * of the published time against dtsim's, each
+ *   busbw = bytes / t x 2 (p - 1) / p  (all-reduce),  bytes / t x (p - 1) / p  (the others). */
+static void
+check_points (const char *db, const NcclPoint *pts, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *sql = g_strdup_printf ("SELECT sim_time FROM runs WHERE id = %d",
+                                              pts[i].run);
+      double p = pts[i].p, t = test_query_number (db, sql);
+      double f = (pts[i].allreduce ? 2 : 1) * (p - 1) / p;
+      double mine = pts[i].bytes / t * f, theirs = pts[i].bytes / pts[i].published * f;
+
+      g_test_message ("run %d, %d GPUs, %.0f B: %.2f GB/s, published %.2f (%+.1f%%)",
+                      pts[i].run, pts[i].p, pts[i].bytes, mine / 1e9, theirs / 1e9,
+                      (mine / theirs - 1) * 100);
+      test_assert_close (mine, theirs, pts[i].tolerance);
+    }
+}
+
+/* Runs scenarios/validation/NAME; returns the database (rm_db removes it),
+ * asserting it holds `runs` runs. */
+static char *
+run_validation (const char *name, guint runs)
+{
+  const char *src = g_getenv ("DTSIM_SRCDIR");
+  g_autofree char *ini = g_build_filename (src, "scenarios", "validation", name, NULL);
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-nccl-XXXXXX", NULL);
+  char *db = g_build_filename (dir, "v.db", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet", NULL),
+                   ==, 0);
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM runs"), ==, runs);
+  return db;
+}
+
 /* scenarios/validation/nccl-h100.ini against the figures it lists
  * (docs/collectives.md, "Against nccl-tests"): bus bandwidth 2(p-1)/p N / t
  * for an all-reduce, (p-1)/p N / t for the others.  Runs 1-3 and 5 (the
  * ring) are where the catalog's figures were fixed (5%); run 4, two servers, is held out: the
  * report it comes from measured 430 GB/s on one server as well, 10% under
- * NVIDIA's 480, so dtsim's 514 is 20% over it.  Sizes below 1 MB are
- * pending (the scenario's header), not run. */
+ * NVIDIA's 480, so dtsim's 513 is 20% over it.  Runs 6-32, one server's
+ * whole table from 32 MiB to 8 GiB (xxrjun/nccl-tests-cluster, NCCL
+ * 2.29.2), are held out: 10%, but where a point misses (the all-reduce at
+ * 32 and 64 MiB and the all-gather at 32 MiB, where NVLS and the ring
+ * reach their rate more slowly than dtsim's pipelines) its own band, the
+ * miss docs/collectives.md states. */
 static void
 test_nccl_h100_validation (void)
 {
@@ -782,18 +840,17 @@ test_nccl_h100_validation (void)
     { 16, TRUE, 430e9, 0.20 },   /* NVIDIA/nccl issue 1221: validation */
     { 8, TRUE, 370e9, 0.05 },    /* nccl-tests issue 212, ring: calibration */
   };
-  const char *src = g_getenv ("DTSIM_SRCDIR");
-  g_autofree char *ini = g_build_filename (src, "scenarios", "validation", "nccl-h100.ini",
-                                           NULL);
-  g_autofree char *dir = g_dir_make_tmp ("dtsim-nccl-XXXXXX", NULL);
-  g_autofree char *db = g_build_filename (dir, "v.db", NULL);
-  g_autofree char *out = NULL, *err = NULL;
+  /* xxrjun/nccl-tests-cluster, single-node log of cnode3-002: 32 MiB to
+   * 8 GiB by powers of two, all-reduce, all-gather, reduce-scatter */
+  static const double table[3][9] = {
+    { 182.87, 313.66, 564.78, 1081.14, 2115.28, 4000.82, 7891.00, 15668.1, 31226.8 },
+    { 123.44, 205.21, 382.20, 721.26, 1389.46, 2719.60, 5355.86, 10562.9, 20928.4 },
+    { 111.83, 197.37, 380.31, 719.67, 1399.96, 2741.51, 5380.08, 10561.5, 20799.7 },
+  };
+  NcclPoint pts[27];
+  char *db = run_validation ("nccl-h100.ini", 32);
 
-  g_assert_cmpint (test_run_dtsim (dir, &out, &err, "run", ini, "-o", db, "--quiet", NULL),
-                   ==, 0);
-  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM runs"), ==,
-                     G_N_ELEMENTS (cases));
-  /* auto's choices: NVLS in one server, NVLSTree across two */
+  /* nccl's choices: NVLS in one server, NVLSTree across two */
   g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM params WHERE run_id = 1"
                                             " AND key = 'policy.algorithm_chosen'"
                                             " AND value = 'nvls'"), ==, 1);
@@ -810,8 +867,214 @@ test_nccl_h100_validation (void)
                       cases[i].published / 1e9);
       test_assert_close (busbw, cases[i].published, cases[i].tolerance);
     }
-  g_remove (db);
-  g_rmdir (dir);
+  for (int op = 0; op < 3; op++)
+    for (int k = 0; k < 9; k++)
+      {
+        double tol = 0.10;
+
+        if (op == 0 && k == 0)
+          tol = 0.30;   /* miss: +24% */
+        else if (op == 0 && k == 1)
+          tol = 0.20;   /* miss: +16% */
+        else if (op == 1 && k == 0)
+          tol = 0.15;   /* miss: +11% */
+        pts[op * 9 + k] = (NcclPoint) { 6 + op * 9 + k, 8, op == 0, 32 * MIB * (1 << k),
+                                        table[op][k] * US, tol };
+      }
+  check_points (db, pts, G_N_ELEMENTS (pts));
+  rm_db (db);
+}
+
+/* scenarios/validation/nccl-h100-4gpu.ini: 4 H100 of one server, the whole
+ * tables of waynehacking8/nccl-collectives-bench (NCCL 2.29.2, one thread
+ * for the 4 GPUs).  Run 17 (reduce-scatter, 64 B) is where the scenario's
+ * launch overhead was fitted (5%); the 23 others are held out: 10%, but
+ * all-gather and reduce-scatter at 256 MiB miss (+14%, +15%). */
+static void
+test_nccl_h100_4gpu_validation (void)
+{
+  static const double sizes[8] = { 64, KIB, 32 * KIB, MIB, 4 * MIB, 32 * MIB, 256 * MIB,
+                                   8 * GIB };
+  static const double table[3][8] = {
+    { 23.34, 23.28, 25.05, 26.76, 43.43, 175.81, 1186.22, 35187.6 },
+    { 22.54, 22.11, 23.63, 27.87, 38.62, 109.19, 658.88, 18753.6 },
+    { 21.57, 21.36, 21.94, 25.83, 35.72, 105.94, 662.60, 18360.3 },
+  };
+  NcclPoint pts[24];
+  char *db = run_validation ("nccl-h100-4gpu.ini", 24);
+
+  for (int op = 0; op < 3; op++)
+    for (int k = 0; k < 8; k++)
+      pts[op * 8 + k] = (NcclPoint) { 1 + op * 8 + k, 4, op == 0, sizes[k], table[op][k] * US,
+                                      op == 2 && k == 0 ? 0.05
+                                      : op > 0 && k == 6 ? 0.20 : 0.10 };
+  check_points (db, pts, G_N_ELEMENTS (pts));
+  rm_db (db);
+}
+
+/* scenarios/validation/nccl-h100-p5.ini: two servers of 8 H100, the whole
+ * all-reduce table of KeitaW/p5-nccl-test-2024-07-19 (AWS p5.48xlarge,
+ * EFA, NCCL 2.22.3); nothing fitted.  64 B, 1 KiB, 4 GiB and 8 GiB are
+ * within 10%; from 32 KiB to 1 GiB dtsim is up to 2.4 times too fast, the
+ * miss docs/collectives.md states (the table's times there grow with the
+ * size at rates no link of the model has), each held to its band so that a
+ * change of it is seen. */
+static void
+test_nccl_h100_p5_validation (void)
+{
+  static const NcclPoint pts[] = {
+    { 1, 16, TRUE, 64, 66.94 * US, 0.10 },
+    { 2, 16, TRUE, KIB, 65.74 * US, 0.10 },
+    { 3, 16, TRUE, 32 * KIB, 117.6 * US, 0.80 },     /* miss: +76% */
+    { 4, 16, TRUE, MIB, 138.1 * US, 1.00 },          /* miss: +96% */
+    { 5, 16, TRUE, 4 * MIB, 170.0 * US, 1.10 },      /* miss: +107% */
+    { 6, 16, TRUE, 32 * MIB, 459.2 * US, 1.50 },     /* miss: +143% */
+    { 7, 16, TRUE, 256 * MIB, 1469.4 * US, 0.45 },   /* miss: +41% */
+    { 8, 16, TRUE, GIB, 4575.2 * US, 0.20 },         /* miss: +15% */
+    { 9, 16, TRUE, 4 * GIB, 17232 * US, 0.10 },
+    { 10, 16, TRUE, 8 * GIB, 33594 * US, 0.10 },
+  };
+  char *db = run_validation ("nccl-h100-p5.ini", G_N_ELEMENTS (pts));
+
+  check_points (db, pts, G_N_ELEMENTS (pts));
+  rm_db (db);
+}
+
+/* --- NCCL's latencies, its algorithms, its network overhead ---------------- */
+
+/* sim_time of the run whose params hold key1 = v1 and key2 = v2. */
+static double
+time_where (const char *db, const char *key1, const char *v1, const char *key2,
+            const char *v2)
+{
+  g_autofree char *sql = g_strdup_printf (
+    "SELECT sim_time FROM runs WHERE id IN (SELECT a.run_id FROM params a JOIN params b"
+    " ON a.run_id = b.run_id WHERE a.key = '%s' AND a.value = '%s' AND b.key = '%s'"
+    " AND b.value = '%s')", key1, v1, key2, v2);
+
+  return test_query_number (db, sql);
+}
+
+/* NVLS and NVLSTree pay NCCL's latency for them, not the ring's per-step
+ * figure: 25 us through NVLink (25/3.4 of the catalog's NVLink step
+ * overhead) and, across nodes, 20.9 us per trip for NVLSTree (20.9/14 of
+ * the network's), with no base latency (NCCL's baseLat for both is 0), so
+ * on the catalog's DGX H100 (S = nvswitch3's sharp_bandwidth, the NIC
+ * B = 400 Gb/s x its delivered share) a 64-byte all-reduce takes
+ *   one server:  25 us + N (1 + 1/8) / S
+ *   two servers: 25 us + 2 x 20.9 us + max(N (1 + 1/8) / S, (N/8) / B)
+ * (docs/collectives.md, "nvls and nvls-tree"). */
+static void
+test_nvls_latency (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 8\nserver = dgx-h100\n"
+    "[network]\ntopology = nodes\n"
+    "[policy]\nkind = collective\nsize = 64B\nverify = false\n"
+    "[sweep]\ncluster.workers/policy.algorithm = 8/nvls, 16/nvls-tree\n";
+  g_autoptr (SimCatalog) cat = sim_catalog_load (NULL, NULL);
+  const SimLinkSpec *sw = sim_catalog_link (cat, "nvswitch3");
+  const SimLinkSpec *ib = sim_catalog_link (cat, "ib-ndr");
+  double N = 64, S = sw->sharp_bandwidth, B = ib->bandwidth * ib->efficiency;
+  char *db = run_db (text);
+  double t1 = test_query_number (db, "SELECT sim_time FROM runs WHERE id = 1");
+  double t2 = test_query_number (db, "SELECT sim_time FROM runs WHERE id = 2");
+
+  g_assert_cmpfloat (S, <, sw->bandwidth * sw->efficiency);   /* the switch binds */
+  test_assert_close (t1, 25e-6 + N * (1 + 1.0 / 8) / S, 1e-9);
+  test_assert_close (t2, 25e-6 + 2 * 20.9e-6 + MAX (N * (1 + 1.0 / 8) / S, N / 8 / B), 1e-9);
+  test_assert_close (comm_protocol_nvls_step_scale (FALSE, COMM_HW_NVLINK), 25 / 3.4, 1e-12);
+  test_assert_close (comm_protocol_nvls_step_scale (TRUE, COMM_HW_NET), 20.9 / 14, 1e-12);
+  test_assert_close (comm_protocol_nvls_step_scale (FALSE, COMM_HW_NET), 18 / 14.0, 1e-12);
+  g_assert_cmpfloat (comm_protocol_nvls_launch_scale (), ==, 0);
+  rm_db (db);
+}
+
+/* algorithm = nccl is auto among NCCL's algorithms only: on a star with
+ * contention none (where every formula is exact) it runs the ring or the
+ * double tree, whichever is faster at each size, to the bit, where auto
+ * also weighs halving-doubling and the butterfly and, for 8 bytes, runs
+ * one of them faster; a kind NCCL has no algorithm for is refused. */
+static void
+test_nccl_selector (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 16\n"
+    "[network]\ntopology = star\nbandwidth = 10Gbps\nlatency = 5us\ncontention = none\n"
+    "[policy]\nkind = collective\nverify = false\n"
+    "[sweep]\npolicy.algorithm = nccl, ring, double-tree, auto\n"
+    "policy.size = 8B, 64KB, 16MB\n";
+  static const char *const sizes[] = { "8B", "64KB", "16MB" };
+  const CommAlgorithm *nccl = comm_lookup ("nccl");
+  char *db = run_db (text);
+  gboolean auto_other = FALSE;
+
+  g_assert_nonnull (nccl);
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      double tn = time_where (db, "policy.algorithm", "nccl", "policy.size", sizes[i]);
+      double tr = time_where (db, "policy.algorithm", "ring", "policy.size", sizes[i]);
+      double td = time_where (db, "policy.algorithm", "double-tree", "policy.size", sizes[i]);
+      double ta = time_where (db, "policy.algorithm", "auto", "policy.size", sizes[i]);
+      g_autofree char *sql = g_strdup_printf (
+        "SELECT COUNT(*) FROM params p JOIN params q ON p.run_id = q.run_id"
+        " JOIN params c ON c.run_id = p.run_id WHERE p.key = 'policy.algorithm'"
+        " AND p.value = 'nccl' AND q.key = 'policy.size' AND q.value = '%s'"
+        " AND c.key = 'policy.algorithm_chosen'"
+        " AND c.value IN ('ring', 'double-tree')", sizes[i]);
+
+      g_test_message ("%s: nccl %.1f us, ring %.1f, double tree %.1f, auto %.1f", sizes[i],
+                      tn * 1e6, tr * 1e6, td * 1e6, ta * 1e6);
+      g_assert_cmpfloat (test_query_number (db, sql), ==, 1);
+      test_assert_close (tn, MIN (tr, td), 1e-9);
+      g_assert_cmpfloat (ta, <=, tn * (1 + 1e-9));
+      auto_other |= ta < tn * (1 - 1e-6);
+    }
+  g_assert_true (auto_other);
+  g_assert_true (comm_does (nccl, COMM_ALLREDUCE));
+  g_assert_true (comm_does (nccl, COMM_ALLGATHER));
+  g_assert_false (comm_does (nccl, COMM_SCATTER));
+  g_assert_false (comm_does (nccl, COMM_ALLTOALL));
+  rm_db (db);
+}
+
+/* NCCL's network overhead o: a ring whose ranks span nodes pays at least
+ * o (3 o under Simple) on every step, its steps inside a node too.  On 2
+ * nodes of 4 GPUs (one NIC per GPU, contention none) the ring's time is
+ * its chain of x = 2m = 4 crossings and 2(p - 1) - x = 10 steps inside
+ * nodes (docs/collectives.md, "hierarchical"), so o adds exactly
+ *   10 (max(3 o, a_in) - a_in)  under Simple,  10 (max(o, a_in') - a_in')  under LL,
+ * a_in = max(route 2 x 100 ns, o_in) and a_in' = max(route, o_in 0.6/3.4):
+ * 55 us and 18 us here.  One node, or the double tree, pays nothing. */
+static void
+test_net_overhead (void)
+{
+  static const char text[] =
+    "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 8\n"
+    "[network]\ntopology = nodes\ngpus_per_node = 4\nnic = gpu\nbandwidth = 100Gbps\n"
+    "latency = 1us\nintra_bandwidth = 100GBps\nintra_latency = 100ns\nstep_overhead = 5us\n"
+    "intra_step_overhead = 0.5us\ncontention = none\n"
+    "[policy]\nkind = collective\nalgorithm = ring\nchannels = 1\nsize = 8MB\nverify = false\n"
+    "[sweep]\ncluster.workers/policy.algorithm/policy.protocol/network.net_overhead = "
+    "8/ring/simple/0, 8/ring/simple/2us, 8/ring/ll/0, 8/ring/ll/2us, 4/ring/simple/0, "
+    "4/ring/simple/2us, 8/double-tree/simple/0, 8/double-tree/simple/2us\n";
+  double o = 2e-6, route = 2 * 100e-9, o_in = 0.5e-6;
+  double a_in = MAX (route, o_in), a_ll = MAX (route, o_in * 0.6 / 3.4);
+  char *db = run_db (text);
+  double t[9];
+
+  for (int i = 1; i <= 8; i++)
+    {
+      g_autofree char *sql = g_strdup_printf ("SELECT sim_time FROM runs WHERE id = %d", i);
+      t[i] = test_query_number (db, sql);
+    }
+  test_assert_close (t[2] - t[1], 10 * (MAX (3 * o, a_in) - a_in), 1e-6);
+  test_assert_close (t[4] - t[3], 10 * (MAX (o, a_ll) - a_ll), 1e-6);
+  g_assert_cmpfloat (t[6], ==, t[5]);
+  g_assert_cmpfloat (t[8], ==, t[7]);
+  g_assert_cmpfloat (comm_protocol_net_overhead_scale (NULL), ==, 3);
+  g_assert_cmpfloat (comm_protocol_net_overhead_scale (comm_protocol_lookup ("ll")), ==, 1);
+  rm_db (db);
 }
 
 int
@@ -836,5 +1099,10 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/nvls/auto", test_nvls_auto);
   g_test_add_func ("/collective/nvls/refusals", test_nvls_refusals);
   g_test_add_func ("/collective/nccl-h100-validation", test_nccl_h100_validation);
+  g_test_add_func ("/collective/nccl-h100-4gpu-validation", test_nccl_h100_4gpu_validation);
+  g_test_add_func ("/collective/nccl-h100-p5-validation", test_nccl_h100_p5_validation);
+  g_test_add_func ("/collective/nvls/latency", test_nvls_latency);
+  g_test_add_func ("/collective/nccl-selector", test_nccl_selector);
+  g_test_add_func ("/collective/net-overhead", test_net_overhead);
   return g_test_run ();
 }

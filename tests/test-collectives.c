@@ -578,7 +578,7 @@ test_unsupported (void)
 static void
 test_registry (void)
 {
-  const char *names[] = { "auto", "ring", "tree", "halving-doubling",
+  const char *names[] = { "auto", "nccl", "ring", "tree", "halving-doubling",
                           "double-tree", "butterfly", "naive",
                           "hierarchical", "nvls", "nvls-tree" };
   const CommAlgorithm *const *all = comm_all ();

@@ -213,6 +213,8 @@ test_builtin_derivations (void)
   assert_rel (sim_catalog_step_overhead (c, "infiniband"), 14e-6);
   assert_rel (sim_catalog_step_overhead (c, "ethernet"), 14e-6);
   assert_rel (sim_catalog_launch_overhead (c), 8.4e-6);
+  /* tuning.cc, getNetOverhead: Intel hosts (and the default) */
+  assert_rel (sim_catalog_net_overhead (c), 1e-6);
 }
 
 /* ------------------------------------------- docs/hardware.md's tables -- */
@@ -394,12 +396,16 @@ test_docs_match (void)
                     docs_figure (cells[2], SIM_UNIT_TIME, k->name, "step overhead"),
                     k->step_overhead);
     }
-  g_autoptr (GPtrArray) launch = docs_table (text, "| collective | launch overhead |");
+  g_autoptr (GPtrArray) launch = docs_table (text, "| collective | launch overhead | network overhead |");
   g_assert_cmpuint (launch->len, ==, 1);
   char **cells = g_ptr_array_index (launch, 0);
+  g_assert_cmpuint (g_strv_length (cells), ==, 3);
   check_figure ("collectives", "launch overhead",
                 docs_figure (cells[1], SIM_UNIT_TIME, "collectives", "launch overhead"),
                 sim_catalog_launch_overhead (c));
+  check_figure ("collectives", "network overhead",
+                docs_figure (cells[2], SIM_UNIT_TIME, "collectives", "network overhead"),
+                sim_catalog_net_overhead (c));
 }
 
 /* The table parser itself: citations and backticks go, "-" is none. */
@@ -725,6 +731,8 @@ test_good_kinds (void)
   assert_rel (sim_catalog_step_overhead (c, "pcie"), 5e-6);
   g_assert_cmpfloat (sim_catalog_step_overhead (c, "nvlink"), ==, 0.0);
   assert_rel (sim_catalog_launch_overhead (c), 8e-6);
+  /* a [collectives] group without net_overhead (written before it) */
+  g_assert_cmpfloat (sim_catalog_net_overhead (c), ==, 0.0);
   g_unlink (path);
 
   /* no [kind:] and no [collectives]: every figure as before, overheads 0 */
@@ -734,6 +742,7 @@ test_good_kinds (void)
   g_assert_cmpfloat (link_of (p, "y")->efficiency, ==, 1.0);
   g_assert_cmpuint (sim_catalog_n_kinds (p), ==, 0);
   g_assert_cmpfloat (sim_catalog_launch_overhead (p), ==, 0.0);
+  g_assert_cmpfloat (sim_catalog_net_overhead (p), ==, 0.0);
   g_unlink (plain);
 }
 
@@ -773,7 +782,8 @@ test_cli_builtin (void)
   assert_contains (out, "0.76667     230 GB/s");
   assert_contains (out, "\nLink kinds (");
   assert_contains (out, "\nnvlink      0.8         3.4 us\n");
-  assert_contains (out, "\nCollectives: launch overhead 8.4 us per collective\n");
+  assert_contains (out, "\nCollectives: launch overhead 8.4 us per collective, network "
+                   "overhead 1 us per step of a ring across nodes\n");
   const char *header = strstr (out, "name ");
   const char *h100 = strstr (out, "\nh100 ") + 1;
   g_assert_cmpint (strstr (header, "FP32") - header, ==, strstr (h100, "67 TFLOP/s") - h100);
