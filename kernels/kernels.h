@@ -581,15 +581,22 @@ void kern_optimizer_free (KernOptimizer *o);
  * applies the kind's update on the CPU. */
 void kern_optimizer_step (KernOptimizer *o, float *params, const float *grad);
 /* The same step written elsewhere: dst = what kern_optimizer_step makes of
- * a copy of src (the same floats), src left as it is; for a plain kind in
- * one pass.  dst must not overlap src or grad. */
+ * a copy of src (the same floats), src left as it is, in one pass over
+ * memory (block by block for a kind with state).  dst must not overlap src
+ * or grad. */
 void kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src,
                                const float *grad);
+/* grad[i] *= scale (one float multiply each; a sum of W gradients made
+ * their mean with scale = 1/W), then kern_optimizer_step (o, params, grad):
+ * the same floats, in one pass over memory; grad is left scaled.  params
+ * must not overlap grad. */
+void kern_optimizer_step_scaled (KernOptimizer *o, float *params, float *grad, float scale);
 /* dst = sum_j weights[j] srcs[j] over j = 0..n_srcs-1 (in that order),
  * then, unless grad is NULL, one step with grad: a model averaged with
  * others' before its update (gossip).  Block by block, so that a block of
- * every source stays in cache; for a plain kind the step is in the same
- * pass.  dst (o's n floats) must not overlap the sources or grad.  o may be
+ * every source stays in cache; the step is in the same
+ * pass (block by block for a kind with state).  dst (o's n floats) must
+ * not overlap the sources or grad.  o may be
  * NULL when grad is: then len gives the length. */
 void kern_optimizer_mix_step (KernOptimizer *o, float *dst, int n_srcs,
                               const float *const *srcs, const float *weights,

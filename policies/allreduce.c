@@ -224,17 +224,16 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   int W = ar->env.workers;
   if (ar->env.model)
     {
+      /* the mean gradient (sum x 1/W) taken in the optimizer's pass */
       float *g = ar->sum;
       float inv = 1.0f / (float) ar->dp;
-      for (gsize i = 0; i < ar->env.n_params; i++)
-        g[i] *= inv;
       if (!ar->zero)
-        kern_optimizer_step (ar->opt, ar->params, g);
+        kern_optimizer_step_scaled (ar->opt, ar->params, g, inv);
       else
         for (int r = 0; r < ar->dp; r++)
           if (ar->shard_opt[r])
-            kern_optimizer_step (ar->shard_opt[r], ar->params + ar->shard_lo[r],
-                                 g + ar->shard_lo[r]);
+            kern_optimizer_step_scaled (ar->shard_opt[r], ar->params + ar->shard_lo[r],
+                                        g + ar->shard_lo[r], inv);
     }
   double update_end = ar->zero ? ar->update_end : now;
   for (int w = 0; w < W; w++)

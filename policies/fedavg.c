@@ -199,10 +199,15 @@ take_step (FaPolicy *fa, int c)
   const PolEnv *env = &fa->env;
   FaClient *k = &fa->cl[c];
   double now = eng_sim_now (env->sim), T;
-  const float *own[1] = { fa->global ? fa->local[c] : NULL };
+  /* the round's first step reads the global model and writes its client's
+   * copy in the optimizer's pass; later steps update that copy in place */
+  gboolean first = k->steps_left == k->steps;
+  const float *own[1] = { fa->global ? (first ? fa->global : fa->local[c]) : NULL };
   float *update[1] = { own[0] ? fa->local[c] : NULL };
+  const float *from[1] = { first ? fa->global : NULL };
   TrainStep st = { .n = 1, .first = c, .own = own, .grads = &fa->grad,
-                   .opt = fa->opt ? fa->opt + c : NULL, .update = update, .seconds = &T };
+                   .opt = fa->opt ? fa->opt + c : NULL, .update = update,
+                   .update_from = from, .seconds = &T };
   train_step (fa->steps, &st);
   double dt = T + fa->update_time;
   k->compute += dt;
@@ -220,9 +225,7 @@ on_model (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
   FaClient *k = &fa->cl[c];
   if (!current (fa, data) || k->dropped)
     return;
-  if (fa->global)
-    memcpy (fa->local[c], fa->global, fa->env.n_params * sizeof (float));
-  take_step (fa, c);
+  take_step (fa, c);   /* its first step copies the global model */
 }
 
 static void
