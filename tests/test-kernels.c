@@ -2039,11 +2039,12 @@ test_opt_warmup (void)
 
 /* kern_optimizer_step_into writes the floats kern_optimizer_step makes in
  * place, step after step (the state advances the same way), for every
- * optimizer, with warm-up, and leaves its source alone. */
+ * optimizer, with warm-up, and leaves its source alone; over a length
+ * that spans several of its blocks and is not a multiple of them. */
 static void
 test_opt_step_into (void)
 {
-  const gsize n = 1031;
+  const gsize n = 40009;
   const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
   GRand *rng = g_rand_new_with_seed (17);
   g_autofree float *a = g_new (float, n);
@@ -2074,14 +2075,54 @@ test_opt_step_into (void)
   g_rand_free (rng);
 }
 
+/* kern_optimizer_step_scaled is the gradient multiplied by the scale,
+ * then kern_optimizer_step, to the bit (the gradient left scaled), for
+ * every optimizer, step after step, across several of its blocks. */
+static void
+test_opt_step_scaled (void)
+{
+  const gsize n = 40009;
+  const float scale = 1.0f / 64.0f * 3.0f;
+  const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
+  GRand *rng = g_rand_new_with_seed (29);
+  g_autofree float *a = g_new (float, n);
+  g_autofree float *b = g_new (float, n);
+  g_autofree float *ga = g_new (float, n);
+  g_autofree float *gb = g_new (float, n);
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    {
+      const KernOptConfig cfg = { .kind = kinds[k], .lr = 0.037, .warmup = 3, .momentum = 0.9,
+                                  .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8 };
+      KernOptimizer *ref = kern_optimizer_new (&cfg, n), *got = kern_optimizer_new (&cfg, n);
+      for (gsize i = 0; i < n; i++)
+        a[i] = b[i] = (float) g_rand_double_range (rng, -1, 1);
+      for (int t = 0; t < 4; t++)
+        {
+          for (gsize i = 0; i < n; i++)
+            {
+              gb[i] = (float) g_rand_double_range (rng, -1, 1);
+              ga[i] = gb[i] * scale;
+            }
+          kern_optimizer_step (ref, a, ga);
+          kern_optimizer_step_scaled (got, b, gb, scale);
+          g_assert_cmpmem (a, n * sizeof (float), b, n * sizeof (float));
+          g_assert_cmpmem (ga, n * sizeof (float), gb, n * sizeof (float));
+        }
+      g_assert_cmpint (kern_optimizer_steps (got), ==, 4);
+      kern_optimizer_free (ref);
+      kern_optimizer_free (got);
+    }
+  g_rand_free (rng);
+}
+
 /* kern_optimizer_mix_step = the weighted sum of the sources, in order,
  * then one step (or none without a gradient), for every optimizer (to
- * float rounding: SGD fuses both in one pass), over a length that is not a
- * multiple of its blocks. */
+ * float rounding: SGD fuses both in one pass), over a length that spans
+ * several of its blocks and is not a multiple of them. */
 static void
 test_opt_mix_step (void)
 {
-  const gsize n = 9001;
+  const gsize n = 40009;
   const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
   const float weights[] = { 0.5f, 0.3f, 0.2f };
   GRand *rng = g_rand_new_with_seed (23);
@@ -2256,6 +2297,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/optim/adam", test_opt_adam);
   g_test_add_func ("/kernels/optim/warmup", test_opt_warmup);
   g_test_add_func ("/kernels/optim/step-into", test_opt_step_into);
+  g_test_add_func ("/kernels/optim/step-scaled", test_opt_step_scaled);
   g_test_add_func ("/kernels/optim/mix-step", test_opt_mix_step);
   g_test_add_func ("/kernels/model/layer-weights", test_layer_weights);
 
