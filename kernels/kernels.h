@@ -219,6 +219,17 @@ typedef struct {
   void (*loss_grad_groups) (KernModel *m, const float *params, const float *x,
                             const int *y, int n, int groups, float *const *grads,
                             double *losses);
+  /* As loss_grad_groups, but writes the sum over g = 0..groups-1 of the
+   * groups' gradients into `sum` (n_params) instead of each one: every
+   * weight-gradient element is one product over the stacked rows, in row
+   * order (the fixed-order backend: one chain of fused multiply-adds from
+   * row 0 to row groups x n - 1, each row's term already divided by n), and
+   * every bias element one float sum over the rows in that order.  The same
+   * numbers as loss_grad_groups's gradients added in group order, up to
+   * float rounding.  NULL where a model has no such product (the caller
+   * then sums loss_grad_groups's gradients). */
+  void (*loss_grad_sum) (KernModel *m, const float *params, const float *x, const int *y,
+                         int n, int groups, float *sum, double *losses);
   /* Mean loss and accuracy (share of correct argmax) over a data set. */
   void (*evaluate) (KernModel *m, const float *params, const KernDataset *ds,
                     double *loss, double *accuracy);

@@ -36,8 +36,11 @@
  * The workers (one data axis of the mesh, train/mesh.h) step together, in
  * groups of up to G workers whose buffers fit in AR_GROUP_BYTES: one
  * stacked worker step each (train/step.h: their batches as one product,
- * on the run's host lanes, the same numbers on any number of threads), and
- * each group's gradients are added to the sum, in worker order.  The
+ * on the run's host lanes, the same numbers on any number of threads)
+ * that sums its workers' gradients as it computes them: each task's as
+ * one product over its stacked rows, the tasks' sums in task order
+ * (train_steps_sum_stacked; compressed or rounded gradients are summed
+ * worker by worker, in worker order).  The
  * collectives then run for their timing only (no
  * buffers): the sum is what they would deliver, up to the order of the
  * additions, and a run of 10,000 workers holds G gradients, not 10,000.
@@ -898,13 +901,19 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   if (env->model)
     {
       gsize P = env->n_params;
-      memset (ar->sum, 0, P * sizeof (float));
+      /* uncompressed float32 gradients: summed as the steps compute them */
+      gboolean direct = !ar->cmp && env->model->num.communication == KERN_FORMAT_FP32;
+      if (!direct)
+        memset (ar->sum, 0, P * sizeof (float));
       int D = ar->dp;
       for (int w0 = 0; w0 < D; w0 += ar->group)
         {
           int n = MIN (ar->group, D - w0);
-          TrainStep st = { .n = n, .first = w0, .params = ar->params, .grads = ar->grad };
+          TrainStep st = { .n = n, .first = w0, .params = ar->params, .grads = ar->grad,
+                           .sum = direct ? ar->sum : NULL, .sum_add = w0 > 0 };
           host += train_step (ar->steps, &st) / D;
+          if (direct)
+            continue;
           for (int i = 0; i < n; i++)
             {
               int w = w0 + i;

@@ -1572,6 +1572,65 @@ test_dense_groups (void)
   check_groups (&arch_mlp_mse);
 }
 
+/* loss_grad_sum over G groups of n rows is one product over the G n
+ * stacked rows with each row's loss gradient divided by n.  With n and G
+ * powers of two, that is exactly G times the gradient of one group of G n
+ * rows (loss gradient divided by G n): scaling an operand by a power of
+ * two scales every rounded step of the chains by it (no value here comes
+ * near the subnormals), so the two agree bit for bit, while a sum of the G
+ * groups' own gradients would round differently. */
+static void
+check_grad_sum (const Arch *a)
+{
+  const int n = 4, G = 8;
+  KernDataset *tr;
+  kern_dataset_blobs (n * G, 0, a->d, a->k, 1.0, 91, &tr, NULL);
+  KernModel *m = arch_model (a, NULL);
+  gsize np = m->ops->n_params (m);
+  g_autofree float *params = g_new (float, np);
+  g_autofree float *sum = g_new (float, np);
+  g_autofree float *whole = g_new (float, np);
+  g_autofree float *all = g_new (float, np * G);
+  float *grads[8];
+  double losses[8], glosses[8];
+  fill_params (params, np);
+  for (int g = 0; g < G; g++)
+    grads[g] = all + (gsize) g * np;
+
+  m->ops->loss_grad_sum (m, params, tr->x, tr->y, n, G, sum, losses);
+  m->ops->loss_grad (m, params, tr->x, tr->y, n * G, whole);
+  for (gsize i = 0; i < np; i++)
+    g_assert_cmpfloat (sum[i], ==, (float) G * whole[i]);
+  /* the losses are loss_grad_groups's, group by group */
+  m->ops->loss_grad_groups (m, params, tr->x, tr->y, n, G, grads, glosses);
+  for (int g = 0; g < G; g++)
+    g_assert_cmpfloat (losses[g], ==, glosses[g]);
+  /* and the sum is the groups' gradients' sum, to float rounding */
+  double gmax = 0.0;
+  for (gsize i = 0; i < np; i++)
+    gmax = MAX (gmax, fabs (sum[i]));
+  g_assert_cmpfloat (gmax, >, 0.0);
+  for (gsize i = 0; i < np; i++)
+    {
+      double s = 0.0;
+      for (int g = 0; g < G; g++)
+        s += grads[g][i];
+      g_assert_cmpfloat (fabs (sum[i] - s), <=, 1e-5 * gmax);
+    }
+
+  kern_dataset_free (tr);
+  kern_model_free (m);
+}
+
+static void
+test_dense_grad_sum (void)
+{
+  check_grad_sum (&arch_softmax);
+  check_grad_sum (&arch_linear);
+  check_grad_sum (&arch_mlp);
+  check_grad_sum (&arch_mlp_mse);
+}
+
 /* A backend that is the CPU one under another name: the model cannot use
  * host pointers on it, so it uploads and downloads every call.  Its
  * buffers start as NaN, so a read of something never written shows.  The
@@ -1619,6 +1678,10 @@ test_dense_staged_backend (void)
       ms->ops->loss_grad_groups (ms, params, tr->x, tr->y, n, G, grs, lgs);
       g_assert_cmpmem (lgh, sizeof lgh, lgs, sizeof lgs);
       g_assert_cmpmem (gh, 2 * np * sizeof (float), gs, 2 * np * sizeof (float));
+      mh->ops->loss_grad_sum (mh, params, tr->x, tr->y, n, G, gh, lgh);
+      ms->ops->loss_grad_sum (ms, params, tr->x, tr->y, n, G, gs, lgs);
+      g_assert_cmpmem (lgh, sizeof lgh, lgs, sizeof lgs);
+      g_assert_cmpmem (gh, np * sizeof (float), gs, np * sizeof (float));
 
       double eh, ah, es, as;
       mh->ops->evaluate (mh, params, tr, &eh, &ah);
@@ -2281,6 +2344,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/dense/init", test_dense_init);
   g_test_add_func ("/kernels/dense/reference", test_dense_reference);
   g_test_add_func ("/kernels/dense/groups", test_dense_groups);
+  g_test_add_func ("/kernels/dense/grad-sum", test_dense_grad_sum);
   g_test_add_func ("/kernels/dense/staged-backend", test_dense_staged_backend);
   g_test_add_func ("/kernels/dense/layers", test_dense_layers);
   g_test_add_func ("/kernels/linear/gradient-check", test_linear_gradient_check);

@@ -35,6 +35,9 @@ struct TrainSteps {
   const TrainStep *st;
   const float *st_params;     /* the parameters it reads (maybe rounded) */
   double *st_losses;
+  gboolean st_sum;            /* its tasks sum their workers' gradients */
+  float **dst;                /* (slots) where its workers' (or tasks')
+                               * gradients go: grads, or sum first */
 };
 
 TrainSteps *
@@ -50,6 +53,7 @@ train_steps_new (const TrainStepsSetup *setup)
   ts->y = g_new (int, rows);
   ts->idx = g_new (int, setup->batch);
   ts->losses = g_new (double, setup->slots);
+  ts->dst = g_new (float *, setup->slots);
   ts->lanes = train_lanes_new (setup->model, setup->host_timed);
   ts->chunk = train_task_groups (setup->batch);
   return ts;
@@ -66,6 +70,7 @@ train_steps_free (TrainSteps *ts)
   g_free (ts->y);
   g_free (ts->idx);
   g_free (ts->losses);
+  g_free (ts->dst);
   g_free (ts->wcopy);
   g_free (ts->wown);
   g_free (ts);
@@ -147,16 +152,28 @@ round_weights (TrainSteps *ts, const TrainStep *st, const float **params,
   *params = ts->wcopy;
 }
 
-/* Task t of a stacked step: its workers' gradients, one product. */
+/* Task t of a stacked step: its workers' gradients, one product; or, for
+ * a summed step, their sum into grads[t]. */
 static void
 stacked_task (gpointer ctx, int t, KernModel *model)
 {
   TrainSteps *ts = ctx;
   const TrainStep *st = ts->st;
   int i0 = t * ts->chunk, n = MIN (ts->chunk, st->n - i0);
-  model->ops->loss_grad_groups (model, ts->st_params, slot_x (ts, i0), slot_y (ts, i0),
-                                ts->s.batch, n, st->grads + i0,
-                                ts->st_losses + i0);
+  if (ts->st_sum)
+    model->ops->loss_grad_sum (model, ts->st_params, slot_x (ts, i0), slot_y (ts, i0),
+                               ts->s.batch, n, ts->dst[t], ts->st_losses + i0);
+  else
+    model->ops->loss_grad_groups (model, ts->st_params, slot_x (ts, i0), slot_y (ts, i0),
+                                  ts->s.batch, n, ts->dst + i0, ts->st_losses + i0);
+}
+
+gboolean
+train_steps_sum_stacked (const TrainSteps *ts)
+{
+  const KernModel *m = ts->s.model;
+  return m && ts->s.stacked && !ts->s.tensor && m->ops->loss_grad_sum
+         && m->num.gradients == KERN_FORMAT_FP32;
 }
 
 double
@@ -166,6 +183,7 @@ train_step (TrainSteps *ts, const TrainStep *st)
   int B = s->batch;
   double host = 0;
   g_return_val_if_fail (st->n >= 1 && st->n <= s->slots, 0);
+  g_return_val_if_fail (!st->sum || (st->grads && !st->opt), 0);
   if (s->model)
     {
       /* 1. the batches: each worker's next samples from its part, or the
@@ -184,28 +202,42 @@ train_step (TrainSteps *ts, const TrainStep *st)
           /* 2. forward and backward: workers that share their parameters as
            * one product, on the lanes; others each at its own */
           gint64 t0 = g_get_monotonic_time ();
+          int parts = st->n;         /* gradients computed: workers' or tasks' */
           ts->st_losses = st->losses ? st->losses : ts->losses;
+          for (int i = 0; i < st->n; i++)
+            ts->dst[i] = st->grads[i];
+          if (st->sum && !st->sum_add)
+            ts->dst[0] = st->sum;    /* the first one written in place */
           const float *const *own;
           round_weights (ts, st, &ts->st_params, &own);
           if (s->tensor)     /* every slot's group at once, stacked on each rank */
             kern_tensor_loss_grad_groups (s->tensor, ts->st_params, slot_x (ts, 0),
-                                          slot_y (ts, 0), B, st->n, st->grads, ts->st_losses);
+                                          slot_y (ts, 0), B, st->n, ts->dst, ts->st_losses);
           else if (s->stacked)
             {
+              int tasks = (st->n + ts->chunk - 1) / ts->chunk;
               ts->st = st;
-              train_lanes_run (ts->lanes, (st->n + ts->chunk - 1) / ts->chunk, stacked_task, ts);
+              ts->st_sum = st->sum && train_steps_sum_stacked (ts);
+              train_lanes_run (ts->lanes, tasks, stacked_task, ts);
               ts->st = NULL;
+              if (ts->st_sum)
+                parts = tasks;
             }
           else
             for (int i = 0; i < st->n; i++)
               ts->st_losses[i] = s->model->ops->loss_grad (s->model, own[i], slot_x (ts, i),
-                                                           slot_y (ts, i), B, st->grads[i]);
+                                                           slot_y (ts, i), B, ts->dst[i]);
           host = (double) (g_get_monotonic_time () - t0) / 1e6;
           /* the gradients as they leave the workers */
           const KernNumerics *num = &s->model->num;
           gsize P = s->model->ops->n_params (s->model);
           for (int i = 0; num->gradients != KERN_FORMAT_FP32 && i < st->n; i++)
-            kern_round_scaled (num->gradients, st->grads[i], P, kern_numerics_scale (num));
+            kern_round_scaled (num->gradients, ts->dst[i], P, kern_numerics_scale (num));
+          /* the sum: the workers' (or tasks') gradients in their order */
+          int from = st->sum_add ? 0 : 1;
+          if (st->sum && parts > from)
+            train_lanes_sum (ts->lanes, st->sum, (const float *const *) ts->dst + from,
+                             parts - from, P);
           /* 3. the optimizer, where the schedule updates on the worker */
           for (int i = 0; st->opt && i < st->n; i++)
             if (st->update_from && st->update_from[i])
