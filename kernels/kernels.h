@@ -597,6 +597,9 @@ void kern_optimizer_step (KernOptimizer *o, float *params, const float *grad);
  * or grad. */
 void kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src,
                                const float *grad);
+/* The update itself: dst = what kern_optimizer_step makes of zeros (the
+ * same floats), in one pass over memory.  dst must not overlap grad. */
+void kern_optimizer_step_zero (KernOptimizer *o, float *dst, const float *grad);
 /* grad[i] *= scale (one float multiply each; a sum of W gradients made
  * their mean with scale = 1/W), then kern_optimizer_step (o, params, grad):
  * the same floats, in one pass over memory; grad is left scaled.  params

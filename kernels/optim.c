@@ -164,6 +164,27 @@ kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src, const 
 }
 
 void
+kern_optimizer_step_zero (KernOptimizer *o, float *dst, const float *grad)
+{
+  g_return_if_fail (o != NULL);
+  g_return_if_fail (o->n == 0 || (dst != NULL && grad != NULL));
+  float lr_f = opt_begin (o);
+  if (o->cfg.kind->plain)
+    {
+      /* cpu_sgd's p -= lr g with p = 0 */
+      for (gsize i = 0; i < o->n; i++)
+        dst[i] = 0.0f - lr_f * grad[i];
+      return;
+    }
+  for (gsize b = 0; b < o->n; b += FUSE_BLOCK)
+    {
+      gsize e = MIN (b + FUSE_BLOCK, o->n);
+      memset (dst + b, 0, (e - b) * sizeof (float));
+      opt_block (o, dst, grad, b, e, lr_f);
+    }
+}
+
+void
 kern_optimizer_step_scaled (KernOptimizer *o, float *params, float *grad, float scale)
 {
   g_return_if_fail (o != NULL);

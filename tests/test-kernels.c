@@ -2138,6 +2138,41 @@ test_opt_step_into (void)
   g_rand_free (rng);
 }
 
+/* kern_optimizer_step_zero writes what kern_optimizer_step makes of
+ * zeros, to the bit, step after step (over whatever dst held before), for
+ * every optimizer, across several of its blocks. */
+static void
+test_opt_step_zero (void)
+{
+  const gsize n = 40009;
+  const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
+  GRand *rng = g_rand_new_with_seed (31);
+  g_autofree float *a = g_new (float, n);
+  g_autofree float *b = g_new (float, n);
+  g_autofree float *g = g_new (float, n);
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    {
+      const KernOptConfig cfg = { .kind = kinds[k], .lr = 0.037, .warmup = 3, .momentum = 0.9,
+                                  .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8 };
+      KernOptimizer *ref = kern_optimizer_new (&cfg, n), *got = kern_optimizer_new (&cfg, n);
+      for (int t = 0; t < 4; t++)
+        {
+          for (gsize i = 0; i < n; i++)
+            {
+              g[i] = (float) g_rand_double_range (rng, -1, 1);
+              a[i] = 0.0f;
+              b[i] = (float) t + 1.0f;   /* overwritten */
+            }
+          kern_optimizer_step (ref, a, g);
+          kern_optimizer_step_zero (got, b, g);
+          g_assert_cmpmem (a, n * sizeof (float), b, n * sizeof (float));
+        }
+      kern_optimizer_free (ref);
+      kern_optimizer_free (got);
+    }
+  g_rand_free (rng);
+}
+
 /* kern_optimizer_step_scaled is the gradient multiplied by the scale,
  * then kern_optimizer_step, to the bit (the gradient left scaled), for
  * every optimizer, step after step, across several of its blocks. */
@@ -2362,6 +2397,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/optim/warmup", test_opt_warmup);
   g_test_add_func ("/kernels/optim/step-into", test_opt_step_into);
   g_test_add_func ("/kernels/optim/step-scaled", test_opt_step_scaled);
+  g_test_add_func ("/kernels/optim/step-zero", test_opt_step_zero);
   g_test_add_func ("/kernels/optim/mix-step", test_opt_mix_step);
   g_test_add_func ("/kernels/model/layer-weights", test_layer_weights);
 

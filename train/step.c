@@ -240,7 +240,9 @@ train_step (TrainSteps *ts, const TrainStep *st)
                              parts - from, P);
           /* 3. the optimizer, where the schedule updates on the worker */
           for (int i = 0; st->opt && i < st->n; i++)
-            if (st->update_from && st->update_from[i])
+            if (st->update_zero)
+              kern_optimizer_step_zero (st->opt[i], st->update[i], st->grads[i]);
+            else if (st->update_from && st->update_from[i])
               kern_optimizer_step_into (st->opt[i], st->update[i], st->update_from[i],
                                         st->grads[i]);
             else

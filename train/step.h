@@ -110,6 +110,9 @@ typedef struct {
   KernOptimizer *const *opt;
   float *const *update;
   const float *const *update_from;
+  /* TRUE: update[i] gets what the step makes of zeros, the update itself
+   * (kern_optimizer_step_zero); update_from is then not read. */
+  gboolean update_zero;
   /* (n) the simulated seconds of each worker's step (the setup's
    * compute_time); NULL: the schedule prices its steps itself. */
   double *seconds;
