@@ -22,6 +22,7 @@
 #include <gio/gio.h>
 #include <gmodule.h>
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -2138,6 +2139,44 @@ test_opt_step_into (void)
   g_rand_free (rng);
 }
 
+/* The gradients the products read hold no subnormal: the ReLU's backward
+ * writes 0 for a subnormal dA (and for a masked one), keeps a normal one
+ * and a NaN; the softmax cross-entropy's gradient is 0 where e_j scale / s
+ * would be subnormal, that product elsewhere. */
+static void
+test_cpu_subnormal_flush (void)
+{
+  KernBackend *be = kern_backend_cpu_new ();
+  float dA[] = { FLT_MIN / 4, -FLT_MIN / 2, FLT_MIN, -3.5f, NAN, 2.0f, FLT_MIN / 8 };
+  const float A[] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 0.0f };
+  const float want[] = { 0.0f, 0.0f, FLT_MIN, -3.5f, NAN, 0.0f, 0.0f };
+  be->ops->relu_backward (be, dA, A, G_N_ELEMENTS (dA));
+  for (gsize i = 0; i < G_N_ELEMENTS (dA); i++)
+    if (isnan (want[i]))
+      g_assert_true (isnan (dA[i]));
+    else
+      g_assert_cmpfloat (dA[i], ==, want[i]);
+
+  /* one row, k = 3, the label's logit 100: e_1 = exp(-85) is a normal
+   * float (above 2^-126 = exp(-87.3)) whose product with scale / s = 2^-6
+   * is subnormal, e_2 = exp(-100) is subnormal itself; the label's e = 1 */
+  const float scale = 1.0f / 64.0f;
+  float z[] = { 100.0f, 15.0f, 0.0f };
+  const int y[] = { 0 };
+  float loss;
+  be->ops->softmax_xent (be, z, y, 1, 3, scale, &loss, NULL);
+  g_assert_cmpfloat (z[1], ==, 0.0f);
+  g_assert_cmpfloat (z[2], ==, 0.0f);
+  /* e_2 = exp(-10) stays: its product is normal */
+  float w[] = { 100.0f, 10.0f, 90.0f };
+  be->ops->softmax_xent (be, w, y, 1, 3, scale, &loss, NULL);
+  g_assert_cmpfloat (w[1], ==, 0.0f);
+  g_assert_cmpfloat (w[2], >=, FLT_MIN);
+  g_assert_cmpfloat_with_epsilon (w[2], scale * exp (-10.0) / (1.0 + exp (-10.0)),
+                                  1e-6 * scale * exp (-10.0));
+  kern_backend_free (be);
+}
+
 /* kern_optimizer_step_zero writes what kern_optimizer_step makes of
  * zeros, to the bit, step after step (over whatever dst held before), for
  * every optimizer, across several of its blocks. */
@@ -2373,6 +2412,7 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/cpu/mse", test_cpu_mse);
   g_test_add_func ("/kernels/cpu/optimizer-ops", test_cpu_optimizer_ops);
   g_test_add_func ("/kernels/cpu/optimizer-bits", test_cpu_optimizer_bits);
+  g_test_add_func ("/kernels/cpu/subnormal-flush", test_cpu_subnormal_flush);
   g_test_add_func ("/kernels/cpu/transfers", test_cpu_transfers);
   g_test_add_func ("/kernels/backend/new", test_backend_new);
   g_test_add_func ("/kernels/dense/names", test_dense_names);
