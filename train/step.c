@@ -6,7 +6,9 @@
  * contiguous batch of n x batch rows.  The forward and backward of a
  * stacked step run as tasks of train_task_groups(batch) workers each, a
  * cut that depends on the problem only; each task writes its own workers'
- * gradients.
+ * gradients, or, where the schedule asks for their sum, that sum as one
+ * product over its rows (the model's loss_grad_sum), added to the others'
+ * in task order afterwards.
  *
  * Low-precision emulation (the model's KernNumerics, docs/kernels.md):
  * the forward and backward read a copy of the parameters rounded to the
