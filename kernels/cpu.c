@@ -32,6 +32,7 @@
 #include "base/fmath.h"
 
 #include <gio/gio.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #if defined(__x86_64__) && defined(__SSE__)
@@ -164,12 +165,15 @@ cpu_relu (KernBackend *be G_GNUC_UNUSED, float *A, gsize len)
     A[i] = A[i] < 0.0f ? 0.0f : A[i];
 }
 
-/* dA = A > 0 ? dA : 0 element-wise: 0 FLOPs. */
+/* dA = A > 0 ? dA : 0 element-wise, and a subnormal dA (|dA| < FLT_MIN,
+ * 2^-126) written as 0 (a NaN stays): 0 FLOPs.  The flush is a comparison,
+ * the same on every CPU; it keeps subnormals out of the products that read
+ * dA, where each would cost the FMA units a microcode assist. */
 static void
 cpu_relu_backward (KernBackend *be G_GNUC_UNUSED, float *dA, const float *A, gsize len)
 {
   for (gsize i = 0; i < len; i++)
-    dA[i] = A[i] > 0.0f ? dA[i] : 0.0f;
+    dA[i] = A[i] > 0.0f && !(fabsf (dA[i]) < FLT_MIN) ? dA[i] : 0.0f;
 }
 
 /* First index of the largest element of z (k). */
@@ -225,7 +229,10 @@ cpu_softmax_xent (KernBackend *be G_GNUC_UNUSED, float *Z, const int *y, int n, 
         {
           float r = (float) (scale / s);       /* 1 */
           for (int j = 0; j < k; j++)
-            z[j] *= r;                         /* k */
+            {
+              float g = z[j] * r;              /* k */
+              z[j] = g < FLT_MIN ? 0.0f : g;   /* subnormal: 0 (a NaN stays) */
+            }
           z[yi] -= scale;                      /* 1 */
         }
     }

@@ -62,6 +62,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cfloat>
 #include <climits>
 #include <cmath>
 
@@ -358,13 +359,14 @@ kern_cuda_relu (KernBackend *be, float *A, gsize len)
   KERN_CUDA_CHECK_LAUNCH ("kern_cuda_relu_kernel");
 }
 
-/* dA, A (len), A the ReLU output: dA[i] = A[i] > 0 ? dA[i] : 0. */
+/* dA, A (len), A the ReLU output: dA[i] = A[i] > 0 ? dA[i] : 0, a
+ * subnormal dA[i] written as 0 (cpu.c's rule). */
 __global__ static void
 kern_cuda_relu_backward_kernel (float *dA, const float *A, gsize len)
 {
   for (gsize i = blockIdx.x * (gsize) blockDim.x + threadIdx.x; i < len;
        i += (gsize) gridDim.x * blockDim.x)
-    if (!(A[i] > 0.0f))
+    if (!(A[i] > 0.0f) || fabsf (dA[i]) < FLT_MIN)
       dA[i] = 0.0f;
 }
 
@@ -504,6 +506,7 @@ kern_cuda_softmax_xent_kernel (float *Z, const int *y, int n, int k,
   for (int j = lane; j < k; j += warpSize)
     {
       float g = __fmul_rn (expf (z[j] - zmax), r);
+      g = g < FLT_MIN ? 0.0f : g;  /* subnormal: 0, as cpu.c */
       z[j] = j == yi ? g - scale : g;
     }
 }

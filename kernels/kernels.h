@@ -252,6 +252,17 @@ typedef struct {
   void (*loss_grad_groups) (KernModel *m, const float *params, const float *x,
                             const int *y, int n, int groups, float *const *grads,
                             double *losses);
+  /* As loss_grad_groups, but writes the sum over g = 0..groups-1 of the
+   * groups' gradients into `sum` (n_params) instead of each one: every
+   * weight-gradient element is one product over the stacked rows, in row
+   * order (the fixed-order backend: one chain of fused multiply-adds from
+   * row 0 to row groups x n - 1, each row's term already divided by n), and
+   * every bias element one float sum over the rows in that order.  The same
+   * numbers as loss_grad_groups's gradients added in group order, up to
+   * float rounding.  NULL where a model has no such product (the caller
+   * then sums loss_grad_groups's gradients). */
+  void (*loss_grad_sum) (KernModel *m, const float *params, const float *x, const int *y,
+                         int n, int groups, float *sum, double *losses);
   /* Mean loss and accuracy (share of correct argmax) over a data set. */
   void (*evaluate) (KernModel *m, const float *params, const KernDataset *ds,
                     double *loss, double *accuracy);
@@ -618,15 +629,25 @@ void kern_optimizer_free (KernOptimizer *o);
  * applies the kind's update on the CPU. */
 void kern_optimizer_step (KernOptimizer *o, float *params, const float *grad);
 /* The same step written elsewhere: dst = what kern_optimizer_step makes of
- * a copy of src (the same floats), src left as it is; for a plain kind in
- * one pass.  dst must not overlap src or grad. */
+ * a copy of src (the same floats), src left as it is, in one pass over
+ * memory (block by block for a kind with state).  dst must not overlap src
+ * or grad. */
 void kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src,
                                const float *grad);
+/* The update itself: dst = what kern_optimizer_step makes of zeros (the
+ * same floats), in one pass over memory.  dst must not overlap grad. */
+void kern_optimizer_step_zero (KernOptimizer *o, float *dst, const float *grad);
+/* grad[i] *= scale (one float multiply each; a sum of W gradients made
+ * their mean with scale = 1/W), then kern_optimizer_step (o, params, grad):
+ * the same floats, in one pass over memory; grad is left scaled.  params
+ * must not overlap grad. */
+void kern_optimizer_step_scaled (KernOptimizer *o, float *params, float *grad, float scale);
 /* dst = sum_j weights[j] srcs[j] over j = 0..n_srcs-1 (in that order),
  * then, unless grad is NULL, one step with grad: a model averaged with
  * others' before its update (gossip).  Block by block, so that a block of
- * every source stays in cache; for a plain kind the step is in the same
- * pass.  dst (o's n floats) must not overlap the sources or grad.  o may be
+ * every source stays in cache; the step is in the same
+ * pass (block by block for a kind with state).  dst (o's n floats) must
+ * not overlap the sources or grad.  o may be
  * NULL when grad is: then len gives the length. */
 void kern_optimizer_mix_step (KernOptimizer *o, float *dst, int n_srcs,
                               const float *const *srcs, const float *weights,

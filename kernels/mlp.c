@@ -249,11 +249,13 @@ mlp_backward (MlpPriv *p, const float *P, const float *X, int n, int groups,
     }
 }
 
-/* The work of loss_grad and loss_grad_groups: losses[g] = mean loss of
- * group g; with grads != NULL, grads[g] = its gradient (host pointers). */
+/* The work of loss_grad, loss_grad_groups and loss_grad_sum: losses[g] =
+ * mean loss of group g; with grads != NULL, grads[g] = its gradient (host
+ * pointers), or with `summed` grads[0] = the sum of the groups'
+ * gradients, the backward running over all rows as one group. */
 static void
 mlp_compute (KernModel *m, const float *params, const float *x, const int *y,
-             int n, int groups, float *const *grads, double *losses)
+             int n, int groups, float *const *grads, double *losses, gboolean summed)
 {
   MlpPriv *p = m->priv;
   KernBackend *be = p->be;
@@ -275,6 +277,11 @@ mlp_compute (KernModel *m, const float *params, const float *x, const int *y,
   if (grads == NULL)
     return;
 
+  if (summed)
+    {
+      n = rows;
+      groups = 1;
+    }
   if (p->host)
     {
       mlp_backward (p, P, X, n, groups, grads, &m->num);
@@ -334,8 +341,24 @@ mlp_loss_grad (KernModel *m, const float *params, const float *x,
   g_return_val_if_fail (kern_labels_valid (y, (gsize) n, m->k), NAN);
 
   double loss;
-  mlp_compute (m, params, x, y, n, 1, grad != NULL ? &grad : NULL, &loss);
+  mlp_compute (m, params, x, y, n, 1, grad != NULL ? &grad : NULL, &loss, FALSE);
   return loss;
+}
+
+/* loss_grad_sum (kernels.h): the stacked rows as one group of n x groups
+ * rows for the backward (mlp_backward's products and column sums then run
+ * over all of them at once), each row's loss gradient scaled by 1/n, the
+ * losses group by group. */
+static void
+mlp_loss_grad_sum (KernModel *m, const float *params, const float *x, const int *y, int n,
+                   int groups, float *sum, double *losses)
+{
+  g_return_if_fail (m != NULL && params != NULL && x != NULL && y != NULL);
+  g_return_if_fail (n >= 1 && groups >= 1 && n <= G_MAXINT / groups);
+  g_return_if_fail (losses != NULL && sum != NULL);
+  g_return_if_fail (kern_labels_valid (y, (gsize) n * (gsize) groups, m->k));
+
+  mlp_compute (m, params, x, y, n, groups, &sum, losses, TRUE);
 }
 
 /* loss_grad_groups (kernels.h).  grads may be NULL, which computes the
@@ -353,7 +376,7 @@ mlp_loss_grad_groups (KernModel *m, const float *params, const float *x,
     for (int g = 0; g < groups; g++)
       g_return_if_fail (grads[g] != NULL);
 
-  mlp_compute (m, params, x, y, n, groups, grads, losses);
+  mlp_compute (m, params, x, y, n, groups, grads, losses, FALSE);
 }
 
 static void
@@ -706,6 +729,7 @@ mlp_clone (const KernModel *m)
     .init = mlp_init,                             \
     .loss_grad = mlp_loss_grad,                   \
     .loss_grad_groups = mlp_loss_grad_groups,     \
+    .loss_grad_sum = mlp_loss_grad_sum,           \
     .evaluate = mlp_evaluate,                     \
     .flops_forward = mlp_flops_forward,           \
     .flops_backward = mlp_flops_backward,         \

@@ -115,30 +115,89 @@ kern_optimizer_step (KernOptimizer *o, float *params, const float *grad)
   o->cfg.kind->step (o->cpu, &o->cfg, params, o->m, o->v, grad, o->n, (float) lr, o->t);
 }
 
-/* Steps taken so far (the t of the last step; 0 before the first). */
+/* Floats per block of the fused passes: a block of every stream (the
+ * parameters, the gradient, the sources, the optimizer state) stays in
+ * cache from its first loop to the optimizer's, so that a copy, a mix or
+ * a scaling and the step take one pass over memory. */
+enum { FUSE_BLOCK = 16384 };
+
+/* The start of a step: t += 1, then lr_t (as kern_optimizer_step). */
+static float
+opt_begin (KernOptimizer *o)
+{
+  o->t++;
+  double lr = o->cfg.lr;
+  if (o->cfg.warmup > 0 && o->t < o->cfg.warmup)
+    lr *= (double) o->t / (double) o->cfg.warmup;
+  return (float) lr;
+}
+
+/* The kind's update of p[lo, hi) with g[lo, hi) at the current step: the
+ * update is element by element, so a step cut into blocks gives the floats
+ * of one call over the whole vector. */
+static void
+opt_block (KernOptimizer *o, float *p, const float *g, gsize lo, gsize hi, float lr)
+{
+  o->cfg.kind->step (o->cpu, &o->cfg, p + lo, o->m ? o->m + lo : NULL, o->v ? o->v + lo : NULL,
+                     g + lo, hi - lo, lr, o->t);
+}
+
 void
 kern_optimizer_step_into (KernOptimizer *o, float *dst, const float *src, const float *grad)
 {
   g_return_if_fail (o != NULL);
   g_return_if_fail (o->n == 0 || (dst != NULL && src != NULL && grad != NULL));
-  if (!o->cfg.kind->plain)
+  float lr_f = opt_begin (o);
+  if (o->cfg.kind->plain)
     {
-      memcpy (dst, src, o->n * sizeof (float));
-      kern_optimizer_step (o, dst, grad);
+      /* cpu_sgd's p -= lr g with p read from src */
+      for (gsize i = 0; i < o->n; i++)
+        dst[i] = src[i] - lr_f * grad[i];
       return;
     }
-  /* cpu_sgd's p -= lr g with p read from src */
-  o->t++;
-  double lr = o->cfg.lr;
-  if (o->cfg.warmup > 0 && o->t < o->cfg.warmup)
-    lr *= (double) o->t / (double) o->cfg.warmup;
-  float lr_f = (float) lr;
-  for (gsize i = 0; i < o->n; i++)
-    dst[i] = src[i] - lr_f * grad[i];
+  for (gsize b = 0; b < o->n; b += FUSE_BLOCK)
+    {
+      gsize e = MIN (b + FUSE_BLOCK, o->n);
+      memcpy (dst + b, src + b, (e - b) * sizeof (float));
+      opt_block (o, dst, grad, b, e, lr_f);
+    }
 }
 
-/* Floats per block of kern_optimizer_mix_step. */
-enum { MIX_BLOCK = 4096 };
+void
+kern_optimizer_step_zero (KernOptimizer *o, float *dst, const float *grad)
+{
+  g_return_if_fail (o != NULL);
+  g_return_if_fail (o->n == 0 || (dst != NULL && grad != NULL));
+  float lr_f = opt_begin (o);
+  if (o->cfg.kind->plain)
+    {
+      /* cpu_sgd's p -= lr g with p = 0 */
+      for (gsize i = 0; i < o->n; i++)
+        dst[i] = 0.0f - lr_f * grad[i];
+      return;
+    }
+  for (gsize b = 0; b < o->n; b += FUSE_BLOCK)
+    {
+      gsize e = MIN (b + FUSE_BLOCK, o->n);
+      memset (dst + b, 0, (e - b) * sizeof (float));
+      opt_block (o, dst, grad, b, e, lr_f);
+    }
+}
+
+void
+kern_optimizer_step_scaled (KernOptimizer *o, float *params, float *grad, float scale)
+{
+  g_return_if_fail (o != NULL);
+  g_return_if_fail (o->n == 0 || (params != NULL && grad != NULL));
+  float lr_f = opt_begin (o);
+  for (gsize b = 0; b < o->n; b += FUSE_BLOCK)
+    {
+      gsize e = MIN (b + FUSE_BLOCK, o->n);
+      for (gsize i = b; i < e; i++)
+        grad[i] *= scale;
+      opt_block (o, params, grad, b, e, lr_f);
+    }
+}
 
 void
 kern_optimizer_mix_step (KernOptimizer *o, float *dst, int n_srcs, const float *const *srcs,
@@ -146,61 +205,54 @@ kern_optimizer_mix_step (KernOptimizer *o, float *dst, int n_srcs, const float *
 {
   g_return_if_fail (n_srcs >= 1 && srcs != NULL && weights != NULL);
   g_return_if_fail (grad == NULL || (o != NULL && o->n == len));
-  gboolean fused = grad && o->cfg.kind->plain;
-  float lr_f = 0;
-  if (fused)
+  gboolean plain = grad && o->cfg.kind->plain;
+  float lr_f = grad ? opt_begin (o) : 0;
+  for (gsize b = 0; b < len; b += FUSE_BLOCK)
     {
-      o->t++;
-      double lr = o->cfg.lr;
-      if (o->cfg.warmup > 0 && o->t < o->cfg.warmup)
-        lr *= (double) o->t / (double) o->cfg.warmup;
-      lr_f = (float) lr;
-    }
-  if (n_srcs == 3)  /* a ring: one loop, every stream at once */
-    {
-      const float *s0 = srcs[0], *s1 = srcs[1], *s2 = srcs[2];
-      float w0 = weights[0], w1 = weights[1], w2 = weights[2];
-      if (fused)
-        for (gsize i = 0; i < len; i++)
-          {
-            float y = w0 * s0[i];
-            y += w1 * s1[i];
-            y += w2 * s2[i];
-            dst[i] = y - lr_f * grad[i];
-          }
-      else
-        for (gsize i = 0; i < len; i++)
-          {
-            float y = w0 * s0[i];
-            y += w1 * s1[i];
-            dst[i] = y + w2 * s2[i];
-          }
-      if (grad && !fused)
-        kern_optimizer_step (o, dst, grad);
-      return;
-    }
-  for (gsize b = 0; b < len; b += MIX_BLOCK)
-    {
-      gsize e = MIN (b + MIX_BLOCK, len);
-      const float *s0 = srcs[0];
-      float w0 = weights[0];
-      for (gsize i = b; i < e; i++)
-        dst[i] = w0 * s0[i];
-      for (int j = 1; j < n_srcs; j++)
+      gsize e = MIN (b + FUSE_BLOCK, len);
+      if (n_srcs == 3)  /* a ring: one loop, every stream at once */
         {
-          const float *sj = srcs[j];
-          float wj = weights[j];
-          for (gsize i = b; i < e; i++)
-            dst[i] += wj * sj[i];
+          const float *s0 = srcs[0], *s1 = srcs[1], *s2 = srcs[2];
+          float w0 = weights[0], w1 = weights[1], w2 = weights[2];
+          if (plain)
+            for (gsize i = b; i < e; i++)
+              {
+                float y = w0 * s0[i];
+                y += w1 * s1[i];
+                y += w2 * s2[i];
+                dst[i] = y - lr_f * grad[i];
+              }
+          else
+            for (gsize i = b; i < e; i++)
+              {
+                float y = w0 * s0[i];
+                y += w1 * s1[i];
+                dst[i] = y + w2 * s2[i];
+              }
         }
-      if (fused)
-        for (gsize i = b; i < e; i++)
-          dst[i] -= lr_f * grad[i];
+      else
+        {
+          const float *s0 = srcs[0];
+          float w0 = weights[0];
+          for (gsize i = b; i < e; i++)
+            dst[i] = w0 * s0[i];
+          for (int j = 1; j < n_srcs; j++)
+            {
+              const float *sj = srcs[j];
+              float wj = weights[j];
+              for (gsize i = b; i < e; i++)
+                dst[i] += wj * sj[i];
+            }
+          if (plain)
+            for (gsize i = b; i < e; i++)
+              dst[i] -= lr_f * grad[i];
+        }
+      if (grad && !plain)
+        opt_block (o, dst, grad, b, e, lr_f);
     }
-  if (grad && !fused)
-    kern_optimizer_step (o, dst, grad);
 }
 
+/* Steps taken so far (the t of the last step; 0 before the first). */
 gint64
 kern_optimizer_steps (const KernOptimizer *o)
 {

@@ -36,8 +36,11 @@
  * The workers (one data axis of the mesh, train/mesh.h) step together, in
  * groups of up to G workers whose buffers fit in AR_GROUP_BYTES: one
  * stacked worker step each (train/step.h: their batches as one product,
- * on the run's host lanes, the same numbers on any number of threads), and
- * each group's gradients are added to the sum, in worker order.  The
+ * on the run's host lanes, the same numbers on any number of threads)
+ * that sums its workers' gradients as it computes them: each task's as
+ * one product over its stacked rows, the tasks' sums in task order
+ * (train_steps_sum_stacked; compressed or rounded gradients are summed
+ * worker by worker, in worker order).  The
  * collectives then run for their timing only (no
  * buffers): the sum is what they would deliver, up to the order of the
  * additions, and a run of 10,000 workers holds G gradients, not 10,000.
@@ -224,17 +227,16 @@ on_update_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   int W = ar->env.workers;
   if (ar->env.model)
     {
+      /* the mean gradient (sum x 1/W) taken in the optimizer's pass */
       float *g = ar->sum;
       float inv = 1.0f / (float) ar->dp;
-      for (gsize i = 0; i < ar->env.n_params; i++)
-        g[i] *= inv;
       if (!ar->zero)
-        kern_optimizer_step (ar->opt, ar->params, g);
+        kern_optimizer_step_scaled (ar->opt, ar->params, g, inv);
       else
         for (int r = 0; r < ar->dp; r++)
           if (ar->shard_opt[r])
-            kern_optimizer_step (ar->shard_opt[r], ar->params + ar->shard_lo[r],
-                                 g + ar->shard_lo[r]);
+            kern_optimizer_step_scaled (ar->shard_opt[r], ar->params + ar->shard_lo[r],
+                                        g + ar->shard_lo[r], inv);
     }
   double update_end = ar->zero ? ar->update_end : now;
   for (int w = 0; w < W; w++)
@@ -899,13 +901,20 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   if (env->model)
     {
       gsize P = env->n_params;
-      memset (ar->sum, 0, P * sizeof (float));
+      /* uncompressed float32 gradients of equal batches: summed as computed */
+      gboolean direct = !ar->cmp && !env->batches
+                        && env->model->num.communication == KERN_FORMAT_FP32;
+      if (!direct)
+        memset (ar->sum, 0, P * sizeof (float));
       int D = ar->dp;
       for (int w0 = 0; w0 < D; w0 += ar->group)
         {
           int n = MIN (ar->group, D - w0);
-          TrainStep st = { .n = n, .first = w0, .params = ar->params, .grads = ar->grad };
+          TrainStep st = { .n = n, .first = w0, .params = ar->params, .grads = ar->grad,
+                           .sum = direct ? ar->sum : NULL, .sum_add = w0 > 0 };
           host += train_step (ar->steps, &st) / D;
+          if (direct)
+            continue;
           for (int i = 0; i < n; i++)
             {
               int w = w0 + i;

@@ -207,10 +207,18 @@ take_step (FaPolicy *fa, int c)
   const PolEnv *env = &fa->env;
   FaClient *k = &fa->cl[c];
   double now = eng_sim_now (env->sim), T;
-  const float *own[1] = { fa->global ? fa->local[c] : NULL };
+  /* the round's first step reads the global model and writes its client's
+   * copy in the optimizer's pass (where the model crossed the wire in
+   * another format, on_model wrote the rounded copy and the step reads
+   * it); later steps update that copy in place */
+  gboolean first = k->steps_left == k->steps
+                   && !(env->model && env->model->num.communication != KERN_FORMAT_FP32);
+  const float *own[1] = { fa->global ? (first ? fa->global : fa->local[c]) : NULL };
   float *update[1] = { own[0] ? fa->local[c] : NULL };
+  const float *from[1] = { first ? fa->global : NULL };
   TrainStep st = { .n = 1, .first = c, .own = own, .grads = &fa->grad,
-                   .opt = fa->opt ? fa->opt + c : NULL, .update = update, .seconds = &T };
+                   .opt = fa->opt ? fa->opt + c : NULL, .update = update,
+                   .update_from = from, .seconds = &T };
   train_step (fa->steps, &st);
   double dt = T + fa->update_time;
   k->compute += dt;
@@ -228,13 +236,15 @@ on_model (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
   FaClient *k = &fa->cl[c];
   if (!current (fa, data) || k->dropped)
     return;
-  if (fa->global)
+  if (fa->global && fa->env.model
+      && fa->env.model->num.communication != KERN_FORMAT_FP32)
     {
-      /* the global model as the transfer carried it */
+      /* the global model as the transfer carried it, which the first step
+       * then reads from the client's copy */
       memcpy (fa->local[c], fa->global, fa->env.n_params * sizeof (float));
       pol_wire_round (&fa->env, fa->local[c], fa->env.n_params);
     }
-  take_step (fa, c);
+  take_step (fa, c);   /* else its first step copies the global model */
 }
 
 static void

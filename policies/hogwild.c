@@ -218,14 +218,13 @@ compute (HwPolicy *hw, int c, const float *seen)
   double now = eng_sim_now (env->sim);
   /* its gradient at what it read, and the update its optimizer makes of
    * it: the optimizers' steps do not depend on the parameters, so applied
-   * to zeros a step gives the update itself, with no rounding of x in it */
-  if (hw->x)
-    memset (hw->delta[c], 0, env->n_params * sizeof (float));
+   * to zeros a step gives the update itself, with no rounding of x in it
+   * (written in the optimizer's pass, kern_optimizer_step_zero) */
   const float *own[1] = { seen };
   float *update[1] = { hw->x ? hw->delta[c] : NULL };
   TrainStep st = { .n = 1, .first = c, .own = own, .grads = &hw->grad,
                    .opt = hw->opt ? hw->opt + c : NULL, .update = update,
-                   .seconds = &k->compute };
+                   .update_zero = TRUE, .seconds = &k->compute };
   train_step (hw->steps, &st);
   pol_worker_span (env, c, "compute", now, now + k->compute, k->iter, 0);
   eng_schedule (env->sim, k->compute, on_compute_done, hw, GINT_TO_POINTER (c));

@@ -970,14 +970,13 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   if (env->model)
     {
       /* every replica's batch; stacked, its gradient too, summed into
-       * grad[0] in replica order: the stages' all-reduces then only take
-       * their time */
+       * grad[0] as the step computes them (train_step's sum: a product
+       * per task, the tasks in order): the stages' all-reduces then only
+       * take their time */
       TrainStep st = { .n = pl->R, .first = 0, .params = pl->params,
-                       .grads = pl->stacked ? pl->grad : NULL };
+                       .grads = pl->stacked ? pl->grad : NULL,
+                       .sum = pl->stacked ? pl->grad[0] : NULL };
       train_step (pl->steps, &st);
-      if (pl->stacked)
-        train_lanes_sum (train_steps_lanes (pl->steps), pl->grad[0],
-                         (const float *const *) pl->grad + 1, pl->R - 1, env->n_params);
     }
   for (int k = 0; k < pl->G; k++)
     {

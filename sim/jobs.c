@@ -356,6 +356,45 @@ jobs_run_engine (EngSim *sim, JobsRun *jr, const gboolean *active, int n, double
     }
 }
 
+/* Assembles job jc of jr on `net` (its hosts as `place` gives them) and
+ * engine `sim`: its recorder, its view of the network, its cluster.
+ * FALSE with *error set when the job cannot run here. */
+static gboolean
+job_assemble (JobsRun *jr, JobCtx *jc, const GPtrArray *place, EngSim *sim,
+              NetNetwork *net, GError **error)
+{
+  const SimConfig *kc = jc->job->c;
+  PolRecorder rec = {
+    .ctx = jc,
+    .want_iterations = (jr->trace && sim_trace_wants (&sim_table_iterations, jr->c->detail))
+                       || (jr->extra && jr->extra->want_iterations),
+    .want_spans = (jr->trace && sim_trace_wants (&sim_table_spans, jr->c->detail))
+                  || jr->usage || (jr->extra && jr->extra->want_spans),
+    .iteration = job_iteration,
+    .span = job_span,
+    .metric = job_metric,
+    .param = job_param,
+    .progress = job_progress,
+    .mesh = job_mesh,
+  };
+  const GArray *p = g_ptr_array_index (place, jc->index);
+  NetNetwork *view = net_network_view_new (net, (int) p->len, (const int *) p->data);
+  g_autoptr (GError) local = NULL;
+  jc->cl = sim_cluster_new_on (kc, &rec, sim, view, &local);
+  if (!jc->cl)
+    {
+      g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s (job %s)", local->message,
+                   jc->job->name);
+      return FALSE;
+    }
+  if (jc->cl->ckpt.on)
+    return sim_key_error (error, jr->c->file, "failures", "mtbf",
+                          "whole-job failures and checkpoints are not simulated for a job"
+                          " of several (job %s); remove them from [failures]",
+                          jc->job->name);
+  return TRUE;
+}
+
 /* Runs the jobs `active` marks (all of c's, or one alone) together on one
  * engine and one cluster laid out as `place`; fills res[j] of each and
  * *events.  FALSE with *error set when a job cannot be assembled. */
@@ -390,37 +429,7 @@ run_together (const SimConfig *c, const GPtrArray *place, int n_hosts, const gbo
       first += (int) jc->job->c->workers;
       if (!active[j])
         continue;
-      const SimConfig *kc = jc->job->c;
-      PolRecorder rec = {
-        .ctx = jc,
-        .want_iterations = (trace && sim_trace_wants (&sim_table_iterations, c->detail))
-                           || (extra && extra->want_iterations),
-        .want_spans = (trace && sim_trace_wants (&sim_table_spans, c->detail))
-                      || jr.usage || (extra && extra->want_spans),
-        .iteration = job_iteration,
-        .span = job_span,
-        .metric = job_metric,
-        .param = job_param,
-        .progress = job_progress,
-        .mesh = job_mesh,
-      };
-      const GArray *p = g_ptr_array_index (place, j);
-      NetNetwork *view = net_network_view_new (net, (int) p->len, (const int *) p->data);
-      g_autoptr (GError) local = NULL;
-      jc->cl = sim_cluster_new_on (kc, &rec, sim, view, &local);
-      if (!jc->cl)
-        {
-          g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s (job %s)", local->message,
-                       jc->job->name);
-          ok = FALSE;
-        }
-      else if (jc->cl->ckpt.on)
-        {
-          ok = sim_key_error (error, c->file, "failures", "job_mtbf",
-                              "whole-job failures and checkpoints are not simulated for a job"
-                              " of several (job %s); remove them from [failures]",
-                              jc->job->name);
-        }
+      ok = job_assemble (&jr, jc, place, sim, net, error);
     }
   if (ok)
     {

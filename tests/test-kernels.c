@@ -22,6 +22,7 @@
 #include <gio/gio.h>
 #include <gmodule.h>
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -1572,6 +1573,65 @@ test_dense_groups (void)
   check_groups (&arch_mlp_mse);
 }
 
+/* loss_grad_sum over G groups of n rows is one product over the G n
+ * stacked rows with each row's loss gradient divided by n.  With n and G
+ * powers of two, that is exactly G times the gradient of one group of G n
+ * rows (loss gradient divided by G n): scaling an operand by a power of
+ * two scales every rounded step of the chains by it (no value here comes
+ * near the subnormals), so the two agree bit for bit, while a sum of the G
+ * groups' own gradients would round differently. */
+static void
+check_grad_sum (const Arch *a)
+{
+  const int n = 4, G = 8;
+  KernDataset *tr;
+  kern_dataset_blobs (n * G, 0, a->d, a->k, 1.0, 91, &tr, NULL);
+  KernModel *m = arch_model (a, NULL);
+  gsize np = m->ops->n_params (m);
+  g_autofree float *params = g_new (float, np);
+  g_autofree float *sum = g_new (float, np);
+  g_autofree float *whole = g_new (float, np);
+  g_autofree float *all = g_new (float, np * G);
+  float *grads[8];
+  double losses[8], glosses[8];
+  fill_params (params, np);
+  for (int g = 0; g < G; g++)
+    grads[g] = all + (gsize) g * np;
+
+  m->ops->loss_grad_sum (m, params, tr->x, tr->y, n, G, sum, losses);
+  m->ops->loss_grad (m, params, tr->x, tr->y, n * G, whole);
+  for (gsize i = 0; i < np; i++)
+    g_assert_cmpfloat (sum[i], ==, (float) G * whole[i]);
+  /* the losses are loss_grad_groups's, group by group */
+  m->ops->loss_grad_groups (m, params, tr->x, tr->y, n, G, grads, glosses);
+  for (int g = 0; g < G; g++)
+    g_assert_cmpfloat (losses[g], ==, glosses[g]);
+  /* and the sum is the groups' gradients' sum, to float rounding */
+  double gmax = 0.0;
+  for (gsize i = 0; i < np; i++)
+    gmax = MAX (gmax, fabs (sum[i]));
+  g_assert_cmpfloat (gmax, >, 0.0);
+  for (gsize i = 0; i < np; i++)
+    {
+      double s = 0.0;
+      for (int g = 0; g < G; g++)
+        s += grads[g][i];
+      g_assert_cmpfloat (fabs (sum[i] - s), <=, 1e-5 * gmax);
+    }
+
+  kern_dataset_free (tr);
+  kern_model_free (m);
+}
+
+static void
+test_dense_grad_sum (void)
+{
+  check_grad_sum (&arch_softmax);
+  check_grad_sum (&arch_linear);
+  check_grad_sum (&arch_mlp);
+  check_grad_sum (&arch_mlp_mse);
+}
+
 /* A backend that is the CPU one under another name: the model cannot use
  * host pointers on it, so it uploads and downloads every call.  Its
  * buffers start as NaN, so a read of something never written shows.  The
@@ -1619,6 +1679,10 @@ test_dense_staged_backend (void)
       ms->ops->loss_grad_groups (ms, params, tr->x, tr->y, n, G, grs, lgs);
       g_assert_cmpmem (lgh, sizeof lgh, lgs, sizeof lgs);
       g_assert_cmpmem (gh, 2 * np * sizeof (float), gs, 2 * np * sizeof (float));
+      mh->ops->loss_grad_sum (mh, params, tr->x, tr->y, n, G, gh, lgh);
+      ms->ops->loss_grad_sum (ms, params, tr->x, tr->y, n, G, gs, lgs);
+      g_assert_cmpmem (lgh, sizeof lgh, lgs, sizeof lgs);
+      g_assert_cmpmem (gh, np * sizeof (float), gs, np * sizeof (float));
 
       double eh, ah, es, as;
       mh->ops->evaluate (mh, params, tr, &eh, &ah);
@@ -2039,11 +2103,12 @@ test_opt_warmup (void)
 
 /* kern_optimizer_step_into writes the floats kern_optimizer_step makes in
  * place, step after step (the state advances the same way), for every
- * optimizer, with warm-up, and leaves its source alone. */
+ * optimizer, with warm-up, and leaves its source alone; over a length
+ * that spans several of its blocks and is not a multiple of them. */
 static void
 test_opt_step_into (void)
 {
-  const gsize n = 1031;
+  const gsize n = 40009;
   const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
   GRand *rng = g_rand_new_with_seed (17);
   g_autofree float *a = g_new (float, n);
@@ -2074,14 +2139,127 @@ test_opt_step_into (void)
   g_rand_free (rng);
 }
 
+/* The gradients the products read hold no subnormal: the ReLU's backward
+ * writes 0 for a subnormal dA (and for a masked one), keeps a normal one
+ * and a NaN; the softmax cross-entropy's gradient is 0 where e_j scale / s
+ * would be subnormal, that product elsewhere. */
+static void
+test_cpu_subnormal_flush (void)
+{
+  KernBackend *be = kern_backend_cpu_new ();
+  float dA[] = { FLT_MIN / 4, -FLT_MIN / 2, FLT_MIN, -3.5f, NAN, 2.0f, FLT_MIN / 8 };
+  const float A[] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 0.0f };
+  const float want[] = { 0.0f, 0.0f, FLT_MIN, -3.5f, NAN, 0.0f, 0.0f };
+  be->ops->relu_backward (be, dA, A, G_N_ELEMENTS (dA));
+  for (gsize i = 0; i < G_N_ELEMENTS (dA); i++)
+    if (isnan (want[i]))
+      g_assert_true (isnan (dA[i]));
+    else
+      g_assert_cmpfloat (dA[i], ==, want[i]);
+
+  /* one row, k = 3, the label's logit 100: e_1 = exp(-85) is a normal
+   * float (above 2^-126 = exp(-87.3)) whose product with scale / s = 2^-6
+   * is subnormal, e_2 = exp(-100) is subnormal itself; the label's e = 1 */
+  const float scale = 1.0f / 64.0f;
+  float z[] = { 100.0f, 15.0f, 0.0f };
+  const int y[] = { 0 };
+  float loss;
+  be->ops->softmax_xent (be, z, y, 1, 3, scale, &loss, NULL);
+  g_assert_cmpfloat (z[1], ==, 0.0f);
+  g_assert_cmpfloat (z[2], ==, 0.0f);
+  /* e_2 = exp(-10) stays: its product is normal */
+  float w[] = { 100.0f, 10.0f, 90.0f };
+  be->ops->softmax_xent (be, w, y, 1, 3, scale, &loss, NULL);
+  g_assert_cmpfloat (w[1], ==, 0.0f);
+  g_assert_cmpfloat (w[2], >=, FLT_MIN);
+  g_assert_cmpfloat_with_epsilon (w[2], scale * exp (-10.0) / (1.0 + exp (-10.0)),
+                                  1e-6 * scale * exp (-10.0));
+  kern_backend_free (be);
+}
+
+/* kern_optimizer_step_zero writes what kern_optimizer_step makes of
+ * zeros, to the bit, step after step (over whatever dst held before), for
+ * every optimizer, across several of its blocks. */
+static void
+test_opt_step_zero (void)
+{
+  const gsize n = 40009;
+  const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
+  GRand *rng = g_rand_new_with_seed (31);
+  g_autofree float *a = g_new (float, n);
+  g_autofree float *b = g_new (float, n);
+  g_autofree float *g = g_new (float, n);
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    {
+      const KernOptConfig cfg = { .kind = kinds[k], .lr = 0.037, .warmup = 3, .momentum = 0.9,
+                                  .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8 };
+      KernOptimizer *ref = kern_optimizer_new (&cfg, n), *got = kern_optimizer_new (&cfg, n);
+      for (int t = 0; t < 4; t++)
+        {
+          for (gsize i = 0; i < n; i++)
+            {
+              g[i] = (float) g_rand_double_range (rng, -1, 1);
+              a[i] = 0.0f;
+              b[i] = (float) t + 1.0f;   /* overwritten */
+            }
+          kern_optimizer_step (ref, a, g);
+          kern_optimizer_step_zero (got, b, g);
+          g_assert_cmpmem (a, n * sizeof (float), b, n * sizeof (float));
+        }
+      kern_optimizer_free (ref);
+      kern_optimizer_free (got);
+    }
+  g_rand_free (rng);
+}
+
+/* kern_optimizer_step_scaled is the gradient multiplied by the scale,
+ * then kern_optimizer_step, to the bit (the gradient left scaled), for
+ * every optimizer, step after step, across several of its blocks. */
+static void
+test_opt_step_scaled (void)
+{
+  const gsize n = 40009;
+  const float scale = 1.0f / 64.0f * 3.0f;
+  const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
+  GRand *rng = g_rand_new_with_seed (29);
+  g_autofree float *a = g_new (float, n);
+  g_autofree float *b = g_new (float, n);
+  g_autofree float *ga = g_new (float, n);
+  g_autofree float *gb = g_new (float, n);
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    {
+      const KernOptConfig cfg = { .kind = kinds[k], .lr = 0.037, .warmup = 3, .momentum = 0.9,
+                                  .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8 };
+      KernOptimizer *ref = kern_optimizer_new (&cfg, n), *got = kern_optimizer_new (&cfg, n);
+      for (gsize i = 0; i < n; i++)
+        a[i] = b[i] = (float) g_rand_double_range (rng, -1, 1);
+      for (int t = 0; t < 4; t++)
+        {
+          for (gsize i = 0; i < n; i++)
+            {
+              gb[i] = (float) g_rand_double_range (rng, -1, 1);
+              ga[i] = gb[i] * scale;
+            }
+          kern_optimizer_step (ref, a, ga);
+          kern_optimizer_step_scaled (got, b, gb, scale);
+          g_assert_cmpmem (a, n * sizeof (float), b, n * sizeof (float));
+          g_assert_cmpmem (ga, n * sizeof (float), gb, n * sizeof (float));
+        }
+      g_assert_cmpint (kern_optimizer_steps (got), ==, 4);
+      kern_optimizer_free (ref);
+      kern_optimizer_free (got);
+    }
+  g_rand_free (rng);
+}
+
 /* kern_optimizer_mix_step = the weighted sum of the sources, in order,
  * then one step (or none without a gradient), for every optimizer (to
- * float rounding: SGD fuses both in one pass), over a length that is not a
- * multiple of its blocks. */
+ * float rounding: SGD fuses both in one pass), over a length that spans
+ * several of its blocks and is not a multiple of them. */
 static void
 test_opt_mix_step (void)
 {
-  const gsize n = 9001;
+  const gsize n = 40009;
   const KernOptKind *const kinds[] = { &kern_opt_sgd, &kern_opt_momentum, &kern_opt_adam };
   const float weights[] = { 0.5f, 0.3f, 0.2f };
   GRand *rng = g_rand_new_with_seed (23);
@@ -2234,12 +2412,14 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/cpu/mse", test_cpu_mse);
   g_test_add_func ("/kernels/cpu/optimizer-ops", test_cpu_optimizer_ops);
   g_test_add_func ("/kernels/cpu/optimizer-bits", test_cpu_optimizer_bits);
+  g_test_add_func ("/kernels/cpu/subnormal-flush", test_cpu_subnormal_flush);
   g_test_add_func ("/kernels/cpu/transfers", test_cpu_transfers);
   g_test_add_func ("/kernels/backend/new", test_backend_new);
   g_test_add_func ("/kernels/dense/names", test_dense_names);
   g_test_add_func ("/kernels/dense/init", test_dense_init);
   g_test_add_func ("/kernels/dense/reference", test_dense_reference);
   g_test_add_func ("/kernels/dense/groups", test_dense_groups);
+  g_test_add_func ("/kernels/dense/grad-sum", test_dense_grad_sum);
   g_test_add_func ("/kernels/dense/staged-backend", test_dense_staged_backend);
   g_test_add_func ("/kernels/dense/layers", test_dense_layers);
   g_test_add_func ("/kernels/linear/gradient-check", test_linear_gradient_check);
@@ -2256,6 +2436,8 @@ main (int argc, char **argv)
   g_test_add_func ("/kernels/optim/adam", test_opt_adam);
   g_test_add_func ("/kernels/optim/warmup", test_opt_warmup);
   g_test_add_func ("/kernels/optim/step-into", test_opt_step_into);
+  g_test_add_func ("/kernels/optim/step-scaled", test_opt_step_scaled);
+  g_test_add_func ("/kernels/optim/step-zero", test_opt_step_zero);
   g_test_add_func ("/kernels/optim/mix-step", test_opt_mix_step);
   g_test_add_func ("/kernels/model/layer-weights", test_layer_weights);
 

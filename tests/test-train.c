@@ -193,6 +193,62 @@ test_step_stacked_threads (void)
   fixture_clear (&f);
 }
 
+/* A summed step of 7 workers (batch 100: tasks of ceil(256 / 100) = 3
+ * workers) on `threads` lanes: written into sum, then (second round) added
+ * to it; `want` gets the documented order from the step's own batches:
+ * each task's loss_grad_sum, the tasks' sums added in task order. */
+static void
+summed_step (Fixture *f, int threads, const float *params, float *sum, float *want)
+{
+  train_set_threads (threads);
+  TrainSteps *ts = steps_new (f, TRUE, NULL, NULL);
+  g_assert_true (train_steps_sum_stacked (ts));
+  float *scratch[7];
+  for (int w = 0; w < 7; w++)
+    scratch[w] = g_new (float, f->P);
+  g_autofree float *task = g_new (float, f->P);
+  double losses[7];
+  for (int round = 0; round < 2; round++)
+    {
+      TrainStep st = { .n = f->workers, .first = 0, .params = params, .grads = scratch,
+                       .sum = sum, .sum_add = round > 0, .losses = losses };
+      train_step (ts, &st);
+      for (int t = 0; t < 3; t++)
+        {
+          int w0 = 3 * t, n = MIN (3, 7 - w0);
+          double tl[3];
+          f->model->ops->loss_grad_sum (f->model, params, train_steps_x (ts, w0),
+                                        train_steps_y (ts, w0), f->batch, n, task, tl);
+          for (int i = 0; i < n; i++)
+            g_assert_cmpfloat (tl[i], ==, losses[w0 + i]);
+          for (gsize i = 0; i < f->P; i++)
+            want[i] = round == 0 && t == 0 ? task[i] : want[i] + task[i];
+        }
+    }
+  for (int w = 0; w < 7; w++)
+    g_free (scratch[w]);
+  train_steps_free (ts);
+  train_set_threads (1);
+}
+
+static void
+test_step_sum (void)
+{
+  Fixture f;
+  fixture_init (&f, 7, 100);
+  g_assert_cmpint (train_task_groups (f.batch), ==, 3);
+  g_autofree float *params = g_new (float, f.P);
+  f.model->ops->init (f.model, params, 5);
+  g_autofree float *one = g_new (float, f.P), *want1 = g_new (float, f.P);
+  g_autofree float *three = g_new (float, f.P), *want3 = g_new (float, f.P);
+  summed_step (&f, 1, params, one, want1);
+  summed_step (&f, 3, params, three, want3);
+  g_assert_cmpmem (one, f.P * sizeof (float), want1, f.P * sizeof (float));
+  g_assert_cmpmem (three, f.P * sizeof (float), want3, f.P * sizeof (float));
+  g_assert_cmpmem (one, f.P * sizeof (float), three, f.P * sizeof (float));
+  fixture_clear (&f);
+}
+
 /* Drawn at the step's start, computed later: the same gradient as a step
  * that draws and computes at once; and the samplers moved the same. */
 static void
@@ -258,6 +314,7 @@ main (int argc, char **argv)
   g_test_add_func ("/train/mesh/coordinates", test_mesh_coordinates);
   g_test_add_func ("/train/step/by-hand", test_step_by_hand);
   g_test_add_func ("/train/step/stacked-threads", test_step_stacked_threads);
+  g_test_add_func ("/train/step/sum", test_step_sum);
   g_test_add_func ("/train/step/deferred", test_step_deferred);
   g_test_add_func ("/train/step/seconds", test_step_seconds);
   return g_test_run ();

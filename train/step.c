@@ -6,7 +6,9 @@
  * contiguous batch of n x batch rows.  The forward and backward of a
  * stacked step run as tasks of train_task_groups(batch) workers each, a
  * cut that depends on the problem only; each task writes its own workers'
- * gradients.
+ * gradients, or, where the schedule asks for their sum, that sum as one
+ * product over its rows (the model's loss_grad_sum), added to the others'
+ * in task order afterwards.
  *
  * Low-precision emulation (the model's KernNumerics, docs/kernels.md):
  * the forward and backward read a copy of the parameters rounded to the
@@ -40,6 +42,9 @@ struct TrainSteps {
   const TrainStep *st;
   const float *st_params;     /* the parameters it reads (maybe rounded) */
   double *st_losses;
+  gboolean st_sum;            /* its tasks sum their workers' gradients */
+  float **dst;                /* (slots) where its workers' (or tasks')
+                               * gradients go: grads, or sum first */
 };
 
 TrainSteps *
@@ -56,6 +61,7 @@ train_steps_new (const TrainStepsSetup *setup)
   ts->idx = g_new (int, setup->batch);
   ts->losses = g_new (double, setup->slots);
   ts->skip = g_new0 (gboolean, setup->slots);
+  ts->dst = g_new (float *, setup->slots);
   ts->lanes = train_lanes_new (setup->model, setup->host_timed);
   ts->chunk = train_task_groups (setup->batch);
   g_return_val_if_fail (!(setup->batches && (setup->stacked || setup->tensor)), ts);
@@ -74,6 +80,7 @@ train_steps_free (TrainSteps *ts)
   g_free (ts->idx);
   g_free (ts->losses);
   g_free (ts->skip);
+  g_free (ts->dst);
   g_free (ts->wcopy);
   g_free (ts->wown);
   g_free (ts);
@@ -155,16 +162,28 @@ round_weights (TrainSteps *ts, const TrainStep *st, const float **params,
   *params = ts->wcopy;
 }
 
-/* Task t of a stacked step: its workers' gradients, one product. */
+/* Task t of a stacked step: its workers' gradients, one product; or, for
+ * a summed step, their sum into grads[t]. */
 static void
 stacked_task (gpointer ctx, int t, KernModel *model)
 {
   TrainSteps *ts = ctx;
   const TrainStep *st = ts->st;
   int i0 = t * ts->chunk, n = MIN (ts->chunk, st->n - i0);
-  model->ops->loss_grad_groups (model, ts->st_params, slot_x (ts, i0), slot_y (ts, i0),
-                                ts->s.batch, n, st->grads + i0,
-                                ts->st_losses + i0);
+  if (ts->st_sum)
+    model->ops->loss_grad_sum (model, ts->st_params, slot_x (ts, i0), slot_y (ts, i0),
+                               ts->s.batch, n, ts->dst[t], ts->st_losses + i0);
+  else
+    model->ops->loss_grad_groups (model, ts->st_params, slot_x (ts, i0), slot_y (ts, i0),
+                                  ts->s.batch, n, ts->dst + i0, ts->st_losses + i0);
+}
+
+gboolean
+train_steps_sum_stacked (const TrainSteps *ts)
+{
+  const KernModel *m = ts->s.model;
+  return m && ts->s.stacked && !ts->s.tensor && m->ops->loss_grad_sum
+         && m->num.gradients == KERN_FORMAT_FP32;
 }
 
 /* Long on purpose: the worker step is read top to bottom, its four stages
@@ -177,6 +196,7 @@ train_step (TrainSteps *ts, const TrainStep *st)
   int B = s->batch;
   double host = 0;
   g_return_val_if_fail (st->n >= 1 && st->n <= s->slots, 0);
+  g_return_val_if_fail (!st->sum || (st->grads && !st->opt), 0);
   if (s->model)
     {
       /* 1. the batches: each worker's next samples from its part, or the
@@ -196,24 +216,33 @@ train_step (TrainSteps *ts, const TrainStep *st)
           /* 2. forward and backward: workers that share their parameters as
            * one product, on the lanes; others each at its own */
           gint64 t0 = g_get_monotonic_time ();
+          int parts = st->n;         /* gradients computed: workers' or tasks' */
           ts->st_losses = st->losses ? st->losses : ts->losses;
+          for (int i = 0; i < st->n; i++)
+            ts->dst[i] = st->grads[i];
+          if (st->sum && !st->sum_add)
+            ts->dst[0] = st->sum;    /* the first one written in place */
           const float *const *own;
           round_weights (ts, st, &ts->st_params, &own);
           if (s->tensor)     /* every slot's group at once, stacked on each rank */
             kern_tensor_loss_grad_groups (s->tensor, ts->st_params, slot_x (ts, 0),
-                                          slot_y (ts, 0), B, st->n, st->grads, ts->st_losses);
+                                          slot_y (ts, 0), B, st->n, ts->dst, ts->st_losses);
           else if (s->stacked)
             {
+              int tasks = (st->n + ts->chunk - 1) / ts->chunk;
               ts->st = st;
-              train_lanes_run (ts->lanes, (st->n + ts->chunk - 1) / ts->chunk, stacked_task, ts);
+              ts->st_sum = st->sum && train_steps_sum_stacked (ts);
+              train_lanes_run (ts->lanes, tasks, stacked_task, ts);
               ts->st = NULL;
+              if (ts->st_sum)
+                parts = tasks;
             }
           else  /* each at its own parameters, or the shared ones at its own batch */
             for (int i = 0; i < st->n; i++)
               ts->st_losses[i] = s->model->ops->loss_grad (s->model, own ? own[i] : ts->st_params,
                                                            slot_x (ts, i), slot_y (ts, i),
                                                            s->batches ? s->batches[st->first + i] : B,
-                                                           st->grads[i]);
+                                                           ts->dst[i]);
           host = (double) (g_get_monotonic_time () - t0) / 1e6;
           /* the gradients as they leave the workers; with a dynamic scale
            * each in turn, worker order, at the scale the ones before left */
@@ -225,13 +254,18 @@ train_step (TrainSteps *ts, const TrainStep *st)
             if (num->dynamic_scale)
               {
                 KernScaler *sc = &s->model->scaler;
-                kern_round_scaled (num->gradients, st->grads[i], P, sc->scale);
-                skip[i] = !kern_scaler_update (sc, num, kern_all_finite (st->grads[i], P));
+                kern_round_scaled (num->gradients, ts->dst[i], P, sc->scale);
+                skip[i] = !kern_scaler_update (sc, num, kern_all_finite (ts->dst[i], P));
                 if (skip[i])  /* nothing of it leaves the worker */
-                  memset (st->grads[i], 0, P * sizeof (float));
+                  memset (ts->dst[i], 0, P * sizeof (float));
               }
             else
-              kern_round_scaled (num->gradients, st->grads[i], P, kern_numerics_scale (num));
+              kern_round_scaled (num->gradients, ts->dst[i], P, kern_numerics_scale (num));
+          /* the sum: the workers' (or tasks') gradients in their order */
+          int from = st->sum_add ? 0 : 1;
+          if (st->sum && parts > from)
+            train_lanes_sum (ts->lanes, st->sum, (const float *const *) ts->dst + from,
+                             parts - from, P);
           /* 3. the optimizer, where the schedule updates on the worker
            * (a skipped gradient leaves the parameters as they were) */
           for (int i = 0; st->opt && i < st->n; i++)
@@ -240,6 +274,8 @@ train_step (TrainSteps *ts, const TrainStep *st)
                 if (st->update_from && st->update_from[i])
                   memcpy (st->update[i], st->update_from[i], P * sizeof (float));
               }
+            else if (st->update_zero)
+              kern_optimizer_step_zero (st->opt[i], st->update[i], st->grads[i]);
             else if (st->update_from && st->update_from[i])
               kern_optimizer_step_into (st->opt[i], st->update[i], st->update_from[i],
                                         st->grads[i]);

@@ -95,6 +95,18 @@ typedef struct {
    * (train_steps_x, _y) and nothing more, for a schedule that runs the
    * model itself, layer by layer (a pipeline stage's operations). */
   float *const *grads;
+  /* Not NULL: the n workers' gradients are summed into sum (n_params;
+   * written, or with sum_add added to what it holds) instead of being
+   * handed back one by one, and grads serve as scratch (their contents
+   * are then unspecified).  Where the model has loss_grad_sum and the
+   * step is stacked (gradients in float32; train_steps_sum_stacked), each
+   * task of train_task_groups(batch) workers computes its workers' sum as
+   * one product over their stacked batches, and the tasks' sums are added
+   * in task order; otherwise the workers' gradients are added in worker
+   * order.  Written, the first term is computed in place (sum = t_0 + t_1
+   * + ...); added, sum + t_0 + t_1 + ...  No optimizer with a sum. */
+  float *sum;
+  gboolean sum_add;
   double *losses;             /* (n) their batches' mean losses; may be NULL */
   /* The optimizer, where the schedule updates on the worker: opt[i] steps
    * update[i] in place, or writes update_from[i] stepped into update[i]
@@ -103,10 +115,18 @@ typedef struct {
   KernOptimizer *const *opt;
   float *const *update;
   const float *const *update_from;
+  /* TRUE: update[i] gets what the step makes of zeros, the update itself
+   * (kern_optimizer_step_zero); update_from is then not read. */
+  gboolean update_zero;
   /* (n) the simulated seconds of each worker's step (the setup's
    * compute_time); NULL: the schedule prices its steps itself. */
   double *seconds;
 } TrainStep;
+
+/* Whether a step of these steps with `sum` computes each task's sum as one
+ * product (TRUE) or sums the workers' gradients one by one (FALSE): the
+ * order of the additions, which a schedule documents. */
+gboolean train_steps_sum_stacked (const TrainSteps *ts);
 
 /* The worker step; returns the host seconds its forward and backward took
  * (0 without math). */
