@@ -1197,6 +1197,14 @@ ar_start (PolPolicy *p)
   ArPolicy *ar = (ArPolicy *) p;
   pol_report_mesh (&ar->env, ar->mesh);
   pol_report_algorithm (&ar->env, ar->alg, ar->buckets[0].alg);
+  if (!ar->cmp && !ar->zero && ar->dp > 1)
+    {
+      /* the protocol and channels of the largest bucket's all-reduce */
+      gsize n = ar->buckets[0].hi - ar->buckets[0].lo;
+      CommArgs a = pol_comm_args (&ar->env, ar->dp, ar->dp_hosts[0], NULL,
+                                  ar->T > 1 ? MAX (n / (gsize) ar->T, 1) : n, 0);
+      pol_report_plan (&ar->env, ar->alg, &a, COMM_ALLREDUCE);
+    }
   if (ar->ex.ep > 1 && ar->env.rec.param)
     {
       char v[G_ASCII_DTOSTR_BUF_SIZE];
