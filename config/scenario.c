@@ -79,7 +79,7 @@ static const BaseChoice balance_choices[] = {
 static const BaseChoice placement_choices[] = {
   { "packed", SIM_PLACE_PACKED, FALSE }, { "spread", SIM_PLACE_SPREAD, FALSE },
   { "random", SIM_PLACE_RANDOM, FALSE }, { "given", SIM_PLACE_GIVEN, FALSE },
-  { NULL, 0, FALSE } };
+  { "rail", SIM_PLACE_RAIL, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice compute_time_choices[] = {
   { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
 
@@ -114,7 +114,7 @@ static const KeyDef core_keys[] = {
   { "cluster", "servers", BASE_KEY_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
   { "cluster", "placement", BASE_KEY_ENUM, 0, "packed", 0, 0, 0, placement_choices, OFF (placement),
-    "How the hosts of several jobs ([job NAME] sections) are laid on the cluster: packed (each job on consecutive hosts, jobs in order of priority), spread (hosts dealt to the jobs in turn), random (a shuffle of the cluster's hosts from [scenario] seed, then packed) or given (each job's [job NAME] hosts); docs/cluster.md, \"Several jobs\". Ignored without jobs.", NULL },
+    "How the hosts of several jobs ([job NAME] sections) are laid on the cluster: packed (each job on consecutive hosts, jobs in order of priority), spread (hosts dealt to the jobs in turn), random (a shuffle of the cluster's hosts from [scenario] seed, then packed), given (each job's [job NAME] hosts) or rail (topology = nodes with nic = gpu: each job on the same GPU indices of whole nodes, so its ranks i mod gpus_per_node share a rail); docs/cluster.md, \"Several jobs\". Ignored without jobs.", NULL },
   { "cluster", "hosts", BASE_KEY_INT, 0, "0", 0, SIM_MAX_HOSTS, 0, NULL, OFF (hosts),
     "Hosts of a cluster shared by several jobs (0 = as many as the jobs use together); a larger cluster leaves hosts idle. Only with [job NAME] sections.", NULL },
   { "job", "arrival", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, 0,

@@ -263,6 +263,8 @@ typedef enum {
   SIM_PLACE_SPREAD,        /* jobs dealt host by host, round robin */
   SIM_PLACE_RANDOM,        /* a seeded shuffle of the cluster's hosts */
   SIM_PLACE_GIVEN,         /* each job's [job NAME] hosts list */
+  SIM_PLACE_RAIL,          /* rank i of a job on GPU i mod w of its nodes
+                              (nodes topology, nic = gpu) */
 } SimPlacement;
 
 /* Most [job NAME] sections a scenario may hold. */

@@ -139,6 +139,44 @@ test_placement_nodes (void)
   g_assert_cmpstr (r1, ==, r2);
 }
 
+/* Four jobs of 2, 6, 2 and 2 GPUs on three nodes of 4 GPUs with a NIC
+ * each (12 hosts, none idle). */
+static const char *const on_rails =
+  "[network]\ntopology = nodes\ngpus_per_node = 4\nnic = gpu\n"
+  "[device]\nstep_time = 1ms\n"
+  "[model]\nkind = timing\nparams = 1e6\nflops = 1e9\n"
+  "[policy]\nkind = allreduce\n"
+  "[job a]\ncluster.workers = 2\n"
+  "[job b]\ncluster.workers = 6\n"
+  "[job c]\ncluster.workers = 2\n"
+  "[job d]\ncluster.workers = 2\n";
+
+static void
+test_placement_rail (void)
+{
+  /* g = 4.  a (w = 2): offset 0 of node 0, hosts 0 1.  b (w = 4, rows of 4
+   * and 2): node 0 is not free at 0-3, so node 1 (4-7), then GPUs 0-1 of a
+   * node b does not hold: node 2 (8 9); its ranks i and i + 4 share rail
+   * i.  c (w = 2): GPUs 0-1 are taken on every node, 1-2 too; 2-3 are free
+   * on node 0 (2 3).  d: 0-1 and 1-2 nowhere, 2-3 on node 2 (10 11). */
+  g_autofree char *rail = placed (on_rails, "rail");
+  g_assert_cmpstr (rail, ==, "a: 0 1; b: 4 5 6 7 8 9; c: 2 3; d: 10 11");
+  /* packed lays b across nodes 0 and 1, with its rank 0 on GPU 2 */
+  g_autofree char *packed = placed (on_rails, "packed");
+  g_assert_cmpstr (packed, ==, "a: 0 1; b: 2 3 4 5 6 7; c: 8 9; d: 10 11");
+  /* priority first: d (2 GPUs) takes node 0's GPUs 0-1; then b needs a
+   * whole node for its first row: node 1, and GPUs 0-1 of node 2 */
+  g_autofree char *prio_text = test_replaced (on_rails, "[job d]\n",
+                                              "[job d]\npriority = 1\n");
+  g_autofree char *prio = placed (prio_text, "rail");
+  g_assert_cmpstr (prio, ==, "a: 2 3; b: 4 5 6 7 8 9; c: 10 11; d: 0 1");
+  /* a larger cluster leaves the last node idle */
+  g_autofree char *big_text = test_replaced (on_rails, "[device]",
+                                             "[cluster]\nhosts = 16\n[device]");
+  g_autofree char *big = placed (big_text, "rail");
+  g_assert_cmpstr (big, ==, "a: 0 1; b: 4 5 6 7 8 9; c: 2 3; d: 10 11");
+}
+
 static void
 on_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED, const NetTransfer *t G_GNUC_UNUSED)
 {
@@ -216,8 +254,25 @@ test_refusals_jobs (void)
       "[cluster] hosts: 3 hosts cannot hold the jobs, which need 4" },
     { "[job b]\n", "[job b]\nmodel.kind = nonsense\n", "[job b] model.kind" },
     { "[job b]\ncluster.workers = 2\n", "[job b]\ncluster.workers = 0\n", "[job b] cluster.workers" },
+    { "placement = packed", "placement = rail",
+      "[cluster] placement: rail placement lays jobs on the GPUs of nodes" },
   };
   test_refusals (base, cases, G_N_ELEMENTS (cases));
+  /* rail placement: a NIC per GPU, and jobs that find the same GPU indices
+   * free (b's 3 GPUs on nodes of 4 after a's 2: node 0 has GPUs 2-3 free,
+   * the cluster's second node only GPU 0) */
+  g_autofree char *rail = test_replaced (base, "placement = packed", "placement = rail");
+  const TestRefusal rails[] = {
+    { "topology = star", "topology = nodes",
+      "[cluster] placement: rail placement needs a NIC per GPU" },
+  };
+  test_refusals (rail, rails, G_N_ELEMENTS (rails));
+  g_autofree char *rail3 = test_replaced (
+    test_replaced (rail, "topology = star", "topology = nodes\nnic = gpu\ngpus_per_node = 4"),
+    "[job b]\ncluster.workers = 2\n", "[job b]\ncluster.workers = 3\n");
+  g_autofree char *msg = test_load_scenario_error (rail3);
+  g_assert_nonnull (strstr (msg, "[cluster] placement: rail placement finds no nodes with the"
+                                 " same 3 free GPU indices for job b"));
   /* given hosts out of the cluster, or listed twice */
   g_autofree char *given = test_replaced (
     test_replaced (test_replaced (base, "placement = packed", "placement = given"),
@@ -336,6 +391,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/jobs/alone-equals-idle-partner", test_alone_equals_idle_partner);
   g_test_add_func ("/jobs/placement/nodes", test_placement_nodes);
+  g_test_add_func ("/jobs/placement/rail", test_placement_rail);
   g_test_add_func ("/jobs/shared-link-maxmin", test_shared_link_maxmin);
   g_test_add_func ("/jobs/refusals", test_refusals_jobs);
   g_test_add_func ("/jobs/usage/closed-form", test_usage_closed_form);
