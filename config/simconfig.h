@@ -271,6 +271,11 @@ typedef enum {
 #define SIM_MAX_JOBS 64
 /* Most characters of a job's name. */
 #define SIM_MAX_JOB_NAME 32
+/* Most lines of an arrival trace ([cluster] arrivals): a header, a line
+ * per job and room for comments and blank lines. */
+#define SIM_ARRIVALS_MAX_LINES 256
+/* Most characters of one line of an arrival trace. */
+#define SIM_ARRIVALS_MAX_LINE 256
 
 /* One job of a scenario of several: its own resolved keys (the file's
  * sections with its [job NAME] overrides applied) and its place. */

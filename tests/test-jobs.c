@@ -284,6 +284,104 @@ test_refusals_jobs (void)
   test_refusals (given, twice, G_N_ELEMENTS (twice));
 }
 
+/* An arrival trace moves each job it names: a job's first iteration row
+ * starts at the trace's arrival, not at its section's. */
+static void
+test_arrivals_take_effect (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-arr-XXXXXX", NULL);
+  g_autofree char *csv = g_build_filename (dir, "arrivals.csv", NULL);
+  const double ta = 0.25, tb = 0.125;
+  g_assert_true (g_file_set_contents (csv, "# two jobs\nJob, Arrival, Priority\n"
+                                           "b,125ms,3\na, 0.25 \n", -1, NULL));
+  g_autofree char *line = g_strdup_printf ("[cluster]\narrivals = %s\n[job a]", csv);
+  g_autofree char *text = test_replaced (with_partner, "[job a]", line);
+  TestRun *r = test_run_collect (text, NULL);
+  double first_a = INFINITY, first_b = INFINITY;
+  for (guint i = 0; i < r->rows->len; i++)
+    {
+      const TestRow *x = &g_array_index (r->rows, TestRow, i);
+      if (x->worker < 4)
+        first_a = MIN (first_a, x->start);
+      else
+        first_b = MIN (first_b, x->start);
+    }
+  g_assert_cmpfloat (first_a, ==, ta);
+  g_assert_cmpfloat (first_b, ==, tb);
+  test_run_free (r);
+  /* the priority placed b first: its workers hold hosts 0 and 1 */
+  GPtrArray *cs = test_load_scenario_text (text, NULL);
+  const SimConfig *c = g_ptr_array_index (cs, 0);
+  const SimJob *b = g_ptr_array_index (c->jobs, 1);
+  g_assert_cmpint (b->priority, ==, 3);
+  g_assert_cmpfloat (b->arrival, ==, tb);
+  int H = 0;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) place = sim_jobs_place (c, c->file, &H, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_array_index ((GArray *) g_ptr_array_index (place, 1), int, 0), ==, 0);
+  g_ptr_array_unref (cs);
+  sim_remove_tree (dir);
+}
+
+/* The refusals of an arrival trace: one line naming the file, the line and
+ * the column, with the fix. */
+static void
+test_arrivals_refusals (void)
+{
+  static const struct { const char *text, *want; } cases[] = {
+    { "", "a.csv line 1: expected the header line job,arrival" },
+    { "job,start\n", "a.csv line 1: expected the header line" },
+    { "job,arrival\nbb,1s\n", "a.csv line 2 column 1: job: no [job bb] in the scenario;"
+      " did you mean b?" },
+    { "job,arrival\nzzzzzz,1s\n", "line 2 column 1: job: no [job zzzzzz] in the scenario; name" },
+    { "job,arrival\na,1s\na,2s\n", "line 3 column 1: job: a has a line already" },
+    { "job,arrival\na,-1s\n", "line 2 column 2: arrival:" },
+    { "job,arrival\na,3 parsecs\n", "line 2 column 2: arrival:" },
+    { "job,arrival,priority\na,1s,5000\n", "line 2 column 3: priority: expected a whole number" },
+    { "job,arrival,priority\na,1s,x\n", "line 2 column 3: priority" },
+    { "job,arrival\na\n", "line 2: expected 2 or 3 fields" },
+    { "job,arrival\na,1,2,3\n", "line 2: expected 2 or 3 fields" },
+    { "job,arrival\na,\x1b[31m\n", "line 2: a control character" },
+  };
+  GPtrArray *cs = test_load_scenario_text (with_partner, NULL);
+  const SimConfig *c = g_ptr_array_index (cs, 0);
+  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_assert_false (sim_arrivals_apply (c->jobs, cases[k].text, "a.csv", &error));
+      g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+      if (!strstr (error->message, cases[k].want))
+        g_error ("case %zu: %s\n  does not say: %s", k, error->message, cases[k].want);
+      g_assert_null (strchr (error->message, '\n'));
+    }
+  /* bounded: a line too long, too many lines */
+  g_autofree char *long_line = g_strnfill (SIM_ARRIVALS_MAX_LINE + 1, 'a');
+  g_autofree char *t1 = g_strdup_printf ("job,arrival\n%s,1\n", long_line);
+  g_autofree char *t2 = g_strnfill (SIM_ARRIVALS_MAX_LINES + 1, '\n');
+  const char *bounded[] = { t1, t2 };
+  const char *want[] = { "line 2: a line of more than", "more than 256 lines" };
+  for (int k = 0; k < 2; k++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_assert_false (sim_arrivals_apply (c->jobs, bounded[k], "a.csv", &error));
+      g_assert_nonnull (strstr (error->message, want[k]));
+    }
+  g_ptr_array_unref (cs);
+  /* through the scenario: the key named, a file that is missing, no jobs */
+  const TestRefusal keyed[] = {
+    { "[job a]", "[cluster]\narrivals = /nonexistent/a.csv\n[job a]",
+      "[cluster] arrivals: " },
+    { "[job a]", "[job c]\ncluster.arrivals = x.csv\n[job a]",
+      "[job c] cluster.arrivals: a job cannot set this key" },
+  };
+  test_refusals (with_partner, keyed, G_N_ELEMENTS (keyed));
+  g_autofree char *no_jobs = test_replaced (alone, "[cluster]\n", "[cluster]\narrivals = x.csv\n");
+  g_autofree char *msg = test_load_scenario_error (no_jobs);
+  g_assert_nonnull (strstr (msg, "[cluster] arrivals: an arrival trace sets the arrivals of"
+                                 " [job NAME] sections, and the scenario has none"));
+}
+
 /* Two ring all-reduce jobs on a star, both from 0: job a of 4 workers and
  * N_a = 4 x 20e6 gradient bytes, job b of 2 and N_b = 4 x 5e6. */
 static void
@@ -394,6 +492,8 @@ main (int argc, char **argv)
   g_test_add_func ("/jobs/placement/rail", test_placement_rail);
   g_test_add_func ("/jobs/shared-link-maxmin", test_shared_link_maxmin);
   g_test_add_func ("/jobs/refusals", test_refusals_jobs);
+  g_test_add_func ("/jobs/arrivals/take-effect", test_arrivals_take_effect);
+  g_test_add_func ("/jobs/arrivals/refusals", test_arrivals_refusals);
   g_test_add_func ("/jobs/usage/closed-form", test_usage_closed_form);
   g_test_add_func ("/jobs/perfetto/process-per-job", test_perfetto_per_job);
   return g_test_run ();
