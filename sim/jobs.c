@@ -14,9 +14,9 @@
  * The trace of a run of jobs: its iterations rows number the workers of
  * all jobs in file order (the `jobs` table gives each job's first worker),
  * span actors are "JOB/actor", params rows of a job's own keys are
- * "job.JOB.section.key", mesh ranks follow the workers; metrics, buckets,
- * stages, failures and messages are not written (each job's final loss is
- * in `jobs`).
+ * "job.JOB.section.key", mesh ranks follow the workers, metrics rows carry
+ * the job's name in their `job` column; buckets, stages, failures and
+ * messages are not written.
  */
 #include "config.h"
 
@@ -370,11 +370,15 @@ job_span (gpointer ctx, const char *actor, const char *kind, double start, doubl
 }
 
 static void
-job_metric (gpointer ctx, double t G_GNUC_UNUSED, gint64 step G_GNUC_UNUSED, double loss,
-            double accuracy, double consensus G_GNUC_UNUSED)
+job_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy, double consensus)
 {
   JobCtx *j = ctx;
+  JobsRun *jr = j->jr;
   const SimConfig *jc = j->job->c;
+  if (jr->trace)
+    sim_trace_metric_job (jr->trace, jr->run, j->job->name, t, step, loss, accuracy, consensus);
+  if (jr->extra && jr->extra->metric)
+    jr->extra->metric (jr->extra->ctx, t, step, loss, accuracy, consensus);
   j->last_loss = loss;
   if ((jc->target_loss > 0 && loss <= jc->target_loss)
       || (jc->target_accuracy > 0 && accuracy >= jc->target_accuracy))

@@ -70,6 +70,46 @@ test_alone_equals_idle_partner (void)
   test_run_free (two);
 }
 
+/* A job with real math writes the metrics rows it writes alone, and in a
+ * database they carry its name in the `job` column. */
+static void
+test_metrics_per_job (void)
+{
+  const char *math_alone =
+    "[scenario]\niterations = 4\nseed = 3\n[cluster]\nworkers = 2\n"
+    "[network]\ntopology = star\nbandwidth = 10Gbps\n"
+    "[model]\nkind = linear\n[policy]\nkind = allreduce\n";
+  const char *math_two =
+    "[scenario]\niterations = 4\nseed = 3\n"
+    "[network]\ntopology = star\nbandwidth = 10Gbps\n"
+    "[model]\nkind = linear\n[policy]\nkind = allreduce\n"
+    "[job a]\ncluster.workers = 2\n[job b]\ncluster.workers = 2\narrival = 1000s\n";
+  TestRun *one = test_run_collect (math_alone, NULL);
+  TestRun *two = test_run_collect (math_two, NULL);
+  /* job b arrives after a has ended: a's evaluations come first, then b's
+   * (the same job shifted by its arrival) */
+  g_assert_cmpuint (one->metrics->len, >, 0);
+  g_assert_cmpuint (two->metrics->len, ==, 2 * one->metrics->len);
+  for (guint i = 0; i < one->metrics->len; i++)
+    {
+      const TestMetric *x = &g_array_index (one->metrics, TestMetric, i);
+      const TestMetric *y = &g_array_index (two->metrics, TestMetric, i);
+      g_assert_true (x->t == y->t && x->step == y->step);
+      g_assert_true (x->loss == y->loss);
+      g_assert_true (x->accuracy == y->accuracy || (isnan (x->accuracy) && isnan (y->accuracy)));
+    }
+  test_run_free (one);
+  test_run_free (two);
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-mj-XXXXXX", NULL);
+  g_autofree char *db = test_run_text (dir, math_two, "mj");
+  double n = test_query_number (db, "SELECT COUNT(*) FROM metrics");
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM metrics WHERE job = 'a'"),
+                     ==, n / 2);
+  g_assert_cmpfloat (test_query_number (db, "SELECT MIN(sim_time) FROM metrics WHERE job = 'b'"),
+                     >=, 1000.0);
+  sim_remove_tree (dir);
+}
+
 /* The hosts placement gives each job of `text` (with `placement` set),
  * written "a: 0 1 2 3; b: 4 5 6 7". */
 static char *
@@ -492,6 +532,7 @@ main (int argc, char **argv)
   g_test_add_func ("/jobs/placement/rail", test_placement_rail);
   g_test_add_func ("/jobs/shared-link-maxmin", test_shared_link_maxmin);
   g_test_add_func ("/jobs/refusals", test_refusals_jobs);
+  g_test_add_func ("/jobs/metrics/per-job", test_metrics_per_job);
   g_test_add_func ("/jobs/arrivals/take-effect", test_arrivals_take_effect);
   g_test_add_func ("/jobs/arrivals/refusals", test_arrivals_refusals);
   g_test_add_func ("/jobs/usage/closed-form", test_usage_closed_form);
