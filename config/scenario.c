@@ -79,7 +79,7 @@ static const BaseChoice balance_choices[] = {
 static const BaseChoice placement_choices[] = {
   { "packed", SIM_PLACE_PACKED, FALSE }, { "spread", SIM_PLACE_SPREAD, FALSE },
   { "random", SIM_PLACE_RANDOM, FALSE }, { "given", SIM_PLACE_GIVEN, FALSE },
-  { NULL, 0, FALSE } };
+  { "rail", SIM_PLACE_RAIL, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice compute_time_choices[] = {
   { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
 
@@ -114,9 +114,11 @@ static const KeyDef core_keys[] = {
   { "cluster", "servers", BASE_KEY_INT, 0, "1", 0, SIM_MAX_HOSTS, 0, NULL, OFF (servers),
     "Parameter-server shards, each on its own host; parameters are split into this many contiguous shards (0 = one per worker).", NULL },
   { "cluster", "placement", BASE_KEY_ENUM, 0, "packed", 0, 0, 0, placement_choices, OFF (placement),
-    "How the hosts of several jobs ([job NAME] sections) are laid on the cluster: packed (each job on consecutive hosts, jobs in order of priority), spread (hosts dealt to the jobs in turn), random (a shuffle of the cluster's hosts from [scenario] seed, then packed) or given (each job's [job NAME] hosts); docs/cluster.md, \"Several jobs\". Ignored without jobs.", NULL },
+    "How the hosts of several jobs ([job NAME] sections) are laid on the cluster: packed (each job on consecutive hosts, jobs in order of priority), spread (hosts dealt to the jobs in turn), random (a shuffle of the cluster's hosts from [scenario] seed, then packed), given (each job's [job NAME] hosts) or rail (topology = nodes with nic = gpu: each job on the same GPU indices of whole nodes, so its ranks i mod gpus_per_node share a rail); docs/cluster.md, \"Several jobs\". Ignored without jobs.", NULL },
   { "cluster", "hosts", BASE_KEY_INT, 0, "0", 0, SIM_MAX_HOSTS, 0, NULL, OFF (hosts),
     "Hosts of a cluster shared by several jobs (0 = as many as the jobs use together); a larger cluster leaves hosts idle. Only with [job NAME] sections.", NULL },
+  { "cluster", "arrivals", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, 0,
+    "Arrival trace of several jobs: a CSV file (path relative to the scenario file) with the header job,arrival[,priority] and one line per job, which sets that [job NAME]'s arrival (and priority) over the section's own; at most " G_STRINGIFY (SIM_ARRIVALS_MAX_LINES) " lines (comments and blank lines included) of at most " G_STRINGIFY (SIM_ARRIVALS_MAX_LINE) " characters (docs/cluster.md, \"An arrival trace\"). Only with [job NAME] sections.", NULL },
   { "job", "arrival", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, 0,
     "[job NAME] only: the simulated time at which the job starts.", NULL },
   { "job", "priority", BASE_KEY_INT, 0, "0", -1000, 1000, 0, NULL, 0,
@@ -1708,6 +1710,161 @@ resolve_jobs (GKeyFile *pk, SimConfig *c, const char *path, GPtrArray *swept,
   return TRUE;
 }
 
+/* Sets job j's key "job.KEY" to `value` (text `text`): its value and
+ * its params row. */
+static void
+set_job_key (SimJob *j, const char *key, const char *text)
+{
+  g_autofree char *name = g_strdup_printf ("job.%s", key);
+  for (guint i = 0; i < j->c->param_keys->len; i++)
+    if (strcmp (g_ptr_array_index (j->c->param_keys, i), name) == 0)
+      {
+        g_free (j->c->param_values->pdata[i]);
+        j->c->param_values->pdata[i] = g_strdup (text);
+        return;
+      }
+  g_ptr_array_add (j->c->param_keys, g_steal_pointer (&name));
+  g_ptr_array_add (j->c->param_values, g_strdup (text));
+}
+
+/* One line error of the arrival trace `csv`: "CSV line N column K (what):
+ * why; fix" (column 0: the line as a whole). */
+static gboolean
+arrivals_error (GError **error, const char *csv, int line, int column, const char *fmt, ...)
+  G_GNUC_PRINTF (5, 6);
+
+static gboolean
+arrivals_error (GError **error, const char *csv, int line, int column, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  if (column > 0)
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s line %d column %d: %s", csv, line,
+                 column, msg);
+  else
+    g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT, "%s line %d: %s", csv, line, msg);
+  return FALSE;
+}
+
+gboolean
+sim_arrivals_apply (GPtrArray *jobs, const char *text, const char *csv, GError **error)
+{
+  g_auto (GStrv) lines = g_strsplit (text, "\n", SIM_ARRIVALS_MAX_LINES + 1);
+  gboolean header = FALSE;
+  g_autofree gboolean *seen = g_new0 (gboolean, jobs->len);
+  for (int i = 0; lines[i]; i++)
+    {
+      int ln = i + 1;
+      if (i == SIM_ARRIVALS_MAX_LINES)
+        return arrivals_error (error, csv, ln, 0, "more than %d lines; an arrival trace holds"
+                               " a header and a line per job", SIM_ARRIVALS_MAX_LINES);
+      if (strlen (lines[i]) > SIM_ARRIVALS_MAX_LINE)
+        return arrivals_error (error, csv, ln, 0, "a line of more than %d characters; write"
+                               " job,arrival[,priority]", SIM_ARRIVALS_MAX_LINE);
+      char *l = g_strstrip (lines[i]);
+      if (!*l || l[0] == '#')
+        continue;
+      if (!sim_input_is_one_line (l))
+        return arrivals_error (error, csv, ln, 0, "a control character; write plain"
+                               " job,arrival[,priority] lines");
+      g_auto (GStrv) f = g_strsplit (l, ",", 4);
+      int n = (int) g_strv_length (f);
+      for (int k = 0; k < n; k++)
+        g_strstrip (f[k]);
+      if (!header)
+        {
+          gboolean ok = (n == 2 || n == 3) && g_ascii_strcasecmp (f[0], "job") == 0
+                        && g_ascii_strcasecmp (f[1], "arrival") == 0
+                        && (n == 2 || g_ascii_strcasecmp (f[2], "priority") == 0);
+          if (!ok)
+            return arrivals_error (error, csv, ln, 0, "expected the header line"
+                                   " job,arrival or job,arrival,priority");
+          header = TRUE;
+          continue;
+        }
+      if (n != 2 && n != 3)
+        return arrivals_error (error, csv, ln, 0, "expected 2 or 3 fields"
+                               " job,arrival[,priority], found %s", n > 3 ? "more" : "1");
+      SimJob *job = NULL;
+      guint idx = 0;
+      BaseSpell sp;
+      base_spell_init (&sp, f[0]);
+      for (guint j = 0; j < jobs->len && !job; j++)
+        {
+          SimJob *o = g_ptr_array_index (jobs, j);
+          if (strcmp (o->name, f[0]) == 0)
+            job = o, idx = j;
+          base_spell_offer (&sp, o->name);
+        }
+      if (!job)
+        {
+          g_autofree char *shown = sim_input_printable (f[0]);
+          if (strlen (shown) > SIM_MAX_JOB_NAME + 8)
+            strcpy (shown + SIM_MAX_JOB_NAME, "...");
+          const char *best = base_spell_best (&sp);
+          g_autofree char *hint = best ? g_strdup_printf (" did you mean %s?", best)
+                                       : g_strdup ("");
+          return arrivals_error (error, csv, ln, 1, "job: no [job %s] in the scenario;%s name"
+                                 " one of its [job NAME] sections", shown, hint);
+        }
+      if (seen[idx])
+        return arrivals_error (error, csv, ln, 1, "job: %s has a line already; give each job"
+                               " one line", job->name);
+      seen[idx] = TRUE;
+      double t = 0;
+      const char *why = NULL;
+      if (!sim_parse_quantity (f[1], SIM_UNIT_TIME, &t, &why) || !isfinite (t) || t < 0
+          || t > BIG)
+        return arrivals_error (error, csv, ln, 2, "arrival: %s; give the job's start as a"
+                               " time >= 0, e.g. 10ms", why ? why : "out of range");
+      job->arrival = t;
+      base_values_set_double (job->c->values, "job.arrival", t);
+      set_job_key (job, "arrival", f[1]);
+      if (n == 3)
+        {
+          char *end = NULL;
+          errno = 0;
+          gint64 p = g_ascii_strtoll (f[2], &end, 10);
+          if (!*f[2] || *end || errno || p < -1000 || p > 1000)
+            return arrivals_error (error, csv, ln, 3, "priority: expected a whole number from"
+                                   " -1000 to 1000");
+          job->priority = p;
+          base_values_set_int (job->c->values, "job.priority", p);
+          set_job_key (job, "priority", f[2]);
+        }
+    }
+  if (!header)
+    return arrivals_error (error, csv, 1, 0, "expected the header line job,arrival or"
+                           " job,arrival,priority");
+  return TRUE;
+}
+
+/* Reads [cluster] arrivals of point c (path relative to the scenario file
+ * `path`) into its jobs. */
+static gboolean
+read_arrivals (SimConfig *c, const char *path, GError **error)
+{
+  const char *name = base_values_string (c->values, "cluster.arrivals");
+  if (!name || !*name)
+    return TRUE;
+  if (!c->jobs)
+    return fail (error, path, NULL, "[cluster] arrivals: an arrival trace sets the arrivals of"
+                 " [job NAME] sections, and the scenario has none; add job sections or remove"
+                 " the key");
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *csv = g_path_is_absolute (name) ? g_strdup (name)
+                                                   : g_build_filename (dir, name, NULL);
+  g_autoptr (GError) local = NULL;
+  g_autofree char *text = sim_input_read_text (csv, "arrival trace", &local);
+  if (!text)
+    return fail (error, path, NULL, "[cluster] arrivals: %s", local->message);
+  if (!sim_arrivals_apply (c->jobs, text, csv, &local))
+    return fail (error, path, NULL, "[cluster] arrivals: %s", local->message);
+  return TRUE;
+}
+
 /* The config of sweep point p: kf with the sweep's values of that point set
  * (the index of key i is a digit of p in mixed radix, the last key least
  * significant). */
@@ -1750,7 +1907,8 @@ sweep_point (GKeyFile *kf, char **sweep_keys, GPtrArray *values, gsize p, const 
       g_ptr_array_add (swept, g_strdup_printf ("%s=%s", sweep_keys[i], parts[idx[i]]));
     }
   g_autoptr (SimConfig) c = resolve (pk, path, swept, db_trusted, error);
-  if (!c || !resolve_jobs (pk, c, path, swept, db_trusted, error))
+  if (!c || !resolve_jobs (pk, c, path, swept, db_trusted, error)
+      || !read_arrivals (c, path, error))
     return NULL;
   return g_steal_pointer (&c);
 }

@@ -27,6 +27,18 @@ const char *sim_detail_name (SimDetail d);
  * key, as a scenario writes it (aliases left out), or NULL. */
 const char *sim_scenario_choice_name (const char *section, const char *key, int value);
 
+/* Applies the arrival trace `text` (the text of file `csv`, [cluster]
+ * arrivals; docs/cluster.md, "An arrival trace") to `jobs` (SimJob*): a
+ * header job,arrival[,priority], then one line per job setting its
+ * arrival (and priority) and params rows.  Blank lines and lines starting
+ * with # are skipped; at most SIM_ARRIVALS_MAX_LINES lines of at most
+ * SIM_ARRIVALS_MAX_LINE characters.  FALSE with a one-line
+ * SIM_ERROR_INPUT "CSV line N [column K]: what; fix" (an unknown job with
+ * the closest name) when the text is not such a trace; the jobs may then
+ * hold some of its values. */
+gboolean sim_arrivals_apply (GPtrArray *jobs, const char *text, const char *csv,
+                             GError **error);
+
 /* Loads `path`, applies the `sets` overrides ("section.key=value", NULL-
  * terminated, may be NULL), validates every key and expands the sweep.
  * Returns a GPtrArray of SimConfig* (one per sweep point, at least one) or

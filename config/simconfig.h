@@ -263,12 +263,19 @@ typedef enum {
   SIM_PLACE_SPREAD,        /* jobs dealt host by host, round robin */
   SIM_PLACE_RANDOM,        /* a seeded shuffle of the cluster's hosts */
   SIM_PLACE_GIVEN,         /* each job's [job NAME] hosts list */
+  SIM_PLACE_RAIL,          /* rank i of a job on GPU i mod w of its nodes
+                              (nodes topology, nic = gpu) */
 } SimPlacement;
 
 /* Most [job NAME] sections a scenario may hold. */
 #define SIM_MAX_JOBS 64
 /* Most characters of a job's name. */
 #define SIM_MAX_JOB_NAME 32
+/* Most lines of an arrival trace ([cluster] arrivals): a header, a line
+ * per job and room for comments and blank lines. */
+#define SIM_ARRIVALS_MAX_LINES 256
+/* Most characters of one line of an arrival trace. */
+#define SIM_ARRIVALS_MAX_LINE 256
 
 /* One job of a scenario of several: its own resolved keys (the file's
  * sections with its [job NAME] overrides applied) and its place. */

@@ -14,9 +14,9 @@
  * The trace of a run of jobs: its iterations rows number the workers of
  * all jobs in file order (the `jobs` table gives each job's first worker),
  * span actors are "JOB/actor", params rows of a job's own keys are
- * "job.JOB.section.key", mesh ranks follow the workers; metrics, buckets,
- * stages, failures and messages are not written (each job's final loss is
- * in `jobs`).
+ * "job.JOB.section.key", mesh ranks follow the workers, metrics rows carry
+ * the job's name in their `job` column; buckets, stages, failures and
+ * messages are not written.
  */
 #include "config.h"
 
@@ -98,6 +98,88 @@ place_given (const SimConfig *c, const char *file, int H, const int *need, GPtrA
   return TRUE;
 }
 
+/* placement = rail (docs/cluster.md, "Rail-aligned placement"): on a nodes
+ * topology of g GPUs per node, a job of n hosts has width w = min (n, g)
+ * and rows of w ranks (the last may be shorter).  For an offset o from 0
+ * to g - w, each row in turn takes the lowest-numbered node the job does
+ * not use yet whose GPUs o .. o + row - 1 are free; of the offsets where
+ * every row finds one, the job takes the one whose first row lands on the
+ * lowest node (ties: the lowest offset), so its rank i sits on GPU
+ * o + i mod w of its node.  Jobs by priority, as packed. */
+static gboolean
+place_rail (const SimConfig *c, const char *file, int H, const int *need, const int *order,
+            GPtrArray *place, GError **error)
+{
+  if (g_strcmp0 (c->topology, "nodes") != 0)
+    return sim_key_error (error, file, "cluster", "placement",
+                          "rail placement lays jobs on the GPUs of nodes, and [network]"
+                          " topology is %s; set topology = nodes with nic = gpu, or choose"
+                          " packed, spread, random or given", c->topology);
+  if (base_values_int (c->values, "network.nic") == 0)
+    return sim_key_error (error, file, "cluster", "placement",
+                          "rail placement needs a NIC per GPU (a rail per GPU index), and"
+                          " [network] nic is node; set nic = gpu, or choose packed");
+  int g = (int) base_values_int (c->values, "network.gpus_per_node");
+  if (g <= 0)
+    g = 8;  /* the nodes topology's default */
+  int nodes = (H + g - 1) / g;
+  g_autofree gboolean *used = g_new0 (gboolean, (gsize) nodes * g);
+  for (int h = H; h < nodes * g; h++)
+    used[h] = TRUE;  /* the last node's missing GPUs */
+  int n = (int) c->jobs->len;
+  for (int q = 0; q < n; q++)
+    {
+      int j = order[q];
+      int size = need[j];
+      int w = MIN (size, g);
+      int rows = (size + w - 1) / w;
+      g_autofree int *row_node = g_new (int, rows);
+      g_autofree int *best = g_new (int, rows);
+      int best_o = -1;
+      for (int o = 0; o + w <= g; o++)
+        {
+          int r;
+          for (r = 0; r < rows; r++)
+            {
+              int cnt = MIN (w, size - r * w);
+              row_node[r] = -1;
+              for (int k = 0; k < nodes && row_node[r] < 0; k++)
+                {
+                  gboolean ok = TRUE;
+                  for (int p = 0; ok && p < r; p++)
+                    ok = row_node[p] != k;
+                  for (int l = o; ok && l < o + cnt; l++)
+                    ok = !used[k * g + l];
+                  if (ok)
+                    row_node[r] = k;
+                }
+              if (row_node[r] < 0)
+                break;
+            }
+          /* the offset whose first row lands on the lowest node */
+          if (r == rows && (best_o < 0 || row_node[0] < best[0]))
+            {
+              best_o = o;
+              memcpy (best, row_node, sizeof (int) * rows);
+            }
+        }
+      const SimJob *job = g_ptr_array_index (c->jobs, j);
+      if (best_o < 0)
+        return sim_key_error (error, file, "cluster", "placement",
+                              "rail placement finds no nodes with the same %d free GPU indices"
+                              " for job %s (%d hosts, %d GPUs per node); raise [cluster] hosts"
+                              " or choose placement = packed", w, job->name, size, g);
+      GArray *p = g_ptr_array_index (place, j);
+      for (int i = 0; i < size; i++)
+        {
+          int h = best[i / w] * g + best_o + i % w;
+          used[h] = TRUE;
+          g_array_append_val (p, h);
+        }
+    }
+  return TRUE;
+}
+
 /* The hosts each job needs into need[] and their sum into *sum, or FALSE
  * with *error where the jobs' host lists or counts cannot be placed. */
 static gboolean
@@ -155,6 +237,10 @@ sim_jobs_place (const SimConfig *c, const char *file, int *n_hosts, GError **err
     {
     case SIM_PLACE_GIVEN:
       if (!place_given (c, file, H, need, place, error))
+        return NULL;
+      break;
+    case SIM_PLACE_RAIL:
+      if (!place_rail (c, file, H, need, order, place, error))
         return NULL;
       break;
     case SIM_PLACE_RANDOM:
@@ -284,11 +370,15 @@ job_span (gpointer ctx, const char *actor, const char *kind, double start, doubl
 }
 
 static void
-job_metric (gpointer ctx, double t G_GNUC_UNUSED, gint64 step G_GNUC_UNUSED, double loss,
-            double accuracy, double consensus G_GNUC_UNUSED)
+job_metric (gpointer ctx, double t, gint64 step, double loss, double accuracy, double consensus)
 {
   JobCtx *j = ctx;
+  JobsRun *jr = j->jr;
   const SimConfig *jc = j->job->c;
+  if (jr->trace)
+    sim_trace_metric_job (jr->trace, jr->run, j->job->name, t, step, loss, accuracy, consensus);
+  if (jr->extra && jr->extra->metric)
+    jr->extra->metric (jr->extra->ctx, t, step, loss, accuracy, consensus);
   j->last_loss = loss;
   if ((jc->target_loss > 0 && loss <= jc->target_loss)
       || (jc->target_accuracy > 0 && accuracy >= jc->target_accuracy))

@@ -28,8 +28,11 @@ int sim_job_hosts_needed (const SimJob *j);
  * order), each on the next free hosts; spread: the hosts in order dealt
  * to the jobs in turn (those still short of hosts, by priority); random:
  * packed over a shuffle of the hosts drawn from [scenario] seed; given:
- * each job's [job NAME] hosts.  NULL with a one-line SIM_ERROR_INPUT
- * naming `file` when the jobs do not fit or a hosts list is wrong. */
+ * each job's [job NAME] hosts; rail (topology = nodes, nic = gpu): jobs
+ * by priority, each on the same GPU indices of the lowest free nodes, its
+ * rank i on GPU o + i mod min (hosts, gpus_per_node).  NULL with a
+ * one-line SIM_ERROR_INPUT naming `file` when the jobs do not fit, a hosts
+ * list is wrong or rail placement meets another topology. */
 GPtrArray *sim_jobs_place (const SimConfig *c, const char *file, int *n_hosts, GError **error);
 
 /* The cluster's network on `sim`: host h is named "JOB/NAME" after the job

@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 /* PRAGMA user_version of the traces written: the one place it is stated.
  * Raise it with any change of the tables (sim/tables/) and say what changed
  * in docs/trace.md. */
-#define SIM_TRACE_SCHEMA_VERSION 12
+#define SIM_TRACE_SCHEMA_VERSION 13
 #define SIM_TRACE_BATCH 8192
 
 typedef struct SimTrace SimTrace;
@@ -142,6 +142,10 @@ void sim_trace_infeasible_run (SimTrace *t, gint64 run, const char *reason);
  * [trace] detail wants (sim_trace_wants); they write what they are given. */
 void sim_trace_metric (SimTrace *t, gint64 run, double sim_time, gint64 step,
                        double loss, double accuracy, double consensus);
+/* A metrics row of job `job` of a run of several (its `job` column; NULL:
+ * a run of one job, as sim_trace_metric writes). */
+void sim_trace_metric_job (SimTrace *t, gint64 run, const char *job, double sim_time,
+                           gint64 step, double loss, double accuracy, double consensus);
 void sim_trace_iteration (SimTrace *t, gint64 run, int worker, gint64 iteration,
                           double start, double end, double compute,
                           double comm, double wait, gint64 staleness);

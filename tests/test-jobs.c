@@ -70,6 +70,46 @@ test_alone_equals_idle_partner (void)
   test_run_free (two);
 }
 
+/* A job with real math writes the metrics rows it writes alone, and in a
+ * database they carry its name in the `job` column. */
+static void
+test_metrics_per_job (void)
+{
+  const char *math_alone =
+    "[scenario]\niterations = 4\nseed = 3\n[cluster]\nworkers = 2\n"
+    "[network]\ntopology = star\nbandwidth = 10Gbps\n"
+    "[model]\nkind = linear\n[policy]\nkind = allreduce\n";
+  const char *math_two =
+    "[scenario]\niterations = 4\nseed = 3\n"
+    "[network]\ntopology = star\nbandwidth = 10Gbps\n"
+    "[model]\nkind = linear\n[policy]\nkind = allreduce\n"
+    "[job a]\ncluster.workers = 2\n[job b]\ncluster.workers = 2\narrival = 1000s\n";
+  TestRun *one = test_run_collect (math_alone, NULL);
+  TestRun *two = test_run_collect (math_two, NULL);
+  /* job b arrives after a has ended: a's evaluations come first, then b's
+   * (the same job shifted by its arrival) */
+  g_assert_cmpuint (one->metrics->len, >, 0);
+  g_assert_cmpuint (two->metrics->len, ==, 2 * one->metrics->len);
+  for (guint i = 0; i < one->metrics->len; i++)
+    {
+      const TestMetric *x = &g_array_index (one->metrics, TestMetric, i);
+      const TestMetric *y = &g_array_index (two->metrics, TestMetric, i);
+      g_assert_true (x->t == y->t && x->step == y->step);
+      g_assert_true (x->loss == y->loss);
+      g_assert_true (x->accuracy == y->accuracy || (isnan (x->accuracy) && isnan (y->accuracy)));
+    }
+  test_run_free (one);
+  test_run_free (two);
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-mj-XXXXXX", NULL);
+  g_autofree char *db = test_run_text (dir, math_two, "mj");
+  double n = test_query_number (db, "SELECT COUNT(*) FROM metrics");
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM metrics WHERE job = 'a'"),
+                     ==, n / 2);
+  g_assert_cmpfloat (test_query_number (db, "SELECT MIN(sim_time) FROM metrics WHERE job = 'b'"),
+                     >=, 1000.0);
+  sim_remove_tree (dir);
+}
+
 /* The hosts placement gives each job of `text` (with `placement` set),
  * written "a: 0 1 2 3; b: 4 5 6 7". */
 static char *
@@ -137,6 +177,44 @@ test_placement_nodes (void)
   g_autofree char *r1 = placed (on_nodes, "random");
   g_autofree char *r2 = placed (on_nodes, "random");
   g_assert_cmpstr (r1, ==, r2);
+}
+
+/* Four jobs of 2, 6, 2 and 2 GPUs on three nodes of 4 GPUs with a NIC
+ * each (12 hosts, none idle). */
+static const char *const on_rails =
+  "[network]\ntopology = nodes\ngpus_per_node = 4\nnic = gpu\n"
+  "[device]\nstep_time = 1ms\n"
+  "[model]\nkind = timing\nparams = 1e6\nflops = 1e9\n"
+  "[policy]\nkind = allreduce\n"
+  "[job a]\ncluster.workers = 2\n"
+  "[job b]\ncluster.workers = 6\n"
+  "[job c]\ncluster.workers = 2\n"
+  "[job d]\ncluster.workers = 2\n";
+
+static void
+test_placement_rail (void)
+{
+  /* g = 4.  a (w = 2): offset 0 of node 0, hosts 0 1.  b (w = 4, rows of 4
+   * and 2): node 0 is not free at 0-3, so node 1 (4-7), then GPUs 0-1 of a
+   * node b does not hold: node 2 (8 9); its ranks i and i + 4 share rail
+   * i.  c (w = 2): GPUs 0-1 are taken on every node, 1-2 too; 2-3 are free
+   * on node 0 (2 3).  d: 0-1 and 1-2 nowhere, 2-3 on node 2 (10 11). */
+  g_autofree char *rail = placed (on_rails, "rail");
+  g_assert_cmpstr (rail, ==, "a: 0 1; b: 4 5 6 7 8 9; c: 2 3; d: 10 11");
+  /* packed lays b across nodes 0 and 1, with its rank 0 on GPU 2 */
+  g_autofree char *packed = placed (on_rails, "packed");
+  g_assert_cmpstr (packed, ==, "a: 0 1; b: 2 3 4 5 6 7; c: 8 9; d: 10 11");
+  /* priority first: d (2 GPUs) takes node 0's GPUs 0-1; then b needs a
+   * whole node for its first row: node 1, and GPUs 0-1 of node 2 */
+  g_autofree char *prio_text = test_replaced (on_rails, "[job d]\n",
+                                              "[job d]\npriority = 1\n");
+  g_autofree char *prio = placed (prio_text, "rail");
+  g_assert_cmpstr (prio, ==, "a: 2 3; b: 4 5 6 7 8 9; c: 10 11; d: 0 1");
+  /* a larger cluster leaves the last node idle */
+  g_autofree char *big_text = test_replaced (on_rails, "[device]",
+                                             "[cluster]\nhosts = 16\n[device]");
+  g_autofree char *big = placed (big_text, "rail");
+  g_assert_cmpstr (big, ==, "a: 0 1; b: 4 5 6 7 8 9; c: 2 3; d: 10 11");
 }
 
 static void
@@ -216,8 +294,25 @@ test_refusals_jobs (void)
       "[cluster] hosts: 3 hosts cannot hold the jobs, which need 4" },
     { "[job b]\n", "[job b]\nmodel.kind = nonsense\n", "[job b] model.kind" },
     { "[job b]\ncluster.workers = 2\n", "[job b]\ncluster.workers = 0\n", "[job b] cluster.workers" },
+    { "placement = packed", "placement = rail",
+      "[cluster] placement: rail placement lays jobs on the GPUs of nodes" },
   };
   test_refusals (base, cases, G_N_ELEMENTS (cases));
+  /* rail placement: a NIC per GPU, and jobs that find the same GPU indices
+   * free (b's 3 GPUs on nodes of 4 after a's 2: node 0 has GPUs 2-3 free,
+   * the cluster's second node only GPU 0) */
+  g_autofree char *rail = test_replaced (base, "placement = packed", "placement = rail");
+  const TestRefusal rails[] = {
+    { "topology = star", "topology = nodes",
+      "[cluster] placement: rail placement needs a NIC per GPU" },
+  };
+  test_refusals (rail, rails, G_N_ELEMENTS (rails));
+  g_autofree char *rail3 = test_replaced (
+    test_replaced (rail, "topology = star", "topology = nodes\nnic = gpu\ngpus_per_node = 4"),
+    "[job b]\ncluster.workers = 2\n", "[job b]\ncluster.workers = 3\n");
+  g_autofree char *msg = test_load_scenario_error (rail3);
+  g_assert_nonnull (strstr (msg, "[cluster] placement: rail placement finds no nodes with the"
+                                 " same 3 free GPU indices for job b"));
   /* given hosts out of the cluster, or listed twice */
   g_autofree char *given = test_replaced (
     test_replaced (test_replaced (base, "placement = packed", "placement = given"),
@@ -227,6 +322,104 @@ test_refusals_jobs (void)
     { "hosts = 1, 5", "hosts = 3, 1", "[job b] hosts: host 1 is job a's already" },
   };
   test_refusals (given, twice, G_N_ELEMENTS (twice));
+}
+
+/* An arrival trace moves each job it names: a job's first iteration row
+ * starts at the trace's arrival, not at its section's. */
+static void
+test_arrivals_take_effect (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dtsim-test-arr-XXXXXX", NULL);
+  g_autofree char *csv = g_build_filename (dir, "arrivals.csv", NULL);
+  const double ta = 0.25, tb = 0.125;
+  g_assert_true (g_file_set_contents (csv, "# two jobs\nJob, Arrival, Priority\n"
+                                           "b,125ms,3\na, 0.25 \n", -1, NULL));
+  g_autofree char *line = g_strdup_printf ("[cluster]\narrivals = %s\n[job a]", csv);
+  g_autofree char *text = test_replaced (with_partner, "[job a]", line);
+  TestRun *r = test_run_collect (text, NULL);
+  double first_a = INFINITY, first_b = INFINITY;
+  for (guint i = 0; i < r->rows->len; i++)
+    {
+      const TestRow *x = &g_array_index (r->rows, TestRow, i);
+      if (x->worker < 4)
+        first_a = MIN (first_a, x->start);
+      else
+        first_b = MIN (first_b, x->start);
+    }
+  g_assert_cmpfloat (first_a, ==, ta);
+  g_assert_cmpfloat (first_b, ==, tb);
+  test_run_free (r);
+  /* the priority placed b first: its workers hold hosts 0 and 1 */
+  GPtrArray *cs = test_load_scenario_text (text, NULL);
+  const SimConfig *c = g_ptr_array_index (cs, 0);
+  const SimJob *b = g_ptr_array_index (c->jobs, 1);
+  g_assert_cmpint (b->priority, ==, 3);
+  g_assert_cmpfloat (b->arrival, ==, tb);
+  int H = 0;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) place = sim_jobs_place (c, c->file, &H, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_array_index ((GArray *) g_ptr_array_index (place, 1), int, 0), ==, 0);
+  g_ptr_array_unref (cs);
+  sim_remove_tree (dir);
+}
+
+/* The refusals of an arrival trace: one line naming the file, the line and
+ * the column, with the fix. */
+static void
+test_arrivals_refusals (void)
+{
+  static const struct { const char *text, *want; } cases[] = {
+    { "", "a.csv line 1: expected the header line job,arrival" },
+    { "job,start\n", "a.csv line 1: expected the header line" },
+    { "job,arrival\nbb,1s\n", "a.csv line 2 column 1: job: no [job bb] in the scenario;"
+      " did you mean b?" },
+    { "job,arrival\nzzzzzz,1s\n", "line 2 column 1: job: no [job zzzzzz] in the scenario; name" },
+    { "job,arrival\na,1s\na,2s\n", "line 3 column 1: job: a has a line already" },
+    { "job,arrival\na,-1s\n", "line 2 column 2: arrival:" },
+    { "job,arrival\na,3 parsecs\n", "line 2 column 2: arrival:" },
+    { "job,arrival,priority\na,1s,5000\n", "line 2 column 3: priority: expected a whole number" },
+    { "job,arrival,priority\na,1s,x\n", "line 2 column 3: priority" },
+    { "job,arrival\na\n", "line 2: expected 2 or 3 fields" },
+    { "job,arrival\na,1,2,3\n", "line 2: expected 2 or 3 fields" },
+    { "job,arrival\na,\x1b[31m\n", "line 2: a control character" },
+  };
+  GPtrArray *cs = test_load_scenario_text (with_partner, NULL);
+  const SimConfig *c = g_ptr_array_index (cs, 0);
+  for (gsize k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_assert_false (sim_arrivals_apply (c->jobs, cases[k].text, "a.csv", &error));
+      g_assert_error (error, SIM_ERROR, SIM_ERROR_INPUT);
+      if (!strstr (error->message, cases[k].want))
+        g_error ("case %zu: %s\n  does not say: %s", k, error->message, cases[k].want);
+      g_assert_null (strchr (error->message, '\n'));
+    }
+  /* bounded: a line too long, too many lines */
+  g_autofree char *long_line = g_strnfill (SIM_ARRIVALS_MAX_LINE + 1, 'a');
+  g_autofree char *t1 = g_strdup_printf ("job,arrival\n%s,1\n", long_line);
+  g_autofree char *t2 = g_strnfill (SIM_ARRIVALS_MAX_LINES + 1, '\n');
+  const char *bounded[] = { t1, t2 };
+  const char *want[] = { "line 2: a line of more than", "more than 256 lines" };
+  for (int k = 0; k < 2; k++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_assert_false (sim_arrivals_apply (c->jobs, bounded[k], "a.csv", &error));
+      g_assert_nonnull (strstr (error->message, want[k]));
+    }
+  g_ptr_array_unref (cs);
+  /* through the scenario: the key named, a file that is missing, no jobs */
+  const TestRefusal keyed[] = {
+    { "[job a]", "[cluster]\narrivals = /nonexistent/a.csv\n[job a]",
+      "[cluster] arrivals: " },
+    { "[job a]", "[job c]\ncluster.arrivals = x.csv\n[job a]",
+      "[job c] cluster.arrivals: a job cannot set this key" },
+  };
+  test_refusals (with_partner, keyed, G_N_ELEMENTS (keyed));
+  g_autofree char *no_jobs = test_replaced (alone, "[cluster]\n", "[cluster]\narrivals = x.csv\n");
+  g_autofree char *msg = test_load_scenario_error (no_jobs);
+  g_assert_nonnull (strstr (msg, "[cluster] arrivals: an arrival trace sets the arrivals of"
+                                 " [job NAME] sections, and the scenario has none"));
 }
 
 /* Two ring all-reduce jobs on a star, both from 0: job a of 4 workers and
@@ -336,8 +529,12 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/jobs/alone-equals-idle-partner", test_alone_equals_idle_partner);
   g_test_add_func ("/jobs/placement/nodes", test_placement_nodes);
+  g_test_add_func ("/jobs/placement/rail", test_placement_rail);
   g_test_add_func ("/jobs/shared-link-maxmin", test_shared_link_maxmin);
   g_test_add_func ("/jobs/refusals", test_refusals_jobs);
+  g_test_add_func ("/jobs/metrics/per-job", test_metrics_per_job);
+  g_test_add_func ("/jobs/arrivals/take-effect", test_arrivals_take_effect);
+  g_test_add_func ("/jobs/arrivals/refusals", test_arrivals_refusals);
   g_test_add_func ("/jobs/usage/closed-form", test_usage_closed_form);
   g_test_add_func ("/jobs/perfetto/process-per-job", test_perfetto_per_job);
   return g_test_run ();

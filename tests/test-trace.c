@@ -33,7 +33,8 @@ static const char *const schema_now[] = {
   "CREATE TABLE params (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  key TEXT NOT NULL, value TEXT NOT NULL)",
   "CREATE TABLE metrics (run_id INTEGER NOT NULL REFERENCES runs(id),"
-  "  sim_time REAL NOT NULL, step INTEGER NOT NULL, loss REAL, accuracy REAL, consensus REAL)",
+  "  sim_time REAL NOT NULL, step INTEGER NOT NULL, loss REAL, accuracy REAL, consensus REAL,"
+  " job TEXT)",
   "CREATE TABLE iterations (run_id INTEGER NOT NULL REFERENCES runs(id),"
   "  worker INTEGER NOT NULL, iteration INTEGER NOT NULL, start REAL NOT NULL,"
   "  end REAL NOT NULL, compute REAL NOT NULL, comm REAL NOT NULL,"
@@ -76,6 +77,8 @@ static const char *const schema_now[] = {
   " first_worker INTEGER NOT NULL, workers INTEGER NOT NULL, hosts TEXT NOT NULL,"
   " arrival REAL NOT NULL, end REAL, iterations INTEGER, iteration_time REAL, alone_time REAL,"
   " slowdown REAL, comm_share REAL, final_loss REAL)",
+  "CREATE TABLE usage (run_id INTEGER NOT NULL REFERENCES runs(id),  start REAL NOT NULL,"
+  " end REAL NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, value REAL NOT NULL)",
   "CREATE INDEX metrics_run ON metrics (run_id)",
   "CREATE INDEX iterations_run ON iterations (run_id)",
   "CREATE INDEX spans_run ON spans (run_id)",
@@ -87,6 +90,7 @@ static const char *const schema_now[] = {
   "CREATE INDEX mesh_run ON mesh (run_id)",
   "CREATE INDEX outages_run ON outages (run_id)",
   "CREATE INDEX jobs_run ON jobs (run_id)",
+  "CREATE INDEX usage_run ON usage (run_id)",
 };
 
 static const char *const row_tables[] = { "params", "metrics", "iterations", "spans",
@@ -325,8 +329,8 @@ static const struct {
   const char *rows;
   int more;              /* rows after those */
 } expected_rows[] = {
-  { "metrics", "i:1|r:0.5|i:3|NULL|r:0.25|NULL\n"
-               "i:1|r:1|i:4|r:2.5|NULL|r:0.125\n", 0 },
+  { "metrics", "i:1|r:0.5|i:3|NULL|r:0.25|NULL|NULL\n"
+               "i:1|r:1|i:4|r:2.5|NULL|r:0.125|NULL\n", 0 },
   { "iterations", "i:1|i:1|i:7|r:0.125|r:1.5|r:0.75|r:0.5|r:0.25|i:2\n", 0 },
   { "spans", "i:1|t:worker0|t:compute|r:0|r:0.33333333333333331|i:7|r:0|NULL|NULL|NULL|NULL\n"
              "i:1|t:server0|t:update|r:1|r:2|NULL|r:4096|NULL|NULL|NULL|NULL\n"
