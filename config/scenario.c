@@ -1748,6 +1748,34 @@ arrivals_error (GError **error, const char *csv, int line, int column, const cha
   return FALSE;
 }
 
+/* The job of `jobs` called `name` (its index in *idx), or NULL with *error
+ * naming line ln of `csv` and the name meant. */
+static SimJob *
+arrivals_job (GPtrArray *jobs, const char *name, const char *csv, int ln, guint *idx,
+              GError **error)
+{
+  BaseSpell sp;
+  base_spell_init (&sp, name);
+  for (guint j = 0; j < jobs->len; j++)
+    {
+      SimJob *o = g_ptr_array_index (jobs, j);
+      if (strcmp (o->name, name) == 0)
+        {
+          *idx = j;
+          return o;
+        }
+      base_spell_offer (&sp, o->name);
+    }
+  g_autofree char *shown = sim_input_printable (name);
+  if (strlen (shown) > SIM_MAX_JOB_NAME + 8)
+    strcpy (shown + SIM_MAX_JOB_NAME, "...");
+  const char *best = base_spell_best (&sp);
+  g_autofree char *hint = best ? g_strdup_printf (" did you mean %s?", best) : g_strdup ("");
+  arrivals_error (error, csv, ln, 1, "job: no [job %s] in the scenario;%s name one of its"
+                  " [job NAME] sections", shown, hint);
+  return NULL;
+}
+
 gboolean
 sim_arrivals_apply (GPtrArray *jobs, const char *text, const char *csv, GError **error)
 {
@@ -1787,28 +1815,10 @@ sim_arrivals_apply (GPtrArray *jobs, const char *text, const char *csv, GError *
       if (n != 2 && n != 3)
         return arrivals_error (error, csv, ln, 0, "expected 2 or 3 fields"
                                " job,arrival[,priority], found %s", n > 3 ? "more" : "1");
-      SimJob *job = NULL;
       guint idx = 0;
-      BaseSpell sp;
-      base_spell_init (&sp, f[0]);
-      for (guint j = 0; j < jobs->len && !job; j++)
-        {
-          SimJob *o = g_ptr_array_index (jobs, j);
-          if (strcmp (o->name, f[0]) == 0)
-            job = o, idx = j;
-          base_spell_offer (&sp, o->name);
-        }
+      SimJob *job = arrivals_job (jobs, f[0], csv, ln, &idx, error);
       if (!job)
-        {
-          g_autofree char *shown = sim_input_printable (f[0]);
-          if (strlen (shown) > SIM_MAX_JOB_NAME + 8)
-            strcpy (shown + SIM_MAX_JOB_NAME, "...");
-          const char *best = base_spell_best (&sp);
-          g_autofree char *hint = best ? g_strdup_printf (" did you mean %s?", best)
-                                       : g_strdup ("");
-          return arrivals_error (error, csv, ln, 1, "job: no [job %s] in the scenario;%s name"
-                                 " one of its [job NAME] sections", shown, hint);
-        }
+        return FALSE;
       if (seen[idx])
         return arrivals_error (error, csv, ln, 1, "job: %s has a line already; give each job"
                                " one line", job->name);
