@@ -633,10 +633,7 @@ cnn_stage_backward (KernStage *st, int slot, const float *dout, float *din)
 static void
 cnn_stage_take_grad (KernStage *st, float *grad)
 {
-  CnnStage *s = (CnnStage *) st;
-  gsize len = st->hi - st->lo;
-  memcpy (grad + st->lo, s->gacc, len * sizeof (float));
-  memset (s->gacc, 0, len * sizeof (float));
+  kern_stage_take_acc (st, ((CnnStage *) st)->gacc, grad);
 }
 
 static void
@@ -673,11 +670,7 @@ cnn_stage_new (KernModel *m, int first, int last, int n, int slots, float grad_s
   CnnPriv *p = m->priv;
   CnnStage *s = g_new0 (CnnStage, 1);
   KernStage *st = &s->pub;
-  st->first = first;
-  st->last = last;
-  st->n = n;
-  st->slots = slots;
-  st->grad_scale_f = grad_scale;
+  kern_stage_init (st, first, last, n, slots, grad_scale);
   st->in_width = first == 0 ? m->d : cnn_row (p, m->n_layers, first - 1).width;
   st->has_loss = last == m->n_layers - 1;
   st->out_width = st->has_loss ? 0 : cnn_row (p, m->n_layers, last).width;

@@ -803,10 +803,7 @@ gpt_stage_backward (KernStage *st, int slot, const float *dout, float *din)
 static void
 gpt_stage_take_grad (KernStage *st, float *grad)
 {
-  GptStage *s = (GptStage *) st;
-  gsize len = st->hi - st->lo;
-  memcpy (grad + st->lo, s->gacc, len * sizeof (float));
-  memset (s->gacc, 0, len * sizeof (float));
+  kern_stage_take_acc (st, ((GptStage *) st)->gacc, grad);
 }
 
 static void
@@ -873,11 +870,7 @@ gpt_stage_new (KernModel *m, int first, int last, int n, int slots, float grad_s
   g_return_val_if_fail (p->untied || first == 0 || last < m->n_layers - 2, NULL);
   GptStage *s = g_new0 (GptStage, 1);
   KernStage *st = &s->pub;
-  st->first = first;
-  st->last = last;
-  st->n = n;
-  st->slots = slots;
-  st->grad_scale_f = grad_scale;
+  kern_stage_init (st, first, last, n, slots, grad_scale);
   st->in_width = first == 0 ? m->d : gpt_unit (p, first - 1).width;
   st->has_loss = last == m->n_layers - 1;
   st->out_width = st->has_loss ? 0 : gpt_unit (p, last).width;

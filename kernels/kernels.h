@@ -511,6 +511,13 @@ struct KernStage {
   gpointer priv;
 };
 
+/* For a model's stage_new: sets st's first, last, n, slots and
+ * grad_scale_f, the fields every model's stage fills alike. */
+void kern_stage_init (KernStage *st, int first, int last, int n, int slots,
+                      float grad_scale);
+/* For a model's take_grad: grad[lo, hi) = acc[0, hi - lo) (st's range),
+ * then acc = 0. */
+void kern_stage_take_acc (const KernStage *st, float *acc, float *grad);
 /* The stage of layers [first, last] of m (0 <= first <= last < n_layers),
  * or NULL for a model without math.  n >= 1, slots >= 1. */
 KernStage *kern_stage_new (KernModel *m, int first, int last, int n, int slots,

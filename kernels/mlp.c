@@ -635,11 +635,7 @@ mlp_stage_new (KernModel *m, int first, int last, int n, int slots, float grad_s
   KernBackend *be = p->be;
   MlpStage *s = g_new0 (MlpStage, 1);
   KernStage *st = &s->pub;
-  st->first = first;
-  st->last = last;
-  st->n = n;
-  st->slots = slots;
-  st->grad_scale_f = grad_scale;
+  kern_stage_init (st, first, last, n, slots, grad_scale);
   st->in_width = first == 0 ? p->width[0] : stage_layer_width (p, first - 1);
   st->has_loss = stage_is_loss (p, last);
   st->out_width = st->has_loss ? 0 : stage_layer_width (p, last);

@@ -7,6 +7,7 @@
 #include "kernels/kernels.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Bytes a worker's device holds to train m with batch n (kernels.h):
  *   4 (2 P + opt_state_floats) + 4 n sum_layers activations,
@@ -34,6 +35,24 @@ kern_stage_new (KernModel *m, int first, int last, int n, int slots, float grad_
   if (!m->ops->stage_new)
     return NULL;
   return m->ops->stage_new (m, first, last, n, slots, grad_scale);
+}
+
+void
+kern_stage_init (KernStage *st, int first, int last, int n, int slots, float grad_scale)
+{
+  st->first = first;
+  st->last = last;
+  st->n = n;
+  st->slots = slots;
+  st->grad_scale_f = grad_scale;
+}
+
+void
+kern_stage_take_acc (const KernStage *st, float *acc, float *grad)
+{
+  gsize len = st->hi - st->lo;
+  memcpy (grad + st->lo, acc, len * sizeof (float));
+  memset (acc, 0, len * sizeof (float));
 }
 
 void
