@@ -360,18 +360,6 @@ take_devices (SimConfig *c, const SimCatalog *cat, const char *file, GError **er
   return ok;
 }
 
-/* Whether topology `name` declares [network] `key` among its own keys. */
-static gboolean
-topology_has_key (const char *name, const char *key)
-{
-  const NetTopology *t = name ? net_topology_lookup (name) : NULL;
-
-  for (const BaseKey *k = t ? t->keys : NULL; k && k->section; k++)
-    if (strcmp (k->key, key) == 0)
-      return TRUE;
-  return FALSE;
-}
-
 /* [cluster] server: the entry's device, fabrics, GPUs per node and NICs
  * into the keys the file left unset; the nodes topology only. */
 static gboolean
@@ -389,7 +377,7 @@ take_server (SimConfig *c, const SimCatalog *cat, const char *file, GError **err
       g_string_free (names, TRUE);
       return FALSE;
     }
-  if (!topology_has_key (c->topology, "gpus_per_node") || !topology_has_key (c->topology, "nic"))
+  if (!net_topology_has_key (c->topology, "gpus_per_node") || !net_topology_has_key (c->topology, "nic"))
     {
       g_set_error (error, SIM_ERROR, SIM_ERROR_INPUT,
                    "%s: [cluster] server: %s is a server of %.0f GPUs, laid out by the nodes "

@@ -134,6 +134,25 @@ scratch_free (GptPriv *p)
   g_free (p->dres); g_free (p->dsmall); g_free (p->dbig); g_free (p->dqkv);
 }
 
+/* A half's activations for n sequences (gpt_reserve's and the stages'). */
+static void
+act_alloc (const GptPriv *p, GptAct *a, int n)
+{
+  gsize T = (gsize) n * p->S, D = p->D, F = p->F;
+  a->xn1 = g_new (float, T * D);
+  a->mu1 = g_new (float, T);
+  a->rs1 = g_new (float, T);
+  a->qkv = g_new (float, T * 3 * D);
+  a->att = g_new (float, (gsize) n * p->H * p->S * p->S);
+  a->ctx = g_new (float, T * D);
+  a->mid = g_new (float, T * D);
+  a->xn2 = g_new (float, T * D);
+  a->mu2 = g_new (float, T);
+  a->rs2 = g_new (float, T);
+  a->u = g_new (float, T * F);
+  a->g = g_new (float, T * F);
+}
+
 /* Grows the scratch to n sequences; contents are not kept. */
 static void
 gpt_reserve (GptPriv *p, int n)
@@ -145,21 +164,7 @@ gpt_reserve (GptPriv *p, int n)
   for (int l = 0; l <= p->L; l++)
     p->res[l] = g_new (float, T * D);
   for (int l = 0; l < p->L; l++)
-    {
-      GptAct *a = &p->act[l];
-      a->xn1 = g_new (float, T * D);
-      a->mu1 = g_new (float, T);
-      a->rs1 = g_new (float, T);
-      a->qkv = g_new (float, T * 3 * D);
-      a->att = g_new (float, (gsize) n * p->H * p->S * p->S);
-      a->ctx = g_new (float, T * D);
-      a->mid = g_new (float, T * D);
-      a->xn2 = g_new (float, T * D);
-      a->mu2 = g_new (float, T);
-      a->rs2 = g_new (float, T);
-      a->u = g_new (float, T * F);
-      a->g = g_new (float, T * F);
-    }
+    act_alloc (p, &p->act[l], n);
   p->xnf = g_new (float, T * D);
   p->muf = g_new (float, T);
   p->rsf = g_new (float, T);
@@ -839,24 +844,6 @@ gpt_stage_free (KernStage *st)
   g_free (s);
 }
 
-/* A half's activations for n sequences (gpt_reserve's shapes). */
-static void
-act_alloc (const GptPriv *p, GptAct *a, int n)
-{
-  gsize T = (gsize) n * p->S, D = p->D, F = p->F;
-  a->xn1 = g_new (float, T * D);
-  a->mu1 = g_new (float, T);
-  a->rs1 = g_new (float, T);
-  a->qkv = g_new (float, T * 3 * D);
-  a->att = g_new (float, (gsize) n * p->H * p->S * p->S);
-  a->ctx = g_new (float, T * D);
-  a->mid = g_new (float, T * D);
-  a->xn2 = g_new (float, T * D);
-  a->mu2 = g_new (float, T);
-  a->rs2 = g_new (float, T);
-  a->u = g_new (float, T * F);
-  a->g = g_new (float, T * F);
-}
 
 /* stage_new of the GPT (kernels.h, kern_stage_new): rows [first, last]
  * must be whole pieces (file section above), and with a tied head a

@@ -375,6 +375,10 @@ typedef struct {
 
 /* The registered topology with that name, or NULL. */
 const NetTopology *net_topology_lookup (const char *name);
+/* Whether topology `name` (NULL or unknown: no) declares [network] `key`
+ * among its own keys: how other rooms ask what a topology lays out
+ * (gpus_per_node, nic) without naming it. */
+gboolean net_topology_has_key (const char *name, const char *key);
 /* NULL-terminated list of all registered topologies. */
 const NetTopology *const *net_topology_all (void);
 /* The same, untyped, for [network] topology (BaseKey.entries). */

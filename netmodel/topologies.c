@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 #include "netmodel/netmodel.h"
 
@@ -103,5 +104,16 @@ net_topology_key_error (GError **error, const char *topology, const char *key,
   va_end (ap);
   g_set_error (error, NET_ERROR, NET_ERROR_INVALID, "%s topology: [network] %s: %s", topology,
                key, what);
+  return FALSE;
+}
+
+gboolean
+net_topology_has_key (const char *name, const char *key)
+{
+  const NetTopology *t = name ? net_topology_lookup (name) : NULL;
+
+  for (const BaseKey *k = t ? t->keys : NULL; k && k->section; k++)
+    if (strcmp (k->key, key) == 0)
+      return TRUE;
   return FALSE;
 }

@@ -211,18 +211,6 @@ resolve_layout (const PolPolicyOps *ops, PolCheck *chk, GError **error)
   return TRUE;
 }
 
-/* Whether topology `name` declares [network] `key` among its own keys. */
-static gboolean
-topology_has_key (const char *name, const char *key)
-{
-  const NetTopology *t = name ? net_topology_lookup (name) : NULL;
-
-  for (const BaseKey *k = t ? t->keys : NULL; k && k->section; k++)
-    if (strcmp (k->key, key) == 0)
-      return TRUE;
-  return FALSE;
-}
-
 /* An algorithm reduced in the switches (CommAlgorithm.in_switch) runs
  * only where the topology has them: one whose nodes can have a switch
  * that reduces ([network] nvswitch), set so, and across nodes, where the
@@ -236,7 +224,7 @@ check_switch_algorithm (const PolCheck *chk, const char *name, GError **error)
 
   if (alg == NULL || !alg->in_switch)
     return TRUE;
-  if (!topology_has_key (chk->topology, "nvswitch")
+  if (!net_topology_has_key (chk->topology, "nvswitch")
       || base_values_int (chk->values, "network.nvswitch") == 0)
     return pol_key_error (error, "policy", "algorithm",
                           "%s needs a switch that reduces inside each node, which this "

@@ -111,11 +111,7 @@ place_rail (const SimConfig *c, const char *file, int H, const int *need, const 
             GPtrArray *place, GError **error)
 {
   /* the topologies that lay GPUs out with a NIC each declare [network] nic */
-  const NetTopology *topo = c->topology ? net_topology_lookup (c->topology) : NULL;
-  gboolean gpu_nics = FALSE;
-  for (const BaseKey *k = topo ? topo->keys : NULL; k && k->section; k++)
-    gpu_nics = gpu_nics || strcmp (k->key, "nic") == 0;
-  if (!gpu_nics)
+  if (!net_topology_has_key (c->topology, "nic"))
     return sim_key_error (error, file, "cluster", "placement",
                           "rail placement lays jobs on the GPUs of nodes, and [network]"
                           " topology is %s; set topology = nodes with nic = gpu, or choose"
