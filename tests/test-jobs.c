@@ -168,7 +168,7 @@ test_placement_nodes (void)
   g_autofree char *big = placed (big_text, "spread");
   g_assert_cmpstr (big, ==, "a: 0 2 4 6; b: 1 3 5 7");
   /* given: as listed */
-  g_autofree char *given_text = test_replaced (
+  g_autofree char *given_text = test_replaced_free (
     test_replaced (on_nodes, "[job a]\n", "[job a]\nhosts = 7, 6, 5, 4\n"), "[job b]\n",
     "[job b]\nhosts = 0, 1, 2, 3\n");
   g_autofree char *given = placed (given_text, "given");
@@ -307,15 +307,15 @@ test_refusals_jobs (void)
       "[cluster] placement: rail placement needs a NIC per GPU" },
   };
   test_refusals (rail, rails, G_N_ELEMENTS (rails));
-  g_autofree char *rail3 = test_replaced (
+  g_autofree char *rail3 = test_replaced_free (
     test_replaced (rail, "topology = star", "topology = nodes\nnic = gpu\ngpus_per_node = 4"),
     "[job b]\ncluster.workers = 2\n", "[job b]\ncluster.workers = 3\n");
   g_autofree char *msg = test_load_scenario_error (rail3);
   g_assert_nonnull (strstr (msg, "[cluster] placement: rail placement finds no nodes with the"
                                  " same 3 free GPU indices for job b"));
   /* given hosts out of the cluster, or listed twice */
-  g_autofree char *given = test_replaced (
-    test_replaced (test_replaced (base, "placement = packed", "placement = given"),
+  g_autofree char *given = test_replaced_free (
+    test_replaced_free (test_replaced (base, "placement = packed", "placement = given"),
                    "[job a]\n", "[job a]\nhosts = 0, 1\n"), "[job b]\n", "[job b]\nhosts = 1, 5\n");
   const TestRefusal twice[] = {
     { "hosts = 1, 5", "hosts = 2, 5", "[job b] hosts: host 5 is not on the cluster" },
@@ -427,7 +427,7 @@ test_arrivals_refusals (void)
 static void
 test_usage_closed_form (void)
 {
-  g_autofree char *text = test_replaced (
+  g_autofree char *text = test_replaced_free (
     test_replaced (with_partner, "arrival = 1000s\n", ""), "[job a]",
     "[trace]\ndetail = iterations\n[job a]");
   g_autofree char *dir = g_dir_make_tmp ("dtsim-test-usage-XXXXXX", NULL);
@@ -472,7 +472,7 @@ test_usage_closed_form (void)
 static void
 test_perfetto_per_job (void)
 {
-  g_autofree char *text = test_replaced (
+  g_autofree char *text = test_replaced_free (
     test_replaced (with_partner, "arrival = 1000s\n", "arrival = 1ms\n"), "[job a]",
     "[trace]\ndetail = spans\n[job a]");
   g_autofree char *dir = g_dir_make_tmp ("dtsim-test-pf-XXXXXX", NULL);

@@ -325,6 +325,14 @@ test_replaced (const char *text, const char *from, const char *to)
   return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, to, at + strlen (from));
 }
 
+char *
+test_replaced_free (char *text, const char *from, const char *to)
+{
+  char *out = test_replaced (text, from, to);
+  g_free (text);
+  return out;
+}
+
 /* Runs `text` saved as dir/NAME.ini into dir/NAME.db with the extra
  * arguments `extra` (NULL-terminated); returns the database's path. */
 static char *

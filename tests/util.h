@@ -58,6 +58,9 @@ void test_run_free (TestRun *r);
 
 /* `text` with its first `from` replaced by `to` (asserts there is one). */
 char *test_replaced (const char *text, const char *from, const char *to);
+/* The same of a text it takes and frees (for a replacement of a
+ * replacement). */
+char *test_replaced_free (char *text, const char *from, const char *to);
 
 /* Runs the scenario `text` for one iteration at trace detail messages
  * (written to DIR/NAME.ini, the trace to DIR/NAME.db), asserting it ran;
