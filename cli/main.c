@@ -36,6 +36,7 @@
 #include "base/spell.h"
 #include "config/docgen.h"
 #include "sim/estimate.h"
+#include "sim/jobs.h"
 #include "views/export.h"
 #include "views/report-html.h"
 #include "views/plot.h"
@@ -495,6 +496,30 @@ check_failures (const SimConfig *c, GError **error)
   return TRUE;
 }
 
+
+/* dtsim check's lines about the jobs of a scenario of several: their
+ * placement on the H hosts of the cluster and each job's hosts (the first
+ * 16, then how many more). */
+static void
+check_jobs (const SimConfig *c, const GPtrArray *place, int H)
+{
+  printf ("jobs: %u on a cluster of %d hosts, placement %s\n", c->jobs->len, H,
+          sim_scenario_choice_name ("cluster", "placement", c->placement));
+  for (guint j = 0; j < c->jobs->len; j++)
+    {
+      const SimJob *job = g_ptr_array_index (c->jobs, j);
+      const GArray *hosts = g_ptr_array_index (place, j);
+      GString *list = g_string_new (NULL);
+      for (guint i = 0; i < MIN (hosts->len, 16u); i++)
+        g_string_append_printf (list, " %d", g_array_index (hosts, int, i));
+      if (hosts->len > 16)
+        g_string_append_printf (list, " and %u more", hosts->len - 16);
+      printf ("  %s: %" G_GINT64_FORMAT " workers, kind = %s, arrives at %g s, priority %"
+              G_GINT64_FORMAT "; hosts%s\n", job->name, job->c->workers, job->c->policy,
+              job->arrival, job->priority, list->str);
+      g_string_free (list, TRUE);
+    }
+}
 static int
 cmd_check (int argc, char **argv)
 {
@@ -518,7 +543,21 @@ cmd_check (int argc, char **argv)
   check_runs (configs);
   const NetTopology *t = net_topology_lookup (c->topology);
   const PolPolicyOps *p = pol_lookup (c->policy);
-  g_autoptr (GPtrArray) names = p->host_names ((int) c->workers, (int) c->servers);
+  g_autoptr (GPtrArray) names = NULL;
+  if (c->jobs && c->jobs->len > 0)
+    {
+      /* several jobs: the cluster holds them all, laid out as placed */
+      int H = 0;
+      g_autoptr (GPtrArray) place = sim_jobs_place (c, argv[1], &H, &error);
+      if (!place)
+        return die (error, 2);
+      check_jobs (c, place, H);
+      names = g_ptr_array_new_with_free_func (g_free);
+      for (int h = 0; h < H; h++)
+        g_ptr_array_add (names, g_strdup_printf ("host%d", h));
+    }
+  else
+    names = p->host_names ((int) c->workers, (int) c->servers);
   NetTopologyParams tp = sim_topology_params (c, names);
   g_autofree char *summary = t->summary ? t->summary (&tp) : NULL;
   printf ("network: %s Contention: %s. Flow classes: %s.%s%s\n",

@@ -699,6 +699,28 @@ test_labs_by_hand (void)
   g_assert_nonnull (strstr (o, "ok 1 /labs/allreduce/1-latency-bound"));
 }
 
+/* check of a scenario of several jobs: the cluster holds them all (3 + 2
+ * hosts), and each job's hosts are as the placement lays them (spread:
+ * dealt one at a time, a first). */
+static void
+test_check_jobs (void)
+{
+  static const char text[] =
+    "[scenario]\nname = j\niterations = 1\n[cluster]\nplacement = spread\n"
+    "[network]\ntopology = star\nbandwidth = 10Gbps\n[device]\nstep_time = 1ms\n"
+    "[model]\nkind = timing\nparams = 1000\nflops = 1e6\n[policy]\nkind = allreduce\n"
+    "[job a]\ncluster.workers = 3\n[job b]\ncluster.workers = 2\narrival = 1ms\n";
+  g_autofree char *ini = tmp ("jobs.ini");
+  g_assert_true (g_file_set_contents (ini, text, -1, NULL));
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "check", ini, NULL), ==, 0);
+  g_assert_nonnull (strstr (o, "jobs: 2 on a cluster of 5 hosts, placement spread\n"));
+  g_assert_nonnull (strstr (o, "  a: 3 workers, kind = allreduce, arrives at 0 s, priority 0;"
+                               " hosts 0 2 4\n"));
+  g_assert_nonnull (strstr (o, "  b: 2 workers, kind = allreduce, arrives at 0.001 s,"
+                               " priority 0; hosts 1 3\n"));
+}
+
 /* Small things a new user met: run -o into a folder that does not exist
  * yet (created when its parent exists, as plot -o does); a --set sweep
  * crossing the file's sweep is announced with the points; check does not
@@ -1594,6 +1616,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/run/point-fails-alone", test_point_fails_alone);
   g_test_add_func ("/cli/trace/row-error-own-run", test_row_error_own_run);
   g_test_add_func ("/cli/check/main-scenario", test_check_main_scenario);
+  g_test_add_func ("/cli/check/jobs", test_check_jobs);
   g_test_add_func ("/cli/plot/figures", test_plot);
   g_test_add_func ("/cli/docs/keys", test_keys_documented);
   g_test_add_func ("/cli/version", test_version);
