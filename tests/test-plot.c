@@ -978,8 +978,8 @@ static void
 test_jobs_lines (void)
 {
   g_autofree char *text
-    = g_strconcat (jobs_common, "[job a]\ncluster.workers = 2\n[job b]\ncluster.workers = 2\nmodel.batch = 8\n",
-                   NULL);
+    = g_strconcat (jobs_common, "[job a]\ncluster.workers = 2\n"
+                   "[job b]\ncluster.workers = 2\nmodel.batch = 8\n", NULL);
   g_autofree char *db = test_run_text (tmpdir, text, "pair");
   /* the jobs' evaluations interleave: one line by run would zigzag */
   g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(DISTINCT job) FROM metrics"), ==, 2);
