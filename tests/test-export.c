@@ -5,7 +5,8 @@
  * Perfetto timeline follows the trace event format's rules; hostile
  * databases and outputs are handled as the safety rules say.  The readers
  * (export, plot, report) cost the same number of queries whatever the number
- * of runs, and virtual machine steps linear in them.
+ * of runs, and virtual machine steps linear in them.  A run of several jobs
+ * gets a row per job with a job column; other traces get no such column.
  */
 #include "config.h"
 
@@ -1106,6 +1107,116 @@ test_shares_huge (void)
   g_ptr_array_unref (cells);
 }
 
+/* Two real-math jobs (softmax) sharing one star, the second with a batch
+ * of its own. */
+static const char jobs_ini[] =
+  "[scenario]\nname = pair\niterations = 4\nseed = 5\n"
+  "[network]\ntopology = star\nbandwidth = 10Gbps\nlatency = 5us\n"
+  "[model]\nkind = softmax\nbatch = 16\n[policy]\nkind = allreduce\n"
+  "[job a]\ncluster.workers = 2\n[job b]\ncluster.workers = 2\nmodel.batch = 8\n";
+
+/* `db` exported as `format` into tmpdir/NAME; its text. */
+static char *
+exported (const char *db, const char *format, const char *name)
+{
+  g_autofree char *out = path_in (name), *o = NULL, *e = NULL;
+  if (dtsim (&o, &e, "export", db, "--format", format, "-o", out, NULL) != 0)
+    g_error ("dtsim export: %s", e);
+  char *text = NULL;
+  g_assert_true (g_file_get_contents (out, &text, NULL, NULL));
+  return text;
+}
+
+/* A job's last evaluation's accuracy, as the database holds it. */
+static double
+job_accuracy (const char *db, const char *job)
+{
+  g_autofree char *q = g_strdup_printf ("SELECT accuracy FROM metrics WHERE run_id = 1 AND"
+                                        " job = '%s' ORDER BY sim_time DESC, step DESC"
+                                        " LIMIT 1", job);
+  return test_query_number (db, q);
+}
+
+/* A run of several jobs: after the run's row (job empty), a row per job
+ * carrying its name, its end, iterations, final loss and last accuracy. */
+static void
+test_jobs (void)
+{
+  g_autofree char *ini = path_in ("pair.ini");
+  g_assert_true (g_file_set_contents (ini, jobs_ini, -1, NULL));
+  g_autofree char *o = NULL, *e = NULL;
+  g_assert_cmpint (dtsim (&o, &e, "run", "pair.ini", "-o", "pair.db", "-q", NULL), ==, 0);
+  g_autofree char *db = path_in ("pair.db");
+  const char *names[] = { "", "a", "b" };
+  g_autofree char *csv = exported (db, "csv", "pair.csv");
+  g_autoptr (GPtrArray) rows = csv_rows (csv);
+  g_assert_cmpuint (rows->len, ==, 1 + 3);
+  GPtrArray *h = g_ptr_array_index (rows, 0);
+  int job = column (h, "job");
+  g_assert_cmpint (job, ==, column (h, "stop") + 1);
+  int loss = column (h, "final_loss"), acc = column (h, "final_accuracy");
+  int t = column (h, "sim_time"), it = column (h, "iterations");
+  for (guint i = 1; i < rows->len; i++)
+    {
+      GPtrArray *r = g_ptr_array_index (rows, i);
+      g_assert_cmpstr (g_ptr_array_index (r, 0), ==, "1");
+      g_assert_cmpstr (g_ptr_array_index (r, job), ==, names[i - 1]);
+      if (i == 1)
+        {
+          g_assert_cmpfloat (cell_number (r, t), ==, run_number (db, 1, "sim_time"));
+          continue;
+        }
+      g_autofree char *w = g_strdup_printf ("FROM jobs WHERE run_id = 1 AND name = '%s'",
+                                            names[i - 1]);
+      g_autofree char *qe = g_strconcat ("SELECT end ", w, NULL);
+      g_autofree char *qi = g_strconcat ("SELECT iterations ", w, NULL);
+      g_autofree char *ql = g_strconcat ("SELECT final_loss ", w, NULL);
+      g_assert_cmpfloat (cell_number (r, t), ==, test_query_number (db, qe));
+      g_assert_cmpfloat (cell_number (r, it), ==, test_query_number (db, qi));
+      g_assert_cmpfloat (cell_number (r, loss), ==, test_query_number (db, ql));
+      g_assert_cmpfloat (cell_number (r, acc), ==, job_accuracy (db, names[i - 1]));
+      g_assert_true (isfinite (cell_number (r, loss)));
+    }
+  /* the jobs' losses differ (their batches do) */
+  g_assert_cmpstr (g_ptr_array_index ((GPtrArray *) g_ptr_array_index (rows, 2), loss), !=,
+                   g_ptr_array_index ((GPtrArray *) g_ptr_array_index (rows, 3), loss));
+  /* JSON: the same rows, "job" null for the run's own */
+  g_autofree char *json = exported (db, "json", "pair.json");
+  char *err = NULL;
+  TjNode *doc = tj_parse (json, strlen (json), &err);
+  g_assert_null (err);
+  g_assert_cmpuint (doc->items->len, ==, 3);
+  g_assert_cmpint (tj_get (g_ptr_array_index (doc->items, 0), "job")->type, ==, TJ_NULL);
+  for (guint i = 1; i < 3; i++)
+    {
+      const TjNode *r = g_ptr_array_index (doc->items, i);
+      g_assert_cmpstr (tj_string (r, "job"), ==, names[i]);
+      g_assert_cmpfloat (tj_number (r, "final_accuracy"), ==, job_accuracy (db, names[i]));
+    }
+  tj_free (doc);
+  /* a run of one job, and the same trace as version 10 wrote it (no jobs
+   * table, no metrics.job): no job column, nothing new */
+  g_autofree char *one = path_in ("one.ini");
+  g_autofree char *text = test_replaced (jobs_ini, "[job a]", "[cluster]\nworkers = 2\n[x]");
+  g_autofree char *cut = g_strndup (text, strstr (text, "[x]") - text);
+  g_assert_true (g_file_set_contents (one, cut, -1, NULL));
+  g_assert_cmpint (dtsim (&o, &e, "run", "one.ini", "-o", "one.db", "-q", NULL), ==, 0);
+  g_autofree char *one_db = path_in ("one.db");
+  g_autofree char *one_csv = exported (one_db, "csv", "one.csv");
+  g_assert_true (g_str_has_prefix (one_csv, "run,name,status,error,stop,sim_time,"));
+  g_autofree char *one_json = exported (one_db, "json", "one.json");
+  g_assert_null (strstr (one_json, "\"job\""));
+  sqlite3 *d = NULL;
+  g_assert_cmpint (sqlite3_open (db, &d), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (d, "DROP TABLE jobs; ALTER TABLE metrics DROP COLUMN job;"
+                                    " PRAGMA user_version = 10", NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (d);
+  g_autofree char *old_csv = exported (db, "csv", "old.csv");
+  g_autoptr (GPtrArray) old_rows = csv_rows (old_csv);
+  g_assert_cmpuint (old_rows->len, ==, 2);
+  g_assert_true (g_str_has_prefix (old_csv, "run,name,status,error,stop,sim_time,"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1122,6 +1233,7 @@ main (int argc, char **argv)
   g_test_add_func ("/export/report/labels", test_report_labels);
   g_test_add_func ("/export/report/size", test_report_size);
   g_test_add_func ("/export/readers-linear", test_readers_linear);
+  g_test_add_func ("/export/jobs", test_jobs);
   g_test_add_func ("/export/shares/unit", test_shares_unit);
   g_test_add_func ("/export/shares/huge", test_shares_huge);
   for (gsize i = 0; i < G_N_ELEMENTS (throughputs); i++)

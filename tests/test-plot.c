@@ -10,6 +10,9 @@
  * hand-made database) that must not run anything, a symlink planted at a
  * figure's name, and one line with exit code 2 for every kind of file that
  * is not a usable trace; running and failed runs are drawn and marked.
+ *
+ * A run of several jobs: a line per job in the loss figures; a run of one
+ * job (and a trace older than metrics.job) draws its one line as before.
  */
 #include "config.h"
 
@@ -896,6 +899,137 @@ test_many_timelines (void)
   sim_remove_tree (dir);
 }
 
+/* --- a line per job ------------------------------------------------------ */
+
+/* Two real-math jobs (softmax) sharing a star from the start, so that their
+ * evaluations interleave in time; with the [job] sections cut, a run of
+ * one job. */
+static const char jobs_common[] =
+  "[scenario]\nname = pair\niterations = 4\nseed = 5\n"
+  "[network]\ntopology = star\nbandwidth = 10Gbps\nlatency = 5us\n"
+  "[model]\nkind = softmax\nbatch = 16\n[policy]\nkind = allreduce\n";
+
+/* Points $DTSIM_GNUPLOT at a script that copies what each figure is drawn
+ * from (vars.gp and the data files of the private folder) into
+ * CAPTURE/TEMPLATE/ before running the real gnuplot; returns CAPTURE. */
+static char *
+capture_gnuplot (const char *name)
+{
+  g_autofree char *script = g_strdup_printf ("%s/%s.sh", tmpdir, name);
+  char *capture = g_strdup_printf ("%s/%s", tmpdir, name);
+  g_autofree char *text
+    = g_strdup_printf ("#!/bin/sh\nd='%s'/$(basename \"$2\" .gp)\n"
+                       "mkdir -p \"$d\" && cp \"$1\" \"$(dirname \"$1\")\"/*.tsv \"$d\"/ &&"
+                       " exec '%s' \"$@\"\n", capture, gnuplot ());
+  g_assert_true (g_file_set_contents (script, text, -1, NULL));
+  g_assert_cmpint (g_chmod (script, 0700), ==, 0);
+  g_setenv ("DTSIM_GNUPLOT", script, TRUE);
+  return capture;
+}
+
+/* The loss-time data `dtsim plot` writes for the metrics rows of run 1
+ * whose job is `job` (NULL: the run's own), as the formula: sim_time TAB
+ * loss at 17 digits, by time then step. */
+static GString *
+expected_block (const char *db, const char *job)
+{
+  sqlite3 *h = NULL;
+  g_assert_cmpint (sqlite3_open_v2 (db, &h, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  g_assert_cmpint (sqlite3_prepare_v2 (h, job ? "SELECT sim_time, loss FROM metrics WHERE"
+                                           " run_id = 1 AND loss IS NOT NULL AND job = ?"
+                                           " ORDER BY sim_time, step"
+                                           : "SELECT sim_time, loss FROM metrics WHERE"
+                                           " run_id = 1 AND loss IS NOT NULL"
+                                           " ORDER BY sim_time, step", -1, &st, NULL),
+                   ==, SQLITE_OK);
+  if (job)
+    sqlite3_bind_text (st, 1, job, -1, SQLITE_STATIC);
+  GString *s = g_string_new (NULL);
+  while (sqlite3_step (st) == SQLITE_ROW)
+    g_string_append_printf (s, "%.17g\t%.17g\n", sqlite3_column_double (st, 0),
+                            sqlite3_column_double (st, 1));
+  sqlite3_finalize (st);
+  sqlite3_close (h);
+  g_assert_cmpuint (s->len, >, 0);
+  return s;
+}
+
+/* Plots `db` with a capturing gnuplot named `name`: loss-time's data and
+ * variables in *data and *vars. */
+static void
+plot_captured (const char *db, const char *name, char **data, char **vars)
+{
+  g_autofree char *capture = capture_gnuplot (name);
+  g_autofree char *o = NULL, *e = NULL;
+  int code = dtsim (&o, &e, "plot", db, "-o", capture, "--format", "svg", NULL);
+  g_unsetenv ("DTSIM_GNUPLOT");
+  if (code != 0)
+    g_error ("dtsim plot: %s", e);
+  g_autofree char *d = g_strdup_printf ("%s/loss-time/metric.tsv", capture);
+  g_autofree char *v = g_strdup_printf ("%s/loss-time/vars.gp", capture);
+  g_assert_true (g_file_get_contents (d, data, NULL, NULL));
+  g_assert_true (g_file_get_contents (v, vars, NULL, NULL));
+}
+
+/* A run of two jobs draws a line per job, titled "LABEL: job NAME", each
+ * the job's own metrics rows. */
+static void
+test_jobs_lines (void)
+{
+  g_autofree char *text
+    = g_strconcat (jobs_common, "[job a]\ncluster.workers = 2\n"
+                   "[job b]\ncluster.workers = 2\nmodel.batch = 8\n", NULL);
+  g_autofree char *db = test_run_text (tmpdir, text, "pair");
+  /* the jobs' evaluations interleave: one line by run would zigzag */
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(DISTINCT job) FROM metrics"), ==, 2);
+  g_autofree char *data = NULL, *vars = NULL;
+  plot_captured (db, "cap-pair", &data, &vars);
+  g_autoptr (GString) a = expected_block (db, "a"), b = expected_block (db, "b");
+  g_autofree char *want = g_strconcat (a->str, "\n\n", b->str, NULL);
+  g_assert_cmpstr (data, ==, want);
+  g_assert_nonnull (strstr (vars, "nruns = 2\n"));
+  g_assert_nonnull (strstr (vars, "titles[1] = 'pair: job a'\n"));
+  g_assert_nonnull (strstr (vars, "titles[2] = 'pair: job b'\n"));
+}
+
+/* A run of one job draws what it drew before the job column: one line of
+ * every metrics row of the run, titled by the run; a trace without the
+ * column (schema 12) draws the same. */
+static void
+test_single_job_unchanged (void)
+{
+  g_autofree char *text
+    = g_strconcat (jobs_common, "[cluster]\nworkers = 2\n", NULL);
+  g_autofree char *db = test_run_text (tmpdir, text, "single");
+  g_assert_cmpfloat (test_query_number (db, "SELECT COUNT(*) FROM metrics WHERE job IS NOT NULL"),
+                     ==, 0);
+  g_autofree char *data = NULL, *vars = NULL;
+  plot_captured (db, "cap-single", &data, &vars);
+  g_autoptr (GString) all = expected_block (db, NULL);
+  g_assert_cmpstr (data, ==, all->str);
+  g_assert_nonnull (strstr (vars, "nruns = 1\n"));
+  g_assert_nonnull (strstr (vars, "titles[1] = 'pair'\n"));
+  g_assert_null (strstr (vars, "job"));
+  /* the same trace as version 12 wrote it: no job column */
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  g_autofree char *old = g_build_filename (tmpdir, "single12.db", NULL);
+  g_assert_true (g_file_get_contents (db, &bytes, &len, NULL));
+  g_assert_true (g_file_set_contents (old, bytes, (gssize) len, NULL));
+  sqlite3 *h = NULL;
+  g_assert_cmpint (sqlite3_open (old, &h), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (h, "ALTER TABLE metrics DROP COLUMN job;"
+                                    " PRAGMA user_version = 12", NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (h);
+  g_assert_cmpfloat (test_query_number (old, "SELECT COUNT(*) FROM pragma_table_info('metrics')"
+                                             " WHERE name = 'job'"), ==, 0);
+  g_autofree char *data12 = NULL, *vars12 = NULL;
+  plot_captured (old, "cap-single12", &data12, &vars12);
+  g_assert_cmpstr (data12, ==, data);
+  g_assert_nonnull (strstr (vars12, "titles[1] = 'pair'\n"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -919,6 +1053,8 @@ main (int argc, char **argv)
   g_test_add_func ("/plot/bad/not-finite", test_not_finite);
   g_test_add_func ("/plot/bad/killed-mid-write", test_killed_mid_write);
   g_test_add_func ("/plot/many-timelines", test_many_timelines);
+  g_test_add_func ("/plot/jobs/lines", test_jobs_lines);
+  g_test_add_func ("/plot/jobs/single-unchanged", test_single_job_unchanged);
   int rc = g_test_run ();
   sim_remove_tree (tmpdir);
   g_free (tmpdir);

@@ -11,7 +11,10 @@
  * efficiency where the runs differ in cluster.workers (samples/s per worker
  * over that of the run with the fewest workers and the same other swept
  * values), the final loss and accuracy, the shares of compute, communication
- * and waiting, and the wall time.  Perfetto's format is perfetto.c's.
+ * and waiting, and the wall time.  A run of several jobs (table jobs) is
+ * followed by a row per job (its name in a `job` column, which only a
+ * database holding such a run has; its end, iterations, final loss and last
+ * accuracy).  Perfetto's format is perfetto.c's.
  *
  * The database may come from someone else (tracedb.c has the rules for
  * reading it).  What is written from it: text made valid UTF-8 with control
@@ -283,6 +286,80 @@ scaling (GPtrArray *runs, GPtrArray *keys)
     }
 }
 
+/* --- jobs ---------------------------------------------------------------- */
+
+/* A job of a run of several jobs (table jobs): a row of its own after its
+ * run's, carrying the job's name and what the trace holds of the job
+ * alone. */
+typedef struct {
+  gint64 run;
+  char *name;                                    /* clean text */
+  double end, iterations, final_loss, final_accuracy;   /* NAN: NULL */
+} Job;
+
+static void
+job_clear (gpointer p)
+{
+  g_free (((Job *) p)->name);
+}
+
+/* The jobs of the runs of t (all, or run `only`) by run then place in the
+ * file; empty for a trace without the jobs table (version 10 or older) or
+ * whose runs are each of one job.  A job's final accuracy is that of its
+ * last evaluation (metrics.job, version 13 on), else unknown.  NULL with
+ * *error set when a query fails. */
+static GArray *
+load_jobs (SimTraceDb *t, gint64 only, GError **error)
+{
+  static const char *const cols[] = { "run_id", "job", "name", "end", "iterations",
+                                      "final_loss", NULL };
+  static const char *const job_col[] = { "job", NULL };
+  int has = sim_tracedb_has (t, "jobs", cols, error);
+  int tagged = has > 0 ? sim_tracedb_has (t, "metrics", job_col, error) : 0;
+  if (has < 0 || tagged < 0)
+    return NULL;
+  g_autoptr (GArray) jobs = g_array_new (FALSE, FALSE, sizeof (Job));
+  g_array_set_clear_func (jobs, job_clear);
+  if (!has)
+    return g_steal_pointer (&jobs);
+  g_autofree char *sql
+    = g_strdup_printf ("SELECT run_id, name, end, iterations, final_loss, %s FROM jobs j"
+                       " WHERE ?1 <= 0 OR run_id = ?1 ORDER BY run_id, job",
+                       tagged ? "(SELECT accuracy FROM metrics m WHERE m.run_id = j.run_id AND"
+                                " m.job = j.name ORDER BY sim_time DESC, step DESC LIMIT 1)"
+                              : "NULL");
+  g_autoptr (sqlite3_stmt) st = sim_tracedb_prepare (t, sql, error);
+  if (!st || !sim_tracedb_check (t, sqlite3_bind_int64 (st, 1, only), error))
+    return NULL;
+  int rc;
+  while ((rc = sim_tracedb_step (t, st, error)) == SQLITE_ROW)
+    {
+      Job j = { .run = sqlite3_column_int64 (st, 0), .name = col_clean (st, 1),
+                .end = col_number (st, 2), .iterations = col_number (st, 3),
+                .final_loss = col_number (st, 4), .final_accuracy = col_number (st, 5) };
+      if (!j.name)
+        j.name = g_strdup ("");
+      g_array_append_val (jobs, j);
+    }
+  return rc < 0 ? NULL : g_steal_pointer (&jobs);
+}
+
+/* Run r's row for job j: r's identity and swept values, j's end as
+ * sim_time, its iterations, final loss and accuracy, the rest unknown. */
+static Run
+job_row (const Run *r, const Job *j)
+{
+  Run o = *r;
+  o.sim_time = j->end;
+  o.iterations = j->iterations;
+  o.final_loss = j->final_loss;
+  o.final_accuracy = j->final_accuracy;
+  o.wall_time = o.events = o.updates = o.compute = o.comm = o.wait = NAN;
+  o.samples_per_s = o.scaling = o.failures = o.lost = o.checkpoint = o.waste = NAN;
+  o.metrics = (SimMetrics) { NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN };
+  return o;
+}
+
 /* --- writing ------------------------------------------------------------- */
 
 /* The summary columns after the swept ones, in order. */
@@ -371,10 +448,77 @@ json_value (GString *s, const char *v)
     json_text (s, v);
 }
 
+/* Run r's CSV row; `job` the text of the job column (NULL: none). */
 static void
-write_csv (GString *s, GPtrArray *runs, GPtrArray *keys)
+csv_row (GString *s, const Run *r, GPtrArray *keys, const char *job)
 {
-  g_string_append (s, "run,name,status,error,stop");
+  g_string_append_printf (s, "%" G_GINT64_FORMAT ",", r->id);
+  csv_text (s, r->name);
+  g_string_append_c (s, ',');
+  csv_text (s, r->status);
+  g_string_append_c (s, ',');
+  csv_text (s, r->error);
+  g_string_append_c (s, ',');
+  csv_text (s, r->stop);
+  if (job)
+    {
+      g_string_append_c (s, ',');
+      csv_text (s, job);
+    }
+  for (guint k = 0; k < keys->len; k++)
+    {
+      g_string_append_c (s, ',');
+      csv_text (s, r->swept[k]);
+    }
+  double v[N_SUMMARY_NUMBERS];
+  summary_values (r, v);
+  for (int k = 0; k < N_SUMMARY_NUMBERS; k++)
+    {
+      g_string_append_c (s, ',');
+      csv_number (s, v[k]);
+    }
+  g_string_append_c (s, ',');
+  csv_text (s, r->scenario);
+  g_string_append_c (s, ',');
+  csv_text (s, r->version);
+  g_string_append (s, "\r\n");
+}
+
+/* Runs a row writer on each run, then on each of its jobs (the jobs column
+ * present when `jobs` is not empty: "" for a run's own row). */
+static void
+write_rows (GString *s, GPtrArray *runs, GPtrArray *keys, GArray *jobs,
+            void (*row) (GString *, const Run *, GPtrArray *, const char *, gboolean))
+{
+  guint next = 0;
+  gboolean first = TRUE;
+  for (guint i = 0; i < runs->len; i++)
+    {
+      const Run *r = g_ptr_array_index (runs, i);
+      row (s, r, keys, jobs->len ? "" : NULL, first);
+      first = FALSE;
+      while (next < jobs->len && g_array_index (jobs, Job, next).run < r->id)
+        next++;
+      for (; next < jobs->len && g_array_index (jobs, Job, next).run == r->id; next++)
+        {
+          const Job *j = &g_array_index (jobs, Job, next);
+          Run o = job_row (r, j);
+          row (s, &o, keys, j->name, FALSE);
+        }
+    }
+}
+
+static void
+csv_row_any (GString *s, const Run *r, GPtrArray *keys, const char *job, gboolean first)
+{
+  (void) first;
+  csv_row (s, r, keys, job);
+}
+
+static void
+write_csv (GString *s, GPtrArray *runs, GPtrArray *keys, GArray *jobs)
+{
+  g_string_append (s, jobs->len ? "run,name,status,error,stop,job" : "run,name,status,error,stop");
   for (guint k = 0; k < keys->len; k++)
     {
       g_string_append_c (s, ',');
@@ -384,74 +528,55 @@ write_csv (GString *s, GPtrArray *runs, GPtrArray *keys)
   for (gsize k = 0; k < G_N_ELEMENTS (summary); k++)
     g_string_append_printf (s, ",%s", summary[k]);
   g_string_append (s, "\r\n");
-  for (guint i = 0; i < runs->len; i++)
+  write_rows (s, runs, keys, jobs, csv_row_any);
+}
+
+/* Run r's JSON object; `job` the value of "job" (NULL: no such member,
+ * "": null). */
+static void
+json_row (GString *s, const Run *r, GPtrArray *keys, const char *job, gboolean first)
+{
+  g_string_append_printf (s, "%s\n  {\"run\": %" G_GINT64_FORMAT ", \"name\": ",
+                          first ? "" : ",", r->id);
+  json_text (s, r->name);
+  g_string_append (s, ", \"status\": ");
+  json_text (s, r->status);
+  g_string_append (s, ", \"error\": ");
+  json_text (s, r->error);
+  g_string_append (s, ", \"stop\": ");
+  json_text (s, r->stop);
+  if (job)
     {
-      const Run *r = g_ptr_array_index (runs, i);
-      g_string_append_printf (s, "%" G_GINT64_FORMAT ",", r->id);
-      csv_text (s, r->name);
-      g_string_append_c (s, ',');
-      csv_text (s, r->status);
-      g_string_append_c (s, ',');
-      csv_text (s, r->error);
-      g_string_append_c (s, ',');
-      csv_text (s, r->stop);
-      for (guint k = 0; k < keys->len; k++)
-        {
-          g_string_append_c (s, ',');
-          csv_text (s, r->swept[k]);
-        }
-      double v[N_SUMMARY_NUMBERS];
-      summary_values (r, v);
-      for (int k = 0; k < N_SUMMARY_NUMBERS; k++)
-        {
-          g_string_append_c (s, ',');
-          csv_number (s, v[k]);
-        }
-      g_string_append_c (s, ',');
-      csv_text (s, r->scenario);
-      g_string_append_c (s, ',');
-      csv_text (s, r->version);
-      g_string_append (s, "\r\n");
+      g_string_append (s, ", \"job\": ");
+      json_text (s, *job ? job : NULL);
     }
+  for (guint k = 0; k < keys->len; k++)
+    {
+      g_autofree char *key = sim_clean_text (g_ptr_array_index (keys, k), G_MAXSIZE);
+      g_string_append (s, ", ");
+      json_text (s, key);
+      g_string_append (s, ": ");
+      json_value (s, r->swept[k]);
+    }
+  double v[N_SUMMARY_NUMBERS];
+  summary_values (r, v);
+  for (int k = 0; k < N_SUMMARY_NUMBERS; k++)
+    {
+      g_string_append_printf (s, ", \"%s\": ", summary[k]);
+      json_number (s, v[k]);
+    }
+  g_string_append (s, ", \"scenario\": ");
+  json_text (s, r->scenario);
+  g_string_append (s, ", \"version\": ");
+  json_text (s, r->version);
+  g_string_append (s, "}");
 }
 
 static void
-write_json (GString *s, GPtrArray *runs, GPtrArray *keys)
+write_json (GString *s, GPtrArray *runs, GPtrArray *keys, GArray *jobs)
 {
   g_string_append (s, "[");
-  for (guint i = 0; i < runs->len; i++)
-    {
-      const Run *r = g_ptr_array_index (runs, i);
-      g_string_append_printf (s, "%s\n  {\"run\": %" G_GINT64_FORMAT ", \"name\": ", i ? "," : "",
-                              r->id);
-      json_text (s, r->name);
-      g_string_append (s, ", \"status\": ");
-      json_text (s, r->status);
-      g_string_append (s, ", \"error\": ");
-      json_text (s, r->error);
-      g_string_append (s, ", \"stop\": ");
-      json_text (s, r->stop);
-      for (guint k = 0; k < keys->len; k++)
-        {
-          g_autofree char *key = sim_clean_text (g_ptr_array_index (keys, k), G_MAXSIZE);
-          g_string_append (s, ", ");
-          json_text (s, key);
-          g_string_append (s, ": ");
-          json_value (s, r->swept[k]);
-        }
-      double v[N_SUMMARY_NUMBERS];
-      summary_values (r, v);
-      for (int k = 0; k < N_SUMMARY_NUMBERS; k++)
-        {
-          g_string_append_printf (s, ", \"%s\": ", summary[k]);
-          json_number (s, v[k]);
-        }
-      g_string_append (s, ", \"scenario\": ");
-      json_text (s, r->scenario);
-      g_string_append (s, ", \"version\": ");
-      json_text (s, r->version);
-      g_string_append (s, "}");
-    }
+  write_rows (s, runs, keys, jobs, json_row);
   g_string_append (s, runs->len ? "\n]\n" : "]\n");
 }
 
@@ -507,11 +632,14 @@ export_table (SimTraceDb *t, SimOutFile *o, gboolean csv, gint64 only, GError **
   g_autoptr (GPtrArray) runs = sim_export_runs (t, only, &keys, error);
   if (!runs)
     return 2;
+  g_autoptr (GArray) jobs = load_jobs (t, only, error);
+  if (!jobs)
+    return 2;
   g_autoptr (GString) s = g_string_new (NULL);
   if (csv)
-    write_csv (s, runs, keys);
+    write_csv (s, runs, keys, jobs);
   else
-    write_json (s, runs, keys);
+    write_json (s, runs, keys, jobs);
   return sim_outfile_write (o, s, error) ? 0 : 1;
 }
 

@@ -5,7 +5,8 @@
  *
  * Figures (docs/plots.md lists their files and definitions): loss against
  * simulated time and against steps, one line per run labelled by its swept
- * keys (the params whose values differ between runs); time per iteration and
+ * keys (the params whose values differ between runs), or per job of a run of
+ * several jobs ("LABEL: job NAME", metrics.job); time per iteration and
  * speedup against workers with a least-squares Amdahl fit, when the runs
  * differ in cluster.workers; the distribution (CDF) of iteration times; the
  * compute / communication / waiting breakdown; the staleness histogram; the
@@ -857,6 +858,18 @@ common_target_accuracy (Plot *p, double *t, GError **error)
   return TRUE;
 }
 
+/* The title of a line of the metric figures: the run's label `label`,
+ * followed by ": job NAME" (the name as clean text) for job `job` of a run
+ * of several jobs (NULL: the run's own line). */
+static char *
+metric_title (const char *label, const char *job)
+{
+  if (!job)
+    return g_strdup (label);
+  g_autofree char *name = sim_clean_text (job, LABEL_MAX);
+  return g_strdup_printf ("%s: job %s", label, name);
+}
+
 /* Loss (y = "loss"), test accuracy in percent (y = "accuracy") or the
  * positive consensus distances (y = "consensus") against simulated time
  * (x = "sim_time") or steps (x = "step").  The loss axis
@@ -869,10 +882,18 @@ plot_metric_by (Plot *p, const char *x, const char *y, const char *figure, GErro
   gboolean acc = strcmp (y, "accuracy") == 0, cons = strcmp (y, "consensus") == 0;
   /* the rows drawn: with a loss, or with a positive consensus distance */
   const char *has = cons ? "consensus > 0" : "loss IS NOT NULL";
-  /* one scan of metrics, sorted by run: a block per run of the runs table */
-  g_autofree char *q = g_strdup_printf ("SELECT run_id, %s, %s FROM metrics WHERE %s AND run_id"
-                                        " IN (SELECT id FROM runs) ORDER BY run_id, sim_time,"
-                                        " step", x, y, has);
+  /* a run of several jobs has a line per job (metrics.job, schema 13 on;
+   * NULL in a run of one job, whose line is the run's as before) */
+  static const char *const job_col[] = { "job", NULL };
+  int jobs = sim_tracedb_has (&p->t, "metrics", job_col, error);
+  if (jobs < 0)
+    return FALSE;
+  /* one scan of metrics, sorted by run then job: a block per run of the
+   * runs table, or per job of such a run */
+  g_autofree char *q = g_strdup_printf ("SELECT run_id, %s, %s, %s FROM metrics WHERE %s AND"
+                                        " run_id IN (SELECT id FROM runs) ORDER BY run_id,%s"
+                                        " sim_time, step", x, y, jobs ? "job" : "NULL", has,
+                                        jobs ? " job," : "");
   g_autoptr (sqlite3_stmt) pts = sim_tracedb_prepare (&p->t, q, error);
   Lines l;
   if (!pts || !lines_begin (p, &l, "metric.tsv", error))
@@ -881,12 +902,18 @@ plot_metric_by (Plot *p, const char *x, const char *y, const char *figure, GErro
   double first_max = 0, all_max = 0;
   gboolean first = TRUE;
   gint64 run = 0;
+  g_autofree char *job = NULL;   /* the current block's job; NULL: the run's */
   while ((rc2 = sim_tracedb_step (&p->t, pts, error)) == SQLITE_ROW)
     {
       gint64 id = sqlite3_column_int64 (pts, 0);
-      if (l.titles->len == 0 || id != run)
+      const char *j = sqlite3_column_type (pts, 3) == SQLITE_NULL ? NULL
+                      : (const char *) sqlite3_column_text (pts, 3);
+      if (l.titles->len == 0 || id != run || g_strcmp0 (j, job) != 0)
         {
-          lines_next (&l, label_of (p->labels, id));
+          g_free (job);
+          job = g_strdup (j);
+          g_autofree char *title = metric_title (label_of (p->labels, id), job);
+          lines_next (&l, title);
           run = id;
           first = TRUE;
         }

@@ -30,7 +30,8 @@ static const struct {
   const char *prefix, *title, *text;
 } explained[] = {
   { "loss-time", "Training loss against simulated time",
-    "Each line is a run: the loss of its model as the simulated clock advances. The run whose "
+    "Each line is a run (a job, in a run of several jobs): the loss of its model as the "
+    "simulated clock advances. The run whose "
     "line is lowest at a given time has trained best in that much cluster time, which is "
     "what a deadline or a budget buys: a policy can take more steps per second and still lose "
     "here if each step does less." },
