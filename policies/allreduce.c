@@ -902,8 +902,7 @@ start_iteration (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
     {
       gsize P = env->n_params;
       /* uncompressed float32 gradients of equal batches: summed as computed */
-      gboolean direct = !ar->cmp && !env->batches
-                        && env->model->num.communication == KERN_FORMAT_FP32;
+      gboolean direct = !ar->cmp && !env->batches && !pol_wire_rounds (env);
       if (!direct)
         memset (ar->sum, 0, P * sizeof (float));
       int D = ar->dp;

@@ -340,6 +340,12 @@ pol_wire_round (const PolEnv *env, float *x, gsize n)
     kern_round_to (env->model->num.communication, x, n);
 }
 
+gboolean
+pol_wire_rounds (const PolEnv *env)
+{
+  return env->model && env->model->num.communication != KERN_FORMAT_FP32;
+}
+
 /* The samplers of env's workers over env->train: iid parts, or by label
  * (the scenario loader has checked the by-label bounds). */
 TrainSampler *

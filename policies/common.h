@@ -97,6 +97,9 @@ void pol_worker_span_detail (const PolEnv *env, int w, const char *kind, double 
 /* Rounds x (n floats) to the format of [numerics] communication, as a
  * transfer carries them (nothing without math or in fp32). */
 void pol_wire_round (const PolEnv *env, float *x, gsize n);
+/* Whether pol_wire_round changes anything: the math runs and [numerics]
+ * communication is not fp32. */
+gboolean pol_wire_rounds (const PolEnv *env);
 
 /* The collective algorithm [policy] algorithm names; NULL (and an error naming it) when
  * none has that name. */

@@ -211,8 +211,7 @@ take_step (FaPolicy *fa, int c)
    * copy in the optimizer's pass (where the model crossed the wire in
    * another format, on_model wrote the rounded copy and the step reads
    * it); later steps update that copy in place */
-  gboolean first = k->steps_left == k->steps
-                   && !(env->model && env->model->num.communication != KERN_FORMAT_FP32);
+  gboolean first = k->steps_left == k->steps && !pol_wire_rounds (env);
   const float *own[1] = { fa->global ? (first ? fa->global : fa->local[c]) : NULL };
   float *update[1] = { own[0] ? fa->local[c] : NULL };
   const float *from[1] = { first ? fa->global : NULL };
@@ -236,8 +235,7 @@ on_model (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data,
   FaClient *k = &fa->cl[c];
   if (!current (fa, data) || k->dropped)
     return;
-  if (fa->global && fa->env.model
-      && fa->env.model->num.communication != KERN_FORMAT_FP32)
+  if (fa->global && pol_wire_rounds (&fa->env))
     {
       /* the global model as the transfer carried it, which the first step
        * then reads from the client's copy */

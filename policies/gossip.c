@@ -511,7 +511,7 @@ go_create (const PolEnv *env, GError **error G_GNUC_UNUSED)
         for (int w = 0; w < W; w++)
           for (gsize i = 0; i < P; i++)
             go->xs[0][w][i] += (float) (spread * eng_rng_normal (&rng));
-      if (env->model->num.communication != KERN_FORMAT_FP32)
+      if (pol_wire_rounds (env))
         for (int p = 0; p < 2; p++)
           {
             go->sent[p] = g_new (float *, W);
