@@ -914,23 +914,24 @@ test_nccl_h100_4gpu_validation (void)
 
 /* scenarios/validation/nccl-h100-p5.ini: two servers of 8 H100, the whole
  * all-reduce table of KeitaW/p5-nccl-test-2024-07-19 (AWS p5.48xlarge,
- * EFA, NCCL 2.22.3); nothing fitted.  64 B, 1 KiB, 4 GiB and 8 GiB are
- * within 10%; from 32 KiB to 1 GiB dtsim is up to 2.4 times too fast, the
- * miss docs/collectives.md states (the table's times there grow with the
- * size at rates no link of the model has), each held to its band so that a
- * change of it is seen. */
+ * EFA, NCCL 2.22.3); nothing fitted, the EFA plugin's declared latency (75
+ * us, [network] nic_latency) taken from the same log.  64 B, 1 KiB and 256
+ * MiB to 8 GiB are within 10%; from 32 KiB to 32 MiB, where nccl picks
+ * the ring under LL, which does not pay that latency, dtsim is up to 1.9
+ * times too fast, the miss docs/collectives.md states, each held to its
+ * band so that a change of it is seen. */
 static void
 test_nccl_h100_p5_validation (void)
 {
   static const NcclPoint pts[] = {
     { 1, 16, TRUE, 64, 66.94 * US, 0.10 },
     { 2, 16, TRUE, KIB, 65.74 * US, 0.10 },
-    { 3, 16, TRUE, 32 * KIB, 117.6 * US, 0.80 },     /* miss: +76% */
-    { 4, 16, TRUE, MIB, 138.1 * US, 1.00 },          /* miss: +96% */
-    { 5, 16, TRUE, 4 * MIB, 170.0 * US, 1.10 },      /* miss: +107% */
-    { 6, 16, TRUE, 32 * MIB, 459.2 * US, 1.50 },     /* miss: +143% */
-    { 7, 16, TRUE, 256 * MIB, 1469.4 * US, 0.45 },   /* miss: +41% */
-    { 8, 16, TRUE, GIB, 4575.2 * US, 0.20 },         /* miss: +15% */
+    { 3, 16, TRUE, 32 * KIB, 117.6 * US, 0.70 },     /* miss: +68% */
+    { 4, 16, TRUE, MIB, 138.1 * US, 0.95 },          /* miss: +89% */
+    { 5, 16, TRUE, 4 * MIB, 170.0 * US, 0.85 },      /* miss: +81% */
+    { 6, 16, TRUE, 32 * MIB, 459.2 * US, 0.40 },     /* miss: +34% */
+    { 7, 16, TRUE, 256 * MIB, 1469.4 * US, 0.10 },
+    { 8, 16, TRUE, GIB, 4575.2 * US, 0.10 },
     { 9, 16, TRUE, 4 * GIB, 17232 * US, 0.10 },
     { 10, 16, TRUE, 8 * GIB, 33594 * US, 0.10 },
   };
