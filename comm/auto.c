@@ -16,7 +16,8 @@
 /* The network as the cost formulas see it under protocol `pr` for `alg`:
  * rank 0's routes to a rank of its host group and to a rank of another
  * (latencies floored by the step overheads, scaled by the protocol, and
- * for the ring across groups by the network overhead, as the executor
+ * for the ring across groups by the network overhead, those across groups
+ * plus the NIC's declared latency as the protocol pays it, as the executor
  * charges them; bandwidth terms times the protocol's wire bytes), the size
  * of rank 0's group and whether there is more than one group. */
 static void
@@ -64,6 +65,9 @@ auto_levels (const CommArgs *a, CommKind kind, const CommProtocol *pr,
                         : a->intra_step_overhead
                             * comm_protocol_step_scale (pr, family, a->intra_hw));
   l->beta_out = wire / net_network_route_bandwidth (a->net, a->hosts[0], a->hosts[out]);
+  if (*several)   /* as step_floor adds them between host groups */
+    l->alpha_out += a->cross_latency
+                    + a->nic_latency * comm_protocol_nic_latency_scale (pr);
   if (alg->one_route && *several)   /* as coll_apply_plan charges it */
     l->alpha_in = MAX (l->alpha_in,
                        a->net_overhead * comm_protocol_net_overhead_scale (pr));

@@ -92,6 +92,7 @@ typedef struct {
   double elem_bytes;  /* bytes per element on the wire */
   double reduce_per_byte; /* s per byte reduced */
   double step_overhead, intra_step_overhead; /* CommArgs' */
+  double cross_latency; /* s, CommArgs': added between host groups */
   int tag;
   CollRank *ranks;    /* (p) */
   float *acc;         /* (n) naive root's accumulator, or NULL */
@@ -559,12 +560,20 @@ rank_wake (CollOp *op, int r, int q)
 }
 
 /* The least latency of a message from rank r to q: the step overhead
- * between or inside host groups. */
+ * between or inside host groups; between them, with a cross latency, the
+ * larger of the step overhead and the route's latency plus that (the floor
+ * is then the whole latency). */
 static double
 step_floor (const CollOp *op, int r, int q)
 {
-  return op->groups[r] == op->groups[q] ? op->intra_step_overhead
-                                        : op->step_overhead;
+  if (op->groups[r] == op->groups[q])
+    return op->intra_step_overhead;
+  if (op->cross_latency > 0)
+    return MAX (op->step_overhead,
+                net_network_route_latency (op->net, op->hosts[r],
+                                           op->hosts[q]))
+           + op->cross_latency;
+  return op->step_overhead;
 }
 
 
@@ -719,6 +728,10 @@ coll_apply_plan (const CommArgs *a, const CommPlan *plan)
                                  a->net_overhead
                                    * comm_protocol_net_overhead_scale (pr));
   b.net_overhead = 0;   /* applied: a channel's own start must not again */
+  /* a NIC's declared latency, per message between host groups, as the
+   * protocol pays it (docs/collectives.md, "Overheads") */
+  b.cross_latency += a->nic_latency * comm_protocol_nic_latency_scale (pr);
+  b.nic_latency = 0;    /* applied, likewise */
   return b;
 }
 
@@ -1193,6 +1206,7 @@ coll_op_new (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
   op->reduce_per_byte = a->reduce_per_byte;
   op->step_overhead = a->step_overhead;
   op->intra_step_overhead = a->intra_step_overhead;
+  op->cross_latency = a->cross_latency;
   op->pub.root = a->root;
   op->tag = a->tag;
   op->done = done;
@@ -1392,6 +1406,7 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
   g_return_val_if_fail (a->root >= 0 && a->root < a->p, FALSE);
   g_return_val_if_fail (a->elem_bytes >= 0 && a->reduce_per_byte >= 0, FALSE);
   g_return_val_if_fail (a->net_overhead >= 0, FALSE);
+  g_return_val_if_fail (a->nic_latency >= 0 && a->cross_latency >= 0, FALSE);
   g_return_val_if_fail (a->launch_overhead >= 0 && a->step_overhead >= 0
                         && a->intra_step_overhead >= 0, FALSE);
   g_return_val_if_fail (done != NULL, FALSE);
@@ -1403,7 +1418,8 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
 
   CommArgs planned;
   if (alg->choose != NULL || a->protocol != NULL
-      || a->channels == COMM_CHANNELS_AUTO || a->net_overhead > 0)
+      || a->channels == COMM_CHANNELS_AUTO || a->net_overhead > 0
+      || a->nic_latency > 0)
     {
       CommPlan plan;
 

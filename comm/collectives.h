@@ -89,6 +89,8 @@ typedef struct {
   double channel_bytes;      /* a channel is dropped while the collective
                                 has fewer bytes than channels x this */
   gboolean channel_bytes_per_rank; /* ring: channel_bytes times the ranks */
+  double nic_lat;            /* times CommArgs.nic_latency that a message
+                                between host groups adds to its latency */
 } CommProtocol;
 
 /* The protocol called `name` (or the selector auto), or NULL. */
@@ -114,6 +116,13 @@ int comm_protocol_channels (const CommProtocol *proto, CommFamily family,
  * (and NULL, the figures as given, which are Simple's), 1 for LL and
  * LL128, as NCCL's cost model charges its network overhead. */
 double comm_protocol_net_overhead_scale (const CommProtocol *proto);
+/* What CommArgs.nic_latency is multiplied by under `proto` for each
+ * message between host groups: 2 for Simple (and NULL, the figures as
+ * given, which are Simple's) and 1 for LL128, as NCCL's cost model
+ * charges a NIC's declared latency (plus, under Simple, the flush of the
+ * received data); 0 for LL, which nccl-tests' small sizes show does not
+ * pay it (docs/collectives.md, "Overheads"). */
+double comm_protocol_nic_latency_scale (const CommProtocol *proto);
 /* What a step overhead on hardware `hw` is multiplied by for NVLS (`tree`
  * FALSE) or NVLSTree: NCCL's latency of the one over Simple's ring step
  * latency on that hardware (25 us against 3.4 on NVLink; 18 and 20.9 against
@@ -156,6 +165,17 @@ typedef struct {
                                 least this before its first byte moves
                                 (three times this under Simple and with no
                                 protocol: the figures as given are Simple's) */
+  double nic_latency;        /* s: the latency the NIC between host groups
+                                declares (NCCL's latencyInter): every
+                                message between host groups adds it times
+                                the protocol's figure to its latency
+                                (comm_protocol_nic_latency_scale: twice
+                                under Simple and with no protocol, once
+                                under LL128, not under LL) */
+  double cross_latency;      /* s every message between host groups adds
+                                to its latency whatever the protocol: what
+                                nic_latency comes to once the protocol is
+                                chosen (comm_start sets it); callers set 0 */
   gboolean exclusive;        /* the caller promises that no other transfer
                                 uses the network until `done`: the
                                 collective may then run as flow classes

@@ -27,7 +27,8 @@ typedef struct {
                         step overhead scaled) */
   double beta_in;    /* s/byte each rank gets through its node's switch */
   double alpha_out;  /* s: up and back through the fabric's switch,
-                        floored by the step overhead scaled likewise */
+                        floored by the step overhead scaled likewise, plus
+                        the NIC's declared latency as Simple pays it */
   double beta_out;   /* s/byte each rank gets through its NIC */
 } NvlsShape;
 
@@ -108,7 +109,9 @@ nvls_shape (const CommArgs *a, gboolean tree, NvlsShape *s, const char **why)
                             * comm_protocol_nvls_step_scale (tree, a->hw),
                           net_network_port_latency (net, a->hosts[0], 1, TRUE)
                           + net_network_port_latency (net, a->hosts[0], 1,
-                                                      FALSE));
+                                                      FALSE))
+                     + a->cross_latency
+                     + a->nic_latency * comm_protocol_nic_latency_scale (NULL);
       s->beta_out = 1 / MIN (net_network_port_bandwidth (net, a->hosts[0], 1,
                                                          TRUE),
                              net_network_port_bandwidth (net, a->hosts[0], 1,

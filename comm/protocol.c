@@ -3,7 +3,8 @@
  * collective executor charges them, and NCCL's rule for how many channels a
  * collective of a given size uses; NCCL's latency for the algorithms that
  * the switches reduce (NVLS, NVLSTree), which run under Simple only; and
- * how a protocol scales NCCL's network overhead.
+ * how a protocol scales NCCL's network overhead and a NIC's declared
+ * latency.
  *
  * A protocol changes two things about every message of a collective: the
  * bytes on the wire per byte of data (LL sends 8-byte lines holding 4 bytes
@@ -55,6 +56,8 @@ static const CommProtocol proto_ll = {
               { 5.0 * US, 0.6 * US, 1.0 * US } },
   .channel_bytes = 512 * 8,
   .channel_bytes_per_rank = TRUE,
+  .nic_lat = 0.0,   /* tuning.cc charges it once; [H5] of
+                       docs/collectives.md: LL does not pay it */
 };
 
 static const CommProtocol proto_ll128 = {
@@ -68,18 +71,22 @@ static const CommProtocol proto_ll128 = {
   .hw_lat = { { 4.0 * US, 1.9 * US, 2.5 * US },
               { 8.5 * US, 1.25 * US, 1.9 * US } },
   .channel_bytes = 640 * 8,
+  .nic_lat = 1.0,   /* tuning.cc: the NIC's latency, no flush */
 };
 
 static const CommProtocol proto_simple = {
   .name = "simple",
   .description = "NCCL's Simple protocol: the data alone at full bandwidth, a "
                  "memory fence per step (the largest latency)",
-  .source = "NCCL src/graph/tuning.cc (baseLat, hwLat: Simple)",
+  .source = "NCCL src/graph/tuning.cc (baseLat, hwLat: Simple; interLat: "
+            "latencyInter, again for the flush)",
   .wire = 1.0,
   .base_lat = { 8.4 * US, 8.4 * US },
   .hw_lat = { { 14.0 * US, 3.4 * US, 5.7 * US },
               { 14.0 * US, 4.0 * US, 4.0 * US } },
   .channel_bytes = 512 * 64,
+  .nic_lat = 2.0,   /* tuning.cc: the NIC's latency, then again for the
+                       flush of the received data */
 };
 
 /* The selector, then the protocols; auto tries them in the order of
@@ -154,6 +161,14 @@ comm_protocol_net_overhead_scale (const CommProtocol *proto)
 {
   /* tuning.cc (ncclTopoTuneModel) triples it for Simple */
   return proto == NULL || proto->selector || proto == &proto_simple ? 3.0 : 1.0;
+}
+
+double
+comm_protocol_nic_latency_scale (const CommProtocol *proto)
+{
+  if (proto == NULL || proto->selector)
+    return proto_simple.nic_lat;
+  return proto->nic_lat;
 }
 
 /* NCCL's latency of a collective that the switches reduce, Simple protocol

@@ -199,6 +199,8 @@ static const KeyDef core_keys[] = {
     "nodes, dgx1: the same inside a server. Default 0; intra_fabric's link kind's where intra_fabric names a catalog link.", NULL },
   { "network", "net_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (net_overhead),
     "NCCL's network overhead: least time of every step of a ring whose ranks span several nodes, inside the nodes too (the proxy thread posts each step; tripled under the Simple protocol). NCCL takes 1us for Intel CPUs, 2us for AMD. Default 0; the catalog's [collectives] net_overhead where fabric or intra_fabric names a catalog link.", NULL },
+  { "network", "nic_latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, 1, 0, NULL, OFF (nic_latency),
+    "The latency the NIC between nodes declares to NCCL (its net plugin's latency, e.g. 75us for AWS EFA): every message of a collective between nodes adds it to its latency twice under the Simple protocol (the transfer, then the flush of its data) and once under LL128, as NCCL's tuner charges it, and not under LL, which the published two-server H100 table's smallest sizes show does not pay it (docs/collectives.md). At most 1s. Default 0.", NULL },
   { "model", "kind", BASE_KEY_NAME, 0, "softmax", 0, 0, 0, NULL, OFF (model_kind),
     "Model trained by every worker.", sim_model_kind_entries },
   { "model", "hidden", BASE_KEY_INTLIST, 0, "128", 1, 1e6, 0, NULL, OFF (hidden),

@@ -170,6 +170,8 @@ typedef struct {
   double intra_step_overhead; /* nodes: the same inside a node */
   double net_overhead;        /* s, least time of every step of a ring
                                  across nodes (CommArgs) */
+  double nic_latency;         /* s, latency the NIC between nodes declares
+                                 to NCCL (CommArgs) */
   int step_hw, intra_step_hw; /* CommHw of the catalog link kinds of fabric
                                  and intra_fabric (read where these are
                                  named) */

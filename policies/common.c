@@ -231,6 +231,7 @@ pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
     .step_overhead = env->step_overhead,
     .intra_step_overhead = env->intra_step_overhead,
     .net_overhead = env->net_overhead,
+    .nic_latency = env->nic_latency,
   };
   return a;
 }

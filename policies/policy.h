@@ -221,8 +221,9 @@ typedef struct {
                                * 1 + this as long while a collective runs
                                * on the device */
   /* Collective overheads ([network] launch_overhead, step_overhead,
-   * intra_step_overhead, net_overhead; CommArgs), s */
+   * intra_step_overhead, net_overhead, nic_latency; CommArgs), s */
   double launch_overhead, step_overhead, intra_step_overhead, net_overhead;
+  double nic_latency;
   int hw, intra_hw;           /* CommHw those overheads are for (CommArgs) */
   const KernLayer *layers;    /* (n_layers) the model's layer table */
   const gboolean *recomputed; /* (n_layers) TRUE where the layer's forward

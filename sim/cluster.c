@@ -398,6 +398,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .intra_step_overhead = net_topology_lookup (c->topology)->servers
                              ? c->intra_step_overhead : c->step_overhead,
     .net_overhead = c->net_overhead,
+    .nic_latency = c->nic_latency,
     /* the hardware those overheads are for: a catalog link's kind, else
      * a network between nodes and NVLink inside them */
     .hw = c->fabric ? c->step_hw : COMM_HW_NET,
