@@ -26,9 +26,11 @@
  *             reproducibility shows in whole runs.
  *
  * Usage: bench-kernels [iterations]  (default 10 for the run)
- *        bench-kernels --peer  (only the two products' GFLOP/s on one line,
- *                               sgemm then the fixed-order one: the peer
- *                               figures bench/bench-policies.sh prints)
+ *        bench-kernels --peer  (three GFLOP/s on one line: sgemm, the
+ *                               fixed-order product, and a step of 64
+ *                               workers each on its own model
+ *                               (own_models_gflops): the peer figures
+ *                               bench/bench-policies.sh prints)
  * With BENCH_KERNELS_ONLY=TEXT[|TEXT...] in the environment, only the
  * training runs whose label contains one of the TEXTs are timed and
  * printed (the peer and the gradient figures always are), e.g.
@@ -91,6 +93,49 @@ sgemm_gflops (double *fixed)
   g_free (b);
   g_free (c);
   return 2.0 * SQ * (double) SQ * SQ / best / 1e9;
+}
+
+/* GFLOP/s of the forward and backward of WORKERS workers' batches, each
+ * worker on its own parameters (WORKERS vectors, none shared: the step of
+ * a policy whose workers hold their own models, which no product can stack
+ * across workers), one loss_grad call per worker, best of three.  No
+ * optimizer pass is counted: this is the products' and layers' speed on
+ * the shapes and the memory such a policy has, the most its step could
+ * reach. */
+static double
+own_models_gflops (void)
+{
+  int hidden[] = { 512, 512 };
+  KernModel *m = kern_mlp_new (D, hidden, 2, K, KERN_LOSS_XENT, NULL);
+  gsize P = m->ops->n_params (m);
+  double step_flops = m->ops->flops_forward (m, BATCH) + m->ops->flops_backward (m, BATCH);
+  float **params = g_new (float *, WORKERS);
+  for (int w = 0; w < WORKERS; w++)
+    {
+      params[w] = g_new (float, P);
+      m->ops->init (m, params[w], (guint64) w + 1);
+    }
+  float *grad = g_new (float, P);
+  KernDataset *train, *test;
+  kern_dataset_blobs (WORKERS * BATCH, 16, D, K, 1.0, 7, &train, &test);
+  double best = 1e300;
+  for (int r = 0; r < 4; r++)   /* the first pass warms the scratch buffers */
+    {
+      double t0 = now ();
+      for (int w = 0; w < WORKERS; w++)
+        m->ops->loss_grad (m, params[w], train->x + (gsize) w * BATCH * D,
+                           train->y + w * BATCH, BATCH, grad);
+      if (r > 0)
+        best = MIN (best, now () - t0);
+    }
+  for (int w = 0; w < WORKERS; w++)
+    g_free (params[w]);
+  g_free (params);
+  g_free (grad);
+  kern_dataset_free (train);
+  kern_dataset_free (test);
+  kern_model_free (m);
+  return step_flops * WORKERS / best / 1e9;
 }
 
 /* Whether the run labelled `label` is to be timed: always without a
@@ -176,7 +221,7 @@ main (int argc, char **argv)
   if (argc > 1 && strcmp (argv[1], "--peer") == 0)
     {
       double sgemm = sgemm_gflops (&fixed);
-      printf ("%.2f %.2f\n", sgemm, fixed);
+      printf ("%.2f %.2f %.2f\n", sgemm, fixed, own_models_gflops ());
       return 0;
     }
   int iters = argc > 1 ? atoi (argv[1]) : 10;
