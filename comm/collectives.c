@@ -578,6 +578,20 @@ step_floor (const CollOp *op, int r, int q)
   return op->step_overhead;
 }
 
+/* What the ceiling rate_cap adds to the latency phase of a message of
+ * `bytes` on the wire over a route of bandwidth `bw`: bytes / rate_cap -
+ * bytes / bw where that is positive, else 0. */
+static double
+cap_wait (const CollOp *op, double bytes, double bw)
+{
+  double extra;
+
+  if (!(op->rate_cap > 0) || !(bytes > 0))
+    return 0;
+  extra = bytes / op->rate_cap - bytes / bw;
+  return extra > 0 ? extra : 0;
+}
+
 /* The latency phase a message of `bytes` (on the wire) from rank r to q is
  * sent with: step_floor, and, where the ceiling rate_cap is below its
  * route's bandwidth B, the larger of that and the route's latency plus
@@ -587,11 +601,8 @@ step_floor (const CollOp *op, int r, int q)
 static double
 msg_floor (const CollOp *op, int r, int q, double bytes, double bw)
 {
-  double f = step_floor (op, r, q), extra;
+  double f = step_floor (op, r, q), extra = cap_wait (op, bytes, bw);
 
-  if (!(op->rate_cap > 0) || !(bytes > 0))
-    return f;
-  extra = bytes / op->rate_cap - bytes / bw;
   if (!(extra > 0))
     return f;
   return MAX (f, net_network_route_latency (op->net, op->hosts[r],
@@ -776,37 +787,6 @@ coll_apply_plan (const CommArgs *a, const CommPlan *plan)
                                 : cap * (pr ? pr->wire : 1);
   b.arch = COMM_ARCH_OTHER;   /* applied, likewise */
   return b;
-}
-
-int
-comm_group_count (const CommArgs *a)
-{
-  int seen[3], n = 0;
-
-  g_return_val_if_fail (a != NULL && a->net != NULL && a->hosts != NULL, 1);
-  for (int r = 0; r < a->p && n < 3; r++)
-    {
-      int g = net_network_host_group (a->net, a->hosts[r]), known = FALSE;
-
-      for (int i = 0; i < n && !known; i++)
-        known = seen[i] == g;
-      if (!known)
-        seen[n++] = g;
-    }
-  return MAX (n, 1);
-}
-
-double
-comm_args_rate_cap (const CommArgs *a, const CommProtocol *pr,
-                    CommFamily family, int channels)
-{
-  g_return_val_if_fail (a != NULL, INFINITY);
-  if (a->arch == COMM_ARCH_OTHER)
-    return INFINITY;
-  /* NCCL's network overhead is its CPU vendor's: 2 us on AMD hosts */
-  return comm_protocol_rate_cap (pr, family, a->arch, comm_group_count (a),
-                                 a->net_overhead >= COMM_AMD_NET_OVERHEAD,
-                                 channels);
 }
 
 gboolean
@@ -1088,14 +1068,8 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
           bytes[c] = (double) ch.elems[c] * op->elem_bytes;
           secs[c] = op->reduce_per_byte * (double) ch.elems[c]
                     * op->elem_bytes;
-          dl[c] = delay[k];
-          if (op->rate_cap > 0)
-            {
-              double extra = bytes[c] / op->rate_cap - bytes[c] / bw[k];
-
-              if (extra > 0)
-                dl[c] = delay[k] + extra;
-            }
+          dl[c] = cap_wait (op, bytes[c], bw[k]) > 0
+                    ? delay[k] + cap_wait (op, bytes[c], bw[k]) : delay[k];
           first_join[k] = MIN (first_join[k], T[c] + dl[c]);
         }
       for (int i = 0; i < rd->count; i++)

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "base/keys.h"
-#include "comm/collectives.h"
+#include "comm/program.h"
 
 #define US 1e-6
 
@@ -269,6 +269,37 @@ comm_protocol_rate_cap (const CommProtocol *proto, CommFamily family,
   else if (pr == &proto_ll128)
     cap = ring_ll128_max[arch][col];
   return cap;
+}
+
+int
+comm_group_count (const CommArgs *a)
+{
+  int seen[3], n = 0;
+
+  g_return_val_if_fail (a != NULL && a->net != NULL && a->hosts != NULL, 1);
+  for (int r = 0; r < a->p && n < 3; r++)
+    {
+      int g = net_network_host_group (a->net, a->hosts[r]), known = FALSE;
+
+      for (int i = 0; i < n && !known; i++)
+        known = seen[i] == g;
+      if (!known)
+        seen[n++] = g;
+    }
+  return MAX (n, 1);
+}
+
+double
+comm_args_rate_cap (const CommArgs *a, const CommProtocol *pr,
+                    CommFamily family, int channels)
+{
+  g_return_val_if_fail (a != NULL, INFINITY);
+  if (a->arch == COMM_ARCH_OTHER)
+    return INFINITY;
+  /* NCCL's network overhead is its CPU vendor's: 2 us on AMD hosts */
+  return comm_protocol_rate_cap (pr, family, a->arch, comm_group_count (a),
+                                 a->net_overhead >= COMM_AMD_NET_OVERHEAD,
+                                 channels);
 }
 
 CommArch
