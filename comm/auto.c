@@ -78,14 +78,18 @@ auto_levels (const CommArgs *a, CommKind kind, const CommProtocol *pr,
  * slower level, which the others cross; for the whole buffer, or for one
  * channel's share where the algorithm crosses groups through one route and
  * each channel through another (one NIC per GPU assumed); with the
- * bandwidth terms stretched by its shared_beta where links are shared. */
+ * bandwidth terms stretched by its shared_beta where links are shared, and
+ * no less than 1 / `cap` (s per byte of data: a message's bandwidth
+ * ceiling, comm_args_rate_cap, INFINITY for none) for one channel's share,
+ * or 1 / (channels x cap) for the whole buffer. */
 static double
 auto_estimate (const CommAlgorithm *alg, const CommLevels *l,
-               gboolean several, int channels, gboolean shared)
+               gboolean several, int channels, gboolean shared, double cap)
 {
   gsize share = alg->one_route
                   ? (l->n + (gsize) channels - 1) / (gsize) channels : l->n;
   double stretch = shared ? MAX (alg->shared_beta, 1.0) : 1.0;
+  double least = 1 / (alg->one_route ? cap : cap * channels);   /* 0 for none */
 
   if (alg->cost_levels && several && l->p % l->group == 0)
     {
@@ -93,12 +97,12 @@ auto_estimate (const CommAlgorithm *alg, const CommLevels *l,
 
       mine.n = share;
       mine.shared = shared;
-      mine.beta_in *= stretch;
-      mine.beta_out *= stretch;
+      mine.beta_in = MAX (mine.beta_in * stretch, least);
+      mine.beta_out = MAX (mine.beta_out * stretch, least);
       return alg->cost_levels (&mine);
     }
   return alg->cost (l->kind, l->p, 1, share, l->elem_bytes, l->alpha_out,
-                    stretch * l->beta_out, l->reduce_per_byte);
+                    MAX (stretch * l->beta_out, least), l->reduce_per_byte);
 }
 
 int
@@ -167,7 +171,8 @@ auto_price (const CommArgs *a, CommKind kind, const CommAlgorithm *alg,
   if (alg->price != NULL)   /* it prices itself on the network */
     return alg->price (a, kind) + (pr != NULL ? a->launch_overhead : 0);
   auto_levels (a, kind, pr, alg, &l, &several);
-  t = auto_estimate (alg, &l, several, MAX (channels, 1), shared);
+  t = auto_estimate (alg, &l, several, MAX (channels, 1), shared,
+                     comm_args_rate_cap (a, pr, alg->family, MAX (channels, 1)));
   if (pr != NULL)
     t += a->launch_overhead * comm_protocol_launch_scale (pr, alg->family);
   return t;

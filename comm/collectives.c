@@ -93,6 +93,8 @@ typedef struct {
   double reduce_per_byte; /* s per byte reduced */
   double step_overhead, intra_step_overhead; /* CommArgs' */
   double cross_latency; /* s, CommArgs': added between host groups */
+  double rate_cap;    /* bytes/s on the wire, CommArgs': the most a message
+                         moves at, 0 = no ceiling */
   int tag;
   CollRank *ranks;    /* (p) */
   float *acc;         /* (n) naive root's accumulator, or NULL */
@@ -576,6 +578,49 @@ step_floor (const CollOp *op, int r, int q)
   return op->step_overhead;
 }
 
+/* What the ceiling rate_cap adds to the latency phase of a message of
+ * `bytes` on the wire over a route of bandwidth `bw`: bytes / rate_cap -
+ * bytes / bw where that is positive, else 0. */
+static double
+cap_wait (const CollOp *op, double bytes, double bw)
+{
+  double extra;
+
+  if (!(op->rate_cap > 0) || !(bytes > 0))
+    return 0;
+  extra = bytes / op->rate_cap - bytes / bw;
+  return extra > 0 ? extra : 0;
+}
+
+/* The latency phase a message of `bytes` (on the wire) from rank r to q is
+ * sent with: step_floor, and, where the ceiling rate_cap is below its
+ * route's bandwidth B, the larger of that and the route's latency plus
+ * bytes / rate_cap - bytes / B, so that alone on its route it takes
+ * bytes / rate_cap once its latency is spent (docs/collectives.md,
+ * "Bandwidth ceilings").  `bw` is B (the caller may know it). */
+static double
+msg_floor (const CollOp *op, int r, int q, double bytes, double bw)
+{
+  double f = step_floor (op, r, q), extra = cap_wait (op, bytes, bw);
+
+  if (!(extra > 0))
+    return f;
+  return MAX (f, net_network_route_latency (op->net, op->hosts[r],
+                                            op->hosts[q]))
+         + extra;
+}
+
+/* msg_floor with its route's bandwidth looked up. */
+static double
+msg_floor_route (const CollOp *op, int r, int q, double bytes)
+{
+  if (!(op->rate_cap > 0))
+    return step_floor (op, r, q);
+  return msg_floor (op, r, q, bytes,
+                    net_network_route_bandwidth (op->net, op->hosts[r],
+                                                 op->hosts[q]));
+}
+
 
 /* Hands rank r's current step, a send, to the network, with a snapshot of
  * its elements. */
@@ -597,7 +642,9 @@ issue_send (CollOp *op, int r)
   op->outstanding++;
   op->transfers++;
   net_send_floored (op->net, op->hosts[r], op->hosts[s->peer],
-                    (double) len * op->elem_bytes, step_floor (op, r, s->peer),
+                    (double) len * op->elem_bytes,
+                    msg_floor_route (op, r, s->peer,
+                                     (double) len * op->elem_bytes),
                     op->tag, on_arrival, op, m);
 }
 
@@ -732,6 +779,13 @@ coll_apply_plan (const CommArgs *a, const CommPlan *plan)
    * protocol pays it (docs/collectives.md, "Overheads") */
   b.cross_latency += a->nic_latency * comm_protocol_nic_latency_scale (pr);
   b.nic_latency = 0;    /* applied, likewise */
+  /* NCCL's bandwidth ceiling for the algorithm and protocol, per message
+   * on the wire (docs/collectives.md, "Bandwidth ceilings") */
+  double cap = comm_args_rate_cap (a, pr, f, plan->channels);
+  if (isfinite (cap))
+    b.rate_cap = b.rate_cap > 0 ? MIN (b.rate_cap, cap * (pr ? pr->wire : 1))
+                                : cap * (pr ? pr->wire : 1);
+  b.arch = COMM_ARCH_OTHER;   /* applied, likewise */
   return b;
 }
 
@@ -1001,6 +1055,8 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
       double arr[COLL_CLASSES];   /* s, its transfer's arrival */
       double prev[COLL_CLASSES];  /* s, its previous transfer's arrival */
       double bytes[COLL_CLASSES], secs[COLL_CLASSES];
+      double dl[COLL_CLASSES];    /* s, its latency phase: the phase's,
+                                     plus what the ceiling adds (msg_floor) */
       int *swap;
 
       if (!chains_classify (p, rd, start, cls, end, scratch, &ch))
@@ -1012,14 +1068,16 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
           bytes[c] = (double) ch.elems[c] * op->elem_bytes;
           secs[c] = op->reduce_per_byte * (double) ch.elems[c]
                     * op->elem_bytes;
-          first_join[k] = MIN (first_join[k], T[c] + delay[k]);
+          dl[c] = cap_wait (op, bytes[c], bw[k]) > 0
+                    ? delay[k] + cap_wait (op, bytes[c], bw[k]) : delay[k];
+          first_join[k] = MIN (first_join[k], T[c] + dl[c]);
         }
       for (int i = 0; i < rd->count; i++)
         {
           double t = last;
 
           for (int c = 0; c < ch.n; c++)
-            arr[c] = net_network_class_arrival (op->net, T[c], delay[k],
+            arr[c] = net_network_class_arrival (op->net, T[c], dl[c],
                                                 bytes[c], bw[k]);
           for (int a = 0; a < ch.n; a++)
             for (int b = 0; b < ch.n; b++)
@@ -1027,7 +1085,7 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
                 {
                   if (T[b] > arr[a])
                     return FALSE;
-                  if (maxmin && i > 0 && prev[b] > T[a] + delay[k])
+                  if (maxmin && i > 0 && prev[b] > T[a] + dl[a])
                     return FALSE;
                 }
           for (int c = 0; c < ch.n; c++)
@@ -1207,6 +1265,7 @@ coll_op_new (const CommAlgorithm *alg, const CommArgs *a, CommKind kind,
   op->step_overhead = a->step_overhead;
   op->intra_step_overhead = a->intra_step_overhead;
   op->cross_latency = a->cross_latency;
+  op->rate_cap = a->rate_cap;
   op->pub.root = a->root;
   op->tag = a->tag;
   op->done = done;
@@ -1270,8 +1329,8 @@ coll_mirror_plan (CollOp *op, CollMirror *m)
       m->count[k] = ph[k].count;
       m->reducing[k] = ph[k].reducing;
       m->dst[k] = op->hosts[c];
-      m->floor[k] = step_floor (op, 0, c);
       m->bytes[k] = (double) ph[k].elems[0] * op->elem_bytes;
+      m->floor[k] = msg_floor_route (op, 0, c, m->bytes[k]);
       m->secs[k] = op->reduce_per_byte * m->bytes[k];
       g_free (ph[k].to);
       g_free (ph[k].elems);
@@ -1407,6 +1466,7 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
   g_return_val_if_fail (a->elem_bytes >= 0 && a->reduce_per_byte >= 0, FALSE);
   g_return_val_if_fail (a->net_overhead >= 0, FALSE);
   g_return_val_if_fail (a->nic_latency >= 0 && a->cross_latency >= 0, FALSE);
+  g_return_val_if_fail (a->rate_cap >= 0 && (guint) a->arch < COMM_N_ARCH, FALSE);
   g_return_val_if_fail (a->launch_overhead >= 0 && a->step_overhead >= 0
                         && a->intra_step_overhead >= 0, FALSE);
   g_return_val_if_fail (done != NULL, FALSE);
@@ -1419,7 +1479,7 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
   CommArgs planned;
   if (alg->choose != NULL || a->protocol != NULL
       || a->channels == COMM_CHANNELS_AUTO || a->net_overhead > 0
-      || a->nic_latency > 0)
+      || a->nic_latency > 0 || a->arch != COMM_ARCH_OTHER)
     {
       CommPlan plan;
 

@@ -74,6 +74,17 @@ typedef enum {
   COMM_N_FAMILIES
 } CommFamily;
 
+/* The GPU architecture NCCL reads its bandwidth ceilings by (its
+ * compCapIndex; comm/protocol.c): OTHER, a device that is not an NVIDIA
+ * GPU dtsim knows (a CPU, a device given by its figures alone), has none. */
+typedef enum {
+  COMM_ARCH_OTHER,
+  COMM_ARCH_VOLTA,           /* and older (P100): NCCL reads them so */
+  COMM_ARCH_AMPERE,
+  COMM_ARCH_HOPPER,
+  COMM_N_ARCH
+} CommArch;
+
 /* A wire protocol (comm/protocol.c; docs/collectives.md, "Protocols"):
  * bytes on the wire per byte of data, and NCCL's latencies, which scale
  * the Simple ring figures a scenario gives (CommArgs' overheads). */
@@ -131,6 +142,22 @@ double comm_protocol_nvls_step_scale (gboolean tree, CommHw hw);
 /* The same for the launch overhead: 0, NCCL's base latency for both (its
  * step figure above is their whole latency). */
 double comm_protocol_nvls_launch_scale (void);
+/* The most data bytes per second one message of a collective may move
+ * under `proto` (NULL: Simple) for an algorithm of `family`, on GPUs of
+ * `arch` in `nodes` host groups (an AMD host: amd_host) and `channels`
+ * channels: NCCL's bandwidth ceiling for that (algorithm, protocol)
+ * (tuning.cc: llMaxBws over the channels for LL, the per-channel
+ * perChMaxRingLL128Bws, perChMaxTreeBws, perChMaxTreeLL128Bws), INFINITY
+ * where NCCL has none (the ring under Simple, COMM_ARCH_OTHER).  A ring or
+ * a double tree whose every message is held to it has at most channels x
+ * it of bus bandwidth (docs/collectives.md, "Bandwidth ceilings"). */
+double comm_protocol_rate_cap (const CommProtocol *proto, CommFamily family,
+                               CommArch arch, int nodes, gboolean amd_host,
+                               int channels);
+/* The architecture of a catalog device by its name: p100 and v100 Volta,
+ * a100 and a800 Ampere, h100, h200, h800 and gh200 Hopper (a prefix, any
+ * case: a100-40gb is Ampere); anything else COMM_ARCH_OTHER. */
+CommArch comm_arch_of_device (const char *name);
 /* The hardware of a catalog link kind: "nvlink", "pcie", else the network. */
 CommHw comm_hw_of_kind (const char *kind);
 
@@ -176,6 +203,13 @@ typedef struct {
                                 to its latency whatever the protocol: what
                                 nic_latency comes to once the protocol is
                                 chosen (comm_start sets it); callers set 0 */
+  CommArch arch;             /* the GPUs' architecture: which of NCCL's
+                                bandwidth ceilings hold its messages
+                                (comm_protocol_rate_cap); OTHER: none */
+  double rate_cap;           /* bytes/s on the wire one message may move
+                                at most, 0 = no ceiling: what arch comes to
+                                once the protocol and channels are chosen
+                                (comm_start sets it); callers set 0 */
   gboolean exclusive;        /* the caller promises that no other transfer
                                 uses the network until `done`: the
                                 collective may then run as flow classes

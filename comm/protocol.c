@@ -4,7 +4,8 @@
  * collective of a given size uses; NCCL's latency for the algorithms that
  * the switches reduce (NVLS, NVLSTree), which run under Simple only; and
  * how a protocol scales NCCL's network overhead and a NIC's declared
- * latency.
+ * latency; and NCCL's ceilings on the bandwidth of each protocol and
+ * algorithm, by GPU architecture and number of nodes.
  *
  * A protocol changes two things about every message of a collective: the
  * bytes on the wire per byte of data (LL sends 8-byte lines holding 4 bytes
@@ -21,9 +22,10 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "base/keys.h"
-#include "comm/collectives.h"
+#include "comm/program.h"
 
 #define US 1e-6
 
@@ -193,6 +195,129 @@ double
 comm_protocol_nvls_launch_scale (void)
 {
   return 0.0;   /* NCCL's baseLat for NVLS and NVLSTree */
+}
+
+/* NCCL's bandwidth ceilings, GB/s of bus bandwidth (10^9 bytes of data per
+ * second), as its tuner caps each (algorithm, protocol): src/graph/tuning.cc
+ * of NCCL 2.22.3 (the release of [H5] in docs/collectives.md; the figures
+ * for Volta, Ampere and Hopper are the same in 2.29.2), read in the
+ * NVIDIA/nccl repository.  Columns: one node, two nodes, more than two
+ * (tuning.cc's index2).
+ *
+ * llMaxBws caps LL's whole bus bandwidth, ring and tree alike.  On one node
+ * NCCL reads it by GPU architecture (ll_max_gpu); across nodes by the
+ * host's CPU vendor (ll_max_cpu; its index1 is the CPU there, so the
+ * Hopper row's figures for several nodes, 45 and 35, are never read).  The
+ * others are per channel and read by GPU architecture: perChMaxRingLL128Bws
+ * (the ring under LL128), perChMaxTreeBws (the tree, every protocol) and
+ * perChMaxTreeLL128Bws (the tree under LL128).  Rows: CommArch's order from
+ * Volta; NCCL reads anything older than Ampere as Volta. */
+#define GBPS 1e9
+static const double ll_max_gpu[COMM_N_ARCH] = {
+  0, 39.0 * GBPS, 87.7 * GBPS, 141.0 * GBPS,
+};
+static const double ll_max_cpu[2][2] = {   /* [Intel, AMD] x [2, > 2 nodes] */
+  { 39.0 * GBPS, 20.4 * GBPS },
+  { 22.5 * GBPS, 19.0 * GBPS },
+};
+static const double ring_ll128_max[COMM_N_ARCH][3] = {
+  { 0 },
+  { 20.0 * GBPS, 20.0 * GBPS, 20.0 * GBPS },
+  { 20.0 * GBPS, 20.0 * GBPS, 20.0 * GBPS },
+  { 36.7 * GBPS, 36.7 * GBPS, 36.7 * GBPS },
+};
+static const double tree_max[COMM_N_ARCH][3] = {
+  { 0 },
+  { 26.5 * GBPS, 18.5 * GBPS, 10.0 * GBPS },
+  { 24.0 * GBPS, 23.6 * GBPS, 17.8 * GBPS },
+  { 38.7 * GBPS, 41.4 * GBPS, 36.0 * GBPS },
+};
+static const double tree_ll128_max[COMM_N_ARCH][3] = {
+  { 0 },
+  { 20.0 * GBPS, 20.0 * GBPS, 20.0 * GBPS },
+  { 20.0 * GBPS, 20.0 * GBPS, 20.0 * GBPS },
+  { 36.7 * GBPS, 36.7 * GBPS, 29.0 * GBPS },
+};
+
+double
+comm_protocol_rate_cap (const CommProtocol *proto, CommFamily family,
+                        CommArch arch, int nodes, gboolean amd_host,
+                        int channels)
+{
+  const CommProtocol *pr = proto == NULL || proto->selector ? &proto_simple : proto;
+  int col = nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
+  double ll, cap = INFINITY;
+
+  g_return_val_if_fail ((guint) family < COMM_N_FAMILIES, INFINITY);
+  g_return_val_if_fail ((guint) arch < COMM_N_ARCH, INFINITY);
+  if (arch == COMM_ARCH_OTHER)
+    return INFINITY;
+  channels = MAX (channels, 1);
+  ll = (nodes <= 1 ? ll_max_gpu[arch] : ll_max_cpu[amd_host ? 1 : 0][col - 1])
+       / channels;
+  if (family == COMM_FAMILY_TREE)
+    {
+      cap = tree_max[arch][col];
+      if (pr == &proto_ll)
+        cap = MIN (cap, ll);
+      else if (pr == &proto_ll128)
+        cap = MIN (cap, tree_ll128_max[arch][col]);
+      return cap;
+    }
+  if (pr == &proto_ll)
+    cap = ll;
+  else if (pr == &proto_ll128)
+    cap = ring_ll128_max[arch][col];
+  return cap;
+}
+
+int
+comm_group_count (const CommArgs *a)
+{
+  int seen[3], n = 0;
+
+  g_return_val_if_fail (a != NULL && a->net != NULL && a->hosts != NULL, 1);
+  for (int r = 0; r < a->p && n < 3; r++)
+    {
+      int g = net_network_host_group (a->net, a->hosts[r]), known = FALSE;
+
+      for (int i = 0; i < n && !known; i++)
+        known = seen[i] == g;
+      if (!known)
+        seen[n++] = g;
+    }
+  return MAX (n, 1);
+}
+
+double
+comm_args_rate_cap (const CommArgs *a, const CommProtocol *pr,
+                    CommFamily family, int channels)
+{
+  g_return_val_if_fail (a != NULL, INFINITY);
+  if (a->arch == COMM_ARCH_OTHER)
+    return INFINITY;
+  /* NCCL's network overhead is its CPU vendor's: 2 us on AMD hosts */
+  return comm_protocol_rate_cap (pr, family, a->arch, comm_group_count (a),
+                                 a->net_overhead >= COMM_AMD_NET_OVERHEAD,
+                                 channels);
+}
+
+CommArch
+comm_arch_of_device (const char *name)
+{
+  static const struct { const char *prefix; CommArch arch; } known[] = {
+    { "p100", COMM_ARCH_VOLTA }, { "v100", COMM_ARCH_VOLTA },
+    { "a100", COMM_ARCH_AMPERE }, { "a800", COMM_ARCH_AMPERE },
+    { "h100", COMM_ARCH_HOPPER }, { "h200", COMM_ARCH_HOPPER },
+    { "h800", COMM_ARCH_HOPPER }, { "gh200", COMM_ARCH_HOPPER },
+  };
+
+  if (name == NULL)
+    return COMM_ARCH_OTHER;
+  for (gsize i = 0; i < G_N_ELEMENTS (known); i++)
+    if (g_ascii_strncasecmp (name, known[i].prefix, strlen (known[i].prefix)) == 0)
+      return known[i].arch;
+  return COMM_ARCH_OTHER;
 }
 
 CommHw

@@ -232,6 +232,7 @@ pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
     .intra_step_overhead = env->intra_step_overhead,
     .net_overhead = env->net_overhead,
     .nic_latency = env->nic_latency,
+    .arch = (CommArch) env->arch,
   };
   return a;
 }

@@ -225,6 +225,8 @@ typedef struct {
   double launch_overhead, step_overhead, intra_step_overhead, net_overhead;
   double nic_latency;
   int hw, intra_hw;           /* CommHw those overheads are for (CommArgs) */
+  int arch;                   /* CommArch of the devices: which of NCCL's
+                               * bandwidth ceilings apply (CommArgs) */
   const KernLayer *layers;    /* (n_layers) the model's layer table */
   const gboolean *recomputed; /* (n_layers) TRUE where the layer's forward
                                * runs again in its backward ([model]

@@ -330,6 +330,23 @@ kinds_alike (const SimCluster *cl)
   return cl->batches == NULL;
 }
 
+/* The architecture NCCL's bandwidth ceilings are read by: the catalog
+ * device's (comm_arch_of_device), with [cluster] device_mix the oldest of
+ * its kinds, as NCCL reads the least compute capability; none where any
+ * kind is not a GPU it knows. */
+static int
+cluster_arch (const SimConfig *c)
+{
+  CommArch arch;
+
+  if (c->n_kinds == 0)
+    return comm_arch_of_device (c->device);
+  arch = COMM_N_ARCH;
+  for (int k = 0; k < c->n_kinds; k++)
+    arch = MIN (arch, comm_arch_of_device (c->kinds[k].name));
+  return arch;
+}
+
 /* With balance = speed, the largest batch still fits a worker's part of
  * the training set. */
 static gboolean
@@ -399,6 +416,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
                              ? c->intra_step_overhead : c->step_overhead,
     .net_overhead = c->net_overhead,
     .nic_latency = c->nic_latency,
+    .arch = cluster_arch (c),
     /* the hardware those overheads are for: a catalog link's kind, else
      * a network between nodes and NVLink inside them */
     .hw = c->fabric ? c->step_hw : COMM_HW_NET,

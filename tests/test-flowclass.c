@@ -110,11 +110,12 @@ network_new (EngSim *sim, const Topo *t, int p, NetContention contention)
 }
 
 /* Runs `kind` of algorithm `alg` over p ranks (rank r on host r) of n
- * elements of elem_bytes, timing only, with flow classes on or off. */
+ * elements of elem_bytes, timing only, with flow classes on or off, on
+ * GPUs of `arch` under protocol `pr` (NULL: the overheads as given). */
 static Outcome
-run_one (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
-         double elem_bytes, NetContention contention, Disturb disturb,
-         gboolean classes)
+run_arch (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
+          double elem_bytes, NetContention contention, Disturb disturb,
+          gboolean classes, CommArch arch, const CommProtocol *pr)
 {
   EngSim *sim = eng_sim_new ();
   NetNetwork *net = network_new (sim, t, p, contention);
@@ -127,6 +128,7 @@ run_one (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
         .elem_bytes = elem_bytes, .reduce_per_byte = 1e-11, .root = 0, .tag = 7,
     .launch_overhead = 3e-6, .step_overhead = 6e-6,
     .intra_step_overhead = 2e-6, .exclusive = disturb != DISTURB_SHARED,
+    .arch = arch, .protocol = pr,
   };
   g_autoptr (GError) error = NULL;
 
@@ -154,6 +156,16 @@ run_one (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
   net_network_free (net);
   eng_sim_free (sim);
   return o;
+}
+
+/* run_arch on no GPU NCCL knows, with the overheads as given. */
+static Outcome
+run_one (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
+         double elem_bytes, NetContention contention, Disturb disturb,
+         gboolean classes)
+{
+  return run_arch (alg, kind, t, p, n, elem_bytes, contention, disturb,
+                   classes, COMM_ARCH_OTHER, NULL);
 }
 
 /* The same collective of elements of elem_bytes with flow classes on and
@@ -541,6 +553,38 @@ test_estimate (void)
     }
 }
 
+/* A bandwidth ceiling (docs/collectives.md, "Bandwidth ceilings") keeps
+ * the two paths equal: a ring all-reduce under LL128 on one node of 8
+ * Hopper GPUs, whose NVLink (NVL_BW x 120/128 of data) is faster than
+ * LL128's 36.7 GB/s per channel, takes longer than on no GPU NCCL knows,
+ * and takes the same time as flow classes and per message, with blocks of
+ * one size and of two (each class of blocks its own wait). */
+static void
+test_rate_cap (void)
+{
+  static const Topo nodes8 = { "nodes", 8, TRUE };
+  const CommProtocol *ll128 = comm_protocol_lookup ("ll128");
+  static const gsize sizes[] = { 8 * 4096, 8 * 4096 + 3 };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (sizes); i++)
+    for (int mm = 0; mm < 2; mm++)
+      {
+        NetContention c = mm ? NET_CONTENTION_MAXMIN : NET_CONTENTION_NONE;
+        Outcome on = run_arch ("ring", COMM_ALLREDUCE, &nodes8, 8, sizes[i], 4,
+                               c, DISTURB_NONE, TRUE, COMM_ARCH_HOPPER, ll128);
+        Outcome off = run_arch ("ring", COMM_ALLREDUCE, &nodes8, 8, sizes[i], 4,
+                                c, DISTURB_NONE, FALSE, COMM_ARCH_HOPPER, ll128);
+        Outcome free_ = run_arch ("ring", COMM_ALLREDUCE, &nodes8, 8, sizes[i],
+                                  4, c, DISTURB_NONE, TRUE, COMM_ARCH_OTHER,
+                                  ll128);
+
+        g_assert_true (on.classes);
+        g_assert_false (off.classes);
+        g_assert_cmpfloat_with_epsilon (on.t_done, off.t_done, 1e-9 * off.t_done);
+        g_assert_cmpfloat (on.t_done, >, free_.t_done);
+      }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -551,5 +595,6 @@ main (int argc, char **argv)
   g_test_add_func ("/flowclass/claim", test_claim);
   g_test_add_func ("/flowclass/run", test_run);
   g_test_add_func ("/flowclass/estimate", test_estimate);
+  g_test_add_func ("/flowclass/rate-cap", test_rate_cap);
   return g_test_run ();
 }
