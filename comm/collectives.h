@@ -206,6 +206,8 @@ typedef struct {
   CommArch arch;             /* the GPUs' architecture: which of NCCL's
                                 bandwidth ceilings hold its messages
                                 (comm_protocol_rate_cap); OTHER: none */
+  gboolean amd_host;         /* the hosts' CPUs are AMD's: NCCL's ceiling
+                                on LL across nodes is theirs */
   double rate_cap;           /* bytes/s on the wire one message may move
                                 at most, 0 = no ceiling: what arch comes to
                                 once the protocol and channels are chosen

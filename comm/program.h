@@ -125,17 +125,12 @@ void comm_prog_local (CommOp *op, int r, CommLocal step);
 gboolean comm_unsupported (const char *alg, CommKind kind,
                                GError **error);
 
-/* NCCL's network overhead on AMD hosts (tuning.cc, getNetOverhead): a
- * CommArgs.net_overhead at least this says the hosts are AMD's, whose row
- * of NCCL's LL ceiling across nodes applies (comm_args_rate_cap). */
-#define COMM_AMD_NET_OVERHEAD 2e-6
-
 /* How many host groups a's ranks sit in, counted up to 3 (NCCL's
  * ceilings tell one node, two, and more apart); 1 at least. */
 int comm_group_count (const CommArgs *a);
 
 /* comm_protocol_rate_cap for a's architecture, host groups and hosts'
- * vendor (AMD where a->net_overhead >= COMM_AMD_NET_OVERHEAD), in data
+ * vendor (a->amd_host), in data
  * bytes/s; INFINITY with COMM_ARCH_OTHER. */
 double comm_args_rate_cap (const CommArgs *a, const CommProtocol *pr,
                            CommFamily family, int channels);

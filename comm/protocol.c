@@ -296,10 +296,8 @@ comm_args_rate_cap (const CommArgs *a, const CommProtocol *pr,
   g_return_val_if_fail (a != NULL, INFINITY);
   if (a->arch == COMM_ARCH_OTHER)
     return INFINITY;
-  /* NCCL's network overhead is its CPU vendor's: 2 us on AMD hosts */
   return comm_protocol_rate_cap (pr, family, a->arch, comm_group_count (a),
-                                 a->net_overhead >= COMM_AMD_NET_OVERHEAD,
-                                 channels);
+                                 a->amd_host, channels);
 }
 
 CommArch

@@ -80,6 +80,8 @@ static const BaseChoice placement_choices[] = {
   { "packed", SIM_PLACE_PACKED, FALSE }, { "spread", SIM_PLACE_SPREAD, FALSE },
   { "random", SIM_PLACE_RANDOM, FALSE }, { "given", SIM_PLACE_GIVEN, FALSE },
   { "rail", SIM_PLACE_RAIL, FALSE }, { NULL, 0, FALSE } };
+static const BaseChoice host_cpu_choices[] = {
+  { "intel", FALSE, FALSE }, { "amd", TRUE, FALSE }, { NULL, 0, FALSE } };
 static const BaseChoice compute_time_choices[] = {
   { "model", FALSE, FALSE }, { "measured", TRUE, FALSE }, { NULL, 0, FALSE } };
 
@@ -133,6 +135,8 @@ static const KeyDef core_keys[] = {
     "Server of every worker, by hardware-catalog name (dtsim hardware lists them; topology = nodes): its device, GPUs per node, NVLink fabric, NIC fabric and NICs, each where the file sets none (docs/hardware.md, \"Servers\").", NULL },
   { "cluster", "price", BASE_KEY_QUANTITY, SIM_UNIT_NONE, "0", 0, 1e6, 0, NULL, OFF (price),
     "Price of one device for one hour (per GPU-hour), a plain number in your own currency (0 = no cost shown; a hardware catalog entry may give a default): cost = GPU-hours x price.", NULL },
+  { "cluster", "host_cpu", BASE_KEY_ENUM, 0, "intel", 0, 0, 0, host_cpu_choices, OFF (host_amd),
+    "The servers' CPU maker, intel or amd: NCCL caps the LL protocol's bandwidth across nodes by it (docs/collectives.md, \"Bandwidth ceilings\"; NCCL's network overhead, [network] net_overhead, is 1us on Intel hosts and 2us on AMD ones, and is set separately). Default intel.", NULL },
   { "cluster", "host_cores", BASE_KEY_INT, 0, "0", 0, 4096, 0, NULL, OFF (host_cores),
     "CPU cores of one server, shared by the data loaders of the GPUs it holds (the workers of one node of the topology; one per host where the topology has no servers): a GPU's loaders get host_cores / its server's GPUs (docs/compute.md, \"The host and the input pipeline\"); 0 = the host is not modelled and input is free.", NULL },
   { "cluster", "catalog", BASE_KEY_STRING, 0, "", 0, 0, 0, NULL, OFF (catalog),
@@ -198,7 +202,7 @@ static const KeyDef core_keys[] = {
   { "network", "intra_step_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (intra_step_overhead),
     "nodes, dgx1: the same inside a server. Default 0; intra_fabric's link kind's where intra_fabric names a catalog link.", NULL },
   { "network", "net_overhead", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, BIG, 0, NULL, OFF (net_overhead),
-    "NCCL's network overhead: least time of every step of a ring whose ranks span several nodes, inside the nodes too (the proxy thread posts each step; tripled under the Simple protocol). NCCL takes 1us for Intel CPUs, 2us for AMD; 2us or more also selects NCCL's LL bandwidth ceiling for AMD hosts across nodes (docs/collectives.md, \"Bandwidth ceilings\"). Default 0; the catalog's [collectives] net_overhead where fabric or intra_fabric names a catalog link.", NULL },
+    "NCCL's network overhead: least time of every step of a ring whose ranks span several nodes, inside the nodes too (the proxy thread posts each step; tripled under the Simple protocol). NCCL takes 1us for Intel CPUs, 2us for AMD ([cluster] host_cpu). Default 0; the catalog's [collectives] net_overhead where fabric or intra_fabric names a catalog link.", NULL },
   { "network", "nic_latency", BASE_KEY_QUANTITY, SIM_UNIT_TIME, "0", 0, 1, 0, NULL, OFF (nic_latency),
     "The latency the NIC between nodes declares to NCCL (its net plugin's latency, e.g. 75us for AWS EFA): every message of a collective between nodes adds it to its latency twice under the Simple protocol (the transfer, then the flush of its data) and once under LL128, as NCCL's tuner charges it, and not under LL, which the published two-server H100 table's smallest sizes show does not pay it (docs/collectives.md). At most 1s. Default 0.", NULL },
   { "model", "kind", BASE_KEY_NAME, 0, "softmax", 0, 0, 0, NULL, OFF (model_kind),

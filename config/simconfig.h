@@ -125,6 +125,8 @@ typedef struct {
                             per node and links where the file sets none */
   char *catalog;         /* hardware catalog file, NULL = built-in */
   double price;          /* per device-hour, the user's currency, 0 = none */
+  int host_amd;          /* [cluster] host_cpu = amd (NCCL's LL ceiling
+                            across nodes is its CPU maker's) */
   gint64 host_cores;     /* CPU cores of a server, shared by its GPUs' data
                             loaders; 0 = the host is not modelled */
   /* [device] */

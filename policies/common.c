@@ -233,6 +233,7 @@ pol_comm_args (const PolEnv *env, int p, const int *hosts, float *const *bufs,
     .net_overhead = env->net_overhead,
     .nic_latency = env->nic_latency,
     .arch = (CommArch) env->arch,
+    .amd_host = env->amd_host,
   };
   return a;
 }

@@ -227,6 +227,7 @@ typedef struct {
   int hw, intra_hw;           /* CommHw those overheads are for (CommArgs) */
   int arch;                   /* CommArch of the devices: which of NCCL's
                                * bandwidth ceilings apply (CommArgs) */
+  gboolean amd_host;          /* the servers' CPUs are AMD's (CommArgs) */
   const KernLayer *layers;    /* (n_layers) the model's layer table */
   const gboolean *recomputed; /* (n_layers) TRUE where the layer's forward
                                * runs again in its backward ([model]

@@ -417,6 +417,7 @@ cluster_env (SimCluster *cl, const PolRecorder *rec)
     .net_overhead = c->net_overhead,
     .nic_latency = c->nic_latency,
     .arch = cluster_arch (c),
+    .amd_host = c->host_amd,
     /* the hardware those overheads are for: a catalog link's kind, else
      * a network between nodes and NVLink inside them */
     .hw = c->fabric ? c->step_hw : COMM_HW_NET,

@@ -1109,7 +1109,7 @@ test_nic_latency (void)
     "[policy]\nkind = collective\nalgorithm = nvls-tree\nsize = 64B\nverify = false\n";
   static const char choice[] =
     "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 16\nserver = dgx-h100\n"
-    "[network]\ntopology = nodes\nnet_overhead = 2us\n"
+    "host_cpu = amd\n[network]\ntopology = nodes\nnet_overhead = 2us\n"
     "[policy]\nkind = collective\nalgorithm = nccl\nverify = false\n"
     "[sweep]\npolicy.size/network.nic_latency = 1MiB/0, 1MiB/75us, 8GiB/75us, 32MiB/75us\n";
   const double L = 75e-6;
@@ -1166,7 +1166,7 @@ test_nic_latency (void)
  *   2 (p - 1) (a + M max(w / B, 1 / cap)),  M = N / p,
  * w the protocol's wire bytes per byte and cap: under LL NCCL's llMaxBws
  * by the host's CPU across nodes, 39 GB/s on two Intel nodes, 22.5 on two
- * AMD ones (net_overhead 2 us, NCCL's AMD figure), 20.4 on more than two;
+ * AMD ones ([cluster] host_cpu = amd), 20.4 on more than two;
  * under LL128 36.7 GB/s per channel on Hopper; Simple none.  At
  * 1600 Gbit/s (LL's half, 100 GB/s, over every ceiling) the ceiling sets
  * the bytes' time; at 80 Gbit/s (LL: 5 GB/s) nothing changes. */
@@ -1177,9 +1177,9 @@ test_rate_cap (void)
     "[scenario]\nname = t\niterations = 1\n[cluster]\nworkers = 2\ndevice = h100\n"
     "[network]\ntopology = star\nbandwidth = 1600Gbps\nlatency = 1us\ncontention = none\n"
     "[policy]\nkind = collective\nalgorithm = ring\nchannels = 1\nsize = 8MB\nverify = false\n"
-    "[sweep]\ncluster.workers/policy.protocol/network.bandwidth/network.net_overhead = "
-    "2/ll/1600Gbps/0, 2/ll/1600Gbps/2us, 4/ll/1600Gbps/0, 4/ll/80Gbps/0, "
-    "4/ll128/1600Gbps/0, 4/simple/1600Gbps/0\n";
+    "[sweep]\ncluster.workers/policy.protocol/network.bandwidth/cluster.host_cpu = "
+    "2/ll/1600Gbps/intel, 2/ll/1600Gbps/amd, 4/ll/1600Gbps/intel, 4/ll/80Gbps/intel, "
+    "4/ll128/1600Gbps/intel, 4/simple/1600Gbps/intel\n";
   const double a = 2e-6, N = 8e6, fast = 200e9, slow = 10e9, GB = 1e9;
   const struct { int p; double w, B, cap; } want[] = {
     { 2, 2, fast, 39.0 * GB }, { 2, 2, fast, 22.5 * GB }, { 4, 2, fast, 20.4 * GB },
