@@ -12,8 +12,12 @@
  *   - a send is handed to the network when the rank reaches it, carrying a
  *     snapshot of its elements taken then; an eager send completes at once,
  *     a "wait" send only when its last byte has arrived (one-port sender),
- *     and a "rendezvous" send does not start before the receiver has reached
- *     the matching receive (one-port receiver; the handshake is free);
+ *     a "streaming" send once its bytes are on the wire (one-port sender
+ *     whose messages follow each other on the link) and, like NCCL's
+ *     slots, not before the receiver has taken all but COMM_SLOTS - 1 of
+ *     the sender's earlier messages to it, and a "rendezvous" send does
+ *     not start before the receiver has reached the matching receive
+ *     (one-port receiver; the handshake is free);
  *   - a receive completes when its message has arrived (messages between two
  *     ranks are matched in program order, whatever order they arrive in) and,
  *     for a reducing receive, after reduce_per_byte x bytes more, during which
@@ -103,6 +107,8 @@ typedef struct {
   guint64 transfers;  /* work counters (CommStats) */
   guint64 examined;
   CollMsg *free_msgs; /* messages received, kept for reuse */
+  GArray *woken;      /* int: streaming senders that a receive let go on,
+                         to run next (NULL until one is) */
   CommDone done;
   gpointer ctx, data;
 } CollOp;
@@ -378,6 +384,8 @@ coll_op_free (CollOp *op)
   g_free (op->groups);
   g_free (op->bufs);
   g_free (op->acc);
+  if (op->woken)
+    g_array_unref (op->woken);
   g_free (op);
 }
 
@@ -508,6 +516,50 @@ on_reduced (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
   rank_next (op, r);
   coll_advance (op, r);
   coll_maybe_finish (op);
+}
+
+/* A streaming send's bytes are on the wire: its sender goes on. */
+static void
+on_streamed (EngSim *sim G_GNUC_UNUSED, gpointer ctx, gpointer data)
+{
+  CollOp *op = ctx;
+  int r = GPOINTER_TO_INT (data);
+  CollRank *rk = &op->ranks[r];
+
+  op->outstanding--;
+  g_assert (rk->busy && rk->cur.type == COMM_STEP_SEND);
+  rk->busy = FALSE;
+  rank_next (op, r);
+  coll_advance (op, r);
+  coll_maybe_finish (op);
+}
+
+/* TRUE when rank r may hand another streaming message to rank q: fewer
+ * than COMM_SLOTS of those it sent are not yet taken by q's receives. */
+static gboolean
+slot_free (CollOp *op, int r, int q)
+{
+  const CollChan *out = chan_find (&op->ranks[r], q);
+  const CollChan *in = chan_find (&op->ranks[q], r);
+  guint32 sent = out ? out->sent : 0, taken = in ? in->taken : 0;
+
+  return sent - taken < COMM_SLOTS;
+}
+
+/* Rank r has just taken a message from rank q: when q waits at a streaming
+ * send to r for a free slot and now has one, files q to run next. */
+static void
+slot_wake (CollOp *op, int r, int q)
+{
+  CollRank *rq = &op->ranks[q];
+
+  if (!rq->started || rq->busy || rq->finished
+      || rq->cur.type != COMM_STEP_SEND || rq->cur.peer != r
+      || !(rq->cur.flags & COMM_SEND_STREAM) || !slot_free (op, q, r))
+    return;
+  if (op->woken == NULL)
+    op->woken = g_array_new (FALSE, FALSE, sizeof (int));
+  g_array_append_val (op->woken, q);
 }
 
 /* Runs every rank, in rank order, that has not run yet (an earlier one may
@@ -648,6 +700,23 @@ issue_send (CollOp *op, int r)
                     op->tag, on_arrival, op, m);
 }
 
+/* Seconds a streaming send of rank r's current step keeps its sender: its
+ * bytes on the wire at the route's slowest bandwidth B, plus the wait its
+ * ceiling adds (cap_wait), so that consecutive messages follow each other
+ * at bytes / min(B, rate_cap) alone on the route. */
+static double
+stream_secs (const CollOp *op, int r)
+{
+  const CommStep *s = &op->ranks[r].cur;
+  double bytes = (double) (s->hi - s->lo) * op->elem_bytes;
+  double bw = net_network_route_bandwidth (op->net, op->hosts[r],
+                                           op->hosts[s->peer]);
+
+  if (!(bytes > 0))
+    return 0;
+  return bytes / bw + cap_wait (op, bytes, bw);
+}
+
 /* Rank r's current step, a receive: takes its message if it has arrived and
  * either starts its reduction (an event reduce_per_byte x bytes later, the
  * rank busy meanwhile) or combines it at once and goes on.  Returns FALSE
@@ -662,6 +731,7 @@ rank_receive (CollOp *op, int r)
 
   if (m == NULL)
     return FALSE;
+  slot_wake (op, r, s->peer);
   secs = s->mode == COMM_RECV_COPY ? 0
          : op->reduce_per_byte * (double) (s->hi - s->lo) * op->elem_bytes;
   if (secs > 0)
@@ -712,9 +782,25 @@ rank_run (CollOp *op, int r)
         {
           if ((s->flags & COMM_SEND_RDV) && !recv_posted (op, r, s->peer))
             return -1;  /* the receiver wakes us when it gets there */
+          if ((s->flags & COMM_SEND_STREAM) && !slot_free (op, r, s->peer))
+            return -1;  /* the receiver wakes us when it takes one */
           issue_send (op, r);
           if (s->flags & COMM_SEND_WAIT)
             rk->busy = TRUE;
+          else if (s->flags & COMM_SEND_STREAM)
+            {
+              double secs = stream_secs (op, r);
+
+              if (secs > 0)
+                {
+                  rk->busy = TRUE;
+                  op->outstanding++;
+                  eng_schedule (op->sim, secs, on_streamed, op,
+                                GINT_TO_POINTER (r));
+                }
+              else
+                rank_next (op, r);
+            }
           else
             rank_next (op, r);
         }
@@ -729,12 +815,20 @@ rank_run (CollOp *op, int r)
   return -1;
 }
 
-/* Runs rank r, then each rank its progress lets go on, in a chain. */
+/* Runs rank r, then each rank its progress lets go on, in a chain, and
+ * the streaming senders a receive gave a free slot (slot_wake). */
 static void
 coll_advance (CollOp *op, int r)
 {
-  while (r >= 0)
-    r = rank_run (op, r);
+  for (;;)
+    {
+      while (r >= 0)
+        r = rank_run (op, r);
+      if (op->woken == NULL || op->woken->len == 0)
+        return;
+      r = g_array_index (op->woken, int, op->woken->len - 1);
+      g_array_set_size (op->woken, op->woken->len - 1);
+    }
 }
 
 const CommAlgorithm *

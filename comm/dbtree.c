@@ -10,10 +10,13 @@
  * Sanders, Speck & Träff 2009.  All-reduce is a reduce to the root then a
  * broadcast from it; reduce and broadcast are each half of it.
  *
+ * Sends stream, as NCCL's do: a rank hands chunk k + 1 to the network as
+ * soon as chunk k is on the wire, with up to COMM_SLOTS chunks ahead of a
+ * receiver, so each hop's latency is paid once along the trees' depth.
  * The steps are generated from (rank, index) out of a few numbers per rank
  * computed by build (O(p) for the collective).  Steps, chunk rule and cost
- * are in docs/collectives.md, "double-tree"; the executor that runs them is
- * comm/collectives.c.
+ * (the schedule evaluated step by step) are in docs/collectives.md,
+ * "double-tree"; the executor that runs them is comm/collectives.c.
  */
 #include "config.h"
 
@@ -217,10 +220,14 @@ typedef enum {
   DBT_SEND_INNER,   /* reduce: the inner tree's sum of the chunk, up */
   DBT_ROOT_RECV,    /* reduce, root: the chunk of each tree from its top */
   DBT_RECV_INNER,   /* broadcast: the inner tree's chunk from its parent */
-  DBT_RECV_OUTER,   /* broadcast: the outer tree's chunk from its parent */
   DBT_SEND_DOWN,    /* broadcast: the inner chunk to each child */
+  DBT_RECV_OUTER,   /* broadcast: the outer tree's chunk from its parent */
   DBT_ROOT_SEND     /* broadcast, root: the chunk of each tree to its top */
 } DbtWhat;
+
+/* Periods by which a rank takes the chunks of its outer tree (of which it
+ * is a leaf) after they could arrive: slack, so that it does not hold up
+ * its own tree's chunks waiting for them. */
 
 typedef struct {
   DbtWhat what;
@@ -234,7 +241,10 @@ typedef struct {
  * after sending chunk k of its own outer half in period k (leaves of the
  * outer tree send at once, their parent needing the chunk later).
  * Broadcast: a rank at depth d of a tree receives chunk k of it in period
- * k + d and passes it on to its inner children then. */
+ * k + d; it passes an inner chunk on to its inner children then, before it
+ * takes the outer chunk of the period, so that its own tree's chunks never
+ * wait for the other tree's (which would cost a latency per chunk where two
+ * ranks feed each other, one in each tree). */
 static int
 dbt_streams (const DbtRank *r, gboolean bcast, DbtStream s[3])
 {
@@ -254,8 +264,8 @@ dbt_streams (const DbtRank *r, gboolean bcast, DbtStream s[3])
   else
     {
       s[0] = (DbtStream) { DBT_RECV_INNER, r->depth[r->inner], 1 };
-      s[1] = (DbtStream) { DBT_RECV_OUTER, r->depth[outer], 1 };
-      s[2] = (DbtStream) { DBT_SEND_DOWN, r->depth[r->inner], r->n_down };
+      s[1] = (DbtStream) { DBT_SEND_DOWN, r->depth[r->inner], r->n_down };
+      s[2] = (DbtStream) { DBT_RECV_OUTER, r->depth[outer], 1 };
     }
   return 3;
 }
@@ -325,9 +335,10 @@ dbt_emit (const CommOp *op, const DbtState *st, const DbtRank *r,
       return comm_step_recv (out, peer, lo, hi, COMM_RECV_REDUCE);
     case DBT_RECV_INNER: case DBT_RECV_OUTER:
       return comm_step_recv (out, peer, lo, hi, COMM_RECV_COPY);
-    default:   /* one-port sends: the rank is busy until the last byte has
-                  arrived, so a leaf cannot push all its chunks at once */
-      return comm_step_send (out, peer, lo, hi, COMM_SEND_WAIT);
+    default:   /* one-port streaming sends: the rank is busy while the
+                  bytes go onto the wire, not while they cross it, and at
+                  most COMM_SLOTS chunks are ahead of their receiver */
+      return comm_step_send (out, peer, lo, hi, COMM_SEND_STREAM);
     }
 }
 
@@ -394,67 +405,156 @@ dbt_step (const CommOp *op, int rank, guint index, CommStep *out)
   return dbt_phase_step (op, st, v, TRUE, index - len, out);
 }
 
-/* --- Cost ------------------------------------------------------------------ */
+/* --- Cost ------------------------------------------------------------------ *
+ *
+ * The time of the schedule with contention = none on uniform links,
+ * evaluated step by step as the executor runs it (docs/collectives.md,
+ * "double-tree"): a send at t keeps its rank until t + b beta and arrives at
+ * t + alpha + b beta, the k-th message on a connection not before the
+ * (k - COMM_SLOTS)-th was taken; a receive ends at the later of the rank's
+ * time and the arrival, plus b gamma when it adds.  Ranks are run as far as
+ * their messages allow, in any order (the times do not depend on it), so
+ * the work is that of the steps, O(p C). */
 
-/* Elements of chunk k of a half of len elements cut in C. */
-static double
-dbt_chunk_len (gsize len, int C, int k)
+/* What the evaluation knows of the messages from one rank to another. */
+typedef struct {
+  GArray *arrive;   /* double: arrival of each message sent, by number */
+  GArray *take;     /* double: when the receiver took each, by number */
+} DbtLink;
+
+static void
+dbt_link_free (gpointer data)
 {
-  gsize lo, hi;
+  DbtLink *l = data;
 
-  comm_shard_bounds (len, C, k, &lo, &hi);
-  return (double) (hi - lo);
+  g_array_unref (l->arrive);
+  g_array_unref (l->take);
+  g_free (l);
 }
 
-/* The reduce's longest path (docs/collectives.md): chunk 0 of tree A
- * climbs from position 1 to the top (two sends and two additions per level),
- * the top then handles every chunk, and the root adds the last two. */
-static double
-dbt_reduce_cost (int p, gsize n, double e, double alpha, double beta,
-                 double gamma)
+/* The link from rank `src` to `dst` of table `links`, created if missing. */
+static DbtLink *
+dbt_link (GHashTable *links, int p, int src, int dst)
 {
-  int C = dbt_chunks (n, p, e), H = floor_log2 (p - 1), odd = p % 2;
-  gsize na = n - n / 2, nb = n / 2;
-  double a0 = dbt_chunk_len (na, C, 0), al = dbt_chunk_len (na, C, C - 1);
-  double b0 = dbt_chunk_len (nb, C, 0), bl = dbt_chunk_len (nb, C, C - 1);
-  double N = (double) n * e, top, sub;
+  gpointer key = GSIZE_TO_POINTER ((gsize) src * (gsize) p + (gsize) dst + 1);
+  DbtLink *l = g_hash_table_lookup (links, key);
 
-  if (p == 2)
-    return 2 * C * alpha + N * beta + al * e * gamma;
-  if (((p - 1) & (p - 2)) == 0)  /* the top has one child */
+  if (l == NULL)
     {
-      top = (N + (H * a0 - b0) * e) * beta
-            + (2 * (H - 1) * a0 + (double) na + al + bl) * e * gamma;
-      sub = H < 2 ? top
-            : (N + ((H - 1) * a0 + al - b0) * e) * beta
-              + (2 * (H - 2) * a0 + 2 * (double) na + 2 * al + bl) * e * gamma;
-      return (2 * C + H - 1) * alpha + MAX (top, sub);
+      l = g_new (DbtLink, 1);
+      l->arrive = g_array_new (FALSE, FALSE, sizeof (double));
+      l->take = g_array_new (FALSE, FALSE, sizeof (double));
+      g_hash_table_insert (links, key, l);
     }
-  return (2 * C + H - odd) * alpha + (N + (H * a0 - odd * b0) * e) * beta
-         + (2 * (H - 1) * a0 + 2 * (double) na + al + bl) * e * gamma;
+  return l;
 }
 
-/* The broadcast's longest path: the root sends chunk 0 of A and B, then
- * chunk 0 of B goes down to the deepest rank with two children (two sends
- * per level), which sends every chunk of B to its children. */
-static double
-dbt_bcast_cost (int p, gsize n, double e, double alpha, double beta)
+/* The evaluation's state of one rank. */
+typedef struct {
+  guint pc;            /* next step */
+  double t;            /* s, when it is free to start that step */
+  gboolean blocked;    /* waits for a message or a slot */
+  gboolean done;
+} DbtClock;
+
+/* Runs rank v of `op` as far as its messages allow; files in `todo` the
+ * ranks its progress may let go on. */
+static void
+dbt_eval_rank (const CommOp *op, GHashTable *links, DbtClock *clk, int v,
+               double alpha, double beta, double gamma, GArray *todo)
 {
-  int C = dbt_chunks (n, p, e), H = floor_log2 (p - 1);
-  int pow2 = (p & (p - 1)) == 0;
-  gsize na = n / 2, nb = n - n / 2;
-  double a0 = dbt_chunk_len (na, C, 0), b0 = dbt_chunk_len (nb, C, 0);
-  double bl = dbt_chunk_len (nb, C, C - 1);
+  DbtClock *c = &clk[v];
+  CommStep s;
 
-  if (p == 2)
-    return 2 * C * alpha + (double) n * e * beta;
-  if (p == 3)
-    return (2 * C + 1) * alpha + ((double) n + bl) * e * beta;
-  return (2 * C + 2 * H - 1 + pow2) * alpha
-         + (a0 + (2 * H - 2 + pow2) * b0 + 2 * (double) nb) * e * beta;
+  while (dbt_step (op, v, c->pc, &s))
+    {
+      double bytes = (double) (s.hi - s.lo) * op->elem_bytes, x;
+
+      if (s.type == COMM_STEP_SEND)
+        {
+          DbtLink *l = dbt_link (links, op->p, v, s.peer);
+          guint seq = l->arrive->len;
+
+          if (seq >= COMM_SLOTS && l->take->len <= seq - COMM_SLOTS)
+            {
+              c->blocked = TRUE;   /* the receiver runs it when it takes */
+              return;
+            }
+          if (seq >= COMM_SLOTS)
+            c->t = MAX (c->t, g_array_index (l->take, double,
+                                             seq - COMM_SLOTS));
+          x = c->t + alpha + bytes * beta;
+          g_array_append_val (l->arrive, x);
+          c->t += bytes * beta;
+          if (clk[s.peer].blocked)
+            {
+              clk[s.peer].blocked = FALSE;
+              g_array_append_val (todo, s.peer);
+            }
+        }
+      else
+        {
+          DbtLink *l = dbt_link (links, op->p, s.peer, v);
+          guint seq = l->take->len;
+
+          if (seq >= l->arrive->len)
+            {
+              c->blocked = TRUE;   /* the sender runs it when it sends */
+              return;
+            }
+          c->t = MAX (c->t, g_array_index (l->arrive, double, seq));
+          g_array_append_val (l->take, c->t);
+          if (s.mode != COMM_RECV_COPY)
+            c->t += bytes * gamma;
+          if (clk[s.peer].blocked)
+            {
+              clk[s.peer].blocked = FALSE;
+              g_array_append_val (todo, s.peer);
+            }
+        }
+      c->pc++;
+    }
+  c->done = TRUE;
 }
 
-/* Exact with contention = none when gamma <= beta / 2 (docs/collectives.md). */
+/* The schedule's time for `kind` (all-reduce, reduce or broadcast; p >= 2)
+ * of n elements of e bytes on links of latency alpha and beta s/byte,
+ * reductions at gamma s/byte: the last rank's end. */
+static double
+dbt_eval (CommKind kind, int p, gsize n, double e, double alpha,
+          double beta, double gamma)
+{
+  CommOp op = { .p = p, .n = n, .root = 0, .kind = kind, .elem_bytes = e };
+  g_autoptr (GHashTable) links = g_hash_table_new_full (NULL, NULL, NULL,
+                                                        dbt_link_free);
+  g_autoptr (GArray) todo = g_array_new (FALSE, FALSE, sizeof (int));
+  DbtClock *clk = g_new0 (DbtClock, p);
+  double end = 0;
+
+  if (!dbt_build (&op, kind, NULL))
+    g_assert_not_reached ();
+  for (int v = p - 1; v >= 0; v--)
+    g_array_append_val (todo, v);
+  while (todo->len > 0)
+    {
+      int v = g_array_index (todo, int, todo->len - 1);
+
+      g_array_set_size (todo, todo->len - 1);
+      if (!clk[v].done)
+        dbt_eval_rank (&op, links, clk, v, alpha, beta, gamma, todo);
+    }
+  for (int v = 0; v < p; v++)
+    {
+      g_assert (clk[v].done);   /* the schedule has no deadlock */
+      end = MAX (end, clk[v].t);
+    }
+  g_free (clk);
+  op.state_free (op.state);
+  return end;
+}
+
+/* Exact with contention = none (docs/collectives.md): the schedule's own
+ * evaluation. */
 static double
 dbt_cost (CommKind kind, int p, int group G_GNUC_UNUSED, gsize n,
           double elem_bytes, double alpha, double beta, double gamma)
@@ -464,16 +564,7 @@ dbt_cost (CommKind kind, int p, int group G_GNUC_UNUSED, gsize n,
     return NAN;
   if (p == 1)
     return 0;
-  switch (kind)
-    {
-    case COMM_REDUCE:
-      return dbt_reduce_cost (p, n, elem_bytes, alpha, beta, gamma);
-    case COMM_BROADCAST:
-      return dbt_bcast_cost (p, n, elem_bytes, alpha, beta);
-    default:
-      return dbt_reduce_cost (p, n, elem_bytes, alpha, beta, gamma)
-             + dbt_bcast_cost (p, n, elem_bytes, alpha, beta);
-    }
+  return dbt_eval (kind, p, n, elem_bytes, alpha, beta, gamma);
 }
 
 /* Transfers of one collective in one channel: two trees, each moving C

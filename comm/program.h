@@ -55,8 +55,19 @@ typedef enum {
 /* Flags of a send step; 0 is eager (the rank goes on at once). */
 enum {
   COMM_SEND_WAIT = 1 << 0, /* the step ends when the last byte has arrived */
-  COMM_SEND_RDV = 1 << 1   /* starts only once the receiver is at the receive */
+  COMM_SEND_RDV = 1 << 1,  /* starts only once the receiver is at the receive */
+  COMM_SEND_STREAM = 1 << 2 /* the step ends once the bytes are on the wire
+                               (bytes / the route's bandwidth, plus the
+                               ceiling's wait), not after the latency, and
+                               starts only while fewer than COMM_SLOTS
+                               earlier messages to the receiver are untaken */
 };
+
+/* Messages a streaming sender may have handed to one receiver that it has
+ * not taken yet: NCCL's slots per connection (NCCL_STEPS, src/include/
+ * device.h; a sender waits in src/device/prims_simple.h and prims_ll.h
+ * while it is that many steps ahead of its receiver). */
+#define COMM_SLOTS 8
 
 /* Local steps on the root's accumulator (naive).  The accumulator (n floats,
  * zeroed) exists once a step uses it. */
