@@ -142,6 +142,27 @@ double comm_protocol_nvls_step_scale (gboolean tree, CommHw hw);
 /* The same for the launch overhead: 0, NCCL's base latency for both (its
  * step figure above is their whole latency). */
 double comm_protocol_nvls_launch_scale (void);
+/* NCCL's channels for NVLS on Hopper (NVLS_NCHANNELS_SM90) and its largest
+ * NVLS chunk, bytes (NCCL_NVLS_CHUNKSIZE's default). */
+#define COMM_NVLS_CHANNELS 16
+#define COMM_NVLS_CHUNK_MAX (128.0 * 1024)
+/* What each NVLS chunk of an all-reduce in one node costs, s, beyond
+ * what the catalog's switch rate (measured with NCCL's largest chunk)
+ * already holds: fitted on one point, nccl-tests' 32 MiB all-reduce
+ * among the 8 H100 of one server (NCCL 2.29.2: 182.9 us, 32 KiB chunks),
+ * docs/collectives.md, "nvls and nvls-tree". */
+#define COMM_NVLS_CHUNK_COST 5.9e-6
+/* The chunk, bytes, in which NCCL pipelines an NVLS collective of `bytes`
+ * among `heads` GPUs of one node (src/enqueue.cc, calcCollChunking, NCCL
+ * 2.18 to 2.29): each of its COMM_NVLS_CHANNELS channels takes an equal
+ * share s of the bytes and its chunk c, from COMM_NVLS_CHUNK_MAX, drops to
+ * 64 KiB while s < 64 heads c, then to 32 KiB while s < 8 heads c, then to
+ * 16 KiB while s < 2 heads c.  `heads` >= 1. */
+double comm_protocol_nvls_chunk (int heads, double bytes);
+/* The loop iterations of each NVLS channel for `bytes` among `heads` GPUs
+ * in chunks of `chunk` bytes: ceil(bytes / (COMM_NVLS_CHANNELS heads
+ * chunk)), at least 1 (every channel runs once). */
+double comm_protocol_nvls_iterations (int heads, double bytes, double chunk);
 /* The most data bytes per second one message of a collective may move
  * under `proto` (NULL: Simple) for an algorithm of `family`, on GPUs of
  * `arch` in `nodes` host groups (an AMD host: amd_host) and `channels`

@@ -170,12 +170,35 @@ cross_trips (int m, gboolean sharp)
   return 2.0 * depth;
 }
 
+/* The time, s, an all-reduce of N bytes among the g GPUs of one node
+ * waits for its chunks beyond what it would wait at NCCL's largest chunk:
+ * NCCL pipelines NVLS in smaller chunks for smaller collectives
+ * (comm_protocol_nvls_chunk), so each of its channels runs more loop
+ * iterations, each paying COMM_NVLS_CHUNK_COST, than the catalog's rate,
+ * measured at the largest chunk, holds:
+ *   COMM_NVLS_CHUNK_COST (I(c) - I(COMM_NVLS_CHUNK_MAX)),
+ * I of comm_protocol_nvls_iterations.  0 for the other kinds and across
+ * nodes (docs/collectives.md, "nvls and nvls-tree": why). */
+static double
+nvls_chunk_wait (CommKind kind, int g, int m, double N)
+{
+  double c;
+
+  if (kind != COMM_ALLREDUCE || m != 1 || g < 2 || !(N > 0))
+    return 0;
+  c = comm_protocol_nvls_chunk (g, N);
+  return COMM_NVLS_CHUNK_COST
+         * (comm_protocol_nvls_iterations (g, N, c)
+            - comm_protocol_nvls_iterations (g, N, COMM_NVLS_CHUNK_MAX));
+}
+
 /* The formula both algorithms share, the tree's latency across nodes
  * unless `sharp`: every flow starts at once (the switches pipeline) and
- * lasts its latency then its bytes, so
- *   T = alpha_in + trips alpha_out + max(U beta_in, D beta_in, X beta_out)
- * with U, D, X of nvls_bytes; NaN for a kind it does not do.  A reduction
- * is the switch's, at no cost to the ranks (gamma unused). */
+ * lasts its latency, its chunks' wait W, then its bytes, so
+ *   T = alpha_in + trips alpha_out + W + max(U beta_in, D beta_in, X beta_out)
+ * with U, D, X of nvls_bytes and W of nvls_chunk_wait; NaN for a kind it
+ * does not do.  A reduction is the switch's, at no cost to the ranks
+ * (gamma unused). */
 static double
 nvls_formula (CommKind kind, int g, int m, gsize n, double elem_bytes,
               double alpha_in, double beta_in, double alpha_out,
@@ -189,6 +212,7 @@ nvls_formula (CommKind kind, int g, int m, gsize n, double elem_bytes,
   if (isnan (U))
     return NAN;
   return alpha_in + cross_trips (m, sharp) * alpha_out
+         + nvls_chunk_wait (kind, g, m, N)
          + MAX (MAX (U, D) * beta_in, X * beta_out);
 }
 
@@ -304,7 +328,8 @@ on_flow (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED,
 
 /* After the launch overhead (none: NCCL's base latency for these is 0,
  * their step latency all of it): every rank's flows at once, each floored at
- * the latency of the whole path (formula: nvls_formula). */
+ * the latency of the whole path plus its chunks' wait, which moves no
+ * bytes (formula: nvls_formula). */
 static void
 on_launch (EngSim *sim G_GNUC_UNUSED, gpointer ctx,
            gpointer data G_GNUC_UNUSED)
@@ -315,7 +340,9 @@ on_launch (EngSim *sim G_GNUC_UNUSED, gpointer ctx,
 
   nvls_bytes (op->kind, s->g, s->m, (double) op->n * op->elem_bytes, &U, &D,
               &X);
-  floor = s->alpha_in + cross_trips (s->m, op->sharp) * s->alpha_out;
+  floor = s->alpha_in + cross_trips (s->m, op->sharp) * s->alpha_out
+          + nvls_chunk_wait (op->kind, s->g, s->m,
+                             (double) op->n * op->elem_bytes);
   op->pending = op->p * (s->m > 1 ? 4 : 2);
   for (int r = 0; r < op->p; r++)
     {

@@ -5,7 +5,8 @@
  * the switches reduce (NVLS, NVLSTree), which run under Simple only; and
  * how a protocol scales NCCL's network overhead and a NIC's declared
  * latency; and NCCL's ceilings on the bandwidth of each protocol and
- * algorithm, by GPU architecture and number of nodes.
+ * algorithm, by GPU architecture and number of nodes; and the chunk in
+ * which NCCL pipelines NVLS, smaller for smaller collectives.
  *
  * A protocol changes two things about every message of a collective: the
  * bytes on the wire per byte of data (LL sends 8-byte lines holding 4 bytes
@@ -195,6 +196,33 @@ double
 comm_protocol_nvls_launch_scale (void)
 {
   return 0.0;   /* NCCL's baseLat for NVLS and NVLSTree */
+}
+
+double
+comm_protocol_nvls_chunk (int heads, double bytes)
+{
+  double share = bytes / COMM_NVLS_CHANNELS, c = COMM_NVLS_CHUNK_MAX;
+
+  g_return_val_if_fail (heads >= 1, COMM_NVLS_CHUNK_MAX);
+  /* calcCollChunking's three tests, in its order; a NaN share keeps the
+   * largest chunk */
+  if (share < 64.0 * heads * c && c > 65536)
+    c = 65536;
+  if (share < 8.0 * heads * c && c > 32768)
+    c = 32768;
+  if (share < 2.0 * heads * c && c > 16384)
+    c = 16384;
+  return c;
+}
+
+double
+comm_protocol_nvls_iterations (int heads, double bytes, double chunk)
+{
+  double it;
+
+  g_return_val_if_fail (heads >= 1 && chunk > 0, 1.0);
+  it = ceil (bytes / (COMM_NVLS_CHANNELS * (double) heads * chunk));
+  return it >= 1 ? it : 1.0;   /* also NaN */
 }
 
 /* NCCL's bandwidth ceilings, GB/s of bus bandwidth (10^9 bytes of data per

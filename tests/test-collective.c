@@ -822,10 +822,11 @@ run_validation (const char *name, guint runs)
  * report it comes from measured 430 GB/s on one server as well, 10% under
  * NVIDIA's 480, so dtsim's 513 is 20% over it.  Runs 6-32, one server's
  * whole table from 32 MiB to 8 GiB (xxrjun/nccl-tests-cluster, NCCL
- * 2.29.2), are held out: 10%, but where a point misses (the all-reduce at
- * 32 and 64 MiB and the all-gather at 32 MiB, where NVLS and the ring
- * reach their rate more slowly than dtsim's pipelines) its own band, the
- * miss docs/collectives.md states. */
+ * 2.29.2), are held out but for the 32 MiB all-reduce, where NVLS's cost
+ * per chunk (COMM_NVLS_CHUNK_COST) was fitted (5%): 10%, but the
+ * all-gather at 32 MiB, where the ring reaches its rate more slowly than
+ * dtsim's, misses and is held to its own band, the miss
+ * docs/collectives.md states. */
 static void
 test_nccl_h100_validation (void)
 {
@@ -873,9 +874,7 @@ test_nccl_h100_validation (void)
         double tol = 0.10;
 
         if (op == 0 && k == 0)
-          tol = 0.30;   /* miss: +24% */
-        else if (op == 0 && k == 1)
-          tol = 0.20;   /* miss: +16% */
+          tol = 0.05;   /* calibration: NVLS's cost per chunk */
         else if (op == 1 && k == 0)
           tol = 0.15;   /* miss: +11% */
         pts[op * 9 + k] = (NcclPoint) { 6 + op * 9 + k, 8, op == 0, 32 * MIB * (1 << k),
@@ -991,6 +990,74 @@ test_nvls_latency (void)
   test_assert_close (comm_protocol_nvls_step_scale (FALSE, COMM_HW_NET), 18 / 14.0, 1e-12);
   g_assert_cmpfloat (comm_protocol_nvls_launch_scale (), ==, 0);
   rm_db (db);
+}
+
+/* NCCL pipelines NVLS in chunks that shrink with the collective
+ * (src/enqueue.cc, calcCollChunking): each of its 16 channels takes
+ * s = N/16 bytes and runs 128 KiB chunks, 64 KiB where s < 64 g 128 KiB,
+ * 32 KiB where s < 8 g 64 KiB, 16 KiB where s < 2 g 32 KiB (g GPUs).
+ * An all-reduce in one node waits t_c = COMM_NVLS_CHUNK_COST for each
+ * iteration of a channel beyond those at 128 KiB, I(c) = ceil(s/(g c)),
+ * before its bytes; on nvls_scenario's uniform links (contention none)
+ *   T = 2 L + t_c (I(c) - I(128 KiB)) + N (1 + 1/g) / B,
+ * so 32 MiB among 8 waits (8 - 2) t_c, 64 MiB (8 - 4) t_c, and 2 MiB
+ * (16 KiB chunks, one iteration either way) and 1 GiB (128 KiB) nothing;
+ * reduce-scatter and all-gather wait nothing.  comm_cost agrees. */
+static void
+test_nvls_chunks (void)
+{
+  static const struct {
+    const char *size;
+    double N, c, waits;   /* bytes, NCCL's chunk, iterations charged */
+  } ar[] = {
+    { "2MiB", 2 * MIB, 16 * KIB, 1 - 1 },
+    { "32MiB", 32 * MIB, 32 * KIB, 8 - 2 },
+    { "64MiB", 64 * MIB, 64 * KIB, 8 - 4 },
+    { "1GiB", GIB, 128 * KIB, 64 - 64 },
+  };
+  const CommAlgorithm *nvls = comm_lookup ("nvls");
+  double g = 8, ch = COMM_NVLS_CHANNELS, tc = COMM_NVLS_CHUNK_COST;
+
+  /* the chunk at each threshold of the rule, for 8 and 4 GPUs */
+  for (int heads = 4; heads <= 8; heads *= 2)
+    {
+      double big = 64 * ch * heads * 128 * KIB, mid = 8 * ch * heads * 64 * KIB;
+      double small = 2 * ch * heads * 32 * KIB;
+
+      g_assert_cmpfloat (comm_protocol_nvls_chunk (heads, big), ==, 128 * KIB);
+      g_assert_cmpfloat (comm_protocol_nvls_chunk (heads, big - 16), ==, 64 * KIB);
+      g_assert_cmpfloat (comm_protocol_nvls_chunk (heads, mid), ==, 64 * KIB);
+      g_assert_cmpfloat (comm_protocol_nvls_chunk (heads, mid - 16), ==, 32 * KIB);
+      g_assert_cmpfloat (comm_protocol_nvls_chunk (heads, small), ==, 32 * KIB);
+      g_assert_cmpfloat (comm_protocol_nvls_chunk (heads, small - 16), ==, 16 * KIB);
+      g_assert_cmpfloat (comm_protocol_nvls_chunk (heads, 64), ==, 16 * KIB);
+    }
+  g_assert_cmpfloat (COMM_NVLS_CHUNK_MAX, ==, 128 * KIB);
+  g_assert_cmpfloat (comm_protocol_nvls_iterations (8, 32 * MIB, 32 * KIB), ==, 8);
+  g_assert_cmpfloat (comm_protocol_nvls_iterations (8, 64, 128 * KIB), ==, 1);
+  for (guint i = 0; i < G_N_ELEMENTS (ar); i++)
+    {
+      g_autofree char *size = g_strdup_printf ("policy.size=%s", ar[i].size);
+      const char *sets[] = { size, "policy.verify=false", NULL };
+      double N = ar[i].N;
+      double want = 2 * NV_LAT + tc * (ceil (N / (ch * g * ar[i].c)) - ceil (N / (ch * g * 128 * KIB)))
+                    + N * (1 + 1 / g) / NV_BW;
+
+      g_assert_cmpfloat (comm_protocol_nvls_chunk (8, N), ==, ar[i].c);
+      test_assert_close (want, 2 * NV_LAT + tc * ar[i].waits + N * (1 + 1 / g) / NV_BW, 1e-12);
+      assert_iterations (nvls_scenario, sets, want);
+      test_assert_close (comm_cost (nvls, COMM_ALLREDUCE, 8, (gsize) (N / 4), 4, 2 * NV_LAT,
+                                    1 / NV_BW, 0), want, 1e-9);
+    }
+  {
+    const char *rs[] = { "policy.size=32MiB", "policy.verify=false",
+                         "policy.operation=reduce-scatter", NULL };
+    const char *ag[] = { "policy.size=32MiB", "policy.verify=false",
+                         "policy.operation=all-gather", NULL };
+
+    assert_iterations (nvls_scenario, rs, 2 * NV_LAT + 32 * MIB / NV_BW);
+    assert_iterations (nvls_scenario, ag, 2 * NV_LAT + 32 * MIB / NV_BW);
+  }
 }
 
 /* algorithm = nccl is auto among NCCL's algorithms only: on a star with
@@ -1282,6 +1349,7 @@ main (int argc, char **argv)
   g_test_add_func ("/collective/nccl-h100-4gpu-validation", test_nccl_h100_4gpu_validation);
   g_test_add_func ("/collective/nccl-h100-p5-validation", test_nccl_h100_p5_validation);
   g_test_add_func ("/collective/nvls/latency", test_nvls_latency);
+  g_test_add_func ("/collective/nvls/chunks", test_nvls_chunks);
   g_test_add_func ("/collective/nccl-selector", test_nccl_selector);
   g_test_add_func ("/collective/net-overhead", test_net_overhead);
   g_test_add_func ("/collective/nic-latency", test_nic_latency);
