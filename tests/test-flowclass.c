@@ -12,9 +12,11 @@
  * the sweep over algorithms x topologies x sizes runs as classes, the
  * cases that break the symmetry (unequal blocks, routes of two kinds, a
  * degraded link, traffic already in flight, a caller that does not promise
- * to be alone, an observer of every message) run per message.  A run
- * through `dtsim` checks the same on every trace table but the events and
- * the params row naming the path.
+ * to be alone, an observer of every message) run per message.  The
+ * channels of one all-reduce run as flow classes together where their
+ * times cannot disturb one another, and per message where they share links
+ * with blocks of other sizes.  A run through `dtsim` checks the same on
+ * every trace table but the events and the params row naming the path.
  */
 #include "config.h"
 
@@ -551,35 +553,39 @@ query_text (const char *db, const char *sql)
 }
 
 /* `dtsim run` of a timing-only data-parallel step with the hierarchical
- * all-reduce: every table of the trace is the same with flow classes on
- * and off, but the run's events and the params rows of the key and of the
- * path taken. */
+ * all-reduce in `channels` channels: every table of the trace is the same
+ * with flow classes on and off, but the run's events and the params rows
+ * of the key and of the path taken, which is `path` with flow classes on
+ * (2 iterations of one bucket in each channel). */
 static void
-test_run (void)
+run_dtsim_pair (int channels, const char *path)
 {
   g_autofree char *tmp = g_dir_make_tmp ("flowclass-XXXXXX", NULL);
-  const char *ini = "[scenario]\nname = fc\niterations = 2\n"
-                    "[cluster]\nworkers = 64\n"
-                    "[device]\nstep_time = 1ms\n"
-                    "[network]\ntopology = nodes\ngpus_per_node = 8\n"
-                    "nic = gpu\nstep_overhead = 10us\n"
-                    "[model]\nkind = timing\nparams = 1048576\nflops = 1e6\n"
-                    "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
-                    "bucket_size = 0\nchannels = 1\n"
-                    "[kernels]\nbackend = none\n"
-                    "[trace]\ndetail = spans\n";
+  g_autofree char *ini = g_strdup_printf (
+    "[scenario]\nname = fc\niterations = 2\n"
+    "[cluster]\nworkers = 64\n"
+    "[device]\nstep_time = 1ms\n"
+    "[network]\ntopology = nodes\ngpus_per_node = 8\n"
+    "nic = gpu\nstep_overhead = 10us\n"
+    "[model]\nkind = timing\nparams = 1048576\nflops = 1e6\n"
+    "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
+    "bucket_size = 0\nchannels = %d\n"
+    "[kernels]\nbackend = none\n"
+    "[trace]\ndetail = spans\n", channels);
   static const char *const tables[] = { "iterations", "spans", "metrics",
                                         NULL };
-  g_autofree char *path = g_build_filename (tmp, "fc.ini", NULL);
+  g_autofree char *ini_path = g_build_filename (tmp, "fc.ini", NULL);
+  g_autofree char *per_message = g_strdup_printf ("classes=0 detailed=%d",
+                                                  2 * channels);
   char *digest[2], *ran[2], *sim_time[2], *events[2];
 
-  g_assert_true (g_file_set_contents (path, ini, -1, NULL));
+  g_assert_true (g_file_set_contents (ini_path, ini, -1, NULL));
   for (int off = 0; off < 2; off++)
     {
       g_autofree char *db = g_strdup_printf ("%s/fc%d.db", tmp, off);
       g_autofree char *o = NULL, *e = NULL;
 
-      g_assert_cmpint (test_run_dtsim (tmp, &o, &e, "run", path, "-o", db,
+      g_assert_cmpint (test_run_dtsim (tmp, &o, &e, "run", ini_path, "-o", db,
                                        "--quiet", "--set",
                                        off ? "network.flow_classes=off"
                                            : "network.flow_classes=auto",
@@ -593,10 +599,12 @@ test_run (void)
     }
   g_assert_cmpstr (digest[0], ==, digest[1]);
   g_assert_cmpstr (sim_time[0], ==, sim_time[1]);
-  /* one bucket per iteration, each an all-reduce */
-  g_assert_cmpstr (ran[0], ==, "classes=2 detailed=0");
-  g_assert_cmpstr (ran[1], ==, "classes=0 detailed=2");
-  g_assert_cmpint (atoll (events[0]), <, atoll (events[1]));
+  g_assert_cmpstr (ran[0], ==, path);
+  g_assert_cmpstr (ran[1], ==, per_message);
+  if (strcmp (path, per_message) != 0)
+    g_assert_cmpint (atoll (events[0]), <, atoll (events[1]));
+  else
+    g_assert_cmpstr (events[0], ==, events[1]);
   for (int i = 0; i < 2; i++)
     {
       g_free (digest[i]);
@@ -605,6 +613,17 @@ test_run (void)
       g_free (events[i]);
     }
   sim_remove_tree (tmp);
+}
+
+/* One channel, two whose blocks match (2^20 elements: 2^19 per channel,
+ * 2^16 per GPU), and three of unequal sizes (349,526 elements in the
+ * first, 349,525 in the others), which run per message. */
+static void
+test_run (void)
+{
+  run_dtsim_pair (1, "classes=2 detailed=0");
+  run_dtsim_pair (2, "classes=4 detailed=0");
+  run_dtsim_pair (3, "classes=0 detailed=6");
 }
 
 /* The events `dtsim check` estimates for a timing-only data-parallel run
