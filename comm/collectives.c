@@ -975,57 +975,6 @@ on_channel_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
   done (sim, c, d);
 }
 
-/* Starts a->channels concurrent collectives (CommArgs.channels), at
- * least one element each. */
-static gboolean
-coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
-                     CommKind kind, CommDone done, gpointer ctx,
-                     gpointer data, GError **error)
-{
-  int p = a->p, C = (int) MIN ((gsize) a->channels, MAX (a->n, 1));
-  g_autofree int *group = g_new (int, p), *order = g_new (int, p);
-  g_autofree int *hosts = g_new (int, p);
-  g_autofree float **bufs = a->bufs ? g_new (float *, p) : NULL;
-  CollJoin *join = g_new0 (CollJoin, 1);
-
-  *join = (CollJoin) { C, done, ctx, data };
-  for (int r = 0; r < p; r++)
-    group[r] = net_network_host_group (a->net, a->hosts[r]);
-  for (int c = 0; c < C; c++)
-    {
-      CommArgs sub = *a;
-      gsize lo, hi;
-
-      comm_shard_bounds (a->n, C, c, &lo, &hi);
-      comm_channel_order (p, group, c, net_network_group_order (a->net),
-                              order);
-      for (int j = 0; j < p; j++)
-        {
-          hosts[j] = a->hosts[order[j]];
-          if (bufs)
-            bufs[j] = a->bufs[order[j]] + lo;
-          if (order[j] == a->root)
-            sub.root = j;
-        }
-      sub.hosts = hosts;
-      sub.bufs = bufs;
-      sub.n = hi - lo;
-      sub.channels = 0;
-      /* the channels run at once: none is alone on the network */
-      sub.exclusive = a->exclusive && C == 1;
-      sub.mirrored = a->mirrored && C == 1;
-      /* the same algorithm and kind: only the first can fail */
-      if (!comm_start (alg, &sub, kind, on_channel_done, join, NULL,
-                           error))
-        {
-          g_assert (c == 0);
-          g_free (join);
-          return FALSE;
-        }
-    }
-  return TRUE;
-}
-
 /* --- Flow classes --------------------------------------------------------- */
 
 /* Phases an algorithm may describe (CommAlgorithm.rounds), and the chain
@@ -1035,15 +984,50 @@ coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
 
 /* A collective run as flow classes (docs/collectives.md, "Flow classes"):
  * its times computed class by class when it starts, then one event per
- * round, at that round's end on its last rank. */
+ * round, at that round's end on its last rank.  The channels of one
+ * all-reduce hold the network's claim together: the last to end gives it
+ * back. */
 typedef struct {
   EngSim *sim;
   NetNetwork *net;
   GArray *ends;       /* double, s: each round's end on its last rank */
   guint next;         /* the round whose end is scheduled */
+  int *holders;       /* CollClass still running under the claim, shared
+                         by them; the last frees it */
+  int calls;          /* times `done` is called at the end: 1, or the
+                         channels it times at once (CollPlan.mult) */
   CommDone done;
   gpointer ctx, data;
 } CollClass;
+
+/* What the class path works out for one collective before it starts: its
+ * phases, each phase's latency phase and slowest bandwidth
+ * (net_network_class_routes), each round's end, and each phase's first
+ * entry into a bandwidth phase and last arrival (class_plan). */
+typedef struct {
+  CommRound ph[COLL_PHASES];
+  int n;                            /* phases */
+  double delay[COLL_PHASES];        /* s */
+  double bw[COLL_PHASES];           /* bytes/s */
+  double first_join[COLL_PHASES];   /* s */
+  double last_arr[COLL_PHASES];     /* s */
+  GArray *ends;                     /* double, s, or NULL */
+} CollPlan;
+
+/* Frees what a CollPlan holds. */
+static void
+plan_clear (CollPlan *pl)
+{
+  for (int k = 0; k < pl->n; k++)
+    {
+      g_free (pl->ph[k].to);
+      g_free (pl->ph[k].elems);
+    }
+  pl->n = 0;
+  if (pl->ends != NULL)
+    g_array_unref (pl->ends);
+  pl->ends = NULL;
+}
 
 /* The chain classes of one phase: a chain is the path of one block around
  * its ring (CommRound); chains that start at the same time with blocks of
@@ -1116,22 +1100,72 @@ chains_classify (int p, const CommRound *rd, const int *start, int *cls,
   return TRUE;
 }
 
-/* Times the n_ph phases `ph` of op from t0 on, one class at a time, with
- * the operations of the per-message path: a transfer sent at T arrives at
+/* Whether op may run as flow classes at all, whoever its caller: it moves
+ * no data, its algorithm describes phases of rounds, the network allows
+ * flow classes and has no transfer in flight. */
+static gboolean
+class_eligible (CollOp *op)
+{
+  return op->bufs == NULL && op->alg->rounds != NULL && op->pub.p >= 2
+         && op->elem_bytes > 0 && net_network_flow_classes (op->net)
+         && net_network_active (op->net) == 0;
+}
+
+/* Fills pl with op's phases (alg->rounds) and, for each, the latency phase
+ * and bandwidth of its routes, which must form one class
+ * (net_network_class_routes); FALSE where the algorithm gives no phases or
+ * some phase's routes do not.  pl holds the phases either way. */
+static gboolean
+class_phases (CollOp *op, CollPlan *pl)
+{
+  int p = op->pub.p;
+  g_autofree int *src = g_new (int, p), *dst = g_new (int, p);
+  g_autofree double *floor = g_new (double, p);
+
+  pl->ends = NULL;
+  pl->n = op->alg->rounds (&op->pub, pl->ph, COLL_PHASES);
+  if (pl->n == 0)
+    return FALSE;
+  for (int r = 0; r < p; r++)
+    src[r] = op->hosts[r];
+  for (int k = 0; k < pl->n; k++)
+    {
+      const CommRound *rd = &pl->ph[k];
+
+      g_assert (rd->count >= 1 && rd->reducing >= 0
+                && rd->reducing <= rd->count && rd->to && rd->elems);
+      for (int r = 0; r < p; r++)
+        {
+          g_assert (rd->to[r] != r && rd->to[r] >= 0 && rd->to[r] < p);
+          g_assert (rd->elems[r] >= 1);
+          dst[r] = op->hosts[rd->to[r]];
+          floor[r] = step_floor (op, r, rd->to[r]);
+        }
+      if (!net_network_class_routes (op->net, p, src, dst, floor,
+                                     &pl->delay[k], &pl->bw[k]))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Times pl's phases of op from t0 on, one class at a time, with the
+ * operations of the per-message path: a transfer sent at T arrives at
  * net_network_class_arrival (T, ...), a reducing receive completes
  * reduce_per_byte x bytes later (eng_schedule's T + secs), a copying one
- * when it arrives.  That holds while, in every round, for every pair of
- * classes a, b where b's chain crosses a link one round before a's: the
- * receiver of a's block, ready when b's block was received, is ready when
- * it arrives (it does not wait); and, with max-min sharing, b's transfer has
- * left the link before a's enters its bandwidth phase (they do not share).
- * Appends each round's latest end to `ends` and gives each phase's first
- * entry into a bandwidth phase (first_join) and last arrival (last_arr);
- * FALSE where a condition fails. */
+ * when it arrives.  Each route carries `mult` equal transfers at once (the
+ * channels of one all-reduce on the same hosts; 1 otherwise): with max-min
+ * sharing each moves at its route's bandwidth / mult, what the progressive
+ * filling gives mult flows alone on the same links.  That holds while, in
+ * every round, for every pair of classes a, b where b's chain crosses a
+ * link one round before a's: the receiver of a's block, ready when b's
+ * block was received, is ready when it arrives (it does not wait); and,
+ * with max-min sharing, b's transfer has left the link before a's enters
+ * its bandwidth phase (they do not share).  Sets pl->ends to each round's
+ * latest end, and each phase's first entry into a bandwidth phase
+ * (first_join) and last arrival (last_arr); FALSE where a condition
+ * fails. */
 static gboolean
-class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
-            const double *bw, double t0, GArray *ends, double *first_join,
-            double *last_arr)
+class_plan (CollOp *op, CollPlan *pl, int mult, double t0)
 {
   int p = op->pub.p;
   gboolean maxmin
@@ -1141,9 +1175,11 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
   double from[COLL_CLASSES] = { t0 };   /* s, the previous phase's ends */
   double last = t0;
 
-  for (int k = 0; k < n_ph; k++)
+  g_assert (mult >= 1 && pl->ends == NULL);
+  pl->ends = g_array_new (FALSE, FALSE, sizeof (double));
+  for (int k = 0; k < pl->n; k++)
     {
-      const CommRound *rd = &ph[k];
+      const CommRound *rd = &pl->ph[k];
       CollChains ch;
       double T[COLL_CLASSES];     /* s, when its current block is in */
       double arr[COLL_CLASSES];   /* s, its transfer's arrival */
@@ -1151,20 +1187,25 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
       double bytes[COLL_CLASSES], secs[COLL_CLASSES];
       double dl[COLL_CLASSES];    /* s, its latency phase: the phase's,
                                      plus what the ceiling adds (msg_floor) */
+      double rate = maxmin && mult > 1 ? pl->bw[k] / mult : pl->bw[k];
       int *swap;
 
       if (!chains_classify (p, rd, start, cls, end, scratch, &ch))
         return FALSE;
-      first_join[k] = INFINITY;
+      pl->first_join[k] = INFINITY;
       for (int c = 0; c < ch.n; c++)
         {
+          double wait;
+
           T[c] = from[ch.start[c]];
           bytes[c] = (double) ch.elems[c] * op->elem_bytes;
           secs[c] = op->reduce_per_byte * (double) ch.elems[c]
                     * op->elem_bytes;
-          dl[c] = cap_wait (op, bytes[c], bw[k]) > 0
-                    ? delay[k] + cap_wait (op, bytes[c], bw[k]) : delay[k];
-          first_join[k] = MIN (first_join[k], T[c] + dl[c]);
+          /* the ceiling is held against the route's own bandwidth, as
+           * msg_floor does, whatever the sharing */
+          wait = cap_wait (op, bytes[c], pl->bw[k]);
+          dl[c] = wait > 0 ? pl->delay[k] + wait : pl->delay[k];
+          pl->first_join[k] = MIN (pl->first_join[k], T[c] + dl[c]);
         }
       for (int i = 0; i < rd->count; i++)
         {
@@ -1172,7 +1213,7 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
 
           for (int c = 0; c < ch.n; c++)
             arr[c] = net_network_class_arrival (op->net, T[c], dl[c],
-                                                bytes[c], bw[k]);
+                                                bytes[c], rate);
           for (int a = 0; a < ch.n; a++)
             for (int b = 0; b < ch.n; b++)
               if (ch.next[a] & (1u << b))
@@ -1189,13 +1230,13 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
                                                      : arr[c];
               t = MAX (t, T[c]);
             }
-          g_array_append_val (ends, t);
+          g_array_append_val (pl->ends, t);
           last = t;
         }
-      last_arr[k] = -INFINITY;
+      pl->last_arr[k] = -INFINITY;
       for (int c = 0; c < ch.n; c++)
         {
-          last_arr[k] = MAX (last_arr[k], prev[c]);
+          pl->last_arr[k] = MAX (pl->last_arr[k], prev[c]);
           from[c] = T[c];
         }
       swap = start;
@@ -1205,16 +1246,62 @@ class_plan (CollOp *op, const CommRound *ph, int n_ph, const double *delay,
   return TRUE;
 }
 
+/* Whether phase r1 of o1 and phase r2 of o2 (two phases of one collective,
+ * or of two channels over the same ranks' hosts) send over some common
+ * link (scratch: 4 x p ints). */
+static gboolean
+phases_meet (CollOp *o1, const CommRound *r1, CollOp *o2,
+             const CommRound *r2, int *scratch)
+{
+  int p = o1->pub.p;
+  int *src1 = scratch, *dst1 = src1 + p, *src2 = dst1 + p, *dst2 = src2 + p;
+
+  g_assert (o2->pub.p == p);
+  for (int r = 0; r < p; r++)
+    {
+      src1[r] = o1->hosts[r];
+      dst1[r] = o1->hosts[r1->to[r]];
+      src2[r] = o2->hosts[r];
+      dst2[r] = o2->hosts[r2->to[r]];
+    }
+  return net_network_routes_meet (o1->net, p, src1, dst1, p, src2, dst2);
+}
+
+/* Whether the transfers of phase k1 of pl1 and phase k2 of pl2 may be in
+ * flight at once: their [first join, last arrival] intervals overlap. */
+static gboolean
+phases_overlap (const CollPlan *pl1, int k1, const CollPlan *pl2, int k2)
+{
+  return pl1->last_arr[k1] > pl2->first_join[k2]
+         && pl2->last_arr[k2] > pl1->first_join[k1];
+}
+
+/* Whether two phases of op's plan that may overlap in time share a link
+ * (max-min only: without contention they never interact). */
+static gboolean
+plan_meets_itself (CollOp *op, const CollPlan *pl, int *scratch)
+{
+  if (net_network_contention (op->net) != NET_CONTENTION_MAXMIN)
+    return FALSE;
+  for (int k1 = 0; k1 < pl->n; k1++)
+    for (int k2 = k1 + 1; k2 < pl->n; k2++)
+      if (phases_overlap (pl, k1, pl, k2)
+          && phases_meet (op, &pl->ph[k1], op, &pl->ph[k2], scratch))
+        return TRUE;
+  return FALSE;
+}
+
 static void on_class_round (EngSim *sim, gpointer ctx, gpointer data);
 
 /* A round has ended on its last rank: the next round's end is scheduled,
- * or the collective is done. */
+ * or the collective is done (the claim given back by the last holder). */
 static void
 on_class_round (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 {
   CollClass *c = ctx;
   CommDone done = c->done;
   gpointer cctx = c->ctx, cdata = c->data;
+  int calls = c->calls;
 
   if (++c->next < c->ends->len)
     {
@@ -1222,26 +1309,44 @@ on_class_round (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
                        on_class_round, c, NULL);
       return;
     }
-  net_network_release (c->net);
+  if (--*c->holders == 0)
+    {
+      g_free (c->holders);
+      net_network_release (c->net);
+    }
   g_array_unref (c->ends);
   g_free (c);
-  done (sim, cctx, cdata);
+  /* the channels of one all-reduce each report to their join, the last of
+   * them ending it */
+  for (int i = 0; i < calls; i++)
+    done (sim, cctx, cdata);
 }
 
-/* Whether phases k1 and k2 of `ph` send over some common link. */
-static gboolean
-phases_meet (CollOp *op, const CommRound *ph, int k1, int k2, int *src,
-             int *dst1, int *dst2)
+/* Starts the rounds of op's plan (claimed already): one CollClass that
+ * takes pl->ends, holds the claim with the others sharing `holders`, and
+ * calls op's `done` `calls` times at the end.  Counts `calls` collectives
+ * run as flow classes; op stays for the caller to free. */
+static void
+class_launch (CollOp *op, CollPlan *pl, int *holders, int calls)
 {
-  int p = op->pub.p;
+  CollClass *c = g_new0 (CollClass, 1);
 
-  for (int r = 0; r < p; r++)
-    {
-      src[r] = op->hosts[r];
-      dst1[r] = op->hosts[ph[k1].to[r]];
-      dst2[r] = op->hosts[ph[k2].to[r]];
-    }
-  return net_network_routes_meet (op->net, p, src, dst1, p, src, dst2);
+  for (int i = 0; i < calls; i++)
+    net_network_count_collective (op->net, TRUE);
+  c->sim = op->sim;
+  c->net = op->net;
+  c->ends = pl->ends;
+  pl->ends = NULL;
+  c->holders = holders;
+  c->calls = calls;
+  c->done = op->done;
+  c->ctx = op->ctx;
+  c->data = op->data;
+  G_LOCK (coll_stats);
+  coll_stats.classes += (guint64) calls;
+  G_UNLOCK (coll_stats);
+  eng_schedule_at (c->sim, g_array_index (c->ends, double, 0), on_class_round,
+                   c, NULL);
 }
 
 /* Runs `op` (built, not started) as flow classes when it may: the caller
@@ -1255,80 +1360,139 @@ phases_meet (CollOp *op, const CommRound *ph, int k1, int k2, int *src,
 static gboolean
 coll_class_start (CollOp *op, const CommArgs *a)
 {
-  CommRound ph[COLL_PHASES];
-  double delay[COLL_PHASES], bw[COLL_PHASES];
-  double first_join[COLL_PHASES], last_arr[COLL_PHASES];
-  int n, p = op->pub.p;
-  gboolean ok = TRUE;
-  CollClass *c;
-  g_autofree int *src = NULL, *dst = NULL, *dst2 = NULL;
-  g_autofree double *floor = NULL;
-  GArray *ends;
+  CollPlan pl = { .n = 0 };
+  g_autofree int *scratch = NULL;
+  gboolean ok;
+  int *holders;
 
-  if (!a->exclusive || op->bufs != NULL || op->alg->rounds == NULL || p < 2
-      || !(op->elem_bytes > 0) || !net_network_flow_classes (op->net)
-      || net_network_active (op->net) > 0)
+  if (!a->exclusive || !class_eligible (op))
     return FALSE;
-  n = op->alg->rounds (&op->pub, ph, COLL_PHASES);
-  if (n == 0)
-    return FALSE;
-  src = g_new (int, p);
-  dst = g_new (int, p);
-  dst2 = g_new (int, p);
-  floor = g_new (double, p);
-  for (int r = 0; r < p; r++)
-    src[r] = op->hosts[r];
-  for (int k = 0; k < n && ok; k++)
-    {
-      const CommRound *rd = &ph[k];
-
-      g_assert (rd->count >= 1 && rd->reducing >= 0
-                && rd->reducing <= rd->count && rd->to && rd->elems);
-      for (int r = 0; r < p; r++)
-        {
-          g_assert (rd->to[r] != r && rd->to[r] >= 0 && rd->to[r] < p);
-          g_assert (rd->elems[r] >= 1);
-          dst[r] = op->hosts[rd->to[r]];
-          floor[r] = step_floor (op, r, rd->to[r]);
-        }
-      ok = net_network_class_routes (op->net, p, src, dst, floor, &delay[k],
-                                     &bw[k]);
-    }
-  ends = g_array_new (FALSE, FALSE, sizeof (double));
+  scratch = g_new (int, 4 * (gsize) op->pub.p);
   /* the ranks start when on_start would run them */
-  ok = ok && class_plan (op, ph, n, delay, bw,
-                         eng_sim_now (op->sim) + a->launch_overhead, ends,
-                         first_join, last_arr);
-  if (net_network_contention (op->net) == NET_CONTENTION_MAXMIN)
-    for (int k1 = 0; k1 < n && ok; k1++)
-      for (int k2 = k1 + 1; k2 < n && ok; k2++)
-        if (last_arr[k1] > first_join[k2])
-          ok = !phases_meet (op, ph, k1, k2, src, dst, dst2);
-  for (int k = 0; k < n; k++)
+  ok = class_phases (op, &pl)
+       && class_plan (op, &pl, 1, eng_sim_now (op->sim) + a->launch_overhead)
+       && !plan_meets_itself (op, &pl, scratch)
+       && net_network_claim (op->net);
+  if (!ok)
     {
-      g_free (ph[k].to);
-      g_free (ph[k].elems);
-    }
-  if (!ok || !net_network_claim (op->net))
-    {
-      g_array_unref (ends);
+      plan_clear (&pl);
       return FALSE;
     }
-  net_network_count_collective (op->net, TRUE);
-  c = g_new0 (CollClass, 1);
-  c->sim = op->sim;
-  c->net = op->net;
-  c->ends = ends;
-  c->done = op->done;
-  c->ctx = op->ctx;
-  c->data = op->data;
-  G_LOCK (coll_stats);
-  coll_stats.classes++;
-  G_UNLOCK (coll_stats);
+  holders = g_new (int, 1);
+  *holders = 1;
+  class_launch (op, &pl, holders, 1);
+  plan_clear (&pl);
   coll_op_free (op);
-  eng_schedule_at (c->sim, g_array_index (ends, double, 0), on_class_round,
-                   c, NULL);
   return TRUE;
+}
+
+/* Whether the C channels ops[] of one all-reduce repeat channel 0 on the
+ * same hosts: one rank per host, and in every phase of their plans pl[]
+ * the rank of channel c on a host sends to the same host as channel 0's
+ * rank there, a block of the same size, for the same rounds.  Then the
+ * channels' transfers go in C equal flows on each route, at the same
+ * times. */
+static gboolean
+channels_congruent (CollOp **ops, const CollPlan *pl, int C)
+{
+  int p = ops[0]->pub.p, n_hosts = net_network_n_hosts (ops[0]->net);
+  g_autofree int *rank0 = g_new (int, MAX (n_hosts, 1));
+
+  for (int h = 0; h < n_hosts; h++)
+    rank0[h] = -1;
+  for (int r = 0; r < p; r++)
+    {
+      int h = ops[0]->hosts[r];
+
+      if (h < 0 || h >= n_hosts || rank0[h] >= 0)
+        return FALSE;
+      rank0[h] = r;
+    }
+  for (int c = 1; c < C; c++)
+    {
+      if (pl[c].n != pl[0].n || ops[c]->pub.p != p)
+        return FALSE;
+      for (int k = 0; k < pl[0].n; k++)
+        {
+          const CommRound *r0 = &pl[0].ph[k], *rc = &pl[c].ph[k];
+
+          if (rc->count != r0->count || rc->reducing != r0->reducing)
+            return FALSE;
+          for (int r = 0; r < p; r++)
+            {
+              int h = ops[c]->hosts[r], q;
+
+              if (h < 0 || h >= n_hosts || (q = rank0[h]) < 0
+                  || ops[c]->hosts[rc->to[r]] != ops[0]->hosts[r0->to[q]]
+                  || rc->elems[r] != r0->elems[q])
+                return FALSE;
+            }
+        }
+    }
+  return TRUE;
+}
+
+/* Runs the C channels ops[] (built, not started, each calling
+ * on_channel_done) of one all-reduce as flow classes when that is exact:
+ * the caller declared the all-reduce exclusive, each channel qualifies as
+ * coll_class_start() requires of a collective alone, and the channels do
+ * not disturb one another's times.  That is so when they repeat channel 0
+ * on the same hosts (channels_congruent: each route carries C equal flows,
+ * timed with multiplicity C), without contention (channels then never
+ * interact), or when no two phases of different channels that may be in
+ * flight at once share a link.  Then frees the ops and returns TRUE; else
+ * changes nothing and returns FALSE. */
+static gboolean
+coll_class_start_channels (CollOp **ops, int C, const CommArgs *a)
+{
+  g_autofree CollPlan *pl = g_new0 (CollPlan, C);
+  g_autofree int *scratch = g_new (int, 4 * (gsize) a->p);
+  double t0 = eng_sim_now (ops[0]->sim) + a->launch_overhead;
+  gboolean maxmin
+    = net_network_contention (ops[0]->net) == NET_CONTENTION_MAXMIN;
+  gboolean ok = a->exclusive && C >= 2, congruent = FALSE;
+  int *holders;
+
+  for (int c = 0; c < C && ok; c++)
+    ok = class_eligible (ops[c]) && class_phases (ops[c], &pl[c]);
+  if (ok && maxmin && channels_congruent (ops, pl, C))
+    {
+      /* every channel's times are channel 0's, its flows C to a route */
+      congruent = TRUE;
+      ok = class_plan (ops[0], &pl[0], C, t0)
+           && !plan_meets_itself (ops[0], &pl[0], scratch);
+    }
+  else
+    {
+      for (int c = 0; c < C && ok; c++)
+        ok = class_plan (ops[c], &pl[c], 1, t0)
+             && !plan_meets_itself (ops[c], &pl[c], scratch);
+      for (int c1 = 0; c1 < C && ok && maxmin; c1++)
+        for (int c2 = c1 + 1; c2 < C && ok; c2++)
+          for (int k1 = 0; k1 < pl[c1].n && ok; k1++)
+            for (int k2 = 0; k2 < pl[c2].n && ok; k2++)
+              if (phases_overlap (&pl[c1], k1, &pl[c2], k2))
+                ok = !phases_meet (ops[c1], &pl[c1].ph[k1], ops[c2],
+                                   &pl[c2].ph[k2], scratch);
+    }
+  ok = ok && net_network_claim (ops[0]->net);
+  if (ok)
+    {
+      holders = g_new (int, 1);
+      *holders = congruent ? 1 : C;
+      if (congruent)
+        class_launch (ops[0], &pl[0], holders, C);
+      else
+        for (int c = 0; c < C; c++)
+          class_launch (ops[c], &pl[c], holders, 1);
+    }
+  for (int c = 0; c < C; c++)
+    {
+      plan_clear (&pl[c]);
+      if (ok)
+        coll_op_free (ops[c]);
+    }
+  return ok;
 }
 
 /* A collective `kind` of `alg` (an algorithm, not a selector) for `a`,
@@ -1544,6 +1708,86 @@ coll_mirror_start (const CommAlgorithm *alg, const CommArgs *a,
   return TRUE;
 }
 
+/* Starts op (built, not started) per message: its ranks run from
+ * launch_overhead on. */
+static void
+coll_run (CollOp *op, double launch_overhead)
+{
+  net_network_count_collective (op->net, FALSE);
+  for (int r = 0; r < op->pub.p; r++)
+    rank_load (op, r);
+  op->outstanding = 1;
+  eng_schedule (op->sim, launch_overhead, on_start, op, NULL);
+}
+
+/* Starts a->channels concurrent collectives (CommArgs.channels), at
+ * least one element each: as flow classes together where
+ * coll_class_start_channels() finds it exact, else each per message (one
+ * channel: as comm_start() runs a collective). */
+static gboolean
+coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
+                     CommKind kind, CommDone done, gpointer ctx,
+                     gpointer data, GError **error)
+{
+  int p = a->p, C = (int) MIN ((gsize) a->channels, MAX (a->n, 1));
+  g_autofree int *group = g_new (int, p), *order = g_new (int, p);
+  g_autofree int *hosts = g_new (int, p);
+  g_autofree float **bufs = a->bufs ? g_new (float *, p) : NULL;
+  g_autofree CollOp **ops = g_new0 (CollOp *, C);
+  CollJoin *join = g_new0 (CollJoin, 1);
+
+  *join = (CollJoin) { C, done, ctx, data };
+  for (int r = 0; r < p; r++)
+    group[r] = net_network_host_group (a->net, a->hosts[r]);
+  for (int c = 0; c < C; c++)
+    {
+      CommArgs sub = *a;
+      gsize lo, hi;
+
+      comm_shard_bounds (a->n, C, c, &lo, &hi);
+      comm_channel_order (p, group, c, net_network_group_order (a->net),
+                              order);
+      for (int j = 0; j < p; j++)
+        {
+          hosts[j] = a->hosts[order[j]];
+          if (bufs)
+            bufs[j] = a->bufs[order[j]] + lo;
+          if (order[j] == a->root)
+            sub.root = j;
+        }
+      sub.hosts = hosts;
+      sub.bufs = bufs;
+      sub.n = hi - lo;
+      sub.channels = 0;
+      if (C == 1)
+        {
+          /* alone on the network as the caller says, mirrored likewise */
+          if (!comm_start (alg, &sub, kind, on_channel_done, join, NULL,
+                           error))
+            {
+              g_free (join);
+              return FALSE;
+            }
+          return TRUE;
+        }
+      /* the same algorithm and kind: only the first can fail */
+      ops[c] = coll_op_new (alg, &sub, kind, on_channel_done, join, NULL,
+                            error);
+      if (ops[c] == NULL)
+        {
+          g_assert (c == 0);
+          g_free (join);
+          return FALSE;
+        }
+    }
+  if (coll_class_start_channels (ops, C, a))
+    return TRUE;
+  /* the channels run at once: none is alone on the network */
+  for (int c = 0; c < C; c++)
+    coll_run (ops[c], a->launch_overhead);
+  return TRUE;
+}
+
 /* --- Start ---------------------------------------------------------------- */
 
 gboolean
@@ -1604,11 +1848,7 @@ comm_start (const CommAlgorithm *alg, const CommArgs *a,
     return FALSE;
   if (coll_class_start (op, a))
     return TRUE;
-  net_network_count_collective (op->net, FALSE);
-  for (int r = 0; r < a->p; r++)
-    rank_load (op, r);
-  op->outstanding = 1;
-  eng_schedule (op->sim, a->launch_overhead, on_start, op, NULL);
+  coll_run (op, a->launch_overhead);
   return TRUE;
 }
 

@@ -12,9 +12,11 @@
  * the sweep over algorithms x topologies x sizes runs as classes, the
  * cases that break the symmetry (unequal blocks, routes of two kinds, a
  * degraded link, traffic already in flight, a caller that does not promise
- * to be alone, an observer of every message) run per message.  A run
- * through `dtsim` checks the same on every trace table but the events and
- * the params row naming the path.
+ * to be alone, an observer of every message) run per message.  The
+ * channels of one all-reduce run as flow classes together where their
+ * times cannot disturb one another, and per message where they share links
+ * with blocks of other sizes.  A run through `dtsim` checks the same on
+ * every trace table but the events and the params row naming the path.
  */
 #include "config.h"
 
@@ -46,6 +48,7 @@ typedef struct {
   double t_done;     /* s, when `done` ran */
   int n_done;
   gboolean classes;  /* it ran as flow classes */
+  guint64 n_classes, n_detailed;   /* collectives (channels) by path */
 } Outcome;
 
 static void
@@ -111,11 +114,13 @@ network_new (EngSim *sim, const Topo *t, int p, NetContention contention)
 
 /* Runs `kind` of algorithm `alg` over p ranks (rank r on host r) of n
  * elements of elem_bytes, timing only, with flow classes on or off, on
- * GPUs of `arch` under protocol `pr` (NULL: the overheads as given). */
+ * GPUs of `arch` under protocol `pr` (NULL: the overheads as given), in
+ * `channels` channels (0: one collective, as given). */
 static Outcome
-run_arch (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
-          double elem_bytes, NetContention contention, Disturb disturb,
-          gboolean classes, CommArch arch, const CommProtocol *pr)
+run_channels (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
+              double elem_bytes, NetContention contention, Disturb disturb,
+              gboolean classes, CommArch arch, const CommProtocol *pr,
+              int channels)
 {
   EngSim *sim = eng_sim_new ();
   NetNetwork *net = network_new (sim, t, p, contention);
@@ -128,7 +133,7 @@ run_arch (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
         .elem_bytes = elem_bytes, .reduce_per_byte = 1e-11, .root = 0, .tag = 7,
     .launch_overhead = 3e-6, .step_overhead = 6e-6,
     .intra_step_overhead = 2e-6, .exclusive = disturb != DISTURB_SHARED,
-    .arch = arch, .protocol = pr,
+    .arch = arch, .protocol = pr, .channels = channels,
   };
   g_autoptr (GError) error = NULL;
 
@@ -151,11 +156,22 @@ run_arch (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
   g_assert_cmpint (o.n_done, ==, 1);
   g_assert_cmpuint (net_network_active (net), ==, 0);
   o.classes = after.classes > before.classes;
+  net_network_collective_counts (net, &o.n_classes, &o.n_detailed);
   if (disturb == DISTURB_OBSERVER)
     g_assert_cmpint (observed, >, 0);
   net_network_free (net);
   eng_sim_free (sim);
   return o;
+}
+
+/* run_channels of one collective. */
+static Outcome
+run_arch (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
+          double elem_bytes, NetContention contention, Disturb disturb,
+          gboolean classes, CommArch arch, const CommProtocol *pr)
+{
+  return run_channels (alg, kind, t, p, n, elem_bytes, contention, disturb,
+                       classes, arch, pr, 0);
 }
 
 /* run_arch on no GPU NCCL knows, with the overheads as given. */
@@ -397,6 +413,105 @@ test_fallback (void)
            DISTURB_NONE, FALSE);
 }
 
+/* An all-reduce in C channels with flow classes on and off: equal times,
+ * every channel on the path expected (counted once per channel), and, on
+ * the class path, each of the C channels reporting its end once. */
+static void
+compare_channels (const char *alg, const Topo *t, int p, gsize n, int C,
+                  NetContention contention, gboolean expect_classes)
+{
+  Outcome on = run_channels (alg, COMM_ALLREDUCE, t, p, n, 4, contention,
+                             DISTURB_NONE, TRUE, COMM_ARCH_OTHER, NULL, C);
+  Outcome off = run_channels (alg, COMM_ALLREDUCE, t, p, n, 4, contention,
+                              DISTURB_NONE, FALSE, COMM_ARCH_OTHER, NULL, C);
+
+  if (g_test_verbose ())
+    g_printerr ("%s in %d channels on %s (%d), p = %d, n = %zu, %s: "
+                "%.17g s, %s%s\n", alg, C, t->topology, t->gpus, p, n,
+                contention == NET_CONTENTION_MAXMIN ? "max-min" : "none",
+                on.t_done, on.classes ? "classes" : "per message",
+                on.t_done == off.t_done ? "" : " (not bit-identical)");
+  g_assert_cmpuint (off.n_classes, ==, 0);
+  g_assert_cmpuint (off.n_detailed, ==, (guint64) C);
+  g_assert_cmpint (on.classes, ==, expect_classes);
+  g_assert_cmpuint (on.n_classes, ==, expect_classes ? (guint64) C : 0);
+  g_assert_cmpuint (on.n_detailed, ==, expect_classes ? 0 : (guint64) C);
+  g_assert_cmpfloat (off.t_done, >, 0);
+  g_assert_cmpfloat_with_epsilon (on.t_done, off.t_done, 1e-9 * off.t_done);
+}
+
+/* Channels (docs/collectives.md, "Channels"): C all-reduces at once over
+ * rotated rank orders.  They run as flow classes where that is exact:
+ * channels that repeat channel 0 on the same hosts with blocks of the same
+ * sizes (the hierarchical all-reduce on nodes when C g divides n: every
+ * route carries C equal flows, each at its bandwidth / C under max-min; a
+ * ring whose channels all lay the same ring), channels whose links never
+ * meet while both are in flight (the rings of one DGX-1, laid along NVLink
+ * both ways round two edge-disjoint cycles), and any channels that qualify
+ * alone when there is no contention (they never interact).  Channels that
+ * share links with blocks of other sizes, or cross-node rings whose
+ * channels share a node's NVLink links at different times, run per
+ * message. */
+static void
+test_channels (void)
+{
+  static const Topo star = { "star", 0, FALSE };
+  static const Topo nodes8 = { "nodes", 8, TRUE };
+  static const Topo nodes4 = { "nodes", 4, TRUE };
+  static const Topo nodes1 = { "nodes", 1, FALSE };
+  static const Topo dgx1 = { "dgx1", 0, FALSE };
+  static const int counts[] = { 2, 3, 4, 8 };
+  /* divisible by C g m for every C, g and m below */
+  const gsize n = 3 * 4096 * 5;
+
+  for (guint i = 0; i < G_N_ELEMENTS (counts); i++)
+    {
+      int C = counts[i];
+      gsize even = n - n % ((gsize) C * 8);
+
+      /* congruent channels: C flows on every route at once */
+      compare_channels ("hierarchical", &nodes8, 64, even, C,
+                        NET_CONTENTION_MAXMIN, TRUE);
+      compare_channels ("hierarchical", &nodes8, 256, even, C,
+                        NET_CONTENTION_MAXMIN, TRUE);
+      compare_channels ("hierarchical", &nodes4, 32, even, C,
+                        NET_CONTENTION_MAXMIN, TRUE);
+      compare_channels ("hierarchical", &nodes8, 64, even, C,
+                        NET_CONTENTION_NONE, TRUE);
+      /* sub-blocks of two sizes across the nodes, alike in every channel */
+      compare_channels ("hierarchical", &nodes8, 64, (gsize) C * 8 * 1001,
+                        C, NET_CONTENTION_MAXMIN, TRUE);
+      /* one GPU per node or a star: every channel lays the same ring */
+      compare_channels ("ring", &nodes1, 16, n, C, NET_CONTENTION_MAXMIN,
+                        TRUE);
+      compare_channels ("ring", &star, 16, n, C, NET_CONTENTION_MAXMIN, TRUE);
+      /* chunks of two sizes: channel c's GPU a holds channel 0's chunk of
+       * GPU a - c, so a route carries flows of both sizes at once */
+      compare_channels ("hierarchical", &nodes8, 64, even + (gsize) C * 8 + 3,
+                        C, NET_CONTENTION_MAXMIN, FALSE);
+      /* ... which do not interact without contention */
+      compare_channels ("hierarchical", &nodes8, 64, even + (gsize) C * 8 + 3,
+                        C, NET_CONTENTION_NONE, TRUE);
+      /* channels of unequal sizes (n mod C elements more in the first) */
+      if (C > 2)
+        compare_channels ("ring", &star, 16, n + 1, C, NET_CONTENTION_MAXMIN,
+                          FALSE);
+    }
+  /* one DGX-1: channels 0 and 1 go round the doubled NVLink cycle one way
+   * each, 2 and 3 round the single one; their one-way links never meet,
+   * while the rings of the two cycles take different times */
+  compare_channels ("ring", &dgx1, 8, n, 2, NET_CONTENTION_MAXMIN, TRUE);
+  compare_channels ("ring", &dgx1, 8, n, 4, NET_CONTENTION_MAXMIN, TRUE);
+  compare_channels ("ring", &dgx1, 8, n + 5, 4, NET_CONTENTION_MAXMIN, TRUE);
+  /* channels 4 and 5 take channels 0 and 1's links again */
+  compare_channels ("ring", &dgx1, 8, n, 8, NET_CONTENTION_MAXMIN, FALSE);
+  /* rings over nodes cross NVLink and NICs: one channel is no class */
+  compare_channels ("ring", &nodes8, 32, n, 2, NET_CONTENTION_MAXMIN, FALSE);
+  /* p <= g: the hierarchical all-reduce inside one node */
+  compare_channels ("hierarchical", &nodes8, 8, n, 4, NET_CONTENTION_MAXMIN,
+                    TRUE);
+}
+
 /* A transfer handed to the network while a flow-class collective holds it
  * breaks the caller's promise: dtsim stops rather than give wrong times. */
 static void
@@ -438,35 +553,39 @@ query_text (const char *db, const char *sql)
 }
 
 /* `dtsim run` of a timing-only data-parallel step with the hierarchical
- * all-reduce: every table of the trace is the same with flow classes on
- * and off, but the run's events and the params rows of the key and of the
- * path taken. */
+ * all-reduce in `channels` channels: every table of the trace is the same
+ * with flow classes on and off, but the run's events and the params rows
+ * of the key and of the path taken, which is `path` with flow classes on
+ * (2 iterations of one bucket in each channel). */
 static void
-test_run (void)
+run_dtsim_pair (int channels, const char *path)
 {
   g_autofree char *tmp = g_dir_make_tmp ("flowclass-XXXXXX", NULL);
-  const char *ini = "[scenario]\nname = fc\niterations = 2\n"
-                    "[cluster]\nworkers = 64\n"
-                    "[device]\nstep_time = 1ms\n"
-                    "[network]\ntopology = nodes\ngpus_per_node = 8\n"
-                    "nic = gpu\nstep_overhead = 10us\n"
-                    "[model]\nkind = timing\nparams = 1048576\nflops = 1e6\n"
-                    "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
-                    "bucket_size = 0\nchannels = 1\n"
-                    "[kernels]\nbackend = none\n"
-                    "[trace]\ndetail = spans\n";
+  g_autofree char *ini = g_strdup_printf (
+    "[scenario]\nname = fc\niterations = 2\n"
+    "[cluster]\nworkers = 64\n"
+    "[device]\nstep_time = 1ms\n"
+    "[network]\ntopology = nodes\ngpus_per_node = 8\n"
+    "nic = gpu\nstep_overhead = 10us\n"
+    "[model]\nkind = timing\nparams = 1048576\nflops = 1e6\n"
+    "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
+    "bucket_size = 0\nchannels = %d\n"
+    "[kernels]\nbackend = none\n"
+    "[trace]\ndetail = spans\n", channels);
   static const char *const tables[] = { "iterations", "spans", "metrics",
                                         NULL };
-  g_autofree char *path = g_build_filename (tmp, "fc.ini", NULL);
+  g_autofree char *ini_path = g_build_filename (tmp, "fc.ini", NULL);
+  g_autofree char *per_message = g_strdup_printf ("classes=0 detailed=%d",
+                                                  2 * channels);
   char *digest[2], *ran[2], *sim_time[2], *events[2];
 
-  g_assert_true (g_file_set_contents (path, ini, -1, NULL));
+  g_assert_true (g_file_set_contents (ini_path, ini, -1, NULL));
   for (int off = 0; off < 2; off++)
     {
       g_autofree char *db = g_strdup_printf ("%s/fc%d.db", tmp, off);
       g_autofree char *o = NULL, *e = NULL;
 
-      g_assert_cmpint (test_run_dtsim (tmp, &o, &e, "run", path, "-o", db,
+      g_assert_cmpint (test_run_dtsim (tmp, &o, &e, "run", ini_path, "-o", db,
                                        "--quiet", "--set",
                                        off ? "network.flow_classes=off"
                                            : "network.flow_classes=auto",
@@ -480,10 +599,12 @@ test_run (void)
     }
   g_assert_cmpstr (digest[0], ==, digest[1]);
   g_assert_cmpstr (sim_time[0], ==, sim_time[1]);
-  /* one bucket per iteration, each an all-reduce */
-  g_assert_cmpstr (ran[0], ==, "classes=2 detailed=0");
-  g_assert_cmpstr (ran[1], ==, "classes=0 detailed=2");
-  g_assert_cmpint (atoll (events[0]), <, atoll (events[1]));
+  g_assert_cmpstr (ran[0], ==, path);
+  g_assert_cmpstr (ran[1], ==, per_message);
+  if (strcmp (path, per_message) != 0)
+    g_assert_cmpint (atoll (events[0]), <, atoll (events[1]));
+  else
+    g_assert_cmpstr (events[0], ==, events[1]);
   for (int i = 0; i < 2; i++)
     {
       g_free (digest[i]);
@@ -492,6 +613,17 @@ test_run (void)
       g_free (events[i]);
     }
   sim_remove_tree (tmp);
+}
+
+/* One channel, two whose blocks match (2^20 elements: 2^19 per channel,
+ * 2^16 per GPU), and three of unequal sizes (349,526 elements in the
+ * first, 349,525 in the others), which run per message. */
+static void
+test_run (void)
+{
+  run_dtsim_pair (1, "classes=2 detailed=0");
+  run_dtsim_pair (2, "classes=4 detailed=0");
+  run_dtsim_pair (3, "classes=0 detailed=6");
 }
 
 /* The events `dtsim check` estimates for a timing-only data-parallel run
@@ -592,6 +724,7 @@ main (int argc, char **argv)
   g_test_add_func ("/flowclass/symmetric", test_symmetric);
   g_test_add_func ("/flowclass/unequal", test_unequal);
   g_test_add_func ("/flowclass/fallback", test_fallback);
+  g_test_add_func ("/flowclass/channels", test_channels);
   g_test_add_func ("/flowclass/claim", test_claim);
   g_test_add_func ("/flowclass/run", test_run);
   g_test_add_func ("/flowclass/estimate", test_estimate);
