@@ -616,7 +616,7 @@ dbt_eval_rank (const CommOp *op, GHashTable *links, DbtClock *clk, int v,
 
   while (dbt_step (op, v, c->pc, &s))
     {
-      double bytes = (double) (s.hi - s.lo) * op->elem_bytes, x;
+      double bytes = (double) (s.hi - s.lo) * lv->elem_bytes, x;
       gboolean in = op->group[v] == op->group[s.peer];
       double alpha = in ? lv->alpha_in : lv->alpha_out;
       double beta = in ? lv->beta_in : lv->beta_out;
@@ -671,14 +671,16 @@ dbt_eval_rank (const CommOp *op, GHashTable *links, DbtClock *clk, int v,
 /* The schedule's time for l's collective (all-reduce, reduce or
  * broadcast; p >= 2, in host groups of l->group consecutive ranks, the
  * last one smaller where l->group does not divide p): the last rank's
- * end.  l->shared is not read (contention none). */
+ * end, its chunks cut as the executor cuts them, by the bytes on the
+ * wire (l->wire).  l->shared is not read (contention none). */
 static double
 dbt_eval (const CommLevels *l)
 {
   int p = l->p, group = MAX (l->group, 1);
   g_autofree int *groups = g_new (int, p);
   CommOp op = { .p = p, .n = l->n, .root = 0, .kind = l->kind,
-                .elem_bytes = l->elem_bytes, .group = groups };
+                .elem_bytes = l->elem_bytes * (l->wire > 0 ? l->wire : 1),
+                .group = groups };   /* chunks cut by the wire's bytes */
   g_autoptr (GHashTable) links = g_hash_table_new_full (NULL, NULL, NULL,
                                                         dbt_link_free);
   g_autoptr (GArray) todo = g_array_new (FALSE, FALSE, sizeof (int));
@@ -717,7 +719,7 @@ dbt_cost (CommKind kind, int p, int group, gsize n,
           double elem_bytes, double alpha, double beta, double gamma)
 {
   CommLevels l = { kind, p, group, n, elem_bytes, alpha, beta, alpha, beta,
-                   gamma, FALSE };
+                   gamma, FALSE, 1 };
 
   if (kind != COMM_ALLREDUCE && kind != COMM_REDUCE
       && kind != COMM_BROADCAST)
