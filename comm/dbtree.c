@@ -7,8 +7,11 @@
  * B its mirror (p - 1 even) or the same shifted by one rank (p - 1 odd), as
  * ncclGetDtree builds them, so that a rank inside one tree is a leaf of the
  * other; the root sits on top of both, as in the two-tree algorithms of
- * Sanders, Speck & Träff 2009.  All-reduce is a reduce to the root then a
- * broadcast from it; reduce and broadcast are each half of it.
+ * Sanders, Speck & Träff 2009.  Where the ranks sit in several host groups
+ * (nodes), the trees are laid as NCCL lays them (src/graph/connect.cc,
+ * connectTrees): a chain inside each group, the two trees over the groups.
+ * All-reduce is a reduce to the root then a broadcast from it; reduce and
+ * broadcast are each half of it.
  *
  * Sends stream, as NCCL's do: a rank hands chunk k + 1 to the network as
  * soon as chunk k is on the wire, with up to COMM_SLOTS chunks ahead of a
