@@ -35,6 +35,7 @@ auto_levels (const CommArgs *a, CommKind kind, const CommProtocol *pr,
   l->n = a->n;
   l->elem_bytes = a->elem_bytes;
   l->reduce_per_byte = a->reduce_per_byte;
+  l->wire = wire;
   for (int r = 0; r < a->p; r++)
     if (net_network_host_group (a->net, a->hosts[r]) == g0)
       {

@@ -286,6 +286,9 @@ typedef struct {
   double alpha_in, beta_in, alpha_out, beta_out;
   double reduce_per_byte;
   gboolean shared;
+  double wire;     /* bytes on the wire per byte of data, which the betas
+                      already hold: for an algorithm that cuts its chunks
+                      by the bytes on the wire (double-tree); 0 = 1 */
 } CommLevels;
 
 typedef struct CommAlgorithm CommAlgorithm;
@@ -478,7 +481,8 @@ double comm_cost (const CommAlgorithm *alg, CommKind kind, int p,
 /* The same when the p ranks form groups of `group` ranks each (hosts
  * sharing a node or rack, net_network_host_group; group >= 1 divides p):
  * routes inside a group and across still all have alpha and beta, so only
- * an algorithm that moves data by group (hierarchical) depends on it.
+ * an algorithm that lays its ranks by group (hierarchical, double-tree)
+ * depends on it.
  * comm_cost() is this with group = 1 (every rank alone, as on a star). */
 double comm_cost_grouped (const CommAlgorithm *alg, CommKind kind,
                               int p, int group, gsize n, double elem_bytes,

@@ -311,7 +311,7 @@ hier_cost (CommKind kind, int p, int group, gsize n, double elem_bytes,
            double alpha, double beta, double gamma)
 {
   CommLevels l = { kind, p, group, n, elem_bytes, alpha, beta, alpha, beta,
-                      gamma, FALSE };
+                      gamma, FALSE, 1 };
 
   return hier_cost_levels (&l);
 }

@@ -1038,6 +1038,158 @@ test_hier_nodes_data (void)
       }
 }
 
+/* --- the double tree on nodes ---------------------------------------------- */
+
+/* Runs the double tree's collective `kind` on `run` (root `root`) with
+ * `nic_latency` s declared by the NIC between nodes; returns its time.
+ * With `estimate`, under the protocol of least estimate, comm_plan's
+ * estimate in *estimate; without, with no protocol (the figures as
+ * given). */
+static double
+run_dbt_nodes (Run *run, CommKind kind, gboolean data, int root,
+               double nic_latency, double *estimate)
+{
+  const CommAlgorithm *dbt = comm_lookup ("double-tree");
+  CommArgs a = { .sim = run->sim, .net = run->net, .p = run->p,
+                 .hosts = run->hosts, .bufs = data ? run->bufs : NULL,
+                 .n = run->n, .elem_bytes = ELEM, .reduce_per_byte = GAMMA,
+                 .root = root, .tag = 7, .nic_latency = nic_latency };
+  g_autoptr (GError) error = NULL;
+  CommPlan plan;
+
+  if (estimate != NULL)
+    {
+      a.protocol = comm_protocol_lookup ("auto");
+      g_assert_true (comm_plan (dbt, &a, kind, &plan));
+      *estimate = plan.estimate;
+    }
+  g_assert_true (comm_start (dbt, &a, kind, on_done, run, run, &error));
+  g_assert_no_error (error);
+  eng_run (run->sim, INFINITY);
+  g_assert_cmpint (run->n_done, ==, 1);
+  g_assert_cmpuint (net_network_active (run->net), ==, 0);
+  return run->t_done;
+}
+
+/* Laid as NCCL lays it, a chain in each node and the two trees over
+ * nodes: on nodes of 1, 2, 4 and 8 GPUs, for every p from 2 to 32 (the
+ * last node partly filled where the node size does not divide p), both
+ * contention modes, every rank ends with exactly the element-wise sum, for
+ * n = N_ODD (a chunk per half) and 40000 (several, and a ragged last one),
+ * with the root at rank 0 and at rank p - 1; a timing-only run takes the
+ * same time; reduce and broadcast give the root's sum and the root's
+ * buffer. */
+static void
+test_dbtree_nodes_data (void)
+{
+  const int gpus[] = { 1, 2, 4, 8 };
+  const gsize ns[] = { N_ODD, 40000 };
+  const CommKind kinds[] = { COMM_REDUCE, COMM_BROADCAST };
+
+  for (int p = 2; p <= 32; p++)
+    for (guint gi = 0; gi < G_N_ELEMENTS (gpus); gi++)
+      for (int c = 0; c < 2; c++)
+        for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
+          {
+            NetContention cont = c ? NET_CONTENTION_MAXMIN
+                                   : NET_CONTENTION_NONE;
+            int root = k == 0 ? 0 : p - 1;
+            Run *run = run_new_nodes (p, ns[k], cont, gpus[gi], p % 2);
+            Run *timing = run_new_nodes (p, ns[k], cont, gpus[gi], p % 2);
+            double t;
+
+            run_set_integers (run);
+            t = run_dbt_nodes (run, COMM_ALLREDUCE, TRUE, root, 0, NULL);
+            assert_allreduce_exact (run);
+            g_assert_cmpfloat (run_dbt_nodes (timing, COMM_ALLREDUCE, FALSE,
+                                              root, 0, NULL), ==, t);
+            run_free (timing);
+            run_free (run);
+            for (guint j = 0; j < G_N_ELEMENTS (kinds); j++)
+              {
+                run = run_new_nodes (p, ns[k], cont, gpus[gi], FALSE);
+                run_dbt_nodes (run, kinds[j], TRUE, root, 0, NULL);
+                assert_operation (run, kinds[j], root);
+                run_free (run);
+              }
+          }
+}
+
+/* The estimate auto and nccl price the double tree by is its schedule laid
+ * as the executor lays it, with the routes inside a node and across as
+ * they are: on 2 to 4 nodes of 4 and 8 GPUs, with contention none, it is
+ * the simulated time, for all-reduce, reduce and broadcast, a few chunks
+ * and many, a NIC per node and per GPU, with and without a NIC latency. */
+static void
+test_dbtree_nodes_estimate (void)
+{
+  const int gpus[] = { 4, 8 };
+  const gsize ns[] = { N_ODD, 1 << 18 };
+  const CommKind kinds[] = { COMM_ALLREDUCE, COMM_REDUCE, COMM_BROADCAST };
+
+  for (int nodes = 2; nodes <= 4; nodes++)
+    for (guint gi = 0; gi < G_N_ELEMENTS (gpus); gi++)
+      for (guint k = 0; k < G_N_ELEMENTS (ns); k++)
+        for (guint j = 0; j < G_N_ELEMENTS (kinds); j++)
+          for (int nic = 0; nic < 2; nic++)
+            {
+              int p = nodes * gpus[gi];
+              Run *run = run_new_nodes (p, ns[k], NET_CONTENTION_NONE,
+                                        gpus[gi], nic);
+              double est, t;
+
+              run->n = ns[k];
+              t = run_dbt_nodes (run, kinds[j], FALSE, 0, nic ? 3e-5 : 0,
+                                 &est);
+              assert_time (t, est);
+              run_free (run);
+            }
+}
+
+/* Depth of the trees over G >= 2 nodes: the root's node on top of the
+ * two trees over the other G - 1, each floor(lg(G - 1)) + 1 deep. */
+static int
+dbt_node_depth (int G)
+{
+  return (int) floor (log2 ((double) (G - 1)) + 1e-12) + 1;
+}
+
+/* A path crosses between nodes once per level of the trees over nodes,
+ * not at every level over ranks: with the NIC's declared latency L large
+ * (every message between nodes pays it twice with no protocol, Simple's
+ * figures) and one chunk per half, the all-reduce grows by exactly
+ * 2 x depth x 2 dL when L grows by dL (a reduce up the trees over nodes, a
+ * broadcast down), on 2 to 6 nodes of 2, 4 and 8 GPUs (with 8 GPUs and 5
+ * nodes, the last node holds 3).  (With several chunks a rank's one
+ * program interleaves the two trees' chunks, so a tree's chunk can wait
+ * for the other tree's from across a node: docs/collectives.md.) */
+static void
+test_dbtree_nodes_crossings (void)
+{
+  const int gpus[] = { 2, 4, 8 };
+  const double L = 1e-3, dL = 1e-3;   /* s */
+  double scale = comm_protocol_nic_latency_scale (NULL);
+
+  for (int nodes = 2; nodes <= 6; nodes++)
+    for (guint gi = 0; gi < G_N_ELEMENTS (gpus); gi++)
+      {
+        int p = nodes * gpus[gi] - (gpus[gi] == 8 && nodes == 5 ? 5 : 0);
+        double t[2];
+
+        g_assert_cmpint (dbt_chunks (p, N_ODD), ==, 1);
+        for (int i = 0; i < 2; i++)
+          {
+            Run *run = run_new_nodes (p, N_ODD, NET_CONTENTION_NONE,
+                                      gpus[gi], FALSE);
+
+            t[i] = run_dbt_nodes (run, COMM_ALLREDUCE, FALSE, 0,
+                                  L + i * dL, NULL);
+            run_free (run);
+          }
+        assert_time (t[1] - t[0], 2 * dbt_node_depth (nodes) * scale * dL);
+      }
+}
+
 /* The smallest k >= 5 prime to p: r -> (k r + 3) mod p is a permutation. */
 static int
 coprime_step (int p)
@@ -1469,7 +1621,7 @@ test_channels_ring_formula (void)
       assert_time (t, want);
       assert_allreduce_data (run);
       l = (CommLevels) { COMM_ALLREDUCE, p, 4, hi - lo, ELEM, a_in, b_in,
-                            a_out, b_out, 0, FALSE };
+                            a_out, b_out, 0, FALSE, 1 };
       assert_time (comm_lookup ("ring")->cost_levels (&l), want);
       run_free (run);
     }
@@ -2064,6 +2216,12 @@ main (int argc, char **argv)
   g_test_add_func ("/collectives/double-tree/vs-tree", test_dbtree_vs_tree);
   g_test_add_func ("/collectives/double-tree/pipelined",
                    test_dbtree_pipelined);
+  g_test_add_func ("/collectives/double-tree/nodes/data",
+                   test_dbtree_nodes_data);
+  g_test_add_func ("/collectives/double-tree/nodes/estimate",
+                   test_dbtree_nodes_estimate);
+  g_test_add_func ("/collectives/double-tree/nodes/crossings",
+                   test_dbtree_nodes_crossings);
   g_test_add_func ("/collectives/butterfly/closed-form", test_bf_closed);
   g_test_add_func ("/collectives/butterfly/fold", test_bf_fold);
   for (guint i = 0; i < G_N_ELEMENTS (algs); i++)
