@@ -346,7 +346,12 @@ dbt_build (CommOp *op, CommKind kind, GError **error)
   st = g_new0 (DbtState, 1);
   st->chunks = dbt_chunks (op->n, op->p, op->elem_bytes);
   st->ranks = g_new0 (DbtRank, op->p);
-  if (op->group != NULL)
+  /* laid over groups only where the ranks span several: on one node NCCL
+   * runs no tree between nodes, and the tree over ranks stays */
+  gboolean several = FALSE;
+  for (int v = 1; op->group != NULL && v < op->p && !several; v++)
+    several = op->group[v] != op->group[0];
+  if (several)
     {
       vgroup = g_new (int, op->p);
       for (int v = 0; v < op->p; v++)
@@ -608,6 +613,27 @@ typedef struct {
   gboolean done;
 } DbtClock;
 
+/* How many streams share the route into `peer` with rank v's send to it:
+ * with links shared (lv->shared, max-min), a send up the tree into a
+ * parent that receives from k children at once in that tree gets 1 / k of
+ * the parent's link, so its bytes take k times as long to arrive (the
+ * sender's own link keeps its rate for its other stream: its time is not
+ * stretched); 1 otherwise, and always with contention none.  The
+ * broadcast's sends from one rank are already in turn (the rank sends one
+ * at a time). */
+static double
+dbt_ingress_share (const CommOp *op, const CommLevels *lv, int v, int peer)
+{
+  const DbtState *st = op->state;
+
+  if (!lv->shared)
+    return 1;
+  for (int t = 0; t < 2; t++)
+    if (st->ranks[v].up[t] == peer)
+      return MAX (st->ranks[peer].n_down[t], 1);
+  return 1;
+}
+
 /* Runs rank v of `op` as far as its messages allow; files in `todo` the
  * ranks its progress may let go on. */
 static void
@@ -628,6 +654,7 @@ dbt_eval_rank (const CommOp *op, GHashTable *links, DbtClock *clk, int v,
         {
           DbtLink *l = dbt_link (links, op->p, v, s.peer);
           guint seq = l->arrive->len;
+          double share = dbt_ingress_share (op, lv, v, s.peer);
 
           if (seq >= COMM_SLOTS && l->take->len <= seq - COMM_SLOTS)
             {
@@ -637,7 +664,7 @@ dbt_eval_rank (const CommOp *op, GHashTable *links, DbtClock *clk, int v,
           if (seq >= COMM_SLOTS)
             c->t = MAX (c->t, g_array_index (l->take, double,
                                              seq - COMM_SLOTS));
-          x = c->t + alpha + bytes * beta;
+          x = c->t + alpha + bytes * beta * share;
           g_array_append_val (l->arrive, x);
           c->t += bytes * beta;
           if (clk[s.peer].blocked)
@@ -675,7 +702,8 @@ dbt_eval_rank (const CommOp *op, GHashTable *links, DbtClock *clk, int v,
  * broadcast; p >= 2, in host groups of l->group consecutive ranks, the
  * last one smaller where l->group does not divide p): the last rank's
  * end, its chunks cut as the executor cuts them, by the bytes on the
- * wire (l->wire).  l->shared is not read (contention none). */
+ * wire (l->wire).  With l->shared (max-min), a send up the tree into a parent of k
+ * children arrives k times as slowly (dbt_ingress_share). */
 static double
 dbt_eval (const CommLevels *l)
 {
@@ -766,7 +794,7 @@ const CommAlgorithm comm_dbtree = {
   .step = dbt_step,
   .cost = dbt_cost,
   .cost_levels = dbt_cost_levels,
-  .shared_beta = 2,
+  .shared_beta = 1,   /* its evaluation shares a parent's link itself */
   .messages = dbtree_messages,
   .nccl = TRUE,
 };

@@ -2156,7 +2156,7 @@ test_auto_nodes (void)
 }
 
 /* Under max-min the double tree's ranks receive from two children at once,
- * stretching its bandwidth term up to 2x, which auto allows for: on a star
+ * which auto's evaluation of it shares (dbt_ingress_share): on a star
  * of 500 ranks (not a power of two) an 8 MB all-reduce, where the
  * double tree's contention-free formula beats the ring's, auto runs what
  * is fastest under max-min, to 5%. */
