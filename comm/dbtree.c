@@ -185,7 +185,9 @@ dbt_link_down (DbtRank *ranks, int t, int x, int c)
  * without groups, below the root's group; a group's chain head in a tree
  * (m_0 in A, m_{k-1} in B, the root in both for its group) is the one
  * rank that links it to the group above and to the groups below.  With
- * every rank its own group this is the layout over ranks unchanged. */
+ * every rank its own group this is the layout over ranks unchanged.  Long:
+ * the groups' members, their chains and the trees over the chains' heads
+ * are laid in one pass over the same tables. */
 static void
 dbt_layout (int p, const int *vgroup, DbtRank *ranks)
 {
