@@ -45,6 +45,9 @@
 
 G_DEFINE_QUARK (pol-coll-error-quark, comm_error)
 
+/* Longest route a folded channel sends on (links). */
+#define COLL_FOLD_HOPS 32
+
 /* --- State ----------------------------------------------------------------- */
 
 /* A message between two ranks, from net_send to its receive step. */
@@ -109,6 +112,10 @@ typedef struct {
   CollMsg *free_msgs; /* messages received, kept for reuse */
   GArray *woken;      /* int: streaming senders that a receive let go on,
                          to run next (NULL until one is) */
+  int *fold_rep;      /* (net_network_n_links) each link's representative
+                         on the folded network, -1 for a link no folded
+                         transfer crosses; NULL when not folded (see
+                         "Folded channels") */
   CommDone done;
   gpointer ctx, data;
 } CollOp;
@@ -384,6 +391,7 @@ coll_op_free (CollOp *op)
   g_free (op->groups);
   g_free (op->bufs);
   g_free (op->acc);
+  g_free (op->fold_rep);
   if (op->woken)
     g_array_unref (op->woken);
   g_free (op);
@@ -674,6 +682,31 @@ msg_floor_route (const CollOp *op, int r, int q, double bytes)
 }
 
 
+/* Hands a transfer of `bytes` from rank r to rank q of a folded channel
+ * (op->fold_rep) to the network on its folded route: each link of its
+ * route replaced by its representative. */
+static void
+fold_send (CollOp *op, int r, int q, double bytes, CollMsg *m)
+{
+  int links[COLL_FOLD_HOPS];
+  int n = net_network_route_links (op->net, op->hosts[r], op->hosts[q],
+                                   links, COLL_FOLD_HOPS);
+
+  g_assert (n >= 1 && n <= COLL_FOLD_HOPS);
+  for (int i = 0; i < n; i++)
+    {
+      /* coll_fold_start_channels mapped every route of the rounds */
+      if (G_UNLIKELY (op->fold_rep[links[i]] < 0))
+        g_error ("a folded channel sent %s -> %s, off the routes of its "
+                 "rounds", net_network_host_name (op->net, op->hosts[r]),
+                 net_network_host_name (op->net, op->hosts[q]));
+      links[i] = op->fold_rep[links[i]];
+    }
+  net_send_claimed (op->net, op->hosts[r], op->hosts[q], links, n, bytes,
+                    msg_floor_route (op, r, q, bytes), op->tag, on_arrival,
+                    op, m);
+}
+
 /* Hands rank r's current step, a send, to the network, with a snapshot of
  * its elements. */
 static void
@@ -693,6 +726,11 @@ issue_send (CollOp *op, int r)
     m->payload = g_memdup2 (op->bufs[r] + s->lo, len * sizeof (float));
   op->outstanding++;
   op->transfers++;
+  if (op->fold_rep != NULL)
+    {
+      fold_send (op, r, s->peer, (double) len * op->elem_bytes, m);
+      return;
+    }
   net_send_floored (op->net, op->hosts[r], op->hosts[s->peer],
                     (double) len * op->elem_bytes,
                     msg_floor_route (op, r, s->peer,
@@ -960,6 +998,8 @@ typedef struct {
   int left;
   CommDone done;
   gpointer ctx, data;
+  NetNetwork *release; /* a network the channels claimed, given back before
+                          `done`, or NULL */
 } CollJoin;
 
 static void
@@ -971,6 +1011,8 @@ on_channel_done (EngSim *sim, gpointer ctx, gpointer data G_GNUC_UNUSED)
 
   if (--j->left > 0)
     return;
+  if (j->release != NULL)
+    net_network_release (j->release);
   g_free (j);
   done (sim, c, d);
 }
@@ -1708,16 +1750,259 @@ coll_mirror_start (const CommAlgorithm *alg, const CommArgs *a,
   return TRUE;
 }
 
+static void coll_launch (CollOp *op, double launch_overhead);
+
 /* Starts op (built, not started) per message: its ranks run from
  * launch_overhead on. */
 static void
 coll_run (CollOp *op, double launch_overhead)
 {
   net_network_count_collective (op->net, FALSE);
+  coll_launch (op, launch_overhead);
+}
+
+/* coll_run() without counting the collective. */
+static void
+coll_launch (CollOp *op, double launch_overhead)
+{
   for (int r = 0; r < op->pub.p; r++)
     rank_load (op, r);
   op->outstanding = 1;
   eng_schedule (op->sim, launch_overhead, on_start, op, NULL);
+}
+
+/* --- Folded channels (docs/collectives.md, "Folded channels") ------------ */
+
+/* Why running channel 0 alone on folded routes gives every channel its
+ * per-message times, exactly.
+ *
+ * Let sigma map channel 0's rank j's host to channel 1's rank j's host.
+ * coll_fold_start_channels checks that sigma maps channel c's rank j onto
+ * channel c + 1's for every c (channel C - 1 onto channel 0), that the C
+ * channels run the same program in rank space (the same n, the same host
+ * groups rank by rank, the same phases of rounds: to[], elems[], count,
+ * reducing), and that sigma moves every route the rounds use onto a route
+ * link by link: the i-th link of route(a, b) maps to the i-th link of
+ * route(sigma a, sigma b), one image per link, of the same bandwidth and
+ * latency to the bit, and every link returns to itself after exactly C
+ * moves (sigma_L is then a permutation of those links whose cycles all
+ * have length C).
+ *
+ * The per-message run of all C channels is then invariant under "move
+ * every host by sigma, every link by sigma_L, channel c to c + 1": the
+ * rules that time a message (its route's latency and bandwidth, the step
+ * overhead of a message inside or across host groups) are invariant, and
+ * the max-min allocation of a set of flows is unique, so a moved set gets
+ * the moved rates.  By induction over the events, channel c's rank j does
+ * what channel 0's rank j does, at the same times.
+ *
+ * Fold each cycle O of sigma_L onto one link rho(O) and send each of
+ * channel 0's transfers on its route with every link l replaced by
+ * rho(cycle of l).  A real link l in O carries, at any time, the moves
+ * sigma^k f of channel 0's flows f whose route crosses sigma^-k l; as f's
+ * crossing of O at position i meets l for exactly one k mod C (the cycle
+ * has length C), those are in one-to-one correspondence with the
+ * crossings of rho(O) by channel 0's folded flows, and sigma^k f moves at
+ * f's rate.  So every link of the folded network sees the flows and rates
+ * of each link of its cycle, a rate allocation is max-min on one exactly
+ * when it is on the other, and the folded run of channel 0 computes the
+ * real run's rates, arrivals and receives.  Folded routes must not cross
+ * a cycle twice (checked), their latency is the sum of the same
+ * latencies, and without contention each flow takes its route's slowest
+ * bandwidth either way.  Floating point: the real run computes a
+ * channel's times with the same operations as the folded one, except the
+ * progressive filling, which sums the rates of C times as many flows per
+ * link; its results agree to a few ulps (tests/test-flowclass.c holds
+ * them to 1e-9). */
+
+/* The phases of op's rounds are those of ref: same count, reducing, to[]
+ * and elems[] (frees what op's rounds allocated). */
+static gboolean
+fold_same_rounds (CollOp *op, const CommRound *ref, int n_ref)
+{
+  CommRound ph[COLL_PHASES];
+  int p = op->pub.p, n = op->alg->rounds (&op->pub, ph, COLL_PHASES);
+  gboolean ok = n == n_ref;
+
+  for (int k = 0; k < n; k++)
+    {
+      for (int r = 0; r < p && ok; r++)
+        ok = ph[k].count == ref[k].count && ph[k].reducing == ref[k].reducing
+             && ph[k].to[r] == ref[k].to[r]
+             && ph[k].elems[r] == ref[k].elems[r];
+      g_free (ph[k].to);
+      g_free (ph[k].elems);
+    }
+  return ok;
+}
+
+/* Records in lmap that sigma moves route(a, b) onto route(sa, sb) link
+ * by link; FALSE where either has no route or one longer than
+ * COLL_FOLD_HOPS, their lengths differ, a link already has another image,
+ * or a link and its image differ in bandwidth or latency. */
+static gboolean
+fold_map_route (NetNetwork *net, int a, int b, int sa, int sb, int *lmap)
+{
+  int l1[COLL_FOLD_HOPS], l2[COLL_FOLD_HOPS];
+  int n1 = net_network_route_links (net, a, b, l1, COLL_FOLD_HOPS);
+  int n2 = net_network_route_links (net, sa, sb, l2, COLL_FOLD_HOPS);
+
+  if (n1 < 1 || n1 > COLL_FOLD_HOPS || n1 != n2)
+    return FALSE;
+  for (int i = 0; i < n1; i++)
+    {
+      if (lmap[l1[i]] >= 0)
+        {
+          if (lmap[l1[i]] != l2[i])
+            return FALSE;
+          continue;
+        }
+      if (net_network_link_bandwidth (net, l1[i])
+            != net_network_link_bandwidth (net, l2[i])
+          || net_network_link_latency (net, l1[i])
+               != net_network_link_latency (net, l2[i]))
+        return FALSE;
+      lmap[l1[i]] = l2[i];
+    }
+  return TRUE;
+}
+
+/* Runs the C channels ops[] (built, not started, each calling
+ * on_channel_done with `join`) of one all-reduce as channel 0 alone on
+ * folded routes, when that is exact (the proof above): the caller
+ * declared the all-reduce exclusive, it moves no data, the channels are
+ * moves of one another as checked there, and the network is idle, has no
+ * observer and allows flow classes (net_network_claim, held until the
+ * all-reduce ends).  Then starts channel 0 per message, frees the other
+ * channels, counts C collectives run folded and returns TRUE; else
+ * changes nothing and returns FALSE. */
+static gboolean
+coll_fold_start_channels (CollOp **ops, int C, const CommArgs *a,
+                          CollJoin *join)
+{
+  CollOp *op = ops[0];
+  NetNetwork *net = op->net;
+  int p = op->pub.p, n_hosts = net_network_n_hosts (net);
+  int n_links = net_network_n_links (net);
+  CommRound ph[COLL_PHASES];
+  int n_ph = 0;
+  gboolean ok;
+
+  if (!a->exclusive || C < 2 || !class_eligible (op)
+      || net_network_fold_period (net) != 0 || n_links < 1)
+    return FALSE;
+  for (int c = 1; c < C; c++)
+    if (ops[c]->pub.n != op->pub.n || ops[c]->pub.p != p
+        || ops[c]->pub.kind != op->pub.kind || ops[c]->alg != op->alg
+        || memcmp (ops[c]->groups, op->groups, sizeof (int) * (gsize) p) != 0)
+      return FALSE;
+
+  g_autofree int *sigma = g_new (int, MAX (n_hosts, 1));
+  g_autofree int *lmap = g_new (int, n_links);
+  int *rep = NULL;
+
+  /* sigma, defined on channel 0's hosts (one rank each), moves channel c
+   * onto channel c + 1 */
+  for (int h = 0; h < n_hosts; h++)
+    sigma[h] = -1;
+  ok = TRUE;
+  for (int r = 0; r < p && ok; r++)
+    {
+      int h = op->hosts[r];
+
+      ok = h >= 0 && h < n_hosts && sigma[h] < 0;
+      if (ok)
+        sigma[h] = ops[1]->hosts[r];
+    }
+  for (int c = 0; c < C && ok; c++)
+    for (int r = 0; r < p && ok; r++)
+      {
+        int h = ops[c]->hosts[r];
+
+        ok = h >= 0 && h < n_hosts && sigma[h] == ops[(c + 1) % C]->hosts[r];
+      }
+  if (!ok)
+    return FALSE;
+
+  /* one program in rank space */
+  n_ph = op->alg->rounds (&op->pub, ph, COLL_PHASES);
+  ok = n_ph > 0;
+  for (int c = 1; c < C && ok; c++)
+    ok = fold_same_rounds (ops[c], ph, n_ph);
+
+  /* sigma moves every route of every channel's rounds onto the next
+   * channel's, link by link */
+  for (int l = 0; l < n_links; l++)
+    lmap[l] = -1;
+  for (int k = 0; k < n_ph && ok; k++)
+    for (int c = 0; c < C && ok; c++)
+      for (int r = 0; r < p && ok; r++)
+        {
+          const CollOp *o1 = ops[c], *o2 = ops[(c + 1) % C];
+          int q = ph[k].to[r];
+
+          ok = fold_map_route (net, o1->hosts[r], o1->hosts[q], o2->hosts[r],
+                               o2->hosts[q], lmap);
+        }
+
+  /* every link mapped returns to itself after exactly C moves: its cycle,
+   * folded onto its lowest link */
+  if (ok)
+    {
+      rep = g_new (int, n_links);
+      for (int l = 0; l < n_links; l++)
+        rep[l] = -1;
+    }
+  for (int l = 0; l < n_links && ok; l++)
+    {
+      int x = l, low = l, len = 0;
+
+      if (lmap[l] < 0 || rep[l] >= 0)
+        continue;
+      do
+        {
+          x = lmap[x];
+          len++;
+          low = MIN (low, x);
+        }
+      while (x >= 0 && x != l && len < C);
+      ok = x == l && len == C;
+      for (int i = 0; i < C && ok; i++, x = lmap[x])
+        rep[x] = low;
+    }
+
+  /* no folded route crosses a cycle twice */
+  for (int k = 0; k < n_ph && ok; k++)
+    for (int r = 0; r < p && ok; r++)
+      {
+        int links[COLL_FOLD_HOPS];
+        int n = net_network_route_links (net, op->hosts[r],
+                                         op->hosts[ph[k].to[r]], links,
+                                         COLL_FOLD_HOPS);
+
+        for (int i = 0; i < n && ok; i++)
+          for (int j = 0; j < i && ok; j++)
+            ok = rep[links[i]] != rep[links[j]];
+      }
+  for (int k = 0; k < n_ph; k++)
+    {
+      g_free (ph[k].to);
+      g_free (ph[k].elems);
+    }
+  ok = ok && net_network_claim (net);
+  if (!ok)
+    {
+      g_free (rep);
+      return FALSE;
+    }
+  op->fold_rep = rep;
+  join->left = 1;
+  join->release = net;
+  net_network_count_folded (net, (guint64) C);
+  for (int c = 1; c < C; c++)
+    coll_op_free (ops[c]);
+  coll_launch (op, a->launch_overhead);
+  return TRUE;
 }
 
 /* Starts a->channels concurrent collectives (CommArgs.channels), at
@@ -1736,7 +2021,7 @@ coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
   g_autofree CollOp **ops = g_new0 (CollOp *, C);
   CollJoin *join = g_new0 (CollJoin, 1);
 
-  *join = (CollJoin) { C, done, ctx, data };
+  *join = (CollJoin) { C, done, ctx, data, NULL };
   for (int r = 0; r < p; r++)
     group[r] = net_network_host_group (a->net, a->hosts[r]);
   for (int c = 0; c < C; c++)
@@ -1781,6 +2066,8 @@ coll_start_channels (const CommAlgorithm *alg, const CommArgs *a,
         }
     }
   if (coll_class_start_channels (ops, C, a))
+    return TRUE;
+  if (coll_fold_start_channels (ops, C, a, join))
     return TRUE;
   /* the channels run at once: none is alone on the network */
   for (int c = 0; c < C; c++)

@@ -276,11 +276,25 @@ double net_network_class_arrival (const NetNetwork *net, double now,
                                   double delay, double bytes,
                                   double bandwidth);
 
+/* net_send_floored() of a transfer of the network's claimer (the network
+ * claimed) on the links `route` (n_hops >= 1, each a link id) instead of
+ * src -> dst's own route: a collective whose transfers each stand for
+ * several copies sends them on their folded routes (docs/collectives.md,
+ * "Folded channels").  Its latency is the sum of those links'. */
+void net_send_claimed (NetNetwork *net, int src, int dst, const int *route,
+                       int n_hops, double bytes, double floor, int tag,
+                       NetDone done, gpointer ctx, gpointer data);
+
 /* Counts one collective run as flow classes (`classes`) or per message. */
 void net_network_count_collective (NetNetwork *net, gboolean classes);
 /* Collectives run so far as flow classes and per message. */
 void net_network_collective_counts (const NetNetwork *net, guint64 *classes,
                                     guint64 *detailed);
+/* Counts `n` collectives run folded: channels timed by one of them on
+ * folded routes (docs/collectives.md, "Folded channels"). */
+void net_network_count_folded (NetNetwork *net, guint64 n);
+/* Collectives run so far folded (net_network_count_folded). */
+guint64 net_network_folded_count (const NetNetwork *net);
 
 /* --- Mirrored copies (docs/collectives.md, "Mirrored replicas") ---------
  *

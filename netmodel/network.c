@@ -229,6 +229,7 @@ struct NetNetwork {
   guint n_class_marks;
   guint64 coll_classes;    /* collectives run as flow classes */
   guint64 coll_detailed;   /* collectives run per message */
+  guint64 coll_folded;     /* collectives run folded */
   NetFoldCheck fold_check; /* the router's mirrored copies, or NULL */
   NetFoldRoute fold_route;
   int fold_period;         /* hosts per copy once folded, 0 = not folded */
@@ -2117,6 +2118,21 @@ net_send_folded (NetNetwork *net, int src, int dst, double bytes,
                  data);
 }
 
+void
+net_send_claimed (NetNetwork *net, int src, int dst, const int *route,
+                  int n_hops, double bytes, double floor, int tag,
+                  NetDone done, gpointer ctx, gpointer data)
+{
+  /* a view of another network is never claimed */
+  g_return_if_fail (net != NULL && net->base == NULL && net->claimed);
+  g_return_if_fail (host_valid (net, src) && host_valid (net, dst));
+  g_return_if_fail (isfinite (bytes) && bytes >= 0);
+  g_return_if_fail (isfinite (floor) && floor >= 0);
+  g_return_if_fail (route != NULL && n_hops >= 1);
+  send_on_route (net, src, dst, route, n_hops, bytes, floor, tag, done, ctx,
+                 data);
+}
+
 /* --- Flow classes ---------------------------------------------------------- */
 
 /* Turns flow classes on (the default) or off for the collectives run on
@@ -2322,6 +2338,24 @@ net_network_collective_counts (const NetNetwork *net, guint64 *classes,
     *classes = net->coll_classes;
   if (detailed)
     *detailed = net->coll_detailed;
+}
+
+void
+net_network_count_folded (NetNetwork *net, guint64 n)
+{
+  if (net != NULL && net->base != NULL)
+    { net_network_count_folded (net->base, n); return; }
+  g_return_if_fail (net != NULL);
+  net->coll_folded += n;
+}
+
+guint64
+net_network_folded_count (const NetNetwork *net)
+{
+  if (net != NULL && net->base != NULL)
+    return net_network_folded_count (net->base);
+  g_return_val_if_fail (net != NULL, 0);
+  return net->coll_folded;
 }
 
 /* --- Test hooks (netmodel-private.h) ------------------------------------ */

@@ -496,8 +496,17 @@ sim_run_config (const SimConfig *c, SimTrace *trace, gint64 run,
         g_autofree char *path = NULL;
 
         net_network_collective_counts (r.cl->net, &classes, &detailed);
+        guint64 folded = net_network_folded_count (r.cl->net);
         path = g_strdup_printf ("classes=%" G_GUINT64_FORMAT
                                 " detailed=%" G_GUINT64_FORMAT, classes, detailed);
+        if (folded > 0)
+          {
+            /* only runs that fold say so: other rows stay as they were */
+            char *more = g_strdup_printf ("%s folded=%" G_GUINT64_FORMAT,
+                                          path, folded);
+            g_free (path);
+            path = more;
+          }
         rec_param (&r, "network.flow_classes_path", path);
       }
       if (r.links_used)

@@ -15,7 +15,9 @@
  * to be alone, an observer of every message) run per message.  The
  * channels of one all-reduce run as flow classes together where their
  * times cannot disturb one another, and per message where they share links
- * with blocks of other sizes.  A run through `dtsim` checks the same on
+ * with blocks of other sizes, unless each channel is the previous one
+ * moved, in which case channel 0 runs alone on folded routes.  A run
+ * through `dtsim` checks the same on
  * every trace table but the events and the params row naming the path.
  */
 #include "config.h"
@@ -49,6 +51,7 @@ typedef struct {
   int n_done;
   gboolean classes;  /* it ran as flow classes */
   guint64 n_classes, n_detailed;   /* collectives (channels) by path */
+  guint64 n_folded;                 /* channels run folded */
 } Outcome;
 
 static void
@@ -157,6 +160,7 @@ run_channels (const char *alg, CommKind kind, const Topo *t, int p, gsize n,
   g_assert_cmpuint (net_network_active (net), ==, 0);
   o.classes = after.classes > before.classes;
   net_network_collective_counts (net, &o.n_classes, &o.n_detailed);
+  o.n_folded = net_network_folded_count (net);
   if (disturb == DISTURB_OBSERVER)
     g_assert_cmpint (observed, >, 0);
   net_network_free (net);
@@ -433,6 +437,8 @@ compare_channels (const char *alg, const Topo *t, int p, gsize n, int C,
                 on.t_done == off.t_done ? "" : " (not bit-identical)");
   g_assert_cmpuint (off.n_classes, ==, 0);
   g_assert_cmpuint (off.n_detailed, ==, (guint64) C);
+  g_assert_cmpuint (off.n_folded, ==, 0);
+  g_assert_cmpuint (on.n_folded, ==, 0);
   g_assert_cmpint (on.classes, ==, expect_classes);
   g_assert_cmpuint (on.n_classes, ==, expect_classes ? (guint64) C : 0);
   g_assert_cmpuint (on.n_detailed, ==, expect_classes ? 0 : (guint64) C);
@@ -486,7 +492,9 @@ test_channels (void)
                         TRUE);
       compare_channels ("ring", &star, 16, n, C, NET_CONTENTION_MAXMIN, TRUE);
       /* chunks of two sizes: channel c's GPU a holds channel 0's chunk of
-       * GPU a - c, so a route carries flows of both sizes at once */
+       * GPU a - c, so a route carries flows of both sizes at once; with
+       * channels of unequal sizes, no channel is another moved (folding:
+       * test_fold) */
       compare_channels ("hierarchical", &nodes8, 64, even + (gsize) C * 8 + 3,
                         C, NET_CONTENTION_MAXMIN, FALSE);
       /* ... which do not interact without contention */
@@ -510,6 +518,104 @@ test_channels (void)
   /* p <= g: the hierarchical all-reduce inside one node */
   compare_channels ("hierarchical", &nodes8, 8, n, 4, NET_CONTENTION_MAXMIN,
                     TRUE);
+}
+
+/* An all-reduce in C channels with flow classes on and off: equal times,
+ * and with them on, every channel folded (`expect`: FOLD_YES), run as
+ * flow classes or folded (FOLD_FAST: without contention, where the class
+ * path comes first) or per message (FOLD_NO). */
+typedef enum { FOLD_NO, FOLD_YES, FOLD_FAST } FoldPath;
+
+static void
+compare_fold (const char *alg, const Topo *t, int p, gsize n, int C,
+              NetContention contention, FoldPath expect)
+{
+  Outcome on = run_channels (alg, COMM_ALLREDUCE, t, p, n, 4, contention,
+                             DISTURB_NONE, TRUE, COMM_ARCH_OTHER, NULL, C);
+  Outcome off = run_channels (alg, COMM_ALLREDUCE, t, p, n, 4, contention,
+                              DISTURB_NONE, FALSE, COMM_ARCH_OTHER, NULL, C);
+
+  if (g_test_verbose ())
+    g_printerr ("%s in %d channels on nodes of %d, p = %d, n = %zu, %s: "
+                "%.17g s, classes %" G_GUINT64_FORMAT " folded %"
+                G_GUINT64_FORMAT " detailed %" G_GUINT64_FORMAT "%s\n", alg,
+                C, t->gpus, p, n,
+                contention == NET_CONTENTION_MAXMIN ? "max-min" : "none",
+                on.t_done, on.n_classes, on.n_folded, on.n_detailed,
+                on.t_done == off.t_done ? "" : " (not bit-identical)");
+  g_assert_cmpuint (off.n_detailed, ==, (guint64) C);
+  g_assert_cmpuint (off.n_folded + off.n_classes, ==, 0);
+  g_assert_cmpuint (on.n_classes + on.n_folded + on.n_detailed, ==,
+                    (guint64) C);
+  switch (expect)
+    {
+    case FOLD_YES:
+      g_assert_cmpuint (on.n_folded, ==, (guint64) C);
+      break;
+    case FOLD_FAST:
+      g_assert_cmpuint (on.n_detailed, ==, 0);
+      break;
+    case FOLD_NO:
+      g_assert_cmpuint (on.n_detailed, ==, (guint64) C);
+      break;
+    }
+  g_assert_cmpfloat (off.t_done, >, 0);
+  g_assert_cmpfloat_with_epsilon (on.t_done, off.t_done, 1e-9 * off.t_done);
+}
+
+/* Folded channels (docs/collectives.md, "Folded channels"): on nodes of g
+ * GPUs with one NIC per GPU, channel c of the hierarchical or ring
+ * all-reduce is channel 0 turned by c GPUs inside every node.  With C = g
+ * channels of one size (C divides n) each channel is the previous one
+ * moved, every link's cycle has C links, and channel 0 run alone on folded
+ * routes gives the per-message times, also where the chunks inside a
+ * channel have two sizes (C g does not divide n: the congruent class path
+ * does not apply).  C < g (channel C - 1 moved is no channel), C > g
+ * (cycles of g links carry C / g moves of each flow) and channels of two
+ * sizes run per message. */
+static void
+test_fold (void)
+{
+  static const Topo nodes8 = { "nodes", 8, TRUE };
+  static const Topo nodes4 = { "nodes", 4, TRUE };
+  static const Topo shared8 = { "nodes", 8, FALSE };
+  static const Topo *const topos[] = { &nodes4, &nodes8 };
+  static const int counts[] = { 2, 4, 8 };
+
+  for (guint ti = 0; ti < G_N_ELEMENTS (topos); ti++)
+    for (guint ci = 0; ci < G_N_ELEMENTS (counts); ci++)
+      for (int mm = 0; mm < 2; mm++)
+        {
+          const Topo *t = topos[ti];
+          int g = t->gpus, C = counts[ci];
+          NetContention cont = mm ? NET_CONTENTION_MAXMIN : NET_CONTENTION_NONE;
+          FoldPath fold = C == g ? (mm ? FOLD_YES : FOLD_FAST)
+                                 : (mm ? FOLD_NO : FOLD_FAST);
+          /* channels of one size whose chunks have two (r = 1 .. g - 1
+           * elements more than a multiple of g per channel) */
+          for (int r = 1; r < g; r += 3)
+            {
+              gsize n = (gsize) C * ((gsize) g * 1001 + (gsize) r);
+
+              compare_fold ("hierarchical", t, 8 * g, n, C, cont, fold);
+              if (r == 1)
+                compare_fold ("hierarchical", t, 256, n, C, cont, fold);
+            }
+          /* the ring lays NVLink and NIC hops: no class, but folded */
+          compare_fold ("ring", t, 8 * g, (gsize) C * ((gsize) 64 * g + 3), C,
+                        cont, C == g && mm ? FOLD_YES
+                              : C == g ? FOLD_FAST : FOLD_NO);
+        }
+  /* 256 ranks of the ring in 8 channels */
+  compare_fold ("ring", &nodes8, 256, 8 * (256 * 3 + 5), 8,
+                NET_CONTENTION_MAXMIN, FOLD_YES);
+  /* channels of two sizes: channel 0 holds one element more */
+  compare_fold ("hierarchical", &nodes8, 64, 8 * (8 * 1001 + 3) + 1, 8,
+                NET_CONTENTION_MAXMIN, FOLD_NO);
+  /* GPUs sharing a node's NIC: turning GPUs moves no NIC link, so the
+   * NIC's links are cycles of one */
+  compare_fold ("hierarchical", &shared8, 64, 8 * (8 * 1001 + 3), 8,
+                NET_CONTENTION_MAXMIN, FOLD_NO);
 }
 
 /* A transfer handed to the network while a flow-class collective holds it
@@ -552,13 +658,14 @@ query_text (const char *db, const char *sql)
   return out;
 }
 
-/* `dtsim run` of a timing-only data-parallel step with the hierarchical
- * all-reduce in `channels` channels: every table of the trace is the same
- * with flow classes on and off, but the run's events and the params rows
- * of the key and of the path taken, which is `path` with flow classes on
- * (2 iterations of one bucket in each channel). */
+/* `dtsim run` of a timing-only data-parallel step of `params` elements
+ * with the hierarchical all-reduce in `channels` channels: every table of
+ * the trace is the same with flow classes on and off, but the run's
+ * events and the params rows of the key and of the path taken, which is
+ * `path` with flow classes on (2 iterations of one bucket in each
+ * channel). */
 static void
-run_dtsim_pair (int channels, const char *path)
+run_dtsim_pair (int channels, gint64 params, const char *path)
 {
   g_autofree char *tmp = g_dir_make_tmp ("flowclass-XXXXXX", NULL);
   g_autofree char *ini = g_strdup_printf (
@@ -567,11 +674,11 @@ run_dtsim_pair (int channels, const char *path)
     "[device]\nstep_time = 1ms\n"
     "[network]\ntopology = nodes\ngpus_per_node = 8\n"
     "nic = gpu\nstep_overhead = 10us\n"
-    "[model]\nkind = timing\nparams = 1048576\nflops = 1e6\n"
+    "[model]\nkind = timing\nparams = %" G_GINT64_FORMAT "\nflops = 1e6\n"
     "[policy]\nkind = allreduce\nalgorithm = hierarchical\n"
     "bucket_size = 0\nchannels = %d\n"
     "[kernels]\nbackend = none\n"
-    "[trace]\ndetail = spans\n", channels);
+    "[trace]\ndetail = spans\n", params, channels);
   static const char *const tables[] = { "iterations", "spans", "metrics",
                                         NULL };
   g_autofree char *ini_path = g_build_filename (tmp, "fc.ini", NULL);
@@ -617,13 +724,16 @@ run_dtsim_pair (int channels, const char *path)
 
 /* One channel, two whose blocks match (2^20 elements: 2^19 per channel,
  * 2^16 per GPU), and three of unequal sizes (349,526 elements in the
- * first, 349,525 in the others), which run per message. */
+ * first, 349,525 in the others), which run per message; eight, one per
+ * GPU of a node, of 8,003 elements each (chunks of two sizes), which run
+ * folded. */
 static void
 test_run (void)
 {
-  run_dtsim_pair (1, "classes=2 detailed=0");
-  run_dtsim_pair (2, "classes=4 detailed=0");
-  run_dtsim_pair (3, "classes=0 detailed=6");
+  run_dtsim_pair (1, 1048576, "classes=2 detailed=0");
+  run_dtsim_pair (2, 1048576, "classes=4 detailed=0");
+  run_dtsim_pair (3, 1048576, "classes=0 detailed=6");
+  run_dtsim_pair (8, 8 * 8003, "classes=0 detailed=0 folded=16");
 }
 
 /* The events `dtsim check` estimates for a timing-only data-parallel run
@@ -725,6 +835,7 @@ main (int argc, char **argv)
   g_test_add_func ("/flowclass/unequal", test_unequal);
   g_test_add_func ("/flowclass/fallback", test_fallback);
   g_test_add_func ("/flowclass/channels", test_channels);
+  g_test_add_func ("/flowclass/fold", test_fold);
   g_test_add_func ("/flowclass/claim", test_claim);
   g_test_add_func ("/flowclass/run", test_run);
   g_test_add_func ("/flowclass/estimate", test_estimate);
