@@ -1875,7 +1875,8 @@ fold_map_route (NetNetwork *net, int a, int b, int sa, int sb, int *lmap)
  * observer and allows flow classes (net_network_claim, held until the
  * all-reduce ends).  Then starts channel 0 per message, frees the other
  * channels, counts C collectives run folded and returns TRUE; else
- * changes nothing and returns FALSE. */
+ * changes nothing and returns FALSE.  Long: every condition of the proof
+ * is checked here in turn, before anything is changed. */
 static gboolean
 coll_fold_start_channels (CollOp **ops, int C, const CommArgs *a,
                           CollJoin *join)
