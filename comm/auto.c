@@ -314,29 +314,31 @@ price_uniform (const CommAlgorithm *alg, gconstpointer data)
                     u->beta, u->gamma);
 }
 
-/* The formula of what auto picks on uniform links (NaN when no algorithm
- * runs the kind). */
+/* The formula of what auto (nccl: among NCCL's algorithms) picks on
+ * uniform links (NaN when no algorithm runs the kind). */
+static double
+cheapest_cost (gboolean nccl, CommKind kind, int p, int group, gsize n,
+               double elem_bytes, double alpha, double beta, double gamma)
+{
+  AutoUniform u = { kind, p, group, n, elem_bytes, alpha, beta, gamma };
+  double t;
+
+  auto_cheapest (price_uniform, &u, nccl, &t);
+  return t;
+}
+
 static double
 auto_cost (CommKind kind, int p, int group, gsize n, double elem_bytes,
            double alpha, double beta, double gamma)
 {
-  AutoUniform u = { kind, p, group, n, elem_bytes, alpha, beta, gamma };
-  double t;
-
-  auto_cheapest (price_uniform, &u, FALSE, &t);
-  return t;
+  return cheapest_cost (FALSE, kind, p, group, n, elem_bytes, alpha, beta, gamma);
 }
 
-/* The same for nccl. */
 static double
 nccl_cost (CommKind kind, int p, int group, gsize n, double elem_bytes,
            double alpha, double beta, double gamma)
 {
-  AutoUniform u = { kind, p, group, n, elem_bytes, alpha, beta, gamma };
-  double t;
-
-  auto_cheapest (price_uniform, &u, TRUE, &t);
-  return t;
+  return cheapest_cost (TRUE, kind, p, group, n, elem_bytes, alpha, beta, gamma);
 }
 
 const CommAlgorithm comm_auto = {
